@@ -1,0 +1,288 @@
+//! The client handle: validates and serializes on the caller's thread, then hands the bytes
+//! to the scheduler without ever blocking.
+
+use crate::config::{Config, MAX_WEBHOOKS};
+use crate::error::Error;
+use crate::ingestion::{self, Endpoint};
+use crate::log::{Level, Logger};
+use crate::message::Message;
+use crate::outcome::Stats;
+use crate::scheduler::{run_worker, Command, Delivery, Item, Scheduler, Shared};
+use crate::transport::Transport;
+use crate::webhook::{self, Hooks};
+use crate::{timestamp, validate};
+use arc_swap::ArcSwap;
+use crossbeam_channel::Sender;
+use std::sync::atomic::Ordering::*;
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+/// Largest serialized message accepted (spec §8: 32 KB).
+pub const MAX_MESSAGE_BYTES: usize = 32 * 1024;
+
+/// How long `flush(None)` and `close(None)` wait at most.
+pub const DEFAULT_WAIT: Duration = Duration::from_secs(30);
+
+/// A running client: one scheduler thread and a pool of delivery workers, fed by the calls.
+/// Dropping it closes it, waiting at most `timeout` for what is queued.
+pub struct Client {
+    config: Arc<Config>,
+    logger: Logger,
+    engine: ArcSwap<Engine>,
+}
+
+/// One generation of threads and queue (a forked child gets a new one).
+struct Engine {
+    tx: Sender<Command>,
+    shared: Arc<Shared>,
+    scheduler: Mutex<Option<JoinHandle<()>>>,
+}
+
+impl Engine {
+    fn start(config: &Config, logger: &Logger) -> Result<Engine, Error> {
+        let targets = config.check_targets()?;
+        let workers = config.workers.max(targets.len());
+        let delivery = Arc::new(Delivery {
+            transport: Transport::new(config)?,
+            ingestion: Endpoint::new(config),
+            hooks: Hooks::new(config, targets),
+            logger: logger.clone(),
+        });
+        let shared = Arc::new(Shared::default());
+        let (tx, commands) = crossbeam_channel::unbounded();
+        let (job_tx, job_rx) = crossbeam_channel::unbounded();
+        let (done_tx, done_rx) = crossbeam_channel::unbounded();
+        for i in 0..workers {
+            let (d, j, r) = (delivery.clone(), job_rx.clone(), done_tx.clone());
+            std::thread::Builder::new()
+                .name(format!("outbound-worker-{i}"))
+                .spawn(move || run_worker(d, j, r))
+                .map_err(|e| Error::config("workers", format!("cannot start a thread: {e}")))?;
+        }
+        let scheduler = Scheduler::new(
+            config,
+            shared.clone(),
+            commands,
+            job_tx,
+            done_rx,
+            workers,
+            logger.clone(),
+        );
+        let handle = std::thread::Builder::new()
+            .name("outbound-scheduler".into())
+            .spawn(move || scheduler.run())
+            .map_err(|e| Error::config("workers", format!("cannot start a thread: {e}")))?;
+        Ok(Engine {
+            tx,
+            shared,
+            scheduler: Mutex::new(Some(handle)),
+        })
+    }
+}
+
+/// Counts an enqueue call as under way while it lives.
+struct CallGuard<'a>(&'a Shared);
+
+impl Drop for CallGuard<'_> {
+    fn drop(&mut self) {
+        self.0.calls.fetch_sub(1, SeqCst);
+    }
+}
+
+impl Client {
+    /// Checks `config` and starts the client's threads.
+    pub fn new(config: Config) -> Result<Client, Error> {
+        config.check()?;
+        let logger = Logger::new(config.debug, config.log_sink.clone());
+        let engine = Engine::start(&config, &logger)?;
+        logger.log(Level::Debug, || {
+            format!(
+                "client started: ingestion {}, {} webhook(s), flush_at {}, flush_interval {:?}",
+                if config.write_key.is_some() {
+                    "on"
+                } else {
+                    "off"
+                },
+                config.webhooks.len(),
+                config.flush_at,
+                config.flush_interval
+            )
+        });
+        Ok(Client {
+            config: Arc::new(config),
+            logger,
+            engine: ArcSwap::from_pointee(engine),
+        })
+    }
+
+    /// The configuration the client runs with.
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
+    /// Validates `msg`, serializes it once per destination, and queues it. Returns the
+    /// message id. Never blocks: a full queue is an immediate [`Error::QueueFull`].
+    pub fn enqueue(&self, msg: &Message) -> Result<String, Error> {
+        let engine = self.engine.load();
+        let shared = &*engine.shared;
+        shared.calls.fetch_add(1, SeqCst);
+        let _call = CallGuard(shared);
+        if shared.closed.load(SeqCst) {
+            return Err(Error::Closed);
+        }
+        let item = self.encode(msg)?;
+        let capacity = self.config.max_queue_size as u64;
+        if shared.pending.fetch_add(1, AcqRel) >= capacity {
+            shared.pending.fetch_sub(1, AcqRel);
+            shared.counters.dropped.fetch_add(1, Relaxed);
+            shared.counters.queue_full.fetch_add(1, Relaxed);
+            self.logger.log(Level::Warn, || {
+                format!("queue full ({capacity}): dropped message {}", item.id)
+            });
+            return Err(Error::QueueFull {
+                capacity: self.config.max_queue_size,
+            });
+        }
+        shared.counters.accepted.fetch_add(1, Relaxed);
+        let id = item.id.to_string();
+        // The scheduler outlives every open client, so this cannot fail while not closed.
+        let _ = engine.tx.send(Command::Message(item));
+        Ok(id)
+    }
+
+    fn encode(&self, msg: &Message) -> Result<Item, Error> {
+        let hooks_on = !self.config.webhooks.is_empty();
+        validate::validate(msg, hooks_on)?;
+        let id: Arc<str> = match &msg.message_id {
+            Some(id) => id.as_str().into(),
+            None => {
+                let mut buf = [0u8; uuid::fmt::Hyphenated::LENGTH];
+                (*uuid::Uuid::new_v4().hyphenated().encode_lower(&mut buf)).into()
+            }
+        };
+        let mut ts = [0u8; timestamp::LEN];
+        timestamp::write(msg.timestamp.unwrap_or_else(timestamp::now), &mut ts)?;
+        let check = |bytes: Vec<u8>| {
+            if bytes.len() > MAX_MESSAGE_BYTES {
+                Err(Error::MessageTooLarge {
+                    size: bytes.len(),
+                    limit: MAX_MESSAGE_BYTES,
+                })
+            } else {
+                Ok(bytes)
+            }
+        };
+        let ingest = match self.config.write_key.is_some() && msg.kind != crate::Kind::Delete {
+            true => {
+                let mut out = Vec::with_capacity(256);
+                ingestion::encode(msg, &id, &ts, &mut out)?;
+                Some(check(out)?)
+            }
+            false => None,
+        };
+        let hook = match hooks_on && webhook::wanted(msg.integrations.as_ref()) {
+            true => {
+                let mut out = Vec::with_capacity(256);
+                webhook::encode(msg, &id, &ts, &mut out)?;
+                Some(Arc::from(check(out)?))
+            }
+            false => None,
+        };
+        Ok(Item { id, ingest, hook })
+    }
+
+    /// Sends what is waiting for a batch now, and waits until every accepted message has an
+    /// outcome or `timeout` (default [`DEFAULT_WAIT`]) passes. True when all of them ended
+    /// and none of those ending during the wait failed or was dropped.
+    pub fn flush(&self, timeout: Option<Duration>) -> bool {
+        let engine = self.engine.load_full();
+        let before = self.losses(&engine);
+        let _ = engine.tx.send(Command::Flush);
+        let idle = engine
+            .shared
+            .wait_idle(Instant::now() + timeout.unwrap_or(DEFAULT_WAIT));
+        idle && self.losses(&engine) == before
+    }
+
+    fn losses(&self, engine: &Engine) -> u64 {
+        let c = &engine.shared.counters;
+        c.failed.load(Relaxed) + c.dropped.load(Relaxed)
+    }
+
+    /// Flushes (bounded by `timeout`, default [`DEFAULT_WAIT`]), then stops the threads;
+    /// messages still waiting end as dropped (reason: closed). Returns what `flush` would.
+    /// Closing twice is [`Error::Closed`].
+    pub fn close(&self, timeout: Option<Duration>) -> Result<bool, Error> {
+        let engine = self.engine.load_full();
+        if engine.shared.closed.swap(true, SeqCst) {
+            return Err(Error::Closed);
+        }
+        let deadline = Instant::now() + timeout.unwrap_or(DEFAULT_WAIT);
+        // Let enqueue calls that started before `closed` was set land in the channel first.
+        while engine.shared.calls.load(SeqCst) != 0 {
+            std::thread::yield_now();
+        }
+        let before = self.losses(&engine);
+        let _ = engine.tx.send(Command::Flush);
+        let idle = engine.shared.wait_idle(deadline);
+        let _ = engine.tx.send(Command::Shutdown);
+        let handle = engine
+            .scheduler
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take();
+        if let Some(handle) = handle {
+            // The scheduler never waits on the network; this only waits for it to report
+            // the dropped messages. Past the deadline (plus a grace for those reports) it is
+            // left to finish alone.
+            let grace = deadline + Duration::from_millis(500);
+            while !handle.is_finished() && Instant::now() < grace {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            if handle.is_finished() {
+                let _ = handle.join();
+            }
+        }
+        self.logger.log(Level::Debug, || {
+            format!("client closed: {:?}", self.stats())
+        });
+        Ok(idle && self.losses(&engine) == before)
+    }
+
+    /// True once `close` was called.
+    pub fn is_closed(&self) -> bool {
+        self.engine.load().shared.closed.load(SeqCst)
+    }
+
+    /// A snapshot of the counters.
+    pub fn stats(&self) -> Stats {
+        let engine = self.engine.load();
+        engine
+            .shared
+            .counters
+            .snapshot(engine.shared.pending.load(Acquire))
+    }
+
+    /// Call in the child right after `fork()`: the parent's threads do not exist here, so
+    /// the child gets new ones and an empty queue (the parent's queued messages stay the
+    /// parent's to send, so nothing is sent twice). The old generation is leaked on purpose:
+    /// dropping it could wait for threads that will never run.
+    pub fn reset_after_fork(&self) -> Result<(), Error> {
+        let closed = self.is_closed();
+        let fresh = Engine::start(&self.config, &self.logger)?;
+        fresh.shared.closed.store(closed, SeqCst);
+        std::mem::forget(self.engine.swap(Arc::new(fresh)));
+        Ok(())
+    }
+}
+
+impl Drop for Client {
+    fn drop(&mut self) {
+        if !self.is_closed() {
+            let _ = self.close(Some(self.config.timeout));
+        }
+    }
+}
+
+const _: () = assert!(MAX_WEBHOOKS <= 8, "webhook masks are u8");

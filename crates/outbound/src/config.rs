@@ -1,0 +1,271 @@
+//! Client configuration, and its checks when the client is built.
+
+use crate::error::Error;
+use crate::log::LogSink;
+use crate::outcome::Outcome;
+use crate::retry::RetryPolicy;
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+use ureq::http::{HeaderName, HeaderValue, Uri};
+
+/// At most this many webhooks per client (spec §8).
+pub const MAX_WEBHOOKS: usize = 5;
+
+/// Called once per accepted message with how it ended, on the client's scheduler thread.
+pub type OutcomeCallback = Arc<dyn Fn(&Outcome) + Send + Sync>;
+
+/// One customer webhook: a URL and the static headers added to every request to it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Webhook {
+    /// Absolute `http` or `https` URL, without credentials.
+    pub url: String,
+    /// Static headers, in order.
+    pub headers: Vec<(String, String)>,
+}
+
+impl Webhook {
+    /// A webhook with no static headers.
+    pub fn new(url: impl Into<String>) -> Self {
+        Webhook {
+            url: url.into(),
+            headers: Vec::new(),
+        }
+    }
+
+    /// Adds a static header.
+    pub fn header(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
+        self.headers.push((name.into(), value.into()));
+        self
+    }
+}
+
+/// Everything a client can be told. `Config::default()` sends nowhere; set a `write_key`
+/// (ingestion), `webhooks`, or both.
+#[derive(Clone)]
+pub struct Config {
+    /// Source write key: enables the ingestion destination.
+    pub write_key: Option<String>,
+    /// Ingestion base URL; batches go to `{endpoint}/v1/batch`.
+    pub endpoint: String,
+    /// Up to 5 webhooks: enables the webhooks destination.
+    pub webhooks: Vec<Webhook>,
+    /// When set, webhook requests carry `X-Signature`.
+    pub shared_secret: Option<String>,
+    /// `User-Agent` of webhook requests (a product token, `Outbound/1.0`).
+    pub webhook_user_agent: String,
+    /// A batch closes at this many messages (1 sends each at once).
+    pub flush_at: usize,
+    /// A batch closes this long after its first message arrived.
+    pub flush_interval: Duration,
+    /// Most messages held at once, including those waiting to retry.
+    pub max_queue_size: usize,
+    /// Bound on one whole HTTP exchange (connect, send, response, body).
+    pub timeout: Duration,
+    /// Backoff and retry window.
+    pub retry: RetryPolicy,
+    /// Gzip ingestion bodies.
+    pub gzip: bool,
+    /// Extra trusted roots: PEM text, or the path of a PEM file.
+    pub ca_certs: Option<String>,
+    /// Delivery threads (at least the number of webhooks, so a fan-out is concurrent).
+    pub workers: usize,
+    /// Called with each message's outcome.
+    pub on_outcome: Option<OutcomeCallback>,
+    /// Logging on or off; `None` follows the `DEBUG` environment variable.
+    pub debug: Option<bool>,
+    /// Where log lines go (stderr when `None`).
+    pub log_sink: Option<LogSink>,
+    /// When false, messages are validated and counted but never sent (tests, dry runs).
+    pub send: bool,
+    /// Use `HTTP(S)_PROXY`/`ALL_PROXY` from the environment.
+    pub proxy_from_env: bool,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            write_key: None,
+            endpoint: "https://api.segment.io".into(),
+            webhooks: Vec::new(),
+            shared_secret: None,
+            webhook_user_agent: "Outbound/1.0".into(),
+            flush_at: 20,
+            flush_interval: Duration::from_secs(5),
+            max_queue_size: 10_000,
+            timeout: Duration::from_secs(5),
+            retry: RetryPolicy::default(),
+            gzip: false,
+            ca_certs: None,
+            workers: 4,
+            on_outcome: None,
+            debug: None,
+            log_sink: None,
+            send: true,
+            proxy_from_env: true,
+        }
+    }
+}
+
+impl fmt::Debug for Config {
+    // Written by hand so the write key and the secret can never reach a log or a panic.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Config")
+            .field("write_key", &self.write_key.as_ref().map(|_| "<redacted>"))
+            .field("endpoint", &self.endpoint)
+            .field("webhooks", &self.webhooks.len())
+            .field(
+                "shared_secret",
+                &self.shared_secret.as_ref().map(|_| "<redacted>"),
+            )
+            .field("flush_at", &self.flush_at)
+            .field("flush_interval", &self.flush_interval)
+            .field("max_queue_size", &self.max_queue_size)
+            .field("timeout", &self.timeout)
+            .field("retry", &self.retry)
+            .field("gzip", &self.gzip)
+            .field("workers", &self.workers)
+            .field("send", &self.send)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Headers no webhook may set: the transport and the signature own them.
+const RESERVED: [&str; 6] = [
+    "content-type",
+    "content-length",
+    "host",
+    "transfer-encoding",
+    "connection",
+    "x-signature",
+];
+
+/// A webhook after its checks: parsed headers, ready to send.
+#[derive(Clone, Debug)]
+pub(crate) struct Target {
+    pub url: String,
+    pub headers: Vec<(HeaderName, HeaderValue)>,
+}
+
+/// Checks `url` is absolute http(s), has a host and no credentials.
+pub(crate) fn check_url(setting: &str, url: &str) -> Result<Uri, Error> {
+    let uri: Uri = url
+        .parse()
+        .map_err(|e| Error::config(setting, format!("{url:?} is not a valid URL ({e})")))?;
+    match uri.scheme_str() {
+        Some("http") | Some("https") => {}
+        _ => {
+            return Err(Error::config(
+                setting,
+                format!("{url:?} must be an absolute http:// or https:// URL"),
+            ))
+        }
+    }
+    let Some(authority) = uri.authority() else {
+        return Err(Error::config(setting, format!("{url:?} has no host")));
+    };
+    if authority.as_str().contains('@') {
+        return Err(Error::config(
+            setting,
+            "URL must not carry credentials (user:password@); use a static header",
+        ));
+    }
+    if authority.host().is_empty() {
+        return Err(Error::config(setting, format!("{url:?} has no host")));
+    }
+    Ok(uri)
+}
+
+impl Config {
+    pub(crate) fn check_targets(&self) -> Result<Vec<Target>, Error> {
+        if self.webhooks.len() > MAX_WEBHOOKS {
+            return Err(Error::config(
+                "webhooks",
+                format!(
+                    "{} given, at most {MAX_WEBHOOKS} allowed",
+                    self.webhooks.len()
+                ),
+            ));
+        }
+        let mut targets = Vec::with_capacity(self.webhooks.len());
+        for (i, hook) in self.webhooks.iter().enumerate() {
+            check_url(&format!("webhooks[{i}].url"), &hook.url)?;
+            let mut headers = Vec::with_capacity(hook.headers.len());
+            for (name, value) in &hook.headers {
+                let setting = format!("webhooks[{i}].headers[{name:?}]");
+                let parsed = HeaderName::from_bytes(name.as_bytes()).map_err(|_| {
+                    Error::config(
+                        &setting,
+                        "header name must be an HTTP token (letters, digits, !#$%&'*+-.^_`|~)",
+                    )
+                })?;
+                if RESERVED.contains(&parsed.as_str()) {
+                    return Err(Error::config(
+                        &setting,
+                        format!("{name} is set by outbound and cannot be overridden"),
+                    ));
+                }
+                let value = HeaderValue::from_str(value).map_err(|_| {
+                    Error::config(
+                        &setting,
+                        "header value must be visible ASCII or spaces, with no CR, LF or NUL",
+                    )
+                })?;
+                headers.push((parsed, value));
+            }
+            targets.push(Target {
+                url: hook.url.clone(),
+                headers,
+            });
+        }
+        Ok(targets)
+    }
+
+    /// Checks everything that can be checked before the client starts.
+    pub(crate) fn check(&self) -> Result<(), Error> {
+        let positive = |setting: &str, v: Duration| {
+            if v.is_zero() {
+                Err(Error::config(setting, "must be greater than zero"))
+            } else {
+                Ok(())
+            }
+        };
+        if self.write_key.is_none() && self.webhooks.is_empty() {
+            return Err(Error::config(
+                "write_key/webhooks",
+                "a client needs a write key (ingestion), at least one webhook, or both",
+            ));
+        }
+        if let Some(key) = &self.write_key {
+            if key.is_empty() {
+                return Err(Error::config("write_key", "must not be empty"));
+            }
+            check_url("endpoint", &self.endpoint)?;
+        }
+        if self.flush_at == 0 {
+            return Err(Error::config("flush_at", "must be at least 1"));
+        }
+        if self.max_queue_size == 0 {
+            return Err(Error::config("max_queue_size", "must be at least 1"));
+        }
+        if self.workers == 0 {
+            return Err(Error::config("workers", "must be at least 1"));
+        }
+        positive("flush_interval", self.flush_interval)?;
+        positive("timeout", self.timeout)?;
+        positive("max_retry_duration", self.retry.max_retry_duration)?;
+        if self.shared_secret.as_deref() == Some("") {
+            return Err(Error::config(
+                "shared_secret",
+                "must not be empty (leave it unset to send unsigned)",
+            ));
+        }
+        if HeaderValue::from_str(&self.webhook_user_agent).is_err() {
+            return Err(Error::config(
+                "webhook_user_agent",
+                "must be a valid header value",
+            ));
+        }
+        Ok(())
+    }
+}

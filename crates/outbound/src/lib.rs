@@ -1,0 +1,54 @@
+//! # outbound
+//!
+//! Server-side events — `identify`, `track`, `page`, `screen`, `group`, `alias`, `delete` —
+//! validated on the caller's thread, serialized once into JS-canonical JSON, queued, and
+//! delivered in the background to a Segment-compatible ingestion endpoint (batched) and/or
+//! up to five signed customer webhooks.
+//!
+//! ```no_run
+//! use outbound::{Client, Config, Message, Webhook};
+//! let client = Client::new(Config {
+//!     write_key: Some("WRITE_KEY".into()),
+//!     webhooks: vec![Webhook::new("https://example.com/hook").header("X-Team", "growth")],
+//!     shared_secret: Some("s3cret".into()),
+//!     ..Config::default()
+//! })?;
+//! let id = client.enqueue(&Message::track("u1", "Signed Up").property("plan", "pro"))?;
+//! client.close(None)?;
+//! # Ok::<(), outbound::Error>(())
+//! ```
+//!
+//! Receivers check `X-Signature` with [`verify`] (raw body) or [`verify_value`].
+#![warn(missing_docs)]
+
+pub mod canonical_json;
+mod client;
+mod config;
+mod encode;
+mod error;
+mod ingestion;
+mod log;
+mod message;
+mod outcome;
+mod retry;
+mod scheduler;
+mod signature;
+pub mod timestamp;
+mod transport;
+mod validate;
+mod webhook;
+
+pub use client::{Client, DEFAULT_WAIT, MAX_MESSAGE_BYTES};
+pub use config::{Config, OutcomeCallback, Webhook, MAX_WEBHOOKS};
+pub use error::Error;
+pub use ingestion::MAX_BATCH_BYTES;
+pub use log::{env_enabled as debug_from_env, Level, LogSink};
+pub use message::{parse_object, Kind, Message, Object};
+pub use outcome::{Outcome, OutcomeKind, Reason, Stats};
+pub use retry::RetryPolicy;
+pub use serde_json::{json, Value};
+pub use signature::{sign, verify, verify_value};
+pub use time::OffsetDateTime;
+
+/// This library's version.
+pub const VERSION: &str = env!("CARGO_PKG_VERSION");

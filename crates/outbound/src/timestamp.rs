@@ -1,0 +1,83 @@
+//! Timestamps on the wire: UTC, millisecond precision, `2026-11-21T09:30:00.123Z`.
+
+use crate::error::Error;
+use time::format_description::well_known::Rfc3339;
+use time::{OffsetDateTime, UtcOffset};
+
+/// Length of every timestamp we emit.
+pub(crate) const LEN: usize = 24;
+
+/// Formats `t` in UTC with milliseconds (truncated, never rounded up into the next second).
+/// Years outside 0000..=9999 cannot be written in this form and are refused.
+pub fn format(t: OffsetDateTime) -> Result<String, Error> {
+    let mut buf = [0u8; LEN];
+    write(t, &mut buf)?;
+    Ok(String::from_utf8(buf.to_vec()).expect("ascii"))
+}
+
+pub(crate) fn write(t: OffsetDateTime, buf: &mut [u8; LEN]) -> Result<(), Error> {
+    let t = t.to_offset(UtcOffset::UTC);
+    let year = t.year();
+    if !(0..=9999).contains(&year) {
+        return Err(Error::invalid(
+            "timestamp",
+            format!("year {year} is outside 0000..9999"),
+        ));
+    }
+    let ms = t.nanosecond() / 1_000_000;
+    let parts: [(usize, u32, usize); 7] = [
+        (0, year as u32, 4),
+        (5, u8::from(t.month()) as u32, 2),
+        (8, t.day() as u32, 2),
+        (11, t.hour() as u32, 2),
+        (14, t.minute() as u32, 2),
+        (17, t.second() as u32, 2),
+        (20, ms, 3),
+    ];
+    *buf = *b"0000-00-00T00:00:00.000Z";
+    for (at, mut v, width) in parts {
+        for i in (0..width).rev() {
+            buf[at + i] = b'0' + (v % 10) as u8;
+            v /= 10;
+        }
+    }
+    Ok(())
+}
+
+/// The current time.
+pub(crate) fn now() -> OffsetDateTime {
+    OffsetDateTime::now_utc()
+}
+
+/// Parses an RFC 3339 / ISO 8601 timestamp with an offset (`Z` or `+02:00`).
+pub fn parse(text: &str) -> Result<OffsetDateTime, Error> {
+    OffsetDateTime::parse(text, &Rfc3339).map_err(|e| {
+        Error::invalid(
+            "timestamp",
+            format!("{text:?} is not an RFC 3339 timestamp with an offset ({e})"),
+        )
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn formats_in_utc_with_milliseconds_whatever_the_offset() {
+        let t = parse("2026-11-21T11:30:00.123987+02:00").unwrap();
+        assert_eq!(format(t).unwrap(), "2026-11-21T09:30:00.123Z");
+    }
+
+    #[test]
+    fn pads_small_fields() {
+        let t = parse("0042-01-02T03:04:05Z").unwrap();
+        assert_eq!(format(t).unwrap(), "0042-01-02T03:04:05.000Z");
+    }
+
+    #[test]
+    fn refuses_text_without_offset() {
+        let e = parse("2026-11-21T09:30:00").unwrap_err();
+        assert!(e.to_string().contains("timestamp"), "{e}");
+    }
+}

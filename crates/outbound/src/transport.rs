@@ -1,0 +1,216 @@
+//! HTTP: one ureq `Agent` per client, and the classification of every exchange into
+//! success, retryable or permanent failure (design §7).
+
+use crate::config::Config;
+use crate::error::Error;
+use crate::outcome::Reason;
+use crate::retry::parse_retry_after;
+use std::io::Read;
+use std::sync::Arc;
+use std::time::Duration;
+use ureq::http::{HeaderName, HeaderValue, Request};
+use ureq::tls::{Certificate, RootCerts, TlsConfig};
+use ureq::Agent;
+
+/// At most this much of a response body is read; the rest is left on the wire.
+const MAX_BODY: u64 = 64 * 1024;
+
+/// How one HTTP exchange ended.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Attempt {
+    /// 2xx.
+    Success,
+    /// Worth trying again later (5xx, 408, 429, timeouts, connection errors).
+    Retryable {
+        reason: Reason,
+        detail: String,
+        retry_after: Option<Duration>,
+    },
+    /// Trying again would not help (other 4xx, 3xx, certificate errors).
+    Permanent { reason: Reason, detail: String },
+}
+
+pub(crate) struct Transport {
+    agent: Agent,
+}
+
+impl Transport {
+    pub(crate) fn new(config: &Config) -> Result<Transport, Error> {
+        let roots = match &config.ca_certs {
+            None => RootCerts::WebPki,
+            Some(pem) => {
+                let mut certs: Vec<Certificate<'static>> = webpki_root_certs::TLS_SERVER_ROOT_CERTS
+                    .iter()
+                    .map(|c| Certificate::from_der(c.as_ref()))
+                    .collect();
+                certs.extend(load_pem(pem)?);
+                RootCerts::Specific(Arc::new(certs))
+            }
+        };
+        let mut builder = Agent::config_builder()
+            .tls_config(TlsConfig::builder().root_certs(roots).build())
+            .timeout_global(Some(config.timeout))
+            .http_status_as_error(false)
+            .max_redirects(0)
+            .max_redirects_will_error(false)
+            .user_agent(ureq::config::AutoHeaderValue::None)
+            .max_idle_connections_per_host(config.workers.max(config.webhooks.len()) * 2);
+        if !config.proxy_from_env {
+            builder = builder.proxy(None);
+        }
+        Ok(Transport {
+            agent: builder.build().new_agent(),
+        })
+    }
+
+    /// POSTs `body` to `url` with `headers` and classifies the result.
+    pub(crate) fn post(
+        &self,
+        url: &str,
+        headers: &[(HeaderName, HeaderValue)],
+        body: &[u8],
+    ) -> Attempt {
+        let mut req = Request::post(url);
+        for (k, v) in headers {
+            req = req.header(k, v);
+        }
+        let req = match req.body(body) {
+            Ok(r) => r,
+            Err(e) => {
+                return Attempt::Permanent {
+                    reason: Reason::Other,
+                    detail: format!("invalid request: {e}"),
+                }
+            }
+        };
+        match self.agent.run(req) {
+            Ok(mut resp) => {
+                let status = resp.status().as_u16();
+                let retry_after = resp
+                    .headers()
+                    .get("retry-after")
+                    .and_then(|v| v.to_str().ok())
+                    .and_then(parse_retry_after);
+                // Read (a bounded part of) the body so the connection can be reused; a body
+                // that drips or never ends is cut off by the global timeout or the limit.
+                let mut sink = Vec::new();
+                let read = resp
+                    .body_mut()
+                    .as_reader()
+                    .take(MAX_BODY)
+                    .read_to_end(&mut sink);
+                if let Err(e) = read {
+                    if (200..300).contains(&status) {
+                        // The receiver accepted it; a broken body does not undo that.
+                        return Attempt::Success;
+                    }
+                    return classify_error(&ureq::Error::from(e));
+                }
+                classify_status(status, retry_after)
+            }
+            Err(e) => classify_error(&e),
+        }
+    }
+}
+
+fn classify_status(status: u16, retry_after: Option<Duration>) -> Attempt {
+    match status {
+        200..=299 => Attempt::Success,
+        408 | 429 | 500..=599 => Attempt::Retryable {
+            reason: Reason::Status(status),
+            detail: format!("status {status}"),
+            retry_after,
+        },
+        _ => Attempt::Permanent {
+            reason: Reason::Status(status),
+            detail: format!("status {status}"),
+        },
+    }
+}
+
+fn classify_error(e: &ureq::Error) -> Attempt {
+    if let Some(detail) = certificate_problem(e) {
+        return Attempt::Permanent {
+            reason: Reason::Certificate,
+            detail: format!("certificate: {detail}"),
+        };
+    }
+    let reason = match e {
+        ureq::Error::Timeout(_) => Reason::Timeout,
+        ureq::Error::Io(io) if io.kind() == std::io::ErrorKind::TimedOut => Reason::Timeout,
+        ureq::Error::BadUri(_) | ureq::Error::Http(_) => {
+            return Attempt::Permanent {
+                reason: Reason::Other,
+                detail: e.to_string(),
+            }
+        }
+        _ => Reason::Connection,
+    };
+    Attempt::Retryable {
+        reason,
+        detail: e.to_string(),
+        retry_after: None,
+    }
+}
+
+/// The rustls certificate error inside `e`, if that is what it is.
+fn certificate_problem(e: &ureq::Error) -> Option<String> {
+    let tls = match e {
+        ureq::Error::Rustls(t) => Some(t),
+        ureq::Error::Io(io) => io.get_ref().and_then(|i| i.downcast_ref::<rustls::Error>()),
+        _ => None,
+    }?;
+    match tls {
+        rustls::Error::InvalidCertificate(c) => Some(format!("{c:?}")),
+        rustls::Error::AlertReceived(a) => Some(format!("alert {a:?}")),
+        _ => None,
+    }
+}
+
+/// Certificates from PEM text, or from the PEM file at that path.
+fn load_pem(pem_or_path: &str) -> Result<Vec<Certificate<'static>>, Error> {
+    let text = if pem_or_path.contains("-----BEGIN") {
+        pem_or_path.as_bytes().to_vec()
+    } else {
+        std::fs::read(pem_or_path).map_err(|e| {
+            Error::config(
+                "ca_certs",
+                format!("cannot read PEM file {pem_or_path:?}: {e}"),
+            )
+        })?
+    };
+    let mut certs = Vec::new();
+    for item in ureq::tls::parse_pem(&text) {
+        match item {
+            Ok(ureq::tls::PemItem::Certificate(c)) => certs.push(c),
+            Ok(_) => {}
+            Err(e) => return Err(Error::config("ca_certs", format!("invalid PEM: {e}"))),
+        }
+    }
+    if certs.is_empty() {
+        return Err(Error::config("ca_certs", "no certificate found in the PEM"));
+    }
+    Ok(certs)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn statuses_classify_per_design() {
+        assert_eq!(classify_status(204, None), Attempt::Success);
+        for s in [408, 429, 500, 503] {
+            assert!(
+                matches!(classify_status(s, None), Attempt::Retryable { .. }),
+                "{s}"
+            );
+        }
+        for s in [302, 400, 401, 403, 404, 410, 413] {
+            assert!(
+                matches!(classify_status(s, None), Attempt::Permanent { .. }),
+                "{s}"
+            );
+        }
+    }
+}

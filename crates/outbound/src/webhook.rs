@@ -1,0 +1,146 @@
+//! The webhooks destination (spec §2.1, §2.2, §4.1, §5; design §6): one signed POST per
+//! message to each of up to 5 URLs.
+
+use crate::config::{Config, Target};
+use crate::encode::{Obj, LIBRARY};
+use crate::error::Error;
+use crate::message::{Kind, Message, Object};
+use crate::signature;
+use crate::transport::{Attempt, Transport};
+use serde_json::Value;
+use ureq::http::{HeaderName, HeaderValue};
+
+/// True unless `integrations` turns webhooks off: `"Webhooks": false`, or `"All": false`
+/// without `"Webhooks": true` (or options). Names are case-sensitive.
+pub(crate) fn wanted(integrations: Option<&Object>) -> bool {
+    let Some(ints) = integrations else {
+        return true;
+    };
+    match ints.get("Webhooks") {
+        Some(Value::Bool(on)) => *on,
+        Some(_) => true,
+        None => !matches!(ints.get("All"), Some(Value::Bool(false))),
+    }
+}
+
+/// Writes the webhook body of `msg` (spec §2.2): `version: 1` on all but delete; alias
+/// carries `"Previous ID"` and `"User ID"` and no `userId`; delete is exactly
+/// `type`, `userId`, `timestamp`.
+pub(crate) fn encode(msg: &Message, id: &str, ts: &[u8], out: &mut Vec<u8>) -> Result<(), Error> {
+    let mut o = Obj::begin(out);
+    if msg.kind == Kind::Delete {
+        o.str("type", "delete");
+        o.opt_str("userId", msg.user_id.as_ref());
+        o.ts("timestamp", ts);
+        o.end();
+        return Ok(());
+    }
+    o.raw("version", b"1");
+    o.str("type", msg.kind.as_str());
+    if msg.kind == Kind::Alias {
+        o.opt_str("Previous ID", msg.previous_id.as_ref());
+        o.opt_str("User ID", msg.user_id.as_ref());
+    } else {
+        o.opt_str("userId", msg.user_id.as_ref());
+    }
+    o.opt_str("anonymousId", msg.anonymous_id.as_ref());
+    match msg.kind {
+        Kind::Track => {
+            o.opt_str("event", msg.event.as_ref());
+            o.object("properties", msg.properties.as_ref(), None)?;
+        }
+        Kind::Page => {
+            o.opt_str("name", msg.name.as_ref());
+            o.opt_str("category", msg.category.as_ref());
+            o.object("properties", msg.properties.as_ref(), None)?;
+        }
+        Kind::Screen => {
+            o.opt_str("name", msg.name.as_ref());
+            o.opt_str("category", msg.category.as_ref());
+            o.opt_object("properties", msg.properties.as_ref())?;
+        }
+        Kind::Identify => o.object("traits", msg.traits.as_ref(), None)?,
+        Kind::Group => {
+            o.opt_str("groupId", msg.group_id.as_ref());
+            o.object("traits", msg.traits.as_ref(), None)?;
+        }
+        Kind::Alias | Kind::Delete => {}
+    }
+    o.object(
+        "context",
+        msg.context.as_ref(),
+        Some(("library", LIBRARY.as_bytes())),
+    )?;
+    o.opt_object("integrations", msg.integrations.as_ref())?;
+    o.str("messageId", id);
+    o.ts("timestamp", ts);
+    o.end();
+    Ok(())
+}
+
+/// The configured webhooks and how to sign for them.
+pub(crate) struct Hooks {
+    targets: Vec<Target>,
+    secret: Option<Vec<u8>>,
+    user_agent: HeaderValue,
+}
+
+impl Hooks {
+    pub(crate) fn new(config: &Config, targets: Vec<Target>) -> Hooks {
+        Hooks {
+            targets,
+            secret: config.shared_secret.as_ref().map(|s| s.as_bytes().to_vec()),
+            user_agent: HeaderValue::from_str(&config.webhook_user_agent)
+                .unwrap_or_else(|_| HeaderValue::from_static("Outbound/1.0")),
+        }
+    }
+
+    pub(crate) fn url(&self, target: usize) -> &str {
+        &self.targets[target].url
+    }
+
+    /// POSTs `body` to webhook number `target`.
+    pub(crate) fn send(&self, transport: &Transport, target: usize, body: &[u8]) -> Attempt {
+        let t = &self.targets[target];
+        let mut headers = Vec::with_capacity(t.headers.len() + 3);
+        headers.push((
+            HeaderName::from_static("user-agent"),
+            self.user_agent.clone(),
+        ));
+        headers.push((
+            HeaderName::from_static("content-type"),
+            HeaderValue::from_static("application/json"),
+        ));
+        headers.extend(t.headers.iter().cloned());
+        if let Some(secret) = &self.secret {
+            let sig = signature::sign(secret, body);
+            headers.push((
+                HeaderName::from_static("x-signature"),
+                HeaderValue::from_str(&sig).expect("hex is a valid header value"),
+            ));
+        }
+        transport.post(&t.url, &headers, body)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn ints(v: Value) -> Object {
+        v.as_object().unwrap().clone()
+    }
+
+    #[test]
+    fn integrations_decide_per_design() {
+        assert!(wanted(None));
+        assert!(!wanted(Some(&ints(json!({"Webhooks": false})))));
+        assert!(!wanted(Some(&ints(json!({"All": false})))));
+        assert!(wanted(Some(&ints(json!({"All": false, "Webhooks": true})))));
+        assert!(wanted(Some(&ints(json!({"webhooks": false})))));
+        assert!(wanted(Some(&ints(
+            json!({"All": false, "Webhooks": {"opt": 1}})
+        ))));
+    }
+}

@@ -1,0 +1,10 @@
+#!/usr/bin/env bash
+# The Rust gates and tests: fmt, clippy (-D warnings), then every crate's tests, which
+# include the Node round-trip and signature interop tests (Node must be on PATH).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+command -v cargo >/dev/null || { echo "cargo is required (https://rustup.rs)"; exit 1; }
+command -v node >/dev/null || { echo "node is required for the JSON and signature interop tests"; exit 1; }
+cargo fmt --all --check
+cargo clippy --workspace --all-targets -- -D warnings
+cargo test --workspace

