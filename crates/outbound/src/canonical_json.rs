@@ -156,11 +156,7 @@ pub(crate) fn write_number(out: &mut Vec<u8>, n: &Number) {
 }
 
 pub(crate) fn write_f64(out: &mut Vec<u8>, f: f64) {
-    if f == 0.0 {
-        // Covers -0.0, which JavaScript prints as "0".
-        out.push(b'0');
-        return;
-    }
+    // ryu-js follows Number.prototype.toString, so -0.0 prints as "0".
     out.extend_from_slice(ryu_js::Buffer::new().format_finite(f).as_bytes());
 }
 

@@ -1,0 +1,266 @@
+//! Ingestion destination (design §5) against a real HTTP server on 127.0.0.1.
+
+mod support;
+
+use outbound::{json, Client, Config, Message};
+use std::io::Read;
+use std::time::{Duration, Instant};
+use support::{ingestion, Server};
+
+const WAIT: Duration = Duration::from_secs(10);
+
+#[test]
+fn posts_batches_to_v1_batch_with_auth_user_agent_and_content_type() {
+    let server = Server::answering(200);
+    let client = Client::new(Config {
+        flush_at: 1,
+        ..ingestion(&server)
+    })
+    .unwrap();
+    client.enqueue(&Message::track("u1", "Signed Up")).unwrap();
+    assert!(client.flush(Some(WAIT)));
+    let req = &server.requests()[0];
+    assert_eq!(req.method, "POST");
+    assert_eq!(req.path, "/v1/batch");
+    // base64("wk_test:")
+    assert_eq!(req.header("authorization"), Some("Basic d2tfdGVzdDo="));
+    assert_eq!(
+        req.header("user-agent"),
+        Some(concat!("outbound/", env!("CARGO_PKG_VERSION")))
+    );
+    assert_eq!(req.header("content-type"), Some("application/json"));
+}
+
+#[test]
+fn endpoint_with_trailing_slash_still_posts_to_v1_batch() {
+    let server = Server::answering(200);
+    let config = Config {
+        endpoint: format!("{}/", server.url),
+        flush_at: 1,
+        ..ingestion(&server)
+    };
+    let client = Client::new(config).unwrap();
+    client.enqueue(&Message::identify("u1")).unwrap();
+    assert!(client.flush(Some(WAIT)));
+    assert_eq!(server.requests()[0].path, "/v1/batch");
+}
+
+#[test]
+fn body_is_batch_and_sent_at_with_each_message() {
+    let server = Server::answering(200);
+    let client = Client::new(Config {
+        flush_at: 2,
+        ..ingestion(&server)
+    })
+    .unwrap();
+    let ts = outbound::timestamp::parse("2026-11-21T11:30:00.123+02:00").unwrap();
+    let id = client
+        .enqueue(
+            &Message::track("u1", "Bought")
+                .property("price", 9.5)
+                .message_id("m-1")
+                .timestamp(ts),
+        )
+        .unwrap();
+    assert_eq!(id, "m-1");
+    let anon = client
+        .enqueue(&Message::new(outbound::Kind::Identify).anonymous_id("a1"))
+        .unwrap();
+    assert!(client.flush(Some(WAIT)));
+    let body = server.requests()[0].json();
+    let obj = body.as_object().unwrap();
+    assert_eq!(obj.keys().collect::<Vec<_>>(), ["batch", "sentAt"]);
+    let sent_at = obj["sentAt"].as_str().unwrap();
+    assert_eq!(sent_at.len(), 24);
+    assert!(sent_at.ends_with('Z'));
+    let batch = obj["batch"].as_array().unwrap();
+    assert_eq!(
+        batch[0],
+        json!({"type":"track","messageId":"m-1","timestamp":"2026-11-21T09:30:00.123Z","userId":"u1",
+               "event":"Bought","properties":{"price":9.5},
+               "context":{"library":{"name":"outbound","version":env!("CARGO_PKG_VERSION")}}})
+    );
+    assert_eq!(batch[1]["anonymousId"], "a1");
+    assert_eq!(batch[1]["messageId"], anon.as_str());
+    assert!(batch[1].get("userId").is_none());
+}
+
+#[test]
+fn default_message_id_is_a_fresh_uuid_v4() {
+    let server = Server::answering(200);
+    let client = Client::new(ingestion(&server)).unwrap();
+    let a = client.enqueue(&Message::identify("u")).unwrap();
+    let b = client.enqueue(&Message::identify("u")).unwrap();
+    assert_ne!(a, b);
+    for id in [&a, &b] {
+        assert_eq!(id.len(), 36);
+        assert_eq!(&id[14..15], "4", "version nibble of {id}");
+        assert!("89ab".contains(&id[19..20]), "variant of {id}");
+    }
+}
+
+#[test]
+fn context_library_is_always_ours() {
+    let server = Server::answering(200);
+    let client = Client::new(Config {
+        flush_at: 1,
+        ..ingestion(&server)
+    })
+    .unwrap();
+    let ctx = json!({"library": {"name": "spoof"}, "ip": "10.0.0.1"});
+    client
+        .enqueue(&Message::identify("u").context(ctx.as_object().unwrap().clone()))
+        .unwrap();
+    assert!(client.flush(Some(WAIT)));
+    let msg = &server.requests()[0].json()["batch"][0];
+    assert_eq!(msg["context"]["library"]["name"], "outbound");
+    assert_eq!(msg["context"]["ip"], "10.0.0.1");
+}
+
+#[test]
+fn batches_close_at_flush_at() {
+    let server = Server::answering(200);
+    let client = Client::new(Config {
+        flush_at: 5,
+        flush_interval: Duration::from_secs(60),
+        ..ingestion(&server)
+    })
+    .unwrap();
+    for i in 0..10 {
+        client
+            .enqueue(&Message::track(format!("u{i}"), "E"))
+            .unwrap();
+    }
+    assert!(
+        server.wait_for(2, WAIT),
+        "two full batches go out without a flush"
+    );
+    let sizes: Vec<usize> = server
+        .requests()
+        .iter()
+        .map(|r| r.json()["batch"].as_array().unwrap().len())
+        .collect();
+    assert_eq!(sizes, [5, 5]);
+}
+
+#[test]
+fn no_body_exceeds_500000_bytes() {
+    let server = Server::answering(200);
+    let client = Client::new(Config {
+        flush_at: 1000,
+        max_queue_size: 1000,
+        ..ingestion(&server)
+    })
+    .unwrap();
+    let filler = "x".repeat(20_000);
+    for i in 0..100 {
+        client
+            .enqueue(&Message::track(format!("u{i}"), "Big").property("filler", filler.as_str()))
+            .unwrap();
+    }
+    assert!(client.flush(Some(WAIT)));
+    let reqs = server.requests();
+    let total: usize = reqs
+        .iter()
+        .map(|r| r.json()["batch"].as_array().unwrap().len())
+        .sum();
+    assert_eq!(total, 100);
+    assert!(
+        reqs.len() >= 5,
+        "100 × 20 KB needs at least 5 bodies, got {}",
+        reqs.len()
+    );
+    for r in &reqs {
+        assert!(r.body.len() <= 500_000, "body of {} bytes", r.body.len());
+    }
+}
+
+#[test]
+fn a_lone_message_waits_for_flush_interval() {
+    let server = Server::answering(200);
+    let interval = Duration::from_millis(700);
+    let client = Client::new(Config {
+        flush_interval: interval,
+        ..ingestion(&server)
+    })
+    .unwrap();
+    let sent = Instant::now();
+    client.enqueue(&Message::identify("u")).unwrap();
+    assert!(server.wait_for(1, WAIT));
+    let waited = server.requests()[0].at - sent;
+    assert!(waited >= interval, "arrived after {waited:?}");
+    assert!(
+        waited < interval + Duration::from_secs(2),
+        "arrived after {waited:?}"
+    );
+}
+
+#[test]
+fn oversized_message_is_rejected_at_the_call_and_the_others_go_out() {
+    let server = Server::answering(200);
+    let client = Client::new(ingestion(&server)).unwrap();
+    client.enqueue(&Message::track("u", "Before")).unwrap();
+    let big = Message::track("u", "Huge").property("blob", "y".repeat(33_000));
+    match client.enqueue(&big) {
+        Err(outbound::Error::MessageTooLarge {
+            size,
+            limit: 32_768,
+        }) => assert!(size > 33_000),
+        other => panic!("expected MessageTooLarge, got {other:?}"),
+    }
+    client.enqueue(&Message::track("u", "After")).unwrap();
+    assert!(client.flush(Some(WAIT)));
+    let events: Vec<String> = server
+        .requests()
+        .iter()
+        .flat_map(|r| r.json()["batch"].as_array().unwrap().clone())
+        .map(|m| m["event"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(events, ["Before", "After"]);
+    assert_eq!(client.stats().accepted, 2);
+}
+
+#[test]
+fn gzip_bodies_decode_to_the_same_json() {
+    let server = Server::answering(200);
+    let client = Client::new(Config {
+        gzip: true,
+        flush_at: 3,
+        ..ingestion(&server)
+    })
+    .unwrap();
+    for i in 0..3 {
+        client
+            .enqueue(&Message::track("u", format!("E{i}")).message_id(format!("m{i}")))
+            .unwrap();
+    }
+    assert!(client.flush(Some(WAIT)));
+    let req = &server.requests()[0];
+    assert_eq!(req.header("content-encoding"), Some("gzip"));
+    let mut plain = Vec::new();
+    flate2::read::GzDecoder::new(req.body.as_slice())
+        .read_to_end(&mut plain)
+        .unwrap();
+    let body: serde_json::Value = serde_json::from_slice(&plain).unwrap();
+    let ids: Vec<&str> = body["batch"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["messageId"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, ["m0", "m1", "m2"]);
+}
+
+#[test]
+fn delete_is_refused_without_webhooks() {
+    let server = Server::answering(200);
+    let client = Client::new(ingestion(&server)).unwrap();
+    let e = client.enqueue(&Message::delete("u")).unwrap_err();
+    assert!(e.to_string().contains("webhooks"), "{e}");
+}
+
+#[test]
+fn a_client_with_no_destination_is_a_config_error() {
+    let e = Client::new(support::config()).err().unwrap();
+    assert!(matches!(e, outbound::Error::Config { .. }), "{e}");
+}

@@ -1,0 +1,239 @@
+//! Threads, memory bounds, flush/close/drop and logging (design §2, §7; issue items 6–7).
+
+mod support;
+
+use outbound::{Client, Config, Error, Message, OutcomeKind, Reason};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+use support::{ingestion, Outcomes, Reply, Server};
+
+#[test]
+fn a_full_queue_rejects_without_blocking() {
+    let server = Server::start(|_| Reply::Hang);
+    let config = Config {
+        max_queue_size: 50,
+        flush_at: 10,
+        timeout: Duration::from_secs(30),
+        ..ingestion(&server)
+    };
+    let client = Client::new(config).unwrap();
+    let start = Instant::now();
+    let mut full = 0;
+    for i in 0..(50 + 7) {
+        match client.enqueue(&Message::identify(format!("u{i}"))) {
+            Ok(_) => {}
+            Err(Error::QueueFull { capacity: 50 }) => full += 1,
+            Err(e) => panic!("{e}"),
+        }
+    }
+    assert_eq!(full, 7);
+    assert!(
+        start.elapsed() < Duration::from_secs(1),
+        "enqueue never waits: {:?}",
+        start.elapsed()
+    );
+    let s = client.stats();
+    assert_eq!((s.accepted, s.dropped, s.queue_full), (50, 7, 7));
+    assert!(!client.close(Some(Duration::from_millis(200))).unwrap());
+}
+
+#[test]
+fn flush_is_bounded_and_says_whether_all_was_delivered() {
+    let server = Server::start(|_| Reply::Hang);
+    let client = Client::new(Config {
+        timeout: Duration::from_secs(30),
+        ..ingestion(&server)
+    })
+    .unwrap();
+    client.enqueue(&Message::identify("u")).unwrap();
+    let start = Instant::now();
+    assert!(!client.flush(Some(Duration::from_millis(300))));
+    let took = start.elapsed();
+    assert!(
+        took >= Duration::from_millis(300) && took < Duration::from_secs(2),
+        "{took:?}"
+    );
+    assert!(!client.close(Some(Duration::from_millis(100))).unwrap());
+
+    let ok = Server::answering(200);
+    let client = Client::new(ingestion(&ok)).unwrap();
+    client.enqueue(&Message::identify("u")).unwrap();
+    assert!(client.flush(Some(Duration::from_secs(10))));
+}
+
+#[test]
+fn close_is_bounded_and_drops_what_is_left_as_closed() {
+    let server = Server::start(|_| Reply::Hang);
+    let outcomes = Outcomes::default();
+    let config = Config {
+        timeout: Duration::from_secs(30),
+        flush_at: 1,
+        on_outcome: Some(outcomes.callback()),
+        ..ingestion(&server)
+    };
+    let client = Client::new(config).unwrap();
+    for i in 0..3 {
+        client.enqueue(&Message::identify(format!("u{i}"))).unwrap();
+    }
+    let start = Instant::now();
+    assert!(!client.close(Some(Duration::from_millis(300))).unwrap());
+    assert!(
+        start.elapsed() < Duration::from_secs(2),
+        "{:?}",
+        start.elapsed()
+    );
+    let got = outcomes.all();
+    assert_eq!(got.len(), 3);
+    assert!(got
+        .iter()
+        .all(|o| o.kind == OutcomeKind::Dropped && o.reason == Some(Reason::Closed)));
+    let s = client.stats();
+    assert_eq!((s.dropped, s.queued, s.in_flight), (3, 0, 0));
+}
+
+#[test]
+fn close_twice_and_enqueue_after_close_are_closed_errors() {
+    let server = Server::answering(200);
+    let client = Client::new(ingestion(&server)).unwrap();
+    client.enqueue(&Message::identify("u")).unwrap();
+    assert!(client.close(Some(Duration::from_secs(10))).unwrap());
+    assert_eq!(server.count(), 1, "close flushed the open batch");
+    assert_eq!(client.close(None), Err(Error::Closed));
+    assert_eq!(client.enqueue(&Message::identify("u")), Err(Error::Closed));
+}
+
+#[test]
+fn dropping_a_client_whose_receiver_hangs_returns_within_its_timeout() {
+    let server = Server::start(|_| Reply::Hang);
+    let timeout = Duration::from_millis(800);
+    let client = Client::new(Config {
+        timeout,
+        flush_at: 1,
+        ..ingestion(&server)
+    })
+    .unwrap();
+    client.enqueue(&Message::identify("u")).unwrap();
+    assert!(server.wait_for(1, Duration::from_secs(5)));
+    let start = Instant::now();
+    drop(client);
+    let took = start.elapsed();
+    assert!(
+        took < timeout + Duration::from_secs(1),
+        "drop took {took:?}"
+    );
+}
+
+#[test]
+fn callers_on_many_threads_all_get_outcomes() {
+    let server = Server::answering(200);
+    let outcomes = Outcomes::default();
+    let client = Arc::new(
+        Client::new(Config {
+            flush_at: 25,
+            on_outcome: Some(outcomes.callback()),
+            ..ingestion(&server)
+        })
+        .unwrap(),
+    );
+    let threads: Vec<_> = (0..4)
+        .map(|t| {
+            let c = client.clone();
+            std::thread::spawn(move || {
+                for i in 0..250 {
+                    c.enqueue(&Message::track(format!("t{t}-{i}"), "E"))
+                        .unwrap();
+                }
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join().unwrap();
+    }
+    assert!(client.flush(Some(Duration::from_secs(10))));
+    assert_eq!(outcomes.all().len(), 1000);
+    let received: usize = server
+        .requests()
+        .iter()
+        .map(|r| r.json()["batch"].as_array().unwrap().len())
+        .sum();
+    assert_eq!(received, 1000);
+}
+
+#[test]
+fn send_false_validates_and_counts_but_sends_nothing() {
+    let server = Server::answering(200);
+    let client = Client::new(Config {
+        send: false,
+        flush_at: 1,
+        ..ingestion(&server)
+    })
+    .unwrap();
+    client.enqueue(&Message::identify("u")).unwrap();
+    assert!(client
+        .enqueue(&Message::new(outbound::Kind::Track).user_id("u"))
+        .is_err());
+    client.close(Some(Duration::from_secs(5))).unwrap();
+    assert_eq!(server.count(), 0);
+    assert_eq!(client.stats().dropped, 1);
+}
+
+fn logging_client(server: &Server, debug: Option<bool>) -> (Client, Arc<Mutex<Vec<String>>>) {
+    let lines = Arc::new(Mutex::new(Vec::new()));
+    let l = lines.clone();
+    let config = Config {
+        write_key: Some("wk_SECRET_1234".into()),
+        flush_at: 1,
+        debug,
+        log_sink: Some(Arc::new(move |level: outbound::Level, line: &str| {
+            l.lock()
+                .unwrap()
+                .push(format!("{}: {line}", level.as_str()))
+        })),
+        ..ingestion(server)
+    };
+    (Client::new(config).unwrap(), lines)
+}
+
+#[test]
+fn logs_never_contain_the_write_key() {
+    let n = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let server = Server::start(move |_| {
+        Reply::Status(
+            if n.fetch_add(1, std::sync::atomic::Ordering::SeqCst) == 0 {
+                500
+            } else {
+                400
+            },
+        )
+    });
+    let (client, lines) = logging_client(&server, Some(true));
+    client.enqueue(&Message::identify("u")).unwrap();
+    client.close(Some(Duration::from_secs(5))).unwrap();
+    let lines = lines.lock().unwrap();
+    assert!(lines.len() >= 3, "{lines:?}");
+    assert!(lines.iter().any(|l| l.contains("status 400")), "{lines:?}");
+    let b64 = "d2tfU0VDUkVUXzEyMzQ6"; // base64("wk_SECRET_1234:")
+    for l in lines.iter() {
+        assert!(!l.contains("SECRET") && !l.contains(b64), "leaked in {l:?}");
+    }
+}
+
+#[test]
+fn debug_env_turns_logging_on() {
+    // One test owns the DEBUG variable: the others pass `debug` explicitly.
+    let server = Server::answering(200);
+    for (value, on) in [
+        ("analytics", true),
+        ("express,analytics", true),
+        ("*", true),
+        ("other", false),
+    ] {
+        std::env::set_var("DEBUG", value);
+        assert_eq!(outbound::debug_from_env(), on, "DEBUG={value}");
+        let (client, lines) = logging_client(&server, None);
+        client.enqueue(&Message::identify("u")).unwrap();
+        client.close(Some(Duration::from_secs(5))).unwrap();
+        assert_eq!(!lines.lock().unwrap().is_empty(), on, "DEBUG={value}");
+    }
+    std::env::remove_var("DEBUG");
+}
