@@ -21,6 +21,7 @@
 //! Receivers check `X-Signature` with [`verify`] (raw body) or [`verify_value`].
 #![warn(missing_docs)]
 
+pub mod audience;
 pub mod canonical_json;
 mod client;
 mod config;
@@ -38,6 +39,7 @@ mod transport;
 mod validate;
 mod webhook;
 
+pub use audience::{trait_key, AudienceSync, PendingSync, SyncCounts, TraitCounts};
 pub use client::{Client, DEFAULT_WAIT, MAX_MESSAGE_BYTES};
 pub use config::{Config, OutcomeCallback, Webhook, MAX_WEBHOOKS};
 pub use error::Error;
