@@ -406,8 +406,14 @@ fn a_receiver_sleeping_past_the_timeout_is_cut_off_and_retried() {
         }
     });
     let outcomes = Outcomes::default();
+    let lines = Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
+    let l = lines.clone();
     let client = Client::new(Config {
         on_outcome: Some(outcomes.callback()),
+        debug: Some(true),
+        log_sink: Some(Arc::new(move |_, line: &str| {
+            l.lock().unwrap().push(line.to_string())
+        })),
         ..hooks(&[&server.url])
     })
     .unwrap();
@@ -426,6 +432,11 @@ fn a_receiver_sleeping_past_the_timeout_is_cut_off_and_retried() {
     );
     assert_eq!(client.stats().retries, 1);
     assert_eq!(outcomes.all()[0].kind, OutcomeKind::Delivered);
+    let lines = lines.lock().unwrap();
+    assert!(
+        lines.iter().any(|l| l.contains("reason: Timeout")),
+        "counted as a timeout: {lines:?}"
+    );
 }
 
 #[test]
