@@ -4,7 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 start=$(date +%s)
-for part in rust; do
+for part in rust python; do
   echo "=== scripts/test-$part.sh"
   "scripts/test-$part.sh"
 done

@@ -1,1 +1,307 @@
-//! Python binding for outbound.
+//! Python binding for outbound: the module `outbound._native`. It converts Python values and
+//! errors to and from the core's and decides nothing; the Pythonic surface (keyword
+//! defaults, `Webhook`, fork and exit hooks, `logging`) is `python/outbound/__init__.py`.
+
+mod convert;
+mod errors;
+
+#[pyo3::pymodule]
+mod _native {
+    use crate::convert::{self, Path};
+    use crate::errors::{self, to_py};
+    use outbound::{Config, Error, Kind, Level, Message, Outcome, RetryPolicy, Webhook};
+    use pyo3::prelude::*;
+    use pyo3::types::{PyByteArray, PyBytes, PyDict, PyList, PyString};
+    use std::borrow::Cow;
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    #[pymodule_init]
+    fn init(m: &Bound<'_, PyModule>) -> PyResult<()> {
+        m.add("__version__", outbound::VERSION)
+    }
+
+    /// The core client. Use `outbound.Client`, which gives every setting its default.
+    #[pyclass(frozen, module = "outbound._native")]
+    pub struct NativeClient {
+        inner: outbound::Client,
+    }
+
+    fn seconds(setting: &str, v: f64) -> PyResult<Duration> {
+        Duration::try_from_secs_f64(v)
+            .map_err(|_| errors::config(setting, format!("{v} is not a valid number of seconds")))
+    }
+
+    /// Counts below zero become 0, which the core refuses with its own message.
+    fn count(v: i64) -> usize {
+        usize::try_from(v).unwrap_or(0)
+    }
+
+    /// Runs the callback with the GIL on the scheduler thread. The Python layer wraps user
+    /// callbacks so their exceptions are logged; anything escaping that is reported as
+    /// unraisable. Nothing runs once the interpreter is shutting down.
+    fn outcome_callback(cb: Py<PyAny>) -> outbound::OutcomeCallback {
+        Arc::new(move |o: &Outcome| {
+            Python::try_attach(|py| {
+                let args = (&*o.message_id, o.kind.as_str(), o.detail.as_str());
+                if let Err(e) = cb.call1(py, args) {
+                    e.write_unraisable(py, Some(cb.bind(py)));
+                }
+            });
+        })
+    }
+
+    fn log_sink(sink: Py<PyAny>) -> outbound::LogSink {
+        Arc::new(move |level: Level, line: &str| {
+            Python::try_attach(|py| {
+                if let Err(e) = sink.call1(py, (level.as_str(), line)) {
+                    e.write_unraisable(py, Some(sink.bind(py)));
+                }
+            });
+        })
+    }
+
+    #[pymethods]
+    impl NativeClient {
+        #[new]
+        #[pyo3(signature = (*, write_key, endpoint, webhooks, shared_secret, webhook_user_agent,
+            flush_at, flush_interval, max_queue_size, timeout, max_retry_duration, gzip,
+            ca_certs, workers, on_outcome, log_sink, debug, send, proxy_from_env))]
+        #[allow(clippy::too_many_arguments)]
+        fn new(
+            write_key: Option<String>,
+            endpoint: String,
+            webhooks: Vec<(String, Vec<(String, String)>)>,
+            shared_secret: Option<String>,
+            webhook_user_agent: String,
+            flush_at: i64,
+            flush_interval: f64,
+            max_queue_size: i64,
+            timeout: f64,
+            max_retry_duration: f64,
+            gzip: bool,
+            ca_certs: Option<String>,
+            workers: i64,
+            on_outcome: Option<Py<PyAny>>,
+            log_sink: Option<Py<PyAny>>,
+            debug: Option<bool>,
+            send: bool,
+            proxy_from_env: bool,
+        ) -> PyResult<Self> {
+            let config = Config {
+                write_key,
+                endpoint,
+                webhooks: webhooks
+                    .into_iter()
+                    .map(|(url, headers)| Webhook { url, headers })
+                    .collect(),
+                shared_secret,
+                webhook_user_agent,
+                flush_at: count(flush_at),
+                flush_interval: seconds("flush_interval", flush_interval)?,
+                max_queue_size: count(max_queue_size),
+                timeout: seconds("timeout", timeout)?,
+                retry: RetryPolicy {
+                    max_retry_duration: seconds("max_retry_duration", max_retry_duration)?,
+                    ..RetryPolicy::default()
+                },
+                gzip,
+                ca_certs,
+                workers: count(workers),
+                on_outcome: on_outcome.map(outcome_callback),
+                debug,
+                log_sink: log_sink.map(self::log_sink),
+                send,
+                proxy_from_env,
+            };
+            let inner = outbound::Client::new(config).map_err(to_py)?;
+            Ok(NativeClient { inner })
+        }
+
+        /// Validates and queues one message; returns its id, or None when the queue is full
+        /// (the drop is counted in `stats()` and logged).
+        #[pyo3(signature = (kind, *, user_id=None, anonymous_id=None, message_id=None,
+            timestamp=None, context=None, integrations=None, event=None, name=None,
+            category=None, group_id=None, previous_id=None, properties=None, traits=None))]
+        #[allow(clippy::too_many_arguments)]
+        fn enqueue(
+            &self,
+            kind: &str,
+            user_id: Option<&Bound<'_, PyAny>>,
+            anonymous_id: Option<&Bound<'_, PyAny>>,
+            message_id: Option<&Bound<'_, PyAny>>,
+            timestamp: Option<&Bound<'_, PyAny>>,
+            context: Option<&Bound<'_, PyAny>>,
+            integrations: Option<&Bound<'_, PyAny>>,
+            event: Option<&Bound<'_, PyAny>>,
+            name: Option<&Bound<'_, PyAny>>,
+            category: Option<&Bound<'_, PyAny>>,
+            group_id: Option<&Bound<'_, PyAny>>,
+            previous_id: Option<&Bound<'_, PyAny>>,
+            properties: Option<&Bound<'_, PyAny>>,
+            traits: Option<&Bound<'_, PyAny>>,
+        ) -> PyResult<Option<String>> {
+            let kind = Kind::parse(kind).ok_or_else(|| {
+                pyo3::exceptions::PyValueError::new_err(format!("unknown call {kind:?}"))
+            })?;
+            let msg = Message {
+                user_id: convert::id(user_id, "user_id")?,
+                anonymous_id: convert::id(anonymous_id, "anonymous_id")?,
+                message_id: convert::text(message_id, "message_id")?,
+                timestamp: convert::timestamp(timestamp)?,
+                context: convert::object(context, "context")?,
+                integrations: convert::object(integrations, "integrations")?,
+                event: convert::text(event, "event")?,
+                name: convert::text(name, "name")?,
+                category: convert::text(category, "category")?,
+                group_id: convert::id(group_id, "group_id")?,
+                previous_id: convert::id(previous_id, "previous_id")?,
+                properties: convert::object(properties, "properties")?,
+                traits: convert::object(traits, "traits")?,
+                ..Message::new(kind)
+            };
+            match self.inner.enqueue(&msg) {
+                Ok(id) => Ok(Some(id)),
+                Err(Error::QueueFull { .. }) => Ok(None),
+                Err(e) => Err(to_py(e)),
+            }
+        }
+
+        /// Waits (without the GIL) until every accepted message has an outcome or `timeout`
+        /// seconds pass (None: the core's default).
+        #[pyo3(signature = (timeout=None))]
+        fn flush(&self, py: Python<'_>, timeout: Option<f64>) -> PyResult<bool> {
+            let wait = timeout.map(|t| seconds("timeout", t)).transpose()?;
+            Ok(py.detach(|| self.inner.flush(wait)))
+        }
+
+        /// Flushes, then stops the threads (without the GIL). Closing twice raises.
+        #[pyo3(signature = (timeout=None))]
+        fn close(&self, py: Python<'_>, timeout: Option<f64>) -> PyResult<bool> {
+            let wait = timeout.map(|t| seconds("timeout", t)).transpose()?;
+            py.detach(|| self.inner.close(wait)).map_err(to_py)
+        }
+
+        /// The counters, as a dict of ints.
+        fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+            let s = self.inner.stats();
+            let d = PyDict::new(py);
+            for (k, v) in [
+                ("accepted", s.accepted),
+                ("queued", s.queued),
+                ("in_flight", s.in_flight),
+                ("delivered", s.delivered),
+                ("failed", s.failed),
+                ("dropped", s.dropped),
+                ("queue_full", s.queue_full),
+                ("retries", s.retries),
+            ] {
+                d.set_item(k, v)?;
+            }
+            Ok(d)
+        }
+
+        /// True once `close` was called.
+        #[getter]
+        fn closed(&self) -> bool {
+            self.inner.is_closed()
+        }
+
+        /// In a forked child: new threads and an empty queue.
+        fn reset_after_fork(&self) -> PyResult<()> {
+            self.inner.reset_after_fork().map_err(to_py)
+        }
+    }
+
+    impl Drop for NativeClient {
+        // The core's Drop closes with a bounded wait; do it here without the GIL so the
+        // scheduler can still run Python callbacks meanwhile.
+        fn drop(&mut self) {
+            if self.inner.is_closed() {
+                return;
+            }
+            let inner = &self.inner;
+            let wait = Some(inner.config().timeout);
+            let done = Python::try_attach(|py| py.detach(|| inner.close(wait).is_ok()));
+            if done.is_none() {
+                let _ = inner.close(wait);
+            }
+        }
+    }
+
+    /// True when the `DEBUG` environment variable asks for logs (the core's rule).
+    #[pyfunction]
+    fn debug_from_env() -> bool {
+        outbound::debug_from_env()
+    }
+
+    /// The core's defaults, for the Python layer's tests (its keyword defaults must match).
+    #[pyfunction]
+    fn defaults(py: Python<'_>) -> PyResult<Bound<'_, PyDict>> {
+        let c = Config::default();
+        let d = PyDict::new(py);
+        d.set_item("endpoint", &c.endpoint)?;
+        d.set_item("webhook_user_agent", &c.webhook_user_agent)?;
+        d.set_item("flush_at", c.flush_at)?;
+        d.set_item("flush_interval", c.flush_interval.as_secs_f64())?;
+        d.set_item("max_queue_size", c.max_queue_size)?;
+        d.set_item("timeout", c.timeout.as_secs_f64())?;
+        d.set_item(
+            "max_retry_duration",
+            c.retry.max_retry_duration.as_secs_f64(),
+        )?;
+        d.set_item("gzip", c.gzip)?;
+        d.set_item("workers", c.workers)?;
+        d.set_item("send", c.send)?;
+        d.set_item("proxy_from_env", c.proxy_from_env)?;
+        Ok(d)
+    }
+
+    fn raw<'a>(obj: &'a Bound<'_, PyAny>, what: &str) -> PyResult<Cow<'a, [u8]>> {
+        if let Ok(b) = obj.cast::<PyBytes>() {
+            return Ok(Cow::Borrowed(b.as_bytes()));
+        }
+        if let Ok(b) = obj.cast::<PyByteArray>() {
+            return Ok(Cow::Owned(b.to_vec()));
+        }
+        if let Ok(s) = obj.cast::<PyString>() {
+            return Ok(Cow::Owned(s.to_cow()?.into_owned().into_bytes()));
+        }
+        Err(pyo3::exceptions::PyTypeError::new_err(format!(
+            "{what} must be bytes or str, got {}",
+            obj.get_type().qualname()?
+        )))
+    }
+
+    fn is_parsed(body: &Bound<'_, PyAny>) -> bool {
+        body.cast::<PyDict>().is_ok() || body.cast::<PyList>().is_ok()
+    }
+
+    /// `X-Signature` of `body`: the raw bytes (or str as UTF-8), or a parsed body written in
+    /// the JS-canonical form every sender uses.
+    #[pyfunction]
+    fn sign(secret: &Bound<'_, PyAny>, body: &Bound<'_, PyAny>) -> PyResult<String> {
+        let secret = raw(secret, "secret")?;
+        if is_parsed(body) {
+            let value = convert::to_value(body, &mut Path::new("body"))?;
+            let bytes = outbound::canonical_json::to_vec(&value).map_err(to_py)?;
+            return Ok(outbound::sign(&secret, &bytes));
+        }
+        Ok(outbound::sign(&secret, &raw(body, "body")?))
+    }
+
+    /// True when `signature` is the signature of `body` (as for `sign`); constant time.
+    #[pyfunction]
+    fn verify(
+        secret: &Bound<'_, PyAny>,
+        body: &Bound<'_, PyAny>,
+        signature: &str,
+    ) -> PyResult<bool> {
+        let secret = raw(secret, "secret")?;
+        if is_parsed(body) {
+            let value = convert::to_value(body, &mut Path::new("body"))?;
+            return Ok(outbound::verify_value(&secret, &value, signature));
+        }
+        Ok(outbound::verify(&secret, &raw(body, "body")?, signature))
+    }
+}

@@ -156,10 +156,7 @@ impl Client {
         validate::validate(msg, hooks_on)?;
         let id: Arc<str> = match &msg.message_id {
             Some(id) => id.as_str().into(),
-            None => {
-                let mut buf = [0u8; uuid::fmt::Hyphenated::LENGTH];
-                (*uuid::Uuid::new_v4().hyphenated().encode_lower(&mut buf)).into()
-            }
+            None => crate::message_id::new_v4(&mut [0u8; 36]).into(),
         };
         let mut ts = [0u8; timestamp::LEN];
         timestamp::write(msg.timestamp.unwrap_or_else(timestamp::now), &mut ts)?;

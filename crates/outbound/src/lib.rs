@@ -30,6 +30,7 @@ mod error;
 mod ingestion;
 mod log;
 mod message;
+mod message_id;
 mod outcome;
 mod retry;
 mod scheduler;

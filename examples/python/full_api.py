@@ -1,0 +1,104 @@
+"""Every part of outbound's Python API in one program. `mypy --strict` checks it in
+scripts/test-python.sh; run it to send to a receiver of your own:
+
+    python examples/python/full_api.py http://127.0.0.1:8080
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import enum
+import logging
+import sys
+import uuid
+from decimal import Decimal
+from typing import Dict, List, Optional, Tuple
+
+import outbound
+
+
+class Plan(enum.Enum):
+    PRO = "pro"
+
+
+def main(base_url: str) -> int:
+    logging.basicConfig(level=logging.INFO)
+    outcomes: List[Tuple[str, str, str]] = []
+
+    def on_outcome(message_id: str, outcome: str, detail: str) -> None:
+        outcomes.append((message_id, outcome, detail))
+
+    hook = outbound.Webhook(f"{base_url}/hook", headers={"X-Team": "growth"})
+    with outbound.Client(
+        "WRITE_KEY",
+        endpoint=base_url,
+        webhooks=[hook, f"{base_url}/second-hook"],
+        shared_secret="s3cret",
+        webhook_user_agent="Outbound/1.0",
+        flush_at=20,
+        flush_interval=5.0,
+        max_queue_size=10_000,
+        timeout=5.0,
+        max_retry_duration=60.0,
+        gzip=False,
+        ca_certs=None,
+        workers=4,
+        on_outcome=on_outcome,
+        debug=False,
+        send=True,
+        proxy_from_env=False,
+        atexit_timeout=2.0,
+    ) as client:
+        now = dt.datetime.now(dt.timezone.utc)
+        ids: List[Optional[str]] = [
+            client.identify(user_id="u1", traits={"email": "u1@example.com", "plan": Plan.PRO}),
+            client.track(
+                user_id=42,
+                event="Order Completed",
+                properties={"total": Decimal("19.99"), "at": now, "items": [{"sku": "a"}]},
+                context={"ip": "203.0.113.7"},
+                integrations={"All": True},
+                timestamp=now,
+                message_id=str(uuid.uuid4()),
+            ),
+            client.page(anonymous_id=uuid.uuid4(), name="Pricing", properties={"path": "/p"}),
+            client.screen(user_id="u1", name="Home", category="Main"),
+            client.group(user_id="u1", group_id="acme", traits={"seats": 10}),
+            client.alias(previous_id="anon-1", user_id="u1"),
+            client.delete(user_id="u1", timestamp="2026-11-21T09:30:00.000Z"),
+        ]
+        try:
+            client.track(user_id="u1", event="Bad", properties={"tags": {"a", "b"}})
+        except outbound.UnsupportedType as e:
+            print("refused:", e, "at", e.field)
+        except outbound.ValidationError as e:
+            print("refused:", e)
+        delivered: bool = client.flush(timeout=10.0)
+        stats: Dict[str, int] = client.stats
+        print("queued ids:", ids, "flushed:", delivered, "stats:", stats, client.closed)
+
+    try:
+        client.track(user_id="u1", event="Late")
+    except outbound.ClientClosed:
+        pass
+    try:
+        outbound.Client()
+    except outbound.ConfigError as e:
+        print("config:", e.setting)
+    except outbound.OutboundError:
+        raise
+
+    body = b'{"cool":true}'
+    signature: str = outbound.sign("abc123", body)
+    checks: List[bool] = [
+        outbound.verify("abc123", body, signature),
+        outbound.verify(b"abc123", body.decode(), signature),
+        outbound.verify("abc123", {"cool": True}, signature),
+    ]
+    too_large: type = outbound.MessageTooLarge
+    print(outbound.__version__, checks, too_large.__name__, outcomes)
+    return 0 if all(checks) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1] if len(sys.argv) > 1 else "http://127.0.0.1:9"))

@@ -1,0 +1,427 @@
+"""outbound: server-side events with a Rust core.
+
+Calls (``identify``, ``track``, ``page``, ``screen``, ``group``, ``alias``, ``delete``) are
+validated on the caller's thread and queued; a background thread delivers them to a
+Segment-compatible ingestion endpoint (batched, write key) and/or up to five webhooks
+(one POST per message, signed with ``X-Signature`` when a shared secret is set).
+
+>>> import outbound
+>>> with outbound.Client(write_key="KEY") as client:        # doctest: +SKIP
+...     client.track(user_id="u1", event="Signed Up", properties={"plan": "pro"})
+
+This module is the Pythonic layer: keyword defaults, ``Webhook``, the fork and exit hooks
+and ``logging``. Every rule (what a call needs, how bodies look, when to retry) is the
+core's, reached through :mod:`outbound._native`.
+"""
+
+from __future__ import annotations
+
+import atexit
+import logging
+import os
+import sys
+import uuid
+import weakref
+from datetime import datetime
+from types import TracebackType
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Type, Union
+
+from . import _native
+from ._errors import (
+    ClientClosed,
+    ConfigError,
+    MessageTooLarge,
+    OutboundError,
+    UnsupportedType,
+    ValidationError,
+)
+from ._native import sign, verify
+
+__all__ = [
+    "Client",
+    "Webhook",
+    "OutboundError",
+    "ConfigError",
+    "ValidationError",
+    "UnsupportedType",
+    "MessageTooLarge",
+    "ClientClosed",
+    "sign",
+    "verify",
+    "OutcomeCallback",
+    "__version__",
+]
+
+__version__: str = _native.__version__
+
+#: Runtime logs go here when ``debug=True`` or ``DEBUG`` contains ``analytics`` (or ``*``).
+logger = logging.getLogger("outbound")
+
+#: ``on_outcome(message_id, outcome, detail)``; ``outcome`` is ``"delivered"``,
+#: ``"failed"`` or ``"dropped"``, ``detail`` says why (empty when delivered).
+OutcomeCallback = Callable[[str, str, str], None]
+
+Id = Union[str, int, uuid.UUID]
+Timestamp = Union[datetime, str]
+
+_LEVELS = {"debug": logging.DEBUG, "warn": logging.WARNING}
+
+
+def _log_line(level: str, line: str) -> None:
+    # Called by the core (with the GIL) only when logging is on. The core never hands it
+    # the write key or the secret.
+    logger.log(_LEVELS.get(level, logging.INFO), "%s", line)
+
+
+def _show_debug_logs() -> None:
+    # debug=True should show something even in a program that never set up logging.
+    if logger.level == logging.NOTSET:
+        logger.setLevel(logging.DEBUG)
+    if not logger.handlers and not logging.getLogger().handlers:
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("%(name)s %(levelname)s: %(message)s"))
+        logger.addHandler(handler)
+
+
+def _guarded(callback: OutcomeCallback) -> OutcomeCallback:
+    # Runs on the scheduler thread: an exception there must not go anywhere but the log.
+    def on_outcome(message_id: str, outcome: str, detail: str) -> None:
+        try:
+            callback(message_id, outcome, detail)
+        except Exception:
+            logger.exception("on_outcome callback raised (message %s, %s)", message_id, outcome)
+
+    return on_outcome
+
+
+class Webhook:
+    """One webhook destination: an absolute http(s) URL and static headers sent with every
+    request to it (checked when the client is built)."""
+
+    __slots__ = ("url", "headers")
+
+    def __init__(self, url: str, headers: Optional[Mapping[str, str]] = None) -> None:
+        self.url = url
+        self.headers: Dict[str, str] = dict(headers or {})
+
+    def __repr__(self) -> str:
+        # Header values may be credentials: show names only.
+        return f"Webhook({self.url!r}, headers={sorted(self.headers)!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Webhook):
+            return NotImplemented
+        return (self.url, self.headers) == (other.url, other.headers)
+
+
+#: Clients that are not closed, for the fork and exit hooks (weak: they never keep one alive).
+_live: "weakref.WeakSet[Client]" = weakref.WeakSet()
+
+
+class Client:
+    """A running client: a scheduler thread and delivery workers.
+
+    Give a ``write_key`` (ingestion to ``endpoint``), ``webhooks``, or both. Every call
+    returns the message id, or ``None`` when the queue is full (the drop is counted in
+    :attr:`stats` and logged). Invalid calls raise :class:`ValidationError` and queue
+    nothing. Use it as a context manager, or call :meth:`close`; at interpreter exit open
+    clients are closed with at most ``atexit_timeout`` seconds of waiting each.
+    """
+
+    def __init__(
+        self,
+        write_key: Optional[str] = None,
+        *,
+        endpoint: str = "https://api.segment.io",
+        webhooks: Sequence[Union[Webhook, str]] = (),
+        shared_secret: Optional[str] = None,
+        webhook_user_agent: str = "Outbound/1.0",
+        flush_at: int = 20,
+        flush_interval: float = 5.0,
+        max_queue_size: int = 10_000,
+        timeout: float = 5.0,
+        max_retry_duration: float = 4 * 3600.0,
+        gzip: bool = False,
+        ca_certs: Union[str, "os.PathLike[str]", None] = None,
+        workers: int = 4,
+        on_outcome: Optional[OutcomeCallback] = None,
+        debug: Optional[bool] = None,
+        send: bool = True,
+        proxy_from_env: bool = True,
+        atexit_timeout: float = 2.0,
+    ) -> None:
+        if isinstance(webhooks, (str, Webhook)):
+            raise UnsupportedType("webhooks must be a list of Webhook or URL str", "webhooks")
+        hooks: List[Webhook] = [h if isinstance(h, Webhook) else Webhook(h) for h in webhooks]
+        if atexit_timeout < 0:
+            raise ConfigError(
+                "invalid configuration atexit_timeout: must not be negative", "atexit_timeout"
+            )
+        self._atexit_timeout = float(atexit_timeout)
+        if debug or (debug is None and _native.debug_from_env()):
+            _show_debug_logs()  # before the client starts: it logs from the start
+        self._native = _native.NativeClient(
+            write_key=write_key,
+            endpoint=endpoint,
+            webhooks=[(h.url, list(h.headers.items())) for h in hooks],
+            shared_secret=shared_secret,
+            webhook_user_agent=webhook_user_agent,
+            flush_at=flush_at,
+            flush_interval=flush_interval,
+            max_queue_size=max_queue_size,
+            timeout=timeout,
+            max_retry_duration=max_retry_duration,
+            gzip=gzip,
+            ca_certs=None if ca_certs is None else os.fspath(ca_certs),
+            workers=workers,
+            on_outcome=None if on_outcome is None else _guarded(on_outcome),
+            log_sink=_log_line,
+            debug=debug,
+            send=send,
+            proxy_from_env=proxy_from_env,
+        )
+        self._endpoint = endpoint if write_key else None
+        self._webhook_count = len(hooks)
+        _live.add(self)
+
+    def __repr__(self) -> str:
+        # Never the write key or the secret.
+        state = "closed" if self.closed else "open"
+        return (
+            f"<outbound.Client {state} ingestion={self._endpoint!r} "
+            f"webhooks={self._webhook_count}>"
+        )
+
+    # -- calls -----------------------------------------------------------------------------
+
+    def identify(
+        self,
+        *,
+        user_id: Optional[Id] = None,
+        traits: Optional[Dict[str, Any]] = None,
+        anonymous_id: Optional[Id] = None,
+        context: Optional[Dict[str, Any]] = None,
+        timestamp: Optional[Timestamp] = None,
+        integrations: Optional[Dict[str, Any]] = None,
+        message_id: Optional[str] = None,
+    ) -> Optional[str]:
+        """Who the user is: ``traits`` about them. Needs ``user_id`` or ``anonymous_id``."""
+        return self._native.enqueue(
+            "identify",
+            user_id=user_id,
+            traits=traits,
+            anonymous_id=anonymous_id,
+            context=context,
+            timestamp=timestamp,
+            integrations=integrations,
+            message_id=message_id,
+        )
+
+    def track(
+        self,
+        *,
+        user_id: Optional[Id] = None,
+        event: Optional[str] = None,
+        properties: Optional[Dict[str, Any]] = None,
+        anonymous_id: Optional[Id] = None,
+        context: Optional[Dict[str, Any]] = None,
+        timestamp: Optional[Timestamp] = None,
+        integrations: Optional[Dict[str, Any]] = None,
+        message_id: Optional[str] = None,
+    ) -> Optional[str]:
+        """Something the user did. Needs ``event``, and ``user_id`` or ``anonymous_id``."""
+        return self._native.enqueue(
+            "track",
+            user_id=user_id,
+            event=event,
+            properties=properties,
+            anonymous_id=anonymous_id,
+            context=context,
+            timestamp=timestamp,
+            integrations=integrations,
+            message_id=message_id,
+        )
+
+    def page(
+        self,
+        *,
+        user_id: Optional[Id] = None,
+        name: Optional[str] = None,
+        category: Optional[str] = None,
+        properties: Optional[Dict[str, Any]] = None,
+        anonymous_id: Optional[Id] = None,
+        context: Optional[Dict[str, Any]] = None,
+        timestamp: Optional[Timestamp] = None,
+        integrations: Optional[Dict[str, Any]] = None,
+        message_id: Optional[str] = None,
+    ) -> Optional[str]:
+        """A web page view (``properties`` may carry url, title, referrer, path)."""
+        return self._native.enqueue(
+            "page",
+            user_id=user_id,
+            name=name,
+            category=category,
+            properties=properties,
+            anonymous_id=anonymous_id,
+            context=context,
+            timestamp=timestamp,
+            integrations=integrations,
+            message_id=message_id,
+        )
+
+    def screen(
+        self,
+        *,
+        user_id: Optional[Id] = None,
+        name: Optional[str] = None,
+        category: Optional[str] = None,
+        properties: Optional[Dict[str, Any]] = None,
+        anonymous_id: Optional[Id] = None,
+        context: Optional[Dict[str, Any]] = None,
+        timestamp: Optional[Timestamp] = None,
+        integrations: Optional[Dict[str, Any]] = None,
+        message_id: Optional[str] = None,
+    ) -> Optional[str]:
+        """A mobile screen view."""
+        return self._native.enqueue(
+            "screen",
+            user_id=user_id,
+            name=name,
+            category=category,
+            properties=properties,
+            anonymous_id=anonymous_id,
+            context=context,
+            timestamp=timestamp,
+            integrations=integrations,
+            message_id=message_id,
+        )
+
+    def group(
+        self,
+        *,
+        user_id: Optional[Id] = None,
+        group_id: Optional[Id] = None,
+        traits: Optional[Dict[str, Any]] = None,
+        anonymous_id: Optional[Id] = None,
+        context: Optional[Dict[str, Any]] = None,
+        timestamp: Optional[Timestamp] = None,
+        integrations: Optional[Dict[str, Any]] = None,
+        message_id: Optional[str] = None,
+    ) -> Optional[str]:
+        """The user belongs to a group (company, team): ``traits`` about the group."""
+        return self._native.enqueue(
+            "group",
+            user_id=user_id,
+            group_id=group_id,
+            traits=traits,
+            anonymous_id=anonymous_id,
+            context=context,
+            timestamp=timestamp,
+            integrations=integrations,
+            message_id=message_id,
+        )
+
+    def alias(
+        self,
+        *,
+        previous_id: Optional[Id] = None,
+        user_id: Optional[Id] = None,
+        anonymous_id: Optional[Id] = None,
+        context: Optional[Dict[str, Any]] = None,
+        timestamp: Optional[Timestamp] = None,
+        integrations: Optional[Dict[str, Any]] = None,
+        message_id: Optional[str] = None,
+    ) -> Optional[str]:
+        """``previous_id`` and ``user_id`` are the same person."""
+        return self._native.enqueue(
+            "alias",
+            previous_id=previous_id,
+            user_id=user_id,
+            anonymous_id=anonymous_id,
+            context=context,
+            timestamp=timestamp,
+            integrations=integrations,
+            message_id=message_id,
+        )
+
+    def delete(
+        self,
+        *,
+        user_id: Optional[Id] = None,
+        timestamp: Optional[Timestamp] = None,
+        message_id: Optional[str] = None,
+    ) -> Optional[str]:
+        """Ask the webhooks to delete the user's data (webhooks only)."""
+        return self._native.enqueue(
+            "delete", user_id=user_id, timestamp=timestamp, message_id=message_id
+        )
+
+    # -- lifecycle -------------------------------------------------------------------------
+
+    def flush(self, timeout: Optional[float] = None) -> bool:
+        """Sends what waits for a batch and waits, without holding the GIL, until every
+        accepted message has an outcome or ``timeout`` seconds pass (default 30). True when
+        all ended and none of them failed or was dropped meanwhile."""
+        return self._native.flush(timeout)
+
+    def close(self, timeout: Optional[float] = None) -> bool:
+        """Flushes (bounded by ``timeout``, default 30 s), then stops the threads; what is
+        still queued is dropped. Returns what :meth:`flush` would. Raises
+        :class:`ClientClosed` when already closed."""
+        _live.discard(self)
+        return self._native.close(timeout)
+
+    @property
+    def closed(self) -> bool:
+        """True once :meth:`close` was called."""
+        return self._native.closed
+
+    @property
+    def stats(self) -> Dict[str, int]:
+        """Counters: accepted, queued, in_flight, delivered, failed, dropped (of which
+        queue_full were refused calls), retries."""
+        return self._native.stats()
+
+    def __enter__(self) -> "Client":
+        return self
+
+    def __exit__(
+        self,
+        exc_type: Optional[Type[BaseException]],
+        exc: Optional[BaseException],
+        tb: Optional[TracebackType],
+    ) -> None:
+        if not self.closed:
+            self.close()
+
+
+def _after_fork_in_child() -> None:
+    # The parent's threads do not exist in the child: give each client new ones and an
+    # empty queue (what the parent had queued stays the parent's to send). Message ids need
+    # nothing here: the core reseeds its id generator in every forked child by itself.
+    for client in list(_live):
+        try:
+            client._native.reset_after_fork()
+        except Exception:
+            logger.exception("could not restart %r after fork", client)
+
+
+def _at_exit() -> None:
+    # Bounded: each open client waits at most its atexit_timeout.
+    for client in list(_live):
+        if client.closed:
+            continue
+        try:
+            if not client._native.close(client._atexit_timeout):
+                logger.warning(
+                    "%r: not everything was delivered within atexit_timeout=%ss at exit",
+                    client,
+                    client._atexit_timeout,
+                )
+        except Exception:
+            logger.exception("closing %r at exit failed", client)
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
+atexit.register(_at_exit)

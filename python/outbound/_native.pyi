@@ -1,0 +1,79 @@
+"""Stubs of the compiled module ``outbound._native`` (the Rust core's binding).
+
+Use :mod:`outbound` instead: :class:`outbound.Client` gives every setting its default.
+"""
+
+from datetime import datetime
+from typing import Any, Callable, Dict, List, Optional, Tuple, Union, final
+from uuid import UUID
+
+__all__ = [
+    "NativeClient",
+    "debug_from_env",
+    "defaults",
+    "sign",
+    "verify",
+    "__version__",
+]
+
+__version__: str
+
+_Id = Union[str, int, UUID]
+_Object = Dict[str, Any]
+_Timestamp = Union[datetime, str]
+_Bytes = Union[bytes, bytearray, str]
+_Body = Union[bytes, bytearray, str, Dict[str, Any], List[Any]]
+
+@final
+class NativeClient:
+    def __new__(
+        cls,
+        *,
+        write_key: Optional[str],
+        endpoint: str,
+        webhooks: List[Tuple[str, List[Tuple[str, str]]]],
+        shared_secret: Optional[str],
+        webhook_user_agent: str,
+        flush_at: int,
+        flush_interval: float,
+        max_queue_size: int,
+        timeout: float,
+        max_retry_duration: float,
+        gzip: bool,
+        ca_certs: Optional[str],
+        workers: int,
+        on_outcome: Optional[Callable[[str, str, str], None]],
+        log_sink: Optional[Callable[[str, str], None]],
+        debug: Optional[bool],
+        send: bool,
+        proxy_from_env: bool,
+    ) -> NativeClient: ...
+    def enqueue(
+        self,
+        kind: str,
+        *,
+        user_id: Optional[_Id] = None,
+        anonymous_id: Optional[_Id] = None,
+        message_id: Optional[str] = None,
+        timestamp: Optional[_Timestamp] = None,
+        context: Optional[_Object] = None,
+        integrations: Optional[_Object] = None,
+        event: Optional[str] = None,
+        name: Optional[str] = None,
+        category: Optional[str] = None,
+        group_id: Optional[_Id] = None,
+        previous_id: Optional[_Id] = None,
+        properties: Optional[_Object] = None,
+        traits: Optional[_Object] = None,
+    ) -> Optional[str]: ...
+    def flush(self, timeout: Optional[float] = None) -> bool: ...
+    def close(self, timeout: Optional[float] = None) -> bool: ...
+    def stats(self) -> Dict[str, int]: ...
+    @property
+    def closed(self) -> bool: ...
+    def reset_after_fork(self) -> None: ...
+
+def debug_from_env() -> bool: ...
+def defaults() -> Dict[str, Union[str, int, float, bool]]: ...
+def sign(secret: _Bytes, body: _Body) -> str: ...
+def verify(secret: _Bytes, body: _Body, signature: str) -> bool: ...
