@@ -102,3 +102,10 @@ def main(base_url: str) -> int:
 
 if __name__ == "__main__":
     sys.exit(main(sys.argv[1] if len(sys.argv) > 1 else "http://127.0.0.1:9"))
+
+
+def audience_sync(client: outbound.Client) -> None:
+    sync = outbound.AudienceSync(client, state_path=None)
+    joined: outbound.AudienceResult = sync.sync_audience("High Value Users", ["u1", 2])
+    traits: outbound.TraitResult = sync.sync_trait("Lifetime Value", {"u1": 10.5})
+    print(joined.joined, joined.left, joined.unchanged, traits.set, traits.cleared)

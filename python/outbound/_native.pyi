@@ -4,11 +4,12 @@ Use :mod:`outbound` instead: :class:`outbound.Client` gives every setting its de
 """
 
 from datetime import datetime
-from typing import Any, Callable, Dict, List, Optional, Tuple, Union, final
+from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Tuple, Union, final
 from uuid import UUID
 
 __all__ = [
     "NativeClient",
+    "NativeAudienceSync",
     "debug_from_env",
     "defaults",
     "sign",
@@ -77,3 +78,13 @@ def debug_from_env() -> bool: ...
 def defaults() -> Dict[str, Union[str, int, float, bool]]: ...
 def sign(secret: _Bytes, body: _Body) -> str: ...
 def verify(secret: _Bytes, body: _Body, signature: str) -> bool: ...
+
+@final
+class NativeAudienceSync:
+    def __new__(cls, state_path: Optional[str] = None) -> NativeAudienceSync: ...
+    def sync_audience(
+        self, client: NativeClient, name: str, members: Iterable[_Id]
+    ) -> Tuple[int, int, int]: ...
+    def sync_trait(
+        self, client: NativeClient, name: str, values: Mapping[_Id, Any]
+    ) -> Tuple[int, int, int]: ...

@@ -23,7 +23,7 @@ def test_public_api() -> None:
                  "UnsupportedType", "MessageTooLarge", "ClientClosed", "sign", "verify"]:
         assert name in outbound.__all__ and hasattr(outbound, name)
     assert outbound.__version__ == _native.__version__
-    assert not hasattr(outbound, "AudienceSync")  # issue 6
+    assert hasattr(outbound, "AudienceSync")
 
 
 def test_keyword_defaults_are_the_cores() -> None:

@@ -229,6 +229,71 @@ mod _native {
         }
     }
 
+    /// The core's audience and computed-trait sync. Use `outbound.AudienceSync`.
+    #[pyclass(frozen, module = "outbound._native")]
+    pub struct NativeAudienceSync {
+        // rusqlite's connection may move between threads but not be shared: one call at a time.
+        inner: std::sync::Mutex<outbound::AudienceSync>,
+    }
+
+    #[pymethods]
+    impl NativeAudienceSync {
+        /// State in the SQLite file at `state_path`, or in memory when None.
+        #[new]
+        #[pyo3(signature = (state_path=None))]
+        fn new(state_path: Option<std::path::PathBuf>) -> PyResult<Self> {
+            let inner = outbound::AudienceSync::new(state_path.as_deref()).map_err(to_py)?;
+            Ok(NativeAudienceSync {
+                inner: std::sync::Mutex::new(inner),
+            })
+        }
+
+        /// Members: any iterable of ids. Returns (joined, left, unchanged).
+        fn sync_audience(
+            &self,
+            py: Python<'_>,
+            client: &NativeClient,
+            name: &str,
+            members: &Bound<'_, PyAny>,
+        ) -> PyResult<(u64, u64, u64)> {
+            let mut ids = Vec::new();
+            for member in members.try_iter()? {
+                ids.push(convert::id(Some(&member?), "members")?.unwrap_or_default());
+            }
+            let counts = py
+                .detach(|| self.lock().sync_audience(&client.inner, name, ids))
+                .map_err(to_py)?;
+            Ok((counts.joined, counts.left, counts.unchanged))
+        }
+
+        /// Values: any mapping of id -> JSON-able value. Returns (set, cleared, unchanged).
+        fn sync_trait(
+            &self,
+            py: Python<'_>,
+            client: &NativeClient,
+            name: &str,
+            values: &Bound<'_, PyAny>,
+        ) -> PyResult<(u64, u64, u64)> {
+            let mut pairs = Vec::new();
+            for item in values.call_method0("items")?.try_iter()? {
+                let (key, value): (Bound<'_, PyAny>, Bound<'_, PyAny>) = item?.extract()?;
+                let id = convert::id(Some(&key), "values")?.unwrap_or_default();
+                let value = convert::to_value(&value, &mut Path::new("values"))?;
+                pairs.push((id, value));
+            }
+            let counts = py
+                .detach(|| self.lock().sync_trait(&client.inner, name, pairs))
+                .map_err(to_py)?;
+            Ok((counts.set, counts.cleared, counts.unchanged))
+        }
+    }
+
+    impl NativeAudienceSync {
+        fn lock(&self) -> std::sync::MutexGuard<'_, outbound::AudienceSync> {
+            self.inner.lock().unwrap_or_else(|e| e.into_inner())
+        }
+    }
+
     /// True when the `DEBUG` environment variable asks for logs (the core's rule).
     #[pyfunction]
     fn debug_from_env() -> bool {
