@@ -4,7 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 start=$(date +%s)
-for part in rust python; do
+for part in rust c python; do
   echo "=== scripts/test-$part.sh"
   "scripts/test-$part.sh"
 done

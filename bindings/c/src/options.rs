@@ -1,0 +1,666 @@
+//! The options builder: `outbound_options_new`, one setter per client option, then
+//! `outbound_client_new` consumes it. Setters store what they are given; the core checks the
+//! whole configuration when the client is built.
+
+use crate::convert::{c_string, millis, opt_object, opt_string, req_str};
+use crate::result::{finish, outbound_result, Failure};
+use outbound::{Config, Level, Outcome, Value, Webhook};
+use std::ffi::{c_char, c_void};
+use std::sync::Arc;
+
+/// Options for a client. Create with `outbound_options_new`, set with the
+/// `outbound_options_set_*` / `outbound_options_add_webhook` functions, then pass to
+/// `outbound_client_new` (which takes ownership) or release with `outbound_options_free`.
+/// Not thread-safe: use one options object from one thread at a time.
+pub struct outbound_options {
+    pub(crate) config: Config,
+}
+
+/// Called once per accepted message with how it ended.
+///
+/// - `message_id`: the id returned when the message was enqueued.
+/// - `outcome`: `"delivered"`, `"failed"` or `"dropped"`.
+/// - `detail`: why, when not delivered (`"ingestion: status 400"`, `"client closed before
+///   delivery"`, ...); `""` when delivered.
+/// - `userdata`: the pointer given to `outbound_options_set_outcome_callback`.
+///
+/// The three strings are borrowed for the duration of the call only: copy what you keep.
+/// The callback runs on the client's background scheduler thread (not the caller's), one
+/// call at a time per client; it must not block for long, must not call
+/// `outbound_client_close` / `outbound_client_free` on its own client, and must not throw
+/// (C++) or `longjmp` out.
+pub type outbound_outcome_callback = Option<
+    unsafe extern "C" fn(
+        message_id: *const c_char,
+        outcome: *const c_char,
+        detail: *const c_char,
+        userdata: *mut c_void,
+    ),
+>;
+
+/// Severity of a log line given to an `outbound_log_callback`.
+#[repr(u32)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum outbound_log_level {
+    /// Progress: batches sent, retries scheduled.
+    Debug = 0,
+    /// Something to know about: a message failed, the queue was full.
+    Warn = 1,
+}
+
+/// Receives the client's log lines (only when logging is on: `outbound_options_set_debug`,
+/// or the `DEBUG` environment variable containing `analytics` or `*`). `line` is borrowed
+/// for the call; it never contains the write key or the shared secret. Called from any of the
+/// client's threads, possibly concurrently; the same rules as for the outcome callback apply.
+pub type outbound_log_callback = Option<
+    unsafe extern "C" fn(level: outbound_log_level, line: *const c_char, userdata: *mut c_void),
+>;
+
+/// The caller's `void *userdata`. The C contract (documented on the setters) makes the
+/// caller responsible for it being usable from the client's threads.
+#[derive(Clone, Copy)]
+struct Userdata(*mut c_void);
+// SAFETY: liboutbound never dereferences it; it is only handed back to the caller's
+// callback, and the caller promised that is fine from any thread.
+unsafe impl Send for Userdata {}
+unsafe impl Sync for Userdata {}
+
+/// Runs `f` on the options' configuration; NULL options are refused.
+///
+/// # Safety
+/// `options` is NULL or a live `outbound_options` not used concurrently.
+unsafe fn with_config(
+    options: *mut outbound_options,
+    f: impl FnOnce(&mut Config) -> Result<(), Failure>,
+) -> outbound_result {
+    // SAFETY: per the contract.
+    let options = unsafe { options.as_mut() };
+    finish(
+        options
+            .ok_or(Failure::Null("options"))
+            .and_then(|o| f(&mut o.config)),
+    )
+}
+
+/// Creates options with every default: no destination (set a write key, a webhook or
+/// both), endpoint `https://api.segment.io`, flush_at 20, flush_interval 5000 ms,
+/// max_queue_size 10000, timeout 5000 ms, max_retry_duration 4 h, gzip off, 4 workers,
+/// sending on, proxy from the environment, logging per `DEBUG`.
+///
+/// Ownership: the caller owns the result and passes it to `outbound_client_new` (which takes
+/// it) or `outbound_options_free`. Returns NULL only if a panic occurred (out of memory
+/// aborts, as in Rust).
+#[no_mangle]
+pub extern "C" fn outbound_options_new() -> *mut outbound_options {
+    ffi!({
+        Box::into_raw(Box::new(outbound_options {
+            config: Config::default(),
+        }))
+    })
+}
+
+/// Frees options that were not given to `outbound_client_new`. NULL is a no-op.
+///
+/// # Safety
+/// `options` is NULL or a pointer from `outbound_options_new` not yet freed or consumed.
+#[no_mangle]
+pub unsafe extern "C" fn outbound_options_free(options: *mut outbound_options) {
+    ffi!({
+        if !options.is_null() {
+            // SAFETY: per the contract, we own it now.
+            drop(unsafe { Box::from_raw(options) });
+        }
+    })
+}
+
+/// Sets the source write key, which turns on the ingestion destination. NULL unsets it.
+/// The text is copied.
+///
+/// Returns `OUTBOUND_RESULT_OK`, `_NULL_ARGUMENT` (options), `_INVALID_UTF8`, `_PANIC`.
+///
+/// # Safety
+/// `options` is NULL or live; `write_key` is NULL or NUL-terminated.
+#[no_mangle]
+pub unsafe extern "C" fn outbound_options_set_write_key(
+    options: *mut outbound_options,
+    write_key: *const c_char,
+) -> outbound_result {
+    ffi!({
+        unsafe {
+            with_config(options, |c| {
+                c.write_key = opt_string(write_key, "write_key")?;
+                Ok(())
+            })
+        }
+    })
+}
+
+/// Sets the ingestion base URL (batches go to `{endpoint}/v1/batch`). NULL restores the
+/// default `https://api.segment.io`. Checked by `outbound_client_new`. The text is copied.
+///
+/// Returns `OUTBOUND_RESULT_OK`, `_NULL_ARGUMENT` (options), `_INVALID_UTF8`, `_PANIC`.
+///
+/// # Safety
+/// `options` is NULL or live; `endpoint` is NULL or NUL-terminated.
+#[no_mangle]
+pub unsafe extern "C" fn outbound_options_set_endpoint(
+    options: *mut outbound_options,
+    endpoint: *const c_char,
+) -> outbound_result {
+    ffi!({
+        unsafe {
+            with_config(options, |c| {
+                c.endpoint =
+                    opt_string(endpoint, "endpoint")?.unwrap_or_else(|| Config::default().endpoint);
+                Ok(())
+            })
+        }
+    })
+}
+
+/// Adds a webhook (at most 5; more is refused by `outbound_client_new`). Each message is
+/// POSTed to every webhook.
+///
+/// - `url`: absolute `http://` or `https://` URL without credentials. Required.
+/// - `headers_json`: NULL, or a JSON object of header name to string value, e.g.
+///   `{"Authorization":"Bearer t","X-Team":"growth"}`, added to every request to this URL.
+///   Names and values are checked by `outbound_client_new`.
+///
+/// Both texts are copied. On failure nothing is added.
+///
+/// Returns `OUTBOUND_RESULT_OK`, `_NULL_ARGUMENT` (options, url), `_INVALID_UTF8`,
+/// `_INVALID_JSON`, `_WRONG_TYPE` (not an object, or a value that is not a string), `_PANIC`.
+///
+/// # Safety
+/// `options` is NULL or live; `url` and `headers_json` are NULL or NUL-terminated.
+#[no_mangle]
+pub unsafe extern "C" fn outbound_options_add_webhook(
+    options: *mut outbound_options,
+    url: *const c_char,
+    headers_json: *const c_char,
+) -> outbound_result {
+    ffi!({
+        unsafe {
+            with_config(options, |c| {
+                let mut hook = Webhook::new(req_str(url, "url")?);
+                for (name, value) in opt_object(headers_json, "headers_json")?.unwrap_or_default() {
+                    match value {
+                        Value::String(v) => hook.headers.push((name, v)),
+                        other => {
+                            return Err(Failure::Core(outbound::Error::WrongType {
+                                field: format!("headers_json.{name}"),
+                                expected: "a string",
+                                got: json_type(&other),
+                            }))
+                        }
+                    }
+                }
+                c.webhooks.push(hook);
+                Ok(())
+            })
+        }
+    })
+}
+
+fn json_type(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+/// Sets the shared secret: webhook requests then carry `X-Signature` (HMAC-SHA1 of the
+/// body). NULL unsets it (requests are sent unsigned). The text is copied.
+///
+/// Returns `OUTBOUND_RESULT_OK`, `_NULL_ARGUMENT` (options), `_INVALID_UTF8`, `_PANIC`.
+///
+/// # Safety
+/// `options` is NULL or live; `secret` is NULL or NUL-terminated.
+#[no_mangle]
+pub unsafe extern "C" fn outbound_options_set_shared_secret(
+    options: *mut outbound_options,
+    secret: *const c_char,
+) -> outbound_result {
+    ffi!({
+        unsafe {
+            with_config(options, |c| {
+                c.shared_secret = opt_string(secret, "secret")?;
+                Ok(())
+            })
+        }
+    })
+}
+
+/// Sets the `User-Agent` of webhook requests (default `Outbound/1.0`). NULL restores the
+/// default. The text is copied.
+///
+/// Returns `OUTBOUND_RESULT_OK`, `_NULL_ARGUMENT` (options), `_INVALID_UTF8`, `_PANIC`.
+///
+/// # Safety
+/// `options` is NULL or live; `user_agent` is NULL or NUL-terminated.
+#[no_mangle]
+pub unsafe extern "C" fn outbound_options_set_webhook_user_agent(
+    options: *mut outbound_options,
+    user_agent: *const c_char,
+) -> outbound_result {
+    ffi!({
+        unsafe {
+            with_config(options, |c| {
+                c.webhook_user_agent = opt_string(user_agent, "user_agent")?
+                    .unwrap_or_else(|| Config::default().webhook_user_agent);
+                Ok(())
+            })
+        }
+    })
+}
+
+/// Sets extra trusted root certificates for HTTPS: PEM text (starting with `-----BEGIN`) or
+/// the path of a PEM file, read when the client is built. NULL unsets it (web roots only).
+/// The text is copied.
+///
+/// Returns `OUTBOUND_RESULT_OK`, `_NULL_ARGUMENT` (options), `_INVALID_UTF8`, `_PANIC`.
+///
+/// # Safety
+/// `options` is NULL or live; `pem_or_path` is NULL or NUL-terminated.
+#[no_mangle]
+pub unsafe extern "C" fn outbound_options_set_ca_certs(
+    options: *mut outbound_options,
+    pem_or_path: *const c_char,
+) -> outbound_result {
+    ffi!({
+        unsafe {
+            with_config(options, |c| {
+                c.ca_certs = opt_string(pem_or_path, "pem_or_path")?;
+                Ok(())
+            })
+        }
+    })
+}
+
+/// A batch closes at this many messages (default 20; 1 sends each message at once).
+///
+/// Returns `OUTBOUND_RESULT_OK`, `_NULL_ARGUMENT` (options), `_PANIC`. The value is checked
+/// by `outbound_client_new`.
+///
+/// # Safety
+/// `options` is NULL or a live `outbound_options`.
+#[no_mangle]
+pub unsafe extern "C" fn outbound_options_set_flush_at(
+    options: *mut outbound_options,
+    flush_at: usize,
+) -> outbound_result {
+    // SAFETY: the caller's contract.
+    ffi!({
+        unsafe {
+            with_config(options, |c| {
+                c.flush_at = flush_at;
+                Ok(())
+            })
+        }
+    })
+}
+
+/// A batch closes this many milliseconds after its first message (default 5000).
+///
+/// Returns `OUTBOUND_RESULT_OK`, `_NULL_ARGUMENT` (options), `_PANIC`. The value is checked
+/// by `outbound_client_new`.
+///
+/// # Safety
+/// `options` is NULL or a live `outbound_options`.
+#[no_mangle]
+pub unsafe extern "C" fn outbound_options_set_flush_interval_ms(
+    options: *mut outbound_options,
+    ms: u64,
+) -> outbound_result {
+    // SAFETY: the caller's contract.
+    ffi!({
+        unsafe {
+            with_config(options, |c| {
+                c.flush_interval = millis(ms);
+                Ok(())
+            })
+        }
+    })
+}
+
+/// Most messages held at once, including those waiting to retry (default 10000). When
+/// full, calls return `OUTBOUND_RESULT_QUEUE_FULL` without blocking.
+///
+/// Returns `OUTBOUND_RESULT_OK`, `_NULL_ARGUMENT` (options), `_PANIC`. The value is checked
+/// by `outbound_client_new`.
+///
+/// # Safety
+/// `options` is NULL or a live `outbound_options`.
+#[no_mangle]
+pub unsafe extern "C" fn outbound_options_set_max_queue_size(
+    options: *mut outbound_options,
+    max_queue_size: usize,
+) -> outbound_result {
+    // SAFETY: the caller's contract.
+    ffi!({
+        unsafe {
+            with_config(options, |c| {
+                c.max_queue_size = max_queue_size;
+                Ok(())
+            })
+        }
+    })
+}
+
+/// Bound on one whole HTTP exchange, in milliseconds (default 5000).
+///
+/// Returns `OUTBOUND_RESULT_OK`, `_NULL_ARGUMENT` (options), `_PANIC`. The value is checked
+/// by `outbound_client_new`.
+///
+/// # Safety
+/// `options` is NULL or a live `outbound_options`.
+#[no_mangle]
+pub unsafe extern "C" fn outbound_options_set_timeout_ms(
+    options: *mut outbound_options,
+    ms: u64,
+) -> outbound_result {
+    // SAFETY: the caller's contract.
+    ffi!({
+        unsafe {
+            with_config(options, |c| {
+                c.timeout = millis(ms);
+                Ok(())
+            })
+        }
+    })
+}
+
+/// First retry backoff ceiling in milliseconds, doubled per attempt (default 500).
+///
+/// Returns `OUTBOUND_RESULT_OK`, `_NULL_ARGUMENT` (options), `_PANIC`. The value is checked
+/// by `outbound_client_new`.
+///
+/// # Safety
+/// `options` is NULL or a live `outbound_options`.
+#[no_mangle]
+pub unsafe extern "C" fn outbound_options_set_retry_base_ms(
+    options: *mut outbound_options,
+    ms: u64,
+) -> outbound_result {
+    // SAFETY: the caller's contract.
+    ffi!({
+        unsafe {
+            with_config(options, |c| {
+                c.retry.base = millis(ms);
+                Ok(())
+            })
+        }
+    })
+}
+
+/// Largest retry backoff ceiling in milliseconds (default 60000).
+///
+/// Returns `OUTBOUND_RESULT_OK`, `_NULL_ARGUMENT` (options), `_PANIC`. The value is checked
+/// by `outbound_client_new`.
+///
+/// # Safety
+/// `options` is NULL or a live `outbound_options`.
+#[no_mangle]
+pub unsafe extern "C" fn outbound_options_set_max_backoff_ms(
+    options: *mut outbound_options,
+    ms: u64,
+) -> outbound_result {
+    // SAFETY: the caller's contract.
+    ffi!({
+        unsafe {
+            with_config(options, |c| {
+                c.retry.max_backoff = millis(ms);
+                Ok(())
+            })
+        }
+    })
+}
+
+/// Largest `Retry-After` honoured, in milliseconds (default 600000).
+///
+/// Returns `OUTBOUND_RESULT_OK`, `_NULL_ARGUMENT` (options), `_PANIC`. The value is checked
+/// by `outbound_client_new`.
+///
+/// # Safety
+/// `options` is NULL or a live `outbound_options`.
+#[no_mangle]
+pub unsafe extern "C" fn outbound_options_set_max_retry_after_ms(
+    options: *mut outbound_options,
+    ms: u64,
+) -> outbound_result {
+    // SAFETY: the caller's contract.
+    ffi!({
+        unsafe {
+            with_config(options, |c| {
+                c.retry.max_retry_after = millis(ms);
+                Ok(())
+            })
+        }
+    })
+}
+
+/// How long after its first attempt a message is retried at most, in milliseconds
+/// (default 4 h); then it fails with detail "expired".
+///
+/// Returns `OUTBOUND_RESULT_OK`, `_NULL_ARGUMENT` (options), `_PANIC`. The value is checked
+/// by `outbound_client_new`.
+///
+/// # Safety
+/// `options` is NULL or a live `outbound_options`.
+#[no_mangle]
+pub unsafe extern "C" fn outbound_options_set_max_retry_duration_ms(
+    options: *mut outbound_options,
+    ms: u64,
+) -> outbound_result {
+    // SAFETY: the caller's contract.
+    ffi!({
+        unsafe {
+            with_config(options, |c| {
+                c.retry.max_retry_duration = millis(ms);
+                Ok(())
+            })
+        }
+    })
+}
+
+/// Gzip ingestion bodies (default false).
+///
+/// Returns `OUTBOUND_RESULT_OK`, `_NULL_ARGUMENT` (options), `_PANIC`. The value is checked
+/// by `outbound_client_new`.
+///
+/// # Safety
+/// `options` is NULL or a live `outbound_options`.
+#[no_mangle]
+pub unsafe extern "C" fn outbound_options_set_gzip(
+    options: *mut outbound_options,
+    gzip: bool,
+) -> outbound_result {
+    // SAFETY: the caller's contract.
+    ffi!({
+        unsafe {
+            with_config(options, |c| {
+                c.gzip = gzip;
+                Ok(())
+            })
+        }
+    })
+}
+
+/// Delivery threads (default 4; at least the number of webhooks are started).
+///
+/// Returns `OUTBOUND_RESULT_OK`, `_NULL_ARGUMENT` (options), `_PANIC`. The value is checked
+/// by `outbound_client_new`.
+///
+/// # Safety
+/// `options` is NULL or a live `outbound_options`.
+#[no_mangle]
+pub unsafe extern "C" fn outbound_options_set_workers(
+    options: *mut outbound_options,
+    workers: usize,
+) -> outbound_result {
+    // SAFETY: the caller's contract.
+    ffi!({
+        unsafe {
+            with_config(options, |c| {
+                c.workers = workers;
+                Ok(())
+            })
+        }
+    })
+}
+
+/// Turns runtime logging on or off. Unset, it follows the `DEBUG` environment variable
+/// (`analytics` or `*`). Lines go to the log callback, or to stderr without one.
+///
+/// Returns `OUTBOUND_RESULT_OK`, `_NULL_ARGUMENT` (options), `_PANIC`. The value is checked
+/// by `outbound_client_new`.
+///
+/// # Safety
+/// `options` is NULL or a live `outbound_options`.
+#[no_mangle]
+pub unsafe extern "C" fn outbound_options_set_debug(
+    options: *mut outbound_options,
+    debug: bool,
+) -> outbound_result {
+    // SAFETY: the caller's contract.
+    ffi!({
+        unsafe {
+            with_config(options, |c| {
+                c.debug = Some(debug);
+                Ok(())
+            })
+        }
+    })
+}
+
+/// When false, messages are validated, counted and reported as dropped ("send is
+/// disabled") but never sent (tests, dry runs). Default true.
+///
+/// Returns `OUTBOUND_RESULT_OK`, `_NULL_ARGUMENT` (options), `_PANIC`. The value is checked
+/// by `outbound_client_new`.
+///
+/// # Safety
+/// `options` is NULL or a live `outbound_options`.
+#[no_mangle]
+pub unsafe extern "C" fn outbound_options_set_send(
+    options: *mut outbound_options,
+    send: bool,
+) -> outbound_result {
+    // SAFETY: the caller's contract.
+    ffi!({
+        unsafe {
+            with_config(options, |c| {
+                c.send = send;
+                Ok(())
+            })
+        }
+    })
+}
+
+/// Use `HTTP_PROXY` / `HTTPS_PROXY` / `ALL_PROXY` from the environment (default true).
+///
+/// Returns `OUTBOUND_RESULT_OK`, `_NULL_ARGUMENT` (options), `_PANIC`. The value is checked
+/// by `outbound_client_new`.
+///
+/// # Safety
+/// `options` is NULL or a live `outbound_options`.
+#[no_mangle]
+pub unsafe extern "C" fn outbound_options_set_proxy_from_env(
+    options: *mut outbound_options,
+    proxy_from_env: bool,
+) -> outbound_result {
+    // SAFETY: the caller's contract.
+    ffi!({
+        unsafe {
+            with_config(options, |c| {
+                c.proxy_from_env = proxy_from_env;
+                Ok(())
+            })
+        }
+    })
+}
+
+/// Sets the outcome callback (see `outbound_outcome_callback`), called once per accepted
+/// message. `callback` NULL removes it.
+///
+/// Ownership: `userdata` is not owned or touched by liboutbound; it is passed back to every
+/// call and must stay valid, and be usable from another thread, until the client is freed.
+///
+/// Returns `OUTBOUND_RESULT_OK`, `_NULL_ARGUMENT` (options), `_PANIC`.
+///
+/// # Safety
+/// `options` is NULL or live; `callback` is NULL or safe to call as documented.
+#[no_mangle]
+pub unsafe extern "C" fn outbound_options_set_outcome_callback(
+    options: *mut outbound_options,
+    callback: outbound_outcome_callback,
+    userdata: *mut c_void,
+) -> outbound_result {
+    ffi!({
+        let userdata = Userdata(userdata);
+        let hook = callback.map(|cb| -> outbound::OutcomeCallback {
+            Arc::new(move |o: &Outcome| {
+                let ud = userdata;
+                let id = c_string(&o.message_id);
+                let detail = c_string(&o.detail);
+                let kind = match o.kind {
+                    outbound::OutcomeKind::Delivered => c"delivered",
+                    outbound::OutcomeKind::Failed => c"failed",
+                    outbound::OutcomeKind::Dropped => c"dropped",
+                };
+                // SAFETY: the caller's callback, called as documented.
+                unsafe { cb(id.as_ptr(), kind.as_ptr(), detail.as_ptr(), ud.0) }
+            })
+        });
+        // SAFETY: the caller's contract.
+        unsafe {
+            with_config(options, |c| {
+                c.on_outcome = hook;
+                Ok(())
+            })
+        }
+    })
+}
+
+/// Sets the log callback (see `outbound_log_callback`). `callback` NULL removes it (lines
+/// then go to stderr when logging is on).
+///
+/// Ownership: as for `outbound_options_set_outcome_callback`.
+///
+/// Returns `OUTBOUND_RESULT_OK`, `_NULL_ARGUMENT` (options), `_PANIC`.
+///
+/// # Safety
+/// `options` is NULL or live; `callback` is NULL or safe to call as documented.
+#[no_mangle]
+pub unsafe extern "C" fn outbound_options_set_log_callback(
+    options: *mut outbound_options,
+    callback: outbound_log_callback,
+    userdata: *mut c_void,
+) -> outbound_result {
+    ffi!({
+        let userdata = Userdata(userdata);
+        let sink = callback.map(|cb| -> outbound::LogSink {
+            Arc::new(move |level: Level, line: &str| {
+                let ud = userdata;
+                let level = match level {
+                    Level::Debug => outbound_log_level::Debug,
+                    Level::Warn => outbound_log_level::Warn,
+                };
+                let line = c_string(line);
+                // SAFETY: the caller's callback, called as documented.
+                unsafe { cb(level, line.as_ptr(), ud.0) }
+            })
+        });
+        // SAFETY: the caller's contract.
+        unsafe {
+            with_config(options, |c| {
+                c.log_sink = sink;
+                Ok(())
+            })
+        }
+    })
+}
