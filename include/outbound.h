@@ -125,6 +125,11 @@ typedef uint32_t outbound_log_level;
 #endif // __STDC_VERSION__ >= 202311L
 #endif // __cplusplus
 
+// Remembered audience and trait state. Create with `outbound_audience_new`; release with
+// `outbound_audience_free`. One call at a time per object (it is not thread-safe); separate
+// objects may be used from separate threads.
+typedef struct outbound_audience outbound_audience;
+
 // A running client: a background scheduler thread and delivery workers. Create with
 // `outbound_client_new`; release with `outbound_client_free`. Every function taking a
 // client may be called from any thread concurrently, except `outbound_client_free`, which
@@ -136,6 +141,26 @@ typedef struct outbound_client outbound_client;
 // `outbound_client_new` (which takes ownership) or release with `outbound_options_free`.
 // Not thread-safe: use one options object from one thread at a time.
 typedef struct outbound_options outbound_options;
+
+// What one `outbound_audience_sync` sent: one `identify` per joined and per left member.
+typedef struct outbound_audience_counts {
+    // Members new since the last sync (sent `true`).
+    uint64_t joined;
+    // Members gone since the last sync (sent `false`).
+    uint64_t left;
+    // Members in both (nothing sent).
+    uint64_t unchanged;
+} outbound_audience_counts;
+
+// What one `outbound_trait_sync` sent: one `identify` per set and per cleared value.
+typedef struct outbound_trait_counts {
+    // Users whose value is new or changed (sent the value).
+    uint64_t set;
+    // Users absent from the new values (sent `null`, then forgotten).
+    uint64_t cleared;
+    // Users whose value is the same (nothing sent).
+    uint64_t unchanged;
+} outbound_trait_counts;
 
 // A snapshot of a client's counters (`outbound_client_stats`).
 typedef struct outbound_stats {
@@ -191,6 +216,66 @@ extern "C" {
 //
 // Ownership: the returned pointer is static; do not free it.
 const char *outbound_version(void);
+
+// Opens the state: the SQLite file at `state_path` (created if missing; it survives
+// restarts), or memory when `state_path` is NULL.
+//
+// Ownership: on success `*out` receives an object the caller owns and must release with
+// `outbound_audience_free`; on failure `*out` is not written.
+//
+// Returns `OUTBOUND_RESULT_OK`, `OUTBOUND_RESULT_NULL_ARGUMENT` (out),
+// `OUTBOUND_RESULT_INVALID_UTF8`, `OUTBOUND_RESULT_CONFIG` (the file cannot be opened or is
+// not a state database; the text names `state_path`), `OUTBOUND_RESULT_PANIC`.
+//
+// # Safety
+// `state_path` is NULL or NUL-terminated; `out` is NULL or writable.
+outbound_result outbound_audience_new(const char *state_path,
+                                      struct outbound_audience **out);
+
+// Syncs audience `name` to its current members, `members_json`: a JSON array of ids
+// (strings or integers). Sends, through `client`, `identify` with trait
+// `snake_case(name)` = true for each member new since the last sync and false for each
+// one gone; nothing for the rest. The new state is saved after the identifies are queued:
+// a crash in between re-sends them next time (at-least-once), never loses one. A sync
+// larger than the client's queue waits for room.
+//
+// Ownership: nothing is taken; `*out` (may be NULL) receives the counts on success.
+//
+// Returns `OUTBOUND_RESULT_OK`, `OUTBOUND_RESULT_NULL_ARGUMENT`,
+// `OUTBOUND_RESULT_INVALID_UTF8`, `OUTBOUND_RESULT_INVALID_JSON`,
+// `OUTBOUND_RESULT_WRONG_TYPE` (not an array, or an id that is not a string or integer),
+// `OUTBOUND_RESULT_INVALID_FIELD` (empty name or id), `OUTBOUND_RESULT_QUEUE_FULL`,
+// `OUTBOUND_RESULT_CLOSED`, `OUTBOUND_RESULT_CONFIG` (the state database failed),
+// `OUTBOUND_RESULT_PANIC`. On any failure nothing of this sync is saved.
+//
+// # Safety
+// `audience` and `client` are NULL or live objects of this library; the strings are NULL
+// or NUL-terminated; `out` is NULL or writable.
+outbound_result outbound_audience_sync(struct outbound_audience *audience,
+                                       const struct outbound_client *client,
+                                       const char *name,
+                                       const char *members_json,
+                                       struct outbound_audience_counts *out);
+
+// Syncs computed trait `name` to `values_json`, a JSON object of user id → value. Sends
+// `identify` with trait `snake_case(name)` = the value for each user whose value is new or
+// changed, and `null` for each user absent (then forgotten); nothing for the rest. Order,
+// ownership and result codes as for `outbound_audience_sync` (`OUTBOUND_RESULT_WRONG_TYPE`
+// when `values_json` is not an object).
+//
+// # Safety
+// As for `outbound_audience_sync`.
+outbound_result outbound_trait_sync(struct outbound_audience *audience,
+                                    const struct outbound_client *client,
+                                    const char *name,
+                                    const char *values_json,
+                                    struct outbound_trait_counts *out);
+
+// Releases the state object (the state file stays). NULL is a no-op.
+//
+// # Safety
+// `audience` is NULL or from `outbound_audience_new` and not freed yet.
+void outbound_audience_free(struct outbound_audience *audience);
 
 // Builds a client from `options` and starts its threads.
 //
@@ -402,11 +487,9 @@ outbound_result outbound_client_close(const struct outbound_client *client,
 // `timeout` option (default 5000 ms) for delivery. NULL is a no-op.
 //
 // Ownership: `client` is invalid afterwards. No other call on it may be running or start.
-// The callbacks' `userdata` may be released once this returns, with one exception: when a
-// close ran out of time while the scheduler thread was still reporting outcomes (it gets
-// the deadline plus 0.5 s), that thread finishes alone and may still call the outcome
-// callback once per remaining message. Keep `userdata` alive for the process if a close
-// can time out.
+// The callbacks' `userdata` may be released once this returns: no outcome or log
+// callback of this client runs after its close returned (a callback under way is waited
+// for).
 //
 // # Safety
 // `client` is NULL or from `outbound_client_new` and not freed yet.

@@ -910,6 +910,83 @@ static void test_calls_from_many_threads(void) {
     outbound_client_free(c);
 }
 
+static void remove_state(const char *path) {
+    char side[300];
+    unlink(path);
+    snprintf(side, sizeof side, "%s-wal", path);
+    unlink(side);
+    snprintf(side, sizeof side, "%s-shm", path);
+    unlink(side);
+}
+
+static void test_audience_sync_sends_only_changes_and_survives_reopening(void) {
+    char path[256];
+    snprintf(path, sizeof path, "/tmp/outbound-c-audience-%d.db", (int)getpid());
+    remove_state(path);
+    outbound_client *c = ingestion_client(with_batches_of_10);
+    outbound_audience *a = NULL;
+    CHECK_RC(outbound_audience_new(path, &a), OUTBOUND_RESULT_OK, NULL);
+    size_t trues = rx_count_in_bodies(rx, "\"high_value_users\":true");
+    size_t falses = rx_count_in_bodies(rx, "\"high_value_users\":false");
+
+    outbound_audience_counts n = {0, 0, 0};
+    CHECK_RC(outbound_audience_sync(a, c, "High Value Users", "[\"u1\",\"u2\",3]", &n),
+             OUTBOUND_RESULT_OK, NULL);
+    CHECK(n.joined == 3 && n.left == 0 && n.unchanged == 0, "first sync %llu/%llu/%llu",
+          (unsigned long long)n.joined, (unsigned long long)n.left, (unsigned long long)n.unchanged);
+    CHECK_RC(outbound_audience_sync(a, c, "High Value Users", "[\"u2\",\"3\",\"u4\"]", &n),
+             OUTBOUND_RESULT_OK, NULL);
+    CHECK(n.joined == 1 && n.left == 1 && n.unchanged == 2, "second sync %llu/%llu/%llu",
+          (unsigned long long)n.joined, (unsigned long long)n.left, (unsigned long long)n.unchanged);
+    outbound_audience_free(a);
+
+    /* A new object on the same file remembers: the same members send nothing. */
+    a = NULL;
+    CHECK_RC(outbound_audience_new(path, &a), OUTBOUND_RESULT_OK, NULL);
+    CHECK_RC(outbound_audience_sync(a, c, "High Value Users", "[\"u2\",\"3\",\"u4\"]", &n),
+             OUTBOUND_RESULT_OK, NULL);
+    CHECK(n.joined == 0 && n.left == 0 && n.unchanged == 3, "after reopening %llu/%llu/%llu",
+          (unsigned long long)n.joined, (unsigned long long)n.left, (unsigned long long)n.unchanged);
+
+    outbound_trait_counts t = {0, 0, 0};
+    CHECK_RC(outbound_trait_sync(a, c, "Lifetime Value", "{\"u1\":10,\"u2\":20}", &t),
+             OUTBOUND_RESULT_OK, NULL);
+    CHECK(t.set == 2 && t.cleared == 0, "first trait sync %llu/%llu", (unsigned long long)t.set,
+          (unsigned long long)t.cleared);
+    CHECK_RC(outbound_trait_sync(a, c, "Lifetime Value", "{\"u1\":10}", &t), OUTBOUND_RESULT_OK,
+             NULL);
+    CHECK(t.set == 0 && t.cleared == 1 && t.unchanged == 1, "second trait sync");
+
+    CHECK_RC(outbound_flush(c, WAIT_MS), OUTBOUND_RESULT_OK, NULL);
+    CHECK(rx_count_in_bodies(rx, "\"high_value_users\":true") - trues == 4, "true identifies");
+    CHECK(rx_count_in_bodies(rx, "\"high_value_users\":false") - falses == 1, "false identifies");
+    CHECK(rx_count_in_bodies(rx, "\"lifetime_value\":null") >= 1, "cleared trait sent as null");
+
+    /* Errors: each its own code, and nothing of a refused sync is saved. */
+    CHECK_RC(outbound_audience_sync(a, c, "A", "{}", NULL), OUTBOUND_RESULT_WRONG_TYPE,
+             "members_json must be an array");
+    CHECK_RC(outbound_audience_sync(a, c, "A", "[", NULL), OUTBOUND_RESULT_INVALID_JSON,
+             "members_json");
+    CHECK_RC(outbound_audience_sync(a, c, "A", "[\"u1\",\"\"]", NULL),
+             OUTBOUND_RESULT_INVALID_FIELD, "members[1]");
+    CHECK_RC(outbound_audience_sync(a, c, "A", "[true]", NULL), OUTBOUND_RESULT_WRONG_TYPE,
+             "members_json[0]");
+    CHECK_RC(outbound_audience_sync(a, c, "", "[]", NULL), OUTBOUND_RESULT_INVALID_FIELD, "name");
+    CHECK_RC(outbound_trait_sync(a, c, "T", "[]", NULL), OUTBOUND_RESULT_WRONG_TYPE,
+             "values_json");
+    CHECK_RC(outbound_audience_sync(NULL, c, "A", "[]", NULL), OUTBOUND_RESULT_NULL_ARGUMENT,
+             "audience");
+    CHECK_RC(outbound_audience_sync(a, NULL, "A", "[]", NULL), OUTBOUND_RESULT_NULL_ARGUMENT,
+             "client");
+    CHECK_RC(outbound_audience_new(NULL, NULL), OUTBOUND_RESULT_NULL_ARGUMENT, "out");
+    CHECK_RC(outbound_audience_sync(a, c, "A", "[\"u1\"]", &n), OUTBOUND_RESULT_OK, NULL);
+    CHECK(n.joined == 1, "the refused syncs of A saved nothing");
+    outbound_audience_free(a);
+    outbound_audience_free(NULL);
+    outbound_client_free(c);
+    remove_state(path);
+}
+
 static void test_fork_child_gets_a_working_client(void) {
     if (getenv("OUTBOUND_TEST_SKIP_FORK")) {
         /* Under valgrind: the child keeps the parent's engine leaked on purpose (see
@@ -973,6 +1050,7 @@ int main(void) {
     RUN(test_close_with_short_timeout_reports_dropped);
     RUN(test_sign_and_verify_match_the_published_vector);
     RUN(test_calls_from_many_threads);
+    RUN(test_audience_sync_sends_only_changes_and_survives_reopening);
     RUN(test_fork_child_gets_a_working_client);
 
     rx_stop(rx);

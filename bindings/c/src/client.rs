@@ -16,7 +16,7 @@ pub const OUTBOUND_ID_BUFFER_LEN: usize = 37;
 /// client may be called from any thread concurrently, except `outbound_client_free`, which
 /// must be the last call on it.
 pub struct outbound_client {
-    inner: Client,
+    pub(crate) inner: Client,
 }
 
 /// A snapshot of a client's counters (`outbound_client_stats`).
@@ -592,11 +592,9 @@ pub unsafe extern "C" fn outbound_client_close(
 /// `timeout` option (default 5000 ms) for delivery. NULL is a no-op.
 ///
 /// Ownership: `client` is invalid afterwards. No other call on it may be running or start.
-/// The callbacks' `userdata` may be released once this returns, with one exception: when a
-/// close ran out of time while the scheduler thread was still reporting outcomes (it gets
-/// the deadline plus 0.5 s), that thread finishes alone and may still call the outcome
-/// callback once per remaining message. Keep `userdata` alive for the process if a close
-/// can time out.
+/// The callbacks' `userdata` may be released once this returns: no outcome or log
+/// callback of this client runs after its close returned (a callback under way is waited
+/// for).
 ///
 /// # Safety
 /// `client` is NULL or from `outbound_client_new` and not freed yet.

@@ -16,12 +16,14 @@
 
 #[macro_use]
 mod panic;
+mod audience;
 mod client;
 mod convert;
 mod options;
 mod result;
 mod signature;
 
+pub use audience::*;
 pub use client::*;
 pub use options::*;
 pub use result::*;

@@ -57,6 +57,35 @@ use serde_json::{Map, Value};
 use std::path::Path;
 use std::time::{Duration, Instant};
 
+/// Member ids from JSON text: an array of strings or integers (for bindings that pass data
+/// as JSON, such as C). Integers are taken as their decimal text, like every id.
+pub fn parse_members(what: &str, text: &str) -> Result<Vec<String>, Error> {
+    let value: Value = serde_json::from_str(text).map_err(|e| Error::InvalidJson {
+        what: what.into(),
+        reason: e.to_string(),
+    })?;
+    let Value::Array(items) = value else {
+        return Err(Error::WrongType {
+            field: what.into(),
+            expected: "an array",
+            got: crate::message::type_name(&value),
+        });
+    };
+    items
+        .into_iter()
+        .enumerate()
+        .map(|(i, v)| match v {
+            Value::String(s) => Ok(s),
+            Value::Number(n) if n.is_i64() || n.is_u64() => Ok(n.to_string()),
+            other => Err(Error::WrongType {
+                field: format!("{what}[{i}]"),
+                expected: "a string or an integer",
+                got: crate::message::type_name(&other),
+            }),
+        })
+        .collect()
+}
+
 /// `PRAGMA user_version` of the state database this code reads and writes.
 const SCHEMA_VERSION: i64 = 1;
 

@@ -7,6 +7,7 @@ use crate::ingestion::{self, Endpoint};
 use crate::log::{Level, Logger};
 use crate::message::Message;
 use crate::outcome::Stats;
+use crate::retry::after;
 use crate::scheduler::{run_worker, Command, Delivery, Item, Scheduler, Shared};
 use crate::transport::Transport;
 use crate::webhook::{self, Hooks};
@@ -15,7 +16,7 @@ use arc_swap::ArcSwap;
 use crossbeam_channel::Sender;
 use std::sync::atomic::Ordering::*;
 use std::sync::{Arc, Mutex};
-use std::thread::JoinHandle;
+use std::thread::{JoinHandle, ThreadId};
 use std::time::{Duration, Instant};
 
 /// Largest serialized message accepted (spec §8: 32 KB).
@@ -37,6 +38,7 @@ struct Engine {
     tx: Sender<Command>,
     shared: Arc<Shared>,
     scheduler: Mutex<Option<JoinHandle<()>>>,
+    scheduler_id: ThreadId,
 }
 
 impl Engine {
@@ -73,11 +75,32 @@ impl Engine {
             .name("outbound-scheduler".into())
             .spawn(move || scheduler.run())
             .map_err(|e| Error::config("workers", format!("cannot start a thread: {e}")))?;
+        let scheduler_id = handle.thread().id();
         Ok(Engine {
             tx,
             shared,
             scheduler: Mutex::new(Some(handle)),
+            scheduler_id,
         })
+    }
+}
+
+impl Engine {
+    /// True on the scheduler's own thread, i.e. inside an `on_outcome` callback, where
+    /// waiting for the scheduler would wait for ourselves.
+    fn on_scheduler(&self) -> bool {
+        std::thread::current().id() == self.scheduler_id
+    }
+
+    /// Stops outcome callbacks for good; waits for one that is running (unless called
+    /// from inside it).
+    fn stop_callbacks(&self) {
+        if self.on_scheduler() {
+            self.shared.callbacks_off.store(true, SeqCst);
+        } else {
+            let _gate = self.shared.gate.lock().unwrap_or_else(|e| e.into_inner());
+            self.shared.callbacks_off.store(true, SeqCst);
+        }
     }
 }
 
@@ -196,9 +219,13 @@ impl Client {
         let engine = self.engine.load_full();
         let before = self.losses(&engine);
         let _ = engine.tx.send(Command::Flush);
-        let idle = engine
-            .shared
-            .wait_idle(Instant::now() + timeout.unwrap_or(DEFAULT_WAIT));
+        let idle = if engine.on_scheduler() {
+            // Inside an outcome callback: the scheduler cannot progress while we wait.
+            engine.shared.pending.load(Acquire) == 0
+        } else {
+            let deadline = after(Instant::now(), timeout.unwrap_or(DEFAULT_WAIT));
+            engine.shared.wait_idle(deadline)
+        };
         idle && self.losses(&engine) == before
     }
 
@@ -209,27 +236,34 @@ impl Client {
 
     /// Flushes (bounded by `timeout`, default [`DEFAULT_WAIT`]), then stops the threads;
     /// messages still waiting end as dropped (reason: closed). Returns what `flush` would.
-    /// Closing twice is [`Error::Closed`].
+    /// Closing twice is [`Error::Closed`]. No `on_outcome` or log-sink call runs after
+    /// `close` returns (it waits for one under way); called from inside a callback, it does
+    /// not wait for the queue.
     pub fn close(&self, timeout: Option<Duration>) -> Result<bool, Error> {
         let engine = self.engine.load_full();
         if engine.shared.closed.swap(true, SeqCst) {
             return Err(Error::Closed);
         }
-        let deadline = Instant::now() + timeout.unwrap_or(DEFAULT_WAIT);
+        let deadline = after(Instant::now(), timeout.unwrap_or(DEFAULT_WAIT));
         // Let enqueue calls that started before `closed` was set land in the channel first.
         while engine.shared.calls.load(SeqCst) != 0 {
             std::thread::yield_now();
         }
         let before = self.losses(&engine);
         let _ = engine.tx.send(Command::Flush);
-        let idle = engine.shared.wait_idle(deadline);
+        let on_scheduler = engine.on_scheduler();
+        let idle = if on_scheduler {
+            engine.shared.pending.load(Acquire) == 0
+        } else {
+            engine.shared.wait_idle(deadline)
+        };
         let _ = engine.tx.send(Command::Shutdown);
         let handle = engine
             .scheduler
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .take();
-        if let Some(handle) = handle {
+        if let Some(handle) = handle.filter(|_| !on_scheduler) {
             // The scheduler never waits on the network; this only waits for it to report
             // the dropped messages. Past the deadline (plus a grace for those reports) it is
             // left to finish alone.
@@ -241,9 +275,11 @@ impl Client {
                 let _ = handle.join();
             }
         }
+        engine.stop_callbacks();
         self.logger.log(Level::Debug, || {
             format!("client closed: {:?}", self.stats())
         });
+        self.logger.stop();
         Ok(idle && self.losses(&engine) == before)
     }
 

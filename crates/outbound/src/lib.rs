@@ -40,7 +40,7 @@ mod transport;
 mod validate;
 mod webhook;
 
-pub use audience::{trait_key, AudienceSync, PendingSync, SyncCounts, TraitCounts};
+pub use audience::{parse_members, trait_key, AudienceSync, PendingSync, SyncCounts, TraitCounts};
 pub use client::{Client, DEFAULT_WAIT, MAX_MESSAGE_BYTES};
 pub use config::{Config, OutcomeCallback, Webhook, MAX_WEBHOOKS};
 pub use error::Error;

@@ -2,7 +2,8 @@
 //! Secrets never reach a log line: nothing here is given the write key or the shared secret.
 
 use std::fmt;
-use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering::SeqCst};
+use std::sync::{Arc, Mutex};
 
 /// Severity of a log line.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -35,6 +36,9 @@ pub fn env_enabled() -> bool {
 pub(crate) struct Logger {
     enabled: bool,
     sink: Option<LogSink>,
+    /// The sink runs holding this lock, and not once `stop` set the flag: after a client
+    /// is closed no thread of it calls the sink (a C caller may free its `userdata`).
+    stopped: Arc<(Mutex<()>, AtomicBool)>,
 }
 
 impl fmt::Debug for Logger {
@@ -48,6 +52,7 @@ impl Logger {
         Logger {
             enabled: debug.unwrap_or_else(env_enabled),
             sink,
+            stopped: Arc::default(),
         }
     }
 
@@ -58,8 +63,19 @@ impl Logger {
         }
         let line = f();
         match &self.sink {
-            Some(sink) => sink(level, &line),
+            Some(sink) => {
+                let _gate = self.stopped.0.lock().unwrap_or_else(|e| e.into_inner());
+                if !self.stopped.1.load(SeqCst) {
+                    sink(level, &line);
+                }
+            }
             None => eprintln!("outbound {}: {line}", level.as_str()),
         }
+    }
+
+    /// No sink call after this returns (it waits for one under way).
+    pub(crate) fn stop(&self) {
+        let _gate = self.stopped.0.lock().unwrap_or_else(|e| e.into_inner());
+        self.stopped.1.store(true, SeqCst);
     }
 }

@@ -38,7 +38,7 @@ impl RetryPolicy {
         now: Instant,
         retry_after: Option<Duration>,
     ) -> Option<Instant> {
-        let deadline = first + self.max_retry_duration;
+        let deadline = after(first, self.max_retry_duration);
         if now >= deadline {
             return None;
         }
@@ -51,8 +51,15 @@ impl RetryPolicy {
             Some(asked) => jitter.max(asked.min(self.max_retry_after)),
             None => jitter,
         };
-        Some((now + wait).min(deadline))
+        Some(after(now, wait).min(deadline))
     }
+}
+
+/// `t + d`, saturating far in the future instead of overflowing on absurd durations
+/// (a timeout of `u64::MAX` ms from C, say).
+pub(crate) fn after(t: Instant, d: Duration) -> Instant {
+    const FAR: Duration = Duration::from_secs(100 * 365 * 24 * 3600);
+    t.checked_add(d.min(FAR)).unwrap_or(t)
 }
 
 /// Reads a `Retry-After` value given in seconds. (The HTTP-date form is rare from APIs and
@@ -106,6 +113,18 @@ mod tests {
             )
             .unwrap();
         assert_eq!(at, t + Duration::from_secs(1));
+    }
+
+    #[test]
+    fn huge_durations_saturate_instead_of_panicking() {
+        let p = RetryPolicy {
+            max_retry_duration: Duration::MAX,
+            max_retry_after: Duration::MAX,
+            ..Default::default()
+        };
+        let t = Instant::now();
+        assert!(p.next(1, t, t, Some(Duration::MAX)).unwrap() > t);
+        assert!(after(t, Duration::MAX) > t);
     }
 
     #[test]

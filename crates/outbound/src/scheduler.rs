@@ -6,7 +6,7 @@ use crate::config::Config;
 use crate::ingestion::{self, Endpoint, MAX_BATCH_BYTES};
 use crate::log::{Level, Logger};
 use crate::outcome::{Counters, Outcome, OutcomeKind, Reason};
-use crate::retry::RetryPolicy;
+use crate::retry::{after, RetryPolicy};
 use crate::transport::{Attempt, Transport};
 use crate::webhook::Hooks;
 use crossbeam_channel::{select, Receiver, Sender};
@@ -40,6 +40,10 @@ pub(crate) struct Shared {
     /// Enqueue calls under way, so `close` can wait them out before its last drain.
     pub calls: AtomicUsize,
     pub closed: AtomicBool,
+    /// Outcome callbacks run holding `gate`, and only while this is false; `close` sets it
+    /// under the gate, so no callback runs after `close` returns (C `userdata` may be freed).
+    pub callbacks_off: AtomicBool,
+    pub gate: Mutex<()>,
     idle: Mutex<()>,
     idle_cv: Condvar,
 }
@@ -406,7 +410,7 @@ impl Scheduler {
             self.close_batch();
         }
         if self.open.is_empty() {
-            self.open_deadline = Some(Instant::now() + self.flush_interval);
+            self.open_deadline = Some(after(Instant::now(), self.flush_interval));
         }
         self.open.push((seq, bytes));
         self.open_bytes += len;
@@ -641,6 +645,10 @@ impl Scheduler {
     fn report(&self, id: &Arc<str>, kind: OutcomeKind, reason: Option<Reason>, detail: String) {
         self.shared.counters.count(kind);
         if let Some(cb) = &self.on_outcome {
+            let _gate = self.shared.gate.lock().unwrap_or_else(|e| e.into_inner());
+            if self.shared.callbacks_off.load(SeqCst) {
+                return self.shared.finish_one();
+            }
             let outcome = Outcome {
                 message_id: id.clone(),
                 kind,

@@ -237,3 +237,113 @@ fn debug_env_turns_logging_on() {
     }
     std::env::remove_var("DEBUG");
 }
+
+#[test]
+fn no_outcome_callback_runs_after_close_returns() {
+    let server = Server::start(|_| Reply::Hang);
+    let calls = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let c = calls.clone();
+    let config = Config {
+        timeout: Duration::from_secs(30),
+        flush_at: 1,
+        // A slow callback: reporting 20 drops takes 4 s, far past close's deadline.
+        on_outcome: Some(Arc::new(move |_: &outbound::Outcome| {
+            std::thread::sleep(Duration::from_millis(200));
+            c.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        })),
+        ..ingestion(&server)
+    };
+    let client = Client::new(config).unwrap();
+    for i in 0..20 {
+        client.enqueue(&Message::identify(format!("u{i}"))).unwrap();
+    }
+    let start = Instant::now();
+    let _ = client.close(Some(Duration::from_millis(100)));
+    assert!(
+        start.elapsed() < Duration::from_secs(2),
+        "{:?}",
+        start.elapsed()
+    );
+    let at_close = calls.load(std::sync::atomic::Ordering::SeqCst);
+    assert!(
+        at_close < 20,
+        "the test needs reports still pending at close: {at_close}"
+    );
+    std::thread::sleep(Duration::from_millis(1000));
+    assert_eq!(calls.load(std::sync::atomic::Ordering::SeqCst), at_close);
+}
+
+#[test]
+fn flush_and_close_from_inside_a_callback_return_at_once() {
+    let server = Server::answering(200);
+    let slot: Arc<std::sync::OnceLock<std::sync::Weak<Client>>> = Arc::default();
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let (s, seen2) = (slot.clone(), seen.clone());
+    let config = Config {
+        flush_at: 1,
+        on_outcome: Some(Arc::new(move |_: &outbound::Outcome| {
+            if let Some(client) = s.get().and_then(|w| w.upgrade()) {
+                let start = Instant::now();
+                client.flush(Some(Duration::from_secs(10)));
+                let closed = client.close(Some(Duration::from_secs(10))).is_ok();
+                seen2.lock().unwrap().push((start.elapsed(), closed));
+            }
+        })),
+        ..ingestion(&server)
+    };
+    let client = Arc::new(Client::new(config).unwrap());
+    slot.set(Arc::downgrade(&client)).unwrap();
+    client.enqueue(&Message::identify("u")).unwrap();
+    assert!(server.wait_for(1, Duration::from_secs(5)));
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while seen.lock().unwrap().is_empty() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let seen = seen.lock().unwrap();
+    assert_eq!(seen.len(), 1);
+    assert!(seen[0].0 < Duration::from_secs(1), "{:?}", seen[0].0);
+    assert!(seen[0].1, "close from the callback succeeded");
+    assert!(client.is_closed());
+}
+
+#[test]
+fn huge_timeouts_do_not_panic() {
+    let server = Server::answering(200);
+    let config = Config {
+        flush_interval: Duration::MAX,
+        ..ingestion(&server)
+    };
+    let client = Client::new(config).unwrap();
+    client.enqueue(&Message::identify("u")).unwrap();
+    assert!(client.flush(Some(Duration::MAX)));
+    assert!(client.close(Some(Duration::MAX)).unwrap());
+}
+
+#[test]
+fn no_log_line_reaches_the_sink_after_close_returns() {
+    let server = Server::start(|_| Reply::Hang);
+    let lines = Arc::new(Mutex::new(Vec::<String>::new()));
+    let l = lines.clone();
+    let config = Config {
+        timeout: Duration::from_millis(600),
+        flush_at: 1,
+        debug: Some(true),
+        log_sink: Some(Arc::new(move |_, line: &str| {
+            l.lock().unwrap().push(line.to_string())
+        })),
+        ..ingestion(&server)
+    };
+    let client = Client::new(config).unwrap();
+    client.enqueue(&Message::identify("u")).unwrap();
+    assert!(server.wait_for(1, Duration::from_secs(5)));
+    let _ = client.close(Some(Duration::from_millis(50)));
+    let at_close = lines.lock().unwrap().len();
+    // The worker's request times out after close returned; it must not log that.
+    std::thread::sleep(Duration::from_millis(1200));
+    assert_eq!(
+        lines.lock().unwrap().len(),
+        at_close,
+        "{:?}",
+        lines.lock().unwrap()
+    );
+}

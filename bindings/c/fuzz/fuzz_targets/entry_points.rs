@@ -1,5 +1,5 @@
-//! Feeds arbitrary bytes to every JSON-taking entry point of the C ABI, to the text
-//! arguments of the calls, and to `outbound_sign` / `outbound_verify`, exactly as a C caller
+//! Feeds arbitrary bytes to every JSON-taking entry point of the C ABI (audience sync
+//! included), to the text arguments of the calls, and to `outbound_sign` / `outbound_verify`, exactly as a C caller
 //! would pass them (NUL-terminated strings, pointer + length byte ranges, small buffers).
 //!
 //! Finding = a crash, an AddressSanitizer report, a contained panic (`OUTBOUND_RESULT_PANIC`
@@ -94,7 +94,7 @@ fuzz_target!(|data: &[u8]| {
     let text = c_text(rest);
     let t = text.as_ptr();
     unsafe {
-        match selector % 16 {
+        match selector % 17 {
             0 => with_id(id_len, |b, l, w| outbound_enqueue_json(c, t, b, l, w)),
             1 => with_id(id_len, |b, l, w| {
                 outbound_track(
@@ -310,6 +310,15 @@ fuzz_target!(|data: &[u8]| {
                     w,
                 )
             }),
+            16 => {
+                // Audience and trait sync: members and values as JSON, the name as text.
+                let mut a = null_mut();
+                assert_eq!(outbound_audience_new(null(), &mut a), outbound_result::Ok);
+                check(outbound_audience_sync(a, c, t, t, null_mut()));
+                check(outbound_audience_sync(a, c, c"A".as_ptr(), t, null_mut()));
+                check(outbound_trait_sync(a, c, c"T".as_ptr(), t, null_mut()));
+                outbound_audience_free(a);
+            }
             _ => {
                 // Options taking text, then a build that may be refused.
                 let o = outbound_options_new();
