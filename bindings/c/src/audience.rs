@@ -98,29 +98,25 @@ pub unsafe extern "C" fn outbound_audience_sync(
     out: *mut outbound_audience_counts,
 ) -> outbound_result {
     ffi!({
-        finish((|| {
-            // SAFETY: NULL or live per the contract.
-            let audience = unsafe { audience.as_mut() }.ok_or(Failure::Null("audience"))?;
-            // SAFETY: as above.
-            let client = unsafe { client.as_ref() }.ok_or(Failure::Null("client"))?;
-            // SAFETY: forwarded contract.
-            let name = unsafe { req_str(name, "name") }?;
-            // SAFETY: forwarded contract.
-            let text = unsafe { req_str(members_json, "members_json") }?;
-            let members = outbound::parse_members("members_json", text)?;
-            let c = audience.inner.sync_audience(&client.inner, name, members)?;
-            if !out.is_null() {
-                // SAFETY: writable per the contract.
-                unsafe {
-                    *out = outbound_audience_counts {
-                        joined: c.joined,
-                        left: c.left,
-                        unchanged: c.unchanged,
-                    }
-                };
-            }
-            Ok(())
-        })())
+        unsafe {
+            sync_with(
+                audience,
+                client,
+                name,
+                members_json,
+                "members_json",
+                out,
+                |a, c, name, text| {
+                    let members = outbound::parse_members("members_json", text)?;
+                    let n = a.sync_audience(c, name, members)?;
+                    Ok(outbound_audience_counts {
+                        joined: n.joined,
+                        left: n.left,
+                        unchanged: n.unchanged,
+                    })
+                },
+            )
+        }
     })
 }
 
@@ -141,30 +137,57 @@ pub unsafe extern "C" fn outbound_trait_sync(
     out: *mut outbound_trait_counts,
 ) -> outbound_result {
     ffi!({
-        finish((|| {
-            // SAFETY: NULL or live per the contract.
-            let audience = unsafe { audience.as_mut() }.ok_or(Failure::Null("audience"))?;
-            // SAFETY: as above.
-            let client = unsafe { client.as_ref() }.ok_or(Failure::Null("client"))?;
-            // SAFETY: forwarded contract.
-            let name = unsafe { req_str(name, "name") }?;
-            // SAFETY: forwarded contract.
-            let text = unsafe { req_str(values_json, "values_json") }?;
-            let values = outbound::parse_object("values_json", text)?;
-            let c = audience.inner.sync_trait(&client.inner, name, values)?;
-            if !out.is_null() {
-                // SAFETY: writable per the contract.
-                unsafe {
-                    *out = outbound_trait_counts {
-                        set: c.set,
-                        cleared: c.cleared,
-                        unchanged: c.unchanged,
-                    }
-                };
-            }
-            Ok(())
-        })())
+        unsafe {
+            sync_with(
+                audience,
+                client,
+                name,
+                values_json,
+                "values_json",
+                out,
+                |a, c, name, text| {
+                    let values = outbound::parse_object("values_json", text)?;
+                    let n = a.sync_trait(c, name, values)?;
+                    Ok(outbound_trait_counts {
+                        set: n.set,
+                        cleared: n.cleared,
+                        unchanged: n.unchanged,
+                    })
+                },
+            )
+        }
     })
+}
+
+/// The body both syncs share: check the pointers and texts, run `sync`, write `*out`.
+///
+/// # Safety
+/// As for `outbound_audience_sync`.
+unsafe fn sync_with<C>(
+    audience: *mut outbound_audience,
+    client: *const outbound_client,
+    name: *const c_char,
+    json: *const c_char,
+    what: &'static str,
+    out: *mut C,
+    sync: impl FnOnce(&mut AudienceSync, &outbound::Client, &str, &str) -> Result<C, outbound::Error>,
+) -> outbound_result {
+    finish((|| {
+        // SAFETY: NULL or live per the contract.
+        let audience = unsafe { audience.as_mut() }.ok_or(Failure::Null("audience"))?;
+        // SAFETY: as above.
+        let client = unsafe { client.as_ref() }.ok_or(Failure::Null("client"))?;
+        // SAFETY: forwarded contract.
+        let name = unsafe { req_str(name, "name") }?;
+        // SAFETY: forwarded contract.
+        let text = unsafe { req_str(json, what) }?;
+        let counts = sync(&mut audience.inner, &client.inner, name, text)?;
+        if !out.is_null() {
+            // SAFETY: writable per the contract.
+            unsafe { *out = counts };
+        }
+        Ok(())
+    })())
 }
 
 /// Releases the state object (the state file stays). NULL is a no-op.

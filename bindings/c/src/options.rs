@@ -2,9 +2,9 @@
 //! `outbound_client_new` consumes it. Setters store what they are given; the core checks the
 //! whole configuration when the client is built.
 
-use crate::convert::{c_string, millis, opt_object, opt_string, req_str};
+use crate::convert::{c_string, millis, opt_str, opt_string, req_str};
 use crate::result::{finish, outbound_result, Failure};
-use outbound::{Config, Level, Outcome, Value, Webhook};
+use outbound::{Config, Level, Outcome, Webhook};
 use std::ffi::{c_char, c_void};
 use std::sync::Arc;
 
@@ -183,34 +183,14 @@ pub unsafe extern "C" fn outbound_options_add_webhook(
         unsafe {
             with_config(options, |c| {
                 let mut hook = Webhook::new(req_str(url, "url")?);
-                for (name, value) in opt_object(headers_json, "headers_json")?.unwrap_or_default() {
-                    match value {
-                        Value::String(v) => hook.headers.push((name, v)),
-                        other => {
-                            return Err(Failure::Core(outbound::Error::WrongType {
-                                field: format!("headers_json.{name}"),
-                                expected: "a string",
-                                got: json_type(&other),
-                            }))
-                        }
-                    }
+                if let Some(text) = opt_str(headers_json, "headers_json")? {
+                    hook.headers = outbound::parse_headers("headers_json", text)?;
                 }
                 c.webhooks.push(hook);
                 Ok(())
             })
         }
     })
-}
-
-fn json_type(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
-    }
 }
 
 /// Sets the shared secret: webhook requests then carry `X-Signature` (HMAC-SHA1 of the

@@ -46,7 +46,7 @@ pub use config::{Config, OutcomeCallback, Webhook, MAX_WEBHOOKS};
 pub use error::Error;
 pub use ingestion::MAX_BATCH_BYTES;
 pub use log::{env_enabled as debug_from_env, Level, LogSink};
-pub use message::{parse_object, Kind, Message, Object};
+pub use message::{parse_headers, parse_object, Kind, Message, Object};
 pub use outcome::{Outcome, OutcomeKind, Reason, Stats};
 pub use retry::RetryPolicy;
 pub use serde_json::{json, Value};

@@ -268,6 +268,18 @@ pub fn parse_object(what: &str, text: &str) -> Result<Object, Error> {
     object(what, value)
 }
 
+/// Static headers from JSON text (for C): an object of header name -> string value. The
+/// names and values themselves are checked when the client is built.
+pub fn parse_headers(what: &str, text: &str) -> Result<Vec<(String, String)>, Error> {
+    parse_object(what, text)?
+        .into_iter()
+        .map(|(name, value)| match value {
+            Value::String(v) => Ok((name, v)),
+            other => Err(wrong(&format!("{what}.{name}"), "a string", &other)),
+        })
+        .collect()
+}
+
 /// JSON's name for the type of `v`, for messages.
 pub(crate) fn type_name(v: &Value) -> &'static str {
     match v {
@@ -322,6 +334,24 @@ mod tests {
         assert_eq!(m.group_id.as_deref(), Some("g"));
         assert_eq!(m.message_id.as_deref(), Some("m"));
         assert!(m.timestamp.is_some() && m.traits.is_some() && m.context.is_some());
+    }
+
+    #[test]
+    fn header_json_must_be_an_object_of_strings() {
+        let h = parse_headers("headers_json", r#"{"X-A":"1","X-B":"two"}"#).unwrap();
+        assert_eq!(
+            h,
+            [
+                ("X-A".to_string(), "1".to_string()),
+                ("X-B".to_string(), "two".to_string())
+            ]
+        );
+        let e = |t: &str| parse_headers("headers_json", t).unwrap_err().to_string();
+        assert_eq!(
+            e(r#"{"X-A":1}"#),
+            "headers_json.X-A must be a string, got a number"
+        );
+        assert_eq!(e("[]"), "headers_json must be an object, got an array");
     }
 
     #[test]
