@@ -8,4 +8,7 @@ for part in rust c python; do
   echo "=== scripts/test-$part.sh"
   "scripts/test-$part.sh"
 done
+# Benchmarks do not run here beyond a smoke pass that checks the script still works.
+echo "=== scripts/bench.sh --smoke"
+scripts/bench.sh --smoke
 echo "=== all test parts passed in $(( $(date +%s) - start )) s"

@@ -5,11 +5,15 @@ use crate::config::Config;
 use crate::error::Error;
 use crate::outcome::Reason;
 use crate::retry::parse_retry_after;
+use std::collections::HashMap;
 use std::io::Read;
-use std::sync::Arc;
-use std::time::Duration;
+use std::net::{IpAddr, SocketAddr};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 use ureq::http::{HeaderName, HeaderValue, Request};
 use ureq::tls::{Certificate, RootCerts, TlsConfig};
+use ureq::unversioned::resolver::{DefaultResolver, ResolvedSocketAddrs, Resolver};
+use ureq::unversioned::transport::{DefaultConnector, NextTimeout};
 use ureq::Agent;
 
 /// At most this much of a response body is read; the rest is left on the wire.
@@ -58,9 +62,12 @@ impl Transport {
         if !config.proxy_from_env {
             builder = builder.proxy(None);
         }
-        Ok(Transport {
-            agent: builder.build().new_agent(),
-        })
+        let agent = Agent::with_parts(
+            builder.build(),
+            DefaultConnector::default(),
+            Lookup::default(),
+        );
+        Ok(Transport { agent })
     }
 
     /// POSTs `body` to `url` with `headers` and classifies the result.
@@ -110,6 +117,57 @@ impl Transport {
             }
             Err(e) => classify_error(&e),
         }
+    }
+}
+
+/// How long a host name's addresses are reused before asking the system again.
+const NAME_TTL: Duration = Duration::from_secs(60);
+
+/// ureq asks its resolver on every request, even over a pooled connection, and its default
+/// one spawns a thread per lookup whenever a timeout is set: measured, a thread per
+/// delivery. IP literals need no lookup at all; host names are cached for `NAME_TTL`.
+/// (`ureq::unversioned` may change in a minor release: Cargo.lock pins the version.)
+#[derive(Debug, Default)]
+struct Lookup {
+    fallback: DefaultResolver,
+    names: Mutex<HashMap<String, (Instant, ResolvedSocketAddrs)>>,
+}
+
+impl Resolver for Lookup {
+    fn resolve(
+        &self,
+        uri: &ureq::http::Uri,
+        config: &ureq::config::Config,
+        timeout: NextTimeout,
+    ) -> Result<ResolvedSocketAddrs, ureq::Error> {
+        let (Some(authority), Some(scheme)) = (uri.authority(), uri.scheme_str()) else {
+            return self.fallback.resolve(uri, config, timeout);
+        };
+        let port = authority
+            .port_u16()
+            .unwrap_or(if scheme == "https" { 443 } else { 80 });
+        let host = authority.host();
+        if let Ok(ip) = host
+            .trim_start_matches('[')
+            .trim_end_matches(']')
+            .parse::<IpAddr>()
+        {
+            let mut addrs = self.empty();
+            addrs.push(SocketAddr::new(ip, port));
+            return Ok(addrs);
+        }
+        let key = format!("{host}:{port}");
+        let mut names = self.names.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((at, addrs)) = names.get(&key) {
+            if at.elapsed() < NAME_TTL {
+                return Ok(addrs.clone());
+            }
+        }
+        drop(names);
+        let addrs = self.fallback.resolve(uri, config, timeout)?;
+        names = self.names.lock().unwrap_or_else(|e| e.into_inner());
+        names.insert(key, (Instant::now(), addrs.clone()));
+        Ok(addrs)
     }
 }
 
@@ -196,6 +254,44 @@ fn load_pem(pem_or_path: &str) -> Result<Vec<Certificate<'static>>, Error> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn lookup(l: &Lookup, url: &str) -> Vec<SocketAddr> {
+        let uri: ureq::http::Uri = url.parse().unwrap();
+        let config = ureq::config::Config::default();
+        let timeout = NextTimeout {
+            after: ureq::unversioned::transport::time::Duration::from_secs(1),
+            ..NextTimeout::default()
+        };
+        l.resolve(&uri, &config, timeout)
+            .unwrap()
+            .iter()
+            .copied()
+            .collect()
+    }
+
+    #[test]
+    fn ip_literals_are_used_as_they_are_and_names_are_cached() {
+        let l = Lookup::default();
+        assert_eq!(
+            lookup(&l, "http://127.0.0.1:8080/x"),
+            ["127.0.0.1:8080".parse().unwrap()]
+        );
+        assert_eq!(
+            lookup(&l, "https://[::1]/x"),
+            ["[::1]:443".parse().unwrap()]
+        );
+        assert!(
+            l.names.lock().unwrap().is_empty(),
+            "no lookup for IP literals"
+        );
+        let first = lookup(&l, "http://localhost:9/");
+        assert!(
+            first.iter().all(|a| a.ip().is_loopback() && a.port() == 9),
+            "{first:?}"
+        );
+        assert!(l.names.lock().unwrap().contains_key("localhost:9"));
+        assert_eq!(lookup(&l, "http://localhost:9/other"), first);
+    }
 
     #[test]
     fn statuses_classify_per_design() {

@@ -1,0 +1,3 @@
+module outbound.invalid/bench/receiver
+
+go 1.22

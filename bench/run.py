@@ -1,0 +1,575 @@
+"""The benchmark orchestrator (run by scripts/bench.sh; see BENCHMARKS.md).
+
+Starts one receiver on 127.0.0.1, then runs every case for every library in alternation
+(round 1: each library once, in a rotating order; round 2: ...), each run in its own process,
+all against that receiver. Writes bench/results/latest.json and bench/results/ratios.png and
+prints the table. Exits non-zero if any run failed (a crash, a timeout, a missing message).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import http.client
+import json
+import os
+import platform
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any, Dict, List, Optional
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+PY_LIBS = ["outbound", "segment", "posthog"]
+PEER_NAMES = {
+    "outbound": "outbound",
+    "segment": "segment-analytics-python",
+    "posthog": "posthog",
+    "go": "analytics-go v3",
+    "outbound-flush100": "outbound, flush_at=100",
+}
+
+FULL = dict(rounds=5, e2e_rounds=5, hook_rounds=3, caller_n=100_000, e2e_n=100_000, mem_n=100_000,
+            hook_n=20_000, load_s=3.0, cap_s=3.0, run_timeout=600.0)
+SMOKE = dict(rounds=1, e2e_rounds=1, hook_rounds=1, caller_n=1_000, e2e_n=1_000, mem_n=1_000,
+             hook_n=200, load_s=0.3, cap_s=0.3, run_timeout=30.0)
+
+failures: List[str] = []
+
+
+def log(msg: str) -> None:
+    print(msg, file=sys.stderr, flush=True)
+
+
+class Receiver:
+    def __init__(self, binary: str) -> None:
+        self.proc = subprocess.Popen([binary, "receiver"], stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, text=True)
+        assert self.proc.stdout is not None
+        info = json.loads(self.proc.stdout.readline())
+        self.port: int = info["port"]
+        self.stall_port: int = info["stall_port"]
+        self.url = f"http://127.0.0.1:{self.port}"
+
+    def get(self, path: str) -> Any:
+        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=30)
+        try:
+            conn.request("GET", path)
+            resp = conn.getresponse()
+            body = resp.read()
+            if resp.status != 200:
+                raise RuntimeError(f"receiver {path}: {resp.status}")
+            return json.loads(body)
+        finally:
+            conn.close()
+
+    def reset(self) -> Dict[str, Any]:
+        return self.get("/_reset")  # type: ignore[no-any-return]
+
+    def stop(self) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.close()
+        try:
+            self.proc.wait(5)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+
+
+def run_json(cmd: List[str], label: str, timeout: float) -> Optional[Dict[str, Any]]:
+    """Run one measurement process; its last stdout line is its JSON result."""
+    env = dict(os.environ, NO_PROXY="127.0.0.1,localhost", no_proxy="127.0.0.1,localhost")
+    for k in ("HTTP_PROXY", "http_proxy", "HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy"):
+        env.pop(k, None)
+    try:
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env,
+                           stdin=subprocess.DEVNULL)
+    except subprocess.TimeoutExpired:
+        failures.append(f"{label}: timed out after {timeout:.0f} s")
+        log(f"  FAIL {label}: timed out")
+        return None
+    lines = [ln for ln in p.stdout.splitlines() if ln.strip()]
+    res: Optional[Dict[str, Any]] = None
+    if lines:
+        try:
+            res = json.loads(lines[-1])
+        except json.JSONDecodeError:
+            res = None
+    if p.returncode != 0 or res is None or "error" in res:
+        why = (res or {}).get("error") or (p.stderr.strip().splitlines() or ["no output"])[-1]
+        if res is not None and res.get("complete") is False:
+            why = f"incomplete: receiver has {res.get('received')} of the expected ids"
+        failures.append(f"{label}: exit {p.returncode}: {why}")
+        log(f"  FAIL {label}: exit {p.returncode}: {why}")
+        if p.stderr.strip():
+            log("    " + "\n    ".join(p.stderr.strip().splitlines()[-15:]))
+        return None
+    return res
+
+
+def med(xs: List[float]) -> Optional[float]:
+    return statistics.median(xs) if xs else None
+
+
+def spread(xs: List[float]) -> Optional[float]:
+    """(max - min) / median, the run-to-run spread."""
+    return (max(xs) - min(xs)) / statistics.median(xs) if len(xs) > 1 and statistics.median(xs) else None
+
+
+def steal_seconds() -> float:
+    """CPU time the hypervisor gave to others (all CPUs), from /proc/stat."""
+    with open("/proc/stat") as f:
+        fields = f.readline().split()
+    return int(fields[8]) / os.sysconf("SC_CLK_TCK") if len(fields) > 8 else 0.0
+
+
+def loadavg() -> List[float]:
+    return [round(x, 2) for x in os.getloadavg()]
+
+
+def machine() -> Dict[str, Any]:
+    cpu = ""
+    try:
+        out = subprocess.run(["lscpu"], capture_output=True, text=True).stdout
+        for ln in out.splitlines():
+            if ln.startswith("Model name:"):
+                cpu = ln.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    mem = 0
+    with open("/proc/meminfo") as f:
+        for ln in f:
+            if ln.startswith("MemTotal:"):
+                mem = int(ln.split()[1]) * 1024
+    return {"nproc": os.cpu_count(), "cpu": cpu, "mem_bytes": mem, "kernel": platform.release(),
+            "python": platform.python_version()}
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--smoke", action="store_true")
+    ap.add_argument("--receiver-bin", required=True)
+    ap.add_argument("--go-bin", default="")
+    ap.add_argument("--out", default=str(HERE / "results"))
+    ap.add_argument("--versions", default="{}", help="JSON of library versions (from bench.sh)")
+    a = ap.parse_args()
+    P = SMOKE if a.smoke else FULL
+    out_dir = Path(a.out)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    py = sys.executable
+    runner = str(HERE / "runner.py")
+    wrk = shutil.which("wrk")
+    if not a.smoke:
+        # Let the load of our own build (just before, in bench.sh) settle: at most 2 minutes.
+        settle_until = time.time() + 120
+        while os.getloadavg()[0] > 0.7 and time.time() < settle_until:
+            log(f"waiting for the load average to settle: {loadavg()}")
+            time.sleep(15)
+    started = time.time()
+    load_start = loadavg()
+    steal_start = steal_seconds()
+
+    rcv = Receiver(a.receiver_bin)
+    log(f"receiver on {rcv.url} (stall port {rcv.stall_port}); load average {load_start}")
+    res: Dict[str, Any] = {
+        "mode": "smoke" if a.smoke else "full",
+        "date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+        "machine": machine(),
+        "versions": json.loads(a.versions),
+        "params": P,
+        "load_average_start": load_start,
+        "runs": {"caller": [], "e2e": [], "memory": [], "webhooks": [], "limit": [], "capacity": []},
+    }
+    runs = res["runs"]
+
+    def rotate(xs: List[str], r: int) -> List[str]:
+        return xs[r % len(xs):] + xs[:r % len(xs)]
+
+    def with_receiver(r: Optional[Dict[str, Any]], before: Dict[str, Any]) -> Optional[Dict[str, Any]]:
+        if r is not None:
+            r["receiver"] = after = rcv.get("/_stats")
+            r["receiver_cpu_s"] = after["cpu_s"] - before["cpu_s"]
+        return r
+
+    def py_run(case: str, lib: str, n: int, **kw: Any) -> Optional[Dict[str, Any]]:
+        before = rcv.reset()
+        cmd = [py, runner, case, lib, "--port", str(rcv.port), "-n", str(n),
+               "--timeout", str(P["run_timeout"] * 0.8)]
+        for k, v in kw.items():
+            cmd += [f"--{k.replace('_', '-')}", str(v)]
+        r = run_json(cmd, f"{case}/{lib}" + (f"/{kw['urls']}url" if "urls" in kw else ""),
+                     P["run_timeout"])
+        return with_receiver(r, before)
+
+    def load(url: str, seconds: float, conns: int, body: Optional[str] = None,
+             headers: Optional[Dict[str, str]] = None, batch: int = 0) -> Optional[Dict[str, Any]]:
+        cmd = [a.receiver_bin, "load", "-url", url, "-c", str(conns), "-d", str(seconds)]
+        tmp = None
+        if batch:
+            cmd += ["-batch", str(batch)]
+        else:
+            tmp = tempfile.NamedTemporaryFile("w", suffix=".json", delete=False)
+            tmp.write(body or "")
+            tmp.close()
+            cmd += ["-body", tmp.name]
+        for k, v in (headers or {}).items():
+            cmd += ["-header", f"{k}: {v}"]
+        try:
+            return run_json(cmd, f"load/{conns}c", seconds + 30)
+        finally:
+            if tmp:
+                os.unlink(tmp.name)
+
+    def wrk_run(url: str, seconds: float, conns: int, body: str, headers: Dict[str, str]) -> Optional[Dict[str, Any]]:
+        with tempfile.NamedTemporaryFile("w", suffix=".lua", delete=False) as f:
+            f.write('wrk.method = "POST"\n')
+            f.write(f"wrk.body = {json.dumps(body)}\n")
+            f.write('wrk.headers["Content-Type"] = "application/json"\n')
+            for k, v in headers.items():
+                f.write(f"wrk.headers[{json.dumps(k)}] = {json.dumps(v)}\n")
+            f.write('done = function(summary, latency, requests)\n'
+                    '  io.write(string.format("WRKJSON %d %d %d\\n", summary.requests, summary.duration,'
+                    ' summary.errors.status + summary.errors.connect + summary.errors.read'
+                    ' + summary.errors.write + summary.errors.timeout))\nend\n')
+            script = f.name
+        try:
+            p = subprocess.run([wrk, "-t1", f"-c{conns}", f"-d{max(1, round(seconds))}s", "-s", script, url],
+                               capture_output=True, text=True, timeout=seconds + 30)
+        finally:
+            os.unlink(script)
+        for ln in p.stdout.splitlines():
+            if ln.startswith("WRKJSON"):
+                n, us, errs = (int(x) for x in ln.split()[1:])
+                return {"requests": n, "failed": errs, "seconds": us / 1e6, "rps": (n - errs) / (us / 1e6),
+                        "connections": conns, "tool": "wrk"}
+        failures.append(f"wrk: no result ({p.stderr.strip()[-200:]})")
+        return None
+
+    # -- receiver capacity: unique-id batches from the load generator ----------------------
+    log("-- receiver capacity")
+    for conns in (2, 8):
+        before = rcv.reset()
+        r = with_receiver(load(f"{rcv.url}/v1/batch", P["cap_s"], conns, batch=100), before)
+        if r:
+            runs["capacity"].append(r)
+            log(f"   {conns} connections: {r['ids_per_s']:,.0f} ids/s ({r['rps']:,.0f} batches/s)")
+
+    # -- Python caller cost ----------------------------------------------------------------
+    log("-- caller cost")
+    for r in range(P["rounds"]):
+        for lib in rotate(PY_LIBS, r):
+            x = py_run("caller", lib, P["caller_n"])
+            if x:
+                runs["caller"].append(x)
+                log(f"   round {r + 1} {lib}: {x['us_per_call']:.2f} us/call")
+
+    # -- end to end (Python peers and the Go peer) -----------------------------------------
+    log("-- end to end")
+    # outbound-flush100: informational, outbound with the peers' batch size (100) instead of
+    # its default 20, to show what the batch size costs on loopback.
+    e2e_libs = PY_LIBS + ["outbound-flush100"] + (["go"] if a.go_bin else [])
+    for r in range(P["e2e_rounds"]):
+        for lib in rotate(e2e_libs, r):
+            if lib == "go":
+                before = rcv.reset()
+                x = with_receiver(run_json([a.go_bin, "-endpoint", rcv.url, "-n", str(P["e2e_n"]),
+                                            "-timeout", str(P["run_timeout"] * 0.8)],
+                                           "e2e/go", P["run_timeout"]), before)
+                if x:
+                    x["lib"] = "go"
+                    x["msgs_per_s"] = x["n"] / x["seconds"]
+                    x["body_bytes"] = x["receiver"]["bytes"]
+            else:
+                x = py_run("e2e", lib, P["e2e_n"])
+            if x:
+                runs["e2e"].append(x)
+                log(f"   round {r + 1} {lib}: {x['msgs_per_s']:,.0f} msg/s, cpu {x['cpu_s']:.2f} s, "
+                    f"peak RSS {x['maxrss'] / 2**20:.1f} MiB; receiver busy {x['receiver_cpu_s'] / x['seconds']:.0%} of a core")
+
+    # -- webhooks against the loopback limit ------------------------------------------------
+    log("-- webhooks")
+    for r in range(P["hook_rounds"]):
+        for urls in (1, 5):
+            x = py_run("webhooks", "outbound", P["hook_n"], urls=urls)
+            if x:
+                runs["webhooks"].append(x)
+                log(f"   round {r + 1} outbound {urls} URL(s): {x['deliveries_per_s']:,.0f} deliveries/s, "
+                    f"cpu {x['cpu_s']:.2f} s; receiver busy {x['receiver_cpu_s'] / x['seconds']:.0%} of a core")
+            if urls == 1:
+                try:
+                    sample = rcv.get("/_sample?kind=hook")
+                except RuntimeError:
+                    sample = None
+                    failures.append("webhooks: no sample body at the receiver")
+        if not sample:
+            continue
+        body = sample["body"]
+        hdrs = {k: v for k, v in sample["headers"].items()
+                if k.lower() in ("user-agent", "x-signature")}
+        for conns in (4, 16):
+            before = rcv.reset()
+            y = with_receiver(load(f"{rcv.url}/hook/1", P["load_s"], conns, body=body, headers=hdrs), before)
+            if y:
+                y["tool"] = "bench load generator"
+                runs["limit"].append(y)
+                log(f"   round {r + 1} loopback limit, load generator {conns}c: {y['rps']:,.0f} req/s")
+            if wrk:
+                before = rcv.reset()
+                y = with_receiver(wrk_run(f"{rcv.url}/hook/1", P["load_s"], conns, body, hdrs), before)
+                if y:
+                    runs["limit"].append(y)
+                    log(f"   round {r + 1} loopback limit, wrk {conns}c: {y['rps']:,.0f} req/s")
+        res["webhook_body_bytes"] = len(body.encode())
+
+    # -- memory: 100,000 messages queued behind a receiver that never answers --------------
+    log("-- memory")
+    for r in range(1 if a.smoke else 2):
+        for lib in rotate(PY_LIBS, r):
+            x = py_run("memory", lib, P["mem_n"], stall_port=rcv.stall_port)
+            if x:
+                runs["memory"].append(x)
+                log(f"   round {r + 1} {lib}: peak RSS {x['maxrss'] / 2**20:.1f} MiB "
+                    f"(+{(x['rss_after'] - x['rss_before']) / 2**20:.1f} MiB for the queue)")
+
+    rcv.stop()
+    res["load_average_end"] = loadavg()
+    res["wall_seconds"] = round(time.time() - started, 1)
+    res["steal_seconds"] = round(steal_seconds() - steal_start, 2)
+    res["wrk"] = bool(wrk)
+    res["summary"] = summarize(res)
+    res["failures"] = failures
+    (out_dir / "latest.json").write_text(json.dumps(res, indent=2) + "\n")
+    table = render_table(res)
+    print(table)
+    try:
+        plot(res, out_dir / "ratios.png")
+        log(f"wrote {out_dir / 'latest.json'} and {out_dir / 'ratios.png'}")
+    except Exception as e:  # noqa: BLE001
+        failures.append(f"plot: {type(e).__name__}: {e}")
+    if failures:
+        log(f"{len(failures)} failure(s):\n  " + "\n  ".join(failures))
+        return 1
+    return 0
+
+
+def summarize(res: Dict[str, Any]) -> Dict[str, Any]:
+    runs = res["runs"]
+    s: Dict[str, Any] = {"caller": {}, "e2e": {}, "webhooks": {}, "memory": {}}
+    for lib in PY_LIBS:
+        xs = [x["us_per_call"] for x in runs["caller"] if x["lib"] == lib]
+        if xs:
+            s["caller"][lib] = {"us_per_call": med(xs), "spread": spread(xs), "rounds": len(xs)}
+    for lib in PY_LIBS + ["outbound-flush100", "go"]:
+        xs = [x for x in runs["e2e"] if x["lib"] == lib]
+        if xs:
+            s["e2e"][lib] = {
+                "msgs_per_s": med([x["msgs_per_s"] for x in xs]),
+                "spread": spread([x["msgs_per_s"] for x in xs]),
+                "cpu_s": med([x["cpu_s"] for x in xs]),
+                "maxrss": max(x["maxrss"] for x in xs),
+                "receiver_busy": med([x["receiver_cpu_s"] / x["seconds"] for x in xs]),
+                "rounds": len(xs),
+            }
+    ob = s["caller"].get("outbound")
+    for lib in ("segment", "posthog"):
+        if ob and lib in s["caller"]:
+            s["caller"][lib]["ratio"] = s["caller"][lib]["us_per_call"] / ob["us_per_call"]
+    oe = s["e2e"].get("outbound")
+    for lib in ("segment", "posthog", "go"):
+        if oe and lib in s["e2e"]:
+            p = s["e2e"][lib]
+            p["throughput_ratio"] = oe["msgs_per_s"] / p["msgs_per_s"]
+            p["cpu_ratio"] = p["cpu_s"] / oe["cpu_s"] if oe["cpu_s"] else None
+            p["rss_ratio"] = p["maxrss"] / oe["maxrss"]
+    lim = [x["rps"] for x in runs["limit"]]
+    # The limit is the best any generator reached at any connection count in any round: the
+    # strictest yardstick for the webhook target.
+    limit = max(lim) if lim else None
+    s["webhooks"]["limit_rps_max"] = limit
+    s["webhooks"]["limit_runs"] = [{"tool": x.get("tool"), "connections": x["connections"], "rps": x["rps"]}
+                                   for x in runs["limit"]]
+    for urls in (1, 5):
+        xs = [x["deliveries_per_s"] for x in runs["webhooks"] if x["urls"] == urls]
+        if xs:
+            busy = [x["receiver_cpu_s"] / x["seconds"] for x in runs["webhooks"] if x["urls"] == urls]
+            s["webhooks"][f"{urls}"] = {"deliveries_per_s": med(xs), "spread": spread(xs),
+                                        "of_limit": med(xs) / limit if limit else None,
+                                        "receiver_busy": med(busy)}
+    if runs["limit"]:
+        best = max(runs["limit"], key=lambda x: x["rps"])
+        s["webhooks"]["limit_receiver_busy"] = best["receiver_cpu_s"] / best["seconds"]
+    cap = [x["ids_per_s"] for x in runs["capacity"]]
+    s["receiver_capacity_ids_per_s"] = max(cap) if cap else None
+    bytes_per_msg = None
+    ob_e2e = [x for x in runs["e2e"] if x["lib"] == "outbound" and x.get("received")]
+    if ob_e2e:
+        x = ob_e2e[0]
+        bytes_per_msg = x["body_bytes"] / x["received"]
+    s["memory"]["wire_bytes_per_message"] = bytes_per_msg
+    for lib in PY_LIBS:
+        xs = [x for x in runs["memory"] if x["lib"] == lib]
+        if xs:
+            grow = max(x["rss_after"] - x["rss_before"] for x in xs)
+            n = xs[0]["n"]
+            s["memory"][lib] = {"maxrss": max(x["maxrss"] for x in xs), "queue_rss": grow,
+                                "bytes_per_message": grow / n,
+                                "vs_wire": (grow / n) / bytes_per_msg if bytes_per_msg else None}
+    return s
+
+
+def fmt(x: Optional[float], spec: str = ",.0f") -> str:
+    return "n/a" if x is None else format(x, spec)
+
+
+def render_table(res: Dict[str, Any]) -> str:
+    s = res["summary"]
+    L: List[str] = []
+    L.append(f"outbound benchmarks ({res['mode']}) {res['date']}  nproc={res['machine']['nproc']} "
+             f"load average at start {res['load_average_start']}, at end {res['load_average_end']} (the bench's own); "
+             f"{res['wall_seconds']:.0f} s; CPU steal {res['steal_seconds']:.1f} s")
+    L.append("")
+    L.append("| Python caller cost (track) | µs per call (median) | spread | outbound is ×  lower |")
+    L.append("|---|---:|---:|---:|")
+    for lib in PY_LIBS:
+        c = s["caller"].get(lib)
+        if c:
+            L.append(f"| {PEER_NAMES[lib]} | {c['us_per_call']:.2f} | {fmt(c['spread'], '.0%')} | "
+                     f"{fmt(c.get('ratio'), '.1f') if lib != 'outbound' else '—'} |")
+    L.append("")
+    L.append("| End to end (first call → receiver has every id) | msg/s (median) | spread | CPU s | peak RSS MiB | outbound × throughput | × CPU | × RSS |")
+    L.append("|---|---:|---:|---:|---:|---:|---:|---:|")
+    for lib in PY_LIBS + ["go"]:
+        e = s["e2e"].get(lib)
+        if e:
+            other = lib != "outbound"
+            L.append(f"| {PEER_NAMES[lib]} | {e['msgs_per_s']:,.0f} | {fmt(e['spread'], '.0%')} | {e['cpu_s']:.2f} | "
+                     f"{e['maxrss'] / 2**20:.1f} | {fmt(e.get('throughput_ratio'), '.1f') if other else '—'} | "
+                     f"{fmt(e.get('cpu_ratio'), '.1f') if other else '—'} | {fmt(e.get('rss_ratio'), '.1f') if other else '—'} |")
+    v = s["e2e"].get("outbound-flush100")
+    seg = s["e2e"].get("segment")
+    if v and seg:
+        L.append(f"| (informational) outbound with flush_at=100, the peers' batch size | {v['msgs_per_s']:,.0f} | "
+                 f"{fmt(v['spread'], '.0%')} | {v['cpu_s']:.2f} | {v['maxrss'] / 2**20:.1f} | "
+                 f"{v['msgs_per_s'] / seg['msgs_per_s']:.1f} vs segment | | |")
+    L.append("")
+    w = s["webhooks"]
+    L.append("| Webhooks (signed, loopback) | deliveries/s (median) | spread | of loopback limit |")
+    L.append("|---|---:|---:|---:|")
+    L.append(f"| loopback limit (best of load generator{' / wrk' if res.get('wrk') else ''}, 4 and 16 connections) | {fmt(w.get('limit_rps_max'))} | | 100% |")
+    for urls in (1, 5):
+        x = w.get(str(urls))
+        if x:
+            L.append(f"| outbound → {urls} URL{'s' if urls > 1 else ''} | {x['deliveries_per_s']:,.0f} | "
+                     f"{fmt(x['spread'], '.0%')} | {fmt(x['of_limit'], '.0%')} |")
+    L.append("")
+    m = s["memory"]
+    n = res["params"]["mem_n"]
+    L.append(f"| Memory: {n:,} messages queued, receiver never answers | peak RSS MiB | queue growth MiB | bytes/message | × wire bytes |")
+    L.append("|---|---:|---:|---:|---:|")
+    for lib in PY_LIBS:
+        x = m.get(lib)
+        if x:
+            L.append(f"| {PEER_NAMES[lib]} | {x['maxrss'] / 2**20:.1f} | {x['queue_rss'] / 2**20:.1f} | "
+                     f"{x['bytes_per_message']:,.0f} | {fmt(x['vs_wire'], '.1f')} |")
+    L.append(f"| (wire bytes of one message in a batch body) | | | {fmt(m.get('wire_bytes_per_message'))} | 1.0 |")
+    L.append("")
+    cap = s.get("receiver_capacity_ids_per_s")
+    best = max((e["msgs_per_s"] for e in s["e2e"].values()), default=None)
+    busy = {lib: e.get("receiver_busy") for lib, e in s["e2e"].items()}
+    L.append(f"Receiver capacity: {fmt(cap)} unique ids/s (load generator, 100-message batches); "
+             f"fastest library end to end: {fmt(best)} msg/s. Receiver CPU while serving (share of one core): "
+             + ", ".join(f"{PEER_NAMES[k]} {fmt(v, '.0%')}" for k, v in busy.items())
+             + f"; at the loopback limit {fmt(w.get('limit_receiver_busy'), '.0%')}.")
+    L.append("")
+    L.append("Targets:" if res["mode"] == "full" else
+             "Targets (smoke mode: debug build and tiny counts, so these say nothing about performance):")
+    for line in targets(res):
+        L.append(f"- {line}")
+    return "\n".join(L)
+
+
+def targets(res: Dict[str, Any]) -> List[str]:
+    s = res["summary"]
+    out = []
+    c = s["caller"].get("segment", {}).get("ratio")
+    out.append(f"caller cost ≥ 10× lower than segment-analytics-python: {fmt(c, '.1f')}× — "
+               + ("MET" if c and c >= 10 else "MISSED"))
+    e = s["e2e"].get("segment", {}).get("throughput_ratio")
+    out.append(f"end-to-end throughput ≥ 10× segment-analytics-python: {fmt(e, '.1f')}× — "
+               + ("MET" if e and e >= 10 else "MISSED"))
+    for urls in (1, 5):
+        w = s["webhooks"].get(str(urls), {}).get("of_limit")
+        out.append(f"webhooks to {urls} URL{'s' if urls > 1 else ''} ≥ 50% of the loopback limit: {fmt(w, '.0%')} — "
+                   + ("MET" if w and w >= 0.5 else "MISSED"))
+    return out
+
+
+def plot(res: Dict[str, Any], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    s = res["summary"]
+    short = {"segment": "segment-analytics-python", "posthog": "posthog", "go": "analytics-go (Go)"}
+    rows = []  # (label, value, is_target_metric)
+    for lib in ("segment", "posthog"):
+        r = s["caller"].get(lib, {}).get("ratio")
+        if r:
+            rows.append((f"caller cost: {short[lib]} ÷ outbound", r, lib == "segment"))
+    for lib in ("segment", "posthog", "go"):
+        r = s["e2e"].get(lib, {}).get("throughput_ratio")
+        if r:
+            rows.append((f"end-to-end msg/s: outbound ÷ {short[lib]}", r, lib == "segment"))
+    for lib in ("segment", "posthog", "go"):
+        r = s["e2e"].get(lib, {}).get("cpu_ratio")
+        if r:
+            rows.append((f"end-to-end CPU s: {short[lib]} ÷ outbound", r, False))
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(12, 0.5 * max(len(rows), 4) + 1.8),
+                                   gridspec_kw={"width_ratios": [3, 1]})
+    ys = list(range(len(rows)))[::-1]
+    vals = [v for _, v, _ in rows]
+    colors = ["#2e7d32" if v >= 10 else ("#e0913a" if v >= 1 else "#c62828") for v in vals]
+    ax1.barh(ys, vals, color=colors, edgecolor=["black" if t else "none" for _, _, t in rows])
+    ax1.set_xscale("log")
+    ax1.set_yticks(ys)
+    ax1.set_yticklabels([lbl for lbl, _, _ in rows], fontsize=8)
+    lo = min(vals + [0.5]) / 1.5
+    hi = max(vals + [20.0]) * 2
+    ax1.set_xlim(lo, hi)
+    ax1.axvline(1, color="#555", linewidth=0.8)
+    ax1.axvline(10, color="#b22", linestyle="--", linewidth=1)
+    ax1.text(10, len(rows) - 0.4, " target 10×", color="#b22", fontsize=8, va="bottom")
+    for y, v in zip(ys, vals):
+        ax1.text(v * 1.05, y, f"{v:.1f}×", va="center", fontsize=8)
+    ax1.set_xlabel("outbound advantage (×, log scale; >1 = outbound better; outlined = a target of issue 7)")
+    w = s["webhooks"]
+    wl, wv = [], []
+    for urls in (1, 5):
+        x = w.get(str(urls), {}).get("of_limit")
+        if x is not None:
+            wl.append(f"{urls} URL{'s' if urls > 1 else ''}")
+            wv.append(x * 100)
+    ax2.bar(range(len(wv)), wv, color=["#2e7d32" if v >= 50 else "#c62828" for v in wv])
+    ax2.axhline(50, color="#b22", linestyle="--", linewidth=1)
+    ax2.text(len(wv) - 0.5, 51, "target 50%", color="#b22", fontsize=8, ha="right", va="bottom")
+    ax2.set_ylim(0, max([100.0] + [v * 1.15 for v in wv]))
+    ax2.set_xticks(range(len(wv)))
+    ax2.set_xticklabels(wl)
+    ax2.set_ylabel("% of the loopback limit")
+    ax2.set_title("signed webhook deliveries/s", fontsize=9)
+    for i, v in enumerate(wv):
+        ax2.text(i, v + 1, f"{v:.0f}%", ha="center", va="bottom", fontsize=8)
+    fig.suptitle(f"outbound benchmarks ({res['mode']} run, {res['date'][:10]}, "
+                 f"{res['machine']['nproc']} cores, load {res['load_average_start'][0]})", fontsize=10)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

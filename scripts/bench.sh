@@ -1,0 +1,113 @@
+#!/usr/bin/env bash
+# The benchmarks (see BENCHMARKS.md), one command from a clean clone:
+#
+#   scripts/bench.sh           the full measured run (about 10 minutes on 2 cores; run it on a
+#                              quiet machine), release build of outbound
+#   scripts/bench.sh --smoke   every case, tiny (1,000 messages), debug build; checks that the
+#                              benchmark still works: exits non-zero if any case breaks
+#
+# It makes its own venv (.venv-bench/), pip-installs the pinned peers and matplotlib, builds
+# the outbound wheel with maturin and installs it there, builds the receiver/load generator
+# and the analytics-go peer (Go), then runs bench/run.py: every case for every library in
+# alternation against one receiver on 127.0.0.1. Results: bench/results/latest.json and
+# bench/results/ratios.png (the smoke run writes to bench/.build/smoke-results/ instead, so it
+# never overwrites the measured results).
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT"
+
+MODE=full
+case "${1:-}" in
+  "") ;;
+  --smoke) MODE=smoke ;;
+  -h|--help) sed -n '2,15p' "$0"; exit 0 ;;
+  *) echo "usage: scripts/bench.sh [--smoke]" >&2; exit 2 ;;
+esac
+
+# Pinned from PyPI (and the Go module proxy for the Go peer, pinned in bench/go/go.mod).
+PEERS=(segment-analytics-python==2.4.0 posthog==7.91.1)
+TOOLS=(matplotlib==3.11.2)
+# The same maturin as scripts/python-env.sh (the shared wheel helper), so both build alike.
+MATURIN="$(grep -o 'maturin==[0-9.]*' scripts/python-env.sh 2>/dev/null | head -n1 || true)"
+MATURIN="${MATURIN:-maturin==1.16.0}"
+
+for tool in cargo go; do
+  command -v "$tool" >/dev/null || { echo "bench: $tool is required" >&2; exit 1; }
+done
+PYTHON="${PYTHON:-python3}"
+command -v "$PYTHON" >/dev/null || { echo "bench: python3 (3.9 or newer) is required" >&2; exit 1; }
+
+BUILD="$ROOT/bench/.build"
+mkdir -p "$BUILD"
+VENV="$ROOT/.venv-bench"
+if [ ! -x "$VENV/bin/python" ]; then
+  echo "--- creating .venv-bench with $("$PYTHON" --version 2>&1)"
+  "$PYTHON" -m venv "$VENV"
+fi
+# Never committed, even before .gitignore lists it.
+[ -f "$VENV/.gitignore" ] || echo '*' > "$VENV/.gitignore"
+PY="$VENV/bin/python"
+export PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_INPUT=1
+echo "--- pip install ${PEERS[*]} ${TOOLS[*]} $MATURIN"
+"$PY" -m pip install --quiet "${PEERS[@]}" "${TOOLS[@]}" "$MATURIN"
+
+# The full run measures a release build; the smoke run only checks the script works, so it
+# takes the debug profile and reuses the workspace's debug artifacts (CI has 2 cores).
+WHEELS="$BUILD/wheel"
+rm -rf "$WHEELS"
+if [ "$MODE" = full ]; then
+  echo "--- building the outbound wheel (maturin, release)"
+  "$PY" -m maturin build --release --interpreter "$PY" --out "$WHEELS"
+else
+  echo "--- building the outbound wheel (maturin, debug: smoke mode)"
+  "$PY" -m maturin build --interpreter "$PY" --out "$WHEELS"
+fi
+shopt -s nullglob
+wheels=("$WHEELS"/outbound-*.whl)
+[ "${#wheels[@]}" -eq 1 ] || { echo "bench: expected one outbound wheel in $WHEELS" >&2; exit 1; }
+"$PY" -m pip install --quiet --force-reinstall --no-deps "${wheels[0]}"
+
+echo "--- building the receiver / load generator and the analytics-go peer"
+(cd bench/receiver && go build -o "$BUILD/receiver" .)
+(cd bench/go && go build -o "$BUILD/analytics-go-peer" .)
+
+# The loopback limit is the best of our load generator and wrk (Debian's package), when wrk
+# can be had; the smoke run never installs anything.
+if [ "$MODE" = full ] && ! command -v wrk >/dev/null && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+  echo "--- apt-get install wrk"
+  apt-get install -y -qq wrk >/dev/null 2>&1 \
+    || { apt-get update -qq >/dev/null 2>&1 && apt-get install -y -qq wrk >/dev/null 2>&1; } \
+    || echo "bench: wrk not available; the loopback limit comes from the bench load generator alone"
+fi
+
+VERSIONS="$("$PY" - <<'EOF'
+import json, subprocess
+from importlib.metadata import version
+def cmd(*a):
+    try:
+        return subprocess.run(a, capture_output=True, text=True).stdout.strip().splitlines()[0]
+    except Exception:
+        return None
+print(json.dumps({
+    "outbound": version("outbound"),
+    "segment-analytics-python": version("segment-analytics-python"),
+    "posthog": version("posthog"),
+    "matplotlib": version("matplotlib"),
+    "analytics-go": next((l.split()[-1] for l in open("bench/go/go.mod") if "segmentio/analytics-go/v3 " in l), None),
+    "go": cmd("go", "version"),
+    "rustc": cmd("rustc", "--version"),
+    "wrk": (cmd("sh", "-c", "wrk -v 2>&1") or "").split(" [")[0] or None,
+}))
+EOF
+)"
+
+if [ "$MODE" = full ]; then
+  OUT="$ROOT/bench/results"
+  ARGS=()
+else
+  OUT="$BUILD/smoke-results"
+  ARGS=(--smoke)
+fi
+echo "--- bench/run.py ${ARGS[*]:-} (load average: $(cut -d' ' -f1-3 /proc/loadavg))"
+exec "$PY" bench/run.py "${ARGS[@]}" --receiver-bin "$BUILD/receiver" \
+  --go-bin "$BUILD/analytics-go-peer" --out "$OUT" --versions "$VERSIONS" </dev/null
