@@ -4,17 +4,19 @@
 use crate::config::{Config, MAX_WEBHOOKS};
 use crate::error::Error;
 use crate::ingestion::{self, Endpoint};
+use crate::lane::Delivery;
 use crate::log::{Level, Logger};
 use crate::message::Message;
 use crate::outcome::Stats;
 use crate::retry::after;
-use crate::scheduler::{run_worker, Command, Delivery, Item, Scheduler, Shared};
+use crate::scheduler::{Command, Item, Scheduler};
+use crate::shared::Shared;
 use crate::transport::Transport;
 use crate::webhook::{self, Hooks};
 use crate::{timestamp, validate};
 use arc_swap::ArcSwap;
 use crossbeam_channel::Sender;
-use std::sync::atomic::Ordering::*;
+use std::sync::atomic::{AtomicU64, Ordering::*};
 use std::sync::{Arc, Mutex};
 use std::thread::{JoinHandle, ThreadId};
 use std::time::{Duration, Instant};
@@ -25,7 +27,8 @@ pub const MAX_MESSAGE_BYTES: usize = 32 * 1024;
 /// How long `flush(None)` and `close(None)` wait at most.
 pub const DEFAULT_WAIT: Duration = Duration::from_secs(30);
 
-/// A running client: one scheduler thread and a pool of delivery workers, fed by the calls.
+/// A running client: one scheduler thread and a delivery lane per destination, fed by the
+/// calls.
 /// Dropping it closes it, waiting at most `timeout` for what is queued.
 pub struct Client {
     config: Arc<Config>,
@@ -44,7 +47,6 @@ struct Engine {
 impl Engine {
     fn start(config: &Config, logger: &Logger) -> Result<Engine, Error> {
         let targets = config.check_targets()?;
-        let workers = config.workers.max(targets.len());
         let delivery = Arc::new(Delivery {
             transport: Transport::new(config)?,
             ingestion: Endpoint::new(config),
@@ -53,24 +55,7 @@ impl Engine {
         });
         let shared = Arc::new(Shared::default());
         let (tx, commands) = crossbeam_channel::unbounded();
-        let (job_tx, job_rx) = crossbeam_channel::unbounded();
-        let (done_tx, done_rx) = crossbeam_channel::unbounded();
-        for i in 0..workers {
-            let (d, j, r) = (delivery.clone(), job_rx.clone(), done_tx.clone());
-            std::thread::Builder::new()
-                .name(format!("outbound-worker-{i}"))
-                .spawn(move || run_worker(d, j, r))
-                .map_err(|e| Error::config("workers", format!("cannot start a thread: {e}")))?;
-        }
-        let scheduler = Scheduler::new(
-            config,
-            shared.clone(),
-            commands,
-            job_tx,
-            done_rx,
-            workers,
-            logger.clone(),
-        );
+        let scheduler = Scheduler::new(config, shared.clone(), commands, delivery, logger.clone());
         let handle = std::thread::Builder::new()
             .name("outbound-scheduler".into())
             .spawn(move || scheduler.run())
@@ -93,9 +78,9 @@ impl Engine {
     }
 
     /// Stops outcome callbacks for good; waits for one that is running (unless called
-    /// from inside it).
-    fn stop_callbacks(&self) {
-        if self.on_scheduler() {
+    /// from inside it, or it is known to block).
+    fn stop_callbacks(&self, wait: bool) {
+        if self.on_scheduler() || !wait {
             self.shared.callbacks_off.store(true, SeqCst);
         } else {
             let _gate = self.shared.gate.lock().unwrap_or_else(|e| e.into_inner());
@@ -197,7 +182,7 @@ impl Client {
             true => {
                 let mut out = Vec::with_capacity(256);
                 ingestion::encode(msg, &id, &ts, &mut out)?;
-                Some(check(out)?)
+                Some(Arc::from(check(out)?))
             }
             false => None,
         };
@@ -212,33 +197,43 @@ impl Client {
         Ok(Item { id, ingest, hook })
     }
 
-    /// Sends what is waiting for a batch now, and waits until every accepted message has an
-    /// outcome or `timeout` (default [`DEFAULT_WAIT`]) passes. True when all of them ended
-    /// and none of those ending during the wait failed or was dropped.
+    /// Sends what is waiting for a batch now, and waits until every message accepted before
+    /// the call has an outcome, or `timeout` (default [`DEFAULT_WAIT`]) passes. True when all
+    /// of them ended and none failed or was dropped while waiting (a message that its own
+    /// `integrations` send nowhere is not a failure).
     pub fn flush(&self, timeout: Option<Duration>) -> bool {
         let engine = self.engine.load_full();
         let before = self.losses(&engine);
-        let _ = engine.tx.send(Command::Flush);
-        let idle = if engine.on_scheduler() {
+        if engine.on_scheduler() {
             // Inside an outcome callback: the scheduler cannot progress while we wait.
-            engine.shared.pending.load(Acquire) == 0
-        } else {
-            let deadline = after(Instant::now(), timeout.unwrap_or(DEFAULT_WAIT));
-            engine.shared.wait_idle(deadline)
-        };
-        idle && self.losses(&engine) == before
+            let _ = engine.tx.send(Command::Flush(None));
+            return engine.shared.pending.load(Acquire) == 0 && self.losses(&engine) == before;
+        }
+        let barrier = Arc::new(AtomicU64::new(u64::MAX));
+        let _ = engine.tx.send(Command::Flush(Some(barrier.clone())));
+        let deadline = after(Instant::now(), timeout.unwrap_or(DEFAULT_WAIT));
+        let ended = engine.shared.wait_until(deadline, |s| {
+            let b = barrier.load(SeqCst);
+            b != u64::MAX && s.low_water.load(SeqCst) >= b
+        });
+        ended && self.losses(&engine) == before
     }
 
     fn losses(&self, engine: &Engine) -> u64 {
-        let c = &engine.shared.counters;
-        c.failed.load(Relaxed) + c.dropped.load(Relaxed)
+        engine.shared.counters.losses.load(Relaxed)
     }
 
     /// Flushes (bounded by `timeout`, default [`DEFAULT_WAIT`]), then stops the threads;
     /// messages still waiting end as dropped (reason: closed). Returns what `flush` would.
-    /// Closing twice is [`Error::Closed`]. No `on_outcome` or log-sink call runs after
-    /// `close` returns (it waits for one under way); called from inside a callback, it does
-    /// not wait for the queue.
+    /// Closing twice is [`Error::Closed`].
+    ///
+    /// When it returns, every accepted message has exactly one outcome in [`stats`](Self::stats)
+    /// (`accepted = delivered + failed + dropped - queue_full + spooled`) and each was handed
+    /// to `on_outcome`: the wait goes past `timeout` for as long as that takes. The one
+    /// exception is a callback that blocks: once a single call has not returned for the
+    /// client's `timeout`, `close` stops waiting, counts what is left as dropped, skips the
+    /// callbacks not yet made, and returns false. Called from inside a callback, it does not
+    /// wait at all. No `on_outcome` or log-sink call starts after `close` returns.
     pub fn close(&self, timeout: Option<Duration>) -> Result<bool, Error> {
         let engine = self.engine.load_full();
         if engine.shared.closed.swap(true, SeqCst) {
@@ -250,12 +245,14 @@ impl Client {
             std::thread::yield_now();
         }
         let before = self.losses(&engine);
-        let _ = engine.tx.send(Command::Flush);
+        let _ = engine.tx.send(Command::Flush(None));
         let on_scheduler = engine.on_scheduler();
         let idle = if on_scheduler {
             engine.shared.pending.load(Acquire) == 0
         } else {
-            engine.shared.wait_idle(deadline)
+            engine
+                .shared
+                .wait_until(deadline, |s| s.pending.load(Acquire) == 0)
         };
         let _ = engine.tx.send(Command::Shutdown);
         let handle = engine
@@ -263,24 +260,44 @@ impl Client {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .take();
+        let mut complete = true;
         if let Some(handle) = handle.filter(|_| !on_scheduler) {
-            // The scheduler never waits on the network; this only waits for it to report
-            // the dropped messages. Past the deadline (plus a grace for those reports) it is
-            // left to finish alone.
-            let grace = deadline + Duration::from_millis(500);
-            while !handle.is_finished() && Instant::now() < grace {
-                std::thread::sleep(Duration::from_millis(1));
-            }
-            if handle.is_finished() {
-                let _ = handle.join();
-            }
+            complete = self.wait_for_drain(&engine, handle);
         }
-        engine.stop_callbacks();
+        engine.stop_callbacks(complete);
         self.logger.log(Level::Debug, || {
             format!("client closed: {:?}", self.stats())
         });
         self.logger.stop();
-        Ok(idle && self.losses(&engine) == before)
+        Ok(complete && idle && self.losses(&engine) == before)
+    }
+
+    /// Waits for the scheduler to report the outcomes of what is left, for as long as its
+    /// callbacks keep returning. False when one blocked and the rest was counted here.
+    fn wait_for_drain(&self, engine: &Engine, handle: JoinHandle<()>) -> bool {
+        let stuck_after = self.config.timeout;
+        let mut seen = engine.shared.reported.load(Relaxed);
+        let mut since = Instant::now();
+        loop {
+            if handle.is_finished() {
+                let _ = handle.join();
+                return true;
+            }
+            std::thread::sleep(Duration::from_millis(1));
+            let now = engine.shared.reported.load(Relaxed);
+            if now != seen {
+                (seen, since) = (now, Instant::now());
+            } else if since.elapsed() >= stuck_after {
+                let left = engine.shared.abandon();
+                self.logger.log(Level::Warn, || {
+                    format!(
+                        "close: an outcome callback has not returned for {stuck_after:?}; \
+                         {left} message(s) counted as dropped without a callback"
+                    )
+                });
+                return false;
+            }
+        }
     }
 
     /// True once `close` was called.

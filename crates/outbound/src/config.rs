@@ -68,8 +68,13 @@ pub struct Config {
     pub gzip: bool,
     /// Extra trusted roots: PEM text, or the path of a PEM file.
     pub ca_certs: Option<String>,
-    /// Delivery threads (at least the number of webhooks, so a fan-out is concurrent).
+    /// Delivery threads each destination keeps ready when idle; more start on demand, up to
+    /// `max_in_flight`.
     pub workers: usize,
+    /// Most requests in flight at once to each destination (ingestion, and each webhook URL
+    /// on its own): a lane grows its threads with demand up to this, so a slow destination
+    /// uses its own budget and never another's.
+    pub max_in_flight: usize,
     /// Called with each message's outcome.
     pub on_outcome: Option<OutcomeCallback>,
     /// Logging on or off; `None` follows the `DEBUG` environment variable.
@@ -97,7 +102,8 @@ impl Default for Config {
             retry: RetryPolicy::default(),
             gzip: false,
             ca_certs: None,
-            workers: 4,
+            workers: 2,
+            max_in_flight: 256,
             on_outcome: None,
             debug: None,
             log_sink: None,
@@ -125,6 +131,7 @@ impl fmt::Debug for Config {
             .field("retry", &self.retry)
             .field("gzip", &self.gzip)
             .field("workers", &self.workers)
+            .field("max_in_flight", &self.max_in_flight)
             .field("send", &self.send)
             .finish_non_exhaustive()
     }
@@ -250,6 +257,9 @@ impl Config {
         }
         if self.workers == 0 {
             return Err(Error::config("workers", "must be at least 1"));
+        }
+        if self.max_in_flight == 0 {
+            return Err(Error::config("max_in_flight", "must be at least 1"));
         }
         positive("flush_interval", self.flush_interval)?;
         positive("timeout", self.timeout)?;

@@ -22,18 +22,22 @@
 #![warn(missing_docs)]
 
 pub mod audience;
+mod batch;
 pub mod canonical_json;
 mod client;
 mod config;
 mod encode;
 mod error;
+mod fanout;
 mod ingestion;
+mod lane;
 mod log;
 mod message;
 mod message_id;
 mod outcome;
 mod retry;
 mod scheduler;
+mod shared;
 mod signature;
 pub mod timestamp;
 mod transport;

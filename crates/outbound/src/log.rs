@@ -32,6 +32,15 @@ pub fn env_enabled() -> bool {
     std::env::var("DEBUG").is_ok_and(|v| v.contains("analytics") || v.contains('*'))
 }
 
+/// A URL as logs may show it: the query string and fragment, which often carry tokens, are
+/// replaced by `?…`.
+pub(crate) fn redact_url(url: &str) -> String {
+    match url.find(['?', '#']) {
+        Some(at) => format!("{}?…", &url[..at]),
+        None => url.to_string(),
+    }
+}
+
 #[derive(Clone)]
 pub(crate) struct Logger {
     enabled: bool,
@@ -77,5 +86,26 @@ impl Logger {
     pub(crate) fn stop(&self) {
         let _gate = self.stopped.0.lock().unwrap_or_else(|e| e.into_inner());
         self.stopped.1.store(true, SeqCst);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn urls_in_logs_lose_their_query_and_fragment() {
+        assert_eq!(
+            redact_url("https://h.example/in?token=s3cret&x=1"),
+            "https://h.example/in?…"
+        );
+        assert_eq!(
+            redact_url("https://h.example/in#k=v"),
+            "https://h.example/in?…"
+        );
+        assert_eq!(
+            redact_url("http://127.0.0.1:9/hook"),
+            "http://127.0.0.1:9/hook"
+        );
     }
 }

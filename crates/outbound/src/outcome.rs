@@ -97,6 +97,9 @@ pub struct Stats {
     pub queue_full: u64,
     /// Requests made again after a retryable failure.
     pub retries: u64,
+    /// Accepted messages left in the spool by `close` (no outcome yet: the next client on
+    /// the spool delivers them). Always 0 without a spool.
+    pub spooled: u64,
 }
 
 /// The live counters, shared by the caller's side and the scheduler.
@@ -109,6 +112,10 @@ pub(crate) struct Counters {
     pub dropped: AtomicU64,
     pub queue_full: AtomicU64,
     pub retries: AtomicU64,
+    pub spooled: AtomicU64,
+    /// Outcomes that make `flush` return false: failed, and dropped except by the message's
+    /// own `integrations`.
+    pub losses: AtomicU64,
 }
 
 impl Counters {
@@ -123,7 +130,15 @@ impl Counters {
             dropped: self.dropped.load(Relaxed),
             queue_full: self.queue_full.load(Relaxed),
             retries: self.retries.load(Relaxed),
+            spooled: self.spooled.load(Relaxed),
         }
+    }
+
+    /// One message fewer in flight (never below zero: `close` may have zeroed it).
+    pub(crate) fn landed(&self) {
+        let _ = self
+            .in_flight
+            .fetch_update(Relaxed, Relaxed, |n| n.checked_sub(1));
     }
 
     pub(crate) fn count(&self, kind: OutcomeKind) {

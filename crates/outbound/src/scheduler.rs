@@ -1,167 +1,46 @@
-//! The scheduler thread: owns the queue, the open batch, the flush timer and the retry
-//! timers; hands requests to a pool of delivery workers; turns their results into one
-//! outcome per message. Nothing here blocks on the network.
+//! The scheduler thread: owns every accepted message until its outcome. It batches
+//! ingestion messages (`batch.rs`), runs webhook rounds (`fanout.rs`), keeps the retry
+//! timers, hands requests to the delivery lanes (`lane.rs`), and joins the results of both
+//! destinations into exactly one outcome per message. It never touches the network.
 
+use crate::batch::Batcher;
 use crate::config::Config;
-use crate::ingestion::{self, Endpoint, MAX_BATCH_BYTES};
-use crate::log::{Level, Logger};
-use crate::outcome::{Counters, Outcome, OutcomeKind, Reason};
+use crate::fanout::{Round, Settled};
+use crate::lane::{Batch, Delivery, Job, Lane, Report};
+use crate::log::{redact_url, Level, Logger};
+use crate::outcome::{Outcome, OutcomeKind, Reason};
 use crate::retry::{after, RetryPolicy};
-use crate::transport::{Attempt, Transport};
-use crate::webhook::Hooks;
+use crate::shared::Shared;
+use crate::transport::Attempt;
 use crossbeam_channel::{select, Receiver, Sender};
 use std::cmp::Ordering;
 use std::collections::{BinaryHeap, HashMap, VecDeque};
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering::*};
-use std::sync::{Arc, Condvar, Mutex};
+use std::sync::atomic::{AtomicU64, Ordering::*};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
+
+/// How often idle lane threads are let go and waiting requests of a down destination are
+/// checked against their retry window.
+const HOUSEKEEPING: Duration = Duration::from_secs(1);
+/// Lane threads idle for this long exit.
+const TRIM_EVERY: u32 = 5;
+/// Commands read in one go before the scheduler hands work to the lanes.
+const READ_AHEAD: usize = 512;
 
 /// One accepted message, already in the bytes of each destination it goes to.
 pub(crate) struct Item {
     pub id: Arc<str>,
-    pub ingest: Option<Vec<u8>>,
+    pub ingest: Option<Arc<[u8]>>,
     pub hook: Option<Arc<[u8]>>,
 }
 
 pub(crate) enum Command {
     Message(Item),
-    /// Close the open batch now.
-    Flush,
-    /// Drop what is left (outcome: dropped, closed) and stop.
+    /// Close the open batch now; the scheduler writes into the barrier the number below
+    /// which every message was accepted before the flush.
+    Flush(Option<Arc<AtomicU64>>),
+    /// End what is left (outcome: dropped, closed) and stop.
     Shutdown,
-}
-
-/// State shared by the client handle and the scheduler.
-#[derive(Default)]
-pub(crate) struct Shared {
-    pub counters: Counters,
-    /// Accepted messages without an outcome yet: the queue's size for `max_queue_size`.
-    pub pending: AtomicU64,
-    /// Enqueue calls under way, so `close` can wait them out before its last drain.
-    pub calls: AtomicUsize,
-    pub closed: AtomicBool,
-    /// Outcome callbacks run holding `gate`, and only while this is false; `close` sets it
-    /// under the gate, so no callback runs after `close` returns (C `userdata` may be freed).
-    pub callbacks_off: AtomicBool,
-    pub gate: Mutex<()>,
-    idle: Mutex<()>,
-    idle_cv: Condvar,
-}
-
-impl Shared {
-    /// Waits until no message is pending, or `deadline`. True when none is.
-    pub(crate) fn wait_idle(&self, deadline: Instant) -> bool {
-        let mut guard = self.idle.lock().unwrap_or_else(|e| e.into_inner());
-        loop {
-            if self.pending.load(Acquire) == 0 {
-                return true;
-            }
-            let now = Instant::now();
-            if now >= deadline {
-                return false;
-            }
-            guard = self
-                .idle_cv
-                .wait_timeout(guard, deadline - now)
-                .unwrap_or_else(|e| e.into_inner())
-                .0;
-        }
-    }
-
-    fn finish_one(&self) {
-        if self.pending.fetch_sub(1, AcqRel) == 1 {
-            let _g = self.idle.lock().unwrap_or_else(|e| e.into_inner());
-            self.idle_cv.notify_all();
-        }
-    }
-}
-
-/// What the workers share: the transport and both destinations.
-pub(crate) struct Delivery {
-    pub transport: Transport,
-    pub ingestion: Option<Endpoint>,
-    pub hooks: Hooks,
-    pub logger: Logger,
-}
-
-/// A batch of ingestion messages: (message seq, bytes).
-pub(crate) struct Batch {
-    msgs: Vec<(u64, Vec<u8>)>,
-    first: Option<Instant>,
-    attempts: u32,
-}
-
-/// Work for a delivery worker.
-pub(crate) enum Job {
-    Batch(Batch),
-    Hook {
-        seq: u64,
-        target: u8,
-        body: Arc<[u8]>,
-    },
-}
-
-/// A worker's report.
-pub(crate) enum Done {
-    Batch(Batch, Attempt),
-    Hook {
-        seq: u64,
-        target: u8,
-        attempt: Attempt,
-    },
-}
-
-pub(crate) fn run_worker(delivery: Arc<Delivery>, jobs: Receiver<Job>, done: Sender<Done>) {
-    while let Ok(job) = jobs.recv() {
-        let report = match job {
-            Job::Batch(batch) => {
-                let endpoint = delivery
-                    .ingestion
-                    .as_ref()
-                    .expect("batches only with a write key");
-                let attempt = endpoint.send(
-                    &delivery.transport,
-                    batch.msgs.iter().map(|(_, m)| m.as_slice()),
-                );
-                let n = batch.msgs.len();
-                delivery.logger.log(Level::Debug, || {
-                    format!("ingestion: batch of {n}: {attempt:?}")
-                });
-                Done::Batch(batch, attempt)
-            }
-            Job::Hook { seq, target, body } => {
-                let attempt = delivery
-                    .hooks
-                    .send(&delivery.transport, target as usize, &body);
-                delivery.logger.log(Level::Debug, || {
-                    format!(
-                        "webhook {}: {attempt:?}",
-                        delivery.hooks.url(target as usize)
-                    )
-                });
-                Done::Hook {
-                    seq,
-                    target,
-                    attempt,
-                }
-            }
-        };
-        if done.send(report).is_err() {
-            return;
-        }
-    }
-}
-
-/// Per-message webhook state: which URLs are being tried this round and how they went.
-struct HookState {
-    body: Arc<[u8]>,
-    first: Option<Instant>,
-    attempts: u32,
-    outstanding: u8,
-    retry_mask: u8,
-    retry_after: Option<Duration>,
-    last_error: Option<(Reason, String)>,
-    permanent: Option<(Reason, String)>,
 }
 
 struct Track {
@@ -169,11 +48,11 @@ struct Track {
     /// Destinations still to finish.
     remaining: u8,
     failure: Option<(Reason, String)>,
-    /// Requests out for this message.
+    /// Requests out for this message now.
     requests: u32,
     /// Outcome already reported; kept only until its last request returns.
     finished: bool,
-    hook: Option<HookState>,
+    hook: Option<Round>,
 }
 
 enum Due {
@@ -205,28 +84,55 @@ impl Ord for Timer {
     }
 }
 
+/// Which messages have ended, in acceptance order, for `flush` barriers.
+#[derive(Default)]
+struct Watermark {
+    base: u64,
+    ended: VecDeque<bool>,
+}
+
+impl Watermark {
+    fn accept(&mut self) {
+        self.ended.push_back(false);
+    }
+
+    /// Marks `seq` ended; true when the low water mark moved.
+    fn end(&mut self, seq: u64) -> bool {
+        let Some(slot) = seq
+            .checked_sub(self.base)
+            .and_then(|i| self.ended.get_mut(i as usize))
+        else {
+            return false;
+        };
+        *slot = true;
+        let before = self.base;
+        while self.ended.front() == Some(&true) {
+            self.ended.pop_front();
+            self.base += 1;
+        }
+        self.base != before
+    }
+}
+
 pub(crate) struct Scheduler {
     shared: Arc<Shared>,
     commands: Receiver<Command>,
-    jobs: Sender<Job>,
-    done: Receiver<Done>,
-    workers: usize,
-    busy: usize,
-    flush_at: usize,
-    flush_interval: Duration,
+    reports: Receiver<Report>,
+    /// Lane 0 is ingestion, lane 1 + i is webhook i.
+    lanes: Vec<Lane>,
+    batcher: Batcher,
     policy: RetryPolicy,
     send: bool,
-    hook_count: u8,
+    hook_mask: u8,
     on_outcome: Option<crate::config::OutcomeCallback>,
     logger: Logger,
     tracks: HashMap<u64, Track>,
     next_seq: u64,
-    open: Vec<(u64, Vec<u8>)>,
-    open_bytes: usize,
-    open_deadline: Option<Instant>,
-    ready: VecDeque<Job>,
+    watermark: Watermark,
     timers: BinaryHeap<Timer>,
     timer_n: u64,
+    next_housekeeping: Instant,
+    ticks: u32,
 }
 
 impl Scheduler {
@@ -234,99 +140,206 @@ impl Scheduler {
         config: &Config,
         shared: Arc<Shared>,
         commands: Receiver<Command>,
-        jobs: Sender<Job>,
-        done: Receiver<Done>,
-        workers: usize,
+        delivery: Arc<Delivery>,
         logger: Logger,
     ) -> Self {
+        let (report_tx, reports) = crossbeam_channel::unbounded();
+        let lane = |index: usize, label: String, tx: &Sender<Report>| {
+            Lane::new(
+                index,
+                label.into(),
+                delivery.clone(),
+                tx.clone(),
+                config.workers,
+                config.max_in_flight,
+                config.retry,
+            )
+        };
+        let mut lanes = vec![lane(0, "ingestion".into(), &report_tx)];
+        for (i, hook) in config.webhooks.iter().enumerate() {
+            let label = format!("webhooks[{i}] {}", redact_url(&hook.url));
+            lanes.push(lane(1 + i, label, &report_tx));
+        }
         Scheduler {
             shared,
             commands,
-            jobs,
-            done,
-            workers,
-            busy: 0,
-            flush_at: config.flush_at,
-            flush_interval: config.flush_interval,
+            reports,
+            lanes,
+            batcher: Batcher::new(config.flush_at, config.flush_interval),
             policy: config.retry,
             send: config.send,
-            hook_count: config.webhooks.len() as u8,
+            hook_mask: ((1u16 << config.webhooks.len()) - 1) as u8,
             on_outcome: config.on_outcome.clone(),
             logger,
             tracks: HashMap::new(),
             next_seq: 0,
-            open: Vec::new(),
-            open_bytes: 0,
-            open_deadline: None,
-            ready: VecDeque::new(),
+            watermark: Watermark::default(),
             timers: BinaryHeap::new(),
             timer_n: 0,
+            next_housekeeping: Instant::now() + HOUSEKEEPING,
+            ticks: 0,
         }
     }
 
     pub(crate) fn run(mut self) {
         loop {
-            self.dispatch();
             let now = Instant::now();
-            let wait = self.next_deadline().map_or(Duration::from_secs(3600), |d| {
-                d.saturating_duration_since(now)
-            });
+            self.fire_timers(now);
+            self.dispatch(now);
+            let wait = self
+                .next_deadline()
+                .saturating_duration_since(Instant::now());
             select! {
-                recv(self.commands) -> cmd => match cmd {
-                    Ok(Command::Message(item)) => self.accept(item),
-                    Ok(Command::Flush) => self.close_batch(),
-                    Ok(Command::Shutdown) | Err(_) => return self.shutdown(),
+                recv(self.commands) -> cmd => {
+                    let Ok(cmd) = cmd else { return self.shutdown() };
+                    if !self.command(cmd) {
+                        return self.shutdown();
+                    }
+                    // Read what else is waiting before handing work out: one wake for many.
+                    for _ in 0..READ_AHEAD {
+                        let Ok(cmd) = self.commands.try_recv() else { break };
+                        if !self.command(cmd) {
+                            return self.shutdown();
+                        }
+                    }
                 },
-                recv(self.done) -> done => {
-                    if let Ok(done) = done {
-                        self.busy -= 1;
-                        self.on_done(done);
+                recv(self.reports) -> report => {
+                    if let Ok(report) = report {
+                        self.on_report(report);
+                        while let Ok(report) = self.reports.try_recv() {
+                            self.on_report(report);
+                        }
                     }
                 },
                 default(wait) => {},
             }
-            self.fire_timers(Instant::now());
         }
     }
 
-    fn next_deadline(&self) -> Option<Instant> {
-        let timer = self.timers.peek().map(|t| t.at);
-        match (timer, self.open_deadline) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
+    /// Handles one command; false on shutdown.
+    fn command(&mut self, cmd: Command) -> bool {
+        match cmd {
+            Command::Message(item) => self.accept(item),
+            Command::Flush(barrier) => {
+                self.close_batch(Instant::now());
+                if let Some(b) = barrier {
+                    b.store(self.next_seq, SeqCst);
+                    self.shared.notify();
+                }
+            }
+            Command::Shutdown => return false,
         }
+        true
+    }
+
+    fn next_deadline(&self) -> Instant {
+        let mut at = self.next_housekeeping;
+        if let Some(t) = self.timers.peek() {
+            at = at.min(t.at);
+        }
+        if let Some(d) = self.batcher.deadline() {
+            at = at.min(d);
+        }
+        for lane in &self.lanes {
+            if let Some(w) = lane.wake_at() {
+                at = at.min(w);
+            }
+        }
+        at
     }
 
     fn fire_timers(&mut self, now: Instant) {
-        if self.open_deadline.is_some_and(|d| d <= now) {
-            self.close_batch();
+        if self.batcher.deadline().is_some_and(|d| d <= now) {
+            self.close_batch(now);
         }
         while self.timers.peek().is_some_and(|t| t.at <= now) {
             let timer = self.timers.pop().expect("peeked");
             match timer.due {
-                Due::Batch(batch) => self.ready.push_back(Job::Batch(batch)),
-                Due::HookRound(seq) => self.start_round(seq),
+                Due::Batch(batch) => self.lanes[0].push(Job::Batch(batch)),
+                Due::HookRound(seq) => self.start_round(seq, now),
+            }
+        }
+        if now >= self.next_housekeeping {
+            self.next_housekeeping = now + HOUSEKEEPING;
+            self.housekeeping(now);
+        }
+    }
+
+    /// Lets idle threads go, and ends requests waiting on a down destination whose
+    /// message's retry window has closed (they would otherwise wait for the destination).
+    fn housekeeping(&mut self, now: Instant) {
+        self.ticks += 1;
+        if self.ticks % TRIM_EVERY == 0 {
+            for lane in &mut self.lanes {
+                lane.trim();
+            }
+        }
+        let policy = self.policy;
+        for i in 0..self.lanes.len() {
+            if !self.lanes[i].is_down() {
+                continue;
+            }
+            let tracks = &self.tracks;
+            let expired = self.lanes[i].drain_waiting(|job| match job {
+                Job::Batch(b) => !b
+                    .first
+                    .is_some_and(|f| now >= after(f, policy.max_retry_duration)),
+                Job::Hook { seq, .. } => !tracks
+                    .get(seq)
+                    .and_then(|t| t.hook.as_ref())
+                    .is_some_and(|r| r.expired(now, &policy)),
+                Job::Exit => true,
+            });
+            let down = Attempt::Retryable {
+                reason: Reason::Connection,
+                detail: "destination down; not sent".into(),
+                retry_after: None,
+            };
+            for job in expired {
+                self.result(i, job, down.clone(), now);
             }
         }
     }
 
-    fn dispatch(&mut self) {
-        while self.busy < self.workers {
-            let Some(job) = self.ready.pop_front() else {
-                return;
-            };
-            match &job {
-                Job::Batch(b) => {
-                    for (seq, _) in &b.msgs {
-                        self.request_started(*seq);
+    /// Hands each lane the requests it may send now.
+    fn dispatch(&mut self, now: Instant) {
+        for i in 0..self.lanes.len() {
+            while let Some(job) = self.lanes[i].take(now) {
+                let seqs: Vec<u64> = match &job {
+                    Job::Batch(b) => b.msgs.iter().map(|(seq, _)| *seq).collect(),
+                    Job::Hook { seq, .. } => {
+                        // A round another URL already settled needs no more requests.
+                        let target = (i - 1) as u8;
+                        let wanted = self
+                            .tracks
+                            .get(seq)
+                            .is_some_and(|t| t.hook.as_ref().is_some_and(|r| r.wants(target)));
+                        if !wanted {
+                            continue;
+                        }
+                        vec![*seq]
                     }
+                    Job::Exit => continue,
+                };
+                for seq in &seqs {
+                    self.request_started(*seq);
                 }
-                Job::Hook { seq, .. } => self.request_started(*seq),
+                if let Err(e) = self.lanes[i].start(job) {
+                    // No thread could be started: what this request carried ends as failed
+                    // rather than waiting for a thread that will never come.
+                    self.logger.log(Level::Warn, || {
+                        format!("{}: cannot start a thread: {e}", self.lanes[i].label)
+                    });
+                    for seq in seqs {
+                        self.request_ended(seq);
+                        self.dest_done(
+                            seq,
+                            Some((Reason::Other, format!("cannot start a thread: {e}"))),
+                        );
+                    }
+                    return;
+                }
             }
-            if self.jobs.send(job).is_err() {
-                return;
-            }
-            self.busy += 1;
         }
     }
 
@@ -346,7 +359,7 @@ impl Scheduler {
                 if t.finished {
                     self.tracks.remove(&seq);
                 } else {
-                    self.shared.counters.in_flight.fetch_sub(1, Relaxed);
+                    self.shared.counters.landed();
                 }
             }
         }
@@ -355,8 +368,10 @@ impl Scheduler {
     fn accept(&mut self, item: Item) {
         let seq = self.next_seq;
         self.next_seq += 1;
+        self.watermark.accept();
         if !self.send {
             return self.report(
+                Some(seq),
                 &item.id,
                 OutcomeKind::Dropped,
                 Some(Reason::SendDisabled),
@@ -366,23 +381,14 @@ impl Scheduler {
         let remaining = u8::from(item.ingest.is_some()) + u8::from(item.hook.is_some());
         if remaining == 0 {
             return self.report(
+                Some(seq),
                 &item.id,
                 OutcomeKind::Dropped,
                 Some(Reason::Filtered),
                 "integrations exclude every destination of this client".into(),
             );
         }
-        let hook = item.hook.map(|body| HookState {
-            body,
-            first: None,
-            attempts: 0,
-            outstanding: 0,
-            retry_mask: (1u8 << self.hook_count) - 1,
-            retry_after: None,
-            last_error: None,
-            permanent: None,
-        });
-        let has_hook = hook.is_some();
+        let has_hook = item.hook.is_some();
         self.tracks.insert(
             seq,
             Track {
@@ -391,92 +397,81 @@ impl Scheduler {
                 failure: None,
                 requests: 0,
                 finished: false,
-                hook,
+                hook: item.hook.map(|body| Round::new(body, self.hook_mask, None)),
             },
         );
+        let now = Instant::now();
         if let Some(bytes) = item.ingest {
-            self.add_to_batch(seq, bytes);
+            let closed: Vec<Batch> = self.batcher.add(seq, bytes, now).collect();
+            for batch in closed {
+                self.queue_batch(batch, now);
+            }
         }
         if has_hook {
-            self.start_round(seq);
+            self.start_round(seq, now);
         }
     }
 
-    fn add_to_batch(&mut self, seq: u64, bytes: Vec<u8>) {
-        let len = bytes.len();
-        if !self.open.is_empty()
-            && ingestion::body_len(self.open.len() + 1, self.open_bytes + len) > MAX_BATCH_BYTES
-        {
-            self.close_batch();
-        }
-        if self.open.is_empty() {
-            self.open_deadline = Some(after(Instant::now(), self.flush_interval));
-        }
-        self.open.push((seq, bytes));
-        self.open_bytes += len;
-        if self.open.len() >= self.flush_at {
-            self.close_batch();
+    fn close_batch(&mut self, now: Instant) {
+        if let Some(batch) = self.batcher.close() {
+            self.queue_batch(batch, now);
         }
     }
 
-    fn close_batch(&mut self) {
-        self.open_deadline = None;
-        if self.open.is_empty() {
-            return;
-        }
-        self.open_bytes = 0;
-        let msgs = std::mem::take(&mut self.open);
-        self.ready.push_back(Job::Batch(Batch {
-            msgs,
-            first: None,
-            attempts: 0,
-        }));
+    fn queue_batch(&mut self, mut batch: Batch, now: Instant) {
+        batch.first.get_or_insert(now);
+        self.lanes[0].push(Job::Batch(batch));
     }
 
     /// Sends the message to every webhook still worth trying.
-    fn start_round(&mut self, seq: u64) {
-        let Some(t) = self.tracks.get_mut(&seq) else {
+    fn start_round(&mut self, seq: u64, now: Instant) {
+        let Some(round) = self.tracks.get_mut(&seq).and_then(|t| t.hook.as_mut()) else {
             return;
         };
-        let Some(h) = t.hook.as_mut() else { return };
-        h.first.get_or_insert_with(Instant::now);
-        h.attempts += 1;
-        let mask = std::mem::take(&mut h.retry_mask);
-        h.retry_after = None;
-        h.outstanding = mask.count_ones() as u8;
-        if h.attempts > 1 {
+        let mask = round.start(now);
+        if round.attempts > 1 {
             self.shared
                 .counters
                 .retries
-                .fetch_add(u64::from(h.outstanding), Relaxed);
+                .fetch_add(u64::from(mask.count_ones()), Relaxed);
         }
+        let body = round.body.clone();
         for target in 0..8u8 {
             if mask & (1 << target) != 0 {
-                self.ready.push_back(Job::Hook {
+                self.lanes[1 + target as usize].push(Job::Hook {
                     seq,
-                    target,
-                    body: h.body.clone(),
+                    body: body.clone(),
                 });
             }
         }
     }
 
-    fn on_done(&mut self, done: Done) {
-        match done {
-            Done::Batch(batch, attempt) => self.batch_done(batch, attempt),
-            Done::Hook {
-                seq,
-                target,
-                attempt,
-            } => self.hook_done(seq, target, attempt),
+    fn on_report(&mut self, report: Report) {
+        let now = Instant::now();
+        let Report { lane, job, attempt } = report;
+        self.lanes[lane].finished(&attempt, now);
+        match &job {
+            Job::Batch(b) => {
+                for (seq, _) in &b.msgs {
+                    self.request_ended(*seq);
+                }
+            }
+            Job::Hook { seq, .. } => self.request_ended(*seq),
+            Job::Exit => return,
+        }
+        self.result(lane, job, attempt, now);
+    }
+
+    /// What a request's result (or a request that will not be sent) means for its messages.
+    fn result(&mut self, lane: usize, job: Job, attempt: Attempt, now: Instant) {
+        match job {
+            Job::Batch(batch) => self.batch_result(batch, attempt, now),
+            Job::Hook { seq, .. } => self.hook_result(seq, (lane - 1) as u8, attempt, now),
+            Job::Exit => {}
         }
     }
 
-    fn batch_done(&mut self, mut batch: Batch, attempt: Attempt) {
-        for (seq, _) in &batch.msgs {
-            self.request_ended(*seq);
-        }
-        let now = Instant::now();
+    fn batch_result(&mut self, mut batch: Batch, attempt: Attempt, now: Instant) {
         let first = *batch.first.get_or_insert(now);
         batch.attempts += 1;
         match attempt {
@@ -498,8 +493,8 @@ impl Scheduler {
                         attempts: batch.attempts,
                     })
                 };
-                self.ready.push_front(half(tail));
-                self.ready.push_front(half(batch.msgs));
+                self.lanes[0].push_front(half(tail));
+                self.lanes[0].push_front(half(batch.msgs));
             }
             Attempt::Permanent { reason, detail } => {
                 self.logger.log(Level::Warn, || {
@@ -519,7 +514,7 @@ impl Scheduler {
                         format!(
                             "ingestion: retrying a batch of {} in {:?} after {detail}",
                             batch.msgs.len(),
-                            at - now
+                            at.saturating_duration_since(now)
                         )
                     });
                     self.shared.counters.retries.fetch_add(1, Relaxed);
@@ -539,66 +534,37 @@ impl Scheduler {
         }
     }
 
-    fn hook_done(&mut self, seq: u64, target: u8, attempt: Attempt) {
-        self.request_ended(seq);
-        let now = Instant::now();
+    fn hook_result(&mut self, seq: u64, target: u8, attempt: Attempt, now: Instant) {
         let Some(t) = self.tracks.get_mut(&seq) else {
             return;
         };
         if t.finished {
             return;
         }
-        let Some(h) = t.hook.as_mut() else { return };
-        if h.outstanding == 0 {
-            // Already settled by a success in this round.
+        let Some(round) = t.hook.as_mut() else {
+            // Already delivered through another URL.
             return;
+        };
+        if let Attempt::Permanent { detail, .. } = &attempt {
+            let label = &self.lanes[1 + target as usize].label;
+            self.logger.log(Level::Warn, || {
+                format!("{label}: permanent failure: {detail}")
+            });
         }
-        h.outstanding -= 1;
-        match attempt {
-            Attempt::Success => {
-                // One URL took it: the message is delivered; the others are not retried.
-                h.outstanding = 0;
-                h.retry_mask = 0;
+        match round.record(target, attempt, now, &self.policy) {
+            Settled::Pending => {}
+            Settled::Retry(at) => self.schedule(at, Due::HookRound(seq)),
+            Settled::Delivered => {
                 t.hook = None;
-                return self.dest_done(seq, None);
+                self.dest_done(seq, None);
             }
-            Attempt::Retryable {
-                reason,
-                detail,
-                retry_after,
-            } => {
-                h.retry_mask |= 1 << target;
-                h.retry_after = h.retry_after.max(retry_after);
-                h.last_error = Some((reason, detail));
-            }
-            Attempt::Permanent { reason, detail } => {
-                self.logger.log(Level::Warn, || {
-                    format!("webhooks[{target}]: permanent failure: {detail}")
-                });
-                h.permanent.get_or_insert((reason, detail));
-            }
-        }
-        if h.outstanding > 0 {
-            return;
-        }
-        if h.retry_mask == 0 {
-            let (reason, detail) = h
-                .permanent
-                .take()
-                .unwrap_or((Reason::Other, "no webhook accepted".into()));
-            return self.dest_done(seq, Some((reason, format!("webhooks: {detail}"))));
-        }
-        let first = h.first.unwrap_or(now);
-        match self.policy.next(h.attempts, first, now, h.retry_after) {
-            Some(at) => self.schedule(at, Due::HookRound(seq)),
-            None => {
-                let last = h.last_error.as_ref().map_or("", |(_, d)| d.as_str());
-                let detail = format!(
-                    "webhooks: expired after {} attempts; last: {last}",
-                    h.attempts
-                );
-                self.logger.log(Level::Warn, || detail.clone());
-                self.dest_done(seq, Some((Reason::Expired, detail)));
+            Settled::Failed(reason, detail) => {
+                t.hook = None;
+                let detail = format!("webhooks: {detail}");
+                if reason == Reason::Expired {
+                    self.logger.log(Level::Warn, || detail.clone());
+                }
+                self.dest_done(seq, Some((reason, detail)));
             }
         }
     }
@@ -634,37 +600,60 @@ impl Scheduler {
             self.tracks.remove(&seq);
         } else {
             // Its other requests are still out; stop counting it as in flight.
-            self.shared.counters.in_flight.fetch_sub(1, Relaxed);
+            self.shared.counters.landed();
         }
         match failure {
-            None => self.report(&id, OutcomeKind::Delivered, None, String::new()),
-            Some((reason, detail)) => self.report(&id, OutcomeKind::Failed, Some(reason), detail),
+            None => self.report(Some(seq), &id, OutcomeKind::Delivered, None, String::new()),
+            Some((reason, detail)) => {
+                self.report(Some(seq), &id, OutcomeKind::Failed, Some(reason), detail)
+            }
         }
     }
 
-    fn report(&self, id: &Arc<str>, kind: OutcomeKind, reason: Option<Reason>, detail: String) {
-        self.shared.counters.count(kind);
-        if let Some(cb) = &self.on_outcome {
-            let _gate = self.shared.gate.lock().unwrap_or_else(|e| e.into_inner());
-            if self.shared.callbacks_off.load(SeqCst) {
-                return self.shared.finish_one();
+    /// Counts the outcome, hands it to `on_outcome`, then releases the message's slot.
+    fn report(
+        &mut self,
+        seq: Option<u64>,
+        id: &Arc<str>,
+        kind: OutcomeKind,
+        reason: Option<Reason>,
+        detail: String,
+    ) {
+        let loss = kind != OutcomeKind::Delivered && reason != Some(Reason::Filtered);
+        if self.shared.tally(kind, loss) {
+            if let Some(cb) = &self.on_outcome {
+                let _gate = self.shared.gate.lock().unwrap_or_else(|e| e.into_inner());
+                if !self.shared.callbacks_off.load(SeqCst) {
+                    let outcome = Outcome {
+                        message_id: id.clone(),
+                        kind,
+                        reason,
+                        detail,
+                    };
+                    // A panicking callback must not take the scheduler down with it.
+                    let call = std::panic::AssertUnwindSafe(|| cb(&outcome));
+                    if std::panic::catch_unwind(call).is_err() {
+                        self.logger
+                            .log(Level::Warn, || "on_outcome callback panicked".into());
+                    }
+                }
             }
-            let outcome = Outcome {
-                message_id: id.clone(),
-                kind,
-                reason,
-                detail,
-            };
-            // A panicking callback must not take the scheduler down with it.
-            if std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| cb(&outcome))).is_err() {
-                self.logger
-                    .log(Level::Warn, || "on_outcome callback panicked".into());
-            }
+            self.shared.release();
         }
-        self.shared.finish_one();
+        let moved = seq.is_some_and(|s| self.watermark.end(s));
+        if moved {
+            self.shared.low_water.store(self.watermark.base, SeqCst);
+        }
+        if moved || self.shared.pending.load(Acquire) == 0 {
+            self.shared.notify();
+        }
     }
 
     fn shutdown(mut self) {
+        for lane in &mut self.lanes {
+            // Threads finish the request they are on (bounded by `timeout`) and exit.
+            lane.stop();
+        }
         let mut left: Vec<(u64, Arc<str>, bool)> = self
             .tracks
             .iter()
@@ -672,9 +661,10 @@ impl Scheduler {
             .map(|(seq, t)| (*seq, t.id.clone(), t.requests > 0))
             .collect();
         left.sort_by_key(|(seq, _, _)| *seq);
-        for (_, id, in_flight) in left {
+        self.tracks.clear();
+        for (seq, id, in_flight) in left {
             if in_flight {
-                self.shared.counters.in_flight.fetch_sub(1, Relaxed);
+                self.shared.counters.landed();
             }
             let detail = if in_flight {
                 "client closed while the request was in flight; delivery unknown"
@@ -682,17 +672,18 @@ impl Scheduler {
                 "client closed before delivery"
             };
             self.report(
+                Some(seq),
                 &id,
                 OutcomeKind::Dropped,
                 Some(Reason::Closed),
                 detail.into(),
             );
         }
-        self.tracks.clear();
         // Messages enqueued before close took effect but not yet read.
         while let Ok(cmd) = self.commands.try_recv() {
             if let Command::Message(item) = cmd {
                 self.report(
+                    None,
                     &item.id,
                     OutcomeKind::Dropped,
                     Some(Reason::Closed),
@@ -700,5 +691,28 @@ impl Scheduler {
                 );
             }
         }
+        self.shared.notify();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_watermark_moves_past_ended_messages_in_order() {
+        let mut w = Watermark::default();
+        for _ in 0..4 {
+            w.accept();
+        }
+        assert!(!w.end(2));
+        assert_eq!(w.base, 0);
+        assert!(w.end(0));
+        assert_eq!(w.base, 1);
+        assert!(w.end(1));
+        assert_eq!(w.base, 3, "2 had ended already");
+        assert!(!w.end(1), "twice is harmless");
+        assert!(w.end(3));
+        assert_eq!(w.base, 4);
     }
 }

@@ -58,7 +58,10 @@ impl Transport {
             .max_redirects(0)
             .max_redirects_will_error(false)
             .user_agent(ureq::config::AutoHeaderValue::None)
-            .max_idle_connections_per_host(config.workers.max(config.webhooks.len()) * 2);
+            // Keep-alive for every request a lane may have in flight (a reconnect per request
+            // would cost a handshake exactly when receivers are slow).
+            .max_idle_connections_per_host(config.max_in_flight)
+            .max_idle_connections(config.max_in_flight * (1 + config.webhooks.len()));
         if !config.proxy_from_env {
             builder = builder.proxy(None);
         }

@@ -95,8 +95,12 @@ impl Hooks {
         }
     }
 
-    pub(crate) fn url(&self, target: usize) -> &str {
-        &self.targets[target].url
+    /// Webhook `target` as logs show it (no query string: it may hold a token).
+    pub(crate) fn label(&self, target: usize) -> String {
+        format!(
+            "webhooks[{target}] {}",
+            crate::log::redact_url(&self.targets[target].url)
+        )
     }
 
     /// POSTs `body` to webhook number `target`.

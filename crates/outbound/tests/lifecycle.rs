@@ -239,16 +239,16 @@ fn debug_env_turns_logging_on() {
 }
 
 #[test]
-fn no_outcome_callback_runs_after_close_returns() {
+fn close_reports_every_outcome_before_it_returns_even_past_its_timeout() {
     let server = Server::start(|_| Reply::Hang);
     let calls = Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let c = calls.clone();
     let config = Config {
         timeout: Duration::from_secs(30),
         flush_at: 1,
-        // A slow callback: reporting 20 drops takes 4 s, far past close's deadline.
+        // A slow callback: reporting 20 drops takes 1 s, far past close's deadline.
         on_outcome: Some(Arc::new(move |_: &outbound::Outcome| {
-            std::thread::sleep(Duration::from_millis(200));
+            std::thread::sleep(Duration::from_millis(50));
             c.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         })),
         ..ingestion(&server)
@@ -257,20 +257,53 @@ fn no_outcome_callback_runs_after_close_returns() {
     for i in 0..20 {
         client.enqueue(&Message::identify(format!("u{i}"))).unwrap();
     }
-    let start = Instant::now();
     let _ = client.close(Some(Duration::from_millis(100)));
-    assert!(
-        start.elapsed() < Duration::from_secs(2),
-        "{:?}",
-        start.elapsed()
+    assert_eq!(calls.load(std::sync::atomic::Ordering::SeqCst), 20);
+    let s = client.stats();
+    assert_eq!(
+        (s.accepted, s.dropped, s.queued, s.in_flight),
+        (20, 20, 0, 0)
     );
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(calls.load(std::sync::atomic::Ordering::SeqCst), 20);
+}
+
+#[test]
+fn close_stops_waiting_for_a_callback_that_blocks_and_still_counts_everything() {
+    let server = Server::start(|_| Reply::Hang);
+    let calls = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let c = calls.clone();
+    let config = Config {
+        timeout: Duration::from_secs(1),
+        flush_at: 1,
+        // The first callback blocks for 3 s: longer than the client's timeout.
+        on_outcome: Some(Arc::new(move |_: &outbound::Outcome| {
+            if c.fetch_add(1, std::sync::atomic::Ordering::SeqCst) == 0 {
+                std::thread::sleep(Duration::from_secs(3));
+            }
+        })),
+        ..ingestion(&server)
+    };
+    let client = Client::new(config).unwrap();
+    for i in 0..20 {
+        client.enqueue(&Message::identify(format!("u{i}"))).unwrap();
+    }
+    let start = Instant::now();
+    assert_eq!(client.close(Some(Duration::from_millis(100))), Ok(false));
+    let took = start.elapsed();
+    assert!(took < Duration::from_millis(2500), "{took:?}");
+    let s = client.stats();
+    assert_eq!(s.accepted, 20);
+    assert_eq!(s.delivered + s.failed + s.dropped, 20, "{s:?}");
+    assert_eq!((s.queued, s.in_flight), (0, 0), "{s:?}");
     let at_close = calls.load(std::sync::atomic::Ordering::SeqCst);
-    assert!(
-        at_close < 20,
-        "the test needs reports still pending at close: {at_close}"
+    std::thread::sleep(Duration::from_secs(3));
+    assert_eq!(
+        calls.load(std::sync::atomic::Ordering::SeqCst),
+        at_close,
+        "no callback starts after close returns"
     );
-    std::thread::sleep(Duration::from_millis(1000));
-    assert_eq!(calls.load(std::sync::atomic::Ordering::SeqCst), at_close);
+    assert_eq!(client.stats(), s, "nothing counted twice");
 }
 
 #[test]

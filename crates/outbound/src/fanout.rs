@@ -1,0 +1,209 @@
+//! One message's fan-out to the webhook URLs (seed §7, design §6): each round sends it to
+//! every URL still worth trying; the first 2xx delivers it and no URL is tried again;
+//! otherwise the URLs whose failure was retryable get the next round, until the retry window
+//! closes.
+
+use crate::outcome::Reason;
+use crate::retry::RetryPolicy;
+use crate::transport::Attempt;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+pub(crate) struct Round {
+    pub body: Arc<[u8]>,
+    /// When the first round started: the retry window opens then.
+    pub first: Option<Instant>,
+    pub attempts: u32,
+    /// URLs whose request of this round has not come back.
+    outstanding: u8,
+    /// URLs for the next round.
+    retry: u8,
+    retry_after: Option<Duration>,
+    last_error: Option<String>,
+    permanent: Option<(Reason, String)>,
+}
+
+/// Where a message's webhook delivery stands after a result.
+#[derive(Debug, PartialEq)]
+pub(crate) enum Settled {
+    /// Requests of this round are still out.
+    Pending,
+    Delivered,
+    Failed(Reason, String),
+    /// Start the next round at this time.
+    Retry(Instant),
+}
+
+impl Round {
+    /// A message to send to the URLs of `mask`.
+    pub(crate) fn new(body: Arc<[u8]>, mask: u8, first: Option<Instant>) -> Round {
+        Round {
+            body,
+            first,
+            attempts: 0,
+            outstanding: 0,
+            retry: mask,
+            retry_after: None,
+            last_error: None,
+            permanent: None,
+        }
+    }
+
+    /// Starts a round: the URLs to send to now.
+    pub(crate) fn start(&mut self, now: Instant) -> u8 {
+        self.first.get_or_insert(now);
+        self.attempts += 1;
+        self.retry_after = None;
+        self.outstanding = std::mem::take(&mut self.retry);
+        self.outstanding
+    }
+
+    /// True while URL `target`'s request of this round is still wanted.
+    pub(crate) fn wants(&self, target: u8) -> bool {
+        self.outstanding & (1 << target) != 0
+    }
+
+    /// URLs still worth trying (this round's and the next's): what a spool keeps.
+    #[allow(dead_code)] // until the spool records it
+    pub(crate) fn live_mask(&self) -> u8 {
+        self.outstanding | self.retry
+    }
+
+    /// Records URL `target`'s result for this round.
+    pub(crate) fn record(
+        &mut self,
+        target: u8,
+        attempt: Attempt,
+        now: Instant,
+        policy: &RetryPolicy,
+    ) -> Settled {
+        if !self.wants(target) {
+            return Settled::Pending;
+        }
+        self.outstanding &= !(1 << target);
+        match attempt {
+            Attempt::Success => return Settled::Delivered,
+            Attempt::Retryable {
+                detail,
+                retry_after,
+                ..
+            } => {
+                self.retry |= 1 << target;
+                self.retry_after = self.retry_after.max(retry_after);
+                self.last_error = Some(detail);
+            }
+            Attempt::Permanent { reason, detail } => {
+                self.permanent.get_or_insert((reason, detail));
+            }
+        }
+        if self.outstanding != 0 {
+            return Settled::Pending;
+        }
+        if self.retry == 0 {
+            let (reason, detail) = self
+                .permanent
+                .take()
+                .unwrap_or((Reason::Other, "no webhook accepted".into()));
+            return Settled::Failed(reason, detail);
+        }
+        match policy.next(
+            self.attempts,
+            self.first.unwrap_or(now),
+            now,
+            self.retry_after,
+        ) {
+            Some(at) => Settled::Retry(at),
+            None => Settled::Failed(Reason::Expired, self.expired_detail()),
+        }
+    }
+
+    /// True when the retry window has closed.
+    pub(crate) fn expired(&self, now: Instant, policy: &RetryPolicy) -> bool {
+        self.first
+            .is_some_and(|f| now >= crate::retry::after(f, policy.max_retry_duration))
+    }
+
+    pub(crate) fn expired_detail(&self) -> String {
+        format!(
+            "expired after {} attempts; last: {}",
+            self.attempts,
+            self.last_error.as_deref().unwrap_or("none")
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn retryable() -> Attempt {
+        Attempt::Retryable {
+            reason: Reason::Status(503),
+            detail: "status 503".into(),
+            retry_after: None,
+        }
+    }
+
+    fn permanent(status: u16) -> Attempt {
+        Attempt::Permanent {
+            reason: Reason::Status(status),
+            detail: format!("status {status}"),
+        }
+    }
+
+    #[test]
+    fn one_success_delivers_and_ends_the_round() {
+        let p = RetryPolicy::default();
+        let now = Instant::now();
+        let mut r = Round::new(Arc::from(&b"{}"[..]), 0b111, None);
+        assert_eq!(r.start(now), 0b111);
+        assert_eq!(r.record(0, retryable(), now, &p), Settled::Pending);
+        assert_eq!(r.record(1, Attempt::Success, now, &p), Settled::Delivered);
+    }
+
+    #[test]
+    fn only_retryable_urls_get_the_next_round() {
+        let p = RetryPolicy::default();
+        let now = Instant::now();
+        let mut r = Round::new(Arc::from(&b"{}"[..]), 0b11, None);
+        r.start(now);
+        assert_eq!(r.record(0, permanent(404), now, &p), Settled::Pending);
+        assert!(matches!(
+            r.record(1, retryable(), now, &p),
+            Settled::Retry(_)
+        ));
+        assert_eq!(r.live_mask(), 0b10);
+        assert_eq!(r.start(now), 0b10);
+        assert_eq!(
+            r.record(1, permanent(410), now, &p),
+            Settled::Failed(Reason::Status(404), "status 404".into())
+        );
+    }
+
+    #[test]
+    fn the_window_closes_with_expired() {
+        let p = RetryPolicy {
+            max_retry_duration: Duration::from_secs(1),
+            ..Default::default()
+        };
+        let t = Instant::now();
+        let mut r = Round::new(Arc::from(&b"{}"[..]), 0b1, None);
+        r.start(t);
+        let later = t + Duration::from_secs(2);
+        assert!(r.expired(later, &p));
+        match r.record(0, retryable(), later, &p) {
+            Settled::Failed(Reason::Expired, d) => assert!(d.contains("status 503"), "{d}"),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_late_result_for_a_url_not_in_the_round_is_ignored() {
+        let p = RetryPolicy::default();
+        let now = Instant::now();
+        let mut r = Round::new(Arc::from(&b"{}"[..]), 0b01, None);
+        r.start(now);
+        assert_eq!(r.record(1, Attempt::Success, now, &p), Settled::Pending);
+        assert!(r.wants(0));
+    }
+}

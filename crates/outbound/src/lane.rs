@@ -1,0 +1,481 @@
+//! Delivery lanes: one per destination (ingestion, and each webhook URL). A lane owns its
+//! queue of requests, its own worker threads and the destination's health, so a slow or
+//! failing destination never delays another one (design §9).
+//!
+//! - Threads grow with demand: a request waiting while every thread of the lane is busy
+//!   starts a new one, up to `max_in_flight`; threads idle for a whole trim period exit.
+//! - Health: after [`TRIP_AFTER`] retryable failures in a row (and no success), the lane
+//!   holds back and sends one probe at a time, spaced by a growing, jittered backoff, until a
+//!   request succeeds. A dead receiver then sees a trickle of probes, not every queued
+//!   message's retries (no retry storm).
+//! - `Retry-After` on a response pauses the whole lane: the server spoke for itself, not for
+//!   one message.
+
+use crate::ingestion::Endpoint;
+use crate::log::{Level, Logger};
+use crate::retry::{after, RetryPolicy};
+use crate::transport::{Attempt, Transport};
+use crate::webhook::Hooks;
+use crossbeam_channel::{Receiver, Sender};
+use std::collections::VecDeque;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// Retryable failures in a row after which a lane holds back to one probe at a time.
+pub(crate) const TRIP_AFTER: u32 = 20;
+
+/// What every lane's workers share: the transport and both destinations.
+pub(crate) struct Delivery {
+    pub transport: Transport,
+    pub ingestion: Option<Endpoint>,
+    pub hooks: Hooks,
+    pub logger: Logger,
+}
+
+/// Ingestion messages sent together: (message seq, bytes).
+pub(crate) struct Batch {
+    pub msgs: Vec<(u64, Arc<[u8]>)>,
+    /// When its first attempt was made (the retry window opens then).
+    pub first: Option<Instant>,
+    pub attempts: u32,
+}
+
+/// One request for a lane's worker.
+pub(crate) enum Job {
+    Batch(Batch),
+    Hook {
+        seq: u64,
+        body: Arc<[u8]>,
+    },
+    /// Ends the worker that takes it (the lane shrinks).
+    Exit,
+}
+
+/// A finished request, back to the scheduler.
+pub(crate) struct Report {
+    pub lane: usize,
+    pub job: Job,
+    pub attempt: Attempt,
+}
+
+#[derive(Debug, PartialEq, Eq)]
+enum Health {
+    /// Requests flow freely.
+    Up,
+    /// Failing: nothing is sent before `until`, then one probe.
+    Down { until: Instant, opens: u32 },
+    /// One probe is out; its result decides.
+    Probing { opens: u32 },
+}
+
+pub(crate) struct Lane {
+    /// The destination as logs show it (no query string).
+    pub label: Arc<str>,
+    index: usize,
+    delivery: Arc<Delivery>,
+    jobs: Sender<Job>,
+    jobs_rx: Receiver<Job>,
+    reports: Sender<Report>,
+    ready: VecDeque<Job>,
+    busy: usize,
+    threads: usize,
+    /// Most requests out at once since the last trim.
+    peak: usize,
+    min_threads: usize,
+    cap: usize,
+    failures: u32,
+    health: Health,
+    paused_until: Option<Instant>,
+    policy: RetryPolicy,
+    logger: Logger,
+}
+
+impl Lane {
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn new(
+        index: usize,
+        label: Arc<str>,
+        delivery: Arc<Delivery>,
+        reports: Sender<Report>,
+        min_threads: usize,
+        cap: usize,
+        policy: RetryPolicy,
+    ) -> Lane {
+        let (jobs, jobs_rx) = crossbeam_channel::unbounded();
+        let logger = delivery.logger.clone();
+        Lane {
+            label,
+            index,
+            delivery,
+            jobs,
+            jobs_rx,
+            reports,
+            ready: VecDeque::new(),
+            busy: 0,
+            threads: 0,
+            peak: 0,
+            min_threads: min_threads.min(cap),
+            cap,
+            failures: 0,
+            health: Health::Up,
+            paused_until: None,
+            policy,
+            logger,
+        }
+    }
+
+    /// Queues a request behind the others.
+    pub(crate) fn push(&mut self, job: Job) {
+        self.ready.push_back(job);
+    }
+
+    /// Queues a request ahead of the others (the halves of a split batch).
+    pub(crate) fn push_front(&mut self, job: Job) {
+        self.ready.push_front(job);
+    }
+
+    /// The next request this lane may send now: under the in-flight cap, not paused, and one
+    /// probe at a time while the destination is down.
+    pub(crate) fn take(&mut self, now: Instant) -> Option<Job> {
+        if self.ready.is_empty() || self.busy >= self.cap {
+            return None;
+        }
+        if self.paused_until.is_some_and(|t| now < t) {
+            return None;
+        }
+        match self.health {
+            Health::Up => {}
+            Health::Down { until, opens } if now >= until => {
+                self.health = Health::Probing { opens };
+            }
+            Health::Down { .. } | Health::Probing { .. } => return None,
+        }
+        self.ready.pop_front()
+    }
+
+    /// Hands a request from [`take`](Self::take) to a worker, starting one when every thread
+    /// of the lane is busy.
+    pub(crate) fn start(&mut self, job: Job) -> Result<(), std::io::Error> {
+        if self.busy >= self.threads {
+            self.spawn()?;
+        }
+        self.busy += 1;
+        self.peak = self.peak.max(self.busy);
+        // The lane holds a receiver, so the channel is open.
+        let _ = self.jobs.send(job);
+        Ok(())
+    }
+
+    fn spawn(&mut self) -> Result<(), std::io::Error> {
+        let (delivery, jobs, reports, index) = (
+            self.delivery.clone(),
+            self.jobs_rx.clone(),
+            self.reports.clone(),
+            self.index,
+        );
+        std::thread::Builder::new()
+            .name(format!("outbound-lane-{index}"))
+            .spawn(move || work(index, &delivery, &jobs, &reports))?;
+        self.threads += 1;
+        Ok(())
+    }
+
+    /// A request of this lane came back: frees its slot and updates the destination's health.
+    pub(crate) fn finished(&mut self, attempt: &Attempt, now: Instant) {
+        self.busy -= 1;
+        let retry_after = match attempt {
+            Attempt::Retryable { retry_after, .. } => *retry_after,
+            _ => None,
+        };
+        if let Some(wait) = retry_after {
+            let until = after(now, wait.min(self.policy.max_retry_after));
+            if !self.paused_until.is_some_and(|t| t >= until) {
+                self.logger.log(Level::Debug, || {
+                    format!("{}: paused {wait:?} (Retry-After)", self.label)
+                });
+                self.paused_until = Some(until);
+            }
+        }
+        match attempt {
+            // A success, or an answer that retrying will not change: the receiver is there.
+            Attempt::Success | Attempt::Permanent { .. } => {
+                self.failures = 0;
+                if self.health != Health::Up {
+                    self.logger
+                        .log(Level::Warn, || format!("{}: recovered", self.label));
+                    self.health = Health::Up;
+                }
+            }
+            Attempt::Retryable { .. } => {
+                self.failures = self.failures.saturating_add(1);
+                let opens = match self.health {
+                    Health::Up if self.failures >= TRIP_AFTER => 1,
+                    Health::Probing { opens } => opens + 1,
+                    _ => return,
+                };
+                let wait = self.probe_backoff(opens);
+                self.logger.log(Level::Warn, || {
+                    format!(
+                        "{}: {} failures in a row; next probe in {wait:?}",
+                        self.label, self.failures
+                    )
+                });
+                self.health = Health::Down {
+                    until: after(now, wait),
+                    opens,
+                };
+            }
+        }
+    }
+
+    /// Half of the doubling ceiling fixed, half jittered: probes never come in a burst.
+    fn probe_backoff(&self, opens: u32) -> Duration {
+        let ceiling = self
+            .policy
+            .base
+            .saturating_mul(1u32 << opens.saturating_sub(1).min(20))
+            .min(self.policy.max_backoff);
+        ceiling / 2 + (ceiling / 2).mul_f64(fastrand::f64())
+    }
+
+    /// When this lane may send again although nothing else happens (a pause or a probe).
+    pub(crate) fn wake_at(&self) -> Option<Instant> {
+        if self.ready.is_empty() {
+            return None;
+        }
+        let probe = match self.health {
+            Health::Down { until, .. } => Some(until),
+            _ => None,
+        };
+        match (probe, self.paused_until) {
+            (Some(a), Some(b)) => Some(a.max(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// True while the destination is taken as down.
+    pub(crate) fn is_down(&self) -> bool {
+        self.health != Health::Up
+    }
+
+    /// Takes out the waiting requests that `keep` refuses (messages past their window while
+    /// the destination is down).
+    pub(crate) fn drain_waiting(&mut self, mut keep: impl FnMut(&Job) -> bool) -> Vec<Job> {
+        let mut out = Vec::new();
+        self.ready.retain_mut(|job| {
+            if keep(job) {
+                true
+            } else {
+                out.push(std::mem::replace(job, Job::Exit));
+                false
+            }
+        });
+        out
+    }
+
+    /// Called periodically: lets threads that were not needed since the last call go.
+    pub(crate) fn trim(&mut self) {
+        let want = self.peak.max(self.busy).max(self.min_threads);
+        while self.threads > want {
+            let _ = self.jobs.send(Job::Exit);
+            self.threads -= 1;
+        }
+        self.peak = self.busy;
+    }
+
+    /// Stops every thread of the lane (each after its current request) and returns what was
+    /// still waiting.
+    pub(crate) fn stop(&mut self) -> Vec<Job> {
+        for _ in 0..self.threads {
+            let _ = self.jobs.send(Job::Exit);
+        }
+        self.threads = 0;
+        self.ready.drain(..).collect()
+    }
+}
+
+/// A worker: sends requests of one lane until told to exit or the scheduler is gone.
+fn work(lane: usize, delivery: &Delivery, jobs: &Receiver<Job>, reports: &Sender<Report>) {
+    while let Ok(job) = jobs.recv() {
+        let attempt = match &job {
+            Job::Exit => return,
+            Job::Batch(batch) => {
+                let Some(endpoint) = delivery.ingestion.as_ref() else {
+                    return;
+                };
+                let attempt =
+                    endpoint.send(&delivery.transport, batch.msgs.iter().map(|(_, m)| &m[..]));
+                delivery.logger.log(Level::Debug, || {
+                    format!("ingestion: batch of {}: {attempt:?}", batch.msgs.len())
+                });
+                attempt
+            }
+            Job::Hook { body, .. } => {
+                let target = lane - 1;
+                let attempt = delivery.hooks.send(&delivery.transport, target, body);
+                delivery.logger.log(Level::Debug, || {
+                    format!("{}: {attempt:?}", delivery.hooks.label(target))
+                });
+                attempt
+            }
+        };
+        if reports.send(Report { lane, job, attempt }).is_err() {
+            return;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn lane(cap: usize) -> (Lane, Receiver<Report>) {
+        let config = crate::Config {
+            webhooks: vec![crate::Webhook::new("http://127.0.0.1:9/x?token=secret")],
+            ..Default::default()
+        };
+        let targets = config.check_targets().unwrap();
+        let delivery = Arc::new(Delivery {
+            transport: Transport::new(&config).unwrap(),
+            ingestion: None,
+            hooks: Hooks::new(&config, targets),
+            logger: Logger::new(Some(false), None),
+        });
+        let (tx, rx) = crossbeam_channel::unbounded();
+        let lane = Lane::new(
+            1,
+            "test".into(),
+            delivery,
+            tx,
+            1,
+            cap,
+            RetryPolicy::default(),
+        );
+        (lane, rx)
+    }
+
+    fn hook(seq: u64) -> Job {
+        Job::Hook {
+            seq,
+            body: Arc::from(&b"{}"[..]),
+        }
+    }
+
+    fn fail() -> Attempt {
+        Attempt::Retryable {
+            reason: crate::Reason::Status(503),
+            detail: "status 503".into(),
+            retry_after: None,
+        }
+    }
+
+    #[test]
+    fn take_respects_the_in_flight_cap() {
+        let (mut l, _rx) = lane(2);
+        let now = Instant::now();
+        for i in 0..3 {
+            l.push(hook(i));
+        }
+        for _ in 0..2 {
+            let j = l.take(now).unwrap();
+            l.busy += 1; // as `start` would, without a thread
+            drop(j);
+        }
+        assert!(l.take(now).is_none(), "third request over the cap of 2");
+        l.finished(&Attempt::Success, now);
+        assert!(l.take(now).is_some());
+    }
+
+    #[test]
+    fn a_run_of_failures_holds_the_lane_to_one_probe() {
+        let (mut l, _rx) = lane(100);
+        let now = Instant::now();
+        for i in 0..50 {
+            l.push(hook(i));
+        }
+        for _ in 0..TRIP_AFTER {
+            l.busy += 1;
+            l.finished(&fail(), now);
+        }
+        assert!(l.is_down());
+        assert!(l.take(now).is_none(), "nothing while down");
+        let probe_at = l.wake_at().unwrap();
+        assert!(probe_at > now && probe_at <= now + RetryPolicy::default().base);
+        assert!(
+            l.take(probe_at).is_some(),
+            "one probe when the wait is over"
+        );
+        l.busy += 1;
+        assert!(l.take(probe_at).is_none(), "only one probe at a time");
+        l.finished(&fail(), probe_at);
+        let next = l.wake_at().unwrap();
+        assert!(
+            next - probe_at >= RetryPolicy::default().base / 2,
+            "backoff grows"
+        );
+        assert!(l.take(next).is_some());
+        l.busy += 1;
+        l.finished(&Attempt::Success, next);
+        assert!(!l.is_down());
+        assert!(
+            l.take(next).is_some() && l.take(next).is_some(),
+            "flows again"
+        );
+    }
+
+    #[test]
+    fn successes_between_failures_keep_the_lane_up() {
+        let (mut l, _rx) = lane(100);
+        let now = Instant::now();
+        for round in 0..100 {
+            l.busy += 1;
+            if round % 10 == 9 {
+                l.finished(&Attempt::Success, now);
+            } else {
+                l.finished(&fail(), now);
+            }
+        }
+        assert!(!l.is_down());
+    }
+
+    #[test]
+    fn retry_after_pauses_the_lane() {
+        let (mut l, _rx) = lane(100);
+        let now = Instant::now();
+        l.push(hook(1));
+        l.busy += 1;
+        l.finished(
+            &Attempt::Retryable {
+                reason: crate::Reason::Status(429),
+                detail: "status 429".into(),
+                retry_after: Some(Duration::from_secs(3)),
+            },
+            now,
+        );
+        assert!(l.take(now + Duration::from_secs(2)).is_none());
+        assert_eq!(l.wake_at(), Some(now + Duration::from_secs(3)));
+        assert!(l.take(now + Duration::from_secs(3)).is_some());
+    }
+
+    #[test]
+    fn threads_grow_with_demand_and_trim_when_idle() {
+        let (mut l, rx) = lane(8);
+        let now = Instant::now();
+        for i in 0..5 {
+            l.push(hook(i));
+        }
+        while let Some(job) = l.take(now) {
+            l.start(job).unwrap();
+        }
+        assert_eq!(l.threads, 5, "one thread per request out");
+        for _ in 0..5 {
+            let report = rx.recv_timeout(Duration::from_secs(10)).unwrap();
+            l.finished(&report.attempt, now);
+        }
+        l.trim();
+        assert_eq!(l.threads, 5, "busy peak since the last trim is kept");
+        l.trim();
+        assert_eq!(l.threads, 1, "idle for a whole period: back to the minimum");
+        l.stop();
+    }
+}

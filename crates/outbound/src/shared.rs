@@ -1,0 +1,110 @@
+//! What the client handle and the scheduler share: the counters, the count of messages
+//! without an outcome, the waits of `flush`/`close`, and the gates that keep callbacks from
+//! running after `close`.
+
+use crate::outcome::{Counters, OutcomeKind};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering::*};
+use std::sync::{Condvar, Mutex};
+use std::time::Instant;
+
+#[derive(Default)]
+pub(crate) struct Shared {
+    pub counters: Counters,
+    /// Accepted messages without an outcome yet: the queue's size for `max_queue_size`.
+    pub pending: AtomicU64,
+    /// Every message the scheduler numbered below this has its outcome (flush barriers).
+    pub low_water: AtomicU64,
+    /// Outcomes reported so far (close watches it to tell a slow drain from a stuck callback).
+    pub reported: AtomicU64,
+    /// Enqueue calls under way, so `close` can wait them out before its last drain.
+    pub calls: AtomicUsize,
+    pub closed: AtomicBool,
+    /// Outcome callbacks run holding `gate`, and only while this is false; `close` sets it
+    /// under the gate, so no callback runs after `close` returns (C `userdata` may be freed).
+    pub callbacks_off: AtomicBool,
+    pub gate: Mutex<()>,
+    /// Set by `close` when it stopped waiting for a callback that blocks: it has counted the
+    /// rest as dropped itself, so the scheduler counts nothing more.
+    abandoned: AtomicBool,
+    tally: Mutex<()>,
+    waiters: AtomicUsize,
+    idle: Mutex<()>,
+    idle_cv: Condvar,
+}
+
+impl Shared {
+    /// Waits until `done` holds or `deadline` passes; true when it holds. `done` is
+    /// re-checked whenever the scheduler calls [`notify`](Self::notify).
+    pub(crate) fn wait_until(&self, deadline: Instant, done: impl Fn(&Shared) -> bool) -> bool {
+        self.waiters.fetch_add(1, SeqCst);
+        let mut guard = self.idle.lock().unwrap_or_else(|e| e.into_inner());
+        let held = loop {
+            if done(self) {
+                break true;
+            }
+            let now = Instant::now();
+            if now >= deadline {
+                break false;
+            }
+            guard = self
+                .idle_cv
+                .wait_timeout(guard, deadline - now)
+                .unwrap_or_else(|e| e.into_inner())
+                .0;
+        };
+        drop(guard);
+        self.waiters.fetch_sub(1, SeqCst);
+        held
+    }
+
+    /// Wakes the waits of `flush`/`close`, if any.
+    pub(crate) fn notify(&self) {
+        if self.waiters.load(SeqCst) > 0 {
+            let _g = self.idle.lock().unwrap_or_else(|e| e.into_inner());
+            self.idle_cv.notify_all();
+        }
+    }
+
+    /// Counts one outcome; false when `close` has already counted it (see `abandon`).
+    /// `loss` marks outcomes that make `flush` report false.
+    pub(crate) fn tally(&self, kind: OutcomeKind, loss: bool) -> bool {
+        let _t = self.tally.lock().unwrap_or_else(|e| e.into_inner());
+        if self.abandoned.load(Relaxed) {
+            return false;
+        }
+        self.counters.count(kind);
+        if loss {
+            self.counters.losses.fetch_add(1, Relaxed);
+        }
+        true
+    }
+
+    /// The message counted by `tally` is finished (its callback has returned).
+    pub(crate) fn release(&self) {
+        let _ = self
+            .pending
+            .fetch_update(AcqRel, Acquire, |p| p.checked_sub(1));
+        self.reported.fetch_add(1, Relaxed);
+    }
+
+    /// For `close` when a callback blocks: counts every accepted message without an outcome
+    /// as dropped, so the counters add up when `close` returns. Returns how many.
+    pub(crate) fn abandon(&self) -> u64 {
+        let _t = self.tally.lock().unwrap_or_else(|e| e.into_inner());
+        self.abandoned.store(true, SeqCst);
+        let c = &self.counters;
+        let ended = c.delivered.load(Relaxed)
+            + c.failed.load(Relaxed)
+            + c.dropped
+                .load(Relaxed)
+                .saturating_sub(c.queue_full.load(Relaxed))
+            + c.spooled.load(Relaxed);
+        let left = c.accepted.load(Relaxed).saturating_sub(ended);
+        c.dropped.fetch_add(left, Relaxed);
+        c.losses.fetch_add(left, Relaxed);
+        self.pending.store(0, SeqCst);
+        c.in_flight.store(0, SeqCst);
+        self.notify();
+        left
+    }
+}
