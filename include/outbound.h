@@ -180,6 +180,10 @@ typedef struct outbound_stats {
     uint64_t queue_full;
     // Requests made again after a retryable failure.
     uint64_t retries;
+    // Accepted messages left in the spool by `outbound_client_close` (no outcome yet: the
+    // next client on the spool delivers them); 0 without a spool. After close:
+    // accepted = delivered + failed + dropped - queue_full + spooled.
+    uint64_t spooled;
 } outbound_stats;
 
 // Called once per accepted message with how it ended.
@@ -518,8 +522,8 @@ outbound_result outbound_client_reset_after_fork(const struct outbound_client *c
 
 // Creates options with every default: no destination (set a write key, a webhook or
 // both), endpoint `https://api.segment.io`, flush_at 20, flush_interval 5000 ms,
-// max_queue_size 10000, timeout 5000 ms, max_retry_duration 4 h, gzip off, 4 workers,
-// sending on, proxy from the environment, logging per `DEBUG`.
+// max_queue_size 10000, timeout 5000 ms, max_retry_duration 4 h, gzip off, 2 workers and
+// at most 256 requests in flight per destination, sending on, proxy from the environment, logging per `DEBUG`.
 //
 // Ownership: the caller owns the result and passes it to `outbound_client_new` (which takes
 // it) or `outbound_options_free`. Returns NULL only if a panic occurred (out of memory
@@ -653,7 +657,8 @@ outbound_result outbound_options_set_timeout_ms(struct outbound_options *options
 outbound_result outbound_options_set_retry_base_ms(struct outbound_options *options,
                                                    uint64_t ms);
 
-// Largest retry backoff ceiling in milliseconds (default 60000).
+// Largest retry backoff ceiling in milliseconds (default 10000). A destination that fails
+// every request is probed one request at a time, at most this far apart.
 //
 // Returns `OUTBOUND_RESULT_OK`, `_NULL_ARGUMENT` (options), `_PANIC`. The value is checked
 // by `outbound_client_new`.
@@ -694,7 +699,8 @@ outbound_result outbound_options_set_max_retry_duration_ms(struct outbound_optio
 outbound_result outbound_options_set_gzip(struct outbound_options *options,
                                           bool gzip);
 
-// Delivery threads (default 4; at least the number of webhooks are started).
+// Delivery threads each destination keeps ready when idle (default 2); more start on
+// demand, up to the `max_in_flight` setting.
 //
 // Returns `OUTBOUND_RESULT_OK`, `_NULL_ARGUMENT` (options), `_PANIC`. The value is checked
 // by `outbound_client_new`.
@@ -703,6 +709,18 @@ outbound_result outbound_options_set_gzip(struct outbound_options *options,
 // `options` is NULL or a live `outbound_options`.
 outbound_result outbound_options_set_workers(struct outbound_options *options,
                                              size_t workers);
+
+// Most requests in flight at once to each destination: the ingestion endpoint, and each
+// webhook URL on its own (default 256). Each destination grows its delivery threads with
+// demand up to this, so a slow or failing one never takes another's budget.
+//
+// Returns `OUTBOUND_RESULT_OK`, `_NULL_ARGUMENT` (options), `_PANIC`. The value is checked
+// by `outbound_client_new` (0 is refused).
+//
+// # Safety
+// `options` is NULL or a live `outbound_options`.
+outbound_result outbound_options_set_max_in_flight(struct outbound_options *options,
+                                                   size_t max_in_flight);
 
 // Turns runtime logging on or off. Unset, it follows the `DEBUG` environment variable
 // (`analytics` or `*`). Lines go to the log callback, or to stderr without one.

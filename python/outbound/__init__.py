@@ -134,7 +134,7 @@ _live: "weakref.WeakSet[Client]" = weakref.WeakSet()
 
 
 class Client:
-    """A running client: a scheduler thread and delivery workers.
+    """A running client: a scheduler thread and a delivery lane per destination.
 
     Give a ``write_key`` (ingestion to ``endpoint``), ``webhooks``, or both. Every call
     returns the message id, or ``None`` when the queue is full (the drop is counted in
@@ -158,7 +158,8 @@ class Client:
         max_retry_duration: float = 4 * 3600.0,
         gzip: bool = False,
         ca_certs: Union[str, "os.PathLike[str]", None] = None,
-        workers: int = 4,
+        workers: int = 2,
+        max_in_flight: int = 256,
         on_outcome: Optional[OutcomeCallback] = None,
         debug: Optional[bool] = None,
         send: bool = True,
@@ -189,6 +190,7 @@ class Client:
             gzip=gzip,
             ca_certs=None if ca_certs is None else os.fspath(ca_certs),
             workers=workers,
+            max_in_flight=max_in_flight,
             on_outcome=None if on_outcome is None else _guarded(on_outcome),
             log_sink=_log_line,
             debug=debug,
@@ -394,7 +396,8 @@ class Client:
     @property
     def stats(self) -> Dict[str, int]:
         """Counters: accepted, queued, in_flight, delivered, failed, dropped (of which
-        queue_full were refused calls), retries."""
+        queue_full were refused calls), retries, spooled (left in the spool by close).
+        After :meth:`close`: accepted = delivered + failed + dropped - queue_full + spooled."""
         return self._native.stats()
 
     def __enter__(self) -> "Client":

@@ -43,6 +43,7 @@ class NativeClient:
         gzip: bool,
         ca_certs: Optional[str],
         workers: int,
+        max_in_flight: int,
         on_outcome: Optional[Callable[[str, str, str], None]],
         log_sink: Optional[Callable[[str, str], None]],
         debug: Optional[bool],

@@ -211,6 +211,7 @@ static void test_every_entry_point_is_null_safe(void) {
     CHECK_RC(outbound_options_set_max_retry_duration_ms(NULL, 1), N, "options");
     CHECK_RC(outbound_options_set_gzip(NULL, true), N, "options");
     CHECK_RC(outbound_options_set_workers(NULL, 1), N, "options");
+    CHECK_RC(outbound_options_set_max_in_flight(NULL, 1), N, "options");
     CHECK_RC(outbound_options_set_debug(NULL, true), N, "options");
     CHECK_RC(outbound_options_set_send(NULL, true), N, "options");
     CHECK_RC(outbound_options_set_proxy_from_env(NULL, true), N, "options");
@@ -322,12 +323,17 @@ static void broken_ca_pem(outbound_options *o) {
     outbound_options_set_ca_certs(o, "-----BEGIN CERTIFICATE-----\n!!!!\n-----END CERTIFICATE-----\n");
 }
 static void empty_write_key(outbound_options *o) { outbound_options_set_write_key(o, ""); }
+static void zero_max_in_flight(outbound_options *o) {
+    outbound_options_set_write_key(o, "wk");
+    outbound_options_set_max_in_flight(o, 0);
+}
 
 static void test_client_new_names_the_refused_setting(void) {
     outbound_options *o = outbound_options_new();
     outbound_client *c = NULL;
     CHECK_RC(outbound_client_new(o, &c), OUTBOUND_RESULT_CONFIG, "write_key/webhooks");
     expect_config_error(six_webhooks, "6 given, at most 5");
+    expect_config_error(zero_max_in_flight, "max_in_flight: must be at least 1");
     expect_config_error(relative_webhook, "webhooks[0].url");
     expect_config_error(reserved_header, "cannot be overridden");
     expect_config_error(bad_header_value, "webhooks[0].headers");
@@ -446,6 +452,7 @@ static outbound_client *webhook_client(const char *secret, int flush_at) {
     CHECK_RC(outbound_options_set_flush_at(o, (size_t)flush_at), OUTBOUND_RESULT_OK, NULL);
     CHECK_RC(outbound_options_set_timeout_ms(o, 20000), OUTBOUND_RESULT_OK, NULL);
     CHECK_RC(outbound_options_set_workers(o, 2), OUTBOUND_RESULT_OK, NULL);
+    CHECK_RC(outbound_options_set_max_in_flight(o, 64), OUTBOUND_RESULT_OK, NULL);
     CHECK_RC(outbound_options_set_proxy_from_env(o, false), OUTBOUND_RESULT_OK, NULL);
     CHECK_RC(outbound_options_set_retry_base_ms(o, 10), OUTBOUND_RESULT_OK, NULL);
     CHECK_RC(outbound_options_set_max_backoff_ms(o, 50), OUTBOUND_RESULT_OK, NULL);

@@ -39,6 +39,10 @@ pub struct outbound_stats {
     pub queue_full: u64,
     /// Requests made again after a retryable failure.
     pub retries: u64,
+    /// Accepted messages left in the spool by `outbound_client_close` (no outcome yet: the
+    /// next client on the spool delivers them); 0 without a spool. After close:
+    /// accepted = delivered + failed + dropped - queue_full + spooled.
+    pub spooled: u64,
 }
 
 /// Builds a client from `options` and starts its threads.
@@ -639,6 +643,7 @@ pub unsafe extern "C" fn outbound_client_stats(
                     dropped: s.dropped,
                     queue_full: s.queue_full,
                     retries: s.retries,
+                    spooled: s.spooled,
                 }
             };
             Ok(())

@@ -84,8 +84,8 @@ unsafe fn with_config(
 
 /// Creates options with every default: no destination (set a write key, a webhook or
 /// both), endpoint `https://api.segment.io`, flush_at 20, flush_interval 5000 ms,
-/// max_queue_size 10000, timeout 5000 ms, max_retry_duration 4 h, gzip off, 4 workers,
-/// sending on, proxy from the environment, logging per `DEBUG`.
+/// max_queue_size 10000, timeout 5000 ms, max_retry_duration 4 h, gzip off, 2 workers and
+/// at most 256 requests in flight per destination, sending on, proxy from the environment, logging per `DEBUG`.
 ///
 /// Ownership: the caller owns the result and passes it to `outbound_client_new` (which takes
 /// it) or `outbound_options_free`. Returns NULL only if a panic occurred (out of memory
@@ -377,7 +377,8 @@ pub unsafe extern "C" fn outbound_options_set_retry_base_ms(
     })
 }
 
-/// Largest retry backoff ceiling in milliseconds (default 60000).
+/// Largest retry backoff ceiling in milliseconds (default 10000). A destination that fails
+/// every request is probed one request at a time, at most this far apart.
 ///
 /// Returns `OUTBOUND_RESULT_OK`, `_NULL_ARGUMENT` (options), `_PANIC`. The value is checked
 /// by `outbound_client_new`.
@@ -470,7 +471,8 @@ pub unsafe extern "C" fn outbound_options_set_gzip(
     })
 }
 
-/// Delivery threads (default 4; at least the number of webhooks are started).
+/// Delivery threads each destination keeps ready when idle (default 2); more start on
+/// demand, up to the `max_in_flight` setting.
 ///
 /// Returns `OUTBOUND_RESULT_OK`, `_NULL_ARGUMENT` (options), `_PANIC`. The value is checked
 /// by `outbound_client_new`.
@@ -487,6 +489,31 @@ pub unsafe extern "C" fn outbound_options_set_workers(
         unsafe {
             with_config(options, |c| {
                 c.workers = workers;
+                Ok(())
+            })
+        }
+    })
+}
+
+/// Most requests in flight at once to each destination: the ingestion endpoint, and each
+/// webhook URL on its own (default 256). Each destination grows its delivery threads with
+/// demand up to this, so a slow or failing one never takes another's budget.
+///
+/// Returns `OUTBOUND_RESULT_OK`, `_NULL_ARGUMENT` (options), `_PANIC`. The value is checked
+/// by `outbound_client_new` (0 is refused).
+///
+/// # Safety
+/// `options` is NULL or a live `outbound_options`.
+#[no_mangle]
+pub unsafe extern "C" fn outbound_options_set_max_in_flight(
+    options: *mut outbound_options,
+    max_in_flight: usize,
+) -> outbound_result {
+    // SAFETY: the caller's contract.
+    ffi!({
+        unsafe {
+            with_config(options, |c| {
+                c.max_in_flight = max_in_flight;
                 Ok(())
             })
         }

@@ -66,7 +66,7 @@ mod _native {
         #[new]
         #[pyo3(signature = (*, write_key, endpoint, webhooks, shared_secret, webhook_user_agent,
             flush_at, flush_interval, max_queue_size, timeout, max_retry_duration, gzip,
-            ca_certs, workers, on_outcome, log_sink, debug, send, proxy_from_env))]
+            ca_certs, workers, max_in_flight, on_outcome, log_sink, debug, send, proxy_from_env))]
         #[allow(clippy::too_many_arguments)]
         fn new(
             write_key: Option<String>,
@@ -82,6 +82,7 @@ mod _native {
             gzip: bool,
             ca_certs: Option<String>,
             workers: i64,
+            max_in_flight: i64,
             on_outcome: Option<Py<PyAny>>,
             log_sink: Option<Py<PyAny>>,
             debug: Option<bool>,
@@ -108,6 +109,7 @@ mod _native {
                 gzip,
                 ca_certs,
                 workers: count(workers),
+                max_in_flight: count(max_in_flight),
                 on_outcome: on_outcome.map(outcome_callback),
                 debug,
                 log_sink: log_sink.map(self::log_sink),
@@ -195,6 +197,7 @@ mod _native {
                 ("dropped", s.dropped),
                 ("queue_full", s.queue_full),
                 ("retries", s.retries),
+                ("spooled", s.spooled),
             ] {
                 d.set_item(k, v)?;
             }
@@ -317,6 +320,7 @@ mod _native {
         )?;
         d.set_item("gzip", c.gzip)?;
         d.set_item("workers", c.workers)?;
+        d.set_item("max_in_flight", c.max_in_flight)?;
         d.set_item("send", c.send)?;
         d.set_item("proxy_from_env", c.proxy_from_env)?;
         Ok(d)

@@ -145,9 +145,9 @@ impl Lane {
         }
         match self.health {
             Health::Up => {}
-            Health::Down { until, opens } if now >= until => {
-                self.health = Health::Probing { opens };
-            }
+            // The probe's turn; `start` marks it out (a request taken but not started, its
+            // message settled meanwhile, must not leave the lane waiting for a result).
+            Health::Down { until, .. } if now >= until => {}
             Health::Down { .. } | Health::Probing { .. } => return None,
         }
         self.ready.pop_front()
@@ -158,6 +158,9 @@ impl Lane {
     pub(crate) fn start(&mut self, job: Job) -> Result<(), std::io::Error> {
         if self.busy >= self.threads {
             self.spawn()?;
+        }
+        if let Health::Down { opens, .. } = self.health {
+            self.health = Health::Probing { opens };
         }
         self.busy += 1;
         self.peak = self.peak.max(self.busy);
@@ -401,11 +404,13 @@ mod tests {
         assert!(l.take(now).is_none(), "nothing while down");
         let probe_at = l.wake_at().unwrap();
         assert!(probe_at > now && probe_at <= now + RetryPolicy::default().base);
-        assert!(
-            l.take(probe_at).is_some(),
-            "one probe when the wait is over"
-        );
-        l.busy += 1;
+        let skipped = l.take(probe_at);
+        assert!(skipped.is_some(), "one probe when the wait is over");
+        drop(skipped); // its message settled meanwhile: never started
+        let probe = l
+            .take(probe_at)
+            .expect("a skip does not use up the probe's turn");
+        l.start(probe).unwrap();
         assert!(l.take(probe_at).is_none(), "only one probe at a time");
         l.finished(&fail(), probe_at);
         let next = l.wake_at().unwrap();
@@ -413,8 +418,8 @@ mod tests {
             next - probe_at >= RetryPolicy::default().base / 2,
             "backoff grows"
         );
-        assert!(l.take(next).is_some());
-        l.busy += 1;
+        let probe = l.take(next).unwrap();
+        l.start(probe).unwrap();
         l.finished(&Attempt::Success, next);
         assert!(!l.is_down());
         assert!(

@@ -8,7 +8,9 @@ use std::time::{Duration, Instant};
 pub struct RetryPolicy {
     /// First backoff ceiling; doubled per attempt.
     pub base: Duration,
-    /// Largest backoff ceiling.
+    /// Largest backoff ceiling (default 10 s). Short on purpose: a destination that fails
+    /// every request is held to one probe at a time by its lane (`lane.rs`), so a long
+    /// per-message backoff would only delay messages to receivers that fail some requests.
     pub max_backoff: Duration,
     /// Largest `Retry-After` we wait for.
     pub max_retry_after: Duration,
@@ -20,7 +22,7 @@ impl Default for RetryPolicy {
     fn default() -> Self {
         RetryPolicy {
             base: Duration::from_millis(500),
-            max_backoff: Duration::from_secs(60),
+            max_backoff: Duration::from_secs(10),
             max_retry_after: Duration::from_secs(600),
             max_retry_duration: Duration::from_secs(4 * 3600),
         }

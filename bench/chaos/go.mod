@@ -1,0 +1,3 @@
+module outbound.invalid/bench/chaos
+
+go 1.22

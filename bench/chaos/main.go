@@ -1,0 +1,257 @@
+// The chaos receiver of the fault soak (scripts/soak.sh): one HTTP server on 127.0.0.1 that
+// plays a hostile ingestion endpoint (POST /v1/batch) and a hostile signed webhook
+// (POST /hook), standard library only.
+//
+//	chaos -p503 0.30 -preset 0.10 -pstall 0.05 -stall 6s -secret S -seed N
+//
+// Prints {"port":P} on stdout, then serves until stdin closes. Every request to /v1/batch or
+// /hook is read whole, then one fault is drawn for it:
+//
+//	stall (pstall)   hold the request for -stall (past the sender's timeout), then answer 503:
+//	                 the sender has given up, so nothing counts as received
+//	reset (preset)   close the connection with a TCP reset instead of answering; for half of
+//	                 them the receiver has already taken the message (the response is lost),
+//	                 so the sender's retry arrives as a duplicate
+//	503 (p503)       answer 503 Service Unavailable
+//	otherwise        take the message(s) and answer 200
+//
+// A webhook body whose X-Signature is not the hex HMAC-SHA1 of the body under -secret is
+// answered 401 and counted as a bad signature (it must never happen).
+//
+// GET /_stats gives the counters as JSON; GET /_ids?dest=batch|hook gives the ids taken (a
+// JSON array, each id once) for the sender's lost-message check.
+package main
+
+import (
+	"bytes"
+	"compress/gzip"
+	"crypto/hmac"
+	"crypto/sha1"
+	"encoding/hex"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"math/rand"
+	"net"
+	"net/http"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+type dest struct {
+	mu       sync.Mutex
+	taken    map[string]int // id -> times taken (2xx, or reset after taking)
+	attempts map[string]int // id -> requests that carried it
+	requests atomic.Int64
+	outcomes [5]atomic.Int64 // ok, 503, reset-before, reset-after, stall
+}
+
+func newDest() *dest {
+	return &dest{taken: make(map[string]int, 1<<17), attempts: make(map[string]int, 1<<17)}
+}
+
+type receiver struct {
+	p503, preset, pstall float64
+	stall                time.Duration
+	secret               []byte
+	rngMu                sync.Mutex
+	rng                  *rand.Rand
+	batch, hook          *dest
+	badSig, badBody      atomic.Int64
+}
+
+func main() {
+	r := &receiver{batch: newDest(), hook: newDest()}
+	var secret string
+	var seed int64
+	flag.Float64Var(&r.p503, "p503", 0.30, "share of requests answered 503")
+	flag.Float64Var(&r.preset, "preset", 0.10, "share of connections reset")
+	flag.Float64Var(&r.pstall, "pstall", 0.05, "share of requests stalled")
+	flag.DurationVar(&r.stall, "stall", 6*time.Second, "how long a stall lasts")
+	flag.StringVar(&secret, "secret", "", "shared secret of the webhook signatures")
+	flag.Int64Var(&seed, "seed", 1, "random seed")
+	flag.Parse()
+	r.secret = []byte(secret)
+	r.rng = rand.New(rand.NewSource(seed))
+
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		panic(err)
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/v1/batch", func(w http.ResponseWriter, q *http.Request) { r.serve(w, q, r.batch, true) })
+	mux.HandleFunc("/hook", func(w http.ResponseWriter, q *http.Request) { r.serve(w, q, r.hook, false) })
+	mux.HandleFunc("/_stats", r.stats)
+	mux.HandleFunc("/_ids", r.ids)
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 30 * time.Second, IdleTimeout: 120 * time.Second}
+	go func() { _ = srv.Serve(ln) }()
+	fmt.Printf("{\"port\":%d}\n", ln.Addr().(*net.TCPAddr).Port)
+	done := make(chan struct{})
+	go func() { _, _ = io.Copy(io.Discard, os.Stdin); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(3 * time.Hour):
+	}
+}
+
+func (r *receiver) draw() float64 {
+	r.rngMu.Lock()
+	defer r.rngMu.Unlock()
+	return r.rng.Float64()
+}
+
+func (r *receiver) serve(w http.ResponseWriter, q *http.Request, d *dest, isBatch bool) {
+	raw, err := io.ReadAll(q.Body)
+	if err != nil {
+		return
+	}
+	body := raw
+	if q.Header.Get("Content-Encoding") == "gzip" {
+		zr, err := gzip.NewReader(bytes.NewReader(raw))
+		if err == nil {
+			body, err = io.ReadAll(zr)
+		}
+		if err != nil {
+			r.badBody.Add(1)
+			http.Error(w, "gzip", http.StatusBadRequest)
+			return
+		}
+	}
+	var ids []string
+	if isBatch {
+		var b struct {
+			Batch []struct {
+				MessageID string `json:"messageId"`
+			} `json:"batch"`
+		}
+		if json.Unmarshal(body, &b) != nil || len(b.Batch) == 0 {
+			r.badBody.Add(1)
+			http.Error(w, "body", http.StatusBadRequest)
+			return
+		}
+		for _, m := range b.Batch {
+			ids = append(ids, m.MessageID)
+		}
+	} else {
+		mac := hmac.New(sha1.New, r.secret)
+		mac.Write(body)
+		if !hmac.Equal([]byte(hex.EncodeToString(mac.Sum(nil))), []byte(q.Header.Get("X-Signature"))) {
+			r.badSig.Add(1)
+			http.Error(w, "bad signature", http.StatusUnauthorized)
+			return
+		}
+		var m struct {
+			MessageID string `json:"messageId"`
+		}
+		if json.Unmarshal(body, &m) != nil || m.MessageID == "" {
+			r.badBody.Add(1)
+			http.Error(w, "body", http.StatusBadRequest)
+			return
+		}
+		ids = []string{m.MessageID}
+	}
+	d.requests.Add(1)
+	d.mu.Lock()
+	for _, id := range ids {
+		d.attempts[id]++
+	}
+	d.mu.Unlock()
+	take := func() {
+		d.mu.Lock()
+		for _, id := range ids {
+			d.taken[id]++
+		}
+		d.mu.Unlock()
+	}
+	x := r.draw()
+	switch {
+	case x < r.pstall:
+		d.outcomes[4].Add(1)
+		time.Sleep(r.stall)
+		w.WriteHeader(http.StatusServiceUnavailable)
+	case x < r.pstall+r.preset:
+		if x < r.pstall+r.preset/2 {
+			d.outcomes[3].Add(1)
+			take() // taken, but the answer never arrives: the retry is a duplicate
+		} else {
+			d.outcomes[2].Add(1)
+		}
+		reset(w)
+	case x < r.pstall+r.preset+r.p503:
+		d.outcomes[1].Add(1)
+		w.WriteHeader(http.StatusServiceUnavailable)
+	default:
+		d.outcomes[0].Add(1)
+		take()
+		w.WriteHeader(http.StatusOK)
+	}
+}
+
+// reset closes the connection with a TCP RST (SO_LINGER 0) instead of answering.
+func reset(w http.ResponseWriter) {
+	hj, ok := w.(http.Hijacker)
+	if !ok {
+		return
+	}
+	conn, _, err := hj.Hijack()
+	if err != nil {
+		return
+	}
+	if tcp, ok := conn.(*net.TCPConn); ok {
+		_ = tcp.SetLinger(0)
+	}
+	_ = conn.Close()
+}
+
+func (d *dest) summary() map[string]any {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	dups, maxAttempts, sumAttempts := 0, 0, 0
+	for _, n := range d.taken {
+		if n > 1 {
+			dups += n - 1
+		}
+	}
+	for _, n := range d.attempts {
+		sumAttempts += n
+		if n > maxAttempts {
+			maxAttempts = n
+		}
+	}
+	mean := 0.0
+	if len(d.attempts) > 0 {
+		mean = float64(sumAttempts) / float64(len(d.attempts))
+	}
+	return map[string]any{
+		"requests": d.requests.Load(), "unique_taken": len(d.taken), "duplicates": dups,
+		"ids_seen": len(d.attempts), "attempts_mean": mean, "attempts_max": maxAttempts,
+		"ok": d.outcomes[0].Load(), "503": d.outcomes[1].Load(), "reset_before": d.outcomes[2].Load(),
+		"reset_after": d.outcomes[3].Load(), "stall": d.outcomes[4].Load(),
+	}
+}
+
+func (r *receiver) stats(w http.ResponseWriter, _ *http.Request) {
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(map[string]any{
+		"batch": r.batch.summary(), "hook": r.hook.summary(),
+		"bad_signatures": r.badSig.Load(), "bad_bodies": r.badBody.Load(),
+	})
+}
+
+func (r *receiver) ids(w http.ResponseWriter, q *http.Request) {
+	d := r.batch
+	if q.URL.Query().Get("dest") == "hook" {
+		d = r.hook
+	}
+	d.mu.Lock()
+	out := make([]string, 0, len(d.taken))
+	for id := range d.taken {
+		out = append(out, id)
+	}
+	d.mu.Unlock()
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(out)
+}

@@ -1,0 +1,280 @@
+//! Delivery under hostile receivers (issue #10): slow, stalled, failing and dead destinations
+//! must not hold up the others, and every accepted message still ends exactly once.
+
+mod support;
+
+use outbound::{Client, Config, Message, OutcomeKind, Webhook};
+use std::collections::HashSet;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::SeqCst};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use support::{config, ingestion, Outcomes, Reply, Server};
+
+/// The tests of this file measure throughput and concurrency: they run one at a time.
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Counts requests under way in a handler, and the most at once.
+#[derive(Clone, Default)]
+struct Concurrency {
+    now: Arc<AtomicUsize>,
+    most: Arc<AtomicUsize>,
+}
+
+impl Concurrency {
+    fn during(&self, f: impl FnOnce()) {
+        let n = self.now.fetch_add(1, SeqCst) + 1;
+        self.most.fetch_max(n, SeqCst);
+        f();
+        self.now.fetch_sub(1, SeqCst);
+    }
+}
+
+/// Messages the ingestion server has received, counted from its batch bodies.
+fn batched(server: &Server) -> usize {
+    server
+        .requests()
+        .iter()
+        .map(|r| r.json()["batch"].as_array().map_or(0, |b| b.len()))
+        .sum()
+}
+
+fn wait_until(timeout: Duration, f: impl Fn() -> bool) -> bool {
+    let end = Instant::now() + timeout;
+    while Instant::now() < end {
+        if f() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    f()
+}
+
+/// Sends `n` tracks and returns how long until the fast webhook and ingestion had them all.
+fn deliver_all(n: usize, stalled: Option<&Server>) -> Duration {
+    let ingest = Server::answering(200);
+    let fast = Server::answering(200);
+    let mut webhooks = vec![Webhook::new(format!("{}/fast", fast.url))];
+    if let Some(s) = stalled {
+        webhooks.insert(0, Webhook::new(format!("{}/stalled", s.url)));
+    }
+    let client = Client::new(Config {
+        webhooks,
+        timeout: Duration::from_secs(5),
+        max_queue_size: n * 2,
+        ..ingestion(&ingest)
+    })
+    .unwrap();
+    let start = Instant::now();
+    for i in 0..n {
+        client
+            .enqueue(&Message::track(format!("u{i}"), "Isolated"))
+            .unwrap();
+    }
+    client.flush(Some(Duration::from_secs(60)));
+    assert!(wait_until(Duration::from_secs(60), || fast.count() >= n
+        && batched(&ingest) >= n));
+    let took = start.elapsed();
+    let s = client.stats();
+    assert_eq!(s.delivered, n as u64, "{s:?}");
+    drop(client);
+    took
+}
+
+#[test]
+fn a_stalled_webhook_url_does_not_slow_the_fast_url_or_ingestion() {
+    let _serial = serial();
+    // Every request to this URL stalls for 6 s: past the 5 s timeout.
+    let stalled = Server::start(|_| Reply::After(Duration::from_secs(6), 200));
+    let n = 3000;
+    // Alternate the two runs (the machine's load drifts) and keep the best of each.
+    let (mut without, mut with) = (Duration::MAX, Duration::MAX);
+    for _ in 0..3 {
+        without = without.min(deliver_all(n, None));
+        with = with.min(deliver_all(n, Some(&stalled)));
+    }
+    let (rate_without, rate_with) = (
+        n as f64 / without.as_secs_f64(),
+        n as f64 / with.as_secs_f64(),
+    );
+    eprintln!("fast URL + ingestion: {rate_without:.0} msg/s alone, {rate_with:.0} msg/s beside a stalled URL");
+    assert!(
+        rate_with >= 0.8 * rate_without,
+        "throughput beside a stalled URL {rate_with:.0}/s is not within 20 % of {rate_without:.0}/s"
+    );
+    assert!(stalled.count() > 0, "the stalled URL was tried");
+}
+
+#[test]
+fn requests_in_flight_grow_with_slow_responses() {
+    let _serial = serial();
+    let c = Concurrency::default();
+    let seen = c.clone();
+    let server = Server::start(move |_| {
+        seen.during(|| std::thread::sleep(Duration::from_millis(200)));
+        Reply::Status(200)
+    });
+    let client = Client::new(Config {
+        flush_at: 1,
+        ..ingestion(&server)
+    })
+    .unwrap();
+    let start = Instant::now();
+    for i in 0..200 {
+        client.enqueue(&Message::identify(format!("u{i}"))).unwrap();
+    }
+    assert!(client.flush(Some(Duration::from_secs(30))));
+    let took = start.elapsed();
+    let most = c.most.load(SeqCst);
+    eprintln!("200 requests of 200 ms: {took:?}, {most} at most in flight");
+    // With the 2 threads kept ready this would take 20 s.
+    assert!(most >= 50, "only {most} requests in flight at once");
+    assert!(took < Duration::from_secs(8), "{took:?}");
+}
+
+#[test]
+fn max_in_flight_caps_each_destination() {
+    let _serial = serial();
+    let c = Concurrency::default();
+    let seen = c.clone();
+    let server = Server::start(move |_| {
+        seen.during(|| std::thread::sleep(Duration::from_millis(50)));
+        Reply::Status(200)
+    });
+    let client = Client::new(Config {
+        flush_at: 1,
+        max_in_flight: 8,
+        webhooks: vec![Webhook::new(format!("{}/hook", server.url))],
+        ..ingestion(&server)
+    })
+    .unwrap();
+    for i in 0..100 {
+        client.enqueue(&Message::identify(format!("u{i}"))).unwrap();
+    }
+    assert!(client.flush(Some(Duration::from_secs(30))));
+    let most = c.most.load(SeqCst);
+    // Two destinations on this server, 8 each.
+    assert!(
+        (9..=16).contains(&most),
+        "{most} in flight with a cap of 8 per destination"
+    );
+}
+
+#[test]
+fn a_dead_receiver_gets_probes_not_a_retry_storm_and_recovers() {
+    let _serial = serial();
+    let up = Arc::new(AtomicBool::new(false));
+    let u = up.clone();
+    let server = Server::start(move |_| Reply::Status(if u.load(SeqCst) { 200 } else { 503 }));
+    let client = Client::new(Config {
+        webhooks: vec![Webhook::new(format!("{}/hook", server.url))],
+        max_queue_size: 5000,
+        ..config()
+    })
+    .unwrap();
+    let n = 1000;
+    for i in 0..n {
+        client.enqueue(&Message::identify(format!("u{i}"))).unwrap();
+    }
+    std::thread::sleep(Duration::from_secs(3));
+    let tried = server.count();
+    // Without a per-destination hold, each of 1,000 messages retries every 20-200 ms here:
+    // over 3 s that is more than 15,000 requests.
+    eprintln!("dead receiver: {tried} requests in 3 s for {n} messages");
+    assert!(tried < n + 300, "{tried} requests in 3 s: a retry storm");
+    let s = client.stats();
+    assert_eq!(s.delivered + s.failed, 0, "{s:?}");
+    up.store(true, SeqCst);
+    assert!(
+        client.flush(Some(Duration::from_secs(30))),
+        "{:?}",
+        client.stats()
+    );
+    assert_eq!(client.stats().delivered, n as u64);
+}
+
+#[test]
+fn retry_after_holds_the_whole_destination() {
+    let _serial = serial();
+    let server = Server::start(|r| {
+        if r.index == 0 {
+            Reply::Full {
+                status: 503,
+                headers: vec![("Retry-After".into(), "2".into())],
+                body: b"busy".to_vec(),
+            }
+        } else {
+            Reply::Status(200)
+        }
+    });
+    let client = Client::new(Config {
+        flush_at: 1,
+        ..ingestion(&server)
+    })
+    .unwrap();
+    client.enqueue(&Message::identify("first")).unwrap();
+    assert!(server.wait_for(1, Duration::from_secs(5)));
+    std::thread::sleep(Duration::from_millis(100));
+    client.enqueue(&Message::identify("second")).unwrap();
+    assert!(client.flush(Some(Duration::from_secs(10))));
+    let reqs = server.requests();
+    assert_eq!(reqs.len(), 3, "first (503), then both");
+    for r in &reqs[1..] {
+        let after = r.at - reqs[0].at;
+        assert!(
+            after >= Duration::from_millis(1900),
+            "a request {after:?} after the Retry-After of 2 s"
+        );
+    }
+}
+
+#[test]
+fn close_ends_50k_messages_pending_on_a_dead_receiver_each_exactly_once() {
+    let _serial = serial();
+    // A port nothing listens on: every connection is refused.
+    let dead = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        format!("http://{}", l.local_addr().unwrap())
+    };
+    let outcomes = Outcomes::default();
+    let client = Client::new(Config {
+        write_key: Some("wk".into()),
+        endpoint: dead.clone(),
+        webhooks: vec![Webhook::new(format!("{dead}/hook"))],
+        max_queue_size: 60_000,
+        on_outcome: Some(outcomes.callback()),
+        ..config()
+    })
+    .unwrap();
+    let n = 50_000;
+    let mut ids = HashSet::new();
+    for i in 0..n {
+        ids.insert(
+            client
+                .enqueue(&Message::track(format!("u{i}"), "Pending"))
+                .unwrap(),
+        );
+    }
+    let start = Instant::now();
+    assert_eq!(client.close(Some(Duration::from_secs(1))), Ok(false));
+    let took = start.elapsed();
+    let s = client.stats();
+    eprintln!("close(1 s) with {n} pending: {took:?}, {s:?}");
+    assert_eq!(s.accepted, n as u64);
+    assert_eq!(s.delivered + s.failed + s.dropped, n as u64, "{s:?}");
+    assert_eq!((s.queued, s.in_flight), (0, 0), "{s:?}");
+    let seen = outcomes.all();
+    assert_eq!(
+        seen.len(),
+        n,
+        "one callback per message before close returned"
+    );
+    let reported: HashSet<String> = seen.iter().map(|o| o.message_id.to_string()).collect();
+    assert_eq!(reported, ids, "each accepted id exactly once");
+    assert!(seen.iter().all(|o| o.kind == OutcomeKind::Dropped));
+    std::thread::sleep(Duration::from_millis(200));
+    assert_eq!(outcomes.all().len(), n, "nothing after close returned");
+}
