@@ -58,6 +58,15 @@ pub enum Error {
         /// Why.
         reason: String,
     },
+    /// The spool directory (setting `spool`) or a file in it could not be used: the
+    /// directory cannot be created, another client of this process has it open, or the
+    /// database failed (disk full, I/O error, ...).
+    Spool {
+        /// The directory or file at fault.
+        path: String,
+        /// Why.
+        reason: String,
+    },
 }
 
 impl Error {
@@ -108,6 +117,7 @@ impl fmt::Display for Error {
             Error::Config { setting, reason } => {
                 write!(f, "invalid configuration {setting}: {reason}")
             }
+            Error::Spool { path, reason } => write!(f, "spool {path}: {reason}"),
         }
     }
 }
