@@ -44,6 +44,7 @@ from ._errors import (
     ConfigError,
     MessageTooLarge,
     OutboundError,
+    SpoolError,
     UnsupportedType,
     ValidationError,
 )
@@ -61,6 +62,7 @@ __all__ = [
     "UnsupportedType",
     "MessageTooLarge",
     "ClientClosed",
+    "SpoolError",
     "sign",
     "verify",
     "OutcomeCallback",
@@ -159,7 +161,10 @@ class Client:
         gzip: bool = False,
         ca_certs: Union[str, "os.PathLike[str]", None] = None,
         workers: int = 2,
-        max_in_flight: int = 256,
+        max_in_flight: int = 512,
+        spool: Union[str, "os.PathLike[str]", None] = None,
+        spool_max_bytes: int = 1 << 30,
+        spool_commit_interval: float = 0.02,
         on_outcome: Optional[OutcomeCallback] = None,
         debug: Optional[bool] = None,
         send: bool = True,
@@ -191,6 +196,9 @@ class Client:
             ca_certs=None if ca_certs is None else os.fspath(ca_certs),
             workers=workers,
             max_in_flight=max_in_flight,
+            spool=None if spool is None else os.fspath(spool),
+            spool_max_bytes=spool_max_bytes,
+            spool_commit_interval=spool_commit_interval,
             on_outcome=None if on_outcome is None else _guarded(on_outcome),
             log_sink=_log_line,
             debug=debug,
@@ -396,8 +404,9 @@ class Client:
     @property
     def stats(self) -> Dict[str, int]:
         """Counters: accepted, queued, in_flight, delivered, failed, dropped (of which
-        queue_full were refused calls), retries, spooled (left in the spool by close).
-        After :meth:`close`: accepted = delivered + failed + dropped - queue_full + spooled."""
+        queue_full were refused calls), retries, spooled (left in the spool by close),
+        resumed (taken over from the spool). After :meth:`close`: accepted + resumed =
+        delivered + failed + dropped - queue_full + spooled."""
         return self._native.stats()
 
     def __enter__(self) -> "Client":

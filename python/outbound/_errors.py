@@ -12,6 +12,7 @@ __all__ = [
     "UnsupportedType",
     "MessageTooLarge",
     "ClientClosed",
+    "SpoolError",
 ]
 
 
@@ -48,6 +49,18 @@ class UnsupportedType(ValidationError, TypeError):
 
 class MessageTooLarge(ValidationError):
     """The message is over 32 KB once serialized."""
+
+
+class SpoolError(OutboundError, OSError):
+    """The spool directory (``spool=``) or a file in it could not be used: it cannot be
+    created, another client of this process already uses it, the disk failed. ``path``
+    names the directory or file."""
+
+    path: Optional[str]
+
+    def __init__(self, message: str, path: Optional[str] = None) -> None:
+        super().__init__(message)
+        self.path = path
 
 
 class ClientClosed(OutboundError):

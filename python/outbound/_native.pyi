@@ -49,6 +49,9 @@ class NativeClient:
         debug: Optional[bool],
         send: bool,
         proxy_from_env: bool,
+        spool: Optional[str],
+        spool_max_bytes: int,
+        spool_commit_interval: float,
     ) -> NativeClient: ...
     def enqueue(
         self,

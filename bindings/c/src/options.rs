@@ -85,7 +85,7 @@ unsafe fn with_config(
 /// Creates options with every default: no destination (set a write key, a webhook or
 /// both), endpoint `https://api.segment.io`, flush_at 20, flush_interval 5000 ms,
 /// max_queue_size 10000, timeout 5000 ms, max_retry_duration 4 h, gzip off, 2 workers and
-/// at most 256 requests in flight per destination, sending on, proxy from the environment, logging per `DEBUG`.
+/// at most 512 requests in flight per destination, sending on, proxy from the environment, logging per `DEBUG`.
 ///
 /// Ownership: the caller owns the result and passes it to `outbound_client_new` (which takes
 /// it) or `outbound_options_free`. Returns NULL only if a panic occurred (out of memory
@@ -255,6 +255,80 @@ pub unsafe extern "C" fn outbound_options_set_ca_certs(
         unsafe {
             with_config(options, |c| {
                 c.ca_certs = opt_string(pem_or_path, "pem_or_path")?;
+                Ok(())
+            })
+        }
+    })
+}
+
+/// Sets the spool directory (created if missing): every accepted message is written there
+/// before its first attempt and removed at its outcome, so a restart or a crash loses
+/// nothing that was flushed; a new client on the directory, or a live sibling process for the
+/// files of a dead one, delivers what is pending. Each process takes its own file in the
+/// directory; a second client of the same process on it is refused by `outbound_client_new`
+/// (`OUTBOUND_RESULT_SPOOL`, naming the path). NULL unsets it (memory only, the default).
+/// The text is copied.
+///
+/// Returns `OUTBOUND_RESULT_OK`, `_NULL_ARGUMENT` (options), `_INVALID_UTF8`, `_PANIC`.
+///
+/// # Safety
+/// `options` is NULL or live; `path` is NULL or NUL-terminated.
+#[no_mangle]
+pub unsafe extern "C" fn outbound_options_set_spool(
+    options: *mut outbound_options,
+    path: *const c_char,
+) -> outbound_result {
+    ffi!({
+        unsafe {
+            with_config(options, |c| {
+                c.spool = opt_string(path, "path")?.map(Into::into);
+                Ok(())
+            })
+        }
+    })
+}
+
+/// Bytes the spool may hold (default 1 GiB); past it calls are refused with
+/// `OUTBOUND_RESULT_QUEUE_FULL` and counted in `outbound_stats.queue_full`.
+///
+/// Returns `OUTBOUND_RESULT_OK`, `_NULL_ARGUMENT` (options), `_PANIC`. The value is checked
+/// by `outbound_client_new` (0 is refused).
+///
+/// # Safety
+/// `options` is NULL or a live `outbound_options`.
+#[no_mangle]
+pub unsafe extern "C" fn outbound_options_set_spool_max_bytes(
+    options: *mut outbound_options,
+    bytes: u64,
+) -> outbound_result {
+    ffi!({
+        unsafe {
+            with_config(options, |c| {
+                c.spool_max_bytes = bytes;
+                Ok(())
+            })
+        }
+    })
+}
+
+/// How often accepted messages are committed to the spool together, in milliseconds
+/// (default 20, at most 1000). A power cut loses at most what was accepted within one
+/// interval; `outbound_flush` commits at once.
+///
+/// Returns `OUTBOUND_RESULT_OK`, `_NULL_ARGUMENT` (options), `_PANIC`. The value is checked
+/// by `outbound_client_new`.
+///
+/// # Safety
+/// `options` is NULL or a live `outbound_options`.
+#[no_mangle]
+pub unsafe extern "C" fn outbound_options_set_spool_commit_interval_ms(
+    options: *mut outbound_options,
+    ms: u64,
+) -> outbound_result {
+    ffi!({
+        unsafe {
+            with_config(options, |c| {
+                c.spool_commit_interval = millis(ms);
                 Ok(())
             })
         }
@@ -496,7 +570,7 @@ pub unsafe extern "C" fn outbound_options_set_workers(
 }
 
 /// Most requests in flight at once to each destination: the ingestion endpoint, and each
-/// webhook URL on its own (default 256). Each destination grows its delivery threads with
+/// webhook URL on its own (default 512). Each destination grows its delivery threads with
 /// demand up to this, so a slow or failing one never takes another's budget.
 ///
 /// Returns `OUTBOUND_RESULT_OK`, `_NULL_ARGUMENT` (options), `_PANIC`. The value is checked

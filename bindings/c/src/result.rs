@@ -49,6 +49,9 @@ pub enum outbound_result {
     Panic = 14,
     /// An error this version of the binding does not know how to classify (a newer core).
     Other = 15,
+    /// The spool directory or a file in it could not be used (cannot be created, already
+    /// used by another client of this process, disk full, ...); the text names the path.
+    Spool = 16,
 }
 
 impl outbound_result {
@@ -71,6 +74,7 @@ impl outbound_result {
             BadSignature,
             Panic,
             Other,
+            Spool,
         ]
         .into_iter()
         .find(|r| *r as u32 == code)
@@ -99,6 +103,7 @@ impl outbound_result {
             BadSignature => c"OUTBOUND_RESULT_BAD_SIGNATURE: the signature does not match",
             Panic => c"OUTBOUND_RESULT_PANIC: internal error (contained panic)",
             Other => c"OUTBOUND_RESULT_OTHER: an unclassified error",
+            Spool => c"OUTBOUND_RESULT_SPOOL: the spool directory could not be used",
         }
     }
 }
@@ -139,9 +144,10 @@ impl Failure {
                 E::InvalidJson { .. } => outbound_result::InvalidJson,
                 E::WrongType { .. } => outbound_result::WrongType,
                 E::MessageTooLarge { .. } => outbound_result::MessageTooLarge,
-                E::QueueFull { .. } => outbound_result::QueueFull,
+                E::QueueFull { .. } | E::SpoolFull { .. } => outbound_result::QueueFull,
                 E::Closed => outbound_result::Closed,
                 E::Config { .. } => outbound_result::Config,
+                E::Spool { .. } => outbound_result::Spool,
                 _ => outbound_result::Other,
             },
         }

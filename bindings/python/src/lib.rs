@@ -66,7 +66,8 @@ mod _native {
         #[new]
         #[pyo3(signature = (*, write_key, endpoint, webhooks, shared_secret, webhook_user_agent,
             flush_at, flush_interval, max_queue_size, timeout, max_retry_duration, gzip,
-            ca_certs, workers, max_in_flight, on_outcome, log_sink, debug, send, proxy_from_env))]
+            ca_certs, workers, max_in_flight, on_outcome, log_sink, debug, send, proxy_from_env,
+            spool, spool_max_bytes, spool_commit_interval))]
         #[allow(clippy::too_many_arguments)]
         fn new(
             write_key: Option<String>,
@@ -88,6 +89,9 @@ mod _native {
             debug: Option<bool>,
             send: bool,
             proxy_from_env: bool,
+            spool: Option<std::path::PathBuf>,
+            spool_max_bytes: u64,
+            spool_commit_interval: f64,
         ) -> PyResult<Self> {
             let config = Config {
                 write_key,
@@ -115,6 +119,9 @@ mod _native {
                 log_sink: log_sink.map(self::log_sink),
                 send,
                 proxy_from_env,
+                spool,
+                spool_max_bytes,
+                spool_commit_interval: seconds("spool_commit_interval", spool_commit_interval)?,
             };
             let inner = outbound::Client::new(config).map_err(to_py)?;
             Ok(NativeClient { inner })
@@ -164,7 +171,7 @@ mod _native {
             };
             match self.inner.enqueue(&msg) {
                 Ok(id) => Ok(Some(id)),
-                Err(Error::QueueFull { .. }) => Ok(None),
+                Err(Error::QueueFull { .. } | Error::SpoolFull { .. }) => Ok(None),
                 Err(e) => Err(to_py(e)),
             }
         }
@@ -198,6 +205,7 @@ mod _native {
                 ("queue_full", s.queue_full),
                 ("retries", s.retries),
                 ("spooled", s.spooled),
+                ("resumed", s.resumed),
             ] {
                 d.set_item(k, v)?;
             }
@@ -321,6 +329,11 @@ mod _native {
         d.set_item("gzip", c.gzip)?;
         d.set_item("workers", c.workers)?;
         d.set_item("max_in_flight", c.max_in_flight)?;
+        d.set_item("spool_max_bytes", c.spool_max_bytes)?;
+        d.set_item(
+            "spool_commit_interval",
+            c.spool_commit_interval.as_secs_f64(),
+        )?;
         d.set_item("send", c.send)?;
         d.set_item("proxy_from_env", c.proxy_from_env)?;
         Ok(d)

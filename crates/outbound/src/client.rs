@@ -11,6 +11,8 @@ use crate::outcome::Stats;
 use crate::retry::after;
 use crate::scheduler::{Command, Item, Scheduler};
 use crate::shared::Shared;
+use crate::spool::Store;
+use crate::spooler::{hooks_key, Spooler};
 use crate::transport::Transport;
 use crate::webhook::{self, Hooks};
 use crate::{timestamp, validate};
@@ -38,10 +40,15 @@ pub struct Client {
 
 /// One generation of threads and queue (a forked child gets a new one).
 struct Engine {
+    /// To the spool writer when there is a spool, else to the scheduler.
     tx: Sender<Command>,
     shared: Arc<Shared>,
     scheduler: Mutex<Option<JoinHandle<()>>>,
     scheduler_id: ThreadId,
+    spooler: Mutex<Option<JoinHandle<()>>>,
+    /// The spool's lock: a forked child closes its inherited copy, so the lock goes with the
+    /// parent.
+    spool_lock: Option<std::os::fd::RawFd>,
 }
 
 impl Engine {
@@ -55,17 +62,55 @@ impl Engine {
         });
         let shared = Arc::new(Shared::default());
         let (tx, commands) = crossbeam_channel::unbounded();
-        let scheduler = Scheduler::new(config, shared.clone(), commands, delivery, logger.clone());
-        let handle = std::thread::Builder::new()
-            .name("outbound-scheduler".into())
-            .spawn(move || scheduler.run())
-            .map_err(|e| Error::config("workers", format!("cannot start a thread: {e}")))?;
+        let spawn = |name: &str, f: Box<dyn FnOnce() + Send>| {
+            std::thread::Builder::new()
+                .name(name.into())
+                .spawn(f)
+                .map_err(|e| Error::config("workers", format!("cannot start a thread: {e}")))
+        };
+        let (mut spooler, mut spool_lock, mut ops) = (None, None, None);
+        let commands = match &config.spool {
+            None => commands,
+            Some(dir) => {
+                let store = Store::open(dir)?;
+                spool_lock = store.lock_fd();
+                let (to_scheduler, scheduler_rx) = crossbeam_channel::unbounded();
+                let (ops_tx, ops_rx) = crossbeam_channel::unbounded();
+                ops = Some(ops_tx);
+                let urls: Vec<String> = config.webhooks.iter().map(|w| w.url.clone()).collect();
+                let writer = Spooler {
+                    store,
+                    shared: shared.clone(),
+                    commands,
+                    scheduler: to_scheduler,
+                    ops: ops_rx,
+                    commit_every: config.spool_commit_interval,
+                    capacity: config.max_queue_size as u64,
+                    hook_mask: ((1u16 << config.webhooks.len()) - 1) as u8,
+                    hooks_key: hooks_key(&urls),
+                    logger: logger.clone(),
+                };
+                spooler = Some(spawn("outbound-spool", Box::new(move || writer.run()))?);
+                scheduler_rx
+            }
+        };
+        let scheduler = Scheduler::new(
+            config,
+            shared.clone(),
+            commands,
+            delivery,
+            ops,
+            logger.clone(),
+        );
+        let handle = spawn("outbound-scheduler", Box::new(move || scheduler.run()))?;
         let scheduler_id = handle.thread().id();
         Ok(Engine {
             tx,
             shared,
             scheduler: Mutex::new(Some(handle)),
             scheduler_id,
+            spooler: Mutex::new(spooler),
+            spool_lock,
         })
     }
 }
@@ -140,6 +185,21 @@ impl Client {
             return Err(Error::Closed);
         }
         let item = self.encode(msg)?;
+        if self.config.spool.is_some() {
+            let size = item.ingest.as_ref().map_or(0, |b| b.len())
+                + item.hook.as_ref().map_or(0, |b| b.len());
+            let limit = self.config.spool_max_bytes;
+            let before = shared.spool_bytes.fetch_add(size as u64, Relaxed);
+            if before + size as u64 > limit {
+                shared.spool_bytes.fetch_sub(size as u64, Relaxed);
+                shared.counters.dropped.fetch_add(1, Relaxed);
+                shared.counters.queue_full.fetch_add(1, Relaxed);
+                self.logger.log(Level::Warn, || {
+                    format!("spool full ({limit} bytes): dropped message {}", item.id)
+                });
+                return Err(Error::SpoolFull { limit });
+            }
+        }
         let capacity = self.config.max_queue_size as u64;
         if shared.pending.fetch_add(1, AcqRel) >= capacity {
             shared.pending.fetch_sub(1, AcqRel);
@@ -264,6 +324,21 @@ impl Client {
         if let Some(handle) = handle.filter(|_| !on_scheduler) {
             complete = self.wait_for_drain(&engine, handle);
         }
+        let spooler = engine
+            .spooler
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take();
+        if let Some(handle) = spooler.filter(|_| !on_scheduler) {
+            // Its last commit and the store's close: quick, but bounded all the same.
+            let end = Instant::now() + self.config.timeout;
+            while !handle.is_finished() && Instant::now() < end {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            if handle.is_finished() {
+                let _ = handle.join();
+            }
+        }
         engine.stop_callbacks(complete);
         self.logger.log(Level::Debug, || {
             format!("client closed: {:?}", self.stats())
@@ -320,6 +395,10 @@ impl Client {
     /// dropping it could wait for threads that will never run.
     pub fn reset_after_fork(&self) -> Result<(), Error> {
         let closed = self.is_closed();
+        if let Some(fd) = self.engine.load().spool_lock {
+            // SAFETY: our inherited copy of the parent's lock descriptor; the parent keeps its own.
+            unsafe { libc::close(fd) };
+        }
         let fresh = Engine::start(&self.config, &self.logger)?;
         fresh.shared.closed.store(closed, SeqCst);
         std::mem::forget(self.engine.swap(Arc::new(fresh)));

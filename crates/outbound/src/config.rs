@@ -5,6 +5,7 @@ use crate::log::LogSink;
 use crate::outcome::Outcome;
 use crate::retry::RetryPolicy;
 use std::fmt;
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 use ureq::http::{HeaderName, HeaderValue, Uri};
@@ -73,7 +74,8 @@ pub struct Config {
     pub workers: usize,
     /// Most requests in flight at once to each destination (ingestion, and each webhook URL
     /// on its own): a lane grows its threads with demand up to this, so a slow destination
-    /// uses its own budget and never another's.
+    /// uses its own budget and never another's. Default 512: a receiver that stalls 5 % of
+    /// requests for the whole 5 s timeout holds 250 slots at 1,000 requests/s.
     pub max_in_flight: usize,
     /// Called with each message's outcome.
     pub on_outcome: Option<OutcomeCallback>,
@@ -85,6 +87,16 @@ pub struct Config {
     pub send: bool,
     /// Use `HTTP(S)_PROXY`/`ALL_PROXY` from the environment.
     pub proxy_from_env: bool,
+    /// A directory for the on-disk spool: every accepted message is on disk before its first
+    /// attempt and leaves at its outcome; a new client on the directory (or a live sibling
+    /// process, for a dead one's files) resumes what is pending. `None`: memory only.
+    pub spool: Option<PathBuf>,
+    /// Bytes the spool may hold; past it new calls are refused ([`Error::SpoolFull`],
+    /// counted as `queue_full`). Default 1 GiB.
+    pub spool_max_bytes: u64,
+    /// How often accepted messages are committed to the spool, together (default 20 ms).
+    /// A power cut loses at most the messages accepted within one interval.
+    pub spool_commit_interval: Duration,
 }
 
 impl Default for Config {
@@ -103,12 +115,15 @@ impl Default for Config {
             gzip: false,
             ca_certs: None,
             workers: 2,
-            max_in_flight: 256,
+            max_in_flight: 512,
             on_outcome: None,
             debug: None,
             log_sink: None,
             send: true,
             proxy_from_env: true,
+            spool: None,
+            spool_max_bytes: 1 << 30,
+            spool_commit_interval: Duration::from_millis(20),
         }
     }
 }
@@ -133,6 +148,7 @@ impl fmt::Debug for Config {
             .field("workers", &self.workers)
             .field("max_in_flight", &self.max_in_flight)
             .field("send", &self.send)
+            .field("spool", &self.spool)
             .finish_non_exhaustive()
     }
 }
@@ -264,6 +280,31 @@ impl Config {
         positive("flush_interval", self.flush_interval)?;
         positive("timeout", self.timeout)?;
         positive("max_retry_duration", self.retry.max_retry_duration)?;
+        if self.spool.is_some() {
+            positive("spool_commit_interval", self.spool_commit_interval)?;
+            if self.spool_commit_interval > Duration::from_secs(1) {
+                return Err(Error::config(
+                    "spool_commit_interval",
+                    "must be at most 1 s",
+                ));
+            }
+            if self.spool_max_bytes == 0 {
+                return Err(Error::config(
+                    "spool_max_bytes",
+                    "must be greater than zero",
+                ));
+            }
+            if self
+                .spool
+                .as_ref()
+                .is_some_and(|p| p.as_os_str().is_empty())
+            {
+                return Err(Error::config(
+                    "spool",
+                    "must be a directory path, not empty",
+                ));
+            }
+        }
         if self.shared_secret.as_deref() == Some("") {
             return Err(Error::config(
                 "shared_secret",

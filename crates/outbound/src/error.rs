@@ -49,6 +49,12 @@ pub enum Error {
         /// The configured capacity.
         capacity: usize,
     },
+    /// The spool holds `spool_max_bytes` already; the message was dropped (and counted, as
+    /// for a full queue).
+    SpoolFull {
+        /// The configured limit in bytes.
+        limit: u64,
+    },
     /// The client was closed; nothing more can be enqueued, and it cannot be closed twice.
     Closed,
     /// The configuration was refused when the client was built.
@@ -112,6 +118,10 @@ impl fmt::Display for Error {
             Error::QueueFull { capacity } => write!(
                 f,
                 "queue is full ({capacity} messages waiting); the message was dropped"
+            ),
+            Error::SpoolFull { limit } => write!(
+                f,
+                "spool is full (spool_max_bytes {limit}); the message was dropped"
             ),
             Error::Closed => write!(f, "client is closed"),
             Error::Config { setting, reason } => {

@@ -4,7 +4,8 @@
 //!
 //! - Threads grow with demand: a request waiting while every thread of the lane is busy
 //!   starts a new one, up to `max_in_flight`; threads idle for a whole trim period exit.
-//! - Health: after [`TRIP_AFTER`] retryable failures in a row (and no success), the lane
+//! - Health: after [`TRIP_AFTER`] retryable failures in a row and no success for
+//!   [`TRIP_QUIET`], the lane
 //!   holds back and sends one probe at a time, spaced by a growing, jittered backoff, until a
 //!   request succeeds. A dead receiver then sees a trickle of probes, not every queued
 //!   message's retries (no retry storm).
@@ -21,8 +22,11 @@ use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-/// Retryable failures in a row after which a lane holds back to one probe at a time.
+/// Retryable failures in a row after which a lane holds back to one probe at a time...
 pub(crate) const TRIP_AFTER: u32 = 20;
+/// ...when nothing succeeded for this long either: timeouts of requests that stalled together
+/// come back together, and must not hold back a receiver that answers everything else.
+pub(crate) const TRIP_QUIET: Duration = Duration::from_secs(1);
 
 /// What every lane's workers share: the transport and both destinations.
 pub(crate) struct Delivery {
@@ -84,6 +88,7 @@ pub(crate) struct Lane {
     min_threads: usize,
     cap: usize,
     failures: u32,
+    last_success: Option<Instant>,
     health: Health,
     paused_until: Option<Instant>,
     policy: RetryPolicy,
@@ -117,6 +122,7 @@ impl Lane {
             min_threads: min_threads.min(cap),
             cap,
             failures: 0,
+            last_success: None,
             health: Health::Up,
             paused_until: None,
             policy,
@@ -203,6 +209,7 @@ impl Lane {
             // A success, or an answer that retrying will not change: the receiver is there.
             Attempt::Success | Attempt::Permanent { .. } => {
                 self.failures = 0;
+                self.last_success = Some(now);
                 if self.health != Health::Up {
                     self.logger
                         .log(Level::Warn, || format!("{}: recovered", self.label));
@@ -211,8 +218,10 @@ impl Lane {
             }
             Attempt::Retryable { .. } => {
                 self.failures = self.failures.saturating_add(1);
+                let quiet = !matches!(self.last_success,
+                    Some(t) if now.saturating_duration_since(t) < TRIP_QUIET);
                 let opens = match self.health {
-                    Health::Up if self.failures >= TRIP_AFTER => 1,
+                    Health::Up if self.failures >= TRIP_AFTER && quiet => 1,
                     Health::Probing { opens } => opens + 1,
                     _ => return,
                 };
@@ -441,6 +450,25 @@ mod tests {
             }
         }
         assert!(!l.is_down());
+    }
+
+    #[test]
+    fn a_burst_of_timeouts_beside_successes_does_not_hold_the_lane() {
+        let (mut l, _rx) = lane(100);
+        let now = Instant::now();
+        l.busy += 1;
+        l.finished(&Attempt::Success, now);
+        for _ in 0..(TRIP_AFTER * 5) {
+            l.busy += 1;
+            l.finished(&fail(), now + TRIP_QUIET / 2);
+        }
+        assert!(
+            !l.is_down(),
+            "a success half a second ago: the receiver answers"
+        );
+        l.busy += 1;
+        l.finished(&fail(), now + TRIP_QUIET);
+        assert!(l.is_down(), "nothing but failures for a whole second");
     }
 
     #[test]

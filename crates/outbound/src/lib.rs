@@ -39,8 +39,8 @@ mod retry;
 mod scheduler;
 mod shared;
 mod signature;
-#[allow(dead_code)] // not wired into the scheduler yet (issue #11)
 mod spool;
+mod spooler;
 pub mod timestamp;
 mod transport;
 mod validate;

@@ -100,6 +100,10 @@ pub struct Stats {
     /// Accepted messages left in the spool by `close` (no outcome yet: the next client on
     /// the spool delivers them). Always 0 without a spool.
     pub spooled: u64,
+    /// Messages taken over from the spool (left by an earlier client, or by a process that
+    /// died), delivered by this client as if accepted here. After `close`:
+    /// `accepted + resumed = delivered + failed + dropped - queue_full + spooled`.
+    pub resumed: u64,
 }
 
 /// The live counters, shared by the caller's side and the scheduler.
@@ -113,6 +117,7 @@ pub(crate) struct Counters {
     pub queue_full: AtomicU64,
     pub retries: AtomicU64,
     pub spooled: AtomicU64,
+    pub resumed: AtomicU64,
     /// Outcomes that make `flush` return false: failed, and dropped except by the message's
     /// own `integrations`.
     pub losses: AtomicU64,
@@ -131,6 +136,7 @@ impl Counters {
             queue_full: self.queue_full.load(Relaxed),
             retries: self.retries.load(Relaxed),
             spooled: self.spooled.load(Relaxed),
+            resumed: self.resumed.load(Relaxed),
         }
     }
 

@@ -11,6 +11,8 @@ use crate::log::{redact_url, Level, Logger};
 use crate::outcome::{Outcome, OutcomeKind, Reason};
 use crate::retry::{after, RetryPolicy};
 use crate::shared::Shared;
+use crate::spool::Op;
+use crate::spooler::wall_ms;
 use crate::transport::Attempt;
 use crossbeam_channel::{select, Receiver, Sender};
 use std::cmp::Ordering;
@@ -34,8 +36,20 @@ pub(crate) struct Item {
     pub hook: Option<Arc<[u8]>>,
 }
 
+/// A message taken over from the spool: what is left of it to deliver.
+pub(crate) struct Resumed {
+    pub id: Arc<str>,
+    pub ingest: Option<Arc<[u8]>>,
+    pub hook: Option<Arc<[u8]>>,
+    /// Webhook URLs still worth trying.
+    pub hook_mask: u8,
+    /// Its first attempt, in an earlier life: the retry window goes on from there.
+    pub first: Option<Instant>,
+}
+
 pub(crate) enum Command {
     Message(Item),
+    Resume(Resumed),
     /// Close the open batch now; the scheduler writes into the barrier the number below
     /// which every message was accepted before the flush.
     Flush(Option<Arc<AtomicU64>>),
@@ -53,6 +67,8 @@ struct Track {
     /// Outcome already reported; kept only until its last request returns.
     finished: bool,
     hook: Option<Round>,
+    /// A resumed message's first attempt (its ingestion retry window goes on from there).
+    since: Option<Instant>,
 }
 
 enum Due {
@@ -124,6 +140,9 @@ pub(crate) struct Scheduler {
     policy: RetryPolicy,
     send: bool,
     hook_mask: u8,
+    has_ingestion: bool,
+    /// Progress and outcomes for the spool writer, when there is a spool.
+    spool: Option<Sender<Op>>,
     on_outcome: Option<crate::config::OutcomeCallback>,
     logger: Logger,
     tracks: HashMap<u64, Track>,
@@ -141,6 +160,7 @@ impl Scheduler {
         shared: Arc<Shared>,
         commands: Receiver<Command>,
         delivery: Arc<Delivery>,
+        spool: Option<Sender<Op>>,
         logger: Logger,
     ) -> Self {
         let (report_tx, reports) = crossbeam_channel::unbounded();
@@ -169,6 +189,8 @@ impl Scheduler {
             policy: config.retry,
             send: config.send,
             hook_mask: ((1u16 << config.webhooks.len()) - 1) as u8,
+            has_ingestion: config.write_key.is_some(),
+            spool,
             on_outcome: config.on_outcome.clone(),
             logger,
             tracks: HashMap::new(),
@@ -220,6 +242,7 @@ impl Scheduler {
     fn command(&mut self, cmd: Command) -> bool {
         match cmd {
             Command::Message(item) => self.accept(item),
+            Command::Resume(r) => self.resume(r),
             Command::Flush(barrier) => {
                 self.close_batch(Instant::now());
                 if let Some(b) = barrier {
@@ -398,6 +421,7 @@ impl Scheduler {
                 requests: 0,
                 finished: false,
                 hook: item.hook.map(|body| Round::new(body, self.hook_mask, None)),
+                since: None,
             },
         );
         let now = Instant::now();
@@ -412,6 +436,91 @@ impl Scheduler {
         }
     }
 
+    /// A message from the spool: goes on where its earlier life left it. A part this client
+    /// has no destination for fails with a reason.
+    fn resume(&mut self, r: Resumed) {
+        let seq = self.next_seq;
+        self.next_seq += 1;
+        self.watermark.accept();
+        let mut failure = None;
+        let ingest = match r.ingest {
+            Some(_) if !self.has_ingestion => {
+                failure =
+                    Some("resumed from the spool for ingestion, but this client has no write key");
+                None
+            }
+            other => other,
+        };
+        let hook = match r.hook {
+            Some(_) if self.hook_mask == 0 => {
+                failure
+                    .get_or_insert("resumed from the spool for webhooks, but this client has none");
+                None
+            }
+            Some(body) if r.hook_mask != 0 => Some(Round::new(body, r.hook_mask, r.first)),
+            _ => None,
+        };
+        let remaining = u8::from(ingest.is_some()) + u8::from(hook.is_some());
+        if remaining == 0 {
+            self.spool(|| Op::Remove { id: r.id.clone() });
+            return match failure {
+                Some(why) => self.report(
+                    Some(seq),
+                    &r.id,
+                    OutcomeKind::Failed,
+                    Some(Reason::Other),
+                    why.into(),
+                ),
+                None => self.report(
+                    Some(seq),
+                    &r.id,
+                    OutcomeKind::Dropped,
+                    Some(Reason::Other),
+                    "resumed from the spool with nothing left to send".into(),
+                ),
+            };
+        }
+        let has_hook = hook.is_some();
+        let mut track = self.track(r.id, remaining, hook, r.first);
+        track.failure = failure.map(|why| (Reason::Other, why.to_string()));
+        self.tracks.insert(seq, track);
+        let now = Instant::now();
+        if let Some(bytes) = ingest {
+            let closed: Vec<Batch> = self.batcher.add(seq, bytes, now).collect();
+            for batch in closed {
+                self.queue_batch(batch, now);
+            }
+        }
+        if has_hook {
+            self.start_round(seq, now);
+        }
+    }
+
+    fn track(
+        &self,
+        id: Arc<str>,
+        remaining: u8,
+        hook: Option<Round>,
+        since: Option<Instant>,
+    ) -> Track {
+        Track {
+            id,
+            remaining,
+            failure: None,
+            requests: 0,
+            finished: false,
+            hook,
+            since,
+        }
+    }
+
+    /// Tells the spool writer, if any.
+    fn spool(&self, op: impl FnOnce() -> Op) {
+        if let Some(tx) = &self.spool {
+            let _ = tx.send(op());
+        }
+    }
+
     fn close_batch(&mut self, now: Instant) {
         if let Some(batch) = self.batcher.close() {
             self.queue_batch(batch, now);
@@ -419,7 +528,13 @@ impl Scheduler {
     }
 
     fn queue_batch(&mut self, mut batch: Batch, now: Instant) {
-        batch.first.get_or_insert(now);
+        // A resumed message's window started in its earlier life.
+        let earliest = batch
+            .msgs
+            .iter()
+            .filter_map(|(seq, _)| self.tracks.get(seq).and_then(|t| t.since))
+            .min();
+        batch.first = Some(earliest.map_or(now, |e| e.min(now)));
         self.lanes[0].push(Job::Batch(batch));
     }
 
@@ -474,6 +589,9 @@ impl Scheduler {
     fn batch_result(&mut self, mut batch: Batch, attempt: Attempt, now: Instant) {
         let first = *batch.first.get_or_insert(now);
         batch.attempts += 1;
+        if self.spool.is_some() {
+            self.batch_progress(&batch, &attempt, first);
+        }
         match attempt {
             Attempt::Success => {
                 for (seq, _) in &batch.msgs {
@@ -534,6 +652,34 @@ impl Scheduler {
         }
     }
 
+    /// What the spool must remember of a batch's result: its first attempt when it will be
+    /// retried, and that the ingestion part is over for messages still waiting on webhooks.
+    fn batch_progress(&self, batch: &Batch, attempt: &Attempt, first: Instant) {
+        let over = !matches!(attempt, Attempt::Retryable { .. });
+        let split = matches!(
+            attempt,
+            Attempt::Permanent {
+                reason: Reason::Status(413),
+                ..
+            }
+        ) && batch.msgs.len() > 1;
+        for (seq, _) in &batch.msgs {
+            let Some(t) = self.tracks.get(seq) else {
+                continue;
+            };
+            if batch.attempts == 1 && !over {
+                let at_ms = wall_ms(first);
+                self.spool(|| Op::FirstAttempt {
+                    id: t.id.clone(),
+                    at_ms,
+                });
+            }
+            if over && !split && t.remaining > 1 && !t.finished {
+                self.spool(|| Op::IngestDone { id: t.id.clone() });
+            }
+        }
+    }
+
     fn hook_result(&mut self, seq: u64, target: u8, attempt: Attempt, now: Instant) {
         let Some(t) = self.tracks.get_mut(&seq) else {
             return;
@@ -551,7 +697,29 @@ impl Scheduler {
                 format!("{label}: permanent failure: {detail}")
             });
         }
-        match round.record(target, attempt, now, &self.policy) {
+        let before = round.live_mask();
+        let settled = round.record(target, attempt, now, &self.policy);
+        if let Some(tx) = &self.spool {
+            let id = t.id.clone();
+            let op = match &settled {
+                Settled::Retry(_) if round.attempts == 1 => Some(Op::FirstAttempt {
+                    id,
+                    at_ms: wall_ms(round.first.unwrap_or(now)),
+                }),
+                Settled::Delivered | Settled::Failed(..) if t.remaining > 1 => {
+                    Some(Op::HookMask { id, mask: 0 })
+                }
+                _ if round.live_mask() != before && round.live_mask() != 0 => Some(Op::HookMask {
+                    id,
+                    mask: round.live_mask(),
+                }),
+                _ => None,
+            };
+            if let Some(op) = op {
+                let _ = tx.send(op);
+            }
+        }
+        match settled {
             Settled::Pending => {}
             Settled::Retry(at) => self.schedule(at, Due::HookRound(seq)),
             Settled::Delivered => {
@@ -602,6 +770,7 @@ impl Scheduler {
             // Its other requests are still out; stop counting it as in flight.
             self.shared.counters.landed();
         }
+        self.spool(|| Op::Remove { id: id.clone() });
         match failure {
             None => self.report(Some(seq), &id, OutcomeKind::Delivered, None, String::new()),
             Some((reason, detail)) => {
@@ -666,6 +835,11 @@ impl Scheduler {
             if in_flight {
                 self.shared.counters.landed();
             }
+            if self.spool.is_some() {
+                // On disk: the next client on the spool delivers it (at least once).
+                self.shared.leave_spooled(true);
+                continue;
+            }
             let detail = if in_flight {
                 "client closed while the request was in flight; delivery unknown"
             } else {
@@ -681,7 +855,15 @@ impl Scheduler {
         }
         // Messages enqueued before close took effect but not yet read.
         while let Ok(cmd) = self.commands.try_recv() {
+            if let Command::Resume(_) = cmd {
+                self.shared.leave_spooled(true);
+            }
             if let Command::Message(item) = cmd {
+                if self.spool.is_some() {
+                    let spooled = item.ingest.is_some() || item.hook.is_some();
+                    self.shared.leave_spooled(spooled);
+                    continue;
+                }
                 self.report(
                     None,
                     &item.id,

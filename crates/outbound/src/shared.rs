@@ -16,6 +16,8 @@ pub(crate) struct Shared {
     pub low_water: AtomicU64,
     /// Outcomes reported so far (close watches it to tell a slow drain from a stuck callback).
     pub reported: AtomicU64,
+    /// Bytes in the spool (after the last commit, plus calls since): `spool_max_bytes`.
+    pub spool_bytes: AtomicU64,
     /// Enqueue calls under way, so `close` can wait them out before its last drain.
     pub calls: AtomicUsize,
     pub closed: AtomicBool,
@@ -79,6 +81,23 @@ impl Shared {
         true
     }
 
+    /// A message left for the next client on the spool (at close): counted as spooled, no
+    /// callback. `spooled` false: it had nowhere to go and simply ends as dropped.
+    pub(crate) fn leave_spooled(&self, spooled: bool) {
+        {
+            let _t = self.tally.lock().unwrap_or_else(|e| e.into_inner());
+            if self.abandoned.load(Relaxed) {
+                return;
+            }
+            if spooled {
+                self.counters.spooled.fetch_add(1, Relaxed);
+            } else {
+                self.counters.count(OutcomeKind::Dropped);
+            }
+        }
+        self.release();
+    }
+
     /// The message counted by `tally` is finished (its callback has returned).
     pub(crate) fn release(&self) {
         let _ = self
@@ -93,13 +112,14 @@ impl Shared {
         let _t = self.tally.lock().unwrap_or_else(|e| e.into_inner());
         self.abandoned.store(true, SeqCst);
         let c = &self.counters;
+        let started = c.accepted.load(Relaxed) + c.resumed.load(Relaxed);
         let ended = c.delivered.load(Relaxed)
             + c.failed.load(Relaxed)
             + c.dropped
                 .load(Relaxed)
                 .saturating_sub(c.queue_full.load(Relaxed))
             + c.spooled.load(Relaxed);
-        let left = c.accepted.load(Relaxed).saturating_sub(ended);
+        let left = started.saturating_sub(ended);
         c.dropped.fetch_add(left, Relaxed);
         c.losses.fetch_add(left, Relaxed);
         self.pending.store(0, SeqCst);

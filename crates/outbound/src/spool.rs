@@ -433,6 +433,12 @@ impl Store {
     }
 
     /// Our own file (`DIR/outbound-<pid>-<hex>.db`).
+    /// The lock file's descriptor: a forked child closes its inherited copy (the lock is
+    /// the parent's), without touching anything else of the store.
+    pub fn lock_fd(&self) -> Option<std::os::fd::RawFd> {
+        self.lock.as_ref().map(|f| f.as_raw_fd())
+    }
+
     pub fn path(&self) -> &Path {
         &self.db_path
     }
@@ -1072,6 +1078,9 @@ impl Store {
     /// In a forked child: forgets this store without touching SQLite (the parent still owns
     /// the file). Closes the child's copy of the lock descriptor, which leaves the parent's
     /// lock held, and leaks the connection: closing it would checkpoint the parent's file.
+    // The client does the same through `lock_fd` (`Client::reset_after_fork`): its store
+    // lives on the spool thread, which a forked child does not have.
+    #[cfg_attr(not(test), allow(dead_code))]
     pub fn forget_after_fork(mut self) {
         if let Some(conn) = self.conn.take() {
             std::mem::forget(conn);

@@ -1,0 +1,304 @@
+//! The spool writer thread (only with `spool` set): it stands between the calls and the
+//! scheduler. Every accepted message is written to the store (`spool.rs`) in a group commit
+//! before it is passed on, so it is on disk before its first attempt; the scheduler's
+//! progress and outcomes come back here and leave the store in the next commit. At start and
+//! every few seconds it takes over what earlier clients and dead processes left in the
+//! directory and passes it on as resumed messages, no more at once than the queue has room
+//! for. The caller's thread never touches the disk.
+
+use crate::log::{Level, Logger};
+use crate::scheduler::{Command, Item, Resumed};
+use crate::shared::Shared;
+use crate::spool::{Cursor, Op, Record, Store};
+use crossbeam_channel::{select, Receiver, Sender};
+use std::sync::atomic::Ordering::*;
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+/// How often the directory is checked for files of dead processes.
+const ADOPT_EVERY: Duration = Duration::from_secs(5);
+
+/// Unix milliseconds of `at` (an `Instant` of this process).
+pub(crate) fn wall_ms(at: Instant) -> i64 {
+    let now = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64);
+    now - Instant::now().saturating_duration_since(at).as_millis() as i64
+}
+
+/// The `Instant` of a Unix-milliseconds time (clamped to now: never in the future).
+fn instant_of(ms: i64) -> Instant {
+    let now = Instant::now();
+    let ago = (wall_ms(now) - ms).max(0) as u64;
+    now.checked_sub(Duration::from_millis(ago)).unwrap_or(now)
+}
+
+/// A stable hash of the webhook URL list: a spooled URL mask only means something under the
+/// same list.
+pub(crate) fn hooks_key(urls: &[String]) -> u64 {
+    // FNV-1a: stable across processes and versions (std's hasher is not).
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for url in urls {
+        for b in url.bytes().chain([0]) {
+            h ^= u64::from(b);
+            h = h.wrapping_mul(0x0100_0000_01b3);
+        }
+    }
+    h
+}
+
+pub(crate) struct Spooler {
+    pub store: Store,
+    pub shared: Arc<Shared>,
+    /// From the calls.
+    pub commands: Receiver<Command>,
+    /// To the scheduler.
+    pub scheduler: Sender<Command>,
+    /// Progress and outcomes from the scheduler.
+    pub ops: Receiver<Op>,
+    pub commit_every: Duration,
+    pub capacity: u64,
+    pub hook_mask: u8,
+    pub hooks_key: u64,
+    pub logger: Logger,
+}
+
+impl Spooler {
+    pub(crate) fn run(mut self) {
+        let mut waiting: Vec<Item> = Vec::new();
+        let mut writes: Vec<Op> = Vec::new();
+        let mut commit_at: Option<Instant> = None;
+        // Where resuming goes on from (the store's cursor is kept for good: after each adopt
+        // it yields only what that adopt added), and whether there may be more.
+        let mut cursor: Option<Cursor> = None;
+        let mut resume_due = true;
+        let mut next_adopt = Instant::now();
+        self.logger.log(Level::Debug, || {
+            format!("spool: writing to {}", self.store.path().display())
+        });
+        loop {
+            let now = Instant::now();
+            if now >= next_adopt {
+                next_adopt = now + ADOPT_EVERY;
+                self.adopt();
+                resume_due = true;
+            }
+            if resume_due {
+                resume_due = self.resume(&mut cursor);
+            }
+            let wake = commit_at.unwrap_or(next_adopt).min(next_adopt);
+            let wait = wake.saturating_duration_since(Instant::now());
+            let mut commit_now = false;
+            let mut stop = false;
+            select! {
+                recv(self.commands) -> cmd => match cmd {
+                    Ok(Command::Message(item)) => {
+                        if let Some(record) = self.record(&item) {
+                            writes.push(Op::Put(record));
+                            commit_at.get_or_insert(now + self.commit_every);
+                        }
+                        waiting.push(item);
+                        // Read what else is there: one wake for many calls.
+                        while let Ok(cmd) = self.commands.try_recv() {
+                            match cmd {
+                                Command::Message(item) => {
+                                    if let Some(record) = self.record(&item) {
+                                        writes.push(Op::Put(record));
+                                    }
+                                    waiting.push(item);
+                                }
+                                other => {
+                                    self.commit(&mut writes, &mut waiting);
+                                    commit_at = None;
+                                    if !self.forward_or_stop(other) {
+                                        stop = true;
+                                        break;
+                                    }
+                                }
+                            }
+                        }
+                    }
+                    Ok(other) => {
+                        commit_now = true;
+                        self.commit(&mut writes, &mut waiting);
+                        commit_at = None;
+                        stop = !self.forward_or_stop(other);
+                    }
+                    Err(_) => stop = true,
+                },
+                recv(self.ops) -> op => {
+                    if let Ok(op) = op {
+                        writes.push(op);
+                        while let Ok(op) = self.ops.try_recv() {
+                            writes.push(op);
+                        }
+                        commit_at.get_or_insert(now + self.commit_every);
+                    }
+                },
+                default(wait) => {},
+            }
+            if stop {
+                return self.stop(writes, waiting);
+            }
+            if !commit_now && commit_at.is_some_and(|t| Instant::now() >= t) {
+                self.commit(&mut writes, &mut waiting);
+                commit_at = None;
+            }
+        }
+    }
+
+    /// What the store keeps of `item`; `None` for a message with nowhere to go (the
+    /// scheduler ends it at once).
+    fn record(&self, item: &Item) -> Option<Record> {
+        if item.ingest.is_none() && item.hook.is_none() {
+            return None;
+        }
+        Some(Record {
+            id: item.id.clone(),
+            accepted_ms: wall_ms(Instant::now()),
+            first_ms: None,
+            ingest: item.ingest.as_ref().map(|b| b.to_vec()),
+            hook: item.hook.as_ref().map(|b| b.to_vec()),
+            hook_mask: self.hook_mask,
+            hooks_key: self.hooks_key,
+        })
+    }
+
+    /// Commits what was written since the last commit, then passes the messages on. When the
+    /// disk refuses, they go on all the same (delivery matters more than durability), logged.
+    fn commit(&mut self, writes: &mut Vec<Op>, waiting: &mut Vec<Item>) {
+        if !writes.is_empty() {
+            if let Err(e) = self.store.apply(writes) {
+                let n = waiting.len();
+                self.logger.log(Level::Warn, || {
+                    format!("{e}; {n} message(s) go on without being on disk")
+                });
+            }
+            writes.clear();
+            self.shared
+                .spool_bytes
+                .store(self.store.pending().1, Relaxed);
+        }
+        for item in waiting.drain(..) {
+            let _ = self.scheduler.send(Command::Message(item));
+        }
+    }
+
+    /// Passes a flush or shutdown on (after the commit); false on shutdown.
+    fn forward_or_stop(&mut self, cmd: Command) -> bool {
+        match cmd {
+            Command::Shutdown => false,
+            other => {
+                let _ = self.scheduler.send(other);
+                true
+            }
+        }
+    }
+
+    /// Takes over the files of dead processes and closed clients.
+    fn adopt(&mut self) {
+        match self.store.adopt() {
+            Ok(adopted) => {
+                for (path, why) in &adopted.warnings {
+                    self.logger
+                        .log(Level::Warn, || format!("spool {}: {why}", path.display()));
+                }
+                if adopted.records > 0 {
+                    self.logger.log(Level::Warn, || {
+                        format!(
+                            "spool: took over {} message(s) from {} file(s)",
+                            adopted.records, adopted.files
+                        )
+                    });
+                }
+            }
+            Err(e) => self.logger.log(Level::Warn, || e.to_string()),
+        }
+    }
+
+    /// Passes on the next page of resumable messages, as many as the queue has room for;
+    /// true when there may be more (asked again on the next wake).
+    fn resume(&mut self, cursor: &mut Option<Cursor>) -> bool {
+        let room = self
+            .capacity
+            .saturating_sub(self.shared.pending.load(Acquire));
+        if room == 0 {
+            return true;
+        }
+        let (records, next) = match self.store.resumable(cursor.as_ref(), room as usize) {
+            Ok(page) => page,
+            Err(e) => {
+                self.logger.log(Level::Warn, || e.to_string());
+                return false;
+            }
+        };
+        *cursor = next;
+        let full_page = records.len() as u64 == room;
+        for r in records {
+            self.shared.pending.fetch_add(1, AcqRel);
+            self.shared.counters.resumed.fetch_add(1, Relaxed);
+            let mask = if r.hooks_key == self.hooks_key {
+                r.hook_mask & self.hook_mask
+            } else {
+                self.hook_mask
+            };
+            let _ = self.scheduler.send(Command::Resume(Resumed {
+                id: r.id,
+                ingest: r.ingest.map(Arc::from),
+                hook: r.hook.map(Arc::from),
+                hook_mask: mask,
+                first: r.first_ms.map(instant_of),
+            }));
+        }
+        self.shared
+            .spool_bytes
+            .store(self.store.pending().1, Relaxed);
+        full_page
+    }
+
+    /// Shutdown: what was accepted but not yet passed on is committed and stays in the spool;
+    /// then the scheduler stops, and its last progress and outcomes are committed before the
+    /// store closes.
+    fn stop(mut self, mut writes: Vec<Op>, waiting: Vec<Item>) {
+        let _ = self.store.apply(&writes);
+        writes.clear();
+        for item in &waiting {
+            let spooled = item.ingest.is_some() || item.hook.is_some();
+            self.shared.leave_spooled(spooled);
+        }
+        let _ = self.scheduler.send(Command::Shutdown);
+        // The scheduler's Sender goes when it exits; what it sent before is ours to commit.
+        while let Ok(op) = self.ops.recv() {
+            writes.push(op);
+        }
+        if let Err(e) = self.store.apply(&writes) {
+            self.logger.log(Level::Warn, || e.to_string());
+        }
+        if let Err(e) = self.store.close() {
+            self.logger.log(Level::Warn, || e.to_string());
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn wall_clock_round_trips_through_instants() {
+        let t = Instant::now() - Duration::from_secs(90);
+        let ms = wall_ms(t);
+        let back = instant_of(ms);
+        let diff = if back > t { back - t } else { t - back };
+        assert!(diff < Duration::from_millis(5), "{diff:?}");
+        assert!(instant_of(wall_ms(Instant::now()) + 60_000) <= Instant::now());
+    }
+
+    #[test]
+    fn the_hooks_key_is_stable_and_tells_lists_apart() {
+        let a = hooks_key(&["https://a/x".into(), "https://b/y".into()]);
+        assert_eq!(a, hooks_key(&["https://a/x".into(), "https://b/y".into()]));
+        assert_ne!(a, hooks_key(&["https://a/xh".into(), "ttps://b/y".into()]));
+        assert_ne!(a, hooks_key(&["https://b/y".into(), "https://a/x".into()]));
+    }
+}
