@@ -185,8 +185,11 @@ typedef struct outbound_stats {
     uint64_t retries;
     // Accepted messages left in the spool by `outbound_client_close` (no outcome yet: the
     // next client on the spool delivers them); 0 without a spool. After close:
-    // accepted = delivered + failed + dropped - queue_full + spooled.
+    // accepted + resumed = delivered + failed + dropped - queue_full + spooled.
     uint64_t spooled;
+    // Messages taken over from the spool (left by an earlier client, or by a process that
+    // died) and delivered by this client.
+    uint64_t resumed;
 } outbound_stats;
 
 // Called once per accepted message with how it ended.

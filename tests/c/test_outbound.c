@@ -212,6 +212,9 @@ static void test_every_entry_point_is_null_safe(void) {
     CHECK_RC(outbound_options_set_gzip(NULL, true), N, "options");
     CHECK_RC(outbound_options_set_workers(NULL, 1), N, "options");
     CHECK_RC(outbound_options_set_max_in_flight(NULL, 1), N, "options");
+    CHECK_RC(outbound_options_set_spool(NULL, "/tmp/x"), N, "options");
+    CHECK_RC(outbound_options_set_spool_max_bytes(NULL, 1), N, "options");
+    CHECK_RC(outbound_options_set_spool_commit_interval_ms(NULL, 1), N, "options");
     CHECK_RC(outbound_options_set_debug(NULL, true), N, "options");
     CHECK_RC(outbound_options_set_send(NULL, true), N, "options");
     CHECK_RC(outbound_options_set_proxy_from_env(NULL, true), N, "options");
@@ -836,6 +839,52 @@ static void test_close_with_short_timeout_reports_dropped(void) {
     outbound_client_free(c);
 }
 
+static char spool_dir[256];
+static void spooled(outbound_options *o) {
+    CHECK_RC(outbound_options_set_spool(o, spool_dir), OUTBOUND_RESULT_OK, NULL);
+    CHECK_RC(outbound_options_set_spool_commit_interval_ms(o, 10), OUTBOUND_RESULT_OK, NULL);
+    CHECK_RC(outbound_options_set_spool_max_bytes(o, 1 << 20), OUTBOUND_RESULT_OK, NULL);
+}
+static void zero_spool_max_bytes(outbound_options *o) {
+    outbound_options_set_write_key(o, "wk");
+    outbound_options_set_spool(o, spool_dir);
+    outbound_options_set_spool_max_bytes(o, 0);
+}
+
+static void test_spool_keeps_what_close_left_for_the_next_client(void) {
+    snprintf(spool_dir, sizeof spool_dir, "/tmp/outbound-c-spool-%d", (int)getpid());
+    outbound_client *a = ingestion_client(spooled);
+    /* A second client of this process on the same directory: refused, naming the path. */
+    outbound_options *o = outbound_options_new();
+    outbound_options_set_write_key(o, "wk");
+    outbound_options_set_spool(o, spool_dir);
+    outbound_client *twice = NULL;
+    CHECK_RC(outbound_client_new(o, &twice), OUTBOUND_RESULT_SPOOL, "outbound-c-spool-");
+    expect_config_error(zero_spool_max_bytes, "spool_max_bytes");
+
+    rx_set_status(rx, 503);
+    mark();
+    CHECK_RC(outbound_track(a, "u", NULL, "Spooled", NULL, NULL, NULL, NULL, "spooled-1", NULL, 0,
+                            NULL),
+             OUTBOUND_RESULT_OK, NULL);
+    CHECK_RC(outbound_client_close(a, 300), OUTBOUND_RESULT_INCOMPLETE, NULL);
+    outbound_stats st;
+    outbound_client_stats(a, &st);
+    CHECK(st.spooled == 1 && st.dropped == 0, "spooled %llu dropped %llu",
+          (unsigned long long)st.spooled, (unsigned long long)st.dropped);
+    outbound_client_free(a);
+
+    rx_set_status(rx, 200);
+    outbound_client *b = ingestion_client(spooled);
+    CHECK_RC(outbound_flush(b, 10000), OUTBOUND_RESULT_OK, NULL);
+    outbound_client_stats(b, &st);
+    CHECK(st.resumed == 1 && st.delivered == 1, "resumed %llu delivered %llu",
+          (unsigned long long)st.resumed, (unsigned long long)st.delivered);
+    CHECK(rx_count_in_bodies(rx, "spooled-1") >= 1, "the next client delivered it");
+    outbound_client_free(b);
+    rmdir(spool_dir);
+}
+
 static void test_sign_and_verify_match_the_published_vector(void) {
     const uint8_t *secret = (const uint8_t *)"abc123";
     const char *body = "{\"cool\":true}";
@@ -1055,6 +1104,7 @@ int main(void) {
     RUN(test_closed_client_refuses_calls_and_keeps_what_it_sent);
     RUN(test_flush_is_bounded_and_loses_nothing);
     RUN(test_close_with_short_timeout_reports_dropped);
+    RUN(test_spool_keeps_what_close_left_for_the_next_client);
     RUN(test_sign_and_verify_match_the_published_vector);
     RUN(test_calls_from_many_threads);
     RUN(test_audience_sync_sends_only_changes_and_survives_reopening);

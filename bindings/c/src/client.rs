@@ -41,8 +41,11 @@ pub struct outbound_stats {
     pub retries: u64,
     /// Accepted messages left in the spool by `outbound_client_close` (no outcome yet: the
     /// next client on the spool delivers them); 0 without a spool. After close:
-    /// accepted = delivered + failed + dropped - queue_full + spooled.
+    /// accepted + resumed = delivered + failed + dropped - queue_full + spooled.
     pub spooled: u64,
+    /// Messages taken over from the spool (left by an earlier client, or by a process that
+    /// died) and delivered by this client.
+    pub resumed: u64,
 }
 
 /// Builds a client from `options` and starts its threads.
@@ -644,6 +647,7 @@ pub unsafe extern "C" fn outbound_client_stats(
                     queue_full: s.queue_full,
                     retries: s.retries,
                     spooled: s.spooled,
+                    resumed: s.resumed,
                 }
             };
             Ok(())
