@@ -281,3 +281,49 @@ fn killed_child() {
     println!("READY");
     std::thread::sleep(Duration::from_secs(60));
 }
+
+#[test]
+fn a_resumed_message_goes_only_to_the_webhook_urls_still_worth_trying() {
+    let dir = temp_dir("mask");
+    // URL 0 refuses for good (404); URL 1 is unavailable (503) during the first life.
+    let status1 = Arc::new(AtomicU16::new(503));
+    let s1 = status1.clone();
+    let gone = Server::answering(404);
+    let flaky = Server::start(move |_| Reply::Status(s1.load(SeqCst)));
+    let hooks = |c: Config| Config {
+        write_key: None,
+        webhooks: vec![
+            Webhook::new(format!("{}/zero", gone.url)),
+            Webhook::new(format!("{}/one", flaky.url)),
+        ],
+        ..c
+    };
+    let a = Client::new(hooks(spooled(&flaky, &dir))).unwrap();
+    let id = a.enqueue(&Message::identify("u")).unwrap();
+    assert!(gone.wait_for(1, Duration::from_secs(5)) && flaky.wait_for(1, Duration::from_secs(5)));
+    std::thread::sleep(Duration::from_millis(200)); // the progress is committed
+    a.close(Some(Duration::from_millis(100))).unwrap();
+    assert_eq!(a.stats().spooled, 1);
+    drop(a);
+
+    let before = gone.count();
+    status1.store(200, SeqCst);
+    let outcomes = Outcomes::default();
+    let b = Client::new(Config {
+        on_outcome: Some(outcomes.callback()),
+        ..hooks(spooled(&flaky, &dir))
+    })
+    .unwrap();
+    let seen = outcomes.wait_for(1, Duration::from_secs(10));
+    assert_eq!(seen.len(), 1);
+    assert_eq!(
+        (&*seen[0].message_id, seen[0].kind),
+        (id.as_str(), OutcomeKind::Delivered)
+    );
+    assert_eq!(
+        gone.count(),
+        before,
+        "the URL that refused for good is not tried again"
+    );
+    drop(b);
+}
