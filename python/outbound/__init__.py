@@ -44,6 +44,7 @@ from ._errors import (
     ConfigError,
     MessageTooLarge,
     OutboundError,
+    SpoolError,
     UnsupportedType,
     ValidationError,
 )
@@ -61,6 +62,7 @@ __all__ = [
     "UnsupportedType",
     "MessageTooLarge",
     "ClientClosed",
+    "SpoolError",
     "sign",
     "verify",
     "OutcomeCallback",

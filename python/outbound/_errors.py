@@ -12,6 +12,7 @@ __all__ = [
     "UnsupportedType",
     "MessageTooLarge",
     "ClientClosed",
+    "SpoolError",
 ]
 
 
@@ -52,3 +53,15 @@ class MessageTooLarge(ValidationError):
 
 class ClientClosed(OutboundError):
     """The client was closed: nothing more can be sent, and it cannot be closed twice."""
+
+
+class SpoolError(ConfigError):
+    """The ``spool`` directory could not be used: it cannot be created, another client of
+    this process already has it open, or its database failed. ``setting`` is ``"spool"``;
+    ``path`` names the directory or file at fault."""
+
+    path: Optional[str]
+
+    def __init__(self, message: str, path: Optional[str] = None) -> None:
+        super().__init__(message, "spool")
+        self.path = path

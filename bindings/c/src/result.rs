@@ -142,6 +142,9 @@ impl Failure {
                 E::QueueFull { .. } => outbound_result::QueueFull,
                 E::Closed => outbound_result::Closed,
                 E::Config { .. } => outbound_result::Config,
+                // Only the client's build reports it (the `spool` setting); the text names
+                // the path.
+                E::Spool { .. } => outbound_result::Config,
                 _ => outbound_result::Other,
             },
         }

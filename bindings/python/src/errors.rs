@@ -10,6 +10,7 @@ pyo3::import_exception!(outbound._errors, ValidationError);
 pyo3::import_exception!(outbound._errors, UnsupportedType);
 pyo3::import_exception!(outbound._errors, MessageTooLarge);
 pyo3::import_exception!(outbound._errors, ClientClosed);
+pyo3::import_exception!(outbound._errors, SpoolError);
 
 /// One exception per kind of core error; the message is the core's, the field or setting
 /// at fault is kept as an attribute (`err.field`, `err.setting`).
@@ -23,6 +24,7 @@ pub(crate) fn to_py(e: Error) -> PyErr {
         Error::MessageTooLarge { .. } => MessageTooLarge::new_err((message, "message")),
         Error::Config { setting, .. } => ConfigError::new_err((message, setting)),
         Error::Closed => ClientClosed::new_err(message),
+        Error::Spool { path, .. } => SpoolError::new_err((message, path)),
         // QueueFull never gets here (enqueue turns it into None); anything newer is generic.
         _ => OutboundError::new_err(message),
     }
