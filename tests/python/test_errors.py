@@ -24,6 +24,16 @@ def test_hierarchy() -> None:
     assert issubclass(outbound.UnsupportedType, TypeError)
     assert issubclass(outbound.ClientClosed, outbound.OutboundError)
     assert not issubclass(outbound.ClientClosed, ValueError)
+    assert issubclass(outbound.SpoolError, outbound.ConfigError)
+
+
+def test_spool_error_names_the_setting_and_the_path() -> None:
+    err = outbound.SpoolError("spool /var/spool/x: already open", "/var/spool/x")
+    assert (err.setting, err.path, str(err)) == (
+        "spool",
+        "/var/spool/x",
+        "spool /var/spool/x: already open",
+    )
 
 
 @pytest.mark.parametrize(

@@ -20,7 +20,7 @@ def test_imported_from_the_installed_wheel_not_the_source_tree() -> None:
 
 def test_public_api() -> None:
     for name in ["Client", "Webhook", "OutboundError", "ConfigError", "ValidationError",
-                 "UnsupportedType", "MessageTooLarge", "ClientClosed", "sign", "verify"]:
+                 "UnsupportedType", "MessageTooLarge", "ClientClosed", "SpoolError", "sign", "verify"]:
         assert name in outbound.__all__ and hasattr(outbound, name)
     assert outbound.__version__ == _native.__version__
     assert hasattr(outbound, "AudienceSync")
