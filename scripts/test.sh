@@ -8,10 +8,12 @@ for part in rust c python; do
   echo "=== scripts/test-$part.sh"
   "scripts/test-$part.sh"
 done
-# The fault soak and the benchmarks run here only as smoke passes (the full runs' figures are
+# The fault soak, the kill test and the benchmarks run here only as smoke passes (the full runs' figures are
 # in BENCHMARKS.md): the soak still checks 0 lost and one outcome per message.
 echo "=== scripts/soak.sh --smoke"
 scripts/soak.sh --smoke
+echo "=== scripts/killtest.sh --smoke"
+scripts/killtest.sh --smoke
 echo "=== scripts/bench.sh --smoke"
 scripts/bench.sh --smoke
 echo "=== all test parts passed in $(( $(date +%s) - start )) s"

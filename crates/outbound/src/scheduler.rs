@@ -774,13 +774,15 @@ impl Scheduler {
             // Its other requests are still out; stop counting it as in flight.
             self.shared.counters.landed();
         }
-        self.spool(|| Op::Remove { id: id.clone() });
         match failure {
             None => self.report(Some(seq), &id, OutcomeKind::Delivered, None, String::new()),
             Some((reason, detail)) => {
                 self.report(Some(seq), &id, OutcomeKind::Failed, Some(reason), detail)
             }
         }
+        // After the callback: a crash in between makes the next client report it again (at
+        // least once), never leaves a message that no process reported.
+        self.spool(|| Op::Remove { id: id.clone() });
     }
 
     /// Counts the outcome, hands it to `on_outcome`, then releases the message's slot.
