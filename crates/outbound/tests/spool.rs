@@ -327,3 +327,27 @@ fn a_resumed_message_goes_only_to_the_webhook_urls_still_worth_trying() {
     );
     drop(b);
 }
+
+#[test]
+fn a_message_its_integrations_send_nowhere_ends_at_once_with_a_spool() {
+    let dir = temp_dir("filtered");
+    let server = Server::answering(200);
+    let outcomes = Outcomes::default();
+    let client = Client::new(Config {
+        on_outcome: Some(outcomes.callback()),
+        // Webhooks only: ingestion takes every message (the endpoint applies integrations).
+        write_key: None,
+        ..spooled(&server, &dir)
+    })
+    .unwrap();
+    let mut msg = Message::identify("u");
+    msg.integrations = Some(outbound::parse_object("integrations", r#"{"All": false}"#).unwrap());
+    client.enqueue(&msg).unwrap();
+    let seen = outcomes.wait_for(1, Duration::from_secs(2));
+    assert_eq!(seen.len(), 1, "not held back waiting for another message");
+    assert_eq!(seen[0].reason, Some(Reason::Filtered));
+    assert!(
+        client.flush(Some(Duration::from_secs(2))),
+        "an intentional exclusion is no failure"
+    );
+}
