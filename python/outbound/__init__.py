@@ -47,7 +47,7 @@ from ._errors import (
     UnsupportedType,
     ValidationError,
 )
-from ._native import sign, verify
+from ._native import sign, verify, verify_value
 
 __all__ = [
     "Client",
@@ -63,6 +63,7 @@ __all__ = [
     "ClientClosed",
     "sign",
     "verify",
+    "verify_value",
     "OutcomeCallback",
     "__version__",
 ]
@@ -236,7 +237,7 @@ class Client:
         self,
         *,
         user_id: Optional[Id] = None,
-        event: Optional[str] = None,
+        event: str,
         properties: Optional[Dict[str, Any]] = None,
         anonymous_id: Optional[Id] = None,
         context: Optional[Dict[str, Any]] = None,
@@ -315,7 +316,7 @@ class Client:
         self,
         *,
         user_id: Optional[Id] = None,
-        group_id: Optional[Id] = None,
+        group_id: Id,
         traits: Optional[Dict[str, Any]] = None,
         anonymous_id: Optional[Id] = None,
         context: Optional[Dict[str, Any]] = None,
@@ -339,8 +340,8 @@ class Client:
     def alias(
         self,
         *,
-        previous_id: Optional[Id] = None,
-        user_id: Optional[Id] = None,
+        previous_id: Id,
+        user_id: Id,
         anonymous_id: Optional[Id] = None,
         context: Optional[Dict[str, Any]] = None,
         timestamp: Optional[Timestamp] = None,
@@ -362,7 +363,7 @@ class Client:
     def delete(
         self,
         *,
-        user_id: Optional[Id] = None,
+        user_id: Id,
         timestamp: Optional[Timestamp] = None,
         message_id: Optional[str] = None,
     ) -> Optional[str]:
