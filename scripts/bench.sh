@@ -27,8 +27,8 @@ esac
 # Pinned from PyPI (and the Go module proxy for the Go peer, pinned in bench/go/go.mod).
 PEERS=(segment-analytics-python==2.4.0 posthog==7.91.1)
 TOOLS=(matplotlib==3.11.2)
-# The same maturin as scripts/python-env.sh (the shared wheel helper), so both build alike.
-MATURIN="$(grep -o 'maturin==[0-9.]*' scripts/python-env.sh 2>/dev/null | head -n1 || true)"
+# The same maturin as scripts/venv.sh (the Python scripts' pins), so both build alike.
+MATURIN="$(grep -o 'maturin==[0-9.]*' scripts/venv.sh 2>/dev/null | head -n1 || true)"
 MATURIN="${MATURIN:-maturin==1.16.0}"
 
 for tool in cargo go; do
@@ -63,7 +63,7 @@ else
   "$PY" -m maturin build --interpreter "$PY" --out "$WHEELS"
 fi
 shopt -s nullglob
-wheels=("$WHEELS"/outbound-*.whl)
+wheels=("$WHEELS"/outbound_events-*.whl)
 [ "${#wheels[@]}" -eq 1 ] || { echo "bench: expected one outbound wheel in $WHEELS" >&2; exit 1; }
 "$PY" -m pip install --quiet --force-reinstall --no-deps "${wheels[0]}"
 
@@ -89,7 +89,7 @@ def cmd(*a):
     except Exception:
         return None
 print(json.dumps({
-    "outbound": version("outbound"),
+    "outbound": version("outbound-events"),
     "segment-analytics-python": version("segment-analytics-python"),
     "posthog": version("posthog"),
     "matplotlib": version("matplotlib"),

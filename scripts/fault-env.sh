@@ -13,7 +13,7 @@ echo "--- building the chaos receiver"
 (cd bench/chaos && go build -o "$BUILD/chaos" .)
 
 if [ "$MODE" = smoke ]; then
-  # The wheel scripts/test-python.sh built and installed (a debug build: checks, not figures).
+  # The wheel scripts/test-python.sh built and installed (smoke: checks, not figures).
   if [ -x .venv/bin/python ] && .venv/bin/python -c 'import outbound' 2>/dev/null; then
     PY="$ROOT/.venv/bin/python"
   else
@@ -26,7 +26,7 @@ else
   [ -f "$VENV/.gitignore" ] || echo '*' > "$VENV/.gitignore"
   PY="$VENV/bin/python"
   export PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_INPUT=1
-  MATURIN="$(grep -o 'maturin==[0-9.]*' scripts/python-env.sh | head -n1)"
+  MATURIN="$(grep -o 'maturin==[0-9.]*' scripts/venv.sh | head -n1)"
   "$PY" -m pip install --quiet "${MATURIN:-maturin==1.16.0}"
   echo "--- building the wheel (maturin, release)"
   rm -rf "$BUILD/soak-wheel"

@@ -48,7 +48,7 @@ from ._errors import (
     UnsupportedType,
     ValidationError,
 )
-from ._native import sign, verify
+from ._native import sign, verify, verify_value
 
 __all__ = [
     "Client",
@@ -65,6 +65,7 @@ __all__ = [
     "SpoolError",
     "sign",
     "verify",
+    "verify_value",
     "OutcomeCallback",
     "__version__",
 ]
@@ -246,7 +247,7 @@ class Client:
         self,
         *,
         user_id: Optional[Id] = None,
-        event: Optional[str] = None,
+        event: str,
         properties: Optional[Dict[str, Any]] = None,
         anonymous_id: Optional[Id] = None,
         context: Optional[Dict[str, Any]] = None,
@@ -325,7 +326,7 @@ class Client:
         self,
         *,
         user_id: Optional[Id] = None,
-        group_id: Optional[Id] = None,
+        group_id: Id,
         traits: Optional[Dict[str, Any]] = None,
         anonymous_id: Optional[Id] = None,
         context: Optional[Dict[str, Any]] = None,
@@ -349,8 +350,8 @@ class Client:
     def alias(
         self,
         *,
-        previous_id: Optional[Id] = None,
-        user_id: Optional[Id] = None,
+        previous_id: Id,
+        user_id: Id,
         anonymous_id: Optional[Id] = None,
         context: Optional[Dict[str, Any]] = None,
         timestamp: Optional[Timestamp] = None,
@@ -372,7 +373,7 @@ class Client:
     def delete(
         self,
         *,
-        user_id: Optional[Id] = None,
+        user_id: Id,
         timestamp: Optional[Timestamp] = None,
         message_id: Optional[str] = None,
     ) -> Optional[str]:
