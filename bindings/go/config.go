@@ -307,5 +307,9 @@ func configError(setting, reason string) *Error {
 
 // millis rounds d up to whole milliseconds, so a positive duration never becomes 0.
 func millis(d time.Duration) uint64 {
-	return uint64((d + time.Millisecond - 1) / time.Millisecond)
+	ms := uint64(d / time.Millisecond)
+	if d%time.Millisecond != 0 {
+		ms++
+	}
+	return ms
 }
