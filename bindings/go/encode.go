@@ -16,11 +16,12 @@ import (
 	"time"
 )
 
-// Go values to the JSON text liboutbound takes. The only conversions made here are of types:
-// encoding/json writes the values (json tags, MarshalJSON), and time.Time values in maps and
-// slices are written in the core's wire form (outbound_timestamp_format), as the Python
-// package does for datetime. The core parses the text, validates the message and writes the
-// canonical body; every rule is there.
+// Go values to the JSON text liboutbound takes. The only conversions made here are of
+// types: encoding/json writes the values (json tags, MarshalJSON), plain values are written
+// directly (fastjson.go) to the same effect, and time.Time values in maps and slices are
+// written in the core's wire form (outbound_timestamp_format), as the Python package does
+// for datetime. The core parses the text, validates the message and writes the canonical
+// body; every rule is there.
 
 var bufPool = sync.Pool{New: func() any { return new(bytes.Buffer) }}
 
@@ -45,10 +46,14 @@ func encodeMessage(buf *bytes.Buffer, msg Message) (string, error) {
 	if w.Traits, err = wireField("traits", w.Traits); err != nil {
 		return "", err
 	}
-	enc := json.NewEncoder(buf)
-	enc.SetEscapeHTML(false) // the core writes its own escapes; this only saves bytes
-	if err := enc.Encode(&w); err != nil {
-		return "", marshalError(w, err)
+	if out, ok := appendWire(buf.AvailableBuffer(), &w); ok {
+		buf.Write(out)
+	} else {
+		enc := json.NewEncoder(buf)
+		enc.SetEscapeHTML(false) // the core writes its own escapes; this only saves bytes
+		if err := enc.Encode(&w); err != nil {
+			return "", marshalError(w, err)
+		}
 	}
 	buf.WriteByte(0)
 	return w.MessageId, nil
@@ -123,7 +128,7 @@ func wireValue(v any, depth int) (out any, changed bool, err error) {
 	}
 	switch x := v.(type) {
 	case nil, string, bool, float64, float32, int, int64, int32, int16, int8,
-		uint, uint64, uint32, uint16, uint8, json.Number, json.RawMessage:
+		uint, uint64, uint32, uint16, uint8, json.Number, json.RawMessage, []string:
 		return v, false, nil
 	case time.Time:
 		s, err := formatTime(x)
