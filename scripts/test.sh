@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs every test of the project, installing what it needs first. `.ci/run` calls this.
-# Each part can also be run alone: scripts/test-rust.sh, scripts/test-c.sh, scripts/test-python.sh.
+# Each part can also be run alone: scripts/test-rust.sh, scripts/test-c.sh, scripts/test-go.sh,
+# scripts/test-python.sh.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 start=$(date +%s)
@@ -15,7 +16,7 @@ run() {
   fi
   return "$status"
 }
-for part in rust c python; do
+for part in rust c go python; do
   run "scripts/test-$part.sh"
 done
 # The fault soak, the kill test and the benchmarks run here only as smoke passes (the full runs' figures are
