@@ -57,7 +57,8 @@ type Client interface {
 	// Stats returns a snapshot of the counters.
 	Stats() Stats
 	// Close flushes (waiting at most Config.CloseTimeout), then stops the client's threads;
-	// what is still queued ends as dropped. It returns nil when everything was delivered,
+	// what is still queued ends as dropped (with a Spool, it stays there for the next
+	// client, counted in Stats().Spooled). It returns nil when everything was delivered,
 	// an error wrapping ErrIncomplete otherwise, and ErrClosed when already closed. After
 	// Close returns, no callback of this client runs and no goroutine of it is left.
 	Close() error
@@ -73,6 +74,8 @@ type Stats struct {
 	Dropped   uint64 // outcomes: dropped, plus calls refused because the queue was full
 	QueueFull uint64 // of Dropped, the calls refused with ErrQueueFull (never accepted)
 	Retries   uint64 // requests made again after a retryable failure
+	Spooled   uint64 // left in the spool by Close (no outcome yet: the next client delivers them)
+	Resumed   uint64 // taken over from the spool (left by an earlier client or a dead process)
 }
 
 // New returns a client with the default configuration that sends to the ingestion
@@ -242,6 +245,7 @@ func (c *client) stats() Stats {
 		Accepted: uint64(s.accepted), Queued: uint64(s.queued), InFlight: uint64(s.in_flight),
 		Delivered: uint64(s.delivered), Failed: uint64(s.failed), Dropped: uint64(s.dropped),
 		QueueFull: uint64(s.queue_full), Retries: uint64(s.retries),
+		Spooled: uint64(s.spooled), Resumed: uint64(s.resumed),
 	}
 }
 

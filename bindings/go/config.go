@@ -66,7 +66,7 @@ type Config struct {
 	Timeout time.Duration
 	// RetryBase is the first retry's backoff ceiling, doubled per attempt (default 500 ms).
 	RetryBase time.Duration
-	// MaxBackoff is the largest backoff ceiling (default 60 s).
+	// MaxBackoff is the largest backoff ceiling (default 10 s).
 	MaxBackoff time.Duration
 	// MaxRetryAfter is the largest Retry-After honoured (default 10 min).
 	MaxRetryAfter time.Duration
@@ -77,8 +77,28 @@ type Config struct {
 	Gzip bool
 	// CACerts adds trusted root certificates for HTTPS: PEM text or the path of a PEM file.
 	CACerts string
-	// Workers is the number of delivery threads (default 4; at least one per webhook).
+	// Workers is the number of delivery threads each destination keeps ready when idle
+	// (default 2); more start on demand, up to MaxInFlight.
 	Workers int
+	// MaxInFlight is the most requests in flight at once to each destination: the
+	// ingestion endpoint, and each webhook URL on its own (default 512), so a slow or
+	// failing receiver never takes another's budget.
+	MaxInFlight int
+
+	// Spool is a directory (created if missing) where every accepted message is written
+	// before its first attempt and removed at its outcome, so a restart, a deploy or a
+	// crash loses nothing that was flushed: the next client on the directory (or a live
+	// sibling process, for the files of a dead one) delivers what is pending. Each process
+	// takes its own file; a second client of one process on it is refused with ErrSpool.
+	// Empty: memory only. With a spool, Close leaves what is undelivered in it
+	// (Stats().Spooled) instead of dropping it.
+	Spool string
+	// SpoolMaxBytes bounds the spool (default 1 GiB); past it Enqueue returns ErrQueueFull.
+	SpoolMaxBytes int64
+	// SpoolCommitInterval is how often accepted messages are committed to the spool
+	// together (default 20 ms, at most 1 s): a power cut loses at most what was accepted
+	// within one interval; Flush commits at once.
+	SpoolCommitInterval time.Duration
 	// DryRun validates and counts messages but sends nothing; each one ends "dropped".
 	DryRun bool
 	// IgnoreProxyEnv stops the client from using HTTP_PROXY / HTTPS_PROXY / ALL_PROXY.
@@ -186,6 +206,26 @@ func newOptions(writeKey string, c Config, handle uintptr) (*C.outbound_options,
 		},
 		func() error {
 			return count("Workers", c.Workers, func(n C.size_t) C.outbound_result { return C.outbound_options_set_workers(o, n) })
+		},
+		func() error {
+			return count("MaxInFlight", c.MaxInFlight, func(n C.size_t) C.outbound_result { return C.outbound_options_set_max_in_flight(o, n) })
+		},
+		func() error {
+			return str(func(s *C.char) C.outbound_result { return C.outbound_options_set_spool(o, s) }, c.Spool)
+		},
+		func() error {
+			if c.SpoolMaxBytes == 0 {
+				return nil
+			}
+			if c.SpoolMaxBytes < 0 {
+				return configError("SpoolMaxBytes", fmt.Sprintf("must not be negative, got %d", c.SpoolMaxBytes))
+			}
+			return check(C.outbound_options_set_spool_max_bytes(o, C.uint64_t(c.SpoolMaxBytes)))
+		},
+		func() error {
+			return dur("SpoolCommitInterval", c.SpoolCommitInterval, func(ms C.uint64_t) C.outbound_result {
+				return C.outbound_options_set_spool_commit_interval_ms(o, ms)
+			})
 		},
 		func() error {
 			return dur(interval.name, interval.value, func(ms C.uint64_t) C.outbound_result { return C.outbound_options_set_flush_interval_ms(o, ms) })

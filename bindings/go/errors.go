@@ -57,6 +57,10 @@ const (
 	ErrPanic Code = 14
 	// ErrOther: a failure this version of the package does not know how to classify.
 	ErrOther Code = 15
+	// ErrSpool: the spool directory or a file in it could not be used (cannot be created,
+	// already used by another client of this process, a disk error); the message names the
+	// path.
+	ErrSpool Code = 16
 )
 
 // ErrMessageTooBig is analytics-go's name for ErrMessageTooLarge.

@@ -168,7 +168,7 @@ func TestCodesAreTheHeadersCodes(t *testing.T) {
 		outbound.ErrClosed: "OUTBOUND_RESULT_CLOSED", outbound.ErrConfig: "OUTBOUND_RESULT_CONFIG",
 		outbound.ErrInsufficientSize: "OUTBOUND_RESULT_INSUFFICIENT_SIZE", outbound.ErrIncomplete: "OUTBOUND_RESULT_INCOMPLETE",
 		outbound.ErrBadSignature: "OUTBOUND_RESULT_BAD_SIGNATURE", outbound.ErrPanic: "OUTBOUND_RESULT_PANIC",
-		outbound.ErrOther: "OUTBOUND_RESULT_OTHER",
+		outbound.ErrOther: "OUTBOUND_RESULT_OTHER", outbound.ErrSpool: "OUTBOUND_RESULT_SPOOL",
 	}
 	for code, name := range names {
 		if code.String() != name {
