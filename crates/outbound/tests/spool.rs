@@ -351,3 +351,73 @@ fn a_message_its_integrations_send_nowhere_ends_at_once_with_a_spool() {
         "an intentional exclusion is no failure"
     );
 }
+
+/// A fork while the spool thread is inside SQLite must not hang the child (SQLite's global
+/// mutexes would be copied locked): the child's `reset_after_fork` opens its own spool file.
+#[test]
+fn a_child_forked_while_the_spool_commits_gets_a_client_of_its_own() {
+    use std::sync::atomic::AtomicBool;
+    let dir = temp_dir("fork");
+    let server = Server::start(|_| Reply::Status(200));
+    let client = Arc::new(
+        Client::new(Config {
+            spool_commit_interval: Duration::from_millis(1),
+            ..spooled(&server, &dir)
+        })
+        .unwrap(),
+    );
+    // A steady stream of calls and removals keeps the spool thread committing.
+    let stop = Arc::new(AtomicBool::new(false));
+    let feeder = {
+        let (client, stop) = (client.clone(), stop.clone());
+        std::thread::spawn(move || {
+            let mut i = 0u64;
+            while !stop.load(SeqCst) {
+                let _ = client.enqueue(&Message::track(format!("u{i}"), "Busy"));
+                i += 1;
+                if i % 5 == 0 {
+                    std::thread::sleep(Duration::from_millis(1));
+                }
+            }
+        })
+    };
+    std::thread::sleep(Duration::from_millis(200));
+    let started = Instant::now();
+    for round in 0..10 {
+        // SAFETY: the child only restarts the client, queues one message and _exits.
+        let pid = unsafe { libc::fork() };
+        if pid == 0 {
+            let ok = client.reset_after_fork().is_ok()
+                && client.enqueue(&Message::track("child", "Forked")).is_ok();
+            unsafe { libc::_exit(if ok { 0 } else { 1 }) };
+        }
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let status = loop {
+            let mut status = 0;
+            // SAFETY: polls our own child.
+            if unsafe { libc::waitpid(pid, &mut status, libc::WNOHANG) } == pid {
+                break status;
+            }
+            if Instant::now() > deadline {
+                unsafe {
+                    libc::kill(pid, libc::SIGKILL);
+                    libc::waitpid(pid, &mut status, 0);
+                }
+                panic!("fork {round}: the child hung in reset_after_fork");
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        };
+        assert!(
+            libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
+            "fork {round}: the child failed ({status})"
+        );
+    }
+    eprintln!("10 forks in {:?}", started.elapsed());
+    stop.store(true, SeqCst);
+    feeder.join().unwrap();
+    let client = Arc::into_inner(client).unwrap();
+    let closing = Instant::now();
+    assert!(client.close(Some(Duration::from_secs(10))).is_ok());
+    eprintln!("closed in {:?}", closing.elapsed());
+    let _ = std::fs::remove_dir_all(&dir);
+}
