@@ -33,6 +33,7 @@ PEER_NAMES = {
     "go": "analytics-go v3",
     "outbound-go": "outbound (Go package)",
     "outbound-flush100": "outbound, flush_at=100",
+    "outbound-spool": "outbound with a spool",
 }
 
 FULL = dict(rounds=5, e2e_rounds=5, hook_rounds=3, caller_n=100_000, e2e_n=100_000, mem_n=100_000,
@@ -266,7 +267,7 @@ def main() -> int:
     # -- Python caller cost ----------------------------------------------------------------
     log("-- caller cost")
     for r in range(0 if a.only_go else P["rounds"]):
-        for lib in rotate(PY_LIBS, r):
+        for lib in rotate(PY_LIBS + ["outbound-spool"], r):
             x = py_run("caller", lib, P["caller_n"])
             if x:
                 runs["caller"].append(x)
@@ -277,7 +278,9 @@ def main() -> int:
     # outbound-flush100: informational, outbound with the peers' batch size (100) instead of
     # its default 20, to show what the batch size costs on loopback.
     go_bins = {lib: b for lib, b in (("go", a.go_bin), ("outbound-go", a.outbound_go_bin)) if b}
-    e2e_libs = ([] if a.only_go else PY_LIBS + ["outbound-flush100"]) + list(go_bins)
+    # outbound-spool: the cost of durable delivery (issue 11: end to end ≥ 50 % of memory-only,
+    # caller cost unchanged within noise).
+    e2e_libs = ([] if a.only_go else PY_LIBS + ["outbound-flush100", "outbound-spool"]) + list(go_bins)
     for r in range(P["e2e_rounds"]):
         for lib in rotate(e2e_libs, r):
             if lib in go_bins:
@@ -371,11 +374,11 @@ def main() -> int:
 def summarize(res: Dict[str, Any]) -> Dict[str, Any]:
     runs = res["runs"]
     s: Dict[str, Any] = {"caller": {}, "e2e": {}, "webhooks": {}, "memory": {}}
-    for lib in PY_LIBS:
+    for lib in PY_LIBS + ["outbound-spool"]:
         xs = [x["us_per_call"] for x in runs["caller"] if x["lib"] == lib]
         if xs:
             s["caller"][lib] = {"us_per_call": med(xs), "spread": spread(xs), "rounds": len(xs)}
-    for lib in PY_LIBS + ["outbound-flush100", "go", "outbound-go"]:
+    for lib in PY_LIBS + ["outbound-flush100", "outbound-spool", "go", "outbound-go"]:
         xs = [x for x in runs["e2e"] if x["lib"] == lib]
         if xs:
             s["e2e"][lib] = {
@@ -462,6 +465,24 @@ def render_go_table(res: Dict[str, Any]) -> List[str]:
     return L
 
 
+def render_spool_table(res: Dict[str, Any]) -> List[str]:
+    """The cost of durable delivery: outbound with and without a spool, same run."""
+    s = res["summary"]
+    mc, sc = s["caller"].get("outbound"), s["caller"].get("outbound-spool")
+    me, se = s["e2e"].get("outbound"), s["e2e"].get("outbound-spool")
+    if not (mc and sc and me and se):
+        return []
+    return ["",
+            "| Durable delivery (outbound, same run) | caller µs/call (median) | spread | end to end msg/s (median) | spread | CPU s | peak RSS MiB |",
+            "|---|---:|---:|---:|---:|---:|---:|",
+            f"| memory only | {mc['us_per_call']:.2f} | {fmt(mc['spread'], '.0%')} | {me['msgs_per_s']:,.0f} | "
+            f"{fmt(me['spread'], '.0%')} | {me['cpu_s']:.2f} | {me['maxrss'] / 2**20:.1f} |",
+            f"| with a spool | {sc['us_per_call']:.2f} | {fmt(sc['spread'], '.0%')} | {se['msgs_per_s']:,.0f} | "
+            f"{fmt(se['spread'], '.0%')} | {se['cpu_s']:.2f} | {se['maxrss'] / 2**20:.1f} |",
+            f"| spool ÷ memory only | {sc['us_per_call'] / mc['us_per_call']:.2f} | | "
+            f"{se['msgs_per_s'] / me['msgs_per_s']:.0%} | | {se['cpu_s'] / me['cpu_s']:.2f} | |"]
+
+
 def render_table(res: Dict[str, Any]) -> str:
     s = res["summary"]
     L: List[str] = []
@@ -497,6 +518,7 @@ def render_table(res: Dict[str, Any]) -> str:
     if s["e2e"].get("outbound-go"):
         L.append("")
         L.extend(render_go_table(res))
+    L.extend(render_spool_table(res))
     L.append("")
     w = s["webhooks"]
     L.append("| Webhooks (signed, loopback) | deliveries/s (median) | spread | of loopback limit |")
@@ -547,6 +569,10 @@ def targets(res: Dict[str, Any]) -> List[str]:
         w = s["webhooks"].get(str(urls), {}).get("of_limit")
         out.append(f"webhooks to {urls} URL{'s' if urls > 1 else ''} ≥ 50% of the loopback limit: {fmt(w, '.0%')} — "
                    + ("MET" if w and w >= 0.5 else "MISSED"))
+    me, se = s["e2e"].get("outbound"), s["e2e"].get("outbound-spool")
+    if me and se:
+        r = se["msgs_per_s"] / me["msgs_per_s"]
+        out.append(f"with a spool, end to end ≥ 50% of memory only: {r:.0%} — " + ("MET" if r >= 0.5 else "MISSED"))
     return out
 
 
