@@ -7,13 +7,16 @@ cd "$(dirname "$0")/.."
 start=$(date +%s)
 # A backstop: a part that hangs fails here, named, long before CI's own limit.
 part_limit="${OUTBOUND_PART_TIMEOUT:-1500}"
+timings=()
 run() {
   echo "=== $*"
-  local status=0
+  local status=0 t0
+  t0=$(date +%s)
   timeout -k 30 "$part_limit" "$@" || status=$?
   if [ "$status" -eq 124 ] || [ "$status" -eq 137 ]; then
     echo "$* did not finish within ${part_limit} s" >&2
   fi
+  timings+=("$(( $(date +%s) - t0 )) s  $*")
   return "$status"
 }
 for part in rust c go python; do
@@ -24,4 +27,5 @@ done
 run scripts/soak.sh --smoke
 run scripts/killtest.sh --smoke
 run scripts/bench.sh --smoke
+printf '%s\n' "${timings[@]}"
 echo "=== all test parts passed in $(( $(date +%s) - start )) s"
