@@ -82,7 +82,8 @@ func TestTheSpoolKeepsWhatCloseLeftForTheNextClient(t *testing.T) {
 	}
 
 	up := newReceiver(t)
-	b := newClient(t, "wk", outbound.Config{Endpoint: up.URL, Spool: spool})
+	// A batch interval far past the wait below: resumed messages must not wait for it.
+	b := newClient(t, "wk", outbound.Config{Endpoint: up.URL, Spool: spool, FlushAfter: time.Minute})
 	deadline := time.Now().Add(20 * time.Second)
 	for b.Stats().Delivered < 50 && time.Now().Before(deadline) {
 		time.Sleep(20 * time.Millisecond)

@@ -235,6 +235,7 @@ impl Spooler {
         };
         *cursor = next;
         let full_page = records.len() as u64 == room;
+        let any = !records.is_empty();
         for r in records {
             self.shared.pending.fetch_add(1, AcqRel);
             self.shared.counters.resumed.fetch_add(1, Relaxed);
@@ -250,6 +251,11 @@ impl Spooler {
                 hook_mask: mask,
                 first: r.first_ms.map(instant_of),
             }));
+        }
+        if any {
+            // Nothing more of them is coming: their last batch leaves now, not after
+            // flush_interval.
+            let _ = self.scheduler.send(Command::Flush(None));
         }
         self.shared
             .spool_bytes
