@@ -182,6 +182,14 @@ fn classify_status(status: u16, retry_after: Option<Duration>) -> Attempt {
             detail: format!("status {status}"),
             retry_after,
         },
+        // Standard Webhooks: the receiver is no longer interested; its own reason, so the
+        // sender can tell "remove this URL" apart from a request it got wrong.
+        410 => Attempt::Permanent {
+            reason: Reason::Gone,
+            detail:
+                "gone (status 410): the receiver no longer accepts messages at this URL; remove it"
+                    .into(),
+        },
         _ => Attempt::Permanent {
             reason: Reason::Status(status),
             detail: format!("status {status}"),
@@ -305,11 +313,18 @@ mod tests {
                 "{s}"
             );
         }
-        for s in [302, 400, 401, 403, 404, 410, 413] {
+        for s in [302, 400, 401, 403, 404, 413] {
             assert!(
-                matches!(classify_status(s, None), Attempt::Permanent { .. }),
+                matches!(classify_status(s, None), Attempt::Permanent { reason: Reason::Status(r), .. } if r == s),
                 "{s}"
             );
         }
+        assert!(matches!(
+            classify_status(410, None),
+            Attempt::Permanent {
+                reason: Reason::Gone,
+                ..
+            }
+        ));
     }
 }
