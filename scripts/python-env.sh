@@ -8,7 +8,8 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
 
 # Pinned from PyPI; bump together.
-PY_TOOLS=(maturin==1.16.0 pytest==9.2.0 mypy==2.4.1 trustme==1.2.1 cryptography==50.0.2)
+PY_TOOLS=(maturin==1.16.0 pytest==9.2.0 mypy==2.4.1 trustme==1.2.1 cryptography==50.0.2
+  standardwebhooks==1.1.0)
 
 command -v cargo >/dev/null || { echo "cargo is required (https://rustup.rs)" >&2; exit 1; }
 PYTHON="${PYTHON:-python3}"

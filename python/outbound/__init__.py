@@ -3,7 +3,8 @@
 Calls (``identify``, ``track``, ``page``, ``screen``, ``group``, ``alias``, ``delete``) are
 validated on the caller's thread and queued; a background thread delivers them to a
 Segment-compatible ingestion endpoint (batched, write key) and/or up to five webhooks
-(one POST per message, signed with ``X-Signature`` when a shared secret is set).
+(one POST per message, signed with ``X-Signature`` when a shared secret is set, or with
+Standard Webhooks headers when ``signature_scheme="standard-webhooks"``).
 
 >>> import outbound
 >>> with outbound.Client(write_key="KEY") as client:        # doctest: +SKIP
@@ -30,6 +31,7 @@ from typing import (
     Dict,
     Iterable,
     List,
+    Literal,
     Mapping,
     NamedTuple,
     Optional,
@@ -48,7 +50,7 @@ from ._errors import (
     UnsupportedType,
     ValidationError,
 )
-from ._native import sign, verify
+from ._native import sign, sign_standard_webhook, verify, verify_standard_webhook
 
 __all__ = [
     "Client",
@@ -65,6 +67,9 @@ __all__ = [
     "SpoolError",
     "sign",
     "verify",
+    "sign_standard_webhook",
+    "verify_standard_webhook",
+    "SignatureScheme",
     "OutcomeCallback",
     "__version__",
 ]
@@ -77,6 +82,13 @@ logger = logging.getLogger("outbound")
 #: ``on_outcome(message_id, outcome, detail)``; ``outcome`` is ``"delivered"``,
 #: ``"failed"`` or ``"dropped"``, ``detail`` says why (empty when delivered).
 OutcomeCallback = Callable[[str, str, str], None]
+
+#: How webhook requests are signed: ``"x-signature"`` (the default: ``X-Signature``, hex
+#: HMAC-SHA1 of the body) or ``"standard-webhooks"`` (``webhook-id``, ``webhook-timestamp``,
+#: ``webhook-signature``; ``shared_secret`` is then one or more ``whsec_`` secrets separated
+#: by spaces, each giving one signature, for key rotation).
+#: (Spelled as a Union of Literals so that stubtest sees the Union mypy sees.)
+SignatureScheme = Union[Literal["x-signature"], Literal["standard-webhooks"]]
 
 Id = Union[str, int, uuid.UUID]
 Timestamp = Union[datetime, str]
@@ -152,6 +164,7 @@ class Client:
         endpoint: str = "https://api.segment.io",
         webhooks: Sequence[Union[Webhook, str]] = (),
         shared_secret: Optional[str] = None,
+        signature_scheme: SignatureScheme = "x-signature",
         webhook_user_agent: str = "Outbound/1.0",
         flush_at: int = 20,
         flush_interval: float = 5.0,
@@ -186,6 +199,7 @@ class Client:
             endpoint=endpoint,
             webhooks=[(h.url, list(h.headers.items())) for h in hooks],
             shared_secret=shared_secret,
+            signature_scheme=signature_scheme,
             webhook_user_agent=webhook_user_agent,
             flush_at=flush_at,
             flush_interval=flush_interval,

@@ -14,6 +14,9 @@ __all__ = [
     "defaults",
     "sign",
     "verify",
+    "sign_standard_webhook",
+    "verify_standard_webhook",
+    "standard_webhook_tolerance",
     "__version__",
 ]
 
@@ -34,6 +37,7 @@ class NativeClient:
         endpoint: str,
         webhooks: List[Tuple[str, List[Tuple[str, str]]]],
         shared_secret: Optional[str],
+        signature_scheme: str,
         webhook_user_agent: str,
         flush_at: int,
         flush_interval: float,
@@ -82,6 +86,17 @@ def debug_from_env() -> bool: ...
 def defaults() -> Dict[str, Union[str, int, float, bool]]: ...
 def sign(secret: _Bytes, body: _Body) -> str: ...
 def verify(secret: _Bytes, body: _Body, signature: str) -> bool: ...
+def sign_standard_webhook(secret: str, webhook_id: str, timestamp: int, body: _Bytes) -> str: ...
+def verify_standard_webhook(
+    secret: str,
+    body: _Bytes,
+    webhook_id: str,
+    webhook_timestamp: Union[str, int],
+    webhook_signature: str,
+    *,
+    tolerance: float = 300.0,
+) -> bool: ...
+def standard_webhook_tolerance() -> float: ...
 
 @final
 class NativeAudienceSync:

@@ -4,7 +4,7 @@
 
 use crate::convert::{c_string, millis, opt_str, opt_string, req_str};
 use crate::result::{finish, outbound_result, Failure};
-use outbound::{Config, Level, Outcome, Webhook};
+use outbound::{Config, Level, Outcome, SignatureScheme, Webhook};
 use std::ffi::{c_char, c_void};
 use std::sync::Arc;
 
@@ -196,6 +196,11 @@ pub unsafe extern "C" fn outbound_options_add_webhook(
 /// Sets the shared secret: webhook requests then carry `X-Signature` (HMAC-SHA1 of the
 /// body). NULL unsets it (requests are sent unsigned). The text is copied.
 ///
+/// With the signature scheme `"standard-webhooks"` (`outbound_options_set_signature_scheme`)
+/// this is one or more `whsec_` secrets separated by spaces, each adding one signature to
+/// `webhook-signature` (key rotation: give the new and the old one); checked by
+/// `outbound_client_new` (base64 of 24 to 64 bytes).
+///
 /// Returns `OUTBOUND_RESULT_OK`, `_NULL_ARGUMENT` (options), `_INVALID_UTF8`, `_PANIC`.
 ///
 /// # Safety
@@ -209,6 +214,37 @@ pub unsafe extern "C" fn outbound_options_set_shared_secret(
         unsafe {
             with_config(options, |c| {
                 c.shared_secret = opt_string(secret, "secret")?;
+                Ok(())
+            })
+        }
+    })
+}
+
+/// Chooses how webhook requests are signed: `"x-signature"` (the default: `X-Signature`, hex
+/// HMAC-SHA1 of the body) or `"standard-webhooks"` (headers `webhook-id` (the message id),
+/// `webhook-timestamp` (Unix seconds of the attempt) and, with a shared secret,
+/// `webhook-signature`; see <https://www.standardwebhooks.com>). The body is the same bytes
+/// under both. With `"standard-webhooks"`, a caller's message id must be visible ASCII
+/// without spaces or `.` (`OUTBOUND_RESULT_INVALID_FIELD` at the call otherwise). NULL
+/// restores the default. Receivers verify with `outbound_verify_standard`.
+///
+/// Returns `OUTBOUND_RESULT_OK`, `_CONFIG` (an unknown name; nothing changed),
+/// `_NULL_ARGUMENT` (options), `_INVALID_UTF8`, `_PANIC`.
+///
+/// # Safety
+/// `options` is NULL or live; `scheme` is NULL or NUL-terminated.
+#[no_mangle]
+pub unsafe extern "C" fn outbound_options_set_signature_scheme(
+    options: *mut outbound_options,
+    scheme: *const c_char,
+) -> outbound_result {
+    ffi!({
+        unsafe {
+            with_config(options, |c| {
+                c.signature_scheme = match opt_str(scheme, "scheme")? {
+                    Some(name) => SignatureScheme::parse(name)?,
+                    None => SignatureScheme::default(),
+                };
                 Ok(())
             })
         }

@@ -1,7 +1,7 @@
 //! The client handle: validates and serializes on the caller's thread, then hands the bytes
 //! to the scheduler without ever blocking.
 
-use crate::config::{Config, MAX_WEBHOOKS};
+use crate::config::{Config, SignatureScheme, MAX_WEBHOOKS};
 use crate::error::Error;
 use crate::ingestion::{self, Endpoint};
 use crate::lane::Delivery;
@@ -223,7 +223,12 @@ impl Client {
         let hooks_on = !self.config.webhooks.is_empty();
         validate::validate(msg, hooks_on)?;
         let id: Arc<str> = match &msg.message_id {
-            Some(id) => id.as_str().into(),
+            Some(id) => {
+                if hooks_on && self.config.signature_scheme == SignatureScheme::StandardWebhooks {
+                    webhook::check_standard_id(id)?;
+                }
+                id.as_str().into()
+            }
             None => crate::message_id::new_v4(&mut [0u8; 36]).into(),
         };
         let mut ts = [0u8; timestamp::LEN];

@@ -41,6 +41,45 @@ impl Webhook {
     }
 }
 
+/// How webhook requests are signed (with `shared_secret` set).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum SignatureScheme {
+    /// The seed's `X-Signature`: lowercase hex HMAC-SHA1 of the body, keyed with the shared
+    /// secret as given. The default.
+    #[default]
+    XSignature,
+    /// [Standard Webhooks](https://www.standardwebhooks.com): every request carries
+    /// `webhook-id` (the message id), `webhook-timestamp` (Unix seconds of this attempt) and,
+    /// with a secret, `webhook-signature: v1,<base64 HMAC-SHA256 of "id.timestamp.body">`.
+    /// `shared_secret` then holds one or more `whsec_` secrets separated by spaces; each signs
+    /// (one signature each, space separated), so keys rotate without downtime. No
+    /// `X-Signature` is sent.
+    StandardWebhooks,
+}
+
+impl SignatureScheme {
+    /// `"x-signature"` or `"standard-webhooks"`: the names every binding takes.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SignatureScheme::XSignature => "x-signature",
+            SignatureScheme::StandardWebhooks => "standard-webhooks",
+        }
+    }
+
+    /// The scheme named `name` (as [`as_str`](Self::as_str) writes it); a config error naming
+    /// `signature_scheme` otherwise.
+    pub fn parse(name: &str) -> Result<SignatureScheme, Error> {
+        match name {
+            "x-signature" => Ok(SignatureScheme::XSignature),
+            "standard-webhooks" => Ok(SignatureScheme::StandardWebhooks),
+            _ => Err(Error::config(
+                "signature_scheme",
+                format!("{name:?} is not a scheme; use \"x-signature\" or \"standard-webhooks\""),
+            )),
+        }
+    }
+}
+
 /// Everything a client can be told. `Config::default()` sends nowhere; set a `write_key`
 /// (ingestion), `webhooks`, or both.
 #[derive(Clone)]
@@ -51,8 +90,12 @@ pub struct Config {
     pub endpoint: String,
     /// Up to 5 webhooks: enables the webhooks destination.
     pub webhooks: Vec<Webhook>,
-    /// When set, webhook requests carry `X-Signature`.
+    /// When set, webhook requests are signed: `X-Signature` with this text as the key, or,
+    /// with [`SignatureScheme::StandardWebhooks`], `webhook-signature` with one or more
+    /// `whsec_` secrets separated by spaces (key rotation: list the new and the old one).
     pub shared_secret: Option<String>,
+    /// How webhook requests are signed; `X-Signature` by default.
+    pub signature_scheme: SignatureScheme,
     /// `User-Agent` of webhook requests (a product token, `Outbound/1.0`).
     pub webhook_user_agent: String,
     /// A batch closes at this many messages (1 sends each at once).
@@ -106,6 +149,7 @@ impl Default for Config {
             endpoint: "https://api.segment.io".into(),
             webhooks: Vec::new(),
             shared_secret: None,
+            signature_scheme: SignatureScheme::XSignature,
             webhook_user_agent: "Outbound/1.0".into(),
             flush_at: 20,
             flush_interval: Duration::from_secs(5),
@@ -139,6 +183,7 @@ impl fmt::Debug for Config {
                 "shared_secret",
                 &self.shared_secret.as_ref().map(|_| "<redacted>"),
             )
+            .field("signature_scheme", &self.signature_scheme)
             .field("flush_at", &self.flush_at)
             .field("flush_interval", &self.flush_interval)
             .field("max_queue_size", &self.max_queue_size)
@@ -153,15 +198,23 @@ impl fmt::Debug for Config {
     }
 }
 
-/// Headers no webhook may set: the transport and the signature own them.
-const RESERVED: [&str; 6] = [
+/// Headers no webhook may set: the transport and the signatures own them.
+const RESERVED: [&str; 9] = [
     "content-type",
     "content-length",
     "host",
     "transfer-encoding",
     "connection",
     "x-signature",
+    "webhook-id",
+    "webhook-timestamp",
+    "webhook-signature",
 ];
+
+/// Standard Webhooks secrets shorter than this are refused (the spec: at least 24 bytes).
+const MIN_STANDARD_KEY: usize = 24;
+/// ...and longer than this (the spec: at most 512 bits).
+const MAX_STANDARD_KEY: usize = 64;
 
 /// A webhook after its checks: parsed headers, ready to send.
 #[derive(Clone, Debug)]
@@ -310,6 +363,26 @@ impl Config {
                 "shared_secret",
                 "must not be empty (leave it unset to send unsigned)",
             ));
+        }
+        if let (SignatureScheme::StandardWebhooks, Some(secrets)) =
+            (self.signature_scheme, &self.shared_secret)
+        {
+            let keys = crate::signature::standard_keys(secrets)
+                .map_err(|why| Error::config("shared_secret", why))?;
+            if let Some(i) = keys
+                .iter()
+                .position(|k| !(MIN_STANDARD_KEY..=MAX_STANDARD_KEY).contains(&k.len()))
+            {
+                return Err(Error::config(
+                    "shared_secret",
+                    format!(
+                        "secret {} decodes to {} bytes; Standard Webhooks secrets are \
+                         {MIN_STANDARD_KEY} to {MAX_STANDARD_KEY} random bytes",
+                        i + 1,
+                        keys[i].len()
+                    ),
+                ));
+            }
         }
         if HeaderValue::from_str(&self.webhook_user_agent).is_err() {
             return Err(Error::config(
