@@ -31,7 +31,9 @@ PEER_NAMES = {
     "segment": "segment-analytics-python",
     "posthog": "posthog",
     "go": "analytics-go v3",
+    "outbound-go": "outbound (Go package)",
     "outbound-flush100": "outbound, flush_at=100",
+    "outbound-spool": "outbound with a spool",
 }
 
 FULL = dict(rounds=5, e2e_rounds=5, hook_rounds=3, caller_n=100_000, e2e_n=100_000, mem_n=100_000,
@@ -154,6 +156,9 @@ def main() -> int:
     ap.add_argument("--smoke", action="store_true")
     ap.add_argument("--receiver-bin", required=True)
     ap.add_argument("--go-bin", default="")
+    ap.add_argument("--outbound-go-bin", default="", help="bench/outbound-go, built against liboutbound")
+    ap.add_argument("--only-go", action="store_true",
+                    help="only the end-to-end rows of the two Go clients (outbound-go, analytics-go)")
     ap.add_argument("--out", default=str(HERE / "results"))
     ap.add_argument("--versions", default="{}", help="JSON of library versions (from bench.sh)")
     a = ap.parse_args()
@@ -176,7 +181,8 @@ def main() -> int:
     rcv = Receiver(a.receiver_bin)
     log(f"receiver on {rcv.url} (stall port {rcv.stall_port}); load average {load_start}")
     res: Dict[str, Any] = {
-        "mode": "smoke" if a.smoke else "full",
+        "mode": ("smoke" if a.smoke else "full") + (", Go rows only" if a.only_go else ""),
+        "only_go": a.only_go,
         "date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
         "machine": machine(),
         "versions": json.loads(a.versions),
@@ -251,7 +257,7 @@ def main() -> int:
 
     # -- receiver capacity: unique-id batches from the load generator ----------------------
     log("-- receiver capacity")
-    for conns in (2, 8):
+    for conns in (() if a.only_go else (2, 8)):
         before = rcv.reset()
         r = with_receiver(load(f"{rcv.url}/v1/batch", P["cap_s"], conns, batch=100), before)
         if r:
@@ -260,8 +266,8 @@ def main() -> int:
 
     # -- Python caller cost ----------------------------------------------------------------
     log("-- caller cost")
-    for r in range(P["rounds"]):
-        for lib in rotate(PY_LIBS, r):
+    for r in range(0 if a.only_go else P["rounds"]):
+        for lib in rotate(PY_LIBS + ["outbound-spool"], r):
             x = py_run("caller", lib, P["caller_n"])
             if x:
                 runs["caller"].append(x)
@@ -271,16 +277,20 @@ def main() -> int:
     log("-- end to end")
     # outbound-flush100: informational, outbound with the peers' batch size (100) instead of
     # its default 20, to show what the batch size costs on loopback.
-    e2e_libs = PY_LIBS + ["outbound-flush100"] + (["go"] if a.go_bin else [])
+    go_bins = {lib: b for lib, b in (("go", a.go_bin), ("outbound-go", a.outbound_go_bin)) if b}
+    # outbound-spool: the cost of durable delivery (issue 11: end to end ≥ 50 % of memory-only,
+    # caller cost unchanged within noise).
+    e2e_libs = ([] if a.only_go else PY_LIBS + ["outbound-flush100", "outbound-spool"]) + list(go_bins)
     for r in range(P["e2e_rounds"]):
         for lib in rotate(e2e_libs, r):
-            if lib == "go":
+            if lib in go_bins:
+                # The Go programs (bench/go, bench/outbound-go) take the same flags.
                 before = rcv.reset()
-                x = with_receiver(run_json([a.go_bin, "-endpoint", rcv.url, "-n", str(P["e2e_n"]),
+                x = with_receiver(run_json([go_bins[lib], "-endpoint", rcv.url, "-n", str(P["e2e_n"]),
                                             "-timeout", str(P["run_timeout"] * 0.8)],
-                                           "e2e/go", P["run_timeout"]), before)
+                                           f"e2e/{lib}", P["run_timeout"]), before)
                 if x:
-                    x["lib"] = "go"
+                    x["lib"] = lib
                     x["msgs_per_s"] = x["n"] / x["seconds"]
                     x["body_bytes"] = x["receiver"]["bytes"]
             else:
@@ -292,7 +302,7 @@ def main() -> int:
 
     # -- webhooks against the loopback limit ------------------------------------------------
     log("-- webhooks")
-    for r in range(P["hook_rounds"]):
+    for r in range(0 if a.only_go else P["hook_rounds"]):
         for urls in (1, 5):
             x = py_run("webhooks", "outbound", P["hook_n"], urls=urls)
             if x:
@@ -327,7 +337,7 @@ def main() -> int:
 
     # -- memory: 100,000 messages queued behind a receiver that never answers --------------
     log("-- memory")
-    for r in range(1 if a.smoke else 2):
+    for r in range(0 if a.only_go else 1 if a.smoke else 2):
         for lib in rotate(PY_LIBS, r):
             x = py_run("memory", lib, P["mem_n"], stall_port=rcv.stall_port)
             if x:
@@ -342,14 +352,19 @@ def main() -> int:
     res["wrk"] = bool(wrk)
     res["summary"] = summarize(res)
     res["failures"] = failures
-    (out_dir / "latest.json").write_text(json.dumps(res, indent=2) + "\n")
+    # A Go-only run never overwrites the results of a whole run.
+    name = "go-latest.json" if a.only_go else "latest.json"
+    (out_dir / name).write_text(json.dumps(res, indent=2) + "\n")
     table = render_table(res)
     print(table)
-    try:
-        plot(res, out_dir / "ratios.png")
-        log(f"wrote {out_dir / 'latest.json'} and {out_dir / 'ratios.png'}")
-    except Exception as e:  # noqa: BLE001
-        failures.append(f"plot: {type(e).__name__}: {e}")
+    if a.only_go:
+        log(f"wrote {out_dir / name}")
+    else:
+        try:
+            plot(res, out_dir / "ratios.png")
+            log(f"wrote {out_dir / name} and {out_dir / 'ratios.png'}")
+        except Exception as e:  # noqa: BLE001
+            failures.append(f"plot: {type(e).__name__}: {e}")
     if failures:
         log(f"{len(failures)} failure(s):\n  " + "\n  ".join(failures))
         return 1
@@ -359,14 +374,15 @@ def main() -> int:
 def summarize(res: Dict[str, Any]) -> Dict[str, Any]:
     runs = res["runs"]
     s: Dict[str, Any] = {"caller": {}, "e2e": {}, "webhooks": {}, "memory": {}}
-    for lib in PY_LIBS:
+    for lib in PY_LIBS + ["outbound-spool"]:
         xs = [x["us_per_call"] for x in runs["caller"] if x["lib"] == lib]
         if xs:
             s["caller"][lib] = {"us_per_call": med(xs), "spread": spread(xs), "rounds": len(xs)}
-    for lib in PY_LIBS + ["outbound-flush100", "go"]:
+    for lib in PY_LIBS + ["outbound-flush100", "outbound-spool", "go", "outbound-go"]:
         xs = [x for x in runs["e2e"] if x["lib"] == lib]
         if xs:
             s["e2e"][lib] = {
+                "us_per_call": med([x["calls_s"] / x["n"] * 1e6 for x in xs]) if "calls_s" in xs[0] else None,
                 "msgs_per_s": med([x["msgs_per_s"] for x in xs]),
                 "spread": spread([x["msgs_per_s"] for x in xs]),
                 "cpu_s": med([x["cpu_s"] for x in xs]),
@@ -385,6 +401,13 @@ def summarize(res: Dict[str, Any]) -> Dict[str, Any]:
             p["throughput_ratio"] = oe["msgs_per_s"] / p["msgs_per_s"]
             p["cpu_ratio"] = p["cpu_s"] / oe["cpu_s"] if oe["cpu_s"] else None
             p["rss_ratio"] = p["maxrss"] / oe["maxrss"]
+    # The Go package against analytics-go v3: the same event from Go, end to end.
+    og, ag = s["e2e"].get("outbound-go"), s["e2e"].get("go")
+    if og and ag:
+        s["go"] = {"throughput_ratio": og["msgs_per_s"] / ag["msgs_per_s"],
+                   "cpu_ratio": ag["cpu_s"] / og["cpu_s"] if og["cpu_s"] else None,
+                   "rss_ratio": ag["maxrss"] / og["maxrss"],
+                   "call_ratio": ag["us_per_call"] / og["us_per_call"] if og.get("us_per_call") else None}
     lim = [x["rps"] for x in runs["limit"]]
     # The limit is the best any generator reached at any connection count in any round: the
     # strictest yardstick for the webhook target.
@@ -425,6 +448,41 @@ def fmt(x: Optional[float], spec: str = ",.0f") -> str:
     return "n/a" if x is None else format(x, spec)
 
 
+def render_go_table(res: Dict[str, Any]) -> List[str]:
+    s = res["summary"]
+    L = ["| Go, end to end (first call → receiver has every id) | msg/s (median) | spread | CPU s | peak RSS MiB "
+         "| µs per Enqueue | outbound-go × throughput | × CPU | × RSS |",
+         "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    g = s.get("go", {})
+    for lib in ("outbound-go", "go"):
+        e = s["e2e"].get(lib)
+        if e:
+            other = lib == "go"
+            L.append(f"| {PEER_NAMES[lib]} | {e['msgs_per_s']:,.0f} | {fmt(e['spread'], '.0%')} | {e['cpu_s']:.2f} | "
+                     f"{e['maxrss'] / 2**20:.1f} | {fmt(e.get('us_per_call'), '.2f')} | "
+                     f"{fmt(g.get('throughput_ratio'), '.2f') if other else '—'} | "
+                     f"{fmt(g.get('cpu_ratio'), '.2f') if other else '—'} | {fmt(g.get('rss_ratio'), '.2f') if other else '—'} |")
+    return L
+
+
+def render_spool_table(res: Dict[str, Any]) -> List[str]:
+    """The cost of durable delivery: outbound with and without a spool, same run."""
+    s = res["summary"]
+    mc, sc = s["caller"].get("outbound"), s["caller"].get("outbound-spool")
+    me, se = s["e2e"].get("outbound"), s["e2e"].get("outbound-spool")
+    if not (mc and sc and me and se):
+        return []
+    return ["",
+            "| Durable delivery (outbound, same run) | caller µs/call (median) | spread | end to end msg/s (median) | spread | CPU s | peak RSS MiB |",
+            "|---|---:|---:|---:|---:|---:|---:|",
+            f"| memory only | {mc['us_per_call']:.2f} | {fmt(mc['spread'], '.0%')} | {me['msgs_per_s']:,.0f} | "
+            f"{fmt(me['spread'], '.0%')} | {me['cpu_s']:.2f} | {me['maxrss'] / 2**20:.1f} |",
+            f"| with a spool | {sc['us_per_call']:.2f} | {fmt(sc['spread'], '.0%')} | {se['msgs_per_s']:,.0f} | "
+            f"{fmt(se['spread'], '.0%')} | {se['cpu_s']:.2f} | {se['maxrss'] / 2**20:.1f} |",
+            f"| spool ÷ memory only | {sc['us_per_call'] / mc['us_per_call']:.2f} | | "
+            f"{se['msgs_per_s'] / me['msgs_per_s']:.0%} | | {se['cpu_s'] / me['cpu_s']:.2f} | |"]
+
+
 def render_table(res: Dict[str, Any]) -> str:
     s = res["summary"]
     L: List[str] = []
@@ -432,6 +490,8 @@ def render_table(res: Dict[str, Any]) -> str:
              f"load average at start {res['load_average_start']}, at end {res['load_average_end']} (the bench's own); "
              f"{res['wall_seconds']:.0f} s; CPU steal {res['steal_seconds']:.1f} s")
     L.append("")
+    if res.get("only_go"):
+        return "\n".join(L + render_go_table(res))
     L.append("| Python caller cost (track) | µs per call (median) | spread | outbound is ×  lower |")
     L.append("|---|---:|---:|---:|")
     for lib in PY_LIBS:
@@ -455,6 +515,10 @@ def render_table(res: Dict[str, Any]) -> str:
         L.append(f"| (informational) outbound with flush_at=100, the peers' batch size | {v['msgs_per_s']:,.0f} | "
                  f"{fmt(v['spread'], '.0%')} | {v['cpu_s']:.2f} | {v['maxrss'] / 2**20:.1f} | "
                  f"{v['msgs_per_s'] / seg['msgs_per_s']:.1f} vs segment | | |")
+    if s["e2e"].get("outbound-go"):
+        L.append("")
+        L.extend(render_go_table(res))
+    L.extend(render_spool_table(res))
     L.append("")
     w = s["webhooks"]
     L.append("| Webhooks (signed, loopback) | deliveries/s (median) | spread | of loopback limit |")
@@ -505,6 +569,10 @@ def targets(res: Dict[str, Any]) -> List[str]:
         w = s["webhooks"].get(str(urls), {}).get("of_limit")
         out.append(f"webhooks to {urls} URL{'s' if urls > 1 else ''} ≥ 50% of the loopback limit: {fmt(w, '.0%')} — "
                    + ("MET" if w and w >= 0.5 else "MISSED"))
+    me, se = s["e2e"].get("outbound"), s["e2e"].get("outbound-spool")
+    if me and se:
+        r = se["msgs_per_s"] / me["msgs_per_s"]
+        out.append(f"with a spool, end to end ≥ 50% of memory only: {r:.0%} — " + ("MET" if r >= 0.5 else "MISSED"))
     return out
 
 
@@ -529,6 +597,11 @@ def plot(res: Dict[str, Any], path: Path) -> None:
         r = s["e2e"].get(lib, {}).get("cpu_ratio")
         if r:
             rows.append((f"end-to-end CPU s: {short[lib]} ÷ outbound", r, False))
+    for key, label in (("throughput_ratio", "end-to-end msg/s: outbound-go ÷ analytics-go"),
+                       ("cpu_ratio", "end-to-end CPU s: analytics-go ÷ outbound-go")):
+        r = s.get("go", {}).get(key)
+        if r:
+            rows.append((label, r, False))
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(12, 0.5 * max(len(rows), 4) + 1.8),
                                    gridspec_kw={"width_ratios": [3, 1]})
     ys = list(range(len(rows)))[::-1]

@@ -2,7 +2,8 @@
 
     python bench/runner.py CASE LIB --port P [--stall-port S] [-n N] [--urls K]
 
-CASE: caller | e2e | memory | webhooks.  LIB: outbound | segment | posthog.
+CASE: caller | e2e | memory | webhooks.
+LIB: outbound | outbound-flush100 | outbound-spool (outbound with a spool) | segment | posthog.
 Prints one JSON line on stdout and leaves with os._exit (no library's exit hook may wait on
 a receiver that does not answer). Run by bench/run.py; the receiver is reset before each run.
 """
@@ -14,7 +15,9 @@ import http.client
 import json
 import os
 import resource
+import shutil
 import sys
+import tempfile
 import time
 from typing import Any, Callable, Dict, Tuple
 
@@ -60,14 +63,21 @@ def wait_for(port: int, n: int, timeout: float) -> Dict[str, Any]:
     return receiver(port, f"/_wait?n={n}&timeout={timeout}", timeout)
 
 
+# The spool of the outbound-spool case: a fresh directory per run, on the same disk as /tmp,
+# deleted when the run ends.
+SPOOL_DIR = tempfile.mkdtemp(prefix="outbound-bench-spool-")
+
+
 def make(lib: str, endpoint: str, max_queue: int, **extra: Any) -> Tuple[Any, Callable[[int], None], Callable[[], None]]:
     """(client, send(n): n track calls, flush()) with each library's defaults except the
     endpoint and a queue big enough that nothing is dropped."""
-    if lib in ("outbound", "outbound-flush100"):
+    if lib in ("outbound", "outbound-flush100", "outbound-spool"):
         import outbound
 
         if lib == "outbound-flush100":  # the peers' batch size instead of our default 20
             extra["flush_at"] = 100
+        if lib == "outbound-spool":  # durable delivery: every message committed to disk first
+            extra["spool"] = SPOOL_DIR
         c = outbound.Client("bench-write-key" if not extra.get("webhooks") else None,
                             endpoint=endpoint, max_queue_size=max_queue, **extra)
 
@@ -109,7 +119,8 @@ def make(lib: str, endpoint: str, max_queue: int, **extra: Any) -> Tuple[Any, Ca
 def main() -> Dict[str, Any]:
     ap = argparse.ArgumentParser()
     ap.add_argument("case", choices=["caller", "e2e", "memory", "webhooks"])
-    ap.add_argument("lib", choices=["outbound", "outbound-flush100", "segment", "posthog"])
+    ap.add_argument("lib", choices=["outbound", "outbound-flush100", "outbound-spool", "segment",
+                                    "posthog"])
     ap.add_argument("--port", type=int, required=True)
     ap.add_argument("--stall-port", type=int)
     ap.add_argument("-n", type=int, default=100_000)
@@ -188,11 +199,14 @@ if __name__ == "__main__":
     except SystemExit as e:
         if e.code not in (0, None):
             print(json.dumps({"error": str(e.code)}), flush=True)
+            shutil.rmtree(SPOOL_DIR, ignore_errors=True)
             os._exit(1)
         raise
     except BaseException as e:  # noqa: BLE001 - reported to the orchestrator
         print(json.dumps({"error": f"{type(e).__name__}: {e}"}), flush=True)
+        shutil.rmtree(SPOOL_DIR, ignore_errors=True)
         os._exit(1)
     print(json.dumps(result), flush=True)
     sys.stdout.flush()
+    shutil.rmtree(SPOOL_DIR, ignore_errors=True)
     os._exit(0 if result.get("complete", True) else 1)

@@ -53,6 +53,9 @@
 // seconds (5 minutes), the core's default and the Standard Webhooks libraries'.
 #define OUTBOUND_STANDARD_TOLERANCE_SECONDS 300
 
+// Size of a buffer that holds a formatted timestamp (`2026-11-21T09:30:00.123Z`) and its NUL.
+#define OUTBOUND_TIMESTAMP_BUFFER_LEN 25
+
 // What a call did. Every fallible function returns one of these; the text of the last
 // failure on the calling thread is available from `outbound_last_error`.
 // `OUTBOUND_RESULT_OK` is 0; every other value is a failure. Codes are stable: new ones
@@ -974,6 +977,28 @@ outbound_result outbound_verify_standard(const char *secrets,
                                          size_t body_len,
                                          const char *webhook_signature,
                                          uint64_t tolerance_seconds);
+
+// Formats an instant the way every body carries timestamps: UTC with milliseconds,
+// `2026-11-21T09:30:00.123Z` (sub-millisecond digits are cut, never rounded up).
+//
+// - `unix_seconds`, `nanoseconds`: the instant, as seconds since 1970-01-01T00:00:00Z and
+//   the nanoseconds within that second (0..999999999).
+// - `out`: caller-owned buffer of `out_len` bytes, at least `OUTBOUND_TIMESTAMP_BUFFER_LEN`
+//   (25). Written only on success.
+// - `out_written`: may be NULL; receives 24 on success (the needed length on
+//   `OUTBOUND_RESULT_INSUFFICIENT_SIZE`).
+//
+// Returns `OUTBOUND_RESULT_OK`, `OUTBOUND_RESULT_NULL_ARGUMENT` (`out`),
+// `OUTBOUND_RESULT_INVALID_FIELD` (nanoseconds out of range, or a year outside 0000..9999),
+// `OUTBOUND_RESULT_INSUFFICIENT_SIZE`, or `OUTBOUND_RESULT_PANIC`.
+//
+// # Safety
+// `out` is NULL or has `out_len` writable bytes; `out_written` is NULL or writable.
+outbound_result outbound_timestamp_format(int64_t unix_seconds,
+                                          uint32_t nanoseconds,
+                                          char *out,
+                                          size_t out_len,
+                                          size_t *out_written);
 
 #ifdef __cplusplus
 }  // extern "C"

@@ -5,10 +5,14 @@
 #                              quiet machine), release build of outbound
 #   scripts/bench.sh --smoke   every case, tiny (1,000 messages), debug build; checks that the
 #                              benchmark still works: exits non-zero if any case breaks
+#   scripts/bench.sh --go      only the end-to-end rows of the two Go clients (the Go package
+#                              over liboutbound, release, and analytics-go v3), full counts;
+#                              writes bench/results/go-latest.json (no venv, no wheel)
 #
 # It makes its own venv (.venv-bench/), pip-installs the pinned peers and matplotlib, builds
-# the outbound wheel with maturin and installs it there, builds the receiver/load generator
-# and the analytics-go peer (Go), then runs bench/run.py: every case for every library in
+# the outbound wheel with maturin and installs it there, builds the receiver/load generator,
+# the analytics-go peer and the outbound Go program (bench/outbound-go, linked statically
+# against liboutbound), then runs bench/run.py: every case for every library in
 # alternation against one receiver on 127.0.0.1. Results: bench/results/latest.json and
 # bench/results/ratios.png (the smoke run writes to bench/.build/smoke-results/ instead, so it
 # never overwrites the measured results).
@@ -20,15 +24,16 @@ MODE=full
 case "${1:-}" in
   "") ;;
   --smoke) MODE=smoke ;;
-  -h|--help) sed -n '2,15p' "$0"; exit 0 ;;
-  *) echo "usage: scripts/bench.sh [--smoke]" >&2; exit 2 ;;
+  --go) MODE=go ;;
+  -h|--help) sed -n '2,19p' "$0"; exit 0 ;;
+  *) echo "usage: scripts/bench.sh [--smoke | --go]" >&2; exit 2 ;;
 esac
 
 # Pinned from PyPI (and the Go module proxy for the Go peer, pinned in bench/go/go.mod).
 PEERS=(segment-analytics-python==2.4.0 posthog==7.91.1)
 TOOLS=(matplotlib==3.11.2)
-# The same maturin as scripts/python-env.sh (the shared wheel helper), so both build alike.
-MATURIN="$(grep -o 'maturin==[0-9.]*' scripts/python-env.sh 2>/dev/null | head -n1 || true)"
+# The same maturin as scripts/venv.sh (the Python scripts' pins), so both build alike.
+MATURIN="$(grep -o 'maturin==[0-9.]*' scripts/venv.sh 2>/dev/null | head -n1 || true)"
 MATURIN="${MATURIN:-maturin==1.16.0}"
 
 for tool in cargo go; do
@@ -39,6 +44,7 @@ command -v "$PYTHON" >/dev/null || { echo "bench: python3 (3.9 or newer) is requ
 
 BUILD="$ROOT/bench/.build"
 mkdir -p "$BUILD"
+if [ "$MODE" != go ]; then
 VENV="$ROOT/.venv-bench"
 if [ ! -x "$VENV/bin/python" ]; then
   echo "--- creating .venv-bench with $("$PYTHON" --version 2>&1)"
@@ -63,13 +69,30 @@ else
   "$PY" -m maturin build --interpreter "$PY" --out "$WHEELS"
 fi
 shopt -s nullglob
-wheels=("$WHEELS"/outbound-*.whl)
+wheels=("$WHEELS"/outbound_events-*.whl)
 [ "${#wheels[@]}" -eq 1 ] || { echo "bench: expected one outbound wheel in $WHEELS" >&2; exit 1; }
 "$PY" -m pip install --quiet --force-reinstall --no-deps "${wheels[0]}"
+fi
 
-echo "--- building the receiver / load generator and the analytics-go peer"
+# liboutbound for the Go program: release for measured runs, the workspace's debug build for
+# the smoke run.
+if [ "$MODE" = smoke ]; then
+  echo "--- building liboutbound (debug: smoke mode)"
+  cargo build -p outbound-c
+  LIBDIR="$ROOT/${CARGO_TARGET_DIR:-target}/debug"
+else
+  echo "--- building liboutbound (release)"
+  cargo build -p outbound-c --release
+  LIBDIR="$ROOT/${CARGO_TARGET_DIR:-target}/release"
+fi
+
+echo "--- building the receiver / load generator, the analytics-go peer and the outbound Go program"
 (cd bench/receiver && go build -o "$BUILD/receiver" .)
 (cd bench/go && go build -o "$BUILD/analytics-go-peer" .)
+# cgo's build cache does not look at liboutbound.a: its digest goes into the flags.
+LIBSUM="$(sha256sum "$LIBDIR/liboutbound.a" | cut -c1-16)"
+(cd bench/outbound-go && CGO_ENABLED=1 CGO_CFLAGS="-g -O2 -DOUTBOUND_BUILD=$LIBSUM" CGO_LDFLAGS="-L$LIBDIR" \
+  go build -buildvcs=false -o "$BUILD/outbound-go" .)
 
 # The loopback limit is the best of our load generator and wrk (Debian's package), when wrk
 # can be had; the smoke run never installs anything.
@@ -80,6 +103,13 @@ if [ "$MODE" = full ] && ! command -v wrk >/dev/null && [ "$(id -u)" = 0 ] && co
     || echo "bench: wrk not available; the loopback limit comes from the bench load generator alone"
 fi
 
+if [ "$MODE" = go ]; then
+  PY="$PYTHON"
+  VERSIONS="$(printf '{"outbound": "%s", "analytics-go": "%s", "go": "%s", "rustc": "%s"}' \
+    "$(sed -n 's/^version = "\(.*\)"$/\1/p' Cargo.toml | head -n1)" \
+    "$(awk '/segmentio\/analytics-go\/v3 /{print $NF; exit}' bench/go/go.mod)" \
+    "$(go version)" "$(rustc --version)")"
+else
 VERSIONS="$("$PY" - <<'EOF'
 import json, subprocess
 from importlib.metadata import version
@@ -89,7 +119,7 @@ def cmd(*a):
     except Exception:
         return None
 print(json.dumps({
-    "outbound": version("outbound"),
+    "outbound": version("outbound-events"),
     "segment-analytics-python": version("segment-analytics-python"),
     "posthog": version("posthog"),
     "matplotlib": version("matplotlib"),
@@ -100,14 +130,14 @@ print(json.dumps({
 }))
 EOF
 )"
-
-if [ "$MODE" = full ]; then
-  OUT="$ROOT/bench/results"
-  ARGS=()
-else
-  OUT="$BUILD/smoke-results"
-  ARGS=(--smoke)
 fi
+
+case "$MODE" in
+  full) OUT="$ROOT/bench/results"; ARGS=() ;;
+  go) OUT="$ROOT/bench/results"; ARGS=(--only-go) ;;
+  smoke) OUT="$BUILD/smoke-results"; ARGS=(--smoke) ;;
+esac
 echo "--- bench/run.py ${ARGS[*]:-} (load average: $(cut -d' ' -f1-3 /proc/loadavg))"
 exec "$PY" bench/run.py "${ARGS[@]}" --receiver-bin "$BUILD/receiver" \
-  --go-bin "$BUILD/analytics-go-peer" --out "$OUT" --versions "$VERSIONS" </dev/null
+  --go-bin "$BUILD/analytics-go-peer" --outbound-go-bin "$BUILD/outbound-go" --out "$OUT" \
+  --versions "$VERSIONS" </dev/null

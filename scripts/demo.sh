@@ -1,9 +1,13 @@
 #!/usr/bin/env bash
-# The demo, from a clean clone: sets up .venv, builds and installs the outbound wheel (as
-# scripts/test-python.sh does), then runs examples/python/demo.py, which starts a local
-# receiver, sends every call type to the ingestion endpoint and a signed webhook, and
-# prints what arrived with each signature verified. Exits non-zero if anything is missing.
+# The demo, from a clean clone: sets up .venv, builds the release wheel users install
+# (scripts/build-wheel.sh: stripped, manylinux2014, checked) into dist/ and installs it, then
+# runs examples/python/demo.py, which starts a local receiver, sends every call type to the
+# ingestion endpoint and a signed webhook, and prints what arrived with each signature
+# verified. Exits non-zero if anything is missing.
 set -euo pipefail
-source "$(dirname "$0")/python-env.sh"   # sets ROOT (and cd's there), PY, WHEEL
+OUTBOUND_WHEEL=release source "$(dirname "$0")/python-env.sh"   # ROOT (cd'd there), PY, WHEEL
 echo "--- examples/python/demo.py"
-exec "$PY" examples/python/demo.py </dev/null
+"$PY" examples/python/demo.py </dev/null
+# What dist/ holds now is what the README tells users to install: check it once more.
+scripts/check-wheel.sh dist/outbound_events-*.whl
+echo "--- install it anywhere with Python 3.9+ on Linux (glibc 2.17+): pip install --no-index --find-links dist outbound-events"

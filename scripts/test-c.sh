@@ -45,6 +45,18 @@ cargo build -p outbound-c
 libdir=${CARGO_TARGET_DIR:-target}/debug
 ls -l "$libdir/liboutbound.so" "$libdir/liboutbound.a"
 
+step "SONAME (docs/c.md, Versions and the ABI)"
+version=$(sed -n 's/^version = "\(.*\)"$/\1/p' Cargo.toml | head -n1)
+IFS=. read -r major minor _ <<<"$version"
+if [ "$major" = 0 ]; then soname="liboutbound.so.0.$minor"; else soname="liboutbound.so.$major"; fi
+soname_of() { readelf -d "$1" | sed -n 's/.*Library soname: \[\(.*\)\]/\1/p'; }
+needed_of() { readelf -d "$1" | sed -n 's/.*Shared library: \[\(liboutbound[^]]*\)\]/\1/p'; }
+[ "$(soname_of "$libdir/liboutbound.so")" = "$soname" ] \
+  || die "liboutbound.so $version has SONAME '$(soname_of "$libdir/liboutbound.so")', expected $soname"
+echo "liboutbound.so $version: SONAME $soname"
+# Programs linked here ask for the SONAME; cargo only writes liboutbound.so.
+ln -sfn liboutbound.so "$libdir/$soname"
+
 step "header drift"
 fresh=$(mktemp)
 trap 'rm -f "$fresh"' EXIT
@@ -164,9 +176,41 @@ for pc in outbound outbound-static; do
   grep -q '"event":"Order Completed"' "$build/receiver-$pc.out" || die "receiver did not get the track"
   grep -q 'Basic ZXhhbXBsZS1rZXk6' "$build/receiver-$pc.out" || die "receiver did not get the write key"
 done
+
+step "installed names: the library, its SONAME link and the -loutbound link"
+[ -f "$prefix/lib/liboutbound.so.$version" ] && [ ! -L "$prefix/lib/liboutbound.so.$version" ] \
+  || die "$prefix/lib/liboutbound.so.$version is not the installed library"
+[ "$(readlink "$prefix/lib/$soname")" = "liboutbound.so.$version" ] || die "$soname does not point to liboutbound.so.$version"
+[ "$(readlink "$prefix/lib/liboutbound.so")" = "$soname" ] || die "liboutbound.so does not point to $soname"
+[ "$(needed_of "$build/quickstart-outbound")" = "$soname" ] \
+  || die "a program linked with pkg-config outbound needs '$(needed_of "$build/quickstart-outbound")', not $soname"
+[ -z "$(needed_of "$build/quickstart-outbound-static")" ] || die "the static build needs liboutbound.so"
+(cd "$prefix/lib" && for f in liboutbound.so*; do
+  if [ -L "$f" ]; then echo "  $f -> $(readlink "$f")"; else echo "  $f"; fi
+done)
+echo "quickstart (shared) needs $soname; quickstart (static) needs no liboutbound"
+
+step "the docs' C build lines, as written, from the repository root"
+# The second sh block of "## Use from C" (the one that builds quickstart), with the docs'
+# prefix replaced by the temporary one; each line writes ./quickstart, removed after.
+trap 'rm -f "$fresh" quickstart; rm -rf "$prefix"' EXIT
+for doc in README.md docs/c.md; do
+  awk '/^## Use from C/{s=1} s&&/^```sh$/{n++; c=(n==2); next} c&&/^```$/{exit} c{print}' "$doc" \
+    | grep '^cc ' | sed "s#\$HOME/.local/outbound#$prefix#g" > "$build/doc_cc.sh" || true
+  [ "$(wc -l < "$build/doc_cc.sh")" -ge 2 ] || die "no cc lines found in $doc's Use from C section"
+  while read -r line; do
+    rm -f quickstart
+    bash -c "$line" || die "$doc: this line fails from the repository root: $line"
+    [ -x quickstart ] || die "$doc: $line made no ./quickstart"
+  done < "$build/doc_cc.sh"
+  rm -f quickstart
+  echo "$doc: its $(wc -l < "$build/doc_cc.sh") cc lines build from the repository root"
+done
+
 # Beyond the C test programs' own counts: header drift, C++ header, fuzzing, docs example,
-# and the example built and run with each of the two pkg-config files.
-passed=$((passed + 6))
+# the example built and run with each of the two pkg-config files, the SONAME, the installed
+# names, and the README's build lines.
+passed=$((passed + 9))
 
 echo
 echo "c: $passed passed, $failed failed"

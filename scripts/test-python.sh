@@ -1,10 +1,30 @@
 #!/usr/bin/env bash
-# The Python gates and tests, from a clean clone: .venv with pinned tools, the cp39-abi3
-# wheel built with maturin and installed into it, then mypy --strict on the example that
-# uses the whole API, stubtest against the built module, and the pytest suite (against the
-# installed wheel and real local receivers).
+# The Python gates and tests, from a clean clone: .venv with pinned tools, the wheel users
+# install (scripts/build-wheel.sh: release, stripped, manylinux2014, checked) installed into
+# it, then mypy --strict on the example that uses the whole API, stubtest against the built
+# module, and the pytest suite (against the installed wheel and real local receivers; the
+# receivers' guide examples also need node, go, a C compiler, curl and openssl).
+#
+# OUTBOUND_WHEEL=debug tests a debug build instead (faster to rebuild while developing).
 set -euo pipefail
 source "$(dirname "$0")/python-env.sh"   # sets ROOT (and cd's there), PY, WHEEL
+export OUTBOUND_WHEEL="${OUTBOUND_WHEEL:-release}" OUTBOUND_TEST_WHEEL="$ROOT/$WHEEL"
+
+missing=()
+for tool in curl:curl openssl:openssl cc:gcc readelf:binutils; do
+  command -v "${tool%%:*}" >/dev/null || missing+=("${tool#*:}")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "--- installing ${missing[*]} with apt-get"
+  apt-get update -q < /dev/null
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${missing[@]}" < /dev/null
+fi
+for tool in node go; do
+  command -v "$tool" >/dev/null || { echo "$tool is required (the receivers' guide examples)" >&2; exit 1; }
+done
+echo "--- cargo build -p outbound-c (liboutbound.a for the C receiver example)"
+cargo build -p outbound-c
+export OUTBOUND_C_LIBDIR="${CARGO_TARGET_DIR:-$ROOT/target}/debug"
 
 echo "--- mypy --strict examples/python/full_api.py examples/python/demo.py"
 "$PY" -m mypy --strict --cache-dir=/dev/null examples/python/full_api.py examples/python/demo.py

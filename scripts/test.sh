@@ -1,17 +1,27 @@
 #!/usr/bin/env bash
 # Runs every test of the project, installing what it needs first. `.ci/run` calls this.
-# Each part can also be run alone: scripts/test-rust.sh, scripts/test-c.sh, scripts/test-python.sh.
+# Each part can also be run alone: scripts/test-rust.sh, scripts/test-c.sh, scripts/test-go.sh,
+# scripts/test-python.sh.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 start=$(date +%s)
-for part in rust c python; do
-  echo "=== scripts/test-$part.sh"
-  "scripts/test-$part.sh"
+# A backstop: a part that hangs fails here, named, long before CI's own limit.
+part_limit="${OUTBOUND_PART_TIMEOUT:-1500}"
+run() {
+  echo "=== $*"
+  local status=0
+  timeout -k 30 "$part_limit" "$@" || status=$?
+  if [ "$status" -eq 124 ] || [ "$status" -eq 137 ]; then
+    echo "$* did not finish within ${part_limit} s" >&2
+  fi
+  return "$status"
+}
+for part in rust c go python; do
+  run "scripts/test-$part.sh"
 done
-# The fault soak and the benchmarks run here only as smoke passes (the full runs' figures are
+# The fault soak, the kill test and the benchmarks run here only as smoke passes (the full runs' figures are
 # in BENCHMARKS.md): the soak still checks 0 lost and one outcome per message.
-echo "=== scripts/soak.sh --smoke"
-scripts/soak.sh --smoke
-echo "=== scripts/bench.sh --smoke"
-scripts/bench.sh --smoke
+run scripts/soak.sh --smoke
+run scripts/killtest.sh --smoke
+run scripts/bench.sh --smoke
 echo "=== all test parts passed in $(( $(date +%s) - start )) s"

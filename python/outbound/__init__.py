@@ -50,7 +50,7 @@ from ._errors import (
     UnsupportedType,
     ValidationError,
 )
-from ._native import sign, sign_standard_webhook, verify, verify_standard_webhook
+from ._native import sign, sign_standard_webhook, verify, verify_standard_webhook, verify_value
 
 __all__ = [
     "Client",
@@ -67,6 +67,7 @@ __all__ = [
     "SpoolError",
     "sign",
     "verify",
+    "verify_value",
     "sign_standard_webhook",
     "verify_standard_webhook",
     "SignatureScheme",
@@ -260,7 +261,7 @@ class Client:
         self,
         *,
         user_id: Optional[Id] = None,
-        event: Optional[str] = None,
+        event: str,
         properties: Optional[Dict[str, Any]] = None,
         anonymous_id: Optional[Id] = None,
         context: Optional[Dict[str, Any]] = None,
@@ -339,7 +340,7 @@ class Client:
         self,
         *,
         user_id: Optional[Id] = None,
-        group_id: Optional[Id] = None,
+        group_id: Id,
         traits: Optional[Dict[str, Any]] = None,
         anonymous_id: Optional[Id] = None,
         context: Optional[Dict[str, Any]] = None,
@@ -363,8 +364,8 @@ class Client:
     def alias(
         self,
         *,
-        previous_id: Optional[Id] = None,
-        user_id: Optional[Id] = None,
+        previous_id: Id,
+        user_id: Id,
         anonymous_id: Optional[Id] = None,
         context: Optional[Dict[str, Any]] = None,
         timestamp: Optional[Timestamp] = None,
@@ -386,7 +387,7 @@ class Client:
     def delete(
         self,
         *,
-        user_id: Optional[Id] = None,
+        user_id: Id,
         timestamp: Optional[Timestamp] = None,
         message_id: Optional[str] = None,
     ) -> Optional[str]:

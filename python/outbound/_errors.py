@@ -51,17 +51,17 @@ class MessageTooLarge(ValidationError):
     """The message is over 32 KB once serialized."""
 
 
-class SpoolError(OutboundError, OSError):
-    """The spool directory (``spool=``) or a file in it could not be used: it cannot be
-    created, another client of this process already uses it, the disk failed. ``path``
-    names the directory or file."""
+class ClientClosed(OutboundError):
+    """The client was closed: nothing more can be sent, and it cannot be closed twice."""
+
+
+class SpoolError(ConfigError):
+    """The ``spool`` directory could not be used: it cannot be created, another client of
+    this process already has it open, or its database failed. ``setting`` is ``"spool"``;
+    ``path`` names the directory or file at fault."""
 
     path: Optional[str]
 
     def __init__(self, message: str, path: Optional[str] = None) -> None:
-        super().__init__(message)
+        super().__init__(message, "spool")
         self.path = path
-
-
-class ClientClosed(OutboundError):
-    """The client was closed: nothing more can be sent, and it cannot be closed twice."""

@@ -37,6 +37,7 @@ class Receiver:
     requests: List[Request] = field(default_factory=list)
     status: Dict[str, int] = field(default_factory=dict)  # path -> status (default 200)
     delay: Dict[str, float] = field(default_factory=dict)  # path -> seconds before answering
+    fail_first: Dict[str, int] = field(default_factory=dict)  # path -> 500s before its status
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     @property
@@ -78,7 +79,11 @@ def _handler(receiver_ref: List[Receiver]) -> type:
             body = gzip.decompress(raw) if self.headers.get("Content-Encoding") == "gzip" else raw
             rec.record(Request(self.path, {k.lower(): v for k, v in self.headers.items()}, body, raw))
             time.sleep(rec.delay.get(self.path, 0.0))
-            status = rec.status.get(self.path, 200)
+            with rec.lock:
+                failing = rec.fail_first.get(self.path, 0)
+                if failing:
+                    rec.fail_first[self.path] = failing - 1
+            status = 500 if failing else rec.status.get(self.path, 200)
             payload = b'{"success":true}'
             self.send_response(status)
             self.send_header("Content-Type", "application/json")

@@ -24,6 +24,16 @@ def test_hierarchy() -> None:
     assert issubclass(outbound.UnsupportedType, TypeError)
     assert issubclass(outbound.ClientClosed, outbound.OutboundError)
     assert not issubclass(outbound.ClientClosed, ValueError)
+    assert issubclass(outbound.SpoolError, outbound.ConfigError)
+
+
+def test_spool_error_names_the_setting_and_the_path() -> None:
+    err = outbound.SpoolError("spool /var/spool/x: already open", "/var/spool/x")
+    assert (err.setting, err.path, str(err)) == (
+        "spool",
+        "/var/spool/x",
+        "spool /var/spool/x: already open",
+    )
 
 
 @pytest.mark.parametrize(
@@ -64,13 +74,14 @@ def test_a_single_webhook_string_is_refused() -> None:
 @pytest.mark.parametrize(
     ("call", "kw", "field", "message"),
     [
-        ("track", {"user_id": "u"}, "event", "track requires event"),
+        ("track", {"user_id": "u", "event": None}, "event", "track requires event"),
         ("track", {"event": "E"}, "user_id or anonymous_id",
          "track requires user_id or anonymous_id"),
         ("identify", {"user_id": ""}, "user_id or anonymous_id", "identify requires"),
-        ("group", {"user_id": "u"}, "group_id", "group requires group_id"),
-        ("alias", {"user_id": "u"}, "previous_id", "alias requires previous_id"),
-        ("delete", {}, "user_id", "delete requires user_id"),
+        ("group", {"user_id": "u", "group_id": None}, "group_id", "group requires group_id"),
+        ("alias", {"user_id": "u", "previous_id": None}, "previous_id",
+         "alias requires previous_id"),
+        ("delete", {"user_id": None}, "user_id", "delete requires user_id"),
         ("track", {"user_id": "u", "event": "E", "integrations": {"X": 1}},
          "integrations.X", "must be true, false or an object"),
         ("track", {"user_id": "u", "event": "E", "message_id": ""}, "message_id", "empty"),

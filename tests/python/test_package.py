@@ -5,6 +5,7 @@ from __future__ import annotations
 import inspect
 import pathlib
 import sysconfig
+from importlib import metadata
 
 import outbound
 from outbound import _native
@@ -20,7 +21,8 @@ def test_imported_from_the_installed_wheel_not_the_source_tree() -> None:
 
 def test_public_api() -> None:
     for name in ["Client", "Webhook", "OutboundError", "ConfigError", "ValidationError",
-                 "UnsupportedType", "MessageTooLarge", "ClientClosed", "sign", "verify"]:
+                 "UnsupportedType", "MessageTooLarge", "ClientClosed", "SpoolError", "sign", "verify",
+                 "verify_value"]:
         assert name in outbound.__all__ and hasattr(outbound, name)
     assert outbound.__version__ == _native.__version__
     assert hasattr(outbound, "AudienceSync")
@@ -37,6 +39,25 @@ def test_every_call_takes_keywords_only() -> None:
     for call in ["identify", "track", "page", "screen", "group", "alias", "delete"]:
         params = list(inspect.signature(getattr(outbound.Client, call)).parameters.values())[1:]
         assert params and all(p.kind is inspect.Parameter.KEYWORD_ONLY for p in params), call
+
+
+def test_fields_a_call_always_needs_have_no_default() -> None:
+    # So type checkers flag a missing one (the core still refuses an explicit None).
+    required = {"track": {"event"}, "group": {"group_id"}, "alias": {"previous_id", "user_id"},
+                "delete": {"user_id"}, "identify": set(), "page": set(), "screen": set()}
+    for call, names in required.items():
+        params = inspect.signature(getattr(outbound.Client, call)).parameters
+        no_default = {n for n, p in params.items() if n != "self" and p.default is p.empty}
+        assert no_default == names, call
+
+
+def test_distribution_is_outbound_events_and_provides_import_outbound() -> None:
+    # `outbound` on PyPI is an unrelated project; ours is published as outbound-events.
+    assert metadata.version("outbound-events") == outbound.__version__
+    assert "outbound-events" in metadata.packages_distributions()["outbound"]
+    assert metadata.metadata("outbound-events")["License-Expression"] == "MIT OR Apache-2.0"
+    files = {f.name for f in metadata.files("outbound-events") or []}
+    assert {"LICENSE-MIT", "LICENSE-APACHE"} <= files
 
 
 def test_repr_never_shows_secrets() -> None:

@@ -49,6 +49,24 @@ def test_verify_refuses_a_changed_body_or_secret() -> None:
     assert not outbound.verify("abc123", '{"cool": true}', VECTOR)  # raw bytes differ
 
 
+def test_a_missing_signature_is_not_valid() -> None:
+    # request.headers.get("X-Signature") is None when the header is missing: False, so the
+    # receiver answers 401, not 500.
+    assert outbound.verify("abc123", '{"cool":true}', None) is False
+    assert outbound.verify("abc123", {"cool": True}, None) is False
+    assert outbound.verify_value("abc123", {"cool": True}, None) is False
+
+
+def test_verify_value_takes_any_parsed_json_value() -> None:
+    assert outbound.verify_value("abc123", json.loads('{ "cool" : true }'), VECTOR)
+    assert outbound.verify_value(b"abc123", {"cool": True}, VECTOR.upper())
+    assert not outbound.verify_value("abc123", {"cool": False}, VECTOR)
+    # A str is a JSON string value here, not raw body text as for verify().
+    assert outbound.verify_value("k", "x", outbound.sign("k", '"x"'))
+    assert not outbound.verify_value("k", "x", outbound.sign("k", "x"))
+    assert outbound.verify_value("k", [1.0, None], outbound.sign("k", "[1,null]"))
+
+
 def test_wrong_types_raise_type_error() -> None:
     with pytest.raises(TypeError, match="body must be bytes or str, got int"):
         outbound.sign("k", 5)  # type: ignore[arg-type]

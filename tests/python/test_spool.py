@@ -4,9 +4,11 @@ which some are killed (the live ones take over the dead ones' files)."""
 
 from __future__ import annotations
 
+import ast
 import collections
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -152,6 +154,17 @@ def test_a_receiver_down_for_one_process_is_served_by_the_next(sink: Sink,
     first = run(ACCEPT_AND_CLOSE, _dead_url(), spool, "1000")
     assert first["stats"]["spooled"] == 1000, first
     assert first["stats"]["dropped"] == 0, first
+    # The inspection command of docs/python.md, as written there, on what close left.
+    docs = (Path(__file__).resolve().parents[2] / "docs" / "python.md").read_text()
+    snippet = re.search(r"python3 -c '(.*?)' \\\n", docs, re.S)
+    assert snippet, "docs/python.md: the spool inspection command is gone"
+    [db] = [f for f in os.listdir(spool) if f.endswith(".db")]
+    code = snippet.group(1).replace("\n  ", "\n")  # as rendered: the list item's indent goes
+    shown = subprocess.run([sys.executable, "-c", code, os.path.join(spool, db)],
+                           capture_output=True, text=True, timeout=60)
+    assert shown.returncode == 0, shown.stderr
+    pending, oldest, ingest, hook = ast.literal_eval(shown.stdout)
+    assert (pending, ingest, hook) == (1000, 1000, 1000) and oldest > 0, shown.stdout
     sink.status = 200
     report = run(RESUME, sink.url, spool, "1000")
     assert report["outcomes"] == 1000, report

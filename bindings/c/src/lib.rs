@@ -22,12 +22,14 @@ mod convert;
 mod options;
 mod result;
 mod signature;
+mod timestamp;
 
 pub use audience::*;
 pub use client::*;
 pub use options::*;
 pub use result::*;
 pub use signature::*;
+pub use timestamp::*;
 
 use std::ffi::c_char;
 

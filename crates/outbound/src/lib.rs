@@ -31,6 +31,7 @@ mod config;
 mod encode;
 mod error;
 mod fanout;
+mod fork_gate;
 mod ingestion;
 mod lane;
 mod log;

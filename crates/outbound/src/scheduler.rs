@@ -705,23 +705,27 @@ impl Scheduler {
         let before = round.live_mask();
         let settled = round.record(target, attempt, now, &self.policy);
         if let Some(tx) = &self.spool {
-            let id = t.id.clone();
-            let op = match &settled {
-                Settled::Retry(_) if round.attempts == 1 => Some(Op::FirstAttempt {
-                    id,
-                    at_ms: wall_ms(round.first.unwrap_or(now)),
-                }),
-                Settled::Delivered | Settled::Failed(..) if t.remaining > 1 => {
-                    Some(Op::HookMask { id, mask: 0 })
-                }
-                _ if round.live_mask() != before && round.live_mask() != 0 => Some(Op::HookMask {
-                    id,
+            let id = &t.id;
+            let over = matches!(settled, Settled::Delivered | Settled::Failed(..));
+            if over && t.remaining > 1 {
+                // Webhooks done, ingestion not yet: the body leaves the spool.
+                let _ = tx.send(Op::HookMask {
+                    id: id.clone(),
+                    mask: 0,
+                });
+            } else if !over && round.live_mask() != before {
+                // A URL refused for good: a resumed round skips it.
+                let _ = tx.send(Op::HookMask {
+                    id: id.clone(),
                     mask: round.live_mask(),
-                }),
-                _ => None,
-            };
-            if let Some(op) = op {
-                let _ = tx.send(op);
+                });
+            }
+            if matches!(settled, Settled::Retry(_)) && round.attempts == 1 {
+                let at_ms = wall_ms(round.first.unwrap_or(now));
+                let _ = tx.send(Op::FirstAttempt {
+                    id: id.clone(),
+                    at_ms,
+                });
             }
         }
         match settled {
@@ -775,13 +779,15 @@ impl Scheduler {
             // Its other requests are still out; stop counting it as in flight.
             self.shared.counters.landed();
         }
-        self.spool(|| Op::Remove { id: id.clone() });
         match failure {
             None => self.report(Some(seq), &id, OutcomeKind::Delivered, None, String::new()),
             Some((reason, detail)) => {
                 self.report(Some(seq), &id, OutcomeKind::Failed, Some(reason), detail)
             }
         }
+        // After the callback: a crash in between makes the next client report it again (at
+        // least once), never leaves a message that no process reported.
+        self.spool(|| Op::Remove { id: id.clone() });
     }
 
     /// Counts the outcome, hands it to `on_outcome`, then releases the message's slot.

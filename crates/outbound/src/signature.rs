@@ -41,7 +41,8 @@ pub fn sign(secret: &[u8], body: &[u8]) -> String {
 }
 
 /// True when `signature` is the signature of `body`. The comparison takes the same time
-/// whatever the digest's bytes; anything but 40 hex digits (either case) is false.
+/// whatever the digest's bytes; anything but 40 hex digits (either case) is false. A request
+/// without `X-Signature` is not signed: the bindings pass its missing header as `""`.
 pub fn verify(secret: &[u8], body: &[u8], signature: &str) -> bool {
     let sig = signature.as_bytes();
     if sig.len() != 40 {
@@ -294,6 +295,14 @@ mod tests {
             br#"{"cool":true}"#,
             &VECTOR.to_uppercase()
         ));
+    }
+
+    #[test]
+    fn a_missing_signature_is_not_valid() {
+        assert!(!verify(b"abc123", br#"{"cool":true}"#, ""));
+        assert!(!verify(b"", b"", ""));
+        let parsed: Value = serde_json::from_str(r#"{"cool":true}"#).unwrap();
+        assert!(!verify_value(b"abc123", &parsed, ""));
     }
 
     #[test]

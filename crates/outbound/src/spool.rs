@@ -36,6 +36,7 @@
 //! `messageId`, so keeping one payload per id loses nothing they would keep.
 
 use crate::error::Error;
+use crate::fork_gate;
 use rusqlite::{params, Connection, ErrorCode, OpenFlags, OptionalExtension, Row};
 use rusqlite::{Transaction, TransactionBehavior};
 use std::collections::HashSet;
@@ -306,6 +307,7 @@ impl Store {
     /// the path, when the directory cannot be used or another store of this process has it
     /// open. Does not adopt anything: call [`Store::adopt`].
     pub fn open(dir: &Path) -> Result<Store, Error> {
+        let _gate = fork_gate::hold();
         fs::create_dir_all(dir)
             .map_err(|e| spool_err(dir, format!("cannot create the directory: {e}")))?;
         let dir = fs::canonicalize(dir)
@@ -446,6 +448,7 @@ impl Store {
     /// Applies every op in one transaction: one commit, one fsync. On error nothing of the
     /// batch is applied.
     pub fn apply(&mut self, ops: &[Op]) -> Result<(), Error> {
+        let _gate = fork_gate::hold();
         if ops.is_empty() {
             return Ok(());
         }
@@ -559,6 +562,7 @@ impl Store {
         after: Option<&Cursor>,
         limit: usize,
     ) -> Result<(Vec<Record>, Option<Cursor>), Error> {
+        let _gate = fork_gate::hold();
         let path = self.db_path.clone();
         let err = |e| db_err(&path, e);
         let from = after.map_or(0, |c| c.0);
@@ -595,6 +599,7 @@ impl Store {
     /// quarantined; files of a newer schema and files another process holds are left alone.
     /// Errors only when our own file fails (disk full, ...), or the directory cannot be read.
     pub fn adopt(&mut self) -> Result<Adopted, Error> {
+        let _gate = fork_gate::hold();
         let mut out = Adopted::default();
         let entries = fs::read_dir(&self.dir)
             .map_err(|e| spool_err(&self.dir, format!("cannot list the directory: {e}")))?;
@@ -1048,6 +1053,7 @@ impl Store {
     }
 
     fn shutdown(&mut self) -> Result<(), Error> {
+        let _gate = fork_gate::hold();
         let Some(conn) = self.conn.take() else {
             return Ok(());
         };

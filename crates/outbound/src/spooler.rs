@@ -95,8 +95,9 @@ impl Spooler {
                     Ok(Command::Message(item)) => {
                         if let Some(record) = self.record(&item) {
                             writes.push(Op::Put(record));
-                            commit_at.get_or_insert(now + self.commit_every);
                         }
+                        // Even a message with nowhere to go waits for the commit: order is kept.
+                        commit_at.get_or_insert(now + self.commit_every);
                         waiting.push(item);
                         // Read what else is there: one wake for many calls.
                         while let Ok(cmd) = self.commands.try_recv() {
@@ -260,7 +261,9 @@ impl Spooler {
     /// then the scheduler stops, and its last progress and outcomes are committed before the
     /// store closes.
     fn stop(mut self, mut writes: Vec<Op>, waiting: Vec<Item>) {
-        let _ = self.store.apply(&writes);
+        if let Err(e) = self.store.apply(&writes) {
+            self.logger.log(Level::Warn, || e.to_string());
+        }
         writes.clear();
         for item in &waiting {
             let spooled = item.ingest.is_some() || item.hook.is_some();

@@ -281,3 +281,143 @@ fn killed_child() {
     println!("READY");
     std::thread::sleep(Duration::from_secs(60));
 }
+
+#[test]
+fn a_resumed_message_goes_only_to_the_webhook_urls_still_worth_trying() {
+    let dir = temp_dir("mask");
+    // URL 0 refuses for good (404); URL 1 is unavailable (503) during the first life.
+    let status1 = Arc::new(AtomicU16::new(503));
+    let s1 = status1.clone();
+    let gone = Server::answering(404);
+    let flaky = Server::start(move |_| Reply::Status(s1.load(SeqCst)));
+    let hooks = |c: Config| Config {
+        write_key: None,
+        webhooks: vec![
+            Webhook::new(format!("{}/zero", gone.url)),
+            Webhook::new(format!("{}/one", flaky.url)),
+        ],
+        ..c
+    };
+    let a = Client::new(hooks(spooled(&flaky, &dir))).unwrap();
+    let id = a.enqueue(&Message::identify("u")).unwrap();
+    assert!(gone.wait_for(1, Duration::from_secs(5)) && flaky.wait_for(1, Duration::from_secs(5)));
+    std::thread::sleep(Duration::from_millis(200)); // the progress is committed
+    a.close(Some(Duration::from_millis(100))).unwrap();
+    assert_eq!(a.stats().spooled, 1);
+    drop(a);
+
+    let before = gone.count();
+    status1.store(200, SeqCst);
+    let outcomes = Outcomes::default();
+    let b = Client::new(Config {
+        on_outcome: Some(outcomes.callback()),
+        ..hooks(spooled(&flaky, &dir))
+    })
+    .unwrap();
+    let seen = outcomes.wait_for(1, Duration::from_secs(10));
+    assert_eq!(seen.len(), 1);
+    assert_eq!(
+        (&*seen[0].message_id, seen[0].kind),
+        (id.as_str(), OutcomeKind::Delivered)
+    );
+    assert_eq!(
+        gone.count(),
+        before,
+        "the URL that refused for good is not tried again"
+    );
+    drop(b);
+}
+
+#[test]
+fn a_message_its_integrations_send_nowhere_ends_at_once_with_a_spool() {
+    let dir = temp_dir("filtered");
+    let server = Server::answering(200);
+    let outcomes = Outcomes::default();
+    let client = Client::new(Config {
+        on_outcome: Some(outcomes.callback()),
+        // Webhooks only: ingestion takes every message (the endpoint applies integrations).
+        write_key: None,
+        ..spooled(&server, &dir)
+    })
+    .unwrap();
+    let mut msg = Message::identify("u");
+    msg.integrations = Some(outbound::parse_object("integrations", r#"{"All": false}"#).unwrap());
+    client.enqueue(&msg).unwrap();
+    let seen = outcomes.wait_for(1, Duration::from_secs(2));
+    assert_eq!(seen.len(), 1, "not held back waiting for another message");
+    assert_eq!(seen[0].reason, Some(Reason::Filtered));
+    assert!(
+        client.flush(Some(Duration::from_secs(2))),
+        "an intentional exclusion is no failure"
+    );
+}
+
+/// A fork while the spool thread is inside SQLite must not hang the child (SQLite's global
+/// mutexes would be copied locked): the child's `reset_after_fork` opens its own spool file.
+#[test]
+fn a_child_forked_while_the_spool_commits_gets_a_client_of_its_own() {
+    use std::sync::atomic::AtomicBool;
+    let dir = temp_dir("fork");
+    let server = Server::start(|_| Reply::Status(200));
+    let client = Arc::new(
+        Client::new(Config {
+            spool_commit_interval: Duration::from_millis(1),
+            ..spooled(&server, &dir)
+        })
+        .unwrap(),
+    );
+    // A steady stream of calls and removals keeps the spool thread committing.
+    let stop = Arc::new(AtomicBool::new(false));
+    let feeder = {
+        let (client, stop) = (client.clone(), stop.clone());
+        std::thread::spawn(move || {
+            let mut i = 0u64;
+            while !stop.load(SeqCst) {
+                let _ = client.enqueue(&Message::track(format!("u{i}"), "Busy"));
+                i += 1;
+                if i % 5 == 0 {
+                    std::thread::sleep(Duration::from_millis(1));
+                }
+            }
+        })
+    };
+    std::thread::sleep(Duration::from_millis(200));
+    let started = Instant::now();
+    for round in 0..10 {
+        // SAFETY: the child only restarts the client, queues one message and _exits.
+        let pid = unsafe { libc::fork() };
+        if pid == 0 {
+            let ok = client.reset_after_fork().is_ok()
+                && client.enqueue(&Message::track("child", "Forked")).is_ok();
+            unsafe { libc::_exit(if ok { 0 } else { 1 }) };
+        }
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let status = loop {
+            let mut status = 0;
+            // SAFETY: polls our own child.
+            if unsafe { libc::waitpid(pid, &mut status, libc::WNOHANG) } == pid {
+                break status;
+            }
+            if Instant::now() > deadline {
+                unsafe {
+                    libc::kill(pid, libc::SIGKILL);
+                    libc::waitpid(pid, &mut status, 0);
+                }
+                panic!("fork {round}: the child hung in reset_after_fork");
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        };
+        assert!(
+            libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
+            "fork {round}: the child failed ({status})"
+        );
+    }
+    eprintln!("10 forks in {:?}", started.elapsed());
+    stop.store(true, SeqCst);
+    feeder.join().unwrap();
+    let client = Arc::into_inner(client).unwrap();
+    let closing = Instant::now();
+    assert!(client.close(Some(Duration::from_secs(10))).is_ok());
+    eprintln!("closed in {:?}", closing.elapsed());
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -1,0 +1,305 @@
+// Package outbound sends server-side events (Identify, Track, Page, Screen, Group, Alias,
+// Delete) to a Segment-compatible ingestion endpoint in batches and/or to up to five signed
+// webhooks, in the background. Its shape follows github.com/segmentio/analytics-go/v3, so
+// moving over is mostly an import change (docs/go.md has the table, field by field).
+//
+// The engine is liboutbound (Rust), linked statically through cgo: every rule (what a call
+// needs, the 32 KB limit, the JSON byte format, batching, retries, signatures) is the core's;
+// this package converts Go values and errors. Messages are validated on the caller's
+// goroutine, so a bad one is refused by Enqueue, naming the field; Enqueue never blocks.
+//
+//	client, err := outbound.NewWithConfig("WRITE_KEY", outbound.Config{
+//		Webhooks:     []outbound.Webhook{{URL: "https://hooks.example.com/in"}},
+//		SharedSecret: "s3cret",
+//	})
+//	if err != nil { ... }
+//	defer client.Close()
+//	client.Enqueue(outbound.Track{UserId: "u1", Event: "Signed Up",
+//		Properties: outbound.NewProperties().Set("plan", "pro")})
+//
+// A Client is safe for concurrent use by many goroutines.
+package outbound
+
+/*
+#cgo CFLAGS: -I${SRCDIR}/../../include
+#include <stdlib.h>
+#include "shim.h"
+*/
+import "C"
+
+import (
+	"bytes"
+	"context"
+	"runtime"
+	"runtime/cgo"
+	"sync"
+	"sync/atomic"
+	"time"
+	"unsafe"
+)
+
+// Client sends messages in the background. It is analytics-go's Client (Enqueue, Close)
+// plus Flush, Stats and EnqueueID.
+type Client interface {
+	// Enqueue validates msg and queues it; it never blocks. A refused message returns an
+	// *Error (errors.Is(err, ErrMissingField), ErrQueueFull, ErrClosed, ...) and nothing
+	// is queued.
+	Enqueue(msg Message) error
+	// EnqueueID is Enqueue returning the message's id (msg.MessageId, or the UUIDv4
+	// liboutbound made for it).
+	EnqueueID(msg Message) (string, error)
+	// Flush sends what waits for a batch and waits until every message accepted before the
+	// call has an outcome, or until ctx is done. nil means all were delivered (or sent
+	// nowhere by their integrations); otherwise the error wraps ErrIncomplete (and the
+	// context's error when ctx ended first). Messages keep going in the background either
+	// way.
+	Flush(ctx context.Context) error
+	// Stats returns a snapshot of the counters.
+	Stats() Stats
+	// Close flushes (waiting at most Config.CloseTimeout), then stops the client's threads;
+	// what is still queued ends as dropped (with a Spool, it stays there for the next
+	// client, counted in Stats().Spooled). It returns nil when everything was delivered,
+	// an error wrapping ErrIncomplete otherwise, and ErrClosed when already closed. After
+	// Close returns, no callback of this client runs and no goroutine of it is left.
+	Close() error
+}
+
+// Stats are a client's counters.
+type Stats struct {
+	Accepted  uint64 // messages accepted by calls, in all
+	Queued    uint64 // accepted and waiting (for a batch, a worker or a retry), now
+	InFlight  uint64 // being sent, now
+	Delivered uint64 // outcomes: delivered
+	Failed    uint64 // outcomes: failed
+	Dropped   uint64 // outcomes: dropped, plus calls refused because the queue was full
+	QueueFull uint64 // of Dropped, the calls refused with ErrQueueFull (never accepted)
+	Retries   uint64 // requests made again after a retryable failure
+	Spooled   uint64 // left in the spool by Close (no outcome yet: the next client delivers them)
+	Resumed   uint64 // taken over from the spool (left by an earlier client or a dead process)
+}
+
+// New returns a client with the default configuration that sends to the ingestion
+// endpoint with writeKey. If the client cannot be built (an empty write key), every method
+// of the returned client returns that error; use NewWithConfig to see it at once.
+func New(writeKey string) Client {
+	c, err := NewWithConfig(writeKey, Config{})
+	if err != nil {
+		return failedClient{err}
+	}
+	return c
+}
+
+// NewWithConfig builds a client and starts its threads. writeKey turns on the ingestion
+// destination ("" for webhooks only). A refused configuration returns an *Error with
+// ErrConfig that names the setting.
+func NewWithConfig(writeKey string, config Config) (Client, error) {
+	cb := newCallbacks(config)
+	var handle cgo.Handle
+	if cb != nil {
+		handle = cgo.NewHandle(cb)
+	}
+	opts, err := newOptions(writeKey, config, uintptr(handle))
+	if err != nil {
+		if handle != 0 {
+			handle.Delete()
+		}
+		return nil, err
+	}
+	var ptr *C.outbound_client
+	r := C.gob_client_new(opts, &ptr) // consumes opts
+	if r.rc != 0 {
+		if handle != 0 {
+			handle.Delete()
+		}
+		return nil, takeError("NewWithConfig", r.rc, r.err)
+	}
+	c := &client{ptr: ptr, cb: cb, handle: handle, closeTimeout: config.CloseTimeout}
+	if c.closeTimeout <= 0 {
+		c.closeTimeout = DefaultCloseTimeout
+	}
+	// A client dropped without Close is closed (bounded by Config.Timeout) and freed by the
+	// garbage collector, as liboutbound's free does.
+	runtime.SetFinalizer(c, (*client).finalize)
+	return c, nil
+}
+
+type client struct {
+	// mu guards ptr: calls hold it shared while in liboutbound; Close takes it exclusively
+	// to free the C client once no call is running.
+	mu           sync.RWMutex
+	ptr          *C.outbound_client // nil once freed
+	cb           *callbacks         // nil without callbacks
+	handle       cgo.Handle         // 0 without callbacks
+	closeTimeout time.Duration
+	closing      atomic.Bool
+	final        Stats // the counters when the client was freed
+}
+
+func (c *client) Enqueue(msg Message) error {
+	_, err := c.enqueue(msg, false)
+	return err
+}
+
+func (c *client) EnqueueID(msg Message) (string, error) {
+	return c.enqueue(msg, true)
+}
+
+func (c *client) enqueue(msg Message, wantID bool) (string, error) {
+	buf := bufPool.Get().(*bytes.Buffer)
+	buf.Reset()
+	defer bufPool.Put(buf)
+	given, err := encodeMessage(buf, msg)
+	if err != nil {
+		return "", err
+	}
+	recording := c.cb != nil && c.cb.callback != nil
+	if recording {
+		// Counted before the call so Close can wait for this one's early outcome.
+		c.cb.enqueuing.Add(1)
+		defer c.cb.enqueuing.Add(-1)
+	}
+	needID := (wantID || recording) && given == ""
+
+	c.mu.RLock()
+	if c.ptr == nil {
+		c.mu.RUnlock()
+		return "", &Error{Op: "Enqueue", Code: ErrClosed, Message: "the client is closed"}
+	}
+	b := buf.Bytes()
+	r := C.gob_enqueue(c.ptr, (*C.char)(unsafe.Pointer(&b[0])), boolInt(needID))
+	c.mu.RUnlock()
+	if r.rc != 0 {
+		return "", takeError("Enqueue", r.rc, r.err)
+	}
+	id := given
+	if needID {
+		id = C.GoString(&r.text[0])
+	}
+	if recording {
+		c.cb.record(id, withID(msg, id))
+	}
+	return id, nil
+}
+
+func (c *client) Flush(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return &Error{Op: "Flush", Code: ErrIncomplete, Message: "not flushed: " + err.Error(), Cause: err}
+	}
+	timeout := time.Duration(1<<63 - 1) // capped by liboutbound
+	if d, ok := ctx.Deadline(); ok {
+		timeout = max(time.Until(d), 0)
+	}
+	if ctx.Done() == nil {
+		return c.flush(timeout, nil)
+	}
+	done := make(chan error, 1)
+	// The wait in liboutbound cannot be interrupted: it runs on its own goroutine, which
+	// ends at the deadline, when everything has an outcome, or at Close, whichever is first.
+	go func() { done <- c.flush(timeout, ctx) }()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+		return &Error{Op: "Flush", Code: ErrIncomplete, Message: "not flushed: " + ctx.Err().Error(), Cause: ctx.Err()}
+	}
+}
+
+func (c *client) flush(timeout time.Duration, ctx context.Context) error {
+	c.mu.RLock()
+	if c.ptr == nil {
+		c.mu.RUnlock()
+		return &Error{Op: "Flush", Code: ErrClosed, Message: "the client is closed"}
+	}
+	rc := C.outbound_flush(c.ptr, C.uint64_t(millis(timeout)))
+	c.mu.RUnlock()
+	if rc == 0 {
+		return nil
+	}
+	e := &Error{Op: "Flush", Code: Code(rc)}
+	if ctx != nil {
+		cause := ctx.Err()
+		if d, ok := ctx.Deadline(); ok && cause == nil && !time.Now().Before(d) {
+			cause = context.DeadlineExceeded // the wait ended at the deadline, before ctx's timer
+		}
+		if cause != nil {
+			e.Message, e.Cause = "not flushed: "+cause.Error(), cause
+		}
+	}
+	return e
+}
+
+func (c *client) Stats() Stats {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	if c.ptr == nil {
+		return c.final
+	}
+	return c.stats()
+}
+
+// stats reads the counters; c.mu is held.
+func (c *client) stats() Stats {
+	var s C.outbound_stats
+	C.outbound_client_stats(c.ptr, &s)
+	return Stats{
+		Accepted: uint64(s.accepted), Queued: uint64(s.queued), InFlight: uint64(s.in_flight),
+		Delivered: uint64(s.delivered), Failed: uint64(s.failed), Dropped: uint64(s.dropped),
+		QueueFull: uint64(s.queue_full), Retries: uint64(s.retries),
+		Spooled: uint64(s.spooled), Resumed: uint64(s.resumed),
+	}
+}
+
+func (c *client) Close() error {
+	if c.closing.Swap(true) {
+		return &Error{Op: "Close", Code: ErrClosed, Message: "the client is already closed"}
+	}
+	c.mu.RLock()
+	rc := C.outbound_client_close(c.ptr, C.uint64_t(millis(c.closeTimeout)))
+	c.mu.RUnlock()
+	// Calls that started before the close may still report an early outcome (Callback).
+	if c.cb != nil {
+		for c.cb.enqueuing.Load() != 0 {
+			runtime.Gosched()
+		}
+	}
+	// Waits for calls still in liboutbound (a Flush on another goroutine returns once the
+	// close has given every message its outcome), then frees.
+	c.mu.Lock()
+	c.final = c.stats()
+	C.outbound_client_free(c.ptr)
+	c.ptr = nil
+	c.mu.Unlock()
+	// No callback runs after outbound_client_close returned: the handle can go.
+	if c.handle != 0 {
+		c.handle.Delete()
+	}
+	runtime.SetFinalizer(c, nil)
+	if rc != 0 {
+		return &Error{Op: "Close", Code: Code(rc)}
+	}
+	return nil
+}
+
+// finalize frees a client that was never closed (closing it first, bounded by its timeout).
+func (c *client) finalize() {
+	C.outbound_client_free(c.ptr)
+	if c.handle != 0 {
+		c.handle.Delete()
+	}
+}
+
+func boolInt(b bool) C.int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// failedClient is what New returns when the client could not be built.
+type failedClient struct{ err error }
+
+func (f failedClient) Enqueue(Message) error             { return f.err }
+func (f failedClient) EnqueueID(Message) (string, error) { return "", f.err }
+func (f failedClient) Flush(context.Context) error       { return f.err }
+func (f failedClient) Stats() Stats                      { return Stats{} }
+func (f failedClient) Close() error                      { return f.err }

@@ -1,0 +1,355 @@
+package outbound
+
+/*
+#include <stdlib.h>
+#include "shim.h"
+*/
+import "C"
+
+import (
+	"encoding/json"
+	"fmt"
+	"runtime"
+	"time"
+	"unsafe"
+)
+
+// Config holds a client's settings. The zero value of every field means "the default", which
+// is liboutbound's (listed per field). Names from analytics-go v3 are kept; the seed's names
+// (Size, FlushAt, FlushAfter) are accepted as synonyms.
+type Config struct {
+	// Endpoint is the ingestion base URL; batches go to Endpoint + "/v1/batch".
+	// Default "https://api.segment.io".
+	Endpoint string
+
+	// Interval: a batch is sent at the latest this long after its first message (default
+	// 5 s). Synonym: FlushAfter. Rounded up to whole milliseconds.
+	Interval time.Duration
+	// FlushAfter is the seed's name for Interval.
+	FlushAfter time.Duration
+
+	// BatchSize: a batch is sent at this many messages (default 20; 1 sends every message
+	// at once). Synonyms: Size, FlushAt. (analytics-go's default was 250.)
+	BatchSize int
+	// Size is the seed's name for BatchSize.
+	Size int
+	// FlushAt is the seed's (and outbound's) name for BatchSize.
+	FlushAt int
+
+	// Verbose turns logging on. When false, the DEBUG environment variable decides
+	// (logging is on when it contains "analytics" or "*").
+	Verbose bool
+	// Logger receives the log lines when logging is on: progress through Logf, failures and
+	// a full queue through Errorf. Nil: lines go to stderr. It may be called from several
+	// of the client's threads at once. The write key and the shared secret never appear.
+	Logger Logger
+
+	// Callback is told of every message's outcome, as in analytics-go: Success(msg) when it
+	// was delivered, Failure(msg, err) when it failed or was dropped (err is an
+	// *OutcomeError). msg is the message as enqueued, with its MessageId set.
+	Callback Callback
+	// OnOutcome is called once per accepted message with how it ended.
+	OnOutcome func(Outcome)
+
+	// Webhooks: up to 5 URLs that get every message (one POST each), each with its own
+	// static headers.
+	Webhooks []Webhook
+	// SharedSecret signs webhook requests: X-Signature is the hex HMAC-SHA1 of the body.
+	SharedSecret string
+	// WebhookUserAgent is the User-Agent of webhook requests (default "Outbound/1.0").
+	WebhookUserAgent string
+
+	// MaxQueueSize bounds the messages held at once, retries included (default 10000).
+	// When full, Enqueue returns ErrQueueFull at once.
+	MaxQueueSize int
+	// Timeout bounds one whole HTTP exchange (default 5 s).
+	Timeout time.Duration
+	// RetryBase is the first retry's backoff ceiling, doubled per attempt (default 500 ms).
+	RetryBase time.Duration
+	// MaxBackoff is the largest backoff ceiling (default 10 s).
+	MaxBackoff time.Duration
+	// MaxRetryAfter is the largest Retry-After honoured (default 10 min).
+	MaxRetryAfter time.Duration
+	// MaxRetryDuration: a message is retried for at most this long after its first
+	// attempt, then fails as "expired" (default 4 h).
+	MaxRetryDuration time.Duration
+	// Gzip compresses ingestion bodies.
+	Gzip bool
+	// CACerts adds trusted root certificates for HTTPS: PEM text or the path of a PEM file.
+	CACerts string
+	// Workers is the number of delivery threads each destination keeps ready when idle
+	// (default 2); more start on demand, up to MaxInFlight.
+	Workers int
+	// MaxInFlight is the most requests in flight at once to each destination: the
+	// ingestion endpoint, and each webhook URL on its own (default 512), so a slow or
+	// failing receiver never takes another's budget.
+	MaxInFlight int
+
+	// Spool is a directory (created if missing) where every accepted message is written
+	// before its first attempt and removed at its outcome, so a restart, a deploy or a
+	// crash loses nothing that was flushed: the next client on the directory (or a live
+	// sibling process, for the files of a dead one) delivers what is pending. Each process
+	// takes its own file; a second client of one process on it is refused with ErrSpool.
+	// Empty: memory only. With a spool, Close leaves what is undelivered in it
+	// (Stats().Spooled) instead of dropping it.
+	Spool string
+	// SpoolMaxBytes bounds the spool (default 1 GiB); past it Enqueue returns ErrQueueFull.
+	SpoolMaxBytes int64
+	// SpoolCommitInterval is how often accepted messages are committed to the spool
+	// together (default 20 ms, at most 1 s): a power cut loses at most what was accepted
+	// within one interval; Flush commits at once.
+	SpoolCommitInterval time.Duration
+	// DryRun validates and counts messages but sends nothing; each one ends "dropped".
+	DryRun bool
+	// IgnoreProxyEnv stops the client from using HTTP_PROXY / HTTPS_PROXY / ALL_PROXY.
+	IgnoreProxyEnv bool
+
+	// CloseTimeout bounds how long Close waits for delivery (default 30 s, as Python's
+	// close). What is left then is dropped, and reported.
+	CloseTimeout time.Duration
+}
+
+// Webhook is one webhook URL (absolute http or https, no credentials) and the static headers
+// added to every request to it.
+type Webhook struct {
+	URL     string
+	Headers map[string]string
+}
+
+// DefaultCloseTimeout is how long Close waits when Config.CloseTimeout is zero.
+const DefaultCloseTimeout = 30 * time.Second
+
+// DefaultEndpoint is the ingestion endpoint used when Config.Endpoint is empty.
+const DefaultEndpoint = "https://api.segment.io"
+
+// newOptions turns a write key and a Config into liboutbound options: the one place that maps
+// Go settings to C setters. The caller owns the result (outbound_client_new consumes it).
+// The checks of values are the core's, at outbound_client_new; here only what has no C form
+// is refused (a negative number, two synonyms that disagree).
+func newOptions(writeKey string, c Config, handle uintptr) (*C.outbound_options, error) {
+	flushAt, err := synonym([]string{"BatchSize", "Size", "FlushAt"}, c.BatchSize, c.Size, c.FlushAt)
+	if err != nil {
+		return nil, err
+	}
+	interval, err := synonym([]string{"Interval", "FlushAfter"}, c.Interval, c.FlushAfter)
+	if err != nil {
+		return nil, err
+	}
+
+	// outbound_last_error is per thread: keep every call and its error text on one thread.
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	o := C.outbound_options_new()
+	if o == nil {
+		return nil, &Error{Op: "NewWithConfig", Code: ErrPanic, Message: "outbound_options_new failed"}
+	}
+	ok := false
+	defer func() {
+		if !ok {
+			C.outbound_options_free(o)
+		}
+	}()
+	check := func(rc C.outbound_result) error {
+		if rc == 0 {
+			return nil
+		}
+		return takeError("NewWithConfig", rc, C.gob_last_error())
+	}
+	str := func(set func(*C.char) C.outbound_result, v string) error {
+		if v == "" {
+			return nil
+		}
+		cs := C.CString(v)
+		defer C.free(unsafe.Pointer(cs))
+		return check(set(cs))
+	}
+	count := func(name string, v int, set func(C.size_t) C.outbound_result) error {
+		if v == 0 {
+			return nil
+		}
+		if v < 0 {
+			return configError(name, fmt.Sprintf("must not be negative, got %d", v))
+		}
+		return check(set(C.size_t(v)))
+	}
+	dur := func(name string, d time.Duration, set func(C.uint64_t) C.outbound_result) error {
+		if d == 0 {
+			return nil
+		}
+		if d < 0 {
+			return configError(name, fmt.Sprintf("must not be negative, got %s", d))
+		}
+		return check(set(C.uint64_t(millis(d))))
+	}
+
+	steps := []func() error{
+		func() error {
+			return str(func(s *C.char) C.outbound_result { return C.outbound_options_set_write_key(o, s) }, writeKey)
+		},
+		func() error {
+			return str(func(s *C.char) C.outbound_result { return C.outbound_options_set_endpoint(o, s) }, c.Endpoint)
+		},
+		func() error {
+			return str(func(s *C.char) C.outbound_result { return C.outbound_options_set_shared_secret(o, s) }, c.SharedSecret)
+		},
+		func() error {
+			return str(func(s *C.char) C.outbound_result { return C.outbound_options_set_webhook_user_agent(o, s) }, c.WebhookUserAgent)
+		},
+		func() error {
+			return str(func(s *C.char) C.outbound_result { return C.outbound_options_set_ca_certs(o, s) }, c.CACerts)
+		},
+		func() error {
+			return count(flushAt.name, flushAt.value, func(n C.size_t) C.outbound_result { return C.outbound_options_set_flush_at(o, n) })
+		},
+		func() error {
+			return count("MaxQueueSize", c.MaxQueueSize, func(n C.size_t) C.outbound_result { return C.outbound_options_set_max_queue_size(o, n) })
+		},
+		func() error {
+			return count("Workers", c.Workers, func(n C.size_t) C.outbound_result { return C.outbound_options_set_workers(o, n) })
+		},
+		func() error {
+			return count("MaxInFlight", c.MaxInFlight, func(n C.size_t) C.outbound_result { return C.outbound_options_set_max_in_flight(o, n) })
+		},
+		func() error {
+			return str(func(s *C.char) C.outbound_result { return C.outbound_options_set_spool(o, s) }, c.Spool)
+		},
+		func() error {
+			if c.SpoolMaxBytes == 0 {
+				return nil
+			}
+			if c.SpoolMaxBytes < 0 {
+				return configError("SpoolMaxBytes", fmt.Sprintf("must not be negative, got %d", c.SpoolMaxBytes))
+			}
+			return check(C.outbound_options_set_spool_max_bytes(o, C.uint64_t(c.SpoolMaxBytes)))
+		},
+		func() error {
+			return dur("SpoolCommitInterval", c.SpoolCommitInterval, func(ms C.uint64_t) C.outbound_result {
+				return C.outbound_options_set_spool_commit_interval_ms(o, ms)
+			})
+		},
+		func() error {
+			return dur(interval.name, interval.value, func(ms C.uint64_t) C.outbound_result { return C.outbound_options_set_flush_interval_ms(o, ms) })
+		},
+		func() error {
+			return dur("Timeout", c.Timeout, func(ms C.uint64_t) C.outbound_result { return C.outbound_options_set_timeout_ms(o, ms) })
+		},
+		func() error {
+			return dur("RetryBase", c.RetryBase, func(ms C.uint64_t) C.outbound_result { return C.outbound_options_set_retry_base_ms(o, ms) })
+		},
+		func() error {
+			return dur("MaxBackoff", c.MaxBackoff, func(ms C.uint64_t) C.outbound_result { return C.outbound_options_set_max_backoff_ms(o, ms) })
+		},
+		func() error {
+			return dur("MaxRetryAfter", c.MaxRetryAfter, func(ms C.uint64_t) C.outbound_result { return C.outbound_options_set_max_retry_after_ms(o, ms) })
+		},
+		func() error {
+			return dur("MaxRetryDuration", c.MaxRetryDuration, func(ms C.uint64_t) C.outbound_result {
+				return C.outbound_options_set_max_retry_duration_ms(o, ms)
+			})
+		},
+		func() error {
+			if !c.Gzip {
+				return nil
+			}
+			return check(C.outbound_options_set_gzip(o, true))
+		},
+		func() error {
+			if !c.Verbose {
+				return nil // unset: DEBUG decides, in the core
+			}
+			return check(C.outbound_options_set_debug(o, true))
+		},
+		func() error {
+			if !c.DryRun {
+				return nil
+			}
+			return check(C.outbound_options_set_send(o, false))
+		},
+		func() error {
+			if !c.IgnoreProxyEnv {
+				return nil
+			}
+			return check(C.outbound_options_set_proxy_from_env(o, false))
+		},
+		func() error {
+			for _, w := range c.Webhooks {
+				if err := addWebhook(o, w, check); err != nil {
+					return err
+				}
+			}
+			return nil
+		},
+		func() error {
+			if handle == 0 {
+				return nil
+			}
+			if c.Callback != nil || c.OnOutcome != nil {
+				if err := check(C.gob_set_outcome_callback(o, C.uintptr_t(handle))); err != nil {
+					return err
+				}
+			}
+			if c.Logger != nil {
+				return check(C.gob_set_log_callback(o, C.uintptr_t(handle)))
+			}
+			return nil
+		},
+	}
+	for _, step := range steps {
+		if err := step(); err != nil {
+			return nil, err
+		}
+	}
+	ok = true
+	return o, nil
+}
+
+func addWebhook(o *C.outbound_options, w Webhook, check func(C.outbound_result) error) error {
+	url := C.CString(w.URL)
+	defer C.free(unsafe.Pointer(url))
+	var headers *C.char
+	if len(w.Headers) > 0 {
+		text, err := json.Marshal(w.Headers)
+		if err != nil {
+			return configError("Webhooks", err.Error())
+		}
+		headers = C.CString(string(text))
+		defer C.free(unsafe.Pointer(headers))
+	}
+	return check(C.outbound_options_add_webhook(o, url, headers))
+}
+
+type named[T comparable] struct {
+	name  string
+	value T
+}
+
+// synonym picks the one value given (non-zero) among names of the same setting; two that
+// disagree are a configuration error.
+func synonym[T comparable](names []string, values ...T) (named[T], error) {
+	var zero T
+	got := named[T]{name: names[0]}
+	for i, v := range values {
+		switch {
+		case v == zero:
+		case got.value == zero:
+			got = named[T]{names[i], v}
+		case got.value != v:
+			return got, configError(got.name, fmt.Sprintf("%s and %s are the same setting and disagree (%v, %v)",
+				got.name, names[i], got.value, v))
+		}
+	}
+	return got, nil
+}
+
+func configError(setting, reason string) *Error {
+	return &Error{Op: "NewWithConfig", Code: ErrConfig, Message: "invalid configuration " + setting + ": " + reason}
+}
+
+// millis rounds d up to whole milliseconds, so a positive duration never becomes 0.
+func millis(d time.Duration) uint64 {
+	ms := uint64(d / time.Millisecond)
+	if d%time.Millisecond != 0 {
+		ms++
+	}
+	return ms
+}

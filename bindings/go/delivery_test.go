@@ -1,0 +1,152 @@
+package outbound_test
+
+import (
+	"errors"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	outbound "outbound.invalid/bindings/go"
+)
+
+// A receiver on 127.0.0.1 that holds every request for `hold` and records the most it had
+// at once.
+type concurrency struct {
+	now, peak atomic.Int64
+	done      atomic.Int64
+}
+
+func holdingServer(t *testing.T, hold time.Duration) (string, *concurrency) {
+	t.Helper()
+	c := &concurrency{}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n := c.now.Add(1)
+		for {
+			p := c.peak.Load()
+			if n <= p || c.peak.CompareAndSwap(p, n) {
+				break
+			}
+		}
+		time.Sleep(hold)
+		c.now.Add(-1)
+		c.done.Add(1)
+		w.WriteHeader(http.StatusOK)
+	})}
+	go func() { _ = srv.Serve(ln) }()
+	t.Cleanup(func() { _ = srv.Close() })
+	return "http://" + ln.Addr().String(), c
+}
+
+func TestMaxInFlightBoundsTheRequestsToADestination(t *testing.T) {
+	for _, tc := range []struct{ maxInFlight, wantPeak int64 }{{2, 2}, {8, 8}} {
+		url, seen := holdingServer(t, 300*time.Millisecond)
+		c := newClient(t, "wk", outbound.Config{Endpoint: url, Size: 1, MaxInFlight: int(tc.maxInFlight)})
+		for i := 0; i < 16; i++ {
+			mustEnqueue(t, c, outbound.Track{UserId: "u", Event: "E"})
+		}
+		flush(t, c)
+		// The lane grows to the cap under this demand (16 requests held 300 ms), never past it.
+		if got := seen.peak.Load(); got != tc.wantPeak {
+			t.Errorf("MaxInFlight %d: at most %d requests at once, want %d", tc.maxInFlight, got, tc.wantPeak)
+		}
+	}
+}
+
+func TestTheSpoolKeepsWhatCloseLeftForTheNextClient(t *testing.T) {
+	spool := filepath.Join(t.TempDir(), "spool")
+	down := newReceiver(t)
+	down.setStatus(http.StatusServiceUnavailable)
+	a, err := outbound.NewWithConfig("wk", outbound.Config{Endpoint: down.URL, Spool: spool,
+		SpoolCommitInterval: 5 * time.Millisecond, CloseTimeout: 300 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := map[string]bool{}
+	for i := 0; i < 50; i++ {
+		ids[mustEnqueue(t, a, outbound.Track{UserId: "u", Event: "Spooled"})] = true
+	}
+	if err := a.Close(); !errors.Is(err, outbound.ErrIncomplete) {
+		t.Fatalf("Close with a receiver down = %v, want ErrIncomplete", err)
+	}
+	if s := a.Stats(); s.Spooled != 50 || s.Dropped != 0 {
+		t.Fatalf("after Close: %+v, want 50 spooled and none dropped", s)
+	}
+
+	up := newReceiver(t)
+	b := newClient(t, "wk", outbound.Config{Endpoint: up.URL, Spool: spool})
+	deadline := time.Now().Add(20 * time.Second)
+	for b.Stats().Delivered < 50 && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if s := b.Stats(); s.Resumed != 50 || s.Delivered != 50 {
+		t.Fatalf("the next client: %+v, want 50 resumed and delivered", s)
+	}
+	for _, m := range up.messages(t) {
+		delete(ids, m["messageId"].(string))
+	}
+	if len(ids) != 0 {
+		t.Errorf("%d spooled ids never reached the receiver", len(ids))
+	}
+}
+
+func TestASecondClientOnOneSpoolIsErrSpoolNamingThePath(t *testing.T) {
+	spool := filepath.Join(t.TempDir(), "only-one")
+	newClient(t, "wk", outbound.Config{Endpoint: "http://127.0.0.1:9", Spool: spool, DryRun: true})
+	c, err := outbound.NewWithConfig("wk", outbound.Config{Endpoint: "http://127.0.0.1:9", Spool: spool, DryRun: true})
+	if c != nil || !errors.Is(err, outbound.ErrSpool) {
+		t.Fatalf("NewWithConfig = %v, %v; want ErrSpool", c, err)
+	}
+	if !strings.Contains(err.Error(), "only-one") {
+		t.Errorf("%q does not name the spool", err)
+	}
+}
+
+func TestSpoolSettingsAreCheckedByTheCore(t *testing.T) {
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		name string
+		cfg  outbound.Config
+		text string
+	}{
+		{"commit interval over 1 s", outbound.Config{Spool: dir, SpoolCommitInterval: 2 * time.Second}, "spool_commit_interval"},
+		{"negative max bytes", outbound.Config{Spool: dir, SpoolMaxBytes: -1}, "SpoolMaxBytes"},
+		{"negative max in flight", outbound.Config{MaxInFlight: -1}, "MaxInFlight"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := outbound.NewWithConfig("wk", tc.cfg)
+			if c != nil || !errors.Is(err, outbound.ErrConfig) {
+				t.Fatalf("NewWithConfig = %v, %v; want ErrConfig", c, err)
+			}
+			if !strings.Contains(err.Error(), tc.text) {
+				t.Errorf("%q does not name %q", err, tc.text)
+			}
+		})
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
+		t.Errorf("a refused configuration left files in the spool: %v", entries)
+	}
+}
+
+func TestAFullSpoolRefusesCallsAsQueueFull(t *testing.T) {
+	c := newClient(t, "wk", outbound.Config{Endpoint: stallServer(t), Spool: t.TempDir(), SpoolMaxBytes: 4096,
+		Timeout: 500 * time.Millisecond, CloseTimeout: 100 * time.Millisecond})
+	var full error
+	for i := 0; i < 1000 && full == nil; i++ {
+		full = c.Enqueue(outbound.Track{UserId: "u", Event: strings.Repeat("e", 200)})
+	}
+	if !errors.Is(full, outbound.ErrQueueFull) {
+		t.Fatalf("1000 messages of 200+ bytes in a 4096-byte spool: %v, want ErrQueueFull", full)
+	}
+	if s := c.Stats(); s.QueueFull == 0 {
+		t.Errorf("stats %+v: the refusal is not counted", s)
+	}
+}

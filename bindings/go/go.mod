@@ -1,0 +1,3 @@
+module outbound.invalid/bindings/go
+
+go 1.22

@@ -1,0 +1,262 @@
+package outbound
+
+import (
+	"time"
+)
+
+// Message is one of the seven calls: Identify, Track, Page, Screen, Group, Alias, Delete
+// (values or pointers). Enqueue validates it in liboutbound, which names the field at fault.
+type Message interface {
+	// kind is unexported: the set of calls is the core's.
+	kind() string
+}
+
+// Identify records who a user is, with traits of the user. A UserId or an AnonymousId is
+// required.
+type Identify struct {
+	MessageId    string
+	AnonymousId  string
+	UserId       string
+	Timestamp    time.Time // zero: the time of the call
+	Context      *Context
+	Traits       Traits
+	Integrations Integrations
+}
+
+// Track records something a user did. Event and a UserId or an AnonymousId are required.
+type Track struct {
+	MessageId    string
+	AnonymousId  string
+	UserId       string
+	Event        string
+	Timestamp    time.Time
+	Context      *Context
+	Properties   Properties
+	Integrations Integrations
+}
+
+// Page records a web page view. The properties url, title, referrer and path are
+// recognised. A UserId or an AnonymousId is required.
+type Page struct {
+	MessageId    string
+	AnonymousId  string
+	UserId       string
+	Name         string
+	Category     string
+	Timestamp    time.Time
+	Context      *Context
+	Properties   Properties
+	Integrations Integrations
+}
+
+// Screen records a mobile screen view. A UserId or an AnonymousId is required.
+type Screen struct {
+	MessageId    string
+	AnonymousId  string
+	UserId       string
+	Name         string
+	Category     string
+	Timestamp    time.Time
+	Context      *Context
+	Properties   Properties
+	Integrations Integrations
+}
+
+// Group records a user's membership of a group, with traits of the group. GroupId and a
+// UserId or an AnonymousId are required.
+type Group struct {
+	MessageId    string
+	AnonymousId  string
+	UserId       string
+	GroupId      string
+	Timestamp    time.Time
+	Context      *Context
+	Traits       Traits
+	Integrations Integrations
+}
+
+// Alias says that PreviousId and UserId are the same user. Both are required.
+type Alias struct {
+	MessageId    string
+	PreviousId   string
+	UserId       string
+	Timestamp    time.Time
+	Context      *Context
+	Integrations Integrations
+}
+
+// Delete asks the webhooks to delete what they hold about UserId (required). It goes to
+// webhooks only: a client without webhooks refuses it.
+type Delete struct {
+	MessageId string
+	UserId    string
+	Timestamp time.Time
+}
+
+func (Identify) kind() string { return "identify" }
+func (Track) kind() string    { return "track" }
+func (Page) kind() string     { return "page" }
+func (Screen) kind() string   { return "screen" }
+func (Group) kind() string    { return "group" }
+func (Alias) kind() string    { return "alias" }
+func (Delete) kind() string   { return "delete" }
+
+// wire is the Segment-style JSON object outbound_enqueue_json takes. Empty strings and nil
+// maps are left out, which the core reads as "not given"; it decides what each call needs.
+type wire struct {
+	Type         string  `json:"type"`
+	MessageId    string  `json:"messageId,omitempty"`
+	AnonymousId  string  `json:"anonymousId,omitempty"`
+	UserId       string  `json:"userId,omitempty"`
+	PreviousId   string  `json:"previousId,omitempty"`
+	GroupId      string  `json:"groupId,omitempty"`
+	Event        string  `json:"event,omitempty"`
+	Name         string  `json:"name,omitempty"`
+	Category     string  `json:"category,omitempty"`
+	Timestamp    *string `json:"timestamp,omitempty"`
+	Context      any     `json:"context,omitempty"`
+	Integrations any     `json:"integrations,omitempty"`
+	Properties   any     `json:"properties,omitempty"`
+	Traits       any     `json:"traits,omitempty"`
+}
+
+// toWire copies a message's fields into the wire shape. ok is false for a nil pointer.
+func toWire(msg Message) (w wire, ok bool) {
+	var ts time.Time
+	var ctx *Context
+	var ints Integrations
+	switch m := msg.(type) {
+	case *Identify:
+		if m == nil {
+			return w, false
+		}
+		return toWire(*m)
+	case *Track:
+		if m == nil {
+			return w, false
+		}
+		return toWire(*m)
+	case *Page:
+		if m == nil {
+			return w, false
+		}
+		return toWire(*m)
+	case *Screen:
+		if m == nil {
+			return w, false
+		}
+		return toWire(*m)
+	case *Group:
+		if m == nil {
+			return w, false
+		}
+		return toWire(*m)
+	case *Alias:
+		if m == nil {
+			return w, false
+		}
+		return toWire(*m)
+	case *Delete:
+		if m == nil {
+			return w, false
+		}
+		return toWire(*m)
+	case Identify:
+		w = wire{MessageId: m.MessageId, AnonymousId: m.AnonymousId, UserId: m.UserId}
+		if len(m.Traits) > 0 {
+			w.Traits = m.Traits
+		}
+		ts, ctx, ints = m.Timestamp, m.Context, m.Integrations
+	case Track:
+		w = wire{MessageId: m.MessageId, AnonymousId: m.AnonymousId, UserId: m.UserId, Event: m.Event}
+		if len(m.Properties) > 0 {
+			w.Properties = m.Properties
+		}
+		ts, ctx, ints = m.Timestamp, m.Context, m.Integrations
+	case Page:
+		w = wire{MessageId: m.MessageId, AnonymousId: m.AnonymousId, UserId: m.UserId,
+			Name: m.Name, Category: m.Category}
+		if len(m.Properties) > 0 {
+			w.Properties = m.Properties
+		}
+		ts, ctx, ints = m.Timestamp, m.Context, m.Integrations
+	case Screen:
+		w = wire{MessageId: m.MessageId, AnonymousId: m.AnonymousId, UserId: m.UserId,
+			Name: m.Name, Category: m.Category}
+		if len(m.Properties) > 0 {
+			w.Properties = m.Properties
+		}
+		ts, ctx, ints = m.Timestamp, m.Context, m.Integrations
+	case Group:
+		w = wire{MessageId: m.MessageId, AnonymousId: m.AnonymousId, UserId: m.UserId, GroupId: m.GroupId}
+		if len(m.Traits) > 0 {
+			w.Traits = m.Traits
+		}
+		ts, ctx, ints = m.Timestamp, m.Context, m.Integrations
+	case Alias:
+		w = wire{MessageId: m.MessageId, PreviousId: m.PreviousId, UserId: m.UserId}
+		ts, ctx, ints = m.Timestamp, m.Context, m.Integrations
+	case Delete:
+		w = wire{MessageId: m.MessageId, UserId: m.UserId}
+		ts = m.Timestamp
+	default:
+		return w, false
+	}
+	w.Type = msg.kind()
+	if !ts.IsZero() {
+		// Full precision and the time's own offset: the core parses it and writes the wire
+		// form (UTC, milliseconds).
+		s := ts.Format(time.RFC3339Nano)
+		w.Timestamp = &s
+	}
+	if ctx != nil {
+		w.Context = ctx
+	}
+	if len(ints) > 0 {
+		w.Integrations = ints
+	}
+	return w, true
+}
+
+// withID returns msg (as a value) with its MessageId set, for the Callback, which receives
+// the message as it was sent.
+func withID(msg Message, id string) Message {
+	switch m := msg.(type) {
+	case *Identify:
+		return withID(*m, id)
+	case *Track:
+		return withID(*m, id)
+	case *Page:
+		return withID(*m, id)
+	case *Screen:
+		return withID(*m, id)
+	case *Group:
+		return withID(*m, id)
+	case *Alias:
+		return withID(*m, id)
+	case *Delete:
+		return withID(*m, id)
+	case Identify:
+		m.MessageId = id
+		return m
+	case Track:
+		m.MessageId = id
+		return m
+	case Page:
+		m.MessageId = id
+		return m
+	case Screen:
+		m.MessageId = id
+		return m
+	case Group:
+		m.MessageId = id
+		return m
+	case Alias:
+		m.MessageId = id
+		return m
+	case Delete:
+		m.MessageId = id
+		return m
+	}
+	return msg
+}

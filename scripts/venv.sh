@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Shared by the Python scripts (sourced, not run): makes .venv with the pinned Python tools.
+# After sourcing: $ROOT is the repository (and the working directory), $PY the venv's python,
+# and the venv's bin/ is first on PATH (maturin finds zig there, from the ziglang package).
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT"
+
+# Pinned from PyPI; bump together. ziglang and auditwheel build and check the manylinux2014
+# wheel (scripts/build-wheel.sh); the rest run the tests (standardwebhooks: the spec's reference
+# library, which tests/python/test_standard_webhooks.py checks our requests against).
+PY_TOOLS=(maturin==1.16.0 ziglang==0.17.1 auditwheel==6.8.2 pytest==9.2.0 pytest-timeout==2.4.0
+  mypy==2.4.1 trustme==1.2.1 cryptography==50.0.2 standardwebhooks==1.1.0)
+
+command -v cargo >/dev/null || { echo "cargo is required (https://rustup.rs)" >&2; exit 1; }
+PYTHON="${PYTHON:-python3}"
+command -v "$PYTHON" >/dev/null || { echo "python3 (3.9 or newer) is required" >&2; exit 1; }
+
+if [ ! -x .venv/bin/python ]; then
+  echo "--- creating .venv with $("$PYTHON" --version 2>&1)"
+  "$PYTHON" -m venv .venv
+fi
+PY="$ROOT/.venv/bin/python"
+export PATH="$ROOT/.venv/bin:$PATH"
+export PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_INPUT=1
+# Once per run: scripts that call each other (python-env.sh -> build-wheel.sh) share it.
+if [ "${OUTBOUND_VENV_READY:-}" != "$ROOT" ]; then
+  echo "--- installing ${PY_TOOLS[*]}"
+  "$PY" -m pip install --quiet "${PY_TOOLS[@]}"
+  export OUTBOUND_VENV_READY="$ROOT"
+fi
