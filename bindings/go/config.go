@@ -55,7 +55,16 @@ type Config struct {
 	// static headers.
 	Webhooks []Webhook
 	// SharedSecret signs webhook requests: X-Signature is the hex HMAC-SHA1 of the body.
+	// With SignatureScheme "standard-webhooks" it is one or more whsec_ secrets separated by
+	// spaces, each adding one signature to webhook-signature (key rotation: the new and the
+	// old one).
 	SharedSecret string
+	// SignatureScheme chooses how webhook requests are signed: "" or "x-signature" (the
+	// default, X-Signature) or "standard-webhooks" (https://www.standardwebhooks.com):
+	// webhook-id (the message id), webhook-timestamp (Unix seconds of the attempt) and
+	// webhook-signature (v1, HMAC-SHA256 of "id.timestamp.body"). The body is the same
+	// bytes under both. Receivers check it with VerifyStandard.
+	SignatureScheme string
 	// WebhookUserAgent is the User-Agent of webhook requests (default "Outbound/1.0").
 	WebhookUserAgent string
 
@@ -191,6 +200,9 @@ func newOptions(writeKey string, c Config, handle uintptr) (*C.outbound_options,
 		},
 		func() error {
 			return str(func(s *C.char) C.outbound_result { return C.outbound_options_set_shared_secret(o, s) }, c.SharedSecret)
+		},
+		func() error {
+			return str(func(s *C.char) C.outbound_result { return C.outbound_options_set_signature_scheme(o, s) }, c.SignatureScheme)
 		},
 		func() error {
 			return str(func(s *C.char) C.outbound_result { return C.outbound_options_set_webhook_user_agent(o, s) }, c.WebhookUserAgent)
