@@ -828,6 +828,35 @@ outbound_result outbound_options_set_send(struct outbound_options *options,
 outbound_result outbound_options_set_proxy_from_env(struct outbound_options *options,
                                                     bool proxy_from_env);
 
+// Refuses to send webhooks to non-public addresses (default false): loopback, private
+// (RFC 1918), link-local (169.254.0.0/16, where cloud metadata services answer),
+// unique-local (fc00::/7), unspecified, shared (100.64.0.0/10), multicast and reserved,
+// checked after DNS resolution and again for the addresses about to be dialled. Such a
+// message fails at once (not retried) with a detail starting `"webhooks: blocked: "` and
+// naming the address; nothing is sent. Recommended when webhook URLs come from customers
+// (server-side request forgery). The ingestion endpoint is never checked, nor a proxy from
+// the environment. Exceptions: `outbound_options_add_allowed_network`.
+//
+// Returns `OUTBOUND_RESULT_OK`, `_NULL_ARGUMENT` (options), `_PANIC`.
+//
+// # Safety
+// `options` is NULL or a live `outbound_options`.
+outbound_result outbound_options_set_block_private_networks(struct outbound_options *options,
+                                                            bool block);
+
+// Adds a network exempt from `outbound_options_set_block_private_networks`, in CIDR
+// notation (`"10.1.0.0/16"`, `"fd00::/8"`; a bare address is one host). Checked by
+// `outbound_client_new` (`OUTBOUND_RESULT_CONFIG` naming `allowed_networks`). The text is
+// copied.
+//
+// Returns `OUTBOUND_RESULT_OK`, `_NULL_ARGUMENT` (options, cidr), `_INVALID_UTF8`,
+// `_PANIC`.
+//
+// # Safety
+// `options` is NULL or live; `cidr` is NULL or NUL-terminated.
+outbound_result outbound_options_add_allowed_network(struct outbound_options *options,
+                                                     const char *cidr);
+
 // Sets the outcome callback (see `outbound_outcome_callback`), called once per accepted
 // message. `callback` NULL removes it.
 //

@@ -112,6 +112,16 @@ type Config struct {
 	DryRun bool
 	// IgnoreProxyEnv stops the client from using HTTP_PROXY / HTTPS_PROXY / ALL_PROXY.
 	IgnoreProxyEnv bool
+	// BlockPrivateNetworks refuses to send webhooks to non-public addresses: loopback,
+	// private (RFC 1918), link-local (169.254.0.0/16, the cloud metadata services),
+	// unique-local (fc00::/7), unspecified and the like, checked after DNS resolution and
+	// again for the addresses about to be dialled. Such a message fails at once with a
+	// detail starting "webhooks: blocked: " and nothing is sent. Recommended when webhook
+	// URLs come from customers (SSRF). Ingestion is never checked.
+	BlockPrivateNetworks bool
+	// AllowedNetworks are exceptions to BlockPrivateNetworks, in CIDR notation
+	// ("10.1.0.0/16", "fd00::/8"; a bare address is one host).
+	AllowedNetworks []string
 
 	// CloseTimeout bounds how long Close waits for delivery (default 30 s, as Python's
 	// close). What is left then is dropped, and reported.
@@ -282,6 +292,20 @@ func newOptions(writeKey string, c Config, handle uintptr) (*C.outbound_options,
 				return nil
 			}
 			return check(C.outbound_options_set_proxy_from_env(o, false))
+		},
+		func() error {
+			if !c.BlockPrivateNetworks {
+				return nil
+			}
+			return check(C.outbound_options_set_block_private_networks(o, true))
+		},
+		func() error {
+			for _, n := range c.AllowedNetworks {
+				if err := str(func(s *C.char) C.outbound_result { return C.outbound_options_add_allowed_network(o, s) }, n); err != nil {
+					return err
+				}
+			}
+			return nil
 		},
 		func() error {
 			for _, w := range c.Webhooks {

@@ -104,7 +104,8 @@ def main(base_url: str) -> int:
     )
     scheme: outbound.SignatureScheme = "standard-webhooks"
     with outbound.Client(webhooks=["http://127.0.0.1:9/h"], shared_secret=whsec,
-                         signature_scheme=scheme, send=False) as signed:
+                         signature_scheme=scheme, block_private_networks=True,
+                         allowed_networks=["127.0.0.0/8"], send=False) as signed:
         signed.identify(user_id="u1")
     too_large: type = outbound.MessageTooLarge
     print(outbound.__version__, checks, too_large.__name__, outcomes)

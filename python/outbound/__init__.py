@@ -124,6 +124,13 @@ def _guarded(callback: OutcomeCallback) -> OutcomeCallback:
     return on_outcome
 
 
+def _strings(values: Sequence[str], setting: str) -> List[str]:
+    # A lone str is a sequence of characters: refuse it rather than allow-list "1", "0", ...
+    if isinstance(values, str):
+        raise UnsupportedType(f"{setting} must be a list of str, not a str", setting)
+    return list(values)
+
+
 class Webhook:
     """One webhook destination: an absolute http(s) URL and static headers sent with every
     request to it (checked when the client is built)."""
@@ -151,7 +158,10 @@ _live: "weakref.WeakSet[Client]" = weakref.WeakSet()
 class Client:
     """A running client: a scheduler thread and a delivery lane per destination.
 
-    Give a ``write_key`` (ingestion to ``endpoint``), ``webhooks``, or both. Every call
+    Give a ``write_key`` (ingestion to ``endpoint``), ``webhooks``, or both. When customers
+    give the webhook URLs, set ``block_private_networks=True``: webhooks to loopback,
+    private, link-local (cloud metadata) and other non-public addresses then fail with
+    reason ``blocked`` and nothing is sent (``allowed_networks`` lists CIDR exceptions). Every call
     returns the message id, or ``None`` when the queue is full (the drop is counted in
     :attr:`stats` and logged). Invalid calls raise :class:`ValidationError` and queue
     nothing. Use it as a context manager, or call :meth:`close`; at interpreter exit open
@@ -183,6 +193,8 @@ class Client:
         debug: Optional[bool] = None,
         send: bool = True,
         proxy_from_env: bool = True,
+        block_private_networks: bool = False,
+        allowed_networks: Sequence[str] = (),
         atexit_timeout: float = 2.0,
     ) -> None:
         if isinstance(webhooks, (str, Webhook)):
@@ -219,6 +231,8 @@ class Client:
             debug=debug,
             send=send,
             proxy_from_env=proxy_from_env,
+            block_private_networks=block_private_networks,
+            allowed_networks=_strings(allowed_networks, "allowed_networks"),
         )
         self._endpoint = endpoint if write_key else None
         self._webhook_count = len(hooks)

@@ -54,6 +54,8 @@ class NativeClient:
         debug: Optional[bool],
         send: bool,
         proxy_from_env: bool,
+        block_private_networks: bool,
+        allowed_networks: List[str],
         spool: Optional[str],
         spool_max_bytes: int,
         spool_commit_interval: float,

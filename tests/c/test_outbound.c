@@ -268,6 +268,8 @@ static void test_every_entry_point_is_null_safe(void) {
     CHECK_RC(outbound_verify((const uint8_t *)"k", 1, NULL, 1, "x", 1), N, "body");
     CHECK_RC(outbound_verify((const uint8_t *)"k", 1, NULL, 0, NULL, 40), N, "signature");
     CHECK_RC(outbound_options_set_signature_scheme(NULL, "standard-webhooks"), N, "options");
+    CHECK_RC(outbound_options_set_block_private_networks(NULL, true), N, "options");
+    CHECK_RC(outbound_options_add_allowed_network(NULL, "127.0.0.0/8"), N, "options");
     char ssig[96];
     CHECK_RC(outbound_sign_standard(NULL, "m", 1, NULL, 0, ssig, sizeof ssig, NULL), N, "secrets");
     CHECK_RC(outbound_sign_standard(SW_SECRET, NULL, 1, NULL, 0, ssig, sizeof ssig, NULL), N,
@@ -651,6 +653,57 @@ static void test_signature_scheme_names_are_checked(void) {
     CHECK_RC(outbound_options_set_signature_scheme(o, NULL), OUTBOUND_RESULT_OK, NULL);
     outbound_options_free(o);
     expect_config_error(short_standard_secret, "decodes to 5 bytes");
+}
+
+static outcomes guard_outcomes = {PTHREAD_MUTEX_INITIALIZER, 0, "", "", ""};
+
+static outbound_client *guarded_client(const char *allowed) {
+    outbound_options *o = outbound_options_new();
+    CHECK_RC(outbound_options_add_webhook(o, hook_url, NULL), OUTBOUND_RESULT_OK, NULL);
+    CHECK_RC(outbound_options_set_block_private_networks(o, true), OUTBOUND_RESULT_OK, NULL);
+    if (allowed)
+        CHECK_RC(outbound_options_add_allowed_network(o, allowed), OUTBOUND_RESULT_OK, NULL);
+    CHECK_RC(outbound_options_set_proxy_from_env(o, false), OUTBOUND_RESULT_OK, NULL);
+    CHECK_RC(outbound_options_set_outcome_callback(o, on_outcome, &guard_outcomes),
+             OUTBOUND_RESULT_OK, NULL);
+    outbound_client *c = NULL;
+    CHECK_RC(outbound_client_new(o, &c), OUTBOUND_RESULT_OK, NULL);
+    return c;
+}
+
+static void test_block_private_networks_refuses_127_0_0_1_unless_allowed(void) {
+    mark();
+    outbound_client *c = guarded_client(NULL);
+    CHECK_RC(outbound_identify(c, "u1", NULL, NULL, NULL, NULL, NULL, NULL, NULL, 0, NULL),
+             OUTBOUND_RESULT_OK, NULL);
+    CHECK_RC(outbound_flush(c, WAIT_MS), OUTBOUND_RESULT_INCOMPLETE, NULL);
+    CHECK(wait_outcomes(&guard_outcomes, 1), "no outcome");
+    pthread_mutex_lock(&guard_outcomes.lock);
+    CHECK(strcmp(guard_outcomes.last_outcome, "failed") == 0 &&
+              strncmp(guard_outcomes.last_detail,
+                      "webhooks: blocked: 127.0.0.1 is a loopback address", 50) == 0,
+          "outcome %s: %s", guard_outcomes.last_outcome, guard_outcomes.last_detail);
+    pthread_mutex_unlock(&guard_outcomes.lock);
+    sleep_ms(100);
+    CHECK(rx_count(rx) == requests_before, "the receiver got %zu", rx_count(rx) - requests_before);
+    outbound_client_free(c);
+
+    c = guarded_client("127.0.0.0/8");
+    CHECK_RC(outbound_identify(c, "u1", NULL, NULL, NULL, NULL, NULL, NULL, NULL, 0, NULL),
+             OUTBOUND_RESULT_OK, NULL);
+    CHECK_RC(outbound_flush(c, WAIT_MS), OUTBOUND_RESULT_OK, NULL);
+    CHECK(rx_count(rx) == requests_before + 1, "allowed: %zu", rx_count(rx) - requests_before);
+    outbound_client_free(c);
+}
+
+static void bad_allowed_network(outbound_options *o) {
+    outbound_options_add_webhook(o, hook_url, NULL);
+    outbound_options_set_block_private_networks(o, true);
+    outbound_options_add_allowed_network(o, "10.0.0.0/33");
+}
+
+static void test_allowed_networks_are_checked(void) {
+    expect_config_error(bad_allowed_network, "allowed_networks");
 }
 
 static void test_outcome_callback_reports_delivered_and_failed(void) {
@@ -1236,6 +1289,8 @@ int main(void) {
     RUN(test_standard_webhooks_requests_verify_in_c);
     RUN(test_standard_webhooks_vector_tolerance_and_bad_secrets);
     RUN(test_signature_scheme_names_are_checked);
+    RUN(test_block_private_networks_refuses_127_0_0_1_unless_allowed);
+    RUN(test_allowed_networks_are_checked);
     RUN(test_outcome_callback_reports_delivered_and_failed);
     RUN(test_retryable_status_is_retried_then_delivered);
     RUN(test_log_callback_gets_lines_without_secrets);

@@ -701,6 +701,60 @@ pub unsafe extern "C" fn outbound_options_set_proxy_from_env(
     })
 }
 
+/// Refuses to send webhooks to non-public addresses (default false): loopback, private
+/// (RFC 1918), link-local (169.254.0.0/16, where cloud metadata services answer),
+/// unique-local (fc00::/7), unspecified, shared (100.64.0.0/10), multicast and reserved,
+/// checked after DNS resolution and again for the addresses about to be dialled. Such a
+/// message fails at once (not retried) with a detail starting `"webhooks: blocked: "` and
+/// naming the address; nothing is sent. Recommended when webhook URLs come from customers
+/// (server-side request forgery). The ingestion endpoint is never checked, nor a proxy from
+/// the environment. Exceptions: `outbound_options_add_allowed_network`.
+///
+/// Returns `OUTBOUND_RESULT_OK`, `_NULL_ARGUMENT` (options), `_PANIC`.
+///
+/// # Safety
+/// `options` is NULL or a live `outbound_options`.
+#[no_mangle]
+pub unsafe extern "C" fn outbound_options_set_block_private_networks(
+    options: *mut outbound_options,
+    block: bool,
+) -> outbound_result {
+    // SAFETY: the caller's contract.
+    ffi!({
+        unsafe {
+            with_config(options, |c| {
+                c.block_private_networks = block;
+                Ok(())
+            })
+        }
+    })
+}
+
+/// Adds a network exempt from `outbound_options_set_block_private_networks`, in CIDR
+/// notation (`"10.1.0.0/16"`, `"fd00::/8"`; a bare address is one host). Checked by
+/// `outbound_client_new` (`OUTBOUND_RESULT_CONFIG` naming `allowed_networks`). The text is
+/// copied.
+///
+/// Returns `OUTBOUND_RESULT_OK`, `_NULL_ARGUMENT` (options, cidr), `_INVALID_UTF8`,
+/// `_PANIC`.
+///
+/// # Safety
+/// `options` is NULL or live; `cidr` is NULL or NUL-terminated.
+#[no_mangle]
+pub unsafe extern "C" fn outbound_options_add_allowed_network(
+    options: *mut outbound_options,
+    cidr: *const c_char,
+) -> outbound_result {
+    ffi!({
+        unsafe {
+            with_config(options, |c| {
+                c.allowed_networks.push(req_str(cidr, "cidr")?.to_owned());
+                Ok(())
+            })
+        }
+    })
+}
+
 /// Sets the outcome callback (see `outbound_outcome_callback`), called once per accepted
 /// message. `callback` NULL removes it.
 ///

@@ -73,6 +73,7 @@ mod _native {
             webhook_user_agent,
             flush_at, flush_interval, max_queue_size, timeout, max_retry_duration, gzip,
             ca_certs, workers, max_in_flight, on_outcome, log_sink, debug, send, proxy_from_env,
+            block_private_networks, allowed_networks,
             spool, spool_max_bytes, spool_commit_interval))]
         #[allow(clippy::too_many_arguments)]
         fn new(
@@ -96,6 +97,8 @@ mod _native {
             debug: Option<bool>,
             send: bool,
             proxy_from_env: bool,
+            block_private_networks: bool,
+            allowed_networks: Vec<String>,
             spool: Option<std::path::PathBuf>,
             spool_max_bytes: u64,
             spool_commit_interval: f64,
@@ -127,6 +130,8 @@ mod _native {
                 log_sink: log_sink.map(self::log_sink),
                 send,
                 proxy_from_env,
+                block_private_networks,
+                allowed_networks,
                 spool,
                 spool_max_bytes,
                 spool_commit_interval: seconds("spool_commit_interval", spool_commit_interval)?,
@@ -345,6 +350,7 @@ mod _native {
         )?;
         d.set_item("send", c.send)?;
         d.set_item("proxy_from_env", c.proxy_from_env)?;
+        d.set_item("block_private_networks", c.block_private_networks)?;
         Ok(d)
     }
 

@@ -2,6 +2,7 @@
 
 use crate::error::Error;
 use crate::log::LogSink;
+use crate::network_guard::{Cidr, NetworkGuard};
 use crate::outcome::Outcome;
 use crate::retry::RetryPolicy;
 use std::fmt;
@@ -130,6 +131,18 @@ pub struct Config {
     pub send: bool,
     /// Use `HTTP(S)_PROXY`/`ALL_PROXY` from the environment.
     pub proxy_from_env: bool,
+    /// Refuse to send webhooks to non-public addresses: loopback, private (RFC 1918),
+    /// link-local (169.254.0.0/16, with the cloud metadata services), unique-local (fc00::/7),
+    /// unspecified, shared (100.64.0.0/10), multicast and reserved ones, checked after DNS
+    /// resolution and again for the addresses about to be dialled. Such a message fails at
+    /// once with reason [`Reason::Blocked`](crate::Reason::Blocked) and nothing is sent.
+    /// Off by default; recommended when webhook URLs come from customers (SSRF). Ingestion
+    /// is not affected (its endpoint is the operator's own), nor is a proxy from the
+    /// environment (the target's name is still resolved and checked here).
+    pub block_private_networks: bool,
+    /// Networks exempt from `block_private_networks`, in CIDR notation (`"10.1.0.0/16"`,
+    /// `"fd00::/8"`; a bare address is one host).
+    pub allowed_networks: Vec<String>,
     /// A directory for the on-disk spool: every accepted message is on disk before its first
     /// attempt and leaves at its outcome; a new client on the directory (or a live sibling
     /// process, for a dead one's files) resumes what is pending. `None`: memory only.
@@ -165,6 +178,8 @@ impl Default for Config {
             log_sink: None,
             send: true,
             proxy_from_env: true,
+            block_private_networks: false,
+            allowed_networks: Vec::new(),
             spool: None,
             spool_max_bytes: 1 << 30,
             spool_commit_interval: Duration::from_millis(20),
@@ -193,6 +208,8 @@ impl fmt::Debug for Config {
             .field("workers", &self.workers)
             .field("max_in_flight", &self.max_in_flight)
             .field("send", &self.send)
+            .field("block_private_networks", &self.block_private_networks)
+            .field("allowed_networks", &self.allowed_networks)
             .field("spool", &self.spool)
             .finish_non_exhaustive()
     }
@@ -390,6 +407,20 @@ impl Config {
                 "must be a valid header value",
             ));
         }
+        self.network_guard()?;
         Ok(())
+    }
+
+    /// The SSRF guard for webhooks, when `block_private_networks` is on; an allow-list entry
+    /// that is not a network is a config error naming `allowed_networks`.
+    pub(crate) fn network_guard(&self) -> Result<Option<NetworkGuard>, Error> {
+        let allowed = self
+            .allowed_networks
+            .iter()
+            .map(|n| Cidr::parse(n.trim()).map_err(|why| Error::config("allowed_networks", why)))
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(self
+            .block_private_networks
+            .then(|| NetworkGuard::new(allowed)))
     }
 }

@@ -37,6 +37,7 @@ mod lane;
 mod log;
 mod message;
 mod message_id;
+mod network_guard;
 mod outcome;
 mod retry;
 mod scheduler;

@@ -35,6 +35,9 @@ pub enum Reason {
     /// retried; the URL should be removed from the configuration (for a customer's webhook,
     /// by that customer), since every later message to it will fail the same way.
     Gone,
+    /// `block_private_networks` refused the webhook URL's address (loopback, private,
+    /// link-local, ...): nothing was sent, and it is not retried.
+    Blocked,
     /// The receiver did not answer within `timeout` (only final via `Expired`).
     Timeout,
     /// Could not connect, or the connection broke (only final via `Expired`).
@@ -58,6 +61,7 @@ impl fmt::Display for Reason {
         match self {
             Reason::Status(s) => write!(f, "status {s}"),
             Reason::Gone => f.write_str("gone"),
+            Reason::Blocked => f.write_str("blocked"),
             Reason::Timeout => f.write_str("timeout"),
             Reason::Connection => f.write_str("connection"),
             Reason::Certificate => f.write_str("certificate"),

@@ -189,7 +189,7 @@ impl Hooks {
                 }
             }
         }
-        transport.post(&t.url, &headers, body)
+        transport.post_hook(&t.url, &headers, body)
     }
 }
 
