@@ -16,6 +16,7 @@ from decimal import Decimal
 from typing import Dict, List, Optional, Tuple
 
 import outbound
+import outbound.testing
 
 
 class Plan(enum.Enum):
@@ -107,6 +108,11 @@ def main(base_url: str) -> int:
                          signature_scheme=scheme, block_private_networks=True,
                          allowed_networks=["127.0.0.0/8"], send=False) as signed:
         signed.identify(user_id="u1")
+    with outbound.testing.RecordingClient(webhooks=["https://hooks.example.com/in"]) as rec:
+        rec.identify(user_id="u1")
+        rec.flush(timeout=5)
+        recorded: List[outbound.testing.RecordedRequest] = rec.requests
+        checks.append(len(recorded) == 1 and rec.messages("webhook")[0]["userId"] == "u1")
     too_large: type = outbound.MessageTooLarge
     print(outbound.__version__, checks, too_large.__name__, outcomes)
     return 0 if all(checks) else 1

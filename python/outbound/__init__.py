@@ -28,6 +28,7 @@ from types import TracebackType
 from typing import (
     Any,
     Callable,
+    ClassVar,
     Dict,
     Iterable,
     List,
@@ -37,6 +38,7 @@ from typing import (
     Optional,
     Sequence,
     Type,
+    TypeVar,
     Union,
 )
 
@@ -92,6 +94,7 @@ OutcomeCallback = Callable[[str, str, str], None]
 SignatureScheme = Union[Literal["x-signature"], Literal["standard-webhooks"]]
 
 Id = Union[str, int, uuid.UUID]
+_C = TypeVar("_C", bound="Client")
 Timestamp = Union[datetime, str]
 
 _LEVELS = {"debug": logging.DEBUG, "warn": logging.WARNING}
@@ -168,6 +171,9 @@ class Client:
     clients are closed with at most ``atexit_timeout`` seconds of waiting each.
     """
 
+    #: ``outbound.testing.RecordingClient`` sets this: record instead of sending.
+    _record: ClassVar[bool] = False
+
     def __init__(
         self,
         write_key: Optional[str] = None,
@@ -233,6 +239,7 @@ class Client:
             proxy_from_env=proxy_from_env,
             block_private_networks=block_private_networks,
             allowed_networks=_strings(allowed_networks, "allowed_networks"),
+            record=self._record,
         )
         self._endpoint = endpoint if write_key else None
         self._webhook_count = len(hooks)
@@ -438,7 +445,7 @@ class Client:
         delivered + failed + dropped - queue_full + spooled."""
         return self._native.stats()
 
-    def __enter__(self) -> "Client":
+    def __enter__(self: _C) -> _C:
         return self
 
     def __exit__(

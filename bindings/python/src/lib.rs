@@ -30,6 +30,8 @@ mod _native {
     #[pyclass(frozen, module = "outbound._native")]
     pub struct NativeClient {
         inner: outbound::Client,
+        /// A recording client's record (`outbound.testing.RecordingClient`).
+        recording: Option<outbound::testing::Recording>,
     }
 
     fn seconds(setting: &str, v: f64) -> PyResult<Duration> {
@@ -74,7 +76,7 @@ mod _native {
             flush_at, flush_interval, max_queue_size, timeout, max_retry_duration, gzip,
             ca_certs, workers, max_in_flight, on_outcome, log_sink, debug, send, proxy_from_env,
             block_private_networks, allowed_networks,
-            spool, spool_max_bytes, spool_commit_interval))]
+            spool, spool_max_bytes, spool_commit_interval, record=false))]
         #[allow(clippy::too_many_arguments)]
         fn new(
             write_key: Option<String>,
@@ -102,6 +104,7 @@ mod _native {
             spool: Option<std::path::PathBuf>,
             spool_max_bytes: u64,
             spool_commit_interval: f64,
+            record: bool,
         ) -> PyResult<Self> {
             let config = Config {
                 write_key,
@@ -136,8 +139,18 @@ mod _native {
                 spool_max_bytes,
                 spool_commit_interval: seconds("spool_commit_interval", spool_commit_interval)?,
             };
+            if record {
+                let (inner, recording) = outbound::testing::recording(config).map_err(to_py)?;
+                return Ok(NativeClient {
+                    inner,
+                    recording: Some(recording),
+                });
+            }
             let inner = outbound::Client::new(config).map_err(to_py)?;
-            Ok(NativeClient { inner })
+            Ok(NativeClient {
+                inner,
+                recording: None,
+            })
         }
 
         /// Validates and queues one message; returns its id, or None when the queue is full
@@ -234,6 +247,63 @@ mod _native {
         /// In a forked child: new threads and an empty queue.
         fn reset_after_fork(&self) -> PyResult<()> {
             self.inner.reset_after_fork().map_err(to_py)
+        }
+
+        /// A recording client's requests: (destination, url, headers, body) each.
+        #[allow(clippy::type_complexity)]
+        fn recorded_requests<'py>(
+            &self,
+            py: Python<'py>,
+        ) -> PyResult<
+            Vec<(
+                &'static str,
+                String,
+                Vec<(String, String)>,
+                Bound<'py, PyBytes>,
+            )>,
+        > {
+            Ok(self
+                .recording()?
+                .requests()
+                .into_iter()
+                .map(|r| {
+                    let dest = match r.destination {
+                        outbound::testing::Destination::Ingestion => "ingestion",
+                        outbound::testing::Destination::Webhook => "webhook",
+                    };
+                    (dest, r.url, r.headers, PyBytes::new(py, &r.body))
+                })
+                .collect())
+        }
+
+        /// A recording client's outcomes: (message_id, outcome, detail) each.
+        fn recorded_outcomes(&self) -> PyResult<Vec<(String, &'static str, String)>> {
+            Ok(self
+                .recording()?
+                .outcomes()
+                .into_iter()
+                .map(|o| (o.message_id.to_string(), o.kind.as_str(), o.detail))
+                .collect())
+        }
+
+        /// Answers a recording client's later requests with `status`.
+        fn respond_with(&self, status: u16) -> PyResult<()> {
+            self.recording()?.respond_with(status);
+            Ok(())
+        }
+
+        /// Forgets a recording client's requests and outcomes.
+        fn clear_recording(&self) -> PyResult<()> {
+            self.recording()?.clear();
+            Ok(())
+        }
+    }
+
+    impl NativeClient {
+        fn recording(&self) -> PyResult<&outbound::testing::Recording> {
+            self.recording
+                .as_ref()
+                .ok_or_else(|| pyo3::exceptions::PyRuntimeError::new_err("not a recording client"))
         }
     }
 

@@ -45,6 +45,7 @@ mod shared;
 mod signature;
 mod spool;
 mod spooler;
+pub mod testing;
 pub mod timestamp;
 mod transport;
 mod validate;

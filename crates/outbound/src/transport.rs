@@ -6,6 +6,7 @@ use crate::error::Error;
 use crate::network_guard::{Blocked, NetworkGuard};
 use crate::outcome::Reason;
 use crate::retry::parse_retry_after;
+use crate::testing::{Destination, Recorder};
 use std::collections::HashMap;
 use std::io::Read;
 use std::net::{IpAddr, SocketAddr};
@@ -40,6 +41,8 @@ pub(crate) struct Transport {
     /// Webhooks' agent: `agent` itself, or one whose resolver and connector refuse private
     /// addresses (`block_private_networks`). Ingestion never goes through the guard.
     hooks: Agent,
+    /// A recording client's record: requests are kept there and never sent.
+    recorder: Option<Arc<Recorder>>,
 }
 
 impl Transport {
@@ -94,7 +97,16 @@ impl Transport {
                 )
             }
         };
-        Ok(Transport { agent, hooks })
+        Ok(Transport {
+            agent,
+            hooks,
+            recorder: None,
+        })
+    }
+
+    /// This transport, recording into `recorder` (when given) instead of sending.
+    pub(crate) fn recording_into(self, recorder: Option<Arc<Recorder>>) -> Transport {
+        Transport { recorder, ..self }
     }
 
     /// POSTs `body` to the ingestion `url` with `headers` and classifies the result.
@@ -104,6 +116,9 @@ impl Transport {
         headers: &[(HeaderName, HeaderValue)],
         body: &[u8],
     ) -> Attempt {
+        if let Some(r) = &self.recorder {
+            return classify_status(r.record(Destination::Ingestion, url, headers, body), None);
+        }
         send(&self.agent, url, headers, body)
     }
 
@@ -115,6 +130,9 @@ impl Transport {
         headers: &[(HeaderName, HeaderValue)],
         body: &[u8],
     ) -> Attempt {
+        if let Some(r) = &self.recorder {
+            return classify_status(r.record(Destination::Webhook, url, headers, body), None);
+        }
         send(&self.hooks, url, headers, body)
     }
 }
