@@ -49,6 +49,10 @@
 // Size of a buffer that holds a signature: 40 hex digits and the NUL.
 #define OUTBOUND_SIGNATURE_BUFFER_LEN 41
 
+// The replay tolerance most receivers should pass to `outbound_verify_standard`: 300
+// seconds (5 minutes), the core's default and the Standard Webhooks libraries'.
+#define OUTBOUND_STANDARD_TOLERANCE_SECONDS 300
+
 // Size of a buffer that holds a formatted timestamp (`2026-11-21T09:30:00.123Z`) and its NUL.
 #define OUTBOUND_TIMESTAMP_BUFFER_LEN 25
 
@@ -94,6 +98,8 @@ enum outbound_result
     // `outbound_client_stats` and the outcome callback for what happened.
     OUTBOUND_RESULT_INCOMPLETE = 12,
     // `outbound_verify`: the signature does not match the body and secret.
+    // `outbound_verify_standard`: no signature matches, or the timestamp is not a number or
+    // is outside the tolerance (the text says which).
     OUTBOUND_RESULT_BAD_SIGNATURE = 13,
     // A bug: liboutbound panicked inside this call. The panic was contained; the text has
     // its message. Please report it.
@@ -587,12 +593,33 @@ outbound_result outbound_options_add_webhook(struct outbound_options *options,
 // Sets the shared secret: webhook requests then carry `X-Signature` (HMAC-SHA1 of the
 // body). NULL unsets it (requests are sent unsigned). The text is copied.
 //
+// With the signature scheme `"standard-webhooks"` (`outbound_options_set_signature_scheme`)
+// this is one or more `whsec_` secrets separated by spaces, each adding one signature to
+// `webhook-signature` (key rotation: give the new and the old one); checked by
+// `outbound_client_new` (base64 of 24 to 64 bytes).
+//
 // Returns `OUTBOUND_RESULT_OK`, `_NULL_ARGUMENT` (options), `_INVALID_UTF8`, `_PANIC`.
 //
 // # Safety
 // `options` is NULL or live; `secret` is NULL or NUL-terminated.
 outbound_result outbound_options_set_shared_secret(struct outbound_options *options,
                                                    const char *secret);
+
+// Chooses how webhook requests are signed: `"x-signature"` (the default: `X-Signature`, hex
+// HMAC-SHA1 of the body) or `"standard-webhooks"` (headers `webhook-id` (the message id),
+// `webhook-timestamp` (Unix seconds of the attempt) and, with a shared secret,
+// `webhook-signature`; see <https://www.standardwebhooks.com>). The body is the same bytes
+// under both. With `"standard-webhooks"`, a caller's message id must be visible ASCII
+// without spaces or `.` (`OUTBOUND_RESULT_INVALID_FIELD` at the call otherwise). NULL
+// restores the default. Receivers verify with `outbound_verify_standard`.
+//
+// Returns `OUTBOUND_RESULT_OK`, `_CONFIG` (an unknown name; nothing changed),
+// `_NULL_ARGUMENT` (options), `_INVALID_UTF8`, `_PANIC`.
+//
+// # Safety
+// `options` is NULL or live; `scheme` is NULL or NUL-terminated.
+outbound_result outbound_options_set_signature_scheme(struct outbound_options *options,
+                                                      const char *scheme);
 
 // Sets the `User-Agent` of webhook requests (default `Outbound/1.0`). NULL restores the
 // default. The text is copied.
@@ -801,6 +828,35 @@ outbound_result outbound_options_set_send(struct outbound_options *options,
 outbound_result outbound_options_set_proxy_from_env(struct outbound_options *options,
                                                     bool proxy_from_env);
 
+// Refuses to send webhooks to non-public addresses (default false): loopback, private
+// (RFC 1918), link-local (169.254.0.0/16, where cloud metadata services answer),
+// unique-local (fc00::/7), unspecified, shared (100.64.0.0/10), multicast and reserved,
+// checked after DNS resolution and again for the addresses about to be dialled. Such a
+// message fails at once (not retried) with a detail starting `"webhooks: blocked: "` and
+// naming the address; nothing is sent. Recommended when webhook URLs come from customers
+// (server-side request forgery). The ingestion endpoint is never checked, nor a proxy from
+// the environment. Exceptions: `outbound_options_add_allowed_network`.
+//
+// Returns `OUTBOUND_RESULT_OK`, `_NULL_ARGUMENT` (options), `_PANIC`.
+//
+// # Safety
+// `options` is NULL or a live `outbound_options`.
+outbound_result outbound_options_set_block_private_networks(struct outbound_options *options,
+                                                            bool block);
+
+// Adds a network exempt from `outbound_options_set_block_private_networks`, in CIDR
+// notation (`"10.1.0.0/16"`, `"fd00::/8"`; a bare address is one host). Checked by
+// `outbound_client_new` (`OUTBOUND_RESULT_CONFIG` naming `allowed_networks`). The text is
+// copied.
+//
+// Returns `OUTBOUND_RESULT_OK`, `_NULL_ARGUMENT` (options, cidr), `_INVALID_UTF8`,
+// `_PANIC`.
+//
+// # Safety
+// `options` is NULL or live; `cidr` is NULL or NUL-terminated.
+outbound_result outbound_options_add_allowed_network(struct outbound_options *options,
+                                                     const char *cidr);
+
 // Sets the outcome callback (see `outbound_outcome_callback`), called once per accepted
 // message. `callback` NULL removes it.
 //
@@ -891,6 +947,65 @@ outbound_result outbound_verify(const uint8_t *secret,
                                 size_t body_len,
                                 const char *signature,
                                 size_t signature_len);
+
+// Computes a Standard Webhooks `webhook-signature` value: `v1,<base64 HMAC-SHA256 of
+// "webhook_id.timestamp.body">` for each secret of `secrets`, space separated, written
+// NUL-terminated to `out`. The sender does this itself (signature scheme
+// `"standard-webhooks"`); this is for receivers' tests and other senders.
+//
+// - `secrets`: one or more `whsec_<base64>` secrets separated by spaces (the `whsec_`
+//   prefix and the base64 padding may be left out). Required.
+// - `webhook_id`: the `webhook-id` header value (the message id). Required.
+// - `timestamp`: the `webhook-timestamp` value, Unix seconds.
+// - `body`: `body_len` bytes; NULL only when `body_len` is 0.
+// - `out`: caller-owned buffer of `out_len` bytes: 48 per secret is enough (`v1,`, 44
+//   base64 characters, a space or the NUL). Written only on success.
+// - `out_written`: may be NULL; receives the length without the NUL on success (the needed
+//   length on `OUTBOUND_RESULT_INSUFFICIENT_SIZE`).
+//
+// Returns `OUTBOUND_RESULT_OK`, `OUTBOUND_RESULT_CONFIG` (a secret is not a `whsec_`
+// secret; the text says which), `_NULL_ARGUMENT`, `_INVALID_UTF8`, `_INSUFFICIENT_SIZE`,
+// `_PANIC`.
+//
+// # Safety
+// `secrets` and `webhook_id` are NULL or NUL-terminated; `body` is NULL or valid for
+// `body_len` bytes; `out` is NULL or valid for `out_len` bytes; `out_written` is NULL or
+// writable.
+outbound_result outbound_sign_standard(const char *secrets,
+                                       const char *webhook_id,
+                                       int64_t timestamp,
+                                       const uint8_t *body,
+                                       size_t body_len,
+                                       char *out,
+                                       size_t out_len,
+                                       size_t *out_written);
+
+// Verifies a Standard Webhooks request against the receiver's clock: accepted when
+// `webhook_timestamp` is within `tolerance_seconds` of now (before or after; pass
+// `OUTBOUND_STANDARD_TOLERANCE_SECONDS`) and some `v1` signature of `webhook_signature`
+// matches some secret of `secrets` (constant-time comparison; other versions are skipped).
+//
+// - `secrets`: the receiver's `whsec_` secret(s), space separated (during a rotation, the
+//   new and the old one).
+// - `webhook_id`, `webhook_timestamp`, `webhook_signature`: the three header values as
+//   received, NUL-terminated.
+// - `body`: the raw request body, `body_len` bytes; NULL only when `body_len` is 0.
+//
+// Returns `OUTBOUND_RESULT_OK` when authentic and recent; `OUTBOUND_RESULT_BAD_SIGNATURE`
+// when not (the text says whether no signature matched, the timestamp is not a number, or
+// it is outside the tolerance: a replay or a clock far off); `OUTBOUND_RESULT_CONFIG` when
+// a secret is not a `whsec_` secret (the receiver's setup, not the request);
+// `_NULL_ARGUMENT`, `_INVALID_UTF8`, `_PANIC`.
+//
+// # Safety
+// The four strings are NULL or NUL-terminated; `body` is NULL or valid for `body_len` bytes.
+outbound_result outbound_verify_standard(const char *secrets,
+                                         const char *webhook_id,
+                                         const char *webhook_timestamp,
+                                         const uint8_t *body,
+                                         size_t body_len,
+                                         const char *webhook_signature,
+                                         uint64_t tolerance_seconds);
 
 // Formats an instant the way every body carries timestamps: UTC with milliseconds,
 // `2026-11-21T09:30:00.123Z` (sub-millisecond digits are cut, never rounded up).

@@ -7,9 +7,10 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
 
 # Pinned from PyPI; bump together. ziglang and auditwheel build and check the manylinux2014
-# wheel (scripts/build-wheel.sh); the rest run the tests.
+# wheel (scripts/build-wheel.sh); the rest run the tests (standardwebhooks: the spec's reference
+# library, which tests/python/test_standard_webhooks.py checks our requests against).
 PY_TOOLS=(maturin==1.16.0 ziglang==0.17.1 auditwheel==6.8.2 pytest==9.2.0 pytest-timeout==2.4.0
-  mypy==2.4.1 trustme==1.2.1 cryptography==50.0.2)
+  mypy==2.4.1 trustme==1.2.1 cryptography==50.0.2 standardwebhooks==1.1.0)
 
 command -v cargo >/dev/null || { echo "cargo is required (https://rustup.rs)" >&2; exit 1; }
 PYTHON="${PYTHON:-python3}"

@@ -55,7 +55,16 @@ type Config struct {
 	// static headers.
 	Webhooks []Webhook
 	// SharedSecret signs webhook requests: X-Signature is the hex HMAC-SHA1 of the body.
+	// With SignatureScheme "standard-webhooks" it is one or more whsec_ secrets separated by
+	// spaces, each adding one signature to webhook-signature (key rotation: the new and the
+	// old one).
 	SharedSecret string
+	// SignatureScheme chooses how webhook requests are signed: "" or "x-signature" (the
+	// default, X-Signature) or "standard-webhooks" (https://www.standardwebhooks.com):
+	// webhook-id (the message id), webhook-timestamp (Unix seconds of the attempt) and
+	// webhook-signature (v1, HMAC-SHA256 of "id.timestamp.body"). The body is the same
+	// bytes under both. Receivers check it with VerifyStandard.
+	SignatureScheme string
 	// WebhookUserAgent is the User-Agent of webhook requests (default "Outbound/1.0").
 	WebhookUserAgent string
 
@@ -103,6 +112,16 @@ type Config struct {
 	DryRun bool
 	// IgnoreProxyEnv stops the client from using HTTP_PROXY / HTTPS_PROXY / ALL_PROXY.
 	IgnoreProxyEnv bool
+	// BlockPrivateNetworks refuses to send webhooks to non-public addresses: loopback,
+	// private (RFC 1918), link-local (169.254.0.0/16, the cloud metadata services),
+	// unique-local (fc00::/7), unspecified and the like, checked after DNS resolution and
+	// again for the addresses about to be dialled. Such a message fails at once with a
+	// detail starting "webhooks: blocked: " and nothing is sent. Recommended when webhook
+	// URLs come from customers (SSRF). Ingestion is never checked.
+	BlockPrivateNetworks bool
+	// AllowedNetworks are exceptions to BlockPrivateNetworks, in CIDR notation
+	// ("10.1.0.0/16", "fd00::/8"; a bare address is one host).
+	AllowedNetworks []string
 
 	// CloseTimeout bounds how long Close waits for delivery (default 30 s, as Python's
 	// close). What is left then is dropped, and reported.
@@ -193,6 +212,9 @@ func newOptions(writeKey string, c Config, handle uintptr) (*C.outbound_options,
 			return str(func(s *C.char) C.outbound_result { return C.outbound_options_set_shared_secret(o, s) }, c.SharedSecret)
 		},
 		func() error {
+			return str(func(s *C.char) C.outbound_result { return C.outbound_options_set_signature_scheme(o, s) }, c.SignatureScheme)
+		},
+		func() error {
 			return str(func(s *C.char) C.outbound_result { return C.outbound_options_set_webhook_user_agent(o, s) }, c.WebhookUserAgent)
 		},
 		func() error {
@@ -270,6 +292,20 @@ func newOptions(writeKey string, c Config, handle uintptr) (*C.outbound_options,
 				return nil
 			}
 			return check(C.outbound_options_set_proxy_from_env(o, false))
+		},
+		func() error {
+			if !c.BlockPrivateNetworks {
+				return nil
+			}
+			return check(C.outbound_options_set_block_private_networks(o, true))
+		},
+		func() error {
+			for _, n := range c.AllowedNetworks {
+				if err := str(func(s *C.char) C.outbound_result { return C.outbound_options_add_allowed_network(o, s) }, n); err != nil {
+					return err
+				}
+			}
+			return nil
 		},
 		func() error {
 			for _, w := range c.Webhooks {

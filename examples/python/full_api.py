@@ -10,11 +10,13 @@ import datetime as dt
 import enum
 import logging
 import sys
+import time
 import uuid
 from decimal import Decimal
 from typing import Dict, List, Optional, Tuple
 
 import outbound
+import outbound.testing
 
 
 class Plan(enum.Enum):
@@ -95,6 +97,22 @@ def main(base_url: str) -> int:
         outbound.verify(b"abc123", body.decode(), signature),
         outbound.verify("abc123", {"cool": True}, signature),
     ]
+    whsec = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
+    unix_now = int(time.time())
+    standard: str = outbound.sign_standard_webhook(whsec, "msg_1", unix_now, body)
+    checks.append(
+        outbound.verify_standard_webhook(whsec, body, "msg_1", str(unix_now), standard, tolerance=60)
+    )
+    scheme: outbound.SignatureScheme = "standard-webhooks"
+    with outbound.Client(webhooks=["http://127.0.0.1:9/h"], shared_secret=whsec,
+                         signature_scheme=scheme, block_private_networks=True,
+                         allowed_networks=["127.0.0.0/8"], send=False) as signed:
+        signed.identify(user_id="u1")
+    with outbound.testing.RecordingClient(webhooks=["https://hooks.example.com/in"]) as rec:
+        rec.identify(user_id="u1")
+        rec.flush(timeout=5)
+        recorded: List[outbound.testing.RecordedRequest] = rec.requests
+        checks.append(len(recorded) == 1 and rec.messages("webhook")[0]["userId"] == "u1")
     too_large: type = outbound.MessageTooLarge
     print(outbound.__version__, checks, too_large.__name__, outcomes)
     return 0 if all(checks) else 1

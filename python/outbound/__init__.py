@@ -3,7 +3,8 @@
 Calls (``identify``, ``track``, ``page``, ``screen``, ``group``, ``alias``, ``delete``) are
 validated on the caller's thread and queued; a background thread delivers them to a
 Segment-compatible ingestion endpoint (batched, write key) and/or up to five webhooks
-(one POST per message, signed with ``X-Signature`` when a shared secret is set).
+(one POST per message, signed with ``X-Signature`` when a shared secret is set, or with
+Standard Webhooks headers when ``signature_scheme="standard-webhooks"``).
 
 >>> import outbound
 >>> with outbound.Client(write_key="KEY") as client:        # doctest: +SKIP
@@ -27,14 +28,17 @@ from types import TracebackType
 from typing import (
     Any,
     Callable,
+    ClassVar,
     Dict,
     Iterable,
     List,
+    Literal,
     Mapping,
     NamedTuple,
     Optional,
     Sequence,
     Type,
+    TypeVar,
     Union,
 )
 
@@ -48,7 +52,7 @@ from ._errors import (
     UnsupportedType,
     ValidationError,
 )
-from ._native import sign, verify, verify_value
+from ._native import sign, sign_standard_webhook, verify, verify_standard_webhook, verify_value
 
 __all__ = [
     "Client",
@@ -66,6 +70,9 @@ __all__ = [
     "sign",
     "verify",
     "verify_value",
+    "sign_standard_webhook",
+    "verify_standard_webhook",
+    "SignatureScheme",
     "OutcomeCallback",
     "__version__",
 ]
@@ -79,7 +86,15 @@ logger = logging.getLogger("outbound")
 #: ``"failed"`` or ``"dropped"``, ``detail`` says why (empty when delivered).
 OutcomeCallback = Callable[[str, str, str], None]
 
+#: How webhook requests are signed: ``"x-signature"`` (the default: ``X-Signature``, hex
+#: HMAC-SHA1 of the body) or ``"standard-webhooks"`` (``webhook-id``, ``webhook-timestamp``,
+#: ``webhook-signature``; ``shared_secret`` is then one or more ``whsec_`` secrets separated
+#: by spaces, each giving one signature, for key rotation).
+#: (Spelled as a Union of Literals so that stubtest sees the Union mypy sees.)
+SignatureScheme = Union[Literal["x-signature"], Literal["standard-webhooks"]]
+
 Id = Union[str, int, uuid.UUID]
+_C = TypeVar("_C", bound="Client")
 Timestamp = Union[datetime, str]
 
 _LEVELS = {"debug": logging.DEBUG, "warn": logging.WARNING}
@@ -112,6 +127,13 @@ def _guarded(callback: OutcomeCallback) -> OutcomeCallback:
     return on_outcome
 
 
+def _strings(values: Sequence[str], setting: str) -> List[str]:
+    # A lone str is a sequence of characters: refuse it rather than allow-list "1", "0", ...
+    if isinstance(values, str):
+        raise UnsupportedType(f"{setting} must be a list of str, not a str", setting)
+    return list(values)
+
+
 class Webhook:
     """One webhook destination: an absolute http(s) URL and static headers sent with every
     request to it (checked when the client is built)."""
@@ -139,12 +161,18 @@ _live: "weakref.WeakSet[Client]" = weakref.WeakSet()
 class Client:
     """A running client: a scheduler thread and a delivery lane per destination.
 
-    Give a ``write_key`` (ingestion to ``endpoint``), ``webhooks``, or both. Every call
+    Give a ``write_key`` (ingestion to ``endpoint``), ``webhooks``, or both. When customers
+    give the webhook URLs, set ``block_private_networks=True``: webhooks to loopback,
+    private, link-local (cloud metadata) and other non-public addresses then fail with
+    reason ``blocked`` and nothing is sent (``allowed_networks`` lists CIDR exceptions). Every call
     returns the message id, or ``None`` when the queue is full (the drop is counted in
     :attr:`stats` and logged). Invalid calls raise :class:`ValidationError` and queue
     nothing. Use it as a context manager, or call :meth:`close`; at interpreter exit open
     clients are closed with at most ``atexit_timeout`` seconds of waiting each.
     """
+
+    #: ``outbound.testing.RecordingClient`` sets this: record instead of sending.
+    _record: ClassVar[bool] = False
 
     def __init__(
         self,
@@ -153,6 +181,7 @@ class Client:
         endpoint: str = "https://api.segment.io",
         webhooks: Sequence[Union[Webhook, str]] = (),
         shared_secret: Optional[str] = None,
+        signature_scheme: SignatureScheme = "x-signature",
         webhook_user_agent: str = "Outbound/1.0",
         flush_at: int = 20,
         flush_interval: float = 5.0,
@@ -170,6 +199,8 @@ class Client:
         debug: Optional[bool] = None,
         send: bool = True,
         proxy_from_env: bool = True,
+        block_private_networks: bool = False,
+        allowed_networks: Sequence[str] = (),
         atexit_timeout: float = 2.0,
     ) -> None:
         if isinstance(webhooks, (str, Webhook)):
@@ -187,6 +218,7 @@ class Client:
             endpoint=endpoint,
             webhooks=[(h.url, list(h.headers.items())) for h in hooks],
             shared_secret=shared_secret,
+            signature_scheme=signature_scheme,
             webhook_user_agent=webhook_user_agent,
             flush_at=flush_at,
             flush_interval=flush_interval,
@@ -205,6 +237,9 @@ class Client:
             debug=debug,
             send=send,
             proxy_from_env=proxy_from_env,
+            block_private_networks=block_private_networks,
+            allowed_networks=_strings(allowed_networks, "allowed_networks"),
+            record=self._record,
         )
         self._endpoint = endpoint if write_key else None
         self._webhook_count = len(hooks)
@@ -410,7 +445,7 @@ class Client:
         delivered + failed + dropped - queue_full + spooled."""
         return self._native.stats()
 
-    def __enter__(self) -> "Client":
+    def __enter__(self: _C) -> _C:
         return self
 
     def __exit__(

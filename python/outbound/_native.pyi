@@ -15,6 +15,9 @@ __all__ = [
     "sign",
     "verify",
     "verify_value",
+    "sign_standard_webhook",
+    "verify_standard_webhook",
+    "standard_webhook_tolerance",
     "__version__",
 ]
 
@@ -35,6 +38,7 @@ class NativeClient:
         endpoint: str,
         webhooks: List[Tuple[str, List[Tuple[str, str]]]],
         shared_secret: Optional[str],
+        signature_scheme: str,
         webhook_user_agent: str,
         flush_at: int,
         flush_interval: float,
@@ -50,9 +54,12 @@ class NativeClient:
         debug: Optional[bool],
         send: bool,
         proxy_from_env: bool,
+        block_private_networks: bool,
+        allowed_networks: List[str],
         spool: Optional[str],
         spool_max_bytes: int,
         spool_commit_interval: float,
+        record: bool = False,
     ) -> NativeClient: ...
     def enqueue(
         self,
@@ -78,12 +85,27 @@ class NativeClient:
     @property
     def closed(self) -> bool: ...
     def reset_after_fork(self) -> None: ...
+    def recorded_requests(self) -> List[Tuple[str, str, List[Tuple[str, str]], bytes]]: ...
+    def recorded_outcomes(self) -> List[Tuple[str, str, str]]: ...
+    def respond_with(self, status: int) -> None: ...
+    def clear_recording(self) -> None: ...
 
 def debug_from_env() -> bool: ...
 def defaults() -> Dict[str, Union[str, int, float, bool]]: ...
 def sign(secret: _Bytes, body: _Body) -> str: ...
 def verify(secret: _Bytes, body: _Body, signature: Optional[str]) -> bool: ...
 def verify_value(secret: _Bytes, body: Any, signature: Optional[str]) -> bool: ...
+def sign_standard_webhook(secret: str, webhook_id: str, timestamp: int, body: _Bytes) -> str: ...
+def verify_standard_webhook(
+    secret: str,
+    body: _Bytes,
+    webhook_id: str,
+    webhook_timestamp: Union[str, int],
+    webhook_signature: str,
+    *,
+    tolerance: float = 300.0,
+) -> bool: ...
+def standard_webhook_tolerance() -> float: ...
 
 @final
 class NativeAudienceSync:

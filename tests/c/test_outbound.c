@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/types.h>
+#include <time.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -67,6 +68,16 @@ static void run(const char *name, void (*fn)(void)) {
 
 /* Generous waits: valgrind makes everything many times slower. */
 #define WAIT_MS 30000
+
+/* The Standard Webhooks reference vector (github.com/standard-webhooks/standard-webhooks,
+ * libraries/python/tests/test_webhooks.py test_sign_function and the JavaScript library's
+ * "sign function works"). */
+#define SW_SECRET "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
+#define SW_OLD "whsec_QUJDREVGR0hJSktMTU5PUFFSU1RVVldY"
+#define SW_ID "msg_p5jXN8AQM9LWM0D4loKWxJek"
+#define SW_TS 1614265330
+#define SW_BODY "{\"test\": 2432232314}"
+#define SW_SIG "v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE="
 
 static receiver *rx;
 static char endpoint[64];
@@ -256,6 +267,23 @@ static void test_every_entry_point_is_null_safe(void) {
     CHECK_RC(outbound_verify(NULL, 1, NULL, 0, "x", 1), N, "secret");
     CHECK_RC(outbound_verify((const uint8_t *)"k", 1, NULL, 1, "x", 1), N, "body");
     CHECK_RC(outbound_verify((const uint8_t *)"k", 1, NULL, 0, NULL, 40), N, "signature");
+    CHECK_RC(outbound_options_set_signature_scheme(NULL, "standard-webhooks"), N, "options");
+    CHECK_RC(outbound_options_set_block_private_networks(NULL, true), N, "options");
+    CHECK_RC(outbound_options_add_allowed_network(NULL, "127.0.0.0/8"), N, "options");
+    char ssig[96];
+    CHECK_RC(outbound_sign_standard(NULL, "m", 1, NULL, 0, ssig, sizeof ssig, NULL), N, "secrets");
+    CHECK_RC(outbound_sign_standard(SW_SECRET, NULL, 1, NULL, 0, ssig, sizeof ssig, NULL), N,
+             "webhook_id");
+    CHECK_RC(outbound_sign_standard(SW_SECRET, "m", 1, NULL, 1, ssig, sizeof ssig, NULL), N, "body");
+    CHECK_RC(outbound_sign_standard(SW_SECRET, "m", 1, NULL, 0, NULL, 96, NULL), N, "out");
+    CHECK_RC(outbound_verify_standard(NULL, "m", "1", NULL, 0, "v1,x", 300), N, "secrets");
+    CHECK_RC(outbound_verify_standard(SW_SECRET, NULL, "1", NULL, 0, "v1,x", 300), N,
+             "webhook_id");
+    CHECK_RC(outbound_verify_standard(SW_SECRET, "m", NULL, NULL, 0, "v1,x", 300), N,
+             "webhook_timestamp");
+    CHECK_RC(outbound_verify_standard(SW_SECRET, "m", "1", NULL, 3, "v1,x", 300), N, "body");
+    CHECK_RC(outbound_verify_standard(SW_SECRET, "m", "1", NULL, 0, NULL, 300), N,
+             "webhook_signature");
 
     /* NULL where a live client is given. */
     outbound_client *live = ingestion_client(NULL);
@@ -511,6 +539,171 @@ static void test_webhooks_are_signed_and_verify_in_c(void) {
     }
     CHECK(saw_delete, "no delete request");
     outbound_client_free(c);
+}
+
+static void standard_webhooks(outbound_options *o) {
+    CHECK_RC(outbound_options_set_signature_scheme(o, "standard-webhooks"), OUTBOUND_RESULT_OK,
+             NULL);
+}
+
+static void test_standard_webhooks_requests_verify_in_c(void) {
+    mark();
+    outbound_options *o = outbound_options_new();
+    CHECK_RC(outbound_options_add_webhook(o, hook_url, NULL), OUTBOUND_RESULT_OK, NULL);
+    CHECK_RC(outbound_options_set_shared_secret(o, SW_SECRET " " SW_OLD), OUTBOUND_RESULT_OK, NULL);
+    standard_webhooks(o);
+    CHECK_RC(outbound_options_set_proxy_from_env(o, false), OUTBOUND_RESULT_OK, NULL);
+    outbound_client *c = NULL;
+    CHECK_RC(outbound_client_new(o, &c), OUTBOUND_RESULT_OK, NULL);
+    char id[OUTBOUND_ID_BUFFER_LEN];
+    CHECK_RC(outbound_track(c, "u9", NULL, "Paid", "{\"amount\":12.5}", NULL, NULL, NULL, NULL, id,
+                            sizeof id, NULL),
+             OUTBOUND_RESULT_OK, NULL);
+    /* A caller's id becomes webhook-id: one with a '.' is refused at the call. */
+    CHECK_RC(outbound_track(c, "u9", NULL, "Paid", NULL, NULL, NULL, NULL, "a.b", NULL, 0, NULL),
+             OUTBOUND_RESULT_INVALID_FIELD, "message_id");
+    CHECK_RC(outbound_flush(c, WAIT_MS), OUTBOUND_RESULT_OK, NULL);
+    CHECK(rx_count(rx) == requests_before + 1, "requests %zu", rx_count(rx) - requests_before);
+    const rx_request *r = rx_get(rx, requests_before);
+    char wid[64] = "", ts[32] = "", sig[256] = "", xsig[64];
+    CHECK(r && rx_header(r, "webhook-id", wid, sizeof wid) && strcmp(wid, id) == 0, "webhook-id %s",
+          wid);
+    CHECK(r && rx_header(r, "webhook-timestamp", ts, sizeof ts), "no webhook-timestamp");
+    CHECK(r && rx_header(r, "webhook-signature", sig, sizeof sig) && strchr(sig, ' '),
+          "two signatures: %s", sig);
+    CHECK(r && !rx_header(r, "X-Signature", xsig, sizeof xsig), "X-Signature sent too");
+    if (r) {
+        const uint8_t *body = (const uint8_t *)r->body;
+        /* Each secret of the rotation verifies on its own; a wrong one or a changed body not. */
+        CHECK_RC(outbound_verify_standard(SW_SECRET, wid, ts, body, r->body_len, sig,
+                                          OUTBOUND_STANDARD_TOLERANCE_SECONDS),
+                 OUTBOUND_RESULT_OK, NULL);
+        CHECK_RC(outbound_verify_standard(SW_OLD, wid, ts, body, r->body_len, sig,
+                                          OUTBOUND_STANDARD_TOLERANCE_SECONDS),
+                 OUTBOUND_RESULT_OK, NULL);
+        CHECK_RC(outbound_verify_standard("whsec_AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=", wid,
+                                          ts, body, r->body_len, sig, 300),
+                 OUTBOUND_RESULT_BAD_SIGNATURE, "no signature");
+        CHECK_RC(outbound_verify_standard(SW_SECRET, wid, ts, body, r->body_len - 1, sig, 300),
+                 OUTBOUND_RESULT_BAD_SIGNATURE, "no signature");
+        /* The same header from the signing function. */
+        char mine[2 * 48];
+        size_t n = 0;
+        CHECK_RC(outbound_sign_standard(SW_SECRET " " SW_OLD, wid, strtoll(ts, NULL, 10), body,
+                                        r->body_len, mine, sizeof mine, &n),
+                 OUTBOUND_RESULT_OK, NULL);
+        CHECK(strcmp(mine, sig) == 0 && n == strlen(sig), "sign gives %s, header %s", mine, sig);
+    }
+    outbound_client_free(c);
+}
+
+static void test_standard_webhooks_vector_tolerance_and_bad_secrets(void) {
+    const uint8_t *body = (const uint8_t *)SW_BODY;
+    size_t len = strlen(SW_BODY);
+    char sig[48];
+    size_t n = 0;
+    CHECK_RC(outbound_sign_standard(SW_SECRET, SW_ID, SW_TS, body, len, sig, sizeof sig, &n),
+             OUTBOUND_RESULT_OK, NULL);
+    CHECK(strcmp(sig, SW_SIG) == 0 && n == 47, "signature %s", sig);
+    char small[47];
+    CHECK_RC(outbound_sign_standard(SW_SECRET, SW_ID, SW_TS, body, len, small, sizeof small, &n),
+             OUTBOUND_RESULT_INSUFFICIENT_SIZE, "48 bytes needed");
+    /* The vector is from 2021: far outside any tolerance against today's clock... */
+    CHECK_RC(outbound_verify_standard(SW_SECRET, SW_ID, "1614265330", body, len, SW_SIG,
+                                      OUTBOUND_STANDARD_TOLERANCE_SECONDS),
+             OUTBOUND_RESULT_BAD_SIGNATURE, "outside the tolerance");
+    /* ...and accepted with one that reaches back to it. */
+    CHECK_RC(outbound_verify_standard(SW_SECRET, SW_ID, "1614265330", body, len, SW_SIG,
+                                      (uint64_t)time(NULL) - SW_TS + 60),
+             OUTBOUND_RESULT_OK, NULL);
+    /* A fresh request signed now: accepted, and refused once its timestamp is 301 s away. */
+    char now[32], old[32];
+    snprintf(now, sizeof now, "%lld", (long long)time(NULL));
+    snprintf(old, sizeof old, "%lld", (long long)time(NULL) - 301);
+    CHECK_RC(outbound_sign_standard(SW_SECRET, "msg_1", strtoll(now, NULL, 10), body, len, sig,
+                                    sizeof sig, NULL),
+             OUTBOUND_RESULT_OK, NULL);
+    CHECK_RC(outbound_verify_standard(SW_SECRET, "msg_1", now, body, len, sig, 300),
+             OUTBOUND_RESULT_OK, NULL);
+    CHECK_RC(outbound_sign_standard(SW_SECRET, "msg_1", strtoll(old, NULL, 10), body, len, sig,
+                                    sizeof sig, NULL),
+             OUTBOUND_RESULT_OK, NULL);
+    CHECK_RC(outbound_verify_standard(SW_SECRET, "msg_1", old, body, len, sig, 300),
+             OUTBOUND_RESULT_BAD_SIGNATURE, "301 s old");
+    CHECK_RC(outbound_verify_standard(SW_SECRET, "msg_1", "hello", body, len, sig, 300),
+             OUTBOUND_RESULT_BAD_SIGNATURE, "not an integer");
+    /* The receiver's own secret is wrong: a setup error, not a bad request. */
+    CHECK_RC(outbound_verify_standard("whsec_!!!", "msg_1", now, body, len, sig, 300),
+             OUTBOUND_RESULT_CONFIG, "secrets");
+    CHECK_RC(outbound_sign_standard("", "msg_1", 1, body, len, sig, sizeof sig, NULL),
+             OUTBOUND_RESULT_CONFIG, "no secret");
+}
+
+static void short_standard_secret(outbound_options *o) {
+    standard_webhooks(o);
+    outbound_options_add_webhook(o, hook_url, NULL);
+    outbound_options_set_shared_secret(o, "whsec_c2hvcnQ=");
+}
+
+static void test_signature_scheme_names_are_checked(void) {
+    outbound_options *o = outbound_options_new();
+    CHECK_RC(outbound_options_set_signature_scheme(o, "svix"), OUTBOUND_RESULT_CONFIG,
+             "signature_scheme");
+    CHECK_RC(outbound_options_set_signature_scheme(o, "x-signature"), OUTBOUND_RESULT_OK, NULL);
+    CHECK_RC(outbound_options_set_signature_scheme(o, NULL), OUTBOUND_RESULT_OK, NULL);
+    outbound_options_free(o);
+    expect_config_error(short_standard_secret, "decodes to 5 bytes");
+}
+
+static outcomes guard_outcomes = {PTHREAD_MUTEX_INITIALIZER, 0, "", "", ""};
+
+static outbound_client *guarded_client(const char *allowed) {
+    outbound_options *o = outbound_options_new();
+    CHECK_RC(outbound_options_add_webhook(o, hook_url, NULL), OUTBOUND_RESULT_OK, NULL);
+    CHECK_RC(outbound_options_set_block_private_networks(o, true), OUTBOUND_RESULT_OK, NULL);
+    if (allowed)
+        CHECK_RC(outbound_options_add_allowed_network(o, allowed), OUTBOUND_RESULT_OK, NULL);
+    CHECK_RC(outbound_options_set_proxy_from_env(o, false), OUTBOUND_RESULT_OK, NULL);
+    CHECK_RC(outbound_options_set_outcome_callback(o, on_outcome, &guard_outcomes),
+             OUTBOUND_RESULT_OK, NULL);
+    outbound_client *c = NULL;
+    CHECK_RC(outbound_client_new(o, &c), OUTBOUND_RESULT_OK, NULL);
+    return c;
+}
+
+static void test_block_private_networks_refuses_127_0_0_1_unless_allowed(void) {
+    mark();
+    outbound_client *c = guarded_client(NULL);
+    CHECK_RC(outbound_identify(c, "u1", NULL, NULL, NULL, NULL, NULL, NULL, NULL, 0, NULL),
+             OUTBOUND_RESULT_OK, NULL);
+    CHECK_RC(outbound_flush(c, WAIT_MS), OUTBOUND_RESULT_INCOMPLETE, NULL);
+    CHECK(wait_outcomes(&guard_outcomes, 1), "no outcome");
+    pthread_mutex_lock(&guard_outcomes.lock);
+    CHECK(strcmp(guard_outcomes.last_outcome, "failed") == 0 &&
+              strncmp(guard_outcomes.last_detail,
+                      "webhooks: blocked: 127.0.0.1 is a loopback address", 50) == 0,
+          "outcome %s: %s", guard_outcomes.last_outcome, guard_outcomes.last_detail);
+    pthread_mutex_unlock(&guard_outcomes.lock);
+    sleep_ms(100);
+    CHECK(rx_count(rx) == requests_before, "the receiver got %zu", rx_count(rx) - requests_before);
+    outbound_client_free(c);
+
+    c = guarded_client("127.0.0.0/8");
+    CHECK_RC(outbound_identify(c, "u1", NULL, NULL, NULL, NULL, NULL, NULL, NULL, 0, NULL),
+             OUTBOUND_RESULT_OK, NULL);
+    CHECK_RC(outbound_flush(c, WAIT_MS), OUTBOUND_RESULT_OK, NULL);
+    CHECK(rx_count(rx) == requests_before + 1, "allowed: %zu", rx_count(rx) - requests_before);
+    outbound_client_free(c);
+}
+
+static void bad_allowed_network(outbound_options *o) {
+    outbound_options_add_webhook(o, hook_url, NULL);
+    outbound_options_set_block_private_networks(o, true);
+    outbound_options_add_allowed_network(o, "10.0.0.0/33");
+}
+
+static void test_allowed_networks_are_checked(void) {
+    expect_config_error(bad_allowed_network, "allowed_networks");
 }
 
 static void test_outcome_callback_reports_delivered_and_failed(void) {
@@ -1093,6 +1286,11 @@ int main(void) {
     RUN(test_ca_pem_text_is_accepted_and_plain_http_still_delivers);
     RUN(test_every_call_reaches_the_ingestion_endpoint);
     RUN(test_webhooks_are_signed_and_verify_in_c);
+    RUN(test_standard_webhooks_requests_verify_in_c);
+    RUN(test_standard_webhooks_vector_tolerance_and_bad_secrets);
+    RUN(test_signature_scheme_names_are_checked);
+    RUN(test_block_private_networks_refuses_127_0_0_1_unless_allowed);
+    RUN(test_allowed_networks_are_checked);
     RUN(test_outcome_callback_reports_delivered_and_failed);
     RUN(test_retryable_status_is_retried_then_delivered);
     RUN(test_log_callback_gets_lines_without_secrets);

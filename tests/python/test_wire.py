@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import base64
 import re
-from typing import Any, Callable, Dict
+import time
+from typing import Any, Callable, Dict, List, Tuple
 
 import outbound
 from receiver import SECRET, WRITE_KEY, Receiver
@@ -190,3 +191,20 @@ def test_fan_out_to_several_webhooks(make_client: MakeClient, receiver: Receiver
     for i in range(3):
         [req] = receiver.at(f"/h{i}")
         assert req.json["messageId"] == mid
+
+
+def test_gone_410_fails_at_once_with_a_gone_detail(
+    make_client: MakeClient, receiver: Receiver
+) -> None:
+    seen: List[Tuple[str, str, str]] = []
+    receiver.status["/gone"] = 410
+    client = make_client(
+        write_key=None, webhooks=[receiver.hook("gone")], on_outcome=lambda *o: seen.append(o)
+    )
+    mid = client.identify(user_id="u")
+    assert client.flush(timeout=10) is False
+    time.sleep(0.3)
+    assert len(receiver.at("/gone")) == 1  # never retried
+    assert seen == [(mid, "failed", seen[0][2])]
+    assert seen[0][2].startswith("webhooks: gone (status 410)")
+    assert client.stats["retries"] == 0

@@ -4,7 +4,7 @@
 
 use crate::convert::{c_string, millis, opt_str, opt_string, req_str};
 use crate::result::{finish, outbound_result, Failure};
-use outbound::{Config, Level, Outcome, Webhook};
+use outbound::{Config, Level, Outcome, SignatureScheme, Webhook};
 use std::ffi::{c_char, c_void};
 use std::sync::Arc;
 
@@ -196,6 +196,11 @@ pub unsafe extern "C" fn outbound_options_add_webhook(
 /// Sets the shared secret: webhook requests then carry `X-Signature` (HMAC-SHA1 of the
 /// body). NULL unsets it (requests are sent unsigned). The text is copied.
 ///
+/// With the signature scheme `"standard-webhooks"` (`outbound_options_set_signature_scheme`)
+/// this is one or more `whsec_` secrets separated by spaces, each adding one signature to
+/// `webhook-signature` (key rotation: give the new and the old one); checked by
+/// `outbound_client_new` (base64 of 24 to 64 bytes).
+///
 /// Returns `OUTBOUND_RESULT_OK`, `_NULL_ARGUMENT` (options), `_INVALID_UTF8`, `_PANIC`.
 ///
 /// # Safety
@@ -209,6 +214,37 @@ pub unsafe extern "C" fn outbound_options_set_shared_secret(
         unsafe {
             with_config(options, |c| {
                 c.shared_secret = opt_string(secret, "secret")?;
+                Ok(())
+            })
+        }
+    })
+}
+
+/// Chooses how webhook requests are signed: `"x-signature"` (the default: `X-Signature`, hex
+/// HMAC-SHA1 of the body) or `"standard-webhooks"` (headers `webhook-id` (the message id),
+/// `webhook-timestamp` (Unix seconds of the attempt) and, with a shared secret,
+/// `webhook-signature`; see <https://www.standardwebhooks.com>). The body is the same bytes
+/// under both. With `"standard-webhooks"`, a caller's message id must be visible ASCII
+/// without spaces or `.` (`OUTBOUND_RESULT_INVALID_FIELD` at the call otherwise). NULL
+/// restores the default. Receivers verify with `outbound_verify_standard`.
+///
+/// Returns `OUTBOUND_RESULT_OK`, `_CONFIG` (an unknown name; nothing changed),
+/// `_NULL_ARGUMENT` (options), `_INVALID_UTF8`, `_PANIC`.
+///
+/// # Safety
+/// `options` is NULL or live; `scheme` is NULL or NUL-terminated.
+#[no_mangle]
+pub unsafe extern "C" fn outbound_options_set_signature_scheme(
+    options: *mut outbound_options,
+    scheme: *const c_char,
+) -> outbound_result {
+    ffi!({
+        unsafe {
+            with_config(options, |c| {
+                c.signature_scheme = match opt_str(scheme, "scheme")? {
+                    Some(name) => SignatureScheme::parse(name)?,
+                    None => SignatureScheme::default(),
+                };
                 Ok(())
             })
         }
@@ -659,6 +695,60 @@ pub unsafe extern "C" fn outbound_options_set_proxy_from_env(
         unsafe {
             with_config(options, |c| {
                 c.proxy_from_env = proxy_from_env;
+                Ok(())
+            })
+        }
+    })
+}
+
+/// Refuses to send webhooks to non-public addresses (default false): loopback, private
+/// (RFC 1918), link-local (169.254.0.0/16, where cloud metadata services answer),
+/// unique-local (fc00::/7), unspecified, shared (100.64.0.0/10), multicast and reserved,
+/// checked after DNS resolution and again for the addresses about to be dialled. Such a
+/// message fails at once (not retried) with a detail starting `"webhooks: blocked: "` and
+/// naming the address; nothing is sent. Recommended when webhook URLs come from customers
+/// (server-side request forgery). The ingestion endpoint is never checked, nor a proxy from
+/// the environment. Exceptions: `outbound_options_add_allowed_network`.
+///
+/// Returns `OUTBOUND_RESULT_OK`, `_NULL_ARGUMENT` (options), `_PANIC`.
+///
+/// # Safety
+/// `options` is NULL or a live `outbound_options`.
+#[no_mangle]
+pub unsafe extern "C" fn outbound_options_set_block_private_networks(
+    options: *mut outbound_options,
+    block: bool,
+) -> outbound_result {
+    // SAFETY: the caller's contract.
+    ffi!({
+        unsafe {
+            with_config(options, |c| {
+                c.block_private_networks = block;
+                Ok(())
+            })
+        }
+    })
+}
+
+/// Adds a network exempt from `outbound_options_set_block_private_networks`, in CIDR
+/// notation (`"10.1.0.0/16"`, `"fd00::/8"`; a bare address is one host). Checked by
+/// `outbound_client_new` (`OUTBOUND_RESULT_CONFIG` naming `allowed_networks`). The text is
+/// copied.
+///
+/// Returns `OUTBOUND_RESULT_OK`, `_NULL_ARGUMENT` (options, cidr), `_INVALID_UTF8`,
+/// `_PANIC`.
+///
+/// # Safety
+/// `options` is NULL or live; `cidr` is NULL or NUL-terminated.
+#[no_mangle]
+pub unsafe extern "C" fn outbound_options_add_allowed_network(
+    options: *mut outbound_options,
+    cidr: *const c_char,
+) -> outbound_result {
+    ffi!({
+        unsafe {
+            with_config(options, |c| {
+                c.allowed_networks.push(req_str(cidr, "cidr")?.to_owned());
                 Ok(())
             })
         }

@@ -43,6 +43,8 @@ pub enum outbound_result {
     /// `outbound_client_stats` and the outcome callback for what happened.
     Incomplete = 12,
     /// `outbound_verify`: the signature does not match the body and secret.
+    /// `outbound_verify_standard`: no signature matches, or the timestamp is not a number or
+    /// is outside the tolerance (the text says which).
     BadSignature = 13,
     /// A bug: liboutbound panicked inside this call. The panic was contained; the text has
     /// its message. Please report it.
@@ -121,6 +123,8 @@ pub(crate) enum Failure {
     },
     Incomplete(&'static str),
     BadSignature,
+    /// A Standard Webhooks request refused; the core's reason.
+    StandardSignature(String),
 }
 
 impl From<outbound::Error> for Failure {
@@ -137,7 +141,7 @@ impl Failure {
             Failure::Utf8(_) => outbound_result::InvalidUtf8,
             Failure::Size { .. } => outbound_result::InsufficientSize,
             Failure::Incomplete(_) => outbound_result::Incomplete,
-            Failure::BadSignature => outbound_result::BadSignature,
+            Failure::BadSignature | Failure::StandardSignature(_) => outbound_result::BadSignature,
             Failure::Core(e) => match e {
                 E::MissingField { .. } => outbound_result::MissingField,
                 E::InvalidField { .. } => outbound_result::InvalidField,
@@ -170,6 +174,7 @@ impl Failure {
                  or was dropped); see outbound_client_stats and the outcome callback"
             ),
             Failure::BadSignature => "the signature does not match the body and secret".into(),
+            Failure::StandardSignature(why) => why.clone(),
         }
     }
 }

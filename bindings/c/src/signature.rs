@@ -1,8 +1,11 @@
-//! `X-Signature` for receivers written in C: sign and verify raw body bytes.
+//! Signatures for receivers written in C: `X-Signature` (sign and verify raw body bytes)
+//! and Standard Webhooks (`webhook-signature`, with the replay tolerance).
 
-use crate::convert::{bytes, write_text};
+use crate::convert::{bytes, req_str, write_text};
 use crate::result::{finish, outbound_result, Failure};
+use outbound::SignatureError;
 use std::ffi::c_char;
+use std::time::Duration;
 
 /// Size of a buffer that holds a signature: 40 hex digits and the NUL.
 pub const OUTBOUND_SIGNATURE_BUFFER_LEN: usize = 41;
@@ -80,5 +83,118 @@ pub unsafe extern "C" fn outbound_verify(
                 _ => Err(Failure::BadSignature),
             }
         })())
+    })
+}
+
+/// The replay tolerance most receivers should pass to `outbound_verify_standard`: 300
+/// seconds (5 minutes), the core's default and the Standard Webhooks libraries'.
+pub const OUTBOUND_STANDARD_TOLERANCE_SECONDS: u64 = 300;
+
+/// Computes a Standard Webhooks `webhook-signature` value: `v1,<base64 HMAC-SHA256 of
+/// "webhook_id.timestamp.body">` for each secret of `secrets`, space separated, written
+/// NUL-terminated to `out`. The sender does this itself (signature scheme
+/// `"standard-webhooks"`); this is for receivers' tests and other senders.
+///
+/// - `secrets`: one or more `whsec_<base64>` secrets separated by spaces (the `whsec_`
+///   prefix and the base64 padding may be left out). Required.
+/// - `webhook_id`: the `webhook-id` header value (the message id). Required.
+/// - `timestamp`: the `webhook-timestamp` value, Unix seconds.
+/// - `body`: `body_len` bytes; NULL only when `body_len` is 0.
+/// - `out`: caller-owned buffer of `out_len` bytes: 48 per secret is enough (`v1,`, 44
+///   base64 characters, a space or the NUL). Written only on success.
+/// - `out_written`: may be NULL; receives the length without the NUL on success (the needed
+///   length on `OUTBOUND_RESULT_INSUFFICIENT_SIZE`).
+///
+/// Returns `OUTBOUND_RESULT_OK`, `OUTBOUND_RESULT_CONFIG` (a secret is not a `whsec_`
+/// secret; the text says which), `_NULL_ARGUMENT`, `_INVALID_UTF8`, `_INSUFFICIENT_SIZE`,
+/// `_PANIC`.
+///
+/// # Safety
+/// `secrets` and `webhook_id` are NULL or NUL-terminated; `body` is NULL or valid for
+/// `body_len` bytes; `out` is NULL or valid for `out_len` bytes; `out_written` is NULL or
+/// writable.
+#[no_mangle]
+pub unsafe extern "C" fn outbound_sign_standard(
+    secrets: *const c_char,
+    webhook_id: *const c_char,
+    timestamp: i64,
+    body: *const u8,
+    body_len: usize,
+    out: *mut c_char,
+    out_len: usize,
+    out_written: *mut usize,
+) -> outbound_result {
+    ffi!({
+        finish((|| {
+            // SAFETY: the caller's contract for each pointer.
+            let secrets = unsafe { req_str(secrets, "secrets") }?;
+            let id = unsafe { req_str(webhook_id, "webhook_id") }?;
+            let body = unsafe { bytes(body, body_len, "body") }?;
+            if out.is_null() {
+                return Err(Failure::Null("out"));
+            }
+            let signature = outbound::sign_standard(secrets, id, timestamp, body)
+                .map_err(|e| secret_error(&e))?;
+            unsafe { write_text(&signature, out, out_len, out_written, "out") }
+        })())
+    })
+}
+
+/// Verifies a Standard Webhooks request against the receiver's clock: accepted when
+/// `webhook_timestamp` is within `tolerance_seconds` of now (before or after; pass
+/// `OUTBOUND_STANDARD_TOLERANCE_SECONDS`) and some `v1` signature of `webhook_signature`
+/// matches some secret of `secrets` (constant-time comparison; other versions are skipped).
+///
+/// - `secrets`: the receiver's `whsec_` secret(s), space separated (during a rotation, the
+///   new and the old one).
+/// - `webhook_id`, `webhook_timestamp`, `webhook_signature`: the three header values as
+///   received, NUL-terminated.
+/// - `body`: the raw request body, `body_len` bytes; NULL only when `body_len` is 0.
+///
+/// Returns `OUTBOUND_RESULT_OK` when authentic and recent; `OUTBOUND_RESULT_BAD_SIGNATURE`
+/// when not (the text says whether no signature matched, the timestamp is not a number, or
+/// it is outside the tolerance: a replay or a clock far off); `OUTBOUND_RESULT_CONFIG` when
+/// a secret is not a `whsec_` secret (the receiver's setup, not the request);
+/// `_NULL_ARGUMENT`, `_INVALID_UTF8`, `_PANIC`.
+///
+/// # Safety
+/// The four strings are NULL or NUL-terminated; `body` is NULL or valid for `body_len` bytes.
+#[no_mangle]
+pub unsafe extern "C" fn outbound_verify_standard(
+    secrets: *const c_char,
+    webhook_id: *const c_char,
+    webhook_timestamp: *const c_char,
+    body: *const u8,
+    body_len: usize,
+    webhook_signature: *const c_char,
+    tolerance_seconds: u64,
+) -> outbound_result {
+    ffi!({
+        finish((|| {
+            // SAFETY: the caller's contract for each pointer.
+            let secrets = unsafe { req_str(secrets, "secrets") }?;
+            let id = unsafe { req_str(webhook_id, "webhook_id") }?;
+            let ts = unsafe { req_str(webhook_timestamp, "webhook_timestamp") }?;
+            let body = unsafe { bytes(body, body_len, "body") }?;
+            let sig = unsafe { req_str(webhook_signature, "webhook_signature") }?;
+            let tolerance = Duration::from_secs(tolerance_seconds);
+            match outbound::verify_standard(secrets, id, ts, body, sig, tolerance) {
+                Ok(()) => Ok(()),
+                Err(e @ SignatureError::InvalidSecret(_)) => Err(secret_error(&e)),
+                Err(e) => Err(Failure::StandardSignature(e.to_string())),
+            }
+        })())
+    })
+}
+
+/// A bad receiver secret is a setting refused (`OUTBOUND_RESULT_CONFIG`), named `secrets`.
+fn secret_error(e: &SignatureError) -> Failure {
+    let why = match e {
+        SignatureError::InvalidSecret(why) => why.clone(),
+        other => other.to_string(),
+    };
+    Failure::Core(outbound::Error::Config {
+        setting: "secrets".into(),
+        reason: why,
     })
 }

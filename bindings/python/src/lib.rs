@@ -9,7 +9,10 @@ mod errors;
 mod _native {
     use crate::convert::{self, Path};
     use crate::errors::{self, to_py};
-    use outbound::{Config, Error, Kind, Level, Message, Outcome, RetryPolicy, Webhook};
+    use outbound::{
+        Config, Error, Kind, Level, Message, Outcome, RetryPolicy, SignatureError, SignatureScheme,
+        Webhook,
+    };
     use pyo3::prelude::*;
     use pyo3::types::{PyByteArray, PyBytes, PyDict, PyList, PyString};
     use std::borrow::Cow;
@@ -27,6 +30,8 @@ mod _native {
     #[pyclass(frozen, module = "outbound._native")]
     pub struct NativeClient {
         inner: outbound::Client,
+        /// A recording client's record (`outbound.testing.RecordingClient`).
+        recording: Option<outbound::testing::Recording>,
     }
 
     fn seconds(setting: &str, v: f64) -> PyResult<Duration> {
@@ -66,16 +71,19 @@ mod _native {
     #[pymethods]
     impl NativeClient {
         #[new]
-        #[pyo3(signature = (*, write_key, endpoint, webhooks, shared_secret, webhook_user_agent,
+        #[pyo3(signature = (*, write_key, endpoint, webhooks, shared_secret, signature_scheme,
+            webhook_user_agent,
             flush_at, flush_interval, max_queue_size, timeout, max_retry_duration, gzip,
             ca_certs, workers, max_in_flight, on_outcome, log_sink, debug, send, proxy_from_env,
-            spool, spool_max_bytes, spool_commit_interval))]
+            block_private_networks, allowed_networks,
+            spool, spool_max_bytes, spool_commit_interval, record=false))]
         #[allow(clippy::too_many_arguments)]
         fn new(
             write_key: Option<String>,
             endpoint: String,
             webhooks: Vec<(String, Vec<(String, String)>)>,
             shared_secret: Option<String>,
+            signature_scheme: &str,
             webhook_user_agent: String,
             flush_at: i64,
             flush_interval: f64,
@@ -91,9 +99,12 @@ mod _native {
             debug: Option<bool>,
             send: bool,
             proxy_from_env: bool,
+            block_private_networks: bool,
+            allowed_networks: Vec<String>,
             spool: Option<std::path::PathBuf>,
             spool_max_bytes: u64,
             spool_commit_interval: f64,
+            record: bool,
         ) -> PyResult<Self> {
             let config = Config {
                 write_key,
@@ -103,6 +114,7 @@ mod _native {
                     .map(|(url, headers)| Webhook { url, headers })
                     .collect(),
                 shared_secret,
+                signature_scheme: SignatureScheme::parse(signature_scheme).map_err(to_py)?,
                 webhook_user_agent,
                 flush_at: count(flush_at),
                 flush_interval: seconds("flush_interval", flush_interval)?,
@@ -121,12 +133,24 @@ mod _native {
                 log_sink: log_sink.map(self::log_sink),
                 send,
                 proxy_from_env,
+                block_private_networks,
+                allowed_networks,
                 spool,
                 spool_max_bytes,
                 spool_commit_interval: seconds("spool_commit_interval", spool_commit_interval)?,
             };
+            if record {
+                let (inner, recording) = outbound::testing::recording(config).map_err(to_py)?;
+                return Ok(NativeClient {
+                    inner,
+                    recording: Some(recording),
+                });
+            }
             let inner = outbound::Client::new(config).map_err(to_py)?;
-            Ok(NativeClient { inner })
+            Ok(NativeClient {
+                inner,
+                recording: None,
+            })
         }
 
         /// Validates and queues one message; returns its id, or None when the queue is full
@@ -224,6 +248,63 @@ mod _native {
         fn reset_after_fork(&self) -> PyResult<()> {
             self.inner.reset_after_fork().map_err(to_py)
         }
+
+        /// A recording client's requests: (destination, url, headers, body) each.
+        #[allow(clippy::type_complexity)]
+        fn recorded_requests<'py>(
+            &self,
+            py: Python<'py>,
+        ) -> PyResult<
+            Vec<(
+                &'static str,
+                String,
+                Vec<(String, String)>,
+                Bound<'py, PyBytes>,
+            )>,
+        > {
+            Ok(self
+                .recording()?
+                .requests()
+                .into_iter()
+                .map(|r| {
+                    let dest = match r.destination {
+                        outbound::testing::Destination::Ingestion => "ingestion",
+                        outbound::testing::Destination::Webhook => "webhook",
+                    };
+                    (dest, r.url, r.headers, PyBytes::new(py, &r.body))
+                })
+                .collect())
+        }
+
+        /// A recording client's outcomes: (message_id, outcome, detail) each.
+        fn recorded_outcomes(&self) -> PyResult<Vec<(String, &'static str, String)>> {
+            Ok(self
+                .recording()?
+                .outcomes()
+                .into_iter()
+                .map(|o| (o.message_id.to_string(), o.kind.as_str(), o.detail))
+                .collect())
+        }
+
+        /// Answers a recording client's later requests with `status`.
+        fn respond_with(&self, status: u16) -> PyResult<()> {
+            self.recording()?.respond_with(status);
+            Ok(())
+        }
+
+        /// Forgets a recording client's requests and outcomes.
+        fn clear_recording(&self) -> PyResult<()> {
+            self.recording()?.clear();
+            Ok(())
+        }
+    }
+
+    impl NativeClient {
+        fn recording(&self) -> PyResult<&outbound::testing::Recording> {
+            self.recording
+                .as_ref()
+                .ok_or_else(|| pyo3::exceptions::PyRuntimeError::new_err("not a recording client"))
+        }
     }
 
     impl Drop for NativeClient {
@@ -320,6 +401,7 @@ mod _native {
         let d = PyDict::new(py);
         d.set_item("endpoint", &c.endpoint)?;
         d.set_item("webhook_user_agent", &c.webhook_user_agent)?;
+        d.set_item("signature_scheme", c.signature_scheme.as_str())?;
         d.set_item("flush_at", c.flush_at)?;
         d.set_item("flush_interval", c.flush_interval.as_secs_f64())?;
         d.set_item("max_queue_size", c.max_queue_size)?;
@@ -338,6 +420,7 @@ mod _native {
         )?;
         d.set_item("send", c.send)?;
         d.set_item("proxy_from_env", c.proxy_from_env)?;
+        d.set_item("block_private_networks", c.block_private_networks)?;
         Ok(d)
     }
 
@@ -412,6 +495,63 @@ mod _native {
         let secret = raw(secret, "secret")?;
         let value = convert::to_value(body, &mut Path::new("body"))?;
         Ok(outbound::verify_value(&secret, &value, header(signature)))
+    }
+
+    /// The Standard Webhooks `webhook-signature` value of a request: `v1,<base64>` per secret
+    /// of `secret` (`whsec_` secrets, space separated). Raises ValueError for a bad secret.
+    #[pyfunction]
+    fn sign_standard_webhook(
+        secret: &str,
+        webhook_id: &str,
+        timestamp: i64,
+        body: &Bound<'_, PyAny>,
+    ) -> PyResult<String> {
+        outbound::sign_standard(secret, webhook_id, timestamp, &raw(body, "body")?)
+            .map_err(|e| pyo3::exceptions::PyValueError::new_err(e.to_string()))
+    }
+
+    /// True when a Standard Webhooks request is authentic and recent (the core's
+    /// `verify_standard`). Raises ValueError for a bad secret (the receiver's own mistake).
+    #[pyfunction]
+    #[pyo3(signature = (secret, body, webhook_id, webhook_timestamp, webhook_signature, *,
+        tolerance=300.0))]
+    fn verify_standard_webhook(
+        secret: &str,
+        body: &Bound<'_, PyAny>,
+        webhook_id: &str,
+        webhook_timestamp: &Bound<'_, PyAny>,
+        webhook_signature: &str,
+        tolerance: f64,
+    ) -> PyResult<bool> {
+        let tolerance = seconds("tolerance", tolerance)?;
+        // The header as received, or the int a framework already parsed it to.
+        let timestamp = match webhook_timestamp.extract::<i64>() {
+            Ok(n) => n.to_string(),
+            Err(_) => webhook_timestamp.extract::<String>().map_err(|_| {
+                pyo3::exceptions::PyTypeError::new_err("webhook_timestamp must be str or int")
+            })?,
+        };
+        let body = raw(body, "body")?;
+        match outbound::verify_standard(
+            secret,
+            webhook_id,
+            &timestamp,
+            &body,
+            webhook_signature,
+            tolerance,
+        ) {
+            Ok(()) => Ok(true),
+            Err(SignatureError::InvalidSecret(why)) => Err(
+                pyo3::exceptions::PyValueError::new_err(format!("invalid secret: {why}")),
+            ),
+            Err(_) => Ok(false),
+        }
+    }
+
+    /// The core's default replay tolerance in seconds (the Python default must match).
+    #[pyfunction]
+    fn standard_webhook_tolerance() -> f64 {
+        outbound::DEFAULT_TOLERANCE.as_secs_f64()
     }
 }
 

@@ -1,7 +1,7 @@
 //! The client handle: validates and serializes on the caller's thread, then hands the bytes
 //! to the scheduler without ever blocking.
 
-use crate::config::{Config, MAX_WEBHOOKS};
+use crate::config::{Config, SignatureScheme, MAX_WEBHOOKS};
 use crate::error::Error;
 use crate::ingestion::{self, Endpoint};
 use crate::lane::Delivery;
@@ -13,6 +13,7 @@ use crate::scheduler::{Command, Item, Scheduler};
 use crate::shared::Shared;
 use crate::spool::Store;
 use crate::spooler::{hooks_key, Spooler};
+use crate::testing::Recorder;
 use crate::transport::Transport;
 use crate::webhook::{self, Hooks};
 use crate::{timestamp, validate};
@@ -36,6 +37,8 @@ pub struct Client {
     config: Arc<Config>,
     logger: Logger,
     engine: ArcSwap<Engine>,
+    /// A recording client's record ([`crate::testing`]): requests go there, not out.
+    recorder: Option<Arc<Recorder>>,
 }
 
 /// One generation of threads and queue (a forked child gets a new one).
@@ -52,10 +55,14 @@ struct Engine {
 }
 
 impl Engine {
-    fn start(config: &Config, logger: &Logger) -> Result<Engine, Error> {
+    fn start(
+        config: &Config,
+        logger: &Logger,
+        recorder: Option<Arc<Recorder>>,
+    ) -> Result<Engine, Error> {
         let targets = config.check_targets()?;
         let delivery = Arc::new(Delivery {
-            transport: Transport::new(config)?,
+            transport: Transport::new(config)?.recording_into(recorder),
             ingestion: Endpoint::new(config),
             hooks: Hooks::new(config, targets),
             logger: logger.clone(),
@@ -146,9 +153,16 @@ impl Drop for CallGuard<'_> {
 impl Client {
     /// Checks `config` and starts the client's threads.
     pub fn new(config: Config) -> Result<Client, Error> {
+        Client::with_recorder(config, None)
+    }
+
+    pub(crate) fn with_recorder(
+        config: Config,
+        recorder: Option<Arc<Recorder>>,
+    ) -> Result<Client, Error> {
         config.check()?;
         let logger = Logger::new(config.debug, config.log_sink.clone());
-        let engine = Engine::start(&config, &logger)?;
+        let engine = Engine::start(&config, &logger, recorder.clone())?;
         logger.log(Level::Debug, || {
             format!(
                 "client started: ingestion {}, {} webhook(s), flush_at {}, flush_interval {:?}",
@@ -166,6 +180,7 @@ impl Client {
             config: Arc::new(config),
             logger,
             engine: ArcSwap::from_pointee(engine),
+            recorder,
         })
     }
 
@@ -223,7 +238,12 @@ impl Client {
         let hooks_on = !self.config.webhooks.is_empty();
         validate::validate(msg, hooks_on)?;
         let id: Arc<str> = match &msg.message_id {
-            Some(id) => id.as_str().into(),
+            Some(id) => {
+                if hooks_on && self.config.signature_scheme == SignatureScheme::StandardWebhooks {
+                    webhook::check_standard_id(id)?;
+                }
+                id.as_str().into()
+            }
             None => crate::message_id::new_v4(&mut [0u8; 36]).into(),
         };
         let mut ts = [0u8; timestamp::LEN];
@@ -399,7 +419,7 @@ impl Client {
             // SAFETY: our inherited copy of the parent's lock descriptor; the parent keeps its own.
             unsafe { libc::close(fd) };
         }
-        let fresh = Engine::start(&self.config, &self.logger)?;
+        let fresh = Engine::start(&self.config, &self.logger, self.recorder.clone())?;
         fresh.shared.closed.store(closed, SeqCst);
         std::mem::forget(self.engine.swap(Arc::new(fresh)));
         Ok(())

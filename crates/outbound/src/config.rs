@@ -2,6 +2,7 @@
 
 use crate::error::Error;
 use crate::log::LogSink;
+use crate::network_guard::{Cidr, NetworkGuard};
 use crate::outcome::Outcome;
 use crate::retry::RetryPolicy;
 use std::fmt;
@@ -41,6 +42,45 @@ impl Webhook {
     }
 }
 
+/// How webhook requests are signed (with `shared_secret` set).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum SignatureScheme {
+    /// The seed's `X-Signature`: lowercase hex HMAC-SHA1 of the body, keyed with the shared
+    /// secret as given. The default.
+    #[default]
+    XSignature,
+    /// [Standard Webhooks](https://www.standardwebhooks.com): every request carries
+    /// `webhook-id` (the message id), `webhook-timestamp` (Unix seconds of this attempt) and,
+    /// with a secret, `webhook-signature: v1,<base64 HMAC-SHA256 of "id.timestamp.body">`.
+    /// `shared_secret` then holds one or more `whsec_` secrets separated by spaces; each signs
+    /// (one signature each, space separated), so keys rotate without downtime. No
+    /// `X-Signature` is sent.
+    StandardWebhooks,
+}
+
+impl SignatureScheme {
+    /// `"x-signature"` or `"standard-webhooks"`: the names every binding takes.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SignatureScheme::XSignature => "x-signature",
+            SignatureScheme::StandardWebhooks => "standard-webhooks",
+        }
+    }
+
+    /// The scheme named `name` (as [`as_str`](Self::as_str) writes it); a config error naming
+    /// `signature_scheme` otherwise.
+    pub fn parse(name: &str) -> Result<SignatureScheme, Error> {
+        match name {
+            "x-signature" => Ok(SignatureScheme::XSignature),
+            "standard-webhooks" => Ok(SignatureScheme::StandardWebhooks),
+            _ => Err(Error::config(
+                "signature_scheme",
+                format!("{name:?} is not a scheme; use \"x-signature\" or \"standard-webhooks\""),
+            )),
+        }
+    }
+}
+
 /// Everything a client can be told. `Config::default()` sends nowhere; set a `write_key`
 /// (ingestion), `webhooks`, or both.
 #[derive(Clone)]
@@ -51,8 +91,12 @@ pub struct Config {
     pub endpoint: String,
     /// Up to 5 webhooks: enables the webhooks destination.
     pub webhooks: Vec<Webhook>,
-    /// When set, webhook requests carry `X-Signature`.
+    /// When set, webhook requests are signed: `X-Signature` with this text as the key, or,
+    /// with [`SignatureScheme::StandardWebhooks`], `webhook-signature` with one or more
+    /// `whsec_` secrets separated by spaces (key rotation: list the new and the old one).
     pub shared_secret: Option<String>,
+    /// How webhook requests are signed; `X-Signature` by default.
+    pub signature_scheme: SignatureScheme,
     /// `User-Agent` of webhook requests (a product token, `Outbound/1.0`).
     pub webhook_user_agent: String,
     /// A batch closes at this many messages (1 sends each at once).
@@ -87,6 +131,18 @@ pub struct Config {
     pub send: bool,
     /// Use `HTTP(S)_PROXY`/`ALL_PROXY` from the environment.
     pub proxy_from_env: bool,
+    /// Refuse to send webhooks to non-public addresses: loopback, private (RFC 1918),
+    /// link-local (169.254.0.0/16, with the cloud metadata services), unique-local (fc00::/7),
+    /// unspecified, shared (100.64.0.0/10), multicast and reserved ones, checked after DNS
+    /// resolution and again for the addresses about to be dialled. Such a message fails at
+    /// once with reason [`Reason::Blocked`](crate::Reason::Blocked) and nothing is sent.
+    /// Off by default; recommended when webhook URLs come from customers (SSRF). Ingestion
+    /// is not affected (its endpoint is the operator's own), nor is a proxy from the
+    /// environment (the target's name is still resolved and checked here).
+    pub block_private_networks: bool,
+    /// Networks exempt from `block_private_networks`, in CIDR notation (`"10.1.0.0/16"`,
+    /// `"fd00::/8"`; a bare address is one host).
+    pub allowed_networks: Vec<String>,
     /// A directory for the on-disk spool: every accepted message is on disk before its first
     /// attempt and leaves at its outcome; a new client on the directory (or a live sibling
     /// process, for a dead one's files) resumes what is pending. `None`: memory only.
@@ -106,6 +162,7 @@ impl Default for Config {
             endpoint: "https://api.segment.io".into(),
             webhooks: Vec::new(),
             shared_secret: None,
+            signature_scheme: SignatureScheme::XSignature,
             webhook_user_agent: "Outbound/1.0".into(),
             flush_at: 20,
             flush_interval: Duration::from_secs(5),
@@ -121,6 +178,8 @@ impl Default for Config {
             log_sink: None,
             send: true,
             proxy_from_env: true,
+            block_private_networks: false,
+            allowed_networks: Vec::new(),
             spool: None,
             spool_max_bytes: 1 << 30,
             spool_commit_interval: Duration::from_millis(20),
@@ -139,6 +198,7 @@ impl fmt::Debug for Config {
                 "shared_secret",
                 &self.shared_secret.as_ref().map(|_| "<redacted>"),
             )
+            .field("signature_scheme", &self.signature_scheme)
             .field("flush_at", &self.flush_at)
             .field("flush_interval", &self.flush_interval)
             .field("max_queue_size", &self.max_queue_size)
@@ -148,20 +208,30 @@ impl fmt::Debug for Config {
             .field("workers", &self.workers)
             .field("max_in_flight", &self.max_in_flight)
             .field("send", &self.send)
+            .field("block_private_networks", &self.block_private_networks)
+            .field("allowed_networks", &self.allowed_networks)
             .field("spool", &self.spool)
             .finish_non_exhaustive()
     }
 }
 
-/// Headers no webhook may set: the transport and the signature own them.
-const RESERVED: [&str; 6] = [
+/// Headers no webhook may set: the transport and the signatures own them.
+const RESERVED: [&str; 9] = [
     "content-type",
     "content-length",
     "host",
     "transfer-encoding",
     "connection",
     "x-signature",
+    "webhook-id",
+    "webhook-timestamp",
+    "webhook-signature",
 ];
+
+/// Standard Webhooks secrets shorter than this are refused (the spec: at least 24 bytes).
+const MIN_STANDARD_KEY: usize = 24;
+/// ...and longer than this (the spec: at most 512 bits).
+const MAX_STANDARD_KEY: usize = 64;
 
 /// A webhook after its checks: parsed headers, ready to send.
 #[derive(Clone, Debug)]
@@ -311,12 +381,46 @@ impl Config {
                 "must not be empty (leave it unset to send unsigned)",
             ));
         }
+        if let (SignatureScheme::StandardWebhooks, Some(secrets)) =
+            (self.signature_scheme, &self.shared_secret)
+        {
+            let keys = crate::signature::standard_keys(secrets)
+                .map_err(|why| Error::config("shared_secret", why))?;
+            if let Some(i) = keys
+                .iter()
+                .position(|k| !(MIN_STANDARD_KEY..=MAX_STANDARD_KEY).contains(&k.len()))
+            {
+                return Err(Error::config(
+                    "shared_secret",
+                    format!(
+                        "secret {} decodes to {} bytes; Standard Webhooks secrets are \
+                         {MIN_STANDARD_KEY} to {MAX_STANDARD_KEY} random bytes",
+                        i + 1,
+                        keys[i].len()
+                    ),
+                ));
+            }
+        }
         if HeaderValue::from_str(&self.webhook_user_agent).is_err() {
             return Err(Error::config(
                 "webhook_user_agent",
                 "must be a valid header value",
             ));
         }
+        self.network_guard()?;
         Ok(())
+    }
+
+    /// The SSRF guard for webhooks, when `block_private_networks` is on; an allow-list entry
+    /// that is not a network is a config error naming `allowed_networks`.
+    pub(crate) fn network_guard(&self) -> Result<Option<NetworkGuard>, Error> {
+        let allowed = self
+            .allowed_networks
+            .iter()
+            .map(|n| Cidr::parse(n.trim()).map_err(|why| Error::config("allowed_networks", why)))
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(self
+            .block_private_networks
+            .then(|| NetworkGuard::new(allowed)))
     }
 }

@@ -49,6 +49,8 @@ pub(crate) enum Job {
     Batch(Batch),
     Hook {
         seq: u64,
+        /// The message id (Standard Webhooks sends and signs it).
+        id: Arc<str>,
         body: Arc<[u8]>,
     },
     /// Ends the worker that takes it (the lane shrinks).
@@ -322,9 +324,9 @@ fn work(lane: usize, delivery: &Delivery, jobs: &Receiver<Job>, reports: &Sender
                 });
                 attempt
             }
-            Job::Hook { body, .. } => {
+            Job::Hook { id, body, .. } => {
                 let target = lane - 1;
-                let attempt = delivery.hooks.send(&delivery.transport, target, body);
+                let attempt = delivery.hooks.send(&delivery.transport, target, id, body);
                 delivery.logger.log(Level::Debug, || {
                     format!("{}: {attempt:?}", delivery.hooks.label(target))
                 });
@@ -369,6 +371,7 @@ mod tests {
     fn hook(seq: u64) -> Job {
         Job::Hook {
             seq,
+            id: Arc::from("m"),
             body: Arc::from(&b"{}"[..]),
         }
     }

@@ -18,7 +18,9 @@
 //! # Ok::<(), outbound::Error>(())
 //! ```
 //!
-//! Receivers check `X-Signature` with [`verify`] (raw body) or [`verify_value`].
+//! Receivers check `X-Signature` with [`verify`] (raw body) or [`verify_value`], and
+//! Standard Webhooks signatures (`signature_scheme: SignatureScheme::StandardWebhooks`) with
+//! [`verify_standard`].
 #![warn(missing_docs)]
 
 pub mod audience;
@@ -35,6 +37,7 @@ mod lane;
 mod log;
 mod message;
 mod message_id;
+mod network_guard;
 mod outcome;
 mod retry;
 mod scheduler;
@@ -42,6 +45,7 @@ mod shared;
 mod signature;
 mod spool;
 mod spooler;
+pub mod testing;
 pub mod timestamp;
 mod transport;
 mod validate;
@@ -49,7 +53,7 @@ mod webhook;
 
 pub use audience::{parse_members, trait_key, AudienceSync, PendingSync, SyncCounts, TraitCounts};
 pub use client::{Client, DEFAULT_WAIT, MAX_MESSAGE_BYTES};
-pub use config::{Config, OutcomeCallback, Webhook, MAX_WEBHOOKS};
+pub use config::{Config, OutcomeCallback, SignatureScheme, Webhook, MAX_WEBHOOKS};
 pub use error::Error;
 pub use ingestion::MAX_BATCH_BYTES;
 pub use log::{env_enabled as debug_from_env, Level, LogSink};
@@ -57,7 +61,10 @@ pub use message::{parse_headers, parse_object, Kind, Message, Object};
 pub use outcome::{Outcome, OutcomeKind, Reason, Stats};
 pub use retry::RetryPolicy;
 pub use serde_json::{json, Value};
-pub use signature::{sign, verify, verify_value};
+pub use signature::{
+    sign, sign_standard, verify, verify_standard, verify_standard_at, verify_value, SignatureError,
+    DEFAULT_TOLERANCE,
+};
 pub use time::OffsetDateTime;
 
 /// This library's version.

@@ -31,6 +31,13 @@ impl OutcomeKind {
 pub enum Reason {
     /// The receiver answered with this status (3xx, or a 4xx that is not retried).
     Status(u16),
+    /// The receiver answered `410 Gone`: it says this URL no longer wants messages. Not
+    /// retried; the URL should be removed from the configuration (for a customer's webhook,
+    /// by that customer), since every later message to it will fail the same way.
+    Gone,
+    /// `block_private_networks` refused the webhook URL's address (loopback, private,
+    /// link-local, ...): nothing was sent, and it is not retried.
+    Blocked,
     /// The receiver did not answer within `timeout` (only final via `Expired`).
     Timeout,
     /// Could not connect, or the connection broke (only final via `Expired`).
@@ -53,6 +60,8 @@ impl fmt::Display for Reason {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Reason::Status(s) => write!(f, "status {s}"),
+            Reason::Gone => f.write_str("gone"),
+            Reason::Blocked => f.write_str("blocked"),
             Reason::Timeout => f.write_str("timeout"),
             Reason::Connection => f.write_str("connection"),
             Reason::Certificate => f.write_str("certificate"),

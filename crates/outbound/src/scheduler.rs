@@ -540,7 +540,11 @@ impl Scheduler {
 
     /// Sends the message to every webhook still worth trying.
     fn start_round(&mut self, seq: u64, now: Instant) {
-        let Some(round) = self.tracks.get_mut(&seq).and_then(|t| t.hook.as_mut()) else {
+        let Some(track) = self.tracks.get_mut(&seq) else {
+            return;
+        };
+        let id = track.id.clone();
+        let Some(round) = track.hook.as_mut() else {
             return;
         };
         let mask = round.start(now);
@@ -555,6 +559,7 @@ impl Scheduler {
             if mask & (1 << target) != 0 {
                 self.lanes[1 + target as usize].push(Job::Hook {
                     seq,
+                    id: id.clone(),
                     body: body.clone(),
                 });
             }

@@ -3,8 +3,10 @@
 
 use crate::config::Config;
 use crate::error::Error;
+use crate::network_guard::{Blocked, NetworkGuard};
 use crate::outcome::Reason;
 use crate::retry::parse_retry_after;
+use crate::testing::{Destination, Recorder};
 use std::collections::HashMap;
 use std::io::Read;
 use std::net::{IpAddr, SocketAddr};
@@ -13,7 +15,7 @@ use std::time::{Duration, Instant};
 use ureq::http::{HeaderName, HeaderValue, Request};
 use ureq::tls::{Certificate, RootCerts, TlsConfig};
 use ureq::unversioned::resolver::{DefaultResolver, ResolvedSocketAddrs, Resolver};
-use ureq::unversioned::transport::{DefaultConnector, NextTimeout};
+use ureq::unversioned::transport::{ConnectionDetails, Connector, DefaultConnector, NextTimeout};
 use ureq::Agent;
 
 /// At most this much of a response body is read; the rest is left on the wire.
@@ -36,6 +38,11 @@ pub(crate) enum Attempt {
 
 pub(crate) struct Transport {
     agent: Agent,
+    /// Webhooks' agent: `agent` itself, or one whose resolver and connector refuse private
+    /// addresses (`block_private_networks`). Ingestion never goes through the guard.
+    hooks: Agent,
+    /// A recording client's record: requests are kept there and never sent.
+    recorder: Option<Arc<Recorder>>,
 }
 
 impl Transport {
@@ -65,61 +72,182 @@ impl Transport {
         if !config.proxy_from_env {
             builder = builder.proxy(None);
         }
+        let agent_config = builder.build();
         let agent = Agent::with_parts(
-            builder.build(),
+            agent_config.clone(),
             DefaultConnector::default(),
             Lookup::default(),
         );
-        Ok(Transport { agent })
+        let hooks = match config.network_guard()? {
+            None => agent.clone(),
+            Some(guard) => {
+                let guard = Arc::new(Guarded {
+                    guard,
+                    proxy: agent_config
+                        .proxy()
+                        .map(|p| (p.host().to_owned(), p.port())),
+                });
+                Agent::with_parts(
+                    agent_config,
+                    GuardConnector(guard.clone()).chain(DefaultConnector::default()),
+                    Lookup {
+                        guard: Some(guard),
+                        ..Lookup::default()
+                    },
+                )
+            }
+        };
+        Ok(Transport {
+            agent,
+            hooks,
+            recorder: None,
+        })
     }
 
-    /// POSTs `body` to `url` with `headers` and classifies the result.
+    /// This transport, recording into `recorder` (when given) instead of sending.
+    pub(crate) fn recording_into(self, recorder: Option<Arc<Recorder>>) -> Transport {
+        Transport { recorder, ..self }
+    }
+
+    /// POSTs `body` to the ingestion `url` with `headers` and classifies the result.
     pub(crate) fn post(
         &self,
         url: &str,
         headers: &[(HeaderName, HeaderValue)],
         body: &[u8],
     ) -> Attempt {
-        let mut req = Request::post(url);
-        for (k, v) in headers {
-            req = req.header(k, v);
+        if let Some(r) = &self.recorder {
+            return classify_status(r.record(Destination::Ingestion, url, headers, body), None);
         }
-        let req = match req.body(body) {
-            Ok(r) => r,
-            Err(e) => {
-                return Attempt::Permanent {
-                    reason: Reason::Other,
-                    detail: format!("invalid request: {e}"),
-                }
+        send(&self.agent, url, headers, body)
+    }
+
+    /// POSTs `body` to a webhook `url`: as [`post`](Self::post), through the network guard
+    /// when there is one.
+    pub(crate) fn post_hook(
+        &self,
+        url: &str,
+        headers: &[(HeaderName, HeaderValue)],
+        body: &[u8],
+    ) -> Attempt {
+        if let Some(r) = &self.recorder {
+            return classify_status(r.record(Destination::Webhook, url, headers, body), None);
+        }
+        send(&self.hooks, url, headers, body)
+    }
+}
+
+/// One POST through `agent`, classified.
+fn send(agent: &Agent, url: &str, headers: &[(HeaderName, HeaderValue)], body: &[u8]) -> Attempt {
+    let mut req = Request::post(url);
+    for (k, v) in headers {
+        req = req.header(k, v);
+    }
+    let req = match req.body(body) {
+        Ok(r) => r,
+        Err(e) => {
+            return Attempt::Permanent {
+                reason: Reason::Other,
+                detail: format!("invalid request: {e}"),
             }
+        }
+    };
+    match agent.run(req) {
+        Ok(mut resp) => {
+            let status = resp.status().as_u16();
+            let retry_after = resp
+                .headers()
+                .get("retry-after")
+                .and_then(|v| v.to_str().ok())
+                .and_then(parse_retry_after);
+            // Read (a bounded part of) the body so the connection can be reused; a body
+            // that drips or never ends is cut off by the global timeout or the limit.
+            let mut sink = Vec::new();
+            let read = resp
+                .body_mut()
+                .as_reader()
+                .take(MAX_BODY)
+                .read_to_end(&mut sink);
+            if let Err(e) = read {
+                if (200..300).contains(&status) {
+                    // The receiver accepted it; a broken body does not undo that.
+                    return Attempt::Success;
+                }
+                return classify_error(&ureq::Error::from(e));
+            }
+            classify_status(status, retry_after)
+        }
+        Err(e) => classify_error(&e),
+    }
+}
+
+/// The network guard as the webhooks' resolver and connector use it, with the proxy from
+/// the environment (the operator's own, so exempt).
+#[derive(Debug)]
+struct Guarded {
+    guard: NetworkGuard,
+    proxy: Option<(String, u16)>,
+}
+
+impl Guarded {
+    fn is_proxy(&self, uri: &ureq::http::Uri) -> bool {
+        let Some((host, port)) = &self.proxy else {
+            return false;
         };
-        match self.agent.run(req) {
-            Ok(mut resp) => {
-                let status = resp.status().as_u16();
-                let retry_after = resp
-                    .headers()
-                    .get("retry-after")
-                    .and_then(|v| v.to_str().ok())
-                    .and_then(parse_retry_after);
-                // Read (a bounded part of) the body so the connection can be reused; a body
-                // that drips or never ends is cut off by the global timeout or the limit.
-                let mut sink = Vec::new();
-                let read = resp
-                    .body_mut()
-                    .as_reader()
-                    .take(MAX_BODY)
-                    .read_to_end(&mut sink);
-                if let Err(e) = read {
-                    if (200..300).contains(&status) {
-                        // The receiver accepted it; a broken body does not undo that.
-                        return Attempt::Success;
-                    }
-                    return classify_error(&ureq::Error::from(e));
-                }
-                classify_status(status, retry_after)
-            }
-            Err(e) => classify_error(&e),
+        let default = if uri.scheme_str() == Some("https") {
+            443
+        } else {
+            80
+        };
+        uri.host() == Some(host.as_str()) && uri.port_u16().unwrap_or(default) == *port
+    }
+
+    /// Every address must pass: a name that also resolves to a private address is refused.
+    fn check(&self, addrs: &[SocketAddr]) -> Result<(), ureq::Error> {
+        for a in addrs {
+            self.guard.check(a.ip()).map_err(|b| {
+                ureq::Error::Io(std::io::Error::new(std::io::ErrorKind::PermissionDenied, b))
+            })?;
         }
+        Ok(())
+    }
+}
+
+/// First in the webhooks' connector chain: checks the addresses about to be dialled (the
+/// resolver checked them too; this also covers connections whose addresses did not come
+/// from a fresh lookup). Behind a proxy that resolves the target itself, ureq gives no
+/// addresses: the target's name is resolved and checked here all the same. Hands nothing on,
+/// so the default chain connects as usual.
+#[derive(Debug)]
+struct GuardConnector(Arc<Guarded>);
+
+impl Connector<()> for GuardConnector {
+    type Out = ();
+
+    fn connect(
+        &self,
+        details: &ConnectionDetails,
+        _chained: Option<()>,
+    ) -> Result<Option<()>, ureq::Error> {
+        if self.0.is_proxy(details.uri) {
+            return Ok(None);
+        }
+        if details.addrs.is_empty() {
+            details
+                .resolver
+                .resolve(details.uri, details.config, details.timeout)?;
+        } else {
+            self.0.check(&details.addrs)?;
+        }
+        Ok(None)
+    }
+}
+
+/// The guard's refusal inside `e`, if that is what it is.
+fn blocked(e: &ureq::Error) -> Option<&Blocked> {
+    match e {
+        ureq::Error::Io(io) => io.get_ref().and_then(|i| i.downcast_ref::<Blocked>()),
+        _ => None,
     }
 }
 
@@ -134,10 +262,29 @@ const NAME_TTL: Duration = Duration::from_secs(60);
 struct Lookup {
     fallback: DefaultResolver,
     names: Mutex<HashMap<String, (Instant, ResolvedSocketAddrs)>>,
+    /// Webhooks with `block_private_networks`: every answer is checked (cached ones too).
+    guard: Option<Arc<Guarded>>,
 }
 
 impl Resolver for Lookup {
     fn resolve(
+        &self,
+        uri: &ureq::http::Uri,
+        config: &ureq::config::Config,
+        timeout: NextTimeout,
+    ) -> Result<ResolvedSocketAddrs, ureq::Error> {
+        let addrs = self.lookup(uri, config, timeout)?;
+        if let Some(g) = &self.guard {
+            if !g.is_proxy(uri) {
+                g.check(&addrs)?;
+            }
+        }
+        Ok(addrs)
+    }
+}
+
+impl Lookup {
+    fn lookup(
         &self,
         uri: &ureq::http::Uri,
         config: &ureq::config::Config,
@@ -182,6 +329,14 @@ fn classify_status(status: u16, retry_after: Option<Duration>) -> Attempt {
             detail: format!("status {status}"),
             retry_after,
         },
+        // Standard Webhooks: the receiver is no longer interested; its own reason, so the
+        // sender can tell "remove this URL" apart from a request it got wrong.
+        410 => Attempt::Permanent {
+            reason: Reason::Gone,
+            detail:
+                "gone (status 410): the receiver no longer accepts messages at this URL; remove it"
+                    .into(),
+        },
         _ => Attempt::Permanent {
             reason: Reason::Status(status),
             detail: format!("status {status}"),
@@ -190,6 +345,12 @@ fn classify_status(status: u16, retry_after: Option<Duration>) -> Attempt {
 }
 
 fn classify_error(e: &ureq::Error) -> Attempt {
+    if let Some(b) = blocked(e) {
+        return Attempt::Permanent {
+            reason: Reason::Blocked,
+            detail: b.to_string(),
+        };
+    }
     if let Some(detail) = certificate_problem(e) {
         return Attempt::Permanent {
             reason: Reason::Certificate,
@@ -296,6 +457,89 @@ mod tests {
         assert_eq!(lookup(&l, "http://localhost:9/other"), first);
     }
 
+    /// A listener on 127.0.0.1 that counts the connections it accepts.
+    fn counting_listener() -> (String, Arc<std::sync::atomic::AtomicUsize>) {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("http://{}/hook", listener.local_addr().unwrap());
+        let accepted = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let n = accepted.clone();
+        std::thread::spawn(move || {
+            for conn in listener.incoming() {
+                n.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                drop(conn);
+            }
+        });
+        (url, accepted)
+    }
+
+    fn loopback_guard() -> Arc<Guarded> {
+        Arc::new(Guarded {
+            guard: NetworkGuard::new(Vec::new()),
+            proxy: None,
+        })
+    }
+
+    fn ureq_config() -> ureq::config::Config {
+        Agent::config_builder()
+            .proxy(None)
+            .timeout_global(Some(Duration::from_secs(2)))
+            .build()
+    }
+
+    // Each layer on its own: the connector refuses even when the resolver lets the address
+    // through, and the resolver refuses before any connector runs. No connection is made.
+    #[test]
+    fn the_connector_refuses_a_blocked_address_without_connecting() {
+        let (url, accepted) = counting_listener();
+        let agent = Agent::with_parts(
+            ureq_config(),
+            GuardConnector(loopback_guard()).chain(DefaultConnector::default()),
+            Lookup::default(),
+        );
+        let attempt = send(&agent, &url, &[], b"{}");
+        assert!(
+            matches!(&attempt, Attempt::Permanent { reason: Reason::Blocked, detail }
+                if detail.starts_with("blocked: 127.0.0.1 is a loopback address")),
+            "{attempt:?}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+        assert_eq!(accepted.load(std::sync::atomic::Ordering::SeqCst), 0);
+    }
+
+    #[test]
+    fn the_resolver_refuses_a_blocked_address_without_connecting() {
+        let (url, accepted) = counting_listener();
+        let agent = Agent::with_parts(
+            ureq_config(),
+            DefaultConnector::default(),
+            Lookup {
+                guard: Some(loopback_guard()),
+                ..Lookup::default()
+            },
+        );
+        let attempt = send(&agent, &url, &[], b"{}");
+        assert!(
+            matches!(
+                attempt,
+                Attempt::Permanent {
+                    reason: Reason::Blocked,
+                    ..
+                }
+            ),
+            "{attempt:?}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+        assert_eq!(accepted.load(std::sync::atomic::Ordering::SeqCst), 0);
+        // The same request without a guard does connect (the listener is real).
+        let plain = Agent::with_parts(
+            ureq_config(),
+            DefaultConnector::default(),
+            Lookup::default(),
+        );
+        let _ = send(&plain, &url, &[], b"{}");
+        assert!(accepted.load(std::sync::atomic::Ordering::SeqCst) >= 1);
+    }
+
     #[test]
     fn statuses_classify_per_design() {
         assert_eq!(classify_status(204, None), Attempt::Success);
@@ -305,11 +549,18 @@ mod tests {
                 "{s}"
             );
         }
-        for s in [302, 400, 401, 403, 404, 410, 413] {
+        for s in [302, 400, 401, 403, 404, 413] {
             assert!(
-                matches!(classify_status(s, None), Attempt::Permanent { .. }),
+                matches!(classify_status(s, None), Attempt::Permanent { reason: Reason::Status(r), .. } if r == s),
                 "{s}"
             );
         }
+        assert!(matches!(
+            classify_status(410, None),
+            Attempt::Permanent {
+                reason: Reason::Gone,
+                ..
+            }
+        ));
     }
 }

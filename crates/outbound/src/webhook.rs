@@ -1,7 +1,7 @@
 //! The webhooks destination (spec §2.1, §2.2, §4.1, §5; design §6): one signed POST per
 //! message to each of up to 5 URLs.
 
-use crate::config::{Config, Target};
+use crate::config::{Config, SignatureScheme, Target};
 use crate::encode::{Obj, LIBRARY};
 use crate::error::Error;
 use crate::message::{Kind, Message, Object};
@@ -78,18 +78,51 @@ pub(crate) fn encode(msg: &Message, id: &str, ts: &[u8], out: &mut Vec<u8>) -> R
     Ok(())
 }
 
+/// With Standard Webhooks the message id travels as `webhook-id` and is signed between
+/// dots: it must be a header value and, as the spec asks of ids, hold no `.`. Generated
+/// UUIDs always pass; this refuses a caller's `message_id` that would not.
+pub(crate) fn check_standard_id(id: &str) -> Result<(), Error> {
+    if id.contains('.') || !id.bytes().all(|b| b.is_ascii_graphic()) {
+        return Err(Error::invalid(
+            "message_id",
+            "with signature_scheme \"standard-webhooks\" it is sent as webhook-id: use \
+             visible ASCII without spaces or '.'",
+        ));
+    }
+    Ok(())
+}
+
+/// How requests are signed.
+enum Signer {
+    None,
+    /// `X-Signature` with this key.
+    XSignature(Vec<u8>),
+    /// Standard Webhooks headers; signed with each key (none: id and timestamp only).
+    Standard(Vec<Vec<u8>>),
+}
+
 /// The configured webhooks and how to sign for them.
 pub(crate) struct Hooks {
     targets: Vec<Target>,
-    secret: Option<Vec<u8>>,
+    signer: Signer,
     user_agent: HeaderValue,
 }
 
 impl Hooks {
+    /// `config` has passed its checks (a Standard Webhooks secret parses).
     pub(crate) fn new(config: &Config, targets: Vec<Target>) -> Hooks {
+        let secret = config.shared_secret.as_deref();
+        let signer = match (config.signature_scheme, secret) {
+            (SignatureScheme::XSignature, None) => Signer::None,
+            (SignatureScheme::XSignature, Some(s)) => Signer::XSignature(s.as_bytes().to_vec()),
+            (SignatureScheme::StandardWebhooks, s) => Signer::Standard(
+                s.and_then(|s| signature::standard_keys(s).ok())
+                    .unwrap_or_default(),
+            ),
+        };
         Hooks {
             targets,
-            secret: config.shared_secret.as_ref().map(|s| s.as_bytes().to_vec()),
+            signer,
             user_agent: HeaderValue::from_str(&config.webhook_user_agent)
                 .unwrap_or_else(|_| HeaderValue::from_static("Outbound/1.0")),
         }
@@ -103,10 +136,16 @@ impl Hooks {
         )
     }
 
-    /// POSTs `body` to webhook number `target`.
-    pub(crate) fn send(&self, transport: &Transport, target: usize, body: &[u8]) -> Attempt {
+    /// POSTs `body` (message `id`) to webhook number `target`.
+    pub(crate) fn send(
+        &self,
+        transport: &Transport,
+        target: usize,
+        id: &str,
+        body: &[u8],
+    ) -> Attempt {
         let t = &self.targets[target];
-        let mut headers = Vec::with_capacity(t.headers.len() + 3);
+        let mut headers = Vec::with_capacity(t.headers.len() + 5);
         headers.push((
             HeaderName::from_static("user-agent"),
             self.user_agent.clone(),
@@ -116,14 +155,41 @@ impl Hooks {
             HeaderValue::from_static("application/json"),
         ));
         headers.extend(t.headers.iter().cloned());
-        if let Some(secret) = &self.secret {
-            let sig = signature::sign(secret, body);
-            headers.push((
-                HeaderName::from_static("x-signature"),
-                HeaderValue::from_str(&sig).expect("hex is a valid header value"),
-            ));
+        match &self.signer {
+            Signer::None => {}
+            Signer::XSignature(secret) => {
+                let sig = signature::sign(secret, body);
+                headers.push((
+                    HeaderName::from_static("x-signature"),
+                    HeaderValue::from_str(&sig).expect("hex is a valid header value"),
+                ));
+            }
+            Signer::Standard(keys) => {
+                let Ok(id_value) = HeaderValue::from_str(id) else {
+                    // Ids are checked at the call; one resumed from an older spool may not be.
+                    return Attempt::Permanent {
+                        reason: crate::outcome::Reason::Other,
+                        detail: "message id is not a valid webhook-id header value".into(),
+                    };
+                };
+                // The time of this attempt, not of the event: a retry gets a fresh one, so a
+                // receiver's replay tolerance holds for late deliveries too.
+                let ts = signature::unix_now();
+                headers.push((HeaderName::from_static("webhook-id"), id_value));
+                headers.push((
+                    HeaderName::from_static("webhook-timestamp"),
+                    HeaderValue::from(ts),
+                ));
+                if !keys.is_empty() {
+                    let sig = signature::sign_with_keys(keys, id, ts, body);
+                    headers.push((
+                        HeaderName::from_static("webhook-signature"),
+                        HeaderValue::from_str(&sig).expect("base64 is a valid header value"),
+                    ));
+                }
+            }
         }
-        transport.post(&t.url, &headers, body)
+        transport.post_hook(&t.url, &headers, body)
     }
 }
 

@@ -368,6 +368,33 @@ fn all_urls_failing_permanently_fails_the_message() {
 }
 
 #[test]
+fn gone_410_fails_at_once_with_its_own_reason_and_is_not_retried() {
+    let gone = Server::answering(410);
+    let outcomes = Outcomes::default();
+    let client = Client::new(Config {
+        on_outcome: Some(outcomes.callback()),
+        ..hooks(&[&gone.url])
+    })
+    .unwrap();
+    client.enqueue(&Message::identify("u")).unwrap();
+    assert!(!client.flush(Some(WAIT)));
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(gone.count(), 1, "410 is never retried");
+    let o = &outcomes.all()[0];
+    assert_eq!(
+        (o.kind, o.reason.clone()),
+        (OutcomeKind::Failed, Some(Reason::Gone))
+    );
+    assert_eq!(Reason::Gone.to_string(), "gone");
+    assert!(
+        o.detail.starts_with("webhooks: gone (status 410)"),
+        "{}",
+        o.detail
+    );
+    assert_eq!(client.stats().retries, 0);
+}
+
+#[test]
 fn five_urls_are_sent_concurrently() {
     let servers: Vec<Server> = (0..5)
         .map(|_| Server::start(|_| Reply::After(Duration::from_millis(600), 500)))
