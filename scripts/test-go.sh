@@ -24,6 +24,10 @@ step "build liboutbound"
 cargo build -p outbound-c
 libdir="$root/${CARGO_TARGET_DIR:-target}/debug"
 ls -l "$libdir/liboutbound.a" "$libdir/liboutbound.so"
+# A program linked against liboutbound.so asks for its SONAME (liboutbound.so.0.<minor>);
+# cargo writes only liboutbound.so, so link the SONAME to it (as scripts/test-c.sh does).
+soname=$(readelf -d "$libdir/liboutbound.so" | sed -n 's/.*Library soname: \[\(.*\)\]/\1/p')
+[ -n "$soname" ] && ln -sfn liboutbound.so "$libdir/$soname"
 
 # The package links liboutbound.a from here. cgo's build cache does not look at the header
 # or the library, so their digests go into the flags: a changed library is always relinked.

@@ -242,7 +242,7 @@ fn a_sigkilled_process_loses_nothing_it_flushed_to_the_spool() {
         ..spooled(&up, &dir)
     })
     .unwrap();
-    let seen = outcomes.wait_for(1000, Duration::from_secs(30));
+    let seen = outcomes.wait_for(1000, Duration::from_secs(120));
     let delivered: HashSet<String> = seen
         .iter()
         .filter(|o| o.kind == OutcomeKind::Delivered)
