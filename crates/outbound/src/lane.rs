@@ -52,6 +52,9 @@ pub(crate) enum Job {
         /// The message id (Standard Webhooks sends and signs it).
         id: Arc<str>,
         body: Arc<[u8]>,
+        /// Part of the message's first round: sent even when another URL has delivered the
+        /// message meanwhile (every URL gets each message once; only retries stop).
+        first: bool,
     },
     /// Ends the worker that takes it (the lane shrinks).
     Exit,
@@ -373,6 +376,7 @@ mod tests {
             seq,
             id: Arc::from("m"),
             body: Arc::from(&b"{}"[..]),
+            first: true,
         }
     }
 

@@ -330,14 +330,16 @@ impl Scheduler {
             while let Some(job) = self.lanes[i].take(now) {
                 let seqs: Vec<u64> = match &job {
                     Job::Batch(b) => b.msgs.iter().map(|(seq, _)| *seq).collect(),
-                    Job::Hook { seq, .. } => {
-                        // A round another URL already settled needs no more requests.
+                    Job::Hook { seq, first, .. } => {
+                        // Every URL gets each message's first request, even when another URL
+                        // has delivered it meanwhile (design §6: the message goes to every
+                        // webhook); a retry of a round another URL settled is not sent.
                         let target = (i - 1) as u8;
                         let wanted = self
                             .tracks
                             .get(seq)
                             .is_some_and(|t| t.hook.as_ref().is_some_and(|r| r.wants(target)));
-                        if !wanted {
+                        if !wanted && !*first {
                             continue;
                         }
                         vec![*seq]
@@ -555,12 +557,14 @@ impl Scheduler {
                 .fetch_add(u64::from(mask.count_ones()), Relaxed);
         }
         let body = round.body.clone();
+        let first = round.attempts == 1;
         for target in 0..8u8 {
             if mask & (1 << target) != 0 {
                 self.lanes[1 + target as usize].push(Job::Hook {
                     seq,
                     id: id.clone(),
                     body: body.clone(),
+                    first,
                 });
             }
         }

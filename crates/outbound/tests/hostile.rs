@@ -281,3 +281,42 @@ fn close_ends_50k_messages_pending_on_a_dead_receiver_each_exactly_once() {
     std::thread::sleep(Duration::from_millis(200));
     assert_eq!(outcomes.all().len(), n, "nothing after close returned");
 }
+
+/// Design §6: a message goes to every webhook. A URL whose lane is backed up still gets each
+/// message's first request after a faster URL delivered it; only retries stop there.
+#[test]
+fn a_slow_url_still_gets_every_message_a_fast_url_delivered() {
+    let _s = serial();
+    let fast = Server::answering(200);
+    let slow = Server::start(|_| Reply::After(Duration::from_millis(100), 503));
+    let client = Client::new(Config {
+        webhooks: vec![
+            Webhook::new(format!("{}/fast", fast.url)),
+            Webhook::new(format!("{}/slow", slow.url)),
+        ],
+        // One request at a time to each URL: the slow URL's lane backs up.
+        max_in_flight: 1,
+        workers: 1,
+        ..config()
+    })
+    .unwrap();
+    for i in 0..10 {
+        client
+            .enqueue(&Message::track(format!("u{i}"), "Fanned"))
+            .unwrap();
+    }
+    assert!(
+        client.flush(Some(Duration::from_secs(10))),
+        "the fast URL delivers"
+    );
+    assert_eq!(fast.count(), 10);
+    assert!(
+        slow.wait_for(10, Duration::from_secs(10)),
+        "the slow URL got {} of the 10 first requests",
+        slow.count()
+    );
+    // Its 503s are not retried: the messages were delivered through the fast URL.
+    std::thread::sleep(Duration::from_millis(1500));
+    assert_eq!(slow.count(), 10);
+    assert!(client.close(Some(Duration::from_secs(5))).unwrap());
+}
