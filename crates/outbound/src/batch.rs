@@ -66,6 +66,11 @@ impl Batcher {
         })
     }
 
+    /// Messages that would fill the open batch.
+    pub(crate) fn room(&self) -> usize {
+        self.flush_at.saturating_sub(self.open.len())
+    }
+
     /// When the open batch must close.
     pub(crate) fn deadline(&self) -> Option<Instant> {
         self.deadline

@@ -1,8 +1,7 @@
 //! The ingestion destination: Segment-compatible `POST {endpoint}/v1/batch` (design §5).
 
 use crate::config::Config;
-use crate::encode::{Obj, LIBRARY};
-use crate::error::Error;
+use crate::encode::{Obj, Parts};
 use crate::message::{Kind, Message};
 use crate::timestamp;
 use crate::transport::{Attempt, Transport};
@@ -24,7 +23,7 @@ pub(crate) fn body_len(count: usize, sum: usize) -> usize {
 
 /// Writes one message in the ingestion form:
 /// `{"type","messageId","timestamp","userId","anonymousId",<call fields>,"context","integrations"}`.
-pub(crate) fn encode(msg: &Message, id: &str, ts: &[u8], out: &mut Vec<u8>) -> Result<(), Error> {
+pub(crate) fn encode<O>(msg: &Message<O>, parts: &Parts, id: &str, ts: &[u8], out: &mut Vec<u8>) {
     let mut o = Obj::begin(out);
     o.str("type", msg.kind.as_str());
     o.str("messageId", id);
@@ -34,29 +33,24 @@ pub(crate) fn encode(msg: &Message, id: &str, ts: &[u8], out: &mut Vec<u8>) -> R
     match msg.kind {
         Kind::Track => {
             o.opt_str("event", msg.event.as_ref());
-            o.object("properties", msg.properties.as_ref(), None)?;
+            o.raw("properties", parts.properties_or_empty());
         }
         Kind::Page | Kind::Screen => {
             o.opt_str("name", msg.name.as_ref());
             o.opt_str("category", msg.category.as_ref());
-            o.object("properties", msg.properties.as_ref(), None)?;
+            o.raw("properties", parts.properties_or_empty());
         }
-        Kind::Identify => o.object("traits", msg.traits.as_ref(), None)?,
+        Kind::Identify => o.raw("traits", parts.traits_or_empty()),
         Kind::Group => {
             o.opt_str("groupId", msg.group_id.as_ref());
-            o.object("traits", msg.traits.as_ref(), None)?;
+            o.raw("traits", parts.traits_or_empty());
         }
         Kind::Alias => o.opt_str("previousId", msg.previous_id.as_ref()),
         Kind::Delete => {}
     }
-    o.object(
-        "context",
-        msg.context.as_ref(),
-        Some(("library", LIBRARY.as_bytes())),
-    )?;
-    o.opt_object("integrations", msg.integrations.as_ref())?;
+    o.raw("context", parts.context());
+    o.opt_raw("integrations", parts.integrations());
     o.end();
-    Ok(())
 }
 
 /// Where and how batches are sent.

@@ -6,6 +6,7 @@
 use crate::batch::Batcher;
 use crate::config::Config;
 use crate::fanout::{Round, Settled};
+use crate::inbox::{Mailbox, Wake};
 use crate::lane::{Batch, Delivery, Job, Lane, Report};
 use crate::log::{redact_url, Level, Logger};
 use crate::outcome::{Outcome, OutcomeKind, Reason};
@@ -14,7 +15,7 @@ use crate::shared::Shared;
 use crate::spool::Op;
 use crate::spooler::wall_ms;
 use crate::transport::Attempt;
-use crossbeam_channel::{select, Receiver, Sender};
+use crossbeam_channel::{select, Receiver, Sender, TryRecvError};
 use std::cmp::Ordering;
 use std::collections::{BinaryHeap, HashMap, VecDeque};
 use std::sync::atomic::{AtomicU64, Ordering::*};
@@ -34,6 +35,9 @@ pub(crate) struct Item {
     pub id: Arc<str>,
     pub ingest: Option<Arc<[u8]>>,
     pub hook: Option<Arc<[u8]>>,
+    /// When the call accepted it: its batch's `flush_interval` counts from here, however
+    /// late the scheduler reads it.
+    pub accepted: Instant,
 }
 
 /// A message taken over from the spool: what is left of it to deliver.
@@ -133,6 +137,8 @@ impl Watermark {
 pub(crate) struct Scheduler {
     shared: Arc<Shared>,
     commands: Receiver<Command>,
+    bell: Receiver<()>,
+    wake: Arc<Wake>,
     reports: Receiver<Report>,
     /// Lane 0 is ingestion, lane 1 + i is webhook i.
     lanes: Vec<Lane>,
@@ -158,7 +164,7 @@ impl Scheduler {
     pub(crate) fn new(
         config: &Config,
         shared: Arc<Shared>,
-        commands: Receiver<Command>,
+        mailbox: Mailbox,
         delivery: Arc<Delivery>,
         spool: Option<Sender<Op>>,
         logger: Logger,
@@ -182,7 +188,9 @@ impl Scheduler {
         }
         Scheduler {
             shared,
-            commands,
+            commands: mailbox.commands,
+            bell: mailbox.bell,
+            wake: mailbox.wake,
             reports,
             lanes,
             batcher: Batcher::new(config.flush_at, config.flush_interval),
@@ -208,21 +216,24 @@ impl Scheduler {
             let now = Instant::now();
             self.fire_timers(now);
             self.dispatch(now);
-            let wait = self
-                .next_deadline()
-                .saturating_duration_since(Instant::now());
+            let deadline = self.next_deadline();
+            // Senders ring only for what cannot wait until `deadline` (see `inbox`).
+            if self.wake.must_drain(deadline, self.batcher.room()) {
+                if !self.read_commands() {
+                    return self.shutdown();
+                }
+                // Results must not wait behind a caller that keeps the scheduler busy.
+                while let Ok(report) = self.reports.try_recv() {
+                    self.on_report(report);
+                }
+                continue;
+            }
+            let wait = deadline.saturating_duration_since(Instant::now());
             select! {
-                recv(self.commands) -> cmd => {
-                    let Ok(cmd) = cmd else { return self.shutdown() };
-                    if !self.command(cmd) {
+                recv(self.bell) -> rung => {
+                    // Every sender is gone (the client was leaked or dropped): stop.
+                    if rung.is_err() {
                         return self.shutdown();
-                    }
-                    // Read what else is waiting before handing work out: one wake for many.
-                    for _ in 0..READ_AHEAD {
-                        let Ok(cmd) = self.commands.try_recv() else { break };
-                        if !self.command(cmd) {
-                            return self.shutdown();
-                        }
                     }
                 },
                 recv(self.reports) -> report => {
@@ -235,7 +246,34 @@ impl Scheduler {
                 },
                 default(wait) => {},
             }
+            // Whatever woke us, take what is waiting: one wake for many calls.
+            if !self.read_commands() {
+                return self.shutdown();
+            }
         }
+    }
+
+    /// Reads up to `READ_AHEAD` waiting commands; false on shutdown.
+    fn read_commands(&mut self) -> bool {
+        let mut taken = 0;
+        let mut go_on = true;
+        while taken < READ_AHEAD as u64 {
+            let cmd = match self.commands.try_recv() {
+                Ok(cmd) => cmd,
+                Err(TryRecvError::Empty) => break,
+                Err(TryRecvError::Disconnected) => {
+                    go_on = false;
+                    break;
+                }
+            };
+            taken += 1;
+            if !self.command(cmd) {
+                go_on = false;
+                break;
+            }
+        }
+        self.wake.taken(taken);
+        go_on
     }
 
     /// Handles one command; false on shutdown.
@@ -426,7 +464,7 @@ impl Scheduler {
         );
         let now = Instant::now();
         if let Some(bytes) = item.ingest {
-            let closed: Vec<Batch> = self.batcher.add(seq, bytes, now).collect();
+            let closed: Vec<Batch> = self.batcher.add(seq, bytes, item.accepted).collect();
             for batch in closed {
                 self.queue_batch(batch, now);
             }
