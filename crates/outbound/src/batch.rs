@@ -59,8 +59,11 @@ impl Batcher {
         if self.open.is_empty() {
             return None;
         }
+        // The next batch gets room for a full batch at once: growing by doubling would
+        // leave up to half of each queued batch's list unused.
+        let next = Vec::with_capacity(self.flush_at.min(1024));
         Some(Batch {
-            msgs: std::mem::take(&mut self.open),
+            msgs: std::mem::replace(&mut self.open, next),
             first: None,
             attempts: 0,
         })

@@ -423,6 +423,11 @@ fn first_escape(bytes: &[u8]) -> usize {
     i
 }
 
+/// True when `s` is written as it is, with no escapes.
+pub(crate) fn is_plain(s: &str) -> bool {
+    first_escape(s.as_bytes()) == s.len()
+}
+
 /// Writes `s` as a JSON string the way `JSON.stringify` does.
 pub(crate) fn write_str(out: &mut Vec<u8>, s: &str) {
     let bytes = s.as_bytes();

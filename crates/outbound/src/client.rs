@@ -1,7 +1,7 @@
 //! The client handle: validates and serializes on the caller's thread, then hands the bytes
 //! to the scheduler without ever blocking.
 
-use crate::canonical_json::WriteJson;
+use crate::canonical_json::{self, WriteJson};
 use crate::config::{Config, MAX_WEBHOOKS};
 use crate::encode::Parts;
 use crate::error::Error;
@@ -278,24 +278,33 @@ impl Client {
             }
         };
         let parts = Parts::write(msg)?;
+        let mut id_at = None;
         let ingest = match self.config.write_key.is_some() && msg.kind != crate::Kind::Delete {
             true => {
-                let mut out = Vec::with_capacity(parts.len() + 160);
-                ingestion::encode(msg, &parts, &id, &ts, &mut out);
+                let mut out = Vec::with_capacity(parts.len() + 200);
+                id_at = ingestion::encode(msg, &parts, &id, &ts, &mut out);
                 Some(Arc::from(check(out)?))
             }
             false => None,
         };
         let hook = match hooks_on && webhook::wanted(msg.integrations.as_ref()) {
             true => {
-                let mut out = Vec::with_capacity(parts.len() + 160);
-                webhook::encode(msg, &parts, &id, &ts, &mut out);
+                let mut out = Vec::with_capacity(parts.len() + 200);
+                let at = webhook::encode(msg, &parts, &id, &ts, &mut out);
+                if ingest.is_none() {
+                    id_at = at;
+                }
                 Some(Arc::from(check(out)?))
             }
             false => None,
         };
+        // The scheduler finds the id in the bytes only where they hold it unescaped.
+        let id_at = id_at
+            .filter(|_| canonical_json::is_plain(&id))
+            .and_then(|at| u16::try_from(at).ok());
         Ok(Item {
             id,
+            id_at,
             ingest,
             hook,
             accepted: Instant::now(),

@@ -37,6 +37,15 @@ impl<'a> Obj<'a> {
         write_str(self.out, value);
     }
 
+    /// Writes a string value; returns where its text starts (the text as given when it
+    /// needs no escapes).
+    pub(crate) fn str_at(&mut self, key: &'static str, value: &str) -> usize {
+        self.key(key);
+        let at = self.out.len() + 1;
+        write_str(self.out, value);
+        at
+    }
+
     pub(crate) fn opt_str(&mut self, key: &'static str, value: Option<&String>) {
         if let Some(v) = value {
             self.str(key, v);

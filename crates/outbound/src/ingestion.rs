@@ -21,12 +21,18 @@ pub(crate) fn body_len(count: usize, sum: usize) -> usize {
     OVERHEAD + sum + count.saturating_sub(1)
 }
 
-/// Writes one message in the ingestion form:
+/// Writes one message in the ingestion form (returns where the id's text starts):
 /// `{"type","messageId","timestamp","userId","anonymousId",<call fields>,"context","integrations"}`.
-pub(crate) fn encode<O>(msg: &Message<O>, parts: &Parts, id: &str, ts: &[u8], out: &mut Vec<u8>) {
+pub(crate) fn encode<O>(
+    msg: &Message<O>,
+    parts: &Parts,
+    id: &str,
+    ts: &[u8],
+    out: &mut Vec<u8>,
+) -> Option<usize> {
     let mut o = Obj::begin(out);
     o.str("type", msg.kind.as_str());
-    o.str("messageId", id);
+    let id_at = o.str_at("messageId", id);
     o.ts("timestamp", ts);
     o.opt_str("userId", msg.user_id.as_ref());
     o.opt_str("anonymousId", msg.anonymous_id.as_ref());
@@ -51,6 +57,7 @@ pub(crate) fn encode<O>(msg: &Message<O>, parts: &Parts, id: &str, ts: &[u8], ou
     o.raw("context", parts.context());
     o.opt_raw("integrations", parts.integrations());
     o.end();
+    Some(id_at)
 }
 
 /// Where and how batches are sent.

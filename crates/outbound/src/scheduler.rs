@@ -33,6 +33,9 @@ const READ_AHEAD: usize = 512;
 /// One accepted message, already in the bytes of each destination it goes to.
 pub(crate) struct Item {
     pub id: Arc<str>,
+    /// Where `id` stands as it is (no escapes) in `ingest`, or in `hook` when there is no
+    /// `ingest`: the scheduler keeps the id there rather than in an allocation of its own.
+    pub id_at: Option<u16>,
     pub ingest: Option<Arc<[u8]>>,
     pub hook: Option<Arc<[u8]>>,
     /// When the call accepted it: its batch's `flush_interval` counts from here, however
@@ -61,16 +64,55 @@ pub(crate) enum Command {
     Shutdown,
 }
 
+/// A message's id as the scheduler keeps it until the outcome: inside its body when the
+/// body holds it as it is (always for the ids we make), so it costs no allocation.
+#[derive(Clone)]
+enum MsgId {
+    In(Arc<[u8]>, u16, u16),
+    Own(Arc<str>),
+}
+
+impl MsgId {
+    fn of(item: &Item) -> MsgId {
+        let body = item.ingest.as_ref().or(item.hook.as_ref());
+        match (body, item.id_at) {
+            (Some(body), Some(at)) if item.id.len() <= usize::from(u16::MAX) => {
+                MsgId::In(body.clone(), at, item.id.len() as u16)
+            }
+            _ => MsgId::Own(item.id.clone()),
+        }
+    }
+
+    fn as_str(&self) -> &str {
+        match self {
+            MsgId::In(body, at, len) => {
+                let at = usize::from(*at);
+                std::str::from_utf8(&body[at..at + usize::from(*len)]).unwrap_or("")
+            }
+            MsgId::Own(id) => id,
+        }
+    }
+
+    fn to_arc(&self) -> Arc<str> {
+        match self {
+            MsgId::In(..) => self.as_str().into(),
+            MsgId::Own(id) => id.clone(),
+        }
+    }
+}
+
 struct Track {
-    id: Arc<str>,
+    id: MsgId,
     /// Destinations still to finish.
     remaining: u8,
-    failure: Option<(Reason, String)>,
+    /// Boxed, as is `hook`: both are rare or short-lived, and every accepted message
+    /// has a `Track` until its outcome (the queue's memory is mostly these and the bytes).
+    failure: Option<Box<(Reason, String)>>,
     /// Requests out for this message now.
     requests: u32,
     /// Outcome already reported; kept only until its last request returns.
     finished: bool,
-    hook: Option<Round>,
+    hook: Option<Box<Round>>,
     /// A resumed message's first attempt (its ingestion retry window goes on from there).
     since: Option<Instant>,
 }
@@ -85,6 +127,9 @@ struct Timer {
     n: u64,
     due: Due,
 }
+
+// A `Track` lives for every queued message: keep it small.
+const _: () = assert!(std::mem::size_of::<Track>() <= 64);
 
 impl PartialEq for Timer {
     fn eq(&self, o: &Self) -> bool {
@@ -433,7 +478,7 @@ impl Scheduler {
         if !self.send {
             return self.report(
                 Some(seq),
-                &item.id,
+                &MsgId::Own(item.id.clone()),
                 OutcomeKind::Dropped,
                 Some(Reason::SendDisabled),
                 "send is disabled".into(),
@@ -443,7 +488,7 @@ impl Scheduler {
         if remaining == 0 {
             return self.report(
                 Some(seq),
-                &item.id,
+                &MsgId::Own(item.id.clone()),
                 OutcomeKind::Dropped,
                 Some(Reason::Filtered),
                 "integrations exclude every destination of this client".into(),
@@ -453,12 +498,14 @@ impl Scheduler {
         self.tracks.insert(
             seq,
             Track {
-                id: item.id,
+                id: MsgId::of(&item),
                 remaining,
                 failure: None,
                 requests: 0,
                 finished: false,
-                hook: item.hook.map(|body| Round::new(body, self.hook_mask, None)),
+                hook: item
+                    .hook
+                    .map(|body| Box::new(Round::new(body, self.hook_mask, None))),
                 since: None,
             },
         );
@@ -495,7 +542,9 @@ impl Scheduler {
                     .get_or_insert("resumed from the spool for webhooks, but this client has none");
                 None
             }
-            Some(body) if r.hook_mask != 0 => Some(Round::new(body, r.hook_mask, r.first)),
+            Some(body) if r.hook_mask != 0 => {
+                Some(Box::new(Round::new(body, r.hook_mask, r.first)))
+            }
             _ => None,
         };
         let remaining = u8::from(ingest.is_some()) + u8::from(hook.is_some());
@@ -504,14 +553,14 @@ impl Scheduler {
             return match failure {
                 Some(why) => self.report(
                     Some(seq),
-                    &r.id,
+                    &MsgId::Own(r.id.clone()),
                     OutcomeKind::Failed,
                     Some(Reason::Other),
                     why.into(),
                 ),
                 None => self.report(
                     Some(seq),
-                    &r.id,
+                    &MsgId::Own(r.id.clone()),
                     OutcomeKind::Dropped,
                     Some(Reason::Other),
                     "resumed from the spool with nothing left to send".into(),
@@ -519,8 +568,8 @@ impl Scheduler {
             };
         }
         let has_hook = hook.is_some();
-        let mut track = self.track(r.id, remaining, hook, r.first);
-        track.failure = failure.map(|why| (Reason::Other, why.to_string()));
+        let mut track = self.track(MsgId::Own(r.id), remaining, hook, r.first);
+        track.failure = failure.map(|why| Box::new((Reason::Other, why.to_string())));
         self.tracks.insert(seq, track);
         let now = Instant::now();
         if let Some(bytes) = ingest {
@@ -536,9 +585,9 @@ impl Scheduler {
 
     fn track(
         &self,
-        id: Arc<str>,
+        id: MsgId,
         remaining: u8,
-        hook: Option<Round>,
+        hook: Option<Box<Round>>,
         since: Option<Instant>,
     ) -> Track {
         Track {
@@ -708,12 +757,12 @@ impl Scheduler {
             if batch.attempts == 1 && !over {
                 let at_ms = wall_ms(first);
                 self.spool(|| Op::FirstAttempt {
-                    id: t.id.clone(),
+                    id: t.id.to_arc(),
                     at_ms,
                 });
             }
             if over && !split && t.remaining > 1 && !t.finished {
-                self.spool(|| Op::IngestDone { id: t.id.clone() });
+                self.spool(|| Op::IngestDone { id: t.id.to_arc() });
             }
         }
     }
@@ -738,7 +787,7 @@ impl Scheduler {
         let before = round.live_mask();
         let settled = round.record(target, attempt, now, &self.policy);
         if let Some(tx) = &self.spool {
-            let id = &t.id;
+            let id = &t.id.to_arc();
             let over = matches!(settled, Settled::Delivered | Settled::Failed(..));
             if over && t.remaining > 1 {
                 // Webhooks done, ingestion not yet: the body leaves the spool.
@@ -797,7 +846,7 @@ impl Scheduler {
             return;
         }
         if let Some(f) = failure {
-            t.failure.get_or_insert(f);
+            t.failure.get_or_insert_with(|| Box::new(f));
         }
         t.remaining -= 1;
         if t.remaining > 0 {
@@ -805,7 +854,7 @@ impl Scheduler {
         }
         t.finished = true;
         let id = t.id.clone();
-        let failure = t.failure.take();
+        let failure = t.failure.take().map(|f| *f);
         if t.requests == 0 {
             self.tracks.remove(&seq);
         } else {
@@ -820,14 +869,14 @@ impl Scheduler {
         }
         // After the callback: a crash in between makes the next client report it again (at
         // least once), never leaves a message that no process reported.
-        self.spool(|| Op::Remove { id: id.clone() });
+        self.spool(|| Op::Remove { id: id.to_arc() });
     }
 
     /// Counts the outcome, hands it to `on_outcome`, then releases the message's slot.
     fn report(
         &mut self,
         seq: Option<u64>,
-        id: &Arc<str>,
+        id: &MsgId,
         kind: OutcomeKind,
         reason: Option<Reason>,
         detail: String,
@@ -838,7 +887,7 @@ impl Scheduler {
                 let _gate = self.shared.gate.lock().unwrap_or_else(|e| e.into_inner());
                 if !self.shared.callbacks_off.load(SeqCst) {
                     let outcome = Outcome {
-                        message_id: id.clone(),
+                        message_id: id.to_arc(),
                         kind,
                         reason,
                         detail,
@@ -867,7 +916,7 @@ impl Scheduler {
             // Threads finish the request they are on (bounded by `timeout`) and exit.
             lane.stop();
         }
-        let mut left: Vec<(u64, Arc<str>, bool)> = self
+        let mut left: Vec<(u64, MsgId, bool)> = self
             .tracks
             .iter()
             .filter(|(_, t)| !t.finished)
@@ -910,7 +959,7 @@ impl Scheduler {
                 }
                 self.report(
                     None,
-                    &item.id,
+                    &MsgId::Own(item.id.clone()),
                     OutcomeKind::Dropped,
                     Some(Reason::Closed),
                     "client closed before delivery".into(),
@@ -924,6 +973,25 @@ impl Scheduler {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_id_kept_in_the_body_reads_back_as_given() {
+        let body: Arc<[u8]> = Arc::from(&br#"{"type":"track","messageId":"m-1","x":1}"#[..]);
+        let item = |id: &str, id_at| Item {
+            id: id.into(),
+            id_at,
+            ingest: Some(body.clone()),
+            hook: None,
+            accepted: Instant::now(),
+        };
+        let kept = MsgId::of(&item("m-1", Some(29)));
+        assert!(matches!(kept, MsgId::In(..)));
+        assert_eq!(kept.as_str(), "m-1");
+        assert_eq!(&*kept.to_arc(), "m-1");
+        let own = MsgId::of(&item("q\"", None));
+        assert!(matches!(own, MsgId::Own(_)));
+        assert_eq!(own.as_str(), "q\"");
+    }
 
     #[test]
     fn the_watermark_moves_past_ended_messages_in_order() {

@@ -22,17 +22,24 @@ pub(crate) fn wanted(integrations: Option<&Object>) -> bool {
     }
 }
 
-/// Writes the webhook body of `msg` (spec §2.2): `version: 1` on all but delete; alias
+/// Writes the webhook body of `msg` (spec §2.2; returns where the id's text starts): `version: 1` on all but delete; alias
 /// carries `"Previous ID"` and `"User ID"` and no `userId`; delete is exactly
 /// `type`, `userId`, `timestamp`.
-pub(crate) fn encode<O>(msg: &Message<O>, parts: &Parts, id: &str, ts: &[u8], out: &mut Vec<u8>) {
+pub(crate) fn encode<O>(
+    msg: &Message<O>,
+    parts: &Parts,
+    id: &str,
+    ts: &[u8],
+    out: &mut Vec<u8>,
+) -> Option<usize> {
     let mut o = Obj::begin(out);
     if msg.kind == Kind::Delete {
         o.str("type", "delete");
         o.opt_str("userId", msg.user_id.as_ref());
         o.ts("timestamp", ts);
         o.end();
-        return;
+        // A delete body has no messageId.
+        return None;
     }
     o.raw("version", b"1");
     o.str("type", msg.kind.as_str());
@@ -67,9 +74,10 @@ pub(crate) fn encode<O>(msg: &Message<O>, parts: &Parts, id: &str, ts: &[u8], ou
     }
     o.raw("context", parts.context());
     o.opt_raw("integrations", parts.integrations());
-    o.str("messageId", id);
+    let id_at = o.str_at("messageId", id);
     o.ts("timestamp", ts);
     o.end();
+    Some(id_at)
 }
 
 /// The configured webhooks and how to sign for them.
