@@ -6,7 +6,7 @@ use crate::config::{Config, MAX_WEBHOOKS};
 use crate::encode::Parts;
 use crate::error::Error;
 use crate::inbox::{self, Inbox};
-use crate::ingestion::{self, Endpoint};
+use crate::ingestion::{self, Element, Endpoint};
 use crate::lane::Delivery;
 use crate::log::{Level, Logger};
 use crate::message::Message;
@@ -278,25 +278,37 @@ impl Client {
             }
         };
         let parts = Parts::write(msg)?;
+        let to_ingestion = self.config.write_key.is_some() && msg.kind != crate::Kind::Delete;
         let mut id_at = None;
-        let ingest = match self.config.write_key.is_some() && msg.kind != crate::Kind::Delete {
-            true => {
-                let mut out = Vec::with_capacity(parts.len() + 200);
-                id_at = ingestion::encode(msg, &parts, &id, &ts, &mut out);
-                Some(Arc::from(check(out)?))
-            }
-            false => None,
-        };
         let hook = match hooks_on && webhook::wanted(msg.integrations.as_ref()) {
             true => {
                 let mut out = Vec::with_capacity(parts.len() + 200);
-                let at = webhook::encode(msg, &parts, &id, &ts, &mut out);
-                if ingest.is_none() {
-                    id_at = at;
-                }
-                Some(Arc::from(check(out)?))
+                id_at = webhook::encode(msg, &parts, &id, &ts, &mut out);
+                Some(Arc::<[u8]>::from(check(out)?))
             }
             false => None,
+        };
+        // With both destinations, the ingestion element is read from the webhook body when
+        // it holds every byte of it: the message's bytes are stored once.
+        let shared = match (&hook, id_at) {
+            (Some(body), Some(at)) if to_ingestion => Element::in_hook(msg, body, at),
+            _ => None,
+        };
+        let ingest = match (to_ingestion, shared) {
+            (true, Some(element)) => {
+                debug_assert_eq!(element.to_vec(), {
+                    let mut own = Vec::new();
+                    ingestion::encode(msg, &parts, &id, &ts, &mut own);
+                    own
+                });
+                Some(element)
+            }
+            (true, None) => {
+                let mut out = Vec::with_capacity(parts.len() + 200);
+                id_at = ingestion::encode(msg, &parts, &id, &ts, &mut out);
+                Some(Element::own(Arc::from(check(out)?)))
+            }
+            (false, _) => None,
         };
         // The scheduler finds the id in the bytes only where they hold it unescaped.
         let id_at = id_at

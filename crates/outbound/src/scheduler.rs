@@ -7,6 +7,7 @@ use crate::batch::Batcher;
 use crate::config::Config;
 use crate::fanout::{Round, Settled};
 use crate::inbox::{Mailbox, Wake};
+use crate::ingestion::Element;
 use crate::lane::{Batch, Delivery, Job, Lane, Report};
 use crate::log::{redact_url, Level, Logger};
 use crate::outcome::{Outcome, OutcomeKind, Reason};
@@ -36,7 +37,7 @@ pub(crate) struct Item {
     /// Where `id` stands as it is (no escapes) in `ingest`, or in `hook` when there is no
     /// `ingest`: the scheduler keeps the id there rather than in an allocation of its own.
     pub id_at: Option<u16>,
-    pub ingest: Option<Arc<[u8]>>,
+    pub ingest: Option<Element>,
     pub hook: Option<Arc<[u8]>>,
     /// When the call accepted it: its batch's `flush_interval` counts from here, however
     /// late the scheduler reads it.
@@ -74,7 +75,11 @@ enum MsgId {
 
 impl MsgId {
     fn of(item: &Item) -> MsgId {
-        let body = item.ingest.as_ref().or(item.hook.as_ref());
+        let body = item
+            .ingest
+            .as_ref()
+            .map(Element::bytes)
+            .or(item.hook.as_ref());
         match (body, item.id_at) {
             (Some(body), Some(at)) if item.id.len() <= usize::from(u16::MAX) => {
                 MsgId::In(body.clone(), at, item.id.len() as u16)
@@ -573,7 +578,7 @@ impl Scheduler {
         self.tracks.insert(seq, track);
         let now = Instant::now();
         if let Some(bytes) = ingest {
-            let closed: Vec<Batch> = self.batcher.add(seq, bytes, now).collect();
+            let closed: Vec<Batch> = self.batcher.add(seq, Element::own(bytes), now).collect();
             for batch in closed {
                 self.queue_batch(batch, now);
             }
@@ -980,7 +985,7 @@ mod tests {
         let item = |id: &str, id_at| Item {
             id: id.into(),
             id_at,
-            ingest: Some(body.clone()),
+            ingest: Some(Element::own(body.clone())),
             hook: None,
             accepted: Instant::now(),
         };
