@@ -165,7 +165,39 @@ impl From<PyErr> for Refusal {
     }
 }
 
+/// The common values by their exact type: a pointer comparison each, where the checks
+/// below each ask the interpreter for the type's flags (a call under the stable ABI).
+fn exact<'py>(obj: &Bound<'py, PyAny>) -> Option<Shape<'py>> {
+    use pyo3::ffi;
+    use std::ptr::addr_of_mut;
+    let ty = obj.get_type_ptr();
+    // SAFETY: only the addresses of the interpreter's static type objects are taken, and
+    // each cast is to the type `obj` was just seen to have.
+    unsafe {
+        if ty == addr_of_mut!(ffi::PyUnicode_Type) {
+            return Some(Shape::Str(obj.cast_unchecked::<PyString>().clone()));
+        }
+        if ty == addr_of_mut!(ffi::PyFloat_Type) {
+            return Some(Shape::Float(obj.cast_unchecked::<PyFloat>().value()));
+        }
+        if ty == addr_of_mut!(ffi::PyDict_Type) {
+            return Some(Shape::Dict(obj.cast_unchecked::<PyDict>().clone()));
+        }
+        if ty == addr_of_mut!(ffi::PyList_Type) {
+            return Some(Shape::List(obj.cast_unchecked::<PyList>().clone()));
+        }
+        if ty == addr_of_mut!(ffi::PyLong_Type) {
+            // Beyond 64 bits goes the general way below.
+            return obj.extract::<i64>().ok().map(Shape::Int);
+        }
+    }
+    None
+}
+
 fn shape<'py>(obj: &Bound<'py, PyAny>) -> Result<Shape<'py>, Refusal> {
+    if let Some(shape) = exact(obj) {
+        return Ok(shape);
+    }
     if obj.is_none() {
         return Ok(Shape::Null);
     }
