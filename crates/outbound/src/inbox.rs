@@ -103,7 +103,10 @@ pub(crate) fn inbox() -> (Inbox, Mailbox) {
 impl Inbox {
     /// Sends `cmd` and wakes the scheduler.
     pub(crate) fn send_now(&self, cmd: Command) {
-        self.wake.unread.fetch_add(1, SeqCst);
+        if self.wake.unread.fetch_add(1, SeqCst) == 0 {
+            // Due now: a scheduler about to sleep reads it rather than rely on the ring.
+            self.wake.first_due.store(0, SeqCst);
+        }
         // The scheduler outlives every open client, so this cannot fail while not closed.
         let _ = self.tx.send(cmd);
         self.ring();
@@ -127,5 +130,43 @@ impl Inbox {
         match self.bell.try_send(()) {
             Ok(()) | Err(TrySendError::Full(())) | Err(TrySendError::Disconnected(())) => {}
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[test]
+    fn a_lazy_send_rings_only_when_the_batch_fills_or_falls_due() {
+        let (inbox, mailbox) = inbox();
+        let now = Instant::now();
+        let later = now + Duration::from_secs(10);
+        let sleeps_until = now + Duration::from_secs(1);
+        assert!(!mailbox.wake.must_drain(sleeps_until, 3));
+        inbox.send_lazy(Command::Shutdown, later);
+        inbox.send_lazy(Command::Shutdown, later);
+        assert!(mailbox.bell.try_recv().is_err(), "2 of 3: no ring");
+        // The scheduler, looking before it sleeps, leaves them too.
+        assert!(!mailbox.wake.must_drain(sleeps_until, 3));
+        inbox.send_lazy(Command::Shutdown, later);
+        assert!(mailbox.bell.try_recv().is_ok(), "the batch is full");
+        assert!(mailbox.wake.must_drain(sleeps_until, 3));
+        while mailbox.commands.try_recv().is_ok() {
+            mailbox.wake.taken(1);
+        }
+        assert!(!mailbox.wake.must_drain(sleeps_until, 3));
+        inbox.send_lazy(Command::Shutdown, now + Duration::from_millis(10));
+        assert!(
+            mailbox.bell.try_recv().is_ok(),
+            "due before the scheduler wakes"
+        );
+        assert!(
+            mailbox.wake.must_drain(sleeps_until, 3),
+            "and it would not sleep past it"
+        );
+        inbox.send_now(Command::Shutdown);
+        assert!(mailbox.bell.try_recv().is_ok(), "commands ring at once");
     }
 }
