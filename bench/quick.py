@@ -8,6 +8,10 @@ Python and the bench receiver (bench/.build/receiver: `cd bench/receiver && go b
     python bench/quick.py memory  [-r 1] [-n 100000]  runner.py's memory case
     python bench/quick.py callgrind [-n 20000]        instructions per track() on the caller's
                                                       thread (valgrind), send=False
+    python bench/quick.py queue [--max-in-flight M] [--hooks K]
+                                                      the memory case in this process, with
+                                                      other settings (M=4: without the lane's
+                                                      512 stalled requests), RSS by mapping
 
 Prints each run and the median. `callgrind` runs the loop twice (N/10 and N calls) and
 reports the difference per call, so start-up and warm-up cancel out.
@@ -95,11 +99,46 @@ def callgrind(n: int) -> None:
           f"({n - n // 10} calls; totals {per[0]:,} and {per[1]:,})")
 
 
+QUEUE = """
+import collections, json, os, re, sys, time
+sys.path.insert(0, {here!r})
+from runner import EVENT, USER, PROPS, current_rss
+import outbound
+stall = "http://127.0.0.1:{stall}"
+hooks = [f"{{stall}}/hook/{{i}}" for i in range({hooks})]
+extra = dict(webhooks=hooks, shared_secret="s") if hooks else {{}}
+c = outbound.Client("k", endpoint=stall, max_queue_size=101000, max_in_flight={mif}, **extra)
+base = current_rss()
+for _ in range({n}):
+    c.track(user_id=USER, event=EVENT, properties=PROPS)
+time.sleep(1)
+grow = current_rss() - base
+threads = [l.split()[1] for l in open("/proc/self/status") if l.startswith("Threads")][0]
+rss = collections.Counter()
+kind = None
+for line in open("/proc/self/smaps"):
+    m = re.match(r"^([0-9a-f]+)-([0-9a-f]+) \S+ \S+ \S+ \S+\s*(.*)$", line)
+    if m:
+        size = int(m.group(2), 16) - int(m.group(1), 16)
+        name = m.group(3)
+        kind = name if name.startswith("[") else "file" if name else (
+            "thread stacks" if size == 2 << 20 else "anonymous")
+    elif line.startswith("Rss:"):
+        rss[kind] += int(line.split()[1]) * 1024
+print(f"queue: max_in_flight={mif} webhooks={hooks}: growth {{grow / 2**20:.1f}} MiB = "
+      f"{{grow / {n}:.0f}} B/message, {{threads}} threads; RSS by mapping: " +
+      ", ".join(f"{{k}} {{v / 2**20:.1f}} MiB" for k, v in rss.most_common(5)))
+os._exit(0)
+"""
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("case", choices=["caller", "nosend", "memory", "callgrind"])
+    ap.add_argument("case", choices=["caller", "nosend", "memory", "queue", "callgrind"])
     ap.add_argument("-r", type=int, default=5)
     ap.add_argument("-n", type=int, default=100_000)
+    ap.add_argument("--max-in-flight", type=int, default=512)
+    ap.add_argument("--hooks", type=int, default=0)
     a = ap.parse_args()
     print(f"load average: {open('/proc/loadavg').read().split()[:3]}")
     if a.case == "callgrind":
@@ -113,7 +152,11 @@ def main() -> None:
         return report("nosend µs/call", xs, "µs")
     rcv = receiver()
     try:
-        if a.case == "caller":
+        if a.case == "queue":
+            code = QUEUE.format(here=HERE, stall=rcv.info["stall_port"], hooks=a.hooks,
+                                mif=a.max_in_flight, n=a.n)
+            subprocess.run([sys.executable, "-c", code], check=True)
+        elif a.case == "caller":
             xs = []
             for _ in range(a.r):
                 reset(rcv)
