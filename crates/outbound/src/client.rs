@@ -206,7 +206,7 @@ impl Client {
         &self.config
     }
 
-    /// Validates `msg`, serializes it once per destination, and queues it. Returns the
+    /// Validates `msg`, writes the body of each destination it goes to, and queues it. Returns the
     /// message id. Never blocks: a full queue is an immediate [`Error::QueueFull`].
     pub fn enqueue(&self, msg: &Message) -> Result<String, Error> {
         self.enqueue_with(msg)
