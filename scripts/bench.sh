@@ -40,7 +40,7 @@ for tool in cargo go; do
   command -v "$tool" >/dev/null || { echo "bench: $tool is required" >&2; exit 1; }
 done
 PYTHON="${PYTHON:-python3}"
-command -v "$PYTHON" >/dev/null || { echo "bench: python3 (3.9 or newer) is required" >&2; exit 1; }
+command -v "$PYTHON" >/dev/null || { echo "bench: python3 (3.10 or newer) is required" >&2; exit 1; }
 
 BUILD="$ROOT/bench/.build"
 mkdir -p "$BUILD"

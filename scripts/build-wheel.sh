@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds the wheel users install: release profile, stripped, manylinux2014 (glibc 2.17), one
-# cp39-abi3 wheel per architecture, into dist/ (emptied first), then checks each with
+# cp310-abi3 wheel per architecture, into dist/ (emptied first), then checks each with
 # scripts/check-wheel.sh. No Docker: maturin links with zig (the ziglang package from PyPI)
 # against glibc 2.17 symbols.
 #

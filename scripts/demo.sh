@@ -10,4 +10,4 @@ echo "--- examples/python/demo.py"
 "$PY" examples/python/demo.py </dev/null
 # What dist/ holds now is what the README tells users to install: check it once more.
 scripts/check-wheel.sh dist/outbound_events-*.whl
-echo "--- install it anywhere with Python 3.9+ on Linux (glibc 2.17+): pip install --no-index --find-links dist outbound-events"
+echo "--- install it anywhere with Python 3.10+ on Linux (glibc 2.17+): pip install --no-index --find-links dist outbound-events"

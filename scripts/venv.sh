@@ -14,7 +14,7 @@ PY_TOOLS=(maturin==1.16.0 ziglang==0.17.1 auditwheel==6.8.2 pytest==9.2.0 pytest
 
 command -v cargo >/dev/null || { echo "cargo is required (https://rustup.rs)" >&2; exit 1; }
 PYTHON="${PYTHON:-python3}"
-command -v "$PYTHON" >/dev/null || { echo "python3 (3.9 or newer) is required" >&2; exit 1; }
+command -v "$PYTHON" >/dev/null || { echo "python3 (3.10 or newer) is required" >&2; exit 1; }
 
 if [ ! -x .venv/bin/python ]; then
   echo "--- creating .venv with $("$PYTHON" --version 2>&1)"

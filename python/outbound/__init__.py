@@ -254,6 +254,9 @@ class Client:
         )
 
     # -- calls -----------------------------------------------------------------------------
+    # Each passes the native enqueue its 14 arguments by position (the quickest call):
+    # kind, user_id, anonymous_id, message_id, timestamp, context, integrations, event, name,
+    # category, group_id, previous_id, properties, traits.
 
     def identify(
         self,
@@ -268,14 +271,8 @@ class Client:
     ) -> Optional[str]:
         """Who the user is: ``traits`` about them. Needs ``user_id`` or ``anonymous_id``."""
         return self._native.enqueue(
-            "identify",
-            user_id=user_id,
-            traits=traits,
-            anonymous_id=anonymous_id,
-            context=context,
-            timestamp=timestamp,
-            integrations=integrations,
-            message_id=message_id,
+            "identify", user_id, anonymous_id, message_id, timestamp, context, integrations,
+            None, None, None, None, None, None, traits,
         )
 
     def track(
@@ -292,15 +289,8 @@ class Client:
     ) -> Optional[str]:
         """Something the user did. Needs ``event``, and ``user_id`` or ``anonymous_id``."""
         return self._native.enqueue(
-            "track",
-            user_id=user_id,
-            event=event,
-            properties=properties,
-            anonymous_id=anonymous_id,
-            context=context,
-            timestamp=timestamp,
-            integrations=integrations,
-            message_id=message_id,
+            "track", user_id, anonymous_id, message_id, timestamp, context, integrations,
+            event, None, None, None, None, properties, None,
         )
 
     def page(
@@ -318,16 +308,8 @@ class Client:
     ) -> Optional[str]:
         """A web page view (``properties`` may carry url, title, referrer, path)."""
         return self._native.enqueue(
-            "page",
-            user_id=user_id,
-            name=name,
-            category=category,
-            properties=properties,
-            anonymous_id=anonymous_id,
-            context=context,
-            timestamp=timestamp,
-            integrations=integrations,
-            message_id=message_id,
+            "page", user_id, anonymous_id, message_id, timestamp, context, integrations,
+            None, name, category, None, None, properties, None,
         )
 
     def screen(
@@ -345,16 +327,8 @@ class Client:
     ) -> Optional[str]:
         """A mobile screen view."""
         return self._native.enqueue(
-            "screen",
-            user_id=user_id,
-            name=name,
-            category=category,
-            properties=properties,
-            anonymous_id=anonymous_id,
-            context=context,
-            timestamp=timestamp,
-            integrations=integrations,
-            message_id=message_id,
+            "screen", user_id, anonymous_id, message_id, timestamp, context, integrations,
+            None, name, category, None, None, properties, None,
         )
 
     def group(
@@ -371,15 +345,8 @@ class Client:
     ) -> Optional[str]:
         """The user belongs to a group (company, team): ``traits`` about the group."""
         return self._native.enqueue(
-            "group",
-            user_id=user_id,
-            group_id=group_id,
-            traits=traits,
-            anonymous_id=anonymous_id,
-            context=context,
-            timestamp=timestamp,
-            integrations=integrations,
-            message_id=message_id,
+            "group", user_id, anonymous_id, message_id, timestamp, context, integrations,
+            None, None, None, group_id, None, None, traits,
         )
 
     def alias(
@@ -395,14 +362,8 @@ class Client:
     ) -> Optional[str]:
         """``previous_id`` and ``user_id`` are the same person."""
         return self._native.enqueue(
-            "alias",
-            previous_id=previous_id,
-            user_id=user_id,
-            anonymous_id=anonymous_id,
-            context=context,
-            timestamp=timestamp,
-            integrations=integrations,
-            message_id=message_id,
+            "alias", user_id, anonymous_id, message_id, timestamp, context, integrations,
+            None, None, None, None, previous_id, None, None,
         )
 
     def delete(
@@ -414,7 +375,8 @@ class Client:
     ) -> Optional[str]:
         """Ask the webhooks to delete the user's data (webhooks only)."""
         return self._native.enqueue(
-            "delete", user_id=user_id, timestamp=timestamp, message_id=message_id
+            "delete", user_id, None, message_id, timestamp, None, None,
+            None, None, None, None, None, None, None,
         )
 
     # -- lifecycle -------------------------------------------------------------------------

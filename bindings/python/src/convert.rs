@@ -13,6 +13,7 @@
 //!   any other object is refused (`UnsupportedType`, a `TypeError`).
 
 use crate::errors::{UnsupportedType, ValidationError};
+use outbound::canonical_json::{WriteJson, Writer};
 use outbound::{OffsetDateTime, Value};
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
@@ -134,78 +135,115 @@ pub(crate) fn datetime_instant(dt: &Bound<'_, PyAny>) -> PyResult<OffsetDateTime
         .map_err(|e| pyo3::exceptions::PyValueError::new_err(format!("datetime out of range: {e}")))
 }
 
-/// Converts any Python value the rules allow; `path` says where it sits.
-pub(crate) fn to_value<'py>(obj: &Bound<'py, PyAny>, path: &mut Path<'py>) -> PyResult<Value> {
-    if path.steps.len() > MAX_DEPTH {
-        return Err(path.invalid(format!(
-            "nested more than {MAX_DEPTH} levels deep (or contains itself)"
-        )));
+/// What a Python value is, by the rules above: the one place they are decided, for both
+/// the walk into the core's writer (`PyJson`) and the conversion into a `Value`.
+enum Shape<'py> {
+    Null,
+    Bool(bool),
+    Str(Bound<'py, PyString>),
+    Int(i64),
+    UInt(u64),
+    /// A float, a Decimal or an int beyond 64 bits, as a double (not yet checked finite).
+    Float(f64),
+    /// A datetime, date or UUID, as its text.
+    Text(String),
+    Dict(Bound<'py, PyDict>),
+    List(Bound<'py, PyList>),
+    Tuple(Bound<'py, PyTuple>),
+}
+
+/// Why a value was refused, before the path is known (it is added on the way out).
+enum Refusal {
+    Invalid(String),
+    Unsupported(String),
+    Python(PyErr),
+}
+
+impl From<PyErr> for Refusal {
+    fn from(e: PyErr) -> Self {
+        Refusal::Python(e)
+    }
+}
+
+/// The common values by their exact type: a pointer comparison each, where the checks
+/// below each ask the interpreter for the type's flags (a call under the stable ABI).
+fn exact<'py>(obj: &Bound<'py, PyAny>) -> Option<Shape<'py>> {
+    use pyo3::ffi;
+    use std::ptr::addr_of_mut;
+    let ty = obj.get_type_ptr();
+    // SAFETY: only the addresses of the interpreter's static type objects are taken, and
+    // each cast is to the type `obj` was just seen to have.
+    unsafe {
+        if ty == addr_of_mut!(ffi::PyUnicode_Type) {
+            return Some(Shape::Str(obj.cast_unchecked::<PyString>().clone()));
+        }
+        if ty == addr_of_mut!(ffi::PyFloat_Type) {
+            return Some(Shape::Float(obj.cast_unchecked::<PyFloat>().value()));
+        }
+        if ty == addr_of_mut!(ffi::PyDict_Type) {
+            return Some(Shape::Dict(obj.cast_unchecked::<PyDict>().clone()));
+        }
+        if ty == addr_of_mut!(ffi::PyList_Type) {
+            return Some(Shape::List(obj.cast_unchecked::<PyList>().clone()));
+        }
+        if ty == addr_of_mut!(ffi::PyLong_Type) {
+            // Beyond 64 bits goes the general way below.
+            return obj.extract::<i64>().ok().map(Shape::Int);
+        }
+    }
+    None
+}
+
+fn shape<'py>(obj: &Bound<'py, PyAny>) -> Result<Shape<'py>, Refusal> {
+    if let Some(shape) = exact(obj) {
+        return Ok(shape);
     }
     if obj.is_none() {
-        return Ok(Value::Null);
+        return Ok(Shape::Null);
     }
     if let Ok(b) = obj.cast::<PyBool>() {
-        return Ok(Value::Bool(b.is_true()));
+        return Ok(Shape::Bool(b.is_true()));
     }
     if let Ok(s) = obj.cast::<PyString>() {
-        return Ok(Value::String(s.to_cow()?.into_owned()));
+        return Ok(Shape::Str(s.clone()));
     }
     if obj.cast::<PyInt>().is_ok() {
         if let Ok(i) = obj.extract::<i64>() {
-            return Ok(Value::from(i));
+            return Ok(Shape::Int(i));
         }
         if let Ok(u) = obj.extract::<u64>() {
-            return Ok(Value::from(u));
+            return Ok(Shape::UInt(u));
         }
         // Beyond 64 bits: the double JavaScript would read.
         let f: f64 = obj
             .extract()
-            .map_err(|_| path.invalid("integer is too large for a JSON number"))?;
-        return number(f, path);
+            .map_err(|_| Refusal::Invalid("integer is too large for a JSON number".into()))?;
+        return Ok(Shape::Float(f));
     }
     if let Ok(f) = obj.cast::<PyFloat>() {
-        return number(f.value(), path);
+        return Ok(Shape::Float(f.value()));
     }
     if let Ok(d) = obj.cast::<PyDict>() {
-        let mut map = Map::new();
-        for (k, v) in d.iter() {
-            let key = match k.cast_into::<PyString>() {
-                Ok(key) => key,
-                Err(e) => {
-                    let k = e.into_inner();
-                    return Err(path.unsupported(format!(
-                        "dict keys must be str, got {} ({})",
-                        type_name(&k),
-                        k.repr()?.to_string_lossy()
-                    )));
-                }
-            };
-            let name = key.to_cow()?.into_owned();
-            path.steps.push(Step::Key(key));
-            let value = to_value(&v, path)?;
-            path.steps.pop();
-            map.insert(name, value);
-        }
-        return Ok(Value::Object(map));
+        return Ok(Shape::Dict(d.clone()));
     }
     if let Ok(l) = obj.cast::<PyList>() {
-        return array(l.iter(), path);
+        return Ok(Shape::List(l.clone()));
     }
     if let Ok(t) = obj.cast::<PyTuple>() {
-        return array(t.iter(), path);
+        return Ok(Shape::Tuple(t.clone()));
     }
     if is_instance(obj, &DATETIME, "datetime", "datetime")? {
-        let at = datetime_instant(obj).map_err(|e| path.invalid(e))?;
+        let at = datetime_instant(obj).map_err(|e| Refusal::Invalid(e.to_string()))?;
         return outbound::timestamp::format(at)
-            .map(Value::String)
-            .map_err(|e| path.invalid(e));
+            .map(Shape::Text)
+            .map_err(|e| Refusal::Invalid(e.to_string()));
     }
     if is_instance(obj, &DATE, "datetime", "date")? {
-        return Ok(Value::String(obj.call_method0("isoformat")?.extract()?));
+        return Ok(Shape::Text(obj.call_method0("isoformat")?.extract()?));
     }
     if is_instance(obj, &DECIMAL, "decimal", "Decimal")? {
         if !obj.call_method0("is_finite")?.is_truthy()? {
-            return Err(path.invalid(format!(
+            return Err(Refusal::Invalid(format!(
                 "{} is not a finite number",
                 obj.repr()?.to_string_lossy()
             )));
@@ -213,57 +251,258 @@ pub(crate) fn to_value<'py>(obj: &Bound<'py, PyAny>, path: &mut Path<'py>) -> Py
         let f: f64 = obj
             .call_method0("__float__")?
             .extract()
-            .map_err(|_| path.invalid("Decimal is out of the range of a JSON number"))?;
-        return number(f, path);
+            .map_err(|_| Refusal::Invalid("Decimal is out of the range of a JSON number".into()))?;
+        return Ok(Shape::Float(f));
     }
     if is_instance(obj, &UUID, "uuid", "UUID")? {
-        return Ok(Value::String(obj.str()?.to_cow()?.into_owned()));
+        return Ok(Shape::Text(obj.str()?.to_str()?.to_owned()));
     }
     if is_instance(obj, &ENUM, "enum", "Enum")? {
-        return to_value(&obj.getattr("value")?, path);
+        return shape(&obj.getattr("value")?);
     }
     if obj.cast::<PySet>().is_ok() || obj.cast::<PyFrozenSet>().is_ok() {
-        return Err(path.unsupported(format!(
+        return Err(Refusal::Unsupported(format!(
             "a {} is not JSON serializable; use a list",
             type_name(obj)
         )));
     }
     if obj.cast::<PyBytes>().is_ok() || obj.cast::<PyByteArray>().is_ok() {
-        return Err(path.unsupported(format!(
+        return Err(Refusal::Unsupported(format!(
             "{} is not JSON serializable; decode it to str",
             type_name(obj)
         )));
     }
-    Err(path.unsupported(format!(
+    Err(Refusal::Unsupported(format!(
         "object of type {} is not JSON serializable",
         type_name(obj)
     )))
 }
 
-fn number(f: f64, path: &Path<'_>) -> PyResult<Value> {
-    match serde_json::Number::from_f64(f) {
-        Some(n) => Ok(Value::Number(n)),
-        None => Err(path.invalid(format!(
-            "{} is not a valid JSON number",
-            if f.is_nan() { "NaN" } else { "infinity" }
-        ))),
+/// A dict key, which must be a str.
+fn key<'py>(k: Bound<'py, PyAny>) -> Result<Bound<'py, PyString>, Refusal> {
+    match k.cast_into::<PyString>() {
+        Ok(key) => Ok(key),
+        Err(e) => {
+            let k = e.into_inner();
+            Err(Refusal::Unsupported(format!(
+                "dict keys must be str, got {} ({})",
+                type_name(&k),
+                k.repr()?.to_string_lossy()
+            )))
+        }
     }
+}
+
+/// A refusal on its way out of nested values: the steps are collected innermost first, so
+/// a value that converts costs nothing for its path.
+struct Failed<'py> {
+    steps: Vec<Step<'py>>,
+    why: Refusal,
+}
+
+impl<'py> Failed<'py> {
+    fn at(mut self, step: Step<'py>) -> Self {
+        self.steps.push(step);
+        self
+    }
+
+    fn into_err(self, root: &'static str) -> PyErr {
+        let path = Path {
+            root,
+            steps: self.steps.into_iter().rev().collect(),
+        };
+        match self.why {
+            Refusal::Invalid(why) => path.invalid(why),
+            Refusal::Unsupported(why) => path.unsupported(why),
+            Refusal::Python(e) => e,
+        }
+    }
+}
+
+impl From<Refusal> for Failed<'_> {
+    fn from(why: Refusal) -> Self {
+        Failed {
+            steps: Vec::new(),
+            why,
+        }
+    }
+}
+
+impl From<PyErr> for Failed<'_> {
+    fn from(e: PyErr) -> Self {
+        Refusal::Python(e).into()
+    }
+}
+
+fn too_deep(depth: usize) -> Result<(), Refusal> {
+    if depth > MAX_DEPTH {
+        return Err(Refusal::Invalid(format!(
+            "nested more than {MAX_DEPTH} levels deep (or contains itself)"
+        )));
+    }
+    Ok(())
+}
+
+/// A core refusal of a number (NaN, infinity): its reason, at the value's path.
+fn core_refusal(e: outbound::Error) -> Refusal {
+    match e {
+        outbound::Error::InvalidField { reason, .. } => Refusal::Invalid(reason),
+        other => Refusal::Invalid(other.to_string()),
+    }
+}
+
+/// `properties`, `traits` or `context` as the caller gave it: the core's encoder walks it
+/// through [`WriteJson`], so no `Value` is built on the way.
+pub(crate) struct PyJson<'py> {
+    obj: Bound<'py, PyAny>,
+    root: &'static str,
+}
+
+/// An error of a call: the core's (validation, queue full, ...) or one raised here.
+pub(crate) enum CallError {
+    Core(outbound::Error),
+    Python(PyErr),
+}
+
+impl From<outbound::Error> for CallError {
+    fn from(e: outbound::Error) -> Self {
+        CallError::Core(e)
+    }
+}
+
+impl WriteJson for PyJson<'_> {
+    type Error = CallError;
+
+    fn write_json(&self, w: &mut Writer<'_>) -> Result<(), CallError> {
+        write(&self.obj, w, 0).map_err(|f| CallError::Python(f.into_err(self.root)))
+    }
+}
+
+fn write<'py>(
+    obj: &Bound<'py, PyAny>,
+    w: &mut Writer<'_>,
+    depth: usize,
+) -> Result<(), Failed<'py>> {
+    too_deep(depth)?;
+    match shape(obj)? {
+        Shape::Null => w.null(),
+        Shape::Bool(b) => w.bool(b),
+        Shape::Str(s) => w.str(s.to_str()?),
+        Shape::Int(i) => w.i64(i),
+        Shape::UInt(u) => w.u64(u),
+        Shape::Float(f) => w.f64(f).map_err(core_refusal)?,
+        Shape::Text(t) => w.str(&t),
+        Shape::Dict(d) => {
+            let mut o = w.object().map_err(core_refusal)?;
+            for (k, v) in d.iter() {
+                let k = key(k)?;
+                let inner = o.key(k.to_str()?);
+                if let Err(f) = write(&v, inner, depth + 1) {
+                    return Err(f.at(Step::Key(k)));
+                }
+            }
+            o.end();
+        }
+        Shape::List(l) => write_items(l.iter(), w, depth)?,
+        Shape::Tuple(t) => write_items(t.iter(), w, depth)?,
+    }
+    Ok(())
+}
+
+fn write_items<'py>(
+    items: impl Iterator<Item = Bound<'py, PyAny>>,
+    w: &mut Writer<'_>,
+    depth: usize,
+) -> Result<(), Failed<'py>> {
+    let mut a = w.array().map_err(core_refusal)?;
+    for (i, item) in items.enumerate() {
+        if let Err(f) = write(&item, a.item(), depth + 1) {
+            return Err(f.at(Step::Index(i)));
+        }
+    }
+    a.end();
+    Ok(())
+}
+
+/// Converts any Python value the rules allow into a core `Value` (for the calls that need
+/// one: `sign`, `verify`, trait values); `path` names it in errors.
+pub(crate) fn to_value<'py>(obj: &Bound<'py, PyAny>, path: &mut Path<'py>) -> PyResult<Value> {
+    value(obj, 0).map_err(|f| {
+        let mut f = f;
+        f.steps.extend(path.steps.drain(..).rev());
+        f.into_err(path.root)
+    })
+}
+
+fn value<'py>(obj: &Bound<'py, PyAny>, depth: usize) -> Result<Value, Failed<'py>> {
+    too_deep(depth)?;
+    Ok(match shape(obj)? {
+        Shape::Null => Value::Null,
+        Shape::Bool(b) => Value::Bool(b),
+        Shape::Str(s) => Value::String(s.to_str()?.to_owned()),
+        Shape::Int(i) => Value::from(i),
+        Shape::UInt(u) => Value::from(u),
+        Shape::Float(f) => match serde_json::Number::from_f64(f) {
+            Some(n) => Value::Number(n),
+            None => {
+                // The core's writer refuses it: its reason, named as everywhere else.
+                let mut scratch = Vec::new();
+                let e = Writer::new(&mut scratch).f64(f).expect_err("not finite");
+                return Err(core_refusal(e).into());
+            }
+        },
+        Shape::Text(t) => Value::String(t),
+        Shape::Dict(d) => {
+            let mut map = Map::new();
+            for (k, v) in d.iter() {
+                let k = key(k)?;
+                let name = k.to_str()?.to_owned();
+                match value(&v, depth + 1) {
+                    Ok(v) => {
+                        map.insert(name, v);
+                    }
+                    Err(f) => return Err(f.at(Step::Key(k))),
+                }
+            }
+            Value::Object(map)
+        }
+        Shape::List(l) => array(l.iter(), depth)?,
+        Shape::Tuple(t) => array(t.iter(), depth)?,
+    })
 }
 
 fn array<'py>(
     items: impl Iterator<Item = Bound<'py, PyAny>>,
-    path: &mut Path<'py>,
-) -> PyResult<Value> {
+    depth: usize,
+) -> Result<Value, Failed<'py>> {
     let mut out = Vec::new();
     for (i, item) in items.enumerate() {
-        path.steps.push(Step::Index(i));
-        out.push(to_value(&item, path)?);
-        path.steps.pop();
+        match value(&item, depth + 1) {
+            Ok(v) => out.push(v),
+            Err(f) => return Err(f.at(Step::Index(i))),
+        }
     }
     Ok(Value::Array(out))
 }
 
-/// `properties`, `traits`, `context`, `integrations`: a dict, or None.
+/// `properties`, `traits`, `context`: a dict, or None; written by the core as it is.
+pub(crate) fn json_object<'py>(
+    obj: Option<&Bound<'py, PyAny>>,
+    field: &'static str,
+) -> PyResult<Option<PyJson<'py>>> {
+    let Some(obj) = obj.filter(|o| !o.is_none()) else {
+        return Ok(None);
+    };
+    if obj.cast::<PyDict>().is_err() {
+        return Err(Path::new(field).unsupported(format!("must be a dict, got {}", type_name(obj))));
+    }
+    Ok(Some(PyJson {
+        obj: obj.clone(),
+        root: field,
+    }))
+}
+
+/// `integrations`: a dict, or None, as a core object (the core reads its flags).
 pub(crate) fn object(
     obj: Option<&Bound<'_, PyAny>>,
     field: &'static str,
@@ -288,12 +527,12 @@ pub(crate) fn id(obj: Option<&Bound<'_, PyAny>>, field: &'static str) -> PyResul
         return Ok(None);
     };
     if let Ok(s) = obj.cast::<PyString>() {
-        return Ok(Some(s.to_cow()?.into_owned()));
+        return Ok(Some(s.to_str()?.to_owned()));
     }
     let ok = (obj.cast::<PyInt>().is_ok() && obj.cast::<PyBool>().is_err())
         || is_instance(obj, &UUID, "uuid", "UUID")?;
     if ok {
-        return Ok(Some(obj.str()?.to_cow()?.into_owned()));
+        return Ok(Some(obj.str()?.to_str()?.to_owned()));
     }
     Err(Path::new(field).unsupported(format!("must be a str or int, got {}", type_name(obj))))
 }
@@ -307,7 +546,7 @@ pub(crate) fn text(
         return Ok(None);
     };
     match obj.cast::<PyString>() {
-        Ok(s) => Ok(Some(s.to_cow()?.into_owned())),
+        Ok(s) => Ok(Some(s.to_str()?.to_owned())),
         Err(_) => {
             Err(Path::new(field).unsupported(format!("must be a str, got {}", type_name(obj))))
         }
@@ -321,7 +560,7 @@ pub(crate) fn timestamp(obj: Option<&Bound<'_, PyAny>>) -> PyResult<Option<Offse
     };
     let path = Path::new("timestamp");
     if let Ok(s) = obj.cast::<PyString>() {
-        return outbound::timestamp::parse(&s.to_cow()?)
+        return outbound::timestamp::parse(s.to_str()?)
             .map(Some)
             .map_err(crate::errors::to_py);
     }

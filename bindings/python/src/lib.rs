@@ -7,7 +7,7 @@ mod errors;
 
 #[pyo3::pymodule]
 mod _native {
-    use crate::convert::{self, Path};
+    use crate::convert::{self, CallError, Path};
     use crate::errors::{self, to_py};
     use outbound::{
         Config, Error, Kind, Level, Message, Outcome, RetryPolicy, SignatureError, SignatureScheme,
@@ -154,51 +154,52 @@ mod _native {
         }
 
         /// Validates and queues one message; returns its id, or None when the queue is full
-        /// (the drop is counted in `stats()` and logged).
-        #[pyo3(signature = (kind, *, user_id=None, anonymous_id=None, message_id=None,
-            timestamp=None, context=None, integrations=None, event=None, name=None,
-            category=None, group_id=None, previous_id=None, properties=None, traits=None))]
+        /// (the drop is counted in `stats()` and logged). Every argument is positional (the
+        /// quickest call); `outbound.Client` gives them names and defaults.
+        #[pyo3(signature = (kind, user_id, anonymous_id, message_id, timestamp, context,
+            integrations, event, name, category, group_id, previous_id, properties, traits, /))]
         #[allow(clippy::too_many_arguments)]
-        fn enqueue(
+        fn enqueue<'py>(
             &self,
             kind: &str,
-            user_id: Option<&Bound<'_, PyAny>>,
-            anonymous_id: Option<&Bound<'_, PyAny>>,
-            message_id: Option<&Bound<'_, PyAny>>,
-            timestamp: Option<&Bound<'_, PyAny>>,
-            context: Option<&Bound<'_, PyAny>>,
-            integrations: Option<&Bound<'_, PyAny>>,
-            event: Option<&Bound<'_, PyAny>>,
-            name: Option<&Bound<'_, PyAny>>,
-            category: Option<&Bound<'_, PyAny>>,
-            group_id: Option<&Bound<'_, PyAny>>,
-            previous_id: Option<&Bound<'_, PyAny>>,
-            properties: Option<&Bound<'_, PyAny>>,
-            traits: Option<&Bound<'_, PyAny>>,
+            user_id: Option<&Bound<'py, PyAny>>,
+            anonymous_id: Option<&Bound<'py, PyAny>>,
+            message_id: Option<&Bound<'py, PyAny>>,
+            timestamp: Option<&Bound<'py, PyAny>>,
+            context: Option<&Bound<'py, PyAny>>,
+            integrations: Option<&Bound<'py, PyAny>>,
+            event: Option<&Bound<'py, PyAny>>,
+            name: Option<&Bound<'py, PyAny>>,
+            category: Option<&Bound<'py, PyAny>>,
+            group_id: Option<&Bound<'py, PyAny>>,
+            previous_id: Option<&Bound<'py, PyAny>>,
+            properties: Option<&Bound<'py, PyAny>>,
+            traits: Option<&Bound<'py, PyAny>>,
         ) -> PyResult<Option<String>> {
             let kind = Kind::parse(kind).ok_or_else(|| {
                 pyo3::exceptions::PyValueError::new_err(format!("unknown call {kind:?}"))
             })?;
             let msg = Message {
+                kind,
                 user_id: convert::id(user_id, "user_id")?,
                 anonymous_id: convert::id(anonymous_id, "anonymous_id")?,
                 message_id: convert::text(message_id, "message_id")?,
                 timestamp: convert::timestamp(timestamp)?,
-                context: convert::object(context, "context")?,
+                context: convert::json_object(context, "context")?,
                 integrations: convert::object(integrations, "integrations")?,
                 event: convert::text(event, "event")?,
                 name: convert::text(name, "name")?,
                 category: convert::text(category, "category")?,
                 group_id: convert::id(group_id, "group_id")?,
                 previous_id: convert::id(previous_id, "previous_id")?,
-                properties: convert::object(properties, "properties")?,
-                traits: convert::object(traits, "traits")?,
-                ..Message::new(kind)
+                properties: convert::json_object(properties, "properties")?,
+                traits: convert::json_object(traits, "traits")?,
             };
-            match self.inner.enqueue(&msg) {
+            match self.inner.enqueue_with(&msg) {
                 Ok(id) => Ok(Some(id)),
-                Err(Error::QueueFull { .. } | Error::SpoolFull { .. }) => Ok(None),
-                Err(e) => Err(to_py(e)),
+                Err(CallError::Core(Error::QueueFull { .. } | Error::SpoolFull { .. })) => Ok(None),
+                Err(CallError::Core(e)) => Err(to_py(e)),
+                Err(CallError::Python(e)) => Err(e),
             }
         }
 

@@ -1,16 +1,15 @@
 //! The open ingestion batch: it closes at `flush_at` messages, before it would pass
 //! 500,000 body bytes, or `flush_interval` after its first message (design §5).
 
-use crate::ingestion::{body_len, MAX_BATCH_BYTES};
+use crate::ingestion::{body_len, Element, MAX_BATCH_BYTES};
 use crate::lane::Batch;
 use crate::retry::after;
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 pub(crate) struct Batcher {
     flush_at: usize,
     interval: Duration,
-    open: Vec<(u64, Arc<[u8]>)>,
+    open: Vec<(u64, Element)>,
     bytes: usize,
     deadline: Option<Instant>,
 }
@@ -31,7 +30,7 @@ impl Batcher {
     pub(crate) fn add(
         &mut self,
         seq: u64,
-        bytes: Arc<[u8]>,
+        bytes: Element,
         now: Instant,
     ) -> impl Iterator<Item = Batch> {
         let len = bytes.len();
@@ -59,11 +58,19 @@ impl Batcher {
         if self.open.is_empty() {
             return None;
         }
+        // The next batch gets room for a full batch at once: growing by doubling would
+        // leave up to half of each queued batch's list unused.
+        let next = Vec::with_capacity(self.flush_at.min(1024));
         Some(Batch {
-            msgs: std::mem::take(&mut self.open),
+            msgs: std::mem::replace(&mut self.open, next),
             first: None,
             attempts: 0,
         })
+    }
+
+    /// Messages that would fill the open batch.
+    pub(crate) fn room(&self) -> usize {
+        self.flush_at.saturating_sub(self.open.len())
     }
 
     /// When the open batch must close.
@@ -76,8 +83,8 @@ impl Batcher {
 mod tests {
     use super::*;
 
-    fn msg(len: usize) -> Arc<[u8]> {
-        vec![b'x'; len].into()
+    fn msg(len: usize) -> Element {
+        Element::own(vec![b'x'; len].into())
     }
 
     #[test]

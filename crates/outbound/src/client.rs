@@ -1,9 +1,12 @@
 //! The client handle: validates and serializes on the caller's thread, then hands the bytes
 //! to the scheduler without ever blocking.
 
+use crate::canonical_json::{self, WriteJson};
 use crate::config::{Config, SignatureScheme, MAX_WEBHOOKS};
+use crate::encode::Parts;
 use crate::error::Error;
-use crate::ingestion::{self, Endpoint};
+use crate::inbox::{self, Inbox};
+use crate::ingestion::{self, Element, Endpoint};
 use crate::lane::Delivery;
 use crate::log::{Level, Logger};
 use crate::message::Message;
@@ -44,7 +47,7 @@ pub struct Client {
 /// One generation of threads and queue (a forked child gets a new one).
 struct Engine {
     /// To the spool writer when there is a spool, else to the scheduler.
-    tx: Sender<Command>,
+    tx: To,
     shared: Arc<Shared>,
     scheduler: Mutex<Option<JoinHandle<()>>>,
     scheduler_id: ThreadId,
@@ -68,7 +71,7 @@ impl Engine {
             logger: logger.clone(),
         });
         let shared = Arc::new(Shared::default());
-        let (tx, commands) = crossbeam_channel::unbounded();
+        let (inbox, mailbox) = inbox::inbox();
         let spawn = |name: &str, f: Box<dyn FnOnce() + Send>| {
             std::thread::Builder::new()
                 .name(name.into())
@@ -76,12 +79,12 @@ impl Engine {
                 .map_err(|e| Error::config("workers", format!("cannot start a thread: {e}")))
         };
         let (mut spooler, mut spool_lock, mut ops) = (None, None, None);
-        let commands = match &config.spool {
-            None => commands,
+        let tx = match &config.spool {
+            None => To::Scheduler(inbox),
             Some(dir) => {
+                let (tx, commands) = crossbeam_channel::unbounded();
                 let store = Store::open(dir)?;
                 spool_lock = store.lock_fd();
-                let (to_scheduler, scheduler_rx) = crossbeam_channel::unbounded();
                 let (ops_tx, ops_rx) = crossbeam_channel::unbounded();
                 ops = Some(ops_tx);
                 let urls: Vec<String> = config.webhooks.iter().map(|w| w.url.clone()).collect();
@@ -89,7 +92,7 @@ impl Engine {
                     store,
                     shared: shared.clone(),
                     commands,
-                    scheduler: to_scheduler,
+                    scheduler: inbox,
                     ops: ops_rx,
                     commit_every: config.spool_commit_interval,
                     capacity: config.max_queue_size as u64,
@@ -98,13 +101,13 @@ impl Engine {
                     logger: logger.clone(),
                 };
                 spooler = Some(spawn("outbound-spool", Box::new(move || writer.run()))?);
-                scheduler_rx
+                To::Spooler(tx)
             }
         };
         let scheduler = Scheduler::new(
             config,
             shared.clone(),
-            commands,
+            mailbox,
             delivery,
             ops,
             logger.clone(),
@@ -137,6 +140,35 @@ impl Engine {
         } else {
             let _gate = self.shared.gate.lock().unwrap_or_else(|e| e.into_inner());
             self.shared.callbacks_off.store(true, SeqCst);
+        }
+    }
+}
+
+/// Where commands go first.
+enum To {
+    Scheduler(Inbox),
+    /// The spool writer, which passes them on once they are on disk.
+    Spooler(Sender<Command>),
+}
+
+impl To {
+    fn send(&self, cmd: Command) {
+        match self {
+            To::Scheduler(inbox) => inbox.send_now(cmd),
+            // The spool writer outlives every open client, so this cannot fail while not closed.
+            To::Spooler(tx) => drop(tx.send(cmd)),
+        }
+    }
+
+    /// An accepted message: a message for ingestion alone waits for its batch to fill or
+    /// for `flush_interval` without waking the scheduler; one for webhooks goes at once.
+    fn message(&self, item: Item, flush_interval: Duration) {
+        match self {
+            To::Scheduler(inbox) if item.hook.is_none() => {
+                let due = after(item.accepted, flush_interval);
+                inbox.send_lazy(Command::Message(item), due);
+            }
+            _ => self.send(Command::Message(item)),
         }
     }
 }
@@ -189,15 +221,22 @@ impl Client {
         &self.config
     }
 
-    /// Validates `msg`, serializes it once per destination, and queues it. Returns the
+    /// Validates `msg`, writes the body of each destination it goes to, and queues it. Returns the
     /// message id. Never blocks: a full queue is an immediate [`Error::QueueFull`].
     pub fn enqueue(&self, msg: &Message) -> Result<String, Error> {
+        self.enqueue_with(msg)
+    }
+
+    /// [`enqueue`](Self::enqueue) for a message whose objects are the caller's own
+    /// ([`WriteJson`]): they are written straight into the bodies, with no intermediate
+    /// JSON value. Errors are the walker's own type, which carries this crate's.
+    pub fn enqueue_with<O: WriteJson>(&self, msg: &Message<O>) -> Result<String, O::Error> {
         let engine = self.engine.load();
         let shared = &*engine.shared;
         shared.calls.fetch_add(1, SeqCst);
         let _call = CallGuard(shared);
         if shared.closed.load(SeqCst) {
-            return Err(Error::Closed);
+            return Err(Error::Closed.into());
         }
         let item = self.encode(msg)?;
         if self.config.spool.is_some() {
@@ -212,7 +251,7 @@ impl Client {
                 self.logger.log(Level::Warn, || {
                     format!("spool full ({limit} bytes): dropped message {}", item.id)
                 });
-                return Err(Error::SpoolFull { limit });
+                return Err(Error::SpoolFull { limit }.into());
             }
         }
         let capacity = self.config.max_queue_size as u64;
@@ -225,16 +264,16 @@ impl Client {
             });
             return Err(Error::QueueFull {
                 capacity: self.config.max_queue_size,
-            });
+            }
+            .into());
         }
         shared.counters.accepted.fetch_add(1, Relaxed);
         let id = item.id.to_string();
-        // The scheduler outlives every open client, so this cannot fail while not closed.
-        let _ = engine.tx.send(Command::Message(item));
+        engine.tx.message(item, self.config.flush_interval);
         Ok(id)
     }
 
-    fn encode(&self, msg: &Message) -> Result<Item, Error> {
+    fn encode<O: WriteJson>(&self, msg: &Message<O>) -> Result<Item, O::Error> {
         let hooks_on = !self.config.webhooks.is_empty();
         validate::validate(msg, hooks_on)?;
         let id: Arc<str> = match &msg.message_id {
@@ -248,7 +287,7 @@ impl Client {
         };
         let mut ts = [0u8; timestamp::LEN];
         timestamp::write(msg.timestamp.unwrap_or_else(timestamp::now), &mut ts)?;
-        let check = |bytes: Vec<u8>| {
+        let check = |bytes: Vec<u8>| -> Result<Vec<u8>, Error> {
             if bytes.len() > MAX_MESSAGE_BYTES {
                 Err(Error::MessageTooLarge {
                     size: bytes.len(),
@@ -258,23 +297,50 @@ impl Client {
                 Ok(bytes)
             }
         };
-        let ingest = match self.config.write_key.is_some() && msg.kind != crate::Kind::Delete {
-            true => {
-                let mut out = Vec::with_capacity(256);
-                ingestion::encode(msg, &id, &ts, &mut out)?;
-                Some(Arc::from(check(out)?))
-            }
-            false => None,
-        };
+        let parts = Parts::write(msg)?;
+        let to_ingestion = self.config.write_key.is_some() && msg.kind != crate::Kind::Delete;
+        let mut id_at = None;
         let hook = match hooks_on && webhook::wanted(msg.integrations.as_ref()) {
             true => {
-                let mut out = Vec::with_capacity(256);
-                webhook::encode(msg, &id, &ts, &mut out)?;
-                Some(Arc::from(check(out)?))
+                let mut out = Vec::with_capacity(parts.len() + 200);
+                id_at = webhook::encode(msg, &parts, &id, &ts, &mut out);
+                Some(Arc::<[u8]>::from(check(out)?))
             }
             false => None,
         };
-        Ok(Item { id, ingest, hook })
+        // With both destinations, the ingestion element is read from the webhook body when
+        // it holds every byte of it: the message's bytes are stored once.
+        let shared = match (&hook, id_at) {
+            (Some(body), Some(at)) if to_ingestion => Element::in_hook(msg, body, at),
+            _ => None,
+        };
+        let ingest = match (to_ingestion, shared) {
+            (true, Some(element)) => {
+                debug_assert_eq!(element.to_vec(), {
+                    let mut own = Vec::new();
+                    ingestion::encode(msg, &parts, &id, &ts, &mut own);
+                    own
+                });
+                Some(element)
+            }
+            (true, None) => {
+                let mut out = Vec::with_capacity(parts.len() + 200);
+                id_at = ingestion::encode(msg, &parts, &id, &ts, &mut out);
+                Some(Element::own(Arc::from(check(out)?)))
+            }
+            (false, _) => None,
+        };
+        // The scheduler finds the id in the bytes only where they hold it unescaped.
+        let id_at = id_at
+            .filter(|_| canonical_json::is_plain(&id))
+            .and_then(|at| u16::try_from(at).ok());
+        Ok(Item {
+            id,
+            id_at,
+            ingest,
+            hook,
+            accepted: Instant::now(),
+        })
     }
 
     /// Sends what is waiting for a batch now, and waits until every message accepted before
@@ -286,11 +352,11 @@ impl Client {
         let before = self.losses(&engine);
         if engine.on_scheduler() {
             // Inside an outcome callback: the scheduler cannot progress while we wait.
-            let _ = engine.tx.send(Command::Flush(None));
+            engine.tx.send(Command::Flush(None));
             return engine.shared.pending.load(Acquire) == 0 && self.losses(&engine) == before;
         }
         let barrier = Arc::new(AtomicU64::new(u64::MAX));
-        let _ = engine.tx.send(Command::Flush(Some(barrier.clone())));
+        engine.tx.send(Command::Flush(Some(barrier.clone())));
         let deadline = after(Instant::now(), timeout.unwrap_or(DEFAULT_WAIT));
         let ended = engine.shared.wait_until(deadline, |s| {
             let b = barrier.load(SeqCst);
@@ -325,7 +391,7 @@ impl Client {
             std::thread::yield_now();
         }
         let before = self.losses(&engine);
-        let _ = engine.tx.send(Command::Flush(None));
+        engine.tx.send(Command::Flush(None));
         let on_scheduler = engine.on_scheduler();
         let idle = if on_scheduler {
             engine.shared.pending.load(Acquire) == 0
@@ -334,7 +400,7 @@ impl Client {
                 .shared
                 .wait_until(deadline, |s| s.pending.load(Acquire) == 0)
         };
-        let _ = engine.tx.send(Command::Shutdown);
+        engine.tx.send(Command::Shutdown);
         let handle = engine
             .scheduler
             .lock()

@@ -1,9 +1,9 @@
 //! A small writer for the top level of the message bodies we build. Our own keys are never
 //! array indices, so writing them in order keeps the object canonical (see `canonical_json`).
 
-use crate::canonical_json::{write_object, write_str};
-use crate::error::Error;
-use crate::message::Object;
+use crate::canonical_json::{write_str, WriteJson, Writer};
+use crate::message::{Message, Object};
+use std::ops::Range;
 
 pub(crate) struct Obj<'a> {
     out: &'a mut Vec<u8>,
@@ -16,57 +16,54 @@ impl<'a> Obj<'a> {
         Obj { out, first: true }
     }
 
-    fn key(&mut self, key: &str) {
+    /// Our keys are ASCII constants that need no escape: written as they are.
+    fn key(&mut self, key: &'static str) {
+        debug_assert!(!key.bytes().any(|b| b < 0x20 || b == b'"' || b == b'\\'));
         if !std::mem::take(&mut self.first) {
             self.out.push(b',');
         }
-        write_str(self.out, key);
-        self.out.push(b':');
+        self.out.push(b'"');
+        self.out.extend_from_slice(key.as_bytes());
+        self.out.extend_from_slice(b"\":");
     }
 
-    pub(crate) fn raw(&mut self, key: &str, raw: &[u8]) {
+    pub(crate) fn raw(&mut self, key: &'static str, raw: &[u8]) {
         self.key(key);
         self.out.extend_from_slice(raw);
     }
 
-    pub(crate) fn str(&mut self, key: &str, value: &str) {
+    pub(crate) fn str(&mut self, key: &'static str, value: &str) {
         self.key(key);
         write_str(self.out, value);
     }
 
-    pub(crate) fn opt_str(&mut self, key: &str, value: Option<&String>) {
+    /// Writes a string value; returns where its text starts (the text as given when it
+    /// needs no escapes).
+    pub(crate) fn str_at(&mut self, key: &'static str, value: &str) -> usize {
+        self.key(key);
+        let at = self.out.len() + 1;
+        write_str(self.out, value);
+        at
+    }
+
+    pub(crate) fn opt_str(&mut self, key: &'static str, value: Option<&String>) {
         if let Some(v) = value {
             self.str(key, v);
         }
     }
 
     /// Writes the timestamp (already formatted, ASCII).
-    pub(crate) fn ts(&mut self, key: &str, ts: &[u8]) {
+    pub(crate) fn ts(&mut self, key: &'static str, ts: &[u8]) {
         self.key(key);
         self.out.push(b'"');
         self.out.extend_from_slice(ts);
         self.out.push(b'"');
     }
 
-    /// Writes `map` (or `{}` when absent) under `key`; `replace` as in `write_object`.
-    pub(crate) fn object(
-        &mut self,
-        key: &str,
-        map: Option<&Object>,
-        replace: Option<(&str, &[u8])>,
-    ) -> Result<(), Error> {
-        self.key(key);
-        static EMPTY: std::sync::OnceLock<Object> = std::sync::OnceLock::new();
-        let map = map.unwrap_or_else(|| EMPTY.get_or_init(Object::new));
-        write_object(self.out, map, 1, replace).map_err(|e| at(key, e))
-    }
-
-    pub(crate) fn opt_object(&mut self, key: &str, map: Option<&Object>) -> Result<(), Error> {
-        if let Some(m) = map {
-            self.key(key);
-            write_value_obj(self.out, m).map_err(|e| at(key, e))?;
+    pub(crate) fn opt_raw(&mut self, key: &'static str, raw: Option<&[u8]>) {
+        if let Some(raw) = raw {
+            self.raw(key, raw);
         }
-        Ok(())
     }
 
     pub(crate) fn end(self) {
@@ -74,16 +71,85 @@ impl<'a> Obj<'a> {
     }
 }
 
-fn write_value_obj(out: &mut Vec<u8>, map: &Object) -> Result<(), Error> {
-    write_object(out, map, 1, None)
+/// A message's free-form objects in canonical bytes, written once and copied into the body
+/// of each destination.
+pub(crate) struct Parts {
+    buf: Vec<u8>,
+    properties: Option<Range<usize>>,
+    traits: Option<Range<usize>>,
+    context: Range<usize>,
+    integrations: Option<Range<usize>>,
 }
 
-/// Names the top-level field in a depth error (`properties: nested deeper than 128 levels`).
-fn at(key: &str, e: Error) -> Error {
-    match e {
-        Error::InvalidField { reason, .. } => Error::invalid(key, reason),
-        other => other,
+impl Parts {
+    /// Writes the objects of `msg` (every one, whether or not a destination will carry it,
+    /// so a bad value is refused even when `integrations` send the message nowhere).
+    pub(crate) fn write<O: WriteJson>(msg: &Message<O>) -> Result<Parts, O::Error> {
+        let mut buf = Vec::with_capacity(256);
+        let properties = part(&mut buf, "properties", msg.properties.as_ref(), false)?;
+        let traits = part(&mut buf, "traits", msg.traits.as_ref(), false)?;
+        let context = part(&mut buf, "context", msg.context.as_ref(), true)?
+            .expect("context is always written");
+        let integrations =
+            part::<Object>(&mut buf, "integrations", msg.integrations.as_ref(), false)
+                .map_err(O::Error::from)?;
+        Ok(Parts {
+            buf,
+            properties,
+            traits,
+            context,
+            integrations,
+        })
     }
+
+    /// Bytes of all the objects together (a size hint for the bodies).
+    pub(crate) fn len(&self) -> usize {
+        self.buf.len()
+    }
+
+    pub(crate) fn properties(&self) -> Option<&[u8]> {
+        self.properties.clone().map(|r| &self.buf[r])
+    }
+
+    /// `properties`, or `{}` when absent.
+    pub(crate) fn properties_or_empty(&self) -> &[u8] {
+        self.properties().unwrap_or(b"{}")
+    }
+
+    /// `traits`, or `{}` when absent.
+    pub(crate) fn traits_or_empty(&self) -> &[u8] {
+        self.traits.clone().map_or(b"{}", |r| &self.buf[r])
+    }
+
+    /// `context`, with `library` always ours.
+    pub(crate) fn context(&self) -> &[u8] {
+        &self.buf[self.context.clone()]
+    }
+
+    pub(crate) fn integrations(&self) -> Option<&[u8]> {
+        self.integrations.clone().map(|r| &self.buf[r])
+    }
+}
+
+/// Writes `value` (for `context`: `{}` when absent, with `library` replaced) into `buf`.
+fn part<O: WriteJson>(
+    buf: &mut Vec<u8>,
+    field: &'static str,
+    value: Option<&O>,
+    context: bool,
+) -> Result<Option<Range<usize>>, O::Error> {
+    let start = buf.len();
+    // The object's own entries are one level down: depth 1, as for a nested value.
+    let mut w = Writer::at_depth(buf, 1, field);
+    if context {
+        w.replace_in_next_object("library", LIBRARY.as_bytes());
+    }
+    match value {
+        Some(v) => v.write_json(&mut w)?,
+        None if context => w.object()?.end(),
+        None => return Ok(None),
+    }
+    Ok(Some(start..buf.len()))
 }
 
 /// The `context.library` value: who sent this.

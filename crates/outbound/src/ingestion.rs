@@ -1,13 +1,13 @@
 //! The ingestion destination: Segment-compatible `POST {endpoint}/v1/batch` (design §5).
 
 use crate::config::Config;
-use crate::encode::{Obj, LIBRARY};
-use crate::error::Error;
+use crate::encode::{Obj, Parts};
 use crate::message::{Kind, Message};
 use crate::timestamp;
 use crate::transport::{Attempt, Transport};
 use base64::Engine as _;
 use std::io::Write;
+use std::sync::Arc;
 use ureq::http::{HeaderName, HeaderValue};
 
 /// A batch body never exceeds this many bytes (before gzip).
@@ -22,41 +22,147 @@ pub(crate) fn body_len(count: usize, sum: usize) -> usize {
     OVERHEAD + sum + count.saturating_sub(1)
 }
 
-/// Writes one message in the ingestion form:
+/// Writes one message in the ingestion form (returns where the id's text starts):
 /// `{"type","messageId","timestamp","userId","anonymousId",<call fields>,"context","integrations"}`.
-pub(crate) fn encode(msg: &Message, id: &str, ts: &[u8], out: &mut Vec<u8>) -> Result<(), Error> {
+pub(crate) fn encode<O>(
+    msg: &Message<O>,
+    parts: &Parts,
+    id: &str,
+    ts: &[u8],
+    out: &mut Vec<u8>,
+) -> Option<usize> {
     let mut o = Obj::begin(out);
     o.str("type", msg.kind.as_str());
-    o.str("messageId", id);
+    let id_at = o.str_at("messageId", id);
     o.ts("timestamp", ts);
     o.opt_str("userId", msg.user_id.as_ref());
     o.opt_str("anonymousId", msg.anonymous_id.as_ref());
     match msg.kind {
         Kind::Track => {
             o.opt_str("event", msg.event.as_ref());
-            o.object("properties", msg.properties.as_ref(), None)?;
+            o.raw("properties", parts.properties_or_empty());
         }
         Kind::Page | Kind::Screen => {
             o.opt_str("name", msg.name.as_ref());
             o.opt_str("category", msg.category.as_ref());
-            o.object("properties", msg.properties.as_ref(), None)?;
+            o.raw("properties", parts.properties_or_empty());
         }
-        Kind::Identify => o.object("traits", msg.traits.as_ref(), None)?,
+        Kind::Identify => o.raw("traits", parts.traits_or_empty()),
         Kind::Group => {
             o.opt_str("groupId", msg.group_id.as_ref());
-            o.object("traits", msg.traits.as_ref(), None)?;
+            o.raw("traits", parts.traits_or_empty());
         }
         Kind::Alias => o.opt_str("previousId", msg.previous_id.as_ref()),
         Kind::Delete => {}
     }
-    o.object(
-        "context",
-        msg.context.as_ref(),
-        Some(("library", LIBRARY.as_bytes())),
-    )?;
-    o.opt_object("integrations", msg.integrations.as_ref())?;
+    o.raw("context", parts.context());
+    o.opt_raw("integrations", parts.integrations());
     o.end();
-    Ok(())
+    Some(id_at)
+}
+
+/// A message's ingestion element, its bytes stored once: its own bytes, or the message's
+/// webhook body (the very bytes the webhook lanes send), which holds every byte of the
+/// element in another order. For track, page, identify, group and a screen with properties
+/// the webhook body is `{"version":1,"type":K,` + M + `,"messageId":I,"timestamp":T}` and
+/// the element is `{"type":K,"messageId":I,"timestamp":T,` + M + `}`, with the same M (the
+/// ids, the call's fields, context, integrations).
+#[derive(Clone)]
+pub(crate) struct Element {
+    bytes: Arc<[u8]>,
+    /// 0: `bytes` is the element. Otherwise `bytes` is the webhook body and this is where
+    /// its `,"messageId":` starts.
+    id_key: u16,
+    kind: Kind,
+}
+
+const HOOK_HEAD: &[u8] = b"{\"version\":1,\"type\":\"";
+const ID_KEY: &[u8] = b",\"messageId\":";
+const TS_KEY: &[u8] = b",\"timestamp\":";
+/// The end of a webhook body: `,"timestamp":"` + 24 + `"}`.
+const HOOK_TAIL: usize = TS_KEY.len() + timestamp::LEN + 3;
+
+impl Element {
+    /// An element in bytes of its own.
+    pub(crate) fn own(bytes: Arc<[u8]>) -> Element {
+        Element {
+            bytes,
+            id_key: 0,
+            kind: Kind::Track,
+        }
+    }
+
+    /// The element of the message whose webhook body is `hook`, when it can be read from
+    /// it (see the type); `id_at` is where the id's text starts in `hook`.
+    pub(crate) fn in_hook<O>(msg: &Message<O>, hook: &Arc<[u8]>, id_at: usize) -> Option<Element> {
+        let same = match msg.kind {
+            Kind::Track | Kind::Page | Kind::Identify | Kind::Group => true,
+            Kind::Screen => msg.properties.is_some(),
+            Kind::Alias | Kind::Delete => false,
+        };
+        let id_key = u16::try_from(id_at.checked_sub(ID_KEY.len() + 1)?).ok()?;
+        (same && id_key > 0).then(|| Element {
+            bytes: hook.clone(),
+            id_key,
+            kind: msg.kind,
+        })
+    }
+
+    /// The bytes the element is read from (its own, or the webhook body).
+    pub(crate) fn bytes(&self) -> &Arc<[u8]> {
+        &self.bytes
+    }
+
+    /// (middle, quoted id, quoted timestamp) of a webhook body.
+    fn pieces(&self) -> (&[u8], &[u8], &[u8]) {
+        let b = &self.bytes[..];
+        let key = usize::from(self.id_key);
+        let mid = &b[HOOK_HEAD.len() + self.kind.as_str().len() + 2..key];
+        let id = &b[key + ID_KEY.len()..b.len() - HOOK_TAIL];
+        let ts = &b[b.len() - timestamp::LEN - 3..b.len() - 1];
+        (mid, id, ts)
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        if self.id_key == 0 {
+            return self.bytes.len();
+        }
+        let (mid, id, ts) = self.pieces();
+        b"{\"type\":\"".len()
+            + self.kind.as_str().len()
+            + 1
+            + ID_KEY.len()
+            + id.len()
+            + TS_KEY.len()
+            + ts.len()
+            + 1
+            + mid.len()
+            + 1
+    }
+
+    /// Appends the element's bytes to `out`.
+    pub(crate) fn write_to(&self, out: &mut Vec<u8>) {
+        if self.id_key == 0 {
+            return out.extend_from_slice(&self.bytes);
+        }
+        let (mid, id, ts) = self.pieces();
+        out.extend_from_slice(b"{\"type\":\"");
+        out.extend_from_slice(self.kind.as_str().as_bytes());
+        out.push(b'"');
+        out.extend_from_slice(ID_KEY);
+        out.extend_from_slice(id);
+        out.extend_from_slice(TS_KEY);
+        out.extend_from_slice(ts);
+        out.push(b',');
+        out.extend_from_slice(mid);
+        out.push(b'}');
+    }
+
+    pub(crate) fn to_vec(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(self.len());
+        self.write_to(&mut out);
+        out
+    }
 }
 
 /// Where and how batches are sent.
@@ -101,16 +207,16 @@ impl Endpoint {
     pub(crate) fn send<'a>(
         &self,
         transport: &Transport,
-        msgs: impl ExactSizeIterator<Item = &'a [u8]> + Clone,
+        msgs: impl ExactSizeIterator<Item = &'a Element> + Clone,
     ) -> Attempt {
-        let sum: usize = msgs.clone().map(<[u8]>::len).sum();
+        let sum: usize = msgs.clone().map(Element::len).sum();
         let mut body = Vec::with_capacity(body_len(msgs.len(), sum));
         body.extend_from_slice(b"{\"batch\":[");
         for (i, m) in msgs.enumerate() {
             if i > 0 {
                 body.push(b',');
             }
-            body.extend_from_slice(m);
+            m.write_to(&mut body);
         }
         body.extend_from_slice(b"],\"sentAt\":\"");
         let mut ts = [0u8; timestamp::LEN];
@@ -134,6 +240,52 @@ impl Endpoint {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_element_read_from_the_webhook_body_is_the_element() {
+        use crate::encode::Parts;
+        use crate::message::Object;
+        let props: Object = serde_json::from_str(r#"{"a":"x\"y","2":[1.5,null]}"#).unwrap();
+        let ints: Object = serde_json::from_str(r#"{"All":true}"#).unwrap();
+        let mut msgs = [
+            Message::track("u1", "E\n"),
+            Message::track("u1", "E").properties(props.clone()),
+            Message::page("u")
+                .name("Home")
+                .category("c")
+                .properties(props.clone()),
+            Message::screen("u").name("S").properties(props.clone()),
+            Message::identify("u").trait_("plan", "pro"),
+            Message::group("u", "g").integrations(ints),
+            Message::new(Kind::Track).anonymous_id("anon").event("E"),
+        ];
+        msgs[0].context = Some(props);
+        let ts = b"2026-11-21T09:30:00.123Z";
+        for (i, msg) in msgs.iter().enumerate() {
+            for id in ["0b8e2c1e-ff40-4c1c-9a3c-1f2e3d4c5b6a", "q\"uote", "x"] {
+                let parts = Parts::write(msg).unwrap();
+                let mut hook = Vec::new();
+                let at = crate::webhook::encode(msg, &parts, id, ts, &mut hook).unwrap();
+                let hook: Arc<[u8]> = hook.into();
+                let element = Element::in_hook(msg, &hook, at).expect("readable");
+                let mut own = Vec::new();
+                encode(msg, &parts, id, ts, &mut own);
+                assert_eq!(
+                    String::from_utf8(element.to_vec()).unwrap(),
+                    String::from_utf8(own.clone()).unwrap(),
+                    "message {i}, id {id}"
+                );
+                assert_eq!(element.len(), own.len());
+            }
+        }
+        // A screen without properties, and alias, differ between the two: not read.
+        for msg in [Message::screen("u"), Message::alias("a", "b")] {
+            let parts = Parts::write(&msg).unwrap();
+            let mut hook = Vec::new();
+            let at = crate::webhook::encode(&msg, &parts, "x", ts, &mut hook).unwrap();
+            assert!(Element::in_hook(&msg, &hook.into(), at).is_none());
+        }
+    }
 
     #[test]
     fn body_len_counts_every_byte() {

@@ -12,7 +12,7 @@
 //! - `Retry-After` on a response pauses the whole lane: the server spoke for itself, not for
 //!   one message.
 
-use crate::ingestion::Endpoint;
+use crate::ingestion::{Element, Endpoint};
 use crate::log::{Level, Logger};
 use crate::retry::{after, RetryPolicy};
 use crate::transport::{Attempt, Transport};
@@ -38,7 +38,7 @@ pub(crate) struct Delivery {
 
 /// Ingestion messages sent together: (message seq, bytes).
 pub(crate) struct Batch {
-    pub msgs: Vec<(u64, Arc<[u8]>)>,
+    pub msgs: Vec<(u64, Element)>,
     /// When its first attempt was made (the retry window opens then).
     pub first: Option<Instant>,
     pub attempts: u32,
@@ -320,8 +320,7 @@ fn work(lane: usize, delivery: &Delivery, jobs: &Receiver<Job>, reports: &Sender
                 let Some(endpoint) = delivery.ingestion.as_ref() else {
                     return;
                 };
-                let attempt =
-                    endpoint.send(&delivery.transport, batch.msgs.iter().map(|(_, m)| &m[..]));
+                let attempt = endpoint.send(&delivery.transport, batch.msgs.iter().map(|(_, m)| m));
                 delivery.logger.log(Level::Debug, || {
                     format!("ingestion: batch of {}: {attempt:?}", batch.msgs.len())
                 });

@@ -32,6 +32,7 @@ mod encode;
 mod error;
 mod fanout;
 mod fork_gate;
+mod inbox;
 mod ingestion;
 mod lane;
 mod log;

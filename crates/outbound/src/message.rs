@@ -61,8 +61,13 @@ impl Kind {
 
 /// One call's data. Build it with a constructor ([`Message::track`], ...) and the setters,
 /// or fill the fields directly; the client validates it when it is enqueued.
+///
+/// `O` is the type of the free-form objects (`properties`, `traits`, `context`): a JSON
+/// [`Object`] by default; a binding may use its own objects, written by the encoders
+/// through [`WriteJson`](crate::canonical_json::WriteJson) without an intermediate value
+/// (see [`Client::enqueue_with`](crate::Client::enqueue_with)).
 #[derive(Clone, Debug, PartialEq)]
-pub struct Message {
+pub struct Message<O = Object> {
     /// Which call.
     pub kind: Kind,
     /// The user's id in your system.
@@ -74,7 +79,7 @@ pub struct Message {
     /// When it happened; the time of the call otherwise. Sent in UTC with milliseconds.
     pub timestamp: Option<OffsetDateTime>,
     /// Extra facts about the call (device, ip, ...). `context.library` is always ours.
-    pub context: Option<Object>,
+    pub context: Option<O>,
     /// Destination name → `true`/`false` (or an object of options); `"All": false` disables all
     /// not named `true`.
     pub integrations: Option<Object>,
@@ -89,9 +94,9 @@ pub struct Message {
     /// Alias: the previous id.
     pub previous_id: Option<String>,
     /// Track, page, screen: free-form properties.
-    pub properties: Option<Object>,
+    pub properties: Option<O>,
     /// Identify, group: free-form traits.
-    pub traits: Option<Object>,
+    pub traits: Option<O>,
 }
 
 macro_rules! setters {

@@ -6,6 +6,8 @@
 use crate::batch::Batcher;
 use crate::config::Config;
 use crate::fanout::{Round, Settled};
+use crate::inbox::{Mailbox, Wake};
+use crate::ingestion::Element;
 use crate::lane::{Batch, Delivery, Job, Lane, Report};
 use crate::log::{redact_url, Level, Logger};
 use crate::outcome::{Outcome, OutcomeKind, Reason};
@@ -14,7 +16,7 @@ use crate::shared::Shared;
 use crate::spool::Op;
 use crate::spooler::wall_ms;
 use crate::transport::Attempt;
-use crossbeam_channel::{select, Receiver, Sender};
+use crossbeam_channel::{select, Receiver, Sender, TryRecvError};
 use std::cmp::Ordering;
 use std::collections::{BinaryHeap, HashMap, VecDeque};
 use std::sync::atomic::{AtomicU64, Ordering::*};
@@ -32,8 +34,14 @@ const READ_AHEAD: usize = 512;
 /// One accepted message, already in the bytes of each destination it goes to.
 pub(crate) struct Item {
     pub id: Arc<str>,
-    pub ingest: Option<Arc<[u8]>>,
+    /// Where `id` stands as it is (no escapes) in `ingest`, or in `hook` when there is no
+    /// `ingest`: the scheduler keeps the id there rather than in an allocation of its own.
+    pub id_at: Option<u16>,
+    pub ingest: Option<Element>,
     pub hook: Option<Arc<[u8]>>,
+    /// When the call accepted it: its batch's `flush_interval` counts from here, however
+    /// late the scheduler reads it.
+    pub accepted: Instant,
 }
 
 /// A message taken over from the spool: what is left of it to deliver.
@@ -57,16 +65,59 @@ pub(crate) enum Command {
     Shutdown,
 }
 
+/// A message's id as the scheduler keeps it until the outcome: inside its body when the
+/// body holds it as it is (always for the ids we make), so it costs no allocation.
+#[derive(Clone)]
+enum MsgId {
+    In(Arc<[u8]>, u16, u16),
+    Own(Arc<str>),
+}
+
+impl MsgId {
+    fn of(item: &Item) -> MsgId {
+        let body = item
+            .ingest
+            .as_ref()
+            .map(Element::bytes)
+            .or(item.hook.as_ref());
+        match (body, item.id_at) {
+            (Some(body), Some(at)) if item.id.len() <= usize::from(u16::MAX) => {
+                MsgId::In(body.clone(), at, item.id.len() as u16)
+            }
+            _ => MsgId::Own(item.id.clone()),
+        }
+    }
+
+    fn as_str(&self) -> &str {
+        match self {
+            MsgId::In(body, at, len) => {
+                let at = usize::from(*at);
+                std::str::from_utf8(&body[at..at + usize::from(*len)]).unwrap_or("")
+            }
+            MsgId::Own(id) => id,
+        }
+    }
+
+    fn to_arc(&self) -> Arc<str> {
+        match self {
+            MsgId::In(..) => self.as_str().into(),
+            MsgId::Own(id) => id.clone(),
+        }
+    }
+}
+
 struct Track {
-    id: Arc<str>,
+    id: MsgId,
     /// Destinations still to finish.
     remaining: u8,
-    failure: Option<(Reason, String)>,
+    /// Boxed, as is `hook`: both are rare or short-lived, and every accepted message
+    /// has a `Track` until its outcome (the queue's memory is mostly these and the bytes).
+    failure: Option<Box<(Reason, String)>>,
     /// Requests out for this message now.
     requests: u32,
     /// Outcome already reported; kept only until its last request returns.
     finished: bool,
-    hook: Option<Round>,
+    hook: Option<Box<Round>>,
     /// A resumed message's first attempt (its ingestion retry window goes on from there).
     since: Option<Instant>,
 }
@@ -81,6 +132,9 @@ struct Timer {
     n: u64,
     due: Due,
 }
+
+// A `Track` lives for every queued message: keep it small.
+const _: () = assert!(std::mem::size_of::<Track>() <= 64);
 
 impl PartialEq for Timer {
     fn eq(&self, o: &Self) -> bool {
@@ -133,6 +187,8 @@ impl Watermark {
 pub(crate) struct Scheduler {
     shared: Arc<Shared>,
     commands: Receiver<Command>,
+    bell: Receiver<()>,
+    wake: Arc<Wake>,
     reports: Receiver<Report>,
     /// Lane 0 is ingestion, lane 1 + i is webhook i.
     lanes: Vec<Lane>,
@@ -158,7 +214,7 @@ impl Scheduler {
     pub(crate) fn new(
         config: &Config,
         shared: Arc<Shared>,
-        commands: Receiver<Command>,
+        mailbox: Mailbox,
         delivery: Arc<Delivery>,
         spool: Option<Sender<Op>>,
         logger: Logger,
@@ -182,7 +238,9 @@ impl Scheduler {
         }
         Scheduler {
             shared,
-            commands,
+            commands: mailbox.commands,
+            bell: mailbox.bell,
+            wake: mailbox.wake,
             reports,
             lanes,
             batcher: Batcher::new(config.flush_at, config.flush_interval),
@@ -208,21 +266,24 @@ impl Scheduler {
             let now = Instant::now();
             self.fire_timers(now);
             self.dispatch(now);
-            let wait = self
-                .next_deadline()
-                .saturating_duration_since(Instant::now());
+            let deadline = self.next_deadline();
+            // Senders ring only for what cannot wait until `deadline` (see `inbox`).
+            if self.wake.must_drain(deadline, self.batcher.room()) {
+                if !self.read_commands() {
+                    return self.shutdown();
+                }
+                // Results must not wait behind a caller that keeps the scheduler busy.
+                while let Ok(report) = self.reports.try_recv() {
+                    self.on_report(report);
+                }
+                continue;
+            }
+            let wait = deadline.saturating_duration_since(Instant::now());
             select! {
-                recv(self.commands) -> cmd => {
-                    let Ok(cmd) = cmd else { return self.shutdown() };
-                    if !self.command(cmd) {
+                recv(self.bell) -> rung => {
+                    // Every sender is gone (the client was leaked or dropped): stop.
+                    if rung.is_err() {
                         return self.shutdown();
-                    }
-                    // Read what else is waiting before handing work out: one wake for many.
-                    for _ in 0..READ_AHEAD {
-                        let Ok(cmd) = self.commands.try_recv() else { break };
-                        if !self.command(cmd) {
-                            return self.shutdown();
-                        }
                     }
                 },
                 recv(self.reports) -> report => {
@@ -235,7 +296,34 @@ impl Scheduler {
                 },
                 default(wait) => {},
             }
+            // Whatever woke us, take what is waiting: one wake for many calls.
+            if !self.read_commands() {
+                return self.shutdown();
+            }
         }
+    }
+
+    /// Reads up to `READ_AHEAD` waiting commands; false on shutdown.
+    fn read_commands(&mut self) -> bool {
+        let mut taken = 0;
+        let mut go_on = true;
+        while taken < READ_AHEAD as u64 {
+            let cmd = match self.commands.try_recv() {
+                Ok(cmd) => cmd,
+                Err(TryRecvError::Empty) => break,
+                Err(TryRecvError::Disconnected) => {
+                    go_on = false;
+                    break;
+                }
+            };
+            taken += 1;
+            if !self.command(cmd) {
+                go_on = false;
+                break;
+            }
+        }
+        self.wake.taken(taken);
+        go_on
     }
 
     /// Handles one command; false on shutdown.
@@ -397,7 +485,7 @@ impl Scheduler {
         if !self.send {
             return self.report(
                 Some(seq),
-                &item.id,
+                &MsgId::Own(item.id.clone()),
                 OutcomeKind::Dropped,
                 Some(Reason::SendDisabled),
                 "send is disabled".into(),
@@ -407,7 +495,7 @@ impl Scheduler {
         if remaining == 0 {
             return self.report(
                 Some(seq),
-                &item.id,
+                &MsgId::Own(item.id.clone()),
                 OutcomeKind::Dropped,
                 Some(Reason::Filtered),
                 "integrations exclude every destination of this client".into(),
@@ -417,18 +505,20 @@ impl Scheduler {
         self.tracks.insert(
             seq,
             Track {
-                id: item.id,
+                id: MsgId::of(&item),
                 remaining,
                 failure: None,
                 requests: 0,
                 finished: false,
-                hook: item.hook.map(|body| Round::new(body, self.hook_mask, None)),
+                hook: item
+                    .hook
+                    .map(|body| Box::new(Round::new(body, self.hook_mask, None))),
                 since: None,
             },
         );
         let now = Instant::now();
         if let Some(bytes) = item.ingest {
-            let closed: Vec<Batch> = self.batcher.add(seq, bytes, now).collect();
+            let closed: Vec<Batch> = self.batcher.add(seq, bytes, item.accepted).collect();
             for batch in closed {
                 self.queue_batch(batch, now);
             }
@@ -459,7 +549,9 @@ impl Scheduler {
                     .get_or_insert("resumed from the spool for webhooks, but this client has none");
                 None
             }
-            Some(body) if r.hook_mask != 0 => Some(Round::new(body, r.hook_mask, r.first)),
+            Some(body) if r.hook_mask != 0 => {
+                Some(Box::new(Round::new(body, r.hook_mask, r.first)))
+            }
             _ => None,
         };
         let remaining = u8::from(ingest.is_some()) + u8::from(hook.is_some());
@@ -468,14 +560,14 @@ impl Scheduler {
             return match failure {
                 Some(why) => self.report(
                     Some(seq),
-                    &r.id,
+                    &MsgId::Own(r.id.clone()),
                     OutcomeKind::Failed,
                     Some(Reason::Other),
                     why.into(),
                 ),
                 None => self.report(
                     Some(seq),
-                    &r.id,
+                    &MsgId::Own(r.id.clone()),
                     OutcomeKind::Dropped,
                     Some(Reason::Other),
                     "resumed from the spool with nothing left to send".into(),
@@ -483,12 +575,12 @@ impl Scheduler {
             };
         }
         let has_hook = hook.is_some();
-        let mut track = self.track(r.id, remaining, hook, r.first);
-        track.failure = failure.map(|why| (Reason::Other, why.to_string()));
+        let mut track = self.track(MsgId::Own(r.id), remaining, hook, r.first);
+        track.failure = failure.map(|why| Box::new((Reason::Other, why.to_string())));
         self.tracks.insert(seq, track);
         let now = Instant::now();
         if let Some(bytes) = ingest {
-            let closed: Vec<Batch> = self.batcher.add(seq, bytes, now).collect();
+            let closed: Vec<Batch> = self.batcher.add(seq, Element::own(bytes), now).collect();
             for batch in closed {
                 self.queue_batch(batch, now);
             }
@@ -500,9 +592,9 @@ impl Scheduler {
 
     fn track(
         &self,
-        id: Arc<str>,
+        id: MsgId,
         remaining: u8,
-        hook: Option<Round>,
+        hook: Option<Box<Round>>,
         since: Option<Instant>,
     ) -> Track {
         Track {
@@ -545,7 +637,8 @@ impl Scheduler {
         let Some(track) = self.tracks.get_mut(&seq) else {
             return;
         };
-        let id = track.id.clone();
+        // One copy per round for the requests (Standard Webhooks sends and signs it).
+        let id: Arc<str> = Arc::from(track.id.as_str());
         let Some(round) = track.hook.as_mut() else {
             return;
         };
@@ -679,12 +772,12 @@ impl Scheduler {
             if batch.attempts == 1 && !over {
                 let at_ms = wall_ms(first);
                 self.spool(|| Op::FirstAttempt {
-                    id: t.id.clone(),
+                    id: t.id.to_arc(),
                     at_ms,
                 });
             }
             if over && !split && t.remaining > 1 && !t.finished {
-                self.spool(|| Op::IngestDone { id: t.id.clone() });
+                self.spool(|| Op::IngestDone { id: t.id.to_arc() });
             }
         }
     }
@@ -709,7 +802,7 @@ impl Scheduler {
         let before = round.live_mask();
         let settled = round.record(target, attempt, now, &self.policy);
         if let Some(tx) = &self.spool {
-            let id = &t.id;
+            let id = &t.id.to_arc();
             let over = matches!(settled, Settled::Delivered | Settled::Failed(..));
             if over && t.remaining > 1 {
                 // Webhooks done, ingestion not yet: the body leaves the spool.
@@ -768,7 +861,7 @@ impl Scheduler {
             return;
         }
         if let Some(f) = failure {
-            t.failure.get_or_insert(f);
+            t.failure.get_or_insert_with(|| Box::new(f));
         }
         t.remaining -= 1;
         if t.remaining > 0 {
@@ -776,7 +869,7 @@ impl Scheduler {
         }
         t.finished = true;
         let id = t.id.clone();
-        let failure = t.failure.take();
+        let failure = t.failure.take().map(|f| *f);
         if t.requests == 0 {
             self.tracks.remove(&seq);
         } else {
@@ -791,14 +884,14 @@ impl Scheduler {
         }
         // After the callback: a crash in between makes the next client report it again (at
         // least once), never leaves a message that no process reported.
-        self.spool(|| Op::Remove { id: id.clone() });
+        self.spool(|| Op::Remove { id: id.to_arc() });
     }
 
     /// Counts the outcome, hands it to `on_outcome`, then releases the message's slot.
     fn report(
         &mut self,
         seq: Option<u64>,
-        id: &Arc<str>,
+        id: &MsgId,
         kind: OutcomeKind,
         reason: Option<Reason>,
         detail: String,
@@ -809,7 +902,7 @@ impl Scheduler {
                 let _gate = self.shared.gate.lock().unwrap_or_else(|e| e.into_inner());
                 if !self.shared.callbacks_off.load(SeqCst) {
                     let outcome = Outcome {
-                        message_id: id.clone(),
+                        message_id: id.to_arc(),
                         kind,
                         reason,
                         detail,
@@ -838,7 +931,7 @@ impl Scheduler {
             // Threads finish the request they are on (bounded by `timeout`) and exit.
             lane.stop();
         }
-        let mut left: Vec<(u64, Arc<str>, bool)> = self
+        let mut left: Vec<(u64, MsgId, bool)> = self
             .tracks
             .iter()
             .filter(|(_, t)| !t.finished)
@@ -881,7 +974,7 @@ impl Scheduler {
                 }
                 self.report(
                     None,
-                    &item.id,
+                    &MsgId::Own(item.id.clone()),
                     OutcomeKind::Dropped,
                     Some(Reason::Closed),
                     "client closed before delivery".into(),
@@ -895,6 +988,25 @@ impl Scheduler {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_id_kept_in_the_body_reads_back_as_given() {
+        let body: Arc<[u8]> = Arc::from(&br#"{"type":"track","messageId":"m-1","x":1}"#[..]);
+        let item = |id: &str, id_at| Item {
+            id: id.into(),
+            id_at,
+            ingest: Some(Element::own(body.clone())),
+            hook: None,
+            accepted: Instant::now(),
+        };
+        let kept = MsgId::of(&item("m-1", Some(29)));
+        assert!(matches!(kept, MsgId::In(..)));
+        assert_eq!(kept.as_str(), "m-1");
+        assert_eq!(&*kept.to_arc(), "m-1");
+        let own = MsgId::of(&item("q\"", None));
+        assert!(matches!(own, MsgId::Own(_)));
+        assert_eq!(own.as_str(), "q\"");
+    }
 
     #[test]
     fn the_watermark_moves_past_ended_messages_in_order() {

@@ -6,11 +6,12 @@
 //! directory and passes it on as resumed messages, no more at once than the queue has room
 //! for. The caller's thread never touches the disk.
 
+use crate::inbox::Inbox;
 use crate::log::{Level, Logger};
 use crate::scheduler::{Command, Item, Resumed};
 use crate::shared::Shared;
 use crate::spool::{Cursor, Op, Record, Store};
-use crossbeam_channel::{select, Receiver, Sender};
+use crossbeam_channel::{select, Receiver};
 use std::sync::atomic::Ordering::*;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -53,7 +54,7 @@ pub(crate) struct Spooler {
     /// From the calls.
     pub commands: Receiver<Command>,
     /// To the scheduler.
-    pub scheduler: Sender<Command>,
+    pub scheduler: Inbox,
     /// Progress and outcomes from the scheduler.
     pub ops: Receiver<Op>,
     pub commit_every: Duration,
@@ -181,7 +182,7 @@ impl Spooler {
                 .store(self.store.pending().1, Relaxed);
         }
         for item in waiting.drain(..) {
-            let _ = self.scheduler.send(Command::Message(item));
+            self.scheduler.send_now(Command::Message(item));
         }
     }
 
@@ -190,7 +191,7 @@ impl Spooler {
         match cmd {
             Command::Shutdown => false,
             other => {
-                let _ = self.scheduler.send(other);
+                self.scheduler.send_now(other);
                 true
             }
         }
@@ -244,7 +245,7 @@ impl Spooler {
             } else {
                 self.hook_mask
             };
-            let _ = self.scheduler.send(Command::Resume(Resumed {
+            self.scheduler.send_now(Command::Resume(Resumed {
                 id: r.id,
                 ingest: r.ingest.map(Arc::from),
                 hook: r.hook.map(Arc::from),
@@ -255,7 +256,7 @@ impl Spooler {
         if any {
             // Nothing more of them is coming: their last batch leaves now, not after
             // flush_interval.
-            let _ = self.scheduler.send(Command::Flush(None));
+            self.scheduler.send_now(Command::Flush(None));
         }
         self.shared
             .spool_bytes
@@ -275,7 +276,7 @@ impl Spooler {
             let spooled = item.ingest.is_some() || item.hook.is_some();
             self.shared.leave_spooled(spooled);
         }
-        let _ = self.scheduler.send(Command::Shutdown);
+        self.scheduler.send_now(Command::Shutdown);
         // The scheduler's Sender goes when it exits; what it sent before is ours to commit.
         while let Ok(op) = self.ops.recv() {
             writes.push(op);

@@ -10,7 +10,7 @@ fn present(v: &Option<String>) -> bool {
 
 /// Checks `msg` against the rules of its call. `has_webhooks` says whether the client can
 /// send `delete` at all (the ingestion API has no such call).
-pub(crate) fn validate(msg: &Message, has_webhooks: bool) -> Result<(), Error> {
+pub(crate) fn validate<O>(msg: &Message<O>, has_webhooks: bool) -> Result<(), Error> {
     let call = msg.kind.as_str();
     let missing = |field| Err(Error::MissingField { call, field });
     match msg.kind {
@@ -66,7 +66,7 @@ pub(crate) fn validate(msg: &Message, has_webhooks: bool) -> Result<(), Error> {
 
 /// Refuses fields that the call does not carry, so a typo'd call fails loudly instead of
 /// sending less than the caller meant.
-fn check_applies(msg: &Message) -> Result<(), Error> {
+fn check_applies<O>(msg: &Message<O>) -> Result<(), Error> {
     use Kind::*;
     let k = msg.kind;
     let rules: [(&str, bool, bool); 7] = [

@@ -2,7 +2,7 @@
 //! message to each of up to 5 URLs.
 
 use crate::config::{Config, SignatureScheme, Target};
-use crate::encode::{Obj, LIBRARY};
+use crate::encode::{Obj, Parts};
 use crate::error::Error;
 use crate::message::{Kind, Message, Object};
 use crate::signature;
@@ -23,17 +23,24 @@ pub(crate) fn wanted(integrations: Option<&Object>) -> bool {
     }
 }
 
-/// Writes the webhook body of `msg` (spec §2.2): `version: 1` on all but delete; alias
+/// Writes the webhook body of `msg` (spec §2.2; returns where the id's text starts): `version: 1` on all but delete; alias
 /// carries `"Previous ID"` and `"User ID"` and no `userId`; delete is exactly
 /// `type`, `userId`, `timestamp`.
-pub(crate) fn encode(msg: &Message, id: &str, ts: &[u8], out: &mut Vec<u8>) -> Result<(), Error> {
+pub(crate) fn encode<O>(
+    msg: &Message<O>,
+    parts: &Parts,
+    id: &str,
+    ts: &[u8],
+    out: &mut Vec<u8>,
+) -> Option<usize> {
     let mut o = Obj::begin(out);
     if msg.kind == Kind::Delete {
         o.str("type", "delete");
         o.opt_str("userId", msg.user_id.as_ref());
         o.ts("timestamp", ts);
         o.end();
-        return Ok(());
+        // A delete body has no messageId.
+        return None;
     }
     o.raw("version", b"1");
     o.str("type", msg.kind.as_str());
@@ -47,35 +54,31 @@ pub(crate) fn encode(msg: &Message, id: &str, ts: &[u8], out: &mut Vec<u8>) -> R
     match msg.kind {
         Kind::Track => {
             o.opt_str("event", msg.event.as_ref());
-            o.object("properties", msg.properties.as_ref(), None)?;
+            o.raw("properties", parts.properties_or_empty());
         }
         Kind::Page => {
             o.opt_str("name", msg.name.as_ref());
             o.opt_str("category", msg.category.as_ref());
-            o.object("properties", msg.properties.as_ref(), None)?;
+            o.raw("properties", parts.properties_or_empty());
         }
         Kind::Screen => {
             o.opt_str("name", msg.name.as_ref());
             o.opt_str("category", msg.category.as_ref());
-            o.opt_object("properties", msg.properties.as_ref())?;
+            o.opt_raw("properties", parts.properties());
         }
-        Kind::Identify => o.object("traits", msg.traits.as_ref(), None)?,
+        Kind::Identify => o.raw("traits", parts.traits_or_empty()),
         Kind::Group => {
             o.opt_str("groupId", msg.group_id.as_ref());
-            o.object("traits", msg.traits.as_ref(), None)?;
+            o.raw("traits", parts.traits_or_empty());
         }
         Kind::Alias | Kind::Delete => {}
     }
-    o.object(
-        "context",
-        msg.context.as_ref(),
-        Some(("library", LIBRARY.as_bytes())),
-    )?;
-    o.opt_object("integrations", msg.integrations.as_ref())?;
-    o.str("messageId", id);
+    o.raw("context", parts.context());
+    o.opt_raw("integrations", parts.integrations());
+    let id_at = o.str_at("messageId", id);
     o.ts("timestamp", ts);
     o.end();
-    Ok(())
+    Some(id_at)
 }
 
 /// With Standard Webhooks the message id travels as `webhook-id` and is signed between

@@ -1,0 +1,172 @@
+//! The way into the scheduler: its command channel, and when a send must wake it.
+//!
+//! Waking a sleeping thread costs a futex call and a context switch, several times the rest
+//! of a call. An ingestion message needs the scheduler only when its batch is full or its
+//! `flush_interval` is up, so those are sent without waking it ([`Inbox::send_lazy`]): the
+//! scheduler publishes how many more messages fill its open batch and when it wakes anyway
+//! (a timer), and a send rings the bell only when it fills the batch or is due before that
+//! wake. Everything else (webhook messages, flush, shutdown, resumed messages) rings at once.
+//!
+//! The race (a send reading what the scheduler published before its last look at the
+//! channel) is closed on both sides, all with `SeqCst`: the scheduler publishes, then looks
+//! at the unread count and the earliest unread deadline ([`Wake::must_drain`]); a sender
+//! counts itself unread, then reads what was published. One of the two sees the other.
+
+use crate::scheduler::Command;
+use crossbeam_channel::{Receiver, Sender, TrySendError};
+use std::sync::atomic::{AtomicU64, Ordering::SeqCst};
+use std::sync::Arc;
+use std::time::Instant;
+
+/// What the scheduler and the senders share to decide on a wake.
+pub(crate) struct Wake {
+    epoch: Instant,
+    /// Commands sent and not yet taken by the scheduler.
+    unread: AtomicU64,
+    /// The deadline of the earliest unread lazy message (ns since `epoch`); may be older
+    /// (earlier) than the truth, never later, which only makes the scheduler look sooner.
+    first_due: AtomicU64,
+    /// Unread messages that fill the open batch (published by the scheduler).
+    room: AtomicU64,
+    /// When the scheduler wakes by itself (ns since `epoch`, published by the scheduler).
+    wakes_at: AtomicU64,
+}
+
+impl Wake {
+    fn ns(&self, at: Instant) -> u64 {
+        at.saturating_duration_since(self.epoch)
+            .as_nanos()
+            .try_into()
+            .unwrap_or(u64::MAX)
+    }
+
+    /// The scheduler took `n` commands off the channel.
+    pub(crate) fn taken(&self, n: u64) {
+        if n > 0 {
+            self.unread.fetch_sub(n, SeqCst);
+        }
+    }
+
+    /// Before sleeping until `wakes_at`: publishes it with the open batch's `room`, and
+    /// says whether unread commands need the scheduler first (then it must not sleep).
+    pub(crate) fn must_drain(&self, wakes_at: Instant, room: usize) -> bool {
+        let wakes_at = self.ns(wakes_at);
+        let room = room.max(1) as u64;
+        self.wakes_at.store(wakes_at, SeqCst);
+        self.room.store(room, SeqCst);
+        let unread = self.unread.load(SeqCst);
+        unread > 0 && (unread >= room || self.first_due.load(SeqCst) < wakes_at)
+    }
+}
+
+/// The sending side (cloned by the client and the spool writer).
+#[derive(Clone)]
+pub(crate) struct Inbox {
+    tx: Sender<Command>,
+    bell: Sender<()>,
+    wake: Arc<Wake>,
+}
+
+/// The scheduler's side.
+pub(crate) struct Mailbox {
+    pub commands: Receiver<Command>,
+    pub bell: Receiver<()>,
+    pub wake: Arc<Wake>,
+}
+
+/// A new inbox and the scheduler's mailbox.
+pub(crate) fn inbox() -> (Inbox, Mailbox) {
+    let (tx, commands) = crossbeam_channel::unbounded();
+    // One pending ring is enough: the scheduler reads everything when it wakes.
+    let (bell, bell_rx) = crossbeam_channel::bounded(1);
+    let wake = Arc::new(Wake {
+        epoch: Instant::now(),
+        unread: AtomicU64::new(0),
+        first_due: AtomicU64::new(u64::MAX),
+        room: AtomicU64::new(1),
+        wakes_at: AtomicU64::new(0),
+    });
+    (
+        Inbox {
+            tx,
+            bell,
+            wake: wake.clone(),
+        },
+        Mailbox {
+            commands,
+            bell: bell_rx,
+            wake,
+        },
+    )
+}
+
+impl Inbox {
+    /// Sends `cmd` and wakes the scheduler.
+    pub(crate) fn send_now(&self, cmd: Command) {
+        if self.wake.unread.fetch_add(1, SeqCst) == 0 {
+            // Due now: a scheduler about to sleep reads it rather than rely on the ring.
+            self.wake.first_due.store(0, SeqCst);
+        }
+        // The scheduler outlives every open client, so this cannot fail while not closed.
+        let _ = self.tx.send(cmd);
+        self.ring();
+    }
+
+    /// Sends a message the scheduler needs only once its batch is full or by `due`.
+    pub(crate) fn send_lazy(&self, cmd: Command, due: Instant) {
+        // Counted before it is sent, so the count never goes below what the channel holds.
+        let before = self.wake.unread.fetch_add(1, SeqCst);
+        let due = self.wake.ns(due);
+        if before == 0 {
+            self.wake.first_due.store(due, SeqCst);
+        }
+        let _ = self.tx.send(cmd);
+        if before + 1 >= self.wake.room.load(SeqCst) || due < self.wake.wakes_at.load(SeqCst) {
+            self.ring();
+        }
+    }
+
+    fn ring(&self) {
+        match self.bell.try_send(()) {
+            Ok(()) | Err(TrySendError::Full(())) | Err(TrySendError::Disconnected(())) => {}
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[test]
+    fn a_lazy_send_rings_only_when_the_batch_fills_or_falls_due() {
+        let (inbox, mailbox) = inbox();
+        let now = Instant::now();
+        let later = now + Duration::from_secs(10);
+        let sleeps_until = now + Duration::from_secs(1);
+        assert!(!mailbox.wake.must_drain(sleeps_until, 3));
+        inbox.send_lazy(Command::Shutdown, later);
+        inbox.send_lazy(Command::Shutdown, later);
+        assert!(mailbox.bell.try_recv().is_err(), "2 of 3: no ring");
+        // The scheduler, looking before it sleeps, leaves them too.
+        assert!(!mailbox.wake.must_drain(sleeps_until, 3));
+        inbox.send_lazy(Command::Shutdown, later);
+        assert!(mailbox.bell.try_recv().is_ok(), "the batch is full");
+        assert!(mailbox.wake.must_drain(sleeps_until, 3));
+        while mailbox.commands.try_recv().is_ok() {
+            mailbox.wake.taken(1);
+        }
+        assert!(!mailbox.wake.must_drain(sleeps_until, 3));
+        inbox.send_lazy(Command::Shutdown, now + Duration::from_millis(10));
+        assert!(
+            mailbox.bell.try_recv().is_ok(),
+            "due before the scheduler wakes"
+        );
+        assert!(
+            mailbox.wake.must_drain(sleeps_until, 3),
+            "and it would not sleep past it"
+        );
+        inbox.send_now(Command::Shutdown);
+        assert!(mailbox.bell.try_recv().is_ok(), "commands ring at once");
+    }
+}
