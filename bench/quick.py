@@ -6,6 +6,8 @@ Python and the bench receiver (bench/.build/receiver: `cd bench/receiver && go b
     python bench/quick.py caller  [-r 5] [-n 100000]  runner.py's caller case, R processes
     python bench/quick.py nosend  [-r 5] [-n 100000]  the same calls with send=False
     python bench/quick.py memory  [-r 1] [-n 100000]  runner.py's memory case
+    python bench/quick.py spool   [-r 3] [-n 100000]  runner.py's e2e case without and with a
+                                                      spool, alternating: msg/s and CPU-s
     python bench/quick.py callgrind [-n 20000]        instructions per track() on the caller's
                                                       thread (valgrind), send=False
     python bench/quick.py queue [--max-in-flight M] [--hooks K]
@@ -57,8 +59,8 @@ def receiver() -> subprocess.Popen[str]:
     return p
 
 
-def runner(case: str, n: int, rcv: Any) -> Dict[str, Any]:
-    args = [sys.executable, os.path.join(HERE, "runner.py"), case, "outbound",
+def runner(case: str, n: int, rcv: Any, lib: str = "outbound") -> Dict[str, Any]:
+    args = [sys.executable, os.path.join(HERE, "runner.py"), case, lib,
             "--port", str(rcv.info["port"]), "-n", str(n)]
     if case == "memory":
         args += ["--stall-port", str(rcv.info["stall_port"])]
@@ -134,7 +136,7 @@ os._exit(0)
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("case", choices=["caller", "nosend", "memory", "queue", "callgrind"])
+    ap.add_argument("case", choices=["caller", "nosend", "memory", "queue", "callgrind", "spool"])
     ap.add_argument("-r", type=int, default=5)
     ap.add_argument("-n", type=int, default=100_000)
     ap.add_argument("--max-in-flight", type=int, default=512)
@@ -165,6 +167,22 @@ def main() -> None:
                     raise SystemExit(f"incomplete: {x}")
                 xs.append(x["us_per_call"])
             report("caller µs/call", xs, "µs")
+        elif a.case == "spool":
+            rates: Dict[str, List[float]] = {"outbound": [], "outbound-spool": []}
+            cpus: Dict[str, List[float]] = {"outbound": [], "outbound-spool": []}
+            for _ in range(a.r):
+                for lib in rates:
+                    reset(rcv)
+                    x = runner("e2e", a.n, rcv, lib)
+                    if not x.get("complete"):
+                        raise SystemExit(f"incomplete: {x}")
+                    rates[lib].append(x["msgs_per_s"] / 1000)
+                    cpus[lib].append(x["cpu_s"] * 100_000 / a.n)
+            for lib in rates:
+                report(f"{lib}: e2e k msg/s", rates[lib], "k msg/s")
+                report(f"{lib}: CPU-s per 100,000", cpus[lib], "CPU-s")
+            ratio = statistics.median(rates["outbound-spool"]) / statistics.median(rates["outbound"])
+            print(f"spool / memory only: {ratio:.0%} (target: at least 50%)")
         else:
             for _ in range(a.r):
                 reset(rcv)

@@ -5,7 +5,7 @@ use crate::canonical_json::{self, WriteJson};
 use crate::config::{Config, SignatureScheme, MAX_WEBHOOKS};
 use crate::encode::Parts;
 use crate::error::Error;
-use crate::inbox::{self, Inbox};
+use crate::inbox::{self, Inbox, SpoolInbox};
 use crate::ingestion::{self, Element, Endpoint};
 use crate::lane::Delivery;
 use crate::log::{Level, Logger};
@@ -21,7 +21,6 @@ use crate::transport::Transport;
 use crate::webhook::{self, Hooks};
 use crate::{timestamp, validate};
 use arc_swap::ArcSwap;
-use crossbeam_channel::Sender;
 use std::sync::atomic::{AtomicU64, Ordering::*};
 use std::sync::{Arc, Mutex};
 use std::thread::{JoinHandle, ThreadId};
@@ -82,18 +81,16 @@ impl Engine {
         let tx = match &config.spool {
             None => To::Scheduler(inbox),
             Some(dir) => {
-                let (tx, commands) = crossbeam_channel::unbounded();
+                let (tx, ops_tx, mailbox) = inbox::spool_inbox();
                 let store = Store::open(dir)?;
                 spool_lock = store.lock_fd();
-                let (ops_tx, ops_rx) = crossbeam_channel::unbounded();
                 ops = Some(ops_tx);
                 let urls: Vec<String> = config.webhooks.iter().map(|w| w.url.clone()).collect();
                 let writer = Spooler {
                     store,
                     shared: shared.clone(),
-                    commands,
+                    mailbox,
                     scheduler: inbox,
-                    ops: ops_rx,
                     commit_every: config.spool_commit_interval,
                     capacity: config.max_queue_size as u64,
                     hook_mask: ((1u16 << config.webhooks.len()) - 1) as u8,
@@ -148,7 +145,7 @@ impl Engine {
 enum To {
     Scheduler(Inbox),
     /// The spool writer, which passes them on once they are on disk.
-    Spooler(Sender<Command>),
+    Spooler(SpoolInbox),
 }
 
 impl To {
@@ -156,7 +153,7 @@ impl To {
         match self {
             To::Scheduler(inbox) => inbox.send_now(cmd),
             // The spool writer outlives every open client, so this cannot fail while not closed.
-            To::Spooler(tx) => drop(tx.send(cmd)),
+            To::Spooler(inbox) => inbox.send_now(cmd),
         }
     }
 
@@ -168,7 +165,9 @@ impl To {
                 let due = after(item.accepted, flush_interval);
                 inbox.send_lazy(Command::Message(item), due);
             }
-            _ => self.send(Command::Message(item)),
+            To::Scheduler(inbox) => inbox.send_now(Command::Message(item)),
+            // A webhook message too: it is not delivered before its group's commit.
+            To::Spooler(inbox) => inbox.message(Command::Message(item)),
         }
     }
 }

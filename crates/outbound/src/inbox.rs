@@ -11,10 +11,15 @@
 //! channel) is closed on both sides, all with `SeqCst`: the scheduler publishes, then looks
 //! at the unread count and the earliest unread deadline ([`Wake::must_drain`]); a sender
 //! counts itself unread, then reads what was published. One of the two sees the other.
+//!
+//! The spool writer has a way in of the same kind ([`spool_inbox`]): a message or an op
+//! needs it only at its next group commit, so a send rings only when no commit is
+//! scheduled or the group is full; flush and shutdown ring at once.
 
 use crate::scheduler::Command;
+use crate::spool::Op;
 use crossbeam_channel::{Receiver, Sender, TrySendError};
-use std::sync::atomic::{AtomicU64, Ordering::SeqCst};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::SeqCst};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -133,6 +138,133 @@ impl Inbox {
     }
 }
 
+/// What the spool writer and its senders share to decide on a wake.
+pub(crate) struct SpoolWake {
+    /// Messages sent and not yet taken.
+    unread: AtomicU64,
+    /// A group commit is scheduled: what is sent now goes with it.
+    committing: AtomicBool,
+    /// Unread messages that fill the open group.
+    room: AtomicU64,
+}
+
+impl SpoolWake {
+    /// The writer took `n` messages off the channel.
+    pub(crate) fn taken(&self, n: u64) {
+        if n > 0 {
+            self.unread.fetch_sub(n, SeqCst);
+        }
+    }
+
+    /// Before sleeping: publishes whether a commit is scheduled and the group's room, and
+    /// says whether what is unread needs the writer first (then it must not sleep).
+    /// `pending`: whether the op channel holds anything.
+    pub(crate) fn must_drain(
+        &self,
+        committing: bool,
+        room: usize,
+        pending: impl Fn() -> bool,
+    ) -> bool {
+        let room = room.max(1) as u64;
+        self.committing.store(committing, SeqCst);
+        self.room.store(room, SeqCst);
+        let unread = self.unread.load(SeqCst);
+        unread >= room || (!committing && (unread > 0 || pending()))
+    }
+
+    fn ring_for_message(&self, unread: u64) -> bool {
+        unread >= self.room.load(SeqCst) || !self.committing.load(SeqCst)
+    }
+}
+
+/// The client's way into the spool writer.
+pub(crate) struct SpoolInbox {
+    tx: Sender<Command>,
+    bell: Sender<()>,
+    wake: Arc<SpoolWake>,
+}
+
+/// The scheduler's way to tell the spool writer of progress and outcomes. Kept apart from
+/// [`SpoolInbox`]: the writer reads ops until the scheduler's sender is gone.
+pub(crate) struct SpoolOps {
+    tx: Sender<Op>,
+    bell: Sender<()>,
+    wake: Arc<SpoolWake>,
+}
+
+/// The spool writer's side.
+pub(crate) struct SpoolMailbox {
+    pub commands: Receiver<Command>,
+    pub ops: Receiver<Op>,
+    pub bell: Receiver<()>,
+    pub wake: Arc<SpoolWake>,
+}
+
+/// The spool writer's mailbox, and the ways in for the client and the scheduler.
+pub(crate) fn spool_inbox() -> (SpoolInbox, SpoolOps, SpoolMailbox) {
+    let (tx, commands) = crossbeam_channel::unbounded();
+    let (ops_tx, ops) = crossbeam_channel::unbounded();
+    let (bell, bell_rx) = crossbeam_channel::bounded(1);
+    let wake = Arc::new(SpoolWake {
+        unread: AtomicU64::new(0),
+        committing: AtomicBool::new(false),
+        room: AtomicU64::new(1),
+    });
+    (
+        SpoolInbox {
+            tx,
+            bell: bell.clone(),
+            wake: wake.clone(),
+        },
+        SpoolOps {
+            tx: ops_tx,
+            bell,
+            wake: wake.clone(),
+        },
+        SpoolMailbox {
+            commands,
+            ops,
+            bell: bell_rx,
+            wake,
+        },
+    )
+}
+
+fn ring(bell: &Sender<()>) {
+    match bell.try_send(()) {
+        Ok(()) | Err(TrySendError::Full(())) | Err(TrySendError::Disconnected(())) => {}
+    }
+}
+
+impl SpoolInbox {
+    /// An accepted message: rings only when no commit is scheduled or the group is full.
+    pub(crate) fn message(&self, cmd: Command) {
+        // Counted before it is sent, so the count never goes below what the channel holds.
+        let unread = self.wake.unread.fetch_add(1, SeqCst) + 1;
+        // The writer outlives every open client, so this cannot fail while not closed.
+        let _ = self.tx.send(cmd);
+        if self.wake.ring_for_message(unread) {
+            ring(&self.bell);
+        }
+    }
+
+    /// A flush or shutdown: rings at once.
+    pub(crate) fn send_now(&self, cmd: Command) {
+        let _ = self.tx.send(cmd);
+        ring(&self.bell);
+    }
+}
+
+impl SpoolOps {
+    /// Progress or an outcome: rings only when no commit is scheduled.
+    pub(crate) fn send(&self, op: Op) {
+        let _ = self.tx.send(op);
+        if !self.wake.committing.load(SeqCst) {
+            ring(&self.bell);
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -168,5 +300,47 @@ mod tests {
         );
         inbox.send_now(Command::Shutdown);
         assert!(mailbox.bell.try_recv().is_ok(), "commands ring at once");
+    }
+
+    #[test]
+    fn the_spool_writer_is_rung_only_when_no_commit_is_scheduled_or_its_group_is_full() {
+        let (inbox, ops, mailbox) = spool_inbox();
+        let rung = || mailbox.bell.try_recv().is_ok();
+        let op = || Op::Remove { id: "m".into() };
+        // Idle, nothing scheduled: the first message rings.
+        assert!(!mailbox.wake.must_drain(false, 3, || false));
+        inbox.message(Command::Shutdown);
+        assert!(rung(), "no commit scheduled: ring");
+        assert!(
+            mailbox.wake.must_drain(false, 3, || false),
+            "and it must not sleep"
+        );
+        // A commit is scheduled: messages wait for it until the group is full.
+        assert!(!mailbox.wake.must_drain(true, 3, || false));
+        inbox.message(Command::Shutdown);
+        assert!(!rung(), "2 of 3 while a commit is scheduled: no ring");
+        assert!(
+            !mailbox.wake.must_drain(true, 3, || true),
+            "ops wait for the commit too"
+        );
+        inbox.message(Command::Shutdown);
+        assert!(rung(), "the group is full");
+        assert!(mailbox.wake.must_drain(true, 3, || false));
+        while mailbox.commands.try_recv().is_ok() {
+            mailbox.wake.taken(1);
+        }
+        // Ops ring only when no commit is scheduled.
+        assert!(!mailbox.wake.must_drain(true, 3, || false));
+        ops.send(op());
+        assert!(!rung(), "a commit is scheduled: the op goes with it");
+        assert!(mailbox
+            .wake
+            .must_drain(false, 3, || !mailbox.ops.is_empty()));
+        ops.send(op());
+        assert!(rung(), "nothing scheduled: ring");
+        // Flush and shutdown ring at once.
+        assert!(!mailbox.wake.must_drain(true, 3, || false));
+        inbox.send_now(Command::Flush(None));
+        assert!(rung());
     }
 }

@@ -6,7 +6,7 @@
 use crate::batch::Batcher;
 use crate::config::Config;
 use crate::fanout::{Round, Settled};
-use crate::inbox::{Mailbox, Wake};
+use crate::inbox::{Mailbox, SpoolOps, Wake};
 use crate::ingestion::Element;
 use crate::lane::{Batch, Delivery, Job, Lane, Report};
 use crate::log::{redact_url, Level, Logger};
@@ -198,7 +198,7 @@ pub(crate) struct Scheduler {
     hook_mask: u8,
     has_ingestion: bool,
     /// Progress and outcomes for the spool writer, when there is a spool.
-    spool: Option<Sender<Op>>,
+    spool: Option<SpoolOps>,
     on_outcome: Option<crate::config::OutcomeCallback>,
     logger: Logger,
     tracks: HashMap<u64, Track>,
@@ -216,7 +216,7 @@ impl Scheduler {
         shared: Arc<Shared>,
         mailbox: Mailbox,
         delivery: Arc<Delivery>,
-        spool: Option<Sender<Op>>,
+        spool: Option<SpoolOps>,
         logger: Logger,
     ) -> Self {
         let (report_tx, reports) = crossbeam_channel::unbounded();
@@ -611,7 +611,7 @@ impl Scheduler {
     /// Tells the spool writer, if any.
     fn spool(&self, op: impl FnOnce() -> Op) {
         if let Some(tx) = &self.spool {
-            let _ = tx.send(op());
+            tx.send(op());
         }
     }
 
@@ -806,20 +806,20 @@ impl Scheduler {
             let over = matches!(settled, Settled::Delivered | Settled::Failed(..));
             if over && t.remaining > 1 {
                 // Webhooks done, ingestion not yet: the body leaves the spool.
-                let _ = tx.send(Op::HookMask {
+                tx.send(Op::HookMask {
                     id: id.clone(),
                     mask: 0,
                 });
             } else if !over && round.live_mask() != before {
                 // A URL refused for good: a resumed round skips it.
-                let _ = tx.send(Op::HookMask {
+                tx.send(Op::HookMask {
                     id: id.clone(),
                     mask: round.live_mask(),
                 });
             }
             if matches!(settled, Settled::Retry(_)) && round.attempts == 1 {
                 let at_ms = wall_ms(round.first.unwrap_or(now));
-                let _ = tx.send(Op::FirstAttempt {
+                tx.send(Op::FirstAttempt {
                     id: id.clone(),
                     at_ms,
                 });

@@ -28,18 +28,26 @@
 //! `X.db.corrupt-<unix seconds>-wal`, so SQLite can still open the pair) and reported as a
 //! warning. No file content makes this module panic.
 //!
-//! # Message ids
+//! # Message ids and rows
 //!
-//! Records are keyed by message id. Ids can be chosen by the caller, so two pending
-//! messages may share one: a second `Put` of a pending id counts a copy (the first payload
-//! is kept) and the record stays until as many `Remove`s. Receivers deduplicate by
-//! `messageId`, so keeping one payload per id loses nothing they would keep.
+//! Ops name records by message id; rows are found by their rowid through an in-memory map
+//! of the records this store has handed out (its own puts, and adopted records once
+//! [`Store::resumable`] gave them). SQLite keeps no index on the ids of our own puts: a
+//! unique index on random ids, and the statement journals its checks need, were three
+//! quarters of the spool thread's time. Adopted rows (`resume_seq` set) are unique by id
+//! (a partial index), so a file adopted twice after a crash mid-adoption is kept once.
+//!
+//! Ids can be chosen by the caller, so two pending messages may share one: a second `Put`
+//! of a pending id counts a copy (the first payload is kept) and the record stays until as
+//! many `Remove`s; an adopted record whose id this store already holds is dropped when it
+//! would be resumed. Receivers deduplicate by `messageId`, so keeping one payload per id
+//! loses nothing they would keep.
 
 use crate::error::Error;
 use crate::fork_gate;
 use rusqlite::{params, Connection, ErrorCode, OpenFlags, OptionalExtension, Row};
 use rusqlite::{Transaction, TransactionBehavior};
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::ffi::OsString;
 use std::fs::{self, File, OpenOptions};
 use std::io;
@@ -61,9 +69,9 @@ const SCHEMA: &str = "
 BEGIN;
 CREATE TABLE meta (key TEXT PRIMARY KEY, value ANY) STRICT;
 INSERT INTO meta (key, value) VALUES ('schema', 1);
--- A rowid table: appends stay sequential and rows of a few KB do not bloat the id index.
+-- A rowid table: appends stay sequential, and our own puts are found by rowid.
 CREATE TABLE messages (
-    id          TEXT NOT NULL UNIQUE,  -- message id
+    id          TEXT NOT NULL,         -- message id
     accepted_ms INTEGER NOT NULL,      -- unix ms when accepted (ordering)
     first_ms    INTEGER,               -- unix ms of the first attempt (retry window)
     ingest      BLOB,                  -- ingestion bytes still to deliver
@@ -74,6 +82,8 @@ CREATE TABLE messages (
     resume_seq  INTEGER                -- set on adoption: order of Store::resumable
 ) STRICT;
 CREATE INDEX messages_resume ON messages (resume_seq) WHERE resume_seq IS NOT NULL;
+-- Adopted records once per id (see the module docs on ids).
+CREATE UNIQUE INDEX messages_adopted ON messages (id) WHERE resume_seq IS NOT NULL;
 COMMIT;
 ";
 
@@ -140,6 +150,24 @@ impl Record {
     }
 }
 
+/// A record this store handed out (put, or resumed): where its row is and what it holds,
+/// so ops need no lookup by id in SQLite.
+#[derive(Debug, Clone, Copy)]
+struct Live {
+    rowid: i64,
+    /// Pending messages sharing the id.
+    copies: u32,
+    /// Bytes of the ingestion payload and of the webhook body still held (0: none).
+    ingest: u32,
+    hook: u32,
+}
+
+/// How to take back one change to [`Store`]'s map when its transaction fails.
+enum Undo {
+    Remove(Arc<str>),
+    Restore(Arc<str>, Live),
+}
+
 /// One change to the spool; a batch of them is committed by [`Store::apply`]. Changes to an
 /// id the spool does not hold are no-ops.
 #[derive(Debug, Clone)]
@@ -192,6 +220,8 @@ pub(crate) struct Store {
     bytes: u64,
     /// Highest `resume_seq` given so far.
     last_seq: i64,
+    /// The records handed out, by id (see the module docs).
+    live: HashMap<Arc<str>, Live>,
     /// Files already reported as left alone, so periodic passes do not repeat the warning.
     reported: HashSet<PathBuf>,
 }
@@ -368,6 +398,7 @@ impl Store {
                     records: 0,
                     bytes: 0,
                     last_seq: 0,
+                    live: HashMap::new(),
                     reported: HashSet::new(),
                 }),
                 Err(e) => {
@@ -413,6 +444,13 @@ impl Store {
         // FULL: every commit is on disk before apply returns (one fsync per group).
         conn.pragma_update(Some("main"), "synchronous", "FULL")
             .map_err(err)?;
+        // Statement journals (one per insert, for its UNIQUE id) in memory, not a temp file;
+        // and room for a commit group's pages, so SQLite does not spill them to the WAL
+        // mid-transaction: both were most of the spool thread's time.
+        conn.pragma_update(None, "temp_store", "MEMORY")
+            .map_err(err)?;
+        conn.pragma_update(Some("main"), "cache_size", -16384)
+            .map_err(err)?;
         // Truncate the WAL after a checkpoint that followed a burst.
         let _: i64 = conn
             .pragma_update_and_check(Some("main"), "journal_size_limit", 16 << 20, |r| r.get(0))
@@ -454,98 +492,129 @@ impl Store {
         }
         let path = self.db_path.clone();
         let err = |e| db_err(&path, e);
-        let conn = self.conn()?;
-        let tx = conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)
-            .map_err(err)?;
-        let (records, bytes) = Store::apply_in(&tx, ops).map_err(err)?;
-        tx.commit().map_err(err)?;
+        let mut live = std::mem::take(&mut self.live);
+        let mut undo = Vec::new();
+        let result = (|| {
+            let conn = self.conn()?;
+            let tx = conn
+                .transaction_with_behavior(TransactionBehavior::Immediate)
+                .map_err(err)?;
+            let change = Store::apply_in(&tx, &mut live, &mut undo, ops).map_err(err)?;
+            tx.commit().map_err(err)?;
+            Ok(change)
+        })();
+        if result.is_err() {
+            // The transaction rolled back: so does the map.
+            for u in undo.into_iter().rev() {
+                match u {
+                    Undo::Remove(id) => live.remove(&id),
+                    Undo::Restore(id, was) => live.insert(id, was),
+                };
+            }
+        }
+        self.live = live;
+        let (records, bytes) = result?;
         self.records = self.records.saturating_add_signed(records);
         self.bytes = self.bytes.saturating_add_signed(bytes);
         Ok(())
     }
 
-    /// The ops of one [`Store::apply`]; returns the change of (records, bytes).
-    fn apply_in(tx: &Transaction<'_>, ops: &[Op]) -> rusqlite::Result<(i64, i64)> {
+    /// The ops of one [`Store::apply`], keeping `live` in step (with how to undo each
+    /// change); returns the change of (records, bytes).
+    fn apply_in(
+        tx: &Transaction<'_>,
+        live: &mut HashMap<Arc<str>, Live>,
+        undo: &mut Vec<Undo>,
+        ops: &[Op],
+    ) -> rusqlite::Result<(i64, i64)> {
         let mut put = tx.prepare_cached(
             "INSERT INTO messages (id, accepted_ms, first_ms, ingest, hook, hook_mask, hooks_key)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
-             ON CONFLICT (id) DO UPDATE SET copies = copies + 1
-             RETURNING copies",
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
         )?;
+        let mut copies = tx.prepare_cached("UPDATE messages SET copies = ?2 WHERE rowid = ?1")?;
         let mut first = tx.prepare_cached(
             "UPDATE messages SET first_ms = ?2
-             WHERE id = ?1 AND (first_ms IS NULL OR first_ms > ?2)",
+             WHERE rowid = ?1 AND (first_ms IS NULL OR first_ms > ?2)",
         )?;
-        let mut ingest_len =
-            tx.prepare_cached("SELECT length(ingest) FROM messages WHERE id = ?1")?;
         let mut ingest_done =
-            tx.prepare_cached("UPDATE messages SET ingest = NULL WHERE id = ?1")?;
-        let mut hook_len = tx.prepare_cached("SELECT length(hook) FROM messages WHERE id = ?1")?;
+            tx.prepare_cached("UPDATE messages SET ingest = NULL WHERE rowid = ?1")?;
         let mut hook_done =
-            tx.prepare_cached("UPDATE messages SET hook_mask = 0, hook = NULL WHERE id = ?1")?;
-        let mut mask = tx.prepare_cached("UPDATE messages SET hook_mask = ?2 WHERE id = ?1")?;
-        let mut delete = tx.prepare_cached(&format!(
-            "DELETE FROM messages WHERE id = ?1 AND copies <= 1 RETURNING {ROW_BYTES}"
-        ))?;
-        let mut uncopy =
-            tx.prepare_cached("UPDATE messages SET copies = copies - 1 WHERE id = ?1")?;
+            tx.prepare_cached("UPDATE messages SET hook_mask = 0, hook = NULL WHERE rowid = ?1")?;
+        let mut mask = tx.prepare_cached("UPDATE messages SET hook_mask = ?2 WHERE rowid = ?1")?;
+        let mut delete = tx.prepare_cached("DELETE FROM messages WHERE rowid = ?1")?;
 
+        let len = |b: &Option<Vec<u8>>| b.as_ref().map_or(0, |b| b.len() as u32);
         let (mut records, mut bytes) = (0i64, 0i64);
         for op in ops {
             match op {
                 Op::Put(r) => {
-                    let copies: i64 = put.query_row(
-                        params![
-                            &*r.id,
-                            r.accepted_ms,
-                            r.first_ms,
-                            r.ingest,
-                            r.hook,
-                            r.hook_mask,
-                            r.hooks_key as i64
-                        ],
-                        |row| row.get(0),
-                    )?;
-                    if copies == 1 {
-                        records += 1;
-                        bytes += r.payload_bytes() as i64;
+                    if let Some(l) = live.get_mut(&r.id) {
+                        undo.push(Undo::Restore(r.id.clone(), *l));
+                        l.copies += 1;
+                        copies.execute(params![l.rowid, l.copies])?;
+                        continue;
                     }
+                    put.execute(params![
+                        &*r.id,
+                        r.accepted_ms,
+                        r.first_ms,
+                        r.ingest,
+                        r.hook,
+                        r.hook_mask,
+                        r.hooks_key as i64
+                    ])?;
+                    let l = Live {
+                        rowid: tx.last_insert_rowid(),
+                        copies: 1,
+                        ingest: len(&r.ingest),
+                        hook: len(&r.hook),
+                    };
+                    live.insert(r.id.clone(), l);
+                    undo.push(Undo::Remove(r.id.clone()));
+                    records += 1;
+                    bytes += r.payload_bytes() as i64;
                 }
                 Op::FirstAttempt { id, at_ms } => {
-                    first.execute(params![&**id, at_ms])?;
+                    if let Some(l) = live.get(id) {
+                        first.execute(params![l.rowid, at_ms])?;
+                    }
                 }
                 Op::IngestDone { id } => {
-                    let len: Option<Option<i64>> =
-                        ingest_len.query_row([&**id], |row| row.get(0)).optional()?;
-                    if let Some(Some(len)) = len {
-                        ingest_done.execute([&**id])?;
-                        bytes -= len;
+                    if let Some(l) = live.get_mut(id).filter(|l| l.ingest > 0) {
+                        undo.push(Undo::Restore(id.clone(), *l));
+                        ingest_done.execute([l.rowid])?;
+                        bytes -= i64::from(l.ingest);
+                        l.ingest = 0;
                     }
                 }
                 Op::HookMask { id, mask: 0 } => {
-                    let len: Option<Option<i64>> =
-                        hook_len.query_row([&**id], |row| row.get(0)).optional()?;
-                    if let Some(len) = len {
-                        hook_done.execute([&**id])?;
-                        bytes -= len.unwrap_or(0);
+                    if let Some(l) = live.get_mut(id) {
+                        undo.push(Undo::Restore(id.clone(), *l));
+                        hook_done.execute([l.rowid])?;
+                        bytes -= i64::from(l.hook);
+                        l.hook = 0;
                     }
                 }
                 Op::HookMask { id, mask: m } => {
-                    mask.execute(params![&**id, m])?;
+                    if let Some(l) = live.get(id) {
+                        mask.execute(params![l.rowid, m])?;
+                    }
                 }
                 Op::Remove { id } => {
-                    let gone: Option<i64> =
-                        delete.query_row([&**id], |row| row.get(0)).optional()?;
-                    match gone {
-                        Some(len) => {
-                            records -= 1;
-                            bytes -= len;
-                        }
-                        None => {
-                            uncopy.execute([&**id])?;
-                        }
+                    let Some(l) = live.get_mut(id) else { continue };
+                    if l.copies > 1 {
+                        undo.push(Undo::Restore(id.clone(), *l));
+                        l.copies -= 1;
+                        copies.execute(params![l.rowid, l.copies])?;
+                        continue;
                     }
+                    let l = *l;
+                    delete.execute([l.rowid])?;
+                    if let Some((key, was)) = live.remove_entry(id) {
+                        undo.push(Undo::Restore(key, was));
+                    }
+                    records -= 1;
+                    bytes -= (id.len() as u32 + l.ingest + l.hook) as i64;
                 }
             }
         }
@@ -565,25 +634,73 @@ impl Store {
         let _gate = fork_gate::hold();
         let path = self.db_path.clone();
         let err = |e| db_err(&path, e);
-        let from = after.map_or(0, |c| c.0);
-        let conn = self.conn()?;
+        let mut out = Vec::new();
+        let mut last = after.cloned();
+        // Records whose id we hold already (rowid, payload bytes): dropped, not resumed.
+        let mut dropped = Vec::new();
+        let conn = self
+            .conn
+            .as_mut()
+            .ok_or_else(|| spool_err(&path, "store is closed"))?;
         let mut stmt = conn
             .prepare_cached(&format!(
-                "SELECT {COLUMNS}, resume_seq FROM messages
+                "SELECT {COLUMNS}, resume_seq, rowid, copies FROM messages
                  WHERE resume_seq > ?1 ORDER BY resume_seq LIMIT ?2"
             ))
             .map_err(err)?;
-        let mut rows = stmt
-            .query(params![from, i64::try_from(limit).unwrap_or(i64::MAX)])
-            .map_err(err)?;
-        let mut out = Vec::new();
-        let mut last = after.cloned();
-        while let Some(row) = rows.next().map_err(err)? {
-            // Our table is STRICT and adoption checks types, so a bad row is damage.
-            let record = Record::from_row(row)
-                .ok_or_else(|| spool_err(&path, "a record has columns of the wrong type"))?;
-            last = Some(Cursor(row.get(7).map_err(err)?));
-            out.push(record);
+        loop {
+            let want = limit - out.len();
+            let from = last.as_ref().map_or(0, |c| c.0);
+            let mut rows = stmt
+                .query(params![from, i64::try_from(want).unwrap_or(i64::MAX)])
+                .map_err(err)?;
+            let mut read = 0;
+            while let Some(row) = rows.next().map_err(err)? {
+                read += 1;
+                // Our table is STRICT and adoption checks types, so a bad row is damage.
+                let record = Record::from_row(row)
+                    .ok_or_else(|| spool_err(&path, "a record has columns of the wrong type"))?;
+                last = Some(Cursor(row.get(7).map_err(err)?));
+                let rowid: i64 = row.get(8).map_err(err)?;
+                if self.live.contains_key(&record.id) {
+                    dropped.push((rowid, record.payload_bytes()));
+                    continue;
+                }
+                let len = |b: &Option<Vec<u8>>| b.as_ref().map_or(0, |b| b.len() as u32);
+                let copies: i64 = row.get(9).map_err(err)?;
+                self.live.insert(
+                    record.id.clone(),
+                    Live {
+                        rowid,
+                        copies: u32::try_from(copies).unwrap_or(1).max(1),
+                        ingest: len(&record.ingest),
+                        hook: len(&record.hook),
+                    },
+                );
+                out.push(record);
+            }
+            if read < want || out.len() == limit {
+                break;
+            }
+        }
+        drop(stmt);
+        if !dropped.is_empty() {
+            let tx = conn
+                .transaction_with_behavior(TransactionBehavior::Immediate)
+                .map_err(err)?;
+            {
+                let mut delete = tx
+                    .prepare_cached("DELETE FROM messages WHERE rowid = ?1")
+                    .map_err(err)?;
+                for (rowid, _) in &dropped {
+                    delete.execute([rowid]).map_err(err)?;
+                }
+            }
+            tx.commit().map_err(err)?;
+            self.records = self.records.saturating_sub(dropped.len() as u64);
+            self.bytes = self
+                .bytes
+                .saturating_sub(dropped.iter().map(|(_, b)| b).sum::<u64>());
         }
         Ok((out, last))
     }
@@ -871,9 +988,9 @@ impl Store {
         let conn = self.conn()?;
         conn.execute(
             "UPDATE messages SET resume_seq = r.n
-             FROM (SELECT id, ?1 + row_number() OVER (ORDER BY accepted_ms, id) AS n
+             FROM (SELECT rowid AS k, ?1 + row_number() OVER (ORDER BY accepted_ms, id) AS n
                    FROM messages WHERE resume_seq > ?1) AS r
-             WHERE messages.id = r.id",
+             WHERE messages.rowid = r.k",
             [start],
         )
         .map_err(|e| db_err(&path, e))?;
@@ -1380,6 +1497,86 @@ mod tests {
         );
         let resumed = all_resumable(&mut adopter);
         assert_eq!((resumed[0].hook.as_ref(), resumed[0].hook_mask), (None, 0));
+    }
+
+    #[test]
+    fn a_failed_apply_changes_nothing_and_the_same_ops_apply_later() {
+        let dir = TempDir::new("rollback");
+        let mut store = Store::open(&dir).unwrap();
+        store.apply(&puts(1..4)).unwrap();
+        let before = store.pending();
+        // A trigger makes the last op of the batch fail, after the others ran.
+        let conn = store.conn.as_ref().unwrap();
+        conn.execute_batch(
+            "CREATE TEMP TRIGGER boom BEFORE DELETE ON main.messages
+             WHEN old.id = 'm-00003' BEGIN SELECT RAISE(ABORT, 'boom'); END;",
+        )
+        .unwrap();
+        let batch = [
+            Op::Remove { id: id("m-00001") },
+            Op::Put(rec(9)),
+            Op::Put(rec(2)), // a second copy
+            Op::IngestDone { id: id("m-00002") },
+            Op::Remove { id: id("m-00003") },
+        ];
+        let err = store.apply(&batch).unwrap_err();
+        assert!(err.to_string().contains("boom"), "{err}");
+        assert_eq!(store.pending(), before);
+        store
+            .conn
+            .as_ref()
+            .unwrap()
+            .execute_batch("DROP TRIGGER boom;")
+            .unwrap();
+        store.apply(&batch).unwrap();
+        // Left: m-00002 (two copies, ingestion done) and m-00009.
+        let expected =
+            rec(2).payload_bytes() - rec(2).ingest.unwrap().len() as u64 + rec(9).payload_bytes();
+        assert_eq!(store.pending(), (2, expected));
+        store
+            .apply(&[
+                Op::Remove { id: id("m-00002") },
+                Op::Remove { id: id("m-00002") },
+                Op::Remove { id: id("m-00009") },
+            ])
+            .unwrap();
+        assert_eq!(store.pending(), (0, 0));
+        store.close().unwrap();
+        assert!(files(&dir).is_empty(), "{:?}", files(&dir));
+    }
+
+    #[test]
+    fn an_id_in_two_dead_files_is_adopted_once_and_one_we_hold_is_not_resumed() {
+        let dir = TempDir::new("dup-ids");
+        let (_a, file_a) = closed_spool("dup-ids-a", 1..4);
+        let (_b, file_b) = closed_spool("dup-ids-b", 2..5);
+        plant(&file_a, &dir, "outbound-1-a.db");
+        plant(&file_b, &dir, "outbound-1-b.db");
+        let mut store = Store::open(&dir).unwrap();
+        // Our own pending copy of m-00004, put before the adoption.
+        store.apply(&[Op::Put(rec(4))]).unwrap();
+        let adopted = store.adopt().unwrap();
+        assert_eq!(adopted.records, 4, "m-00001..4 once each");
+        assert_eq!(store.pending().0, 5);
+        let resumed: Vec<String> = all_resumable(&mut store)
+            .iter()
+            .map(|r| r.id.to_string())
+            .collect();
+        assert_eq!(resumed, ["m-00001", "m-00002", "m-00003"]);
+        assert_eq!(
+            store.pending(),
+            (4, (1..5).map(|i| rec(i).payload_bytes()).sum())
+        );
+        store
+            .apply(
+                &(1..5)
+                    .map(|i| Op::Remove { id: id(&name(i)) })
+                    .collect::<Vec<_>>(),
+            )
+            .unwrap();
+        assert_eq!(store.pending(), (0, 0));
+        store.close().unwrap();
+        assert!(files(&dir).is_empty(), "{:?}", files(&dir));
     }
 
     #[test]

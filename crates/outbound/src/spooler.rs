@@ -7,17 +7,21 @@
 //! for. The caller's thread never touches the disk.
 
 use crate::inbox::Inbox;
+use crate::inbox::SpoolMailbox;
 use crate::log::{Level, Logger};
 use crate::scheduler::{Command, Item, Resumed};
 use crate::shared::Shared;
 use crate::spool::{Cursor, Op, Record, Store};
-use crossbeam_channel::{select, Receiver};
+use crossbeam_channel::{select, TryRecvError};
 use std::sync::atomic::Ordering::*;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 /// How often the directory is checked for files of dead processes.
 const ADOPT_EVERY: Duration = Duration::from_secs(5);
+/// Messages that make a commit group full before its interval ends: in a burst, the first
+/// messages go on to delivery while later ones are still being written.
+const GROUP_MAX: usize = 2048;
 
 /// Unix milliseconds of `at` (an `Instant` of this process).
 pub(crate) fn wall_ms(at: Instant) -> i64 {
@@ -51,12 +55,10 @@ pub(crate) fn hooks_key(urls: &[String]) -> u64 {
 pub(crate) struct Spooler {
     pub store: Store,
     pub shared: Arc<Shared>,
-    /// From the calls.
-    pub commands: Receiver<Command>,
+    /// Commands from the calls, progress and outcomes from the scheduler.
+    pub mailbox: SpoolMailbox,
     /// To the scheduler.
     pub scheduler: Inbox,
-    /// Progress and outcomes from the scheduler.
-    pub ops: Receiver<Op>,
     pub commit_every: Duration,
     pub capacity: u64,
     pub hook_mask: u8,
@@ -89,60 +91,58 @@ impl Spooler {
             }
             let wake = commit_at.unwrap_or(next_adopt).min(next_adopt);
             let wait = wake.saturating_duration_since(Instant::now());
-            let mut commit_now = false;
+            // Sleep unless what is unread needs us now: senders ring only when no commit
+            // is scheduled or the group is full (`inbox.rs`), not once per message.
+            let room = GROUP_MAX.saturating_sub(waiting.len());
+            let mailbox = &self.mailbox;
+            if !mailbox
+                .wake
+                .must_drain(commit_at.is_some(), room, || !mailbox.ops.is_empty())
+            {
+                select! {
+                    recv(mailbox.bell) -> _ => {},
+                    default(wait) => {},
+                }
+            }
+            let now = Instant::now();
             let mut stop = false;
-            select! {
-                recv(self.commands) -> cmd => match cmd {
+            let mut taken = 0;
+            while waiting.len() < GROUP_MAX {
+                match self.mailbox.commands.try_recv() {
                     Ok(Command::Message(item)) => {
+                        taken += 1;
                         if let Some(record) = self.record(&item) {
                             writes.push(Op::Put(record));
                         }
-                        // Even a message with nowhere to go waits for the commit: order is kept.
+                        // Even a message with nowhere to go waits for the commit: order is
+                        // kept.
                         commit_at.get_or_insert(now + self.commit_every);
                         waiting.push(item);
-                        // Read what else is there: one wake for many calls.
-                        while let Ok(cmd) = self.commands.try_recv() {
-                            match cmd {
-                                Command::Message(item) => {
-                                    if let Some(record) = self.record(&item) {
-                                        writes.push(Op::Put(record));
-                                    }
-                                    waiting.push(item);
-                                }
-                                other => {
-                                    self.commit(&mut writes, &mut waiting);
-                                    commit_at = None;
-                                    if !self.forward_or_stop(other) {
-                                        stop = true;
-                                        break;
-                                    }
-                                }
-                            }
-                        }
                     }
                     Ok(other) => {
-                        commit_now = true;
                         self.commit(&mut writes, &mut waiting);
                         commit_at = None;
-                        stop = !self.forward_or_stop(other);
-                    }
-                    Err(_) => stop = true,
-                },
-                recv(self.ops) -> op => {
-                    if let Ok(op) = op {
-                        writes.push(op);
-                        while let Ok(op) = self.ops.try_recv() {
-                            writes.push(op);
+                        if !self.forward_or_stop(other) {
+                            stop = true;
+                            break;
                         }
-                        commit_at.get_or_insert(now + self.commit_every);
                     }
-                },
-                default(wait) => {},
+                    Err(TryRecvError::Empty) => break,
+                    Err(TryRecvError::Disconnected) => {
+                        stop = true;
+                        break;
+                    }
+                }
+            }
+            self.mailbox.wake.taken(taken);
+            while let Ok(op) = self.mailbox.ops.try_recv() {
+                writes.push(op);
+                commit_at.get_or_insert(now + self.commit_every);
             }
             if stop {
                 return self.stop(writes, waiting);
             }
-            if !commit_now && commit_at.is_some_and(|t| Instant::now() >= t) {
+            if waiting.len() >= GROUP_MAX || commit_at.is_some_and(|t| Instant::now() >= t) {
                 self.commit(&mut writes, &mut waiting);
                 commit_at = None;
             }
@@ -157,7 +157,7 @@ impl Spooler {
         }
         Some(Record {
             id: item.id.clone(),
-            accepted_ms: wall_ms(Instant::now()),
+            accepted_ms: wall_ms(item.accepted),
             first_ms: None,
             ingest: item.ingest.as_ref().map(|b| b.to_vec()),
             hook: item.hook.as_ref().map(|b| b.to_vec()),
@@ -278,7 +278,7 @@ impl Spooler {
         }
         self.scheduler.send_now(Command::Shutdown);
         // The scheduler's Sender goes when it exits; what it sent before is ours to commit.
-        while let Ok(op) = self.ops.recv() {
+        while let Ok(op) = self.mailbox.ops.recv() {
             writes.push(op);
         }
         if let Err(e) = self.store.apply(&writes) {
