@@ -109,6 +109,9 @@ enum outbound_result
     // The spool directory or a file in it could not be used (cannot be created, already
     // used by another client of this process, disk full, ...); the text names the path.
     OUTBOUND_RESULT_SPOOL = 16,
+    // A recording accessor (`outbound_recording_snapshot`, `_respond_with`, `_clear`) was
+    // given a client built without `outbound_options_set_recording`.
+    OUTBOUND_RESULT_NOT_RECORDING = 17,
 };
 #ifndef __cplusplus
 #if __STDC_VERSION__ >= 202311L
@@ -137,6 +140,25 @@ typedef uint32_t outbound_log_level;
 #endif // __STDC_VERSION__ >= 202311L
 #endif // __cplusplus
 
+// Which destination a recorded request was for.
+enum outbound_destination
+#if defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+  : uint32_t
+#endif // defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+ {
+    // A batch to `{endpoint}/v1/batch`.
+    OUTBOUND_DESTINATION_INGESTION = 0,
+    // One message to a webhook URL.
+    OUTBOUND_DESTINATION_WEBHOOK = 1,
+};
+#ifndef __cplusplus
+#if __STDC_VERSION__ >= 202311L
+typedef enum outbound_destination outbound_destination;
+#else
+typedef uint32_t outbound_destination;
+#endif // __STDC_VERSION__ >= 202311L
+#endif // __cplusplus
+
 // Remembered audience and trait state. Create with `outbound_audience_new`; release with
 // `outbound_audience_free`. One call at a time per object (it is not thread-safe); separate
 // objects may be used from separate threads.
@@ -153,6 +175,13 @@ typedef struct outbound_client outbound_client;
 // `outbound_client_new` (which takes ownership) or release with `outbound_options_free`.
 // Not thread-safe: use one options object from one thread at a time.
 typedef struct outbound_options outbound_options;
+
+// A snapshot of what a recording client would have sent and how each message ended, taken
+// by `outbound_recording_snapshot` and released with `outbound_recording_free`. It is a
+// copy: later requests, `outbound_recording_clear` and freeing the client do not change it,
+// and every pointer read from it stays valid until it is freed. It may be read from several
+// threads at once.
+typedef struct outbound_recording outbound_recording;
 
 // What one `outbound_audience_sync` sent: one `identify` per joined and per left member.
 typedef struct outbound_audience_counts {
@@ -227,6 +256,49 @@ typedef void (*outbound_log_callback)(outbound_log_level level,
                                       const char *line,
                                       void *userdata);
 
+// One header of a recorded request. Both texts are NUL-terminated and owned by the
+// snapshot.
+typedef struct outbound_recorded_header {
+    // The name, in lowercase (`"x-signature"`).
+    const char *name;
+    // The value, as it would have been sent.
+    const char *value;
+} outbound_recorded_header;
+
+// A request the recording client would have sent. Read it through the pointer
+// `outbound_recording_request` gives; every pointer in it is owned by the snapshot and valid
+// until `outbound_recording_free`. Later releases may add fields at the end.
+typedef struct outbound_recorded_request {
+    // Ingestion (a batch) or webhook (one message).
+    outbound_destination destination;
+    // The URL it would have been POSTed to, NUL-terminated.
+    const char *url;
+    // The headers outbound sets, in order, names in lowercase (`content-type`,
+    // `authorization`, `x-signature` or the `webhook-*` ones, the webhook's own headers,
+    // ...; not the HTTP client's `host` and `content-length`). `outbound_recording_header`
+    // finds one by name.
+    const struct outbound_recorded_header *headers;
+    // How many headers `headers` holds.
+    size_t headers_len;
+    // The body exactly as it would have been sent (gzip-compressed with
+    // `outbound_options_set_gzip`), followed by a NUL byte not counted in `body_len`, so a
+    // JSON body can be read as a C string.
+    const uint8_t *body;
+    // The body's length in bytes.
+    size_t body_len;
+} outbound_recorded_request;
+
+// How one message ended, as the outcome callback was told. The texts are NUL-terminated
+// and owned by the snapshot. Later releases may add fields at the end.
+typedef struct outbound_recorded_outcome {
+    // The id returned when the message was enqueued.
+    const char *message_id;
+    // `"delivered"`, `"failed"` or `"dropped"` (the callback's texts).
+    const char *outcome;
+    // Why, when not delivered (`"webhooks: gone (status 410) ..."`); `""` when delivered.
+    const char *detail;
+} outbound_recorded_outcome;
+
 #ifdef __cplusplus
 extern "C" {
 #endif // __cplusplus
@@ -296,7 +368,8 @@ outbound_result outbound_trait_sync(struct outbound_audience *audience,
 // `audience` is NULL or from `outbound_audience_new` and not freed yet.
 void outbound_audience_free(struct outbound_audience *audience);
 
-// Builds a client from `options` and starts its threads.
+// Builds a client from `options` and starts its threads (a recording client with
+// `outbound_options_set_recording`).
 //
 // Ownership: `options` is consumed whatever the result (do not use or free it afterwards).
 // On success `*out` receives a client the caller owns and must release with
@@ -818,6 +891,22 @@ outbound_result outbound_options_set_debug(struct outbound_options *options,
 outbound_result outbound_options_set_send(struct outbound_options *options,
                                           bool send);
 
+// Makes `outbound_client_new` build a recording client, for your application's tests
+// (default false). It is the real client (the same checks, bodies, batches, signatures and
+// outcomes, from the same code) with the network replaced by a recorder: nothing is sent,
+// no DNS lookup or connection is made. Every request that would have been sent is kept with
+// its exact body and the headers outbound sets, and every outcome too: read them with
+// `outbound_recording_snapshot`; `outbound_recording_respond_with` answers later requests
+// with another status than 200, `outbound_recording_clear` forgets what was recorded. The
+// outcome callback still runs.
+//
+// Returns `OUTBOUND_RESULT_OK`, `_NULL_ARGUMENT` (options), `_PANIC`.
+//
+// # Safety
+// `options` is NULL or a live `outbound_options`.
+outbound_result outbound_options_set_recording(struct outbound_options *options,
+                                               bool recording);
+
 // Use `HTTP_PROXY` / `HTTPS_PROXY` / `ALL_PROXY` from the environment (default true).
 //
 // Returns `OUTBOUND_RESULT_OK`, `_NULL_ARGUMENT` (options), `_PANIC`. The value is checked
@@ -883,6 +972,98 @@ outbound_result outbound_options_set_outcome_callback(struct outbound_options *o
 outbound_result outbound_options_set_log_callback(struct outbound_options *options,
                                                   outbound_log_callback callback,
                                                   void *userdata);
+
+// Takes a snapshot of what a recording client (`outbound_options_set_recording`) would have
+// sent so far and of the outcomes so far, in order. Read it with
+// `outbound_recording_requests_len` / `outbound_recording_request`,
+// `outbound_recording_header`, `outbound_recording_outcomes_len` /
+// `outbound_recording_outcome`. Flush first (`outbound_flush`) to see what was queued.
+//
+// Ownership: on success `*out` receives a snapshot the caller owns and must release with
+// `outbound_recording_free`; it does not depend on the client (it may be read after the
+// client is freed). On failure `*out` is not written.
+//
+// Returns `OUTBOUND_RESULT_OK`, `_NULL_ARGUMENT` (client or out), `_NOT_RECORDING` (a client
+// built without `outbound_options_set_recording`), `_PANIC`.
+//
+// # Safety
+// `client` is NULL or live; `out` is NULL or writable.
+outbound_result outbound_recording_snapshot(const struct outbound_client *client,
+                                            struct outbound_recording **out);
+
+// Frees a snapshot; every pointer read from it becomes invalid. NULL is a no-op.
+//
+// # Safety
+// `recording` is NULL or from `outbound_recording_snapshot` and not freed yet.
+void outbound_recording_free(struct outbound_recording *recording);
+
+// How many requests the snapshot holds (0 for NULL).
+//
+// # Safety
+// `recording` is NULL or a live snapshot.
+size_t outbound_recording_requests_len(const struct outbound_recording *recording);
+
+// Request `index` of the snapshot (0 is the first that would have been sent), or NULL when
+// `index` is not below `outbound_recording_requests_len` or `recording` is NULL
+// (`outbound_last_error` says which).
+//
+// Ownership: the request belongs to the snapshot; valid until `outbound_recording_free`.
+//
+// # Safety
+// `recording` is NULL or a live snapshot.
+const struct outbound_recorded_request *outbound_recording_request(const struct outbound_recording *recording,
+                                                                   size_t index);
+
+// The value of header `name` (any case: `"X-Signature"` finds `x-signature`) of request
+// `index` of the snapshot, or NULL when that request has no such header. NULL too when
+// `recording` or `name` is NULL, `name` is not UTF-8 or `index` is out of range; then
+// `outbound_last_error` says which.
+//
+// Ownership: the value belongs to the snapshot; valid until `outbound_recording_free`.
+//
+// # Safety
+// `recording` is NULL or a live snapshot; `name` is NULL or NUL-terminated.
+const char *outbound_recording_header(const struct outbound_recording *recording,
+                                      size_t index,
+                                      const char *name);
+
+// How many outcomes the snapshot holds (0 for NULL).
+//
+// # Safety
+// `recording` is NULL or a live snapshot.
+size_t outbound_recording_outcomes_len(const struct outbound_recording *recording);
+
+// Outcome `index` of the snapshot (in the order they were reported), or NULL when `index`
+// is not below `outbound_recording_outcomes_len` or `recording` is NULL
+// (`outbound_last_error` says which).
+//
+// Ownership: the outcome belongs to the snapshot; valid until `outbound_recording_free`.
+//
+// # Safety
+// `recording` is NULL or a live snapshot.
+const struct outbound_recorded_outcome *outbound_recording_outcome(const struct outbound_recording *recording,
+                                                                   size_t index);
+
+// Makes a recording client answer every later request with `status` instead of 200, to
+// test how your application copes with failures; the real rules apply: `410` fails a
+// webhook message at once as gone, `400` fails it, `503` is retried (with the real backoff)
+// until `max_retry_duration`. `200` goes back to success.
+//
+// Returns `OUTBOUND_RESULT_OK`, `_NULL_ARGUMENT` (client), `_NOT_RECORDING`, `_PANIC`.
+//
+// # Safety
+// `client` is NULL or live.
+outbound_result outbound_recording_respond_with(const struct outbound_client *client,
+                                                uint16_t status);
+
+// Makes a recording client forget the requests and outcomes recorded so far (snapshots
+// already taken are not changed).
+//
+// Returns `OUTBOUND_RESULT_OK`, `_NULL_ARGUMENT` (client), `_NOT_RECORDING`, `_PANIC`.
+//
+// # Safety
+// `client` is NULL or live.
+outbound_result outbound_recording_clear(const struct outbound_client *client);
 
 // A short, static, human-readable description of a result code (`"OUTBOUND_RESULT_QUEUE_FULL:
 // the queue is full; ..."`). Unknown codes give `"unknown outbound_result code"`.

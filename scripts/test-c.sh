@@ -9,7 +9,8 @@
 #      compiled and linked as C++
 #   5. both test programs run, then again under valgrind (0 bytes lost of any kind)
 #   6. the fuzz harness for about a minute (scripts/fuzz-c.sh; OUTBOUND_FUZZ_SECONDS)
-#   7. scripts/install-c.sh into a temporary prefix; examples/c/quickstart.c built with
+#   7. docs/c.md's "Testing your application" program built, run, and run under valgrind
+#   8. scripts/install-c.sh into a temporary prefix; examples/c/quickstart.c built with
 #      `pkg-config --cflags --libs outbound` (and outbound-static) and run against a
 #      local receiver on 127.0.0.1
 # Exits non-zero on any failure. Works with CI=true and no standard input.
@@ -147,6 +148,19 @@ for doc in README.md docs/c.md; do
   echo "$doc: same as examples/c/quickstart.c"
 done
 
+step "the docs' \"Testing your application\" program builds and runs (under valgrind too)"
+# The first C block of that section in docs/c.md is a complete program: a recording client.
+awk '/^## Testing your application/{s=1} s&&/^```c$/{c=1;next} c&&/^```$/{exit} c{print}' docs/c.md \
+  > "$build/doc_testing.c"
+[ -s "$build/doc_testing.c" ] || die "no C block in docs/c.md, Testing your application"
+gcc "${CFLAGS[@]}" "$build/doc_testing.c" -L"$libdir" -Wl,-rpath,"$root/$libdir" -loutbound \
+  -o "$build/doc_testing"
+"$build/doc_testing" || die "the docs/c.md Testing your application program failed"
+valgrind -q --error-exitcode=1 --leak-check=full --errors-for-leak-kinds=definite,indirect,possible \
+  --show-leak-kinds=definite,indirect,possible --suppressions=tests/c/valgrind.supp \
+  "$build/doc_testing" > /dev/null || die "the docs/c.md Testing your application program under valgrind"
+echo "docs/c.md: the Testing your application program builds and runs, valgrind clean"
+
 step "install into a prefix, build the example with pkg-config, run it"
 prefix=$(mktemp -d)
 trap 'rm -f "$fresh"; rm -rf "$prefix"' EXIT
@@ -208,9 +222,9 @@ for doc in README.md docs/c.md; do
 done
 
 # Beyond the C test programs' own counts: header drift, C++ header, fuzzing, docs example,
-# the example built and run with each of the two pkg-config files, the SONAME, the installed
-# names, and the README's build lines.
-passed=$((passed + 9))
+# the docs' testing program, the example built and run with each of the two pkg-config
+# files, the SONAME, the installed names, and the README's build lines.
+passed=$((passed + 10))
 
 echo
 echo "c: $passed passed, $failed failed"

@@ -5,7 +5,8 @@
 #   3. go test -race in bindings/go against real receivers on 127.0.0.1 (Node checks the
 #      bodies and signatures; the quickstart example is built statically and dynamically
 #      and run)
-#   4. the README's Go quickstart is examples/go/main.go
+#   4. the README's Go quickstart is examples/go/main.go, and docs/go.md's "Testing your
+#      application" block is the marked test in bindings/go/testing_test.go
 # Needs go (1.22 or newer), cargo, a C compiler and node. Works with CI=true, no stdin.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -46,7 +47,7 @@ echo "gofmt, go vet: clean"
 
 step "go test -race (real receivers on 127.0.0.1)"
 out=$(mktemp)
-trap 'rm -f "$out"' EXIT
+trap 'rm -f "$out" "$out.test"' EXIT
 if ! (cd bindings/go && go test -race -count=1 -v ./... < /dev/null) > "$out" 2>&1; then
   grep -vE '^(=== (RUN|PAUSE|CONT))' "$out" | tail -n 80
   die "go test"
@@ -59,7 +60,16 @@ step "the README's Go quickstart is examples/go/main.go"
 awk '/^## Use from Go/{s=1} s&&/^```go$/{c=1;next} c&&/^```$/{exit} c{print}' README.md > "$out"
 cmp -s "$out" examples/go/main.go || die "the Go example in README.md (## Use from Go) differs from examples/go/main.go"
 echo "README.md: same as examples/go/main.go"
-passed=$((passed + 2)) # gofmt/vet and the README example
+
+step "docs/go.md's Testing your application block is a test in bindings/go/testing_test.go"
+awk '/^## Testing your application/{s=1} s&&/^```go$/{c=1;next} c&&/^```$/{exit} c{print}' docs/go.md > "$out"
+awk '/^\/\/ --- docs\/go.md "Testing your application" begins/{c=1;next}
+     /^\/\/ --- docs\/go.md "Testing your application" ends/{c=0} c{print}' bindings/go/testing_test.go \
+  | sed -e '1{/^$/d}' | sed -e '${/^$/d}' > "$out.test"
+[ -s "$out" ] || die "no Go block in docs/go.md, Testing your application"
+cmp -s "$out" "$out.test" || { diff -u "$out.test" "$out" | head -n 20; die "docs/go.md (Testing your application) differs from the marked test in bindings/go/testing_test.go"; }
+echo "docs/go.md: same as the test in bindings/go/testing_test.go"
+passed=$((passed + 3)) # gofmt/vet, the README example and the docs' test
 
 echo
 echo "go: $passed passed, $failed failed"

@@ -93,12 +93,21 @@ func New(writeKey string) Client {
 // destination ("" for webhooks only). A refused configuration returns an *Error with
 // ErrConfig that names the setting.
 func NewWithConfig(writeKey string, config Config) (Client, error) {
+	c, err := newClient(writeKey, config, false)
+	if err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// newClient builds a client, a recording one (NewRecording) when recording is true.
+func newClient(writeKey string, config Config, recording bool) (*client, error) {
 	cb := newCallbacks(config)
 	var handle cgo.Handle
 	if cb != nil {
 		handle = cgo.NewHandle(cb)
 	}
-	opts, err := newOptions(writeKey, config, uintptr(handle))
+	opts, err := newOptions(writeKey, config, uintptr(handle), recording)
 	if err != nil {
 		if handle != 0 {
 			handle.Delete()
@@ -132,7 +141,8 @@ type client struct {
 	handle       cgo.Handle         // 0 without callbacks
 	closeTimeout time.Duration
 	closing      atomic.Bool
-	final        Stats // the counters when the client was freed
+	final        Stats      // the counters when the client was freed
+	rec          *Recording // a recording client's record (NewRecording); nil otherwise
 }
 
 func (c *client) Enqueue(msg Message) error {
@@ -266,6 +276,9 @@ func (c *client) Close() error {
 	// close has given every message its outcome), then frees.
 	c.mu.Lock()
 	c.final = c.stats()
+	if c.rec != nil {
+		c.rec.keep(c.recorded())
+	}
 	C.outbound_client_free(c.ptr)
 	c.ptr = nil
 	c.mu.Unlock()

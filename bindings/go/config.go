@@ -142,10 +142,11 @@ const DefaultCloseTimeout = 30 * time.Second
 const DefaultEndpoint = "https://api.segment.io"
 
 // newOptions turns a write key and a Config into liboutbound options: the one place that maps
-// Go settings to C setters. The caller owns the result (outbound_client_new consumes it).
+// Go settings to C setters (recording: a recording client, NewRecording). The caller owns the
+// result (outbound_client_new consumes it).
 // The checks of values are the core's, at outbound_client_new; here only what has no C form
 // is refused (a negative number, two synonyms that disagree).
-func newOptions(writeKey string, c Config, handle uintptr) (*C.outbound_options, error) {
+func newOptions(writeKey string, c Config, handle uintptr, recording bool) (*C.outbound_options, error) {
 	flushAt, err := synonym([]string{"BatchSize", "Size", "FlushAt"}, c.BatchSize, c.Size, c.FlushAt)
 	if err != nil {
 		return nil, err
@@ -292,6 +293,12 @@ func newOptions(writeKey string, c Config, handle uintptr) (*C.outbound_options,
 				return nil
 			}
 			return check(C.outbound_options_set_proxy_from_env(o, false))
+		},
+		func() error {
+			if !recording {
+				return nil
+			}
+			return check(C.outbound_options_set_recording(o, true))
 		},
 		func() error {
 			if !c.BlockPrivateNetworks {

@@ -61,6 +61,9 @@ const (
 	// already used by another client of this process, a disk error); the message names the
 	// path.
 	ErrSpool Code = 16
+	// ErrNotRecording: a recording accessor was given a client that does not record (a bug
+	// in this package if you see it: a *Recording always belongs to a recording client).
+	ErrNotRecording Code = 17
 )
 
 // ErrMessageTooBig is analytics-go's name for ErrMessageTooLarge.

@@ -169,6 +169,7 @@ func TestCodesAreTheHeadersCodes(t *testing.T) {
 		outbound.ErrInsufficientSize: "OUTBOUND_RESULT_INSUFFICIENT_SIZE", outbound.ErrIncomplete: "OUTBOUND_RESULT_INCOMPLETE",
 		outbound.ErrBadSignature: "OUTBOUND_RESULT_BAD_SIGNATURE", outbound.ErrPanic: "OUTBOUND_RESULT_PANIC",
 		outbound.ErrOther: "OUTBOUND_RESULT_OTHER", outbound.ErrSpool: "OUTBOUND_RESULT_SPOOL",
+		outbound.ErrNotRecording: "OUTBOUND_RESULT_NOT_RECORDING",
 	}
 	for code, name := range names {
 		if code.String() != name {

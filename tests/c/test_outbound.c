@@ -156,7 +156,7 @@ static void mark(void) { requests_before = rx_count(rx); }
 
 static void test_version_and_result_strings(void) {
     CHECK(strcmp(outbound_version(), "0.1.0") == 0, "version %s", outbound_version());
-    for (unsigned code = 0; code <= OUTBOUND_RESULT_SPOOL; code++) {
+    for (unsigned code = 0; code <= OUTBOUND_RESULT_NOT_RECORDING; code++) {
         const char *s = outbound_result_str(code);
         CHECK(s != NULL && strncmp(s, "OUTBOUND_RESULT_", 16) == 0, "code %u: %s", code, s);
         for (unsigned other = 0; other < code; other++)
@@ -201,6 +201,9 @@ static void test_last_error_of_another_thread_is_separate(void) {
     pthread_join(t, &clean);
     CHECK(clean != NULL, "a new thread saw another thread's error");
 }
+
+static outbound_client *both_client(bool recording);
+static outbound_recording *snapshot(const outbound_client *c);
 
 static void test_every_entry_point_is_null_safe(void) {
     const outbound_result N = OUTBOUND_RESULT_NULL_ARGUMENT;
@@ -285,10 +288,31 @@ static void test_every_entry_point_is_null_safe(void) {
     CHECK_RC(outbound_verify_standard(SW_SECRET, "m", "1", NULL, 0, NULL, 300), N,
              "webhook_signature");
 
+    outbound_recording *rec = (outbound_recording *)0x1;
+    CHECK_RC(outbound_options_set_recording(NULL, true), N, "options");
+    CHECK_RC(outbound_recording_snapshot(NULL, &rec), N, "client");
+    CHECK(rec == (outbound_recording *)0x1, "out written on failure");
+    CHECK_RC(outbound_recording_respond_with(NULL, 410), N, "client");
+    CHECK_RC(outbound_recording_clear(NULL), N, "client");
+    outbound_recording_free(NULL);
+    CHECK(outbound_recording_requests_len(NULL) == 0, "requests_len(NULL)");
+    CHECK(outbound_recording_outcomes_len(NULL) == 0, "outcomes_len(NULL)");
+    CHECK(outbound_recording_request(NULL, 0) == NULL, "request(NULL)");
+    CHECK(outbound_recording_outcome(NULL, 0) == NULL, "outcome(NULL)");
+    CHECK(outbound_recording_header(NULL, 0, "x-signature") == NULL, "header(NULL)");
+    CHECK(strcmp(last_error(), "recording must not be NULL") == 0, "last error %s", last_error());
+
     /* NULL where a live client is given. */
     outbound_client *live = ingestion_client(NULL);
     CHECK_RC(outbound_enqueue_json(live, NULL, NULL, 0, NULL), N, "json");
     CHECK_RC(outbound_client_stats(live, NULL), N, "out");
+    outbound_client *recorder = both_client(true);
+    CHECK_RC(outbound_recording_snapshot(recorder, NULL), N, "out");
+    rec = snapshot(recorder);
+    CHECK(outbound_recording_header(rec, 0, NULL) == NULL, "header(rec, 0, NULL)");
+    CHECK(strcmp(last_error(), "name must not be NULL") == 0, "last error %s", last_error());
+    outbound_recording_free(rec);
+    outbound_client_free(recorder);
     outbound_options *o = outbound_options_new();
     CHECK_RC(outbound_options_add_webhook(o, NULL, "{}"), N, "url");
     outbound_options_free(o);
@@ -1267,6 +1291,303 @@ static void test_fork_child_gets_a_working_client(void) {
     outbound_client_free(c);
 }
 
+/* ---- the recording client ------------------------------------------------------------- */
+
+static outcomes rec_outcomes = {PTHREAD_MUTEX_INITIALIZER, 0, "", "", ""};
+
+/* Ingestion and a signed webhook, both at the local receiver; recording or real. */
+static outbound_client *both_client(bool recording) {
+    outbound_options *o = outbound_options_new();
+    CHECK_RC(outbound_options_set_write_key(o, "wk"), OUTBOUND_RESULT_OK, NULL);
+    CHECK_RC(outbound_options_set_endpoint(o, endpoint), OUTBOUND_RESULT_OK, NULL);
+    CHECK_RC(outbound_options_add_webhook(o, hook_url, "{\"X-Team\":\"growth\"}"),
+             OUTBOUND_RESULT_OK, NULL);
+    CHECK_RC(outbound_options_set_shared_secret(o, "sekrit-secret"), OUTBOUND_RESULT_OK, NULL);
+    CHECK_RC(outbound_options_set_flush_at(o, 1), OUTBOUND_RESULT_OK, NULL);
+    CHECK_RC(outbound_options_set_proxy_from_env(o, false), OUTBOUND_RESULT_OK, NULL);
+    CHECK_RC(outbound_options_set_timeout_ms(o, 20000), OUTBOUND_RESULT_OK, NULL);
+    CHECK_RC(outbound_options_set_outcome_callback(o, on_outcome, &rec_outcomes),
+             OUTBOUND_RESULT_OK, NULL);
+    CHECK_RC(outbound_options_set_recording(o, recording), OUTBOUND_RESULT_OK, NULL);
+    outbound_client *c = NULL;
+    CHECK_RC(outbound_client_new(o, &c), OUTBOUND_RESULT_OK, NULL);
+    return c;
+}
+
+/* A recording client with one webhook, at the local receiver. */
+static outbound_client *recording_webhook_client(void) {
+    outbound_options *o = outbound_options_new();
+    CHECK_RC(outbound_options_add_webhook(o, hook_url, NULL), OUTBOUND_RESULT_OK, NULL);
+    CHECK_RC(outbound_options_set_proxy_from_env(o, false), OUTBOUND_RESULT_OK, NULL);
+    CHECK_RC(outbound_options_set_recording(o, true), OUTBOUND_RESULT_OK, NULL);
+    outbound_client *c = NULL;
+    CHECK_RC(outbound_client_new(o, &c), OUTBOUND_RESULT_OK, NULL);
+    return c;
+}
+
+static outbound_recording *snapshot(const outbound_client *c) {
+    outbound_recording *rec = NULL;
+    CHECK_RC(outbound_recording_snapshot(c, &rec), OUTBOUND_RESULT_OK, NULL);
+    return rec;
+}
+
+/* The first request of `rec` to destination `d`, and its index; NULL if none. */
+static const outbound_recorded_request *recorded_to(const outbound_recording *rec,
+                                                    outbound_destination d, size_t *index) {
+    for (size_t i = 0; i < outbound_recording_requests_len(rec); i++) {
+        const outbound_recorded_request *r = outbound_recording_request(rec, i);
+        if (r->destination == d) {
+            *index = i;
+            return r;
+        }
+    }
+    return NULL;
+}
+
+/* The first request the receiver got at `path`, from index `from` on; NULL if none. */
+static const rx_request *received_at(size_t from, const char *path) {
+    for (size_t i = from; i < rx_count(rx); i++) {
+        const rx_request *r = rx_get(rx, i);
+        if (strcmp(r->path, path) == 0) return r;
+    }
+    return NULL;
+}
+
+/* Checks that recorded header `name` equals the one the receiver got from the real client. */
+static void check_same_header(const outbound_recording *rec, size_t index, const rx_request *real,
+                              const char *name) {
+    char want[256] = "";
+    const char *got = outbound_recording_header(rec, index, name);
+    CHECK(rx_header(real, name, want, sizeof want), "the real request has no %s", name);
+    CHECK(got != NULL && strcmp(got, want) == 0, "%s: recorded '%s', sent '%s'", name,
+          got ? got : "(none)", want);
+}
+
+/* A batch body without its sentAt (the time of sending, the one part that differs). */
+static size_t before_sent_at(const char *body) {
+    const char *at = strstr(body, ",\"sentAt\":");
+    return at ? (size_t)(at - body) : strlen(body);
+}
+
+#define REC_PROPS "{\"total\":19.99,\"items\":[{\"sku\":\"a\"}],\"note\":\"caf\xc3\xa9\"}"
+#define REC_TS "2026-11-21T09:30:00.123Z"
+
+static void test_recording_client_sends_nothing_and_keeps_the_bytes_the_real_client_sends(void) {
+    /* What the real client sends, for comparison. */
+    mark();
+    outbound_client *real = both_client(false);
+    CHECK_RC(outbound_track(real, "u1", NULL, "Order Completed", REC_PROPS, NULL, NULL, REC_TS,
+                            "m-rec", NULL, 0, NULL),
+             OUTBOUND_RESULT_OK, NULL);
+    CHECK_RC(outbound_flush(real, WAIT_MS), OUTBOUND_RESULT_OK, NULL);
+    outbound_client_free(real);
+    const rx_request *real_hook = received_at(requests_before, "/hook");
+    const rx_request *real_batch = received_at(requests_before, "/v1/batch");
+    CHECK(real_hook && real_batch, "the real client's requests did not arrive");
+    if (!real_hook || !real_batch) return;
+    size_t sent = rx_count(rx);
+
+    pthread_mutex_lock(&rec_outcomes.lock);
+    rec_outcomes.calls = 0;
+    pthread_mutex_unlock(&rec_outcomes.lock);
+    outbound_client *c = both_client(true);
+    CHECK_RC(outbound_track(c, "u1", NULL, "Order Completed", REC_PROPS, NULL, NULL, REC_TS,
+                            "m-rec", NULL, 0, NULL),
+             OUTBOUND_RESULT_OK, NULL);
+    CHECK_RC(outbound_flush(c, WAIT_MS), OUTBOUND_RESULT_OK, NULL);
+    sleep_ms(100);
+    CHECK(rx_count(rx) == sent, "the recording client sent %zu requests", rx_count(rx) - sent);
+
+    outbound_recording *rec = snapshot(c);
+    CHECK(outbound_recording_requests_len(rec) == 2, "%zu requests recorded",
+          outbound_recording_requests_len(rec));
+    size_t i = 0;
+    const outbound_recorded_request *hook = recorded_to(rec, OUTBOUND_DESTINATION_WEBHOOK, &i);
+    CHECK(hook != NULL, "no webhook request recorded");
+    if (hook) {
+        CHECK(strcmp(hook->url, hook_url) == 0, "url %s", hook->url);
+        CHECK(hook->body_len == real_hook->body_len &&
+                  memcmp(hook->body, real_hook->body, hook->body_len) == 0,
+              "the webhook body differs:\n  recorded %s\n  sent     %s", (const char *)hook->body,
+              real_hook->body);
+        CHECK(hook->body[hook->body_len] == 0, "the body is not followed by a NUL");
+        check_same_header(rec, i, real_hook, "x-signature");
+        check_same_header(rec, i, real_hook, "Content-Type");
+        check_same_header(rec, i, real_hook, "user-agent");
+        check_same_header(rec, i, real_hook, "X-Team");
+        const char *sig = outbound_recording_header(rec, i, "X-Signature");
+        CHECK(sig != NULL, "no x-signature recorded");
+        if (sig)
+            CHECK_RC(outbound_verify((const uint8_t *)"sekrit-secret", 13, hook->body,
+                                     hook->body_len, sig, strlen(sig)),
+                     OUTBOUND_RESULT_OK, NULL);
+        CHECK(outbound_recording_header(rec, i, "authorization") == NULL,
+              "a webhook request with authorization");
+        int lowercase = hook->headers_len > 0;
+        for (size_t h = 0; h < hook->headers_len; h++)
+            for (const char *ch = hook->headers[h].name; *ch; ch++)
+                if (*ch >= 'A' && *ch <= 'Z') lowercase = 0;
+        CHECK(lowercase, "header names are not all lowercase");
+    }
+    const outbound_recorded_request *batch =
+        recorded_to(rec, OUTBOUND_DESTINATION_INGESTION, &i);
+    CHECK(batch != NULL, "no batch recorded");
+    if (batch) {
+        char url[96];
+        snprintf(url, sizeof url, "%s/v1/batch", endpoint);
+        CHECK(strcmp(batch->url, url) == 0, "url %s", batch->url);
+        check_same_header(rec, i, real_batch, "authorization");
+        const char *mine = (const char *)batch->body;
+        size_t n = before_sent_at(mine);
+        CHECK(n == before_sent_at(real_batch->body) && memcmp(mine, real_batch->body, n) == 0 &&
+                  strstr(mine, "\"sentAt\":\"") != NULL,
+              "the batch differs beyond sentAt:\n  recorded %s\n  sent     %s", mine,
+              real_batch->body);
+    }
+    CHECK(outbound_recording_request(rec, 2) == NULL, "request 2 of 2");
+    CHECK(strstr(last_error(), "index 2 is out of range") != NULL, "last error %s", last_error());
+
+    CHECK(outbound_recording_outcomes_len(rec) == 1, "%zu outcomes",
+          outbound_recording_outcomes_len(rec));
+    const outbound_recorded_outcome *o = outbound_recording_outcome(rec, 0);
+    CHECK(o && strcmp(o->message_id, "m-rec") == 0 && strcmp(o->outcome, "delivered") == 0 &&
+              o->detail[0] == '\0',
+          "outcome %s %s %s", o ? o->message_id : "-", o ? o->outcome : "-", o ? o->detail : "-");
+    /* The outcome callback still runs. */
+    CHECK(wait_outcomes(&rec_outcomes, 1), "no outcome callback");
+    pthread_mutex_lock(&rec_outcomes.lock);
+    CHECK(strcmp(rec_outcomes.last_id, "m-rec") == 0 &&
+              strcmp(rec_outcomes.last_outcome, "delivered") == 0,
+          "callback %s %s", rec_outcomes.last_id, rec_outcomes.last_outcome);
+    pthread_mutex_unlock(&rec_outcomes.lock);
+    outbound_recording_free(rec);
+    outbound_client_free(c);
+}
+
+static void test_recording_respond_with_410_fails_as_gone_and_clear_forgets(void) {
+    mark();
+    outbound_client *c = recording_webhook_client();
+    CHECK_RC(outbound_recording_respond_with(c, 410), OUTBOUND_RESULT_OK, NULL);
+    char id[OUTBOUND_ID_BUFFER_LEN] = "";
+    CHECK_RC(outbound_identify(c, "u1", NULL, NULL, NULL, NULL, NULL, NULL, id, sizeof id, NULL),
+             OUTBOUND_RESULT_OK, NULL);
+    CHECK_RC(outbound_flush(c, WAIT_MS), OUTBOUND_RESULT_INCOMPLETE, "flush");
+    outbound_recording *gone = snapshot(c);
+    CHECK(outbound_recording_requests_len(gone) == 1, "%zu requests (410 is not retried)",
+          outbound_recording_requests_len(gone));
+    const outbound_recorded_outcome *o = outbound_recording_outcome(gone, 0);
+    CHECK(o && strcmp(o->message_id, id) == 0 && strcmp(o->outcome, "failed") == 0 &&
+              strstr(o->detail, "gone") != NULL,
+          "outcome %s %s %s", o ? o->message_id : "-", o ? o->outcome : "-", o ? o->detail : "-");
+
+    CHECK_RC(outbound_recording_clear(c), OUTBOUND_RESULT_OK, NULL);
+    outbound_recording *empty = snapshot(c);
+    CHECK(outbound_recording_requests_len(empty) == 0 && outbound_recording_outcomes_len(empty) == 0,
+          "after clear: %zu requests, %zu outcomes", outbound_recording_requests_len(empty),
+          outbound_recording_outcomes_len(empty));
+    outbound_recording_free(empty);
+    /* A snapshot is a copy: clearing the client's record leaves it, and its pointers, as they
+     * were. */
+    CHECK(outbound_recording_outcomes_len(gone) == 1 && o && strstr(o->detail, "gone"),
+          "the earlier snapshot changed");
+    outbound_recording_free(gone);
+
+    CHECK_RC(outbound_recording_respond_with(c, 200), OUTBOUND_RESULT_OK, NULL);
+    CHECK_RC(outbound_identify(c, "u2", NULL, NULL, NULL, NULL, NULL, NULL, NULL, 0, NULL),
+             OUTBOUND_RESULT_OK, NULL);
+    CHECK_RC(outbound_flush(c, WAIT_MS), OUTBOUND_RESULT_OK, NULL);
+    outbound_recording *ok = snapshot(c);
+    o = outbound_recording_outcome(ok, 0);
+    CHECK(outbound_recording_requests_len(ok) == 1 && o && strcmp(o->outcome, "delivered") == 0,
+          "after respond_with(200): %zu requests, outcome %s", outbound_recording_requests_len(ok),
+          o ? o->outcome : "-");
+    outbound_recording_free(ok);
+    outbound_client_free(c);
+    CHECK(rx_count(rx) == requests_before, "the recording client sent %zu requests",
+          rx_count(rx) - requests_before);
+}
+
+static void test_recording_keeps_standard_webhooks_headers_and_gzip_as_sent(void) {
+    mark();
+    outbound_options *o = outbound_options_new();
+    CHECK_RC(outbound_options_set_write_key(o, "wk"), OUTBOUND_RESULT_OK, NULL);
+    CHECK_RC(outbound_options_set_endpoint(o, endpoint), OUTBOUND_RESULT_OK, NULL);
+    CHECK_RC(outbound_options_add_webhook(o, hook_url, NULL), OUTBOUND_RESULT_OK, NULL);
+    CHECK_RC(outbound_options_set_shared_secret(o, SW_SECRET), OUTBOUND_RESULT_OK, NULL);
+    standard_webhooks(o);
+    CHECK_RC(outbound_options_set_gzip(o, true), OUTBOUND_RESULT_OK, NULL);
+    CHECK_RC(outbound_options_set_flush_at(o, 1), OUTBOUND_RESULT_OK, NULL);
+    CHECK_RC(outbound_options_set_recording(o, true), OUTBOUND_RESULT_OK, NULL);
+    outbound_client *c = NULL;
+    CHECK_RC(outbound_client_new(o, &c), OUTBOUND_RESULT_OK, NULL);
+    char id[OUTBOUND_ID_BUFFER_LEN] = "";
+    CHECK_RC(outbound_identify(c, "u1", NULL, "{\"plan\":\"pro\"}", NULL, NULL, NULL, NULL, id,
+                               sizeof id, NULL),
+             OUTBOUND_RESULT_OK, NULL);
+    CHECK_RC(outbound_flush(c, WAIT_MS), OUTBOUND_RESULT_OK, NULL);
+    outbound_recording *rec = snapshot(c);
+    size_t i = 0;
+    const outbound_recorded_request *hook = recorded_to(rec, OUTBOUND_DESTINATION_WEBHOOK, &i);
+    CHECK(hook != NULL, "no webhook request recorded");
+    if (hook) {
+        const char *wid = outbound_recording_header(rec, i, "webhook-id");
+        const char *ts = outbound_recording_header(rec, i, "webhook-timestamp");
+        const char *sig = outbound_recording_header(rec, i, "webhook-signature");
+        CHECK(wid && strcmp(wid, id) == 0, "webhook-id %s, id %s", wid ? wid : "(none)", id);
+        CHECK(outbound_recording_header(rec, i, "x-signature") == NULL, "x-signature too");
+        if (wid && ts && sig)
+            CHECK_RC(outbound_verify_standard(SW_SECRET, wid, ts, hook->body, hook->body_len, sig,
+                                              OUTBOUND_STANDARD_TOLERANCE_SECONDS),
+                     OUTBOUND_RESULT_OK, NULL);
+        else
+            CHECK(0, "Standard Webhooks headers missing");
+    }
+    const outbound_recorded_request *batch =
+        recorded_to(rec, OUTBOUND_DESTINATION_INGESTION, &i);
+    CHECK(batch && batch->body_len > 2 && batch->body[0] == 0x1f && batch->body[1] == 0x8b,
+          "the recorded batch is not gzip");
+    const char *enc = batch ? outbound_recording_header(rec, i, "content-encoding") : NULL;
+    CHECK(enc && strcmp(enc, "gzip") == 0, "content-encoding %s", enc ? enc : "(none)");
+    outbound_recording_free(rec);
+    outbound_client_free(c);
+    CHECK(rx_count(rx) == requests_before, "the recording client sent %zu requests",
+          rx_count(rx) - requests_before);
+}
+
+static void test_recording_client_checks_calls_and_options_as_the_real_one(void) {
+    outbound_options *o = outbound_options_new();
+    CHECK_RC(outbound_options_set_recording(o, true), OUTBOUND_RESULT_OK, NULL);
+    outbound_client *c = NULL;
+    CHECK_RC(outbound_client_new(o, &c), OUTBOUND_RESULT_CONFIG, "write_key/webhooks");
+    CHECK(c == NULL, "client written on failure");
+
+    c = recording_webhook_client();
+    CHECK_RC(outbound_track(c, "u1", NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, 0, NULL),
+             OUTBOUND_RESULT_MISSING_FIELD, "track requires event");
+    CHECK_RC(outbound_identify(c, "u1", NULL, "[1]", NULL, NULL, NULL, NULL, NULL, 0, NULL),
+             OUTBOUND_RESULT_WRONG_TYPE, "traits_json");
+    CHECK_RC(outbound_flush(c, WAIT_MS), OUTBOUND_RESULT_OK, NULL);
+    outbound_recording *rec = snapshot(c);
+    CHECK(outbound_recording_requests_len(rec) == 0 && outbound_recording_outcomes_len(rec) == 0,
+          "refused calls recorded: %zu requests", outbound_recording_requests_len(rec));
+    outbound_recording_free(rec);
+    outbound_client_free(c);
+}
+
+static void test_recording_accessors_on_a_real_client_say_not_recording(void) {
+    const outbound_result NR = OUTBOUND_RESULT_NOT_RECORDING;
+    outbound_client *c = ingestion_client(NULL);
+    outbound_recording *rec = (outbound_recording *)0x1; /* must stay untouched */
+    CHECK_RC(outbound_recording_snapshot(c, &rec), NR, "not a recording client");
+    CHECK(rec == (outbound_recording *)0x1, "out written on failure");
+    CHECK(strstr(last_error(), "outbound_options_set_recording") != NULL, "last error %s",
+          last_error());
+    CHECK_RC(outbound_recording_respond_with(c, 410), NR, "not a recording client");
+    CHECK_RC(outbound_recording_clear(c), NR, "not a recording client");
+    CHECK(strstr(outbound_result_str(NR), "NOT_RECORDING") != NULL, "%s", outbound_result_str(NR));
+    outbound_client_free(c);
+}
+
 int main(void) {
     rx = rx_start();
     if (!rx) {
@@ -1307,6 +1628,11 @@ int main(void) {
     RUN(test_calls_from_many_threads);
     RUN(test_audience_sync_sends_only_changes_and_survives_reopening);
     RUN(test_fork_child_gets_a_working_client);
+    RUN(test_recording_client_sends_nothing_and_keeps_the_bytes_the_real_client_sends);
+    RUN(test_recording_respond_with_410_fails_as_gone_and_clear_forgets);
+    RUN(test_recording_keeps_standard_webhooks_headers_and_gzip_as_sent);
+    RUN(test_recording_client_checks_calls_and_options_as_the_real_one);
+    RUN(test_recording_accessors_on_a_real_client_say_not_recording);
 
     rx_stop(rx);
     if (skipped)

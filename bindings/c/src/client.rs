@@ -17,6 +17,8 @@ pub const OUTBOUND_ID_BUFFER_LEN: usize = 37;
 /// must be the last call on it.
 pub struct outbound_client {
     pub(crate) inner: Client,
+    /// A recording client's record (`outbound_options_set_recording`).
+    pub(crate) recording: Option<outbound::testing::Recording>,
 }
 
 /// A snapshot of a client's counters (`outbound_client_stats`).
@@ -48,7 +50,8 @@ pub struct outbound_stats {
     pub resumed: u64,
 }
 
-/// Builds a client from `options` and starts its threads.
+/// Builds a client from `options` and starts its threads (a recording client with
+/// `outbound_options_set_recording`).
 ///
 /// Ownership: `options` is consumed whatever the result (do not use or free it afterwards).
 /// On success `*out` receives a client the caller owns and must release with
@@ -77,8 +80,13 @@ pub unsafe extern "C" fn outbound_client_new(
             if out.is_null() {
                 return Err(Failure::Null("out"));
             }
-            let inner = Client::new(options.config)?;
-            let client = Box::into_raw(Box::new(outbound_client { inner }));
+            let (inner, recording) = if options.recording {
+                let (inner, recording) = outbound::testing::recording(options.config)?;
+                (inner, Some(recording))
+            } else {
+                (Client::new(options.config)?, None)
+            };
+            let client = Box::into_raw(Box::new(outbound_client { inner, recording }));
             // SAFETY: `out` is writable per the contract.
             unsafe { *out = client };
             Ok(())

@@ -1,7 +1,7 @@
 //! C values in and out: strings, JSON objects, byte ranges, caller buffers, durations.
 
 use crate::result::Failure;
-use outbound::Object;
+use outbound::{Object, OutcomeKind};
 use std::ffi::{c_char, CStr, CString};
 use std::time::Duration;
 
@@ -137,6 +137,15 @@ pub(crate) unsafe fn write_text(
 pub(crate) fn c_string(text: &str) -> CString {
     let end = text.find('\0').unwrap_or(text.len());
     CString::new(&text[..end]).unwrap_or_default()
+}
+
+/// An outcome's kind as the outcome callback and the recording give it.
+pub(crate) fn outcome_kind(kind: OutcomeKind) -> &'static CStr {
+    match kind {
+        OutcomeKind::Delivered => c"delivered",
+        OutcomeKind::Failed => c"failed",
+        OutcomeKind::Dropped => c"dropped",
+    }
 }
 
 /// Milliseconds from C. Capped at 100 years, so "wait practically forever" values such as

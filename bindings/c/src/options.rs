@@ -2,7 +2,7 @@
 //! `outbound_client_new` consumes it. Setters store what they are given; the core checks the
 //! whole configuration when the client is built.
 
-use crate::convert::{c_string, millis, opt_str, opt_string, req_str};
+use crate::convert::{c_string, millis, opt_str, opt_string, outcome_kind, req_str};
 use crate::result::{finish, outbound_result, Failure};
 use outbound::{Config, Level, Outcome, SignatureScheme, Webhook};
 use std::ffi::{c_char, c_void};
@@ -14,6 +14,8 @@ use std::sync::Arc;
 /// Not thread-safe: use one options object from one thread at a time.
 pub struct outbound_options {
     pub(crate) config: Config,
+    /// `outbound_options_set_recording`: build a recording client.
+    pub(crate) recording: bool,
 }
 
 /// Called once per accepted message with how it ended.
@@ -95,6 +97,7 @@ pub extern "C" fn outbound_options_new() -> *mut outbound_options {
     ffi!({
         Box::into_raw(Box::new(outbound_options {
             config: Config::default(),
+            recording: false,
         }))
     })
 }
@@ -678,6 +681,33 @@ pub unsafe extern "C" fn outbound_options_set_send(
     })
 }
 
+/// Makes `outbound_client_new` build a recording client, for your application's tests
+/// (default false). It is the real client (the same checks, bodies, batches, signatures and
+/// outcomes, from the same code) with the network replaced by a recorder: nothing is sent,
+/// no DNS lookup or connection is made. Every request that would have been sent is kept with
+/// its exact body and the headers outbound sets, and every outcome too: read them with
+/// `outbound_recording_snapshot`; `outbound_recording_respond_with` answers later requests
+/// with another status than 200, `outbound_recording_clear` forgets what was recorded. The
+/// outcome callback still runs.
+///
+/// Returns `OUTBOUND_RESULT_OK`, `_NULL_ARGUMENT` (options), `_PANIC`.
+///
+/// # Safety
+/// `options` is NULL or a live `outbound_options`.
+#[no_mangle]
+pub unsafe extern "C" fn outbound_options_set_recording(
+    options: *mut outbound_options,
+    recording: bool,
+) -> outbound_result {
+    ffi!({
+        // SAFETY: the caller's contract.
+        let options = unsafe { options.as_mut() };
+        finish(options.ok_or(Failure::Null("options")).map(|o| {
+            o.recording = recording;
+        }))
+    })
+}
+
 /// Use `HTTP_PROXY` / `HTTPS_PROXY` / `ALL_PROXY` from the environment (default true).
 ///
 /// Returns `OUTBOUND_RESULT_OK`, `_NULL_ARGUMENT` (options), `_PANIC`. The value is checked
@@ -778,11 +808,7 @@ pub unsafe extern "C" fn outbound_options_set_outcome_callback(
                 let ud = userdata;
                 let id = c_string(&o.message_id);
                 let detail = c_string(&o.detail);
-                let kind = match o.kind {
-                    outbound::OutcomeKind::Delivered => c"delivered",
-                    outbound::OutcomeKind::Failed => c"failed",
-                    outbound::OutcomeKind::Dropped => c"dropped",
-                };
+                let kind = outcome_kind(o.kind);
                 // SAFETY: the caller's callback, called as documented.
                 unsafe { cb(id.as_ptr(), kind.as_ptr(), detail.as_ptr(), ud.0) }
             })

@@ -54,6 +54,9 @@ pub enum outbound_result {
     /// The spool directory or a file in it could not be used (cannot be created, already
     /// used by another client of this process, disk full, ...); the text names the path.
     Spool = 16,
+    /// A recording accessor (`outbound_recording_snapshot`, `_respond_with`, `_clear`) was
+    /// given a client built without `outbound_options_set_recording`.
+    NotRecording = 17,
 }
 
 impl outbound_result {
@@ -77,6 +80,7 @@ impl outbound_result {
             Panic,
             Other,
             Spool,
+            NotRecording,
         ]
         .into_iter()
         .find(|r| *r as u32 == code)
@@ -106,6 +110,7 @@ impl outbound_result {
             Panic => c"OUTBOUND_RESULT_PANIC: internal error (contained panic)",
             Other => c"OUTBOUND_RESULT_OTHER: an unclassified error",
             Spool => c"OUTBOUND_RESULT_SPOOL: the spool directory could not be used",
+            NotRecording => c"OUTBOUND_RESULT_NOT_RECORDING: the client is not a recording client",
         }
     }
 }
@@ -125,6 +130,8 @@ pub(crate) enum Failure {
     BadSignature,
     /// A Standard Webhooks request refused; the core's reason.
     StandardSignature(String),
+    /// A recording accessor on a client that does not record.
+    NotRecording,
 }
 
 impl From<outbound::Error> for Failure {
@@ -142,6 +149,7 @@ impl Failure {
             Failure::Size { .. } => outbound_result::InsufficientSize,
             Failure::Incomplete(_) => outbound_result::Incomplete,
             Failure::BadSignature | Failure::StandardSignature(_) => outbound_result::BadSignature,
+            Failure::NotRecording => outbound_result::NotRecording,
             Failure::Core(e) => match e {
                 E::MissingField { .. } => outbound_result::MissingField,
                 E::InvalidField { .. } => outbound_result::InvalidField,
@@ -175,6 +183,9 @@ impl Failure {
             ),
             Failure::BadSignature => "the signature does not match the body and secret".into(),
             Failure::StandardSignature(why) => why.clone(),
+            Failure::NotRecording => "not a recording client: the client was built without \
+                                      outbound_options_set_recording(options, true)"
+                .into(),
         }
     }
 }
@@ -264,7 +275,7 @@ mod tests {
     #[test]
     fn every_code_has_its_own_text() {
         let mut seen = std::collections::HashSet::new();
-        for code in 0..=15u32 {
+        for code in 0..=outbound_result::NotRecording as u32 {
             let text = unsafe { CStr::from_ptr(outbound_result_str(code)) };
             assert!(seen.insert(text.to_owned()), "{code}");
             assert!(text.to_str().unwrap().starts_with("OUTBOUND_RESULT_"));
