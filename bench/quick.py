@@ -6,8 +6,8 @@ Python and the bench receiver (bench/.build/receiver: `cd bench/receiver && go b
     python bench/quick.py caller  [-r 5] [-n 100000]  runner.py's caller case, R processes
     python bench/quick.py nosend  [-r 5] [-n 100000]  the same calls with send=False
     python bench/quick.py memory  [-r 1] [-n 100000]  runner.py's memory case
-    python bench/quick.py spool   [-r 3] [-n 100000]  runner.py's e2e case without and with a
-                                                      spool, alternating: msg/s and CPU-s
+    python bench/quick.py spool   [-r 3] [-n 100000]  runner.py's e2e and caller cases without
+                                                      and with a spool, alternating
     python bench/quick.py callgrind [-n 20000]        instructions per track() on the caller's
                                                       thread (valgrind), send=False
     python bench/quick.py queue [--max-in-flight M] [--hooks K]
@@ -170,6 +170,7 @@ def main() -> None:
         elif a.case == "spool":
             rates: Dict[str, List[float]] = {"outbound": [], "outbound-spool": []}
             cpus: Dict[str, List[float]] = {"outbound": [], "outbound-spool": []}
+            calls: Dict[str, List[float]] = {"outbound": [], "outbound-spool": []}
             for _ in range(a.r):
                 for lib in rates:
                     reset(rcv)
@@ -178,9 +179,15 @@ def main() -> None:
                         raise SystemExit(f"incomplete: {x}")
                     rates[lib].append(x["msgs_per_s"] / 1000)
                     cpus[lib].append(x["cpu_s"] * 100_000 / a.n)
+                    reset(rcv)
+                    x = runner("caller", a.n, rcv, lib)
+                    if not x.get("complete"):
+                        raise SystemExit(f"incomplete: {x}")
+                    calls[lib].append(x["us_per_call"])
             for lib in rates:
                 report(f"{lib}: e2e k msg/s", rates[lib], "k msg/s")
                 report(f"{lib}: CPU-s per 100,000", cpus[lib], "CPU-s")
+                report(f"{lib}: caller µs/call", calls[lib], "µs")
             ratio = statistics.median(rates["outbound-spool"]) / statistics.median(rates["outbound"])
             print(f"spool / memory only: {ratio:.0%} (target: at least 50%)")
         else:
