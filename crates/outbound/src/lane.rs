@@ -3,7 +3,12 @@
 //! failing destination never delays another one (design §9).
 //!
 //! - Threads grow with demand: a request waiting while every thread of the lane is busy
-//!   starts a new one, up to `max_in_flight`; threads idle for a whole trim period exit.
+//!   starts a new one, up to `max_in_flight`, as long as fewer than [`BRISK`] of the
+//!   requests out are younger than [`SLOW_AFTER`]. A receiver that answers quickly is kept
+//!   busy by a few threads (hundreds of threads on one fast receiver cost more CPU in
+//!   switching than they gain); requests that hang or take long count as slow and make room
+//!   for more, so a receiver that stalls some requests still gets the others. Threads idle
+//!   for a whole trim period exit.
 //! - Health: after [`TRIP_AFTER`] retryable failures in a row and no success for
 //!   [`TRIP_QUIET`], the lane
 //!   holds back and sends one probe at a time, spaced by a growing, jittered backoff, until a
@@ -18,7 +23,8 @@ use crate::retry::{after, RetryPolicy};
 use crate::transport::{Attempt, Transport};
 use crate::webhook::Hooks;
 use crossbeam_channel::{Receiver, Sender};
-use std::collections::VecDeque;
+use std::collections::{BTreeMap, VecDeque};
+use std::ops::Bound::{Excluded, Unbounded};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -27,6 +33,10 @@ pub(crate) const TRIP_AFTER: u32 = 20;
 /// ...when nothing succeeded for this long either: timeouts of requests that stalled together
 /// come back together, and must not hold back a receiver that answers everything else.
 pub(crate) const TRIP_QUIET: Duration = Duration::from_secs(1);
+/// Requests out at once, not counting slow ones, beyond which a lane adds no thread...
+pub(crate) const BRISK: usize = 8;
+/// ...where a request out for this long counts as slow.
+pub(crate) const SLOW_AFTER: Duration = Duration::from_millis(25);
 
 /// What every lane's workers share: the transport and both destinations.
 pub(crate) struct Delivery {
@@ -65,6 +75,8 @@ pub(crate) struct Report {
     pub lane: usize,
     pub job: Job,
     pub attempt: Attempt,
+    /// When the lane handed it to a worker ([`Lane::start`]).
+    pub started: Instant,
 }
 
 #[derive(Debug, PartialEq, Eq)]
@@ -82,11 +94,13 @@ pub(crate) struct Lane {
     pub label: Arc<str>,
     index: usize,
     delivery: Arc<Delivery>,
-    jobs: Sender<Job>,
-    jobs_rx: Receiver<Job>,
+    jobs: Sender<(Instant, Job)>,
+    jobs_rx: Receiver<(Instant, Job)>,
     reports: Sender<Report>,
     ready: VecDeque<Job>,
     busy: usize,
+    /// When each request out was started (a count per instant).
+    out: BTreeMap<Instant, u32>,
     threads: usize,
     /// Most requests out at once since the last trim.
     peak: usize,
@@ -122,6 +136,7 @@ impl Lane {
             reports,
             ready: VecDeque::new(),
             busy: 0,
+            out: BTreeMap::new(),
             threads: 0,
             peak: 0,
             min_threads: min_threads.min(cap),
@@ -161,12 +176,28 @@ impl Lane {
             Health::Down { until, .. } if now >= until => {}
             Health::Down { .. } | Health::Probing { .. } => return None,
         }
+        if self.busy >= self.threads && self.brisk(now) >= BRISK.max(self.min_threads) {
+            // Enough requests are moving: this one waits for a thread to come back.
+            return None;
+        }
         self.ready.pop_front()
+    }
+
+    /// Requests out that are not slow yet.
+    fn brisk(&self, now: Instant) -> usize {
+        match now.checked_sub(SLOW_AFTER) {
+            Some(cutoff) => self
+                .out
+                .range((Excluded(cutoff), Unbounded))
+                .map(|(_, n)| *n as usize)
+                .sum(),
+            None => self.busy,
+        }
     }
 
     /// Hands a request from [`take`](Self::take) to a worker, starting one when every thread
     /// of the lane is busy.
-    pub(crate) fn start(&mut self, job: Job) -> Result<(), std::io::Error> {
+    pub(crate) fn start(&mut self, job: Job, now: Instant) -> Result<(), std::io::Error> {
         if self.busy >= self.threads {
             self.spawn()?;
         }
@@ -174,9 +205,10 @@ impl Lane {
             self.health = Health::Probing { opens };
         }
         self.busy += 1;
+        *self.out.entry(now).or_default() += 1;
         self.peak = self.peak.max(self.busy);
         // The lane holds a receiver, so the channel is open.
-        let _ = self.jobs.send(job);
+        let _ = self.jobs.send((now, job));
         Ok(())
     }
 
@@ -195,8 +227,14 @@ impl Lane {
     }
 
     /// A request of this lane came back: frees its slot and updates the destination's health.
-    pub(crate) fn finished(&mut self, attempt: &Attempt, now: Instant) {
+    pub(crate) fn finished(&mut self, attempt: &Attempt, started: Instant, now: Instant) {
         self.busy -= 1;
+        if let Some(n) = self.out.get_mut(&started) {
+            *n -= 1;
+            if *n == 0 {
+                self.out.remove(&started);
+            }
+        }
         let retry_after = match attempt {
             Attempt::Retryable { retry_after, .. } => *retry_after,
             _ => None,
@@ -255,10 +293,26 @@ impl Lane {
         ceiling / 2 + (ceiling / 2).mul_f64(fastrand::f64())
     }
 
-    /// When this lane may send again although nothing else happens (a pause or a probe).
-    pub(crate) fn wake_at(&self) -> Option<Instant> {
+    /// When this lane may send again although nothing else happens (a pause, a probe, or
+    /// requests out turning slow, which makes room for another thread).
+    pub(crate) fn wake_at(&self, now: Instant) -> Option<Instant> {
         if self.ready.is_empty() {
             return None;
+        }
+        if self.busy >= self.threads
+            && self.busy < self.cap
+            && self.health == Health::Up
+            && self.brisk(now) >= BRISK.max(self.min_threads)
+        {
+            let cutoff = now.checked_sub(SLOW_AFTER).unwrap_or(now);
+            let turns = self
+                .out
+                .range((Excluded(cutoff), Unbounded))
+                .next()
+                .map(|(t, _)| after(*t, SLOW_AFTER));
+            if let Some(t) = turns {
+                return Some(self.paused_until.map_or(t, |p| p.max(t)));
+            }
         }
         let probe = match self.health {
             Health::Down { until, .. } => Some(until),
@@ -294,7 +348,7 @@ impl Lane {
     pub(crate) fn trim(&mut self) {
         let want = self.peak.max(self.busy).max(self.min_threads);
         while self.threads > want {
-            let _ = self.jobs.send(Job::Exit);
+            let _ = self.jobs.send((Instant::now(), Job::Exit));
             self.threads -= 1;
         }
         self.peak = self.busy;
@@ -304,7 +358,7 @@ impl Lane {
     /// still waiting.
     pub(crate) fn stop(&mut self) -> Vec<Job> {
         for _ in 0..self.threads {
-            let _ = self.jobs.send(Job::Exit);
+            let _ = self.jobs.send((Instant::now(), Job::Exit));
         }
         self.threads = 0;
         self.ready.drain(..).collect()
@@ -312,8 +366,13 @@ impl Lane {
 }
 
 /// A worker: sends requests of one lane until told to exit or the scheduler is gone.
-fn work(lane: usize, delivery: &Delivery, jobs: &Receiver<Job>, reports: &Sender<Report>) {
-    while let Ok(job) = jobs.recv() {
+fn work(
+    lane: usize,
+    delivery: &Delivery,
+    jobs: &Receiver<(Instant, Job)>,
+    reports: &Sender<Report>,
+) {
+    while let Ok((started, job)) = jobs.recv() {
         let attempt = match &job {
             Job::Exit => return,
             Job::Batch(batch) => {
@@ -335,7 +394,13 @@ fn work(lane: usize, delivery: &Delivery, jobs: &Receiver<Job>, reports: &Sender
                 attempt
             }
         };
-        if reports.send(Report { lane, job, attempt }).is_err() {
+        let report = Report {
+            lane,
+            job,
+            attempt,
+            started,
+        };
+        if reports.send(report).is_err() {
             return;
         }
     }
@@ -400,7 +465,7 @@ mod tests {
             drop(j);
         }
         assert!(l.take(now).is_none(), "third request over the cap of 2");
-        l.finished(&Attempt::Success, now);
+        l.finished(&Attempt::Success, now, now);
         assert!(l.take(now).is_some());
     }
 
@@ -413,11 +478,11 @@ mod tests {
         }
         for _ in 0..TRIP_AFTER {
             l.busy += 1;
-            l.finished(&fail(), now);
+            l.finished(&fail(), now, now);
         }
         assert!(l.is_down());
         assert!(l.take(now).is_none(), "nothing while down");
-        let probe_at = l.wake_at().unwrap();
+        let probe_at = l.wake_at(now).unwrap();
         assert!(probe_at > now && probe_at <= now + RetryPolicy::default().base);
         let skipped = l.take(probe_at);
         assert!(skipped.is_some(), "one probe when the wait is over");
@@ -425,17 +490,17 @@ mod tests {
         let probe = l
             .take(probe_at)
             .expect("a skip does not use up the probe's turn");
-        l.start(probe).unwrap();
+        l.start(probe, now).unwrap();
         assert!(l.take(probe_at).is_none(), "only one probe at a time");
-        l.finished(&fail(), probe_at);
-        let next = l.wake_at().unwrap();
+        l.finished(&fail(), probe_at, probe_at);
+        let next = l.wake_at(now).unwrap();
         assert!(
             next - probe_at >= RetryPolicy::default().base / 2,
             "backoff grows"
         );
         let probe = l.take(next).unwrap();
-        l.start(probe).unwrap();
-        l.finished(&Attempt::Success, next);
+        l.start(probe, now).unwrap();
+        l.finished(&Attempt::Success, next, next);
         assert!(!l.is_down());
         assert!(
             l.take(next).is_some() && l.take(next).is_some(),
@@ -450,9 +515,9 @@ mod tests {
         for round in 0..100 {
             l.busy += 1;
             if round % 10 == 9 {
-                l.finished(&Attempt::Success, now);
+                l.finished(&Attempt::Success, now, now);
             } else {
-                l.finished(&fail(), now);
+                l.finished(&fail(), now, now);
             }
         }
         assert!(!l.is_down());
@@ -463,17 +528,17 @@ mod tests {
         let (mut l, _rx) = lane(100);
         let now = Instant::now();
         l.busy += 1;
-        l.finished(&Attempt::Success, now);
+        l.finished(&Attempt::Success, now, now);
         for _ in 0..(TRIP_AFTER * 5) {
             l.busy += 1;
-            l.finished(&fail(), now + TRIP_QUIET / 2);
+            l.finished(&fail(), now + TRIP_QUIET / 2, now + TRIP_QUIET / 2);
         }
         assert!(
             !l.is_down(),
             "a success half a second ago: the receiver answers"
         );
         l.busy += 1;
-        l.finished(&fail(), now + TRIP_QUIET);
+        l.finished(&fail(), now + TRIP_QUIET, now + TRIP_QUIET);
         assert!(l.is_down(), "nothing but failures for a whole second");
     }
 
@@ -490,9 +555,10 @@ mod tests {
                 retry_after: Some(Duration::from_secs(3)),
             },
             now,
+            now,
         );
         assert!(l.take(now + Duration::from_secs(2)).is_none());
-        assert_eq!(l.wake_at(), Some(now + Duration::from_secs(3)));
+        assert_eq!(l.wake_at(now), Some(now + Duration::from_secs(3)));
         assert!(l.take(now + Duration::from_secs(3)).is_some());
     }
 
@@ -504,17 +570,73 @@ mod tests {
             l.push(hook(i));
         }
         while let Some(job) = l.take(now) {
-            l.start(job).unwrap();
+            l.start(job, now).unwrap();
         }
         assert_eq!(l.threads, 5, "one thread per request out");
         for _ in 0..5 {
             let report = rx.recv_timeout(Duration::from_secs(10)).unwrap();
-            l.finished(&report.attempt, now);
+            l.finished(&report.attempt, report.started, now);
         }
         l.trim();
         assert_eq!(l.threads, 5, "busy peak since the last trim is kept");
         l.trim();
         assert_eq!(l.threads, 1, "idle for a whole period: back to the minimum");
         l.stop();
+    }
+
+    #[test]
+    fn a_lane_adds_threads_beyond_brisk_only_while_requests_out_are_slow() {
+        let (mut l, _rx) = lane(100);
+        let now = Instant::now();
+        for i in 0..40 {
+            l.push(hook(i));
+        }
+        // As `start` would, without threads: `threads` follows `busy`.
+        let start = |l: &mut Lane, at: Instant| -> bool {
+            match l.take(at) {
+                Some(_) => {
+                    l.busy += 1;
+                    l.threads = l.threads.max(l.busy);
+                    *l.out.entry(at).or_default() += 1;
+                    true
+                }
+                None => false,
+            }
+        };
+        let mut n = 0;
+        while start(&mut l, now) {
+            n += 1;
+        }
+        assert_eq!(
+            n, BRISK,
+            "a burst starts BRISK requests, not one per waiting request"
+        );
+        assert_eq!(
+            l.wake_at(now),
+            Some(now + SLOW_AFTER),
+            "and looks again when they turn slow"
+        );
+        // One comes back quickly: its thread takes the next request; no new thread.
+        l.finished(&Attempt::Success, now, now);
+        l.threads = BRISK;
+        assert!(start(&mut l, now), "a free thread takes the next one");
+        assert!(!start(&mut l, now), "still BRISK out, none slow");
+        // Those requests are now slow (a stalling receiver): room for BRISK more threads.
+        let later = now + SLOW_AFTER;
+        let mut more = 0;
+        while start(&mut l, later) {
+            more += 1;
+        }
+        assert_eq!(more, BRISK);
+        assert_eq!(l.threads, 2 * BRISK);
+        // The slow ones come back: the brisk ones hold the lane at BRISK again.
+        for _ in 0..BRISK {
+            l.finished(&Attempt::Success, now, later);
+        }
+        l.threads = l.busy;
+        assert!(
+            !start(&mut l, later),
+            "BRISK brisk requests out: no new thread"
+        );
     }
 }

@@ -344,6 +344,7 @@ impl Scheduler {
     }
 
     fn next_deadline(&self) -> Instant {
+        let now = Instant::now();
         let mut at = self.next_housekeeping;
         if let Some(t) = self.timers.peek() {
             at = at.min(t.at);
@@ -352,7 +353,7 @@ impl Scheduler {
             at = at.min(d);
         }
         for lane in &self.lanes {
-            if let Some(w) = lane.wake_at() {
+            if let Some(w) = lane.wake_at(now) {
                 at = at.min(w);
             }
         }
@@ -437,7 +438,7 @@ impl Scheduler {
                 for seq in &seqs {
                     self.request_started(*seq);
                 }
-                if let Err(e) = self.lanes[i].start(job) {
+                if let Err(e) = self.lanes[i].start(job, now) {
                     // No thread could be started: what this request carried ends as failed
                     // rather than waiting for a thread that will never come.
                     self.logger.log(Level::Warn, || {
@@ -665,8 +666,13 @@ impl Scheduler {
 
     fn on_report(&mut self, report: Report) {
         let now = Instant::now();
-        let Report { lane, job, attempt } = report;
-        self.lanes[lane].finished(&attempt, now);
+        let Report {
+            lane,
+            job,
+            attempt,
+            started,
+        } = report;
+        self.lanes[lane].finished(&attempt, started, now);
         match &job {
             Job::Batch(b) => {
                 for (seq, _) in &b.msgs {
