@@ -39,6 +39,7 @@ mod log;
 mod message;
 mod message_id;
 mod network_guard;
+mod one_write;
 mod outcome;
 mod retry;
 mod scheduler;

@@ -4,6 +4,7 @@
 use crate::config::Config;
 use crate::error::Error;
 use crate::network_guard::{Blocked, NetworkGuard};
+use crate::one_write::OneWrite;
 use crate::outcome::Reason;
 use crate::retry::parse_retry_after;
 use crate::testing::{Destination, Recorder};
@@ -85,7 +86,7 @@ impl Transport {
         let agent_config = builder.build();
         let agent = Agent::with_parts(
             agent_config.clone(),
-            DefaultConnector::default(),
+            DefaultConnector::default().chain(OneWrite),
             Lookup::default(),
         );
         let hooks = match config.network_guard()? {
@@ -99,7 +100,9 @@ impl Transport {
                 });
                 Agent::with_parts(
                     agent_config,
-                    GuardConnector(guard.clone()).chain(DefaultConnector::default()),
+                    GuardConnector(guard.clone())
+                        .chain(DefaultConnector::default())
+                        .chain(OneWrite),
                     Lookup {
                         guard: Some(guard),
                         ..Lookup::default()
