@@ -102,6 +102,8 @@ pub(crate) struct Lane {
     /// When each request out was started (a count per instant).
     out: BTreeMap<Instant, u32>,
     threads: usize,
+    /// The lane's threads not yet joined (some may have exited after a trim).
+    handles: Vec<std::thread::JoinHandle<()>>,
     /// Most requests out at once since the last trim.
     peak: usize,
     min_threads: usize,
@@ -138,6 +140,7 @@ impl Lane {
             busy: 0,
             out: BTreeMap::new(),
             threads: 0,
+            handles: Vec::new(),
             peak: 0,
             min_threads: min_threads.min(cap),
             cap,
@@ -219,9 +222,10 @@ impl Lane {
             self.reports.clone(),
             self.index,
         );
-        std::thread::Builder::new()
+        let handle = std::thread::Builder::new()
             .name(format!("outbound-lane-{index}"))
             .spawn(move || work(index, &delivery, &jobs, &reports))?;
+        self.handles.push(handle);
         self.threads += 1;
         Ok(())
     }
@@ -352,6 +356,18 @@ impl Lane {
             self.threads -= 1;
         }
         self.peak = self.busy;
+        self.join_finished();
+    }
+
+    /// Joins the threads that have exited, so none outlives the client unseen.
+    fn join_finished(&mut self) {
+        let (done, live): (Vec<_>, Vec<_>) = std::mem::take(&mut self.handles)
+            .into_iter()
+            .partition(|h| h.is_finished());
+        for h in done {
+            let _ = h.join();
+        }
+        self.handles = live;
     }
 
     /// Stops every thread of the lane (each after its current request) and returns what was
@@ -362,6 +378,24 @@ impl Lane {
         }
         self.threads = 0;
         self.ready.drain(..).collect()
+    }
+
+    /// After [`stop`](Self::stop): waits until the threads that were idle have exited and
+    /// joins them (at most until `deadline`); a thread still on a request (a hung receiver)
+    /// is left to finish it on its own, so close stays bounded. Joined, a thread's stack and
+    /// thread-locals are freed before the client is gone.
+    pub(crate) fn join_idle(&mut self, deadline: Instant) {
+        let idle = self.handles.len().saturating_sub(self.busy);
+        loop {
+            let finished = self.handles.iter().filter(|h| h.is_finished()).count();
+            if finished >= idle || Instant::now() >= deadline {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        self.join_finished();
+        // The rest are detached.
+        self.handles.clear();
     }
 }
 

@@ -937,6 +937,10 @@ impl Scheduler {
             // Threads finish the request they are on (bounded by `timeout`) and exit.
             lane.stop();
         }
+        let deadline = Instant::now() + Duration::from_secs(1);
+        for lane in &mut self.lanes {
+            lane.join_idle(deadline);
+        }
         let mut left: Vec<(u64, MsgId, bool)> = self
             .tracks
             .iter()
