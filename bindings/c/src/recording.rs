@@ -188,6 +188,37 @@ fn out_of_range(index: usize, len: usize, what: &str) {
     ));
 }
 
+/// Element `index` of one of the snapshot's lists (`what` names it in the error), or NULL
+/// with the thread's last error set.
+///
+/// # Safety
+/// `recording` is NULL or a live snapshot.
+unsafe fn nth<T, V>(
+    recording: *const outbound_recording,
+    index: usize,
+    what: &str,
+    list: impl Fn(&outbound_recording) -> &[T],
+    view: impl Fn(&T) -> &V,
+) -> *const V {
+    // SAFETY: the caller's contract.
+    match unsafe { snapshot_ref(recording) } {
+        Ok(r) => {
+            let items = list(r);
+            match items.get(index) {
+                Some(item) => view(item),
+                None => {
+                    out_of_range(index, items.len(), what);
+                    std::ptr::null()
+                }
+            }
+        }
+        Err(f) => {
+            fail(f);
+            std::ptr::null()
+        }
+    }
+}
+
 /// Takes a snapshot of what a recording client (`outbound_options_set_recording`) would have
 /// sent so far and of the outcomes so far, in order. Read it with
 /// `outbound_recording_requests_len` / `outbound_recording_request`,
@@ -283,19 +314,7 @@ pub unsafe extern "C" fn outbound_recording_request(
 ) -> *const outbound_recorded_request {
     ffi!({
         // SAFETY: the caller's contract.
-        match unsafe { snapshot_ref(recording) } {
-            Ok(r) => match r.requests.get(index) {
-                Some(req) => &req.view,
-                None => {
-                    out_of_range(index, r.requests.len(), "requests");
-                    std::ptr::null()
-                }
-            },
-            Err(f) => {
-                fail(f);
-                std::ptr::null()
-            }
-        }
+        unsafe { nth(recording, index, "requests", |r| &r.requests, |q| &q.view) }
     })
 }
 
@@ -379,19 +398,7 @@ pub unsafe extern "C" fn outbound_recording_outcome(
 ) -> *const outbound_recorded_outcome {
     ffi!({
         // SAFETY: the caller's contract.
-        match unsafe { snapshot_ref(recording) } {
-            Ok(r) => match r.outcomes.get(index) {
-                Some(o) => &o.view,
-                None => {
-                    out_of_range(index, r.outcomes.len(), "outcomes");
-                    std::ptr::null()
-                }
-            },
-            Err(f) => {
-                fail(f);
-                std::ptr::null()
-            }
-        }
+        unsafe { nth(recording, index, "outcomes", |r| &r.outcomes, |o| &o.view) }
     })
 }
 

@@ -9,9 +9,10 @@
 //! The client keeps its default `max_queue_size` (10,000): the sync paces itself to the
 //! queue, so memory does not grow with the audience.
 
+#[path = "support/receiver.rs"]
+mod receiver;
+
 use outbound::{AudienceSync, Client, Config, SyncCounts};
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{TcpListener, TcpStream};
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -145,57 +146,14 @@ fn mem() -> (u64, u64) {
 
 /// An ingestion endpoint on 127.0.0.1 that answers 200 and counts the membership values.
 fn receiver(seen: Arc<Seen>) -> u16 {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let port = listener.local_addr().unwrap().port();
-    std::thread::spawn(move || {
-        for stream in listener.incoming().flatten() {
-            let seen = seen.clone();
-            std::thread::spawn(move || serve(stream, &seen));
-        }
-    });
-    port
-}
-
-fn serve(stream: TcpStream, seen: &Seen) {
-    let mut writer = stream.try_clone().unwrap();
-    let mut reader = BufReader::new(stream);
     let (yes, no) = (
         counter(b"\"high_value_users\":true"),
         counter(b"\"high_value_users\":false"),
     );
-    let mut line = String::new();
-    loop {
-        line.clear();
-        if reader.read_line(&mut line).unwrap_or(0) == 0 {
-            return;
-        }
-        let mut length = 0usize;
-        loop {
-            line.clear();
-            if reader.read_line(&mut line).unwrap_or(0) == 0 {
-                return;
-            }
-            let header = line.trim_end();
-            if header.is_empty() {
-                break;
-            }
-            if let Some((name, value)) = header.split_once(':') {
-                if name.eq_ignore_ascii_case("content-length") {
-                    length = value.trim().parse().unwrap();
-                }
-            }
-        }
-        let mut body = vec![0; length];
-        if reader.read_exact(&mut body).is_err() {
-            return;
-        }
-        seen.joined.fetch_add(yes(&body), Relaxed);
-        seen.left.fetch_add(no(&body), Relaxed);
-        let reply = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n{}";
-        if writer.write_all(reply.as_bytes()).is_err() {
-            return;
-        }
-    }
+    receiver::start(move |body| {
+        seen.joined.fetch_add(yes(body), Relaxed);
+        seen.left.fetch_add(no(body), Relaxed);
+    })
 }
 
 /// Counts the occurrences of `needle` in a body.

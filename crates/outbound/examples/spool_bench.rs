@@ -7,17 +7,18 @@
 //! cargo run --release -p outbound --example spool_bench [-- N ROUNDS]
 //! ```
 
+#[path = "support/receiver.rs"]
+mod receiver;
+
 use outbound::{Client, Config, Message};
 use std::collections::BTreeMap;
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{TcpListener, TcpStream};
 use std::time::{Duration, Instant};
 
 fn main() {
     let mut args = std::env::args().skip(1);
     let n: u64 = args.next().map_or(100_000, |a| a.parse().expect("N"));
     let rounds: u32 = args.next().map_or(3, |a| a.parse().expect("ROUNDS"));
-    let port = receiver();
+    let port = receiver::start(|_| {});
     let tick = clock_ticks();
     println!("| case | msg/s | CPU-s per 100k (by thread) |");
     println!("|---|---|---|");
@@ -103,58 +104,4 @@ fn threads(tick: f64) -> BTreeMap<u64, (String, f64)> {
         out.insert(tid, (name, cpu));
     }
     out
-}
-
-/// An ingestion endpoint on 127.0.0.1 that answers 200 to everything.
-fn receiver() -> u16 {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let port = listener.local_addr().unwrap().port();
-    std::thread::Builder::new()
-        .name("receiver".into())
-        .spawn(move || {
-            for stream in listener.incoming().flatten() {
-                std::thread::Builder::new()
-                    .name("receiver".into())
-                    .spawn(move || serve(stream))
-                    .unwrap();
-            }
-        })
-        .unwrap();
-    port
-}
-
-fn serve(stream: TcpStream) {
-    let mut writer = stream.try_clone().unwrap();
-    let mut reader = BufReader::new(stream);
-    let mut line = String::new();
-    loop {
-        line.clear();
-        if reader.read_line(&mut line).unwrap_or(0) == 0 {
-            return;
-        }
-        let mut length = 0usize;
-        loop {
-            line.clear();
-            if reader.read_line(&mut line).unwrap_or(0) == 0 {
-                return;
-            }
-            let header = line.trim_end();
-            if header.is_empty() {
-                break;
-            }
-            if let Some((name, value)) = header.split_once(':') {
-                if name.eq_ignore_ascii_case("content-length") {
-                    length = value.trim().parse().unwrap();
-                }
-            }
-        }
-        let mut body = vec![0; length];
-        if reader.read_exact(&mut body).is_err() {
-            return;
-        }
-        let reply = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n{}";
-        if writer.write_all(reply.as_bytes()).is_err() {
-            return;
-        }
-    }
 }

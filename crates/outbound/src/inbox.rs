@@ -132,9 +132,7 @@ impl Inbox {
     }
 
     fn ring(&self) {
-        match self.bell.try_send(()) {
-            Ok(()) | Err(TrySendError::Full(())) | Err(TrySendError::Disconnected(())) => {}
-        }
+        ring(&self.bell);
     }
 }
 
@@ -230,6 +228,7 @@ pub(crate) fn spool_inbox() -> (SpoolInbox, SpoolOps, SpoolMailbox) {
     )
 }
 
+/// Rings a bell; one pending ring is enough, and a gone receiver needs none.
 fn ring(bell: &Sender<()>) {
     match bell.try_send(()) {
         Ok(()) | Err(TrySendError::Full(())) | Err(TrySendError::Disconnected(())) => {}

@@ -179,11 +179,17 @@ impl Lane {
             Health::Down { until, .. } if now >= until => {}
             Health::Down { .. } | Health::Probing { .. } => return None,
         }
-        if self.busy >= self.threads && self.brisk(now) >= BRISK.max(self.min_threads) {
+        if self.held_back(now) {
             // Enough requests are moving: this one waits for a thread to come back.
             return None;
         }
         self.ready.pop_front()
+    }
+
+    /// Whether the next request would need a new thread that the lane does not add yet:
+    /// every thread is busy and [`BRISK`] requests out are not slow.
+    fn held_back(&self, now: Instant) -> bool {
+        self.busy >= self.threads && self.brisk(now) >= BRISK.max(self.min_threads)
     }
 
     /// Requests out that are not slow yet.
@@ -303,11 +309,7 @@ impl Lane {
         if self.ready.is_empty() {
             return None;
         }
-        if self.busy >= self.threads
-            && self.busy < self.cap
-            && self.health == Health::Up
-            && self.brisk(now) >= BRISK.max(self.min_threads)
-        {
+        if self.busy < self.cap && self.health == Health::Up && self.held_back(now) {
             let cutoff = now.checked_sub(SLOW_AFTER).unwrap_or(now);
             let turns = self
                 .out

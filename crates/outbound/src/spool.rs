@@ -162,6 +162,18 @@ struct Live {
     hook: u32,
 }
 
+impl Live {
+    fn of(record: &Record, rowid: i64, copies: u32) -> Live {
+        let len = |b: &Option<Vec<u8>>| b.as_ref().map_or(0, |b| b.len() as u32);
+        Live {
+            rowid,
+            copies,
+            ingest: len(&record.ingest),
+            hook: len(&record.hook),
+        }
+    }
+}
+
 /// How to take back one change to [`Store`]'s map when its transaction fails.
 enum Undo {
     Remove(Arc<str>),
@@ -543,7 +555,6 @@ impl Store {
         let mut mask = tx.prepare_cached("UPDATE messages SET hook_mask = ?2 WHERE rowid = ?1")?;
         let mut delete = tx.prepare_cached("DELETE FROM messages WHERE rowid = ?1")?;
 
-        let len = |b: &Option<Vec<u8>>| b.as_ref().map_or(0, |b| b.len() as u32);
         let (mut records, mut bytes) = (0i64, 0i64);
         for op in ops {
             match op {
@@ -563,13 +574,7 @@ impl Store {
                         r.hook_mask,
                         r.hooks_key as i64
                     ])?;
-                    let l = Live {
-                        rowid: tx.last_insert_rowid(),
-                        copies: 1,
-                        ingest: len(&r.ingest),
-                        hook: len(&r.hook),
-                    };
-                    live.insert(r.id.clone(), l);
+                    live.insert(r.id.clone(), Live::of(r, tx.last_insert_rowid(), 1));
                     undo.push(Undo::Remove(r.id.clone()));
                     records += 1;
                     bytes += r.payload_bytes() as i64;
@@ -666,17 +671,10 @@ impl Store {
                     dropped.push((rowid, record.payload_bytes()));
                     continue;
                 }
-                let len = |b: &Option<Vec<u8>>| b.as_ref().map_or(0, |b| b.len() as u32);
                 let copies: i64 = row.get(9).map_err(err)?;
-                self.live.insert(
-                    record.id.clone(),
-                    Live {
-                        rowid,
-                        copies: u32::try_from(copies).unwrap_or(1).max(1),
-                        ingest: len(&record.ingest),
-                        hook: len(&record.hook),
-                    },
-                );
+                let copies = u32::try_from(copies).unwrap_or(1).max(1);
+                self.live
+                    .insert(record.id.clone(), Live::of(&record, rowid, copies));
                 out.push(record);
             }
             if read < want || out.len() == limit {
