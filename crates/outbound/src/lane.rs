@@ -4,11 +4,14 @@
 //!
 //! - Threads grow with demand: a request waiting while every thread of the lane is busy
 //!   starts a new one, up to `max_in_flight`, as long as fewer than [`BRISK`] of the
-//!   requests out are younger than [`SLOW_AFTER`]. A receiver that answers quickly is kept
-//!   busy by a few threads (hundreds of threads on one fast receiver cost more CPU in
-//!   switching than they gain); requests that hang or take long count as slow and make room
-//!   for more, so a receiver that stalls some requests still gets the others. Threads idle
-//!   for a whole trim period exit.
+//!   requests out are younger than [`SLOW_AFTER`] or unanswered by a receiver that has
+//!   answered nothing since they left. A receiver that answers quickly is kept busy by a few
+//!   threads (hundreds of threads on one fast receiver cost more CPU in switching than they
+//!   gain); requests that hang or take long while the receiver answers others count as slow
+//!   and make room for more, so a receiver that stalls some requests still gets the others.
+//!   A receiver that answers nothing at all (hung, or a black hole) gets [`BRISK`]: more
+//!   would only pile up stalled requests, their threads and their bodies. Threads idle for a
+//!   whole trim period exit.
 //! - Health: after [`TRIP_AFTER`] retryable failures in a row and no success for
 //!   [`TRIP_QUIET`], the lane
 //!   holds back and sends one probe at a time, spaced by a growing, jittered backoff, until a
@@ -19,6 +22,7 @@
 
 use crate::ingestion::{Element, Endpoint};
 use crate::log::{Level, Logger};
+use crate::outcome::Reason;
 use crate::retry::{after, RetryPolicy};
 use crate::transport::{Attempt, Transport};
 use crate::webhook::Hooks;
@@ -110,6 +114,8 @@ pub(crate) struct Lane {
     cap: usize,
     failures: u32,
     last_success: Option<Instant>,
+    /// When the destination last answered anything (a timeout is no answer).
+    last_answer: Option<Instant>,
     health: Health,
     paused_until: Option<Instant>,
     policy: RetryPolicy,
@@ -146,6 +152,7 @@ impl Lane {
             cap,
             failures: 0,
             last_success: None,
+            last_answer: None,
             health: Health::Up,
             paused_until: None,
             policy,
@@ -187,14 +194,20 @@ impl Lane {
     }
 
     /// Whether the next request would need a new thread that the lane does not add yet:
-    /// every thread is busy and [`BRISK`] requests out are not slow.
+    /// every thread is busy and [`BRISK`] requests out are not known to be slow.
     fn held_back(&self, now: Instant) -> bool {
-        self.busy >= self.threads && self.brisk(now) >= BRISK.max(self.min_threads)
+        self.busy >= self.threads && self.moving(now) >= BRISK.max(self.min_threads)
     }
 
-    /// Requests out that are not slow yet.
-    fn brisk(&self, now: Instant) -> usize {
-        match now.checked_sub(SLOW_AFTER) {
+    /// Before this instant, a request out is slow: out for [`SLOW_AFTER`], and answered
+    /// around (the destination answered since it left). `None`: none is.
+    fn slow_before(&self, now: Instant) -> Option<Instant> {
+        Some(now.checked_sub(SLOW_AFTER)?.min(self.last_answer?))
+    }
+
+    /// Requests out that are not slow (see [`slow_before`](Self::slow_before)).
+    fn moving(&self, now: Instant) -> usize {
+        match self.slow_before(now) {
             Some(cutoff) => self
                 .out
                 .range((Excluded(cutoff), Unbounded))
@@ -258,6 +271,16 @@ impl Lane {
                 self.paused_until = Some(until);
             }
         }
+        let timed_out = matches!(
+            attempt,
+            Attempt::Retryable {
+                reason: Reason::Timeout,
+                ..
+            }
+        );
+        if !timed_out {
+            self.last_answer = Some(now);
+        }
         match attempt {
             // A success, or an answer that retrying will not change: the receiver is there.
             Attempt::Success | Attempt::Permanent { .. } => {
@@ -310,12 +333,16 @@ impl Lane {
             return None;
         }
         if self.busy < self.cap && self.health == Health::Up && self.held_back(now) {
+            // The next request out answered around to turn slow; the rest wait for an answer,
+            // and an answer wakes the scheduler anyway.
             let cutoff = now.checked_sub(SLOW_AFTER).unwrap_or(now);
-            let turns = self
-                .out
-                .range((Excluded(cutoff), Unbounded))
-                .next()
-                .map(|(t, _)| after(*t, SLOW_AFTER));
+            let turns = self.last_answer.and_then(|answer| {
+                self.out
+                    .range((Excluded(cutoff), Unbounded))
+                    .next()
+                    .filter(|(t, _)| **t <= answer)
+                    .map(|(t, _)| after(*t, SLOW_AFTER))
+            });
             if let Some(t) = turns {
                 return Some(self.paused_until.map_or(t, |p| p.max(t)));
             }
@@ -649,14 +676,19 @@ mod tests {
         );
         assert_eq!(
             l.wake_at(now),
-            Some(now + SLOW_AFTER),
-            "and looks again when they turn slow"
+            None,
+            "nothing answered yet: the next answer wakes the scheduler, not the clock"
         );
         // One comes back quickly: its thread takes the next request; no new thread.
         l.finished(&Attempt::Success, now, now);
         l.threads = BRISK;
         assert!(start(&mut l, now), "a free thread takes the next one");
         assert!(!start(&mut l, now), "still BRISK out, none slow");
+        assert_eq!(
+            l.wake_at(now),
+            Some(now + SLOW_AFTER),
+            "answered around: the lane looks again when they turn slow"
+        );
         // Those requests are now slow (a stalling receiver): room for BRISK more threads.
         let later = now + SLOW_AFTER;
         let mut more = 0;
@@ -673,6 +705,71 @@ mod tests {
         assert!(
             !start(&mut l, later),
             "BRISK brisk requests out: no new thread"
+        );
+    }
+
+    #[test]
+    fn a_receiver_that_answers_nothing_gets_brisk_requests_and_no_more() {
+        let (mut l, _rx) = lane(100);
+        let now = Instant::now();
+        for i in 0..40 {
+            l.push(hook(i));
+        }
+        let start = |l: &mut Lane, at: Instant| -> bool {
+            match l.take(at) {
+                Some(_) => {
+                    l.busy += 1;
+                    l.threads = l.threads.max(l.busy);
+                    *l.out.entry(at).or_default() += 1;
+                    true
+                }
+                None => false,
+            }
+        };
+        let mut n = 0;
+        while start(&mut l, now) {
+            n += 1;
+        }
+        assert_eq!(n, BRISK);
+        // Long past SLOW_AFTER, still no answer: a hung receiver or a black hole.
+        let later = now + Duration::from_secs(2);
+        assert!(
+            !start(&mut l, later),
+            "no answer since they left: no more threads"
+        );
+        assert_eq!(
+            l.wake_at(later),
+            None,
+            "an answer, not the clock, opens the lane"
+        );
+        // A timeout is no answer either.
+        let timeout = Attempt::Retryable {
+            reason: Reason::Timeout,
+            detail: "timed out".into(),
+            retry_after: None,
+        };
+        l.finished(&timeout, now, later);
+        l.threads = BRISK;
+        assert!(start(&mut l, later), "its thread takes the next request");
+        assert!(!start(&mut l, later), "and the lane stays at BRISK");
+        // Any answer (a 503 here) shows the receiver alive: the requests that left before it
+        // count as slow and make room.
+        let answer = Attempt::Retryable {
+            reason: Reason::Status(503),
+            detail: "503".into(),
+            retry_after: None,
+        };
+        let answered = later + Duration::from_millis(1);
+        l.finished(&answer, now, answered);
+        let mut more = 0;
+        while start(&mut l, answered) {
+            more += 1;
+        }
+        // One request left after the timeout and is still young: BRISK - 1 more.
+        assert_eq!(
+            more,
+            BRISK - 1,
+            "BRISK moving again, beside the stalled ones"
         );
     }
 }

@@ -108,18 +108,73 @@ impl MsgId {
 
 struct Track {
     id: MsgId,
-    /// Destinations still to finish.
-    remaining: u8,
-    /// Boxed, as is `hook`: both are rare or short-lived, and every accepted message
-    /// has a `Track` until its outcome (the queue's memory is mostly these and the bytes).
-    failure: Option<Box<(Reason, String)>>,
+    /// What few messages have: boxed, since every accepted message has a `Track` until its
+    /// outcome (the queue's memory is mostly these and the bytes).
+    more: Option<Box<More>>,
     /// Requests out for this message now.
     requests: u32,
+    /// Destinations still to finish.
+    remaining: u8,
     /// Outcome already reported; kept only until its last request returns.
     finished: bool,
-    hook: Option<Box<Round>>,
+}
+
+/// A `Track`'s rarer parts: a webhook round under way, a failure to report, an earlier life.
+#[derive(Default)]
+struct More {
+    failure: Option<(Reason, String)>,
+    hook: Option<Round>,
     /// A resumed message's first attempt (its ingestion retry window goes on from there).
     since: Option<Instant>,
+}
+
+impl Track {
+    fn new(id: MsgId, remaining: u8, hook: Option<Round>, since: Option<Instant>) -> Track {
+        let more = (hook.is_some() || since.is_some()).then(|| {
+            Box::new(More {
+                failure: None,
+                hook,
+                since,
+            })
+        });
+        Track {
+            id,
+            more,
+            requests: 0,
+            remaining,
+            finished: false,
+        }
+    }
+
+    fn round(&self) -> Option<&Round> {
+        self.more.as_ref()?.hook.as_ref()
+    }
+
+    fn round_mut(&mut self) -> Option<&mut Round> {
+        self.more.as_mut()?.hook.as_mut()
+    }
+
+    fn end_round(&mut self) {
+        if let Some(more) = &mut self.more {
+            more.hook = None;
+        }
+    }
+
+    fn since(&self) -> Option<Instant> {
+        self.more.as_ref()?.since
+    }
+
+    /// Keeps the first failure of its destinations.
+    fn fail(&mut self, failure: (Reason, String)) {
+        self.more
+            .get_or_insert_with(Box::default)
+            .failure
+            .get_or_insert(failure);
+    }
+
+    fn take_failure(&mut self) -> Option<(Reason, String)> {
+        self.more.as_mut()?.failure.take()
+    }
 }
 
 enum Due {
@@ -134,7 +189,7 @@ struct Timer {
 }
 
 // A `Track` lives for every queued message: keep it small.
-const _: () = assert!(std::mem::size_of::<Track>() <= 64);
+const _: () = assert!(std::mem::size_of::<Track>() <= 40);
 
 impl PartialEq for Timer {
     fn eq(&self, o: &Self) -> bool {
@@ -398,7 +453,7 @@ impl Scheduler {
                     .is_some_and(|f| now >= after(f, policy.max_retry_duration)),
                 Job::Hook { seq, .. } => !tracks
                     .get(seq)
-                    .and_then(|t| t.hook.as_ref())
+                    .and_then(Track::round)
                     .is_some_and(|r| r.expired(now, &policy)),
                 Job::Exit => true,
             });
@@ -427,7 +482,8 @@ impl Scheduler {
                         let wanted = self
                             .tracks
                             .get(seq)
-                            .is_some_and(|t| t.hook.as_ref().is_some_and(|r| r.wants(target)));
+                            .and_then(Track::round)
+                            .is_some_and(|r| r.wants(target));
                         if !wanted && !*first {
                             continue;
                         }
@@ -503,20 +559,10 @@ impl Scheduler {
             );
         }
         let has_hook = item.hook.is_some();
-        self.tracks.insert(
-            seq,
-            Track {
-                id: MsgId::of(&item),
-                remaining,
-                failure: None,
-                requests: 0,
-                finished: false,
-                hook: item
-                    .hook
-                    .map(|body| Box::new(Round::new(body, self.hook_mask, None))),
-                since: None,
-            },
-        );
+        let id = MsgId::of(&item);
+        let round = item.hook.map(|body| Round::new(body, self.hook_mask, None));
+        self.tracks
+            .insert(seq, Track::new(id, remaining, round, None));
         let now = Instant::now();
         if let Some(bytes) = item.ingest {
             let closed: Vec<Batch> = self.batcher.add(seq, bytes, item.accepted).collect();
@@ -550,9 +596,7 @@ impl Scheduler {
                     .get_or_insert("resumed from the spool for webhooks, but this client has none");
                 None
             }
-            Some(body) if r.hook_mask != 0 => {
-                Some(Box::new(Round::new(body, r.hook_mask, r.first)))
-            }
+            Some(body) if r.hook_mask != 0 => Some(Round::new(body, r.hook_mask, r.first)),
             _ => None,
         };
         let remaining = u8::from(ingest.is_some()) + u8::from(hook.is_some());
@@ -576,8 +620,10 @@ impl Scheduler {
             };
         }
         let has_hook = hook.is_some();
-        let mut track = self.track(MsgId::Own(r.id), remaining, hook, r.first);
-        track.failure = failure.map(|why| Box::new((Reason::Other, why.to_string())));
+        let mut track = Track::new(MsgId::Own(r.id), remaining, hook, r.first);
+        if let Some(why) = failure {
+            track.fail((Reason::Other, why.to_string()));
+        }
         self.tracks.insert(seq, track);
         let now = Instant::now();
         if let Some(bytes) = ingest {
@@ -588,24 +634,6 @@ impl Scheduler {
         }
         if has_hook {
             self.start_round(seq, now);
-        }
-    }
-
-    fn track(
-        &self,
-        id: MsgId,
-        remaining: u8,
-        hook: Option<Box<Round>>,
-        since: Option<Instant>,
-    ) -> Track {
-        Track {
-            id,
-            remaining,
-            failure: None,
-            requests: 0,
-            finished: false,
-            hook,
-            since,
         }
     }
 
@@ -627,7 +655,7 @@ impl Scheduler {
         let earliest = batch
             .msgs
             .iter()
-            .filter_map(|(seq, _)| self.tracks.get(seq).and_then(|t| t.since))
+            .filter_map(|(seq, _)| self.tracks.get(seq).and_then(Track::since))
             .min();
         batch.first = Some(earliest.map_or(now, |e| e.min(now)));
         self.lanes[0].push(Job::Batch(batch));
@@ -640,7 +668,7 @@ impl Scheduler {
         };
         // One copy per round for the requests (Standard Webhooks sends and signs it).
         let id: Arc<str> = Arc::from(track.id.as_str());
-        let Some(round) = track.hook.as_mut() else {
+        let Some(round) = track.round_mut() else {
             return;
         };
         let mask = round.start(now);
@@ -795,7 +823,8 @@ impl Scheduler {
         if t.finished {
             return;
         }
-        let Some(round) = t.hook.as_mut() else {
+        // The fields themselves, not `round_mut`: `t.id` is read while the round is held.
+        let Some(round) = t.more.as_mut().and_then(|m| m.hook.as_mut()) else {
             // Already delivered through another URL.
             return;
         };
@@ -835,11 +864,11 @@ impl Scheduler {
             Settled::Pending => {}
             Settled::Retry(at) => self.schedule(at, Due::HookRound(seq)),
             Settled::Delivered => {
-                t.hook = None;
+                t.end_round();
                 self.dest_done(seq, None);
             }
             Settled::Failed(reason, detail) => {
-                t.hook = None;
+                t.end_round();
                 let detail = format!("webhooks: {detail}");
                 if reason == Reason::Expired {
                     self.logger.log(Level::Warn, || detail.clone());
@@ -867,7 +896,7 @@ impl Scheduler {
             return;
         }
         if let Some(f) = failure {
-            t.failure.get_or_insert_with(|| Box::new(f));
+            t.fail(f);
         }
         t.remaining -= 1;
         if t.remaining > 0 {
@@ -875,7 +904,7 @@ impl Scheduler {
         }
         t.finished = true;
         let id = t.id.clone();
-        let failure = t.failure.take().map(|f| *f);
+        let failure = t.take_failure();
         if t.requests == 0 {
             self.tracks.remove(&seq);
         } else {

@@ -139,6 +139,37 @@ fn requests_in_flight_grow_with_slow_responses() {
 }
 
 #[test]
+fn a_receiver_that_answers_nothing_gets_a_few_requests_not_hundreds() {
+    let _serial = serial();
+    let c = Concurrency::default();
+    let seen = c.clone();
+    // Every request outlives the client's timeout: the receiver never answers one.
+    let server = Server::start(move |_| {
+        seen.during(|| std::thread::sleep(Duration::from_secs(3)));
+        Reply::Status(200)
+    });
+    let client = Client::new(Config {
+        flush_at: 1,
+        timeout: Duration::from_secs(2),
+        ..ingestion(&server)
+    })
+    .unwrap();
+    for i in 0..200 {
+        client.enqueue(&Message::identify(format!("u{i}"))).unwrap();
+    }
+    std::thread::sleep(Duration::from_millis(1500));
+    let most = c.most.load(SeqCst);
+    eprintln!("a silent receiver: {most} requests at most in flight");
+    // 8 is the lane's brisk allowance; slow requests make room for more only while the
+    // receiver answers others (see `requests_in_flight_grow_with_slow_responses`).
+    assert!(
+        (2..=8).contains(&most),
+        "{most} requests in flight to a receiver that answers nothing"
+    );
+    drop(client);
+}
+
+#[test]
 fn max_in_flight_caps_each_destination() {
     let _serial = serial();
     let c = Concurrency::default();
