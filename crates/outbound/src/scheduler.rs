@@ -106,6 +106,27 @@ impl MsgId {
     }
 }
 
+/// A lone message's id, read from its ingestion bytes (`{"type":K,"messageId":I,...`):
+/// a message is lone only when this reads back its id (see [`Scheduler::accept`]).
+fn lone_id(bytes: &Element) -> Option<MsgId> {
+    const HEAD: &[u8] = b"{\"type\":\"";
+    const KEY: &[u8] = b",\"messageId\":\"";
+    let b = bytes.bytes();
+    let kind_end = HEAD.len() + b.get(HEAD.len()..)?.iter().position(|&c| c == b'"')?;
+    let at = kind_end + 1 + KEY.len();
+    if b.get(kind_end + 1..at)? != KEY {
+        return None;
+    }
+    let end = at + b[at..].iter().position(|&c| c == b'"')?;
+    let (at, len) = (u16::try_from(at).ok()?, u16::try_from(end - at).ok()?);
+    Some(MsgId::In(b.clone(), at, len))
+}
+
+/// [`lone_id`] of a message accepted as lone, which reads back by construction.
+fn lone(bytes: &Element) -> MsgId {
+    lone_id(bytes).unwrap_or_else(|| MsgId::Own(Arc::from("")))
+}
+
 struct Track {
     id: MsgId,
     /// What few messages have: boxed, since every accepted message has a `Track` until its
@@ -257,6 +278,9 @@ pub(crate) struct Scheduler {
     on_outcome: Option<crate::config::OutcomeCallback>,
     logger: Logger,
     tracks: HashMap<u64, Track>,
+    /// Lone messages (see [`Scheduler::accept`]) while a request carries them: what close
+    /// needs to end them, since their batch is then with a lane's thread.
+    flying: HashMap<u64, Element>,
     next_seq: u64,
     watermark: Watermark,
     timers: BinaryHeap<Timer>,
@@ -307,6 +331,7 @@ impl Scheduler {
             on_outcome: config.on_outcome.clone(),
             logger,
             tracks: HashMap::new(),
+            flying: HashMap::new(),
             next_seq: 0,
             watermark: Watermark::default(),
             timers: BinaryHeap::new(),
@@ -491,8 +516,14 @@ impl Scheduler {
                     }
                     Job::Exit => continue,
                 };
-                for seq in &seqs {
-                    self.request_started(*seq);
+                match &job {
+                    Job::Batch(b) => {
+                        for (seq, bytes) in &b.msgs {
+                            self.request_started(*seq, Some(bytes));
+                        }
+                    }
+                    Job::Hook { seq, .. } => self.request_started(*seq, None),
+                    Job::Exit => {}
                 }
                 if let Err(e) = self.lanes[i].start(job, now) {
                     // No thread could be started: what this request carried ends as failed
@@ -501,11 +532,11 @@ impl Scheduler {
                         format!("{}: cannot start a thread: {e}", self.lanes[i].label)
                     });
                     for seq in seqs {
-                        self.request_ended(seq);
-                        self.dest_done(
-                            seq,
-                            Some((Reason::Other, format!("cannot start a thread: {e}"))),
-                        );
+                        let failure = Some((Reason::Other, format!("cannot start a thread: {e}")));
+                        match self.request_ended(seq) {
+                            Some(lone) => self.lone_done(seq, &lone, failure),
+                            None => self.dest_done(seq, failure),
+                        }
                     }
                     return;
                 }
@@ -513,16 +544,30 @@ impl Scheduler {
         }
     }
 
-    fn request_started(&mut self, seq: u64) {
-        if let Some(t) = self.tracks.get_mut(&seq) {
-            t.requests += 1;
-            if t.requests == 1 && !t.finished {
-                self.shared.counters.in_flight.fetch_add(1, Relaxed);
+    /// A request carrying message `seq` goes out; `bytes` is its batch entry (ingestion).
+    fn request_started(&mut self, seq: u64, bytes: Option<&Element>) {
+        match self.tracks.get_mut(&seq) {
+            Some(t) => {
+                t.requests += 1;
+                if t.requests == 1 && !t.finished {
+                    self.shared.counters.in_flight.fetch_add(1, Relaxed);
+                }
+            }
+            None => {
+                if let Some(bytes) = bytes {
+                    self.flying.insert(seq, bytes.clone());
+                    self.shared.counters.in_flight.fetch_add(1, Relaxed);
+                }
             }
         }
     }
 
-    fn request_ended(&mut self, seq: u64) {
+    /// A request carrying message `seq` came back (or never left); a lone message's bytes.
+    fn request_ended(&mut self, seq: u64) -> Option<Element> {
+        if let Some(bytes) = self.flying.remove(&seq) {
+            self.shared.counters.landed();
+            return Some(bytes);
+        }
         if let Some(t) = self.tracks.get_mut(&seq) {
             t.requests -= 1;
             if t.requests == 0 {
@@ -533,8 +578,14 @@ impl Scheduler {
                 }
             }
         }
+        None
     }
 
+    /// Takes an accepted message. One for ingestion alone, on a client without a spool, whose
+    /// id reads back from its bytes, is *lone*: it gets no `Track` (40 bytes and the map's
+    /// slot, a fifth of a queued message's memory). Its batch entry is all the scheduler
+    /// keeps, its outcome is reported from the batch's result with the id read from its
+    /// bytes, and `flying` holds it while a request carries it, so close can end it.
     fn accept(&mut self, item: Item) {
         let seq = self.next_seq;
         self.next_seq += 1;
@@ -559,11 +610,24 @@ impl Scheduler {
             );
         }
         let has_hook = item.hook.is_some();
+        let now = Instant::now();
+        if let (Some(bytes), None, None) = (&item.ingest, &item.hook, &self.spool) {
+            if lone_id(bytes).is_some_and(|id| id.as_str() == &*item.id) {
+                // A lone message: its batch entry is all the scheduler keeps of it.
+                let closed: Vec<Batch> = self
+                    .batcher
+                    .add(seq, bytes.clone(), item.accepted)
+                    .collect();
+                for batch in closed {
+                    self.queue_batch(batch, now);
+                }
+                return;
+            }
+        }
         let id = MsgId::of(&item);
         let round = item.hook.map(|body| Round::new(body, self.hook_mask, None));
         self.tracks
             .insert(seq, Track::new(id, remaining, round, None));
-        let now = Instant::now();
         if let Some(bytes) = item.ingest {
             let closed: Vec<Batch> = self.batcher.add(seq, bytes, item.accepted).collect();
             for batch in closed {
@@ -707,7 +771,9 @@ impl Scheduler {
                     self.request_ended(*seq);
                 }
             }
-            Job::Hook { seq, .. } => self.request_ended(*seq),
+            Job::Hook { seq, .. } => {
+                self.request_ended(*seq);
+            }
             Job::Exit => return,
         }
         self.result(lane, job, attempt, now);
@@ -730,8 +796,8 @@ impl Scheduler {
         }
         match attempt {
             Attempt::Success => {
-                for (seq, _) in &batch.msgs {
-                    self.dest_done(*seq, None);
+                for (seq, bytes) in &batch.msgs {
+                    self.ingest_done(*seq, bytes, None);
                 }
             }
             Attempt::Permanent {
@@ -754,8 +820,9 @@ impl Scheduler {
                 self.logger.log(Level::Warn, || {
                     format!("ingestion: batch of {} failed: {detail}", batch.msgs.len())
                 });
-                for (seq, _) in &batch.msgs {
-                    self.dest_done(*seq, Some((reason.clone(), format!("ingestion: {detail}"))));
+                for (seq, bytes) in &batch.msgs {
+                    let failure = Some((reason.clone(), format!("ingestion: {detail}")));
+                    self.ingest_done(*seq, bytes, failure);
                 }
             }
             Attempt::Retryable {
@@ -780,8 +847,8 @@ impl Scheduler {
                         batch.attempts
                     );
                     self.logger.log(Level::Warn, || detail.clone());
-                    for (seq, _) in &batch.msgs {
-                        self.dest_done(*seq, Some((Reason::Expired, detail.clone())));
+                    for (seq, bytes) in &batch.msgs {
+                        self.ingest_done(*seq, bytes, Some((Reason::Expired, detail.clone())));
                     }
                 }
             },
@@ -887,6 +954,26 @@ impl Scheduler {
         });
     }
 
+    /// Message `seq`'s ingestion is done; `failure` when it failed.
+    fn ingest_done(&mut self, seq: u64, bytes: &Element, failure: Option<(Reason, String)>) {
+        if self.tracks.contains_key(&seq) {
+            self.dest_done(seq, failure);
+        } else {
+            self.lone_done(seq, bytes, failure);
+        }
+    }
+
+    /// A lone message's one destination is done: its outcome.
+    fn lone_done(&mut self, seq: u64, bytes: &Element, failure: Option<(Reason, String)>) {
+        let id = lone(bytes);
+        match failure {
+            None => self.report(Some(seq), &id, OutcomeKind::Delivered, None, String::new()),
+            Some((reason, detail)) => {
+                self.report(Some(seq), &id, OutcomeKind::Failed, Some(reason), detail)
+            }
+        }
+    }
+
     /// One destination of message `seq` is done; `failure` when it failed.
     fn dest_done(&mut self, seq: u64, failure: Option<(Reason, String)>) {
         let Some(t) = self.tracks.get_mut(&seq) else {
@@ -962,9 +1049,10 @@ impl Scheduler {
     }
 
     fn shutdown(mut self) {
+        // Threads finish the request they are on (bounded by `timeout`) and exit.
+        let mut waiting: Vec<Job> = Vec::new();
         for lane in &mut self.lanes {
-            // Threads finish the request they are on (bounded by `timeout`) and exit.
-            lane.stop();
+            waiting.extend(lane.stop());
         }
         let deadline = Instant::now() + Duration::from_secs(1);
         for lane in &mut self.lanes {
@@ -976,6 +1064,27 @@ impl Scheduler {
             .filter(|(_, t)| !t.finished)
             .map(|(seq, t)| (*seq, t.id.clone(), t.requests > 0))
             .collect();
+        // Lone messages: in flight, in the open batch, waiting in the lane, waiting to retry.
+        left.extend(self.flying.drain().map(|(seq, b)| (seq, lone(&b), true)));
+        let timers = std::mem::take(&mut self.timers).into_iter();
+        let batches = waiting
+            .into_iter()
+            .chain(timers.filter_map(|t| match t.due {
+                Due::Batch(b) => Some(Job::Batch(b)),
+                Due::HookRound(_) => None,
+            }))
+            .filter_map(|job| match job {
+                Job::Batch(b) => Some(b),
+                _ => None,
+            })
+            .chain(self.batcher.close());
+        for batch in batches {
+            for (seq, bytes) in batch.msgs {
+                if !self.tracks.contains_key(&seq) {
+                    left.push((seq, lone(&bytes), false));
+                }
+            }
+        }
         left.sort_by_key(|(seq, _, _)| *seq);
         self.tracks.clear();
         for (seq, id, in_flight) in left {
@@ -1027,6 +1136,21 @@ impl Scheduler {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_lone_message_id_reads_back_from_its_ingestion_bytes() {
+        let el = |b: &[u8]| Element::own(Arc::from(b));
+        let id = lone_id(&el(
+            br#"{"type":"track","messageId":"m-1","timestamp":"t"}"#,
+        ));
+        assert_eq!(id.map(|id| id.as_str().to_owned()).as_deref(), Some("m-1"));
+        let id = lone_id(&el(br#"{"type":"identify","messageId":"","x":1}"#));
+        assert_eq!(id.map(|id| id.as_str().to_owned()).as_deref(), Some(""));
+        // Not the shape of an ingestion element: no id, and such a message keeps a `Track`.
+        assert!(lone_id(&el(br#"{"type":"track","userId":"u","messageId":"m"}"#)).is_none());
+        assert!(lone_id(&el(br#"{"type":"track","messageId":"unterminated"#)).is_none());
+        assert!(lone_id(&el(b"")).is_none());
+    }
 
     #[test]
     fn an_id_kept_in_the_body_reads_back_as_given() {

@@ -377,3 +377,96 @@ fn no_log_line_reaches_the_sink_after_close_returns() {
     let lines = lines.lock().unwrap();
     assert_eq!(lines.len(), at_close, "{lines:?}");
 }
+
+/// Messages for ingestion alone carry no per-message record in the scheduler (only their
+/// batch entry): close must still find each one, wherever it waits, and end it once under
+/// its own id.
+#[test]
+fn close_ends_each_ingestion_message_once_under_its_id_wherever_it_waits() {
+    // In flight to a receiver that never answers, waiting in the lane behind them, and in
+    // the open batch.
+    let hang = Server::start(|_| Reply::Hang);
+    let outcomes = Outcomes::default();
+    let client = Client::new(Config {
+        timeout: Duration::from_secs(30),
+        flush_at: 2,
+        on_outcome: Some(outcomes.callback()),
+        ..ingestion(&hang)
+    })
+    .unwrap();
+    let mut ids: Vec<String> = (0..41)
+        .map(|i| {
+            client
+                .enqueue(&Message::track(format!("u{i}"), "Waits"))
+                .unwrap()
+                .to_string()
+        })
+        .collect();
+    // A user's own id that reads back from the bytes, and one that needs escapes.
+    ids.push(
+        client
+            .enqueue(&Message::track("u", "Waits").message_id("mine-1"))
+            .unwrap()
+            .to_string(),
+    );
+    ids.push(
+        client
+            .enqueue(&Message::track("u", "Waits").message_id("q\"uote"))
+            .unwrap()
+            .to_string(),
+    );
+    assert!(hang.wait_for(8, Duration::from_secs(10)), "8 requests out");
+    let _ = client.close(Some(Duration::from_millis(100)));
+    let all = outcomes.all();
+    let mut got: Vec<String> = all.iter().map(|o| o.message_id.to_string()).collect();
+    got.sort();
+    ids.sort();
+    assert_eq!(got, ids, "each message once, under its own id");
+    assert!(all
+        .iter()
+        .all(|o| o.kind == OutcomeKind::Dropped && o.reason == Some(Reason::Closed)));
+    let in_flight = all
+        .iter()
+        .filter(|o| o.detail.contains("in flight"))
+        .count();
+    assert_eq!(in_flight, 16, "8 batches of 2 were out");
+    let s = client.stats();
+    assert_eq!(
+        (s.accepted, s.dropped, s.queued, s.in_flight),
+        (43, 43, 0, 0),
+        "{s:?}"
+    );
+
+    // Waiting to retry after 503s.
+    let failing = Server::answering(503);
+    let outcomes = Outcomes::default();
+    let client = Client::new(Config {
+        flush_at: 5,
+        on_outcome: Some(outcomes.callback()),
+        ..ingestion(&failing)
+    })
+    .unwrap();
+    let mut ids: Vec<String> = (0..10)
+        .map(|i| {
+            client
+                .enqueue(&Message::track(format!("u{i}"), "Retries"))
+                .unwrap()
+                .to_string()
+        })
+        .collect();
+    assert!(
+        failing.wait_for(4, Duration::from_secs(10)),
+        "both batches failed twice"
+    );
+    let _ = client.close(Some(Duration::from_millis(100)));
+    let mut got: Vec<String> = outcomes
+        .all()
+        .iter()
+        .map(|o| o.message_id.to_string())
+        .collect();
+    got.sort();
+    ids.sort();
+    assert_eq!(got, ids);
+    let s = client.stats();
+    assert_eq!((s.accepted, s.dropped, s.delivered), (10, 10, 0), "{s:?}");
+}
