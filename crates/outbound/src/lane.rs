@@ -647,6 +647,20 @@ mod tests {
         l.stop();
     }
 
+    /// What [`Lane::start`] does to the counts, without threads (`threads` follows `busy`):
+    /// true when the lane let a request go.
+    fn start(l: &mut Lane, at: Instant) -> bool {
+        match l.take(at) {
+            Some(_) => {
+                l.busy += 1;
+                l.threads = l.threads.max(l.busy);
+                *l.out.entry(at).or_default() += 1;
+                true
+            }
+            None => false,
+        }
+    }
+
     #[test]
     fn a_lane_adds_threads_beyond_brisk_only_while_requests_out_are_slow() {
         let (mut l, _rx) = lane(100);
@@ -654,18 +668,6 @@ mod tests {
         for i in 0..40 {
             l.push(hook(i));
         }
-        // As `start` would, without threads: `threads` follows `busy`.
-        let start = |l: &mut Lane, at: Instant| -> bool {
-            match l.take(at) {
-                Some(_) => {
-                    l.busy += 1;
-                    l.threads = l.threads.max(l.busy);
-                    *l.out.entry(at).or_default() += 1;
-                    true
-                }
-                None => false,
-            }
-        };
         let mut n = 0;
         while start(&mut l, now) {
             n += 1;
@@ -715,17 +717,6 @@ mod tests {
         for i in 0..40 {
             l.push(hook(i));
         }
-        let start = |l: &mut Lane, at: Instant| -> bool {
-            match l.take(at) {
-                Some(_) => {
-                    l.busy += 1;
-                    l.threads = l.threads.max(l.busy);
-                    *l.out.entry(at).or_default() += 1;
-                    true
-                }
-                None => false,
-            }
-        };
         let mut n = 0;
         while start(&mut l, now) {
             n += 1;
