@@ -77,6 +77,8 @@ pub(crate) struct Element {
 }
 
 const HOOK_HEAD: &[u8] = b"{\"version\":1,\"type\":\"";
+/// The start of an element: `{"type":"`.
+const HEAD: &[u8] = b"{\"type\":\"";
 const ID_KEY: &[u8] = b",\"messageId\":";
 const TS_KEY: &[u8] = b",\"timestamp\":";
 /// The end of a webhook body: `,"timestamp":"` + 24 + `"}`.
@@ -113,6 +115,23 @@ impl Element {
         &self.bytes
     }
 
+    /// Where the message id's text stands in [`bytes`](Self::bytes) of an element in bytes
+    /// of its own (`{"type":K,"messageId":"I",...`), as (start, length), when it is there as
+    /// it is; `None` for other bytes.
+    pub(crate) fn id_span(&self) -> Option<(u16, u16)> {
+        if self.id_key != 0 {
+            return None;
+        }
+        let b = &self.bytes[..];
+        let kind_end = HEAD.len() + b.get(HEAD.len()..)?.iter().position(|&c| c == b'"')?;
+        let at = kind_end + 1 + ID_KEY.len() + 1;
+        if b.get(kind_end + 1..at - 1)? != ID_KEY || b.get(at - 1) != Some(&b'"') {
+            return None;
+        }
+        let len = b.get(at..)?.iter().position(|&c| c == b'"')?;
+        Some((u16::try_from(at).ok()?, u16::try_from(len).ok()?))
+    }
+
     /// (middle, quoted id, quoted timestamp) of a webhook body.
     fn pieces(&self) -> (&[u8], &[u8], &[u8]) {
         let b = &self.bytes[..];
@@ -128,7 +147,7 @@ impl Element {
             return self.bytes.len();
         }
         let (mid, id, ts) = self.pieces();
-        b"{\"type\":\"".len()
+        HEAD.len()
             + self.kind.as_str().len()
             + 1
             + ID_KEY.len()
@@ -146,7 +165,7 @@ impl Element {
             return out.extend_from_slice(&self.bytes);
         }
         let (mid, id, ts) = self.pieces();
-        out.extend_from_slice(b"{\"type\":\"");
+        out.extend_from_slice(HEAD);
         out.extend_from_slice(self.kind.as_str().as_bytes());
         out.push(b'"');
         out.extend_from_slice(ID_KEY);

@@ -661,6 +661,11 @@ mod tests {
         }
     }
 
+    /// Starts requests at `at` until the lane holds back; how many it started.
+    fn burst(l: &mut Lane, at: Instant) -> usize {
+        std::iter::from_fn(|| start(l, at).then_some(())).count()
+    }
+
     #[test]
     fn a_lane_adds_threads_beyond_brisk_only_while_requests_out_are_slow() {
         let (mut l, _rx) = lane(100);
@@ -668,10 +673,7 @@ mod tests {
         for i in 0..40 {
             l.push(hook(i));
         }
-        let mut n = 0;
-        while start(&mut l, now) {
-            n += 1;
-        }
+        let n = burst(&mut l, now);
         assert_eq!(
             n, BRISK,
             "a burst starts BRISK requests, not one per waiting request"
@@ -693,10 +695,7 @@ mod tests {
         );
         // Those requests are now slow (a stalling receiver): room for BRISK more threads.
         let later = now + SLOW_AFTER;
-        let mut more = 0;
-        while start(&mut l, later) {
-            more += 1;
-        }
+        let more = burst(&mut l, later);
         assert_eq!(more, BRISK);
         assert_eq!(l.threads, 2 * BRISK);
         // The slow ones come back: the brisk ones hold the lane at BRISK again.
@@ -717,10 +716,7 @@ mod tests {
         for i in 0..40 {
             l.push(hook(i));
         }
-        let mut n = 0;
-        while start(&mut l, now) {
-            n += 1;
-        }
+        let n = burst(&mut l, now);
         assert_eq!(n, BRISK);
         // Long past SLOW_AFTER, still no answer: a hung receiver or a black hole.
         let later = now + Duration::from_secs(2);
@@ -752,10 +748,7 @@ mod tests {
         };
         let answered = later + Duration::from_millis(1);
         l.finished(&answer, now, answered);
-        let mut more = 0;
-        while start(&mut l, answered) {
-            more += 1;
-        }
+        let more = burst(&mut l, answered);
         // One request left after the timeout and is still young: BRISK - 1 more.
         assert_eq!(
             more,

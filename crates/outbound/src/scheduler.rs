@@ -106,20 +106,11 @@ impl MsgId {
     }
 }
 
-/// A lone message's id, read from its ingestion bytes (`{"type":K,"messageId":I,...`):
-/// a message is lone only when this reads back its id (see [`Scheduler::accept`]).
+/// A lone message's id, read from its ingestion bytes: a message is lone only when this
+/// reads back its id (see [`Scheduler::accept`]).
 fn lone_id(bytes: &Element) -> Option<MsgId> {
-    const HEAD: &[u8] = b"{\"type\":\"";
-    const KEY: &[u8] = b",\"messageId\":\"";
-    let b = bytes.bytes();
-    let kind_end = HEAD.len() + b.get(HEAD.len()..)?.iter().position(|&c| c == b'"')?;
-    let at = kind_end + 1 + KEY.len();
-    if b.get(kind_end + 1..at)? != KEY {
-        return None;
-    }
-    let end = at + b[at..].iter().position(|&c| c == b'"')?;
-    let (at, len) = (u16::try_from(at).ok()?, u16::try_from(end - at).ok()?);
-    Some(MsgId::In(b.clone(), at, len))
+    let (at, len) = bytes.id_span()?;
+    Some(MsgId::In(bytes.bytes().clone(), at, len))
 }
 
 /// [`lone_id`] of a message accepted as lone, which reads back by construction.
@@ -498,7 +489,14 @@ impl Scheduler {
         for i in 0..self.lanes.len() {
             while let Some(job) = self.lanes[i].take(now) {
                 let seqs: Vec<u64> = match &job {
-                    Job::Batch(b) => b.msgs.iter().map(|(seq, _)| *seq).collect(),
+                    Job::Batch(b) => b
+                        .msgs
+                        .iter()
+                        .map(|(seq, bytes)| {
+                            self.request_started(*seq, Some(bytes));
+                            *seq
+                        })
+                        .collect(),
                     Job::Hook { seq, first, .. } => {
                         // Every URL gets each message's first request, even when another URL
                         // has delivered it meanwhile (design §6: the message goes to every
@@ -512,19 +510,11 @@ impl Scheduler {
                         if !wanted && !*first {
                             continue;
                         }
+                        self.request_started(*seq, None);
                         vec![*seq]
                     }
                     Job::Exit => continue,
                 };
-                match &job {
-                    Job::Batch(b) => {
-                        for (seq, bytes) in &b.msgs {
-                            self.request_started(*seq, Some(bytes));
-                        }
-                    }
-                    Job::Hook { seq, .. } => self.request_started(*seq, None),
-                    Job::Exit => {}
-                }
                 if let Err(e) = self.lanes[i].start(job, now) {
                     // No thread could be started: what this request carried ends as failed
                     // rather than waiting for a thread that will never come.
@@ -1069,14 +1059,14 @@ impl Scheduler {
         let timers = std::mem::take(&mut self.timers).into_iter();
         let batches = waiting
             .into_iter()
-            .chain(timers.filter_map(|t| match t.due {
-                Due::Batch(b) => Some(Job::Batch(b)),
-                Due::HookRound(_) => None,
-            }))
             .filter_map(|job| match job {
                 Job::Batch(b) => Some(b),
                 _ => None,
             })
+            .chain(timers.filter_map(|t| match t.due {
+                Due::Batch(b) => Some(b),
+                Due::HookRound(_) => None,
+            }))
             .chain(self.batcher.close());
         for batch in batches {
             for (seq, bytes) in batch.msgs {

@@ -2,11 +2,12 @@
 //! real webhook receiver on 127.0.0.1, counting the identify calls that arrive.
 
 use outbound::{json, AudienceSync, Client, Config, Error, Value, Webhook};
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
+
+#[path = "../examples/support/receiver.rs"]
+mod endpoint;
 
 const WAIT: Duration = Duration::from_secs(10);
 
@@ -27,16 +28,17 @@ impl Receiver {
     }
 
     fn spawn(answer: bool) -> Receiver {
-        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-        let port = listener.local_addr().unwrap().port();
         let bodies = Arc::new(Mutex::new(Vec::new()));
         let shared = bodies.clone();
-        std::thread::spawn(move || {
-            for stream in listener.incoming().flatten() {
-                let bodies = shared.clone();
-                std::thread::spawn(move || serve(stream, bodies, answer));
-            }
-        });
+        let on_body = move |body: &[u8]| {
+            let body = serde_json::from_slice(body).unwrap();
+            shared.lock().unwrap().push(body);
+        };
+        let port = if answer {
+            endpoint::start(on_body)
+        } else {
+            endpoint::hanging(on_body)
+        };
         Receiver { port, bodies }
     }
 
@@ -61,49 +63,6 @@ impl Receiver {
             .collect();
         got.sort_by(|a, b| a.0.cmp(&b.0));
         got
-    }
-}
-
-/// One keep-alive connection: requests framed by Content-Length.
-fn serve(stream: TcpStream, bodies: Arc<Mutex<Vec<Value>>>, answer: bool) {
-    let mut writer = stream.try_clone().unwrap();
-    let mut reader = BufReader::new(stream);
-    loop {
-        let mut length = 0usize;
-        let mut line = String::new();
-        if reader.read_line(&mut line).unwrap_or(0) == 0 {
-            return; // closed
-        }
-        loop {
-            line.clear();
-            if reader.read_line(&mut line).unwrap_or(0) == 0 {
-                return;
-            }
-            let header = line.trim_end();
-            if header.is_empty() {
-                break;
-            }
-            if let Some((name, value)) = header.split_once(':') {
-                if name.eq_ignore_ascii_case("content-length") {
-                    length = value.trim().parse().unwrap();
-                }
-            }
-        }
-        let mut body = vec![0; length];
-        if reader.read_exact(&mut body).is_err() {
-            return;
-        }
-        bodies
-            .lock()
-            .unwrap()
-            .push(serde_json::from_slice(&body).unwrap());
-        if !answer {
-            continue;
-        }
-        let reply = "HTTP/1.1 200 OK\r\nContent-Length: 0\r\nConnection: keep-alive\r\n\r\n";
-        if writer.write_all(reply.as_bytes()).is_err() {
-            return;
-        }
     }
 }
 

@@ -33,15 +33,21 @@ impl Concurrency {
     }
 }
 
-#[test]
-fn requests_in_flight_grow_with_slow_responses() {
-    let _serial = serial();
+/// A server that takes `each` over every request before its 200, and how many it had at once.
+fn slow_server(each: Duration) -> (Server, Concurrency) {
     let c = Concurrency::default();
     let seen = c.clone();
     let server = Server::start(move |_| {
-        seen.during(|| std::thread::sleep(Duration::from_millis(200)));
+        seen.during(|| std::thread::sleep(each));
         Reply::Status(200)
     });
+    (server, c)
+}
+
+#[test]
+fn requests_in_flight_grow_with_slow_responses() {
+    let _serial = serial();
+    let (server, c) = slow_server(Duration::from_millis(200));
     let client = Client::new(Config {
         flush_at: 1,
         ..ingestion(&server)
@@ -63,13 +69,8 @@ fn requests_in_flight_grow_with_slow_responses() {
 #[test]
 fn a_receiver_that_answers_nothing_gets_a_few_requests_not_hundreds() {
     let _serial = serial();
-    let c = Concurrency::default();
-    let seen = c.clone();
     // Every request outlives the client's timeout: the receiver never answers one.
-    let server = Server::start(move |_| {
-        seen.during(|| std::thread::sleep(Duration::from_secs(3)));
-        Reply::Status(200)
-    });
+    let (server, c) = slow_server(Duration::from_secs(3));
     let client = Client::new(Config {
         flush_at: 1,
         timeout: Duration::from_secs(2),
@@ -94,12 +95,7 @@ fn a_receiver_that_answers_nothing_gets_a_few_requests_not_hundreds() {
 #[test]
 fn max_in_flight_caps_each_destination() {
     let _serial = serial();
-    let c = Concurrency::default();
-    let seen = c.clone();
-    let server = Server::start(move |_| {
-        seen.during(|| std::thread::sleep(Duration::from_millis(50)));
-        Reply::Status(200)
-    });
+    let (server, c) = slow_server(Duration::from_millis(50));
     let client = Client::new(Config {
         flush_at: 1,
         max_in_flight: 8,

@@ -378,6 +378,24 @@ fn no_log_line_reaches_the_sink_after_close_returns() {
     assert_eq!(lines.len(), at_close, "{lines:?}");
 }
 
+/// The ids of `n` tracks of `event`, one per user `u0`, `u1`, ...
+fn tracks(client: &Client, n: usize, event: &str) -> Vec<String> {
+    (0..n)
+        .map(|i| {
+            client
+                .enqueue(&Message::track(format!("u{i}"), event))
+                .unwrap()
+        })
+        .collect()
+}
+
+/// The message ids of `outcomes`, sorted (one entry per outcome).
+fn sorted_ids(outcomes: &[outbound::Outcome]) -> Vec<String> {
+    let mut ids: Vec<String> = outcomes.iter().map(|o| o.message_id.to_string()).collect();
+    ids.sort();
+    ids
+}
+
 /// Messages for ingestion alone carry no per-message record in the scheduler (only their
 /// batch entry): close must still find each one, wherever it waits, and end it once under
 /// its own id.
@@ -394,34 +412,20 @@ fn close_ends_each_ingestion_message_once_under_its_id_wherever_it_waits() {
         ..ingestion(&hang)
     })
     .unwrap();
-    let mut ids: Vec<String> = (0..41)
-        .map(|i| {
-            client
-                .enqueue(&Message::track(format!("u{i}"), "Waits"))
-                .unwrap()
-                .to_string()
-        })
-        .collect();
+    let mut ids = tracks(&client, 41, "Waits");
     // A user's own id that reads back from the bytes, and one that needs escapes.
-    ids.push(
-        client
-            .enqueue(&Message::track("u", "Waits").message_id("mine-1"))
-            .unwrap()
-            .to_string(),
-    );
-    ids.push(
-        client
-            .enqueue(&Message::track("u", "Waits").message_id("q\"uote"))
-            .unwrap()
-            .to_string(),
-    );
+    for own in ["mine-1", "q\"uote"] {
+        ids.push(
+            client
+                .enqueue(&Message::track("u", "Waits").message_id(own))
+                .unwrap(),
+        );
+    }
     assert!(hang.wait_for(8, Duration::from_secs(10)), "8 requests out");
     let _ = client.close(Some(Duration::from_millis(100)));
     let all = outcomes.all();
-    let mut got: Vec<String> = all.iter().map(|o| o.message_id.to_string()).collect();
-    got.sort();
     ids.sort();
-    assert_eq!(got, ids, "each message once, under its own id");
+    assert_eq!(sorted_ids(&all), ids, "each message once, under its own id");
     assert!(all
         .iter()
         .all(|o| o.kind == OutcomeKind::Dropped && o.reason == Some(Reason::Closed)));
@@ -446,27 +450,14 @@ fn close_ends_each_ingestion_message_once_under_its_id_wherever_it_waits() {
         ..ingestion(&failing)
     })
     .unwrap();
-    let mut ids: Vec<String> = (0..10)
-        .map(|i| {
-            client
-                .enqueue(&Message::track(format!("u{i}"), "Retries"))
-                .unwrap()
-                .to_string()
-        })
-        .collect();
+    let mut ids = tracks(&client, 10, "Retries");
     assert!(
         failing.wait_for(4, Duration::from_secs(10)),
         "both batches failed twice"
     );
     let _ = client.close(Some(Duration::from_millis(100)));
-    let mut got: Vec<String> = outcomes
-        .all()
-        .iter()
-        .map(|o| o.message_id.to_string())
-        .collect();
-    got.sort();
     ids.sort();
-    assert_eq!(got, ids);
+    assert_eq!(sorted_ids(&outcomes.all()), ids);
     let s = client.stats();
     assert_eq!((s.accepted, s.dropped, s.delivered), (10, 10, 0), "{s:?}");
 }

@@ -1,6 +1,7 @@
-//! The examples' ingestion endpoint on 127.0.0.1: keep-alive HTTP/1.1, answers `200 {}` to
-//! every request and hands each body to `on_body`. Minimal on purpose (no request log, unlike
-//! the tests' server): the benchmarks measure the client, not the receiver.
+//! A minimal endpoint on 127.0.0.1 for the examples' benchmarks and `tests/audience.rs`:
+//! keep-alive HTTP/1.1, hands each body to `on_body` and answers `200 {}` (or never, when
+//! hanging). Minimal on purpose (no request log, unlike the tests' server): the benchmarks
+//! measure the client, not the receiver.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
@@ -8,6 +9,16 @@ use std::sync::Arc;
 
 /// Starts the endpoint; returns its port.
 pub fn start(on_body: impl Fn(&[u8]) + Send + Sync + 'static) -> u16 {
+    spawn(true, on_body)
+}
+
+/// Starts an endpoint that reads every request and never answers one; returns its port.
+#[allow(dead_code)] // Not every user of this file needs one.
+pub fn hanging(on_body: impl Fn(&[u8]) + Send + Sync + 'static) -> u16 {
+    spawn(false, on_body)
+}
+
+fn spawn(answer: bool, on_body: impl Fn(&[u8]) + Send + Sync + 'static) -> u16 {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let port = listener.local_addr().unwrap().port();
     let on_body = Arc::new(on_body);
@@ -18,7 +29,7 @@ pub fn start(on_body: impl Fn(&[u8]) + Send + Sync + 'static) -> u16 {
                 let on_body = on_body.clone();
                 std::thread::Builder::new()
                     .name("receiver".into())
-                    .spawn(move || serve(stream, &*on_body))
+                    .spawn(move || serve(stream, &*on_body, answer))
                     .unwrap();
             }
         })
@@ -26,7 +37,7 @@ pub fn start(on_body: impl Fn(&[u8]) + Send + Sync + 'static) -> u16 {
     port
 }
 
-fn serve(stream: TcpStream, on_body: &dyn Fn(&[u8])) {
+fn serve(stream: TcpStream, on_body: &dyn Fn(&[u8]), answer: bool) {
     let mut writer = stream.try_clone().unwrap();
     let mut reader = BufReader::new(stream);
     let mut line = String::new();
@@ -56,6 +67,9 @@ fn serve(stream: TcpStream, on_body: &dyn Fn(&[u8])) {
             return;
         }
         on_body(&body);
+        if !answer {
+            continue;
+        }
         let reply = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n{}";
         if writer.write_all(reply.as_bytes()).is_err() {
             return;
