@@ -753,7 +753,9 @@ outbound_result outbound_options_set_spool_max_bytes(struct outbound_options *op
 outbound_result outbound_options_set_spool_commit_interval_ms(struct outbound_options *options,
                                                               uint64_t ms);
 
-// A batch closes at this many messages (default 20; 1 sends each message at once).
+// A batch closes, and is sent, at this many messages (default 20; 1 sends each message at
+// once). Batches that wait for a connection (the destination slower than the calls) go out
+// together in one request of at most 500,000 bytes.
 //
 // Returns `OUTBOUND_RESULT_OK`, `_NULL_ARGUMENT` (options), `_PANIC`. The value is checked
 // by `outbound_client_new`.

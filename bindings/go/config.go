@@ -29,7 +29,9 @@ type Config struct {
 	FlushAfter time.Duration
 
 	// BatchSize: a batch is sent at this many messages (default 20; 1 sends every message
-	// at once). Synonyms: Size, FlushAt. (analytics-go's default was 250.)
+	// at once); batches that wait for a connection (the endpoint slower than the calls) go
+	// out together in one request of at most 500,000 bytes. Synonyms: Size, FlushAt.
+	// (analytics-go's default was 250.)
 	BatchSize int
 	// Size is the seed's name for BatchSize.
 	Size int

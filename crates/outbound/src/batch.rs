@@ -1,10 +1,44 @@
 //! The open ingestion batch: it closes at `flush_at` messages, before it would pass
-//! 500,000 body bytes, or `flush_interval` after its first message (design §5).
+//! 500,000 body bytes, or `flush_interval` after its first message (design §5); and what
+//! one request carries when closed batches wait for a connection ([`join_waiting`]).
 
 use crate::ingestion::{body_len, Element, MAX_BATCH_BYTES};
-use crate::lane::Batch;
+use crate::lane::{Batch, Job};
 use crate::retry::after;
+use std::collections::VecDeque;
 use std::time::{Duration, Instant};
+
+/// Batches that waited for a connection go out together: the first attempts queued right
+/// behind `batch` (a first attempt itself) join it while the body stays within
+/// 500,000 bytes. `flush_at` says when a batch is sent; when the destination is slower
+/// than the calls, a request carries what is waiting instead of one request per
+/// `flush_at` messages, so a backlog costs fewer requests, not more (the receiver's cost,
+/// and ours, is mostly per request). Retries and the halves of a split batch keep their
+/// own requests (a split must not join again).
+pub(crate) fn join_waiting(batch: &mut Batch, ready: &mut VecDeque<Job>) {
+    if batch.attempts > 0 {
+        return;
+    }
+    let bytes = |b: &Batch| b.msgs.iter().map(|(_, m)| m.len()).sum::<usize>();
+    let mut sum = bytes(batch);
+    while let Some(Job::Batch(next)) = ready.front() {
+        let add = bytes(next);
+        if next.attempts > 0
+            || body_len(batch.msgs.len() + next.msgs.len(), sum + add) > MAX_BATCH_BYTES
+        {
+            return;
+        }
+        let Some(Job::Batch(next)) = ready.pop_front() else {
+            return;
+        };
+        sum += add;
+        batch.first = match (batch.first, next.first) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        batch.msgs.extend(next.msgs);
+    }
+}
 
 pub(crate) struct Batcher {
     flush_at: usize,
@@ -111,6 +145,84 @@ mod tests {
         }
         assert!(!sizes.is_empty());
         assert!(sizes.iter().all(|s| *s <= MAX_BATCH_BYTES), "{sizes:?}");
+    }
+
+    fn waiting(sizes: &[(usize, u32)]) -> VecDeque<Job> {
+        let mut seq = 0;
+        sizes
+            .iter()
+            .map(|&(n, attempts)| {
+                let msgs = (0..n)
+                    .map(|_| {
+                        seq += 1;
+                        (seq, msg(1_000))
+                    })
+                    .collect();
+                Job::Batch(Batch {
+                    msgs,
+                    first: None,
+                    attempts,
+                })
+            })
+            .collect()
+    }
+
+    fn take(ready: &mut VecDeque<Job>) -> Batch {
+        let Some(Job::Batch(mut b)) = ready.pop_front() else {
+            panic!("a batch");
+        };
+        join_waiting(&mut b, ready);
+        b
+    }
+
+    #[test]
+    fn batches_waiting_for_a_connection_go_out_in_one_request() {
+        let mut ready = waiting(&[(20, 0), (20, 0), (20, 0)]);
+        let b = take(&mut ready);
+        assert_eq!(b.msgs.len(), 60);
+        let seqs: Vec<u64> = b.msgs.iter().map(|(s, _)| *s).collect();
+        assert_eq!(seqs, (1..=60).collect::<Vec<_>>(), "in their order");
+        assert!(ready.is_empty());
+    }
+
+    #[test]
+    fn joined_batches_never_pass_the_byte_limit() {
+        // 1,000-byte messages: 498 fit in 500,000 bytes of body.
+        let mut ready = waiting(&[(20, 0); 60]);
+        let mut sent = Vec::new();
+        while !ready.is_empty() {
+            let b = take(&mut ready);
+            let sum = b.msgs.iter().map(|(_, m)| m.len()).sum();
+            assert!(body_len(b.msgs.len(), sum) <= MAX_BATCH_BYTES);
+            sent.push(b.msgs.len());
+        }
+        assert_eq!(sent, vec![480, 480, 240]);
+    }
+
+    #[test]
+    fn retries_and_split_halves_keep_their_own_requests() {
+        let mut ready = waiting(&[(10, 1), (10, 0), (10, 0), (10, 2), (10, 0)]);
+        let sent: Vec<(usize, u32)> = std::iter::from_fn(|| {
+            (!ready.is_empty()).then(|| {
+                let b = take(&mut ready);
+                (b.msgs.len(), b.attempts)
+            })
+        })
+        .collect();
+        assert_eq!(sent, vec![(10, 1), (20, 0), (10, 2), (10, 0)]);
+    }
+
+    #[test]
+    fn a_joined_batch_keeps_the_earliest_start_of_its_window() {
+        let t = Instant::now();
+        let mut ready = waiting(&[(5, 0), (5, 0)]);
+        if let Some(Job::Batch(b)) = ready.get_mut(1) {
+            b.first = Some(t);
+        }
+        if let Some(Job::Batch(b)) = ready.get_mut(0) {
+            b.first = Some(t + Duration::from_secs(1));
+        }
+        assert_eq!(take(&mut ready).first, Some(t));
     }
 
     #[test]

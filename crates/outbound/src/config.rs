@@ -99,7 +99,9 @@ pub struct Config {
     pub signature_scheme: SignatureScheme,
     /// `User-Agent` of webhook requests (a product token, `Outbound/1.0`).
     pub webhook_user_agent: String,
-    /// A batch closes at this many messages (1 sends each at once).
+    /// A batch closes, and is sent, at this many messages (1 sends each at once). Batches
+    /// that wait for a connection (the destination slower than the calls) go out together in
+    /// one request of at most 500,000 bytes.
     pub flush_at: usize,
     /// A batch closes this long after its first message arrived.
     pub flush_interval: Duration,

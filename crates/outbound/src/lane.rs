@@ -190,7 +190,22 @@ impl Lane {
             // Enough requests are moving: this one waits for a thread to come back.
             return None;
         }
-        self.ready.pop_front()
+        let mut job = self.ready.pop_front()?;
+        if let Job::Batch(batch) = &mut job {
+            if !self.room_behind(now) {
+                // The batches behind it would wait for a connection: they go with it.
+                crate::batch::join_waiting(batch, &mut self.ready);
+            }
+        }
+        Some(job)
+    }
+
+    /// Whether a request behind the one being taken could start at once too (under the
+    /// cap, the destination up, and not held back once this one is out).
+    fn room_behind(&self, now: Instant) -> bool {
+        let busy = self.busy + 1;
+        let held = busy >= self.threads && self.moving(now) + 1 >= BRISK.max(self.min_threads);
+        busy < self.cap && self.health == Health::Up && !held
     }
 
     /// Whether the next request would need a new thread that the lane does not add yet:
@@ -664,6 +679,48 @@ mod tests {
     /// Starts requests at `at` until the lane holds back; how many it started.
     fn burst(l: &mut Lane, at: Instant) -> usize {
         std::iter::from_fn(|| start(l, at).then_some(())).count()
+    }
+
+    fn batch(seq: u64) -> Job {
+        Job::Batch(Batch {
+            msgs: vec![(seq, Element::own(Arc::from(&b"{}"[..])))],
+            first: None,
+            attempts: 0,
+        })
+    }
+
+    fn carried(job: &Job) -> usize {
+        match job {
+            Job::Batch(b) => b.msgs.len(),
+            _ => 1,
+        }
+    }
+
+    #[test]
+    fn batches_join_only_when_they_would_wait_for_a_connection() {
+        let (mut l, _rx) = lane(100);
+        let now = Instant::now();
+        for i in 0..40 {
+            l.push(batch(i));
+        }
+        // A lane with room: each batch its own request, up to BRISK out; the one that
+        // fills the last brisk slot takes everything still waiting with it.
+        let mut sizes = Vec::new();
+        while let Some(job) = l.take(now) {
+            sizes.push(carried(&job));
+            l.start(job, now).unwrap();
+        }
+        let mut want = vec![1; BRISK - 1];
+        want.push(40 - (BRISK - 1));
+        assert_eq!(sizes, want);
+        // Held back, more wait; a request back takes them all in one.
+        for i in 40..60 {
+            l.push(batch(i));
+        }
+        assert!(l.take(now).is_none());
+        l.finished(&Attempt::Success, now, now);
+        let job = l.take(now).unwrap();
+        assert_eq!(carried(&job), 20);
     }
 
     #[test]

@@ -44,15 +44,22 @@ fn slow_server(each: Duration) -> (Server, Concurrency) {
     (server, c)
 }
 
+/// A client with one webhook on `server` (one request per message: ingestion joins waiting
+/// batches, so a lane's growth is seen through a webhook lane).
+fn hook_client(server: &Server, timeout: Duration) -> Client {
+    Client::new(Config {
+        webhooks: vec![Webhook::new(format!("{}/hook", server.url))],
+        timeout,
+        ..config()
+    })
+    .unwrap()
+}
+
 #[test]
 fn requests_in_flight_grow_with_slow_responses() {
     let _serial = serial();
     let (server, c) = slow_server(Duration::from_millis(200));
-    let client = Client::new(Config {
-        flush_at: 1,
-        ..ingestion(&server)
-    })
-    .unwrap();
+    let client = hook_client(&server, Duration::from_secs(5));
     let start = Instant::now();
     for i in 0..200 {
         client.enqueue(&Message::identify(format!("u{i}"))).unwrap();
@@ -71,12 +78,7 @@ fn a_receiver_that_answers_nothing_gets_a_few_requests_not_hundreds() {
     let _serial = serial();
     // Every request outlives the client's timeout: the receiver never answers one.
     let (server, c) = slow_server(Duration::from_secs(3));
-    let client = Client::new(Config {
-        flush_at: 1,
-        timeout: Duration::from_secs(2),
-        ..ingestion(&server)
-    })
-    .unwrap();
+    let client = hook_client(&server, Duration::from_secs(2));
     for i in 0..200 {
         client.enqueue(&Message::identify(format!("u{i}"))).unwrap();
     }

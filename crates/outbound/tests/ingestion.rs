@@ -176,6 +176,56 @@ fn no_body_exceeds_500000_bytes() {
 }
 
 #[test]
+fn batches_that_wait_for_a_connection_go_out_together() {
+    // Slower than the calls: closed batches queue behind the requests out.
+    let server = Server::start(|_| {
+        std::thread::sleep(Duration::from_millis(100));
+        support::Reply::Status(200)
+    });
+    let client = Client::new(Config {
+        flush_at: 20,
+        max_queue_size: 5_000,
+        ..ingestion(&server)
+    })
+    .unwrap();
+    let mut ids: Vec<String> = (0..4_000)
+        .map(|i| {
+            client
+                .enqueue(&Message::track(format!("u{i}"), "Queued"))
+                .unwrap()
+        })
+        .collect();
+    assert!(client.flush(Some(Duration::from_secs(30))));
+    let reqs = server.requests();
+    let mut got: Vec<String> = reqs
+        .iter()
+        .flat_map(|r| {
+            let body = r.json();
+            body["batch"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|m| m["messageId"].as_str().unwrap().to_owned())
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    got.sort();
+    ids.sort();
+    assert_eq!(got, ids, "each message once");
+    assert!(
+        reqs.len() < 4_000 / 20 / 4,
+        "{} requests for 200 batches of 20",
+        reqs.len()
+    );
+    assert!(reqs
+        .iter()
+        .any(|r| r.json()["batch"].as_array().unwrap().len() > 20));
+    for r in &reqs {
+        assert!(r.body.len() <= 500_000, "body of {} bytes", r.body.len());
+    }
+}
+
+#[test]
 fn a_lone_message_waits_for_flush_interval() {
     let server = Server::answering(200);
     let interval = Duration::from_millis(700);
