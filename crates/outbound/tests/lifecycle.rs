@@ -412,7 +412,12 @@ fn close_ends_each_ingestion_message_once_under_its_id_wherever_it_waits() {
         ..ingestion(&hang)
     })
     .unwrap();
-    let mut ids = tracks(&client, 41, "Waits");
+    // 8 batches of 2 out: the lane's brisk allowance to a receiver that answers nothing.
+    let mut ids = tracks(&client, 16, "Out");
+    assert!(hang.wait_for(8, Duration::from_secs(10)), "8 requests out");
+    // Behind them, waiting in the lane (held back: nothing joins a request already out),
+    // and one in the open batch.
+    ids.extend(tracks(&client, 25, "Waits"));
     // A user's own id that reads back from the bytes, and one that needs escapes.
     for own in ["mine-1", "q\"uote"] {
         ids.push(
@@ -421,7 +426,6 @@ fn close_ends_each_ingestion_message_once_under_its_id_wherever_it_waits() {
                 .unwrap(),
         );
     }
-    assert!(hang.wait_for(8, Duration::from_secs(10)), "8 requests out");
     let _ = client.close(Some(Duration::from_millis(100)));
     let all = outcomes.all();
     ids.sort();
