@@ -227,21 +227,18 @@ fn a_413_on_a_single_message_fails_it() {
 
 #[test]
 fn every_accepted_message_has_exactly_one_outcome_and_counters_add_up() {
-    // Alternates: ok, permanent failure, ok, retry-then-ok ... per batch of one.
-    let n = Arc::new(AtomicUsize::new(0));
-    let server = Server::start(move |req| {
-        let uid = req.json()["batch"][0]["userId"]
-            .as_str()
-            .unwrap()
-            .to_string();
-        let i: usize = uid[1..].parse().unwrap();
-        match i % 3 {
-            0 => Reply::Status(200),
-            1 => Reply::Status(404),
-            _ if n.fetch_add(1, Ordering::SeqCst) % 2 == 0 => Reply::Status(502),
-            _ => Reply::Status(200),
+    // By request: ok, permanent failure, then a 502 or an ok in turn. A request may carry
+    // several messages (batches that wait for a connection go together); each message's
+    // outcome must be what the requests that carried it were answered.
+    fn status(index: usize) -> u16 {
+        match index % 3 {
+            0 => 200,
+            1 => 404,
+            _ if index % 2 == 0 => 502,
+            _ => 200,
         }
-    });
+    }
+    let server = Server::start(|req| Reply::Status(status(req.index)));
     let outcomes = Outcomes::default();
     let client = client(&server, &outcomes);
     let mut ids = Vec::new();
@@ -254,14 +251,34 @@ fn every_accepted_message_has_exactly_one_outcome_and_counters_add_up() {
     seen.sort();
     ids.sort();
     assert_eq!(seen, ids, "one outcome per accepted message");
+    // What the wire said of each message: its last answer that was not a 502.
+    let mut said = std::collections::HashMap::new();
+    for req in server.requests() {
+        for m in req.json()["batch"].as_array().unwrap() {
+            let id = m["messageId"].as_str().unwrap().to_owned();
+            match status(req.index) {
+                200 => said.insert(id, OutcomeKind::Delivered),
+                404 => said.insert(id, OutcomeKind::Failed),
+                _ => None,
+            };
+        }
+    }
+    for o in &got {
+        assert_eq!(Some(&o.kind), said.get(&*o.message_id), "{o:?}");
+    }
     let s = client.stats();
     assert_eq!(s.accepted, 30);
     assert_eq!(
         s.delivered + s.failed + s.dropped - s.queue_full,
         s.accepted
     );
+    let failed = got.iter().filter(|o| o.kind == OutcomeKind::Failed).count() as u64;
+    assert!(
+        failed > 0 && failed < 30,
+        "{failed} failed: both kinds seen"
+    );
     assert_eq!(
         (s.delivered, s.failed, s.queued, s.in_flight),
-        (20, 10, 0, 0)
+        (30 - failed, failed, 0, 0)
     );
 }
