@@ -94,7 +94,8 @@ enum outbound_result
     // (without the terminating NUL).
     OUTBOUND_RESULT_INSUFFICIENT_SIZE = 11,
     // A flush or close ended before every message had an outcome, or some message ended
-    // failed or dropped during the wait. Not an error of the call itself: see
+    // failed or dropped since the previous flush or close returned. Not an error of the
+    // call itself: see
     // `outbound_client_stats` and the outcome callback for what happened.
     OUTBOUND_RESULT_INCOMPLETE = 12,
     // `outbound_verify`: the signature does not match the body and secret.
@@ -551,10 +552,11 @@ outbound_result outbound_enqueue_json(const struct outbound_client *client,
 // Sends what is waiting for a batch now and waits, at most `timeout_ms` milliseconds,
 // until every accepted message has an outcome. Values above 100 years are capped.
 //
-// Returns `OUTBOUND_RESULT_OK` when every message ended and none that ended during the wait
-// failed or was dropped, `OUTBOUND_RESULT_INCOMPLETE` otherwise (timeout, or a failure:
-// see the stats and the outcome callback), `_NULL_ARGUMENT`, `_PANIC`. Nothing is lost by a
-// timeout: messages keep being delivered in the background.
+// Returns `OUTBOUND_RESULT_OK` when every message ended and none failed or was dropped since
+// the previous flush or close returned (or the client started; before this call too),
+// `OUTBOUND_RESULT_INCOMPLETE` otherwise (timeout, or a failure: see the stats and the
+// outcome callback), `_NULL_ARGUMENT`, `_PANIC`. Nothing is lost by a timeout: messages
+// keep being delivered in the background.
 //
 // # Safety
 // `client` is NULL or live.

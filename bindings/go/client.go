@@ -49,8 +49,9 @@ type Client interface {
 	// liboutbound made for it).
 	EnqueueID(msg Message) (string, error)
 	// Flush sends what waits for a batch and waits until every message accepted before the
-	// call has an outcome, or until ctx is done. nil means all were delivered (or sent
-	// nowhere by their integrations); otherwise the error wraps ErrIncomplete (and the
+	// call has an outcome, or until ctx is done. nil means all ended and none failed or
+	// was dropped since the previous Flush returned (or the client started), before the
+	// call or during it; otherwise the error wraps ErrIncomplete (and the
 	// context's error when ctx ended first). Messages keep going in the background either
 	// way.
 	Flush(ctx context.Context) error

@@ -49,7 +49,8 @@ const (
 	// it).
 	ErrInsufficientSize Code = 11
 	// ErrIncomplete: a Flush or Close ended before every message had an outcome, or some
-	// message failed or was dropped meanwhile (see Stats and the outcome callback).
+	// message failed or was dropped since the previous Flush or Close returned (see Stats
+	// and the outcome callback).
 	ErrIncomplete Code = 12
 	// ErrBadSignature: a signature did not match.
 	ErrBadSignature Code = 13

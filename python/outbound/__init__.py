@@ -384,7 +384,8 @@ class Client:
     def flush(self, timeout: Optional[float] = None) -> bool:
         """Sends what waits for a batch and waits, without holding the GIL, until every
         accepted message has an outcome or ``timeout`` seconds pass (default 30). True when
-        all ended and none of them failed or was dropped meanwhile."""
+        all ended and no message failed or was dropped since the previous ``flush`` returned
+        (or the client started), before this call or during it."""
         return self._native.flush(timeout)
 
     def close(self, timeout: Optional[float] = None) -> bool:

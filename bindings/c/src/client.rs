@@ -551,10 +551,11 @@ pub unsafe extern "C" fn outbound_enqueue_json(
 /// Sends what is waiting for a batch now and waits, at most `timeout_ms` milliseconds,
 /// until every accepted message has an outcome. Values above 100 years are capped.
 ///
-/// Returns `OUTBOUND_RESULT_OK` when every message ended and none that ended during the wait
-/// failed or was dropped, `OUTBOUND_RESULT_INCOMPLETE` otherwise (timeout, or a failure:
-/// see the stats and the outcome callback), `_NULL_ARGUMENT`, `_PANIC`. Nothing is lost by a
-/// timeout: messages keep being delivered in the background.
+/// Returns `OUTBOUND_RESULT_OK` when every message ended and none failed or was dropped since
+/// the previous flush or close returned (or the client started; before this call too),
+/// `OUTBOUND_RESULT_INCOMPLETE` otherwise (timeout, or a failure: see the stats and the
+/// outcome callback), `_NULL_ARGUMENT`, `_PANIC`. Nothing is lost by a timeout: messages
+/// keep being delivered in the background.
 ///
 /// # Safety
 /// `client` is NULL or live.

@@ -39,7 +39,8 @@ pub enum outbound_result {
     /// (without the terminating NUL).
     InsufficientSize = 11,
     /// A flush or close ended before every message had an outcome, or some message ended
-    /// failed or dropped during the wait. Not an error of the call itself: see
+    /// failed or dropped since the previous flush or close returned. Not an error of the
+    /// call itself: see
     /// `outbound_client_stats` and the outcome callback for what happened.
     Incomplete = 12,
     /// `outbound_verify`: the signature does not match the body and secret.

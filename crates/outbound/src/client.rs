@@ -344,15 +344,18 @@ impl Client {
 
     /// Sends what is waiting for a batch now, and waits until every message accepted before
     /// the call has an outcome, or `timeout` (default [`DEFAULT_WAIT`]) passes. True when all
-    /// of them ended and none failed or was dropped while waiting (a message that its own
-    /// `integrations` send nowhere is not a failure).
+    /// of them ended and no message failed or was dropped since the previous `flush`
+    /// returned (or the client started), whether before this call or during it: a failure
+    /// that lands before the call is not missed (a message that its own `integrations` send
+    /// nowhere is not a failure).
     pub fn flush(&self, timeout: Option<Duration>) -> bool {
         let engine = self.engine.load_full();
-        let before = self.losses(&engine);
+        let before = engine.shared.answered_losses.load(SeqCst);
         if engine.on_scheduler() {
             // Inside an outcome callback: the scheduler cannot progress while we wait.
             engine.tx.send(Command::Flush(None));
-            return engine.shared.pending.load(Acquire) == 0 && self.losses(&engine) == before;
+            let idle = engine.shared.pending.load(Acquire) == 0;
+            return self.no_losses_since(&engine, before) && idle;
         }
         let barrier = Arc::new(AtomicU64::new(u64::MAX));
         engine.tx.send(Command::Flush(Some(barrier.clone())));
@@ -361,11 +364,15 @@ impl Client {
             let b = barrier.load(SeqCst);
             b != u64::MAX && s.low_water.load(SeqCst) >= b
         });
-        ended && self.losses(&engine) == before
+        self.no_losses_since(&engine, before) && ended
     }
 
-    fn losses(&self, engine: &Engine) -> u64 {
-        engine.shared.counters.losses.load(Relaxed)
+    /// True when no message failed or was dropped since `before` losses; the ones counted
+    /// now are answered for (the next flush or close looks past them).
+    fn no_losses_since(&self, engine: &Engine, before: u64) -> bool {
+        let now = engine.shared.counters.losses.load(Relaxed);
+        engine.shared.answered_losses.fetch_max(now, SeqCst);
+        now == before
     }
 
     /// Flushes (bounded by `timeout`, default [`DEFAULT_WAIT`]), then stops the threads;
@@ -389,7 +396,7 @@ impl Client {
         while engine.shared.calls.load(SeqCst) != 0 {
             std::thread::yield_now();
         }
-        let before = self.losses(&engine);
+        let before = engine.shared.answered_losses.load(SeqCst);
         engine.tx.send(Command::Flush(None));
         let on_scheduler = engine.on_scheduler();
         let idle = if on_scheduler {
@@ -429,7 +436,7 @@ impl Client {
             format!("client closed: {:?}", self.stats())
         });
         self.logger.stop();
-        Ok(complete && idle && self.losses(&engine) == before)
+        Ok(self.no_losses_since(&engine, before) && complete && idle)
     }
 
     /// Waits for the scheduler to report the outcomes of what is left, for as long as its

@@ -16,6 +16,9 @@ pub(crate) struct Shared {
     pub low_water: AtomicU64,
     /// Outcomes reported so far (close watches it to tell a slow drain from a stuck callback).
     pub reported: AtomicU64,
+    /// Losses (failed or dropped messages) that a returned flush or close has answered for:
+    /// the next one answers for those after them, wherever they fell (before its call too).
+    pub answered_losses: AtomicU64,
     /// Bytes in the spool (after the last commit, plus calls since): `spool_max_bytes`.
     pub spool_bytes: AtomicU64,
     /// Enqueue calls under way, so `close` can wait them out before its last drain.

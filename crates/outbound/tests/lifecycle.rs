@@ -62,6 +62,35 @@ fn flush_is_bounded_and_says_whether_all_was_delivered() {
 }
 
 #[test]
+fn flush_reports_a_failure_that_ended_before_it_was_called_once() {
+    let server = Server::answering(400);
+    let outcomes = Outcomes::default();
+    let client = Client::new(Config {
+        flush_at: 1,
+        on_outcome: Some(outcomes.callback()),
+        ..ingestion(&server)
+    })
+    .unwrap();
+    client.enqueue(&Message::identify("u")).unwrap();
+    // The failure lands before the call.
+    assert_eq!(outcomes.wait_for(1, Duration::from_secs(10)).len(), 1);
+    assert!(
+        !client.flush(Some(Duration::from_secs(10))),
+        "a message accepted before the call failed"
+    );
+    assert!(
+        client.flush(Some(Duration::from_secs(10))),
+        "nothing failed since the last flush"
+    );
+    client.enqueue(&Message::identify("v")).unwrap();
+    assert_eq!(outcomes.wait_for(2, Duration::from_secs(10)).len(), 2);
+    assert!(
+        !client.close(Some(Duration::from_secs(10))).unwrap(),
+        "close answers for a failure since the last flush too"
+    );
+}
+
+#[test]
 fn close_is_bounded_and_drops_what_is_left_as_closed() {
     let server = Server::start(|_| Reply::Hang);
     let outcomes = Outcomes::default();
