@@ -85,8 +85,8 @@ fn a_receiver_that_answers_nothing_gets_a_few_requests_not_hundreds() {
     std::thread::sleep(Duration::from_millis(1500));
     let most = c.most.load(SeqCst);
     eprintln!("a silent receiver: {most} requests at most in flight");
-    // 8 is the lane's brisk allowance; slow requests make room for more only while the
-    // receiver answers others (see `requests_in_flight_grow_with_slow_responses`).
+    // 8 is what a receiver that never answered gets; slow requests make room for more only
+    // while the receiver answers others (see `requests_in_flight_grow_with_slow_responses`).
     assert!(
         (2..=8).contains(&most),
         "{most} requests in flight to a receiver that answers nothing"

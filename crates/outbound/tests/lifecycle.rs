@@ -441,7 +441,7 @@ fn close_ends_each_ingestion_message_once_under_its_id_wherever_it_waits() {
         ..ingestion(&hang)
     })
     .unwrap();
-    // 8 batches of 2 out: the lane's brisk allowance to a receiver that answers nothing.
+    // 8 batches of 2 out: what the lane gives a receiver that has never answered.
     let mut ids = tracks(&client, 16, "Out");
     assert!(hang.wait_for(8, Duration::from_secs(10)), "8 requests out");
     // Behind them, waiting in the lane (held back: nothing joins a request already out),
