@@ -122,8 +122,9 @@ pub struct Config {
     /// on its own): a lane grows its threads with demand up to this, so a slow destination
     /// uses its own budget and never another's. Default 512: a receiver that stalls 5 % of
     /// requests for the whole 5 s timeout holds 250 slots at 1,000 requests/s. Requests that
-    /// are answered quickly are kept to 16 out at once; a destination that has never
-    /// answered gets 8: more would only pile up stalled requests.
+    /// are answered quickly are kept to 16 out at once, shared by the destinations with
+    /// work (at least 8 each); a destination that has never answered gets 8: more would
+    /// only pile up stalled requests.
     pub max_in_flight: usize,
     /// Called with each message's outcome.
     pub on_outcome: Option<OutcomeCallback>,

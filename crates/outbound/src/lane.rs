@@ -3,9 +3,9 @@
 //! failing destination never delays another one (design §9).
 //!
 //! - Threads grow with demand: a request waiting while every thread of the lane is busy
-//!   starts a new one, up to `max_in_flight`, as long as fewer than [`BRISK`] of the
-//!   requests out are younger than [`SLOW_AFTER`] or unanswered by a receiver that has
-//!   answered nothing since they left. A receiver that answers quickly is kept busy by a few
+//!   starts a new one, up to `max_in_flight`, as long as fewer than its share of [`BRISK`]
+//!   (see [`share_brisk`]) of the requests out are younger than [`SLOW_AFTER`] or unanswered
+//!   by a receiver that has answered nothing since they left. A receiver that answers quickly is kept busy by a few
 //!   threads (hundreds of threads on one fast receiver cost more CPU in switching than they
 //!   gain; too few leave both sides waking up for every request); requests that hang or take
 //!   long while the receiver answers others count as slow and make room for more, so a
@@ -38,12 +38,28 @@ pub(crate) const TRIP_AFTER: u32 = 20;
 /// ...when nothing succeeded for this long either: timeouts of requests that stalled together
 /// come back together, and must not hold back a receiver that answers everything else.
 pub(crate) const TRIP_QUIET: Duration = Duration::from_secs(1);
-/// Requests out at once, not counting slow ones, beyond which a lane adds no thread...
-/// (Signed webhooks to one URL on loopback, alternating: 16 delivered 10-20 % more per
-/// second than 8, at less CPU per delivery on both sides; 32 was no better.)
+/// Requests out at once, not counting slow ones, beyond which a client's lanes add no
+/// thread, shared by the lanes with work, at least [`SILENT`] each ([`share_brisk`])...
+/// (Signed webhooks on loopback, alternating: to one URL 16 delivered 10-20 % more per
+/// second than 8, at less CPU per delivery on both sides, and 32 was no better; to five
+/// URLs 8 each did 4-9 % better than 16 each.)
 pub(crate) const BRISK: usize = 16;
-/// ...or before the destination has answered anything.
+/// ...and what a lane gets before its destination has answered anything.
 pub(crate) const SILENT: usize = 8;
+
+/// Shares [`BRISK`] among the lanes with work (requests out or waiting), at least
+/// [`SILENT`] each: what costs CPU is every brisk thread of the client switching, not each
+/// lane's.
+pub(crate) fn share_brisk(lanes: &mut [Lane]) {
+    let with_work = lanes
+        .iter()
+        .filter(|l| l.busy > 0 || !l.ready.is_empty())
+        .count();
+    let share = (BRISK / with_work.max(1)).max(SILENT);
+    for lane in lanes {
+        lane.share = share;
+    }
+}
 /// ...where a request out for this long counts as slow.
 pub(crate) const SLOW_AFTER: Duration = Duration::from_millis(25);
 
@@ -115,6 +131,8 @@ pub(crate) struct Lane {
     handles: Vec<std::thread::JoinHandle<()>>,
     /// Most requests out at once since the last trim.
     peak: usize,
+    /// This lane's part of [`BRISK`] ([`share_brisk`]).
+    share: usize,
     min_threads: usize,
     cap: usize,
     failures: u32,
@@ -153,6 +171,7 @@ impl Lane {
             threads: 0,
             handles: Vec::new(),
             peak: 0,
+            share: BRISK,
             min_threads: min_threads.min(cap),
             cap,
             failures: 0,
@@ -219,11 +238,11 @@ impl Lane {
         self.busy >= self.threads && self.moving(now) >= self.brisk()
     }
 
-    /// Requests out that are not slow beyond which the lane adds no thread: [`BRISK`], or
-    /// [`SILENT`] while the destination has answered nothing.
+    /// Requests out that are not slow beyond which the lane adds no thread: its share of
+    /// [`BRISK`], or [`SILENT`] while the destination has answered nothing.
     fn brisk(&self) -> usize {
         let n = if self.last_answer.is_some() {
-            BRISK
+            self.share
         } else {
             SILENT
         };
@@ -782,6 +801,36 @@ mod tests {
             !start(&mut l, later),
             "BRISK brisk requests out: no new thread"
         );
+    }
+
+    #[test]
+    fn lanes_with_work_share_brisk_at_least_silent_each() {
+        let lanes = |n: usize| (0..n).map(|_| lane(100).0).collect::<Vec<_>>();
+        let mut ls = lanes(6);
+        share_brisk(&mut ls);
+        assert!(ls.iter().all(|l| l.share == BRISK), "no work: a lane alone");
+        ls[2].push(hook(1));
+        share_brisk(&mut ls);
+        assert!(
+            ls.iter().all(|l| l.share == BRISK),
+            "one lane with work has it all"
+        );
+        ls[4].busy = 1;
+        share_brisk(&mut ls);
+        assert!(ls.iter().all(|l| l.share == BRISK / 2));
+        for l in &mut ls {
+            l.busy = 1;
+        }
+        share_brisk(&mut ls);
+        assert!(ls.iter().all(|l| l.share == SILENT), "never below SILENT");
+        // The share is what an answering lane holds to.
+        let (mut l, _rx) = lane(100);
+        l.last_answer = Some(Instant::now());
+        l.share = SILENT;
+        for i in 0..40 {
+            l.push(hook(i));
+        }
+        assert_eq!(burst(&mut l, Instant::now()), SILENT);
     }
 
     #[test]

@@ -486,6 +486,7 @@ impl Scheduler {
 
     /// Hands each lane the requests it may send now.
     fn dispatch(&mut self, now: Instant) {
+        crate::lane::share_brisk(&mut self.lanes);
         for i in 0..self.lanes.len() {
             while let Some(job) = self.lanes[i].take(now) {
                 let seqs: Vec<u64> = match &job {
