@@ -4,15 +4,15 @@
 //!
 //! - Threads grow with demand: a request waiting while every thread of the lane is busy
 //!   starts a new one, up to `max_in_flight`, as long as fewer than its share of [`BRISK`]
-//!   (see [`share_brisk`]) of the requests out are younger than [`SLOW_AFTER`] or unanswered
-//!   by a receiver that has answered nothing since they left. A receiver that answers quickly is kept busy by a few
-//!   threads (hundreds of threads on one fast receiver cost more CPU in switching than they
-//!   gain; too few leave both sides waking up for every request); requests that hang or take
-//!   long while the receiver answers others count as slow and make room for more, so a
-//!   receiver that stalls some requests still gets the others. A receiver that has never
-//!   answered (a black hole, a port that accepts and stays silent) gets [`SILENT`]: more
-//!   would only pile up stalled requests, their threads and their bodies. Threads idle for a
-//!   whole trim period exit.
+//!   (see [`share_brisk`]) of the requests out are younger than [`SLOW_AFTER`] or
+//!   unanswered by a receiver that has answered nothing since they left. A receiver that
+//!   answers quickly is kept busy by a few threads (hundreds of threads on one fast
+//!   receiver cost more CPU in switching than they gain; too few leave both sides waking up
+//!   for every request); requests that hang or take long while the receiver answers others
+//!   count as slow and make room for more, so a receiver that stalls some requests still
+//!   gets the others. A receiver that has never answered (a black hole, a port that accepts
+//!   and stays silent) gets [`SILENT`]: more would only pile up stalled requests, their
+//!   threads and their bodies. Threads idle for a whole trim period exit.
 //! - Health: after [`TRIP_AFTER`] retryable failures in a row and no success for
 //!   [`TRIP_QUIET`], the lane
 //!   holds back and sends one probe at a time, spaced by a growing, jittered backoff, until a
@@ -40,7 +40,7 @@ pub(crate) const TRIP_AFTER: u32 = 20;
 pub(crate) const TRIP_QUIET: Duration = Duration::from_secs(1);
 /// Requests out at once, not counting slow ones, beyond which a client's lanes add no
 /// thread, shared by the lanes with work, at least [`SILENT`] each ([`share_brisk`])...
-/// (Signed webhooks on loopback, alternating: to one URL 16 delivered 10-20 % more per
+/// (Signed webhooks on loopback, alternating: to one URL 16 delivered 10-26 % more per
 /// second than 8, at less CPU per delivery on both sides, and 32 was no better; to five
 /// URLs 8 each did 4-9 % better than 16 each.)
 pub(crate) const BRISK: usize = 16;
