@@ -228,14 +228,18 @@ impl Lane {
     /// cap, the destination up, and not held back once this one is out).
     fn room_behind(&self, now: Instant) -> bool {
         let busy = self.busy + 1;
-        let held = busy >= self.threads && self.moving(now) + 1 >= self.brisk();
-        busy < self.cap && self.health == Health::Up && !held
+        busy < self.cap && self.health == Health::Up && !self.holds(busy, self.moving(now) + 1)
     }
 
-    /// Whether the next request would need a new thread that the lane does not add yet:
-    /// every thread is busy and [`brisk`](Self::brisk) requests out are not known to be slow.
+    /// Whether the next request would need a new thread that the lane does not add yet.
     fn held_back(&self, now: Instant) -> bool {
-        self.busy >= self.threads && self.moving(now) >= self.brisk()
+        self.holds(self.busy, self.moving(now))
+    }
+
+    /// The rule of both: with `busy` requests out, `moving` of them not known to be slow, a
+    /// further one waits when every thread is busy and [`brisk`](Self::brisk) are moving.
+    fn holds(&self, busy: usize, moving: usize) -> bool {
+        busy >= self.threads && moving >= self.brisk()
     }
 
     /// Requests out that are not slow beyond which the lane adds no thread: its share of
