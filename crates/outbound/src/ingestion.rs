@@ -182,6 +182,15 @@ impl Element {
         self.write_to(&mut out);
         out
     }
+
+    /// The element's bytes in an allocation of their own: shared when the element has
+    /// them already, built from the webhook body otherwise.
+    pub(crate) fn to_arc(&self) -> Arc<[u8]> {
+        if self.id_key == 0 {
+            return self.bytes.clone();
+        }
+        Arc::from(self.to_vec())
+    }
 }
 
 /// Where and how batches are sent.

@@ -8,6 +8,7 @@
 
 use crate::inbox::Inbox;
 use crate::inbox::SpoolMailbox;
+use crate::ingestion::Element;
 use crate::log::{Level, Logger};
 use crate::scheduler::{Command, Item, Resumed};
 use crate::shared::Shared;
@@ -159,8 +160,8 @@ impl Spooler {
             id: item.id.clone(),
             accepted_ms: wall_ms(item.accepted),
             first_ms: None,
-            ingest: item.ingest.as_ref().map(|b| b.to_vec()),
-            hook: item.hook.as_ref().map(|b| b.to_vec()),
+            ingest: item.ingest.as_ref().map(Element::to_arc),
+            hook: item.hook.clone(),
             hook_mask: self.hook_mask,
             hooks_key: self.hooks_key,
         })
@@ -247,8 +248,8 @@ impl Spooler {
             };
             self.scheduler.send_now(Command::Resume(Resumed {
                 id: r.id,
-                ingest: r.ingest.map(Arc::from),
-                hook: r.hook.map(Arc::from),
+                ingest: r.ingest,
+                hook: r.hook,
                 hook_mask: mask,
                 first: r.first_ms.map(instant_of),
             }));
