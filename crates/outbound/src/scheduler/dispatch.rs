@@ -1,0 +1,149 @@
+//! Requests going out: batches and webhook rounds handed to the lanes.
+
+use super::track::Track;
+use super::Scheduler;
+use crate::ingestion::Element;
+use crate::lane::{Batch, Job};
+use crate::log::Level;
+use crate::outcome::Reason;
+use std::sync::atomic::Ordering::Relaxed;
+use std::sync::Arc;
+use std::time::Instant;
+
+impl Scheduler {
+    /// Hands each lane the requests it may send now.
+    pub(super) fn dispatch(&mut self, now: Instant) {
+        crate::lane::share_brisk(&mut self.lanes);
+        for i in 0..self.lanes.len() {
+            while let Some(job) = self.lanes[i].take(now) {
+                let seqs: Vec<u64> = match &job {
+                    Job::Batch(b) => b
+                        .msgs
+                        .iter()
+                        .map(|(seq, bytes)| {
+                            self.request_started(*seq, Some(bytes));
+                            *seq
+                        })
+                        .collect(),
+                    Job::Hook { seq, first, .. } => {
+                        // Every URL gets each message's first request, even when another URL
+                        // has delivered it meanwhile (design §6: the message goes to every
+                        // webhook); a retry of a round another URL settled is not sent.
+                        let target = (i - 1) as u8;
+                        let wanted = self
+                            .tracks
+                            .get(seq)
+                            .and_then(Track::round)
+                            .is_some_and(|r| r.wants(target));
+                        if !wanted && !*first {
+                            continue;
+                        }
+                        self.request_started(*seq, None);
+                        vec![*seq]
+                    }
+                    Job::Exit => continue,
+                };
+                if let Err(e) = self.lanes[i].start(job, now) {
+                    // No thread could be started: what this request carried ends as failed
+                    // rather than waiting for a thread that will never come.
+                    self.logger.log(Level::Warn, || {
+                        format!("{}: cannot start a thread: {e}", self.lanes[i].label)
+                    });
+                    for seq in seqs {
+                        let failure = Some((Reason::Other, format!("cannot start a thread: {e}")));
+                        match self.request_ended(seq) {
+                            Some(lone) => self.lone_done(seq, &lone, failure),
+                            None => self.dest_done(seq, failure),
+                        }
+                    }
+                    return;
+                }
+            }
+        }
+    }
+
+    /// A request carrying message `seq` goes out; `bytes` is its batch entry (ingestion).
+    pub(super) fn request_started(&mut self, seq: u64, bytes: Option<&Element>) {
+        match self.tracks.get_mut(&seq) {
+            Some(t) => {
+                t.requests += 1;
+                if t.requests == 1 && !t.finished {
+                    self.shared.counters.in_flight.fetch_add(1, Relaxed);
+                }
+            }
+            None => {
+                if let Some(bytes) = bytes {
+                    self.flying.insert(seq, bytes.clone());
+                    self.shared.counters.in_flight.fetch_add(1, Relaxed);
+                }
+            }
+        }
+    }
+
+    /// A request carrying message `seq` came back (or never left); a lone message's bytes.
+    pub(super) fn request_ended(&mut self, seq: u64) -> Option<Element> {
+        if let Some(bytes) = self.flying.remove(&seq) {
+            self.shared.counters.landed();
+            return Some(bytes);
+        }
+        if let Some(t) = self.tracks.get_mut(&seq) {
+            t.requests -= 1;
+            if t.requests == 0 {
+                if t.finished {
+                    self.tracks.remove(&seq);
+                } else {
+                    self.shared.counters.landed();
+                }
+            }
+        }
+        None
+    }
+
+    pub(super) fn close_batch(&mut self, now: Instant) {
+        if let Some(batch) = self.batcher.close() {
+            self.queue_batch(batch, now);
+        }
+    }
+
+    pub(super) fn queue_batch(&mut self, mut batch: Batch, now: Instant) {
+        // A resumed message's window started in its earlier life.
+        let earliest = batch
+            .msgs
+            .iter()
+            .filter_map(|(seq, _)| self.tracks.get(seq).and_then(Track::since))
+            .min();
+        batch.first = Some(earliest.map_or(now, |e| e.min(now)));
+        self.lanes[0].push(Job::Batch(batch));
+    }
+
+    /// Sends the message to every webhook still worth trying.
+    pub(super) fn start_round(&mut self, seq: u64, now: Instant) {
+        let Some(track) = self.tracks.get_mut(&seq) else {
+            return;
+        };
+        // One copy per round for the requests (Standard Webhooks sends and signs it).
+        let id: Arc<str> = Arc::from(track.id.as_str());
+        let Some(round) = track.round_mut() else {
+            return;
+        };
+        let mask = round.start(now);
+        if round.attempts > 1 {
+            self.shared
+                .counters
+                .retries
+                .fetch_add(u64::from(mask.count_ones()), Relaxed);
+        }
+        let body = round.body.clone();
+        let first = round.attempts == 1;
+        for target in 0..8u8 {
+            if mask & (1 << target) != 0 {
+                self.lanes[1 + target as usize].push(Job::Hook {
+                    seq,
+                    id: id.clone(),
+                    body: body.clone(),
+                    first,
+                });
+            }
+        }
+    }
+}

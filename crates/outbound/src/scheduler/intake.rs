@@ -1,0 +1,139 @@
+//! Messages coming in: accepted by a call, or resumed from the spool.
+
+use super::track::{lone_id, MsgId, Track};
+use super::{Item, Resumed, Scheduler};
+use crate::fanout::Round;
+use crate::ingestion::Element;
+use crate::lane::Batch;
+use crate::outcome::{OutcomeKind, Reason};
+use crate::spool::Op;
+use std::time::Instant;
+
+impl Scheduler {
+    /// Takes an accepted message. One for ingestion alone, on a client without a spool, whose
+    /// id reads back from its bytes, is *lone*: it gets no `Track` (40 bytes and the map's
+    /// slot, a fifth of a queued message's memory). Its batch entry is all the scheduler
+    /// keeps, its outcome is reported from the batch's result with the id read from its
+    /// bytes, and `flying` holds it while a request carries it, so close can end it.
+    pub(super) fn accept(&mut self, item: Item) {
+        let seq = self.next_seq;
+        self.next_seq += 1;
+        self.watermark.accept();
+        if !self.send {
+            return self.report(
+                Some(seq),
+                &MsgId::Own(item.id.clone()),
+                OutcomeKind::Dropped,
+                Some(Reason::SendDisabled),
+                "send is disabled".into(),
+            );
+        }
+        let remaining = u8::from(item.ingest.is_some()) + u8::from(item.hook.is_some());
+        if remaining == 0 {
+            return self.report(
+                Some(seq),
+                &MsgId::Own(item.id.clone()),
+                OutcomeKind::Dropped,
+                Some(Reason::Filtered),
+                "integrations exclude every destination of this client".into(),
+            );
+        }
+        let has_hook = item.hook.is_some();
+        let now = Instant::now();
+        if let (Some(bytes), None, None) = (&item.ingest, &item.hook, &self.spool) {
+            if lone_id(bytes).is_some_and(|id| id.as_str() == &*item.id) {
+                // A lone message: its batch entry is all the scheduler keeps of it.
+                let closed: Vec<Batch> = self
+                    .batcher
+                    .add(seq, bytes.clone(), item.accepted)
+                    .collect();
+                for batch in closed {
+                    self.queue_batch(batch, now);
+                }
+                return;
+            }
+        }
+        let id = MsgId::of(&item);
+        let round = item.hook.map(|body| Round::new(body, self.hook_mask, None));
+        self.tracks
+            .insert(seq, Track::new(id, remaining, round, None));
+        if let Some(bytes) = item.ingest {
+            let closed: Vec<Batch> = self.batcher.add(seq, bytes, item.accepted).collect();
+            for batch in closed {
+                self.queue_batch(batch, now);
+            }
+        }
+        if has_hook {
+            self.start_round(seq, now);
+        }
+    }
+
+    /// A message from the spool: goes on where its earlier life left it. A part this client
+    /// has no destination for fails with a reason.
+    pub(super) fn resume(&mut self, r: Resumed) {
+        let seq = self.next_seq;
+        self.next_seq += 1;
+        self.watermark.accept();
+        let mut failure = None;
+        let ingest = match r.ingest {
+            Some(_) if !self.has_ingestion => {
+                failure =
+                    Some("resumed from the spool for ingestion, but this client has no write key");
+                None
+            }
+            other => other,
+        };
+        let hook = match r.hook {
+            Some(_) if self.hook_mask == 0 => {
+                failure
+                    .get_or_insert("resumed from the spool for webhooks, but this client has none");
+                None
+            }
+            Some(body) if r.hook_mask != 0 => Some(Round::new(body, r.hook_mask, r.first)),
+            _ => None,
+        };
+        let remaining = u8::from(ingest.is_some()) + u8::from(hook.is_some());
+        if remaining == 0 {
+            self.spool(|| Op::Remove { id: r.id.clone() });
+            return match failure {
+                Some(why) => self.report(
+                    Some(seq),
+                    &MsgId::Own(r.id.clone()),
+                    OutcomeKind::Failed,
+                    Some(Reason::Other),
+                    why.into(),
+                ),
+                None => self.report(
+                    Some(seq),
+                    &MsgId::Own(r.id.clone()),
+                    OutcomeKind::Dropped,
+                    Some(Reason::Other),
+                    "resumed from the spool with nothing left to send".into(),
+                ),
+            };
+        }
+        let has_hook = hook.is_some();
+        let mut track = Track::new(MsgId::Own(r.id), remaining, hook, r.first);
+        if let Some(why) = failure {
+            track.fail((Reason::Other, why.to_string()));
+        }
+        self.tracks.insert(seq, track);
+        let now = Instant::now();
+        if let Some(bytes) = ingest {
+            let closed: Vec<Batch> = self.batcher.add(seq, Element::own(bytes), now).collect();
+            for batch in closed {
+                self.queue_batch(batch, now);
+            }
+        }
+        if has_hook {
+            self.start_round(seq, now);
+        }
+    }
+
+    /// Tells the spool writer, if any.
+    pub(super) fn spool(&self, op: impl FnOnce() -> Op) {
+        if let Some(tx) = &self.spool {
+            tx.send(op());
+        }
+    }
+}

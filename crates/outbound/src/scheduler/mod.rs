@@ -1,0 +1,347 @@
+//! The scheduler thread: owns every accepted message until its outcome. It batches
+//! ingestion messages (`batch.rs`), runs webhook rounds (`fanout.rs`), keeps the retry
+//! timers, hands requests to the delivery lanes (`lane.rs`), and joins the results of both
+//! destinations into exactly one outcome per message. It never touches the network.
+
+use crate::batch::Batcher;
+use crate::config::Config;
+use crate::inbox::{Mailbox, SpoolOps, Wake};
+use crate::ingestion::Element;
+use crate::lane::{Batch, Delivery, Job, Lane, Report};
+use crate::log::{redact_url, Logger};
+use crate::outcome::Reason;
+use crate::retry::{after, RetryPolicy};
+use crate::shared::Shared;
+use crate::transport::Attempt;
+use crossbeam_channel::{select, Receiver, Sender, TryRecvError};
+use std::cmp::Ordering;
+use std::collections::{BinaryHeap, HashMap};
+use std::sync::atomic::{AtomicU64, Ordering::*};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// How often idle lane threads are let go and waiting requests of a down destination are
+/// checked against their retry window.
+const HOUSEKEEPING: Duration = Duration::from_secs(1);
+/// Lane threads idle for this long exit.
+const TRIM_EVERY: u32 = 5;
+/// Commands read in one go before the scheduler hands work to the lanes.
+const READ_AHEAD: usize = 512;
+
+mod dispatch;
+mod ending;
+mod intake;
+mod results;
+mod shutdown;
+mod track;
+mod watermark;
+
+use track::Track;
+use watermark::Watermark;
+
+/// One accepted message, already in the bytes of each destination it goes to.
+pub(crate) struct Item {
+    pub id: Arc<str>,
+    /// Where `id` stands as it is (no escapes) in `ingest`, or in `hook` when there is no
+    /// `ingest`: the scheduler keeps the id there rather than in an allocation of its own.
+    pub id_at: Option<u16>,
+    pub ingest: Option<Element>,
+    pub hook: Option<Arc<[u8]>>,
+    /// When the call accepted it: its batch's `flush_interval` counts from here, however
+    /// late the scheduler reads it.
+    pub accepted: Instant,
+}
+
+/// A message taken over from the spool: what is left of it to deliver.
+pub(crate) struct Resumed {
+    pub id: Arc<str>,
+    pub ingest: Option<Arc<[u8]>>,
+    pub hook: Option<Arc<[u8]>>,
+    /// Webhook URLs still worth trying.
+    pub hook_mask: u8,
+    /// Its first attempt, in an earlier life: the retry window goes on from there.
+    pub first: Option<Instant>,
+}
+
+pub(crate) enum Command {
+    Message(Item),
+    Resume(Resumed),
+    /// Close the open batch now; the scheduler writes into the barrier the number below
+    /// which every message was accepted before the flush.
+    Flush(Option<Arc<AtomicU64>>),
+    /// End what is left (outcome: dropped, closed) and stop.
+    Shutdown,
+}
+
+/// What a retry timer starts when it falls due.
+enum Due {
+    Batch(Batch),
+    HookRound(u64),
+}
+
+struct Timer {
+    at: Instant,
+    n: u64,
+    due: Due,
+}
+
+impl PartialEq for Timer {
+    fn eq(&self, o: &Self) -> bool {
+        (self.at, self.n) == (o.at, o.n)
+    }
+}
+impl Eq for Timer {}
+impl PartialOrd for Timer {
+    fn partial_cmp(&self, o: &Self) -> Option<Ordering> {
+        Some(self.cmp(o))
+    }
+}
+impl Ord for Timer {
+    // Reversed: BinaryHeap is a max-heap and we want the earliest first.
+    fn cmp(&self, o: &Self) -> Ordering {
+        (o.at, o.n).cmp(&(self.at, self.n))
+    }
+}
+
+pub(crate) struct Scheduler {
+    shared: Arc<Shared>,
+    commands: Receiver<Command>,
+    bell: Receiver<()>,
+    wake: Arc<Wake>,
+    reports: Receiver<Report>,
+    /// Lane 0 is ingestion, lane 1 + i is webhook i.
+    lanes: Vec<Lane>,
+    batcher: Batcher,
+    policy: RetryPolicy,
+    send: bool,
+    hook_mask: u8,
+    has_ingestion: bool,
+    /// Progress and outcomes for the spool writer, when there is a spool.
+    spool: Option<SpoolOps>,
+    on_outcome: Option<crate::config::OutcomeCallback>,
+    logger: Logger,
+    tracks: HashMap<u64, Track>,
+    /// Lone messages (see [`Scheduler::accept`]) while a request carries them: what close
+    /// needs to end them, since their batch is then with a lane's thread.
+    flying: HashMap<u64, Element>,
+    next_seq: u64,
+    watermark: Watermark,
+    timers: BinaryHeap<Timer>,
+    timer_n: u64,
+    next_housekeeping: Instant,
+    ticks: u32,
+}
+
+impl Scheduler {
+    pub(crate) fn new(
+        config: &Config,
+        shared: Arc<Shared>,
+        mailbox: Mailbox,
+        delivery: Arc<Delivery>,
+        spool: Option<SpoolOps>,
+        logger: Logger,
+    ) -> Self {
+        let (report_tx, reports) = crossbeam_channel::unbounded();
+        let lane = |index: usize, label: String, tx: &Sender<Report>| {
+            Lane::new(
+                index,
+                label.into(),
+                delivery.clone(),
+                tx.clone(),
+                config.workers,
+                config.max_in_flight,
+                config.retry,
+            )
+        };
+        let mut lanes = vec![lane(0, "ingestion".into(), &report_tx)];
+        for (i, hook) in config.webhooks.iter().enumerate() {
+            let label = format!("webhooks[{i}] {}", redact_url(&hook.url));
+            lanes.push(lane(1 + i, label, &report_tx));
+        }
+        Scheduler {
+            shared,
+            commands: mailbox.commands,
+            bell: mailbox.bell,
+            wake: mailbox.wake,
+            reports,
+            lanes,
+            batcher: Batcher::new(config.flush_at, config.flush_interval),
+            policy: config.retry,
+            send: config.send,
+            hook_mask: ((1u16 << config.webhooks.len()) - 1) as u8,
+            has_ingestion: config.write_key.is_some(),
+            spool,
+            on_outcome: config.on_outcome.clone(),
+            logger,
+            tracks: HashMap::new(),
+            flying: HashMap::new(),
+            next_seq: 0,
+            watermark: Watermark::default(),
+            timers: BinaryHeap::new(),
+            timer_n: 0,
+            next_housekeeping: Instant::now() + HOUSEKEEPING,
+            ticks: 0,
+        }
+    }
+
+    pub(crate) fn run(mut self) {
+        loop {
+            let now = Instant::now();
+            self.fire_timers(now);
+            self.dispatch(now);
+            let deadline = self.next_deadline();
+            // Senders ring only for what cannot wait until `deadline` (see `inbox`).
+            if self.wake.must_drain(deadline, self.batcher.room()) {
+                if !self.read_commands() {
+                    return self.shutdown();
+                }
+                // Results must not wait behind a caller that keeps the scheduler busy.
+                while let Ok(report) = self.reports.try_recv() {
+                    self.on_report(report);
+                }
+                continue;
+            }
+            let wait = deadline.saturating_duration_since(Instant::now());
+            select! {
+                recv(self.bell) -> rung => {
+                    // Every sender is gone (the client was leaked or dropped): stop.
+                    if rung.is_err() {
+                        return self.shutdown();
+                    }
+                },
+                recv(self.reports) -> report => {
+                    if let Ok(report) = report {
+                        self.on_report(report);
+                        while let Ok(report) = self.reports.try_recv() {
+                            self.on_report(report);
+                        }
+                    }
+                },
+                default(wait) => {},
+            }
+            // Whatever woke us, take what is waiting: one wake for many calls.
+            if !self.read_commands() {
+                return self.shutdown();
+            }
+        }
+    }
+
+    /// Reads up to `READ_AHEAD` waiting commands; false on shutdown.
+    fn read_commands(&mut self) -> bool {
+        let mut taken = 0;
+        let mut go_on = true;
+        while taken < READ_AHEAD as u64 {
+            let cmd = match self.commands.try_recv() {
+                Ok(cmd) => cmd,
+                Err(TryRecvError::Empty) => break,
+                Err(TryRecvError::Disconnected) => {
+                    go_on = false;
+                    break;
+                }
+            };
+            taken += 1;
+            if !self.command(cmd) {
+                go_on = false;
+                break;
+            }
+        }
+        self.wake.taken(taken);
+        go_on
+    }
+
+    /// Handles one command; false on shutdown.
+    fn command(&mut self, cmd: Command) -> bool {
+        match cmd {
+            Command::Message(item) => self.accept(item),
+            Command::Resume(r) => self.resume(r),
+            Command::Flush(barrier) => {
+                self.close_batch(Instant::now());
+                if let Some(b) = barrier {
+                    b.store(self.next_seq, SeqCst);
+                    self.shared.notify();
+                }
+            }
+            Command::Shutdown => return false,
+        }
+        true
+    }
+
+    fn next_deadline(&self) -> Instant {
+        let now = Instant::now();
+        let mut at = self.next_housekeeping;
+        if let Some(t) = self.timers.peek() {
+            at = at.min(t.at);
+        }
+        if let Some(d) = self.batcher.deadline() {
+            at = at.min(d);
+        }
+        for lane in &self.lanes {
+            if let Some(w) = lane.wake_at(now) {
+                at = at.min(w);
+            }
+        }
+        at
+    }
+
+    fn fire_timers(&mut self, now: Instant) {
+        if self.batcher.deadline().is_some_and(|d| d <= now) {
+            self.close_batch(now);
+        }
+        while self.timers.peek().is_some_and(|t| t.at <= now) {
+            let timer = self.timers.pop().expect("peeked");
+            match timer.due {
+                Due::Batch(batch) => self.lanes[0].push(Job::Batch(batch)),
+                Due::HookRound(seq) => self.start_round(seq, now),
+            }
+        }
+        if now >= self.next_housekeeping {
+            self.next_housekeeping = now + HOUSEKEEPING;
+            self.housekeeping(now);
+        }
+    }
+
+    /// Lets idle threads go, and ends requests waiting on a down destination whose
+    /// message's retry window has closed (they would otherwise wait for the destination).
+    fn housekeeping(&mut self, now: Instant) {
+        self.ticks += 1;
+        if self.ticks % TRIM_EVERY == 0 {
+            for lane in &mut self.lanes {
+                lane.trim();
+            }
+        }
+        let policy = self.policy;
+        for i in 0..self.lanes.len() {
+            if !self.lanes[i].is_down() {
+                continue;
+            }
+            let tracks = &self.tracks;
+            let expired = self.lanes[i].drain_waiting(|job| match job {
+                Job::Batch(b) => !b
+                    .first
+                    .is_some_and(|f| now >= after(f, policy.max_retry_duration)),
+                Job::Hook { seq, .. } => !tracks
+                    .get(seq)
+                    .and_then(Track::round)
+                    .is_some_and(|r| r.expired(now, &policy)),
+                Job::Exit => true,
+            });
+            let down = Attempt::Retryable {
+                reason: Reason::Connection,
+                detail: "destination down; not sent".into(),
+                retry_after: None,
+            };
+            for job in expired {
+                self.result(i, job, down.clone(), now);
+            }
+        }
+    }
+
+    fn schedule(&mut self, at: Instant, due: Due) {
+        self.timer_n += 1;
+        self.timers.push(Timer {
+            at,
+            n: self.timer_n,
+            due,
+        });
+    }
+}

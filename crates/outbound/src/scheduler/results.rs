@@ -1,0 +1,204 @@
+//! Requests coming back: what each result means for the messages it carried (retry,
+//! progress for the spool, or the end of a destination).
+
+use super::{Due, Scheduler};
+use crate::fanout::Settled;
+use crate::lane::{Batch, Job, Report};
+use crate::log::Level;
+use crate::outcome::Reason;
+use crate::spool::Op;
+use crate::spooler::wall_ms;
+use crate::transport::Attempt;
+use std::sync::atomic::Ordering::Relaxed;
+use std::time::Instant;
+
+impl Scheduler {
+    pub(super) fn on_report(&mut self, report: Report) {
+        let now = Instant::now();
+        let Report {
+            lane,
+            job,
+            attempt,
+            started,
+        } = report;
+        self.lanes[lane].finished(&attempt, started, now);
+        match &job {
+            Job::Batch(b) => {
+                for (seq, _) in &b.msgs {
+                    self.request_ended(*seq);
+                }
+            }
+            Job::Hook { seq, .. } => {
+                self.request_ended(*seq);
+            }
+            Job::Exit => return,
+        }
+        self.result(lane, job, attempt, now);
+    }
+
+    /// What a request's result (or a request that will not be sent) means for its messages.
+    pub(super) fn result(&mut self, lane: usize, job: Job, attempt: Attempt, now: Instant) {
+        match job {
+            Job::Batch(batch) => self.batch_result(batch, attempt, now),
+            Job::Hook { seq, .. } => self.hook_result(seq, (lane - 1) as u8, attempt, now),
+            Job::Exit => {}
+        }
+    }
+
+    pub(super) fn batch_result(&mut self, mut batch: Batch, attempt: Attempt, now: Instant) {
+        let first = *batch.first.get_or_insert(now);
+        batch.attempts += 1;
+        if self.spool.is_some() {
+            self.batch_progress(&batch, &attempt, first);
+        }
+        match attempt {
+            Attempt::Success => {
+                for (seq, bytes) in &batch.msgs {
+                    self.ingest_done(*seq, bytes, None);
+                }
+            }
+            Attempt::Permanent {
+                reason: Reason::Status(413),
+                ..
+            } if batch.msgs.len() > 1 => {
+                // Too large for this receiver: halve it and send both halves now.
+                let tail = batch.msgs.split_off(batch.msgs.len() / 2);
+                let half = |msgs| {
+                    Job::Batch(Batch {
+                        msgs,
+                        first: Some(first),
+                        attempts: batch.attempts,
+                    })
+                };
+                self.lanes[0].push_front(half(tail));
+                self.lanes[0].push_front(half(batch.msgs));
+            }
+            Attempt::Permanent { reason, detail } => {
+                self.logger.log(Level::Warn, || {
+                    format!("ingestion: batch of {} failed: {detail}", batch.msgs.len())
+                });
+                for (seq, bytes) in &batch.msgs {
+                    let failure = Some((reason.clone(), format!("ingestion: {detail}")));
+                    self.ingest_done(*seq, bytes, failure);
+                }
+            }
+            Attempt::Retryable {
+                detail,
+                retry_after,
+                ..
+            } => match self.policy.next(batch.attempts, first, now, retry_after) {
+                Some(at) => {
+                    self.logger.log(Level::Debug, || {
+                        format!(
+                            "ingestion: retrying a batch of {} in {:?} after {detail}",
+                            batch.msgs.len(),
+                            at.saturating_duration_since(now)
+                        )
+                    });
+                    self.shared.counters.retries.fetch_add(1, Relaxed);
+                    self.schedule(at, Due::Batch(batch));
+                }
+                None => {
+                    let detail = format!(
+                        "ingestion: expired after {} attempts; last: {detail}",
+                        batch.attempts
+                    );
+                    self.logger.log(Level::Warn, || detail.clone());
+                    for (seq, bytes) in &batch.msgs {
+                        self.ingest_done(*seq, bytes, Some((Reason::Expired, detail.clone())));
+                    }
+                }
+            },
+        }
+    }
+
+    /// What the spool must remember of a batch's result: its first attempt when it will be
+    /// retried, and that the ingestion part is over for messages still waiting on webhooks.
+    pub(super) fn batch_progress(&self, batch: &Batch, attempt: &Attempt, first: Instant) {
+        let over = !matches!(attempt, Attempt::Retryable { .. });
+        let split = matches!(
+            attempt,
+            Attempt::Permanent {
+                reason: Reason::Status(413),
+                ..
+            }
+        ) && batch.msgs.len() > 1;
+        for (seq, _) in &batch.msgs {
+            let Some(t) = self.tracks.get(seq) else {
+                continue;
+            };
+            if batch.attempts == 1 && !over {
+                let at_ms = wall_ms(first);
+                self.spool(|| Op::FirstAttempt {
+                    id: t.id.to_arc(),
+                    at_ms,
+                });
+            }
+            if over && !split && t.remaining > 1 && !t.finished {
+                self.spool(|| Op::IngestDone { id: t.id.to_arc() });
+            }
+        }
+    }
+
+    pub(super) fn hook_result(&mut self, seq: u64, target: u8, attempt: Attempt, now: Instant) {
+        let Some(t) = self.tracks.get_mut(&seq) else {
+            return;
+        };
+        if t.finished {
+            return;
+        }
+        // The fields themselves, not `round_mut`: `t.id` is read while the round is held.
+        let Some(round) = t.more.as_mut().and_then(|m| m.hook.as_mut()) else {
+            // Already delivered through another URL.
+            return;
+        };
+        if let Attempt::Permanent { detail, .. } = &attempt {
+            let label = &self.lanes[1 + target as usize].label;
+            self.logger.log(Level::Warn, || {
+                format!("{label}: permanent failure: {detail}")
+            });
+        }
+        let before = round.live_mask();
+        let settled = round.record(target, attempt, now, &self.policy);
+        if let Some(tx) = &self.spool {
+            let id = &t.id.to_arc();
+            let over = matches!(settled, Settled::Delivered | Settled::Failed(..));
+            if over && t.remaining > 1 {
+                // Webhooks done, ingestion not yet: the body leaves the spool.
+                tx.send(Op::HookMask {
+                    id: id.clone(),
+                    mask: 0,
+                });
+            } else if !over && round.live_mask() != before {
+                // A URL refused for good: a resumed round skips it.
+                tx.send(Op::HookMask {
+                    id: id.clone(),
+                    mask: round.live_mask(),
+                });
+            }
+            if matches!(settled, Settled::Retry(_)) && round.attempts == 1 {
+                let at_ms = wall_ms(round.first.unwrap_or(now));
+                tx.send(Op::FirstAttempt {
+                    id: id.clone(),
+                    at_ms,
+                });
+            }
+        }
+        match settled {
+            Settled::Pending => {}
+            Settled::Retry(at) => self.schedule(at, Due::HookRound(seq)),
+            Settled::Delivered => {
+                t.end_round();
+                self.dest_done(seq, None);
+            }
+            Settled::Failed(reason, detail) => {
+                t.end_round();
+                let detail = format!("webhooks: {detail}");
+                if reason == Reason::Expired {
+                    self.logger.log(Level::Warn, || detail.clone());
+                }
+                self.dest_done(seq, Some((reason, detail)));
+            }
+        }
+    }
+}

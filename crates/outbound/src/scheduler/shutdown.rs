@@ -1,0 +1,93 @@
+//! Shutdown: what is left ends (dropped, or spooled), every outcome reported once.
+
+use super::track::{lone, MsgId};
+use super::{Command, Due, Scheduler};
+use crate::lane::Job;
+use crate::outcome::{OutcomeKind, Reason};
+use std::time::{Duration, Instant};
+
+impl Scheduler {
+    pub(super) fn shutdown(mut self) {
+        // Threads finish the request they are on (bounded by `timeout`) and exit.
+        let mut waiting: Vec<Job> = Vec::new();
+        for lane in &mut self.lanes {
+            waiting.extend(lane.stop());
+        }
+        let deadline = Instant::now() + Duration::from_secs(1);
+        for lane in &mut self.lanes {
+            lane.join_idle(deadline);
+        }
+        let mut left: Vec<(u64, MsgId, bool)> = self
+            .tracks
+            .iter()
+            .filter(|(_, t)| !t.finished)
+            .map(|(seq, t)| (*seq, t.id.clone(), t.requests > 0))
+            .collect();
+        // Lone messages: in flight, in the open batch, waiting in the lane, waiting to retry.
+        left.extend(self.flying.drain().map(|(seq, b)| (seq, lone(&b), true)));
+        let timers = std::mem::take(&mut self.timers).into_iter();
+        let batches = waiting
+            .into_iter()
+            .filter_map(|job| match job {
+                Job::Batch(b) => Some(b),
+                _ => None,
+            })
+            .chain(timers.filter_map(|t| match t.due {
+                Due::Batch(b) => Some(b),
+                Due::HookRound(_) => None,
+            }))
+            .chain(self.batcher.close());
+        for batch in batches {
+            for (seq, bytes) in batch.msgs {
+                if !self.tracks.contains_key(&seq) {
+                    left.push((seq, lone(&bytes), false));
+                }
+            }
+        }
+        left.sort_by_key(|(seq, _, _)| *seq);
+        self.tracks.clear();
+        for (seq, id, in_flight) in left {
+            if in_flight {
+                self.shared.counters.landed();
+            }
+            if self.spool.is_some() {
+                // On disk: the next client on the spool delivers it (at least once).
+                self.shared.leave_spooled(true);
+                continue;
+            }
+            let detail = if in_flight {
+                "client closed while the request was in flight; delivery unknown"
+            } else {
+                "client closed before delivery"
+            };
+            self.report(
+                Some(seq),
+                &id,
+                OutcomeKind::Dropped,
+                Some(Reason::Closed),
+                detail.into(),
+            );
+        }
+        // Messages enqueued before close took effect but not yet read.
+        while let Ok(cmd) = self.commands.try_recv() {
+            if let Command::Resume(_) = cmd {
+                self.shared.leave_spooled(true);
+            }
+            if let Command::Message(item) = cmd {
+                if self.spool.is_some() {
+                    let spooled = item.ingest.is_some() || item.hook.is_some();
+                    self.shared.leave_spooled(spooled);
+                    continue;
+                }
+                self.report(
+                    None,
+                    &MsgId::Own(item.id.clone()),
+                    OutcomeKind::Dropped,
+                    Some(Reason::Closed),
+                    "client closed before delivery".into(),
+                );
+            }
+        }
+        self.shared.notify();
+    }
+}

@@ -1,0 +1,180 @@
+//! What the scheduler keeps of a message until its outcome: its id (read from its own
+//! bytes when they hold it) and, for messages that need one, a `Track`.
+
+use super::Item;
+use crate::fanout::Round;
+use crate::ingestion::Element;
+use crate::outcome::Reason;
+use std::sync::Arc;
+use std::time::Instant;
+
+/// A message's id as the scheduler keeps it until the outcome: inside its body when the
+/// body holds it as it is (always for the ids we make), so it costs no allocation.
+#[derive(Clone)]
+pub(super) enum MsgId {
+    In(Arc<[u8]>, u16, u16),
+    Own(Arc<str>),
+}
+
+impl MsgId {
+    pub(super) fn of(item: &Item) -> MsgId {
+        let body = item
+            .ingest
+            .as_ref()
+            .map(Element::bytes)
+            .or(item.hook.as_ref());
+        match (body, item.id_at) {
+            (Some(body), Some(at)) if item.id.len() <= usize::from(u16::MAX) => {
+                MsgId::In(body.clone(), at, item.id.len() as u16)
+            }
+            _ => MsgId::Own(item.id.clone()),
+        }
+    }
+
+    pub(super) fn as_str(&self) -> &str {
+        match self {
+            MsgId::In(body, at, len) => {
+                let at = usize::from(*at);
+                std::str::from_utf8(&body[at..at + usize::from(*len)]).unwrap_or("")
+            }
+            MsgId::Own(id) => id,
+        }
+    }
+
+    pub(super) fn to_arc(&self) -> Arc<str> {
+        match self {
+            MsgId::In(..) => self.as_str().into(),
+            MsgId::Own(id) => id.clone(),
+        }
+    }
+}
+
+/// A lone message's id, read from its ingestion bytes: a message is lone only when this
+/// reads back its id (see [`Scheduler::accept`]).
+pub(super) fn lone_id(bytes: &Element) -> Option<MsgId> {
+    let (at, len) = bytes.id_span()?;
+    Some(MsgId::In(bytes.bytes().clone(), at, len))
+}
+
+/// [`lone_id`] of a message accepted as lone, which reads back by construction.
+pub(super) fn lone(bytes: &Element) -> MsgId {
+    lone_id(bytes).unwrap_or_else(|| MsgId::Own(Arc::from("")))
+}
+
+pub(super) struct Track {
+    pub(super) id: MsgId,
+    /// What few messages have: boxed, since every accepted message has a `Track` until its
+    /// outcome (the queue's memory is mostly these and the bytes).
+    pub(super) more: Option<Box<More>>,
+    /// Requests out for this message now.
+    pub(super) requests: u32,
+    /// Destinations still to finish.
+    pub(super) remaining: u8,
+    /// Outcome already reported; kept only until its last request returns.
+    pub(super) finished: bool,
+}
+
+/// A `Track`'s rarer parts: a webhook round under way, a failure to report, an earlier life.
+#[derive(Default)]
+pub(super) struct More {
+    pub(super) failure: Option<(Reason, String)>,
+    pub(super) hook: Option<Round>,
+    /// A resumed message's first attempt (its ingestion retry window goes on from there).
+    pub(super) since: Option<Instant>,
+}
+
+impl Track {
+    pub(super) fn new(
+        id: MsgId,
+        remaining: u8,
+        hook: Option<Round>,
+        since: Option<Instant>,
+    ) -> Track {
+        let more = (hook.is_some() || since.is_some()).then(|| {
+            Box::new(More {
+                failure: None,
+                hook,
+                since,
+            })
+        });
+        Track {
+            id,
+            more,
+            requests: 0,
+            remaining,
+            finished: false,
+        }
+    }
+
+    pub(super) fn round(&self) -> Option<&Round> {
+        self.more.as_ref()?.hook.as_ref()
+    }
+
+    pub(super) fn round_mut(&mut self) -> Option<&mut Round> {
+        self.more.as_mut()?.hook.as_mut()
+    }
+
+    pub(super) fn end_round(&mut self) {
+        if let Some(more) = &mut self.more {
+            more.hook = None;
+        }
+    }
+
+    pub(super) fn since(&self) -> Option<Instant> {
+        self.more.as_ref()?.since
+    }
+
+    /// Keeps the first failure of its destinations.
+    pub(super) fn fail(&mut self, failure: (Reason, String)) {
+        self.more
+            .get_or_insert_with(Box::default)
+            .failure
+            .get_or_insert(failure);
+    }
+
+    pub(super) fn take_failure(&mut self) -> Option<(Reason, String)> {
+        self.more.as_mut()?.failure.take()
+    }
+}
+
+// A `Track` lives for every queued message: keep it small.
+const _: () = assert!(std::mem::size_of::<Track>() <= 40);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    pub(super) fn a_lone_message_id_reads_back_from_its_ingestion_bytes() {
+        let el = |b: &[u8]| Element::own(Arc::from(b));
+        let id = lone_id(&el(
+            br#"{"type":"track","messageId":"m-1","timestamp":"t"}"#,
+        ));
+        assert_eq!(id.map(|id| id.as_str().to_owned()).as_deref(), Some("m-1"));
+        let id = lone_id(&el(br#"{"type":"identify","messageId":"","x":1}"#));
+        assert_eq!(id.map(|id| id.as_str().to_owned()).as_deref(), Some(""));
+        // Not the shape of an ingestion element: no id, and such a message keeps a `Track`.
+        assert!(lone_id(&el(br#"{"type":"track","userId":"u","messageId":"m"}"#)).is_none());
+        assert!(lone_id(&el(br#"{"type":"track","messageId":"unterminated"#)).is_none());
+        assert!(lone_id(&el(b"")).is_none());
+    }
+
+    #[test]
+    pub(super) fn an_id_kept_in_the_body_reads_back_as_given() {
+        let body: Arc<[u8]> = Arc::from(&br#"{"type":"track","messageId":"m-1","x":1}"#[..]);
+        let item = |id: &str, id_at| Item {
+            id: id.into(),
+            id_at,
+            ingest: Some(Element::own(body.clone())),
+            hook: None,
+            accepted: Instant::now(),
+        };
+        let kept = MsgId::of(&item("m-1", Some(29)));
+        assert!(matches!(kept, MsgId::In(..)));
+        assert_eq!(kept.as_str(), "m-1");
+        assert_eq!(&*kept.to_arc(), "m-1");
+        let own = MsgId::of(&item("q\"", None));
+        assert!(matches!(own, MsgId::Own(_)));
+        assert_eq!(own.as_str(), "q\"");
+    }
+}
