@@ -1463,6 +1463,30 @@ mod tests {
     }
 
     #[test]
+    fn a_file_with_small_pages_from_an_earlier_version_is_adopted() {
+        let dir = TempDir::new("small-pages");
+        let (_src, db) = closed_spool("small-pages-src", 1..40);
+        // Earlier versions used SQLite's default page size.
+        let conn = Connection::open(&db).unwrap();
+        conn.execute_batch("PRAGMA journal_mode = DELETE; PRAGMA page_size = 4096; VACUUM;")
+            .unwrap();
+        let page: i64 = conn
+            .query_row("PRAGMA page_size", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(page, 4096);
+        drop(conn);
+        plant(&db, &dir, "outbound-7-0000000000000007.db");
+        let mut store = Store::open(&dir).unwrap();
+        let adopted = store.adopt().unwrap();
+        assert!(adopted.warnings.is_empty(), "{:?}", adopted.warnings);
+        assert_eq!(adopted.records, 39);
+        assert_eq!(
+            all_resumable(&mut store),
+            (1..40).map(rec).collect::<Vec<_>>()
+        );
+    }
+
+    #[test]
     fn put_then_remove_in_one_batch_leaves_nothing() {
         let dir = TempDir::new("put-remove");
         let mut store = Store::open(&dir).unwrap();
