@@ -496,6 +496,65 @@ static void test_every_call_reaches_the_ingestion_endpoint(void) {
     outbound_client_free(c);
 }
 
+/* The element of message `id` in a batch body, from just after its id to its end. */
+static const char *element_after_id(const char *body, const char *id, size_t *len) {
+    char key[64];
+    snprintf(key, sizeof key, "\"messageId\":\"%s\"", id);
+    const char *at = strstr(body, key);
+    if (!at)
+        return NULL;
+    at += strlen(key);
+    const char *next = strstr(at, "},{\"type\"");
+    const char *last = strstr(at, "}],");
+    const char *end = next && (!last || next < last) ? next : last;
+    *len = end ? (size_t)(end - at) : 0;
+    return end ? at : NULL;
+}
+
+/* outbound_enqueue_json writes a message's objects straight from its text (Go's path); the
+ * bytes are the ones outbound_track writes for the same object, repeated keys included. */
+static void test_enqueue_json_writes_objects_as_the_track_call_does(void) {
+    mark();
+    outbound_client *c = ingestion_client(batching);
+    static const char *const objects[] = {
+        "{\"b\":1,\"a\":[1,2.50,-0.0,1e21,9007199254740993],\"10\":true,\"2\":null}",
+        "{\"s\":\"\\u00e9 \\ud83d\\ude00 \\u2028 \\/\",\"n\":{\"x\":{},\"y\":[[]]}}",
+        "{\"a\":1,\"b\":2,\"a\":3}",
+    };
+    const char *ts = "2026-11-21T10:30:00.123+01:00";
+    size_t count = sizeof objects / sizeof *objects;
+    for (size_t i = 0; i < count; i++) {
+        char tid[16], jid[16], json[512];
+        snprintf(tid, sizeof tid, "m-t-%zu", i);
+        snprintf(jid, sizeof jid, "m-j-%zu", i);
+        CHECK_RC(outbound_track(c, "u1", NULL, "E", objects[i], NULL, NULL, ts, tid, NULL, 0, NULL),
+                 OUTBOUND_RESULT_OK, NULL);
+        snprintf(json, sizeof json,
+                 "{\"type\":\"track\",\"userId\":\"u1\",\"event\":\"E\",\"properties\":%s,"
+                 "\"timestamp\":\"%s\",\"messageId\":\"%s\"}",
+                 objects[i], ts, jid);
+        CHECK_RC(outbound_enqueue_json(c, json, NULL, 0, NULL), OUTBOUND_RESULT_OK, NULL);
+    }
+    CHECK_RC(outbound_flush(c, WAIT_MS), OUTBOUND_RESULT_OK, NULL);
+    CHECK(rx_count(rx) == requests_before + 1, "one batch expected, got %zu",
+          rx_count(rx) - requests_before);
+    const rx_request *r = rx_get(rx, requests_before);
+    for (size_t i = 0; r && i < count; i++) {
+        char tid[16], jid[16];
+        snprintf(tid, sizeof tid, "m-t-%zu", i);
+        snprintf(jid, sizeof jid, "m-j-%zu", i);
+        size_t tlen = 0, jlen = 0;
+        const char *t = element_after_id(r->body, tid, &tlen);
+        const char *j = element_after_id(r->body, jid, &jlen);
+        CHECK(t && j && tlen == jlen && memcmp(t, j, tlen) == 0 && strstr(t, "\"properties\":{"),
+              "object %zu: %.*s against %.*s", i, (int)tlen, t ? t : "", (int)jlen, j ? j : "");
+    }
+    CHECK(r && strstr(r->body, "\"properties\":{\"a\":3,\"b\":2}"), "repeated key: %s",
+          r ? r->body : "");
+    CHECK_RC(outbound_client_close(c, WAIT_MS), OUTBOUND_RESULT_OK, NULL);
+    outbound_client_free(c);
+}
+
 static outcomes hook_outcomes = {PTHREAD_MUTEX_INITIALIZER, 0, "", "", ""};
 
 static outbound_client *webhook_client(const char *secret, int flush_at) {
@@ -1606,6 +1665,7 @@ int main(void) {
     RUN(test_client_new_names_the_refused_setting);
     RUN(test_ca_pem_text_is_accepted_and_plain_http_still_delivers);
     RUN(test_every_call_reaches_the_ingestion_endpoint);
+    RUN(test_enqueue_json_writes_objects_as_the_track_call_does);
     RUN(test_webhooks_are_signed_and_verify_in_c);
     RUN(test_standard_webhooks_requests_verify_in_c);
     RUN(test_standard_webhooks_vector_tolerance_and_bad_secrets);

@@ -4,6 +4,7 @@
 use crate::convert::{check_fits, millis, opt_object, opt_str, opt_string, write_text};
 use crate::options::outbound_options;
 use crate::result::{finish, outbound_result, Failure};
+use outbound::canonical_json::WriteJson;
 use outbound::{Client, Kind, Message};
 use std::ffi::c_char;
 
@@ -109,9 +110,9 @@ unsafe fn client_ref<'a>(client: *const outbound_client) -> Result<&'a Client, F
 ///
 /// # Safety
 /// Pointers as documented on the exported calls.
-unsafe fn enqueue(
+unsafe fn enqueue<O: WriteJson<Error = outbound::Error>>(
     client: *const outbound_client,
-    build: impl FnOnce() -> Result<Message, Failure>,
+    build: impl FnOnce() -> Result<Message<O>, Failure>,
     id_buf: *mut c_char,
     id_len: usize,
     id_written: *mut usize,
@@ -126,7 +127,7 @@ unsafe fn enqueue(
             .map_or(OUTBOUND_ID_BUFFER_LEN - 1, String::len);
         // SAFETY: the caller's contract for the buffer.
         unsafe { check_fits(id_len_needed, id_buf, id_len, id_written, "id_buf") }?;
-        let id = client.enqueue(&msg)?;
+        let id = client.enqueue_with(&msg)?;
         // SAFETY: as above. The id fits unless the core generated a longer one than a UUID,
         // which would be reported as INSUFFICIENT_SIZE after all.
         unsafe { write_text(&id, id_buf, id_len, id_written, "id_buf") }
@@ -538,7 +539,7 @@ pub unsafe extern "C" fn outbound_enqueue_json(
                 client,
                 || {
                     let text = crate::convert::req_str(json, "json")?;
-                    Ok(Message::from_json(text)?)
+                    Ok(Message::from_json_text(text)?)
                 },
                 id_buf,
                 id_len,

@@ -128,6 +128,11 @@ impl<'a> Writer<'a> {
         }
     }
 
+    /// A value already written canonically by a writer at this depth (see `json_text`).
+    pub(crate) fn canonical(&mut self, bytes: &[u8]) {
+        self.out.extend_from_slice(bytes);
+    }
+
     /// `null`.
     pub fn null(&mut self) {
         self.out.extend_from_slice(b"null");
