@@ -51,24 +51,7 @@ impl Message<JsonObject> {
                 return Ok(msg);
             }
         }
-        let msg = Message::from_json(json)?;
-        let parsed = |o: Option<Object>| o.map(|o| JsonObject(Repr::Parsed(o)));
-        Ok(Message {
-            kind: msg.kind,
-            user_id: msg.user_id,
-            anonymous_id: msg.anonymous_id,
-            message_id: msg.message_id,
-            timestamp: msg.timestamp,
-            context: parsed(msg.context),
-            integrations: msg.integrations,
-            event: msg.event,
-            name: msg.name,
-            category: msg.category,
-            group_id: msg.group_id,
-            previous_id: msg.previous_id,
-            properties: parsed(msg.properties),
-            traits: parsed(msg.traits),
-        })
+        Ok(Message::from_json(json)?.map_objects(|o| JsonObject(Repr::Parsed(o))))
     }
 }
 
@@ -258,22 +241,7 @@ impl<'de> Visitor<'de> for Fields {
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
         let mut kind = None;
-        let mut msg = Message {
-            kind: Kind::Track,
-            user_id: None,
-            anonymous_id: None,
-            message_id: None,
-            timestamp: None,
-            context: None,
-            integrations: None,
-            event: None,
-            name: None,
-            category: None,
-            group_id: None,
-            previous_id: None,
-            properties: None,
-            traits: None,
-        };
+        let mut msg = Message::empty(Kind::Track);
         let text = |t: Text<'_>| Some(t.0.into_owned());
         while let Some(Text(key)) = map.next_key()? {
             match &*key {

@@ -109,9 +109,9 @@ macro_rules! setters {
     )*};
 }
 
-impl Message {
-    /// An empty message of `kind`.
-    pub fn new(kind: Kind) -> Self {
+impl<O> Message<O> {
+    /// An empty message of `kind`, whatever its objects' type.
+    pub(crate) fn empty(kind: Kind) -> Self {
         Message {
             kind,
             user_id: None,
@@ -128,6 +128,33 @@ impl Message {
             properties: None,
             traits: None,
         }
+    }
+
+    /// The same message with its objects (`properties`, `traits`, `context`) converted.
+    pub(crate) fn map_objects<P>(self, f: impl Fn(O) -> P) -> Message<P> {
+        Message {
+            kind: self.kind,
+            user_id: self.user_id,
+            anonymous_id: self.anonymous_id,
+            message_id: self.message_id,
+            timestamp: self.timestamp,
+            context: self.context.map(&f),
+            integrations: self.integrations,
+            event: self.event,
+            name: self.name,
+            category: self.category,
+            group_id: self.group_id,
+            previous_id: self.previous_id,
+            properties: self.properties.map(&f),
+            traits: self.traits.map(&f),
+        }
+    }
+}
+
+impl Message {
+    /// An empty message of `kind`.
+    pub fn new(kind: Kind) -> Self {
+        Message::empty(kind)
     }
 
     /// `identify` for `user_id`.
