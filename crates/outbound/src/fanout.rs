@@ -18,6 +18,13 @@ pub(crate) struct Round {
     outstanding: u8,
     /// URLs for the next round.
     retry: u8,
+    /// What failed requests said. Boxed: most rounds have none, and every queued message
+    /// with webhooks holds a round.
+    trouble: Option<Box<Trouble>>,
+}
+
+#[derive(Default)]
+struct Trouble {
     retry_after: Option<Duration>,
     last_error: Option<String>,
     permanent: Option<(Reason, String)>,
@@ -43,9 +50,7 @@ impl Round {
             attempts: 0,
             outstanding: 0,
             retry: mask,
-            retry_after: None,
-            last_error: None,
-            permanent: None,
+            trouble: None,
         }
     }
 
@@ -53,7 +58,9 @@ impl Round {
     pub(crate) fn start(&mut self, now: Instant) -> u8 {
         self.first.get_or_insert(now);
         self.attempts += 1;
-        self.retry_after = None;
+        if let Some(t) = &mut self.trouble {
+            t.retry_after = None;
+        }
         self.outstanding = std::mem::take(&mut self.retry);
         self.outstanding
     }
@@ -89,11 +96,13 @@ impl Round {
                 ..
             } => {
                 self.retry |= 1 << target;
-                self.retry_after = self.retry_after.max(retry_after);
-                self.last_error = Some(detail);
+                let t = self.trouble.get_or_insert_with(Box::default);
+                t.retry_after = t.retry_after.max(retry_after);
+                t.last_error = Some(detail);
             }
             Attempt::Permanent { reason, detail } => {
-                self.permanent.get_or_insert((reason, detail));
+                let t = self.trouble.get_or_insert_with(Box::default);
+                t.permanent.get_or_insert((reason, detail));
             }
         }
         if self.outstanding != 0 {
@@ -101,8 +110,9 @@ impl Round {
         }
         if self.retry == 0 {
             let (reason, detail) = self
-                .permanent
-                .take()
+                .trouble
+                .as_mut()
+                .and_then(|t| t.permanent.take())
                 .unwrap_or((Reason::Other, "no webhook accepted".into()));
             return Settled::Failed(reason, detail);
         }
@@ -110,7 +120,7 @@ impl Round {
             self.attempts,
             self.first.unwrap_or(now),
             now,
-            self.retry_after,
+            self.trouble.as_ref().and_then(|t| t.retry_after),
         ) {
             Some(at) => Settled::Retry(at),
             None => Settled::Failed(Reason::Expired, self.expired_detail()),
@@ -127,7 +137,10 @@ impl Round {
         format!(
             "expired after {} attempts; last: {}",
             self.attempts,
-            self.last_error.as_deref().unwrap_or("none")
+            self.trouble
+                .as_ref()
+                .and_then(|t| t.last_error.as_deref())
+                .unwrap_or("none")
         )
     }
 }

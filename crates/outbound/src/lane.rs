@@ -23,6 +23,7 @@
 
 use crate::ingestion::{Element, Endpoint};
 use crate::log::{Level, Logger};
+use crate::message_id::MsgId;
 use crate::outcome::Reason;
 use crate::retry::{after, RetryPolicy};
 use crate::transport::{Attempt, Transport};
@@ -84,8 +85,8 @@ pub(crate) enum Job {
     Batch(Batch),
     Hook {
         seq: u64,
-        /// The message id (Standard Webhooks sends and signs it).
-        id: Arc<str>,
+        /// The message id (Standard Webhooks sends and signs it), usually inside `body`.
+        id: MsgId,
         body: Arc<[u8]>,
         /// Part of the message's first round: sent even when another URL has delivered the
         /// message meanwhile (every URL gets each message once; only retries stop).
@@ -504,7 +505,9 @@ fn work(
             }
             Job::Hook { id, body, .. } => {
                 let target = lane - 1;
-                let attempt = delivery.hooks.send(&delivery.transport, target, id, body);
+                let attempt = delivery
+                    .hooks
+                    .send(&delivery.transport, target, id.as_str(), body);
                 delivery.logger.log(Level::Debug, || {
                     format!("{}: {attempt:?}", delivery.hooks.label(target))
                 });
@@ -555,7 +558,7 @@ mod tests {
     fn hook(seq: u64) -> Job {
         Job::Hook {
             seq,
-            id: Arc::from("m"),
+            id: MsgId::Own(Arc::from("m")),
             body: Arc::from(&b"{}"[..]),
             first: true,
         }

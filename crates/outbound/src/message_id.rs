@@ -4,10 +4,40 @@
 //! inherits the forking thread's generator state and would repeat the parent's ids, which
 //! receivers that deduplicate on `messageId` would drop. So a `pthread_atfork` child handler
 //! bumps a generation counter, and a generator from an older generation reseeds from the OS.
+//!
+//! Also `MsgId`: how an accepted message's id is kept, without an allocation of its own.
 
 use std::cell::RefCell;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
-use std::sync::Once;
+use std::sync::{Arc, Once};
+
+/// A message's id as the scheduler and the lanes keep it until the outcome: inside its body
+/// when the body holds it as it is (always for the ids we make), so it costs no allocation.
+#[derive(Clone, Debug)]
+pub(crate) enum MsgId {
+    /// The body, and where the id's text stands in it (start, length).
+    In(Arc<[u8]>, u16, u16),
+    Own(Arc<str>),
+}
+
+impl MsgId {
+    pub(crate) fn as_str(&self) -> &str {
+        match self {
+            MsgId::In(body, at, len) => {
+                let at = usize::from(*at);
+                std::str::from_utf8(&body[at..at + usize::from(*len)]).unwrap_or("")
+            }
+            MsgId::Own(id) => id,
+        }
+    }
+
+    pub(crate) fn to_arc(&self) -> Arc<str> {
+        match self {
+            MsgId::In(..) => self.as_str().into(),
+            MsgId::Own(id) => id.clone(),
+        }
+    }
+}
 
 static GENERATION: AtomicU64 = AtomicU64::new(0);
 static AT_FORK: Once = Once::new();

@@ -7,7 +7,6 @@ use crate::lane::{Batch, Job};
 use crate::log::Level;
 use crate::outcome::Reason;
 use std::sync::atomic::Ordering::Relaxed;
-use std::sync::Arc;
 use std::time::Instant;
 
 impl Scheduler {
@@ -121,8 +120,8 @@ impl Scheduler {
         let Some(track) = self.tracks.get_mut(&seq) else {
             return;
         };
-        // One copy per round for the requests (Standard Webhooks sends and signs it).
-        let id: Arc<str> = Arc::from(track.id.as_str());
+        // Usually a view of the body: no copy per round.
+        let id = track.id.clone();
         let Some(round) = track.round_mut() else {
             return;
         };

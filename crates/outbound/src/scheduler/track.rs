@@ -4,17 +4,10 @@
 use super::Item;
 use crate::fanout::Round;
 use crate::ingestion::Element;
+pub(crate) use crate::message_id::MsgId;
 use crate::outcome::Reason;
 use std::sync::Arc;
 use std::time::Instant;
-
-/// A message's id as the scheduler keeps it until the outcome: inside its body when the
-/// body holds it as it is (always for the ids we make), so it costs no allocation.
-#[derive(Clone)]
-pub(super) enum MsgId {
-    In(Arc<[u8]>, u16, u16),
-    Own(Arc<str>),
-}
 
 impl MsgId {
     pub(super) fn of(item: &Item) -> MsgId {
@@ -28,23 +21,6 @@ impl MsgId {
                 MsgId::In(body.clone(), at, item.id.len() as u16)
             }
             _ => MsgId::Own(item.id.clone()),
-        }
-    }
-
-    pub(super) fn as_str(&self) -> &str {
-        match self {
-            MsgId::In(body, at, len) => {
-                let at = usize::from(*at);
-                std::str::from_utf8(&body[at..at + usize::from(*len)]).unwrap_or("")
-            }
-            MsgId::Own(id) => id,
-        }
-    }
-
-    pub(super) fn to_arc(&self) -> Arc<str> {
-        match self {
-            MsgId::In(..) => self.as_str().into(),
-            MsgId::Own(id) => id.clone(),
         }
     }
 }
@@ -77,7 +53,8 @@ pub(super) struct Track {
 /// A `Track`'s rarer parts: a webhook round under way, a failure to report, an earlier life.
 #[derive(Default)]
 pub(super) struct More {
-    pub(super) failure: Option<(Reason, String)>,
+    /// Boxed: failures are rare, and a webhook message holds a `More` until its outcome.
+    pub(super) failure: Option<Box<(Reason, String)>>,
     pub(super) hook: Option<Round>,
     /// A resumed message's first attempt (its ingestion retry window goes on from there).
     pub(super) since: Option<Instant>,
@@ -129,23 +106,25 @@ impl Track {
         self.more
             .get_or_insert_with(Box::default)
             .failure
-            .get_or_insert(failure);
+            .get_or_insert_with(|| Box::new(failure));
     }
 
     pub(super) fn take_failure(&mut self) -> Option<(Reason, String)> {
-        self.more.as_mut()?.failure.take()
+        self.more.as_mut()?.failure.take().map(|f| *f)
     }
 }
 
-// A `Track` lives for every queued message: keep it small.
+// A `Track` lives for every queued message, a `More` for each with webhooks: keep them
+// small.
 const _: () = assert!(std::mem::size_of::<Track>() <= 40);
+const _: () = assert!(std::mem::size_of::<More>() <= 72);
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
-    pub(super) fn a_lone_message_id_reads_back_from_its_ingestion_bytes() {
+    fn a_lone_message_id_reads_back_from_its_ingestion_bytes() {
         let el = |b: &[u8]| Element::own(Arc::from(b));
         let id = lone_id(&el(
             br#"{"type":"track","messageId":"m-1","timestamp":"t"}"#,
@@ -160,7 +139,7 @@ mod tests {
     }
 
     #[test]
-    pub(super) fn an_id_kept_in_the_body_reads_back_as_given() {
+    fn an_id_kept_in_the_body_reads_back_as_given() {
         let body: Arc<[u8]> = Arc::from(&br#"{"type":"track","messageId":"m-1","x":1}"#[..]);
         let item = |id: &str, id_at| Item {
             id: id.into(),

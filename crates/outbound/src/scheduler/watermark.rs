@@ -37,7 +37,7 @@ mod tests {
     use super::*;
 
     #[test]
-    pub(super) fn the_watermark_moves_past_ended_messages_in_order() {
+    fn the_watermark_moves_past_ended_messages_in_order() {
         let mut w = Watermark::default();
         for _ in 0..4 {
             w.accept();
