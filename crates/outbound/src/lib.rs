@@ -48,6 +48,7 @@ mod shared;
 mod signature;
 mod spool;
 mod spooler;
+mod tcp;
 pub mod testing;
 pub mod timestamp;
 mod transport;

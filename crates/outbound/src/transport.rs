@@ -7,6 +7,7 @@ use crate::network_guard::{Blocked, NetworkGuard};
 use crate::one_write::OneWrite;
 use crate::outcome::Reason;
 use crate::retry::parse_retry_after;
+use crate::tcp::Connect;
 use crate::testing::{Destination, Recorder};
 use std::collections::HashMap;
 use std::io::Read;
@@ -16,7 +17,7 @@ use std::time::{Duration, Instant};
 use ureq::http::{HeaderName, HeaderValue, Request};
 use ureq::tls::{Certificate, RootCerts, TlsConfig};
 use ureq::unversioned::resolver::{DefaultResolver, ResolvedSocketAddrs, Resolver};
-use ureq::unversioned::transport::{ConnectionDetails, Connector, DefaultConnector, NextTimeout};
+use ureq::unversioned::transport::{ConnectionDetails, Connector, NextTimeout};
 use ureq::Agent;
 
 /// At most this much of a response body is read; the rest is left on the wire.
@@ -86,7 +87,7 @@ impl Transport {
         let agent_config = builder.build();
         let agent = Agent::with_parts(
             agent_config.clone(),
-            DefaultConnector::default().chain(OneWrite),
+            Connect::default().chain(OneWrite),
             Lookup::default(),
         );
         let hooks = match config.network_guard()? {
@@ -101,7 +102,7 @@ impl Transport {
                 Agent::with_parts(
                     agent_config,
                     GuardConnector(guard.clone())
-                        .chain(DefaultConnector::default())
+                        .chain(Connect::default())
                         .chain(OneWrite),
                     Lookup {
                         guard: Some(guard),
@@ -230,7 +231,7 @@ impl Guarded {
 /// resolver checked them too; this also covers connections whose addresses did not come
 /// from a fresh lookup). Behind a proxy that resolves the target itself, ureq gives no
 /// addresses: the target's name is resolved and checked here all the same. Hands nothing on,
-/// so the default chain connects as usual.
+/// so the rest of the chain connects as usual.
 #[derive(Debug)]
 struct GuardConnector(Arc<Guarded>);
 
@@ -485,6 +486,60 @@ mod tests {
         (url, accepted)
     }
 
+    /// Reads from `s` up to and including the blank line that ends a request or response head.
+    fn read_head(s: &mut std::net::TcpStream) -> String {
+        let mut head = Vec::new();
+        let mut byte = [0u8; 1];
+        while !head.ends_with(b"\r\n\r\n") {
+            s.read_exact(&mut byte).unwrap();
+            head.push(byte[0]);
+        }
+        String::from_utf8(head).unwrap()
+    }
+
+    // tcp::Connect sends a client with a proxy through ureq's own chain: the request goes
+    // through the proxy (CONNECT), never straight to the target.
+    #[test]
+    fn with_a_proxy_configured_requests_go_through_it() {
+        use std::io::Write;
+        let (target, accepted) = counting_listener();
+        let proxy = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let proxy_url = format!("http://{}", proxy.local_addr().unwrap());
+        let seen = std::thread::spawn(move || {
+            let (mut s, _) = proxy.accept().unwrap();
+            let connect = read_head(&mut s);
+            s.write_all(b"HTTP/1.1 200 Connection established\r\n\r\n")
+                .unwrap();
+            // The tunnelled request: its head, then its 2-byte body.
+            let post = read_head(&mut s);
+            let mut body = [0u8; 2];
+            s.read_exact(&mut body).unwrap();
+            s.write_all(b"HTTP/1.1 204 No Content\r\n\r\n").unwrap();
+            (connect, post, body)
+        });
+        let config = Agent::config_builder()
+            .proxy(Some(ureq::Proxy::new(&proxy_url).unwrap()))
+            .timeout_global(Some(Duration::from_secs(5)))
+            .build();
+        let agent = Agent::with_parts(
+            config,
+            Connect::default().chain(OneWrite),
+            Lookup::default(),
+        );
+        assert_eq!(send(&agent, &target, &[], b"{}"), Attempt::Success);
+        let (connect, post, body) = seen.join().unwrap();
+        let authority = target
+            .trim_start_matches("http://")
+            .trim_end_matches("/hook");
+        assert!(
+            connect.starts_with(&format!("CONNECT {authority} HTTP/1.1\r\n")),
+            "{connect:?}"
+        );
+        assert!(post.starts_with("POST /hook HTTP/1.1\r\n"), "{post:?}");
+        assert_eq!(&body, b"{}");
+        assert_eq!(accepted.load(std::sync::atomic::Ordering::SeqCst), 0);
+    }
+
     fn loopback_guard() -> Arc<Guarded> {
         Arc::new(Guarded {
             guard: NetworkGuard::new(Vec::new()),
@@ -506,7 +561,7 @@ mod tests {
         let (url, accepted) = counting_listener();
         let agent = Agent::with_parts(
             ureq_config(),
-            GuardConnector(loopback_guard()).chain(DefaultConnector::default()),
+            GuardConnector(loopback_guard()).chain(Connect::default()),
             Lookup::default(),
         );
         let attempt = send(&agent, &url, &[], b"{}");
@@ -524,7 +579,7 @@ mod tests {
         let (url, accepted) = counting_listener();
         let agent = Agent::with_parts(
             ureq_config(),
-            DefaultConnector::default(),
+            Connect::default(),
             Lookup {
                 guard: Some(loopback_guard()),
                 ..Lookup::default()
@@ -544,11 +599,7 @@ mod tests {
         std::thread::sleep(Duration::from_millis(100));
         assert_eq!(accepted.load(std::sync::atomic::Ordering::SeqCst), 0);
         // The same request without a guard does connect (the listener is real).
-        let plain = Agent::with_parts(
-            ureq_config(),
-            DefaultConnector::default(),
-            Lookup::default(),
-        );
+        let plain = Agent::with_parts(ureq_config(), Connect::default(), Lookup::default());
         let _ = send(&plain, &url, &[], b"{}");
         assert!(accepted.load(std::sync::atomic::Ordering::SeqCst) >= 1);
     }
