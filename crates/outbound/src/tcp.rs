@@ -8,7 +8,7 @@
 //! Here a probe is one `recv(MSG_PEEK | MSG_DONTWAIT)`, and a socket timeout is set only when
 //! it changes by a step: it is the time left rounded down to [`STEP`], and a read or write
 //! that times out early is resumed with the exact time left, so a request still ends at its
-//! deadline, not before and not after.
+//! deadline, not up to a step before it.
 //!
 //! [`Connect`] is the connector chain's TCP and TLS part (rustls over this transport). With a
 //! proxy configured it hands the connection to ureq's default chain, so proxies behave
@@ -27,7 +27,7 @@ use ureq::unversioned::transport::{
 
 /// Socket timeouts are the time left rounded down to this: requests that start a few
 /// microseconds apart leave the socket's timeout as it is.
-pub(crate) const STEP: Duration = Duration::from_millis(250);
+const STEP: Duration = Duration::from_millis(250);
 
 /// ureq's own floor for an address's share of the connect budget.
 const MIN_PER_ADDRESS: Duration = Duration::from_millis(10);
