@@ -65,11 +65,8 @@ pub(crate) struct Socket {
     /// Shared (weakly) with the agent's shutdown, which may shut it down from another thread.
     stream: Arc<TcpStream>,
     buffers: LazyBuffers,
-    /// The socket's read and write timeouts as last set (`None`: blocking without end).
-    read_timeout: Option<Duration>,
-    write_timeout: Option<Duration>,
-    /// How many times a timeout was set on the socket (tests count them).
-    timeout_sets: u32,
+    read: SocketTimeout,
+    write: SocketTimeout,
 }
 
 impl Socket {
@@ -131,9 +128,8 @@ impl Socket {
         Socket {
             stream: Arc::new(stream),
             buffers,
-            read_timeout: None,
-            write_timeout: None,
-            timeout_sets: 0,
+            read: SocketTimeout::new(TcpStream::set_read_timeout),
+            write: SocketTimeout::new(TcpStream::set_write_timeout),
         }
     }
 
@@ -142,60 +138,70 @@ impl Socket {
     }
 }
 
-/// Which of the socket's timeouts an operation runs under.
-#[derive(Clone, Copy)]
-enum Side {
-    Read,
-    Write,
+/// One of the socket's timeouts (read or write), as last set on it.
+#[derive(Debug)]
+struct SocketTimeout {
+    set: fn(&TcpStream, Option<Duration>) -> io::Result<()>,
+    /// `None`: blocking without end.
+    current: Option<Duration>,
+    /// How many times it was set (tests count them).
+    sets: u32,
 }
 
-/// Runs `op` (one read or write on `stream`) until it does not time out or `timeout` has
-/// passed. The socket's timeout for `side` (`current` holds it as last set) is the time left
-/// rounded down to a [`STEP`], set only when that changes; when it strikes before the
-/// deadline, the rest is waited exactly.
-fn until_deadline<T>(
-    stream: &TcpStream,
-    side: Side,
-    current: &mut Option<Duration>,
-    sets: &mut u32,
-    timeout: NextTimeout,
-    mut op: impl FnMut(&TcpStream) -> io::Result<T>,
-) -> Result<T, ureq::Error> {
+impl SocketTimeout {
+    fn new(set: fn(&TcpStream, Option<Duration>) -> io::Result<()>) -> SocketTimeout {
+        SocketTimeout {
+            set,
+            current: None,
+            sets: 0,
+        }
+    }
+
+    /// Runs `op` (one read or write on `stream`, under this timeout) until it does not time
+    /// out or `deadline` (`None`: none) has passed, when the error is `reason`. The timeout is
+    /// the time left rounded down to a [`STEP`], set only when that changes; when it strikes
+    /// before the deadline, the rest is waited exactly.
+    fn until<T>(
+        &mut self,
+        stream: &TcpStream,
+        deadline: Option<Instant>,
+        reason: ureq::Timeout,
+        mut op: impl FnMut(&TcpStream) -> io::Result<T>,
+    ) -> Result<T, ureq::Error> {
+        let left = || deadline.map(|d| d.saturating_duration_since(Instant::now()));
+        let mut want = left().map(stepped);
+        loop {
+            if want.is_some_and(|w| w.is_zero()) {
+                return Err(ureq::Error::Timeout(reason));
+            }
+            if self.current != want {
+                (self.set)(stream, want)?;
+                self.current = want;
+                self.sets += 1;
+            }
+            match op(stream) {
+                Ok(v) => return Ok(v),
+                Err(e) => match (e.kind(), deadline) {
+                    (io::ErrorKind::Interrupted, None) => {}
+                    (
+                        io::ErrorKind::WouldBlock
+                        | io::ErrorKind::TimedOut
+                        | io::ErrorKind::Interrupted,
+                        Some(_),
+                    ) => want = left(),
+                    _ => return Err(e.into()),
+                },
+            }
+        }
+    }
+}
+
+/// When `timeout` runs out (`None`: never), or its error when it already has.
+fn deadline(timeout: NextTimeout) -> Result<Option<Instant>, ureq::Error> {
     if timeout.after.is_zero() {
         return Err(ureq::Error::Timeout(timeout.reason));
     }
-    let deadline = (!timeout.after.is_not_happening()).then(|| Instant::now() + *timeout.after);
-    let mut want = deadline.map(|_| stepped(*timeout.after));
-    loop {
-        if *current != want {
-            match side {
-                Side::Read => stream.set_read_timeout(want)?,
-                Side::Write => stream.set_write_timeout(want)?,
-            }
-            *current = want;
-            *sets += 1;
-        }
-        match op(stream) {
-            Err(e) if e.kind() == io::ErrorKind::Interrupted && deadline.is_none() => {}
-            Err(e)
-                if matches!(
-                    e.kind(),
-                    io::ErrorKind::WouldBlock
-                        | io::ErrorKind::TimedOut
-                        | io::ErrorKind::Interrupted
-                ) && deadline.is_some() =>
-            {
-                let left = deadline
-                    .expect("checked")
-                    .saturating_duration_since(Instant::now());
-                if left.is_zero() {
-                    return Err(ureq::Error::Timeout(timeout.reason));
-                }
-                want = Some(left);
-            }
-            result => return Ok(result?),
-        }
-    }
+    Ok((!timeout.after.is_not_happening()).then(|| Instant::now() + *timeout.after))
 }
 
 /// The time left, rounded down to a [`STEP`] (the time left itself when under one).
@@ -224,18 +230,17 @@ impl Transport for Socket {
     }
 
     fn transmit_output(&mut self, amount: usize, timeout: NextTimeout) -> Result<(), ureq::Error> {
+        // One deadline for the whole transmit, however many writes it takes.
         let timeout = timeout.for_write();
+        let deadline = deadline(timeout)?;
         let mut sent = 0;
         while sent < amount {
             let output = &self.buffers.output()[sent..amount];
-            let wrote = until_deadline(
-                &self.stream,
-                Side::Write,
-                &mut self.write_timeout,
-                &mut self.timeout_sets,
-                timeout,
-                |mut s| s.write(output),
-            )?;
+            let wrote = self
+                .write
+                .until(&self.stream, deadline, timeout.reason, |mut s| {
+                    s.write(output)
+                })?;
             match wrote {
                 0 => return Err(io::Error::from(io::ErrorKind::WriteZero).into()),
                 n => sent += n,
@@ -245,15 +250,13 @@ impl Transport for Socket {
     }
 
     fn await_input(&mut self, timeout: NextTimeout) -> Result<bool, ureq::Error> {
+        let timeout = timeout.for_read();
         let input = self.buffers.input_append_buf();
-        let n = until_deadline(
-            &self.stream,
-            Side::Read,
-            &mut self.read_timeout,
-            &mut self.timeout_sets,
-            timeout.for_read(),
-            |mut s| s.read(input),
-        )?;
+        let n = self
+            .read
+            .until(&self.stream, deadline(timeout)?, timeout.reason, |mut s| {
+                s.read(input)
+            })?;
         self.buffers.input_appended(n);
         Ok(n > 0)
     }
@@ -337,10 +340,11 @@ mod tests {
             socket.buffers.input_consume(2);
         }
         assert_eq!(
-            socket.timeout_sets, 2,
+            socket.read.sets + socket.write.sets,
+            2,
             "one read and one write timeout for 20 requests"
         );
-        assert_eq!(socket.read_timeout, Some(Duration::from_millis(4750)));
+        assert_eq!(socket.read.current, Some(Duration::from_millis(4750)));
     }
 
     #[test]
@@ -393,21 +397,9 @@ mod tests {
 
     #[test]
     fn stepped_rounds_down_to_a_step_and_keeps_what_is_under_one() {
-        assert_eq!(
-            stepped(Duration::from_millis(4999)),
-            Duration::from_millis(4750)
-        );
-        assert_eq!(
-            stepped(Duration::from_millis(5000)),
-            Duration::from_millis(5000)
-        );
-        assert_eq!(
-            stepped(Duration::from_millis(251)),
-            Duration::from_millis(250)
-        );
-        assert_eq!(
-            stepped(Duration::from_millis(249)),
-            Duration::from_millis(249)
-        );
+        for (left, want) in [(4999, 4750), (5000, 5000), (251, 250), (249, 249)] {
+            let ms = Duration::from_millis;
+            assert_eq!(stepped(ms(left)), ms(want), "{left} ms");
+        }
     }
 }
