@@ -41,7 +41,7 @@ pub use wire::canonical_json;
 
 // The modules' flat names, so the moved files' paths still resolve (this commit only moves).
 use delivery::{batch, fanout, inbox, lane, scheduler, shared, spooler};
-use durable::{fork_gate, spool};
+use durable::{fork_gate, sqlite as spool};
 use http::{network_guard, one_write, tcp, transport};
 use model::{config, message, outcome, retry, validate};
 use wire::{encode, ingestion, json_text, message_id, signature, webhook};

@@ -1,4 +1,4 @@
 //! The spool: accepted messages kept on disk until their outcome.
 
 pub(crate) mod fork_gate;
-pub(crate) mod spool;
+pub(crate) mod sqlite;

@@ -1686,7 +1686,7 @@ mod tests {
         fn start(dir: &Path, count: usize) -> ChildSpool {
             let mut child = Command::new(std::env::current_exe().unwrap())
                 .args([
-                    "spool::tests::spool_child",
+                    "durable::sqlite::tests::spool_child",
                     "--exact",
                     "--ignored",
                     "--nocapture",
@@ -1826,7 +1826,7 @@ mod tests {
         let dir = TempDir::new("fork");
         let run = Command::new(std::env::current_exe().unwrap())
             .args([
-                "spool::tests::fork_child",
+                "durable::sqlite::tests::fork_child",
                 "--exact",
                 "--ignored",
                 "--nocapture",
