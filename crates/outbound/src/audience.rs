@@ -47,10 +47,10 @@
 //! # Ok::<(), outbound::Error>(())
 //! ```
 
-use crate::canonical_json;
 use crate::client::{Client, DEFAULT_WAIT};
 use crate::error::Error;
-use crate::message::Message;
+use crate::model::message::Message;
+use crate::wire::canonical_json;
 use heck::ToSnakeCase;
 use rusqlite::{Connection, Row, Transaction, TransactionBehavior};
 use serde_json::{Map, Value};
@@ -68,7 +68,7 @@ pub fn parse_members(what: &str, text: &str) -> Result<Vec<String>, Error> {
         return Err(Error::WrongType {
             field: what.into(),
             expected: "an array",
-            got: crate::message::type_name(&value),
+            got: crate::model::message::type_name(&value),
         });
     };
     items
@@ -80,7 +80,7 @@ pub fn parse_members(what: &str, text: &str) -> Result<Vec<String>, Error> {
             other => Err(Error::WrongType {
                 field: format!("{what}[{i}]"),
                 expected: "a string or an integer",
-                got: crate::message::type_name(&other),
+                got: crate::model::message::type_name(&other),
             }),
         })
         .collect()

@@ -1,25 +1,25 @@
 //! The client handle: validates and serializes on the caller's thread, then hands the bytes
 //! to the scheduler without ever blocking.
 
-use crate::canonical_json::{self, WriteJson};
-use crate::config::{Config, SignatureScheme, MAX_WEBHOOKS};
-use crate::encode::Parts;
+use crate::delivery::inbox::{self, Inbox, SpoolInbox};
+use crate::delivery::lane::Delivery;
+use crate::delivery::scheduler::{Command, Item, Scheduler};
+use crate::delivery::shared::Shared;
+use crate::delivery::spooler::{hooks_key, Spooler};
+use crate::durable::sqlite::Store;
 use crate::error::Error;
-use crate::inbox::{self, Inbox, SpoolInbox};
-use crate::ingestion::{self, Element, Endpoint};
-use crate::lane::Delivery;
+use crate::http::transport::Transport;
 use crate::log::{Level, Logger};
-use crate::message::Message;
-use crate::outcome::Stats;
-use crate::retry::after;
-use crate::scheduler::{Command, Item, Scheduler};
-use crate::shared::Shared;
-use crate::spool::Store;
-use crate::spooler::{hooks_key, Spooler};
+use crate::model::config::{Config, SignatureScheme, MAX_WEBHOOKS};
+use crate::model::message::Message;
+use crate::model::outcome::Stats;
+use crate::model::retry::after;
+use crate::model::{timestamp, validate};
 use crate::testing::Recorder;
-use crate::transport::Transport;
-use crate::webhook::{self, Hooks};
-use crate::{timestamp, validate};
+use crate::wire::canonical_json::{self, WriteJson};
+use crate::wire::encode::Parts;
+use crate::wire::ingestion::{self, Element, Endpoint};
+use crate::wire::webhook::{self, Hooks};
 use arc_swap::ArcSwap;
 use std::sync::atomic::{AtomicU64, Ordering::*};
 use std::sync::{Arc, Mutex};
@@ -282,7 +282,7 @@ impl Client {
                 }
                 id.as_str().into()
             }
-            None => crate::message_id::new_v4(&mut [0u8; 36]).into(),
+            None => crate::wire::message_id::new_v4(&mut [0u8; 36]).into(),
         };
         let mut ts = [0u8; timestamp::LEN];
         timestamp::write(msg.timestamp.unwrap_or_else(timestamp::now), &mut ts)?;

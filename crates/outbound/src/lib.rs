@@ -39,29 +39,22 @@ pub mod testing;
 pub use model::timestamp;
 pub use wire::canonical_json;
 
-// The modules' flat names, so the moved files' paths still resolve (this commit only moves).
-use delivery::{batch, fanout, inbox, lane, scheduler, shared, spooler};
-use durable::{fork_gate, sqlite as spool};
-use http::{network_guard, one_write, tcp, transport};
-use model::{config, message, outcome, retry, validate};
-use wire::{encode, ingestion, json_text, message_id, signature, webhook};
-
 pub use audience::{parse_members, trait_key, AudienceSync, PendingSync, SyncCounts, TraitCounts};
 pub use client::{Client, DEFAULT_WAIT, MAX_MESSAGE_BYTES};
-pub use config::{Config, OutcomeCallback, SignatureScheme, Webhook, MAX_WEBHOOKS};
 pub use error::Error;
-pub use ingestion::MAX_BATCH_BYTES;
-pub use json_text::JsonObject;
 pub use log::{env_enabled as debug_from_env, Level, LogSink};
-pub use message::{parse_headers, parse_object, Kind, Message, Object};
-pub use outcome::{Outcome, OutcomeKind, Reason, Stats};
-pub use retry::RetryPolicy;
+pub use model::config::{Config, OutcomeCallback, SignatureScheme, Webhook, MAX_WEBHOOKS};
+pub use model::message::{parse_headers, parse_object, Kind, Message, Object};
+pub use model::outcome::{Outcome, OutcomeKind, Reason, Stats};
+pub use model::retry::RetryPolicy;
 pub use serde_json::{json, Value};
-pub use signature::{
+pub use time::OffsetDateTime;
+pub use wire::ingestion::MAX_BATCH_BYTES;
+pub use wire::json_text::JsonObject;
+pub use wire::signature::{
     sign, sign_standard, verify, verify_standard, verify_standard_at, verify_value, SignatureError,
     DEFAULT_TOLERANCE,
 };
-pub use time::OffsetDateTime;
 
 /// This library's version.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");

@@ -20,9 +20,9 @@
 //! ```
 
 use crate::client::Client;
-use crate::config::Config;
 use crate::error::Error;
-use crate::outcome::Outcome;
+use crate::model::config::Config;
+use crate::model::outcome::Outcome;
 use std::sync::atomic::{AtomicU16, Ordering};
 use std::sync::{Arc, Mutex};
 use ureq::http::{HeaderName, HeaderValue};

@@ -3,9 +3,9 @@
 //! otherwise the URLs whose failure was retryable get the next round, until the retry window
 //! closes.
 
-use crate::outcome::Reason;
-use crate::retry::RetryPolicy;
-use crate::transport::Attempt;
+use crate::http::transport::Attempt;
+use crate::model::outcome::Reason;
+use crate::model::retry::RetryPolicy;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -130,7 +130,7 @@ impl Round {
     /// True when the retry window has closed.
     pub(crate) fn expired(&self, now: Instant, policy: &RetryPolicy) -> bool {
         self.first
-            .is_some_and(|f| now >= crate::retry::after(f, policy.max_retry_duration))
+            .is_some_and(|f| now >= crate::model::retry::after(f, policy.max_retry_duration))
     }
 
     pub(crate) fn expired_detail(&self) -> String {

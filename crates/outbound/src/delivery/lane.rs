@@ -21,13 +21,13 @@
 //! - `Retry-After` on a response pauses the whole lane: the server spoke for itself, not for
 //!   one message.
 
-use crate::ingestion::{Element, Endpoint};
+use crate::http::transport::{Attempt, Transport};
 use crate::log::{Level, Logger};
-use crate::message_id::MsgId;
-use crate::outcome::Reason;
-use crate::retry::{after, RetryPolicy};
-use crate::transport::{Attempt, Transport};
-use crate::webhook::Hooks;
+use crate::model::outcome::Reason;
+use crate::model::retry::{after, RetryPolicy};
+use crate::wire::ingestion::{Element, Endpoint};
+use crate::wire::message_id::MsgId;
+use crate::wire::webhook::Hooks;
 use crossbeam_channel::{Receiver, Sender};
 use std::collections::{BTreeMap, VecDeque};
 use std::ops::Bound::{Excluded, Unbounded};
@@ -219,7 +219,7 @@ impl Lane {
         if let Job::Batch(batch) = &mut job {
             if !self.room_behind(now) {
                 // The batches behind it would wait for a connection: they go with it.
-                crate::batch::join_waiting(batch, &mut self.ready);
+                crate::delivery::batch::join_waiting(batch, &mut self.ready);
             }
         }
         Some(job)

@@ -2,7 +2,7 @@
 //! without an outcome, the waits of `flush`/`close`, and the gates that keep callbacks from
 //! running after `close`.
 
-use crate::outcome::{Counters, OutcomeKind};
+use crate::model::outcome::{Counters, OutcomeKind};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering::*};
 use std::sync::{Condvar, Mutex};
 use std::time::Instant;

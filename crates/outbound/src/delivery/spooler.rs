@@ -6,13 +6,13 @@
 //! directory and passes it on as resumed messages, no more at once than the queue has room
 //! for. The caller's thread never touches the disk.
 
-use crate::inbox::Inbox;
-use crate::inbox::SpoolMailbox;
-use crate::ingestion::Element;
+use crate::delivery::inbox::Inbox;
+use crate::delivery::inbox::SpoolMailbox;
+use crate::delivery::scheduler::{Command, Item, Resumed};
+use crate::delivery::shared::Shared;
+use crate::durable::sqlite::{Cursor, Op, Record, Store};
 use crate::log::{Level, Logger};
-use crate::scheduler::{Command, Item, Resumed};
-use crate::shared::Shared;
-use crate::spool::{Cursor, Op, Record, Store};
+use crate::wire::ingestion::Element;
 use crossbeam_channel::{select, TryRecvError};
 use std::sync::atomic::Ordering::*;
 use std::sync::Arc;

@@ -1,13 +1,13 @@
 //! HTTP: one ureq `Agent` per client, and the classification of every exchange into
 //! success, retryable or permanent failure (design §7).
 
-use crate::config::Config;
 use crate::error::Error;
-use crate::network_guard::{Blocked, NetworkGuard};
-use crate::one_write::OneWrite;
-use crate::outcome::Reason;
-use crate::retry::parse_retry_after;
-use crate::tcp::Connect;
+use crate::http::network_guard::{Blocked, NetworkGuard};
+use crate::http::one_write::OneWrite;
+use crate::http::tcp::Connect;
+use crate::model::config::Config;
+use crate::model::outcome::Reason;
+use crate::model::retry::parse_retry_after;
 use crate::testing::{Destination, Recorder};
 use std::collections::HashMap;
 use std::io::Read;

@@ -1,10 +1,10 @@
 //! Client configuration, and its checks when the client is built.
 
 use crate::error::Error;
+use crate::http::network_guard::{Cidr, NetworkGuard};
 use crate::log::LogSink;
-use crate::network_guard::{Cidr, NetworkGuard};
-use crate::outcome::Outcome;
-use crate::retry::RetryPolicy;
+use crate::model::outcome::Outcome;
+use crate::model::retry::RetryPolicy;
 use std::fmt;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -389,7 +389,7 @@ impl Config {
         if let (SignatureScheme::StandardWebhooks, Some(secrets)) =
             (self.signature_scheme, &self.shared_secret)
         {
-            let keys = crate::signature::standard_keys(secrets)
+            let keys = crate::wire::signature::standard_keys(secrets)
                 .map_err(|why| Error::config("shared_secret", why))?;
             if let Some(i) = keys
                 .iter()

@@ -1,5 +1,5 @@
 //! The message model: what a caller records. One flat struct for all seven calls, so
-//! bindings can fill it field by field; [`crate::validate`] decides which fields each call
+//! bindings can fill it field by field; [`crate::model::validate`] decides which fields each call
 //! needs and allows.
 
 use crate::error::Error;
@@ -64,7 +64,7 @@ impl Kind {
 ///
 /// `O` is the type of the free-form objects (`properties`, `traits`, `context`): a JSON
 /// [`Object`] by default; a binding may use its own objects, written by the encoders
-/// through [`WriteJson`](crate::canonical_json::WriteJson) without an intermediate value
+/// through [`WriteJson`](crate::wire::canonical_json::WriteJson) without an intermediate value
 /// (see [`Client::enqueue_with`](crate::Client::enqueue_with)).
 #[derive(Clone, Debug, PartialEq)]
 pub struct Message<O = Object> {
@@ -274,7 +274,8 @@ impl Message {
                 "anonymousId" => msg.anonymous_id = Some(id_text("anonymousId", value)?),
                 "messageId" => msg.message_id = Some(text("messageId", value)?),
                 "timestamp" => {
-                    msg.timestamp = Some(crate::timestamp::parse(&text("timestamp", value)?)?)
+                    msg.timestamp =
+                        Some(crate::model::timestamp::parse(&text("timestamp", value)?)?)
                 }
                 "event" => msg.event = Some(text("event", value)?),
                 "name" => msg.name = Some(text("name", value)?),

@@ -1,7 +1,7 @@
 //! The rules a message must meet before it is queued. Every failure names the field.
 
 use crate::error::Error;
-use crate::message::{Kind, Message};
+use crate::model::message::{Kind, Message};
 use serde_json::Value;
 
 fn present(v: &Option<String>) -> bool {

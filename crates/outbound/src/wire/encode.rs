@@ -1,8 +1,8 @@
 //! A small writer for the top level of the message bodies we build. Our own keys are never
 //! array indices, so writing them in order keeps the object canonical (see `canonical_json`).
 
-use crate::canonical_json::{write_str, WriteJson, Writer};
-use crate::message::{Message, Object};
+use crate::model::message::{Message, Object};
+use crate::wire::canonical_json::{write_str, WriteJson, Writer};
 use std::ops::Range;
 
 pub(crate) struct Obj<'a> {

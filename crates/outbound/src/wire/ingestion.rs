@@ -1,10 +1,10 @@
 //! The ingestion destination: Segment-compatible `POST {endpoint}/v1/batch` (design §5).
 
-use crate::config::Config;
-use crate::encode::{Obj, Parts};
-use crate::message::{Kind, Message};
-use crate::timestamp;
-use crate::transport::{Attempt, Transport};
+use crate::http::transport::{Attempt, Transport};
+use crate::model::config::Config;
+use crate::model::message::{Kind, Message};
+use crate::model::timestamp;
+use crate::wire::encode::{Obj, Parts};
 use base64::Engine as _;
 use std::io::Write;
 use std::sync::Arc;
@@ -279,8 +279,8 @@ mod tests {
 
     #[test]
     fn an_element_read_from_the_webhook_body_is_the_element() {
-        use crate::encode::Parts;
-        use crate::message::Object;
+        use crate::model::message::Object;
+        use crate::wire::encode::Parts;
         let props: Object = serde_json::from_str(r#"{"a":"x\"y","2":[1.5,null]}"#).unwrap();
         let ints: Object = serde_json::from_str(r#"{"All":true}"#).unwrap();
         let mut msgs = [
@@ -301,7 +301,7 @@ mod tests {
             for id in ["0b8e2c1e-ff40-4c1c-9a3c-1f2e3d4c5b6a", "q\"uote", "x"] {
                 let parts = Parts::write(msg).unwrap();
                 let mut hook = Vec::new();
-                let at = crate::webhook::encode(msg, &parts, id, ts, &mut hook).unwrap();
+                let at = crate::wire::webhook::encode(msg, &parts, id, ts, &mut hook).unwrap();
                 let hook: Arc<[u8]> = hook.into();
                 let element = Element::in_hook(msg, &hook, at).expect("readable");
                 let mut own = Vec::new();
@@ -318,7 +318,7 @@ mod tests {
         for msg in [Message::screen("u"), Message::alias("a", "b")] {
             let parts = Parts::write(&msg).unwrap();
             let mut hook = Vec::new();
-            let at = crate::webhook::encode(&msg, &parts, "x", ts, &mut hook).unwrap();
+            let at = crate::wire::webhook::encode(&msg, &parts, "x", ts, &mut hook).unwrap();
             assert!(Element::in_hook(&msg, &hook.into(), at).is_none());
         }
     }

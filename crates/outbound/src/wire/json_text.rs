@@ -9,9 +9,9 @@
 //! instead, so results and errors are exactly its own. Both read the same text with the
 //! same parser, and the objects are written at the depth the encoders write them at.
 
-use crate::canonical_json::{ArrayWriter, WriteJson, Writer};
 use crate::error::Error;
-use crate::message::{Kind, Message, Object};
+use crate::model::message::{Kind, Message, Object};
+use crate::wire::canonical_json::{ArrayWriter, WriteJson, Writer};
 use serde::de::{self, DeserializeSeed, Deserializer as _, MapAccess, SeqAccess, Visitor};
 use serde::Deserialize;
 use std::borrow::Cow;
@@ -257,7 +257,7 @@ impl<'de> Visitor<'de> for Fields {
                 "event" => msg.event = text(map.next_value()?),
                 "name" => msg.name = text(map.next_value()?),
                 "category" => msg.category = text(map.next_value()?),
-                "timestamp" => match crate::timestamp::parse(&map.next_value::<Text>()?.0) {
+                "timestamp" => match crate::model::timestamp::parse(&map.next_value::<Text>()?.0) {
                     Ok(t) => msg.timestamp = Some(t),
                     Err(_) => return Ok(None),
                 },

@@ -8,7 +8,7 @@
 //!   secret; one signature per secret, space separated, for key rotation. Receivers verify
 //!   with [`verify_standard`], which also refuses timestamps outside a tolerance (replays).
 
-use crate::canonical_json;
+use crate::wire::canonical_json;
 use base64::engine::general_purpose::{GeneralPurpose, GeneralPurposeConfig, STANDARD as BASE64};
 use base64::engine::DecodePaddingMode;
 use base64::{alphabet, Engine as _};

@@ -1,12 +1,12 @@
 //! The webhooks destination (spec §2.1, §2.2, §4.1, §5; design §6): one signed POST per
 //! message to each of up to 5 URLs.
 
-use crate::config::{Config, SignatureScheme, Target};
-use crate::encode::{Obj, Parts};
 use crate::error::Error;
-use crate::message::{Kind, Message, Object};
-use crate::signature;
-use crate::transport::{Attempt, Transport};
+use crate::http::transport::{Attempt, Transport};
+use crate::model::config::{Config, SignatureScheme, Target};
+use crate::model::message::{Kind, Message, Object};
+use crate::wire::encode::{Obj, Parts};
+use crate::wire::signature;
 use serde_json::Value;
 use ureq::http::{HeaderName, HeaderValue};
 
@@ -171,7 +171,7 @@ impl Hooks {
                 let Ok(id_value) = HeaderValue::from_str(id) else {
                     // Ids are checked at the call; one resumed from an older spool may not be.
                     return Attempt::Permanent {
-                        reason: crate::outcome::Reason::Other,
+                        reason: crate::model::outcome::Reason::Other,
                         detail: "message id is not a valid webhook-id header value".into(),
                     };
                 };

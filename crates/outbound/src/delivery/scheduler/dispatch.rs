@@ -2,17 +2,17 @@
 
 use super::track::Track;
 use super::Scheduler;
-use crate::ingestion::Element;
-use crate::lane::{Batch, Job};
+use crate::delivery::lane::{Batch, Job};
 use crate::log::Level;
-use crate::outcome::Reason;
+use crate::model::outcome::Reason;
+use crate::wire::ingestion::Element;
 use std::sync::atomic::Ordering::Relaxed;
 use std::time::Instant;
 
 impl Scheduler {
     /// Hands each lane the requests it may send now.
     pub(super) fn dispatch(&mut self, now: Instant) {
-        crate::lane::share_brisk(&mut self.lanes);
+        crate::delivery::lane::share_brisk(&mut self.lanes);
         for i in 0..self.lanes.len() {
             while let Some(job) = self.lanes[i].take(now) {
                 let seqs: Vec<u64> = match &job {

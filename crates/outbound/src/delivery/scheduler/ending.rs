@@ -3,10 +3,10 @@
 
 use super::track::{lone, MsgId};
 use super::Scheduler;
-use crate::ingestion::Element;
+use crate::durable::sqlite::Op;
 use crate::log::Level;
-use crate::outcome::{Outcome, OutcomeKind, Reason};
-use crate::spool::Op;
+use crate::model::outcome::{Outcome, OutcomeKind, Reason};
+use crate::wire::ingestion::Element;
 use std::sync::atomic::Ordering::{Acquire, SeqCst};
 
 impl Scheduler {

@@ -2,11 +2,11 @@
 
 use super::track::{lone_id, MsgId, Track};
 use super::{Item, Resumed, Scheduler};
-use crate::fanout::Round;
-use crate::ingestion::Element;
-use crate::lane::Batch;
-use crate::outcome::{OutcomeKind, Reason};
-use crate::spool::Op;
+use crate::delivery::fanout::Round;
+use crate::delivery::lane::Batch;
+use crate::durable::sqlite::Op;
+use crate::model::outcome::{OutcomeKind, Reason};
+use crate::wire::ingestion::Element;
 use std::time::Instant;
 
 impl Scheduler {

@@ -3,16 +3,16 @@
 //! timers, hands requests to the delivery lanes (`lane.rs`), and joins the results of both
 //! destinations into exactly one outcome per message. It never touches the network.
 
-use crate::batch::Batcher;
-use crate::config::Config;
-use crate::inbox::{Mailbox, SpoolOps, Wake};
-use crate::ingestion::Element;
-use crate::lane::{Batch, Delivery, Job, Lane, Report};
+use crate::delivery::batch::Batcher;
+use crate::delivery::inbox::{Mailbox, SpoolOps, Wake};
+use crate::delivery::lane::{Batch, Delivery, Job, Lane, Report};
+use crate::delivery::shared::Shared;
+use crate::http::transport::Attempt;
 use crate::log::{redact_url, Logger};
-use crate::outcome::Reason;
-use crate::retry::{after, RetryPolicy};
-use crate::shared::Shared;
-use crate::transport::Attempt;
+use crate::model::config::Config;
+use crate::model::outcome::Reason;
+use crate::model::retry::{after, RetryPolicy};
+use crate::wire::ingestion::Element;
 use crossbeam_channel::{select, Receiver, Sender, TryRecvError};
 use std::cmp::Ordering;
 use std::collections::{BinaryHeap, HashMap};
@@ -118,7 +118,7 @@ pub(crate) struct Scheduler {
     has_ingestion: bool,
     /// Progress and outcomes for the spool writer, when there is a spool.
     spool: Option<SpoolOps>,
-    on_outcome: Option<crate::config::OutcomeCallback>,
+    on_outcome: Option<crate::model::config::OutcomeCallback>,
     logger: Logger,
     tracks: HashMap<u64, Track>,
     /// Lone messages (see [`Scheduler::accept`]) while a request carries them: what close

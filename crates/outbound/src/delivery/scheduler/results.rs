@@ -2,13 +2,13 @@
 //! progress for the spool, or the end of a destination).
 
 use super::{Due, Scheduler};
-use crate::fanout::Settled;
-use crate::lane::{Batch, Job, Report};
+use crate::delivery::fanout::Settled;
+use crate::delivery::lane::{Batch, Job, Report};
+use crate::delivery::spooler::wall_ms;
+use crate::durable::sqlite::Op;
+use crate::http::transport::Attempt;
 use crate::log::Level;
-use crate::outcome::Reason;
-use crate::spool::Op;
-use crate::spooler::wall_ms;
-use crate::transport::Attempt;
+use crate::model::outcome::Reason;
 use std::sync::atomic::Ordering::Relaxed;
 use std::time::Instant;
 

@@ -2,8 +2,8 @@
 
 use super::track::{lone, MsgId};
 use super::{Command, Due, Scheduler};
-use crate::lane::Job;
-use crate::outcome::{OutcomeKind, Reason};
+use crate::delivery::lane::Job;
+use crate::model::outcome::{OutcomeKind, Reason};
 use std::time::{Duration, Instant};
 
 impl Scheduler {

@@ -2,10 +2,10 @@
 //! bytes when they hold it) and, for messages that need one, a `Track`.
 
 use super::Item;
-use crate::fanout::Round;
-use crate::ingestion::Element;
-pub(crate) use crate::message_id::MsgId;
-use crate::outcome::Reason;
+use crate::delivery::fanout::Round;
+use crate::model::outcome::Reason;
+use crate::wire::ingestion::Element;
+pub(crate) use crate::wire::message_id::MsgId;
 use std::sync::Arc;
 use std::time::Instant;
 

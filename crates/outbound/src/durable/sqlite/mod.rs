@@ -43,8 +43,8 @@
 //! would be resumed. Receivers deduplicate by `messageId`, so keeping one payload per id
 //! loses nothing they would keep.
 
+use crate::durable::fork_gate;
 use crate::error::Error;
-use crate::fork_gate;
 use rusqlite::{params, Connection, ErrorCode, OpenFlags, OptionalExtension, Row};
 use rusqlite::{Transaction, TransactionBehavior};
 use std::collections::{HashMap, HashSet};
