@@ -1,13 +1,15 @@
 //! The client handle: validates and serializes on the caller's thread, then hands the bytes
 //! to the scheduler without ever blocking.
 
+use crate::delivery::command::{Command, Item};
 use crate::delivery::inbox::{self, Inbox, SpoolInbox};
 use crate::delivery::lane::Delivery;
-use crate::delivery::scheduler::{Command, Item, Scheduler};
+use crate::delivery::scheduler::Scheduler;
 use crate::delivery::shared::Shared;
 use crate::delivery::spooler::{hooks_key, Spooler};
-use crate::durable::sqlite::Store;
+use crate::durable::sqlite::SqliteStore;
 use crate::error::Error;
+use crate::http::recorder::Recorder;
 use crate::http::transport::Transport;
 use crate::log::{Level, Logger};
 use crate::model::config::{Config, SignatureScheme, MAX_WEBHOOKS};
@@ -15,7 +17,6 @@ use crate::model::message::Message;
 use crate::model::outcome::Stats;
 use crate::model::retry::after;
 use crate::model::{timestamp, validate};
-use crate::testing::Recorder;
 use crate::wire::canonical_json::{self, WriteJson};
 use crate::wire::encode::Parts;
 use crate::wire::ingestion::{self, Element, Endpoint};
@@ -82,12 +83,12 @@ impl Engine {
             None => To::Scheduler(inbox),
             Some(dir) => {
                 let (tx, ops_tx, mailbox) = inbox::spool_inbox();
-                let store = Store::open(dir)?;
+                let store = SqliteStore::open(dir)?;
                 spool_lock = store.lock_fd();
                 ops = Some(ops_tx);
                 let urls: Vec<String> = config.webhooks.iter().map(|w| w.url.clone()).collect();
                 let writer = Spooler {
-                    store,
+                    store: Box::new(store),
                     shared: shared.clone(),
                     mailbox,
                     scheduler: inbox,

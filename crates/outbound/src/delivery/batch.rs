@@ -2,7 +2,7 @@
 //! 500,000 body bytes, or `flush_interval` after its first message (design §5); and what
 //! one request carries when closed batches wait for a connection ([`join_waiting`]).
 
-use crate::delivery::lane::{Batch, Job};
+use crate::delivery::job::{Batch, Job};
 use crate::model::retry::after;
 use crate::wire::ingestion::{body_len, Element, MAX_BATCH_BYTES};
 use std::collections::VecDeque;

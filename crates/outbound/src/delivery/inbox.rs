@@ -16,8 +16,8 @@
 //! needs it only at its next group commit, so a send rings only when no commit is
 //! scheduled or the group is full; flush and shutdown ring at once.
 
-use crate::delivery::scheduler::Command;
-use crate::durable::sqlite::Op;
+use crate::delivery::command::Command;
+use crate::durable::Op;
 use crossbeam_channel::{Receiver, Sender, TrySendError};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::SeqCst};
 use std::sync::Arc;

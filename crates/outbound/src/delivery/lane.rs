@@ -21,12 +21,12 @@
 //! - `Retry-After` on a response pauses the whole lane: the server spoke for itself, not for
 //!   one message.
 
+use crate::delivery::job::Job;
 use crate::http::transport::{Attempt, Transport};
 use crate::log::{Level, Logger};
 use crate::model::outcome::Reason;
 use crate::model::retry::{after, RetryPolicy};
-use crate::wire::ingestion::{Element, Endpoint};
-use crate::wire::message_id::MsgId;
+use crate::wire::ingestion::Endpoint;
 use crate::wire::webhook::Hooks;
 use crossbeam_channel::{Receiver, Sender};
 use std::collections::{BTreeMap, VecDeque};
@@ -70,30 +70,6 @@ pub(crate) struct Delivery {
     pub ingestion: Option<Endpoint>,
     pub hooks: Hooks,
     pub logger: Logger,
-}
-
-/// Ingestion messages sent together: (message seq, bytes).
-pub(crate) struct Batch {
-    pub msgs: Vec<(u64, Element)>,
-    /// When its first attempt was made (the retry window opens then).
-    pub first: Option<Instant>,
-    pub attempts: u32,
-}
-
-/// One request for a lane's worker.
-pub(crate) enum Job {
-    Batch(Batch),
-    Hook {
-        seq: u64,
-        /// The message id (Standard Webhooks sends and signs it), usually inside `body`.
-        id: MsgId,
-        body: Arc<[u8]>,
-        /// Part of the message's first round: sent even when another URL has delivered the
-        /// message meanwhile (every URL gets each message once; only retries stop).
-        first: bool,
-    },
-    /// Ends the worker that takes it (the lane shrinks).
-    Exit,
 }
 
 /// A finished request, back to the scheduler.
@@ -497,7 +473,10 @@ fn work(
                 let Some(endpoint) = delivery.ingestion.as_ref() else {
                     return;
                 };
-                let attempt = endpoint.send(&delivery.transport, batch.msgs.iter().map(|(_, m)| m));
+                let body = endpoint.body(batch.msgs.iter().map(|(_, m)| m));
+                let attempt = delivery
+                    .transport
+                    .post(endpoint.url(), endpoint.headers(), &body);
                 delivery.logger.log(Level::Debug, || {
                     format!("ingestion: batch of {}: {attempt:?}", batch.msgs.len())
                 });
@@ -505,9 +484,16 @@ fn work(
             }
             Job::Hook { id, body, .. } => {
                 let target = lane - 1;
-                let attempt = delivery
-                    .hooks
-                    .send(&delivery.transport, target, id.as_str(), body);
+                let hooks = &delivery.hooks;
+                let attempt = match hooks.headers(target, id.as_str(), body) {
+                    Ok(headers) => delivery
+                        .transport
+                        .post_hook(hooks.url(target), &headers, body),
+                    Err(why) => Attempt::Permanent {
+                        reason: Reason::Other,
+                        detail: why.into(),
+                    },
+                };
                 delivery.logger.log(Level::Debug, || {
                     format!("{}: {attempt:?}", delivery.hooks.label(target))
                 });
@@ -529,6 +515,9 @@ fn work(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::delivery::job::Batch;
+    use crate::wire::ingestion::Element;
+    use crate::wire::message_id::MsgId;
 
     fn lane(cap: usize) -> (Lane, Receiver<Report>) {
         let config = crate::Config {

@@ -6,38 +6,24 @@
 //! directory and passes it on as resumed messages, no more at once than the queue has room
 //! for. The caller's thread never touches the disk.
 
+use crate::delivery::command::{Command, Item, Resumed};
 use crate::delivery::inbox::Inbox;
 use crate::delivery::inbox::SpoolMailbox;
-use crate::delivery::scheduler::{Command, Item, Resumed};
 use crate::delivery::shared::Shared;
-use crate::durable::sqlite::{Cursor, Op, Record, Store};
+use crate::durable::{Cursor, Op, Record, Store};
 use crate::log::{Level, Logger};
+use crate::model::timestamp::{instant_of, wall_ms};
 use crate::wire::ingestion::Element;
 use crossbeam_channel::{select, TryRecvError};
 use std::sync::atomic::Ordering::*;
 use std::sync::Arc;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 /// How often the directory is checked for files of dead processes.
 const ADOPT_EVERY: Duration = Duration::from_secs(5);
 /// Messages that make a commit group full before its interval ends: in a burst, the first
 /// messages go on to delivery while later ones are still being written.
 const GROUP_MAX: usize = 2048;
-
-/// Unix milliseconds of `at` (an `Instant` of this process).
-pub(crate) fn wall_ms(at: Instant) -> i64 {
-    let now = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as i64);
-    now - Instant::now().saturating_duration_since(at).as_millis() as i64
-}
-
-/// The `Instant` of a Unix-milliseconds time (clamped to now: never in the future).
-fn instant_of(ms: i64) -> Instant {
-    let now = Instant::now();
-    let ago = (wall_ms(now) - ms).max(0) as u64;
-    now.checked_sub(Duration::from_millis(ago)).unwrap_or(now)
-}
 
 /// A stable hash of the webhook URL list: a spooled URL mask only means something under the
 /// same list.
@@ -54,7 +40,7 @@ pub(crate) fn hooks_key(urls: &[String]) -> u64 {
 }
 
 pub(crate) struct Spooler {
-    pub store: Store,
+    pub store: Box<dyn Store>,
     pub shared: Arc<Shared>,
     /// Commands from the calls, progress and outcomes from the scheduler.
     pub mailbox: SpoolMailbox,
@@ -78,7 +64,7 @@ impl Spooler {
         let mut resume_due = true;
         let mut next_adopt = Instant::now();
         self.logger.log(Level::Debug, || {
-            format!("spool: writing to {}", self.store.path().display())
+            format!("spool: writing to {}", self.store.location())
         });
         loop {
             let now = Instant::now();

@@ -1,4 +1,105 @@
-//! The spool: accepted messages kept on disk until their outcome.
+//! The spool: accepted messages kept until their outcome, behind one trait ([`Store`]), so
+//! the spool writer (`delivery/spooler.rs`) never knows which engine holds them. Engines:
+//! `sqlite/` (files in a directory, the embedded default). `fork_gate.rs` keeps `fork()`
+//! out of SQLite. May use `model/` and the crate's leaves (`error`, `log`), nothing above.
+
+use crate::error::Error;
+use std::path::PathBuf;
+use std::sync::Arc;
 
 pub(crate) mod fork_gate;
 pub(crate) mod sqlite;
+
+/// Where accepted messages wait for their outcome. Used from one thread (the spool writer).
+pub(crate) trait Store: Send {
+    /// Where the messages are kept, as logs show it.
+    fn location(&self) -> String;
+
+    /// Applies every op in one commit; on error nothing of the batch is applied.
+    fn apply(&mut self, ops: &[Op]) -> Result<(), Error>;
+
+    /// Records taken over from others (dead processes, closed clients), at most `limit`
+    /// after `after` (`None`: from the start), with the cursor to ask again from.
+    fn resumable(
+        &mut self,
+        after: Option<&Cursor>,
+        limit: usize,
+    ) -> Result<(Vec<Record>, Option<Cursor>), Error>;
+
+    /// Records held and their payload bytes.
+    fn pending(&self) -> (u64, u64);
+
+    /// Takes over what dead owners left; their records become resumable.
+    fn adopt(&mut self) -> Result<Adopted, Error>;
+
+    /// Closes the store; records left stay for the next owner.
+    fn close(self: Box<Self>) -> Result<(), Error>;
+}
+
+/// One pending message as stored.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Record {
+    /// The message id (unique key of the spool).
+    pub id: Arc<str>,
+    /// Unix milliseconds when the message was accepted.
+    pub accepted_ms: i64,
+    /// Unix milliseconds of its first delivery attempt; `None` before any. The retry window
+    /// counts from here, across restarts.
+    pub first_ms: Option<i64>,
+    /// Ingestion bytes still to deliver; `None` when delivered or not needed. Shared with
+    /// the message in memory, not copied.
+    pub ingest: Option<Arc<[u8]>>,
+    /// Webhook body still to deliver; `None` when done or not needed.
+    pub hook: Option<Arc<[u8]>>,
+    /// Bit `i`: webhook URL `i` is still worth trying.
+    pub hook_mask: u8,
+    /// Hash of the webhook URL list `hook_mask` refers to; under another list the mask means
+    /// nothing and every URL is tried.
+    pub hooks_key: u64,
+}
+
+/// One change to the spool; a batch of them is committed by [`Store::apply`]. Changes to an
+/// id the spool does not hold are no-ops.
+#[derive(Debug, Clone)]
+pub(crate) enum Op {
+    /// A message was accepted. A pending id already held counts one more copy.
+    Put(Record),
+    /// The message's first attempt started (the earliest time given is kept).
+    FirstAttempt { id: Arc<str>, at_ms: i64 },
+    /// Its ingestion part is done (delivered or failed for good): the bytes are dropped.
+    IngestDone { id: Arc<str> },
+    /// The webhook URLs still worth trying; `0` means its webhook part is done, and drops the
+    /// body.
+    HookMask { id: Arc<str>, mask: u8 },
+    /// The message reached its outcome (one copy of the id leaves).
+    Remove { id: Arc<str> },
+}
+
+impl Op {
+    /// The id the op is about.
+    pub(crate) fn id(&self) -> &Arc<str> {
+        match self {
+            Op::Put(r) => &r.id,
+            Op::FirstAttempt { id, .. }
+            | Op::IngestDone { id }
+            | Op::HookMask { id, .. }
+            | Op::Remove { id } => id,
+        }
+    }
+}
+
+/// Position in [`Store::resumable`]'s order; only meaningful to the store that gave it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Cursor(pub(crate) i64);
+
+/// What one [`Store::adopt`] pass did.
+#[derive(Debug, Default)]
+pub(crate) struct Adopted {
+    /// Records moved into our file (salvaged ones included).
+    pub records: u64,
+    /// Foreign files taken over (adopted whole or quarantined).
+    pub files: u64,
+    /// Files set aside or left alone, with why; the caller logs them. A file left alone for a
+    /// lasting reason is reported once per store.
+    pub warnings: Vec<(PathBuf, String)>,
+}

@@ -2,13 +2,13 @@
 //! success, retryable or permanent failure (design §7).
 
 use crate::error::Error;
-use crate::http::network_guard::{Blocked, NetworkGuard};
 use crate::http::one_write::OneWrite;
+use crate::http::recorder::{Destination, Recorder};
 use crate::http::tcp::Connect;
 use crate::model::config::Config;
+use crate::model::network_guard::{Blocked, NetworkGuard};
 use crate::model::outcome::Reason;
 use crate::model::retry::parse_retry_after;
-use crate::testing::{Destination, Recorder};
 use std::collections::HashMap;
 use std::io::Read;
 use std::net::{IpAddr, SocketAddr};

@@ -1,10 +1,13 @@
 //! Client configuration, and its checks when the client is built.
 
 use crate::error::Error;
-use crate::http::network_guard::{Cidr, NetworkGuard};
 use crate::log::LogSink;
+use crate::model::network_guard::{Cidr, NetworkGuard};
 use crate::model::outcome::Outcome;
 use crate::model::retry::RetryPolicy;
+use base64::engine::general_purpose::{GeneralPurpose, GeneralPurposeConfig};
+use base64::engine::DecodePaddingMode;
+use base64::{alphabet, Engine as _};
 use std::fmt;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -245,6 +248,38 @@ pub(crate) struct Target {
     pub headers: Vec<(HeaderName, HeaderValue)>,
 }
 
+/// The prefix of a Standard Webhooks secret as shown to customers (`whsec_<base64>`).
+const SECRET_PREFIX: &str = "whsec_";
+
+/// Secrets are decoded with or without `=` padding: the spec's Python library pads them
+/// itself, so a secret copied without its padding works there and must work here.
+const SECRET_BASE64: GeneralPurpose = GeneralPurpose::new(
+    &alphabet::STANDARD,
+    GeneralPurposeConfig::new().with_decode_padding_mode(DecodePaddingMode::Indifferent),
+);
+
+/// Standard Webhooks keys from `secrets`: one or more `whsec_<base64>` secrets separated by
+/// spaces (the prefix may be left out, as the spec's libraries allow). Each is one key.
+pub(crate) fn standard_keys(secrets: &str) -> Result<Vec<Vec<u8>>, String> {
+    let mut keys = Vec::new();
+    for (i, secret) in secrets.split_ascii_whitespace().enumerate() {
+        let b64 = secret.strip_prefix(SECRET_PREFIX).unwrap_or(secret);
+        match SECRET_BASE64.decode(b64) {
+            Ok(key) if !key.is_empty() => keys.push(key),
+            _ => {
+                return Err(format!(
+                    "secret {} is not a whsec_ secret (\"whsec_\" followed by standard base64)",
+                    i + 1
+                ))
+            }
+        }
+    }
+    if keys.is_empty() {
+        return Err("no secret given".into());
+    }
+    Ok(keys)
+}
+
 /// Checks `url` is absolute http(s), has a host and no credentials.
 pub(crate) fn check_url(setting: &str, url: &str) -> Result<Uri, Error> {
     let uri: Uri = url
@@ -389,8 +424,7 @@ impl Config {
         if let (SignatureScheme::StandardWebhooks, Some(secrets)) =
             (self.signature_scheme, &self.shared_secret)
         {
-            let keys = crate::wire::signature::standard_keys(secrets)
-                .map_err(|why| Error::config("shared_secret", why))?;
+            let keys = standard_keys(secrets).map_err(|why| Error::config("shared_secret", why))?;
             if let Some(i) = keys
                 .iter()
                 .position(|k| !(MIN_STANDARD_KEY..=MAX_STANDARD_KEY).contains(&k.len()))

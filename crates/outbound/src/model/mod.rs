@@ -2,6 +2,7 @@
 
 pub(crate) mod config;
 pub(crate) mod message;
+pub(crate) mod network_guard;
 pub(crate) mod outcome;
 pub(crate) mod retry;
 pub mod timestamp;

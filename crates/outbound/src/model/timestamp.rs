@@ -1,6 +1,7 @@
 //! Timestamps on the wire: UTC, millisecond precision, `2026-11-21T09:30:00.123Z`.
 
 use crate::error::Error;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use time::format_description::well_known::Rfc3339;
 use time::{OffsetDateTime, UtcOffset};
 
@@ -57,6 +58,21 @@ pub fn parse(text: &str) -> Result<OffsetDateTime, Error> {
             format!("{text:?} is not an RFC 3339 timestamp with an offset ({e})"),
         )
     })
+}
+
+/// Unix milliseconds of `at` (an `Instant` of this process).
+pub(crate) fn wall_ms(at: Instant) -> i64 {
+    let now = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64);
+    now - Instant::now().saturating_duration_since(at).as_millis() as i64
+}
+
+/// The `Instant` of a Unix-milliseconds time (clamped to now: never in the future).
+pub(crate) fn instant_of(ms: i64) -> Instant {
+    let now = Instant::now();
+    let ago = (wall_ms(now) - ms).max(0) as u64;
+    now.checked_sub(Duration::from_millis(ago)).unwrap_or(now)
 }
 
 #[cfg(test)]

@@ -1,6 +1,5 @@
 //! The ingestion destination: Segment-compatible `POST {endpoint}/v1/batch` (design §5).
 
-use crate::http::transport::{Attempt, Transport};
 use crate::model::config::Config;
 use crate::model::message::{Kind, Message};
 use crate::model::timestamp;
@@ -231,12 +230,21 @@ impl Endpoint {
         })
     }
 
-    /// Sends one batch: `{"batch":[...],"sentAt":"<now>"}`.
-    pub(crate) fn send<'a>(
+    /// Where batches go: `{endpoint}/v1/batch`.
+    pub(crate) fn url(&self) -> &str {
+        &self.url
+    }
+
+    /// The headers of every batch: write key, user agent, content type (and encoding).
+    pub(crate) fn headers(&self) -> &[(HeaderName, HeaderValue)] {
+        &self.headers
+    }
+
+    /// One batch's body: `{"batch":[...],"sentAt":"<now>"}`, gzip-compressed when set.
+    pub(crate) fn body<'a>(
         &self,
-        transport: &Transport,
         msgs: impl ExactSizeIterator<Item = &'a Element> + Clone,
-    ) -> Attempt {
+    ) -> Vec<u8> {
         let sum: usize = msgs.clone().map(Element::len).sum();
         let mut body = Vec::with_capacity(body_len(msgs.len(), sum));
         body.extend_from_slice(b"{\"batch\":[");
@@ -255,7 +263,7 @@ impl Endpoint {
         if self.gzip {
             body = gzip(&body);
         }
-        transport.post(&self.url, &self.headers, &body)
+        body
     }
 }
 

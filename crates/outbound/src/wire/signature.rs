@@ -8,10 +8,10 @@
 //!   secret; one signature per secret, space separated, for key rotation. Receivers verify
 //!   with [`verify_standard`], which also refuses timestamps outside a tolerance (replays).
 
+use crate::model::config::standard_keys;
 use crate::wire::canonical_json;
-use base64::engine::general_purpose::{GeneralPurpose, GeneralPurposeConfig, STANDARD as BASE64};
-use base64::engine::DecodePaddingMode;
-use base64::{alphabet, Engine as _};
+use base64::engine::general_purpose::STANDARD as BASE64;
+use base64::Engine as _;
 use hmac::{Hmac, Mac};
 use serde_json::Value;
 use sha1::Sha1;
@@ -79,38 +79,6 @@ fn hex_digit(c: u8) -> Option<u8> {
 /// How long before or after the receiver's clock a Standard Webhooks timestamp is accepted
 /// by [`verify_standard`] unless told otherwise: 5 minutes, as the spec's libraries do.
 pub const DEFAULT_TOLERANCE: Duration = Duration::from_secs(5 * 60);
-
-/// The prefix of a Standard Webhooks secret as shown to customers (`whsec_<base64>`).
-const SECRET_PREFIX: &str = "whsec_";
-
-/// Secrets are decoded with or without `=` padding: the spec's Python library pads them
-/// itself, so a secret copied without its padding works there and must work here.
-const SECRET_BASE64: GeneralPurpose = GeneralPurpose::new(
-    &alphabet::STANDARD,
-    GeneralPurposeConfig::new().with_decode_padding_mode(DecodePaddingMode::Indifferent),
-);
-
-/// Standard Webhooks keys from `secrets`: one or more `whsec_<base64>` secrets separated by
-/// spaces (the prefix may be left out, as the spec's libraries allow). Each is one key.
-pub(crate) fn standard_keys(secrets: &str) -> Result<Vec<Vec<u8>>, String> {
-    let mut keys = Vec::new();
-    for (i, secret) in secrets.split_ascii_whitespace().enumerate() {
-        let b64 = secret.strip_prefix(SECRET_PREFIX).unwrap_or(secret);
-        match SECRET_BASE64.decode(b64) {
-            Ok(key) if !key.is_empty() => keys.push(key),
-            _ => {
-                return Err(format!(
-                    "secret {} is not a whsec_ secret (\"whsec_\" followed by standard base64)",
-                    i + 1
-                ))
-            }
-        }
-    }
-    if keys.is_empty() {
-        return Err("no secret given".into());
-    }
-    Ok(keys)
-}
 
 fn standard_mac(key: &[u8], msg_id: &str, timestamp: &str, body: &[u8]) -> HmacSha256 {
     let mut mac = HmacSha256::new_from_slice(key).expect("hmac accepts any key length");

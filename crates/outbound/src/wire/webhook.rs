@@ -2,8 +2,7 @@
 //! message to each of up to 5 URLs.
 
 use crate::error::Error;
-use crate::http::transport::{Attempt, Transport};
-use crate::model::config::{Config, SignatureScheme, Target};
+use crate::model::config::{standard_keys, Config, SignatureScheme, Target};
 use crate::model::message::{Kind, Message, Object};
 use crate::wire::encode::{Obj, Parts};
 use crate::wire::signature;
@@ -118,10 +117,9 @@ impl Hooks {
         let signer = match (config.signature_scheme, secret) {
             (SignatureScheme::XSignature, None) => Signer::None,
             (SignatureScheme::XSignature, Some(s)) => Signer::XSignature(s.as_bytes().to_vec()),
-            (SignatureScheme::StandardWebhooks, s) => Signer::Standard(
-                s.and_then(|s| signature::standard_keys(s).ok())
-                    .unwrap_or_default(),
-            ),
+            (SignatureScheme::StandardWebhooks, s) => {
+                Signer::Standard(s.and_then(|s| standard_keys(s).ok()).unwrap_or_default())
+            }
         };
         Hooks {
             targets,
@@ -139,14 +137,20 @@ impl Hooks {
         )
     }
 
-    /// POSTs `body` (message `id`) to webhook number `target`.
-    pub(crate) fn send(
+    /// Webhook number `target`'s URL.
+    pub(crate) fn url(&self, target: usize) -> &str {
+        &self.targets[target].url
+    }
+
+    /// The headers of one POST of `body` (message `id`) to webhook number `target`: user
+    /// agent, content type, the webhook's own, and the signature of this attempt. An error
+    /// is a permanent failure of the message at every URL (its detail).
+    pub(crate) fn headers(
         &self,
-        transport: &Transport,
         target: usize,
         id: &str,
         body: &[u8],
-    ) -> Attempt {
+    ) -> Result<Vec<(HeaderName, HeaderValue)>, &'static str> {
         let t = &self.targets[target];
         let mut headers = Vec::with_capacity(t.headers.len() + 5);
         headers.push((
@@ -170,10 +174,7 @@ impl Hooks {
             Signer::Standard(keys) => {
                 let Ok(id_value) = HeaderValue::from_str(id) else {
                     // Ids are checked at the call; one resumed from an older spool may not be.
-                    return Attempt::Permanent {
-                        reason: crate::model::outcome::Reason::Other,
-                        detail: "message id is not a valid webhook-id header value".into(),
-                    };
+                    return Err("message id is not a valid webhook-id header value");
                 };
                 // The time of this attempt, not of the event: a retry gets a fresh one, so a
                 // receiver's replay tolerance holds for late deliveries too.
@@ -192,7 +193,7 @@ impl Hooks {
                 }
             }
         }
-        transport.post_hook(&t.url, &headers, body)
+        Ok(headers)
     }
 }
 

@@ -2,7 +2,7 @@
 
 use super::track::Track;
 use super::Scheduler;
-use crate::delivery::lane::{Batch, Job};
+use crate::delivery::job::{Batch, Job};
 use crate::log::Level;
 use crate::model::outcome::Reason;
 use crate::wire::ingestion::Element;

@@ -3,7 +3,7 @@
 
 use super::track::{lone, MsgId};
 use super::Scheduler;
-use crate::durable::sqlite::Op;
+use crate::durable::Op;
 use crate::log::Level;
 use crate::model::outcome::{Outcome, OutcomeKind, Reason};
 use crate::wire::ingestion::Element;

@@ -1,10 +1,11 @@
 //! Messages coming in: accepted by a call, or resumed from the spool.
 
 use super::track::{lone_id, MsgId, Track};
-use super::{Item, Resumed, Scheduler};
+use super::Scheduler;
+use crate::delivery::command::{Item, Resumed};
 use crate::delivery::fanout::Round;
-use crate::delivery::lane::Batch;
-use crate::durable::sqlite::Op;
+use crate::delivery::job::Batch;
+use crate::durable::Op;
 use crate::model::outcome::{OutcomeKind, Reason};
 use crate::wire::ingestion::Element;
 use std::time::Instant;

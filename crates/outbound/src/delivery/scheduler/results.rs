@@ -3,12 +3,13 @@
 
 use super::{Due, Scheduler};
 use crate::delivery::fanout::Settled;
-use crate::delivery::lane::{Batch, Job, Report};
-use crate::delivery::spooler::wall_ms;
-use crate::durable::sqlite::Op;
+use crate::delivery::job::{Batch, Job};
+use crate::delivery::lane::Report;
+use crate::durable::Op;
 use crate::http::transport::Attempt;
 use crate::log::Level;
 use crate::model::outcome::Reason;
+use crate::model::timestamp::wall_ms;
 use std::sync::atomic::Ordering::Relaxed;
 use std::time::Instant;
 

@@ -1,8 +1,9 @@
 //! Shutdown: what is left ends (dropped, or spooled), every outcome reported once.
 
 use super::track::{lone, MsgId};
-use super::{Command, Due, Scheduler};
-use crate::delivery::lane::Job;
+use super::{Due, Scheduler};
+use crate::delivery::command::Command;
+use crate::delivery::job::Job;
 use crate::model::outcome::{OutcomeKind, Reason};
 use std::time::{Duration, Instant};
 

@@ -1,7 +1,7 @@
 //! What the scheduler keeps of a message until its outcome: its id (read from its own
 //! bytes when they hold it) and, for messages that need one, a `Track`.
 
-use super::Item;
+use crate::delivery::command::Item;
 use crate::delivery::fanout::Round;
 use crate::model::outcome::Reason;
 use crate::wire::ingestion::Element;

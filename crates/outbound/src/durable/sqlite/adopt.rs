@@ -2,7 +2,7 @@
 
 use super::*;
 
-impl Store {
+impl SqliteStore {
     /// Moves the records of every file in the directory whose owner is gone into our file,
     /// one transaction per file, then deletes that file. Damaged files are salvaged and
     /// quarantined; files of a newer schema and files another process holds are left alone.
@@ -102,7 +102,7 @@ impl Store {
         fate
     }
 
-    /// [`Store::adopt_file`] once we hold the file's lock.
+    /// [`SqliteStore::adopt_file`] once we hold the file's lock.
     fn adopt_locked(
         &mut self,
         db: &Path,
@@ -114,8 +114,8 @@ impl Store {
         let step = match conn.execute("ATTACH DATABASE ?1 AS dead", [rw_uri(db)]) {
             Err(e) => Step::Unreadable(e),
             Ok(_) => {
-                let step = match Store::check_dead(conn) {
-                    Ok(Check::Good) => match Store::move_rows(conn, last_seq) {
+                let step = match SqliteStore::check_dead(conn) {
+                    Ok(Check::Good) => match SqliteStore::move_rows(conn, last_seq) {
                         Ok(moved) => Step::Moved(moved),
                         Err(e) if is_damage(&e) => Step::Damaged(e.to_string()),
                         Err(e) => Step::OwnFailure(e), // our file (disk full, ...)
@@ -225,7 +225,7 @@ impl Store {
             ),
             [last_seq],
         )?;
-        let moved = Store::added_since(&tx, last_seq)?;
+        let moved = SqliteStore::added_since(&tx, last_seq)?;
         tx.commit()?;
         Ok(Moved {
             wrong_types: wrong_types as u64,
@@ -265,7 +265,7 @@ impl Store {
             [start],
         )
         .map_err(|e| db_err(&path, e))?;
-        self.last_seq = Store::added_since(conn, start)
+        self.last_seq = SqliteStore::added_since(conn, start)
             .map_err(|e| db_err(&path, e))?
             .last_seq;
         Ok(())
@@ -313,7 +313,7 @@ impl Store {
     }
 }
 
-/// Where [`Store::adopt_locked`] got to with a file.
+/// Where [`SqliteStore::adopt_locked`] got to with a file.
 enum Step {
     Moved(Moved),
     Empty,
@@ -323,7 +323,7 @@ enum Step {
     OwnFailure(rusqlite::Error),
 }
 
-/// What [`Store::check_dead`] found.
+/// What [`SqliteStore::check_dead`] found.
 enum Check {
     Good,
     /// No tables at all: a file whose owner died while creating it.

@@ -4,18 +4,18 @@
 //!
 //! # Files
 //!
-//! Each [`Store`] owns one new file `DIR/outbound-<pid>-<16 hex>.db` (plus SQLite's `-wal`)
+//! Each [`SqliteStore`] owns one new file `DIR/outbound-<pid>-<16 hex>.db` (plus SQLite's `-wal`)
 //! and holds an exclusive `flock` on its lock file `DIR/outbound-<pid>-<16 hex>.lock` for as
 //! long as it is open. The lock is the only liveness signal: a `.db` whose lock can be taken
 //! (or whose lock file is missing) belongs to a process that died or a client that closed
-//! with messages left, and [`Store::adopt`] moves its records into our own file. A new name
+//! with messages left, and [`SqliteStore::adopt`] moves its records into our own file. A new name
 //! per open makes pid reuse harmless. Within one process a directory has at most one open
 //! store (a registry keyed by the canonical path; entries inherited through `fork` do not
 //! count).
 //!
 //! # Durability
 //!
-//! WAL with `synchronous=FULL`: a committed [`Store::apply`] survives a power cut. The
+//! WAL with `synchronous=FULL`: a committed [`SqliteStore::apply`] survives a power cut. The
 //! caller commits in groups (one `apply` per commit interval), so a message accepted less
 //! than one interval before a power cut can be lost; a process crash loses nothing
 //! committed.
@@ -32,7 +32,7 @@
 //!
 //! Ops name records by message id; rows are found by their rowid through an in-memory map
 //! of the records this store has handed out (its own puts, and adopted records once
-//! [`Store::resumable`] gave them). SQLite keeps no index on the ids of our own puts: a
+//! [`SqliteStore::resumable`] gave them). SQLite keeps no index on the ids of our own puts: a
 //! unique index on random ids, and the statement journals its checks need, were three
 //! quarters of the spool thread's time. Adopted rows (`resume_seq` set) are unique by id
 //! (a partial index), so a file adopted twice after a crash mid-adoption is kept once.
@@ -44,6 +44,7 @@
 //! loses nothing they would keep.
 
 use crate::durable::fork_gate;
+use crate::durable::{Adopted, Cursor, Op, Record, Store};
 use crate::error::Error;
 use rusqlite::{params, Connection, ErrorCode, OpenFlags, OptionalExtension, Row};
 use rusqlite::{Transaction, TransactionBehavior};
@@ -82,7 +83,7 @@ CREATE TABLE messages (
     hook_mask   INTEGER NOT NULL,      -- bit i: webhook URL i still worth trying
     hooks_key   INTEGER NOT NULL,      -- hash of the webhook URL list the mask refers to
     copies      INTEGER NOT NULL DEFAULT 1, -- pending messages sharing this id
-    resume_seq  INTEGER                -- set on adoption: order of Store::resumable
+    resume_seq  INTEGER                -- set on adoption: order of SqliteStore::resumable
 ) STRICT;
 CREATE INDEX messages_resume ON messages (resume_seq) WHERE resume_seq IS NOT NULL;
 -- Adopted records once per id (see the module docs on ids).
@@ -101,31 +102,9 @@ const VALID: &str = "typeof(id) = 'text' AND length(id) > 0 \
     AND typeof(hook_mask) = 'integer' AND hook_mask BETWEEN 0 AND 255 \
     AND typeof(hooks_key) = 'integer'";
 
-/// Payload bytes of a row, as counted by [`Store::pending`].
+/// Payload bytes of a row, as counted by [`SqliteStore::pending`].
 const ROW_BYTES: &str =
     "octet_length(id) + coalesce(length(ingest), 0) + coalesce(length(hook), 0)";
-
-/// One pending message as stored.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Record {
-    /// The message id (unique key of the spool).
-    pub id: Arc<str>,
-    /// Unix milliseconds when the message was accepted.
-    pub accepted_ms: i64,
-    /// Unix milliseconds of its first delivery attempt; `None` before any. The retry window
-    /// counts from here, across restarts.
-    pub first_ms: Option<i64>,
-    /// Ingestion bytes still to deliver; `None` when delivered or not needed. Shared with
-    /// the message in memory, not copied.
-    pub ingest: Option<Arc<[u8]>>,
-    /// Webhook body still to deliver; `None` when done or not needed.
-    pub hook: Option<Arc<[u8]>>,
-    /// Bit `i`: webhook URL `i` is still worth trying.
-    pub hook_mask: u8,
-    /// Hash of the webhook URL list `hook_mask` refers to; under another list the mask means
-    /// nothing and every URL is tried.
-    pub hooks_key: u64,
-}
 
 impl Record {
     fn payload_bytes(&self) -> u64 {
@@ -178,7 +157,7 @@ impl Live {
     }
 }
 
-/// How to take back one change to [`Store`]'s map when its transaction fails, by the index
+/// How to take back one change to [`SqliteStore`]'s map when its transaction fails, by the index
 /// of the op that made it (an id of its own would cost two atomic refcount changes per op,
 /// on a cache line the scheduler's thread wrote: a sixth of the spool thread's time).
 enum Undo {
@@ -186,57 +165,11 @@ enum Undo {
     Restore(usize, Live),
 }
 
-/// One change to the spool; a batch of them is committed by [`Store::apply`]. Changes to an
-/// id the spool does not hold are no-ops.
-#[derive(Debug, Clone)]
-pub(crate) enum Op {
-    /// A message was accepted. A pending id already held counts one more copy.
-    Put(Record),
-    /// The message's first attempt started (the earliest time given is kept).
-    FirstAttempt { id: Arc<str>, at_ms: i64 },
-    /// Its ingestion part is done (delivered or failed for good): the bytes are dropped.
-    IngestDone { id: Arc<str> },
-    /// The webhook URLs still worth trying; `0` means its webhook part is done, and drops the
-    /// body.
-    HookMask { id: Arc<str>, mask: u8 },
-    /// The message reached its outcome (one copy of the id leaves).
-    Remove { id: Arc<str> },
-}
-
-impl Op {
-    /// The id the op is about.
-    fn id(&self) -> &Arc<str> {
-        match self {
-            Op::Put(r) => &r.id,
-            Op::FirstAttempt { id, .. }
-            | Op::IngestDone { id }
-            | Op::HookMask { id, .. }
-            | Op::Remove { id } => id,
-        }
-    }
-}
-
-/// Position in [`Store::resumable`]'s order; only meaningful to the store that gave it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Cursor(i64);
-
-/// What one [`Store::adopt`] pass did.
-#[derive(Debug, Default)]
-pub(crate) struct Adopted {
-    /// Records moved into our file (salvaged ones included).
-    pub records: u64,
-    /// Foreign files taken over (adopted whole or quarantined).
-    pub files: u64,
-    /// Files set aside or left alone, with why; the caller logs them. A file left alone for a
-    /// lasting reason is reported once per store.
-    pub warnings: Vec<(PathBuf, String)>,
-}
-
 /// One directory's open spool in this process: (canonical dir, pid, store token).
 static OPEN: Mutex<Vec<(PathBuf, u32, u64)>> = Mutex::new(Vec::new());
 
 /// Our file in a spool directory, locked for as long as it is open. Used from one thread.
-pub(crate) struct Store {
+pub(crate) struct SqliteStore {
     /// `None` once closed or forgotten.
     conn: Option<Connection>,
     /// The open lock file; closing it releases the `flock`.
@@ -257,9 +190,9 @@ pub(crate) struct Store {
     reported: HashSet<PathBuf>,
 }
 
-impl std::fmt::Debug for Store {
+impl std::fmt::Debug for SqliteStore {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Store")
+        f.debug_struct("SqliteStore")
             .field("db_path", &self.db_path)
             .field("records", &self.records)
             .field("bytes", &self.bytes)
@@ -303,7 +236,7 @@ fn try_lock(file: &File) -> io::Result<bool> {
 }
 
 /// Whether `path` still names the file we hold open: a sibling may have unlinked a lock
-/// file between its creation and our `flock` (see [`Store::sweep`]).
+/// file between its creation and our `flock` (see [`SqliteStore::sweep`]).
 fn still_named(file: &File, path: &Path) -> bool {
     match (file.metadata(), fs::metadata(path)) {
         (Ok(a), Ok(b)) => a.dev() == b.dev() && a.ino() == b.ino(),
@@ -369,11 +302,11 @@ mod salvage;
 #[cfg(test)]
 mod tests;
 
-impl Store {
+impl SqliteStore {
     /// Creates `dir` if needed and opens a new file of our own in it, locked. Fails, naming
     /// the path, when the directory cannot be used or another store of this process has it
-    /// open. Does not adopt anything: call [`Store::adopt`].
-    pub fn open(dir: &Path) -> Result<Store, Error> {
+    /// open. Does not adopt anything: call [`SqliteStore::adopt`].
+    pub fn open(dir: &Path) -> Result<SqliteStore, Error> {
         let _gate = fork_gate::hold();
         fs::create_dir_all(dir)
             .map_err(|e| spool_err(dir, format!("cannot create the directory: {e}")))?;
@@ -393,10 +326,10 @@ impl Store {
             }
             open.push((dir.clone(), pid, token));
         }
-        Store::create(dir.clone(), token).inspect_err(|_| unregister(&dir, token))
+        SqliteStore::create(dir.clone(), token).inspect_err(|_| unregister(&dir, token))
     }
 
-    fn create(dir: PathBuf, token: u64) -> Result<Store, Error> {
+    fn create(dir: PathBuf, token: u64) -> Result<SqliteStore, Error> {
         let pid = std::process::id();
         // A collision or a sibling's sweep between create and flock only costs another name.
         for _ in 0..16 {
@@ -424,8 +357,8 @@ impl Store {
                 continue;
             }
             let db_path = dir.join(format!("{stem}.db"));
-            return match Store::create_db(&db_path) {
-                Ok(conn) => Ok(Store {
+            return match SqliteStore::create_db(&db_path) {
+                Ok(conn) => Ok(SqliteStore {
                     conn: Some(conn),
                     lock: Some(lock),
                     dir,
@@ -576,7 +509,37 @@ impl Store {
     }
 }
 
-impl Drop for Store {
+impl Store for SqliteStore {
+    fn location(&self) -> String {
+        self.path().display().to_string()
+    }
+
+    fn apply(&mut self, ops: &[Op]) -> Result<(), Error> {
+        SqliteStore::apply(self, ops)
+    }
+
+    fn resumable(
+        &mut self,
+        after: Option<&Cursor>,
+        limit: usize,
+    ) -> Result<(Vec<Record>, Option<Cursor>), Error> {
+        SqliteStore::resumable(self, after, limit)
+    }
+
+    fn pending(&self) -> (u64, u64) {
+        SqliteStore::pending(self)
+    }
+
+    fn adopt(&mut self) -> Result<Adopted, Error> {
+        SqliteStore::adopt(self)
+    }
+
+    fn close(self: Box<Self>) -> Result<(), Error> {
+        SqliteStore::close(*self)
+    }
+}
+
+impl Drop for SqliteStore {
     fn drop(&mut self) {
         let _ = self.shutdown();
     }

@@ -2,7 +2,7 @@
 
 use super::*;
 
-impl Store {
+impl SqliteStore {
     /// Applies every op in one transaction: one commit, one fsync. On error nothing of the
     /// batch is applied.
     pub fn apply(&mut self, ops: &[Op]) -> Result<(), Error> {
@@ -19,7 +19,7 @@ impl Store {
             let tx = conn
                 .transaction_with_behavior(TransactionBehavior::Immediate)
                 .map_err(err)?;
-            let change = Store::apply_in(&tx, &mut live, &mut undo, ops).map_err(err)?;
+            let change = SqliteStore::apply_in(&tx, &mut live, &mut undo, ops).map_err(err)?;
             tx.commit().map_err(err)?;
             Ok(change)
         })();
@@ -39,7 +39,7 @@ impl Store {
         Ok(())
     }
 
-    /// The ops of one [`Store::apply`], keeping `live` in step (with how to undo each
+    /// The ops of one [`SqliteStore::apply`], keeping `live` in step (with how to undo each
     /// change); returns the change of (records, bytes).
     fn apply_in(
         tx: &Transaction<'_>,
@@ -135,7 +135,7 @@ impl Store {
     }
 
     /// Records this store did not `Put` itself (adopted from other files) in the order they
-    /// became ours, oldest accepted first within one [`Store::adopt`] pass; at most `limit`,
+    /// became ours, oldest accepted first within one [`SqliteStore::adopt`] pass; at most `limit`,
     /// after `after` (`None`: from the start). The returned cursor goes after the last record
     /// returned, or is `after` again when there is none: keep it and ask again after the next
     /// `adopt` to get only what it added.
@@ -212,7 +212,7 @@ impl Store {
     }
 
     /// Records held in our file and their payload bytes (ids and bodies, without SQLite's
-    /// own overhead), kept up to date by [`Store::apply`] and [`Store::adopt`].
+    /// own overhead), kept up to date by [`SqliteStore::apply`] and [`SqliteStore::adopt`].
     pub fn pending(&self) -> (u64, u64) {
         (self.records, self.bytes)
     }

@@ -2,7 +2,7 @@
 
 use super::*;
 
-impl Store {
+impl SqliteStore {
     /// An error opening or checking a foreign file: damage is quarantined; anything else
     /// (I/O, permissions, a process holding it) leaves it alone.
     pub(super) fn cannot_read(
@@ -137,7 +137,7 @@ impl Store {
                 wrong_types = wrong_types.max(wrong);
             }
         }
-        let added = Store::added_since(&tx, first_seq).map_err(err)?;
+        let added = SqliteStore::added_since(&tx, first_seq).map_err(err)?;
         tx.commit().map_err(err)?;
         Ok(Moved {
             wrong_types,

@@ -69,7 +69,7 @@ fn files(dir: &Path) -> Vec<String> {
 }
 
 /// File names in `dir` other than the store's own (its `.db`, `-wal` and `.lock`).
-fn others(dir: &Path, store: &Store) -> Vec<String> {
+fn others(dir: &Path, store: &SqliteStore) -> Vec<String> {
     let own = store
         .path()
         .file_stem()
@@ -84,7 +84,7 @@ fn others(dir: &Path, store: &Store) -> Vec<String> {
 }
 
 /// Every resumable record, read in small pages.
-fn all_resumable(store: &mut Store) -> Vec<Record> {
+fn all_resumable(store: &mut SqliteStore) -> Vec<Record> {
     let mut out = Vec::new();
     let mut cursor = None;
     loop {
@@ -101,7 +101,7 @@ fn all_resumable(store: &mut Store) -> Vec<Record> {
 /// of its own; returns that directory (keep it alive) and the file.
 fn closed_spool(test: &str, records: std::ops::Range<usize>) -> (TempDir, PathBuf) {
     let dir = TempDir::new(test);
-    let mut store = Store::open(&dir).unwrap();
+    let mut store = SqliteStore::open(&dir).unwrap();
     store.apply(&puts(records)).unwrap();
     let path = store.path().to_owned();
     store.close().unwrap();
@@ -119,7 +119,7 @@ fn plant(db: &Path, dir: &Path, name: &str) -> PathBuf {
 #[test]
 fn ops_round_trip_and_a_reopened_directory_resumes_exactly_the_pending_records() {
     let dir = TempDir::new("roundtrip");
-    let mut first = Store::open(&dir).unwrap();
+    let mut first = SqliteStore::open(&dir).unwrap();
     first.apply(&puts(1..5)).unwrap();
     first
         .apply(&[
@@ -146,7 +146,7 @@ fn ops_round_trip_and_a_reopened_directory_resumes_exactly_the_pending_records()
     assert!(own.is_empty(), "a store's own puts are not resumable");
     first.close().unwrap();
 
-    let mut second = Store::open(&dir).unwrap();
+    let mut second = SqliteStore::open(&dir).unwrap();
     assert!(second.resumable(None, 100).unwrap().0.is_empty());
     let adopted = second.adopt().unwrap();
     assert_eq!((adopted.records, adopted.files), (3, 1));
@@ -173,7 +173,7 @@ fn ops_round_trip_and_a_reopened_directory_resumes_exactly_the_pending_records()
 #[test]
 fn our_files_use_large_pages() {
     let dir = TempDir::new("page-size");
-    let mut store = Store::open(&dir).unwrap();
+    let mut store = SqliteStore::open(&dir).unwrap();
     store.apply(&puts(0..3)).unwrap();
     let page: i64 = store
         .conn()
@@ -198,7 +198,7 @@ fn a_file_with_small_pages_from_an_earlier_version_is_adopted() {
     assert_eq!(page, 4096);
     drop(conn);
     plant(&db, &dir, "outbound-7-0000000000000007.db");
-    let mut store = Store::open(&dir).unwrap();
+    let mut store = SqliteStore::open(&dir).unwrap();
     let adopted = store.adopt().unwrap();
     assert!(adopted.warnings.is_empty(), "{:?}", adopted.warnings);
     assert_eq!(adopted.records, 39);
@@ -211,7 +211,7 @@ fn a_file_with_small_pages_from_an_earlier_version_is_adopted() {
 #[test]
 fn put_then_remove_in_one_batch_leaves_nothing() {
     let dir = TempDir::new("put-remove");
-    let mut store = Store::open(&dir).unwrap();
+    let mut store = SqliteStore::open(&dir).unwrap();
     store
         .apply(&[Op::Put(rec(1)), Op::Remove { id: id("m-00001") }])
         .unwrap();
@@ -223,7 +223,7 @@ fn put_then_remove_in_one_batch_leaves_nothing() {
 #[test]
 fn a_pending_id_put_twice_stays_until_removed_twice() {
     let dir = TempDir::new("copies");
-    let mut store = Store::open(&dir).unwrap();
+    let mut store = SqliteStore::open(&dir).unwrap();
     let mut other = rec(1);
     other.ingest = Some(b"second payload".as_slice().into());
     store.apply(&[Op::Put(rec(1)), Op::Put(other)]).unwrap();
@@ -239,7 +239,7 @@ fn a_pending_id_put_twice_stays_until_removed_twice() {
 #[test]
 fn payload_bytes_follow_puts_marks_and_removes() {
     let dir = TempDir::new("bytes");
-    let mut store = Store::open(&dir).unwrap();
+    let mut store = SqliteStore::open(&dir).unwrap();
     let (a, b) = (rec(1), rec(2));
     let (ingest_a, hook_b) = (a.ingest.clone().unwrap(), b.hook.clone().unwrap());
     store
@@ -273,7 +273,7 @@ fn payload_bytes_follow_puts_marks_and_removes() {
     store.close().unwrap();
 
     // An adopter counts what it took over the same way.
-    let mut adopter = Store::open(&dir).unwrap();
+    let mut adopter = SqliteStore::open(&dir).unwrap();
     adopter.adopt().unwrap();
     assert_eq!(
         adopter.pending(),
@@ -286,7 +286,7 @@ fn payload_bytes_follow_puts_marks_and_removes() {
 #[test]
 fn a_failed_apply_changes_nothing_and_the_same_ops_apply_later() {
     let dir = TempDir::new("rollback");
-    let mut store = Store::open(&dir).unwrap();
+    let mut store = SqliteStore::open(&dir).unwrap();
     store.apply(&puts(1..4)).unwrap();
     let before = store.pending();
     // A trigger makes the last op of the batch fail, after the others ran.
@@ -336,7 +336,7 @@ fn an_id_in_two_dead_files_is_adopted_once_and_one_we_hold_is_not_resumed() {
     let (_b, file_b) = closed_spool("dup-ids-b", 2..5);
     plant(&file_a, &dir, "outbound-1-a.db");
     plant(&file_b, &dir, "outbound-1-b.db");
-    let mut store = Store::open(&dir).unwrap();
+    let mut store = SqliteStore::open(&dir).unwrap();
     // Our own pending copy of m-00004, put before the adoption.
     store.apply(&[Op::Put(rec(4))]).unwrap();
     let adopted = store.adopt().unwrap();
@@ -366,10 +366,10 @@ fn an_id_in_two_dead_files_is_adopted_once_and_one_we_hold_is_not_resumed() {
 #[test]
 fn a_second_store_on_the_same_directory_in_one_process_is_refused_until_the_first_closes() {
     let dir = TempDir::new("twice");
-    let first = Store::open(&dir).unwrap();
+    let first = SqliteStore::open(&dir).unwrap();
     let canonical = fs::canonicalize(&*dir).unwrap().display().to_string();
     // Another spelling of the same directory is the same spool.
-    let err = Store::open(&dir.join(".")).unwrap_err();
+    let err = SqliteStore::open(&dir.join(".")).unwrap_err();
     match &err {
         Error::Spool { path, reason } => {
             assert_eq!(*path, canonical);
@@ -379,7 +379,7 @@ fn a_second_store_on_the_same_directory_in_one_process_is_refused_until_the_firs
     }
     assert!(err.to_string().contains(&canonical), "{err}");
     first.close().unwrap();
-    Store::open(&dir).unwrap().close().unwrap();
+    SqliteStore::open(&dir).unwrap().close().unwrap();
 }
 
 #[test]
@@ -387,7 +387,7 @@ fn a_directory_that_cannot_be_created_is_an_error_naming_it() {
     let dir = TempDir::new("not-a-dir");
     let file = dir.join("file");
     fs::write(&file, b"x").unwrap();
-    let err = Store::open(&file.join("spool")).unwrap_err();
+    let err = SqliteStore::open(&file.join("spool")).unwrap_err();
     assert!(
         err.to_string()
             .contains(&file.join("spool").display().to_string()),
@@ -453,7 +453,7 @@ fn spool_child() {
         return;
     };
     let (dir, count) = arg.split_once('|').unwrap();
-    let mut store = Store::open(Path::new(dir)).unwrap();
+    let mut store = SqliteStore::open(Path::new(dir)).unwrap();
     store.apply(&puts(0..count.parse().unwrap())).unwrap();
     println!("ready {}", store.path().display());
     std::thread::sleep(Duration::from_secs(120)); // killed long before
@@ -466,7 +466,7 @@ fn a_killed_processs_records_are_all_adopted_once_and_its_files_removed() {
     child.kill();
     assert!(child.db.exists());
 
-    let mut store = Store::open(&dir).unwrap();
+    let mut store = SqliteStore::open(&dir).unwrap();
     let adopted = store.adopt().unwrap();
     assert_eq!((adopted.records, adopted.files), (1_000, 1));
     assert!(adopted.warnings.is_empty(), "{:?}", adopted.warnings);
@@ -490,7 +490,7 @@ fn a_killed_processs_records_are_all_adopted_once_and_its_files_removed() {
 fn a_live_processs_file_is_not_adopted() {
     let dir = TempDir::new("live");
     let mut child = ChildSpool::start(&dir, 10);
-    let mut store = Store::open(&dir).unwrap();
+    let mut store = SqliteStore::open(&dir).unwrap();
     let adopted = store.adopt().unwrap();
     assert_eq!((adopted.records, adopted.files), (0, 0));
     assert!(adopted.warnings.is_empty(), "{:?}", adopted.warnings);
@@ -510,7 +510,7 @@ fn fork_child() {
         return;
     };
     let dir = Path::new(&dir);
-    let mut store = Store::open(dir).unwrap();
+    let mut store = SqliteStore::open(dir).unwrap();
     store.apply(&puts(1..6)).unwrap();
     // SAFETY: this process runs one test on one thread; the child exits with _exit.
     let pid = unsafe { libc::fork() };
@@ -519,7 +519,7 @@ fn fork_child() {
         let ok = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             store.forget_after_fork();
             // The parent's registry entry was inherited: it does not count here.
-            let mut mine = Store::open(dir).unwrap();
+            let mut mine = SqliteStore::open(dir).unwrap();
             let adopted = mine.adopt().unwrap();
             // The parent lives and still holds its lock after we closed our copy (were
             // the lock gone, SQLite's own lock would refuse us: a warning).
@@ -563,7 +563,7 @@ fn forked_child_takes_its_own_file_and_leaves_the_parents() {
         String::from_utf8_lossy(&run.stdout),
         String::from_utf8_lossy(&run.stderr)
     );
-    let mut store = Store::open(&dir).unwrap();
+    let mut store = SqliteStore::open(&dir).unwrap();
     let adopted = store.adopt().unwrap();
     assert_eq!(
         (adopted.records, adopted.files),
@@ -586,7 +586,7 @@ fn damaged_files_are_salvaged_and_moved_aside_and_a_good_one_beside_them_is_adop
     plant(&good, &dir, "outbound-3-0000000000000003.db");
     // A full spool cut in half.
     let big_dir = TempDir::new("damaged-big");
-    let mut big = Store::open(&big_dir).unwrap();
+    let mut big = SqliteStore::open(&big_dir).unwrap();
     let records: Vec<Op> = (0..200)
         .map(|i| {
             let mut r = rec(i);
@@ -606,7 +606,7 @@ fn damaged_files_are_salvaged_and_moved_aside_and_a_good_one_beside_them_is_adop
     let garbage = dir.join("outbound-1-xxxx.db");
     fs::write(&garbage, b"not a database, just text\n".repeat(200)).unwrap();
 
-    let mut store = Store::open(&dir).unwrap();
+    let mut store = SqliteStore::open(&dir).unwrap();
     let adopted = store.adopt().unwrap();
     let mut warned: Vec<&Path> = adopted.warnings.iter().map(|(p, _)| p.as_path()).collect();
     warned.sort();
@@ -653,7 +653,7 @@ fn damaged_files_are_salvaged_and_moved_aside_and_a_good_one_beside_them_is_adop
 fn a_bad_page_in_the_middle_costs_only_the_records_on_it() {
     let dir = TempDir::new("bad-page");
     let src = TempDir::new("bad-page-src");
-    let mut big = Store::open(&src).unwrap();
+    let mut big = SqliteStore::open(&src).unwrap();
     big.apply(
         &(0..200)
             .map(|i| {
@@ -673,7 +673,7 @@ fn a_bad_page_in_the_middle_costs_only_the_records_on_it() {
     let db = dir.join("outbound-2-0000000000000002.db");
     fs::write(&db, &bytes).unwrap();
 
-    let mut store = Store::open(&dir).unwrap();
+    let mut store = SqliteStore::open(&dir).unwrap();
     let adopted = store.adopt().unwrap();
     assert_eq!(adopted.warnings.len(), 1, "{:?}", adopted.warnings);
     println!("{}", adopted.warnings[0].1);
@@ -693,7 +693,7 @@ fn a_file_of_a_newer_schema_is_left_alone_and_reported_once() {
         .unwrap()
         .execute("UPDATE meta SET value = 2 WHERE key = 'schema'", [])
         .unwrap();
-    let mut store = Store::open(&dir).unwrap();
+    let mut store = SqliteStore::open(&dir).unwrap();
     let adopted = store.adopt().unwrap();
     assert_eq!(adopted.records, 0);
     assert_eq!(adopted.warnings.len(), 1);
@@ -713,7 +713,7 @@ fn empty_files_and_orphan_lock_files_are_removed_quietly() {
     fs::write(dir.join("outbound-6-0000000000000006.lock"), b"").unwrap();
     fs::write(dir.join("outbound-6-0000000000000006.db-wal"), b"").unwrap();
     fs::write(dir.join("unrelated.db"), b"not ours").unwrap();
-    let mut store = Store::open(&dir).unwrap();
+    let mut store = SqliteStore::open(&dir).unwrap();
     let adopted = store.adopt().unwrap();
     assert_eq!((adopted.records, adopted.files), (0, 0));
     assert!(adopted.warnings.is_empty(), "{:?}", adopted.warnings);
@@ -725,7 +725,7 @@ fn the_cursor_goes_on_to_records_adopted_later() {
     let dir = TempDir::new("cursor");
     let (_a_dir, a) = closed_spool("cursor-a", 10..13);
     plant(&a, &dir, "outbound-8-0000000000000008.db");
-    let mut store = Store::open(&dir).unwrap();
+    let mut store = SqliteStore::open(&dir).unwrap();
     store.adopt().unwrap();
     let (page, cursor) = store.resumable(None, 2).unwrap();
     assert_eq!(page, [rec(10), rec(11)]);
@@ -751,7 +751,7 @@ fn records_of_several_files_adopted_together_come_in_acceptance_order() {
     let (_b_dir, b) = closed_spool("order-b", 10..20);
     // Listed first, accepted later.
     plant(&b, &dir, "outbound-1-0000000000000001.db");
-    let mut store = Store::open(&dir).unwrap();
+    let mut store = SqliteStore::open(&dir).unwrap();
     assert_eq!(store.adopt().unwrap().records, 20);
     let got = all_resumable(&mut store);
     assert_eq!(got, (0..20).map(rec).collect::<Vec<_>>());
@@ -761,7 +761,7 @@ fn records_of_several_files_adopted_together_come_in_acceptance_order() {
 #[test]
 fn ten_thousand_puts_in_one_apply() {
     let dir = TempDir::new("bench");
-    let mut store = Store::open(&dir).unwrap();
+    let mut store = SqliteStore::open(&dir).unwrap();
     // About the size of a track call: 700 bytes per destination.
     let ops: Vec<Op> = (0..10_000)
         .map(|i| {

@@ -1,0 +1,31 @@
+//! What a lane's worker is given: a batch for ingestion, or one POST of a message to a
+//! webhook URL.
+
+use crate::wire::ingestion::Element;
+use crate::wire::message_id::MsgId;
+use std::sync::Arc;
+use std::time::Instant;
+
+/// Ingestion messages sent together: (message seq, bytes).
+pub(crate) struct Batch {
+    pub msgs: Vec<(u64, Element)>,
+    /// When its first attempt was made (the retry window opens then).
+    pub first: Option<Instant>,
+    pub attempts: u32,
+}
+
+/// One request for a lane's worker.
+pub(crate) enum Job {
+    Batch(Batch),
+    Hook {
+        seq: u64,
+        /// The message id (Standard Webhooks sends and signs it), usually inside `body`.
+        id: MsgId,
+        body: Arc<[u8]>,
+        /// Part of the message's first round: sent even when another URL has delivered the
+        /// message meanwhile (every URL gets each message once; only retries stop).
+        first: bool,
+    },
+    /// Ends the worker that takes it (the lane shrinks).
+    Exit,
+}
