@@ -1,0 +1,364 @@
+//! The lane's rules, one per test, on real threads (no network).
+
+use super::*;
+use crate::delivery::job::Batch;
+use crate::wire::ingestion::Element;
+use crate::wire::message_id::MsgId;
+
+fn lane(cap: usize) -> (Lane, Receiver<Report>) {
+    let config = crate::Config {
+        webhooks: vec![crate::Webhook::new("http://127.0.0.1:9/x?token=secret")],
+        ..Default::default()
+    };
+    let targets = config.check_targets().unwrap();
+    let delivery = Arc::new(Delivery {
+        transport: Transport::new(&config).unwrap(),
+        ingestion: None,
+        hooks: Hooks::new(&config, targets),
+        logger: Logger::new(Some(false), None),
+    });
+    let (tx, rx) = crossbeam_channel::unbounded();
+    let lane = Lane::new(
+        1,
+        "test".into(),
+        delivery,
+        tx,
+        1,
+        cap,
+        RetryPolicy::default(),
+    );
+    (lane, rx)
+}
+
+fn hook(seq: u64) -> Job {
+    Job::Hook {
+        seq,
+        id: MsgId::Own(Arc::from("m")),
+        body: Arc::from(&b"{}"[..]),
+        first: true,
+    }
+}
+
+fn fail() -> Attempt {
+    Attempt::Retryable {
+        reason: crate::Reason::Status(503),
+        detail: "status 503".into(),
+        retry_after: None,
+    }
+}
+
+#[test]
+fn take_respects_the_in_flight_cap() {
+    let (mut l, _rx) = lane(2);
+    let now = Instant::now();
+    for i in 0..3 {
+        l.push(hook(i));
+    }
+    for _ in 0..2 {
+        let j = l.take(now).unwrap();
+        l.busy += 1; // as `start` would, without a thread
+        drop(j);
+    }
+    assert!(l.take(now).is_none(), "third request over the cap of 2");
+    l.finished(&Attempt::Success, now, now);
+    assert!(l.take(now).is_some());
+}
+
+#[test]
+fn a_run_of_failures_holds_the_lane_to_one_probe() {
+    let (mut l, _rx) = lane(100);
+    let now = Instant::now();
+    for i in 0..50 {
+        l.push(hook(i));
+    }
+    for _ in 0..TRIP_AFTER {
+        l.busy += 1;
+        l.finished(&fail(), now, now);
+    }
+    assert!(l.is_down());
+    assert!(l.take(now).is_none(), "nothing while down");
+    let probe_at = l.wake_at(now).unwrap();
+    assert!(probe_at > now && probe_at <= now + RetryPolicy::default().base);
+    let skipped = l.take(probe_at);
+    assert!(skipped.is_some(), "one probe when the wait is over");
+    drop(skipped); // its message settled meanwhile: never started
+    let probe = l
+        .take(probe_at)
+        .expect("a skip does not use up the probe's turn");
+    l.start(probe, now).unwrap();
+    assert!(l.take(probe_at).is_none(), "only one probe at a time");
+    l.finished(&fail(), probe_at, probe_at);
+    let next = l.wake_at(now).unwrap();
+    assert!(
+        next - probe_at >= RetryPolicy::default().base / 2,
+        "backoff grows"
+    );
+    let probe = l.take(next).unwrap();
+    l.start(probe, now).unwrap();
+    l.finished(&Attempt::Success, next, next);
+    assert!(!l.is_down());
+    assert!(
+        l.take(next).is_some() && l.take(next).is_some(),
+        "flows again"
+    );
+}
+
+#[test]
+fn successes_between_failures_keep_the_lane_up() {
+    let (mut l, _rx) = lane(100);
+    let now = Instant::now();
+    for round in 0..100 {
+        l.busy += 1;
+        if round % 10 == 9 {
+            l.finished(&Attempt::Success, now, now);
+        } else {
+            l.finished(&fail(), now, now);
+        }
+    }
+    assert!(!l.is_down());
+}
+
+#[test]
+fn a_burst_of_timeouts_beside_successes_does_not_hold_the_lane() {
+    let (mut l, _rx) = lane(100);
+    let now = Instant::now();
+    l.busy += 1;
+    l.finished(&Attempt::Success, now, now);
+    for _ in 0..(TRIP_AFTER * 5) {
+        l.busy += 1;
+        l.finished(&fail(), now + TRIP_QUIET / 2, now + TRIP_QUIET / 2);
+    }
+    assert!(
+        !l.is_down(),
+        "a success half a second ago: the receiver answers"
+    );
+    l.busy += 1;
+    l.finished(&fail(), now + TRIP_QUIET, now + TRIP_QUIET);
+    assert!(l.is_down(), "nothing but failures for a whole second");
+}
+
+#[test]
+fn retry_after_pauses_the_lane() {
+    let (mut l, _rx) = lane(100);
+    let now = Instant::now();
+    l.push(hook(1));
+    l.busy += 1;
+    l.finished(
+        &Attempt::Retryable {
+            reason: crate::Reason::Status(429),
+            detail: "status 429".into(),
+            retry_after: Some(Duration::from_secs(3)),
+        },
+        now,
+        now,
+    );
+    assert!(l.take(now + Duration::from_secs(2)).is_none());
+    assert_eq!(l.wake_at(now), Some(now + Duration::from_secs(3)));
+    assert!(l.take(now + Duration::from_secs(3)).is_some());
+}
+
+#[test]
+fn threads_grow_with_demand_and_trim_when_idle() {
+    let (mut l, rx) = lane(8);
+    let now = Instant::now();
+    for i in 0..5 {
+        l.push(hook(i));
+    }
+    while let Some(job) = l.take(now) {
+        l.start(job, now).unwrap();
+    }
+    assert_eq!(l.threads, 5, "one thread per request out");
+    for _ in 0..5 {
+        let report = rx.recv_timeout(Duration::from_secs(10)).unwrap();
+        l.finished(&report.attempt, report.started, now);
+    }
+    l.trim();
+    assert_eq!(l.threads, 5, "busy peak since the last trim is kept");
+    l.trim();
+    assert_eq!(l.threads, 1, "idle for a whole period: back to the minimum");
+    l.stop();
+}
+
+/// What [`Lane::start`] does to the counts, without threads (`threads` follows `busy`):
+/// true when the lane let a request go.
+fn start(l: &mut Lane, at: Instant) -> bool {
+    match l.take(at) {
+        Some(_) => {
+            l.busy += 1;
+            l.threads = l.threads.max(l.busy);
+            *l.out.entry(at).or_default() += 1;
+            true
+        }
+        None => false,
+    }
+}
+
+/// Starts requests at `at` until the lane holds back; how many it started.
+fn burst(l: &mut Lane, at: Instant) -> usize {
+    std::iter::from_fn(|| start(l, at).then_some(())).count()
+}
+
+fn batch(seq: u64) -> Job {
+    Job::Batch(Batch {
+        msgs: vec![(seq, Element::own(Arc::from(&b"{}"[..])))],
+        first: None,
+        attempts: 0,
+    })
+}
+
+fn carried(job: &Job) -> usize {
+    match job {
+        Job::Batch(b) => b.msgs.len(),
+        _ => 1,
+    }
+}
+
+#[test]
+fn batches_join_only_when_they_would_wait_for_a_connection() {
+    let (mut l, _rx) = lane(100);
+    let now = Instant::now();
+    l.last_answer = Some(now); // a receiver that answers
+    for i in 0..40 {
+        l.push(batch(i));
+    }
+    // A lane with room: each batch its own request, up to BRISK out; the one that
+    // fills the last brisk slot takes everything still waiting with it.
+    let mut sizes = Vec::new();
+    while let Some(job) = l.take(now) {
+        sizes.push(carried(&job));
+        l.start(job, now).unwrap();
+    }
+    let mut want = vec![1; BRISK - 1];
+    want.push(40 - (BRISK - 1));
+    assert_eq!(sizes, want);
+    // Held back, more wait; a request back takes them all in one.
+    for i in 40..60 {
+        l.push(batch(i));
+    }
+    assert!(l.take(now).is_none());
+    l.finished(&Attempt::Success, now, now);
+    let job = l.take(now).unwrap();
+    assert_eq!(carried(&job), 20);
+}
+
+#[test]
+fn a_lane_adds_threads_beyond_brisk_only_while_requests_out_are_slow() {
+    let (mut l, _rx) = lane(100);
+    let now = Instant::now();
+    for i in 0..40 {
+        l.push(hook(i));
+    }
+    let n = burst(&mut l, now);
+    assert_eq!(
+        n, SILENT,
+        "before any answer a burst starts SILENT requests, not one per waiting request"
+    );
+    assert_eq!(
+        l.wake_at(now),
+        None,
+        "nothing answered yet: the next answer wakes the scheduler, not the clock"
+    );
+    // One comes back quickly: the receiver answers, so the lane goes up to BRISK.
+    l.finished(&Attempt::Success, now, now);
+    l.threads = SILENT;
+    assert_eq!(burst(&mut l, now), BRISK - (SILENT - 1));
+    assert_eq!(l.busy, BRISK);
+    assert!(!start(&mut l, now), "BRISK out, none slow");
+    assert_eq!(
+        l.wake_at(now),
+        Some(now + SLOW_AFTER),
+        "answered around: the lane looks again when they turn slow"
+    );
+    // Those requests are now slow (a stalling receiver): room for BRISK more threads.
+    let later = now + SLOW_AFTER;
+    let more = burst(&mut l, later);
+    assert_eq!(more, BRISK);
+    assert_eq!(l.busy, 2 * BRISK);
+    // The slow ones come back: the brisk ones hold the lane at BRISK again.
+    for _ in 0..BRISK {
+        l.finished(&Attempt::Success, now, later);
+    }
+    l.threads = l.busy;
+    assert!(
+        !start(&mut l, later),
+        "BRISK brisk requests out: no new thread"
+    );
+}
+
+#[test]
+fn lanes_with_work_share_brisk_at_least_silent_each() {
+    let lanes = |n: usize| (0..n).map(|_| lane(100).0).collect::<Vec<_>>();
+    let mut ls = lanes(6);
+    share_brisk(&mut ls);
+    assert!(ls.iter().all(|l| l.share == BRISK), "no work: a lane alone");
+    ls[2].push(hook(1));
+    share_brisk(&mut ls);
+    assert!(
+        ls.iter().all(|l| l.share == BRISK),
+        "one lane with work has it all"
+    );
+    ls[4].busy = 1;
+    share_brisk(&mut ls);
+    assert!(ls.iter().all(|l| l.share == BRISK / 2));
+    for l in &mut ls {
+        l.busy = 1;
+    }
+    share_brisk(&mut ls);
+    assert!(ls.iter().all(|l| l.share == SILENT), "never below SILENT");
+    // The share is what an answering lane holds to.
+    let (mut l, _rx) = lane(100);
+    l.last_answer = Some(Instant::now());
+    l.share = SILENT;
+    for i in 0..40 {
+        l.push(hook(i));
+    }
+    assert_eq!(burst(&mut l, Instant::now()), SILENT);
+}
+
+#[test]
+fn a_receiver_that_answers_nothing_gets_silent_requests_and_no_more() {
+    let (mut l, _rx) = lane(100);
+    let now = Instant::now();
+    for i in 0..40 {
+        l.push(hook(i));
+    }
+    let n = burst(&mut l, now);
+    assert_eq!(n, SILENT);
+    // Long past SLOW_AFTER, still no answer: a hung receiver or a black hole.
+    let later = now + Duration::from_secs(2);
+    assert!(
+        !start(&mut l, later),
+        "no answer since they left: no more threads"
+    );
+    assert_eq!(
+        l.wake_at(later),
+        None,
+        "an answer, not the clock, opens the lane"
+    );
+    // A timeout is no answer either.
+    let timeout = Attempt::Retryable {
+        reason: Reason::Timeout,
+        detail: "timed out".into(),
+        retry_after: None,
+    };
+    l.finished(&timeout, now, later);
+    l.threads = SILENT;
+    assert!(start(&mut l, later), "its thread takes the next request");
+    assert!(!start(&mut l, later), "and the lane stays at SILENT");
+    // Any answer (a 503 here) shows the receiver alive: the requests that left before it
+    // count as slow and make room.
+    let answer = Attempt::Retryable {
+        reason: Reason::Status(503),
+        detail: "503".into(),
+        retry_after: None,
+    };
+    let answered = later + Duration::from_millis(1);
+    l.finished(&answer, now, answered);
+    let more = burst(&mut l, answered);
+    // One request left after the timeout and is still young: BRISK - 1 more.
+    assert_eq!(
+        more,
+        BRISK - 1,
+        "BRISK moving again, beside the stalled ones"
+    );
+}
