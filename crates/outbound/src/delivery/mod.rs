@@ -1,4 +1,11 @@
-//! From the queue to an outcome: the scheduler, batches, webhook rounds, lanes.
+//! From the queue to an outcome. Owns what flows into the scheduler (`command.rs`) and how a
+//! send wakes it (`inbox.rs`), the spool writer thread (`spooler.rs`, over a `durable::Store`),
+//! the scheduler thread (`scheduler/`: intake, dispatch, results, ending, shutdown), the open
+//! ingestion batch (`batch.rs`), one message's webhook rounds (`fanout.rs`), a worker's jobs
+//! (`job.rs`), the per-destination lanes and their threads (`lane/`), and the counters and
+//! waits shared with the handle (`shared.rs`).
+//!
+//! May use: `durable/`, `http/`, `wire/`, `model/` and the leaves; never the client.
 
 pub(crate) mod batch;
 pub(crate) mod command;

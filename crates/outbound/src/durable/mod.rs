@@ -1,7 +1,10 @@
 //! The spool: accepted messages kept until their outcome, behind one trait ([`Store`]), so
 //! the spool writer (`delivery/spooler.rs`) never knows which engine holds them. Engines:
-//! `sqlite/` (files in a directory, the embedded default). `fork_gate.rs` keeps `fork()`
-//! out of SQLite. May use `model/` and the crate's leaves (`error`, `log`), nothing above.
+//! `sqlite/` (files in a directory, the embedded default: `mod.rs` the file, `records.rs`
+//! group commits and what is resumable, `adopt.rs` dead owners' files, `salvage.rs` damaged
+//! ones). `fork_gate.rs` keeps `fork()` out of SQLite.
+//!
+//! May use: `model/` and the leaves. Knows nothing of threads, channels or delivery.
 
 use crate::error::Error;
 use std::path::PathBuf;

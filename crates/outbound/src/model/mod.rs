@@ -1,4 +1,10 @@
-//! What a call is: the message, its rules, the settings, and how a message can end.
+//! The model: what a call is and what may be asked of the client. Owns the message
+//! (`message.rs`), the rules of each call (`validate.rs`), the settings and their checks
+//! (`config.rs`), which addresses a webhook may reach (`network_guard.rs`), the retry policy
+//! (`retry.rs`), timestamps (`timestamp.rs`) and how a message ends (`outcome.rs`).
+//!
+//! May use: the crate's leaves (`error`, `log`). Nothing else of the crate: every other
+//! folder builds on this one.
 
 pub(crate) mod config;
 pub(crate) mod message;

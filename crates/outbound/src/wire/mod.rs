@@ -1,4 +1,10 @@
-//! Bytes: the canonical JSON writer and reader, the two destinations' bodies, ids, signatures.
+//! Bytes: everything about how a message is written and read. Owns the JS-canonical JSON
+//! writer (`canonical_json.rs`), a message read from JSON text (`json_text.rs`), a call's
+//! objects written once (`encode.rs`), the two destinations' bodies and headers
+//! (`ingestion.rs`, `webhook.rs`), message ids (`message_id.rs`) and signatures
+//! (`signature.rs`). It builds requests; it never sends one.
+//!
+//! May use: `model/` and the leaves.
 
 pub mod canonical_json;
 pub(crate) mod encode;
