@@ -1,5 +1,5 @@
 //! The spool writer thread (only with `spool` set): it stands between the calls and the
-//! scheduler. Every accepted message is written to the store (`spool.rs`) in a group commit
+//! scheduler. Every accepted message is written to the store (`durable::Store`) in a group commit
 //! before it is passed on, so it is on disk before its first attempt; the scheduler's
 //! progress and outcomes come back here and leave the store in the next commit. At start and
 //! every few seconds it takes over what earlier clients and dead processes left in the

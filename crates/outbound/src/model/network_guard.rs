@@ -2,7 +2,7 @@
 //! not reach, and the allow-list that makes exceptions. When customers give the webhook URLs,
 //! a URL (or a DNS name) pointing at the sender's own network — loopback, private ranges,
 //! link-local with the cloud metadata service at 169.254.169.254 — would let them make the
-//! sender call its own internal services. transport.rs asks [`NetworkGuard::check`] after
+//! sender call its own internal services. `http/transport.rs` asks [`NetworkGuard::check`] after
 //! every DNS resolution and again for the addresses about to be dialled.
 
 use std::fmt;

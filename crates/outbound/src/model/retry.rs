@@ -9,7 +9,7 @@ pub struct RetryPolicy {
     /// First backoff ceiling; doubled per attempt.
     pub base: Duration,
     /// Largest backoff ceiling (default 10 s). Short on purpose: a destination that fails
-    /// every request is held to one probe at a time by its lane (`lane.rs`), so a long
+    /// every request is held to one probe at a time by its lane (`delivery/lane/`), so a long
     /// per-message backoff would only delay messages to receivers that fail some requests.
     pub max_backoff: Duration,
     /// Largest `Retry-After` we wait for.

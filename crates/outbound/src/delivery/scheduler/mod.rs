@@ -1,6 +1,6 @@
 //! The scheduler thread: owns every accepted message until its outcome. It batches
 //! ingestion messages (`batch.rs`), runs webhook rounds (`fanout.rs`), keeps the retry
-//! timers, hands requests to the delivery lanes (`lane.rs`), and joins the results of both
+//! timers, hands requests to the delivery lanes (`lane/`), and joins the results of both
 //! destinations into exactly one outcome per message. It never touches the network.
 
 use crate::delivery::batch::Batcher;
