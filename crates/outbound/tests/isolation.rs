@@ -77,9 +77,13 @@ fn a_stalled_webhook_url_does_not_slow_the_fast_url_or_ingestion() {
         n as f64 / with.as_secs_f64(),
     );
     eprintln!("fast URL + ingestion: {rate_without:.0} msg/s alone, {rate_with:.0} msg/s beside a stalled URL");
+    // What this guards against is head-of-line blocking: were the fast URL and ingestion held
+    // by the stalled one, 3,000 messages would take minutes (64 requests per 6 s stall), a
+    // ratio near 0.02. On a loaded 2-core machine the healthy ratio swings between 0.78 and
+    // 0.9 (measured at load average 8-14, before and after issue 23), so half is the bound.
     assert!(
-        rate_with >= 0.8 * rate_without,
-        "throughput beside a stalled URL {rate_with:.0}/s is not within 20 % of {rate_without:.0}/s"
+        rate_with >= 0.5 * rate_without,
+        "throughput beside a stalled URL {rate_with:.0}/s is under half of {rate_without:.0}/s"
     );
     assert!(stalled.count() > 0, "the stalled URL was tried");
 }
