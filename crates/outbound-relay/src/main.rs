@@ -94,6 +94,13 @@ fn main() -> ExitCode {
                 return None;
             }
         };
+        let signals = match server::Signals::install() {
+            Ok(s) => s,
+            Err(e) => {
+                eprintln!("cannot catch SIGTERM/SIGINT: {e}");
+                return None;
+            }
+        };
         let mut out = std::io::stdout().lock();
         let _ = writeln!(out, "{addr}");
         let _ = out.flush();
@@ -104,7 +111,7 @@ fn main() -> ExitCode {
             admin = relay.admin_token.is_some(),
             "outbound-relay listening"
         );
-        Some(server::serve(listener, state, server::shutdown_signal(), grace).await)
+        Some(server::serve(listener, state, signals.wait(), grace).await)
     });
     let Some(finished) = served else {
         return ExitCode::FAILURE;

@@ -103,14 +103,29 @@ pub async fn serve(
     }
 }
 
-/// Resolves at the first SIGTERM or SIGINT.
-pub async fn shutdown_signal() {
-    use tokio::signal::unix::{signal, SignalKind};
-    let mut term = signal(SignalKind::terminate()).expect("SIGTERM handler");
-    let mut int = signal(SignalKind::interrupt()).expect("SIGINT handler");
-    let name = tokio::select! {
-        _ = term.recv() => "SIGTERM",
-        _ = int.recv() => "SIGINT",
-    };
-    tracing::info!("{name}: stopping (no new connections; finishing requests in flight)");
+/// SIGTERM and SIGINT, caught from [`Signals::install`] on (before the address is printed,
+/// so a signal sent right after it is never the default action's).
+pub struct Signals {
+    term: tokio::signal::unix::Signal,
+    int: tokio::signal::unix::Signal,
+}
+
+impl Signals {
+    /// Must run inside the runtime.
+    pub fn install() -> std::io::Result<Signals> {
+        use tokio::signal::unix::{signal, SignalKind};
+        Ok(Signals {
+            term: signal(SignalKind::terminate())?,
+            int: signal(SignalKind::interrupt())?,
+        })
+    }
+
+    /// Resolves at the first of them.
+    pub async fn wait(mut self) {
+        let name = tokio::select! {
+            _ = self.term.recv() => "SIGTERM",
+            _ = self.int.recv() => "SIGINT",
+        };
+        tracing::info!("{name}: stopping (no new connections; finishing requests in flight)");
+    }
 }
