@@ -6,7 +6,8 @@
 //! `writeKey` in the body) → source → origin check → each event read by the core
 //! (`Message::from_json_text`) and enqueued on the source's client → one wait for the spool
 //! commit that holds them (`Client::when_spooled`) → 200. The relay decides no rule of an
-//! event: it takes off the SDKs' transport fields ([`TRANSPORT_KEYS`]), sets `type` from a
+//! event: it takes off the SDKs' transport fields ([`TRANSPORT_KEYS`]) and `null` fields,
+//! sets `type` from a
 //! single call's path, fills batch-level `context`/`integrations` into events without them,
 //! and maps the core's errors to answers.
 //!
@@ -168,11 +169,14 @@ pub async fn handle(
     answer
 }
 
-/// Takes off the transport fields and reads the event with the core.
+/// Takes off the transport fields and reads the event with the core. A top-level field
+/// that is `null` is absent, as in Segment's API (analytics-python sends
+/// `"anonymousId": null`, `"name": null`, ...).
 fn read_event(mut event: Map<String, Value>) -> Result<Message<outbound::JsonObject>, Error> {
     for key in TRANSPORT_KEYS {
         event.remove(key);
     }
+    event.retain(|_, v| !v.is_null());
     if event.get("type").and_then(Value::as_str) == Some("delete") {
         // Deletions are the operator's (the admin API), never a tracking client's.
         return Err(Error::InvalidField {

@@ -408,3 +408,29 @@ fn a_delete_event_is_not_taken_from_the_tracking_api() {
     std::thread::sleep(std::time::Duration::from_millis(300));
     assert!(rx.hits().is_empty());
 }
+
+#[test]
+fn null_fields_are_absent_as_analytics_python_sends_them() {
+    let (_dir, rx, relay) = one_source();
+    // analytics-python's page with no anonymous id, name or category, in its batch shape.
+    let body = json!({"batch": [{
+        "integrations": {}, "anonymousId": null, "properties": {}, "category": null,
+        "timestamp": "2026-11-25T10:00:00.123+00:00", "context": {"library": {"name": "analytics-python", "version": "2.3.3"}},
+        "userId": "u1", "type": "page", "name": null, "messageId": "py-1"
+    }], "sentAt": "2026-11-25T10:00:00.200000+00:00"});
+    let a = post(
+        &relay.url("/v1/batch"),
+        &[JSON, ("Authorization", &basic("wk_web_1"))],
+        body.to_string().as_bytes(),
+    );
+    assert_eq!(
+        (a.status, a.json()),
+        (200, json!({"success": true})),
+        "{}",
+        a.body
+    );
+    let got = rx.wait_for(1)[0].json();
+    assert_eq!(got["messageId"], "py-1");
+    assert_eq!(got["timestamp"], "2026-11-25T10:00:00.123Z");
+    assert!(got.get("anonymousId").is_none());
+}
