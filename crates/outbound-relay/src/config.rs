@@ -138,6 +138,32 @@ macro_rules! with_delivery {
         }
 
         impl $name {
+            /// The delivery keys set at this level.
+            fn delivery_keys(&self) -> Vec<&'static str> {
+                let d = self.delivery();
+                let set: [(&'static str, bool); 18] = [
+                    ("timeout", d.timeout.is_some()),
+                    ("max_retry_duration", d.max_retry_duration.is_some()),
+                    ("max_backoff", d.max_backoff.is_some()),
+                    ("max_retry_after", d.max_retry_after.is_some()),
+                    ("max_in_flight", d.max_in_flight.is_some()),
+                    ("workers", d.workers.is_some()),
+                    ("signature_scheme", d.signature_scheme.is_some()),
+                    ("webhook_user_agent", d.webhook_user_agent.is_some()),
+                    ("gzip", d.gzip.is_some()),
+                    ("flush_at", d.flush_at.is_some()),
+                    ("flush_interval", d.flush_interval.is_some()),
+                    ("max_queue_size", d.max_queue_size.is_some()),
+                    ("ca_certs", d.ca_certs.is_some()),
+                    ("proxy_from_env", d.proxy_from_env.is_some()),
+                    ("spool", d.spool.is_some()),
+                    ("spool_max_bytes", d.spool_max_bytes.is_some()),
+                    ("spool_commit_interval", d.spool_commit_interval.is_some()),
+                    ("debug", d.debug.is_some()),
+                ];
+                set.into_iter().filter(|(_, on)| *on).map(|(k, _)| k).collect()
+            }
+
             fn delivery(&self) -> Delivery {
                 Delivery {
                     timeout: self.timeout,
@@ -305,6 +331,8 @@ pub struct Source {
     pub allowed_origins: Vec<String>,
     /// Where errors of this source's core config are reported (`sources[1]`).
     pub key: String,
+    /// The delivery keys this source sets itself (the rest come from the top level).
+    pub own_keys: Vec<&'static str>,
     pub core: CoreConfig,
 }
 
@@ -412,13 +440,21 @@ impl Relay {
                     ));
                 }
             }
-            let core = core_config(s, &f, &top, &data_dir)
-                .map_err(|(k, r)| err(format!("{at}.{k}"), r))?;
+            let own = s.delivery_keys();
+            let core = core_config(s, &f, &top, &data_dir).map_err(|(k, r)| {
+                // A value from the top level is reported there.
+                let key = match own.iter().any(|o| *o == k) {
+                    true => format!("{at}.{k}"),
+                    false => k,
+                };
+                err(key, r)
+            })?;
             sources.push(Source {
                 name: s.name.clone(),
                 write_keys: s.write_keys.clone(),
                 allowed_origins: s.allowed_origins.clone(),
                 key: at,
+                own_keys: own,
                 core,
             });
         }
@@ -433,19 +469,28 @@ impl Relay {
         })
     }
 
-    /// The file and key of a core config error of source `i` (`relay.toml: sources[1].webhooks[0].url: ...`).
+    /// The file and key of a core config error of source `i`
+    /// (`relay.toml: sources[1].webhooks[0].url: ...`): the source's own key, or the top
+    /// level's when the value came from there.
     pub fn core_error(&self, i: usize, e: outbound::Error) -> ConfigError {
-        let at = &self.sources[i].key;
+        let source = &self.sources[i];
+        let at = &source.key;
         let (key, reason) = match e {
             outbound::Error::Config { setting, reason } => {
-                let setting = match setting.as_str() {
+                let key = match setting.as_str() {
                     // The forward's settings are the core's ingestion settings.
-                    "write_key" => "forward.write_key".to_string(),
-                    "endpoint" => "forward.endpoint".to_string(),
+                    "write_key" => format!("{at}.forward.write_key"),
+                    "endpoint" => format!("{at}.forward.endpoint"),
+                    "write_key/webhooks" => format!("{at}.webhooks"),
                     "spool" => "data_dir".to_string(),
+                    "allowed_networks" => setting,
+                    "shared_secret" => format!("{at}.shared_secret"),
+                    s if s.starts_with("webhooks") => format!("{at}.{s}"),
+                    s if source.own_keys.contains(&s) => format!("{at}.{s}"),
+                    // A delivery setting the source did not set came from the top level.
                     _ => setting,
                 };
-                (format!("{at}.{setting}"), reason)
+                (key, reason)
             }
             outbound::Error::Spool { path, reason } => {
                 ("data_dir".to_string(), format!("spool {path}: {reason}"))

@@ -227,3 +227,57 @@ fn a_private_webhook_address_is_refused_at_delivery_unless_allowed() {
     std::thread::sleep(Duration::from_millis(500));
     assert!(rx.hits().is_empty());
 }
+
+#[test]
+fn a_bad_top_level_value_is_reported_at_the_top_level() {
+    let toml = format!("listen = \"127.0.0.1:0\"\nflush_at = 0\n{GOOD_SOURCE}");
+    let (code, err) = refused(&toml);
+    assert_ne!(code, Some(0));
+    assert!(err.starts_with("relay.toml: flush_at: "), "{err}");
+    let toml = format!("listen = \"127.0.0.1:0\"\ntimeout = -1\n{GOOD_SOURCE}");
+    let (_, err) = refused(&toml);
+    assert!(err.starts_with("relay.toml: timeout: "), "{err}");
+}
+
+#[test]
+fn a_source_value_overrides_the_top_level_one() {
+    // The top level's flush_at = 0 would be refused by the core; the source's own wins.
+    let dir = temp_dir();
+    let rx = Receiver::start();
+    let cfg = config(&[("web", "wk_web", &rx)], "flush_at = 0").replace(
+        "shared_secret = \"s3cret\"\n",
+        "shared_secret = \"s3cret\"\nflush_at = 1\n",
+    );
+    let relay = Relay::start(dir.path(), &cfg);
+    let a = post(
+        &relay.url("/v1/batch"),
+        &[("Authorization", &basic("wk_web"))],
+        batch(0, 1).as_bytes(),
+    );
+    assert_eq!(a.status, 200);
+}
+
+#[test]
+fn a_source_with_a_forward_sends_batches_to_its_endpoint_with_its_write_key() {
+    let dir = temp_dir();
+    let (hooks, segment) = (Receiver::start(), Receiver::start());
+    let endpoint = segment.url.trim_end_matches("/hook").to_string();
+    let cfg = config(&[("web", "wk_web", &hooks)], "flush_at = 1").replace(
+        "[[sources.webhooks]]",
+        &format!(
+            "[sources.forward]\nendpoint = \"{endpoint}\"\nwrite_key = \"fw_key\"\n[[sources.webhooks]]"
+        ),
+    );
+    let relay = Relay::start(dir.path(), &cfg);
+    let a = post(
+        &relay.url("/v1/batch"),
+        &[("Authorization", &basic("wk_web"))],
+        batch(0, 1).as_bytes(),
+    );
+    assert_eq!(a.status, 200);
+    let hit = segment.wait_for(1).remove(0);
+    assert_eq!(hit.path, "/v1/batch");
+    assert_eq!(hit.header("Authorization"), Some(basic("fw_key").as_str()));
+    assert_eq!(hit.json()["batch"][0]["messageId"], "m-0");
+    assert_eq!(hooks.wait_for(1)[0].json()["messageId"], "m-0");
+}
