@@ -138,32 +138,6 @@ macro_rules! with_delivery {
         }
 
         impl $name {
-            /// The delivery keys set at this level.
-            fn delivery_keys(&self) -> Vec<&'static str> {
-                let d = self.delivery();
-                let set: [(&'static str, bool); 18] = [
-                    ("timeout", d.timeout.is_some()),
-                    ("max_retry_duration", d.max_retry_duration.is_some()),
-                    ("max_backoff", d.max_backoff.is_some()),
-                    ("max_retry_after", d.max_retry_after.is_some()),
-                    ("max_in_flight", d.max_in_flight.is_some()),
-                    ("workers", d.workers.is_some()),
-                    ("signature_scheme", d.signature_scheme.is_some()),
-                    ("webhook_user_agent", d.webhook_user_agent.is_some()),
-                    ("gzip", d.gzip.is_some()),
-                    ("flush_at", d.flush_at.is_some()),
-                    ("flush_interval", d.flush_interval.is_some()),
-                    ("max_queue_size", d.max_queue_size.is_some()),
-                    ("ca_certs", d.ca_certs.is_some()),
-                    ("proxy_from_env", d.proxy_from_env.is_some()),
-                    ("spool", d.spool.is_some()),
-                    ("spool_max_bytes", d.spool_max_bytes.is_some()),
-                    ("spool_commit_interval", d.spool_commit_interval.is_some()),
-                    ("debug", d.debug.is_some()),
-                ];
-                set.into_iter().filter(|(_, on)| *on).map(|(k, _)| k).collect()
-            }
-
             fn delivery(&self) -> Delivery {
                 Delivery {
                     timeout: self.timeout,
@@ -214,6 +188,35 @@ struct Delivery {
 }
 
 impl Delivery {
+    /// The keys set at this level.
+    fn keys(&self) -> Vec<&'static str> {
+        let d = self;
+        let set: [(&'static str, bool); 18] = [
+            ("timeout", d.timeout.is_some()),
+            ("max_retry_duration", d.max_retry_duration.is_some()),
+            ("max_backoff", d.max_backoff.is_some()),
+            ("max_retry_after", d.max_retry_after.is_some()),
+            ("max_in_flight", d.max_in_flight.is_some()),
+            ("workers", d.workers.is_some()),
+            ("signature_scheme", d.signature_scheme.is_some()),
+            ("webhook_user_agent", d.webhook_user_agent.is_some()),
+            ("gzip", d.gzip.is_some()),
+            ("flush_at", d.flush_at.is_some()),
+            ("flush_interval", d.flush_interval.is_some()),
+            ("max_queue_size", d.max_queue_size.is_some()),
+            ("ca_certs", d.ca_certs.is_some()),
+            ("proxy_from_env", d.proxy_from_env.is_some()),
+            ("spool", d.spool.is_some()),
+            ("spool_max_bytes", d.spool_max_bytes.is_some()),
+            ("spool_commit_interval", d.spool_commit_interval.is_some()),
+            ("debug", d.debug.is_some()),
+        ];
+        set.into_iter()
+            .filter(|(_, on)| *on)
+            .map(|(k, _)| k)
+            .collect()
+    }
+
     /// `self` where set, `base` otherwise.
     fn over(self, base: &Delivery) -> Delivery {
         macro_rules! pick {
@@ -440,7 +443,7 @@ impl Relay {
                     ));
                 }
             }
-            let own = s.delivery_keys();
+            let own = s.delivery().keys();
             let core = core_config(s, &f, &top, &data_dir).map_err(|(k, r)| {
                 // A value from the top level is reported there.
                 let key = match own.iter().any(|o| *o == k) {
