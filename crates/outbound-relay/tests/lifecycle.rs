@@ -94,6 +94,37 @@ fn sigterm_exits_0_and_leaves_undelivered_events_for_the_next_start() {
 }
 
 #[test]
+fn a_request_in_flight_at_sigterm_is_finished_and_acknowledged() {
+    use std::io::{Read, Write};
+    let dir = temp_dir();
+    let rx = Receiver::start();
+    let mut relay = Relay::start(dir.path(), &config(&[("web", "wk_web", &rx)], ""));
+    let body = batch(0, 3);
+    let (head, tail) = body.as_bytes().split_at(body.len() / 2);
+    let mut conn = std::net::TcpStream::connect(&relay.addr).unwrap();
+    write!(
+        conn,
+        "POST /v1/batch HTTP/1.1\r\nHost: relay\r\nAuthorization: {}\r\n\
+         Content-Type: application/json\r\nContent-Length: {}\r\n\r\n",
+        basic("wk_web"),
+        body.len()
+    )
+    .unwrap();
+    conn.write_all(head).unwrap();
+    std::thread::sleep(Duration::from_millis(200));
+    relay.signal(libc::SIGTERM);
+    std::thread::sleep(Duration::from_millis(200));
+    // New connections are refused once the relay stops accepting.
+    assert!(std::net::TcpStream::connect(&relay.addr).is_err());
+    conn.write_all(tail).unwrap();
+    let mut answer = String::new();
+    conn.read_to_string(&mut answer).unwrap();
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    assert_eq!(relay.wait_exit(Duration::from_secs(15)).code(), Some(0));
+    assert_eq!(wait_ids(&rx, 3).len(), 3);
+}
+
+#[test]
 fn sigint_exits_0_too() {
     let dir = temp_dir();
     let rx = Receiver::start();
