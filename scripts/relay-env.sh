@@ -11,8 +11,11 @@
 #   analytics-go v3                       the Go module proxy (tests/relay/go has its go.mod)
 #   com.segment.analytics.kotlin:core     Maven Central, with Maven (apt-get when missing),
 #                                           into .tools/relay/m2 (tests/relay/kotlin/pom.xml)
+# `--python-only` installs only the venv (scripts/demo.sh needs no browser).
 # Works with CI=true, as root, without standard input. Exits non-zero when an install fails.
 set -euo pipefail
+ONLY_PYTHON=
+[ "${1:-}" = --python-only ] && ONLY_PYTHON=1
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
 T="$ROOT/.tools/relay"
@@ -25,18 +28,32 @@ PY_PKGS=(segment-analytics-python==2.4.0 pytest==9.2.0 pytest-timeout==2.4.0)
 
 apt_updated=
 apt_install() {
-  if [ -z "$apt_updated" ]; then apt-get update -q </dev/null; apt_updated=1; fi
-  apt-get install -y -q --no-install-recommends "$@" </dev/null
+  if [ -z "$apt_updated" ]; then apt-get update -qq </dev/null; apt_updated=1; fi
+  apt-get install -y -qq --no-install-recommends "$@" </dev/null >/dev/null
 }
 
-# 1. Chromium (Debian's build; puppeteer-core drives it, nothing is downloaded by npm).
+# 1. The Python venv of the relay tests (segment-analytics-python; pytest).
+if [ ! -x "$T/venv/bin/python" ]; then
+  echo "--- relay-env: creating $T/venv"
+  "${PYTHON:-python3}" -m venv "$T/venv"
+fi
+want="${PY_PKGS[*]}"
+if [ "$(cat "$T/venv/.installed" 2>/dev/null)" != "$want" ]; then
+  echo "--- relay-env: pip install ${PY_PKGS[*]}"
+  "$T/venv/bin/python" -m pip install --quiet "${PY_PKGS[@]}"
+  echo "$want" >"$T/venv/.installed"
+fi
+
+if [ -n "$ONLY_PYTHON" ]; then echo "--- relay-env: ready (python only)"; exit 0; fi
+
+# 2. Chromium (Debian's build; puppeteer-core drives it, nothing is downloaded by npm).
 if ! command -v chromium >/dev/null; then
   echo "--- relay-env: apt-get install chromium"
   apt_install chromium
 fi
 chromium --version 2>/dev/null || { echo "relay-env: chromium does not run" >&2; exit 1; }
 
-# 2. npm packages (analytics.js, analytics-node, puppeteer-core) into .tools/relay/node.
+# 3. npm packages (analytics.js, analytics-node, puppeteer-core) into .tools/relay/node.
 for tool in node npm go java; do
   command -v "$tool" >/dev/null || { echo "relay-env: $tool is required" >&2; exit 1; }
 done
@@ -48,18 +65,6 @@ if [ "$(cat "$T/node/.installed" 2>/dev/null)" != "$want" ]; then
   (cd "$T/node" && PUPPETEER_SKIP_DOWNLOAD=1 PUPPETEER_SKIP_CHROME_DOWNLOAD=1 \
     npm install --no-audit --no-fund --loglevel=error "${NPM_PKGS[@]}" </dev/null)
   echo "$want" >"$T/node/.installed"
-fi
-
-# 3. The Python venv of the relay tests (segment-analytics-python; pytest).
-if [ ! -x "$T/venv/bin/python" ]; then
-  echo "--- relay-env: creating $T/venv"
-  "${PYTHON:-python3}" -m venv "$T/venv"
-fi
-want="${PY_PKGS[*]}"
-if [ "$(cat "$T/venv/.installed" 2>/dev/null)" != "$want" ]; then
-  echo "--- relay-env: pip install ${PY_PKGS[*]}"
-  "$T/venv/bin/python" -m pip install --quiet "${PY_PKGS[@]}"
-  echo "$want" >"$T/venv/.installed"
 fi
 
 # 4. analytics-go v3 (module cache; the program is built by the tests' set-up).
