@@ -3,6 +3,10 @@
 # (scripts/build-wheel.sh: stripped, manylinux2014, checked) into dist/ and installs it, then
 # runs examples/python/demo.py, which starts a local receiver, sends every call type to the
 # ingestion endpoint and a signed webhook, and prints what arrived with each signature
+# verified. Then the relay: builds outbound-relay (release), puts Segment's own Python SDK
+# (segment-analytics-python, into .tools/relay/venv) in front of it, and runs
+# tests/relay/demo_relay.py, which starts the relay with one source whose webhook is a local
+# receiver, sends every call type with the SDK and prints what arrived, each signature
 # verified. Exits non-zero if anything is missing.
 set -euo pipefail
 OUTBOUND_WHEEL=release source "$(dirname "$0")/python-env.sh"   # ROOT (cd'd there), PY, WHEEL
@@ -11,3 +15,10 @@ echo "--- examples/python/demo.py"
 # What dist/ holds now is what the README tells users to install: check it once more.
 scripts/check-wheel.sh dist/outbound_events-*.whl
 echo "--- install it anywhere with Python 3.10+ on Linux (glibc 2.17+): pip install --no-index --find-links dist outbound-events"
+
+echo "--- outbound-relay: cargo build --release -p outbound-relay"
+cargo build --release -p outbound-relay
+scripts/relay-env.sh --python-only
+echo "--- tests/relay/demo_relay.py: segment-analytics-python -> outbound-relay -> a local webhook"
+.tools/relay/venv/bin/python tests/relay/demo_relay.py \
+  "${CARGO_TARGET_DIR:-$ROOT/target}/release/outbound-relay" </dev/null

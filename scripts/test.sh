@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs every test of the project, installing what it needs first. `.ci/run` calls this.
 # Each part can also be run alone: scripts/test-rust.sh, scripts/test-c.sh, scripts/test-go.sh,
-# scripts/test-python.sh.
+# scripts/test-python.sh, scripts/test-relay.sh.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 start=$(date +%s)
@@ -19,13 +19,14 @@ run() {
   timings+=("$(( $(date +%s) - t0 )) s  $*")
   return "$status"
 }
-for part in rust c go python; do
+for part in rust c go python relay; do
   run "scripts/test-$part.sh"
 done
-# The fault soak, the kill test and the benchmarks run here only as smoke passes (the full runs' figures are
+# The fault soak, the kill tests (the library's and the relay's) and the benchmarks run here only as smoke passes (the full runs' figures are
 # in BENCHMARKS.md): the soak still checks 0 lost and one outcome per message.
 run scripts/soak.sh --smoke
 run scripts/killtest.sh --smoke
+run scripts/relay-killtest.sh --smoke
 run scripts/bench.sh --smoke
 printf '%s\n' "${timings[@]}"
 echo "=== all test parts passed in $(( $(date +%s) - start )) s"

@@ -97,6 +97,10 @@ impl Engine {
                     hook_mask: ((1u16 << config.webhooks.len()) - 1) as u8,
                     hooks_key: hooks_key(&urls),
                     logger: logger.clone(),
+                    waiters: Vec::new(),
+                    taken: 0,
+                    committed: 0,
+                    last_ok: true,
                 };
                 spooler = Some(spawn("outbound-spool", Box::new(move || writer.run()))?);
                 To::Spooler(tx)
@@ -341,6 +345,24 @@ impl Client {
             hook,
             accepted: Instant::now(),
         })
+    }
+
+    /// Calls `callback` once every message this client accepted before the call is committed
+    /// to the spool (the group commit that holds the last of them; see `spool_commit_interval`),
+    /// so it survives a crash of the process: `true` then. `false` when the commit failed
+    /// (the messages go on to delivery, but not from disk) or the client closed first.
+    ///
+    /// Never blocks: the callback runs later on the spool writer's thread, so it must be
+    /// quick (send on a channel, complete a future). Without a `spool` there is nothing to
+    /// wait for and it is called at once, on the caller's thread, with `true` (a closed
+    /// client: `false`). This is how a server acknowledges only what is on disk.
+    pub fn when_spooled(&self, callback: impl FnOnce(bool) + Send + 'static) {
+        let engine = self.engine.load();
+        match &engine.tx {
+            _ if engine.shared.closed.load(SeqCst) => callback(false),
+            To::Scheduler(_) => callback(true),
+            To::Spooler(inbox) => inbox.when_spooled(Box::new(callback)),
+        }
     }
 
     /// Sends what is waiting for a batch now, and waits until every message accepted before

@@ -15,6 +15,11 @@
 //! The spool writer has a way in of the same kind ([`spool_inbox`]): a message or an op
 //! needs it only at its next group commit, so a send rings only when no commit is
 //! scheduled or the group is full; flush and shutdown ring at once.
+//!
+//! A [`Waiter`] (`Client::when_spooled`) goes to the writer on a channel of its own, with
+//! the number of messages sent before it ([`SpoolWake::sent`]): the writer answers it after
+//! the commit that holds that many messages. The channel is first-in first-out, so once
+//! the writer has taken that many, it has taken every message sent before the waiter.
 
 use crate::delivery::command::Command;
 use crate::durable::Op;
@@ -140,6 +145,8 @@ impl Inbox {
 pub(crate) struct SpoolWake {
     /// Messages sent and not yet taken.
     unread: AtomicU64,
+    /// Messages ever sent (counted before each send): a waiter's target.
+    sent: AtomicU64,
     /// A group commit is scheduled: what is sent now goes with it.
     committing: AtomicBool,
     /// Unread messages that fill the open group.
@@ -178,8 +185,40 @@ impl SpoolWake {
 /// The client's way into the spool writer.
 pub(crate) struct SpoolInbox {
     tx: Sender<Command>,
+    waiters: Sender<Waiter>,
     bell: Sender<()>,
     wake: Arc<SpoolWake>,
+}
+
+/// A `when_spooled` callback, answered once the writer has committed `target` messages.
+/// Dropped unanswered (the writer gone), it is called with `false`.
+pub(crate) struct Waiter {
+    pub target: u64,
+    callback: Option<Box<dyn FnOnce(bool) + Send>>,
+}
+
+impl Waiter {
+    pub(crate) fn new(target: u64, callback: Box<dyn FnOnce(bool) + Send>) -> Waiter {
+        Waiter {
+            target,
+            callback: Some(callback),
+        }
+    }
+
+    /// Calls the callback with `committed`.
+    pub(crate) fn answer(mut self, committed: bool) {
+        if let Some(f) = self.callback.take() {
+            f(committed);
+        }
+    }
+}
+
+impl Drop for Waiter {
+    fn drop(&mut self) {
+        if let Some(f) = self.callback.take() {
+            f(false);
+        }
+    }
 }
 
 /// The scheduler's way to tell the spool writer of progress and outcomes. Kept apart from
@@ -194,6 +233,7 @@ pub(crate) struct SpoolOps {
 pub(crate) struct SpoolMailbox {
     pub commands: Receiver<Command>,
     pub ops: Receiver<Op>,
+    pub waiters: Receiver<Waiter>,
     pub bell: Receiver<()>,
     pub wake: Arc<SpoolWake>,
 }
@@ -202,15 +242,18 @@ pub(crate) struct SpoolMailbox {
 pub(crate) fn spool_inbox() -> (SpoolInbox, SpoolOps, SpoolMailbox) {
     let (tx, commands) = crossbeam_channel::unbounded();
     let (ops_tx, ops) = crossbeam_channel::unbounded();
+    let (waiters_tx, waiters) = crossbeam_channel::unbounded();
     let (bell, bell_rx) = crossbeam_channel::bounded(1);
     let wake = Arc::new(SpoolWake {
         unread: AtomicU64::new(0),
+        sent: AtomicU64::new(0),
         committing: AtomicBool::new(false),
         room: AtomicU64::new(1),
     });
     (
         SpoolInbox {
             tx,
+            waiters: waiters_tx,
             bell: bell.clone(),
             wake: wake.clone(),
         },
@@ -222,6 +265,7 @@ pub(crate) fn spool_inbox() -> (SpoolInbox, SpoolOps, SpoolMailbox) {
         SpoolMailbox {
             commands,
             ops,
+            waiters,
             bell: bell_rx,
             wake,
         },
@@ -238,7 +282,9 @@ fn ring(bell: &Sender<()>) {
 impl SpoolInbox {
     /// An accepted message: rings only when no commit is scheduled or the group is full.
     pub(crate) fn message(&self, cmd: Command) {
-        // Counted before it is sent, so the count never goes below what the channel holds.
+        // Counted before it is sent, so the count never goes below what the channel holds,
+        // and a waiter that reads `sent` after this call returned waits for this message.
+        self.wake.sent.fetch_add(1, SeqCst);
         let unread = self.wake.unread.fetch_add(1, SeqCst) + 1;
         // The writer outlives every open client, so this cannot fail while not closed.
         let _ = self.tx.send(cmd);
@@ -250,6 +296,15 @@ impl SpoolInbox {
     /// A flush or shutdown: rings at once.
     pub(crate) fn send_now(&self, cmd: Command) {
         let _ = self.tx.send(cmd);
+        ring(&self.bell);
+    }
+
+    /// Calls `callback` after the commit that holds every message sent before this call
+    /// (`false` if the writer is gone or the commit failed). Rings at once.
+    pub(crate) fn when_spooled(&self, callback: Box<dyn FnOnce(bool) + Send>) {
+        let waiter = Waiter::new(self.wake.sent.load(SeqCst), callback);
+        // A gone writer hands the waiter back; dropping it answers false.
+        let _ = self.waiters.send(waiter);
         ring(&self.bell);
     }
 }

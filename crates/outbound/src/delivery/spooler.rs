@@ -4,11 +4,12 @@
 //! progress and outcomes come back here and leave the store in the next commit. At start and
 //! every few seconds it takes over what earlier clients and dead processes left in the
 //! directory and passes it on as resumed messages, no more at once than the queue has room
-//! for. The caller's thread never touches the disk.
+//! for. The caller's thread never touches the disk. `Client::when_spooled` waiters are
+//! answered right after the commit that holds every message sent before them.
 
 use crate::delivery::command::{Command, Item, Resumed};
 use crate::delivery::inbox::Inbox;
-use crate::delivery::inbox::SpoolMailbox;
+use crate::delivery::inbox::{SpoolMailbox, Waiter};
 use crate::delivery::shared::Shared;
 use crate::durable::{Cursor, Op, Record, Store};
 use crate::log::{Level, Logger};
@@ -51,6 +52,14 @@ pub(crate) struct Spooler {
     pub hook_mask: u8,
     pub hooks_key: u64,
     pub logger: Logger,
+    /// `when_spooled` callbacks waiting for a commit.
+    pub waiters: Vec<Waiter>,
+    /// Messages taken off the channel, ever.
+    pub taken: u64,
+    /// Messages taken and then committed, ever (all of `taken` after each commit).
+    pub committed: u64,
+    /// Whether the last commit reached the disk.
+    pub last_ok: bool,
 }
 
 impl Spooler {
@@ -82,10 +91,9 @@ impl Spooler {
             // is scheduled or the group is full (`inbox.rs`), not once per message.
             let room = GROUP_MAX.saturating_sub(waiting.len());
             let mailbox = &self.mailbox;
-            if !mailbox
-                .wake
-                .must_drain(commit_at.is_some(), room, || !mailbox.ops.is_empty())
-            {
+            if !mailbox.wake.must_drain(commit_at.is_some(), room, || {
+                !mailbox.ops.is_empty() || !mailbox.waiters.is_empty()
+            }) {
                 select! {
                     recv(mailbox.bell) -> _ => {},
                     default(wait) => {},
@@ -98,6 +106,7 @@ impl Spooler {
                 match self.mailbox.commands.try_recv() {
                     Ok(Command::Message(item)) => {
                         taken += 1;
+                        self.taken += 1;
                         if let Some(record) = self.record(&item) {
                             writes.push(Op::Put(record));
                         }
@@ -122,6 +131,9 @@ impl Spooler {
                 }
             }
             self.mailbox.wake.taken(taken);
+            // Taken after the messages: a waiter's messages were sent before it.
+            self.waiters.extend(self.mailbox.waiters.try_iter());
+            self.answer_waiters();
             while let Ok(op) = self.mailbox.ops.try_recv() {
                 writes.push(op);
                 commit_at.get_or_insert(now + self.commit_every);
@@ -156,8 +168,10 @@ impl Spooler {
     /// Commits what was written since the last commit, then passes the messages on. When the
     /// disk refuses, they go on all the same (delivery matters more than durability), logged.
     fn commit(&mut self, writes: &mut Vec<Op>, waiting: &mut Vec<Item>) {
+        let mut ok = true;
         if !writes.is_empty() {
             if let Err(e) = self.store.apply(writes) {
+                ok = false;
                 let n = waiting.len();
                 self.logger.log(Level::Warn, || {
                     format!("{e}; {n} message(s) go on without being on disk")
@@ -168,8 +182,25 @@ impl Spooler {
                 .spool_bytes
                 .store(self.store.pending().1, Relaxed);
         }
+        (self.committed, self.last_ok) = (self.taken, ok);
+        self.answer_waiters();
         for item in waiting.drain(..) {
             self.scheduler.send_now(Command::Message(item));
+        }
+    }
+
+    /// Answers the waiters whose messages are all committed, with whether the last commit
+    /// reached the disk.
+    fn answer_waiters(&mut self) {
+        if self.waiters.iter().all(|w| w.target > self.committed) {
+            return;
+        }
+        let (done, rest) = std::mem::take(&mut self.waiters)
+            .into_iter()
+            .partition(|w| w.target <= self.committed);
+        self.waiters = rest;
+        for waiter in done {
+            waiter.answer(self.last_ok);
         }
     }
 
@@ -255,10 +286,20 @@ impl Spooler {
     /// then the scheduler stops, and its last progress and outcomes are committed before the
     /// store closes.
     fn stop(mut self, mut writes: Vec<Op>, waiting: Vec<Item>) {
-        if let Err(e) = self.store.apply(&writes) {
-            self.logger.log(Level::Warn, || e.to_string());
-        }
+        let ok = match self.store.apply(&writes) {
+            Ok(_) => true,
+            Err(e) => {
+                self.logger.log(Level::Warn, || e.to_string());
+                false
+            }
+        };
         writes.clear();
+        // Every message was sent before the shutdown: what waits for them is answered now;
+        // a waiter for more than was ever taken cannot be (dropped: false).
+        (self.committed, self.last_ok) = (self.taken, ok);
+        self.waiters.extend(self.mailbox.waiters.try_iter());
+        self.answer_waiters();
+        self.waiters.clear();
         for item in &waiting {
             let spooled = item.ingest.is_some() || item.hook.is_some();
             self.shared.leave_spooled(spooled);
@@ -289,6 +330,108 @@ mod tests {
         let diff = if back > t { back - t } else { t - back };
         assert!(diff < Duration::from_millis(5), "{diff:?}");
         assert!(instant_of(wall_ms(Instant::now()) + 60_000) <= Instant::now());
+    }
+
+    /// How many spooled rows in `dir`'s files carry message id `id`, as a process after a
+    /// crash right now would find them: the files (the database and its WAL) are copied as
+    /// they are on disk and the copy opened, so SQLite recovers from the WAL.
+    fn rows_on_disk(dir: &std::path::Path, id: &str) -> i64 {
+        let copy = dir.with_extension("copy");
+        let _ = std::fs::remove_dir_all(&copy);
+        std::fs::create_dir_all(&copy).unwrap();
+        let mut dbs = Vec::new();
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            let name = path.file_name().unwrap().to_str().unwrap().to_string();
+            if name.ends_with(".db") || name.ends_with(".db-wal") {
+                std::fs::copy(&path, copy.join(&name)).unwrap();
+            }
+            if name.ends_with(".db") {
+                dbs.push(copy.join(&name));
+            }
+        }
+        let mut n = 0;
+        for db in dbs {
+            let conn = rusqlite::Connection::open(&db).unwrap();
+            n += conn
+                .query_row("SELECT count(*) FROM messages WHERE id = ?1", [id], |r| {
+                    r.get::<_, i64>(0)
+                })
+                .unwrap();
+        }
+        let _ = std::fs::remove_dir_all(&copy);
+        n
+    }
+
+    #[test]
+    fn when_spooled_fires_once_the_messages_accepted_before_it_are_on_disk() {
+        use crate::{Client, Config, Message, Webhook};
+        let dir = std::env::temp_dir().join(format!(
+            "outbound-when-spooled-{}-{}",
+            std::process::id(),
+            fastrand::u64(..)
+        ));
+        let client = Client::new(Config {
+            // Port 9 (discard) is closed here: every attempt fails and is retried, so the
+            // messages stay in the spool while the test looks.
+            webhooks: vec![Webhook::new("http://127.0.0.1:9/hook")],
+            spool: Some(dir.clone()),
+            // A long interval: the callback must wait for the commit, not fire before it.
+            spool_commit_interval: Duration::from_millis(300),
+            ..Config::default()
+        })
+        .unwrap();
+        let started = Instant::now();
+        for i in 0..3 {
+            let msg = Message::track("u1", "E").message_id(format!("m-{i}"));
+            client.enqueue(&msg).unwrap();
+        }
+        let (tx, rx) = std::sync::mpsc::channel();
+        let seen = dir.clone();
+        client.when_spooled(move |ok| {
+            let on_disk: Vec<i64> = (0..3)
+                .map(|i| rows_on_disk(&seen, &format!("m-{i}")))
+                .collect();
+            tx.send((ok, on_disk, started.elapsed())).unwrap();
+        });
+        let (ok, on_disk, after) = rx.recv_timeout(Duration::from_secs(10)).unwrap();
+        assert!(ok);
+        assert_eq!(
+            on_disk,
+            [1, 1, 1],
+            "every message accepted before the call is on disk"
+        );
+        assert!(
+            after >= Duration::from_millis(250),
+            "waited for the group commit: {after:?}"
+        );
+        // Nothing new since: the next waiter is answered without another commit.
+        let (tx, rx) = std::sync::mpsc::channel();
+        client.when_spooled(move |ok| tx.send(ok).unwrap());
+        assert!(rx.recv_timeout(Duration::from_secs(10)).unwrap());
+        client.close(Some(Duration::from_millis(100))).unwrap();
+        // Closed: answered at once, false.
+        let (tx, rx) = std::sync::mpsc::channel();
+        client.when_spooled(move |ok| tx.send(ok).unwrap());
+        assert!(!rx.try_recv().unwrap());
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn when_spooled_without_a_spool_is_answered_at_once_with_true() {
+        use crate::{Client, Config, Webhook};
+        let client = Client::new(Config {
+            webhooks: vec![Webhook::new("http://127.0.0.1:9/hook")],
+            ..Config::default()
+        })
+        .unwrap();
+        let (tx, rx) = std::sync::mpsc::channel();
+        client.when_spooled(move |ok| tx.send(ok).unwrap());
+        assert!(
+            rx.try_recv().unwrap(),
+            "called on the caller's thread, before returning"
+        );
+        client.close(Some(Duration::from_millis(100))).unwrap();
     }
 
     #[test]

@@ -1,0 +1,403 @@
+"""The relay's kill test (run by scripts/relay-killtest.sh): acknowledged means durable.
+
+An SDK-like sender posts N `track` events in batches of 100 to the relay's /v1/batch (Basic
+auth, several connections at once, each event with its own messageId), while the relay is
+SIGKILLed `--kills` times at random moments and restarted on the same data_dir. The relay's
+one webhook is the chaos receiver (bench/chaos: 30 % 503, 10 % resets, 5 % stalls past the
+relay's timeout, every signature checked). The sender resends every batch that was not
+acknowledged (a status other than 200, or a connection error), as the SDKs do.
+
+At the end every acknowledged event must have reached the receiver: prints acknowledged,
+delivered distinct, lost (must be 0), duplicates, seconds and the relay's peak RSS; then
+SIGTERMs the relay, which must exit 0. Exits non-zero on a loss, a bad signature, a relay that
+does not start, or a SIGTERM that does not end in exit 0.
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import http.client
+import json
+import os
+import random
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+from typing import Any, Dict, List, Optional, Set
+
+SECRET = "relay-kill-secret"
+WRITE_KEY = "wk_relay_kill"
+
+
+class Chaos:
+    """bench/chaos: prints {"port":P}, serves until its stdin closes."""
+
+    def __init__(self, binary: str, stall: str, seed: int) -> None:
+        self.proc = subprocess.Popen(
+            [binary, "-secret", SECRET, "-p503", "0.30", "-preset", "0.10", "-pstall", "0.05",
+             "-stall", stall, "-seed", str(seed)],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        assert self.proc.stdout is not None
+        self.port = json.loads(self.proc.stdout.readline())["port"]
+        self.url = f"http://127.0.0.1:{self.port}"
+
+    def get(self, path: str) -> Any:
+        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=60)
+        try:
+            conn.request("GET", path)
+            return json.loads(conn.getresponse().read())
+        finally:
+            conn.close()
+
+    def stop(self) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.close()
+        try:
+            self.proc.wait(5)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+
+
+class RelayProc:
+    """The relay under test; restartable on the same config (and so the same data_dir)."""
+
+    def __init__(self, binary: str, config: str, log: str) -> None:
+        self.binary, self.config, self.log = binary, config, log
+        self.proc: Optional[subprocess.Popen] = None  # type: ignore[type-arg]
+        self.addr = ""
+        self.peak_rss_mib = 0.0
+        self.starts = 0
+        self.lock = threading.Lock()
+
+    def start(self, timeout: float = 60.0) -> None:
+        with open(self.log, "ab") as logf:
+            logf.write(f"\n=== start {self.starts + 1} at {time.strftime('%H:%M:%S')}\n".encode())
+            proc = subprocess.Popen([self.binary, "--config", self.config], stdout=subprocess.PIPE,
+                                    stderr=logf, stdin=subprocess.DEVNULL)
+        assert proc.stdout is not None
+        got: List[bytes] = []
+        t = threading.Thread(target=lambda: got.append(proc.stdout.readline()), daemon=True)  # type: ignore[union-attr]
+        t.start()
+        t.join(timeout)
+        if not got or not got[0].strip():
+            proc.kill()
+            raise RuntimeError(f"the relay printed no address within {timeout} s (see {self.log})")
+        threading.Thread(target=lambda: proc.stdout.read(), daemon=True).start()  # type: ignore[union-attr]
+        with self.lock:
+            self.proc, self.addr = proc, got[0].decode().strip()
+            self.starts += 1
+
+    def sample_rss(self) -> None:
+        proc = self.proc
+        if proc is None or proc.poll() is not None:
+            return
+        try:
+            for line in open(f"/proc/{proc.pid}/status"):
+                if line.startswith("VmHWM:"):
+                    self.peak_rss_mib = max(self.peak_rss_mib, int(line.split()[1]) / 1024)
+        except OSError:
+            pass
+
+    def kill(self) -> None:
+        with self.lock:
+            proc = self.proc
+            self.addr = ""
+        assert proc is not None
+        self.sample_rss()
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+
+    def terminate(self, timeout: float) -> Optional[int]:
+        assert self.proc is not None
+        self.sample_rss()
+        self.proc.send_signal(signal.SIGTERM)
+        try:
+            return self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+            return None
+
+
+class Sender:
+    """Posts batches of 100 from a shared queue; a batch is done only when answered 200."""
+
+    def __init__(self, relay: RelayProc, n: int, batch: int, threads: int) -> None:
+        self.relay = relay
+        self.batches = [list(range(i, min(i + batch, n))) for i in range(0, n, batch)]
+        self.next = 0
+        self.lock = threading.Lock()
+        self.acked: Set[int] = set()
+        self.rejected: Dict[str, int] = {}
+        self.posts = 0
+        self.resends = 0
+        self.statuses: Dict[str, int] = {}
+        self.auth = "Basic " + base64.b64encode(f"{WRITE_KEY}:".encode()).decode()
+        self.workers = [threading.Thread(target=self.work, daemon=True) for _ in range(threads)]
+        self.after_ack = lambda: None  # set by main: the kills happen from here, mid-sending
+
+    def take(self) -> Optional[List[int]]:
+        with self.lock:
+            if self.next >= len(self.batches):
+                return None
+            b = self.batches[self.next]
+            self.next += 1
+            return b
+
+    def count(self, what: str) -> None:
+        with self.lock:
+            self.statuses[what] = self.statuses.get(what, 0) + 1
+
+    def work(self) -> None:
+        conn: Optional[http.client.HTTPConnection] = None
+        conn_addr = ""
+        while True:
+            ids = self.take()
+            if ids is None:
+                break
+            body = json.dumps({"batch": [
+                {"type": "track", "messageId": f"kill-{i}", "userId": f"user-{i % 5000}",
+                 "event": "Relay Kill Test", "properties": {"i": i},
+                 "timestamp": "2026-11-25T10:00:00.000Z"} for i in ids]}).encode()
+            attempt = 0
+            while True:
+                addr = self.relay.addr
+                if not addr:
+                    time.sleep(0.05)
+                    continue
+                try:
+                    if conn is None or conn_addr != addr:
+                        if conn is not None:
+                            conn.close()
+                        host, port = addr.rsplit(":", 1)
+                        conn, conn_addr = http.client.HTTPConnection(host, int(port), timeout=30), addr
+                    with self.lock:
+                        self.posts += 1
+                        self.resends += attempt > 0
+                    conn.request("POST", "/v1/batch", body=body, headers={
+                        "Content-Type": "application/json", "Authorization": self.auth})
+                    resp = conn.getresponse()
+                    payload = resp.read()
+                    self.count(str(resp.status))
+                    if resp.status == 200:
+                        answer = json.loads(payload)
+                        with self.lock:
+                            for r in answer.get("rejected") or []:
+                                reason = str(r.get("reason", r)) if isinstance(r, dict) else str(r)
+                                self.rejected[reason] = self.rejected.get(reason, 0) + 1
+                            bad = {r.get("index") for r in answer.get("rejected") or []
+                                   if isinstance(r, dict)}
+                            self.acked.update(i for k, i in enumerate(ids) if k not in bad)
+                        self.after_ack()
+                        break
+                except (OSError, http.client.HTTPException, ValueError) as e:
+                    self.count(type(e).__name__)
+                    if conn is not None:
+                        conn.close()
+                    conn = None
+                attempt += 1
+                time.sleep(min(0.05 * attempt, 1.0))  # the SDKs back off; the relay may be down
+        if conn is not None:
+            conn.close()
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--relay-bin", required=True)
+    ap.add_argument("--chaos-bin", required=True)
+    ap.add_argument("--workdir", required=True)
+    ap.add_argument("--n", type=int, default=100_000)
+    ap.add_argument("--batch", type=int, default=100)
+    ap.add_argument("--threads", type=int, default=4)
+    ap.add_argument("--kills", type=int, default=3)
+    ap.add_argument("--timeout", type=float, default=2.0, help="the relay's webhook timeout (s)")
+    ap.add_argument("--deadline", type=float, default=600.0,
+                    help="seconds after the last acknowledgement by which all must be delivered")
+    ap.add_argument("--seed", type=int, default=int(time.time()))
+    ap.add_argument("--json-out")
+    ap.add_argument("--extra-config", default="",
+                    help="top-level relay.toml lines to add (e.g. to check the test fails with "
+                         "spool = false)")
+    a = ap.parse_args()
+    rng = random.Random(a.seed)
+
+    if os.path.isdir(a.workdir):
+        shutil.rmtree(a.workdir)
+    os.makedirs(a.workdir)
+    chaos = Chaos(a.chaos_bin, f"{a.timeout + 1.5:.1f}s", a.seed)
+    config = os.path.join(a.workdir, "relay.toml")
+    with open(config, "w") as f:
+        f.write(f"""listen = "127.0.0.1:0"
+data_dir = {json.dumps(os.path.join(a.workdir, "data"))}
+allowed_networks = ["127.0.0.0/8"]
+timeout = {a.timeout}
+max_backoff = 2
+max_queue_size = {max(a.n, 10_000)}
+{a.extra_config}
+
+[[sources]]
+name = "kill"
+write_keys = [{json.dumps(WRITE_KEY)}]
+shared_secret = {json.dumps(SECRET)}
+
+[[sources.webhooks]]
+url = "{chaos.url}/hook"
+""")
+    load = " ".join(open("/proc/loadavg").read().split()[:3])
+    print(f"relay-killtest: {a.n:,} events in batches of {a.batch} to /v1/batch, {a.kills} SIGKILLs, "
+          f"webhook behind 30 % 503 / 10 % resets / 5 % stalls past the {a.timeout:g} s timeout; "
+          f"seed {a.seed}; load average {load}", flush=True)
+
+    relay = RelayProc(a.relay_bin, config, os.path.join(a.workdir, "relay.log"))
+    t0 = time.monotonic()
+    relay.start()
+    sender = Sender(relay, a.n, a.batch, a.threads)
+    # Kill points: random shares of the events acknowledged, so every kill lands while
+    # batches are being posted and the spool holds undelivered events.
+    kill_at = sorted(rng.uniform(0.1, 0.9) * a.n for _ in range(a.kills))
+    kills_done: List[Dict[str, Any]] = []
+    failures: List[str] = []
+    kill_lock = threading.Lock()
+
+    def kill_and_restart() -> None:
+        time.sleep(rng.uniform(0, 0.2))
+        acked_then = len(sender.acked)
+        relay.kill()
+        taken = chaos.get("/_stats")["hook"]["unique_taken"]
+        kills_done.append({"acked": acked_then, "delivered": taken,
+                           "seconds": round(time.monotonic() - t0, 1)})
+        print(f"relay-killtest: SIGKILL {len(kills_done)} at {acked_then:,} acknowledged, "
+              f"{taken:,} delivered", flush=True)
+        time.sleep(rng.uniform(0.0, 1.0))
+        relay.start()
+
+    def after_ack() -> None:
+        # Called by a sender thread after each acknowledged batch: the thread that crosses a
+        # kill point kills the relay (after a random delay) and restarts it on the same
+        # data_dir, while the other threads keep posting (and get connection errors).
+        if not kill_at or len(sender.acked) < kill_at[0] or not kill_lock.acquire(blocking=False):
+            return
+        try:
+            if kill_at and len(sender.acked) >= kill_at[0]:
+                kill_at.pop(0)
+                kill_and_restart()
+        except Exception as e:  # noqa: BLE001 (reported, and the run fails)
+            failures.append(f"restart after SIGKILL {len(kills_done)}: {e}")
+            sender.next = len(sender.batches)  # stop sending
+        finally:
+            kill_lock.release()
+
+    sender.after_ack = after_ack
+    for w in sender.workers:
+        w.start()
+    try:
+        send_deadline = t0 + a.deadline
+        while any(w.is_alive() for w in sender.workers):
+            relay.sample_rss()
+            proc = relay.proc
+            if (proc is not None and proc.poll() is not None and not kill_lock.locked()
+                    and relay.proc is proc):
+                failures.append(f"the relay exited by itself (status {proc.returncode}); "
+                                f"see {relay.log}")
+                break
+            if time.monotonic() > send_deadline:
+                failures.append(f"sending did not finish within {a.deadline:.0f} s")
+                break
+            time.sleep(0.1)
+        if failures:
+            sender.next = len(sender.batches)
+            relay.addr = "stopped"  # the senders' posts fail from here on; they are daemons
+        sent_done = time.monotonic()
+        # Kill points passed while a kill was under way (a small run acknowledges fast): the
+        # remaining kills land at random moments of the delivery instead.
+        while kill_at and not failures:
+            kill_at.pop(0)
+            time.sleep(rng.uniform(0.2, 1.5))
+            kill_and_restart()
+        if len(kills_done) < a.kills:
+            failures.append(f"only {len(kills_done)} of {a.kills} kills happened")
+        print(f"relay-killtest: all {a.n:,} acknowledged after {sent_done - t0:.1f} s "
+              f"({sender.posts:,} posts, {sender.resends:,} resends); waiting for delivery",
+              flush=True)
+        acked_ids = {f"kill-{i}" for i in sender.acked}
+        if len(acked_ids) + sum(sender.rejected.values()) < a.n and not failures:
+            failures.append(f"only {len(acked_ids):,} of {a.n:,} events acknowledged")
+        deadline = sent_done + a.deadline
+        last_print = 0.0
+        while True:
+            relay.sample_rss()
+            taken = chaos.get("/_stats")["hook"]["unique_taken"]
+            if taken >= len(acked_ids):
+                got = set(chaos.get("/_ids?dest=hook"))
+                if acked_ids <= got:
+                    break
+            if time.monotonic() > deadline:
+                break
+            if time.monotonic() - last_print > 10:
+                print(f"relay-killtest: {taken:,} of {len(acked_ids):,} delivered", flush=True)
+                last_print = time.monotonic()
+            time.sleep(0.5)
+        seconds = time.monotonic() - t0
+        status = relay.terminate(60.0)
+        if status != 0:
+            failures.append(f"SIGTERM at the end: exit status {status} (expected 0)")
+        stats = chaos.get("/_stats")
+        got = set(chaos.get("/_ids?dest=hook"))
+    finally:
+        if relay.proc is not None and relay.proc.poll() is None:
+            relay.proc.kill()
+        chaos.stop()
+
+    lost = acked_ids - got
+    hook = stats["hook"]
+    rows = [
+        ("events sent / acknowledged", f"{a.n:,} / {len(acked_ids):,}"),
+        ("rejected in 200 answers", f"{sum(sender.rejected.values()):,} {sender.rejected or ''}"),
+        ("posts / resends", f"{sender.posts:,} / {sender.resends:,}"),
+        ("answers and errors", json.dumps(dict(sorted(sender.statuses.items())))),
+        ("SIGKILLs (acknowledged, delivered at each)",
+         ", ".join(f"{k['acked']:,}/{k['delivered']:,}" for k in kills_done)),
+        ("delivered distinct", f"{len(got):,}"),
+        ("lost (acknowledged, never delivered)", f"{len(lost):,}"),
+        ("duplicates taken by the receiver", f"{hook['duplicates']:,}"),
+        ("webhook requests (ok/503/reset/stall)",
+         f"{hook['requests']:,} ({hook['ok']:,}/{hook['503']:,}/"
+         f"{hook['reset_before'] + hook['reset_after']:,}/{hook['stall']:,})"),
+        ("bad signatures / bad bodies", f"{stats['bad_signatures']} / {stats['bad_bodies']}"),
+        ("seconds (start to all delivered)", f"{seconds:.1f}"),
+        ("relay peak RSS (largest of its runs)", f"{relay.peak_rss_mib:.0f} MiB"),
+        ("SIGTERM at the end", f"exit {status}"),
+    ]
+    width = max(len(k) for k, _ in rows)
+    print()
+    for k, v in rows:
+        print(f"  {k:<{width}}  {v}")
+    if lost:
+        failures.append(f"{len(lost):,} acknowledged events never delivered, e.g. {sorted(lost)[:5]}")
+    if stats["bad_signatures"]:
+        failures.append(f"{stats['bad_signatures']} webhook requests with a bad signature")
+    if a.json_out:
+        with open(a.json_out, "w") as f:
+            json.dump({"n": a.n, "acknowledged": len(acked_ids), "delivered_distinct": len(got),
+                       "lost": len(lost), "duplicates": hook["duplicates"],
+                       "seconds": round(seconds, 1), "peak_rss_mib": round(relay.peak_rss_mib),
+                       "kills": kills_done, "posts": sender.posts, "resends": sender.resends,
+                       "answers": sender.statuses, "receiver": stats, "sigterm_exit": status,
+                       "seed": a.seed, "load": load, "failures": failures}, f, indent=1)
+    print()
+    for f in failures:
+        print(f"relay-killtest: FAILED: {f}")
+    if failures:
+        return 1
+    print(f"relay-killtest: OK: {len(acked_ids):,} acknowledged, {len(got):,} delivered, 0 lost, "
+          f"{hook['duplicates']:,} duplicates, {len(kills_done)} SIGKILLs, {seconds:.1f} s, "
+          f"peak RSS {relay.peak_rss_mib:.0f} MiB, SIGTERM exit 0")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,69 @@
+//! Who may call: write keys (Basic-auth user name, or `writeKey` in the body) and the admin
+//! token (`Authorization: Bearer`). Secrets are compared in constant time and never logged.
+//!
+//! Issue 25's per-key rate limits and any future key store land here.
+
+use base64::Engine as _;
+use hyper::header::{HeaderMap, AUTHORIZATION};
+
+/// Equal, in a time that depends only on the lengths.
+pub fn ct_eq(a: &[u8], b: &[u8]) -> bool {
+    if a.len() != b.len() {
+        return false;
+    }
+    let diff = a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y));
+    // Keep the compiler from cutting the fold short.
+    std::hint::black_box(diff) == 0
+}
+
+/// The user name of `Authorization: Basic base64(user:password)` (Segment's SDKs send the
+/// write key as the user name and an empty password).
+pub fn basic_user(headers: &HeaderMap) -> Option<String> {
+    let value = headers.get(AUTHORIZATION)?.to_str().ok()?;
+    let (scheme, rest) = value.trim().split_once(' ')?;
+    if !scheme.eq_ignore_ascii_case("basic") {
+        return None;
+    }
+    let decoded = base64::engine::general_purpose::STANDARD
+        .decode(rest.trim())
+        .ok()?;
+    let text = String::from_utf8(decoded).ok()?;
+    let user = text.split_once(':').map_or(text.as_str(), |(u, _)| u);
+    (!user.is_empty()).then(|| user.to_string())
+}
+
+/// True when `headers` carry `Authorization: Bearer <token>` for exactly `token`.
+pub fn bearer_is(headers: &HeaderMap, token: &str) -> bool {
+    let Some(value) = headers.get(AUTHORIZATION).and_then(|v| v.to_str().ok()) else {
+        return false;
+    };
+    let Some((scheme, given)) = value.trim().split_once(' ') else {
+        return false;
+    };
+    scheme.eq_ignore_ascii_case("bearer") && ct_eq(given.trim().as_bytes(), token.as_bytes())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn basic_user_is_the_write_key_before_the_colon() {
+        let mut h = HeaderMap::new();
+        // base64("wk_1:")
+        h.insert(AUTHORIZATION, "Basic d2tfMTo=".parse().unwrap());
+        assert_eq!(basic_user(&h).as_deref(), Some("wk_1"));
+        h.insert(AUTHORIZATION, "Bearer d2tfMTo=".parse().unwrap());
+        assert_eq!(basic_user(&h), None);
+    }
+
+    #[test]
+    fn bearer_needs_the_exact_token() {
+        let mut h = HeaderMap::new();
+        h.insert(AUTHORIZATION, "Bearer t0ken".parse().unwrap());
+        assert!(bearer_is(&h, "t0ken"));
+        assert!(!bearer_is(&h, "t0ke"));
+        assert!(!bearer_is(&h, "t0ken2"));
+        assert!(ct_eq(b"", b""));
+    }
+}

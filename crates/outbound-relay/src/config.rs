@@ -1,0 +1,677 @@
+//! `relay.toml`: its shape (serde, unknown keys refused), and its conversion into one core
+//! [`outbound::Config`] per source. The relay checks only what is its own (the TOML shape,
+//! source names and write keys, durations as numbers of seconds); every delivery setting is
+//! checked by the core when the source's `Client` is built, and its error is reported here
+//! under the key it came from (`relay.toml: sources[1].webhooks[0].url: ...`).
+//!
+//! Issue 25's settings land here as new keys beside these (`tls_cert`, `tls_key`,
+//! `max_connections`, header/body limits, log format), never as renames.
+
+use outbound::{Config as CoreConfig, RetryPolicy, SignatureScheme, Webhook};
+use serde::{Deserialize, Deserializer};
+use std::collections::{BTreeMap, HashMap};
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// A config error: the file, the key and what is wrong.
+#[derive(Debug)]
+pub struct ConfigError {
+    pub file: String,
+    pub key: String,
+    pub reason: String,
+}
+
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.key.is_empty() {
+            write!(f, "{}: {}", self.file, self.reason)
+        } else {
+            write!(f, "{}: {}: {}", self.file, self.key, self.reason)
+        }
+    }
+}
+
+impl std::error::Error for ConfigError {}
+
+/// The relay's group commit interval unless set (seconds): an acknowledgement waits for the
+/// next commit, so the core's 20 ms would be most of a single event's answer time; 5 ms is
+/// still one commit (one fsync) for up to 2,048 events.
+pub const DEFAULT_COMMIT_INTERVAL: f64 = 0.005;
+
+/// A number of seconds (`5`, `0.5`), as every duration in the file is written.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Seconds(pub f64);
+
+impl<'de> Deserialize<'de> for Seconds {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Num {
+            I(i64),
+            F(f64),
+        }
+        match Num::deserialize(d).map_err(|_| {
+            serde::de::Error::custom("expected a number of seconds (e.g. 5 or 0.25)")
+        })? {
+            Num::I(i) => Ok(Seconds(i as f64)),
+            Num::F(f) => Ok(Seconds(f)),
+        }
+    }
+}
+
+impl Seconds {
+    fn duration(self, key: &str) -> Result<Duration, (String, String)> {
+        Duration::try_from_secs_f64(self.0).map_err(|_| {
+            (
+                key.to_string(),
+                format!("{} is not a number of seconds of 0 or more", self.0),
+            )
+        })
+    }
+}
+
+/// Defines the top-level and per-source structs with the delivery settings of the core's
+/// `Config` in both (serde's `flatten` cannot be combined with `deny_unknown_fields`).
+macro_rules! with_delivery {
+    ($(#[$m:meta])* pub struct $name:ident { $($(#[$fm:meta])* pub $f:ident : $t:ty,)* }) => {
+        $(#[$m])*
+        pub struct $name {
+            $($(#[$fm])* pub $f: $t,)*
+            /// Bound on one whole HTTP exchange, seconds (core `timeout`).
+            #[serde(default)]
+            pub timeout: Option<Seconds>,
+            /// How long a message is retried after its first attempt, seconds.
+            #[serde(default)]
+            pub max_retry_duration: Option<Seconds>,
+            /// Largest backoff between attempts, seconds.
+            #[serde(default)]
+            pub max_backoff: Option<Seconds>,
+            /// Largest `Retry-After` honoured, seconds.
+            #[serde(default)]
+            pub max_retry_after: Option<Seconds>,
+            /// Most requests in flight to each destination.
+            #[serde(default)]
+            pub max_in_flight: Option<usize>,
+            /// Delivery threads each destination keeps ready.
+            #[serde(default)]
+            pub workers: Option<usize>,
+            /// `"x-signature"` (default) or `"standard-webhooks"`.
+            #[serde(default)]
+            pub signature_scheme: Option<String>,
+            /// `User-Agent` of webhook requests.
+            #[serde(default)]
+            pub webhook_user_agent: Option<String>,
+            /// Gzip the forward's batches.
+            #[serde(default)]
+            pub gzip: Option<bool>,
+            /// Forward batches close at this many messages.
+            #[serde(default)]
+            pub flush_at: Option<usize>,
+            /// ... or this long after their first message, seconds.
+            #[serde(default)]
+            pub flush_interval: Option<Seconds>,
+            /// Most messages held in memory per source, including those waiting to retry.
+            #[serde(default)]
+            pub max_queue_size: Option<usize>,
+            /// Extra trusted roots: PEM text or the path of a PEM file.
+            #[serde(default)]
+            pub ca_certs: Option<String>,
+            /// Use `HTTP(S)_PROXY` from the environment.
+            #[serde(default)]
+            pub proxy_from_env: Option<bool>,
+            /// Keep accepted events on disk until their outcome (default true). Off: a 200
+            /// means accepted in memory only.
+            #[serde(default)]
+            pub spool: Option<bool>,
+            /// Bytes each source's spool may hold.
+            #[serde(default)]
+            pub spool_max_bytes: Option<u64>,
+            /// The group commit interval, seconds. The relay's default is 0.005 (the core's
+            /// is 0.02): every acknowledgement waits for the next commit.
+            #[serde(default)]
+            pub spool_commit_interval: Option<Seconds>,
+            /// The core's own log lines (failures as warnings, progress as debug), to stderr
+            /// through `tracing` (default true).
+            #[serde(default)]
+            pub debug: Option<bool>,
+        }
+
+        impl $name {
+            fn delivery(&self) -> Delivery {
+                Delivery {
+                    timeout: self.timeout,
+                    max_retry_duration: self.max_retry_duration,
+                    max_backoff: self.max_backoff,
+                    max_retry_after: self.max_retry_after,
+                    max_in_flight: self.max_in_flight,
+                    workers: self.workers,
+                    signature_scheme: self.signature_scheme.clone(),
+                    webhook_user_agent: self.webhook_user_agent.clone(),
+                    gzip: self.gzip,
+                    flush_at: self.flush_at,
+                    flush_interval: self.flush_interval,
+                    max_queue_size: self.max_queue_size,
+                    ca_certs: self.ca_certs.clone(),
+                    proxy_from_env: self.proxy_from_env,
+                    spool: self.spool,
+                    spool_max_bytes: self.spool_max_bytes,
+                    spool_commit_interval: self.spool_commit_interval,
+                    debug: self.debug,
+                }
+            }
+        }
+    };
+}
+
+/// The delivery settings, as given at one level (unset: the level above decides).
+#[derive(Clone, Debug, Default)]
+struct Delivery {
+    timeout: Option<Seconds>,
+    max_retry_duration: Option<Seconds>,
+    max_backoff: Option<Seconds>,
+    max_retry_after: Option<Seconds>,
+    max_in_flight: Option<usize>,
+    workers: Option<usize>,
+    signature_scheme: Option<String>,
+    webhook_user_agent: Option<String>,
+    gzip: Option<bool>,
+    flush_at: Option<usize>,
+    flush_interval: Option<Seconds>,
+    max_queue_size: Option<usize>,
+    ca_certs: Option<String>,
+    proxy_from_env: Option<bool>,
+    spool: Option<bool>,
+    spool_max_bytes: Option<u64>,
+    spool_commit_interval: Option<Seconds>,
+    debug: Option<bool>,
+}
+
+impl Delivery {
+    /// The keys set at this level.
+    fn keys(&self) -> Vec<&'static str> {
+        let d = self;
+        let set: [(&'static str, bool); 18] = [
+            ("timeout", d.timeout.is_some()),
+            ("max_retry_duration", d.max_retry_duration.is_some()),
+            ("max_backoff", d.max_backoff.is_some()),
+            ("max_retry_after", d.max_retry_after.is_some()),
+            ("max_in_flight", d.max_in_flight.is_some()),
+            ("workers", d.workers.is_some()),
+            ("signature_scheme", d.signature_scheme.is_some()),
+            ("webhook_user_agent", d.webhook_user_agent.is_some()),
+            ("gzip", d.gzip.is_some()),
+            ("flush_at", d.flush_at.is_some()),
+            ("flush_interval", d.flush_interval.is_some()),
+            ("max_queue_size", d.max_queue_size.is_some()),
+            ("ca_certs", d.ca_certs.is_some()),
+            ("proxy_from_env", d.proxy_from_env.is_some()),
+            ("spool", d.spool.is_some()),
+            ("spool_max_bytes", d.spool_max_bytes.is_some()),
+            ("spool_commit_interval", d.spool_commit_interval.is_some()),
+            ("debug", d.debug.is_some()),
+        ];
+        set.into_iter()
+            .filter(|(_, on)| *on)
+            .map(|(k, _)| k)
+            .collect()
+    }
+
+    /// `self` where set, `base` otherwise.
+    fn over(self, base: &Delivery) -> Delivery {
+        macro_rules! pick {
+            ($($f:ident),*) => { Delivery { $($f: self.$f.or_else(|| base.$f.clone()),)* } };
+        }
+        pick!(
+            timeout,
+            max_retry_duration,
+            max_backoff,
+            max_retry_after,
+            max_in_flight,
+            workers,
+            signature_scheme,
+            webhook_user_agent,
+            gzip,
+            flush_at,
+            flush_interval,
+            max_queue_size,
+            ca_certs,
+            proxy_from_env,
+            spool,
+            spool_max_bytes,
+            spool_commit_interval,
+            debug
+        )
+    }
+}
+
+with_delivery! {
+    /// The whole file.
+    #[derive(Debug, Deserialize)]
+    #[serde(deny_unknown_fields)]
+    pub struct File {
+        /// `host:port` of the tracking and admin API (`127.0.0.1:0`: any free port).
+        pub listen: String,
+        /// The spool and audience state (relative paths are relative to the file).
+        #[serde(default = "default_data_dir")]
+        pub data_dir: PathBuf,
+        /// Enables the admin API.
+        #[serde(default)]
+        pub admin_token: Option<String>,
+        /// Webhook URLs come from customers: refuse private addresses (default true).
+        #[serde(default = "yes")]
+        pub block_private_networks: bool,
+        /// Exempt networks (CIDR).
+        #[serde(default)]
+        pub allowed_networks: Vec<String>,
+        /// How long shutdown waits for requests in flight, seconds (default 10).
+        #[serde(default)]
+        pub shutdown_timeout: Option<Seconds>,
+        /// Then how long each client may go on delivering before the rest is left in its
+        /// spool for the next start, seconds (default 2).
+        #[serde(default)]
+        pub close_timeout: Option<Seconds>,
+        /// The sources.
+        #[serde(default)]
+        pub sources: Vec<SourceFile>,
+    }
+}
+
+with_delivery! {
+    /// One `[[sources]]` table.
+    #[derive(Debug, Deserialize)]
+    #[serde(deny_unknown_fields)]
+    pub struct SourceFile {
+        /// Letters, digits, `-` and `_` (it names the spool and state files).
+        pub name: String,
+        /// One or more; several for rotation.
+        pub write_keys: Vec<String>,
+        /// Signs webhook requests.
+        #[serde(default)]
+        pub shared_secret: Option<String>,
+        /// Browser origins allowed (CORS); `"*"` allows any.
+        #[serde(default)]
+        pub allowed_origins: Vec<String>,
+        /// 1 to 5 (the core checks).
+        #[serde(default)]
+        pub webhooks: Vec<WebhookFile>,
+        /// Also forward to a Segment-compatible endpoint.
+        #[serde(default)]
+        pub forward: Option<ForwardFile>,
+    }
+}
+
+/// One `[[sources.webhooks]]` table.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WebhookFile {
+    pub url: String,
+    #[serde(default)]
+    pub headers: BTreeMap<String, String>,
+}
+
+/// `[sources.forward]`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ForwardFile {
+    #[serde(default)]
+    pub endpoint: Option<String>,
+    pub write_key: String,
+}
+
+fn default_data_dir() -> PathBuf {
+    PathBuf::from("outbound-relay-data")
+}
+
+fn yes() -> bool {
+    true
+}
+
+/// One source, ready to start.
+pub struct Source {
+    pub name: String,
+    pub write_keys: Vec<String>,
+    pub allowed_origins: Vec<String>,
+    /// Where errors of this source's core config are reported (`sources[1]`).
+    pub key: String,
+    /// The delivery keys this source sets itself (the rest come from the top level).
+    pub own_keys: Vec<&'static str>,
+    pub core: CoreConfig,
+}
+
+/// The loaded config.
+pub struct Relay {
+    /// The file as named on the command line (for messages).
+    pub file: String,
+    pub listen: String,
+    pub data_dir: PathBuf,
+    pub admin_token: Option<String>,
+    pub shutdown_timeout: Duration,
+    pub close_timeout: Duration,
+    pub sources: Vec<Source>,
+}
+
+impl Relay {
+    /// Reads and checks `path`; every error names the file and the key.
+    pub fn load(path: &Path) -> Result<Relay, ConfigError> {
+        let file = path.display().to_string();
+        let err = |key: &str, reason: String| ConfigError {
+            file: file.clone(),
+            key: key.to_string(),
+            reason,
+        };
+        let text =
+            std::fs::read_to_string(path).map_err(|e| err("", format!("cannot read: {e}")))?;
+        let parsed: File = toml::from_str(&text).map_err(|e| toml_error(&file, &text, e))?;
+        let base_dir = path.parent().unwrap_or(Path::new("."));
+        Relay::from_file(parsed, &file, base_dir)
+    }
+
+    fn from_file(f: File, file: &str, base_dir: &Path) -> Result<Relay, ConfigError> {
+        let err = |key: String, reason: String| ConfigError {
+            file: file.to_string(),
+            key,
+            reason,
+        };
+        let data_dir = if f.data_dir.is_absolute() {
+            f.data_dir.clone()
+        } else {
+            base_dir.join(&f.data_dir)
+        };
+        if f.admin_token.as_deref() == Some("") {
+            return Err(err(
+                "admin_token".into(),
+                "must not be empty (leave it out to turn the admin API off)".into(),
+            ));
+        }
+        if f.sources.is_empty() {
+            return Err(err(
+                "sources".into(),
+                "at least one [[sources]] is needed".into(),
+            ));
+        }
+        let shutdown_timeout = f
+            .shutdown_timeout
+            .unwrap_or(Seconds(10.0))
+            .duration("shutdown_timeout")
+            .map_err(|(k, r)| err(k, r))?;
+        let close_timeout = f
+            .close_timeout
+            .unwrap_or(Seconds(2.0))
+            .duration("close_timeout")
+            .map_err(|(k, r)| err(k, r))?;
+        let top = f.delivery();
+        let mut names = HashMap::new();
+        let mut keys: HashMap<&str, String> = HashMap::new();
+        let mut sources = Vec::new();
+        for (i, s) in f.sources.iter().enumerate() {
+            let at = format!("sources[{i}]");
+            if s.name.is_empty()
+                || !s
+                    .name
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+            {
+                return Err(err(
+                    format!("{at}.name"),
+                    format!("{:?} must be letters, digits, '-' or '_'", s.name),
+                ));
+            }
+            if let Some(first) = names.insert(s.name.as_str(), i) {
+                return Err(err(
+                    format!("{at}.name"),
+                    format!("{:?} is already the name of sources[{first}]", s.name),
+                ));
+            }
+            if s.write_keys.is_empty() {
+                return Err(err(
+                    format!("{at}.write_keys"),
+                    "at least one write key is needed".into(),
+                ));
+            }
+            for (k, key) in s.write_keys.iter().enumerate() {
+                if key.is_empty() {
+                    return Err(err(
+                        format!("{at}.write_keys[{k}]"),
+                        "must not be empty".into(),
+                    ));
+                }
+                if let Some(owner) = keys.insert(key.as_str(), s.name.clone()) {
+                    return Err(err(
+                        format!("{at}.write_keys[{k}]"),
+                        format!("this write key is already a key of source {owner:?}"),
+                    ));
+                }
+            }
+            let own = s.delivery().keys();
+            let core = core_config(s, &f, &top, &data_dir).map_err(|(k, r)| {
+                // A value from the top level is reported there.
+                let key = match own.iter().any(|o| *o == k) {
+                    true => format!("{at}.{k}"),
+                    false => k,
+                };
+                err(key, r)
+            })?;
+            sources.push(Source {
+                name: s.name.clone(),
+                write_keys: s.write_keys.clone(),
+                allowed_origins: s.allowed_origins.clone(),
+                key: at,
+                own_keys: own,
+                core,
+            });
+        }
+        Ok(Relay {
+            file: file.to_string(),
+            listen: f.listen,
+            data_dir,
+            admin_token: f.admin_token,
+            shutdown_timeout,
+            close_timeout,
+            sources,
+        })
+    }
+
+    /// The file and key of a core config error of source `i`
+    /// (`relay.toml: sources[1].webhooks[0].url: ...`): the source's own key, or the top
+    /// level's when the value came from there.
+    pub fn core_error(&self, i: usize, e: outbound::Error) -> ConfigError {
+        let source = &self.sources[i];
+        let at = &source.key;
+        let (key, reason) = match e {
+            outbound::Error::Config { setting, reason } => {
+                let key = match setting.as_str() {
+                    // The forward's settings are the core's ingestion settings.
+                    "write_key" => format!("{at}.forward.write_key"),
+                    "endpoint" => format!("{at}.forward.endpoint"),
+                    "write_key/webhooks" => format!("{at}.webhooks"),
+                    "spool" => "data_dir".to_string(),
+                    "allowed_networks" => setting,
+                    "shared_secret" => format!("{at}.shared_secret"),
+                    s if s.starts_with("webhooks") => format!("{at}.{s}"),
+                    s if source.own_keys.contains(&s) => format!("{at}.{s}"),
+                    // A delivery setting the source did not set came from the top level.
+                    _ => setting,
+                };
+                (key, reason)
+            }
+            outbound::Error::Spool { path, reason } => {
+                ("data_dir".to_string(), format!("spool {path}: {reason}"))
+            }
+            other => (at.clone(), other.to_string()),
+        };
+        ConfigError {
+            file: self.file.clone(),
+            key,
+            reason,
+        }
+    }
+}
+
+/// The core's config for source `s`: its own settings over the top level's over the core's
+/// defaults.
+fn core_config(
+    s: &SourceFile,
+    f: &File,
+    top: &Delivery,
+    data_dir: &Path,
+) -> Result<CoreConfig, (String, String)> {
+    let d = s.delivery().over(top);
+    let mut c = CoreConfig {
+        webhooks: s
+            .webhooks
+            .iter()
+            .map(|w| Webhook {
+                url: w.url.clone(),
+                headers: w
+                    .headers
+                    .iter()
+                    .map(|(k, v)| (k.clone(), v.clone()))
+                    .collect(),
+            })
+            .collect(),
+        shared_secret: s.shared_secret.clone(),
+        block_private_networks: f.block_private_networks,
+        allowed_networks: f.allowed_networks.clone(),
+        ..CoreConfig::default()
+    };
+    if let Some(fw) = &s.forward {
+        c.write_key = Some(fw.write_key.clone());
+        if let Some(endpoint) = &fw.endpoint {
+            c.endpoint = endpoint.clone();
+        }
+    }
+    let mut retry = RetryPolicy::default();
+    if let Some(v) = d.timeout {
+        c.timeout = v.duration("timeout")?;
+    }
+    if let Some(v) = d.max_retry_duration {
+        retry.max_retry_duration = v.duration("max_retry_duration")?;
+    }
+    if let Some(v) = d.max_backoff {
+        retry.max_backoff = v.duration("max_backoff")?;
+    }
+    if let Some(v) = d.max_retry_after {
+        retry.max_retry_after = v.duration("max_retry_after")?;
+    }
+    c.retry = retry;
+    if let Some(v) = d.max_in_flight {
+        c.max_in_flight = v;
+    }
+    if let Some(v) = d.workers {
+        c.workers = v;
+    }
+    if let Some(v) = &d.signature_scheme {
+        c.signature_scheme = SignatureScheme::parse(v).map_err(|e| match e {
+            outbound::Error::Config { setting, reason } => (setting, reason),
+            other => ("signature_scheme".into(), other.to_string()),
+        })?;
+    }
+    if let Some(v) = &d.webhook_user_agent {
+        c.webhook_user_agent = v.clone();
+    }
+    if let Some(v) = d.gzip {
+        c.gzip = v;
+    }
+    if let Some(v) = d.flush_at {
+        c.flush_at = v;
+    }
+    if let Some(v) = d.flush_interval {
+        c.flush_interval = v.duration("flush_interval")?;
+    }
+    if let Some(v) = d.max_queue_size {
+        c.max_queue_size = v;
+    }
+    c.ca_certs = d.ca_certs.clone();
+    if let Some(v) = d.proxy_from_env {
+        c.proxy_from_env = v;
+    }
+    if d.spool.unwrap_or(true) {
+        c.spool = Some(data_dir.join("spool").join(&s.name));
+    }
+    if let Some(v) = d.spool_max_bytes {
+        c.spool_max_bytes = v;
+    }
+    c.spool_commit_interval = d
+        .spool_commit_interval
+        .unwrap_or(Seconds(DEFAULT_COMMIT_INTERVAL))
+        .duration("spool_commit_interval")?;
+    c.debug = Some(d.debug.unwrap_or(true));
+    Ok(c)
+}
+
+/// toml's error as `file: key: reason`, the key found from where the error is (the tables
+/// above it and the key on its line): `relay.toml: sources[1].webhooks[0].url: ...`.
+fn toml_error(file: &str, text: &str, e: toml::de::Error) -> ConfigError {
+    let reason = e.message().trim().to_string();
+    let key = e
+        .span()
+        .map(|span| key_at(text, span.start.min(text.len())))
+        .unwrap_or_default();
+    ConfigError {
+        file: file.to_string(),
+        key,
+        reason,
+    }
+}
+
+/// The dotted key path at byte `at` of `text`, with array-of-tables indices.
+fn key_at(text: &str, at: usize) -> String {
+    let line_start = text[..at].rfind('\n').map_or(0, |i| i + 1);
+    let line = text[line_start..].lines().next().unwrap_or("");
+    let here = line.trim();
+    // A header's own line counts (a missing key is reported at its table).
+    let scanned = if here.starts_with('[') {
+        &text[..line_start + line.len()]
+    } else {
+        &text[..line_start]
+    };
+    let mut counts: HashMap<String, usize> = HashMap::new();
+    let mut table = String::new();
+    for line in scanned.lines() {
+        let t = line.trim();
+        if let Some(name) = t.strip_prefix("[[").and_then(|r| r.split("]]").next()) {
+            let name = name.trim().to_string();
+            // A new element of an array of tables resets the arrays nested in it.
+            counts.retain(|k, _| !k.starts_with(&format!("{name}.")));
+            counts
+                .entry(name.clone())
+                .and_modify(|n| *n += 1)
+                .or_insert(0);
+            table = name;
+        } else if let Some(name) = t.strip_prefix('[').and_then(|r| r.split(']').next()) {
+            table = name.trim().to_string();
+        }
+    }
+    // `sources.webhooks` -> `sources[i].webhooks[j]`.
+    let mut path = String::new();
+    let mut prefix = String::new();
+    for part in table.split('.').filter(|p| !p.is_empty()) {
+        prefix = if prefix.is_empty() {
+            part.to_string()
+        } else {
+            format!("{prefix}.{part}")
+        };
+        if !path.is_empty() {
+            path.push('.');
+        }
+        path.push_str(part);
+        if let Some(n) = counts.get(&prefix) {
+            path.push_str(&format!("[{n}]"));
+        }
+    }
+    if !here.starts_with('[') {
+        if let Some(key) = here
+            .split('=')
+            .next()
+            .map(str::trim)
+            .filter(|k| !k.is_empty())
+        {
+            if !path.is_empty() {
+                path.push('.');
+            }
+            path.push_str(key.trim_matches('"'));
+        }
+    }
+    path
+}

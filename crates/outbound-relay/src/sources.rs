@@ -1,0 +1,125 @@
+//! The sources: one core `Client` each (its webhooks, secret, optional forward and spool
+//! under `data_dir/spool/<name>`), its write keys and allowed origins, and its audience
+//! state under `data_dir/audiences/<name>.db`. A write key finds its source here.
+//!
+//! Issue 25's config reload (SIGHUP) swaps this whole set for a new one; its per-source
+//! metrics hang off [`Source`].
+
+use crate::auth::ct_eq;
+use crate::config::{ConfigError, Relay};
+use outbound::{AudienceSync, Client, Level, LogSink};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// One source, running.
+pub struct Source {
+    pub name: String,
+    write_keys: Vec<String>,
+    allowed_origins: Vec<String>,
+    pub client: Client,
+    /// Opened at start; a sync holds it for its whole run (syncs of one source take turns).
+    pub audiences: Mutex<AudienceSync>,
+    pub has_webhooks: bool,
+}
+
+impl Source {
+    /// True when a browser at `origin` may send to this source.
+    pub fn allows_origin(&self, origin: &str) -> bool {
+        self.allowed_origins.iter().any(|o| o == "*" || o == origin)
+    }
+}
+
+/// Every source of the config.
+pub struct Sources {
+    pub list: Vec<Arc<Source>>,
+}
+
+/// The core's log lines, through `tracing` with the source's name (the core never writes a
+/// key or a secret into them).
+fn log_sink(source: &str) -> LogSink {
+    let source = source.to_string();
+    Arc::new(move |level: Level, line: &str| match level {
+        Level::Warn => tracing::warn!(target: "outbound", source = %source, "{line}"),
+        Level::Debug => tracing::debug!(target: "outbound", source = %source, "{line}"),
+    })
+}
+
+impl Sources {
+    /// Starts a client per source; the first error names the file and the key.
+    pub fn start(relay: &Relay) -> Result<Sources, ConfigError> {
+        let audiences_dir = relay.data_dir.join("audiences");
+        std::fs::create_dir_all(&audiences_dir).map_err(|e| ConfigError {
+            file: relay.file.clone(),
+            key: "data_dir".into(),
+            reason: format!("cannot create {}: {e}", audiences_dir.display()),
+        })?;
+        let mut list = Vec::new();
+        for (i, s) in relay.sources.iter().enumerate() {
+            let mut core = s.core.clone();
+            core.log_sink = Some(log_sink(&s.name));
+            let has_webhooks = !core.webhooks.is_empty();
+            let client = Client::new(core).map_err(|e| relay.core_error(i, e))?;
+            let path = audiences_dir.join(format!("{}.db", s.name));
+            let audiences = AudienceSync::open(&path).map_err(|e| ConfigError {
+                file: relay.file.clone(),
+                key: "data_dir".into(),
+                reason: format!("audience state {}: {e}", path.display()),
+            })?;
+            list.push(Arc::new(Source {
+                name: s.name.clone(),
+                write_keys: s.write_keys.clone(),
+                allowed_origins: s.allowed_origins.clone(),
+                client,
+                audiences: Mutex::new(audiences),
+                has_webhooks,
+            }));
+        }
+        Ok(Sources { list })
+    }
+
+    /// The source whose write keys include `key`. Every key is compared, in constant time,
+    /// so the answer's timing does not tell how much of a key was right.
+    pub fn by_write_key(&self, key: &str) -> Option<&Arc<Source>> {
+        let mut found = None;
+        for source in &self.list {
+            for k in &source.write_keys {
+                if ct_eq(k.as_bytes(), key.as_bytes()) && found.is_none() {
+                    found = Some(source);
+                }
+            }
+        }
+        found
+    }
+
+    pub fn by_name(&self, name: &str) -> Option<&Arc<Source>> {
+        self.list.iter().find(|s| s.name == name)
+    }
+
+    /// True when some source allows `origin` (a preflight carries no write key yet).
+    pub fn any_allows_origin(&self, origin: &str) -> bool {
+        self.list.iter().any(|s| s.allows_origin(origin))
+    }
+
+    /// Closes every client at once (one thread each), each within `bound`: what is not
+    /// delivered by then stays in its spool for the next start. Returns how long it took.
+    pub fn close_all(&self, bound: Duration) -> Duration {
+        let started = Instant::now();
+        std::thread::scope(|scope| {
+            for source in &self.list {
+                scope.spawn(move || {
+                    let done = source.client.close(Some(bound));
+                    let stats = source.client.stats();
+                    tracing::info!(
+                        source = %source.name,
+                        all_delivered = matches!(done, Ok(true)),
+                        delivered = stats.delivered,
+                        failed = stats.failed,
+                        left_in_spool = stats.spooled,
+                        "source closed"
+                    );
+                });
+            }
+        });
+        started.elapsed()
+    }
+}

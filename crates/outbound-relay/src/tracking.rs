@@ -1,0 +1,308 @@
+//! Segment's tracking API, as the SDKs speak it: `POST /v1/batch`, `/v1/import`, the single
+//! calls (`/v1/identify|track|page|screen|group|alias`) and analytics.js's short paths
+//! (`/v1/b|i|t|p|s|g|a`), plus the CORS preflight of each.
+//!
+//! A request goes: body (decoded, limited) → JSON → write key (Basic-auth user, else
+//! `writeKey` in the body) → source → origin check → each event read by the core
+//! (`Message::from_json_text`) and enqueued on the source's client → one wait for the spool
+//! commit that holds them (`Client::when_spooled`) → 200. The relay decides no rule of an
+//! event: it takes off the SDKs' transport fields ([`TRANSPORT_KEYS`]) and `null` fields,
+//! sets `type` from a
+//! single call's path, fills batch-level `context`/`integrations` into events without them,
+//! and maps the core's errors to answers.
+//!
+//! Issue 25's per-source and per-reason counters and the request-latency histogram are
+//! recorded here (one place per outcome: accepted, rejected with reason, refused request).
+
+use crate::auth::basic_user;
+use crate::body;
+use crate::reply::{self, Answer};
+use crate::sources::{Source, Sources};
+use hyper::body::Incoming;
+use hyper::header::{HeaderMap, HeaderValue, ORIGIN};
+use hyper::StatusCode;
+use outbound::{Error, Message, MAX_BATCH_BYTES};
+use serde_json::{json, Map, Value};
+use std::sync::Arc;
+
+/// Fields an SDK adds for the transport, not the event; taken off before the core reads
+/// the event (the core refuses fields it does not know): analytics.js's `writeKey`,
+/// `sentAt` and `_metadata`, analytics-node's `_metadata`, the mobile SDKs' `_metadata`,
+/// and `receivedAt`/`channel`/`version`/`originalTimestamp` that some senders copy from
+/// events they received.
+pub const TRANSPORT_KEYS: [&str; 7] = [
+    "writeKey",
+    "sentAt",
+    "_metadata",
+    "receivedAt",
+    "channel",
+    "version",
+    "originalTimestamp",
+];
+
+/// Largest body read, before and after gzip: a batch over this is 413 (Segment's 500 KB).
+pub const MAX_BODY_BYTES: usize = MAX_BATCH_BYTES;
+
+/// What a tracking path takes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Endpoint {
+    /// `{"batch":[...]}`: `/v1/batch`, `/v1/import`, `/v1/b`.
+    Batch,
+    /// One event of this type.
+    Single(&'static str),
+}
+
+/// The endpoint of `path`, if it is one of the tracking API's.
+pub fn endpoint(path: &str) -> Option<Endpoint> {
+    let name = path.strip_prefix("/v1/")?.trim_end_matches('/');
+    Some(match name {
+        "batch" | "import" | "b" => Endpoint::Batch,
+        "identify" | "i" => Endpoint::Single("identify"),
+        "track" | "t" => Endpoint::Single("track"),
+        "page" | "p" => Endpoint::Single("page"),
+        "screen" | "s" => Endpoint::Single("screen"),
+        "group" | "g" => Endpoint::Single("group"),
+        "alias" | "a" => Endpoint::Single("alias"),
+        _ => return None,
+    })
+}
+
+/// The CORS preflight (`OPTIONS`): no write key yet, so any source's `allowed_origins`
+/// will do; the POST is checked against its own source.
+pub fn preflight(sources: &Sources, headers: &HeaderMap) -> Answer {
+    let Some(origin) = headers.get(ORIGIN).and_then(|v| v.to_str().ok()) else {
+        return reply::empty(StatusCode::NO_CONTENT);
+    };
+    if !sources.any_allows_origin(origin) {
+        tracing::info!(origin, "CORS preflight refused: origin not allowed");
+        return reply::error(StatusCode::FORBIDDEN, "origin not allowed");
+    }
+    let mut r = reply::empty(StatusCode::NO_CONTENT);
+    let h = r.headers_mut();
+    allow_origin(h, origin);
+    h.insert(
+        "access-control-allow-methods",
+        HeaderValue::from_static("POST, OPTIONS"),
+    );
+    // analytics.js sends Content-Type, Authorization and X-Retry-Count; allow what is asked.
+    let asked = headers
+        .get("access-control-request-headers")
+        .cloned()
+        .unwrap_or(HeaderValue::from_static(
+            "Content-Type, Authorization, X-Retry-Count, Content-Encoding",
+        ));
+    h.insert("access-control-allow-headers", asked);
+    h.insert("access-control-max-age", HeaderValue::from_static("86400"));
+    r
+}
+
+fn allow_origin(h: &mut HeaderMap, origin: &str) {
+    if let Ok(v) = HeaderValue::from_str(origin) {
+        h.insert("access-control-allow-origin", v);
+    }
+    h.insert("vary", HeaderValue::from_static("Origin"));
+}
+
+/// One event refused by the core (or by the relay's own shape checks).
+struct Rejected {
+    index: usize,
+    reason: String,
+    too_large: bool,
+}
+
+/// `POST` to a tracking path.
+pub async fn handle(
+    sources: &Sources,
+    endpoint: Endpoint,
+    headers: &HeaderMap,
+    body: Incoming,
+) -> Answer {
+    let bytes = match body::read(headers, body, MAX_BODY_BYTES).await {
+        Ok(b) => b,
+        Err(e) => return reply::error(e.status, e.message),
+    };
+    let value: Value = match serde_json::from_slice(&bytes) {
+        Ok(v) => v,
+        Err(e) => {
+            return reply::error(
+                StatusCode::BAD_REQUEST,
+                format!("body is not valid JSON: {e}"),
+            )
+        }
+    };
+    let Value::Object(mut obj) = value else {
+        return reply::error(StatusCode::BAD_REQUEST, "body must be a JSON object");
+    };
+    // The write key: Basic auth first (the server SDKs, today's analytics.js), else the
+    // body's `writeKey` (analytics.js's `text/plain` requests).
+    let key = basic_user(headers).or_else(|| match obj.get("writeKey") {
+        Some(Value::String(k)) if !k.is_empty() => Some(k.clone()),
+        _ => None,
+    });
+    let Some(key) = key else {
+        return reply::error(
+            StatusCode::UNAUTHORIZED,
+            "missing write key (Basic auth user name or writeKey in the body)",
+        );
+    };
+    let Some(source) = sources.by_write_key(&key) else {
+        tracing::info!("request refused: unknown write key");
+        return reply::error(StatusCode::UNAUTHORIZED, "unknown write key");
+    };
+    let origin = headers.get(ORIGIN).and_then(|v| v.to_str().ok());
+    if let Some(origin) = origin {
+        if !source.allows_origin(origin) {
+            tracing::info!(source = %source.name, origin, "request refused: origin not allowed");
+            return reply::error(StatusCode::FORBIDDEN, "origin not allowed for this source");
+        }
+    }
+    let mut answer = match endpoint {
+        Endpoint::Single(kind) => {
+            obj.insert("type".into(), Value::String(kind.into()));
+            single(source, obj).await
+        }
+        Endpoint::Batch => batch(source, obj).await,
+    };
+    if let Some(origin) = origin {
+        allow_origin(answer.headers_mut(), origin);
+    }
+    answer
+}
+
+/// Takes off the transport fields and reads the event with the core. A top-level field
+/// that is `null` is absent, as in Segment's API (analytics-python sends
+/// `"anonymousId": null`, `"name": null`, ...).
+fn read_event(mut event: Map<String, Value>) -> Result<Message<outbound::JsonObject>, Error> {
+    for key in TRANSPORT_KEYS {
+        event.remove(key);
+    }
+    event.retain(|_, v| !v.is_null());
+    if event.get("type").and_then(Value::as_str) == Some("delete") {
+        // Deletions are the operator's (the admin API), never a tracking client's.
+        return Err(Error::InvalidField {
+            field: "type".into(),
+            reason: "delete is not accepted here; deletions go through the admin API".into(),
+        });
+    }
+    let text = Value::Object(event).to_string();
+    Message::from_json_text(&text)
+}
+
+/// The answer to an enqueue error that is about the relay, not the event.
+fn overloaded(source: &Source, e: &Error) -> Option<Answer> {
+    let status = match e {
+        Error::QueueFull { .. } | Error::SpoolFull { .. } => StatusCode::TOO_MANY_REQUESTS,
+        Error::Closed | Error::Spool { .. } => StatusCode::SERVICE_UNAVAILABLE,
+        _ => return None,
+    };
+    tracing::warn!(source = %source.name, "cannot take more: {e}");
+    Some(reply::error(status, e.to_string()))
+}
+
+async fn single(source: &Arc<Source>, event: Map<String, Value>) -> Answer {
+    let result = read_event(event).and_then(|msg| source.client.enqueue_with(&msg));
+    match result {
+        Ok(_) => durable(source, 1).await,
+        Err(e) => {
+            if let Some(answer) = overloaded(source, &e) {
+                return answer;
+            }
+            tracing::info!(source = %source.name, reason = %e, "event rejected");
+            let status = match e {
+                Error::MessageTooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
+                _ => StatusCode::BAD_REQUEST,
+            };
+            reply::error(status, e.to_string())
+        }
+    }
+}
+
+async fn batch(source: &Arc<Source>, mut obj: Map<String, Value>) -> Answer {
+    let Some(Value::Array(events)) = obj.remove("batch") else {
+        return reply::error(
+            StatusCode::BAD_REQUEST,
+            "body must be an object with a \"batch\" array",
+        );
+    };
+    // Segment's batch-level context and integrations apply to events that have none.
+    let shared: Vec<(String, Value)> = ["context", "integrations"]
+        .into_iter()
+        .filter_map(|k| obj.remove(k).map(|v| (k.to_string(), v)))
+        .collect();
+    let mut rejected = Vec::new();
+    let mut accepted = 0usize;
+    for (index, event) in events.into_iter().enumerate() {
+        let Value::Object(mut event) = event else {
+            rejected.push(Rejected {
+                index,
+                reason: "an event must be a JSON object".into(),
+                too_large: false,
+            });
+            continue;
+        };
+        for (k, v) in &shared {
+            if !event.contains_key(k) {
+                event.insert(k.clone(), v.clone());
+            }
+        }
+        match read_event(event).and_then(|msg| source.client.enqueue_with(&msg)) {
+            Ok(_) => accepted += 1,
+            Err(e) => {
+                if let Some(answer) = overloaded(source, &e) {
+                    // The SDK resends the whole batch: the events accepted before this one
+                    // are delivered twice (receivers deduplicate by messageId).
+                    return answer;
+                }
+                rejected.push(Rejected {
+                    index,
+                    too_large: matches!(e, Error::MessageTooLarge { .. }),
+                    reason: e.to_string(),
+                });
+            }
+        }
+    }
+    for r in &rejected {
+        tracing::info!(
+            source = %source.name,
+            index = r.index,
+            too_large = r.too_large,
+            reason = %r.reason,
+            "event rejected"
+        );
+    }
+    let answer = durable(source, accepted).await;
+    if answer.status() != StatusCode::OK || rejected.is_empty() {
+        return answer;
+    }
+    let list: Vec<Value> = rejected
+        .iter()
+        .map(|r| json!({"index": r.index, "reason": r.reason}))
+        .collect();
+    reply::json(
+        StatusCode::OK,
+        &json!({"success": true, "accepted": accepted, "rejected": list}),
+    )
+}
+
+/// 200 once the `accepted` events just enqueued are committed to the source's spool (at
+/// once when none were, or without a spool); 503 when the commit failed.
+async fn durable(source: &Arc<Source>, accepted: usize) -> Answer {
+    if accepted > 0 && !spooled(source).await {
+        tracing::warn!(source = %source.name, "spool commit failed: answered 503");
+        return reply::error(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "the events could not be committed to disk; send them again",
+        );
+    }
+    reply::ok()
+}
+
+/// Waits, without holding a worker thread, for the commit that holds everything the
+/// source's client accepted so far.
+pub async fn spooled(source: &Source) -> bool {
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    source.client.when_spooled(move |ok| {
+        let _ = tx.send(ok);
+    });
+    rx.await.unwrap_or(false)
+}

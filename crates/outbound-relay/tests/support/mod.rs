@@ -1,0 +1,331 @@
+//! The real parts for the relay's tests: the `outbound-relay` binary started with a config
+//! in a temp dir, webhook receivers on 127.0.0.1 (a small HTTP/1.1 server on a std
+//! `TcpListener`), and requests with `ureq`.
+#![allow(dead_code)]
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicU16, Ordering::SeqCst};
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::{Duration, Instant};
+
+/// One request a receiver took.
+#[derive(Clone, Debug)]
+pub struct Hit {
+    pub path: String,
+    pub headers: Vec<(String, String)>,
+    pub body: Vec<u8>,
+}
+
+impl Hit {
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+
+    pub fn json(&self) -> serde_json::Value {
+        serde_json::from_slice(&self.body).expect("webhook body is JSON")
+    }
+}
+
+/// A webhook receiver: records every request, answers `status` (200 unless changed).
+pub struct Receiver {
+    pub url: String,
+    hits: Arc<(Mutex<Vec<Hit>>, Condvar)>,
+    pub status: Arc<AtomicU16>,
+}
+
+impl Receiver {
+    pub fn start() -> Receiver {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("http://{}/hook", listener.local_addr().unwrap());
+        let hits: Arc<(Mutex<Vec<Hit>>, Condvar)> = Arc::default();
+        let status = Arc::new(AtomicU16::new(200));
+        let (h, st) = (hits.clone(), status.clone());
+        std::thread::spawn(move || {
+            for stream in listener.incoming().flatten() {
+                let (h, st) = (h.clone(), st.clone());
+                std::thread::spawn(move || serve(stream, &h, &st));
+            }
+        });
+        Receiver { url, hits, status }
+    }
+
+    pub fn hits(&self) -> Vec<Hit> {
+        self.hits.0.lock().unwrap().clone()
+    }
+
+    /// Waits until at least `n` requests arrived (answered 2xx or not); panics after 20 s.
+    pub fn wait_for(&self, n: usize) -> Vec<Hit> {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        let mut hits = self.hits.0.lock().unwrap();
+        while hits.len() < n {
+            let left = deadline.saturating_duration_since(Instant::now());
+            assert!(
+                !left.is_zero(),
+                "waited 20 s for {n} requests, got {}",
+                hits.len()
+            );
+            hits = self.hits.1.wait_timeout(hits, left).unwrap().0;
+        }
+        hits.clone()
+    }
+
+    /// Bodies of the requests taken so far, as JSON.
+    pub fn bodies(&self) -> Vec<serde_json::Value> {
+        self.hits().iter().map(Hit::json).collect()
+    }
+}
+
+fn serve(stream: TcpStream, hits: &(Mutex<Vec<Hit>>, Condvar), status: &AtomicU16) {
+    let mut writer = stream.try_clone().unwrap();
+    let mut reader = BufReader::new(stream);
+    loop {
+        let mut line = String::new();
+        if reader.read_line(&mut line).unwrap_or(0) == 0 {
+            return;
+        }
+        let path = line.split_whitespace().nth(1).unwrap_or("").to_string();
+        let mut headers = Vec::new();
+        let mut len = 0;
+        loop {
+            let mut h = String::new();
+            if reader.read_line(&mut h).unwrap_or(0) == 0 {
+                return;
+            }
+            let h = h.trim_end();
+            if h.is_empty() {
+                break;
+            }
+            if let Some((k, v)) = h.split_once(':') {
+                let (k, v) = (k.trim().to_string(), v.trim().to_string());
+                if k.eq_ignore_ascii_case("content-length") {
+                    len = v.parse().unwrap_or(0);
+                }
+                headers.push((k, v));
+            }
+        }
+        let mut body = vec![0; len];
+        if reader.read_exact(&mut body).is_err() {
+            return;
+        }
+        let code = status.load(SeqCst);
+        {
+            let mut all = hits.0.lock().unwrap();
+            all.push(Hit {
+                path,
+                headers,
+                body,
+            });
+            hits.1.notify_all();
+        }
+        let answer = format!("HTTP/1.1 {code} X\r\ncontent-length: 0\r\n\r\n");
+        if writer.write_all(answer.as_bytes()).is_err() {
+            return;
+        }
+    }
+}
+
+/// The relay binary, running; SIGKILLed when dropped.
+pub struct Relay {
+    pub addr: String,
+    pub child: Child,
+    pub dir: PathBuf,
+    pub stderr: Arc<Mutex<String>>,
+}
+
+/// A temp dir for one test (kept while the value lives).
+pub fn temp_dir() -> tempfile::TempDir {
+    tempfile::Builder::new()
+        .prefix("outbound-relay-test-")
+        .tempdir()
+        .unwrap()
+}
+
+impl Relay {
+    /// Writes `config` as `relay.toml` in `dir` and starts the relay on it; waits for the
+    /// first line of stdout (the address).
+    pub fn start(dir: &Path, config: &str) -> Relay {
+        let path = dir.join("relay.toml");
+        std::fs::write(&path, config).unwrap();
+        let mut child = Command::new(env!("CARGO_BIN_EXE_outbound-relay"))
+            .arg("--config")
+            .arg(&path)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let stderr = Arc::new(Mutex::new(String::new()));
+        let mut err = child.stderr.take().unwrap();
+        let log = stderr.clone();
+        std::thread::spawn(move || {
+            let mut buf = [0u8; 4096];
+            while let Ok(n) = err.read(&mut buf) {
+                if n == 0 {
+                    break;
+                }
+                log.lock()
+                    .unwrap()
+                    .push_str(&String::from_utf8_lossy(&buf[..n]));
+            }
+        });
+        let mut out = BufReader::new(child.stdout.take().unwrap());
+        let mut addr = String::new();
+        out.read_line(&mut addr).unwrap();
+        let addr = addr.trim().to_string();
+        assert!(
+            !addr.is_empty(),
+            "the relay printed no address; stderr: {}",
+            stderr.lock().unwrap()
+        );
+        // Keep stdout drained.
+        std::thread::spawn(move || {
+            let mut sink = Vec::new();
+            let _ = out.read_to_end(&mut sink);
+        });
+        Relay {
+            addr,
+            child,
+            dir: dir.to_path_buf(),
+            stderr,
+        }
+    }
+
+    pub fn url(&self, path: &str) -> String {
+        format!("http://{}{path}", self.addr)
+    }
+
+    pub fn signal(&self, sig: i32) {
+        // SAFETY: a plain kill(2) on our own child's pid.
+        unsafe { libc::kill(self.child.id() as i32, sig) };
+    }
+
+    /// SIGKILL and reap.
+    pub fn kill(mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+
+    /// Waits for the exit after a signal; panics after `within`.
+    pub fn wait_exit(&mut self, within: Duration) -> std::process::ExitStatus {
+        let deadline = Instant::now() + within;
+        loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                return status;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "the relay did not exit within {within:?}"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+impl Drop for Relay {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A finished HTTP exchange.
+pub struct Answer {
+    pub status: u16,
+    pub headers: Vec<(String, String)>,
+    pub body: String,
+}
+
+impl Answer {
+    pub fn json(&self) -> serde_json::Value {
+        serde_json::from_str(&self.body).unwrap_or_else(|e| panic!("{e}: {}", self.body))
+    }
+
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+fn agent() -> ureq::Agent {
+    ureq::Agent::new_with_config(
+        ureq::Agent::config_builder()
+            .http_status_as_error(false)
+            .timeout_global(Some(Duration::from_secs(30)))
+            .build(),
+    )
+}
+
+fn finish(r: Result<ureq::http::Response<ureq::Body>, ureq::Error>) -> Answer {
+    let mut r = r.expect("the request reached the relay");
+    let headers = r
+        .headers()
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_str().unwrap_or("").to_string()))
+        .collect();
+    Answer {
+        status: r.status().as_u16(),
+        headers,
+        body: r.body_mut().read_to_string().unwrap_or_default(),
+    }
+}
+
+/// `POST url` with `headers` and `body`.
+pub fn post(url: &str, headers: &[(&str, &str)], body: &[u8]) -> Answer {
+    let mut req = agent().post(url);
+    for (k, v) in headers {
+        req = req.header(*k, *v);
+    }
+    finish(req.send(body))
+}
+
+/// `PUT url`.
+pub fn put(url: &str, headers: &[(&str, &str)], body: &[u8]) -> Answer {
+    let mut req = agent().put(url);
+    for (k, v) in headers {
+        req = req.header(*k, *v);
+    }
+    finish(req.send(body))
+}
+
+/// `OPTIONS url`.
+pub fn options(url: &str, headers: &[(&str, &str)]) -> Answer {
+    let mut req = agent().options(url);
+    for (k, v) in headers {
+        req = req.header(*k, *v);
+    }
+    finish(req.call())
+}
+
+/// `Authorization: Basic base64(key:)`.
+pub fn basic(key: &str) -> String {
+    use base64::Engine as _;
+    format!(
+        "Basic {}",
+        base64::engine::general_purpose::STANDARD.encode(format!("{key}:"))
+    )
+}
+
+/// A config with one source per `(name, write key, receiver)`, signed with `s3cret`,
+/// `127.0.0.0/8` allowed, admin token `adm`, plus `extra` top-level lines.
+pub fn config(sources: &[(&str, &str, &Receiver)], extra: &str) -> String {
+    let mut c = format!(
+        "listen = \"127.0.0.1:0\"\ndata_dir = \"data\"\nadmin_token = \"adm\"\n\
+         allowed_networks = [\"127.0.0.0/8\"]\nmax_backoff = 0.2\n{extra}\n"
+    );
+    for (name, key, receiver) in sources {
+        c.push_str(&format!(
+            "[[sources]]\nname = \"{name}\"\nwrite_keys = [\"{key}\"]\nshared_secret = \"s3cret\"\n\
+             allowed_origins = [\"https://shop.example.com\"]\n\
+             [[sources.webhooks]]\nurl = \"{}\"\nheaders = {{ \"X-Team\" = \"growth\" }}\n",
+            receiver.url
+        ));
+    }
+    c
+}

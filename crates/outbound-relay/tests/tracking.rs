@@ -1,0 +1,436 @@
+//! The tracking API against the real relay binary and real webhook receivers on 127.0.0.1.
+
+mod support;
+
+use serde_json::{json, Value};
+use std::io::Write;
+use support::{basic, config, options, post, temp_dir, Receiver, Relay};
+
+const JSON: (&str, &str) = ("Content-Type", "application/json");
+
+fn one_source() -> (tempfile::TempDir, Receiver, Relay) {
+    let dir = temp_dir();
+    let rx = Receiver::start();
+    let relay = Relay::start(dir.path(), &config(&[("web", "wk_web_1", &rx)], ""));
+    (dir, rx, relay)
+}
+
+fn event(kind: &str) -> Value {
+    let mut e = json!({"type": kind, "userId": "u1", "messageId": format!("m-{kind}")});
+    match kind {
+        "track" => e["event"] = json!("Signed Up"),
+        "group" => e["groupId"] = json!("g1"),
+        "alias" => e["previousId"] = json!("anon-1"),
+        _ => {}
+    }
+    e
+}
+
+#[test]
+fn every_single_call_path_and_short_path_is_accepted_and_delivered() {
+    let (_dir, rx, relay) = one_source();
+    let auth = basic("wk_web_1");
+    let paths = [
+        ("/v1/identify", "identify"),
+        ("/v1/track", "track"),
+        ("/v1/page", "page"),
+        ("/v1/screen", "screen"),
+        ("/v1/group", "group"),
+        ("/v1/alias", "alias"),
+        ("/v1/i", "identify"),
+        ("/v1/t", "track"),
+        ("/v1/p", "page"),
+        ("/v1/s", "screen"),
+        ("/v1/g", "group"),
+        ("/v1/a", "alias"),
+    ];
+    for (path, kind) in paths {
+        let mut e = event(kind);
+        // The path says the type.
+        e.as_object_mut().unwrap().remove("type");
+        e["messageId"] = json!(format!("m-{path}"));
+        let a = post(
+            &relay.url(path),
+            &[JSON, ("Authorization", &auth)],
+            e.to_string().as_bytes(),
+        );
+        assert_eq!(
+            (a.status, a.json()),
+            (200, json!({"success": true})),
+            "{path}"
+        );
+    }
+    let hits = rx.wait_for(paths.len());
+    for (path, kind) in paths {
+        let body = hits
+            .iter()
+            .map(|h| h.json())
+            .find(|b| b["messageId"] == json!(format!("m-{path}")))
+            .unwrap_or_else(|| panic!("{path} not delivered"));
+        assert_eq!(body["type"], json!(kind), "{path}");
+    }
+}
+
+#[test]
+fn batch_import_and_b_deliver_every_event() {
+    let (_dir, rx, relay) = one_source();
+    let auth = basic("wk_web_1");
+    for (i, path) in ["/v1/batch", "/v1/import", "/v1/b"].iter().enumerate() {
+        let batch: Vec<Value> = ["identify", "track", "page", "screen", "group", "alias"]
+            .iter()
+            .map(|k| {
+                let mut e = event(k);
+                e["messageId"] = json!(format!("m-{i}-{k}"));
+                e
+            })
+            .collect();
+        let body = json!({"batch": batch, "sentAt": "2026-11-25T10:00:00.000Z"});
+        let a = post(
+            &relay.url(path),
+            &[JSON, ("Authorization", &auth)],
+            body.to_string().as_bytes(),
+        );
+        assert_eq!(
+            (a.status, a.json()),
+            (200, json!({"success": true})),
+            "{path}"
+        );
+    }
+    let hits = rx.wait_for(18);
+    assert_eq!(hits.len(), 18);
+}
+
+#[test]
+fn the_write_key_may_come_in_the_body_as_text_plain() {
+    let (_dir, rx, relay) = one_source();
+    // analytics.js's standard dispatcher: text/plain, writeKey, sentAt and _metadata in the body.
+    let body = json!({
+        "type": "track", "event": "Clicked", "anonymousId": "anon-7",
+        "messageId": "ajs-next-1", "timestamp": "2026-11-25T09:30:00.123Z",
+        "context": {"page": {"path": "/"}}, "integrations": {},
+        "writeKey": "wk_web_1", "sentAt": "2026-11-25T09:30:00.200Z",
+        "_metadata": {"bundled": ["Segment.io"], "unbundled": [], "bundledIds": []}
+    });
+    let a = post(
+        &relay.url("/v1/t"),
+        &[("Content-Type", "text/plain")],
+        body.to_string().as_bytes(),
+    );
+    assert_eq!(a.status, 200, "{}", a.body);
+    let got = rx.wait_for(1)[0].json();
+    assert_eq!(got["messageId"], "ajs-next-1");
+    assert_eq!(got["anonymousId"], "anon-7");
+    assert_eq!(got["timestamp"], "2026-11-25T09:30:00.123Z");
+    assert_eq!(got["context"]["page"]["path"], "/");
+    assert!(got.get("writeKey").is_none() && got.get("_metadata").is_none());
+}
+
+#[test]
+fn a_gzip_body_is_inflated() {
+    let (_dir, rx, relay) = one_source();
+    let body = json!({"batch": [event("track")]}).to_string();
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    gz.write_all(body.as_bytes()).unwrap();
+    let gz = gz.finish().unwrap();
+    let auth = basic("wk_web_1");
+    let a = post(
+        &relay.url("/v1/b"),
+        &[JSON, ("Content-Encoding", "gzip"), ("Authorization", &auth)],
+        &gz,
+    );
+    assert_eq!(a.status, 200, "{}", a.body);
+    assert_eq!(rx.wait_for(1)[0].json()["event"], "Signed Up");
+}
+
+#[test]
+fn the_sdks_message_id_timestamp_context_and_integrations_are_kept() {
+    let (_dir, rx, relay) = one_source();
+    let e = json!({
+        "type": "track", "userId": "u1", "anonymousId": "a1", "event": "E",
+        "messageId": "sdk-id-1", "timestamp": "2026-01-02T03:04:05.678Z",
+        "context": {"ip": "10.0.0.1"}, "integrations": {"Mixpanel": false}
+    });
+    let a = post(
+        &relay.url("/v1/track"),
+        &[JSON, ("Authorization", &basic("wk_web_1"))],
+        e.to_string().as_bytes(),
+    );
+    assert_eq!(a.status, 200);
+    let got = rx.wait_for(1)[0].json();
+    assert_eq!(got["messageId"], "sdk-id-1");
+    assert_eq!(got["timestamp"], "2026-01-02T03:04:05.678Z");
+    assert_eq!(got["anonymousId"], "a1");
+    assert_eq!(got["context"]["ip"], "10.0.0.1");
+    assert_eq!(got["integrations"], json!({"Mixpanel": false}));
+}
+
+#[test]
+fn x_signature_verifies_with_the_cores_verify() {
+    let (_dir, rx, relay) = one_source();
+    post(
+        &relay.url("/v1/track"),
+        &[JSON, ("Authorization", &basic("wk_web_1"))],
+        event("track").to_string().as_bytes(),
+    );
+    let hit = rx.wait_for(1).remove(0);
+    let sig = hit.header("X-Signature").expect("signed");
+    assert!(outbound::verify(b"s3cret", &hit.body, sig));
+    assert!(!outbound::verify(b"other", &hit.body, sig));
+    assert_eq!(hit.header("X-Team"), Some("growth"));
+}
+
+#[test]
+fn cors_preflight_is_answered_for_an_allowed_origin() {
+    let (_dir, _rx, relay) = one_source();
+    let a = options(
+        &relay.url("/v1/t"),
+        &[
+            ("Origin", "https://shop.example.com"),
+            ("Access-Control-Request-Method", "POST"),
+            (
+                "Access-Control-Request-Headers",
+                "content-type,authorization,x-retry-count",
+            ),
+        ],
+    );
+    assert_eq!(a.status, 204);
+    assert_eq!(
+        a.header("access-control-allow-origin"),
+        Some("https://shop.example.com")
+    );
+    assert!(a
+        .header("access-control-allow-headers")
+        .unwrap()
+        .contains("x-retry-count"));
+    assert!(a
+        .header("access-control-allow-methods")
+        .unwrap()
+        .contains("POST"));
+}
+
+#[test]
+fn cors_preflight_and_post_are_refused_for_another_origin() {
+    let (_dir, rx, relay) = one_source();
+    let evil = ("Origin", "https://evil.example.net");
+    let a = options(&relay.url("/v1/t"), &[evil]);
+    assert_eq!(a.status, 403);
+    assert!(a.header("access-control-allow-origin").is_none());
+    let a = post(
+        &relay.url("/v1/t"),
+        &[("Content-Type", "text/plain"), evil],
+        json!({"writeKey": "wk_web_1", "type": "track", "userId": "u", "event": "E"})
+            .to_string()
+            .as_bytes(),
+    );
+    assert_eq!(a.status, 403);
+    // An allowed origin posts fine and is told so.
+    let a = post(
+        &relay.url("/v1/t"),
+        &[
+            ("Content-Type", "text/plain"),
+            ("Origin", "https://shop.example.com"),
+        ],
+        json!({"writeKey": "wk_web_1", "type": "track", "userId": "u", "event": "E"})
+            .to_string()
+            .as_bytes(),
+    );
+    assert_eq!(a.status, 200);
+    assert_eq!(
+        a.header("access-control-allow-origin"),
+        Some("https://shop.example.com")
+    );
+    assert_eq!(rx.wait_for(1).len(), 1);
+}
+
+#[test]
+fn a_body_that_is_not_json_is_400_naming_the_problem() {
+    let (_dir, _rx, relay) = one_source();
+    let a = post(
+        &relay.url("/v1/track"),
+        &[JSON, ("Authorization", &basic("wk_web_1"))],
+        b"{\"userId\": ",
+    );
+    assert_eq!(a.status, 400);
+    assert!(a.json()["message"]
+        .as_str()
+        .unwrap()
+        .contains("not valid JSON"));
+}
+
+#[test]
+fn a_missing_or_unknown_write_key_is_401_and_nothing_is_sent() {
+    let (_dir, rx, relay) = one_source();
+    let body = event("track").to_string();
+    let a = post(&relay.url("/v1/track"), &[JSON], body.as_bytes());
+    assert_eq!(a.status, 401);
+    let a = post(
+        &relay.url("/v1/track"),
+        &[JSON, ("Authorization", &basic("wk_nope"))],
+        body.as_bytes(),
+    );
+    assert_eq!(a.status, 401);
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    assert!(rx.hits().is_empty());
+}
+
+#[test]
+fn an_event_over_32_kb_is_413_and_a_batch_over_500_kb_is_413() {
+    let (_dir, rx, relay) = one_source();
+    let auth = basic("wk_web_1");
+    let mut big = event("track");
+    big["properties"] = json!({"blob": "x".repeat(40_000)});
+    let a = post(
+        &relay.url("/v1/track"),
+        &[JSON, ("Authorization", &auth)],
+        big.to_string().as_bytes(),
+    );
+    assert_eq!(a.status, 413, "{}", a.body);
+    let mut e = event("track");
+    e["properties"] = json!({"blob": "x".repeat(20_000)});
+    let batch = json!({"batch": vec![e; 30]});
+    let a = post(
+        &relay.url("/v1/batch"),
+        &[JSON, ("Authorization", &auth)],
+        batch.to_string().as_bytes(),
+    );
+    assert_eq!(a.status, 413);
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    assert!(rx.hits().is_empty());
+}
+
+#[test]
+fn a_batch_with_invalid_events_accepts_the_valid_ones_and_names_the_rest_by_index() {
+    let (_dir, rx, relay) = one_source();
+    let mut big = event("track");
+    big["messageId"] = json!("too-big");
+    big["properties"] = json!({"blob": "x".repeat(40_000)});
+    let batch = json!({"batch": [
+        event("identify"),
+        {"type": "track", "userId": "u1"},
+        event("track"),
+        {"type": "page"},
+        big,
+        "not an object",
+    ]});
+    let a = post(
+        &relay.url("/v1/batch"),
+        &[JSON, ("Authorization", &basic("wk_web_1"))],
+        batch.to_string().as_bytes(),
+    );
+    assert_eq!(a.status, 200);
+    let v = a.json();
+    assert_eq!(v["success"], true);
+    assert_eq!(v["accepted"], 2);
+    let rejected: Vec<u64> = v["rejected"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["index"].as_u64().unwrap())
+        .collect();
+    assert_eq!(rejected, [1, 3, 4, 5]);
+    assert!(v["rejected"][0]["reason"]
+        .as_str()
+        .unwrap()
+        .contains("event"));
+    let hits = rx.wait_for(2);
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    assert_eq!(rx.hits().len(), 2, "{hits:?}");
+}
+
+#[test]
+fn two_sources_reach_only_their_own_webhooks() {
+    let dir = temp_dir();
+    let (web, ios) = (Receiver::start(), Receiver::start());
+    let relay = Relay::start(
+        dir.path(),
+        &config(&[("web", "wk_web", &web), ("ios", "wk_ios", &ios)], ""),
+    );
+    for (key, id) in [("wk_web", "from-web"), ("wk_ios", "from-ios")] {
+        let mut e = event("track");
+        e["messageId"] = json!(id);
+        let a = post(
+            &relay.url("/v1/track"),
+            &[JSON, ("Authorization", &basic(key))],
+            e.to_string().as_bytes(),
+        );
+        assert_eq!(a.status, 200);
+    }
+    assert_eq!(web.wait_for(1)[0].json()["messageId"], "from-web");
+    assert_eq!(ios.wait_for(1)[0].json()["messageId"], "from-ios");
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    assert_eq!((web.hits().len(), ios.hits().len()), (1, 1));
+}
+
+#[test]
+fn integrations_all_false_or_webhooks_false_keep_an_event_from_the_webhooks() {
+    let (_dir, rx, relay) = one_source();
+    let cases = [
+        ("all-off", json!({"All": false})),
+        ("hooks-off", json!({"Webhooks": false})),
+        ("all-off-hooks-on", json!({"All": false, "Webhooks": true})),
+    ];
+    let batch: Vec<Value> = cases
+        .iter()
+        .map(|(id, ints)| {
+            let mut e = event("track");
+            e["messageId"] = json!(id);
+            e["integrations"] = ints.clone();
+            e
+        })
+        .collect();
+    let a = post(
+        &relay.url("/v1/batch"),
+        &[JSON, ("Authorization", &basic("wk_web_1"))],
+        json!({ "batch": batch }).to_string().as_bytes(),
+    );
+    assert_eq!((a.status, a.json()), (200, json!({"success": true})));
+    let hits = rx.wait_for(1);
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    let ids: Vec<Value> = rx.bodies().iter().map(|b| b["messageId"].clone()).collect();
+    assert_eq!(ids, [json!("all-off-hooks-on")], "{hits:?}");
+}
+
+#[test]
+fn a_delete_event_is_not_taken_from_the_tracking_api() {
+    let (_dir, rx, relay) = one_source();
+    let a = post(
+        &relay.url("/v1/batch"),
+        &[JSON, ("Authorization", &basic("wk_web_1"))],
+        json!({"batch": [{"type": "delete", "userId": "u1"}]})
+            .to_string()
+            .as_bytes(),
+    );
+    assert_eq!(a.status, 200);
+    assert!(a.json()["rejected"][0]["reason"]
+        .as_str()
+        .unwrap()
+        .contains("admin API"));
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    assert!(rx.hits().is_empty());
+}
+
+#[test]
+fn null_fields_are_absent_as_analytics_python_sends_them() {
+    let (_dir, rx, relay) = one_source();
+    // analytics-python's page with no anonymous id, name or category, in its batch shape.
+    let body = json!({"batch": [{
+        "integrations": {}, "anonymousId": null, "properties": {}, "category": null,
+        "timestamp": "2026-11-25T10:00:00.123+00:00", "context": {"library": {"name": "analytics-python", "version": "2.3.3"}},
+        "userId": "u1", "type": "page", "name": null, "messageId": "py-1"
+    }], "sentAt": "2026-11-25T10:00:00.200000+00:00"});
+    let a = post(
+        &relay.url("/v1/batch"),
+        &[JSON, ("Authorization", &basic("wk_web_1"))],
+        body.to_string().as_bytes(),
+    );
+    assert_eq!(
+        (a.status, a.json()),
+        (200, json!({"success": true})),
+        "{}",
+        a.body
+    );
+    let got = rx.wait_for(1)[0].json();
+    assert_eq!(got["messageId"], "py-1");
+    assert_eq!(got["timestamp"], "2026-11-25T10:00:00.123Z");
+    assert!(got.get("anonymousId").is_none());
+}

@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# The relay's tests from the clients' side (tests/relay), from a clean clone:
+#   1. scripts/relay-env.sh: chromium, analytics-next, analytics-node, puppeteer-core,
+#      segment-analytics-python, analytics-go v3, analytics-kotlin's core (all cached in
+#      gitignored .tools/relay)
+#   2. cargo build --release -p outbound-relay (the binary under test; the kill test and the
+#      demo use the same build), cargo build -p outbound-c (liboutbound.a for the C and Go
+#      senders)
+#   3. outbound's release wheel (scripts/python-env.sh builds it) into .tools/relay/venv
+#   4. pytest tests/relay: each test starts the relay with a temporary config, two sources
+#      and two real webhook receivers on 127.0.0.1, and sends with a real SDK
+# Extra arguments go to pytest. Works with CI=true, as root, without standard input.
+set -euo pipefail
+ROOT="$(cd "$(dirname "$0")/.." && pwd)"
+cd "$ROOT"
+scripts/relay-env.sh
+T="$ROOT/.tools/relay"
+
+echo "--- cargo build --release -p outbound-relay"
+cargo build --release -p outbound-relay
+echo "--- cargo build -p outbound-c (liboutbound.a for the C and Go senders)"
+cargo build -p outbound-c
+target="${CARGO_TARGET_DIR:-$ROOT/target}"
+export OUTBOUND_RELAY_BIN="$target/release/outbound-relay" OUTBOUND_C_LIBDIR="$target/debug"
+
+# outbound's own Python client: the wheel users install (as scripts/test-python.sh tests it).
+OUTBOUND_WHEEL="${OUTBOUND_WHEEL:-release}" source scripts/python-env.sh   # WHEEL
+echo "--- installing $WHEEL into $T/venv"
+"$T/venv/bin/python" -m pip install --quiet --force-reinstall --no-deps "$WHEEL"
+
+echo "--- pytest tests/relay"
+status=0
+"$T/venv/bin/python" -m pytest -p no:cacheprovider --timeout 300 -v tests/relay "$@" </dev/null || status=$?
+if [ "$status" -eq 5 ]; then
+  echo "pytest collected no tests: treating as a failure" >&2
+  exit 1
+fi
+exit "$status"

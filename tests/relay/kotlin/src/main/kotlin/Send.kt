@@ -1,0 +1,93 @@
+// Sends a plan of calls to the relay with analytics-kotlin's core (the JVM artifact of
+// Segment's Kotlin SDK, no Android):
+//
+//   java -cp ... SendKt API_HOST PLAN.tsv       (API_HOST: "127.0.0.1:PORT/v1")
+//
+// PLAN.tsv: "label<TAB>write key<TAB>call as JSON" a line, one write key a run (two
+// Analytics instances in one JVM trip over each other's start-up). The SDK's own RequestFactory builds
+// https://API_HOST/b; ours differs only in the scheme (the relay here speaks plain HTTP) and
+// in never asking Segment's CDN for settings (the defaults below name the relay instead).
+// The SDK sends as it always does: POST /v1/b, gzip, text/plain, the write key in the body.
+// Prints {"label","messageId"} a call (the SDK's own messageId), then "done".
+import com.segment.analytics.kotlin.core.Analytics
+import com.segment.analytics.kotlin.core.BaseEvent
+import com.segment.analytics.kotlin.core.Configuration
+import com.segment.analytics.kotlin.core.RequestFactory
+import com.segment.analytics.kotlin.core.Settings
+import com.segment.analytics.kotlin.core.Telemetry
+import kotlinx.serialization.json.Json
+import kotlinx.serialization.json.JsonObject
+import kotlinx.serialization.json.buildJsonObject
+import kotlinx.serialization.json.jsonObject
+import kotlinx.serialization.json.jsonPrimitive
+import kotlinx.serialization.json.put
+import java.io.File
+import java.io.IOException
+import java.net.HttpURLConnection
+import java.util.concurrent.ConcurrentHashMap
+
+class RelayRequests : RequestFactory() {
+    override fun settings(cdnHost: String, writeKey: String): HttpURLConnection =
+        throw IOException("the test uses its default settings")
+
+    override fun upload(apiHost: String): HttpURLConnection {
+        val connection = openConnection("http://$apiHost/b")
+        connection.setRequestProperty("Content-Type", "text/plain")
+        connection.doOutput = true
+        connection.setChunkedStreamingMode(0)
+        return connection
+    }
+}
+
+fun main(args: Array<String>) {
+    Telemetry.enable = false // the SDK's own metrics would go to Segment's servers
+    val apiHost = args[0]
+    val lines = File(args[1]).readLines().filter { it.isNotBlank() }.map { it.split('\t', limit = 3) }
+    val ids = ConcurrentHashMap<String, String>()
+    val clients = HashMap<String, Analytics>()
+    for ((label, key, json) in lines) {
+        val analytics = clients.getOrPut(key) {
+            File("/tmp/analytics-kotlin/$key").deleteRecursively() // no events of an earlier run
+            Analytics(Configuration(
+                writeKey = key,
+                application = "outbound-relay-tests",
+                flushAt = 100,
+                flushInterval = 1,
+                apiHost = apiHost,
+                requestFactory = RelayRequests(),
+                defaultSettings = Settings(integrations = buildJsonObject {
+                    put("Segment.io", buildJsonObject { put("apiKey", key); put("apiHost", apiHost) })
+                }),
+            ))
+        }
+        val msg = Json.parseToJsonElement(json).jsonObject
+        fun str(k: String) = msg[k]?.jsonPrimitive?.content ?: ""
+        fun obj(k: String) = msg[k]?.jsonObject ?: JsonObject(emptyMap())
+        val enrich: (BaseEvent?) -> BaseEvent? = { e ->
+            if (e != null) {
+                msg["integrations"]?.let { e.integrations = it.jsonObject }
+                // The SDK takes the user from its identify; a call for another user says so.
+                if (str("type") != "alias" && str("userId") != "") e.userId = str("userId")
+                ids[label] = e.messageId
+            }
+            e
+        }
+        when (str("type")) {
+            "identify" -> analytics.identify(str("userId"), obj("traits"), enrich)
+            "track" -> analytics.track(str("event"), obj("properties"), enrich)
+            "screen" -> analytics.screen(str("name"), obj("properties"), "", enrich)
+            "group" -> analytics.group(str("groupId"), obj("traits"), enrich)
+            "alias" -> analytics.alias(str("userId"), enrich)
+            else -> throw IllegalArgumentException("no ${str("type")} in analytics-kotlin")
+        }
+    }
+    val deadline = System.currentTimeMillis() + 20_000
+    while (ids.size < lines.size && System.currentTimeMillis() < deadline) Thread.sleep(50)
+    clients.values.forEach { it.flush() }
+    Thread.sleep(3_000) // the SDK has no "delivered" callback: the test counts at the receivers
+    for ((label, _, _) in lines) {
+        println(buildJsonObject { put("label", label); put("messageId", ids[label]) })
+    }
+    println(if (ids.size == lines.size) "done" else "missing ids")
+    System.exit(0)
+}
