@@ -58,7 +58,13 @@ fun main(args: Array<String>) {
                 defaultSettings = Settings(integrations = buildJsonObject {
                     put("Segment.io", buildJsonObject { put("apiKey", key); put("apiHost", apiHost) })
                 }),
-            ))
+            )).also { a ->
+                // Calls made before the SDK has loaded its user state are lost ("lateinit
+                // property anonymousId has not been initialized"): an app starts it first.
+                val ready = System.currentTimeMillis() + 15_000
+                while (System.currentTimeMillis() < ready &&
+                    runCatching { a.anonymousId() }.getOrNull().isNullOrEmpty()) Thread.sleep(20)
+            }
         }
         val msg = Json.parseToJsonElement(json).jsonObject
         fun str(k: String) = msg[k]?.jsonPrimitive?.content ?: ""
