@@ -1,7 +1,9 @@
 //! Who may call: write keys (Basic-auth user name, or `writeKey` in the body) and the admin
 //! token (`Authorization: Bearer`). Secrets are compared in constant time and never logged.
 //!
-//! Issue 25's per-key rate limits and any future key store land here.
+//! `ct_eq` leaks only whether the lengths differ; `Sources::by_write_key` compares every key
+//! of every source, so the time does not tell which source matched either. Per-key rate
+//! limits and any future key store land here.
 
 use base64::Engine as _;
 use hyper::header::{HeaderMap, AUTHORIZATION};

@@ -373,3 +373,21 @@ fn write_keys_differing_only_in_the_last_byte_are_refused() {
         assert_eq!(a.status, 401, "{key}");
     }
 }
+
+#[test]
+fn an_idle_connection_is_closed_after_header_read_timeout() {
+    // Idle connections cannot hold max_connections' permits for ever.
+    let (_dir, _rx, relay) = start("header_read_timeout = 1\n");
+    let mut conn = TcpStream::connect(&relay.addr).unwrap();
+    conn.set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    let started = Instant::now();
+    let mut buf = [0u8; 64];
+    let n = conn.read(&mut buf).unwrap_or(0);
+    let took = started.elapsed();
+    assert_eq!(n, 0, "{:?}", String::from_utf8_lossy(&buf[..n]));
+    assert!(
+        took >= Duration::from_millis(900) && took < Duration::from_secs(3),
+        "{took:?}"
+    );
+}

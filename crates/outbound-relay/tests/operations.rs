@@ -457,3 +457,50 @@ fn sighup_removing_a_source_closes_its_client_and_keeps_its_spool() {
     let got = app.wait_for(before + 1);
     assert_eq!(got[before].json()["messageId"], "m-app");
 }
+
+#[test]
+fn a_request_in_flight_during_a_reload_finishes_on_the_sources_it_started_with() {
+    use std::io::{Read, Write};
+    let dir = temp_dir();
+    let (web, app) = (Receiver::start(), Receiver::start());
+    let cfg = reload_config(&[("web", "wk_web", &web), ("app", "wk_app", &app)]);
+    let relay = Relay::start(dir.path(), &cfg);
+    let body = track("m-inflight");
+    let (head, tail) = body.as_bytes().split_at(body.len() / 2);
+    let mut conn = std::net::TcpStream::connect(&relay.addr).unwrap();
+    write!(
+        conn,
+        "POST /v1/track HTTP/1.1\r\nHost: relay\r\nAuthorization: {}\r\nContent-Length: {}\r\n\r\n",
+        basic("wk_app"),
+        body.len()
+    )
+    .unwrap();
+    conn.write_all(head).unwrap();
+    std::thread::sleep(Duration::from_millis(200));
+    // app is removed while its request is half sent.
+    std::fs::write(
+        dir.path().join("relay.toml"),
+        reload_config(&[("web", "wk_web", &web)]),
+    )
+    .unwrap();
+    relay.signal(libc::SIGHUP);
+    relay.wait_log("config reloaded");
+    assert!(!relay.log().contains("source removed by reload: closed"));
+    conn.write_all(tail).unwrap();
+    conn.set_read_timeout(Some(Duration::from_secs(20)))
+        .unwrap();
+    let mut answer = [0u8; 512];
+    let n = conn.read(&mut answer).unwrap();
+    let answer = String::from_utf8_lossy(&answer[..n]);
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    assert_eq!(app.wait_for(1)[0].json()["messageId"], "m-inflight");
+    drop(conn);
+    relay.wait_log("source removed by reload: closed");
+    // A new request for app is refused: it is gone.
+    let a = post(
+        &relay.url("/v1/track"),
+        &[("Authorization", &basic("wk_app"))],
+        track("m-after").as_bytes(),
+    );
+    assert_eq!(a.status, 401);
+}
