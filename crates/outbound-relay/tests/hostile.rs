@@ -391,3 +391,59 @@ fn an_idle_connection_is_closed_after_header_read_timeout() {
         "{took:?}"
     );
 }
+
+#[test]
+fn bad_values_of_the_new_settings_are_config_errors_naming_the_key() {
+    let cases = [
+        (
+            "max_header_bytes = 100",
+            "relay.toml: max_header_bytes: 100 is not between 8192 and 1048576",
+        ),
+        (
+            "max_connections = 0",
+            "relay.toml: max_connections: must be at least 1",
+        ),
+        (
+            "max_headers = 0",
+            "relay.toml: max_headers: must be at least 1",
+        ),
+        (
+            "header_read_timeout = 0",
+            "relay.toml: header_read_timeout: must be more than 0",
+        ),
+        (
+            "request_timeout = -1",
+            "relay.toml: request_timeout: -1 is not a number of seconds",
+        ),
+        (
+            "log_format = \"xml\"",
+            "relay.toml: log_format: \"xml\" is not \"text\" or \"json\"",
+        ),
+        (
+            "metrics_token = \"\"",
+            "relay.toml: metrics_token: must not be empty",
+        ),
+        (
+            "tls_cert = \"missing.pem\"\ntls_key = \"missing.pem\"",
+            "relay.toml: tls_cert: ",
+        ),
+    ];
+    for (line, want) in cases {
+        let dir = temp_dir();
+        let path = dir.path().join("relay.toml");
+        let toml = format!(
+            "listen = \"127.0.0.1:0\"\n{line}\n[[sources]]\nname = \"web\"\nwrite_keys = [\"k1\"]\n\
+             [[sources.webhooks]]\nurl = \"https://hooks.example.com/in\"\n"
+        );
+        std::fs::write(&path, toml).unwrap();
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_outbound-relay"))
+            .arg("--config")
+            .arg(&path)
+            .output()
+            .unwrap();
+        let err =
+            String::from_utf8_lossy(&out.stderr).replace(&path.display().to_string(), "relay.toml");
+        assert_eq!(out.status.code(), Some(2), "{line}: {err}");
+        assert!(err.contains(want), "{line}: {err}");
+    }
+}
