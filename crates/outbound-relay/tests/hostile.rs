@@ -216,7 +216,8 @@ fn a_client_dribbling_its_headers_is_disconnected_within_header_read_timeout() {
     };
     eprintln!("slowloris: {i} bytes sent, disconnected after {cut:?} (header_read_timeout 2 s)");
     assert!(cut >= Duration::from_millis(1800), "{cut:?}");
-    assert!(cut < Duration::from_secs(4), "{cut:?}");
+    // The timeout plus scheduling slack on a loaded machine.
+    assert!(cut < Duration::from_secs(5), "{cut:?}");
 }
 
 #[test]
@@ -235,7 +236,7 @@ fn a_request_whose_body_does_not_arrive_within_request_timeout_gets_408() {
     let (status, _) = read_answer(&mut conn);
     assert_eq!(status, 408);
     let took = started.elapsed();
-    assert!(took < Duration::from_secs(3), "{took:?}");
+    assert!(took < Duration::from_secs(5), "{took:?}");
 }
 
 #[test]
@@ -387,7 +388,7 @@ fn an_idle_connection_is_closed_after_header_read_timeout() {
     let took = started.elapsed();
     assert_eq!(n, 0, "{:?}", String::from_utf8_lossy(&buf[..n]));
     assert!(
-        took >= Duration::from_millis(900) && took < Duration::from_secs(3),
+        took >= Duration::from_millis(900) && took < Duration::from_secs(4),
         "{took:?}"
     );
 }
