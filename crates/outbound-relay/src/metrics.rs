@@ -1,4 +1,5 @@
-//! `GET /metrics`: the relay's counters in Prometheus' text format (prometheus-client).
+//! `GET /metrics`: the relay's counters in the OpenMetrics text format Prometheus scrapes
+//! (prometheus-client).
 //!
 //! One registry for the process (a reload keeps the counters). Labels are source names,
 //! destinations, outcomes, reasons, routes and statuses: never a write key, a secret or a

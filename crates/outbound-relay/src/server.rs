@@ -140,7 +140,9 @@ pub async fn route(state: Arc<State>, req: Request<Incoming>) -> Answer {
             let mut r = Answer::new(text.into());
             r.headers_mut().insert(
                 CONTENT_TYPE,
-                HeaderValue::from_static("text/plain; version=0.0.4; charset=utf-8"),
+                HeaderValue::from_static(
+                    "application/openmetrics-text; version=1.0.0; charset=utf-8",
+                ),
             );
             return r;
         }

@@ -102,6 +102,16 @@ fn metrics_need_the_metrics_or_the_admin_token() {
     assert_eq!(get(&relay.url("/metrics"), &[]).status, 401);
     let wrong = get(&relay.url("/metrics"), &[("Authorization", "Bearer nope")]);
     assert_eq!(wrong.status, 401);
+    let a = get(&relay.url("/metrics"), &[("Authorization", "Bearer prom")]);
+    assert_eq!(a.status, 200);
+    assert!(
+        a.header("content-type")
+            .unwrap()
+            .starts_with("application/openmetrics-text; version=1.0.0"),
+        "{:?}",
+        a.header("content-type")
+    );
+    assert!(a.body.trim_end().ends_with("# EOF"), "{}", a.body);
     assert!(scrape(&relay, "prom").contains("outbound_relay_requests_in_flight"));
     assert!(scrape(&relay, "adm").contains("outbound_relay_requests_in_flight"));
 }
