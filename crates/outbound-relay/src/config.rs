@@ -277,7 +277,7 @@ with_delivery! {
         #[serde(default)]
         pub max_connections: Option<usize>,
         /// Largest request head (request line and headers), bytes; over it: 431
-        /// (default 16384, at least 8192).
+        /// (default 16384, 1024 to 1048576).
         #[serde(default)]
         pub max_header_bytes: Option<usize>,
         /// Most header fields of a request; over it: 431 (default 100).
@@ -635,10 +635,10 @@ fn limits(f: &File) -> Result<Limits, (String, String)> {
         None => Ok(default),
     };
     let max_header_bytes = f.max_header_bytes.unwrap_or(16_384);
-    if !(8_192..=1_048_576).contains(&max_header_bytes) {
+    if !(1_024..=1_048_576).contains(&max_header_bytes) {
         return Err((
             "max_header_bytes".into(),
-            format!("{max_header_bytes} is not between 8192 and 1048576"),
+            format!("{max_header_bytes} is not between 1024 and 1048576"),
         ));
     }
     let timeout = |key: &str, v: Option<Seconds>, default: f64| {

@@ -220,7 +220,7 @@ where
     let conn = http1::Builder::new()
         .timer(TokioTimer::new())
         .header_read_timeout(limits.header_read_timeout)
-        .max_buf_size(limits.max_header_bytes)
+        .max_header_size(limits.max_header_bytes)
         .max_headers(limits.max_headers)
         .serve_connection(TokioIo::new(io), service);
     if let Err(e) = watcher.watch(conn).await {

@@ -55,12 +55,12 @@ fn start(extra: &str) -> (tempfile::TempDir, Receiver, Relay) {
 
 #[test]
 fn a_request_head_over_max_header_bytes_is_refused_with_431() {
-    let (_dir, _rx, relay) = start("max_header_bytes = 8192\n");
-    let big = "x".repeat(10_000);
+    let (_dir, _rx, relay) = start("max_header_bytes = 4096\n");
+    let big = "x".repeat(5_000);
     let head = format!("GET /healthz HTTP/1.1\r\nHost: r\r\nX-Big: {big}\r\n\r\n");
     assert_eq!(raw(&relay, &head, b"").0, 431);
     // Under the limit is fine.
-    let small = "x".repeat(4_000);
+    let small = "x".repeat(3_000);
     let head = format!("GET /healthz HTTP/1.1\r\nHost: r\r\nX-Big: {small}\r\n\r\n");
     assert_eq!(raw(&relay, &head, b"").0, 200);
 }
@@ -398,7 +398,7 @@ fn bad_values_of_the_new_settings_are_config_errors_naming_the_key() {
     let cases = [
         (
             "max_header_bytes = 100",
-            "relay.toml: max_header_bytes: 100 is not between 8192 and 1048576",
+            "relay.toml: max_header_bytes: 100 is not between 1024 and 1048576",
         ),
         (
             "max_connections = 0",
