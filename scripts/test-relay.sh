@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The relay's tests from the clients' side (tests/relay), from a clean clone:
+# The relay's tests from the clients' side (tests/relay), from a clean clone, after a short
+# fuzz run of its request handling:
 #   1. scripts/relay-env.sh: chromium, analytics-next, analytics-node, puppeteer-core,
 #      segment-analytics-python, analytics-go v3, analytics-kotlin's core (all cached in
 #      gitignored .tools/relay)
@@ -13,6 +14,22 @@
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$ROOT"
+
+# The relay's request handling under random input (crates/outbound-relay/tests/fuzz.rs: a
+# seeded, structured loop against the running binary; not coverage-guided), briefly.
+fuzz_secs="${OUTBOUND_RELAY_FUZZ_SECS:-10}"
+echo "--- fuzz: cargo test -p outbound-relay --test fuzz (${fuzz_secs} s, seed ${OUTBOUND_RELAY_FUZZ_SEED:-25})"
+t0=$(date +%s)
+fuzz_log="$(mktemp)"
+if ! OUTBOUND_RELAY_FUZZ_SECS="$fuzz_secs" cargo test -p outbound-relay --test fuzz -- --nocapture >"$fuzz_log" 2>&1; then
+  tail -n 60 "$fuzz_log"
+  echo "fuzz: the relay failed under random input (log above)" >&2
+  exit 1
+fi
+grep -E '^fuzz:|^test result' "$fuzz_log"
+rm -f "$fuzz_log"
+echo "fuzz: done in $(( $(date +%s) - t0 )) s (build included)"
+
 scripts/relay-env.sh
 T="$ROOT/.tools/relay"
 

@@ -1,17 +1,24 @@
 //! Who may call: write keys (Basic-auth user name, or `writeKey` in the body) and the admin
 //! token (`Authorization: Bearer`). Secrets are compared in constant time and never logged.
 //!
-//! Issue 25's per-key rate limits and any future key store land here.
+//! `ct_eq` takes a time set by the length of what the client sent, not by the secret;
+//! `Sources::by_write_key` compares every key of every source, so the time does not tell
+//! which source matched either. Per-key rate
+//! limits and any future key store land here.
 
 use base64::Engine as _;
 use hyper::header::{HeaderMap, AUTHORIZATION};
 
-/// Equal, in a time that depends only on the lengths.
-pub fn ct_eq(a: &[u8], b: &[u8]) -> bool {
-    if a.len() != b.len() {
-        return false;
+/// `given` equals `secret`, in a time that depends only on the length of `given` (the
+/// caller's own input): neither how much of the secret matched nor the secret's length shows.
+pub fn ct_eq(secret: &[u8], given: &[u8]) -> bool {
+    let mut diff = secret.len() ^ given.len();
+    if !secret.is_empty() {
+        for (i, g) in given.iter().enumerate() {
+            // Wraps round a shorter secret: always one read and one xor per given byte.
+            diff |= usize::from(secret[i % secret.len()] ^ g);
+        }
     }
-    let diff = a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y));
     // Keep the compiler from cutting the fold short.
     std::hint::black_box(diff) == 0
 }
@@ -40,7 +47,7 @@ pub fn bearer_is(headers: &HeaderMap, token: &str) -> bool {
     let Some((scheme, given)) = value.trim().split_once(' ') else {
         return false;
     };
-    scheme.eq_ignore_ascii_case("bearer") && ct_eq(given.trim().as_bytes(), token.as_bytes())
+    scheme.eq_ignore_ascii_case("bearer") && ct_eq(token.as_bytes(), given.trim().as_bytes())
 }
 
 #[cfg(test)]
@@ -65,5 +72,16 @@ mod tests {
         assert!(!bearer_is(&h, "t0ke"));
         assert!(!bearer_is(&h, "t0ken2"));
         assert!(ct_eq(b"", b""));
+    }
+
+    #[test]
+    fn ct_eq_is_exact_whatever_the_lengths() {
+        assert!(ct_eq(b"wk_web", b"wk_web"));
+        assert!(!ct_eq(b"wk_web", b"wk_we"));
+        assert!(!ct_eq(b"wk_web", b"wk_webwk_web"));
+        assert!(!ct_eq(b"abc", b"abcabc"));
+        assert!(!ct_eq(b"wk_web", b"Wk_web"));
+        assert!(!ct_eq(b"wk_web", b""));
+        assert!(!ct_eq(b"", b"x"));
     }
 }

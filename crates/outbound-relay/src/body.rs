@@ -4,8 +4,9 @@
 //! SDKs send `application/json`, browsers `text/plain` (no CORS preflight), and the body is
 //! read as JSON either way.
 //!
-//! Issue 25's limits on headers, slow clients and connections land beside this module
-//! (`server.rs` for the connection side); the body limits are already enforced while reading.
+//! The limits on request heads, slow clients and connections are the connection's
+//! (`server.rs`); a declared `Content-Length` over the limit is refused there before the
+//! body is read.
 
 use http_body_util::{BodyExt, Limited};
 use hyper::body::Incoming;
@@ -50,7 +51,8 @@ pub fn decode(headers: &HeaderMap, raw: &[u8], limit: usize) -> Result<Vec<u8>, 
     match encoding.as_deref() {
         None | Some("") | Some("identity") => Ok(raw.to_vec()),
         Some("gzip") | Some("x-gzip") => {
-            let mut out = Vec::with_capacity(raw.len() * 4);
+            // A guess at the inflated size, never more than the limit allows.
+            let mut out = Vec::with_capacity((raw.len() * 4).min(limit + 1));
             let mut reader = flate2::read::MultiGzDecoder::new(raw).take(limit as u64 + 1);
             reader.read_to_end(&mut out).map_err(|e| BodyError {
                 status: StatusCode::BAD_REQUEST,

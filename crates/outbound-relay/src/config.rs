@@ -4,8 +4,9 @@
 //! checked by the core when the source's `Client` is built, and its error is reported here
 //! under the key it came from (`relay.toml: sources[1].webhooks[0].url: ...`).
 //!
-//! Issue 25's settings land here as new keys beside these (`tls_cert`, `tls_key`,
-//! `max_connections`, header/body limits, log format), never as renames.
+//! Issue 25's settings are top-level keys beside these (`max_connections`,
+//! `max_header_bytes`, `max_headers`, `header_read_timeout`, `request_timeout`, `tls_cert`,
+//! `tls_key`, `metrics_token`, `log_format`); see docs/relay.md for their defaults.
 
 use outbound::{Config as CoreConfig, RetryPolicy, SignatureScheme, Webhook};
 use serde::{Deserialize, Deserializer};
@@ -271,6 +272,38 @@ with_delivery! {
         /// spool for the next start, seconds (default 2).
         #[serde(default)]
         pub close_timeout: Option<Seconds>,
+        /// Most client connections open at once; more wait in the listen backlog
+        /// (default 10000).
+        #[serde(default)]
+        pub max_connections: Option<usize>,
+        /// Largest request head (request line and headers), bytes; over it: 431
+        /// (default 16384, 1024 to 1048576).
+        #[serde(default)]
+        pub max_header_bytes: Option<usize>,
+        /// Most header fields of a request; over it: 431 (default 100).
+        #[serde(default)]
+        pub max_headers: Option<usize>,
+        /// A client must send the whole request head within this, seconds; else the
+        /// connection is closed (default 10).
+        #[serde(default)]
+        pub header_read_timeout: Option<Seconds>,
+        /// A request (its body read, its events committed) must be answered within this,
+        /// seconds; else 408 and the connection is closed (default 30).
+        #[serde(default)]
+        pub request_timeout: Option<Seconds>,
+        /// HTTPS: the certificate chain (PEM file); with `tls_key`.
+        #[serde(default)]
+        pub tls_cert: Option<PathBuf>,
+        /// HTTPS: the private key (PEM file); with `tls_cert`.
+        #[serde(default)]
+        pub tls_key: Option<PathBuf>,
+        /// A token for `GET /metrics` only (Prometheus' `authorization`); the admin token
+        /// also works. Neither set: `/metrics` is off.
+        #[serde(default)]
+        pub metrics_token: Option<String>,
+        /// `"text"` (default) or `"json"` (one JSON object a line); `--log-format` wins.
+        #[serde(default)]
+        pub log_format: Option<String>,
         /// The sources.
         #[serde(default)]
         pub sources: Vec<SourceFile>,
@@ -337,6 +370,43 @@ pub struct Source {
     /// The delivery keys this source sets itself (the rest come from the top level).
     pub own_keys: Vec<&'static str>,
     pub core: CoreConfig,
+    /// Everything its client is built from (its table, the top-level delivery settings,
+    /// the network rules, `data_dir`): a reload keeps the running client when unchanged.
+    pub fingerprint: String,
+}
+
+/// How logs are written.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LogFormat {
+    Text,
+    Json,
+}
+
+impl LogFormat {
+    pub fn parse(s: &str) -> Option<LogFormat> {
+        match s {
+            "text" => Some(LogFormat::Text),
+            "json" => Some(LogFormat::Json),
+            _ => None,
+        }
+    }
+}
+
+/// The listener's limits (read at start; a reload does not change them).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Limits {
+    pub max_connections: usize,
+    pub max_header_bytes: usize,
+    pub max_headers: usize,
+    pub header_read_timeout: Duration,
+    pub request_timeout: Duration,
+}
+
+/// `tls_cert` and `tls_key`, resolved against the file's directory.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Tls {
+    pub cert: PathBuf,
+    pub key: PathBuf,
 }
 
 /// The loaded config.
@@ -348,6 +418,10 @@ pub struct Relay {
     pub admin_token: Option<String>,
     pub shutdown_timeout: Duration,
     pub close_timeout: Duration,
+    pub limits: Limits,
+    pub tls: Option<Tls>,
+    pub metrics_token: Option<String>,
+    pub log_format: LogFormat,
     pub sources: Vec<Source>,
 }
 
@@ -400,6 +474,41 @@ impl Relay {
             .unwrap_or(Seconds(2.0))
             .duration("close_timeout")
             .map_err(|(k, r)| err(k, r))?;
+        let limits = limits(&f).map_err(|(k, r)| err(k, r))?;
+        let tls = match (&f.tls_cert, &f.tls_key) {
+            (None, None) => None,
+            (Some(cert), Some(key)) => Some(Tls {
+                cert: base_dir.join(cert),
+                key: base_dir.join(key),
+            }),
+            (Some(_), None) => {
+                return Err(err(
+                    "tls_key".into(),
+                    "is needed with tls_cert (both or neither)".into(),
+                ))
+            }
+            (None, Some(_)) => {
+                return Err(err(
+                    "tls_cert".into(),
+                    "is needed with tls_key (both or neither)".into(),
+                ))
+            }
+        };
+        if f.metrics_token.as_deref() == Some("") {
+            return Err(err(
+                "metrics_token".into(),
+                "must not be empty (leave it out to use the admin token)".into(),
+            ));
+        }
+        let log_format = match f.log_format.as_deref() {
+            None => LogFormat::Text,
+            Some(v) => LogFormat::parse(v).ok_or_else(|| {
+                err(
+                    "log_format".into(),
+                    format!("{v:?} is not \"text\" or \"json\""),
+                )
+            })?,
+        };
         let top = f.delivery();
         let mut names = HashMap::new();
         let mut keys: HashMap<&str, String> = HashMap::new();
@@ -459,6 +568,12 @@ impl Relay {
                 key: at,
                 own_keys: own,
                 core,
+                fingerprint: format!(
+                    "{s:?}|{top:?}|{}|{:?}|{}",
+                    f.block_private_networks,
+                    f.allowed_networks,
+                    data_dir.display()
+                ),
             });
         }
         Ok(Relay {
@@ -468,6 +583,10 @@ impl Relay {
             admin_token: f.admin_token,
             shutdown_timeout,
             close_timeout,
+            limits,
+            tls,
+            metrics_token: f.metrics_token,
+            log_format,
             sources,
         })
     }
@@ -506,6 +625,36 @@ impl Relay {
             reason,
         }
     }
+}
+
+/// The listener's limits, checked.
+fn limits(f: &File) -> Result<Limits, (String, String)> {
+    let positive = |key: &str, v: Option<usize>, default: usize| match v {
+        Some(0) => Err((key.to_string(), "must be at least 1".to_string())),
+        Some(n) => Ok(n),
+        None => Ok(default),
+    };
+    let max_header_bytes = f.max_header_bytes.unwrap_or(16_384);
+    if !(1_024..=1_048_576).contains(&max_header_bytes) {
+        return Err((
+            "max_header_bytes".into(),
+            format!("{max_header_bytes} is not between 1024 and 1048576"),
+        ));
+    }
+    let timeout = |key: &str, v: Option<Seconds>, default: f64| {
+        let d = v.unwrap_or(Seconds(default)).duration(key)?;
+        if d.is_zero() {
+            return Err((key.to_string(), "must be more than 0".to_string()));
+        }
+        Ok(d)
+    };
+    Ok(Limits {
+        max_connections: positive("max_connections", f.max_connections, 10_000)?,
+        max_header_bytes,
+        max_headers: positive("max_headers", f.max_headers, 100)?,
+        header_read_timeout: timeout("header_read_timeout", f.header_read_timeout, 10.0)?,
+        request_timeout: timeout("request_timeout", f.request_timeout, 30.0)?,
+    })
 }
 
 /// The core's config for source `s`: its own settings over the top level's over the core's

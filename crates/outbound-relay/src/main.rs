@@ -8,16 +8,21 @@
 //!
 //! Modules, one concern each: `config` (the file), `sources` (write key → source, clients),
 //! `auth` (keys and tokens), `body` (reading and decoding bodies), `tracking` (the tracking
-//! API), `admin` (the admin API), `reply` (answers), `server` (connections, routing,
-//! shutdown). Issue 25 adds `health`, `metrics` and `tls` beside them (see `server.rs`).
+//! API), `admin` (the admin API), `reply` (answers), `server` (connections, limits,
+//! routing, shutdown), `health` (`/healthz`, `/readyz`), `metrics` (`/metrics`), `tls`
+//! (the HTTPS listener), `reload` (SIGHUP).
 
 mod admin;
 mod auth;
 mod body;
 mod config;
+mod health;
+mod metrics;
+mod reload;
 mod reply;
 mod server;
 mod sources;
+mod tls;
 mod tracking;
 
 use clap::Parser;
@@ -33,20 +38,37 @@ struct Args {
     /// The config file (TOML); see docs/relay.md.
     #[arg(long, short = 'c')]
     config: PathBuf,
+    /// `text` (human-readable lines) or `json` (one JSON object a line); overrides the
+    /// file's `log_format`.
+    #[arg(long, value_parser = ["text", "json"])]
+    log_format: Option<String>,
 }
 
 fn main() -> ExitCode {
     let args = Args::parse();
-    tracing_subscriber::fmt()
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::stderr().is_terminal())
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_env("RUST_LOG")
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
-        )
-        .init();
     let relay = match config::Relay::load(&args.config) {
         Ok(r) => r,
+        Err(e) => {
+            eprintln!("{e}");
+            return ExitCode::from(2);
+        }
+    };
+    let format = args
+        .log_format
+        .as_deref()
+        .and_then(config::LogFormat::parse)
+        .unwrap_or(relay.log_format);
+    let filter = tracing_subscriber::EnvFilter::try_from_env("RUST_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let logs = tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_env_filter(filter);
+    match format {
+        config::LogFormat::Json => logs.json().flatten_event(true).init(),
+        config::LogFormat::Text => logs.with_ansi(std::io::stderr().is_terminal()).init(),
+    }
+    let tls = match tls::acceptor(&relay) {
+        Ok(t) => t,
         Err(e) => {
             eprintln!("{e}");
             return ExitCode::from(2);
@@ -72,25 +94,31 @@ fn main() -> ExitCode {
         }
     };
     let grace = relay.shutdown_timeout;
+    let close_timeout = relay.close_timeout;
+    let file = relay.file.clone();
+    let listen = relay.listen.clone();
     let state = Arc::new(server::State {
-        sources: sources.clone(),
-        admin_token: relay.admin_token.clone(),
+        live: arc_swap::ArcSwap::from_pointee(server::Live {
+            sources,
+            admin_token: relay.admin_token.clone(),
+            metrics_token: relay.metrics_token.clone(),
+        }),
+        spool_dir: relay.data_dir.join("spool"),
+        limits: relay.limits.clone(),
+        tls,
     });
     let served = runtime.block_on(async {
-        let listener = match tokio::net::TcpListener::bind(&relay.listen).await {
+        let listener = match tokio::net::TcpListener::bind(&listen).await {
             Ok(l) => l,
             Err(e) => {
-                eprintln!(
-                    "{}: listen: cannot listen on {:?}: {e}",
-                    relay.file, relay.listen
-                );
+                eprintln!("{file}: listen: cannot listen on {listen:?}: {e}");
                 return None;
             }
         };
         let addr = match listener.local_addr() {
             Ok(a) => a,
             Err(e) => {
-                eprintln!("{}: listen: {e}", relay.file);
+                eprintln!("{file}: listen: {e}");
                 return None;
             }
         };
@@ -101,17 +129,29 @@ fn main() -> ExitCode {
                 return None;
             }
         };
+        let hup = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup()) {
+            Ok(h) => h,
+            Err(e) => {
+                eprintln!("cannot catch SIGHUP: {e}");
+                return None;
+            }
+        };
         let mut out = std::io::stdout().lock();
         let _ = writeln!(out, "{addr}");
         let _ = out.flush();
         drop(out);
         tracing::info!(
             %addr,
-            sources = sources.list.len(),
+            sources = relay.sources.len(),
             admin = relay.admin_token.is_some(),
+            tls = relay.tls.is_some(),
             "outbound-relay listening"
         );
-        Some(server::serve(listener, state, signals.wait(), grace).await)
+        let reloader = reload::Reloader::new(args.config.clone(), relay);
+        let reloading = tokio::spawn(reloader.run(state.clone(), hup));
+        let finished = server::serve(listener, state.clone(), signals.wait(), grace).await;
+        reloading.abort();
+        Some(finished)
     });
     let Some(finished) = served else {
         return ExitCode::FAILURE;
@@ -121,7 +161,7 @@ fn main() -> ExitCode {
     }
     // The runtime's tasks are done or abandoned; the clients close on this thread.
     runtime.shutdown_timeout(std::time::Duration::from_millis(100));
-    let took = sources.close_all(relay.close_timeout);
+    let took = state.live.load().sources.close_all(close_timeout);
     tracing::info!(?took, "stopped");
     ExitCode::SUCCESS
 }

@@ -1,50 +1,160 @@
-//! The HTTP server: accepts connections (HTTP/1.1, keep-alive), routes each request to the
-//! tracking API or the admin API, and shuts down in order on SIGTERM/SIGINT: stop accepting,
-//! let requests in flight finish (bounded by `shutdown_timeout`), then close every client
-//! (bounded too; what is not delivered stays in the spool for the next start).
+//! The HTTP server: accepts connections (HTTP/1.1, keep-alive; HTTPS with `tls_cert`),
+//! routes each request to the tracking API, the admin API or the operations routes, and
+//! shuts down in order on SIGTERM/SIGINT: stop accepting, let requests in flight finish
+//! (bounded by `shutdown_timeout`), then close every client (bounded too; what is not
+//! delivered stays in the spool for the next start).
 //!
-//! Issue 25 lands here and beside it: `GET /healthz`, `/readyz` and `/metrics` are routes
-//! of [`route`] (a `health.rs` and a `metrics.rs` module), the TLS listener wraps the
-//! accepted stream in [`serve`] before hyper sees it (`tls.rs`), the connection cap and
-//! slow-client timeouts are settings of the accept loop and of hyper's builder here, and
-//! SIGHUP reload swaps the `Sources` held by [`State`].
+//! Hostile clients meet the limits here: at most `max_connections` connections (more wait
+//! in the listen backlog, unaccepted), a request head of at most `max_header_bytes` and
+//! `max_headers` fields (hyper answers 431 while reading it), the whole head within
+//! `header_read_timeout` (and a TLS handshake too) or the connection is closed, the whole
+//! request within `request_timeout` or 408. Bodies are limited while read (`body.rs`).
+//!
+//! What a request sees is [`Live`]: loaded once per request, so a reload (`reload.rs`)
+//! never changes the sources under a request in flight.
 
 use crate::admin;
+use crate::auth::bearer_is;
+use crate::config::Limits;
+use crate::health;
+use crate::metrics;
 use crate::reply::{self, Answer};
 use crate::sources::Sources;
 use crate::tracking;
+use arc_swap::ArcSwap;
 use hyper::body::Incoming;
+use hyper::header::{HeaderValue, CONNECTION, CONTENT_LENGTH, CONTENT_TYPE};
 use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper::{Method, Request, StatusCode};
-use hyper_util::rt::TokioIo;
-use hyper_util::server::graceful::GracefulShutdown;
+use hyper_util::rt::{TokioIo, TokioTimer};
+use hyper_util::server::graceful::{GracefulShutdown, Watcher};
 use std::convert::Infallible;
+use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
+use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::TcpListener;
+use tokio::sync::Semaphore;
+
+/// What a reload replaces: the sources and the tokens.
+pub struct Live {
+    pub sources: Arc<Sources>,
+    pub admin_token: Option<String>,
+    pub metrics_token: Option<String>,
+}
 
 /// What every request sees.
 pub struct State {
-    pub sources: Arc<Sources>,
-    pub admin_token: Option<String>,
+    pub live: ArcSwap<Live>,
+    /// `data_dir/spool`: `/readyz` writes there, `/metrics` measures it.
+    pub spool_dir: PathBuf,
+    pub limits: Limits,
+    pub tls: Option<tokio_rustls::TlsAcceptor>,
+}
+
+/// The metrics label of a path.
+fn route_label(path: &str, method: &Method) -> &'static str {
+    if tracking::endpoint(path).is_some() {
+        return if method == Method::OPTIONS {
+            "preflight"
+        } else {
+            "tracking"
+        };
+    }
+    match path {
+        "/healthz" => "healthz",
+        "/readyz" => "readyz",
+        "/metrics" => "metrics",
+        p if p == "/admin" || p.starts_with("/admin/") => "admin",
+        _ => "other",
+    }
 }
 
 /// One request, routed.
 pub async fn route(state: Arc<State>, req: Request<Incoming>) -> Answer {
+    let live = state.live.load_full();
     let (parts, body) = req.into_parts();
     let path = parts.uri.path();
     if let Some(endpoint) = tracking::endpoint(path) {
         return match parts.method {
-            Method::POST => tracking::handle(&state.sources, endpoint, &parts.headers, body).await,
-            Method::OPTIONS => tracking::preflight(&state.sources, &parts.headers),
+            Method::POST => {
+                // A declared length over the limit is refused before the body is taken in:
+                // what arrives is read and thrown away (at most twice the limit, within
+                // `request_timeout`) so that an SDK still sending gets to read the 413.
+                let declared = parts
+                    .headers
+                    .get(CONTENT_LENGTH)
+                    .and_then(|v| v.to_str().ok())
+                    .and_then(|v| v.trim().parse::<u64>().ok());
+                if declared.is_some_and(|n| n > tracking::MAX_BODY_BYTES as u64) {
+                    tokio::spawn(discard(
+                        body,
+                        2 * tracking::MAX_BODY_BYTES,
+                        state.limits.request_timeout,
+                    ));
+                    return reply::error(
+                        StatusCode::PAYLOAD_TOO_LARGE,
+                        format!(
+                            "body is over the limit of {} bytes",
+                            tracking::MAX_BODY_BYTES
+                        ),
+                    );
+                }
+                tracking::handle(&live.sources, endpoint, &parts.headers, body).await
+            }
+            Method::OPTIONS => tracking::preflight(&live.sources, &parts.headers),
             _ => reply::error(StatusCode::METHOD_NOT_ALLOWED, "use POST"),
         };
     }
+    match (path, &parts.method) {
+        ("/healthz", &Method::GET | &Method::HEAD) => return health::healthz(),
+        ("/readyz", &Method::GET | &Method::HEAD) => {
+            let dir = state.spool_dir.clone();
+            return tokio::task::spawn_blocking(move || health::readyz(&dir))
+                .await
+                .unwrap_or_else(|_| {
+                    reply::error(StatusCode::SERVICE_UNAVAILABLE, "readiness check failed")
+                });
+        }
+        ("/metrics", &Method::GET) => {
+            let tokens = [live.metrics_token.as_deref(), live.admin_token.as_deref()];
+            if tokens.iter().all(Option::is_none) {
+                return reply::error(
+                    StatusCode::NOT_FOUND,
+                    "/metrics is off (no metrics_token or admin_token)",
+                );
+            }
+            if !tokens
+                .iter()
+                .flatten()
+                .any(|t| bearer_is(&parts.headers, t))
+            {
+                return reply::error(StatusCode::UNAUTHORIZED, "metrics or admin token required");
+            }
+            let sources = live.sources.clone();
+            let dir = state.spool_dir.clone();
+            let text = tokio::task::spawn_blocking(move || metrics::render(&sources, &dir))
+                .await
+                .unwrap_or_default();
+            let mut r = Answer::new(text.into());
+            r.headers_mut().insert(
+                CONTENT_TYPE,
+                HeaderValue::from_static(
+                    "application/openmetrics-text; version=1.0.0; charset=utf-8",
+                ),
+            );
+            return r;
+        }
+        ("/healthz" | "/readyz" | "/metrics", _) => {
+            return reply::error(StatusCode::METHOD_NOT_ALLOWED, "use GET")
+        }
+        _ => {}
+    }
     if path == "/admin" || path.starts_with("/admin/") {
         return admin::handle(
-            &state.sources,
-            state.admin_token.as_deref(),
+            &live.sources,
+            live.admin_token.as_deref(),
             &parts.method,
             path,
             &parts.headers,
@@ -52,7 +162,70 @@ pub async fn route(state: Arc<State>, req: Request<Incoming>) -> Answer {
         )
         .await;
     }
-    reply::error(StatusCode::NOT_FOUND, format!("no such path: {path}"))
+    reply::error(StatusCode::NOT_FOUND, "no such path")
+}
+
+/// Reads and drops at most `most` bytes of `body` within `bound`; then the body is dropped
+/// (hyper closes the connection after the answer).
+async fn discard(mut body: Incoming, most: usize, bound: Duration) {
+    use http_body_util::BodyExt;
+    let _ = tokio::time::timeout(bound, async {
+        let mut seen = 0usize;
+        while let Some(Ok(frame)) = body.frame().await {
+            seen += frame.data_ref().map_or(0, |d| d.len());
+            if seen > most {
+                break;
+            }
+        }
+    })
+    .await;
+}
+
+/// [`route`] within `request_timeout`, counted and timed.
+async fn answer(state: Arc<State>, req: Request<Incoming>) -> Answer {
+    let _in_flight = metrics::InFlight::start();
+    let started = Instant::now();
+    let label = route_label(req.uri().path(), req.method());
+    let bound = state.limits.request_timeout;
+    let r = match tokio::time::timeout(bound, route(state, req)).await {
+        Ok(r) => r,
+        Err(_) => {
+            tracing::info!(
+                route = label,
+                "request timed out after {bound:?}: answered 408"
+            );
+            let mut r = reply::error(
+                StatusCode::REQUEST_TIMEOUT,
+                format!("the request took longer than {bound:?}"),
+            );
+            r.headers_mut()
+                .insert(CONNECTION, HeaderValue::from_static("close"));
+            r
+        }
+    };
+    metrics::request(label, r.status().as_u16(), started.elapsed());
+    r
+}
+
+/// Serves one connection (plain or TLS) with the listener's limits.
+async fn connection<I>(io: I, state: Arc<State>, watcher: Watcher, peer: std::net::SocketAddr)
+where
+    I: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+{
+    let limits = state.limits.clone();
+    let service = service_fn(move |req| {
+        let state = state.clone();
+        async move { Ok::<_, Infallible>(answer(state, req).await) }
+    });
+    let conn = http1::Builder::new()
+        .timer(TokioTimer::new())
+        .header_read_timeout(limits.header_read_timeout)
+        .max_header_size(limits.max_header_bytes)
+        .max_headers(limits.max_headers)
+        .serve_connection(TokioIo::new(io), service);
+    if let Err(e) = watcher.watch(conn).await {
+        tracing::debug!(%peer, "connection ended: {e}");
+    }
 }
 
 /// Serves `listener` until `stop` resolves; then waits at most `grace` for the requests in
@@ -64,8 +237,17 @@ pub async fn serve(
     grace: Duration,
 ) -> bool {
     let graceful = GracefulShutdown::new();
+    let permits = Arc::new(Semaphore::new(state.limits.max_connections));
     tokio::pin!(stop);
     loop {
+        // At the cap, the next connection waits in the backlog until one closes.
+        let permit = tokio::select! {
+            p = permits.clone().acquire_owned() => match p {
+                Ok(p) => p,
+                Err(_) => break,
+            },
+            () = &mut stop => break,
+        };
         tokio::select! {
             accepted = listener.accept() => {
                 let (stream, peer) = match accepted {
@@ -79,16 +261,21 @@ pub async fn serve(
                 };
                 let _ = stream.set_nodelay(true);
                 let state = state.clone();
-                let service = service_fn(move |req| {
-                    let state = state.clone();
-                    async move { Ok::<_, Infallible>(route(state, req).await) }
-                });
-                let conn = http1::Builder::new()
-                    .serve_connection(TokioIo::new(stream), service);
-                let conn = graceful.watch(conn);
+                let watcher = graceful.watcher();
                 tokio::spawn(async move {
-                    if let Err(e) = conn.await {
-                        tracing::debug!(%peer, "connection ended: {e}");
+                    let _permit = permit;
+                    let _open = metrics::Connection::open();
+                    match state.tls.clone() {
+                        None => connection(stream, state, watcher, peer).await,
+                        Some(acceptor) => {
+                            // The handshake is part of the head: same bound.
+                            let bound = state.limits.header_read_timeout;
+                            match tokio::time::timeout(bound, acceptor.accept(stream)).await {
+                                Ok(Ok(tls)) => connection(tls, state, watcher, peer).await,
+                                Ok(Err(e)) => tracing::debug!(%peer, "TLS handshake failed: {e}"),
+                                Err(_) => tracing::debug!(%peer, "TLS handshake timed out"),
+                            }
+                        }
                     }
                 });
             }

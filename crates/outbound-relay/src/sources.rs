@@ -2,8 +2,8 @@
 //! under `data_dir/spool/<name>`), its write keys and allowed origins, and its audience
 //! state under `data_dir/audiences/<name>.db`. A write key finds its source here.
 //!
-//! Issue 25's config reload (SIGHUP) swaps this whole set for a new one; its per-source
-//! metrics hang off [`Source`].
+//! A config reload (SIGHUP, `reload.rs`) swaps this whole set for a new one; each client
+//! reports its outcomes to `metrics.rs`.
 
 use crate::auth::ct_eq;
 use crate::config::{ConfigError, Relay};
@@ -20,6 +20,8 @@ pub struct Source {
     /// Opened at start; a sync holds it for its whole run (syncs of one source take turns).
     pub audiences: Mutex<AudienceSync>,
     pub has_webhooks: bool,
+    /// What its client was built from (a reload keeps it running when unchanged).
+    pub fingerprint: String,
 }
 
 impl Source {
@@ -54,27 +56,38 @@ impl Sources {
             reason: format!("cannot create {}: {e}", audiences_dir.display()),
         })?;
         let mut list = Vec::new();
-        for (i, s) in relay.sources.iter().enumerate() {
-            let mut core = s.core.clone();
-            core.log_sink = Some(log_sink(&s.name));
-            let has_webhooks = !core.webhooks.is_empty();
-            let client = Client::new(core).map_err(|e| relay.core_error(i, e))?;
-            let path = audiences_dir.join(format!("{}.db", s.name));
-            let audiences = AudienceSync::open(&path).map_err(|e| ConfigError {
-                file: relay.file.clone(),
-                key: "data_dir".into(),
-                reason: format!("audience state {}: {e}", path.display()),
-            })?;
-            list.push(Arc::new(Source {
-                name: s.name.clone(),
-                write_keys: s.write_keys.clone(),
-                allowed_origins: s.allowed_origins.clone(),
-                client,
-                audiences: Mutex::new(audiences),
-                has_webhooks,
-            }));
+        for i in 0..relay.sources.len() {
+            list.push(Sources::start_one(relay, i)?);
         }
         Ok(Sources { list })
+    }
+
+    /// Starts source `i` of `relay` (its client opens and resumes its spool).
+    pub fn start_one(relay: &Relay, i: usize) -> Result<Arc<Source>, ConfigError> {
+        let s = &relay.sources[i];
+        let mut core = s.core.clone();
+        core.log_sink = Some(log_sink(&s.name));
+        core.on_outcome = Some(crate::metrics::on_outcome(&s.name));
+        let has_webhooks = !core.webhooks.is_empty();
+        let client = Client::new(core).map_err(|e| relay.core_error(i, e))?;
+        let path = relay
+            .data_dir
+            .join("audiences")
+            .join(format!("{}.db", s.name));
+        let audiences = AudienceSync::open(&path).map_err(|e| ConfigError {
+            file: relay.file.clone(),
+            key: "data_dir".into(),
+            reason: format!("audience state {}: {e}", path.display()),
+        })?;
+        Ok(Arc::new(Source {
+            name: s.name.clone(),
+            write_keys: s.write_keys.clone(),
+            allowed_origins: s.allowed_origins.clone(),
+            client,
+            audiences: Mutex::new(audiences),
+            has_webhooks,
+            fingerprint: s.fingerprint.clone(),
+        }))
     }
 
     /// The source whose write keys include `key`. Every key is compared, in constant time,

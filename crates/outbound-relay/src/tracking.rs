@@ -11,8 +11,8 @@
 //! single call's path, fills batch-level `context`/`integrations` into events without them,
 //! and maps the core's errors to answers.
 //!
-//! Issue 25's per-source and per-reason counters and the request-latency histogram are
-//! recorded here (one place per outcome: accepted, rejected with reason, refused request).
+//! Events accepted and rejected (per source and reason) are counted here, one
+//! `crate::metrics` call where each is decided; requests and their latency in `server.rs`.
 
 use crate::auth::basic_user;
 use crate::body;
@@ -195,6 +195,7 @@ fn overloaded(source: &Source, e: &Error) -> Option<Answer> {
         Error::Closed | Error::Spool { .. } => StatusCode::SERVICE_UNAVAILABLE,
         _ => return None,
     };
+    crate::metrics::rejected(&source.name, crate::metrics::reason(e));
     tracing::warn!(source = %source.name, "cannot take more: {e}");
     Some(reply::error(status, e.to_string()))
 }
@@ -207,6 +208,7 @@ async fn single(source: &Arc<Source>, event: Map<String, Value>) -> Answer {
             if let Some(answer) = overloaded(source, &e) {
                 return answer;
             }
+            crate::metrics::rejected(&source.name, crate::metrics::reason(&e));
             tracing::info!(source = %source.name, reason = %e, "event rejected");
             let status = match e {
                 Error::MessageTooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
@@ -233,6 +235,7 @@ async fn batch(source: &Arc<Source>, mut obj: Map<String, Value>) -> Answer {
     let mut accepted = 0usize;
     for (index, event) in events.into_iter().enumerate() {
         let Value::Object(mut event) = event else {
+            crate::metrics::rejected(&source.name, "not_an_object");
             rejected.push(Rejected {
                 index,
                 reason: "an event must be a JSON object".into(),
@@ -253,6 +256,7 @@ async fn batch(source: &Arc<Source>, mut obj: Map<String, Value>) -> Answer {
                     // are delivered twice (receivers deduplicate by messageId).
                     return answer;
                 }
+                crate::metrics::rejected(&source.name, crate::metrics::reason(&e));
                 rejected.push(Rejected {
                     index,
                     too_large: matches!(e, Error::MessageTooLarge { .. }),
@@ -294,6 +298,7 @@ async fn durable(source: &Arc<Source>, accepted: usize) -> Answer {
             "the events could not be committed to disk; send them again",
         );
     }
+    crate::metrics::accepted(&source.name, accepted);
     reply::ok()
 }
 

@@ -150,11 +150,18 @@ impl Relay {
     /// Writes `config` as `relay.toml` in `dir` and starts the relay on it; waits for the
     /// first line of stdout (the address).
     pub fn start(dir: &Path, config: &str) -> Relay {
+        Relay::start_with(dir, config, &[], &[])
+    }
+
+    /// [`Relay::start`] with extra arguments and environment variables.
+    pub fn start_with(dir: &Path, config: &str, args: &[&str], env: &[(&str, &str)]) -> Relay {
         let path = dir.join("relay.toml");
         std::fs::write(&path, config).unwrap();
         let mut child = Command::new(env!("CARGO_BIN_EXE_outbound-relay"))
             .arg("--config")
             .arg(&path)
+            .args(args)
+            .envs(env.iter().copied())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
@@ -197,6 +204,38 @@ impl Relay {
 
     pub fn url(&self, path: &str) -> String {
         format!("http://{}{path}", self.addr)
+    }
+
+    /// What the relay wrote to stderr so far.
+    pub fn log(&self) -> String {
+        self.stderr.lock().unwrap().clone()
+    }
+
+    /// Waits until stderr holds `text` (panics after 20 s).
+    pub fn wait_log(&self, text: &str) -> String {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            let log = self.log();
+            if log.contains(text) {
+                return log;
+            }
+            assert!(Instant::now() < deadline, "no {text:?} in the log: {log}");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// The relay's resident set size now and at its peak, KiB (`/proc/PID/status`).
+    pub fn rss_kib(&self) -> (u64, u64) {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id())).unwrap();
+        let field = |name: &str| {
+            status
+                .lines()
+                .find(|l| l.starts_with(name))
+                .and_then(|l| l.split_whitespace().nth(1))
+                .and_then(|v| v.parse().ok())
+                .unwrap()
+        };
+        (field("VmRSS:"), field("VmHWM:"))
     }
 
     pub fn signal(&self, sig: i32) {
@@ -283,6 +322,15 @@ pub fn post(url: &str, headers: &[(&str, &str)], body: &[u8]) -> Answer {
         req = req.header(*k, *v);
     }
     finish(req.send(body))
+}
+
+/// `GET url`.
+pub fn get(url: &str, headers: &[(&str, &str)]) -> Answer {
+    let mut req = agent().get(url);
+    for (k, v) in headers {
+        req = req.header(*k, *v);
+    }
+    finish(req.call())
 }
 
 /// `PUT url`.

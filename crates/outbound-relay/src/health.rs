@@ -1,0 +1,49 @@
+//! `GET /healthz` and `GET /readyz`, open to anyone (a load balancer's probes carry no
+//! token, and the answers tell nothing about the sources):
+//!
+//! - `/healthz`: 200 while the process serves requests (alive);
+//! - `/readyz`: 200 when a config is loaded (always, once listening: a refused reload keeps
+//!   the old one) and the spool directory takes a write (a file created, written, synced
+//!   and removed); 503 with the reason otherwise, so the balancer sends elsewhere while a
+//!   disk is full or read-only.
+
+use crate::reply::{self, Answer};
+use hyper::StatusCode;
+use serde_json::json;
+use std::io::Write;
+use std::path::Path;
+
+pub fn healthz() -> Answer {
+    reply::json(StatusCode::OK, &json!({"status": "alive"}))
+}
+
+/// Creates, writes, syncs and removes a probe file in `spool_dir`.
+fn spool_writable(spool_dir: &Path) -> Result<(), String> {
+    let probe = spool_dir.join(format!(".readyz-{}", std::process::id()));
+    let result = std::fs::create_dir_all(spool_dir)
+        .and_then(|()| {
+            let mut f = std::fs::File::create(&probe)?;
+            f.write_all(b"ready")?;
+            f.sync_all()
+        })
+        .map_err(|e| format!("spool {} is not writable: {e}", spool_dir.display()));
+    let _ = std::fs::remove_file(&probe);
+    result
+}
+
+/// Blocking (a small file write): run off the runtime's worker threads.
+pub fn readyz(spool_dir: &Path) -> Answer {
+    match spool_writable(spool_dir) {
+        Ok(()) => reply::json(
+            StatusCode::OK,
+            &json!({"status": "ready", "config": "loaded", "spool": "writable"}),
+        ),
+        Err(reason) => {
+            tracing::warn!("readyz: {reason}");
+            reply::json(
+                StatusCode::SERVICE_UNAVAILABLE,
+                &json!({"status": "not ready", "config": "loaded", "reason": reason}),
+            )
+        }
+    }
+}

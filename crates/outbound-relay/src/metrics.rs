@@ -1,0 +1,296 @@
+//! `GET /metrics`: the relay's counters in the OpenMetrics text format Prometheus scrapes
+//! (prometheus-client).
+//!
+//! One registry for the process (a reload keeps the counters). Labels are source names,
+//! destinations, outcomes, reasons, routes and statuses: never a write key, a secret or a
+//! token, and never free text (a label set stays small whatever the clients send).
+//!
+//! - `outbound_relay_events_accepted_total{source}`: events committed and acknowledged;
+//! - `outbound_relay_events_rejected_total{source,reason}`: events refused (the reason is
+//!   the kind of error: `missing_field`, `invalid_field`, `too_large`, `queue_full`, ...);
+//! - `outbound_relay_requests_total{route,status}` and
+//!   `outbound_relay_request_duration_seconds{route}` (a histogram): every answer;
+//! - `outbound_relay_requests_in_flight`, `outbound_relay_connections`;
+//! - `outbound_relay_outcomes_total{source,destination,outcome}`: the core's `on_outcome`
+//!   (the core reports one outcome per message: `destination` is the one its detail names
+//!   for a failure, `ingestion` or `webhooks`, and `all` when every destination took it);
+//! - `outbound_relay_queue_depth{source}`, `outbound_relay_spool_bytes{source}`, read at
+//!   the scrape from the running sources (the core's `Stats`, the spool's files).
+
+use crate::sources::Sources;
+use outbound::{Error, Outcome, OutcomeKind};
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::Histogram;
+use prometheus_client::registry::Registry;
+use std::path::Path;
+use std::sync::OnceLock;
+use std::time::Duration;
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct SourceLabel {
+    source: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct RejectedLabels {
+    source: String,
+    reason: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct OutcomeLabels {
+    source: String,
+    destination: &'static str,
+    outcome: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct RequestLabels {
+    route: &'static str,
+    status: u16,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct RouteLabel {
+    route: &'static str,
+}
+
+struct Metrics {
+    registry: Registry,
+    accepted: Family<SourceLabel, Counter>,
+    rejected: Family<RejectedLabels, Counter>,
+    outcomes: Family<OutcomeLabels, Counter>,
+    requests: Family<RequestLabels, Counter>,
+    latency: Family<RouteLabel, Histogram>,
+    in_flight: Gauge,
+    connections: Gauge,
+    queue_depth: Family<SourceLabel, Gauge>,
+    spool_bytes: Family<SourceLabel, Gauge>,
+}
+
+fn latency_histogram() -> Histogram {
+    // 0.5 ms to 8 s: an acknowledgement waits for a group commit (5 ms by default).
+    Histogram::new([
+        0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 8.0,
+    ])
+}
+
+fn metrics() -> &'static Metrics {
+    static M: OnceLock<Metrics> = OnceLock::new();
+    M.get_or_init(|| {
+        let mut registry = Registry::with_prefix("outbound_relay");
+        let m = Metrics {
+            accepted: Family::default(),
+            rejected: Family::default(),
+            outcomes: Family::default(),
+            requests: Family::default(),
+            latency: Family::new_with_constructor(latency_histogram),
+            in_flight: Gauge::default(),
+            connections: Gauge::default(),
+            queue_depth: Family::default(),
+            spool_bytes: Family::default(),
+            registry: Registry::default(),
+        };
+        registry.register(
+            "events_accepted",
+            "Events committed to the spool and acknowledged",
+            m.accepted.clone(),
+        );
+        registry.register(
+            "events_rejected",
+            "Events refused, by source and reason",
+            m.rejected.clone(),
+        );
+        registry.register(
+            "outcomes",
+            "Delivery outcomes reported by each source's client",
+            m.outcomes.clone(),
+        );
+        registry.register(
+            "requests",
+            "Requests answered, by route and status",
+            m.requests.clone(),
+        );
+        registry.register(
+            "request_duration_seconds",
+            "Time from the request's headers to its answer",
+            m.latency.clone(),
+        );
+        registry.register(
+            "requests_in_flight",
+            "Requests being handled now",
+            m.in_flight.clone(),
+        );
+        registry.register(
+            "connections",
+            "Open client connections",
+            m.connections.clone(),
+        );
+        registry.register(
+            "queue_depth",
+            "Messages accepted and waiting (batch, worker or retry), per source",
+            m.queue_depth.clone(),
+        );
+        registry.register(
+            "spool_bytes",
+            "Bytes of each source's spool files on disk",
+            m.spool_bytes.clone(),
+        );
+        Metrics { registry, ..m }
+    })
+}
+
+/// `n` events of `source` acknowledged.
+pub fn accepted(source: &str, n: usize) {
+    metrics()
+        .accepted
+        .get_or_create(&SourceLabel {
+            source: source.to_string(),
+        })
+        .inc_by(n as u64);
+}
+
+/// One event of `source` refused for `reason` (a fixed word, see [`reason`]).
+pub fn rejected(source: &str, reason: &'static str) {
+    metrics()
+        .rejected
+        .get_or_create(&RejectedLabels {
+            source: source.to_string(),
+            reason,
+        })
+        .inc();
+}
+
+/// The label of a core error.
+pub fn reason(e: &Error) -> &'static str {
+    match e {
+        Error::MissingField { .. } => "missing_field",
+        Error::InvalidField { .. } => "invalid_field",
+        Error::InvalidJson { .. } => "invalid_json",
+        Error::WrongType { .. } => "wrong_type",
+        Error::MessageTooLarge { .. } => "too_large",
+        Error::QueueFull { .. } => "queue_full",
+        Error::SpoolFull { .. } => "spool_full",
+        Error::Closed => "closed",
+        Error::Spool { .. } => "spool",
+        _ => "other",
+    }
+}
+
+/// The outcome callback of `source`'s client. Its counters are made here, once, so an
+/// outcome costs an atomic add (no label lookup, no allocation).
+pub fn on_outcome(source: &str) -> outbound::OutcomeCallback {
+    const DESTINATIONS: [&str; 3] = ["all", "webhooks", "ingestion"];
+    const KINDS: [OutcomeKind; 3] = [
+        OutcomeKind::Delivered,
+        OutcomeKind::Failed,
+        OutcomeKind::Dropped,
+    ];
+    let m = metrics();
+    let counters: Vec<Counter> = DESTINATIONS
+        .iter()
+        .flat_map(|d| KINDS.iter().map(move |k| (*d, *k)))
+        .map(|(destination, kind)| {
+            m.outcomes
+                .get_or_create(&OutcomeLabels {
+                    source: source.to_string(),
+                    destination,
+                    outcome: kind.as_str(),
+                })
+                .clone()
+        })
+        .collect();
+    std::sync::Arc::new(move |o: &Outcome| {
+        let d = if o.detail.starts_with("webhook") {
+            1
+        } else if o.detail.starts_with("ingestion") {
+            2
+        } else {
+            0
+        };
+        let k = KINDS.iter().position(|k| *k == o.kind).unwrap_or(0);
+        counters[d * KINDS.len() + k].inc();
+    })
+}
+
+/// One answered request.
+pub fn request(route: &'static str, status: u16, took: Duration) {
+    let m = metrics();
+    m.requests
+        .get_or_create(&RequestLabels { route, status })
+        .inc();
+    m.latency
+        .get_or_create(&RouteLabel { route })
+        .observe(took.as_secs_f64());
+}
+
+/// Held while a request is handled.
+pub struct InFlight(());
+
+impl InFlight {
+    pub fn start() -> InFlight {
+        metrics().in_flight.inc();
+        InFlight(())
+    }
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        metrics().in_flight.dec();
+    }
+}
+
+/// Held while a connection is open.
+pub struct Connection(());
+
+impl Connection {
+    pub fn open() -> Connection {
+        metrics().connections.inc();
+        Connection(())
+    }
+}
+
+impl Drop for Connection {
+    fn drop(&mut self) {
+        metrics().connections.dec();
+    }
+}
+
+fn dir_bytes(dir: &Path) -> u64 {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return 0;
+    };
+    entries
+        .flatten()
+        .map(|e| match e.metadata() {
+            Ok(m) if m.is_dir() => dir_bytes(&e.path()),
+            Ok(m) => m.len(),
+            Err(_) => 0,
+        })
+        .sum()
+}
+
+/// The text of `GET /metrics`, with the gauges read from `sources` now.
+pub fn render(sources: &Sources, spool_dir: &Path) -> String {
+    let m = metrics();
+    // A source removed by a reload is no longer shown.
+    m.queue_depth.clear();
+    m.spool_bytes.clear();
+    for s in &sources.list {
+        let label = SourceLabel {
+            source: s.name.clone(),
+        };
+        let stats = s.client.stats();
+        m.queue_depth.get_or_create(&label).set(stats.queued as i64);
+        m.spool_bytes
+            .get_or_create(&label)
+            .set(dir_bytes(&spool_dir.join(&s.name)) as i64);
+    }
+    let mut out = String::new();
+    // Writing to a String cannot fail.
+    let _ = prometheus_client::encoding::text::encode(&mut out, &m.registry);
+    out
+}

@@ -1,0 +1,516 @@
+//! Operations, against the real binary: `/healthz`, `/readyz`, `/metrics`, log formats,
+//! secrets kept out of logs and metrics, and SIGHUP reloads.
+
+mod support;
+
+use serde_json::{json, Value};
+use std::sync::atomic::Ordering::SeqCst;
+use std::time::{Duration, Instant};
+use support::{basic, config, get, post, temp_dir, Receiver, Relay};
+
+fn track(id: &str) -> String {
+    json!({"userId": "u1", "event": "E", "messageId": id}).to_string()
+}
+
+/// The value of the sample `name{labels}` (labels as written, in order) in `text`.
+fn sample(text: &str, series: &str) -> Option<f64> {
+    text.lines().find_map(|l| {
+        l.strip_prefix(series)?
+            .strip_prefix(' ')?
+            .trim()
+            .parse()
+            .ok()
+    })
+}
+
+fn scrape(relay: &Relay, token: &str) -> String {
+    let a = get(
+        &relay.url("/metrics"),
+        &[("Authorization", &format!("Bearer {token}"))],
+    );
+    assert_eq!(a.status, 200, "{}", a.body);
+    a.body
+}
+
+/// Scrapes until `series` reaches `want` (outcomes arrive after the answer).
+fn wait_sample(relay: &Relay, token: &str, series: &str, want: f64) -> String {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let text = scrape(relay, token);
+        if sample(&text, series) == Some(want) {
+            return text;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{series} never reached {want}:\n{text}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn healthz_answers_200_without_a_token() {
+    let dir = temp_dir();
+    let rx = Receiver::start();
+    let relay = Relay::start(dir.path(), &config(&[("web", "wk_web", &rx)], ""));
+    let a = get(&relay.url("/healthz"), &[]);
+    assert_eq!(a.status, 200);
+    assert_eq!(a.json()["status"], "alive");
+}
+
+#[test]
+fn readyz_answers_200_while_the_spool_is_writable() {
+    let dir = temp_dir();
+    let rx = Receiver::start();
+    let relay = Relay::start(dir.path(), &config(&[("web", "wk_web", &rx)], ""));
+    let a = get(&relay.url("/readyz"), &[]);
+    assert_eq!(a.status, 200, "{}", a.body);
+    assert_eq!(a.json()["spool"], "writable");
+}
+
+#[test]
+fn readyz_answers_503_when_the_spool_cannot_be_written() {
+    let dir = temp_dir();
+    let rx = Receiver::start();
+    let relay = Relay::start(dir.path(), &config(&[("web", "wk_web", &rx)], ""));
+    // The tests run as root, so permissions would not stop a write: put a file where the
+    // spool directory was (the running client keeps its open files).
+    let spool = dir.path().join("data/spool");
+    std::fs::rename(&spool, dir.path().join("data/spool-moved")).unwrap();
+    std::fs::write(&spool, b"not a directory").unwrap();
+    let a = get(&relay.url("/readyz"), &[]);
+    assert_eq!(a.status, 503, "{}", a.body);
+    assert!(
+        a.json()["reason"]
+            .as_str()
+            .unwrap()
+            .contains("not writable"),
+        "{}",
+        a.body
+    );
+    std::fs::remove_file(&spool).unwrap();
+    std::fs::rename(dir.path().join("data/spool-moved"), &spool).unwrap();
+    assert_eq!(get(&relay.url("/readyz"), &[]).status, 200);
+}
+
+#[test]
+fn metrics_need_the_metrics_or_the_admin_token() {
+    let dir = temp_dir();
+    let rx = Receiver::start();
+    let cfg = config(&[("web", "wk_web", &rx)], "metrics_token = \"prom\"\n");
+    let relay = Relay::start(dir.path(), &cfg);
+    assert_eq!(get(&relay.url("/metrics"), &[]).status, 401);
+    let wrong = get(&relay.url("/metrics"), &[("Authorization", "Bearer nope")]);
+    assert_eq!(wrong.status, 401);
+    let a = get(&relay.url("/metrics"), &[("Authorization", "Bearer prom")]);
+    assert_eq!(a.status, 200);
+    assert!(
+        a.header("content-type")
+            .unwrap()
+            .starts_with("application/openmetrics-text; version=1.0.0"),
+        "{:?}",
+        a.header("content-type")
+    );
+    assert!(a.body.trim_end().ends_with("# EOF"), "{}", a.body);
+    assert!(scrape(&relay, "prom").contains("outbound_relay_requests_in_flight"));
+    assert!(scrape(&relay, "adm").contains("outbound_relay_requests_in_flight"));
+}
+
+#[test]
+fn metrics_count_events_accepted_and_rejected_per_source_and_reason() {
+    let dir = temp_dir();
+    let (rx_web, rx_app) = (Receiver::start(), Receiver::start());
+    let cfg = config(
+        &[("web", "wk_web", &rx_web), ("app", "wk_app", &rx_app)],
+        "",
+    );
+    let relay = Relay::start(dir.path(), &cfg);
+    let batch = json!({"batch": [
+        {"type": "track", "userId": "u1", "event": "E"},
+        {"type": "track", "userId": "u1", "event": "E"},
+        {"type": "track", "event": "no user"},
+        {"type": "track", "userId": "u1"},
+        "not an object",
+    ]});
+    let a = post(
+        &relay.url("/v1/batch"),
+        &[("Authorization", &basic("wk_web"))],
+        batch.to_string().as_bytes(),
+    );
+    assert_eq!(a.status, 200, "{}", a.body);
+    let a = post(
+        &relay.url("/v1/track"),
+        &[("Authorization", &basic("wk_app"))],
+        track("m-1").as_bytes(),
+    );
+    assert_eq!(a.status, 200, "{}", a.body);
+    let bad = post(
+        &relay.url("/v1/track"),
+        &[("Authorization", &basic("nope"))],
+        b"{}",
+    );
+    assert_eq!(bad.status, 401);
+    let text = scrape(&relay, "adm");
+    let at = |s: &str| sample(&text, s);
+    assert_eq!(
+        at("outbound_relay_events_accepted_total{source=\"web\"}"),
+        Some(2.0)
+    );
+    assert_eq!(
+        at("outbound_relay_events_accepted_total{source=\"app\"}"),
+        Some(1.0)
+    );
+    // The core reports the missing userId/anonymousId and the missing event as missing
+    // fields; the string as not an object.
+    assert_eq!(
+        at("outbound_relay_events_rejected_total{source=\"web\",reason=\"missing_field\"}"),
+        Some(2.0),
+        "{text}"
+    );
+    assert_eq!(
+        at("outbound_relay_events_rejected_total{source=\"web\",reason=\"not_an_object\"}"),
+        Some(1.0),
+        "{text}"
+    );
+    assert_eq!(
+        at("outbound_relay_requests_total{route=\"tracking\",status=\"401\"}"),
+        Some(1.0),
+        "{text}"
+    );
+    assert_eq!(
+        at("outbound_relay_requests_total{route=\"tracking\",status=\"200\"}"),
+        Some(2.0),
+        "{text}"
+    );
+}
+
+#[test]
+fn metrics_count_outcomes_per_source_and_destination() {
+    let dir = temp_dir();
+    let (ok, refusing) = (Receiver::start(), Receiver::start());
+    refusing.status.store(400, SeqCst);
+    let cfg = config(&[("web", "wk_web", &ok), ("app", "wk_app", &refusing)], "");
+    let relay = Relay::start(dir.path(), &cfg);
+    for (key, id) in [("wk_web", "m-1"), ("wk_web", "m-2"), ("wk_app", "m-3")] {
+        let a = post(
+            &relay.url("/v1/track"),
+            &[("Authorization", &basic(key))],
+            track(id).as_bytes(),
+        );
+        assert_eq!(a.status, 200);
+    }
+    wait_sample(
+        &relay,
+        "adm",
+        "outbound_relay_outcomes_total{source=\"web\",destination=\"all\",outcome=\"delivered\"}",
+        2.0,
+    );
+    wait_sample(
+        &relay,
+        "adm",
+        "outbound_relay_outcomes_total{source=\"app\",destination=\"webhooks\",outcome=\"failed\"}",
+        1.0,
+    );
+}
+
+#[test]
+fn metrics_show_queue_depth_spool_size_in_flight_and_latency() {
+    let dir = temp_dir();
+    let rx = Receiver::start();
+    rx.status.store(503, SeqCst); // retried: the events stay queued and spooled
+    let relay = Relay::start(dir.path(), &config(&[("web", "wk_web", &rx)], ""));
+    let events: Vec<Value> = (0..50)
+        .map(|i| json!({"type": "track", "userId": "u1", "event": "E", "messageId": format!("m-{i}")}))
+        .collect();
+    let a = post(
+        &relay.url("/v1/batch"),
+        &[("Authorization", &basic("wk_web"))],
+        json!({ "batch": events }).to_string().as_bytes(),
+    );
+    assert_eq!(a.status, 200);
+    let text = scrape(&relay, "adm");
+    let queued = sample(&text, "outbound_relay_queue_depth{source=\"web\"}").unwrap();
+    assert!(queued > 0.0, "{text}");
+    let spool = sample(&text, "outbound_relay_spool_bytes{source=\"web\"}").unwrap();
+    assert!(spool > 0.0, "{text}");
+    // The scrape itself is the request in flight.
+    assert_eq!(
+        sample(&text, "outbound_relay_requests_in_flight"),
+        Some(1.0)
+    );
+    assert_eq!(
+        sample(
+            &text,
+            "outbound_relay_request_duration_seconds_count{route=\"tracking\"}"
+        ),
+        Some(1.0),
+        "{text}"
+    );
+    assert!(
+        text.contains(
+            "outbound_relay_request_duration_seconds_bucket{le=\"0.005\",route=\"tracking\"}"
+        ),
+        "{text}"
+    );
+}
+
+#[test]
+fn json_log_format_writes_one_json_object_per_line() {
+    let dir = temp_dir();
+    let rx = Receiver::start();
+    let relay = Relay::start_with(
+        dir.path(),
+        &config(&[("web", "wk_web", &rx)], ""),
+        &["--log-format", "json"],
+        &[],
+    );
+    // One line worth logging: an unknown write key.
+    post(
+        &relay.url("/v1/track"),
+        &[("Authorization", &basic("nope"))],
+        b"{}",
+    );
+    let log = relay.wait_log("unknown write key");
+    let lines: Vec<&str> = log.lines().collect();
+    assert!(lines.len() >= 2, "{log}");
+    for line in lines {
+        let v: Value = serde_json::from_str(line).unwrap_or_else(|e| panic!("{e}: {line}"));
+        assert!(v["level"].is_string() && v["message"].is_string(), "{line}");
+    }
+}
+
+#[test]
+fn no_write_key_secret_or_token_appears_in_logs_or_metrics() {
+    let dir = temp_dir();
+    let (rx, failing) = (Receiver::start(), Receiver::start());
+    failing.status.store(401, SeqCst);
+    let (key, key2, secret, admin, prom, fwd) = (
+        "wk-SECRET-key-7f3a",
+        "wk-SECRET-key-other-91b2",
+        "SECRET-shared-c0ffee",
+        "SECRET-admin-d00d",
+        "SECRET-metrics-beef",
+        "SECRET-forward-key-5e5e",
+    );
+    let cfg = format!(
+        "listen = \"127.0.0.1:0\"\ndata_dir = \"data\"\nadmin_token = \"{admin}\"\n\
+         metrics_token = \"{prom}\"\nallowed_networks = [\"127.0.0.0/8\"]\nmax_backoff = 0.1\n\
+         max_retry_duration = 0.5\n\
+         [[sources]]\nname = \"web\"\nwrite_keys = [\"{key}\", \"{key2}\"]\n\
+         shared_secret = \"{secret}\"\n\
+         [[sources.webhooks]]\nurl = \"{}\"\n[[sources.webhooks]]\nurl = \"{}\"\n\
+         [sources.forward]\nendpoint = \"{}\"\nwrite_key = \"{fwd}\"\n",
+        rx.url,
+        failing.url,
+        failing.url.trim_end_matches("/hook")
+    );
+    let relay = Relay::start_with(dir.path(), &cfg, &[], &[("RUST_LOG", "debug")]);
+    let url = relay.url("/v1/batch");
+    // Accepted, rejected, wrong key (a near miss of the real one), key in the body.
+    let body =
+        json!({"batch": [{"type": "track", "userId": "u1", "event": "E"}, {"type": "track"}]});
+    assert_eq!(
+        post(
+            &url,
+            &[("Authorization", &basic(key))],
+            body.to_string().as_bytes()
+        )
+        .status,
+        200
+    );
+    let near = &key[..key.len() - 1];
+    assert_eq!(
+        post(&url, &[("Authorization", &basic(near))], b"{\"batch\":[]}").status,
+        401
+    );
+    let in_body = json!({"writeKey": key2, "batch": [{"type": "identify", "userId": "u2"}]});
+    assert_eq!(post(&url, &[], in_body.to_string().as_bytes()).status, 200);
+    // Admin: a wrong token, then a deletion.
+    let admin_url = relay.url("/admin/deletions");
+    let del = br#"{"userId":"u1"}"#;
+    assert_eq!(
+        post(
+            &admin_url,
+            &[("Authorization", &format!("Bearer {admin}x"))],
+            del
+        )
+        .status,
+        401
+    );
+    assert_eq!(
+        post(
+            &admin_url,
+            &[("Authorization", &format!("Bearer {admin}"))],
+            del
+        )
+        .status,
+        200
+    );
+    rx.wait_for(3);
+    // Let the forward fail (401 from the failing receiver) and be logged.
+    std::thread::sleep(Duration::from_millis(1500));
+    let metrics = scrape(&relay, prom);
+    let log = relay.log();
+    assert!(log.contains("unknown write key"), "{log}");
+    for s in [key, key2, near, secret, admin, prom, fwd] {
+        assert!(!log.contains(s), "{s:?} in the log:\n{log}");
+        assert!(!metrics.contains(s), "{s:?} in /metrics:\n{metrics}");
+    }
+    // Base64 of the Basic header would hide a key from a plain grep: not there either.
+    for s in [basic(key), basic(near)] {
+        let b64 = s.trim_start_matches("Basic ");
+        assert!(!log.contains(b64), "{b64:?} in the log");
+    }
+}
+
+fn reload_config(sources: &[(&str, &str, &Receiver)]) -> String {
+    config(sources, "")
+}
+
+#[test]
+fn sighup_applies_a_new_source_and_a_new_url_to_new_events() {
+    let dir = temp_dir();
+    let (first, second, third) = (Receiver::start(), Receiver::start(), Receiver::start());
+    let relay = Relay::start(dir.path(), &reload_config(&[("web", "wk_web", &first)]));
+    let send = |key: &str, id: &str| {
+        post(
+            &relay.url("/v1/track"),
+            &[("Authorization", &basic(key))],
+            track(id).as_bytes(),
+        )
+    };
+    assert_eq!(send("wk_web", "m-1").status, 200);
+    first.wait_for(1);
+    assert_eq!(send("wk_app", "m-2").status, 401);
+    // web's URL changes, app is new.
+    std::fs::write(
+        dir.path().join("relay.toml"),
+        reload_config(&[("web", "wk_web", &second), ("app", "wk_app", &third)]),
+    )
+    .unwrap();
+    relay.signal(libc::SIGHUP);
+    relay.wait_log("config reloaded");
+    assert_eq!(send("wk_web", "m-3").status, 200);
+    assert_eq!(send("wk_app", "m-4").status, 200);
+    assert_eq!(second.wait_for(1)[0].json()["messageId"], "m-3");
+    assert_eq!(third.wait_for(1)[0].json()["messageId"], "m-4");
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(first.hits().len(), 1, "the old URL got a new event");
+}
+
+#[test]
+fn sighup_with_a_broken_file_keeps_the_running_config_and_logs_why() {
+    let dir = temp_dir();
+    let rx = Receiver::start();
+    let relay = Relay::start(dir.path(), &reload_config(&[("web", "wk_web", &rx)]));
+    // The same write key twice: refused.
+    let broken = reload_config(&[("web", "wk_web", &rx), ("app", "wk_web", &rx)]);
+    std::fs::write(dir.path().join("relay.toml"), &broken).unwrap();
+    relay.signal(libc::SIGHUP);
+    let log = relay.wait_log("config reload refused");
+    assert!(
+        log.contains("sources[1].write_keys[0]") && log.contains("already a key of source"),
+        "{log}"
+    );
+    // Not even parseable TOML.
+    std::fs::write(dir.path().join("relay.toml"), "listen = [\n").unwrap();
+    relay.signal(libc::SIGHUP);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while relay.log().matches("config reload refused").count() < 2 {
+        assert!(Instant::now() < deadline, "{}", relay.log());
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let a = post(
+        &relay.url("/v1/track"),
+        &[("Authorization", &basic("wk_web"))],
+        track("m-1").as_bytes(),
+    );
+    assert_eq!(a.status, 200);
+    rx.wait_for(1);
+    assert_eq!(get(&relay.url("/readyz"), &[]).status, 200);
+}
+
+#[test]
+fn sighup_removing_a_source_closes_its_client_and_keeps_its_spool() {
+    let dir = temp_dir();
+    let (web, app) = (Receiver::start(), Receiver::start());
+    app.status.store(503, SeqCst); // app's event stays in its spool
+    let cfg = reload_config(&[("web", "wk_web", &web), ("app", "wk_app", &app)]);
+    let relay = Relay::start(dir.path(), &cfg);
+    let a = post(
+        &relay.url("/v1/track"),
+        &[("Authorization", &basic("wk_app"))],
+        track("m-app").as_bytes(),
+    );
+    assert_eq!(a.status, 200);
+    std::fs::write(
+        dir.path().join("relay.toml"),
+        reload_config(&[("web", "wk_web", &web)]),
+    )
+    .unwrap();
+    relay.signal(libc::SIGHUP);
+    relay.wait_log("source removed by reload: closed");
+    let a = post(
+        &relay.url("/v1/track"),
+        &[("Authorization", &basic("wk_app"))],
+        track("m-2").as_bytes(),
+    );
+    assert_eq!(a.status, 401);
+    // Closed: no more attempts. Back again: the new client resumes the spool's event.
+    std::thread::sleep(Duration::from_millis(500));
+    let before = app.hits().len();
+    std::thread::sleep(Duration::from_millis(500));
+    assert_eq!(app.hits().len(), before, "the removed source still sends");
+    app.status.store(200, SeqCst);
+    std::fs::write(dir.path().join("relay.toml"), &cfg).unwrap();
+    relay.signal(libc::SIGHUP);
+    let got = app.wait_for(before + 1);
+    assert_eq!(got[before].json()["messageId"], "m-app");
+}
+
+#[test]
+fn a_request_in_flight_during_a_reload_finishes_on_the_sources_it_started_with() {
+    use std::io::{Read, Write};
+    let dir = temp_dir();
+    let (web, app) = (Receiver::start(), Receiver::start());
+    let cfg = reload_config(&[("web", "wk_web", &web), ("app", "wk_app", &app)]);
+    let relay = Relay::start(dir.path(), &cfg);
+    let body = track("m-inflight");
+    let (head, tail) = body.as_bytes().split_at(body.len() / 2);
+    let mut conn = std::net::TcpStream::connect(&relay.addr).unwrap();
+    write!(
+        conn,
+        "POST /v1/track HTTP/1.1\r\nHost: relay\r\nAuthorization: {}\r\nContent-Length: {}\r\n\r\n",
+        basic("wk_app"),
+        body.len()
+    )
+    .unwrap();
+    conn.write_all(head).unwrap();
+    std::thread::sleep(Duration::from_millis(200));
+    // app is removed while its request is half sent.
+    std::fs::write(
+        dir.path().join("relay.toml"),
+        reload_config(&[("web", "wk_web", &web)]),
+    )
+    .unwrap();
+    relay.signal(libc::SIGHUP);
+    relay.wait_log("config reloaded");
+    assert!(!relay.log().contains("source removed by reload: closed"));
+    conn.write_all(tail).unwrap();
+    conn.set_read_timeout(Some(Duration::from_secs(20)))
+        .unwrap();
+    let mut answer = [0u8; 512];
+    let n = conn.read(&mut answer).unwrap();
+    let answer = String::from_utf8_lossy(&answer[..n]);
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    assert_eq!(app.wait_for(1)[0].json()["messageId"], "m-inflight");
+    drop(conn);
+    relay.wait_log("source removed by reload: closed");
+    // A new request for app is refused: it is gone.
+    let a = post(
+        &relay.url("/v1/track"),
+        &[("Authorization", &basic("wk_app"))],
+        track("m-after").as_bytes(),
+    );
+    assert_eq!(a.status, 401);
+}
