@@ -203,7 +203,7 @@ func (c *client) enqueueText(b []byte, given string, wantID bool, msg Message) (
 	}
 	id := given
 	if needID {
-		id = C.GoString(&r.text[0])
+		id = idText(&r.text)
 	}
 	if recording {
 		c.cb.record(id, withID(msg, id))
@@ -322,15 +322,25 @@ func (c *client) finalize() {
 }
 
 func init() {
-	bridge.Enqueue = func(c any, w *bridge.Wire, wantID bool) (string, error) {
+	bridge.Enqueue = func(c any, w bridge.Wire, wantID bool) (string, error) {
 		switch cl := c.(type) {
 		case *client:
-			return cl.enqueueWire(w, wantID)
+			return cl.enqueueWire(&w, wantID)
 		case failedClient:
 			return "", cl.err
 		}
 		return "", &Error{Op: "Enqueue", Code: ErrNullArgument, Message: "not a client of this package"}
 	}
+}
+
+// idText copies the NUL-terminated id out of a gob_result, in Go: C.GoString would make the
+// result escape to the heap, one allocation per call.
+func idText(t *[C.OUTBOUND_ID_BUFFER_LEN]C.char) string {
+	b := unsafe.Slice((*byte)(unsafe.Pointer(&t[0])), len(t))
+	if i := bytes.IndexByte(b, 0); i >= 0 {
+		b = b[:i]
+	}
+	return string(b)
 }
 
 func boolInt(b bool) C.int {

@@ -279,7 +279,7 @@ func (c *Client) queue(w *bridge.Wire, msg *Message, context, integrations map[s
 	}
 	w.Context = object(context)
 	w.Integrations = object(integrations)
-	id, err := bridge.Enqueue(core, w, msg.MessageId == "")
+	id, err := bridge.Enqueue(core, *w, msg.MessageId == "")
 	if err != nil {
 		return v2Error(err)
 	}

@@ -26,4 +26,4 @@ type Wire struct {
 
 // Enqueue queues w on client (an outbound.Client made by outbound.NewWithConfig) as Enqueue
 // does, and returns the message's id when wantID is true. Set by package outbound's init.
-var Enqueue func(client any, w *Wire, wantID bool) (string, error)
+var Enqueue func(client any, w Wire, wantID bool) (string, error)
