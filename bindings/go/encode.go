@@ -39,6 +39,18 @@ func encodeMessage(buf *bytes.Buffer, msg Message) (string, error) {
 // encodeWire writes w's JSON text, NUL-terminated, into buf. Its map fields are replaced by
 // their wire forms (a copy only where a time.Time had to be written).
 func encodeWire(buf *bytes.Buffer, w *wire) error {
+	// One pass for the common messages: the direct writer walks the maps once and writes
+	// time.Time values itself (fastjson.go). Anything it does not handle, or a value that is
+	// refused, takes the two passes below, which also make the errors.
+	fast := *w
+	if c, ok := fast.Context.(*Context); ok {
+		fast.Context = c.object()
+	}
+	if out, ok := appendWire(buf.AvailableBuffer(), &fast); ok {
+		buf.Write(out)
+		buf.WriteByte(0)
+		return nil
+	}
 	var err error
 	if w.Context, err = wireField("context", w.Context); err != nil {
 		return err
