@@ -47,15 +47,17 @@ func main() {
 	n := flag.Int("n", 100000, "messages")
 	timeout := flag.Float64("timeout", 120, "seconds to wait for the receiver")
 	api := flag.String("api", "v3", "v3: package outbound (analytics-go v3's shape); v2: bindings/go/v2")
+	flushAt := flag.Int("flush-at", 0, "batch size (0: the default, 20); informational runs only")
 	flag.Parse()
 	if *api == "v2" {
-		runV2(*endpoint, *n, *timeout)
+		runV2(*endpoint, *n, *timeout, *flushAt)
 		return
 	}
 
 	client, err := analytics.NewWithConfig("bench-write-key", analytics.Config{
 		Endpoint:     *endpoint,
 		MaxQueueSize: *n + 1000,
+		FlushAt:      *flushAt,
 		CloseTimeout: time.Duration(*timeout * float64(time.Second)),
 	})
 	if err != nil {
@@ -88,9 +90,10 @@ func main() {
 }
 
 // runV2 is the same case through bindings/go/v2, in analytics-go v2's shape (bench/go-v2).
-func runV2(endpoint string, n int, timeout float64) {
+func runV2(endpoint string, n int, timeout float64, flushAt int) {
 	client := analyticsv2.New("bench-write-key")
 	client.Endpoint = endpoint
+	client.FlushAt = flushAt
 	cpu0, _ := rusage()
 	t0 := time.Now()
 	for i := 0; i < n; i++ {
