@@ -1,9 +1,9 @@
 // The outbound Go packages in the end-to-end case: the twin of bench/go (analytics-go v3),
 // and with -api v2 of bench/go-v2 (analytics-go v2) through bindings/go/v2: the same event,
-// defaults except the endpoint (and, for the v3-shaped package, a queue big enough that
-// nothing is dropped; v2's API has no such field: it keeps the default 10,000, and the bench
-// checks that every message arrived). From the first call until the receiver has every message id; prints one JSON line
-// (the same fields as bench/go and bench/runner.py).
+// defaults except the endpoint and a queue big enough that nothing is dropped (MaxQueueSize,
+// which the v2 package adds to v2's fields; analytics-go v2 blocks the caller instead).
+// From the first call until the receiver has every message id; prints one JSON line (the
+// same fields as bench/go and bench/runner.py).
 package main
 
 import (
@@ -94,6 +94,7 @@ func runV2(endpoint string, n int, timeout float64, flushAt int) {
 	client := analyticsv2.New("bench-write-key")
 	client.Endpoint = endpoint
 	client.FlushAt = flushAt
+	client.MaxQueueSize = n + 1000 // as for the v3-shaped package: nothing dropped
 	cpu0, _ := rusage()
 	t0 := time.Now()
 	for i := 0; i < n; i++ {

@@ -162,6 +162,10 @@ type Client struct {
 	// FlushAfter is the spec's name for Interval; when not zero it is used instead of
 	// Interval.
 	FlushAfter time.Duration
+	// MaxQueueSize bounds the messages held at once, retries included (0: 10,000). v2 had no
+	// bound: its calls blocked while its loop was busy. Here a call never blocks; when the
+	// queue is full it returns an error wrapping ErrQueueFull and the message is dropped.
+	MaxQueueSize int
 
 	key    string
 	once   sync.Once
@@ -187,7 +191,7 @@ func New(key string) *Client {
 func (c *Client) start() (outbound.Client, error) {
 	c.once.Do(func() {
 		config := outbound.Config{Endpoint: c.Endpoint, Verbose: c.Verbose,
-			BatchSize: c.Size, Interval: c.Interval}
+			BatchSize: c.Size, Interval: c.Interval, MaxQueueSize: c.MaxQueueSize}
 		if c.FlushAt != 0 {
 			config.BatchSize = c.FlushAt
 		}

@@ -332,6 +332,22 @@ func TestV2Concurrent(t *testing.T) {
 	}
 }
 
+func TestV2MaxQueueSize(t *testing.T) {
+	c, _ := newClient(t)
+	c.MaxQueueSize = 2
+	c.Interval = time.Hour
+	c.Size = 100
+	for i := 0; i < 2; i++ {
+		if err := c.Track(&analytics.Track{UserId: "u", Event: "E"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := c.Track(&analytics.Track{UserId: "u", Event: "E"}); !errors.Is(err, analytics.ErrQueueFull) {
+		t.Fatalf("third message: %v", err)
+	}
+	c.Close()
+}
+
 func TestV2ConfigErrorAtFirstCall(t *testing.T) {
 	c := analytics.New(writeKey)
 	c.Endpoint = "ftp://example.com"
