@@ -271,7 +271,7 @@ func (c *Client) Alias(msg *Alias) error {
 // On success msg gets its Type and, when it had none, its MessageId, as v2 set them.
 func (c *Client) queue(w *bridge.Wire, msg *Message, context, integrations map[string]interface{}) error {
 	if c.closed.Load() {
-		return closedError()
+		return closedError("Enqueue")
 	}
 	core, err := c.start()
 	if err != nil {
@@ -300,9 +300,9 @@ func (c *Client) queue(w *bridge.Wire, msg *Message, context, integrations map[s
 // an error wrapping ErrClosed (v2 blocked or panicked).
 func (c *Client) Close() error {
 	if c.closed.Swap(true) {
-		return closedError()
+		return closedError("Close")
 	}
-	c.once.Do(func() { c.err = closedError() }) // closed before the first message
+	c.once.Do(func() { c.err = closedError("Enqueue") }) // closed before the first message
 	if c.core == nil {
 		return nil
 	}
@@ -321,6 +321,6 @@ func nilMessage(op string) error {
 	return &outbound.Error{Op: op, Code: outbound.ErrWrongType, Message: "the message is a nil pointer"}
 }
 
-func closedError() error {
-	return &outbound.Error{Op: "Enqueue", Code: outbound.ErrClosed, Message: "the client is closed"}
+func closedError(op string) error {
+	return &outbound.Error{Op: op, Code: outbound.ErrClosed, Message: "the client is closed"}
 }
