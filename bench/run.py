@@ -32,6 +32,8 @@ PEER_NAMES = {
     "posthog": "posthog",
     "go": "analytics-go v3",
     "outbound-go": "outbound (Go package)",
+    "go-v2": "analytics-go v2 (v2.0.0)",
+    "outbound-go-v2": "outbound (Go v2 package)",
     "outbound-flush100": "outbound, flush_at=100",
     "outbound-spool": "outbound with a spool",
 }
@@ -157,8 +159,9 @@ def main() -> int:
     ap.add_argument("--receiver-bin", required=True)
     ap.add_argument("--go-bin", default="")
     ap.add_argument("--outbound-go-bin", default="", help="bench/outbound-go, built against liboutbound")
+    ap.add_argument("--go-v2-bin", default="", help="bench/go-v2: analytics-go v2 (the proxy's v2.0.0)")
     ap.add_argument("--only-go", action="store_true",
-                    help="only the end-to-end rows of the two Go clients (outbound-go, analytics-go)")
+                    help="only the end-to-end rows of the Go clients (outbound's two packages, analytics-go v3 and v2)")
     ap.add_argument("--out", default=str(HERE / "results"))
     ap.add_argument("--versions", default="{}", help="JSON of library versions (from bench.sh)")
     a = ap.parse_args()
@@ -277,7 +280,10 @@ def main() -> int:
     log("-- end to end")
     # outbound-flush100: informational, outbound with the peers' batch size (100) instead of
     # its default 20, to show what the batch size costs on loopback.
-    go_bins = {lib: b for lib, b in (("go", a.go_bin), ("outbound-go", a.outbound_go_bin)) if b}
+    # outbound-go-v2: the same program as outbound-go, through bindings/go/v2 (-api v2).
+    go_bins = {lib: cmd for lib, cmd in (("go", [a.go_bin]), ("outbound-go", [a.outbound_go_bin]),
+                                         ("go-v2", [a.go_v2_bin]),
+                                         ("outbound-go-v2", [a.outbound_go_bin, "-api", "v2"])) if cmd[0]}
     # outbound-spool: the cost of durable delivery (issue 11: end to end ≥ 50 % of memory-only,
     # caller cost unchanged within noise).
     e2e_libs = ([] if a.only_go else PY_LIBS + ["outbound-flush100", "outbound-spool"]) + list(go_bins)
@@ -286,12 +292,14 @@ def main() -> int:
             if lib in go_bins:
                 # The Go programs (bench/go, bench/outbound-go) take the same flags.
                 before = rcv.reset()
-                x = with_receiver(run_json([go_bins[lib], "-endpoint", rcv.url, "-n", str(P["e2e_n"]),
+                x = with_receiver(run_json(go_bins[lib] + ["-endpoint", rcv.url, "-n", str(P["e2e_n"]),
                                             "-timeout", str(P["run_timeout"] * 0.8)],
                                            f"e2e/{lib}", P["run_timeout"]), before)
                 if x:
                     x["lib"] = lib
-                    x["msgs_per_s"] = x["n"] / x["seconds"]
+                    # analytics-go v2.0.0 loses the messages still in its channel at Close
+                    # (bench/go-v2): its rate counts only those that arrived.
+                    x["msgs_per_s"] = x.get("received", x["n"]) / x["seconds"]
                     x["body_bytes"] = x["receiver"]["bytes"]
             else:
                 x = py_run("e2e", lib, P["e2e_n"])
@@ -378,7 +386,7 @@ def summarize(res: Dict[str, Any]) -> Dict[str, Any]:
         xs = [x["us_per_call"] for x in runs["caller"] if x["lib"] == lib]
         if xs:
             s["caller"][lib] = {"us_per_call": med(xs), "spread": spread(xs), "rounds": len(xs)}
-    for lib in PY_LIBS + ["outbound-flush100", "outbound-spool", "go", "outbound-go"]:
+    for lib in PY_LIBS + ["outbound-flush100", "outbound-spool", "go", "outbound-go", "go-v2", "outbound-go-v2"]:
         xs = [x for x in runs["e2e"] if x["lib"] == lib]
         if xs:
             s["e2e"][lib] = {
@@ -390,6 +398,7 @@ def summarize(res: Dict[str, Any]) -> Dict[str, Any]:
                 "receiver_busy": med([x["receiver_cpu_s"] / x["seconds"] for x in xs]),
                 # HTTP requests the receiver took for the 100,000 messages (batches).
                 "requests": med([x["receiver"]["requests"] for x in xs]) if "receiver" in xs[0] else None,
+                "lost": max(x.get("lost", 0) for x in xs),
                 "rounds": len(xs),
             }
     ob = s["caller"].get("outbound")
@@ -404,12 +413,14 @@ def summarize(res: Dict[str, Any]) -> Dict[str, Any]:
             p["cpu_ratio"] = p["cpu_s"] / oe["cpu_s"] if oe["cpu_s"] else None
             p["rss_ratio"] = p["maxrss"] / oe["maxrss"]
     # The Go package against analytics-go v3: the same event from Go, end to end.
-    og, ag = s["e2e"].get("outbound-go"), s["e2e"].get("go")
-    if og and ag:
-        s["go"] = {"throughput_ratio": og["msgs_per_s"] / ag["msgs_per_s"],
-                   "cpu_ratio": ag["cpu_s"] / og["cpu_s"] if og["cpu_s"] else None,
-                   "rss_ratio": ag["maxrss"] / og["maxrss"],
-                   "call_ratio": ag["us_per_call"] / og["us_per_call"] if og.get("us_per_call") else None}
+    # And the v2 package against analytics-go v2.
+    for key, ours, peer in (("go", "outbound-go", "go"), ("go-v2", "outbound-go-v2", "go-v2")):
+        og, ag = s["e2e"].get(ours), s["e2e"].get(peer)
+        if og and ag:
+            s[key] = {"throughput_ratio": og["msgs_per_s"] / ag["msgs_per_s"],
+                      "cpu_ratio": ag["cpu_s"] / og["cpu_s"] if og["cpu_s"] else None,
+                      "rss_ratio": ag["maxrss"] / og["maxrss"],
+                      "call_ratio": ag["us_per_call"] / og["us_per_call"] if og.get("us_per_call") else None}
     lim = [x["rps"] for x in runs["limit"]]
     # The limit is the best any generator reached at any connection count in any round: the
     # strictest yardstick for the webhook target.
@@ -453,17 +464,32 @@ def fmt(x: Optional[float], spec: str = ",.0f") -> str:
 def render_go_table(res: Dict[str, Any]) -> List[str]:
     s = res["summary"]
     L = ["| Go, end to end (first call → receiver has every id) | msg/s (median) | spread | CPU s | peak RSS MiB "
-         "| µs per Enqueue | outbound-go × throughput | × CPU | × RSS |",
-         "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
-    g = s.get("go", {})
-    for lib in ("outbound-go", "go"):
-        e = s["e2e"].get(lib)
-        if e:
-            other = lib == "go"
-            L.append(f"| {PEER_NAMES[lib]} | {e['msgs_per_s']:,.0f} | {fmt(e['spread'], '.0%')} | {e['cpu_s']:.2f} | "
+         "| µs per call | outbound × throughput | × µs per call | × CPU | × RSS |",
+         "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for ours, peer, key in (("outbound-go", "go", "go"), ("outbound-go-v2", "go-v2", "go-v2")):
+        g = s.get(key, {})
+        for lib in (ours, peer):
+            e = s["e2e"].get(lib)
+            if not e:
+                continue
+            other = lib == peer
+            lost = f" (lost {e['lost']:,} at Close)" if e.get("lost") else ""
+            L.append(f"| {PEER_NAMES[lib]}{lost} | {e['msgs_per_s']:,.0f} | {fmt(e['spread'], '.0%')} | {e['cpu_s']:.2f} | "
                      f"{e['maxrss'] / 2**20:.1f} | {fmt(e.get('us_per_call'), '.2f')} | "
                      f"{fmt(g.get('throughput_ratio'), '.2f') if other else '—'} | "
+                     f"{fmt(g.get('call_ratio'), '.2f') if other else '—'} | "
                      f"{fmt(g.get('cpu_ratio'), '.2f') if other else '—'} | {fmt(g.get('rss_ratio'), '.2f') if other else '—'} |")
+    # Issue 27's goals: each package ≥ 2× its analytics-go counterpart end to end, cheaper per
+    # call; the v2 package with less memory than analytics-go v2.
+    for key, what in (("go", "Go package ÷ analytics-go v3"), ("go-v2", "Go v2 package ÷ analytics-go v2")):
+        g = s.get(key)
+        if not g:
+            continue
+        ok = g["throughput_ratio"] >= 2 and (g.get("call_ratio") or 0) > 1 and (key == "go" or g["rss_ratio"] > 1)
+        L.append("")
+        L.append(f"{what}: end to end {g['throughput_ratio']:.2f}× (goal ≥ 2×), µs per call "
+                 f"{fmt(g.get('call_ratio'), '.2f')}× lower, peak RSS {g['rss_ratio']:.2f}× lower — "
+                 + ("MET" if ok else "MISSED"))
     return L
 
 

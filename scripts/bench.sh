@@ -5,9 +5,9 @@
 #                              quiet machine), release build of outbound
 #   scripts/bench.sh --smoke   every case, tiny (1,000 messages), debug build; checks that the
 #                              benchmark still works: exits non-zero if any case breaks
-#   scripts/bench.sh --go      only the end-to-end rows of the two Go clients (the Go package
-#                              over liboutbound, release, and analytics-go v3), full counts;
-#                              writes bench/results/go-latest.json (no venv, no wheel)
+#   scripts/bench.sh --go      only the end-to-end rows of the Go clients (the two Go packages
+#                              over liboutbound, release, and analytics-go v3 and v2), full
+#                              counts; writes bench/results/go-latest.json (no venv, no wheel)
 #
 # It makes its own venv (.venv-bench/), pip-installs the pinned peers and matplotlib, builds
 # the outbound wheel with maturin and installs it there, builds the receiver/load generator,
@@ -89,6 +89,7 @@ fi
 echo "--- building the receiver / load generator, the analytics-go peer and the outbound Go program"
 (cd bench/receiver && go build -o "$BUILD/receiver" .)
 (cd bench/go && go build -o "$BUILD/analytics-go-peer" .)
+(cd bench/go-v2 && go build -o "$BUILD/analytics-go-v2-peer" .)
 # cgo's build cache does not look at liboutbound.a: its digest goes into the flags.
 LIBSUM="$(sha256sum "$LIBDIR/liboutbound.a" | cut -c1-16)"
 (cd bench/outbound-go && CGO_ENABLED=1 CGO_CFLAGS="-g -O2 -DOUTBOUND_BUILD=$LIBSUM" CGO_LDFLAGS="-L$LIBDIR" \
@@ -105,9 +106,10 @@ fi
 
 if [ "$MODE" = go ]; then
   PY="$PYTHON"
-  VERSIONS="$(printf '{"outbound": "%s", "analytics-go": "%s", "go": "%s", "rustc": "%s"}' \
+  VERSIONS="$(printf '{"outbound": "%s", "analytics-go": "%s", "analytics-go-v2": "%s", "go": "%s", "rustc": "%s"}' \
     "$(sed -n 's/^version = "\(.*\)"$/\1/p' Cargo.toml | head -n1)" \
     "$(awk '/segmentio\/analytics-go\/v3 /{print $NF; exit}' bench/go/go.mod)" \
+    "$(awk '/segmentio\/analytics-go /{print $NF; exit}' bench/go-v2/go.mod)" \
     "$(go version)" "$(rustc --version)")"
 else
 VERSIONS="$("$PY" - <<'EOF'
@@ -124,6 +126,7 @@ print(json.dumps({
     "posthog": version("posthog"),
     "matplotlib": version("matplotlib"),
     "analytics-go": next((l.split()[-1] for l in open("bench/go/go.mod") if "segmentio/analytics-go/v3 " in l), None),
+    "analytics-go-v2": next((l.split()[-1] for l in open("bench/go-v2/go.mod") if "segmentio/analytics-go " in l), None),
     "go": cmd("go", "version"),
     "rustc": cmd("rustc", "--version"),
     "wrk": (cmd("sh", "-c", "wrk -v 2>&1") or "").split(" [")[0] or None,
@@ -139,5 +142,6 @@ case "$MODE" in
 esac
 echo "--- bench/run.py ${ARGS[*]:-} (load average: $(cut -d' ' -f1-3 /proc/loadavg))"
 exec "$PY" bench/run.py "${ARGS[@]}" --receiver-bin "$BUILD/receiver" \
-  --go-bin "$BUILD/analytics-go-peer" --outbound-go-bin "$BUILD/outbound-go" --out "$OUT" \
+  --go-bin "$BUILD/analytics-go-peer" --outbound-go-bin "$BUILD/outbound-go" \
+  --go-v2-bin "$BUILD/analytics-go-v2-peer" --out "$OUT" \
   --versions "$VERSIONS" </dev/null

@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# The Go package's tests (bindings/go), from a clean clone:
+# The Go packages' tests (bindings/go and bindings/go/v2, analytics-go v2's API), from a clean
+# clone:
 #   1. cargo build -p outbound-c  -> liboutbound.a / .so (debug profile)
 #   2. gofmt and go vet on bindings/go and examples/go
-#   3. go test -race in bindings/go against real receivers on 127.0.0.1 (Node checks the
-#      bodies and signatures; the quickstart example is built statically and dynamically
-#      and run)
+#   3. go test -race in bindings/go and its v2 package against real receivers on 127.0.0.1
+#      (Node checks the bodies and signatures; the quickstart example is built statically and
+#      dynamically and run; v2's own programs run unchanged but for the import path)
 #   4. the README's Go quickstart is examples/go/main.go, and docs/go.md's "Testing your
 #      application" block is the marked test in bindings/go/testing_test.go
 # Needs go (1.22 or newer), cargo, a C compiler and node. Works with CI=true, no stdin.

@@ -1,7 +1,9 @@
-// The outbound Go package in the end-to-end case, the twin of bench/go (analytics-go v3):
-// the same event, defaults except the endpoint and a queue big enough that nothing is
-// dropped. From the first call until the receiver has every message id; prints one JSON line
-// (the same fields as bench/go and bench/runner.py).
+// The outbound Go packages in the end-to-end case: the twin of bench/go (analytics-go v3),
+// and with -api v2 of bench/go-v2 (analytics-go v2) through bindings/go/v2: the same event,
+// defaults except the endpoint and a queue big enough that nothing is dropped (MaxQueueSize,
+// which the v2 package adds to v2's fields; analytics-go v2 blocks the caller instead).
+// From the first call until the receiver has every message id; prints one JSON line (the
+// same fields as bench/go and bench/runner.py).
 package main
 
 import (
@@ -11,28 +13,51 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
 	analytics "outbound.invalid/bindings/go"
+	analyticsv2 "outbound.invalid/bindings/go/v2"
 )
 
+// rusage returns the CPU time used so far and the peak RSS. The peak is VmHWM of
+// /proc/self/status: getrusage's ru_maxrss survives execve, so a program started by a larger
+// process (bench/run.py) would report at least its parent's size.
 func rusage() (float64, int64) {
 	var ru syscall.Rusage
 	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
 	tv := func(t syscall.Timeval) float64 { return float64(t.Sec) + float64(t.Usec)/1e6 }
-	return tv(ru.Utime) + tv(ru.Stime), ru.Maxrss * 1024
+	peak := ru.Maxrss * 1024
+	if status, err := os.ReadFile("/proc/self/status"); err == nil {
+		for _, line := range strings.Split(string(status), "\n") {
+			if f := strings.Fields(line); len(f) == 3 && f[0] == "VmHWM:" {
+				if kb, err := strconv.ParseInt(f[1], 10, 64); err == nil {
+					peak = kb * 1024
+				}
+			}
+		}
+	}
+	return tv(ru.Utime) + tv(ru.Stime), peak
 }
 
 func main() {
 	endpoint := flag.String("endpoint", "", "http://127.0.0.1:PORT")
 	n := flag.Int("n", 100000, "messages")
 	timeout := flag.Float64("timeout", 120, "seconds to wait for the receiver")
+	api := flag.String("api", "v3", "v3: package outbound (analytics-go v3's shape); v2: bindings/go/v2")
+	flushAt := flag.Int("flush-at", 0, "batch size (0: the default, 20); informational runs only")
 	flag.Parse()
+	if *api == "v2" {
+		runV2(*endpoint, *n, *timeout, *flushAt)
+		return
+	}
 
 	client, err := analytics.NewWithConfig("bench-write-key", analytics.Config{
 		Endpoint:     *endpoint,
 		MaxQueueSize: *n + 1000,
+		FlushAt:      *flushAt,
 		CloseTimeout: time.Duration(*timeout * float64(time.Second)),
 	})
 	if err != nil {
@@ -61,7 +86,44 @@ func main() {
 	if err := client.Close(); err != nil {
 		fmt.Fprintln(os.Stderr, "close:", err)
 	}
-	resp, err := http.Get(fmt.Sprintf("%s/_wait?n=%d&timeout=%g", *endpoint, *n, *timeout))
+	report("outbound-go", *endpoint, *n, *timeout, t0, calls, cpu0)
+}
+
+// runV2 is the same case through bindings/go/v2, in analytics-go v2's shape (bench/go-v2).
+func runV2(endpoint string, n int, timeout float64, flushAt int) {
+	client := analyticsv2.New("bench-write-key")
+	client.Endpoint = endpoint
+	client.FlushAt = flushAt
+	client.MaxQueueSize = n + 1000 // as for the v3-shaped package: nothing dropped
+	cpu0, _ := rusage()
+	t0 := time.Now()
+	for i := 0; i < n; i++ {
+		err := client.Track(&analyticsv2.Track{
+			Event:  "Order Completed",
+			UserId: "user-12345",
+			Properties: map[string]interface{}{
+				"order_id": "ord-0001",
+				"revenue":  49.99,
+				"items":    3,
+				"express":  true,
+				"tags":     []string{"books", "gift"},
+			},
+		})
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "track:", err)
+			os.Exit(1)
+		}
+	}
+	calls := time.Since(t0).Seconds()
+	if err := client.Close(); err != nil {
+		fmt.Fprintln(os.Stderr, "close:", err)
+	}
+	report("outbound-go-v2", endpoint, n, timeout, t0, calls, cpu0)
+}
+
+// report waits until the receiver has every id and prints the JSON line.
+func report(lib, endpoint string, n int, timeout float64, t0 time.Time, calls, cpu0 float64) {
+	resp, err := http.Get(fmt.Sprintf("%s/_wait?n=%d&timeout=%g", endpoint, n, timeout))
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
@@ -72,7 +134,7 @@ func main() {
 	elapsed := time.Since(t0).Seconds()
 	cpu1, maxrss := rusage()
 	out := map[string]any{
-		"lib": "outbound-go", "n": *n, "seconds": elapsed, "calls_s": calls,
+		"lib": lib, "n": n, "seconds": elapsed, "calls_s": calls,
 		"cpu_s": cpu1 - cpu0, "maxrss": maxrss, "complete": snap["complete"], "received": snap["unique"],
 	}
 	_ = json.NewEncoder(os.Stdout).Encode(out)

@@ -36,6 +36,8 @@ import (
 	"sync/atomic"
 	"time"
 	"unsafe"
+
+	"outbound.invalid/bindings/go/internal/bridge"
 )
 
 // Client sends messages in the background. It is analytics-go's Client (Enqueue, Close)
@@ -163,7 +165,25 @@ func (c *client) enqueue(msg Message, wantID bool) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	recording := c.cb != nil && c.cb.callback != nil
+	return c.enqueueText(buf.Bytes(), given, wantID, msg)
+}
+
+// enqueueWire is Enqueue for a message already in the wire shape (bindings/go/v2, through
+// internal/bridge).
+func (c *client) enqueueWire(w *wire, wantID bool) (string, error) {
+	buf := bufPool.Get().(*bytes.Buffer)
+	buf.Reset()
+	defer bufPool.Put(buf)
+	if err := encodeWire(buf, w); err != nil {
+		return "", err
+	}
+	return c.enqueueText(buf.Bytes(), w.MessageId, wantID, nil)
+}
+
+// enqueueText queues a message's NUL-terminated JSON text b; given is the MessageId the
+// caller set ("" for none), msg the message for the Callback (nil: none to report).
+func (c *client) enqueueText(b []byte, given string, wantID bool, msg Message) (string, error) {
+	recording := msg != nil && c.cb != nil && c.cb.callback != nil
 	if recording {
 		// Counted before the call so Close can wait for this one's early outcome.
 		c.cb.enqueuing.Add(1)
@@ -176,7 +196,6 @@ func (c *client) enqueue(msg Message, wantID bool) (string, error) {
 		c.mu.RUnlock()
 		return "", &Error{Op: "Enqueue", Code: ErrClosed, Message: "the client is closed"}
 	}
-	b := buf.Bytes()
 	r := C.gob_enqueue(c.ptr, (*C.char)(unsafe.Pointer(&b[0])), boolInt(needID))
 	c.mu.RUnlock()
 	if r.rc != 0 {
@@ -184,7 +203,7 @@ func (c *client) enqueue(msg Message, wantID bool) (string, error) {
 	}
 	id := given
 	if needID {
-		id = C.GoString(&r.text[0])
+		id = idText(&r.text)
 	}
 	if recording {
 		c.cb.record(id, withID(msg, id))
@@ -300,6 +319,28 @@ func (c *client) finalize() {
 	if c.handle != 0 {
 		c.handle.Delete()
 	}
+}
+
+func init() {
+	bridge.Enqueue = func(c any, w bridge.Wire, wantID bool) (string, error) {
+		switch cl := c.(type) {
+		case *client:
+			return cl.enqueueWire(&w, wantID)
+		case failedClient:
+			return "", cl.err
+		}
+		return "", &Error{Op: "Enqueue", Code: ErrNullArgument, Message: "not a client of this package"}
+	}
+}
+
+// idText copies the NUL-terminated id out of a gob_result, in Go: C.GoString would make the
+// result escape to the heap, one allocation per call.
+func idText(t *[C.OUTBOUND_ID_BUFFER_LEN]C.char) string {
+	b := unsafe.Slice((*byte)(unsafe.Pointer(&t[0])), len(t))
+	if i := bytes.IndexByte(b, 0); i >= 0 {
+		b = b[:i]
+	}
+	return string(b)
 }
 
 func boolInt(b bool) C.int {

@@ -33,30 +33,51 @@ func encodeMessage(buf *bytes.Buffer, msg Message) (string, error) {
 		return "", &Error{Op: "Enqueue", Code: ErrWrongType,
 			Message: "message: a nil pointer or an unknown type; use Identify, Track, Page, Screen, Group, Alias or Delete"}
 	}
+	return w.MessageId, encodeWire(buf, &w)
+}
+
+// encodeWire writes w's JSON text, NUL-terminated, into buf. Its map fields are replaced by
+// their wire forms (a copy only where a time.Time had to be written).
+func encodeWire(buf *bytes.Buffer, w *wire) error {
+	// One pass for the common messages: the direct writer walks the maps once and writes
+	// time.Time values itself (fastjson.go). Anything it does not handle, or a value that is
+	// refused, takes the two passes below, which also make the errors.
+	fast := *w
+	if c, ok := fast.Context.(*Context); ok {
+		fast.Context = c.object()
+	}
+	if out, ok := appendWire(buf.AvailableBuffer(), &fast); ok {
+		buf.Write(out)
+		buf.WriteByte(0)
+		return nil
+	}
 	var err error
 	if w.Context, err = wireField("context", w.Context); err != nil {
-		return "", err
+		return err
 	}
 	if w.Integrations, err = wireField("integrations", w.Integrations); err != nil {
-		return "", err
+		return err
 	}
 	if w.Properties, err = wireField("properties", w.Properties); err != nil {
-		return "", err
+		return err
 	}
 	if w.Traits, err = wireField("traits", w.Traits); err != nil {
-		return "", err
+		return err
 	}
-	if out, ok := appendWire(buf.AvailableBuffer(), &w); ok {
+	if out, ok := appendWire(buf.AvailableBuffer(), w); ok {
 		buf.Write(out)
 	} else {
 		enc := json.NewEncoder(buf)
 		enc.SetEscapeHTML(false) // the core writes its own escapes; this only saves bytes
-		if err := enc.Encode(&w); err != nil {
-			return "", marshalError(w, err)
+		// A copy goes to encoding/json, so w itself does not escape: the caller's wire stays
+		// on its stack (no allocation, no GC write barriers on the hot path).
+		wc := *w
+		if err := enc.Encode(&wc); err != nil {
+			return marshalError(*w, err)
 		}
 	}
 	buf.WriteByte(0)
-	return w.MessageId, nil
+	return nil
 }
 
 // wireField converts one map field (nil stays nil).

@@ -4,16 +4,18 @@ import (
 	"math"
 	"slices"
 	"strconv"
+	"time"
 	"unicode/utf8"
 )
 
 // A direct writer for the JSON text of the common messages: the wire struct whose maps hold
-// only strings, numbers, booleans, nil, []string, []any and string-keyed maps of those. It
-// writes what encoding/json writes for them up to spelling (the core re-reads the text and
-// writes the canonical form): map keys sorted, invalid UTF-8 as U+FFFD. Anything else
-// (structs, other types, NaN and infinities, deep nesting) makes it give up, and the whole
-// message goes through encoding/json, which also produces the errors. It saves the
-// reflection and the key sorting of encoding/json on the hot path.
+// only strings, numbers, booleans, nil, time.Time (in the core's wire form), []string, []any
+// and string-keyed maps of those. It writes what encoding/json writes for them up to
+// spelling (the core re-reads the text and writes the canonical form): map keys sorted,
+// invalid UTF-8 as U+FFFD. Anything else (structs, other types, NaN and infinities, deep
+// nesting) makes it give up, and the whole message goes through encoding/json, which also
+// produces the errors. It saves the reflection and the key sorting of encoding/json on the
+// hot path, and the separate walk for time values (encode.go's wireValue).
 
 // maxFastDepth bounds the direct writer's recursion; deeper values take encoding/json.
 const maxFastDepth = 64
@@ -92,6 +94,13 @@ func appendValue(b []byte, v any, depth int) (_ []byte, ok bool) {
 		return strconv.AppendUint(b, uint64(x), 10), true
 	case uint8:
 		return strconv.AppendUint(b, uint64(x), 10), true
+	case time.Time:
+		return appendTime(b, x)
+	case *time.Time:
+		if x == nil {
+			return append(b, "null"...), true
+		}
+		return appendTime(b, *x)
 	case []string:
 		if x == nil {
 			return append(b, "null"...), true
@@ -152,6 +161,17 @@ func appendMap[M ~map[string]any](b []byte, m M, depth int) (_ []byte, ok bool) 
 		}
 	}
 	return append(b, '}'), true
+}
+
+// appendTime writes t in the core's wire form (UTC, milliseconds), as wireValue does; a time
+// the core refuses (beyond year 9999) makes the caller take the slow path, which reports it
+// with its path.
+func appendTime(b []byte, t time.Time) ([]byte, bool) {
+	s, err := formatTime(t)
+	if err != nil {
+		return b, false
+	}
+	return appendString(b, s), true
 }
 
 // appendFloat writes a finite number; NaN and infinities have no JSON form (encoding/json

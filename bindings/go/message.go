@@ -2,6 +2,8 @@ package outbound
 
 import (
 	"time"
+
+	"outbound.invalid/bindings/go/internal/bridge"
 )
 
 // Message is one of the seven calls: Identify, Track, Page, Screen, Group, Alias, Delete
@@ -101,24 +103,10 @@ func (Group) kind() string    { return "group" }
 func (Alias) kind() string    { return "alias" }
 func (Delete) kind() string   { return "delete" }
 
-// wire is the Segment-style JSON object outbound_enqueue_json takes. Empty strings and nil
-// maps are left out, which the core reads as "not given"; it decides what each call needs.
-type wire struct {
-	Type         string  `json:"type"`
-	MessageId    string  `json:"messageId,omitempty"`
-	AnonymousId  string  `json:"anonymousId,omitempty"`
-	UserId       string  `json:"userId,omitempty"`
-	PreviousId   string  `json:"previousId,omitempty"`
-	GroupId      string  `json:"groupId,omitempty"`
-	Event        string  `json:"event,omitempty"`
-	Name         string  `json:"name,omitempty"`
-	Category     string  `json:"category,omitempty"`
-	Timestamp    *string `json:"timestamp,omitempty"`
-	Context      any     `json:"context,omitempty"`
-	Integrations any     `json:"integrations,omitempty"`
-	Properties   any     `json:"properties,omitempty"`
-	Traits       any     `json:"traits,omitempty"`
-}
+// wire is the Segment-style JSON object outbound_enqueue_json takes (shared with
+// bindings/go/v2 through internal/bridge). Empty strings and nil maps are left out, which the
+// core reads as "not given"; it decides what each call needs.
+type wire = bridge.Wire
 
 // toWire copies a message's fields into the wire shape. ok is false for a nil pointer.
 func toWire(msg Message) (w wire, ok bool) {

@@ -50,14 +50,28 @@ pub(crate) fn now() -> OffsetDateTime {
     OffsetDateTime::now_utc()
 }
 
-/// Parses an RFC 3339 / ISO 8601 timestamp with an offset (`Z` or `+02:00`).
+/// Parses an RFC 3339 / ISO 8601 timestamp with an offset (`Z`, `+02:00`, or ISO 8601's
+/// basic `+0200`, which analytics-go v2 wrote: `2009-11-10T23:00:00+0000`).
 pub fn parse(text: &str) -> Result<OffsetDateTime, Error> {
-    OffsetDateTime::parse(text, &Rfc3339).map_err(|e| {
-        Error::invalid(
-            "timestamp",
-            format!("{text:?} is not an RFC 3339 timestamp with an offset ({e})"),
-        )
-    })
+    OffsetDateTime::parse(text, &Rfc3339)
+        .or_else(|e| match with_offset_colon(text) {
+            Some(t) => OffsetDateTime::parse(&t, &Rfc3339).map_err(|_| e),
+            None => Err(e),
+        })
+        .map_err(|e| {
+            Error::invalid(
+                "timestamp",
+                format!("{text:?} is not an RFC 3339 timestamp with an offset ({e})"),
+            )
+        })
+}
+
+/// `...+hhmm` as `...+hh:mm`; None when `text` does not end in a basic offset.
+fn with_offset_colon(text: &str) -> Option<String> {
+    let (head, offset) = text.split_at_checked(text.len().checked_sub(5)?)?;
+    let (sign, digits) = offset.split_at(1);
+    (matches!(sign, "+" | "-") && digits.bytes().all(|b| b.is_ascii_digit()))
+        .then(|| format!("{head}{sign}{}:{}", &digits[..2], &digits[2..]))
 }
 
 /// Unix milliseconds of `at` (an `Instant` of this process).
@@ -89,6 +103,22 @@ mod tests {
     fn pads_small_fields() {
         let t = parse("0042-01-02T03:04:05Z").unwrap();
         assert_eq!(format(t).unwrap(), "0042-01-02T03:04:05.000Z");
+    }
+
+    #[test]
+    fn reads_the_basic_offset_analytics_go_v2_wrote() {
+        let t = parse("2009-11-10T23:00:00+0000").unwrap();
+        assert_eq!(format(t).unwrap(), "2009-11-10T23:00:00.000Z");
+        let t = parse("2009-11-10T23:00:00.5-0130").unwrap();
+        assert_eq!(format(t).unwrap(), "2009-11-11T00:30:00.500Z");
+        for bad in [
+            "2009-11-10T23:00:00+00000",
+            "2009-11-10T23:00:00+0a00",
+            "+0000",
+            "0000",
+        ] {
+            assert!(parse(bad).is_err(), "{bad}");
+        }
     }
 
     #[test]
