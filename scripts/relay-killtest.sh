@@ -18,7 +18,7 @@ MODE=full
 case "${1:-}" in
   "") ;;
   --smoke) MODE=smoke ;;
-  -h|--help) sed -n '2,16p' "$0"; exit 0 ;;
+  -h|--help) sed -n '2,15p' "$0"; exit 0 ;;
   *) echo "usage: scripts/relay-killtest.sh [--smoke]" >&2; exit 2 ;;
 esac
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
