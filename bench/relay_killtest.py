@@ -218,6 +218,10 @@ def main() -> int:
     ap.add_argument("--deadline", type=float, default=600.0,
                     help="seconds after the last acknowledgement by which all must be delivered")
     ap.add_argument("--seed", type=int, default=int(time.time()))
+    ap.add_argument("--max-queue-size", type=int, default=0,
+                    help="the relay's max_queue_size (default: N, so no batch is refused for a "
+                         "full queue; smaller values make the relay answer 429/503 and the "
+                         "sender resend)")
     ap.add_argument("--json-out")
     ap.add_argument("--extra-config", default="",
                     help="top-level relay.toml lines to add (e.g. to check the test fails with "
@@ -236,7 +240,7 @@ data_dir = {json.dumps(os.path.join(a.workdir, "data"))}
 allowed_networks = ["127.0.0.0/8"]
 timeout = {a.timeout}
 max_backoff = 2
-max_queue_size = {max(a.n, 10_000)}
+max_queue_size = {a.max_queue_size or max(a.n, 10_000)}
 {a.extra_config}
 
 [[sources]]

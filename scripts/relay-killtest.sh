@@ -11,12 +11,14 @@
 # Prints acknowledged, delivered distinct, lost, duplicates, seconds and peak RSS; exits
 # non-zero when an acknowledged event never reaches the receiver, a signature is bad, or
 # SIGTERM at the end does not exit 0. Full run's figures: bench/results/relay-killtest.json.
+# The driver takes more options (python3 bench/relay_killtest.py -h), e.g. --max-queue-size 300
+# to run the relay at its queue limit, so that it answers 429 and the sender resends.
 set -euo pipefail
 MODE=full
 case "${1:-}" in
   "") ;;
   --smoke) MODE=smoke ;;
-  -h|--help) sed -n '2,14p' "$0"; exit 0 ;;
+  -h|--help) sed -n '2,15p' "$0"; exit 0 ;;
   *) echo "usage: scripts/relay-killtest.sh [--smoke]" >&2; exit 2 ;;
 esac
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"

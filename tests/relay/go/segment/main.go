@@ -3,8 +3,9 @@
 //	segment ENDPOINT PLAN.json
 //
 // PLAN is a JSON array of {"label", "key", "msg"} (msg: a Segment call as JSON). Prints one
-// {"label","messageId"} line per call the SDK reported sent (its Success callback), then
-// "done". Exits non-zero when any call failed.
+// {"label","messageId"} line per call the SDK reported sent (its Success callback, with the
+// messageId the SDK made), then "done". Exits non-zero when any call failed or went
+// unreported.
 package main
 
 import (
@@ -25,11 +26,32 @@ type step struct {
 
 type callback struct {
 	mu     sync.Mutex
-	labels map[string]string // messageId -> label
+	labels map[string]string // "type:event" (unique in the plan) -> label
+	ids    map[string]string // label -> messageId the SDK made
 	failed int
 }
 
-func (c *callback) Success(m analytics.Message) {}
+func (c *callback) Success(m analytics.Message) {
+	var k, id string
+	switch v := m.(type) {
+	case analytics.Identify:
+		k, id = "identify:", v.MessageId
+	case analytics.Track:
+		k, id = "track:"+v.Event, v.MessageId
+	case analytics.Page:
+		k, id = "page:", v.MessageId
+	case analytics.Screen:
+		k, id = "screen:", v.MessageId
+	case analytics.Group:
+		k, id = "group:", v.MessageId
+	case analytics.Alias:
+		k, id = "alias:", v.MessageId
+	}
+	c.mu.Lock()
+	c.ids[c.labels[k]] = id
+	c.mu.Unlock()
+}
+
 func (c *callback) Failure(m analytics.Message, err error) {
 	c.mu.Lock()
 	c.failed++
@@ -52,7 +74,10 @@ func main() {
 	if err := json.Unmarshal(raw, &plan); err != nil {
 		panic(err)
 	}
-	cb := &callback{labels: map[string]string{}}
+	cb := &callback{labels: map[string]string{}, ids: map[string]string{}}
+	for _, s := range plan {
+		cb.labels[str(s.Msg, "type")+":"+str(s.Msg, "event")] = s.Label
+	}
 	clients := map[string]analytics.Client{}
 	for _, s := range plan {
 		if clients[s.Key] == nil {
@@ -65,11 +90,9 @@ func main() {
 			clients[s.Key] = c
 		}
 	}
-	for i, s := range plan {
+	for _, s := range plan {
 		m := s.Msg
-		// The SDK makes the messageId when none is given; this one is ours so the test can
-		// match it (analytics-go keeps a given messageId as it is).
-		id := fmt.Sprintf("go-sdk-%d-%d", os.Getpid(), i)
+		id := "" // the SDK makes it
 		integ := analytics.Integrations(obj(m, "integrations"))
 		var msg analytics.Message
 		switch str(m, "type") {
@@ -91,11 +114,18 @@ func main() {
 		if err := clients[s.Key].Enqueue(msg); err != nil {
 			panic(err)
 		}
-		out, _ := json.Marshal(map[string]string{"label": s.Label, "messageId": id})
-		fmt.Println(string(out))
 	}
 	for _, c := range clients {
 		_ = c.Close()
+	}
+	for _, s := range plan {
+		id, ok := cb.ids[s.Label]
+		if !ok {
+			fmt.Fprintf(os.Stderr, "no Success callback for %s\n", s.Label)
+			cb.failed++
+		}
+		out, _ := json.Marshal(map[string]string{"label": s.Label, "messageId": id})
+		fmt.Println(string(out))
 	}
 	if cb.failed > 0 {
 		fmt.Fprintf(os.Stderr, "%d calls failed\n", cb.failed)
