@@ -7,7 +7,9 @@ use crate::delivery::lane::Delivery;
 use crate::delivery::scheduler::Scheduler;
 use crate::delivery::shared::Shared;
 use crate::delivery::spooler::{hooks_key, Spooler};
+use crate::durable::redis::{RedisStore, TAKEOVER_MARGIN};
 use crate::durable::sqlite::SqliteStore;
+use crate::durable::Store;
 use crate::error::Error;
 use crate::http::recorder::Recorder;
 use crate::http::transport::Transport;
@@ -16,6 +18,7 @@ use crate::model::config::{Config, SignatureScheme, MAX_WEBHOOKS};
 use crate::model::message::Message;
 use crate::model::outcome::Stats;
 use crate::model::retry::after;
+use crate::model::spool_target::{spool_target, SpoolTarget};
 use crate::model::{timestamp, validate};
 use crate::wire::canonical_json::{self, WriteJson};
 use crate::wire::encode::Parts;
@@ -81,14 +84,25 @@ impl Engine {
         let (mut spooler, mut spool_lock, mut ops) = (None, None, None);
         let tx = match &config.spool {
             None => To::Scheduler(inbox),
-            Some(dir) => {
+            Some(spool) => {
                 let (tx, ops_tx, mailbox) = inbox::spool_inbox();
-                let store = SqliteStore::open(dir)?;
-                spool_lock = store.lock_fd();
+                let store: Box<dyn Store> = match spool_target(spool)? {
+                    SpoolTarget::Dir(dir) => {
+                        let store = SqliteStore::open(dir)?;
+                        spool_lock = store.lock_fd();
+                        Box::new(store)
+                    }
+                    // Taken over once silent for longer than a request can take.
+                    SpoolTarget::Redis(redis) => Box::new(RedisStore::open(
+                        &redis,
+                        config.timeout,
+                        config.timeout + TAKEOVER_MARGIN,
+                    )?),
+                };
                 ops = Some(ops_tx);
                 let urls: Vec<String> = config.webhooks.iter().map(|w| w.url.clone()).collect();
                 let writer = Spooler {
-                    store: Box::new(store),
+                    store,
                     shared: shared.clone(),
                     mailbox,
                     scheduler: inbox,
