@@ -26,6 +26,7 @@ done
 # in BENCHMARKS.md): the soak still checks 0 lost and one outcome per message.
 run scripts/soak.sh --smoke
 run scripts/killtest.sh --smoke
+run scripts/killtest-redis.sh --smoke
 run scripts/bench.sh --smoke
 printf '%s\n' "${timings[@]}"
 echo "=== all test parts passed in $(( $(date +%s) - start )) s"

@@ -482,6 +482,15 @@ impl Client {
         }
     }
 
+    /// False while the spool cannot be written (a Redis spool's server unreachable, an SQLite
+    /// spool's disk failing): messages accepted meanwhile are held and delivered from memory
+    /// only, until a commit succeeds again (see `Config::spool`). True without a spool. A
+    /// service that promises "acknowledged = durable" answers 503 while this is false.
+    pub fn spool_ok(&self) -> bool {
+        let engine = self.engine.load();
+        self.config.spool.is_none() || !engine.shared.spool_failing.load(Relaxed)
+    }
+
     /// True once `close` was called.
     pub fn is_closed(&self) -> bool {
         self.engine.load().shared.closed.load(SeqCst)

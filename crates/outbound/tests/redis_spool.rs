@@ -407,6 +407,10 @@ fn with_redis_unreachable_calls_are_held_in_memory_within_max_queue_size() {
     }
     assert_eq!((ok, full), (100, 50));
     assert!(
+        wait_until(Duration::from_secs(5), || !client.spool_ok()),
+        "a service can tell the spool is failing"
+    );
+    assert!(
         *slowest.lock().unwrap() < Duration::from_millis(50),
         "a call never waits for Redis"
     );
@@ -417,6 +421,7 @@ fn with_redis_unreachable_calls_are_held_in_memory_within_max_queue_size() {
         "written once Redis is back: {}",
         redis.spooled_ids("down").len()
     );
+    assert!(wait_until(Duration::from_secs(10), || client.spool_ok()));
     status.store(200, SeqCst);
     assert!(client.flush(Some(Duration::from_secs(20))));
     assert_eq!(client.stats().delivered, 100);

@@ -157,7 +157,9 @@ impl Spooler {
     /// disk refuses, they go on all the same (delivery matters more than durability), logged.
     fn commit(&mut self, writes: &mut Vec<Op>, waiting: &mut Vec<Item>) {
         if !writes.is_empty() {
-            if let Err(e) = self.store.apply(writes) {
+            let result = self.store.apply(writes);
+            self.shared.spool_failing.store(result.is_err(), Relaxed);
+            if let Err(e) = result {
                 let n = waiting.len();
                 self.logger.log(Level::Warn, || {
                     format!("{e}; {n} message(s) go on without being on disk")
@@ -186,7 +188,9 @@ impl Spooler {
 
     /// Takes over the files of dead processes and closed clients.
     fn adopt(&mut self) {
-        match self.store.adopt() {
+        let result = self.store.adopt();
+        self.shared.spool_failing.store(result.is_err(), Relaxed);
+        match result {
             Ok(adopted) => {
                 for (path, why) in &adopted.warnings {
                     self.logger

@@ -115,7 +115,9 @@ impl RedisStore {
             .arg("STREAMS")
             .arg(&k.stream)
             .arg(">");
-        let replies = self.query(&pipe, false)?;
+        pipe.cmd("XLEN").arg(&k.stream);
+        let mut replies = self.query(&pipe, false)?;
+        let left = replies.pop();
         let mut entries: Vec<Entry> = Vec::new();
         for reply in &replies {
             match reply {
@@ -128,6 +130,10 @@ impl RedisStore {
             }
         }
         if entries.is_empty() {
+            if matches!(left, Some(Value::Int(0))) {
+                // Everything it held was delivered before it died: its keys go.
+                self.forget(&k, owner);
+            }
             return Ok(0);
         }
         let ids: Vec<&str> = entries.iter().map(|(e, _)| e.as_str()).collect();
@@ -210,13 +216,20 @@ impl RedisStore {
             }
         };
         if matches!(left, Some(Value::Int(0))) {
-            let mut pipe = redis::pipe();
-            pipe.cmd("DEL").arg(&k.stream).arg(&k.progress);
-            pipe.cmd("SREM").arg(&registry).arg(owner);
-            // Best effort: an empty stream left behind is taken care of by the next pass.
-            let _ = self.query(&pipe, true);
+            self.forget(&k, owner);
         }
         Ok(taken.len())
+    }
+
+    /// Deletes the keys of a silent owner whose stream is empty, and its registry entry.
+    /// Best effort: what is left is tried again by the next pass.
+    fn forget(&mut self, k: &Keys, owner: &str) {
+        let mut pipe = redis::pipe();
+        pipe.cmd("DEL").arg(&k.stream).arg(&k.progress);
+        pipe.cmd("SREM")
+            .arg(keys::registry(&self.prefix))
+            .arg(owner);
+        let _ = self.query(&pipe, true);
     }
 
     /// An adopted record becomes ours, to be written to our stream by the takeover's

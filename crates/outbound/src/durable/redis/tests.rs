@@ -265,3 +265,27 @@ fn an_unreachable_redis_keeps_the_changes_and_writes_them_when_back() {
     assert_eq!(a.backlog(), 0);
     assert_eq!(server.xlen(&a), 1, "'during' written, 'before' removed");
 }
+
+#[test]
+fn an_owner_that_died_with_nothing_pending_leaves_no_key_after_a_pass() {
+    let server = Server::start();
+    let mut a = server.store(T);
+    a.apply(&[Op::Put(record("done"))]).unwrap();
+    a.apply(&[Op::Remove { id: id("done") }]).unwrap();
+    let stream = a.keys.stream.clone();
+    assert_eq!(
+        server.cmd(&["EXISTS", &stream]),
+        Value::Int(1),
+        "an empty stream"
+    );
+    server.silence(&a);
+    std::mem::forget(a);
+    let mut b = server.store(T);
+    assert_eq!(b.adopt().unwrap().records, 0);
+    assert_eq!(server.cmd(&["EXISTS", &stream]), Value::Int(0));
+    let owners = server.cmd(&["SMEMBERS", "unit:owners"]);
+    assert_eq!(
+        owners,
+        Value::Array(vec![Value::BulkString(b.keys.owner.clone().into_bytes())])
+    );
+}
