@@ -379,6 +379,15 @@ impl Client {
             let b = barrier.load(SeqCst);
             b != u64::MAX && s.low_water.load(SeqCst) >= b
         });
+        if !ended && self.config.spool.is_some() {
+            // The flush passes the spool writer after its commit: whatever the timeout, what
+            // was accepted before the call is in the spool when flush returns. A commit is
+            // bounded by the client's timeout (the store's I/O), so is this wait.
+            let committed = after(deadline.max(Instant::now()), self.config.timeout);
+            engine
+                .shared
+                .wait_until(committed, |_| barrier.load(SeqCst) != u64::MAX);
+        }
         self.no_losses_since(&engine, before) && ended
     }
 

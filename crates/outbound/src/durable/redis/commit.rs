@@ -156,7 +156,7 @@ impl RedisStore {
         for cmd in extra {
             pipe.add_command(cmd.clone());
         }
-        let mut replies = match self.query(&pipe, true) {
+        let mut replies = match self.query(pipe, true) {
             Ok(r) => r,
             Err(e) => {
                 if beat {

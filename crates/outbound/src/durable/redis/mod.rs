@@ -180,7 +180,7 @@ impl RedisStore {
             registered: false,
             reported: HashSet::new(),
         };
-        let info = store.query(&redis::pipe().cmd("INFO").arg("server").to_owned(), false)?;
+        let info = store.query(redis::pipe().cmd("INFO").arg("server").to_owned(), false)?;
         let text = info
             .first()
             .and_then(keys::bytes)
@@ -255,12 +255,11 @@ impl RedisStore {
 
     /// Sends a pipeline and returns one reply per command (server errors as values). With
     /// `atomic`, the commands run as one MULTI/EXEC. A failure of the connection drops it.
-    fn query(&mut self, pipe: &Pipeline, atomic: bool) -> Result<Vec<Value>, Error> {
+    fn query(&mut self, mut pipe: Pipeline, atomic: bool) -> Result<Vec<Value>, Error> {
         let n = pipe.len();
         if n == 0 {
             return Ok(Vec::new());
         }
-        let mut pipe = pipe.clone();
         if atomic {
             pipe.atomic();
         }
@@ -302,7 +301,7 @@ impl RedisStore {
         pipe.cmd("SADD")
             .arg(keys::registry(&self.prefix))
             .arg(&self.keys.owner);
-        let replies = self.query(&pipe, false)?;
+        let replies = self.query(pipe, false)?;
         if let Some(e) = replies.iter().find(|v| is_error(v)) {
             return Err(self.err(format!("heartbeat: {}", describe(e))));
         }
@@ -344,7 +343,7 @@ impl RedisStore {
                 .arg("COUNT")
                 .arg(1000)
                 .to_owned();
-            let reply = self.query(&pipe, false)?;
+            let reply = self.query(pipe, false)?;
             let Some(Value::Array(parts)) = reply.into_iter().next() else {
                 return Err(self.err("unexpected SCAN reply"));
             };
@@ -373,7 +372,7 @@ impl RedisStore {
                 .arg(keys::registry(&self.prefix))
                 .arg(&owners)
                 .to_owned();
-            self.query(&pipe, false)?;
+            self.query(pipe, false)?;
         }
         Ok(())
     }
@@ -394,7 +393,7 @@ impl RedisStore {
         } else {
             pipe.cmd("DEL").arg(&self.keys.alive);
         }
-        let done = self.query(&pipe, true).map(|_| ());
+        let done = self.query(pipe, true).map(|_| ());
         synced.and(done)
     }
 }

@@ -28,7 +28,7 @@ impl RedisStore {
         }
         let registry = keys::registry(&self.prefix);
         let reply = self.query(
-            &redis::pipe().cmd("SMEMBERS").arg(&registry).to_owned(),
+            redis::pipe().cmd("SMEMBERS").arg(&registry).to_owned(),
             false,
         )?;
         let owners: Vec<String> = match reply.into_iter().next() {
@@ -43,17 +43,22 @@ impl RedisStore {
         if owners.is_empty() {
             return Ok(out);
         }
-        let mut pipe = redis::pipe();
-        for o in &owners {
-            pipe.cmd("EXISTS").arg(Keys::of(&self.prefix, o).alive);
-        }
-        let alive = self.query(&pipe, false)?;
+        // One MGET for every heartbeat: a pass costs one command whatever the fleet's size.
+        let beats: Vec<String> = owners
+            .iter()
+            .map(|o| Keys::of(&self.prefix, o).alive)
+            .collect();
+        let reply = self.query(redis::pipe().cmd("MGET").arg(&beats).to_owned(), false)?;
+        let alive = match reply.into_iter().next() {
+            Some(Value::Array(v)) if v.len() == owners.len() => v,
+            other => return Err(self.err(format!("unexpected MGET reply: {other:?}"))),
+        };
         for (owner, beat) in owners.iter().zip(alive) {
             if room == 0 {
                 break;
             }
-            if !matches!(beat, Value::Int(0)) {
-                continue; // alive, or not answered: left alone
+            if !matches!(beat, Value::Nil) {
+                continue; // alive: left alone
             }
             let n = self.take_over(owner, room, &mut out)?;
             if n > 0 {
@@ -79,13 +84,13 @@ impl RedisStore {
             .arg(&k.stream)
             .arg(GROUP)
             .arg("0");
-        let replies = self.query(&pipe, false)?;
+        let replies = self.query(pipe, false)?;
         if matches!(replies.first(), Some(Value::Int(0))) {
             // Nothing left: the owner leaves the registry.
             let mut pipe = redis::pipe();
             pipe.cmd("DEL").arg(&k.progress);
             pipe.cmd("SREM").arg(&registry).arg(owner);
-            self.query(&pipe, true)?;
+            self.query(pipe, true)?;
             return Ok(0);
         }
         if let Some(reply @ Value::ServerError(e)) = replies.get(1) {
@@ -116,7 +121,7 @@ impl RedisStore {
             .arg(&k.stream)
             .arg(">");
         pipe.cmd("XLEN").arg(&k.stream);
-        let mut replies = self.query(&pipe, false)?;
+        let mut replies = self.query(pipe, false)?;
         let left = replies.pop();
         let mut entries: Vec<Entry> = Vec::new();
         for reply in &replies {
@@ -138,7 +143,7 @@ impl RedisStore {
         }
         let ids: Vec<&str> = entries.iter().map(|(e, _)| e.as_str()).collect();
         let reply = self.query(
-            &redis::pipe()
+            redis::pipe()
                 .cmd("HMGET")
                 .arg(&k.progress)
                 .arg(&ids)
@@ -229,7 +234,7 @@ impl RedisStore {
         pipe.cmd("SREM")
             .arg(keys::registry(&self.prefix))
             .arg(owner);
-        let _ = self.query(&pipe, true);
+        let _ = self.query(pipe, true);
     }
 
     /// An adopted record becomes ours, to be written to our stream by the takeover's
