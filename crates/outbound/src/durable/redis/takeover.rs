@@ -18,9 +18,11 @@ impl RedisStore {
     /// Refreshes our heartbeat, then moves into our stream what owners without one left, at
     /// most [`ADOPT_MAX`] records held unresumed. `files` counts the owners taken from.
     pub fn adopt(&mut self) -> Result<Adopted, Error> {
-        // What we owe Redis goes first: a takeover's transaction then holds only its own.
-        self.sync(&[])?;
+        // The heartbeat first: a commit that keeps failing (a key someone broke, Redis out
+        // of memory) must not make a living owner look dead.
         self.beat()?;
+        // What we owe Redis goes next: a takeover's transaction then holds only its own.
+        self.sync(&[])?;
         let mut out = Adopted::default();
         let mut room = ADOPT_MAX.saturating_sub(self.unresumed.len());
         if room == 0 {
