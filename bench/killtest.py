@@ -1,5 +1,9 @@
 """The kill test (run by scripts/killtest.sh; see BENCHMARKS.md, "Kill test").
 
+With --redis-server, the spool is a Redis (started here on 127.0.0.1, AOF everysec) instead
+of a directory: B takes over once A's heartbeat expires (timeout 5 s + 10 s), and with
+--restart-redis Redis itself is SIGKILLed and restarted while A delivers.
+
 Process A sends N `track` calls through the installed wheel, with a spool, to ingestion and
 one signed webhook served by the chaos receiver (503s, resets, stalls past the timeout), and
 is killed with SIGKILL while delivery is under way. Process B, started on the same spool,
@@ -57,7 +61,7 @@ else:
         s = c.stats
         if s["resumed"] and s["queued"] + s["in_flight"] == 0 and len(ended) >= s["resumed"]:
             break
-        if not s["resumed"] and time.monotonic() - t0 > 15:
+        if not s["resumed"] and time.monotonic() - t0 > float(os.environ.get("KILLTEST_IDLE", "15")):
             break  # A had delivered everything before it was killed
         time.sleep(0.1)
     took = time.monotonic() - t0
@@ -69,6 +73,50 @@ else:
     print(json.dumps({"seconds": round(took, 1), "stats": c.stats, "rss_mib": round(rss)}),
           flush=True)
 """
+
+
+class Redis:
+    """A redis-server on 127.0.0.1 (a free port), AOF everysec in `workdir`."""
+
+    def __init__(self, exe: str, workdir: str) -> None:
+        import shutil
+        import socket
+        shutil.rmtree(workdir, ignore_errors=True)
+        os.makedirs(workdir)
+        self.exe, self.dir = exe, workdir
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            self.port = s.getsockname()[1]
+        self.start()
+
+    def start(self) -> None:
+        self.proc = subprocess.Popen(
+            [self.exe, "--bind", "127.0.0.1", "--port", str(self.port), "--dir", self.dir,
+             "--appendonly", "yes", "--appendfsync", "everysec", "--save", ""],
+            stdout=subprocess.DEVNULL)
+        end = time.monotonic() + 10
+        while self.cli("PING") != "PONG":
+            if time.monotonic() > end:
+                raise RuntimeError("redis-server did not start")
+            time.sleep(0.05)
+
+    def restart(self) -> None:
+        self.proc.kill()  # SIGKILL: no shutdown save; the AOF is all there is
+        self.proc.wait()
+        self.start()
+
+    def stop(self) -> None:
+        self.proc.kill()
+        self.proc.wait()
+
+    def cli(self, *args: str) -> str:
+        out = subprocess.run(["redis-cli", "-p", str(self.port), *args], capture_output=True,
+                             text=True)
+        return out.stdout.strip()
+
+    def entries(self, prefix: str) -> int:
+        keys = self.cli("--raw", "KEYS", "{%s:*}:s" % prefix).split()
+        return sum(int(self.cli("XLEN", k) or 0) for k in keys)
 
 
 def peak_rss_mib(pid: int) -> float:
@@ -90,6 +138,9 @@ def main() -> int:
     ap.add_argument("--deadline", type=float, default=300.0, help="B's time limit")
     ap.add_argument("--workdir", required=True)
     ap.add_argument("--json-out")
+    ap.add_argument("--redis-server", help="redis-server binary: spool to Redis, not a directory")
+    ap.add_argument("--restart-redis", action="store_true",
+                    help="SIGKILL and restart Redis halfway between A's last call and A's kill")
     a = ap.parse_args()
 
     os.makedirs(a.workdir, exist_ok=True)
@@ -104,6 +155,12 @@ def main() -> int:
     print(f"killtest: {a.n:,} tracks with a spool, SIGKILL {a.kill_after:.0f} s after the last "
           f"call, under 30 % 503 / 10 % resets / 5 % stalls; load average {' '.join(load)}",
           flush=True)
+    redis = None
+    if a.redis_server:
+        redis = Redis(a.redis_server, os.path.join(a.workdir, "redis"))
+        spool = f"redis://127.0.0.1:{redis.port}/0?prefix=killtest"
+        os.environ["KILLTEST_IDLE"] = "60"
+        print(f"killtest: spool {spool} (AOF everysec)", flush=True)
     rx = Receiver(a.receiver_bin, [])
     log_a, log_b = os.path.join(a.workdir, "a.log"), os.path.join(a.workdir, "b.log")
 
@@ -111,7 +168,13 @@ def main() -> int:
                                SECRET, log_a], stdout=subprocess.PIPE, text=True)
     assert proc_a.stdout is not None
     assert proc_a.stdout.readline().strip() == "SENT"
-    time.sleep(a.kill_after)
+    if redis and a.restart_redis:
+        time.sleep(a.kill_after / 2)
+        redis.restart()
+        print("killtest: Redis SIGKILLed and restarted (AOF replayed)", flush=True)
+        time.sleep(a.kill_after / 2)
+    else:
+        time.sleep(a.kill_after)
     rss_a = peak_rss_mib(proc_a.pid)
     os.kill(proc_a.pid, signal.SIGKILL)
     proc_a.wait()
@@ -148,7 +211,11 @@ def main() -> int:
     both = len(set(outcomes_a) & set(outcomes_b))
     not_delivered = sum(1 for k in list(outcomes_a.values()) + list(outcomes_b.values())
                         if k != "delivered")
-    left = [f for f in os.listdir(spool) if f.endswith(".db")]
+    if redis:
+        left = [f"{n} Redis entries"] if (n := redis.entries("killtest")) else []
+        redis.stop()
+    else:
+        left = [f for f in os.listdir(spool) if f.endswith(".db")]
 
     rows = [
         ("messages accepted by A", f"{len(ids):,}"),
@@ -162,7 +229,7 @@ def main() -> int:
          f"{rstats['batch']['duplicates']:,} / {rstats['hook']['duplicates']:,}"),
         ("B: seconds to deliver what A left", f"{b['seconds']}"),
         ("peak RSS: A / B", f"{rss_a:.0f} / {b['rss_mib']} MiB"),
-        ("spool files left", f"{len(left)}"),
+        ("spool files (Redis: entries) left", f"{left[0] if left and redis else len(left)}"),
     ]
     width = max(len(k) for k, _ in rows)
     print()
@@ -179,7 +246,8 @@ def main() -> int:
         failures.append(f"spool files left: {left}")
     if a.json_out:
         with open(a.json_out, "w") as f:
-            json.dump({"n": a.n, "accepted": len(ids), "outcomes_a": len(outcomes_a),
+            json.dump({"n": a.n, "spool": "redis" if redis else "sqlite",
+                       "redis_restarted": bool(redis and a.restart_redis), "accepted": len(ids), "outcomes_a": len(outcomes_a),
                        "b": b, "lost": lost, "no_outcome": no_outcome, "reported_twice": both,
                        "rss_a_mib": round(rss_a), "receiver": rstats, "load": load,
                        "failures": failures}, f, indent=1)

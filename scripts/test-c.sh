@@ -98,6 +98,18 @@ count() { # adds the "N passed, N failed" of a test run's output file
   failed=$((failed + f))
 }
 
+step "a redis-server for the Redis spool test (OUTBOUND_TEST_REDIS)"
+scripts/redis-env.sh
+redis_port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+mkdir -p "$build/redis"
+redis-server --bind 127.0.0.1 --port "$redis_port" --dir "$build/redis" --save "" \
+  --appendonly yes --appendfsync everysec --daemonize no >/dev/null &
+redis_pid=$!
+stop_redis() { kill "$redis_pid" 2>/dev/null || true; }
+trap 'rm -f "$fresh"; stop_redis' EXIT
+until redis-cli -p "$redis_port" ping >/dev/null 2>&1; do sleep 0.05; done
+export OUTBOUND_TEST_REDIS="redis://127.0.0.1:$redis_port/0"
+
 step "run the C tests"
 for kind in shared static; do
   echo "test_$kind:"
@@ -163,7 +175,7 @@ echo "docs/c.md: the Testing your application program builds and runs, valgrind 
 
 step "install into a prefix, build the example with pkg-config, run it"
 prefix=$(mktemp -d)
-trap 'rm -f "$fresh"; rm -rf "$prefix"' EXIT
+trap 'rm -f "$fresh"; rm -rf "$prefix"; stop_redis' EXIT
 OUTBOUND_C_PROFILE=debug scripts/install-c.sh "$prefix"
 export PKG_CONFIG_PATH="$prefix/lib/pkgconfig"
 for pc in outbound outbound-static; do
@@ -207,7 +219,7 @@ echo "quickstart (shared) needs $soname; quickstart (static) needs no liboutboun
 step "the docs' C build lines, as written, from the repository root"
 # The second sh block of "## Use from C" (the one that builds quickstart), with the docs'
 # prefix replaced by the temporary one; each line writes ./quickstart, removed after.
-trap 'rm -f "$fresh" quickstart; rm -rf "$prefix"' EXIT
+trap 'rm -f "$fresh" quickstart; rm -rf "$prefix"; stop_redis' EXIT
 for doc in README.md docs/c.md; do
   awk '/^## Use from C/{s=1} s&&/^```sh$/{n++; c=(n==2); next} c&&/^```$/{exit} c{print}' "$doc" \
     | grep '^cc ' | sed "s#\$HOME/.local/outbound#$prefix#g" > "$build/doc_cc.sh" || true

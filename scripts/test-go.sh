@@ -48,7 +48,16 @@ echo "gofmt, go vet: clean"
 
 step "go test -race (real receivers on 127.0.0.1)"
 out=$(mktemp)
-trap 'rm -f "$out" "$out.test"' EXIT
+# A redis-server for the Redis spool test (OUTBOUND_TEST_REDIS), stopped on exit.
+scripts/redis-env.sh
+redis_port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+redis_dir=$(mktemp -d)
+redis-server --bind 127.0.0.1 --port "$redis_port" --dir "$redis_dir" --save "" \
+  --appendonly yes --appendfsync everysec --daemonize no >/dev/null &
+redis_pid=$!
+trap 'rm -f "$out" "$out.test"; kill "$redis_pid" 2>/dev/null || true; rm -rf "$redis_dir"' EXIT
+until redis-cli -p "$redis_port" ping >/dev/null 2>&1; do sleep 0.05; done
+export OUTBOUND_TEST_REDIS="redis://127.0.0.1:$redis_port/0"
 if ! (cd bindings/go && go test -race -count=1 -v ./... < /dev/null) > "$out" 2>&1; then
   grep -vE '^(=== (RUN|PAUSE|CONT))' "$out" | tail -n 80
   die "go test"

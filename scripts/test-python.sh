@@ -22,6 +22,8 @@ fi
 for tool in node go; do
   command -v "$tool" >/dev/null || { echo "$tool is required (the receivers' guide examples)" >&2; exit 1; }
 done
+# The Redis spool's tests start their own redis-server (installed here when missing).
+scripts/redis-env.sh
 echo "--- cargo build -p outbound-c (liboutbound.a for the C receiver example)"
 cargo build -p outbound-c
 export OUTBOUND_C_LIBDIR="${CARGO_TARGET_DIR:-$ROOT/target}/debug"

@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
 # The Rust gates and tests: fmt, clippy (-D warnings), then every crate's tests, which
-# include the Node round-trip and signature interop tests (Node must be on PATH).
+# include the Node round-trip and signature interop tests (Node must be on PATH) and the Redis
+# spool's tests against a real redis-server (scripts/redis-env.sh installs it).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 command -v cargo >/dev/null || { echo "cargo is required (https://rustup.rs)"; exit 1; }
 command -v node >/dev/null || { echo "node is required for the JSON and signature interop tests"; exit 1; }
+# The Redis spool's tests start their own redis-server (installed here when missing).
+scripts/redis-env.sh
 cargo fmt --all --check
 cargo clippy --workspace --all-targets -- -D warnings
 # The relay's fuzz loop runs in scripts/test-relay.sh, where its time and count are printed.

@@ -28,6 +28,7 @@ done
 run scripts/soak.sh --smoke
 run scripts/killtest.sh --smoke
 run scripts/relay-killtest.sh --smoke
+run scripts/killtest-redis.sh --smoke
 run scripts/bench.sh --smoke
 printf '%s\n' "${timings[@]}"
 echo "=== all test parts passed in $(( $(date +%s) - start )) s"

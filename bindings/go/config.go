@@ -103,6 +103,11 @@ type Config struct {
 	// takes its own file; a second client of one process on it is refused with ErrSpool.
 	// Empty: memory only. With a spool, Close leaves what is undelivered in it
 	// (Stats().Spooled) instead of dropping it.
+	//
+	// Spool may instead be "redis://host:port/db?prefix=NAME" ("rediss://" for TLS): the
+	// durable copy lives in Redis 6.2+ (run with appendonly yes, appendfsync everysec), and a
+	// living process on the same server and prefix delivers what a dead one left, once it has
+	// been silent for Timeout + 10 s. See docs/python.md, "A fleet on Redis".
 	Spool string
 	// SpoolMaxBytes bounds the spool (default 1 GiB); past it Enqueue returns ErrQueueFull.
 	SpoolMaxBytes int64

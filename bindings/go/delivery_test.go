@@ -2,6 +2,7 @@ package outbound_test
 
 import (
 	"errors"
+	"fmt"
 	"net"
 	"net/http"
 	"os"
@@ -149,5 +150,57 @@ func TestAFullSpoolRefusesCallsAsQueueFull(t *testing.T) {
 	}
 	if s := c.Stats(); s.QueueFull == 0 {
 		t.Errorf("stats %+v: the refusal is not counted", s)
+	}
+}
+
+// The Redis spool: Spool is a redis:// URL (OUTBOUND_TEST_REDIS, a server scripts/test-go.sh
+// starts); what Close left is delivered by the next client on the same server and prefix.
+func TestARedisSpoolKeepsWhatCloseLeftForTheNextClient(t *testing.T) {
+	url := os.Getenv("OUTBOUND_TEST_REDIS")
+	if url == "" {
+		t.Skip("OUTBOUND_TEST_REDIS unset (scripts/test-go.sh starts a redis-server)")
+	}
+	spool := fmt.Sprintf("%s?prefix=go-%d", url, os.Getpid())
+	down := newReceiver(t)
+	down.setStatus(http.StatusServiceUnavailable)
+	a, err := outbound.NewWithConfig("wk", outbound.Config{Endpoint: down.URL, Spool: spool,
+		SpoolCommitInterval: 5 * time.Millisecond, CloseTimeout: 300 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := map[string]bool{}
+	for i := 0; i < 50; i++ {
+		ids[mustEnqueue(t, a, outbound.Track{UserId: "u", Event: "Spooled"})] = true
+	}
+	if err := a.Close(); !errors.Is(err, outbound.ErrIncomplete) {
+		t.Fatalf("Close with a receiver down = %v, want ErrIncomplete", err)
+	}
+	if s := a.Stats(); s.Spooled != 50 || s.Dropped != 0 {
+		t.Fatalf("after Close: %+v, want 50 spooled and none dropped", s)
+	}
+	up := newReceiver(t)
+	b := newClient(t, "wk", outbound.Config{Endpoint: up.URL, Spool: spool, FlushAfter: time.Minute})
+	deadline := time.Now().Add(20 * time.Second)
+	for b.Stats().Delivered < 50 && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if s := b.Stats(); s.Resumed != 50 || s.Delivered != 50 {
+		t.Fatalf("the next client: %+v, want 50 resumed and delivered", s)
+	}
+	for _, m := range up.messages(t) {
+		delete(ids, m["messageId"].(string))
+	}
+	if len(ids) != 0 {
+		t.Errorf("%d spooled ids never reached the receiver", len(ids))
+	}
+}
+
+func TestAnUnreachableRedisSpoolIsErrSpoolWithoutThePassword(t *testing.T) {
+	_, err := outbound.NewWithConfig("wk", outbound.Config{Spool: "redis://:s3cret@127.0.0.1:1/0"})
+	if !errors.Is(err, outbound.ErrSpool) {
+		t.Fatalf("err = %v, want ErrSpool", err)
+	}
+	if strings.Contains(err.Error(), "s3cret") {
+		t.Fatalf("the password shows: %v", err)
 	}
 }

@@ -1161,6 +1161,57 @@ static void test_spool_keeps_what_close_left_for_the_next_client(void) {
     rmdir(spool_dir);
 }
 
+/* The Redis spool (docs/python.md, "A fleet on Redis"): the same setting, a URL. The live part
+ * needs OUTBOUND_TEST_REDIS (a redis:// URL; scripts/test-c.sh starts a server for it). */
+static char redis_spool[256];
+static void on_redis(outbound_options *o) {
+    CHECK_RC(outbound_options_set_spool(o, redis_spool), OUTBOUND_RESULT_OK, NULL);
+    CHECK_RC(outbound_options_set_spool_commit_interval_ms(o, 10), OUTBOUND_RESULT_OK, NULL);
+}
+
+static void test_a_redis_spool_keeps_what_close_left_for_the_next_client(void) {
+    /* Nobody listens on port 1: refused with OUTBOUND_RESULT_SPOOL, the password hidden. */
+    outbound_options *o = outbound_options_new();
+    outbound_options_set_write_key(o, "wk");
+    CHECK_RC(outbound_options_set_spool(o, "redis://:s3cret@127.0.0.1:1/0"), OUTBOUND_RESULT_OK,
+             NULL);
+    outbound_client *none = NULL;
+    CHECK_RC(outbound_client_new(o, &none), OUTBOUND_RESULT_SPOOL, "redis://:***@127.0.0.1:1/0");
+    CHECK(strstr(last_error(), "s3cret") == NULL, "password in: %s", last_error());
+
+    const char *url = getenv("OUTBOUND_TEST_REDIS");
+    if (!url) {
+        skipped++;
+        printf("skip %s live part (OUTBOUND_TEST_REDIS unset)\n", current_test);
+        return;
+    }
+    snprintf(redis_spool, sizeof redis_spool, "%s?prefix=c-%d", url, (int)getpid());
+    outbound_client *a = ingestion_client(on_redis);
+    rx_set_status(rx, 503);
+    mark();
+    CHECK_RC(outbound_track(a, "u", NULL, "Spooled", NULL, NULL, NULL, NULL, "redis-spooled-1",
+                            NULL, 0, NULL),
+             OUTBOUND_RESULT_OK, NULL);
+    CHECK_RC(outbound_client_close(a, 300), OUTBOUND_RESULT_INCOMPLETE, NULL);
+    outbound_stats st;
+    outbound_client_stats(a, &st);
+    CHECK(st.spooled == 1 && st.dropped == 0, "spooled %llu dropped %llu",
+          (unsigned long long)st.spooled, (unsigned long long)st.dropped);
+    outbound_client_free(a);
+
+    rx_set_status(rx, 200);
+    outbound_client *b = ingestion_client(on_redis);
+    for (int waited = 0; waited < WAIT_MS; waited += 10) {
+        outbound_client_stats(b, &st);
+        if (st.delivered == 1) break;
+        sleep_ms(10);
+    }
+    CHECK(st.resumed == 1 && st.delivered == 1, "resumed %llu delivered %llu",
+          (unsigned long long)st.resumed, (unsigned long long)st.delivered);
+    CHECK(rx_count_in_bodies(rx, "redis-spooled-1") >= 1, "the next client delivered it");
+    outbound_client_free(b);
+}
+
 static void test_sign_and_verify_match_the_published_vector(void) {
     const uint8_t *secret = (const uint8_t *)"abc123";
     const char *body = "{\"cool\":true}";
@@ -1684,6 +1735,7 @@ int main(void) {
     RUN(test_flush_is_bounded_and_loses_nothing);
     RUN(test_close_with_short_timeout_reports_dropped);
     RUN(test_spool_keeps_what_close_left_for_the_next_client);
+    RUN(test_a_redis_spool_keeps_what_close_left_for_the_next_client);
     RUN(test_sign_and_verify_match_the_published_vector);
     RUN(test_calls_from_many_threads);
     RUN(test_audience_sync_sends_only_changes_and_survives_reopening);

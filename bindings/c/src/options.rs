@@ -308,6 +308,12 @@ pub unsafe extern "C" fn outbound_options_set_ca_certs(
 /// (`OUTBOUND_RESULT_SPOOL`, naming the path). NULL unsets it (memory only, the default).
 /// The text is copied.
 ///
+/// `path` may instead be a Redis URL, `redis://[:password@]host[:port][/db][?prefix=NAME]`
+/// (`rediss://` for TLS): the durable copy then lives in Redis 6.2+ (run it with
+/// `appendonly yes`, `appendfsync everysec`), shared by a fleet; a living process on the same
+/// server and prefix delivers what a dead one left once it has been silent for the timeout
+/// + 10 s. An unreachable server fails `outbound_client_new` with `OUTBOUND_RESULT_SPOOL`.
+///
 /// Returns `OUTBOUND_RESULT_OK`, `_NULL_ARGUMENT` (options), `_INVALID_UTF8`, `_PANIC`.
 ///
 /// # Safety

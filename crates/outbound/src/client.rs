@@ -7,7 +7,9 @@ use crate::delivery::lane::Delivery;
 use crate::delivery::scheduler::Scheduler;
 use crate::delivery::shared::Shared;
 use crate::delivery::spooler::{hooks_key, Spooler};
+use crate::durable::redis::{RedisStore, TAKEOVER_MARGIN};
 use crate::durable::sqlite::SqliteStore;
+use crate::durable::Store;
 use crate::error::Error;
 use crate::http::recorder::Recorder;
 use crate::http::transport::Transport;
@@ -16,6 +18,7 @@ use crate::model::config::{Config, SignatureScheme, MAX_WEBHOOKS};
 use crate::model::message::Message;
 use crate::model::outcome::Stats;
 use crate::model::retry::after;
+use crate::model::spool_target::{spool_target, SpoolTarget};
 use crate::model::{timestamp, validate};
 use crate::wire::canonical_json::{self, WriteJson};
 use crate::wire::encode::Parts;
@@ -81,14 +84,25 @@ impl Engine {
         let (mut spooler, mut spool_lock, mut ops) = (None, None, None);
         let tx = match &config.spool {
             None => To::Scheduler(inbox),
-            Some(dir) => {
+            Some(spool) => {
                 let (tx, ops_tx, mailbox) = inbox::spool_inbox();
-                let store = SqliteStore::open(dir)?;
-                spool_lock = store.lock_fd();
+                let store: Box<dyn Store> = match spool_target(spool)? {
+                    SpoolTarget::Dir(dir) => {
+                        let store = SqliteStore::open(dir)?;
+                        spool_lock = store.lock_fd();
+                        Box::new(store)
+                    }
+                    // Taken over once silent for longer than a request can take.
+                    SpoolTarget::Redis(redis) => Box::new(RedisStore::open(
+                        &redis,
+                        config.timeout,
+                        config.timeout + TAKEOVER_MARGIN,
+                    )?),
+                };
                 ops = Some(ops_tx);
                 let urls: Vec<String> = config.webhooks.iter().map(|w| w.url.clone()).collect();
                 let writer = Spooler {
-                    store: Box::new(store),
+                    store,
                     shared: shared.clone(),
                     mailbox,
                     scheduler: inbox,
@@ -387,6 +401,15 @@ impl Client {
             let b = barrier.load(SeqCst);
             b != u64::MAX && s.low_water.load(SeqCst) >= b
         });
+        if !ended && self.config.spool.is_some() {
+            // The flush passes the spool writer after its commit: whatever the timeout, what
+            // was accepted before the call is in the spool when flush returns. A commit is
+            // bounded by the client's timeout (the store's I/O), so is this wait.
+            let committed = after(deadline.max(Instant::now()), self.config.timeout);
+            engine
+                .shared
+                .wait_until(committed, |_| barrier.load(SeqCst) != u64::MAX);
+        }
         self.no_losses_since(&engine, before) && ended
     }
 
@@ -488,6 +511,15 @@ impl Client {
                 return false;
             }
         }
+    }
+
+    /// False while the spool cannot be written (a Redis spool's server unreachable, an SQLite
+    /// spool's disk failing): messages accepted meanwhile are held and delivered from memory
+    /// only, until a commit succeeds again (see `Config::spool`). True without a spool. A
+    /// service that promises "acknowledged = durable" answers 503 while this is false.
+    pub fn spool_ok(&self) -> bool {
+        let engine = self.engine.load();
+        self.config.spool.is_none() || !engine.shared.spool_failing.load(Relaxed)
     }
 
     /// True once `close` was called.

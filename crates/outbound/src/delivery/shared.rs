@@ -21,6 +21,9 @@ pub(crate) struct Shared {
     pub answered_losses: AtomicU64,
     /// Bytes in the spool (after the last commit, plus calls since): `spool_max_bytes`.
     pub spool_bytes: AtomicU64,
+    /// The spool's last commit or takeover pass failed (its engine unreachable, its disk
+    /// full): messages accepted since may be in memory only.
+    pub spool_failing: AtomicBool,
     /// Enqueue calls under way, so `close` can wait them out before its last drain.
     pub calls: AtomicUsize,
     pub closed: AtomicBool,

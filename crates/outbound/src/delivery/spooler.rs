@@ -170,7 +170,9 @@ impl Spooler {
     fn commit(&mut self, writes: &mut Vec<Op>, waiting: &mut Vec<Item>) {
         let mut ok = true;
         if !writes.is_empty() {
-            if let Err(e) = self.store.apply(writes) {
+            let result = self.store.apply(writes);
+            self.shared.spool_failing.store(result.is_err(), Relaxed);
+            if let Err(e) = result {
                 ok = false;
                 let n = waiting.len();
                 self.logger.log(Level::Warn, || {
@@ -217,7 +219,9 @@ impl Spooler {
 
     /// Takes over the files of dead processes and closed clients.
     fn adopt(&mut self) {
-        match self.store.adopt() {
+        let result = self.store.adopt();
+        self.shared.spool_failing.store(result.is_err(), Relaxed);
+        match result {
             Ok(adopted) => {
                 for (path, why) in &adopted.warnings {
                     self.logger

@@ -2,7 +2,9 @@
 //! the spool writer (`delivery/spooler.rs`) never knows which engine holds them. Engines:
 //! `sqlite/` (files in a directory, the embedded default: `mod.rs` the file, `records.rs`
 //! group commits and what is resumable, `adopt.rs` dead owners' files, `salvage.rs` damaged
-//! ones). `fork_gate.rs` keeps `fork()` out of SQLite.
+//! ones) and `redis/` (Redis Streams shared by a fleet: `mod.rs` the connection and the
+//! heartbeat, `keys.rs` names and entry fields, `commit.rs` group commits, `takeover.rs`
+//! dead owners' streams). `fork_gate.rs` keeps `fork()` out of SQLite.
 //!
 //! May use: `model/` and the leaves. Knows nothing of threads, channels or delivery.
 
@@ -11,6 +13,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 pub(crate) mod fork_gate;
+pub(crate) mod redis;
 pub(crate) mod sqlite;
 
 /// Where accepted messages wait for their outcome. Used from one thread (the spool writer).
@@ -18,7 +21,9 @@ pub(crate) trait Store: Send {
     /// Where the messages are kept, as logs show it.
     fn location(&self) -> String;
 
-    /// Applies every op in one commit; on error nothing of the batch is applied.
+    /// Applies every op in one commit. On error nothing of the batch is durable yet: SQLite
+    /// rolls it back; Redis keeps it in memory and writes it with the next commit that
+    /// reaches the server.
     fn apply(&mut self, ops: &[Op]) -> Result<(), Error>;
 
     /// Records taken over from others (dead processes, closed clients), at most `limit`

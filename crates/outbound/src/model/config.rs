@@ -151,9 +151,17 @@ pub struct Config {
     /// Networks exempt from `block_private_networks`, in CIDR notation (`"10.1.0.0/16"`,
     /// `"fd00::/8"`; a bare address is one host).
     pub allowed_networks: Vec<String>,
-    /// A directory for the on-disk spool: every accepted message is on disk before its first
-    /// attempt and leaves at its outcome; a new client on the directory (or a live sibling
-    /// process, for a dead one's files) resumes what is pending. `None`: memory only.
+    /// Where accepted messages are kept until their outcome: every accepted message is
+    /// stored before its first attempt and leaves at its outcome. `None`: memory only.
+    ///
+    /// - A directory (the embedded SQLite engine): a new client on the directory (or a live
+    ///   sibling process, for a dead one's files) resumes what is pending.
+    /// - `redis://[user:password@]host[:port][/db][?prefix=NAME]` (`rediss://` for TLS): a
+    ///   Redis 6.2+ server shared by a fleet (Redis Streams). A process's pending messages
+    ///   are taken over by a living process on the same server and prefix once it has shown
+    ///   no sign of life for `timeout` + 10 s. `prefix` (default `outbound`) starts every
+    ///   key, so fleets can share a server. Run Redis with `appendonly yes` and
+    ///   `appendfsync everysec` (ARCHITECTURE.md, "The spool: why Redis Streams").
     pub spool: Option<PathBuf>,
     /// Bytes the spool may hold; past it new calls are refused ([`Error::SpoolFull`],
     /// counted as `queue_full`). Default 1 GiB.
@@ -218,7 +226,16 @@ impl fmt::Debug for Config {
             .field("send", &self.send)
             .field("block_private_networks", &self.block_private_networks)
             .field("allowed_networks", &self.allowed_networks)
-            .field("spool", &self.spool)
+            .field(
+                "spool",
+                &self
+                    .spool
+                    .as_deref()
+                    .map(|p| match crate::model::spool_target::spool_target(p) {
+                        Ok(crate::model::spool_target::SpoolTarget::Redis(r)) => r.shown,
+                        _ => p.display().to_string(),
+                    }),
+            )
             .finish_non_exhaustive()
     }
 }
@@ -404,15 +421,8 @@ impl Config {
                     "must be greater than zero",
                 ));
             }
-            if self
-                .spool
-                .as_ref()
-                .is_some_and(|p| p.as_os_str().is_empty())
-            {
-                return Err(Error::config(
-                    "spool",
-                    "must be a directory path, not empty",
-                ));
+            if let Some(spool) = &self.spool {
+                crate::model::spool_target::spool_target(spool)?;
             }
         }
         if self.shared_secret.as_deref() == Some("") {

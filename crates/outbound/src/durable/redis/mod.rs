@@ -1,0 +1,448 @@
+//! The shared spool (issue #26): Redis Streams, for fleets. `spool = "redis://host:port/db"`
+//! (`rediss://` for TLS, `?prefix=NAME` to share a server between fleets).
+//!
+//! # Shape
+//!
+//! Each [`RedisStore`] (one per client) is an *owner* with a random id `O` and three keys
+//! under the hash tag `{P:O}` (`keys.rs`): the stream `{P:O}:s` holds one entry per pending
+//! message (id, accepted time, first attempt, payloads, webhook mask), the hash `{P:O}:p`
+//! the progress of messages whose entry is already written (first attempt, ingestion done,
+//! mask, copies), and `{P:O}:alive` is its heartbeat, a string with a TTL of the takeover
+//! threshold `T` (`timeout` + 10 s), refreshed every few seconds. The set `P:owners` lists
+//! the owners. The owner delivers its own messages from memory, as with no spool: Redis is
+//! the durable copy, and the owner never reads its stream.
+//!
+//! # Commits (`commit.rs`)
+//!
+//! `apply` updates what the store knows in memory, then writes what Redis lacks in one
+//! MULTI/EXEC pipeline (one round trip): an XADD per new message, one HSET for progress,
+//! one XDEL and one HDEL for the outcomes, the heartbeat when due. Entry ids are ours
+//! (`0-SEQ`), so a commit retried after a lost reply is refused as "equal or smaller"
+//! rather than written twice. When Redis cannot be reached the changes stay pending in
+//! memory (the messages are delivered all the same) and are written by the next `apply`
+//! that reaches it: a process that dies while Redis is away loses what it had not written.
+//!
+//! # Takeover (`takeover.rs`)
+//!
+//! An owner whose heartbeat has expired showed no sign of life for `T`, above the request
+//! timeout: nothing it sent can still be in flight. A living store (every `adopt`, 5 s)
+//! reads such an owner's stream through the consumer group `outbound-takeover` (XREADGROUP
+//! `>`, atomic: two adopters never get the same entry), copies the entries into its own
+//! stream and acknowledges and deletes them there in one MULTI. An adopter that dies between
+//! the read and the MULTI leaves the entries in the group's pending list; XAUTOCLAIM with a
+//! minimum idle time of `T` hands them to the next adopter. The group is created before each
+//! read (a vanished group is recreated: svix's NOGROUP stall cannot happen), and a registry
+//! that vanished is rebuilt by a SCAN of the streams.
+//!
+//! Delivery is at least once: a message delivered by a process that died before its removal
+//! was written is delivered again by its adopter, and a process frozen for longer than `T`
+//! (a stopped VM) comes back to find its messages taken over, and may deliver them too.
+
+use crate::durable::{Adopted, Cursor, Op, Record, Store};
+use crate::error::Error;
+use crate::model::spool_target::RedisSpool;
+use redis::{Connection, ConnectionLike, Pipeline, Value};
+use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+mod commit;
+pub(super) mod keys;
+mod takeover;
+#[cfg(test)]
+mod tests;
+
+use keys::Keys;
+
+/// What a takeover waits for beyond the request timeout: the heartbeat is refreshed every
+/// 5 s (the spool writer's adoption pass), so a living owner always beats twice within it.
+pub(crate) const TAKEOVER_MARGIN: Duration = Duration::from_secs(10);
+
+/// How often the heartbeat is refreshed at most (commits refresh it too when due).
+const BEAT_EVERY: Duration = Duration::from_secs(2);
+
+/// Waits between attempts to reach a Redis that did not answer.
+const RETRY_MIN: Duration = Duration::from_millis(200);
+const RETRY_MAX: Duration = Duration::from_secs(5);
+
+/// A message this store holds: where its entry is and what it still needs, so ops need no
+/// read from Redis.
+#[derive(Debug, Clone, Copy)]
+struct Live {
+    /// Its entry `0-seq` in our stream.
+    seq: u64,
+    copies: u32,
+    first_ms: Option<i64>,
+    ingest_done: bool,
+    mask: u8,
+    /// Payload bytes of ingestion and webhook body (0: none).
+    ingest: u32,
+    hook: u32,
+    /// Its entry is in Redis.
+    written: bool,
+    /// A progress field was written for it (HDEL at removal).
+    progress: bool,
+}
+
+impl Live {
+    fn bytes(&self, id: &str) -> u64 {
+        let ingest = if self.ingest_done { 0 } else { self.ingest };
+        let hook = if self.mask == 0 { 0 } else { self.hook };
+        (id.len() + ingest as usize + hook as usize) as u64
+    }
+
+    fn progress(&self) -> keys::Progress {
+        keys::Progress {
+            first_ms: self.first_ms,
+            ingest_done: self.ingest_done,
+            mask: self.mask,
+            copies: self.copies,
+        }
+    }
+}
+
+/// One client's store on a Redis server. Used from one thread (the spool writer).
+pub(crate) struct RedisStore {
+    client: redis::Client,
+    conn: Option<Connection>,
+    /// When a Redis that did not answer may be tried again, and the next wait.
+    retry_at: Option<Instant>,
+    retry_wait: Duration,
+    io_timeout: Duration,
+    /// `T`: heartbeat TTL and minimum idle time of a claim.
+    takeover_after: Duration,
+    prefix: String,
+    keys: Keys,
+    shown: String,
+    /// The messages we hold, by id.
+    live: HashMap<Arc<str>, Live>,
+    /// Entries to XADD, by seq (removed before being written: never written).
+    puts: BTreeMap<u64, Record>,
+    /// Written messages whose progress changed since the last commit.
+    dirty: HashSet<Arc<str>>,
+    /// Written entries to delete (seq, with a progress field).
+    deletes: Vec<(u64, bool)>,
+    next_seq: u64,
+    bytes: u64,
+    /// Adopted records not yet handed out by `resumable`, and how many were handed out.
+    unresumed: VecDeque<Record>,
+    resumed: i64,
+    beat_at: Option<Instant>,
+    /// We are in the registry (a SADD that adds us again means it vanished).
+    registered: bool,
+    /// Keys already reported as left alone.
+    reported: HashSet<String>,
+}
+
+impl std::fmt::Debug for RedisStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RedisStore")
+            .field("location", &self.location())
+            .field("live", &self.live.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl RedisStore {
+    /// Connects to the server and checks it can hold a spool (streams with XAUTOCLAIM:
+    /// Redis 6.2 or newer). `io_timeout` bounds every round trip; `takeover_after` is `T`.
+    pub fn open(
+        spool: &RedisSpool,
+        io_timeout: Duration,
+        takeover_after: Duration,
+    ) -> Result<RedisStore, Error> {
+        let err = |reason: String| Error::Spool {
+            path: spool.shown.clone(),
+            reason,
+        };
+        let client = redis::Client::open(spool.url.as_str())
+            .map_err(|e| err(format!("not a usable Redis URL: {e}")))?;
+        let owner = format!("{:016x}", fastrand::u64(..));
+        let mut store = RedisStore {
+            client,
+            conn: None,
+            retry_at: None,
+            retry_wait: RETRY_MIN,
+            io_timeout,
+            takeover_after,
+            prefix: spool.prefix.clone(),
+            keys: Keys::of(&spool.prefix, &owner),
+            shown: spool.shown.clone(),
+            live: HashMap::new(),
+            puts: BTreeMap::new(),
+            dirty: HashSet::new(),
+            deletes: Vec::new(),
+            next_seq: 1,
+            bytes: 0,
+            unresumed: VecDeque::new(),
+            resumed: 0,
+            beat_at: None,
+            registered: false,
+            reported: HashSet::new(),
+        };
+        let info = store.query(redis::pipe().cmd("INFO").arg("server").to_owned(), false)?;
+        let text = info
+            .first()
+            .and_then(keys::bytes)
+            .map(String::from_utf8_lossy)
+            .unwrap_or_default();
+        let version = text
+            .lines()
+            .find_map(|l| l.strip_prefix("redis_version:"))
+            .unwrap_or("")
+            .trim()
+            .to_string();
+        let parts: Vec<u32> = version
+            .split('.')
+            .take(2)
+            .filter_map(|p| p.parse().ok())
+            .collect();
+        if parts.len() == 2 && (parts[0], parts[1]) < (6, 2) {
+            return Err(err(format!(
+                "Redis {version} has no XAUTOCLAIM: the spool needs Redis 6.2 or newer"
+            )));
+        }
+        store.beat()?;
+        // A registry lost before we came (a Redis that lost data) would hide the streams of
+        // owners that died then: list them again, once per start.
+        store.rebuild_registry()?;
+        Ok(store)
+    }
+
+    fn err(&self, reason: impl Into<String>) -> Error {
+        Error::Spool {
+            path: self.shown.clone(),
+            reason: reason.into(),
+        }
+    }
+
+    /// The connection, made again when lost; fails at once while a Redis that did not
+    /// answer is left alone (so a dead server costs each commit nothing, not a timeout).
+    fn conn(&mut self) -> Result<&mut Connection, Error> {
+        if self.conn.is_none() {
+            if let Some(at) = self.retry_at {
+                let left = at.saturating_duration_since(Instant::now());
+                if !left.is_zero() {
+                    return Err(self.err(format!(
+                        "unreachable; trying again in {} ms",
+                        left.as_millis()
+                    )));
+                }
+            }
+            let made = self
+                .client
+                .get_connection_with_timeout(self.io_timeout)
+                .and_then(|c| {
+                    c.set_read_timeout(Some(self.io_timeout))?;
+                    c.set_write_timeout(Some(self.io_timeout))?;
+                    Ok(c)
+                });
+            match made {
+                Ok(c) => {
+                    self.conn = Some(c);
+                    self.retry_at = None;
+                    self.retry_wait = RETRY_MIN;
+                }
+                Err(e) => {
+                    self.retry_at = Some(Instant::now() + self.retry_wait);
+                    self.retry_wait = (self.retry_wait * 2).min(RETRY_MAX);
+                    return Err(self.err(format!("cannot connect: {e}")));
+                }
+            }
+        }
+        Ok(self.conn.as_mut().expect("connected above"))
+    }
+
+    /// Sends a pipeline and returns one reply per command (server errors as values). With
+    /// `atomic`, the commands run as one MULTI/EXEC. A failure of the connection drops it.
+    fn query(&mut self, mut pipe: Pipeline, atomic: bool) -> Result<Vec<Value>, Error> {
+        let n = pipe.len();
+        if n == 0 {
+            return Ok(Vec::new());
+        }
+        if atomic {
+            pipe.atomic();
+        }
+        let packed = pipe.get_packed_pipeline();
+        let conn = self.conn()?;
+        let result = if atomic {
+            conn.req_packed_commands(&packed, n + 1, 1)
+        } else {
+            conn.req_packed_commands(&packed, 0, n)
+        };
+        match result {
+            Ok(mut replies) if atomic => match replies.pop() {
+                Some(Value::Array(items)) if items.len() == n => Ok(items),
+                Some(e @ Value::ServerError(_)) => {
+                    Err(self.err(format!("transaction refused: {}", describe(&e))))
+                }
+                other => Err(self.err(format!("unexpected transaction reply: {other:?}"))),
+            },
+            Ok(replies) => Ok(replies),
+            Err(e) => {
+                if !(e.kind() == redis::ErrorKind::ResponseError
+                    || e.kind() == redis::ErrorKind::ExecAbortError)
+                    || !conn_is_open(self.conn.as_ref())
+                {
+                    self.conn = None;
+                    self.retry_at = Some(Instant::now() + self.retry_wait);
+                    self.retry_wait = (self.retry_wait * 2).min(RETRY_MAX);
+                }
+                Err(self.err(e.to_string()))
+            }
+        }
+    }
+
+    /// Refreshes our heartbeat and our place in the registry (rebuilding a registry that
+    /// vanished).
+    fn beat(&mut self) -> Result<(), Error> {
+        let mut pipe = redis::pipe();
+        self.beat_into(&mut pipe);
+        pipe.cmd("SADD")
+            .arg(keys::registry(&self.prefix))
+            .arg(&self.keys.owner);
+        let replies = self.query(pipe, false)?;
+        if let Some(e) = replies.iter().find(|v| is_error(v)) {
+            return Err(self.err(format!("heartbeat: {}", describe(e))));
+        }
+        let added = matches!(replies.last(), Some(Value::Int(1)));
+        if added && self.registered {
+            self.rebuild_registry()?;
+        }
+        self.registered = true;
+        Ok(())
+    }
+
+    /// Adds the heartbeat to a pipeline and notes it as refreshed.
+    fn beat_into(&mut self, pipe: &mut Pipeline) {
+        let value = format!("pid {}", std::process::id());
+        pipe.cmd("SET")
+            .arg(&self.keys.alive)
+            .arg(value)
+            .arg("PX")
+            .arg(self.takeover_after.as_millis() as u64);
+        self.beat_at = Some(Instant::now());
+    }
+
+    fn beat_due(&self) -> bool {
+        self.beat_at.map_or(true, |t| t.elapsed() >= BEAT_EVERY)
+    }
+
+    /// Lists every owner's stream under our prefix into a registry that vanished (a Redis
+    /// that lost data, or a key deleted by hand), so no dead owner is forgotten.
+    fn rebuild_registry(&mut self) -> Result<(), Error> {
+        let pattern = keys::stream_pattern(&self.prefix);
+        let mut cursor = String::from("0");
+        let mut owners = Vec::new();
+        loop {
+            let pipe = redis::pipe()
+                .cmd("SCAN")
+                .arg(&cursor)
+                .arg("MATCH")
+                .arg(&pattern)
+                .arg("COUNT")
+                .arg(1000)
+                .to_owned();
+            let reply = self.query(pipe, false)?;
+            let Some(Value::Array(parts)) = reply.into_iter().next() else {
+                return Err(self.err("unexpected SCAN reply"));
+            };
+            let mut parts = parts.into_iter();
+            cursor = parts
+                .next()
+                .as_ref()
+                .and_then(keys::bytes)
+                .map(|b| String::from_utf8_lossy(b).into_owned())
+                .unwrap_or_else(|| "0".into());
+            if let Some(Value::Array(found)) = parts.next() {
+                for key in found.iter().filter_map(keys::bytes) {
+                    let key = String::from_utf8_lossy(key);
+                    if let Some(o) = keys::owner_of_stream(&self.prefix, &key) {
+                        owners.push(o.to_string());
+                    }
+                }
+            }
+            if cursor == "0" {
+                break;
+            }
+        }
+        if !owners.is_empty() {
+            let pipe = redis::pipe()
+                .cmd("SADD")
+                .arg(keys::registry(&self.prefix))
+                .arg(&owners)
+                .to_owned();
+            self.query(pipe, false)?;
+        }
+        Ok(())
+    }
+
+    /// Writes what is pending, then leaves: with nothing held our keys go; otherwise they
+    /// stay and the heartbeat goes, so a living store takes them over at its next pass.
+    pub fn close(mut self) -> Result<(), Error> {
+        let synced = self.sync(&[]).map(|_| ());
+        let mut pipe = redis::pipe();
+        if self.live.is_empty() && synced.is_ok() {
+            pipe.cmd("DEL")
+                .arg(&self.keys.stream)
+                .arg(&self.keys.progress)
+                .arg(&self.keys.alive);
+            pipe.cmd("SREM")
+                .arg(keys::registry(&self.prefix))
+                .arg(&self.keys.owner);
+        } else {
+            pipe.cmd("DEL").arg(&self.keys.alive);
+        }
+        let done = self.query(pipe, true).map(|_| ());
+        synced.and(done)
+    }
+}
+
+fn conn_is_open(conn: Option<&Connection>) -> bool {
+    conn.is_some_and(|c| c.is_open())
+}
+
+/// A server's error as text ("ERR ...", "NOGROUP ...").
+fn describe(v: &Value) -> String {
+    match v {
+        Value::ServerError(e) => format!("{} {}", e.code(), e.details().unwrap_or("")),
+        other => format!("{other:?}"),
+    }
+}
+
+fn is_error(v: &Value) -> bool {
+    matches!(v, Value::ServerError(_))
+}
+
+impl Store for RedisStore {
+    fn location(&self) -> String {
+        format!(
+            "{} (keys {{{}:{}}})",
+            self.shown, self.prefix, self.keys.owner
+        )
+    }
+
+    fn apply(&mut self, ops: &[Op]) -> Result<(), Error> {
+        RedisStore::apply(self, ops)
+    }
+
+    fn resumable(
+        &mut self,
+        after: Option<&Cursor>,
+        limit: usize,
+    ) -> Result<(Vec<Record>, Option<Cursor>), Error> {
+        RedisStore::resumable(self, after, limit)
+    }
+
+    fn pending(&self) -> (u64, u64) {
+        (self.live.len() as u64, self.bytes)
+    }
+
+    fn adopt(&mut self) -> Result<Adopted, Error> {
+        RedisStore::adopt(self)
+    }
+
+    fn close(self: Box<Self>) -> Result<(), Error> {
+        RedisStore::close(*self)
+    }
+}

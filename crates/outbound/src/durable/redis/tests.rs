@@ -1,0 +1,291 @@
+//! The store against a real `redis-server` (scripts/redis-env.sh installs it): copies,
+//! progress carried through a takeover, living owners left alone, racing adopters.
+
+use super::*;
+use crate::model::spool_target::{spool_target, SpoolTarget};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+
+struct Server {
+    port: u16,
+    dir: std::path::PathBuf,
+    child: Child,
+}
+
+impl Server {
+    fn start() -> Server {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let dir = std::env::temp_dir().join(format!("outbound-redis-unit-{port}"));
+        std::fs::create_dir_all(&dir).unwrap();
+        let child = Command::new("redis-server")
+            .args(["--bind", "127.0.0.1", "--port", &port.to_string()])
+            .args(["--dir", dir.to_str().unwrap(), "--save", ""])
+            .args(["--appendonly", "yes", "--appendfsync", "everysec"])
+            .stdout(Stdio::null())
+            .spawn()
+            .expect("redis-server: run scripts/redis-env.sh to install it");
+        let s = Server { port, dir, child };
+        let end = Instant::now() + Duration::from_secs(10);
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(Instant::now() < end, "redis-server did not start");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        s
+    }
+
+    fn store(&self, takeover_after: Duration) -> RedisStore {
+        let url = format!("redis://127.0.0.1:{}/0?prefix=unit", self.port);
+        let SpoolTarget::Redis(spool) = spool_target(Path::new(&url)).unwrap() else {
+            unreachable!()
+        };
+        // Redis may still be loading its AOF: try for a moment.
+        let end = Instant::now() + Duration::from_secs(5);
+        loop {
+            match RedisStore::open(&spool, Duration::from_secs(2), takeover_after) {
+                Ok(s) => return s,
+                Err(e) if Instant::now() > end => panic!("{e}"),
+                Err(_) => std::thread::sleep(Duration::from_millis(50)),
+            }
+        }
+    }
+
+    fn cmd(&self, args: &[&str]) -> Value {
+        let mut c = redis::Client::open(format!("redis://127.0.0.1:{}/0", self.port))
+            .unwrap()
+            .get_connection()
+            .unwrap();
+        let mut cmd = redis::cmd(args[0]);
+        for a in &args[1..] {
+            cmd.arg(*a);
+        }
+        cmd.query(&mut c).unwrap()
+    }
+
+    fn xlen(&self, store: &RedisStore) -> i64 {
+        match self.cmd(&["XLEN", &store.keys.stream]) {
+            Value::Int(n) => n,
+            v => panic!("{v:?}"),
+        }
+    }
+
+    /// As if the owner died long ago: its heartbeat gone.
+    fn silence(&self, store: &RedisStore) {
+        self.cmd(&["DEL", &store.keys.alive]);
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+const T: Duration = Duration::from_secs(60);
+
+fn record(id: &str) -> Record {
+    Record {
+        id: Arc::from(id),
+        accepted_ms: 1_764_000_000_000,
+        first_ms: None,
+        ingest: Some(Arc::from(&b"{\"ingest\":1}"[..])),
+        hook: Some(Arc::from(&b"{\"hook\":1}"[..])),
+        hook_mask: 0b11,
+        hooks_key: 42,
+    }
+}
+
+fn id(s: &str) -> Arc<str> {
+    Arc::from(s)
+}
+
+#[test]
+fn a_repeated_id_stays_until_as_many_removes() {
+    let server = Server::start();
+    let mut a = server.store(T);
+    a.apply(&[Op::Put(record("m")), Op::Put(record("m"))])
+        .unwrap();
+    assert_eq!(server.xlen(&a), 1);
+    assert_eq!(Store::pending(&a).0, 1);
+    a.apply(&[Op::Remove { id: id("m") }]).unwrap();
+    assert_eq!(server.xlen(&a), 1, "one copy left");
+    a.apply(&[Op::Remove { id: id("m") }]).unwrap();
+    assert_eq!(server.xlen(&a), 0);
+    assert_eq!(Store::pending(&a), (0, 0));
+}
+
+#[test]
+fn progress_goes_with_a_takeover_and_the_dead_owner_s_keys_go() {
+    let server = Server::start();
+    let mut a = server.store(T);
+    a.apply(&[
+        Op::Put(record("first")),
+        Op::Put(record("ingested")),
+        Op::Put(record("masked")),
+        Op::Put(record("twice")),
+        Op::Put(record("twice")),
+    ])
+    .unwrap();
+    a.apply(&[
+        Op::FirstAttempt {
+            id: id("first"),
+            at_ms: 1_764_000_000_500,
+        },
+        Op::IngestDone { id: id("ingested") },
+        Op::HookMask {
+            id: id("masked"),
+            mask: 0b10,
+        },
+    ])
+    .unwrap();
+    server.silence(&a);
+    let dead_stream = a.keys.stream.clone();
+    std::mem::forget(a); // died: no close
+
+    let mut b = server.store(T);
+    let adopted = b.adopt().unwrap();
+    assert_eq!((adopted.records, adopted.files), (4, 1));
+    let (records, _) = b.resumable(None, 100).unwrap();
+    let by_id = |name: &str| records.iter().find(|r| &*r.id == name).unwrap().clone();
+    assert_eq!(by_id("first").first_ms, Some(1_764_000_000_500));
+    assert_eq!(by_id("ingested").ingest, None);
+    assert!(by_id("ingested").hook.is_some());
+    assert_eq!(by_id("masked").hook_mask, 0b10);
+    // Two copies: two removes to leave.
+    b.apply(&[Op::Remove { id: id("twice") }]).unwrap();
+    assert_eq!(server.xlen(&b), 4);
+    b.apply(&[Op::Remove { id: id("twice") }]).unwrap();
+    assert_eq!(server.xlen(&b), 3);
+    assert_eq!(server.cmd(&["EXISTS", &dead_stream]), Value::Int(0));
+}
+
+#[test]
+fn a_living_owner_is_never_taken_over() {
+    let server = Server::start();
+    let mut a = server.store(T);
+    a.apply(&[Op::Put(record("mine"))]).unwrap();
+    let mut b = server.store(T);
+    assert_eq!(b.adopt().unwrap().records, 0);
+    assert_eq!(server.xlen(&a), 1);
+    // Closed with messages left: the heartbeat goes, the messages stay, and are taken over.
+    RedisStore::close(a).unwrap();
+    assert_eq!(b.adopt().unwrap().records, 1);
+}
+
+#[test]
+fn two_adopters_never_get_the_same_message() {
+    let server = Server::start();
+    let mut a = server.store(T);
+    let ops: Vec<Op> = (0..2000)
+        .map(|i| Op::Put(record(&format!("m{i}"))))
+        .collect();
+    a.apply(&ops).unwrap();
+    server.silence(&a);
+    std::mem::forget(a);
+    let stores: Vec<RedisStore> = (0..3).map(|_| server.store(T)).collect();
+    let got: Vec<Vec<Arc<str>>> = std::thread::scope(|s| {
+        let handles: Vec<_> = stores
+            .into_iter()
+            .map(|mut st| {
+                s.spawn(move || {
+                    let mut ids = Vec::new();
+                    for _ in 0..3 {
+                        st.adopt().unwrap();
+                        let (r, _) = st.resumable(None, usize::MAX).unwrap();
+                        ids.extend(r.into_iter().map(|r| r.id));
+                    }
+                    ids
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    let all: Vec<&Arc<str>> = got.iter().flatten().collect();
+    let unique: HashSet<&Arc<str>> = all.iter().copied().collect();
+    assert_eq!(
+        all.len(),
+        2000,
+        "{:?}",
+        got.iter().map(Vec::len).collect::<Vec<_>>()
+    );
+    assert_eq!(unique.len(), 2000);
+}
+
+#[test]
+fn entries_an_adopter_read_and_died_with_are_claimed_after_the_threshold() {
+    let server = Server::start();
+    let t = Duration::from_millis(600);
+    let mut a = server.store(t);
+    let ops: Vec<Op> = (0..10).map(|i| Op::Put(record(&format!("m{i}")))).collect();
+    a.apply(&ops).unwrap();
+    server.silence(&a);
+    let stream = a.keys.stream.clone();
+    std::mem::forget(a);
+    // An adopter reads them, then dies before moving them.
+    server.cmd(&["XGROUP", "CREATE", &stream, keys::GROUP, "0"]);
+    server.cmd(&[
+        "XREADGROUP",
+        "GROUP",
+        keys::GROUP,
+        "ghost",
+        "STREAMS",
+        &stream,
+        ">",
+    ]);
+    let mut b = server.store(t);
+    assert_eq!(b.adopt().unwrap().records, 0, "not before the threshold");
+    std::thread::sleep(t + Duration::from_millis(100));
+    assert_eq!(b.adopt().unwrap().records, 10);
+}
+
+#[test]
+fn an_unreachable_redis_keeps_the_changes_and_writes_them_when_back() {
+    let server = Server::start();
+    let mut a = server.store(T);
+    a.apply(&[Op::Put(record("before"))]).unwrap();
+    // Cut the connection and refuse new ones for a moment: point the store at a closed port.
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let dead_port = closed.local_addr().unwrap().port();
+    drop(closed);
+    let good = a.client.clone();
+    a.client = redis::Client::open(format!("redis://127.0.0.1:{dead_port}/0")).unwrap();
+    a.conn = None;
+    assert!(a
+        .apply(&[Op::Put(record("during")), Op::Remove { id: id("before") }])
+        .is_err());
+    assert_eq!(a.backlog(), 2);
+    a.client = good;
+    a.retry_at = None;
+    a.apply(&[]).unwrap();
+    assert_eq!(a.backlog(), 0);
+    assert_eq!(server.xlen(&a), 1, "'during' written, 'before' removed");
+}
+
+#[test]
+fn an_owner_that_died_with_nothing_pending_leaves_no_key_after_a_pass() {
+    let server = Server::start();
+    let mut a = server.store(T);
+    a.apply(&[Op::Put(record("done"))]).unwrap();
+    a.apply(&[Op::Remove { id: id("done") }]).unwrap();
+    let stream = a.keys.stream.clone();
+    assert_eq!(
+        server.cmd(&["EXISTS", &stream]),
+        Value::Int(1),
+        "an empty stream"
+    );
+    server.silence(&a);
+    std::mem::forget(a);
+    let mut b = server.store(T);
+    assert_eq!(b.adopt().unwrap().records, 0);
+    assert_eq!(server.cmd(&["EXISTS", &stream]), Value::Int(0));
+    let owners = server.cmd(&["SMEMBERS", "unit:owners"]);
+    assert_eq!(
+        owners,
+        Value::Array(vec![Value::BulkString(b.keys.owner.clone().into_bytes())])
+    );
+}

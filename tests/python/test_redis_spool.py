@@ -1,0 +1,100 @@
+"""The Redis spool (issue 26) through the installed wheel: `spool="redis://..."` against a
+real redis-server (scripts/redis-env.sh installs it; each test starts its own on 127.0.0.1,
+AOF in a temp dir). What a process leaves (close, SIGKILL) is delivered by another one."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Iterator
+
+import pytest
+
+from test_spool import ACCEPT_AND_CLOSE, ACCEPT_AND_WAIT, RESUME, Sink, run, sink  # noqa: F401
+
+
+class Redis:
+    def __init__(self, tmp: Path) -> None:
+        exe = shutil.which("redis-server")
+        assert exe, "redis-server is required: run scripts/redis-env.sh"
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            self.port = s.getsockname()[1]
+        self.proc = subprocess.Popen(
+            [exe, "--bind", "127.0.0.1", "--port", str(self.port), "--dir", str(tmp),
+             "--appendonly", "yes", "--appendfsync", "everysec", "--save", ""],
+            stdout=subprocess.DEVNULL)
+        end = time.monotonic() + 10
+        while self.cli("PING") != "PONG":
+            assert time.monotonic() < end, "redis-server did not start"
+            time.sleep(0.05)
+
+    def url(self, prefix: str) -> str:
+        return f"redis://127.0.0.1:{self.port}/0?prefix={prefix}"
+
+    def cli(self, *args: str) -> str:
+        out = subprocess.run(["redis-cli", "-p", str(self.port), *args], capture_output=True,
+                             text=True)
+        return out.stdout.strip()
+
+    def entries(self, prefix: str) -> int:
+        keys = self.cli("--raw", "KEYS", "{%s:*}:s" % prefix).split()
+        return sum(int(self.cli("XLEN", k)) for k in keys)
+
+
+@pytest.fixture
+def redis(tmp_path: Path) -> Iterator[Redis]:
+    r = Redis(tmp_path)
+    yield r
+    r.proc.kill()
+    r.proc.wait()
+
+
+def test_messages_left_by_close_wait_in_redis_for_the_next_client(sink: Sink,  # noqa: F811
+                                                                  redis: Redis) -> None:
+    spool = redis.url("py")
+    left = run(ACCEPT_AND_CLOSE, sink.url, spool, "500")
+    assert left["stats"]["spooled"] == 500
+    assert redis.entries("py") == 500
+    sink.status = 200
+    report = run(RESUME, sink.url, spool, "500")
+    assert report["outcomes"] == 500
+    assert report["stats"]["resumed"] == 500
+    assert set(left["ids"]) <= set(sink.taken)
+    assert redis.entries("py") == 0
+
+
+def test_a_sigkilled_process_messages_are_delivered_by_another(sink: Sink,  # noqa: F811
+                                                               redis: Redis) -> None:
+    spool = redis.url("pykill")
+    child = subprocess.Popen([sys.executable, "-c", ACCEPT_AND_WAIT, sink.url, spool, "2000"],
+                             stdout=subprocess.PIPE, text=True)
+    assert child.stdout is not None
+    ids = set(json.loads(child.stdout.readline()))
+    assert child.stdout.readline().strip() == "READY"
+    os.kill(child.pid, signal.SIGKILL)
+    child.wait()
+    assert redis.entries("pykill") == 2000
+    sink.status = 200
+    # Taken over once the dead process's heartbeat expires (timeout 5 s + 10 s).
+    report = run(RESUME, sink.url, spool, "2000", timeout=120)
+    assert report["stats"]["resumed"] == 2000
+    assert ids <= set(sink.taken)
+
+
+def test_a_bad_redis_spool_is_a_spool_error_without_the_password() -> None:
+    import outbound
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    with pytest.raises(outbound.SpoolError) as e:
+        outbound.Client("wk", spool=f"redis://app:s3cret@127.0.0.1:{port}/0")
+    assert "s3cret" not in str(e.value)
+    assert e.value.setting == "spool"
