@@ -40,6 +40,46 @@ impl std::error::Error for ConfigError {}
 /// still one commit (one fsync) for up to 2,048 events.
 pub const DEFAULT_COMMIT_INTERVAL: f64 = 0.005;
 
+/// The `spool` setting: on (SQLite under `data_dir`), off, or a Redis URL.
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[serde(untagged)]
+pub enum Spool {
+    /// `true`: SQLite files under `data_dir/spool/<source>`; `false`: memory only.
+    On(bool),
+    /// `redis://host:port/db?prefix=P` (`rediss://` for TLS): a Redis shared by a fleet.
+    Redis(String),
+}
+
+/// The Redis key prefix of the relay's sources when the URL names none.
+pub const DEFAULT_REDIS_PREFIX: &str = "outbound-relay";
+
+/// Source `name`'s spool on the Redis at `url`: the URL's `prefix` (or
+/// [`DEFAULT_REDIS_PREFIX`]) followed by `:<name>`, so every relay of a fleet files a source's
+/// events under the same keys and takes over its dead siblings' (the core takes over only
+/// within one prefix), and sources never mix.
+pub fn source_redis_url(url: &str, name: &str) -> String {
+    let (base, query) = url.split_once('?').unwrap_or((url, ""));
+    let mut prefix = DEFAULT_REDIS_PREFIX.to_string();
+    let mut rest = Vec::new();
+    for pair in query.split('&').filter(|p| !p.is_empty()) {
+        match pair.strip_prefix("prefix=") {
+            Some(p) => prefix = p.to_string(),
+            None => rest.push(pair),
+        }
+    }
+    let own = format!("prefix={prefix}:{name}");
+    rest.push(&own);
+    format!("{base}?{}", rest.join("&"))
+}
+
+/// True when the source's spool is a Redis (not a directory under `data_dir`).
+pub fn is_redis(core: &CoreConfig) -> bool {
+    core.spool.as_ref().is_some_and(|p| {
+        let p = p.to_string_lossy();
+        p.starts_with("redis://") || p.starts_with("rediss://")
+    })
+}
+
 /// A number of seconds (`5`, `0.5`), as every duration in the file is written.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Seconds(pub f64);
@@ -121,10 +161,12 @@ macro_rules! with_delivery {
             /// Use `HTTP(S)_PROXY` from the environment.
             #[serde(default)]
             pub proxy_from_env: Option<bool>,
-            /// Keep accepted events on disk until their outcome (default true). Off: a 200
-            /// means accepted in memory only.
+            /// Where accepted events wait for their outcome: `true` (default: SQLite files
+            /// under `data_dir/spool/<source>`), `false` (memory only: a 200 means accepted
+            /// in memory), or a `redis://` / `rediss://` URL (Redis Streams shared by a fleet
+            /// of relays; each source's keys go under `<prefix>:<source>`).
             #[serde(default)]
-            pub spool: Option<bool>,
+            pub spool: Option<Spool>,
             /// Bytes each source's spool may hold.
             #[serde(default)]
             pub spool_max_bytes: Option<u64>,
@@ -155,7 +197,7 @@ macro_rules! with_delivery {
                     max_queue_size: self.max_queue_size,
                     ca_certs: self.ca_certs.clone(),
                     proxy_from_env: self.proxy_from_env,
-                    spool: self.spool,
+                    spool: self.spool.clone(),
                     spool_max_bytes: self.spool_max_bytes,
                     spool_commit_interval: self.spool_commit_interval,
                     debug: self.debug,
@@ -182,7 +224,7 @@ struct Delivery {
     max_queue_size: Option<usize>,
     ca_certs: Option<String>,
     proxy_from_env: Option<bool>,
-    spool: Option<bool>,
+    spool: Option<Spool>,
     spool_max_bytes: Option<u64>,
     spool_commit_interval: Option<Seconds>,
     debug: Option<bool>,
@@ -604,6 +646,11 @@ impl Relay {
                     "write_key" => format!("{at}.forward.write_key"),
                     "endpoint" => format!("{at}.forward.endpoint"),
                     "write_key/webhooks" => format!("{at}.webhooks"),
+                    // The spool is data_dir's unless a Redis URL was set.
+                    "spool" if is_redis(&source.core) => match source.own_keys.contains(&"spool") {
+                        true => format!("{at}.spool"),
+                        false => "spool".to_string(),
+                    },
                     "spool" => "data_dir".to_string(),
                     "allowed_networks" => setting,
                     "shared_secret" => format!("{at}.shared_secret"),
@@ -735,9 +782,11 @@ fn core_config(
     if let Some(v) = d.proxy_from_env {
         c.proxy_from_env = v;
     }
-    if d.spool.unwrap_or(true) {
-        c.spool = Some(data_dir.join("spool").join(&s.name));
-    }
+    c.spool = match &d.spool {
+        None | Some(Spool::On(true)) => Some(data_dir.join("spool").join(&s.name)),
+        Some(Spool::On(false)) => None,
+        Some(Spool::Redis(url)) => Some(PathBuf::from(source_redis_url(url, &s.name))),
+    };
     if let Some(v) = d.spool_max_bytes {
         c.spool_max_bytes = v;
     }
@@ -823,4 +872,27 @@ fn key_at(text: &str, at: usize) -> String {
         }
     }
     path
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_sources_redis_prefix_is_the_urls_followed_by_its_name() {
+        let cases = [
+            (
+                "redis://h:6379/0",
+                "redis://h:6379/0?prefix=outbound-relay:web",
+            ),
+            ("redis://h/0?prefix=eu", "redis://h/0?prefix=eu:web"),
+            (
+                "rediss://u:p@h:6380/1?protocol=resp3&prefix=eu",
+                "rediss://u:p@h:6380/1?protocol=resp3&prefix=eu:web",
+            ),
+        ];
+        for (url, want) in cases {
+            assert_eq!(source_redis_url(url, "web"), want, "{url}");
+        }
+    }
 }

@@ -3,8 +3,9 @@
 //!
 //! - `/healthz`: 200 while the process serves requests (alive);
 //! - `/readyz`: 200 when a config is loaded (always, once listening: a refused reload keeps
-//!   the old one) and the spool directory takes a write (a file created, written, synced
-//!   and removed); 503 with the reason otherwise, so the balancer sends elsewhere while a
+//!   the old one), the spool directory takes a write (a file created, written, synced
+//!   and removed) and every source's spool is being written (a Redis spool's server
+//!   reachable); 503 with the reason otherwise, so the balancer sends elsewhere while a
 //!   disk is full or read-only.
 
 use crate::reply::{self, Answer};
@@ -31,9 +32,17 @@ fn spool_writable(spool_dir: &Path) -> Result<(), String> {
     result
 }
 
-/// Blocking (a small file write): run off the runtime's worker threads.
-pub fn readyz(spool_dir: &Path) -> Answer {
-    match spool_writable(spool_dir) {
+/// Blocking (a small file write): run off the runtime's worker threads. `failing`: the
+/// sources whose spool cannot be written now (a Redis spool's server unreachable).
+pub fn readyz(spool_dir: &Path, failing: &[String]) -> Answer {
+    let writable = spool_writable(spool_dir).and_then(|()| match failing {
+        [] => Ok(()),
+        names => Err(format!(
+            "the spool of {} cannot be written",
+            names.join(", ")
+        )),
+    });
+    match writable {
         Ok(()) => reply::json(
             StatusCode::OK,
             &json!({"status": "ready", "config": "loaded", "spool": "writable"}),

@@ -111,7 +111,11 @@ pub async fn route(state: Arc<State>, req: Request<Incoming>) -> Answer {
         ("/healthz", &Method::GET | &Method::HEAD) => return health::healthz(),
         ("/readyz", &Method::GET | &Method::HEAD) => {
             let dir = state.spool_dir.clone();
-            return tokio::task::spawn_blocking(move || health::readyz(&dir))
+            let failing: Vec<String> = (live.sources.list.iter())
+                .filter(|s| !s.client.spool_ok())
+                .map(|s| s.name.clone())
+                .collect();
+            return tokio::task::spawn_blocking(move || health::readyz(&dir, &failing))
                 .await
                 .unwrap_or_else(|_| {
                     reply::error(StatusCode::SERVICE_UNAVAILABLE, "readiness check failed")

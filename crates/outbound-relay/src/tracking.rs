@@ -156,6 +156,15 @@ pub async fn handle(
             return reply::error(StatusCode::FORBIDDEN, "origin not allowed for this source");
         }
     }
+    if !source.client.spool_ok() {
+        // Acknowledged means stored: while the spool cannot be written (a Redis spool's
+        // server unreachable, a failing disk) the SDK keeps its events and retries.
+        tracing::warn!(source = %source.name, "request refused: the spool cannot be written");
+        return reply::error(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "the spool cannot be written now; retry later",
+        );
+    }
     let mut answer = match endpoint {
         Endpoint::Single(kind) => {
             obj.insert("type".into(), Value::String(kind.into()));
