@@ -22,11 +22,13 @@ run() {
 for part in rust c go python relay; do
   run "scripts/test-$part.sh"
 done
-# The fault soak, the kill tests (the library's and the relay's) and the benchmarks run here only as smoke passes (the full runs' figures are
+# The fault soak, the kill tests (the library's and the relay's), the relay's speed benchmark and soak, and the benchmarks run here only as smoke passes (the full runs' figures are
 # in BENCHMARKS.md): the soak still checks 0 lost and one outcome per message.
 run scripts/soak.sh --smoke
 run scripts/killtest.sh --smoke
 run scripts/relay-killtest.sh --smoke
+run scripts/relay-bench.sh --smoke
+run scripts/relay-soak.sh --smoke
 run scripts/bench.sh --smoke
 printf '%s\n' "${timings[@]}"
 echo "=== all test parts passed in $(( $(date +%s) - start )) s"
