@@ -22,13 +22,16 @@ run() {
 for part in rust c go python relay; do
   run "scripts/test-$part.sh"
 done
-# The fault soak, the kill tests (the library's and the relay's) and the benchmarks run here only
-# as smoke passes (the full runs' figures are in BENCHMARKS.md and bench/results/): the soak still
-# checks 0 lost and one outcome per message, the relay's kill test 0 acknowledged events lost.
+# The fault soak, the kill tests (the library's, the relay's, Redis's), the relay's speed benchmark and
+# soak, and the benchmarks run here only as smoke passes (the full runs' figures are in BENCHMARKS.md
+# and bench/results/): the soak still checks 0 lost and one outcome per message, the relay's kill
+# test 0 acknowledged events lost.
 run scripts/soak.sh --smoke
 run scripts/killtest.sh --smoke
 run scripts/relay-killtest.sh --smoke
 run scripts/killtest-redis.sh --smoke
+run scripts/relay-bench.sh --smoke
+run scripts/relay-soak.sh --smoke
 run scripts/bench.sh --smoke
 printf '%s\n' "${timings[@]}"
 echo "=== all test parts passed in $(( $(date +%s) - start )) s"

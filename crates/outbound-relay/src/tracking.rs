@@ -22,7 +22,11 @@ use hyper::body::Incoming;
 use hyper::header::{HeaderMap, HeaderValue, ORIGIN};
 use hyper::StatusCode;
 use outbound::{Error, Message, MAX_BATCH_BYTES};
-use serde_json::{json, Map, Value};
+use serde::de::{Deserializer, MapAccess, Visitor};
+use serde_json::value::RawValue;
+use serde_json::{json, Value};
+use std::borrow::Cow;
+use std::fmt;
 use std::sync::Arc;
 
 /// Fields an SDK adds for the transport, not the event; taken off before the core reads
@@ -121,23 +125,30 @@ pub async fn handle(
         Ok(b) => b,
         Err(e) => return reply::error(e.status, e.message),
     };
-    let value: Value = match serde_json::from_slice(&bytes) {
-        Ok(v) => v,
-        Err(e) => {
+    // The body is read once into its top-level fields, each value left as its text: an event
+    // goes to the core as text (`Message::from_json_text`), never through a `Value` tree.
+    let mut obj = match parse_object(&bytes) {
+        Ok(fields) => fields,
+        Err(ParseError::NotJson(e)) => {
             return reply::error(
                 StatusCode::BAD_REQUEST,
                 format!("body is not valid JSON: {e}"),
             )
         }
-    };
-    let Value::Object(mut obj) = value else {
-        return reply::error(StatusCode::BAD_REQUEST, "body must be a JSON object");
+        Err(ParseError::NotObject) => {
+            return reply::error(StatusCode::BAD_REQUEST, "body must be a JSON object")
+        }
     };
     // The write key: Basic auth first (the server SDKs, today's analytics.js), else the
     // body's `writeKey` (analytics.js's `text/plain` requests).
-    let key = basic_user(headers).or_else(|| match obj.get("writeKey") {
-        Some(Value::String(k)) if !k.is_empty() => Some(k.clone()),
-        _ => None,
+    let key = basic_user(headers).or_else(|| {
+        match obj
+            .get("writeKey")
+            .map(|v| serde_json::from_str::<String>(v.get()))
+        {
+            Some(Ok(k)) if !k.is_empty() => Some(k),
+            _ => None,
+        }
     });
     let Some(key) = key else {
         return reply::error(
@@ -167,7 +178,7 @@ pub async fn handle(
     }
     let mut answer = match endpoint {
         Endpoint::Single(kind) => {
-            obj.insert("type".into(), Value::String(kind.into()));
+            obj.set("type", type_value(kind));
             single(source, obj).await
         }
         Endpoint::Batch => batch(source, obj).await,
@@ -180,21 +191,153 @@ pub async fn handle(
 
 /// Takes off the transport fields and reads the event with the core. A top-level field
 /// that is `null` is absent, as in Segment's API (analytics-python sends
-/// `"anonymousId": null`, `"name": null`, ...).
-fn read_event(mut event: Map<String, Value>) -> Result<Message<outbound::JsonObject>, Error> {
-    for key in TRANSPORT_KEYS {
-        event.remove(key);
+/// `"anonymousId": null`, `"name": null`, ...). The event is rebuilt as text from its
+/// fields' own text (nested values are copied, not re-parsed) for `Message::from_json_text`.
+fn read_event(event: &Fields<'_>) -> Result<Message<outbound::JsonObject>, Error> {
+    let mut text = String::with_capacity(event.text_len() + 16);
+    text.push('{');
+    for (k, v) in &event.0 {
+        if TRANSPORT_KEYS.contains(&k.as_ref()) || v.get() == "null" {
+            continue;
+        }
+        if k == "type" && serde_json::from_str::<String>(v.get()).is_ok_and(|t| t == "delete") {
+            // Deletions are the operator's (the admin API), never a tracking client's.
+            return Err(Error::InvalidField {
+                field: "type".into(),
+                reason: "delete is not accepted here; deletions go through the admin API".into(),
+            });
+        }
+        if text.len() > 1 {
+            text.push(',');
+        }
+        push_key(&mut text, k);
+        text.push(':');
+        text.push_str(v.get());
     }
-    event.retain(|_, v| !v.is_null());
-    if event.get("type").and_then(Value::as_str) == Some("delete") {
-        // Deletions are the operator's (the admin API), never a tracking client's.
-        return Err(Error::InvalidField {
-            field: "type".into(),
-            reason: "delete is not accepted here; deletions go through the admin API".into(),
-        });
-    }
-    let text = Value::Object(event).to_string();
+    text.push('}');
     Message::from_json_text(&text)
+}
+
+/// `"key"`, escaped as JSON.
+fn push_key(text: &mut String, key: &str) {
+    if key.bytes().all(|b| b >= 0x20 && b != b'"' && b != b'\\') {
+        text.push('"');
+        text.push_str(key);
+        text.push('"');
+    } else {
+        text.push_str(&Value::String(key.to_string()).to_string());
+    }
+}
+
+/// A JSON object's top-level fields in order, each value as its own text (a later duplicate
+/// key replaces the earlier value in its place, as `serde_json::Map` does).
+struct Fields<'a>(Vec<(Cow<'a, str>, Cow<'a, RawValue>)>);
+
+impl<'a> Fields<'a> {
+    fn get(&self, key: &str) -> Option<&RawValue> {
+        self.0
+            .iter()
+            .find(|(k, _)| k == key)
+            .map(|(_, v)| v.as_ref())
+    }
+
+    fn contains(&self, key: &str) -> bool {
+        self.0.iter().any(|(k, _)| k == key)
+    }
+
+    fn remove(&mut self, key: &str) -> Option<Cow<'a, RawValue>> {
+        let at = self.0.iter().position(|(k, _)| k == key)?;
+        Some(self.0.remove(at).1)
+    }
+
+    fn set(&mut self, key: &'static str, value: Cow<'a, RawValue>) {
+        match self.0.iter_mut().find(|(k, _)| k == key) {
+            Some((_, v)) => *v = value,
+            None => self.0.push((Cow::Borrowed(key), value)),
+        }
+    }
+
+    fn text_len(&self) -> usize {
+        self.0
+            .iter()
+            .map(|(k, v)| k.len() + v.get().len() + 4)
+            .sum()
+    }
+}
+
+/// Why a body (or an event) is not a JSON object.
+enum ParseError {
+    NotJson(serde_json::Error),
+    NotObject,
+}
+
+struct FieldsVisitor;
+
+impl<'de> Visitor<'de> for FieldsVisitor {
+    type Value = Fields<'de>;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a JSON object")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Fields<'de>, A::Error> {
+        let mut fields: Vec<(Cow<'de, str>, Cow<'de, RawValue>)> = Vec::new();
+        while let Some(Key(k)) = map.next_key::<Key<'de>>()? {
+            let v: &'de RawValue = map.next_value()?;
+            match fields.iter_mut().find(|(have, _)| *have == k) {
+                Some((_, old)) => *old = Cow::Borrowed(v),
+                None => fields.push((k, Cow::Borrowed(v))),
+            }
+        }
+        Ok(Fields(fields))
+    }
+}
+
+/// A key, borrowed from the text unless it has escapes.
+struct Key<'a>(Cow<'a, str>);
+
+impl<'de> serde::Deserialize<'de> for Key<'de> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Key<'de>;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a string")
+            }
+            fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Key<'de>, E> {
+                Ok(Key(Cow::Borrowed(v)))
+            }
+            fn visit_str<E>(self, v: &str) -> Result<Key<'de>, E> {
+                Ok(Key(Cow::Owned(v.to_string())))
+            }
+        }
+        d.deserialize_str(V)
+    }
+}
+
+/// The top-level fields of the JSON object `text`.
+fn parse_object(text: &[u8]) -> Result<Fields<'_>, ParseError> {
+    let mut de = serde_json::Deserializer::from_slice(text);
+    match de
+        .deserialize_map(FieldsVisitor)
+        .and_then(|f| de.end().map(|()| f))
+    {
+        Ok(fields) => Ok(fields),
+        Err(e) if e.is_data() => {
+            // Valid JSON that is not an object, or not valid JSON at all?
+            match serde_json::from_slice::<serde::de::IgnoredAny>(text) {
+                Ok(_) => Err(ParseError::NotObject),
+                Err(e) => Err(ParseError::NotJson(e)),
+            }
+        }
+        Err(e) => Err(ParseError::NotJson(e)),
+    }
+}
+
+/// `"identify"` (...) as JSON text, for a single call's `type`.
+fn type_value(kind: &str) -> Cow<'static, RawValue> {
+    let text = format!("\"{kind}\"");
+    Cow::Owned(RawValue::from_string(text).expect("a JSON string"))
 }
 
 /// The answer to an enqueue error that is about the relay, not the event.
@@ -209,8 +352,8 @@ fn overloaded(source: &Source, e: &Error) -> Option<Answer> {
     Some(reply::error(status, e.to_string()))
 }
 
-async fn single(source: &Arc<Source>, event: Map<String, Value>) -> Answer {
-    let result = read_event(event).and_then(|msg| source.client.enqueue_with(&msg));
+async fn single(source: &Arc<Source>, event: Fields<'_>) -> Answer {
+    let result = read_event(&event).and_then(|msg| source.client.enqueue_with(&msg));
     match result {
         Ok(_) => durable(source, 1).await,
         Err(e) => {
@@ -228,36 +371,39 @@ async fn single(source: &Arc<Source>, event: Map<String, Value>) -> Answer {
     }
 }
 
-async fn batch(source: &Arc<Source>, mut obj: Map<String, Value>) -> Answer {
-    let Some(Value::Array(events)) = obj.remove("batch") else {
-        return reply::error(
-            StatusCode::BAD_REQUEST,
-            "body must be an object with a \"batch\" array",
-        );
+async fn batch(source: &Arc<Source>, mut obj: Fields<'_>) -> Answer {
+    let Some(list) = obj.remove("batch") else {
+        return not_a_batch();
+    };
+    let Ok(events) = serde_json::from_str::<Vec<&RawValue>>(list.get()) else {
+        return not_a_batch();
     };
     // Segment's batch-level context and integrations apply to events that have none.
-    let shared: Vec<(String, Value)> = ["context", "integrations"]
+    let shared: Vec<(&'static str, Cow<'_, RawValue>)> = ["context", "integrations"]
         .into_iter()
-        .filter_map(|k| obj.remove(k).map(|v| (k.to_string(), v)))
+        .filter_map(|k| obj.remove(k).map(|v| (k, v)))
         .collect();
     let mut rejected = Vec::new();
     let mut accepted = 0usize;
     for (index, event) in events.into_iter().enumerate() {
-        let Value::Object(mut event) = event else {
-            crate::metrics::rejected(&source.name, "not_an_object");
-            rejected.push(Rejected {
-                index,
-                reason: "an event must be a JSON object".into(),
-                too_large: false,
-            });
-            continue;
+        let mut event = match parse_object(event.get().as_bytes()) {
+            Ok(event) => event,
+            Err(_) => {
+                crate::metrics::rejected(&source.name, "not_an_object");
+                rejected.push(Rejected {
+                    index,
+                    reason: "an event must be a JSON object".into(),
+                    too_large: false,
+                });
+                continue;
+            }
         };
         for (k, v) in &shared {
-            if !event.contains_key(k) {
-                event.insert(k.clone(), v.clone());
+            if !event.contains(k) {
+                event.0.push((Cow::Borrowed(k), v.clone()));
             }
         }
-        match read_event(event).and_then(|msg| source.client.enqueue_with(&msg)) {
+        match read_event(&event).and_then(|msg| source.client.enqueue_with(&msg)) {
             Ok(_) => accepted += 1,
             Err(e) => {
                 if let Some(answer) = overloaded(source, &e) {
@@ -294,6 +440,13 @@ async fn batch(source: &Arc<Source>, mut obj: Map<String, Value>) -> Answer {
     reply::json(
         StatusCode::OK,
         &json!({"success": true, "accepted": accepted, "rejected": list}),
+    )
+}
+
+fn not_a_batch() -> Answer {
+    reply::error(
+        StatusCode::BAD_REQUEST,
+        "body must be an object with a \"batch\" array",
     )
 }
 

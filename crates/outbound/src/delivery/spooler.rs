@@ -67,6 +67,11 @@ impl Spooler {
         let mut waiting: Vec<Item> = Vec::new();
         let mut writes: Vec<Op> = Vec::new();
         let mut commit_at: Option<Instant> = None;
+        // When the last commit began (or the thread started): the next one is due one
+        // interval after it, not one interval after it ended (a commit as long as the
+        // interval, i.e. one slow fsync, would otherwise double the wait of every
+        // `when_spooled`), and at once when the spool has been idle for an interval or more.
+        let mut last_commit = Instant::now();
         // Where resuming goes on from (the store's cursor is kept for good: after each adopt
         // it yields only what that adopt added), and whether there may be more.
         let mut cursor: Option<Cursor> = None;
@@ -112,10 +117,11 @@ impl Spooler {
                         }
                         // Even a message with nowhere to go waits for the commit: order is
                         // kept.
-                        commit_at.get_or_insert(now + self.commit_every);
+                        commit_at.get_or_insert(self.due(last_commit, now));
                         waiting.push(item);
                     }
                     Ok(other) => {
+                        last_commit = Instant::now();
                         self.commit(&mut writes, &mut waiting);
                         commit_at = None;
                         if !self.forward_or_stop(other) {
@@ -136,16 +142,23 @@ impl Spooler {
             self.answer_waiters();
             while let Ok(op) = self.mailbox.ops.try_recv() {
                 writes.push(op);
-                commit_at.get_or_insert(now + self.commit_every);
+                commit_at.get_or_insert(self.due(last_commit, now));
             }
             if stop {
                 return self.stop(writes, waiting);
             }
             if waiting.len() >= GROUP_MAX || commit_at.is_some_and(|t| Instant::now() >= t) {
+                last_commit = Instant::now();
                 self.commit(&mut writes, &mut waiting);
                 commit_at = None;
             }
         }
+    }
+
+    /// When a group that starts `now` is committed: one interval after the last commit
+    /// began, and not before `now`.
+    fn due(&self, last_commit: Instant, now: Instant) -> Instant {
+        (last_commit + self.commit_every).max(now)
     }
 
     /// What the store keeps of `item`; `None` for a message with nowhere to go (the

@@ -1,0 +1,3 @@
+module outbound/bench/relay/loadgen
+
+go 1.22

@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# The relay's speed benchmark (bench/relay/bench.py), one command from a clean clone:
+#
+#   scripts/relay-bench.sh           one measured run of every case on the release relay
+#                                    (about 3 minutes on 2 cores): accept rate with durable
+#                                    acknowledgement (/v1/batch, 100 events, 32 connections, a
+#                                    batched forward), a burst of 1,000,000 events to one
+#                                    signed webhook beside the library alone, single events
+#                                    against the loopback limit (a trivial server, same load
+#                                    generator), 200 sources × 5 webhook URLs answering after
+#                                    100 ms; writes bench/results/relay-bench.json
+#   scripts/relay-bench.sh --smoke   every case, tiny (release build still; under 60 s once
+#                                    built); checks the benchmark works; part of scripts/test.sh
+#
+# Prints a table (each figure with the load average it ran under); exits non-zero when a case
+# breaks (nothing acknowledged, an acknowledged event never delivered). Needs go and cargo.
+set -euo pipefail
+MODE=full
+case "${1:-}" in
+  "") ;;
+  --smoke) MODE=smoke ;;
+  -h|--help) sed -n '2,17p' "$0"; exit 0 ;;
+  *) echo "usage: scripts/relay-bench.sh [--smoke]" >&2; exit 2 ;;
+esac
+ROOT="$(cd "$(dirname "$0")/.." && pwd)"
+cd "$ROOT"
+for tool in go cargo python3; do
+  command -v "$tool" >/dev/null || { echo "$tool is required" >&2; exit 1; }
+done
+BUILD="$ROOT/bench/.build"
+mkdir -p "$BUILD"
+echo "--- building the load generator and receivers (bench/relay/loadgen)"
+(cd bench/relay/loadgen && go build -o "$BUILD/relaybench" .)
+echo "--- cargo build --release -p outbound-relay (and the library-alone example)"
+cargo build --release -p outbound-relay --example bench_library_webhook
+cargo build --release -p outbound-relay
+TARGET="${CARGO_TARGET_DIR:-$ROOT/target}"
+ARGS=(--relay-bin "$TARGET/release/outbound-relay" --tool-bin "$BUILD/relaybench"
+  --library-bin "$TARGET/release/examples/bench_library_webhook" --workdir "$BUILD/relay-bench")
+echo "--- bench/relay/bench.py $MODE ($(nproc) cores; load average: $(cut -d' ' -f1-3 /proc/loadavg))"
+if [ "$MODE" = smoke ]; then
+  exec python3 bench/relay/bench.py "${ARGS[@]}" --seconds 2 --burst 20000 --library-n 5000 \
+    --tenants 10 --tenant-rate 1000 --tenant-seconds 2 </dev/null
+fi
+mkdir -p bench/results
+exec python3 bench/relay/bench.py "${ARGS[@]}" --json-out bench/results/relay-bench.json </dev/null
