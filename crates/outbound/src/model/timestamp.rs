@@ -69,7 +69,8 @@ pub fn parse(text: &str) -> Result<OffsetDateTime, Error> {
 /// `...+hhmm` as `...+hh:mm`; None when `text` does not end in a basic offset.
 fn with_offset_colon(text: &str) -> Option<String> {
     let (head, offset) = text.split_at_checked(text.len().checked_sub(5)?)?;
-    let (sign, digits) = offset.split_at(1);
+    // Checked: the fifth byte from the end may sit inside a multi-byte character.
+    let (sign, digits) = offset.split_at_checked(1)?;
     (matches!(sign, "+" | "-") && digits.bytes().all(|b| b.is_ascii_digit()))
         .then(|| format!("{head}{sign}{}:{}", &digits[..2], &digits[2..]))
 }
@@ -92,6 +93,19 @@ pub(crate) fn instant_of(ms: i64) -> Instant {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn text_ending_inside_a_multibyte_character_is_an_error_not_a_panic() {
+        // Found by the C ABI fuzzer (bytes 40 ca 9a 3b 6c 41).
+        for text in [
+            "@\u{29a};lA",
+            "\u{29a}0000",
+            "2026-11-21T09:30:00\u{e9}0000",
+            "é",
+        ] {
+            assert!(parse(text).is_err(), "{text:?}");
+        }
+    }
 
     #[test]
     fn formats_in_utc_with_milliseconds_whatever_the_offset() {
