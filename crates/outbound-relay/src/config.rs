@@ -814,7 +814,11 @@ fn toml_error(file: &str, text: &str, e: toml::de::Error) -> ConfigError {
 }
 
 /// The dotted key path at byte `at` of `text`, with array-of-tables indices.
-fn key_at(text: &str, at: usize) -> String {
+fn key_at(text: &str, mut at: usize) -> String {
+    // A span starts at a character; be sure, since slicing inside one would panic.
+    while !text.is_char_boundary(at) {
+        at -= 1;
+    }
     let line_start = text[..at].rfind('\n').map_or(0, |i| i + 1);
     let line = text[line_start..].lines().next().unwrap_or("");
     let here = line.trim();
