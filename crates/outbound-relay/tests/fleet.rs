@@ -6,58 +6,19 @@ mod support;
 
 use serde_json::{json, Value};
 use std::collections::HashSet;
-use std::net::TcpListener;
-use std::path::Path;
-use std::process::{Child, Command, Stdio};
 use std::sync::atomic::Ordering::SeqCst;
 use std::time::{Duration, Instant};
 use support::*;
 
-/// `redis-server` on a free port of 127.0.0.1, AOF on, in `dir`; killed on drop.
-struct Redis {
-    port: u16,
-    child: Child,
-}
+// The core's starter: a free port, retried if another test takes it first, and the
+// server recognised by its pid (a port probe alone once mistook another test's Redis,
+// killed a moment later, for this one).
+#[path = "../../outbound/tests/support/redis_server.rs"]
+mod redis_server;
+use redis_server::RedisServer;
 
-impl Redis {
-    fn start(dir: &Path) -> Redis {
-        let port = TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
-        let child = Command::new("redis-server")
-            .args(["--bind", "127.0.0.1", "--port", &port.to_string()])
-            .args(["--dir", dir.to_str().unwrap()])
-            .args([
-                "--appendonly",
-                "yes",
-                "--appendfsync",
-                "everysec",
-                "--save",
-                "",
-            ])
-            .stdout(Stdio::null())
-            .spawn()
-            .expect("redis-server: run scripts/redis-env.sh to install it");
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-            assert!(Instant::now() < deadline, "redis-server did not start");
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        Redis { port, child }
-    }
-
-    fn url(&self) -> String {
-        format!("redis://127.0.0.1:{}/0?prefix=fleet", self.port)
-    }
-}
-
-impl Drop for Redis {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
+fn redis_url(redis: &RedisServer) -> String {
+    redis.spool("fleet").display().to_string()
 }
 
 fn batch(from: usize, n: usize) -> String {
@@ -81,11 +42,10 @@ fn delivered(rx: &Receiver, from: usize) -> HashSet<String> {
 /// once the dead one's silence passes `timeout` + 10 s.
 #[test]
 fn a_sigkilled_relays_acknowledged_events_are_delivered_by_its_sibling() {
-    let redis_dir = temp_dir();
-    let redis = Redis::start(redis_dir.path());
+    let redis = RedisServer::start();
     let rx = Receiver::start();
     rx.status.store(503, SeqCst);
-    let extra = format!("spool = \"{}\"\ntimeout = 1\n", redis.url());
+    let extra = format!("spool = \"{}\"\ntimeout = 1\n", redis_url(&redis));
     let cfg = config(&[("web", "wk_web", &rx)], &extra);
     let (dir_a, dir_b) = (temp_dir(), temp_dir());
     let a = Relay::start(dir_a.path(), &cfg);
@@ -124,10 +84,9 @@ fn a_sigkilled_relays_acknowledged_events_are_delivered_by_its_sibling() {
 /// and says it is not ready.
 #[test]
 fn an_unreachable_redis_is_answered_503_and_not_ready() {
-    let redis_dir = temp_dir();
-    let redis = Redis::start(redis_dir.path());
+    let redis = RedisServer::start();
     let rx = Receiver::start();
-    let extra = format!("spool = \"{}\"\ntimeout = 1\n", redis.url());
+    let extra = format!("spool = \"{}\"\ntimeout = 1\n", redis_url(&redis));
     let cfg = config(&[("web", "wk_web", &rx)], &extra);
     let dir = temp_dir();
     let relay = Relay::start(dir.path(), &cfg);

@@ -2,6 +2,9 @@
 //! (`appendfsync everysec`, as the docs require) in a temp dir, stopped on drop.
 //! `scripts/redis-env.sh` installs it when missing.
 
+// Each test binary that includes this file uses only part of it.
+#![allow(dead_code)]
+
 use std::net::TcpListener;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
@@ -18,48 +21,74 @@ pub struct RedisServer {
 
 impl RedisServer {
     pub fn start() -> RedisServer {
-        let port = {
-            let l = TcpListener::bind("127.0.0.1:0").unwrap();
-            l.local_addr().unwrap().port()
-        };
         let dir = std::env::temp_dir().join(format!(
-            "outbound-redis-{}-{port}-{}",
+            "outbound-redis-{}-{}",
             std::process::id(),
             fastrand_u64()
         ));
         std::fs::create_dir_all(&dir).unwrap();
         let mut s = RedisServer {
-            port,
+            port: 0,
             dir,
             child: None,
         };
-        s.launch();
-        s
+        // A port found free may be taken before redis-server binds it (tests run in
+        // parallel): then this redis-server exits, and another port is tried.
+        for _ in 0..20 {
+            s.port = free_port();
+            if s.launch() {
+                return s;
+            }
+        }
+        panic!("redis-server did not start on any of 20 free ports");
     }
 
-    fn launch(&mut self) {
-        let child = Command::new("redis-server")
+    /// Starts redis-server on `self.port`; true once it answers as this very process (by
+    /// its pid, so a server of another test on a reused port is never mistaken for it),
+    /// false if it exited (the port was taken).
+    fn launch(&mut self) -> bool {
+        let mut child = Command::new("redis-server")
             .args(["--bind", "127.0.0.1", "--port", &self.port.to_string()])
             .args(["--dir", self.dir.to_str().unwrap()])
             .args(["--appendonly", "yes", "--appendfsync", "everysec"])
             .args(["--save", "", "--daemonize", "no", "--protected-mode", "no"])
             .args(["--loglevel", "warning"])
             .stdout(Stdio::null())
+            .stderr(Stdio::null())
             .spawn()
             .unwrap_or_else(|e| {
                 panic!("cannot start redis-server ({e}): run scripts/redis-env.sh to install it")
             });
-        self.child = Some(child);
         let deadline = Instant::now() + Duration::from_secs(10);
         loop {
-            if let Ok(mut c) = self.client().get_connection() {
-                if redis::cmd("PING").query::<String>(&mut c).is_ok() {
-                    return;
-                }
+            if child.try_wait().unwrap().is_some() {
+                return false;
             }
-            assert!(Instant::now() < deadline, "redis-server did not start");
+            if self.answers_as(child.id()) {
+                self.child = Some(child);
+                return true;
+            }
+            if Instant::now() > deadline {
+                let _ = child.kill();
+                let _ = child.wait();
+                panic!("redis-server on port {} did not answer in 10 s", self.port);
+            }
             std::thread::sleep(Duration::from_millis(20));
         }
+    }
+
+    /// Whether the server on `self.port` is up and is process `pid`.
+    fn answers_as(&self, pid: u32) -> bool {
+        let t = Duration::from_secs(1);
+        let Ok(mut c) = self.client().get_connection_with_timeout(t) else {
+            return false;
+        };
+        let _ = c.set_read_timeout(Some(t));
+        let Ok(info) = redis::cmd("INFO").arg("server").query::<String>(&mut c) else {
+            return false; // still loading its AOF, or not Redis
+        };
+        info.lines()
+            .any(|l| l.trim() == format!("process_id:{pid}"))
     }
 
     /// The `spool` setting for this server under `prefix`.
@@ -86,7 +115,13 @@ impl RedisServer {
     /// Starts again on the same port and directory (the AOF is replayed).
     pub fn restart(&mut self) {
         self.kill();
-        self.launch();
+        // The same port: clients hold its URL. Redis binds with SO_REUSEADDR, so only
+        // another process taking the port in between could stop it.
+        assert!(
+            self.launch(),
+            "redis-server could not bind port {} again",
+            self.port
+        );
     }
 
     /// Every stream under `prefix` and the message ids its entries hold.
@@ -132,6 +167,11 @@ impl Drop for RedisServer {
         self.kill();
         let _ = std::fs::remove_dir_all(&self.dir);
     }
+}
+
+fn free_port() -> u16 {
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    l.local_addr().unwrap().port()
 }
 
 fn fastrand_u64() -> u64 {

@@ -4,37 +4,24 @@
 use super::*;
 use crate::model::spool_target::{spool_target, SpoolTarget};
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+
+// The same starter as the integration tests: a free port, retried if another test takes
+// it first, and the server recognised by its pid.
+#[path = "../../../tests/support/redis_server.rs"]
+mod redis_server;
 
 struct Server {
     port: u16,
-    dir: std::path::PathBuf,
-    child: Child,
+    _redis: redis_server::RedisServer,
 }
 
 impl Server {
     fn start() -> Server {
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
-        let dir = std::env::temp_dir().join(format!("outbound-redis-unit-{port}"));
-        std::fs::create_dir_all(&dir).unwrap();
-        let child = Command::new("redis-server")
-            .args(["--bind", "127.0.0.1", "--port", &port.to_string()])
-            .args(["--dir", dir.to_str().unwrap(), "--save", ""])
-            .args(["--appendonly", "yes", "--appendfsync", "everysec"])
-            .stdout(Stdio::null())
-            .spawn()
-            .expect("redis-server: run scripts/redis-env.sh to install it");
-        let s = Server { port, dir, child };
-        let end = Instant::now() + Duration::from_secs(10);
-        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-            assert!(Instant::now() < end, "redis-server did not start");
-            std::thread::sleep(Duration::from_millis(20));
+        let redis = redis_server::RedisServer::start();
+        Server {
+            port: redis.port,
+            _redis: redis,
         }
-        s
     }
 
     fn store(&self, takeover_after: Duration) -> RedisStore {
@@ -75,14 +62,6 @@ impl Server {
     /// As if the owner died long ago: its heartbeat gone.
     fn silence(&self, store: &RedisStore) {
         self.cmd(&["DEL", &store.keys.alive]);
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-        let _ = std::fs::remove_dir_all(&self.dir);
     }
 }
 
