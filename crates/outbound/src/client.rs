@@ -3,7 +3,7 @@
 
 use crate::delivery::command::{Command, Item};
 use crate::delivery::inbox::{self, Inbox, SpoolInbox};
-use crate::delivery::lane::Delivery;
+use crate::delivery::lane::{Budget, Delivery};
 use crate::delivery::scheduler::Scheduler;
 use crate::delivery::shared::Shared;
 use crate::delivery::spooler::{hooks_key, Spooler};
@@ -72,6 +72,7 @@ impl Engine {
             ingestion: Endpoint::new(config),
             hooks: Hooks::new(config, targets),
             logger: logger.clone(),
+            budget: Budget::process(),
         });
         let shared = Arc::new(Shared::default());
         let (inbox, mailbox) = inbox::inbox();

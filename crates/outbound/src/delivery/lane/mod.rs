@@ -13,6 +13,10 @@
 //!   gets the others. A receiver that has never answered (a black hole, a port that accepts
 //!   and stays silent) gets [`SILENT`]: more would only pile up stalled requests, their
 //!   threads and their bodies. Threads idle for a whole trim period exit.
+//! - Every lane of every client in the process draws its threads from one [`Budget`]
+//!   ([`budget`]): past it, or past its fair share of it, a lane waits for its own threads
+//!   to come back instead of starting more, so many slow destinations slow down rather than
+//!   exhaust the process.
 //! - Health: after [`TRIP_AFTER`] retryable failures in a row and no success for
 //!   [`TRIP_QUIET`], the lane
 //!   holds back and sends one probe at a time, spaced by a growing, jittered backoff, until a
@@ -28,6 +32,8 @@ use crate::model::outcome::Reason;
 use crate::model::retry::{after, RetryPolicy};
 use crate::wire::ingestion::Endpoint;
 use crate::wire::webhook::Hooks;
+pub(crate) use budget::Budget;
+use budget::Seat;
 use crossbeam_channel::{Receiver, Sender};
 use std::collections::{BTreeMap, VecDeque};
 use std::ops::Bound::{Excluded, Unbounded};
@@ -70,6 +76,8 @@ pub(crate) struct Delivery {
     pub ingestion: Option<Endpoint>,
     pub hooks: Hooks,
     pub logger: Logger,
+    /// Where the lanes' threads come from: [`Budget::process`] but in tests.
+    pub budget: &'static Budget,
 }
 
 /// A finished request, back to the scheduler.
@@ -106,6 +114,12 @@ pub(crate) struct Lane {
     threads: usize,
     /// The lane's threads not yet joined (some may have exited after a trim).
     handles: Vec<std::thread::JoinHandle<()>>,
+    /// The process's lane threads, shared with every client ([`budget`]).
+    budget: &'static Budget,
+    /// Counts this lane among those holding threads, while `threads > 0`.
+    seat: Option<Seat>,
+    /// The system refused the last thread (logged once per run of refusals).
+    refused: bool,
     /// Most requests out at once since the last trim.
     peak: usize,
     /// This lane's part of [`BRISK`] ([`share_brisk`]).
@@ -135,6 +149,7 @@ impl Lane {
     ) -> Lane {
         let (jobs, jobs_rx) = crossbeam_channel::unbounded();
         let logger = delivery.logger.clone();
+        let budget = delivery.budget;
         Lane {
             label,
             index,
@@ -147,6 +162,9 @@ impl Lane {
             out: BTreeMap::new(),
             threads: 0,
             handles: Vec::new(),
+            budget,
+            seat: None,
+            refused: false,
             peak: 0,
             share: BRISK,
             min_threads: min_threads.min(cap),
@@ -214,9 +232,10 @@ impl Lane {
     }
 
     /// The rule of both: with `busy` requests out, `moving` of them not known to be slow, a
-    /// further one waits when every thread is busy and [`brisk`](Self::brisk) are moving.
+    /// further one waits when every thread is busy and [`brisk`](Self::brisk) are moving,
+    /// or the process's [`Budget`] has no thread for it.
     fn holds(&self, busy: usize, moving: usize) -> bool {
-        busy >= self.threads && moving >= self.brisk()
+        busy >= self.threads && (moving >= self.brisk() || !self.budget.may_grow(self.threads))
     }
 
     /// Requests out that are not slow beyond which the lane adds no thread: its share of
@@ -264,6 +283,7 @@ impl Lane {
     }
 }
 
+pub(crate) mod budget;
 mod health;
 #[cfg(test)]
 mod tests;

@@ -6,6 +6,11 @@ use crate::wire::ingestion::Element;
 use crate::wire::message_id::MsgId;
 
 fn lane(cap: usize) -> (Lane, Receiver<Report>) {
+    lane_in(cap, Budget::process())
+}
+
+/// A lane drawing its threads from `budget`.
+fn lane_in(cap: usize, budget: &'static Budget) -> (Lane, Receiver<Report>) {
     let config = crate::Config {
         webhooks: vec![crate::Webhook::new("http://127.0.0.1:9/x?token=secret")],
         ..Default::default()
@@ -16,6 +21,7 @@ fn lane(cap: usize) -> (Lane, Receiver<Report>) {
         ingestion: None,
         hooks: Hooks::new(&config, targets),
         logger: Logger::new(Some(false), None),
+        budget,
     });
     let (tx, rx) = crossbeam_channel::unbounded();
     let lane = Lane::new(
@@ -85,7 +91,8 @@ fn a_run_of_failures_holds_the_lane_to_one_probe() {
     let probe = l
         .take(probe_at)
         .expect("a skip does not use up the probe's turn");
-    l.start(probe, now).unwrap();
+    assert!(l.make_room());
+    l.start(probe, now);
     assert!(l.take(probe_at).is_none(), "only one probe at a time");
     l.finished(&fail(), probe_at, probe_at);
     let next = l.wake_at(now).unwrap();
@@ -94,7 +101,8 @@ fn a_run_of_failures_holds_the_lane_to_one_probe() {
         "backoff grows"
     );
     let probe = l.take(next).unwrap();
-    l.start(probe, now).unwrap();
+    assert!(l.make_room());
+    l.start(probe, now);
     l.finished(&Attempt::Success, next, next);
     assert!(!l.is_down());
     assert!(
@@ -165,7 +173,8 @@ fn threads_grow_with_demand_and_trim_when_idle() {
         l.push(hook(i));
     }
     while let Some(job) = l.take(now) {
-        l.start(job, now).unwrap();
+        assert!(l.make_room());
+        l.start(job, now);
     }
     assert_eq!(l.threads, 5, "one thread per request out");
     for _ in 0..5 {
@@ -226,7 +235,8 @@ fn batches_join_only_when_they_would_wait_for_a_connection() {
     let mut sizes = Vec::new();
     while let Some(job) = l.take(now) {
         sizes.push(carried(&job));
-        l.start(job, now).unwrap();
+        assert!(l.make_room());
+        l.start(job, now);
     }
     let mut want = vec![1; BRISK - 1];
     want.push(40 - (BRISK - 1));
@@ -361,4 +371,57 @@ fn a_receiver_that_answers_nothing_gets_silent_requests_and_no_more() {
         BRISK - 1,
         "BRISK moving again, beside the stalled ones"
     );
+}
+
+/// Starts every request the lane lets go now, on real threads; how many.
+fn start_all(l: &mut Lane, now: Instant) -> usize {
+    let mut n = 0;
+    while let Some(job) = l.take(now) {
+        assert!(l.make_room(), "take let it go, so a thread is there for it");
+        l.start(job, now);
+        n += 1;
+    }
+    n
+}
+
+#[test]
+fn lanes_stop_at_the_process_s_thread_budget_and_trim_to_a_fair_share() {
+    let budget: &'static Budget = Box::leak(Box::new(Budget::new(3)));
+    let (mut a, rx_a) = lane_in(100, budget);
+    let (mut b, rx_b) = lane_in(100, budget);
+    let now = Instant::now();
+    for i in 0..10 {
+        a.push(hook(i));
+        b.push(hook(i));
+    }
+    assert_eq!(start_all(&mut a, now), 3, "the budget is 3 threads");
+    assert_eq!(
+        start_all(&mut b, now),
+        1,
+        "a lane's first thread is never refused"
+    );
+    assert_eq!(budget.live(), 4);
+    // The receiver (port 9) refuses: each answer frees a thread, which serves its own lane.
+    for (l, rx, n) in [(&mut a, &rx_a, 3), (&mut b, &rx_b, 1)] {
+        for _ in 0..n {
+            let r = rx.recv_timeout(Duration::from_secs(10)).unwrap();
+            l.finished(&r.attempt, r.started, now);
+        }
+    }
+    assert_eq!(
+        start_all(&mut b, now),
+        1,
+        "b still holds one: its share of 3 among 2"
+    );
+    a.trim();
+    assert_eq!(a.threads, 1, "a comes down to its fair share");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while budget.live() > 2 {
+        assert!(Instant::now() < deadline, "a's extra threads did not exit");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    for l in [&mut a, &mut b] {
+        l.stop();
+        l.join_idle(Instant::now() + Duration::from_secs(10));
+    }
 }

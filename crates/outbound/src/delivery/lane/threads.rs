@@ -4,12 +4,62 @@
 use super::*;
 
 impl Lane {
-    /// Hands a request from [`take`](Self::take) to a worker, starting one when every thread
-    /// of the lane is busy.
-    pub(crate) fn start(&mut self, job: Job, now: Instant) -> Result<(), std::io::Error> {
-        if self.busy >= self.threads {
-            self.spawn()?;
+    /// Makes sure a worker is free for a request from [`take`](Self::take), starting one
+    /// when every thread of the lane is busy; false when none could be had (the process's
+    /// [`Budget`] is spent, or the system refused one): the request should wait, and the
+    /// lane's own answers, or the next housekeeping, give it another chance.
+    pub(crate) fn make_room(&mut self) -> bool {
+        if self.busy < self.threads {
+            return true;
         }
+        let Some(ticket) = self.budget.acquire(self.threads) else {
+            return false;
+        };
+        let (delivery, jobs, reports, index) = (
+            self.delivery.clone(),
+            self.jobs_rx.clone(),
+            self.reports.clone(),
+            self.index,
+        );
+        let spawned = std::thread::Builder::new()
+            .name(format!("outbound-lane-{index}"))
+            .spawn(move || {
+                // Its place in the budget ends with the thread, however it ends.
+                let _ticket = ticket;
+                work(index, &delivery, &jobs, &reports)
+            });
+        match spawned {
+            Ok(handle) => {
+                self.handles.push(handle);
+                self.threads += 1;
+                if self.seat.is_none() {
+                    self.seat = Some(self.budget.seat());
+                }
+                if std::mem::take(&mut self.refused) {
+                    self.logger.log(Level::Warn, || {
+                        format!("{}: threads start again", self.label)
+                    });
+                }
+                true
+            }
+            Err(e) => {
+                if !std::mem::replace(&mut self.refused, true) {
+                    self.logger.log(Level::Warn, || {
+                        format!(
+                            "{}: cannot start a thread ({e}); requests wait for one",
+                            self.label
+                        )
+                    });
+                }
+                false
+            }
+        }
+    }
+
+    /// Hands a request from [`take`](Self::take) to a worker made ready by
+    /// [`make_room`](Self::make_room).
+    pub(crate) fn start(&mut self, job: Job, now: Instant) {
+        debug_assert!(self.busy < self.threads, "start without make_room");
         if let Health::Down { opens, .. } = self.health {
             self.health = Health::Probing { opens };
         }
@@ -18,31 +68,31 @@ impl Lane {
         self.peak = self.peak.max(self.busy);
         // The lane holds a receiver, so the channel is open.
         let _ = self.jobs.send((now, job));
-        Ok(())
     }
 
-    fn spawn(&mut self) -> Result<(), std::io::Error> {
-        let (delivery, jobs, reports, index) = (
-            self.delivery.clone(),
-            self.jobs_rx.clone(),
-            self.reports.clone(),
-            self.index,
-        );
-        let handle = std::thread::Builder::new()
-            .name(format!("outbound-lane-{index}"))
-            .spawn(move || work(index, &delivery, &jobs, &reports))?;
-        self.handles.push(handle);
-        self.threads += 1;
-        Ok(())
+    /// The lane's thread count changed to `threads`: a lane without threads gives up its seat.
+    fn set_threads(&mut self, threads: usize) {
+        self.threads = threads;
+        if threads == 0 {
+            self.seat = None;
+        }
     }
 
     /// Called periodically: lets threads that were not needed since the last call go.
+    /// A lane above its fair share of the process's budget comes back down to it (after
+    /// the requests its threads are on).
     pub(crate) fn trim(&mut self) {
-        let want = self.peak.max(self.busy).max(self.min_threads);
-        while self.threads > want {
+        let want = self
+            .peak
+            .max(self.busy)
+            .max(self.min_threads)
+            .min(self.budget.fair_share());
+        let mut threads = self.threads;
+        while threads > want {
             let _ = self.jobs.send((Instant::now(), Job::Exit));
-            self.threads -= 1;
+            threads -= 1;
         }
+        self.set_threads(threads);
         self.peak = self.busy;
         self.join_finished();
     }
@@ -64,7 +114,7 @@ impl Lane {
         for _ in 0..self.threads {
             let _ = self.jobs.send((Instant::now(), Job::Exit));
         }
-        self.threads = 0;
+        self.set_threads(0);
         self.ready.drain(..).collect()
     }
 

@@ -3,8 +3,6 @@
 use super::track::Track;
 use super::Scheduler;
 use crate::delivery::job::{Batch, Job};
-use crate::log::Level;
-use crate::model::outcome::Reason;
 use crate::wire::ingestion::Element;
 use std::sync::atomic::Ordering::Relaxed;
 use std::time::Instant;
@@ -15,48 +13,40 @@ impl Scheduler {
         crate::delivery::lane::share_brisk(&mut self.lanes);
         for i in 0..self.lanes.len() {
             while let Some(job) = self.lanes[i].take(now) {
-                let seqs: Vec<u64> = match &job {
-                    Job::Batch(b) => b
-                        .msgs
-                        .iter()
-                        .map(|(seq, bytes)| {
-                            self.request_started(*seq, Some(bytes));
-                            *seq
-                        })
-                        .collect(),
-                    Job::Hook { seq, first, .. } => {
-                        // Every URL gets each message's first request, even when another URL
-                        // has delivered it meanwhile (design §6: the message goes to every
-                        // webhook); a retry of a round another URL settled is not sent.
-                        let target = (i - 1) as u8;
-                        let wanted = self
-                            .tracks
-                            .get(seq)
-                            .and_then(Track::round)
-                            .is_some_and(|r| r.wants(target));
-                        if !wanted && !*first {
-                            continue;
-                        }
-                        self.request_started(*seq, None);
-                        vec![*seq]
+                if let Job::Hook { seq, first, .. } = &job {
+                    // Every URL gets each message's first request, even when another URL
+                    // has delivered it meanwhile (design §6: the message goes to every
+                    // webhook); a retry of a round another URL settled is not sent.
+                    let target = (i - 1) as u8;
+                    let wanted = self
+                        .tracks
+                        .get(seq)
+                        .and_then(Track::round)
+                        .is_some_and(|r| r.wants(target));
+                    if !wanted && !*first {
+                        continue;
                     }
-                    Job::Exit => continue,
-                };
-                if let Err(e) = self.lanes[i].start(job, now) {
-                    // No thread could be started: what this request carried ends as failed
-                    // rather than waiting for a thread that will never come.
-                    self.logger.log(Level::Warn, || {
-                        format!("{}: cannot start a thread: {e}", self.lanes[i].label)
-                    });
-                    for seq in seqs {
-                        let failure = Some((Reason::Other, format!("cannot start a thread: {e}")));
-                        match self.request_ended(seq) {
-                            Some(lone) => self.lone_done(seq, &lone, failure),
-                            None => self.dest_done(seq, failure),
-                        }
-                    }
-                    return;
                 }
+                if matches!(job, Job::Exit) {
+                    continue;
+                }
+                if !self.lanes[i].make_room() {
+                    // No thread for it now (the process's budget is spent, or the system
+                    // refused one; the lane logs the latter): it waits at the head of its
+                    // lane for the lane's next answer or the next housekeeping.
+                    self.lanes[i].push_front(job);
+                    break;
+                }
+                match &job {
+                    Job::Batch(b) => {
+                        for (seq, bytes) in &b.msgs {
+                            self.request_started(*seq, Some(bytes));
+                        }
+                    }
+                    Job::Hook { seq, .. } => self.request_started(*seq, None),
+                    Job::Exit => {}
+                }
+                self.lanes[i].start(job, now);
             }
         }
     }
