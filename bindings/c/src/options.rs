@@ -618,7 +618,9 @@ pub unsafe extern "C" fn outbound_options_set_workers(
 
 /// Most requests in flight at once to each destination: the ingestion endpoint, and each
 /// webhook URL on its own (default 512). Each destination grows its delivery threads with
-/// demand up to this, so a slow or failing one never takes another's budget.
+/// demand up to this, so a slow or failing one never takes another's budget. All clients
+/// of a process together run at most 4,096 delivery threads (plus one per destination),
+/// each destination at most an equal share: past that, requests wait for a thread.
 ///
 /// Returns `OUTBOUND_RESULT_OK`, `_NULL_ARGUMENT` (options), `_PANIC`. The value is checked
 /// by `outbound_client_new` (0 is refused).

@@ -127,7 +127,9 @@ pub struct Config {
     /// requests for the whole 5 s timeout holds 250 slots at 1,000 requests/s. Requests that
     /// are answered quickly are kept to 16 out at once, shared by the destinations with
     /// work (at least 8 each); a destination that has never answered gets 8: more would
-    /// only pile up stalled requests.
+    /// only pile up stalled requests. All clients of a process together run at most 4,096
+    /// delivery threads (plus one per destination), each destination at most an equal
+    /// share: past that, requests wait for a thread instead of starting one.
     pub max_in_flight: usize,
     /// Called with each message's outcome.
     pub on_outcome: Option<OutcomeCallback>,
