@@ -36,9 +36,12 @@ impl fmt::Display for ConfigError {
 impl std::error::Error for ConfigError {}
 
 /// The relay's group commit interval unless set (seconds): an acknowledgement waits for the
-/// next commit, so the core's 20 ms would be most of a single event's answer time; 5 ms is
-/// still one commit (one fsync) for up to 2,048 events.
-pub const DEFAULT_COMMIT_INTERVAL: f64 = 0.005;
+/// next commit, so the core's 20 ms would be most of a single event's answer time. At 1 ms
+/// the fsync itself (about 0.7 ms here) gathers the requests that arrive meanwhile: 32
+/// connections sending one event a request got 2.5–4× the acknowledgements per second of
+/// 5 ms in the same runs (BENCHMARKS.md), for at most one fsync per millisecond per busy
+/// source.
+pub const DEFAULT_COMMIT_INTERVAL: f64 = 0.001;
 
 /// The `spool` setting: on (SQLite under `data_dir`), off, or a Redis URL.
 #[derive(Clone, Debug, PartialEq, Deserialize)]
@@ -170,7 +173,7 @@ macro_rules! with_delivery {
             /// Bytes each source's spool may hold.
             #[serde(default)]
             pub spool_max_bytes: Option<u64>,
-            /// The group commit interval, seconds. The relay's default is 0.005 (the core's
+            /// The group commit interval, seconds. The relay's default is 0.001 (the core's
             /// is 0.02): every acknowledgement waits for the next commit.
             #[serde(default)]
             pub spool_commit_interval: Option<Seconds>,

@@ -72,7 +72,7 @@ struct Metrics {
 }
 
 fn latency_histogram() -> Histogram {
-    // 0.5 ms to 8 s: an acknowledgement waits for a group commit (5 ms by default).
+    // 0.5 ms to 8 s: an acknowledgement waits for a group commit (1 ms by default).
     Histogram::new([
         0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 8.0,
     ])
