@@ -186,7 +186,11 @@ PREFORK = PRELUDE + textwrap.dedent("""
         workers.append(pid)
     ids = [c.track(user_id=f"u{i}", event="Forked") for i in range(n)]
     c.flush(timeout=2)
-    print(json.dumps({"pid": os.getpid(), "ids": ids}), flush=True)
+    # Four processes share stdout: a line longer than PIPE_BUF (4 KiB) would interleave
+    # with another's, so the ids go to a file and only the short pid line to the pipe.
+    with open(f"{spool}.{os.getpid()}.json", "w") as f:
+        json.dump(ids, f)
+    print(os.getpid(), flush=True)
     sys.stdin.read()
     c.close(timeout=10)
     if workers is None:
@@ -205,7 +209,11 @@ def test_prefork_workers_share_a_spool_and_the_living_adopt_the_dead(sink: Sink,
     master = subprocess.Popen([sys.executable, "-c", PREFORK, sink.url, spool, "500"],
                               stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     assert master.stdout is not None and master.stdin is not None
-    workers: List[Dict[str, Any]] = [json.loads(master.stdout.readline()) for _ in range(4)]
+    workers: List[Dict[str, Any]] = []
+    for _ in range(4):
+        pid = int(master.stdout.readline())
+        with open(f"{spool}.{pid}.json") as f:
+            workers.append({"pid": pid, "ids": json.load(f)})
     pids = {w["pid"] for w in workers}
     assert len(pids) == 4 and master.pid in pids
     files = [f for f in os.listdir(spool) if f.endswith(".db")]
