@@ -8,6 +8,7 @@ command -v cargo >/dev/null || { echo "cargo is required (https://rustup.rs)"; e
 command -v node >/dev/null || { echo "node is required for the JSON and signature interop tests"; exit 1; }
 # The Redis spool's tests start their own redis-server (installed here when missing).
 scripts/redis-env.sh
+python3 scripts/check-msrv.py
 cargo fmt --all --check
 cargo clippy --workspace --all-targets -- -D warnings
 # The relay's fuzz loop runs in scripts/test-relay.sh, where its time and count are printed.
