@@ -77,7 +77,7 @@ fn message(gen: &mut Gen, kind: Kind, i: usize) -> Message {
         Kind::Alias => Message::alias(format!("anon-{i}"), uid),
         Kind::Delete => return Message::delete(uid),
     };
-    if i % 3 == 0 {
+    if i.is_multiple_of(3) {
         m.context(gen.object(1))
     } else {
         m

@@ -234,7 +234,7 @@ fn every_accepted_message_has_exactly_one_outcome_and_counters_add_up() {
         match index % 3 {
             0 => 200,
             1 => 404,
-            _ if index % 2 == 0 => 502,
+            _ if index.is_multiple_of(2) => 502,
             _ => 200,
         }
     }

@@ -375,7 +375,7 @@ fn a_child_forked_while_the_spool_commits_gets_a_client_of_its_own() {
             while !stop.load(SeqCst) {
                 let _ = client.enqueue(&Message::track(format!("u{i}"), "Busy"));
                 i += 1;
-                if i % 5 == 0 {
+                if i.is_multiple_of(5) {
                     std::thread::sleep(Duration::from_millis(1));
                 }
             }

@@ -19,7 +19,7 @@ impl Lane {
         };
         if let Some(wait) = retry_after {
             let until = after(now, wait.min(self.policy.max_retry_after));
-            if !self.paused_until.is_some_and(|t| t >= until) {
+            if self.paused_until.is_none_or(|t| t < until) {
                 self.logger.log(Level::Debug, || {
                     format!("{}: paused {wait:?} (Retry-After)", self.label)
                 });

@@ -272,7 +272,7 @@ impl Scheduler {
     /// message's retry window has closed (they would otherwise wait for the destination).
     fn housekeeping(&mut self, now: Instant) {
         self.ticks += 1;
-        if self.ticks % TRIM_EVERY == 0 {
+        if self.ticks.is_multiple_of(TRIM_EVERY) {
             for lane in &mut self.lanes {
                 lane.trim();
             }
@@ -284,9 +284,9 @@ impl Scheduler {
             }
             let tracks = &self.tracks;
             let expired = self.lanes[i].drain_waiting(|job| match job {
-                Job::Batch(b) => !b
+                Job::Batch(b) => b
                     .first
-                    .is_some_and(|f| now >= after(f, policy.max_retry_duration)),
+                    .is_none_or(|f| now < after(f, policy.max_retry_duration)),
                 Job::Hook { seq, .. } => !tracks
                     .get(seq)
                     .and_then(Track::round)

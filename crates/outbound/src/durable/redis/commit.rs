@@ -48,7 +48,7 @@ impl RedisStore {
             // A pending id accepted again: one more copy, one more Remove to leave.
             Op::Put(_) => l.copies += 1,
             Op::FirstAttempt { at_ms, .. } => {
-                changed = l.first_ms.map_or(true, |f| f > *at_ms);
+                changed = l.first_ms.is_none_or(|f| f > *at_ms);
                 if changed {
                     l.first_ms = Some(*at_ms);
                 }

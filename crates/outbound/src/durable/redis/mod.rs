@@ -325,7 +325,7 @@ impl RedisStore {
     }
 
     fn beat_due(&self) -> bool {
-        self.beat_at.map_or(true, |t| t.elapsed() >= BEAT_EVERY)
+        self.beat_at.is_none_or(|t| t.elapsed() >= BEAT_EVERY)
     }
 
     /// Lists every owner's stream under our prefix into a registry that vanished (a Redis
