@@ -385,6 +385,15 @@ async fn batch(source: &Arc<Source>, mut obj: Fields<'_>) -> Answer {
         .collect();
     let mut rejected = Vec::new();
     let mut accepted = 0usize;
+    let (mut msgs, mut indexes) = (Vec::new(), Vec::new());
+    let reject = |rejected: &mut Vec<Rejected>, index: usize, e: Error| {
+        crate::metrics::rejected(&source.name, crate::metrics::reason(&e));
+        rejected.push(Rejected {
+            index,
+            too_large: matches!(e, Error::MessageTooLarge { .. }),
+            reason: e.to_string(),
+        });
+    };
     for (index, event) in events.into_iter().enumerate() {
         let mut event = match parse_object(event.get().as_bytes()) {
             Ok(event) => event,
@@ -403,23 +412,31 @@ async fn batch(source: &Arc<Source>, mut obj: Fields<'_>) -> Answer {
                 event.0.push((Cow::Borrowed(k), v.clone()));
             }
         }
-        match read_event(&event).and_then(|msg| source.client.enqueue_with(&msg)) {
-            Ok(_) => accepted += 1,
-            Err(e) => {
-                if let Some(answer) = overloaded(source, &e) {
-                    // The SDK resends the whole batch: the events accepted before this one
-                    // are delivered twice (receivers deduplicate by messageId).
-                    return answer;
-                }
-                crate::metrics::rejected(&source.name, crate::metrics::reason(&e));
-                rejected.push(Rejected {
-                    index,
-                    too_large: matches!(e, Error::MessageTooLarge { .. }),
-                    reason: e.to_string(),
-                });
+        match read_event(&event) {
+            Ok(msg) => {
+                msgs.push(msg);
+                indexes.push(index);
             }
+            Err(e) => reject(&mut rejected, index, e),
         }
     }
+    // All or none: a 429 must not leave part of the batch queued, to be delivered twice
+    // when the SDK sends the whole batch again.
+    match source.client.enqueue_all(&msgs) {
+        Ok(answers) => {
+            for (index, answer) in indexes.into_iter().zip(answers) {
+                match answer {
+                    Ok(_) => accepted += 1,
+                    Err(e) => reject(&mut rejected, index, e),
+                }
+            }
+        }
+        Err(e) => {
+            return overloaded(source, &e)
+                .unwrap_or_else(|| reply::error(StatusCode::SERVICE_UNAVAILABLE, e.to_string()))
+        }
+    }
+    rejected.sort_by_key(|r| r.index);
     for r in &rejected {
         tracing::info!(
             source = %source.name,

@@ -434,3 +434,67 @@ fn null_fields_are_absent_as_analytics_python_sends_them() {
     assert_eq!(got["timestamp"], "2026-11-25T10:00:00.123Z");
     assert!(got.get("anonymousId").is_none());
 }
+
+/// A batch the source's queue has no room for is answered 429 and nothing of it is kept:
+/// when the SDK sends it again, each of its events arrives once, not twice.
+#[test]
+fn a_batch_without_room_is_429_whole_and_arrives_once_when_sent_again() {
+    let dir = temp_dir();
+    let rx = Receiver::start();
+    rx.status.store(503, std::sync::atomic::Ordering::SeqCst);
+    let relay = Relay::start(
+        dir.path(),
+        &config(&[("web", "wk_web_1", &rx)], "max_queue_size = 5"),
+    );
+    let auth = basic("wk_web_1");
+    let batch = |tag: &str| {
+        let events: Vec<Value> = (0..3)
+            .map(|i| json!({"type": "track", "userId": "u1", "event": "E", "messageId": format!("{tag}-{i}")}))
+            .collect();
+        json!({ "batch": events }).to_string()
+    };
+    let send = |body: &str| {
+        post(
+            &relay.url("/v1/batch"),
+            &[JSON, ("Authorization", &auth)],
+            body.as_bytes(),
+        )
+    };
+    assert_eq!(send(&batch("a")).status, 200);
+    let full = send(&batch("b"));
+    assert_eq!(full.status, 429, "room for 2 of 3: {}", full.json());
+    // The receiver recovers; the first batch goes out, the second is sent again.
+    rx.status.store(200, std::sync::atomic::Ordering::SeqCst);
+    let ids = |hits: &[support::Hit]| -> Vec<String> {
+        hits.iter()
+            .map(|h| h.json()["messageId"].as_str().unwrap().to_string())
+            .collect()
+    };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while !(0..3).all(|i| ids(&rx.hits()).contains(&format!("a-{i}"))) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "batch a was not delivered"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    assert!(
+        !ids(&rx.hits()).iter().any(|id| id.starts_with("b-")),
+        "nothing of the refused batch was kept"
+    );
+    assert_eq!(send(&batch("b")).status, 200);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while !(0..3).all(|i| ids(&rx.hits()).contains(&format!("b-{i}"))) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "batch b was not delivered"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let got = ids(&rx.hits());
+    for i in 0..3 {
+        let b = format!("b-{i}");
+        assert_eq!(got.iter().filter(|id| **id == b).count(), 1, "{b} once");
+    }
+}

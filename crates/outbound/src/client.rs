@@ -258,38 +258,86 @@ impl Client {
             return Err(Error::Closed.into());
         }
         let item = self.encode(msg)?;
-        if self.config.spool.is_some() {
-            let size = item.ingest.as_ref().map_or(0, |b| b.len())
-                + item.hook.as_ref().map_or(0, |b| b.len());
-            let limit = self.config.spool_max_bytes;
-            let before = shared.spool_bytes.fetch_add(size as u64, Relaxed);
-            if before + size as u64 > limit {
-                shared.spool_bytes.fetch_sub(size as u64, Relaxed);
-                shared.counters.dropped.fetch_add(1, Relaxed);
-                shared.counters.queue_full.fetch_add(1, Relaxed);
-                self.logger.log(Level::Warn, || {
-                    format!("spool full ({limit} bytes): dropped message {}", item.id)
-                });
-                return Err(Error::SpoolFull { limit }.into());
-            }
-        }
-        let capacity = self.config.max_queue_size as u64;
-        if shared.pending.fetch_add(1, AcqRel) >= capacity {
-            shared.pending.fetch_sub(1, AcqRel);
-            shared.counters.dropped.fetch_add(1, Relaxed);
-            shared.counters.queue_full.fetch_add(1, Relaxed);
-            self.logger.log(Level::Warn, || {
-                format!("queue full ({capacity}): dropped message {}", item.id)
-            });
-            return Err(Error::QueueFull {
-                capacity: self.config.max_queue_size,
-            }
-            .into());
-        }
-        shared.counters.accepted.fetch_add(1, Relaxed);
+        self.admit(shared, std::slice::from_ref(&item))?;
         let id = item.id.to_string();
         engine.tx.message(item, self.config.flush_interval);
         Ok(id)
+    }
+
+    /// Enqueues `msgs` as one: each is validated and encoded on its own (its error is its
+    /// entry of the answer, as from [`enqueue_with`](Self::enqueue_with)), and the valid
+    /// ones are taken all or none. When the queue (or the spool) has no room for all of
+    /// them, none is taken and the error says which limit: a relay answering a batch 429
+    /// then leaves no part of it queued, to be sent twice when the SDK sends it again.
+    /// Never blocks.
+    pub fn enqueue_all<O: WriteJson>(
+        &self,
+        msgs: &[Message<O>],
+    ) -> Result<Vec<Result<String, O::Error>>, Error> {
+        let engine = self.engine.load();
+        let shared = &*engine.shared;
+        shared.calls.fetch_add(1, SeqCst);
+        let _call = CallGuard(shared);
+        if shared.closed.load(SeqCst) {
+            return Err(Error::Closed);
+        }
+        let mut items = Vec::with_capacity(msgs.len());
+        let answers: Vec<Result<String, O::Error>> = msgs
+            .iter()
+            .map(|msg| {
+                let item = self.encode(msg)?;
+                let id = item.id.to_string();
+                items.push(item);
+                Ok(id)
+            })
+            .collect();
+        self.admit(shared, &items)?;
+        for item in items {
+            engine.tx.message(item, self.config.flush_interval);
+        }
+        Ok(answers)
+    }
+
+    /// Takes room for `items` in the spool's bytes and the queue, all or none; counts them
+    /// accepted, or dropped as queue-full with the limit that refused them.
+    fn admit(&self, shared: &Shared, items: &[Item]) -> Result<(), Error> {
+        let n = items.len() as u64;
+        let refused = |what: String| {
+            shared.counters.dropped.fetch_add(n, Relaxed);
+            shared.counters.queue_full.fetch_add(n, Relaxed);
+            self.logger.log(Level::Warn, || match items {
+                [one] => format!("{what}: dropped message {}", one.id),
+                _ => format!("{what}: dropped {n} messages"),
+            });
+        };
+        let mut size = 0u64;
+        if self.config.spool.is_some() {
+            size = items
+                .iter()
+                .map(|i| {
+                    (i.ingest.as_ref().map_or(0, |b| b.len())
+                        + i.hook.as_ref().map_or(0, |b| b.len())) as u64
+                })
+                .sum();
+            let limit = self.config.spool_max_bytes;
+            let before = shared.spool_bytes.fetch_add(size, Relaxed);
+            if before + size > limit {
+                shared.spool_bytes.fetch_sub(size, Relaxed);
+                refused(format!("spool full ({limit} bytes)"));
+                return Err(Error::SpoolFull { limit });
+            }
+        }
+        let capacity = self.config.max_queue_size as u64;
+        if shared.pending.fetch_add(n, AcqRel) + n > capacity {
+            shared.pending.fetch_sub(n, AcqRel);
+            shared.spool_bytes.fetch_sub(size, Relaxed);
+            refused(format!("queue full ({capacity})"));
+            return Err(Error::QueueFull {
+                capacity: self.config.max_queue_size,
+            });
+        }
+        shared.counters.accepted.fetch_add(n, Relaxed);
+        Ok(())
     }
 
     fn encode<O: WriteJson>(&self, msg: &Message<O>) -> Result<Item, O::Error> {

@@ -37,6 +37,48 @@ fn a_full_queue_rejects_without_blocking() {
     assert!(!client.close(Some(Duration::from_millis(200))).unwrap());
 }
 
+/// `enqueue_all` takes the valid messages of a batch all or none: with room for 3, a batch of
+/// 4 takes nothing (so a relay's 429 leaves nothing of it queued), and an invalid message
+/// is its own answer without costing the others their place.
+#[test]
+fn enqueue_all_takes_a_batch_whole_or_not_at_all() {
+    let server = Server::start(|_| Reply::Hang);
+    let client = Client::new(Config {
+        max_queue_size: 10,
+        timeout: Duration::from_secs(30),
+        ..ingestion(&server)
+    })
+    .unwrap();
+    for i in 0..7 {
+        client.enqueue(&Message::identify(format!("u{i}"))).unwrap();
+    }
+    let four: Vec<Message> = (0..4).map(|i| Message::identify(format!("b{i}"))).collect();
+    assert_eq!(
+        client.enqueue_all(&four).unwrap_err(),
+        Error::QueueFull { capacity: 10 }
+    );
+    let s = client.stats();
+    assert_eq!((s.accepted, s.dropped, s.queue_full), (7, 4, 4));
+    let mut three_and_a_bad_one = four[..3].to_vec();
+    three_and_a_bad_one.insert(1, Message::track("u1", ""));
+    let answers = client.enqueue_all(&three_and_a_bad_one).unwrap();
+    assert!(answers[0].is_ok() && answers[2].is_ok() && answers[3].is_ok());
+    assert!(
+        matches!(
+            &answers[1],
+            Err(Error::MissingField { .. }) | Err(Error::InvalidField { .. })
+        ),
+        "{:?}",
+        answers[1]
+    );
+    assert_eq!(
+        client.stats().accepted,
+        10,
+        "the three valid ones fill the room"
+    );
+    assert!(!client.close(Some(Duration::from_millis(200))).unwrap());
+}
+
 #[test]
 fn flush_is_bounded_and_says_whether_all_was_delivered() {
     let server = Server::start(|_| Reply::Hang);
