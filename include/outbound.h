@@ -599,6 +599,20 @@ void outbound_client_free(struct outbound_client *client);
 outbound_result outbound_client_stats(const struct outbound_client *client,
                                       struct outbound_stats *out);
 
+// Writes to `*out` whether the client's spool can be written: false while it cannot (a
+// Redis spool's server unreachable, an SQLite spool's disk failing), when messages
+// accepted meanwhile are held and delivered from memory only, until a commit succeeds
+// again. True without a spool. A service that promises "accepted = durable" refuses work
+// while this is false.
+//
+// Returns `OUTBOUND_RESULT_OK`, `_NULL_ARGUMENT` (client or out), `_PANIC`. `*out` is
+// written only on success.
+//
+// # Safety
+// `client` is NULL or live; `out` is NULL or writable.
+outbound_result outbound_client_spool_ok(const struct outbound_client *client,
+                                         bool *out);
+
 // Call in the child process right after `fork()`: the parent's threads do not exist in
 // the child, so the client gets new ones and an empty queue (messages queued before the
 // fork stay the parent's to send; nothing is sent twice).

@@ -401,6 +401,15 @@ class Client:
         return self._native.closed
 
     @property
+    def spool_ok(self) -> bool:
+        """False while the spool cannot be written (a Redis spool's server unreachable, an
+        SQLite spool's disk failing): messages accepted meanwhile are held and delivered
+        from memory only, until a commit succeeds again. True without a spool. A service
+        that promises "accepted = durable" refuses work (e.g. answers 503) while this is
+        false."""
+        return self._native.spool_ok
+
+    @property
     def stats(self) -> Dict[str, int]:
         """Counters: accepted, queued, in_flight, delivered, failed, dropped (of which
         queue_full were refused calls), retries, spooled (left in the spool by close),

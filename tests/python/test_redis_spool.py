@@ -13,7 +13,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Iterator
+from typing import Callable, Iterator
 
 import pytest
 
@@ -27,14 +27,20 @@ class Redis:
         with socket.socket() as s:
             s.bind(("127.0.0.1", 0))
             self.port = s.getsockname()[1]
-        self.proc = subprocess.Popen(
-            [exe, "--bind", "127.0.0.1", "--port", str(self.port), "--dir", str(tmp),
-             "--appendonly", "yes", "--appendfsync", "everysec", "--save", ""],
-            stdout=subprocess.DEVNULL)
+        self.argv = [exe, "--bind", "127.0.0.1", "--port", str(self.port), "--dir", str(tmp),
+                     "--appendonly", "yes", "--appendfsync", "everysec", "--save", ""]
+        self.start()
+
+    def start(self) -> None:
+        self.proc = subprocess.Popen(self.argv, stdout=subprocess.DEVNULL)
         end = time.monotonic() + 10
         while self.cli("PING") != "PONG":
             assert time.monotonic() < end, "redis-server did not start"
             time.sleep(0.05)
+
+    def kill(self) -> None:
+        self.proc.kill()
+        self.proc.wait()
 
     def url(self, prefix: str) -> str:
         return f"redis://127.0.0.1:{self.port}/0?prefix={prefix}"
@@ -98,3 +104,27 @@ def test_a_bad_redis_spool_is_a_spool_error_without_the_password() -> None:
         outbound.Client("wk", spool=f"redis://app:s3cret@127.0.0.1:{port}/0")
     assert "s3cret" not in str(e.value)
     assert e.value.setting == "spool"
+
+
+def wait_until(cond: Callable[[], bool], seconds: float) -> bool:
+    end = time.monotonic() + seconds
+    while not cond():
+        if time.monotonic() > end:
+            return False
+        time.sleep(0.05)
+    return True
+
+
+def test_spool_ok_is_false_while_redis_is_down_and_true_once_it_is_back(
+        sink: Sink, redis: Redis, tmp_path: Path) -> None:  # noqa: F811
+    import outbound
+    assert outbound.Client("wk", send=False).spool_ok, "no spool: always true"
+    c = outbound.Client("wk", endpoint=sink.url, spool=redis.url("pyok"), proxy_from_env=False)
+    assert c.spool_ok
+    redis.kill()
+    c.track(user_id="u1", event="While Down")
+    assert wait_until(lambda: not c.spool_ok, 15), "a failed commit makes spool_ok false"
+    redis.start()
+    c.track(user_id="u1", event="Back")
+    assert wait_until(lambda: c.spool_ok, 30), "a commit that succeeds makes it true again"
+    c.close(timeout=1)

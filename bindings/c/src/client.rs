@@ -665,6 +665,36 @@ pub unsafe extern "C" fn outbound_client_stats(
     })
 }
 
+/// Writes to `*out` whether the client's spool can be written: false while it cannot (a
+/// Redis spool's server unreachable, an SQLite spool's disk failing), when messages
+/// accepted meanwhile are held and delivered from memory only, until a commit succeeds
+/// again. True without a spool. A service that promises "accepted = durable" refuses work
+/// while this is false.
+///
+/// Returns `OUTBOUND_RESULT_OK`, `_NULL_ARGUMENT` (client or out), `_PANIC`. `*out` is
+/// written only on success.
+///
+/// # Safety
+/// `client` is NULL or live; `out` is NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn outbound_client_spool_ok(
+    client: *const outbound_client,
+    out: *mut bool,
+) -> outbound_result {
+    ffi!({
+        finish((|| {
+            // SAFETY: the caller's contract.
+            let client = unsafe { client_ref(client) }?;
+            if out.is_null() {
+                return Err(Failure::Null("out"));
+            }
+            // SAFETY: non-NULL and writable per the contract.
+            unsafe { *out = client.spool_ok() };
+            Ok(())
+        })())
+    })
+}
+
 /// Call in the child process right after `fork()`: the parent's threads do not exist in
 /// the child, so the client gets new ones and an empty queue (messages queued before the
 /// fork stay the parent's to send; nothing is sent twice).

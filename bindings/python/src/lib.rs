@@ -245,6 +245,12 @@ mod _native {
             self.inner.is_closed()
         }
 
+        /// False while the spool cannot be written (see `Client.spool_ok`).
+        #[getter]
+        fn spool_ok(&self) -> bool {
+            self.inner.spool_ok()
+        }
+
         /// In a forked child: new threads and an empty queue.
         fn reset_after_fork(&self) -> PyResult<()> {
             self.inner.reset_after_fork().map_err(to_py)
