@@ -39,3 +39,15 @@ func BenchmarkEnqueueDryRun(b *testing.B) {
 		}
 	}
 }
+
+func BenchmarkEncodePointer(b *testing.B) {
+	var buf bytes.Buffer
+	m := benchMsg()
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		buf.Reset()
+		if _, err := encodeMessage(&buf, &m); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
