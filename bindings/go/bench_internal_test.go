@@ -40,6 +40,8 @@ func BenchmarkEnqueueDryRun(b *testing.B) {
 	}
 }
 
+// BenchmarkEncodePointer is BenchmarkEncode with the message given as a pointer (read where
+// it points: no copy of it is boxed).
 func BenchmarkEncodePointer(b *testing.B) {
 	var buf bytes.Buffer
 	m := benchMsg()
