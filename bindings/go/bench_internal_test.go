@@ -19,7 +19,7 @@ func BenchmarkEncode(b *testing.B) {
 	m := benchMsg()
 	for i := 0; i < b.N; i++ {
 		buf.Reset()
-		if _, err := encodeMessage(&buf, m); err != nil {
+		if _, _, err := encodeMessage(&buf, m); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -48,7 +48,7 @@ func BenchmarkEncodePointer(b *testing.B) {
 	b.ReportAllocs()
 	for i := 0; i < b.N; i++ {
 		buf.Reset()
-		if _, err := encodeMessage(&buf, &m); err != nil {
+		if _, _, err := encodeMessage(&buf, &m); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -196,11 +196,7 @@ func appendMap[M ~map[string]any](b []byte, m M, depth int) (_ []byte, ok bool) 
 
 // appendLargeMap is appendMap for maps of more than smallMap entries.
 func appendLargeMap[M ~map[string]any](b []byte, m M, depth int) (_ []byte, ok bool) {
-	es := make([]entry, 0, len(m))
-	for k, v := range m {
-		es = append(es, entry{k, v})
-	}
-	slices.SortFunc(es, func(x, y entry) int { return strings.Compare(x.k, y.k) })
+	es := sortedEntries(m)
 	b = append(b, '{')
 	for i := range es {
 		if i > 0 {
@@ -213,6 +209,16 @@ func appendLargeMap[M ~map[string]any](b []byte, m M, depth int) (_ []byte, ok b
 		}
 	}
 	return append(b, '}'), true
+}
+
+// sortedEntries returns m's entries sorted by key (on the heap: for large maps).
+func sortedEntries[M ~map[string]any](m M) []entry {
+	es := make([]entry, 0, len(m))
+	for k, v := range m {
+		es = append(es, entry{k, v})
+	}
+	slices.SortFunc(es, func(x, y entry) int { return strings.Compare(x.k, y.k) })
+	return es
 }
 
 // appendTime writes t in the core's wire form (UTC, milliseconds), as wireValue does; a time
