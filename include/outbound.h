@@ -549,6 +549,47 @@ outbound_result outbound_enqueue_json(const struct outbound_client *client,
                                       size_t id_len,
                                       size_t *id_written);
 
+// Enqueues a message given in the packed form: the keys of `outbound_enqueue_json`'s object
+// as tagged, length-prefixed fields, so that nothing is parsed from text. It is meant for
+// bindings that hold a message as typed values (the Go package uses it); a C program will
+// find `outbound_enqueue_json` or the call functions simpler. The same message given either
+// way is queued with the same bytes, or refused with the same code and text.
+//
+// The form (integers little-endian; every field at most once, `type` required):
+//
+// ```text
+// message := field*
+// field   := tag:u8 payload
+//            1 type, 2 messageId, 3 anonymousId, 4 userId, 5 previousId, 6 groupId,
+//            7 event, 8 name, 9 category, 10 timestamp: a str
+//            11 context, 13 properties, 14 traits: len:u32, then a value (an object) of
+//            len bytes
+//            12 integrations: a str holding the object as JSON text
+// str     := len:u32, then len bytes of UTF-8
+// value   := 'n' | 't' | 'f'                  null, true, false
+//          | 'i' i64 | 'u' u64 | 'd' f64       a number (8 bytes)
+//          | 's' str
+//          | '[' count:u32 value*
+//          | '{' count:u32 (str value)*        keys distinct, written in this order
+// ```
+//
+// `packed` is borrowed for the call (required unless `len` is 0). The id arguments and the
+// result codes are those of `outbound_identify`; a buffer that does not follow the form
+// (truncated, an unknown tag, a repeated field or key, invalid UTF-8: checked as the
+// objects are written) is
+// `OUTBOUND_RESULT_INVALID_JSON`, a missing `type` `OUTBOUND_RESULT_MISSING_FIELD`, an
+// object field given another value `OUTBOUND_RESULT_WRONG_TYPE`.
+//
+// # Safety
+// `client` is NULL or live; `packed` is NULL or points to `len` readable bytes; the id
+// pointers as for `outbound_identify`.
+outbound_result outbound_enqueue_packed(const struct outbound_client *client,
+                                        const uint8_t *packed,
+                                        size_t len,
+                                        char *id_buf,
+                                        size_t id_len,
+                                        size_t *id_written);
+
 // Sends what is waiting for a batch now and waits, at most `timeout_ms` milliseconds,
 // until every accepted message has an outcome. Values above 100 years are capped.
 //

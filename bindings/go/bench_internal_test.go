@@ -19,7 +19,7 @@ func BenchmarkEncode(b *testing.B) {
 	m := benchMsg()
 	for i := 0; i < b.N; i++ {
 		buf.Reset()
-		if _, err := encodeMessage(&buf, m); err != nil {
+		if _, _, err := encodeMessage(&buf, m); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -35,6 +35,20 @@ func BenchmarkEnqueueDryRun(b *testing.B) {
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		if err := c.Enqueue(m); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkEncodePointer is BenchmarkEncode with the message given as a pointer (read where
+// it points: no copy of it is boxed).
+func BenchmarkEncodePointer(b *testing.B) {
+	var buf bytes.Buffer
+	m := benchMsg()
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		buf.Reset()
+		if _, _, err := encodeMessage(&buf, &m); err != nil {
 			b.Fatal(err)
 		}
 	}

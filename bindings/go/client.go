@@ -161,11 +161,11 @@ func (c *client) enqueue(msg Message, wantID bool) (string, error) {
 	buf := bufPool.Get().(*bytes.Buffer)
 	buf.Reset()
 	defer bufPool.Put(buf)
-	given, err := encodeMessage(buf, msg)
+	given, packed, err := encodeMessage(buf, msg)
 	if err != nil {
 		return "", err
 	}
-	return c.enqueueText(buf.Bytes(), given, wantID, msg)
+	return c.enqueueEncoded(buf.Bytes(), packed, given, wantID, msg)
 }
 
 // enqueueWire is Enqueue for a message already in the wire shape (bindings/go/v2, through
@@ -174,15 +174,17 @@ func (c *client) enqueueWire(w *wire, wantID bool) (string, error) {
 	buf := bufPool.Get().(*bytes.Buffer)
 	buf.Reset()
 	defer bufPool.Put(buf)
-	if err := encodeWire(buf, w); err != nil {
+	packed, err := encodeWire(buf, w)
+	if err != nil {
 		return "", err
 	}
-	return c.enqueueText(buf.Bytes(), w.MessageId, wantID, nil)
+	return c.enqueueEncoded(buf.Bytes(), packed, w.MessageId, wantID, nil)
 }
 
-// enqueueText queues a message's NUL-terminated JSON text b; given is the MessageId the
-// caller set ("" for none), msg the message for the Callback (nil: none to report).
-func (c *client) enqueueText(b []byte, given string, wantID bool, msg Message) (string, error) {
+// enqueueEncoded queues a message encoded by encodeWire: b in the packed form when packed
+// is true, NUL-terminated JSON text otherwise; given is the MessageId the caller set ("" for
+// none), msg the message for the Callback (nil: none to report).
+func (c *client) enqueueEncoded(b []byte, packed bool, given string, wantID bool, msg Message) (string, error) {
 	recording := msg != nil && c.cb != nil && c.cb.callback != nil
 	if recording {
 		// Counted before the call so Close can wait for this one's early outcome.
@@ -196,7 +198,12 @@ func (c *client) enqueueText(b []byte, given string, wantID bool, msg Message) (
 		c.mu.RUnlock()
 		return "", &Error{Op: "Enqueue", Code: ErrClosed, Message: "the client is closed"}
 	}
-	r := C.gob_enqueue(c.ptr, (*C.char)(unsafe.Pointer(&b[0])), boolInt(needID))
+	var r C.gob_result
+	if packed {
+		r = C.gob_enqueue_packed(c.ptr, (*C.uint8_t)(unsafe.Pointer(&b[0])), C.size_t(len(b)), boolInt(needID))
+	} else {
+		r = C.gob_enqueue(c.ptr, (*C.char)(unsafe.Pointer(&b[0])), boolInt(needID))
+	}
 	c.mu.RUnlock()
 	if r.rc != 0 {
 		return "", takeError("Enqueue", r.rc, r.err)

@@ -25,32 +25,45 @@ import (
 
 var bufPool = sync.Pool{New: func() any { return new(bytes.Buffer) }}
 
-// encodeMessage writes msg's JSON text, NUL-terminated, into buf, and returns the MessageId
-// the caller set ("" for none).
-func encodeMessage(buf *bytes.Buffer, msg Message) (string, error) {
+// encodeMessage writes msg into buf, in the packed form when packed is true, otherwise as
+// NUL-terminated JSON text, and returns the MessageId the caller set ("" for none).
+func encodeMessage(buf *bytes.Buffer, msg Message) (given string, packed bool, err error) {
 	w, ok := toWire(msg)
 	if !ok {
-		return "", &Error{Op: "Enqueue", Code: ErrWrongType,
+		return "", false, &Error{Op: "Enqueue", Code: ErrWrongType,
 			Message: "message: a nil pointer or an unknown type; use Identify, Track, Page, Screen, Group, Alias or Delete"}
 	}
-	return w.MessageId, encodeWire(buf, &w)
+	packed, err = encodeWire(buf, &w)
+	return w.MessageId, packed, err
 }
 
-// encodeWire writes w's JSON text, NUL-terminated, into buf. Its map fields are replaced by
+// encodeWire writes w into buf: in the packed form of outbound_enqueue_packed when it can
+// (packed is true), otherwise as NUL-terminated JSON text. Its map fields are replaced by
 // their wire forms (a copy only where a time.Time had to be written).
-func encodeWire(buf *bytes.Buffer, w *wire) error {
-	// One pass for the common messages: the direct writer walks the maps once and writes
-	// time.Time values itself (fastjson.go). Anything it does not handle, or a value that is
-	// refused, takes the two passes below, which also make the errors.
+func encodeWire(buf *bytes.Buffer, w *wire) (packed bool, err error) {
+	// One pass for the common messages: the packed form (packed.go) walks the maps once and
+	// writes time.Time values itself; nothing is parsed from text in the core. Anything it
+	// does not handle, or a value that is refused, takes the JSON text: the direct writer
+	// (fastjson.go), or the two passes below, which also make the errors.
 	fast := *w
 	if c, ok := fast.Context.(*Context); ok {
 		fast.Context = c.object()
 	}
+	if out, ok := appendPacked(buf.AvailableBuffer(), &fast); ok {
+		buf.Write(out)
+		return true, nil
+	}
 	if out, ok := appendWire(buf.AvailableBuffer(), &fast); ok {
 		buf.Write(out)
 		buf.WriteByte(0)
-		return nil
+		return false, nil
 	}
+	return false, encodeText(buf, w)
+}
+
+// encodeText writes w's JSON text, NUL-terminated, into buf, through encoding/json where
+// the direct writer cannot.
+func encodeText(buf *bytes.Buffer, w *wire) error {
 	var err error
 	if w.Context, err = wireField("context", w.Context); err != nil {
 		return err

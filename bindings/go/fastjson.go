@@ -4,6 +4,7 @@ import (
 	"math"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 	"unicode/utf8"
 )
@@ -139,28 +140,85 @@ func appendValue(b []byte, v any, depth int) (_ []byte, ok bool) {
 	return b, false
 }
 
+// entry is one key and value of a map being written.
+type entry struct {
+	k string
+	v any
+}
+
+// smallMap is the most entries a map written from the stack has; larger ones are copied to
+// the heap.
+const smallMap = 16
+
 func appendMap[M ~map[string]any](b []byte, m M, depth int) (_ []byte, ok bool) {
 	if m == nil {
 		return append(b, "null"...), true
 	}
-	var small [16]string
-	keys := small[:0]
-	for k := range m {
-		keys = append(keys, k)
+	if len(m) > smallMap {
+		return appendLargeMap(b, m, depth)
 	}
-	slices.Sort(keys)
+	// The entries are taken in one walk of the map (no lookup per key afterwards) into an
+	// array on the stack (stores there need no GC write barrier), and written sorted by key,
+	// as encoding/json sorts them: the sort moves indexes, not the entries.
+	var es [smallMap]entry
+	var order [smallMap]uint8
+	n := 0
+	for k, v := range m {
+		if n == smallMap {
+			break // the map grew while being read: encoding/json says what it says
+		}
+		es[n] = entry{k, v}
+		order[n] = uint8(n)
+		n++
+	}
+	if n != len(m) {
+		return b, false
+	}
+	for i := 1; i < n; i++ {
+		for j := i; j > 0 && es[order[j]].k < es[order[j-1]].k; j-- {
+			order[j], order[j-1] = order[j-1], order[j]
+		}
+	}
 	b = append(b, '{')
-	for i, k := range keys {
+	for i := 0; i < n; i++ {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = appendString(b, k)
+		e := &es[order[i]]
+		b = appendString(b, e.k)
 		b = append(b, ':')
-		if b, ok = appendValue(b, m[k], depth+1); !ok {
+		if b, ok = appendValue(b, e.v, depth+1); !ok {
 			return b, false
 		}
 	}
 	return append(b, '}'), true
+}
+
+// appendLargeMap is appendMap for maps of more than smallMap entries.
+func appendLargeMap[M ~map[string]any](b []byte, m M, depth int) (_ []byte, ok bool) {
+	es := sortedEntries(m)
+	b = append(b, '{')
+	for i := range es {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendString(b, es[i].k)
+		b = append(b, ':')
+		if b, ok = appendValue(b, es[i].v, depth+1); !ok {
+			return b, false
+		}
+	}
+	return append(b, '}'), true
+}
+
+// sortedEntries returns m's entries sorted by key (on the heap: for large maps).
+func sortedEntries[M ~map[string]any](m M) []entry {
+	es := make([]entry, 0, len(m))
+	for k, v := range m {
+		es = append(es, entry{k, v})
+	}
+	slices.SortFunc(es, func(x, y entry) int { return strings.Compare(x.k, y.k) })
+	return es
 }
 
 // appendTime writes t in the core's wire form (UTC, milliseconds), as wireValue does; a time

@@ -146,3 +146,62 @@ func TestTheDirectWriterOnRandomValues(t *testing.T) {
 		}
 	}
 }
+
+// The core keeps an object's keys in the order it reads them, so the order the direct
+// writer gives them is the order on the wire: it must be encoding/json's (sorted by the
+// key's bytes), at every size (maps of up to 16 entries are sorted on the stack, larger ones
+// on the heap), nested too. Values without floats or U+2028/9 have one spelling in both, so
+// the texts must be equal byte for byte.
+func TestTheDirectWriterWritesKeysInEncodingJSONsOrder(t *testing.T) {
+	r := rand.New(rand.NewSource(2))
+	alphabet := []string{"a", "B", "é", "☃", "0", "10", "2", " ", `"`, `\`, "\t", "\x00", "\xff", "ab", "aB", "Z"}
+	key := func() string {
+		var b strings.Builder
+		for i := r.Intn(4); i >= 0; i-- {
+			b.WriteString(alphabet[r.Intn(len(alphabet))])
+		}
+		return b.String()
+	}
+	var gen func(n, depth int) map[string]any
+	gen = func(n, depth int) map[string]any {
+		m := map[string]any{}
+		for len(m) < n {
+			switch r.Intn(6) {
+			case 0:
+				m[key()] = key()
+			case 1:
+				m[key()] = r.Int63() - r.Int63()
+			case 2:
+				m[key()] = nil
+			case 3:
+				m[key()] = []any{true, key(), nil}
+			default:
+				if depth < 3 {
+					m[key()] = gen(r.Intn(20), depth+1)
+				} else {
+					m[key()] = false
+				}
+			}
+		}
+		return m
+	}
+	for _, n := range []int{0, 1, 2, 15, 16, 17, 40, 100} {
+		for i := 0; i < 20; i++ {
+			w := wire{Type: "track", UserId: "u", Event: "e", Properties: Properties(gen(n, 0)),
+				Context: map[string]any{"ip": "1.2.3.4", "k": gen(n, 2)}}
+			fast, ok := appendWire(nil, &w)
+			if !ok {
+				t.Fatalf("n=%d: the direct writer gave up", n)
+			}
+			var slow bytes.Buffer
+			enc := json.NewEncoder(&slow)
+			enc.SetEscapeHTML(false)
+			if err := enc.Encode(&w); err != nil {
+				t.Fatal(err)
+			}
+			if want := bytes.TrimSuffix(slow.Bytes(), []byte("\n")); !bytes.Equal(fast, want) {
+				t.Fatalf("n=%d:\ndirect:\n%q\nencoding/json:\n%q", n, fast, want)
+			}
+		}
+	}
+}

@@ -108,89 +108,110 @@ func (Delete) kind() string   { return "delete" }
 // core reads as "not given"; it decides what each call needs.
 type wire = bridge.Wire
 
-// toWire copies a message's fields into the wire shape. ok is false for a nil pointer.
+// toWire copies a message's fields into the wire shape. ok is false for a nil pointer. A
+// pointer is read where it points (no copy of the message boxed on the heap).
 func toWire(msg Message) (w wire, ok bool) {
-	var ts time.Time
-	var ctx *Context
-	var ints Integrations
 	switch m := msg.(type) {
-	case *Identify:
-		if m == nil {
-			return w, false
-		}
-		return toWire(*m)
-	case *Track:
-		if m == nil {
-			return w, false
-		}
-		return toWire(*m)
-	case *Page:
-		if m == nil {
-			return w, false
-		}
-		return toWire(*m)
-	case *Screen:
-		if m == nil {
-			return w, false
-		}
-		return toWire(*m)
-	case *Group:
-		if m == nil {
-			return w, false
-		}
-		return toWire(*m)
-	case *Alias:
-		if m == nil {
-			return w, false
-		}
-		return toWire(*m)
-	case *Delete:
-		if m == nil {
-			return w, false
-		}
-		return toWire(*m)
 	case Identify:
-		w = wire{MessageId: m.MessageId, AnonymousId: m.AnonymousId, UserId: m.UserId}
-		if len(m.Traits) > 0 {
-			w.Traits = m.Traits
-		}
-		ts, ctx, ints = m.Timestamp, m.Context, m.Integrations
+		return identifyWire(&m), true
 	case Track:
-		w = wire{MessageId: m.MessageId, AnonymousId: m.AnonymousId, UserId: m.UserId, Event: m.Event}
-		if len(m.Properties) > 0 {
-			w.Properties = m.Properties
-		}
-		ts, ctx, ints = m.Timestamp, m.Context, m.Integrations
+		return trackWire(&m), true
 	case Page:
-		w = wire{MessageId: m.MessageId, AnonymousId: m.AnonymousId, UserId: m.UserId,
-			Name: m.Name, Category: m.Category}
-		if len(m.Properties) > 0 {
-			w.Properties = m.Properties
-		}
-		ts, ctx, ints = m.Timestamp, m.Context, m.Integrations
+		return pageWire(&m), true
 	case Screen:
-		w = wire{MessageId: m.MessageId, AnonymousId: m.AnonymousId, UserId: m.UserId,
-			Name: m.Name, Category: m.Category}
-		if len(m.Properties) > 0 {
-			w.Properties = m.Properties
-		}
-		ts, ctx, ints = m.Timestamp, m.Context, m.Integrations
+		return screenWire(&m), true
 	case Group:
-		w = wire{MessageId: m.MessageId, AnonymousId: m.AnonymousId, UserId: m.UserId, GroupId: m.GroupId}
-		if len(m.Traits) > 0 {
-			w.Traits = m.Traits
-		}
-		ts, ctx, ints = m.Timestamp, m.Context, m.Integrations
+		return groupWire(&m), true
 	case Alias:
-		w = wire{MessageId: m.MessageId, PreviousId: m.PreviousId, UserId: m.UserId}
-		ts, ctx, ints = m.Timestamp, m.Context, m.Integrations
+		return aliasWire(&m), true
 	case Delete:
-		w = wire{MessageId: m.MessageId, UserId: m.UserId}
-		ts = m.Timestamp
-	default:
-		return w, false
+		return deleteWire(&m), true
+	case *Identify:
+		if m != nil {
+			return identifyWire(m), true
+		}
+	case *Track:
+		if m != nil {
+			return trackWire(m), true
+		}
+	case *Page:
+		if m != nil {
+			return pageWire(m), true
+		}
+	case *Screen:
+		if m != nil {
+			return screenWire(m), true
+		}
+	case *Group:
+		if m != nil {
+			return groupWire(m), true
+		}
+	case *Alias:
+		if m != nil {
+			return aliasWire(m), true
+		}
+	case *Delete:
+		if m != nil {
+			return deleteWire(m), true
+		}
 	}
-	w.Type = msg.kind()
+	return w, false
+}
+
+func identifyWire(m *Identify) wire {
+	w := wire{Type: m.kind(), MessageId: m.MessageId, AnonymousId: m.AnonymousId, UserId: m.UserId}
+	if len(m.Traits) > 0 {
+		w.Traits = m.Traits
+	}
+	return withCommon(w, m.Timestamp, m.Context, m.Integrations)
+}
+
+func trackWire(m *Track) wire {
+	w := wire{Type: m.kind(), MessageId: m.MessageId, AnonymousId: m.AnonymousId, UserId: m.UserId, Event: m.Event}
+	if len(m.Properties) > 0 {
+		w.Properties = m.Properties
+	}
+	return withCommon(w, m.Timestamp, m.Context, m.Integrations)
+}
+
+func pageWire(m *Page) wire {
+	w := wire{Type: m.kind(), MessageId: m.MessageId, AnonymousId: m.AnonymousId, UserId: m.UserId,
+		Name: m.Name, Category: m.Category}
+	if len(m.Properties) > 0 {
+		w.Properties = m.Properties
+	}
+	return withCommon(w, m.Timestamp, m.Context, m.Integrations)
+}
+
+func screenWire(m *Screen) wire {
+	w := wire{Type: m.kind(), MessageId: m.MessageId, AnonymousId: m.AnonymousId, UserId: m.UserId,
+		Name: m.Name, Category: m.Category}
+	if len(m.Properties) > 0 {
+		w.Properties = m.Properties
+	}
+	return withCommon(w, m.Timestamp, m.Context, m.Integrations)
+}
+
+func groupWire(m *Group) wire {
+	w := wire{Type: m.kind(), MessageId: m.MessageId, AnonymousId: m.AnonymousId, UserId: m.UserId, GroupId: m.GroupId}
+	if len(m.Traits) > 0 {
+		w.Traits = m.Traits
+	}
+	return withCommon(w, m.Timestamp, m.Context, m.Integrations)
+}
+
+func aliasWire(m *Alias) wire {
+	w := wire{Type: m.kind(), MessageId: m.MessageId, PreviousId: m.PreviousId, UserId: m.UserId}
+	return withCommon(w, m.Timestamp, m.Context, m.Integrations)
+}
+
+func deleteWire(m *Delete) wire {
+	w := wire{Type: m.kind(), MessageId: m.MessageId, UserId: m.UserId}
+	return withCommon(w, m.Timestamp, nil, nil)
+}
+
+// withCommon sets the fields every call has on w.
+func withCommon(w wire, ts time.Time, ctx *Context, ints Integrations) wire {
 	if !ts.IsZero() {
 		// Full precision and the time's own offset: the core parses it and writes the wire
 		// form (UTC, milliseconds).
@@ -203,7 +224,7 @@ func toWire(msg Message) (w wire, ok bool) {
 	if len(ints) > 0 {
 		w.Integrations = ints
 	}
-	return w, true
+	return w
 }
 
 // withID returns msg (as a value) with its MessageId set, for the Callback, which receives

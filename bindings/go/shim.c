@@ -19,6 +19,15 @@ gob_result gob_enqueue(const outbound_client *client, const char *json, int want
     return r;
 }
 
+gob_result gob_enqueue_packed(const outbound_client *client, const uint8_t *packed, size_t len,
+                              int want_id) {
+    gob_result r = {0};
+    r.rc = outbound_enqueue_packed(client, packed, len, want_id ? r.text : NULL,
+                                   want_id ? sizeof r.text : 0, NULL);
+    if (r.rc != OUTBOUND_RESULT_OK) r.err = gob_last_error();
+    return r;
+}
+
 gob_result gob_timestamp_format(int64_t unix_seconds, uint32_t nanoseconds) {
     gob_result r = {0};
     r.rc = outbound_timestamp_format(unix_seconds, nanoseconds, r.text, sizeof r.text, NULL);

@@ -5,6 +5,7 @@
 #ifndef OUTBOUND_GO_SHIM_H
 #define OUTBOUND_GO_SHIM_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "outbound.h"
@@ -18,6 +19,8 @@ typedef struct gob_result {
 } gob_result;
 
 gob_result gob_enqueue(const outbound_client *client, const char *json, int want_id);
+gob_result gob_enqueue_packed(const outbound_client *client, const uint8_t *packed, size_t len,
+                              int want_id);
 gob_result gob_timestamp_format(int64_t unix_seconds, uint32_t nanoseconds);
 gob_result gob_client_new(outbound_options *options, outbound_client **out);
 /* A failure's text from the calling thread, malloc'd (NULL if out of memory). */

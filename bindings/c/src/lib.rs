@@ -20,6 +20,7 @@ mod audience;
 mod client;
 mod convert;
 mod options;
+mod packed;
 mod recording;
 mod result;
 mod signature;

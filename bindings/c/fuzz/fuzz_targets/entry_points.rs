@@ -1,5 +1,5 @@
 //! Feeds arbitrary bytes to every JSON-taking entry point of the C ABI (audience sync
-//! included), to the text arguments of the calls, and to `outbound_sign` / `outbound_verify`, exactly as a C caller
+//! included) and to `outbound_enqueue_packed`, to the text arguments of the calls, and to `outbound_sign` / `outbound_verify`, exactly as a C caller
 //! would pass them (NUL-terminated strings, pointer + length byte ranges, small buffers).
 //!
 //! Finding = a crash, an AddressSanitizer report, a contained panic (`OUTBOUND_RESULT_PANIC`
@@ -94,7 +94,13 @@ fuzz_target!(|data: &[u8]| {
     let t = text.as_ptr();
     unsafe {
         match selector % 17 {
-            0 => with_id(id_len, |b, l, w| outbound_enqueue_json(c, t, b, l, w)),
+            0 => {
+                with_id(id_len, |b, l, w| outbound_enqueue_json(c, t, b, l, w));
+                // The same bytes as a packed message (a byte range, not a C string).
+                with_id(id_len, |b, l, w| {
+                    outbound_enqueue_packed(c, rest.as_ptr(), rest.len(), b, l, w)
+                });
+            }
             1 => with_id(id_len, |b, l, w| {
                 outbound_track(
                     c,
