@@ -79,11 +79,11 @@ fi
 if [ "$MODE" = smoke ]; then
   echo "--- building liboutbound (debug: smoke mode)"
   cargo build -p outbound-c
-  LIBDIR="$ROOT/${CARGO_TARGET_DIR:-target}/debug"
+  LIBDIR="$(cd "$ROOT" && realpath -m "${CARGO_TARGET_DIR:-target}")/debug"
 else
   echo "--- building liboutbound (release)"
   cargo build -p outbound-c --release
-  LIBDIR="$ROOT/${CARGO_TARGET_DIR:-target}/release"
+  LIBDIR="$(cd "$ROOT" && realpath -m "${CARGO_TARGET_DIR:-target}")/release"
 fi
 
 echo "--- building the receiver / load generator, the analytics-go peer and the outbound Go program"

@@ -24,7 +24,8 @@ go version
 
 step "build liboutbound"
 cargo build -p outbound-c
-libdir="$root/${CARGO_TARGET_DIR:-target}/debug"
+# CARGO_TARGET_DIR may be relative (to the root) or absolute.
+libdir="$(cd "$root" && realpath -m "${CARGO_TARGET_DIR:-target}")/debug"
 ls -l "$libdir/liboutbound.a" "$libdir/liboutbound.so"
 # A program linked against liboutbound.so asks for its SONAME (liboutbound.so.0.<minor>);
 # cargo writes only liboutbound.so, so link the SONAME to it (as scripts/test-c.sh does).
