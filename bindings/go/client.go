@@ -286,6 +286,29 @@ func (c *client) stats() Stats {
 	}
 }
 
+// SpoolChecker is implemented by the Client that New and NewWithConfig return (it is not
+// part of Client, so that existing implementations of Client, such as test doubles, keep
+// compiling): c.(outbound.SpoolChecker).SpoolOK().
+type SpoolChecker interface {
+	// SpoolOK reports false while the spool cannot be written (a Redis spool's server
+	// unreachable, an SQLite spool's disk failing): messages accepted meanwhile are held
+	// and delivered from memory only, until a commit succeeds again. True without a spool
+	// and after Close. A service that promises "accepted = durable" refuses work while it
+	// is false.
+	SpoolOK() bool
+}
+
+func (c *client) SpoolOK() bool {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	if c.ptr == nil {
+		return true
+	}
+	var ok C.bool
+	C.outbound_client_spool_ok(c.ptr, &ok)
+	return bool(ok)
+}
+
 func (c *client) Close() error {
 	if c.closing.Swap(true) {
 		return &Error{Op: "Close", Code: ErrClosed, Message: "the client is already closed"}
@@ -365,3 +388,4 @@ func (f failedClient) EnqueueID(Message) (string, error) { return "", f.err }
 func (f failedClient) Flush(context.Context) error       { return f.err }
 func (f failedClient) Stats() Stats                      { return Stats{} }
 func (f failedClient) Close() error                      { return f.err }
+func (f failedClient) SpoolOK() bool                     { return false }

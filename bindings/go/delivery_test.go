@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
@@ -70,6 +71,9 @@ func TestTheSpoolKeepsWhatCloseLeftForTheNextClient(t *testing.T) {
 		SpoolCommitInterval: 5 * time.Millisecond, CloseTimeout: 300 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
+	}
+	if !a.(outbound.SpoolChecker).SpoolOK() {
+		t.Error("Redis is up, but SpoolOK is false")
 	}
 	ids := map[string]bool{}
 	for i := 0; i < 50; i++ {
@@ -202,5 +206,75 @@ func TestAnUnreachableRedisSpoolIsErrSpoolWithoutThePassword(t *testing.T) {
 	}
 	if strings.Contains(err.Error(), "s3cret") {
 		t.Fatalf("the password shows: %v", err)
+	}
+}
+
+// SpoolOK follows the spool: false once a commit fails (its own redis-server killed), true
+// again once one succeeds (restarted on the same port).
+func TestSpoolOKIsFalseWhileRedisIsDownAndTrueOnceItIsBack(t *testing.T) {
+	if os.Getenv("OUTBOUND_TEST_REDIS") == "" {
+		t.Skip("OUTBOUND_TEST_REDIS unset (scripts/test-go.sh installs redis-server)")
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	l.Close()
+	dir := t.TempDir()
+	var server *exec.Cmd
+	start := func() {
+		server = exec.Command("redis-server", "--bind", "127.0.0.1", "--port", fmt.Sprint(port),
+			"--dir", dir, "--appendonly", "yes", "--save", "")
+		if err := server.Start(); err != nil {
+			t.Fatal(err)
+		}
+		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+			// A PING answered PONG: this server is up (not merely a port that accepts).
+			if c, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", port)); err == nil {
+				buf := make([]byte, 7)
+				c.SetDeadline(time.Now().Add(time.Second))
+				_, werr := c.Write([]byte("PING\r\n"))
+				n, _ := c.Read(buf)
+				c.Close()
+				if werr == nil && string(buf[:n]) == "+PONG\r\n" {
+					return
+				}
+			}
+			if time.Now().After(deadline) {
+				t.Fatal("redis-server did not start")
+			}
+		}
+	}
+	stop := func() { server.Process.Kill(); server.Wait() }
+	start()
+	defer func() { stop() }()
+	c, err := outbound.NewWithConfig("wk", outbound.Config{Endpoint: newReceiver(t).URL,
+		Spool: fmt.Sprintf("redis://127.0.0.1:%d/0?prefix=gook", port), CloseTimeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ok := c.(outbound.SpoolChecker).SpoolOK
+	if !ok() {
+		t.Fatal("Redis is up, but SpoolOK is false")
+	}
+	waitFor := func(want bool) bool {
+		for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+			if ok() == want {
+				return true
+			}
+		}
+		return false
+	}
+	stop()
+	mustEnqueue(t, c, outbound.Track{UserId: "u", Event: "While Down"})
+	if !waitFor(false) {
+		t.Fatal("Redis is down and a commit failed, but SpoolOK stays true")
+	}
+	start()
+	mustEnqueue(t, c, outbound.Track{UserId: "u", Event: "Back"})
+	if !waitFor(true) {
+		t.Fatal("Redis is back, but SpoolOK stays false")
 	}
 }
