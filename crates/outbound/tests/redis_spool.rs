@@ -173,6 +173,65 @@ const KILL_ENV: &str = "OUTBOUND_REDIS_KILL_CHILD";
 
 /// Two processes share one Redis; one holds 10,000 messages its receiver refuses and is
 /// SIGKILLed: the other delivers all 10,000, and none of them while the first one lived.
+/// A relay of the version before the packed entry (one field per part) died with messages
+/// in Redis: a client of this version takes them over and delivers them.
+#[test]
+fn entries_of_the_old_layout_left_by_a_dead_owner_are_delivered() {
+    let redis = RedisServer::start();
+    let up = Server::answering(200);
+    let mut c = redis.conn();
+    let stream = "{old:00000000deadbeef}:s";
+    let now_ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis()
+        .to_string();
+    for (seq, id) in [(1, "old-1"), (2, "old-2")] {
+        let element = format!(
+            r#"{{"type":"track","event":"Old","userId":"u1","messageId":"{id}","timestamp":"2026-11-25T00:00:00.000Z"}}"#
+        );
+        let _: String = redis::cmd("XADD")
+            .arg(stream)
+            .arg(format!("0-{seq}"))
+            .arg("i")
+            .arg(id)
+            .arg("a")
+            .arg(&now_ms)
+            .arg("g")
+            .arg(element)
+            .arg("m")
+            .arg(0)
+            .arg("k")
+            .arg(0)
+            .query(&mut c)
+            .unwrap();
+    }
+    let _: i64 = redis::cmd("SADD")
+        .arg("old:owners")
+        .arg("00000000deadbeef")
+        .query(&mut c)
+        .unwrap();
+    assert_eq!(
+        redis.spooled_ids("old").len(),
+        2,
+        "the helper reads the old layout"
+    );
+    let client = Client::new(on_redis(&up, &redis, "old")).unwrap();
+    assert!(
+        wait_until(Duration::from_secs(20), || ids_taken(&up).len() >= 2),
+        "taken: {:?}",
+        ids_taken(&up)
+    );
+    let mut taken = ids_taken(&up);
+    taken.sort();
+    assert_eq!(taken, ["old-1", "old-2"]);
+    assert_eq!(client.stats().resumed, 2);
+    assert!(wait_until(Duration::from_secs(5), || redis
+        .spooled_ids("old")
+        .is_empty()));
+    assert_eq!(client.close(None), Ok(true));
+}
+
 #[test]
 fn a_sigkilled_process_s_10000_pending_messages_are_delivered_by_a_living_one() {
     let n: usize = 10_000;

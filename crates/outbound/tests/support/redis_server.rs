@@ -141,8 +141,11 @@ impl RedisServer {
                 .unwrap();
             for (_, fields) in entries {
                 for (f, v) in fields {
-                    if f == "i" {
-                        ids.push(String::from_utf8(v).unwrap());
+                    match f.as_str() {
+                        "r" => ids.push(packed_id(&v)),
+                        // The old layout, one field per part.
+                        "i" => ids.push(String::from_utf8(v).unwrap()),
+                        _ => {}
                     }
                 }
             }
@@ -167,6 +170,15 @@ impl Drop for RedisServer {
         self.kill();
         let _ = std::fs::remove_dir_all(&self.dir);
     }
+}
+
+/// The message id of a packed entry (`durable/redis/keys.rs`, `Packed`): layout, flags,
+/// mask, accepted ms, [first attempt ms if flags & 1], hooks key, u32 length, id.
+fn packed_id(v: &[u8]) -> String {
+    assert_eq!(v[0], 1, "packed layout 1");
+    let at = 3 + 8 + if v[1] & 1 != 0 { 8 } else { 0 } + 8;
+    let n = u32::from_le_bytes(v[at..at + 4].try_into().unwrap()) as usize;
+    String::from_utf8(v[at + 4..at + 4 + n].to_vec()).unwrap()
 }
 
 fn free_port() -> u16 {

@@ -101,27 +101,21 @@ impl RedisStore {
             let Some(l) = self.live.get(&r.id) else {
                 continue;
             };
-            let cmd = pipe
-                .cmd("XADD")
+            // One field: Redis parses and keeps one value per message, not seven.
+            let packed = keys::Packed {
+                id: &r.id,
+                accepted_ms: r.accepted_ms,
+                first_ms: l.first_ms,
+                ingest: r.ingest.as_deref().filter(|_| !l.ingest_done),
+                hook: r.hook.as_deref().filter(|_| l.mask != 0),
+                mask: l.mask,
+                hooks_key: r.hooks_key,
+            };
+            pipe.cmd("XADD")
                 .arg(&self.keys.stream)
                 .arg(entry_id(seq))
-                .arg(keys::F_ID)
-                .arg(&*r.id)
-                .arg(keys::F_ACCEPTED)
-                .arg(r.accepted_ms);
-            if let Some(first) = l.first_ms {
-                cmd.arg(keys::F_FIRST).arg(first);
-            }
-            if let Some(b) = r.ingest.as_deref().filter(|_| !l.ingest_done) {
-                cmd.arg(keys::F_INGEST).arg(b);
-            }
-            if let Some(b) = r.hook.as_deref().filter(|_| l.mask != 0) {
-                cmd.arg(keys::F_HOOK).arg(b);
-            }
-            cmd.arg(keys::F_MASK)
-                .arg(l.mask)
-                .arg(keys::F_HOOKS_KEY)
-                .arg(r.hooks_key as i64);
+                .arg(keys::F_RECORD)
+                .arg(packed);
             if l.copies > 1 {
                 progress.push((entry_id(seq), l.progress().encode()));
             }

@@ -11,8 +11,13 @@ use std::sync::Arc;
 /// The consumer group adopters read a dead owner's stream through (never the owner itself).
 pub(super) const GROUP: &str = "outbound-takeover";
 
-/// Stream entry fields: message id, accepted ms, first attempt ms, ingestion bytes, webhook
-/// body, webhook URL mask, hash of the URL list.
+/// The one field of an entry in the packed layout (written since issue #26 item 6): its
+/// value is the whole record, see [`Packed`].
+pub(super) const F_RECORD: &str = "r";
+
+/// The fields of an entry in the old layout, one per part (still read: a fleet upgraded one
+/// relay at a time has such entries in Redis): message id, accepted ms, first attempt ms,
+/// ingestion bytes, webhook body, webhook URL mask, hash of the URL list.
 pub(super) const F_ID: &str = "i";
 pub(super) const F_ACCEPTED: &str = "a";
 pub(super) const F_FIRST: &str = "f";
@@ -105,6 +110,132 @@ impl Progress {
     }
 }
 
+/// The first byte of a packed record: its layout.
+const PACKED_V1: u8 = 1;
+const HAS_FIRST: u8 = 1;
+const HAS_INGEST: u8 = 2;
+const HAS_HOOK: u8 = 4;
+
+/// A record packed in one value, written straight into the command (no copy in between):
+///
+/// ```text
+/// u8 layout (1) | u8 flags (1: first attempt, 2: ingestion body, 4: webhook body) | u8 mask
+/// | i64 accepted ms | [i64 first attempt ms] | u64 hooks key | u32 id length | id
+/// | [u32 length | ingestion body] | [u32 length | webhook body]
+/// ```
+///
+/// Integers little endian; the parts in brackets only when their flag is set.
+pub(super) struct Packed<'a> {
+    pub id: &'a str,
+    pub accepted_ms: i64,
+    pub first_ms: Option<i64>,
+    pub ingest: Option<&'a [u8]>,
+    pub hook: Option<&'a [u8]>,
+    pub mask: u8,
+    pub hooks_key: u64,
+}
+
+impl Packed<'_> {
+    fn write_to(&self, out: &mut impl std::io::Write) -> std::io::Result<()> {
+        let mut flags = 0;
+        if self.first_ms.is_some() {
+            flags |= HAS_FIRST;
+        }
+        if self.ingest.is_some() {
+            flags |= HAS_INGEST;
+        }
+        if self.hook.is_some() {
+            flags |= HAS_HOOK;
+        }
+        out.write_all(&[PACKED_V1, flags, self.mask])?;
+        out.write_all(&self.accepted_ms.to_le_bytes())?;
+        if let Some(f) = self.first_ms {
+            out.write_all(&f.to_le_bytes())?;
+        }
+        out.write_all(&self.hooks_key.to_le_bytes())?;
+        for part in [Some(self.id.as_bytes()), self.ingest, self.hook]
+            .into_iter()
+            .flatten()
+        {
+            out.write_all(&(part.len() as u32).to_le_bytes())?;
+            out.write_all(part)?;
+        }
+        Ok(())
+    }
+
+    #[cfg(test)]
+    pub fn to_vec(&self) -> Vec<u8> {
+        let mut v = Vec::new();
+        self.write_to(&mut v).expect("a Vec takes every write");
+        v
+    }
+}
+
+impl redis::ToRedisArgs for Packed<'_> {
+    fn write_redis_args<W>(&self, out: &mut W)
+    where
+        W: ?Sized + redis::RedisWrite,
+    {
+        // Writes to a command's buffer do not fail.
+        let _ = self.write_to(&mut out.writer_for_next_arg());
+    }
+}
+
+/// A packed record ([`Packed`]); `None` for bytes of another shape.
+pub(super) fn unpack(mut b: &[u8]) -> Option<Record> {
+    fn take<'a>(b: &mut &'a [u8], n: usize) -> Option<&'a [u8]> {
+        if b.len() < n {
+            return None;
+        }
+        let (head, tail) = b.split_at(n);
+        *b = tail;
+        Some(head)
+    }
+    fn u64_of(b: &mut &[u8]) -> Option<u64> {
+        Some(u64::from_le_bytes(take(b, 8)?.try_into().ok()?))
+    }
+    fn part<'a>(b: &mut &'a [u8]) -> Option<&'a [u8]> {
+        let n = u32::from_le_bytes(take(b, 4)?.try_into().ok()?);
+        take(b, n as usize)
+    }
+    let &[layout, flags, mask] = take(&mut b, 3)? else {
+        return None;
+    };
+    if layout != PACKED_V1 || flags & !(HAS_FIRST | HAS_INGEST | HAS_HOOK) != 0 {
+        return None;
+    }
+    let accepted_ms = u64_of(&mut b)? as i64;
+    let first_ms = if flags & HAS_FIRST != 0 {
+        Some(u64_of(&mut b)? as i64)
+    } else {
+        None
+    };
+    let hooks_key = u64_of(&mut b)?;
+    let id = std::str::from_utf8(part(&mut b)?).ok()?;
+    let ingest = if flags & HAS_INGEST != 0 {
+        Some(Arc::<[u8]>::from(part(&mut b)?))
+    } else {
+        None
+    };
+    let hook = if flags & HAS_HOOK != 0 {
+        Some(Arc::<[u8]>::from(part(&mut b)?))
+    } else {
+        None
+    };
+    if !b.is_empty() || id.is_empty() {
+        return None;
+    }
+    Some(Record {
+        id: Arc::from(id),
+        accepted_ms,
+        first_ms,
+        ingest,
+        hook,
+        hook_mask: mask,
+        hooks_key,
+    })
+}
+
 /// Bytes of a reply value (bulk or simple string).
 pub(super) fn bytes(v: &Value) -> Option<&[u8]> {
     match v {
@@ -121,12 +252,18 @@ fn int(v: &Value) -> Option<i64> {
     }
 }
 
-/// A stream entry's fields (`[f, v, f, v, ...]`) as a record; `None` for an entry that is
-/// not ours (a missing or mistyped field).
+/// A stream entry's fields (`[f, v, f, v, ...]`) as a record, in either layout (one packed
+/// field [`F_RECORD`], or the old one field per part); `None` for an entry that is not ours
+/// (a missing or mistyped field).
 pub(super) fn record_of(fields: &Value) -> Option<Record> {
     let Value::Array(items) = fields else {
         return None;
     };
+    if let [name, value] = items.as_slice() {
+        if bytes(name)? == F_RECORD.as_bytes() {
+            return unpack(bytes(value)?);
+        }
+    }
     let (mut id, mut accepted, mut first, mut ingest, mut hook, mut mask, mut key) =
         (None, None, None, None, None, None, None);
     for pair in items.chunks_exact(2) {
@@ -188,6 +325,75 @@ mod tests {
             assert_eq!(Progress::decode(p.encode().as_bytes()), Some(p));
         }
         assert_eq!(Progress::decode(b"junk"), None);
+    }
+
+    fn bulk(b: &[u8]) -> Value {
+        Value::BulkString(b.to_vec())
+    }
+
+    #[test]
+    fn a_packed_record_round_trips_and_other_bytes_are_not_one() {
+        let full = Packed {
+            id: "m-1",
+            accepted_ms: 1_764_000_000_000,
+            first_ms: Some(1_764_000_000_500),
+            ingest: Some(b"{\"ingest\":1}"),
+            hook: Some(b""),
+            mask: 0b101,
+            hooks_key: u64::MAX - 7,
+        };
+        let bare = Packed {
+            first_ms: None,
+            ingest: None,
+            hook: None,
+            mask: 0,
+            ..full
+        };
+        for p in [full, bare] {
+            let bytes = p.to_vec();
+            let r = record_of(&Value::Array(vec![bulk(b"r"), bulk(&bytes)])).unwrap();
+            assert_eq!(&*r.id, p.id);
+            assert_eq!(r.accepted_ms, p.accepted_ms);
+            assert_eq!(r.first_ms, p.first_ms);
+            assert_eq!(r.ingest.as_deref(), p.ingest);
+            assert_eq!(r.hook.as_deref(), p.hook);
+            assert_eq!(r.hook_mask, p.mask);
+            assert_eq!(r.hooks_key, p.hooks_key);
+            // Cut short, one byte more, another layout: not a record.
+            assert_eq!(unpack(&bytes[..bytes.len() - 1]), None);
+            assert_eq!(unpack(&[&bytes[..], b"x"].concat()), None);
+            assert_eq!(unpack(&[&[2], &bytes[1..]].concat()), None);
+        }
+        assert_eq!(unpack(b""), None);
+    }
+
+    #[test]
+    fn an_old_layout_entry_is_still_a_record() {
+        let v = Value::Array(
+            [
+                "i",
+                "m-1",
+                "a",
+                "1764000000000",
+                "f",
+                "1764000000500",
+                "g",
+                "{}",
+                "m",
+                "2",
+                "k",
+                "-1",
+            ]
+            .iter()
+            .map(|s| bulk(s.as_bytes()))
+            .collect(),
+        );
+        let r = record_of(&v).unwrap();
+        assert_eq!(&*r.id, "m-1");
+        assert_eq!(r.first_ms, Some(1_764_000_000_500));
+        assert_eq!(r.ingest.as_deref(), Some(&b"{}"[..]));
+        assert_eq!(r.hook, None);
+        assert_eq!((r.hook_mask, r.hooks_key), (2, u64::MAX));
     }
 
     #[test]

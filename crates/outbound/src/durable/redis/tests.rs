@@ -12,7 +12,7 @@ mod redis_server;
 
 struct Server {
     port: u16,
-    _redis: redis_server::RedisServer,
+    redis: redis_server::RedisServer,
 }
 
 impl Server {
@@ -20,7 +20,7 @@ impl Server {
         let redis = redis_server::RedisServer::start();
         Server {
             port: redis.port,
-            _redis: redis,
+            redis,
         }
     }
 
@@ -267,4 +267,82 @@ fn an_owner_that_died_with_nothing_pending_leaves_no_key_after_a_pass() {
         owners,
         Value::Array(vec![Value::BulkString(b.keys.owner.clone().into_bytes())])
     );
+}
+
+#[test]
+fn entries_in_the_old_layout_are_taken_over() {
+    // A relay of the version before the packed layout died with these in its stream.
+    let server = Server::start();
+    let dead = Keys::of("unit", "0123456789abcdef");
+    server.cmd(&["SADD", "unit:owners", &dead.owner]);
+    server.cmd(&[
+        "XADD",
+        &dead.stream,
+        "0-1",
+        "i",
+        "old-1",
+        "a",
+        "1764000000000",
+        "g",
+        "{\"ingest\":1}",
+        "h",
+        "{\"hook\":1}",
+        "m",
+        "3",
+        "k",
+        "42",
+    ]);
+    server.cmd(&[
+        "XADD",
+        &dead.stream,
+        "0-2",
+        "i",
+        "old-2",
+        "a",
+        "1764000000001",
+        "f",
+        "1764000000500",
+        "h",
+        "{\"hook\":2}",
+        "m",
+        "1",
+        "k",
+        "42",
+    ]);
+    // Its progress: old-2's ingestion was done (so no "g"), and it was accepted twice.
+    server.cmd(&["HSET", &dead.progress, "0-2", "1764000000500,1,1,2"]);
+
+    let mut b = server.store(T);
+    let adopted = b.adopt().unwrap();
+    assert_eq!((adopted.records, adopted.files), (2, 1));
+    assert!(adopted.warnings.is_empty(), "{:?}", adopted.warnings);
+    let (records, _) = b.resumable(None, 100).unwrap();
+    let by_id = |name: &str| records.iter().find(|r| &*r.id == name).unwrap().clone();
+    let one = by_id("old-1");
+    assert_eq!(one.accepted_ms, 1_764_000_000_000);
+    assert_eq!(one.first_ms, None);
+    assert_eq!(one.ingest.as_deref(), Some(&b"{\"ingest\":1}"[..]));
+    assert_eq!(one.hook.as_deref(), Some(&b"{\"hook\":1}"[..]));
+    assert_eq!((one.hook_mask, one.hooks_key), (3, 42));
+    let two = by_id("old-2");
+    assert_eq!(two.first_ms, Some(1_764_000_000_500));
+    assert_eq!(two.ingest, None);
+    assert_eq!(two.hook_mask, 1);
+    // Moved into our stream in the packed layout, and gone from the dead owner's keys.
+    assert_eq!(server.xlen(&b), 2);
+    assert_eq!(server.cmd(&["EXISTS", &dead.stream]), Value::Int(0));
+    assert_eq!(
+        server.redis.spooled_ids("unit").len(),
+        2,
+        "the helper reads packed entries"
+    );
+    // Two copies of old-2: two removes to leave.
+    b.apply(&[
+        Op::Remove { id: id("old-1") },
+        Op::Remove { id: id("old-2") },
+    ])
+    .unwrap();
+    assert_eq!(server.xlen(&b), 1);
+    b.apply(&[Op::Remove { id: id("old-2") }]).unwrap();
+    assert_eq!(server.xlen(&b), 0);
 }
