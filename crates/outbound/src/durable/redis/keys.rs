@@ -236,6 +236,23 @@ pub(super) fn unpack(mut b: &[u8]) -> Option<Record> {
     })
 }
 
+/// Whether a stream entry is a packed record of a layout newer than this version reads: a
+/// newer version of the library wrote it, and only such a version may take it over.
+pub(super) fn is_newer(fields: &Value) -> bool {
+    let Value::Array(items) = fields else {
+        return false;
+    };
+    match items.as_slice() {
+        [name, value] => {
+            bytes(name) == Some(F_RECORD.as_bytes())
+                && bytes(value)
+                    .and_then(|b| b.first())
+                    .is_some_and(|layout| *layout > PACKED_V1)
+        }
+        _ => false,
+    }
+}
+
 /// Bytes of a reply value (bulk or simple string).
 pub(super) fn bytes(v: &Value) -> Option<&[u8]> {
     match v {

@@ -8,7 +8,9 @@
 //! message, its record (id, accepted time, first attempt, payloads, webhook mask, hash of the
 //! URL list) packed in the one field `r` (`keys::Packed`: Redis parses and keeps one value per
 //! message; entries of the older layout, one field per part, are still read at takeover,
-//! for a fleet upgraded one relay at a time), the hash `{P:O}:p`
+//! for a fleet upgraded one relay at a time; a packed entry of a newer layout than this
+//! version knows is left in the dead owner's stream for a newer adopter, never dropped),
+//! the hash `{P:O}:p`
 //! the progress of messages whose entry is already written (first attempt, ingestion done,
 //! mask, copies), and `{P:O}:alive` is its heartbeat, a string with a TTL of the takeover
 //! threshold `T` (`timeout` + 10 s), refreshed every few seconds. The set `P:owners` lists

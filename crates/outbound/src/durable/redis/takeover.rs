@@ -12,7 +12,18 @@ const ADOPT_MAX: usize = 10_000;
 
 /// One entry read from a dead owner's stream: its id there, and its record (`None`: gone or
 /// not ours).
-type Entry = (String, Option<Record>);
+/// A stream entry as read: its id and what it holds.
+type Entry = (String, Read);
+
+/// What an entry holds: a record; one written by a newer version of the library (left in
+/// the stream for such a version to take over: dropping it would lose its message); or
+/// something that is not an outbound message at all (dropped, and reported).
+#[derive(Clone)]
+enum Read {
+    Record(Record),
+    Newer,
+    Foreign,
+}
 
 impl RedisStore {
     /// Refreshes our heartbeat, then moves into our stream what owners without one left, at
@@ -160,14 +171,21 @@ impl RedisStore {
             _ => vec![None; entries.len()],
         };
         let mut taken: Vec<(Arc<str>, u32)> = Vec::new();
-        let mut foreign = 0;
-        for ((_, record), progress) in entries
+        let (mut foreign, mut newer) = (0, 0);
+        for ((_, read), progress) in entries
             .iter()
             .zip(progress.iter().chain(std::iter::repeat(&None)))
         {
-            let Some(mut record) = record.clone() else {
-                foreign += 1;
-                continue;
+            let mut record = match read {
+                Read::Record(record) => record.clone(),
+                Read::Newer => {
+                    newer += 1;
+                    continue;
+                }
+                Read::Foreign => {
+                    foreign += 1;
+                    continue;
+                }
             };
             // An id we hold already is kept once (receivers deduplicate by messageId).
             if self.live.contains_key(&record.id) {
@@ -195,6 +213,26 @@ impl RedisStore {
                 &k.stream,
                 format!("{foreign} entries that are not outbound messages were dropped"),
             );
+        }
+        if newer > 0 {
+            self.report(
+                out,
+                &k.stream,
+                format!(
+                    "{newer} entries written by a newer version of outbound were left for it \
+                     (upgrade this process to deliver them)"
+                ),
+            );
+        }
+        // Entries of a newer version stay where they are (acknowledged by no one, so a
+        // newer adopter claims them); everything else leaves the dead owner's keys.
+        let ids: Vec<&str> = entries
+            .iter()
+            .filter(|(_, read)| !matches!(read, Read::Newer))
+            .map(|(e, _)| e.as_str())
+            .collect();
+        if ids.is_empty() {
+            return Ok(0);
         }
         let extra = [
             redis::cmd("XACK")
@@ -309,6 +347,11 @@ fn entries_of(reply: &Value) -> Vec<Entry> {
 fn entry_of(v: &Value) -> Option<Entry> {
     let Value::Array(pair) = v else { return None };
     let id = String::from_utf8_lossy(keys::bytes(pair.first()?)?).into_owned();
-    let record = pair.get(1).and_then(keys::record_of);
-    Some((id, record))
+    let fields = pair.get(1);
+    let read = match fields.and_then(keys::record_of) {
+        Some(record) => Read::Record(record),
+        None if fields.is_some_and(keys::is_newer) => Read::Newer,
+        None => Read::Foreign,
+    };
+    Some((id, read))
 }

@@ -346,3 +346,55 @@ fn entries_in_the_old_layout_are_taken_over() {
     b.apply(&[Op::Remove { id: id("old-2") }]).unwrap();
     assert_eq!(server.xlen(&b), 0);
 }
+
+#[test]
+fn entries_of_a_newer_version_are_left_for_it_and_the_rest_taken() {
+    // A relay of a later version (packed layout 2) died with one entry; one of this
+    // version's layout is beside it.
+    let server = Server::start();
+    let dead = Keys::of("unit", "fedcba9876543210");
+    server.cmd(&["SADD", "unit:owners", &dead.owner]);
+    server.cmd(&["XADD", &dead.stream, "0-1", "r", "\u{2}future layout"]);
+    let ours = keys::Packed {
+        id: "ours-1",
+        accepted_ms: 1_764_000_000_000,
+        first_ms: None,
+        ingest: Some(b"{\"ingest\":1}"),
+        hook: None,
+        mask: 0,
+        hooks_key: 42,
+    }
+    .to_vec();
+    let mut c = redis::Client::open(format!("redis://127.0.0.1:{}/0", server.port))
+        .unwrap()
+        .get_connection()
+        .unwrap();
+    let _: Value = redis::cmd("XADD")
+        .arg(&dead.stream)
+        .arg("0-2")
+        .arg("r")
+        .arg(ours)
+        .query(&mut c)
+        .unwrap();
+
+    let mut b = server.store(T);
+    let adopted = b.adopt().unwrap();
+    assert_eq!(adopted.records, 1, "this version's entry is taken");
+    assert!(
+        adopted
+            .warnings
+            .iter()
+            .any(|(_, w)| w.contains("newer version")),
+        "{:?}",
+        adopted.warnings
+    );
+    let (records, _) = b.resumable(None, 100).unwrap();
+    assert_eq!(records.len(), 1);
+    assert_eq!(&*records[0].id, "ours-1");
+    // The newer entry is still in the dead owner's stream, for a newer adopter.
+    assert_eq!(server.cmd(&["XLEN", &dead.stream]), Value::Int(1));
+    // A second pass (as after T) neither drops it nor hands it out.
+    let again = b.adopt().unwrap();
+    assert_eq!(again.records, 0);
+    assert_eq!(server.cmd(&["XLEN", &dead.stream]), Value::Int(1));
+}
