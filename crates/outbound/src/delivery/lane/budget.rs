@@ -51,18 +51,20 @@ impl Budget {
     /// lane must move, so the limit is exceeded by at most one thread per lane), the next
     /// ones within the limit and the lane's fair share.
     pub(crate) fn may_grow(&self, held: usize) -> bool {
-        held == 0 || (held < self.fair_share() && self.live.load(Relaxed) < self.limit)
+        self.allows(held, self.live.load(Relaxed))
+    }
+
+    /// The rule of [`may_grow`](Self::may_grow) with `live` threads alive.
+    fn allows(&self, held: usize, live: usize) -> bool {
+        held == 0 || (held < self.fair_share() && live < self.limit)
     }
 
     /// A place for one more thread of a lane holding `held`, if [`may_grow`](Self::may_grow)
-    /// (checked again here: other clients draw from the same budget).
+    /// (checked again here, atomically: other clients draw from the same budget).
     pub(crate) fn acquire(&'static self, held: usize) -> Option<Ticket> {
-        if held > 0 && held >= self.fair_share() {
-            return None;
-        }
         let mut live = self.live.load(Relaxed);
         loop {
-            if held > 0 && live >= self.limit {
+            if !self.allows(held, live) {
                 return None;
             }
             match self
