@@ -9,6 +9,7 @@ command -v node >/dev/null || { echo "node is required for the JSON and signatur
 # The Redis spool's tests start their own redis-server (installed here when missing).
 scripts/redis-env.sh
 python3 scripts/check-msrv.py
+python3 scripts/check-features.py
 cargo fmt --all --check
 cargo clippy --workspace --all-targets -- -D warnings
 # The relay's fuzz loop runs in scripts/test-relay.sh, where its time and count are printed.

@@ -1,0 +1,2 @@
+// Present so that cargo resolves this crate's [build-dependencies] (see Cargo.toml).
+fn main() {}

@@ -1,0 +1,1 @@
+//! Holds no code: its dependencies' features unify the workspace's builds (see its Cargo.toml).
