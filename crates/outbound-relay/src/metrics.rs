@@ -153,15 +153,15 @@ pub fn accepted(source: &str, n: usize) {
         .inc_by(n as u64);
 }
 
-/// One event of `source` refused for `reason` (a fixed word, see [`reason`]).
-pub fn rejected(source: &str, reason: &'static str) {
+/// `events` events of `source` refused for `reason` (a fixed word, see [`reason`]).
+pub fn rejected(source: &str, reason: &'static str, events: usize) {
     metrics()
         .rejected
         .get_or_create(&RejectedLabels {
             source: source.to_string(),
             reason,
         })
-        .inc();
+        .inc_by(events as u64);
 }
 
 /// The label of a core error.

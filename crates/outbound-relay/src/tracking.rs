@@ -340,14 +340,15 @@ fn type_value(kind: &str) -> Cow<'static, RawValue> {
     Cow::Owned(RawValue::from_string(text).expect("a JSON string"))
 }
 
-/// The answer to an enqueue error that is about the relay, not the event.
-fn overloaded(source: &Source, e: &Error) -> Option<Answer> {
+/// The answer to an enqueue error that is about the relay, not the events: all `events` of the
+/// request are refused (and counted so).
+fn overloaded(source: &Source, e: &Error, events: usize) -> Option<Answer> {
     let status = match e {
         Error::QueueFull { .. } | Error::SpoolFull { .. } => StatusCode::TOO_MANY_REQUESTS,
         Error::Closed | Error::Spool { .. } => StatusCode::SERVICE_UNAVAILABLE,
         _ => return None,
     };
-    crate::metrics::rejected(&source.name, crate::metrics::reason(e));
+    crate::metrics::rejected(&source.name, crate::metrics::reason(e), events);
     tracing::warn!(source = %source.name, "cannot take more: {e}");
     Some(reply::error(status, e.to_string()))
 }
@@ -357,10 +358,10 @@ async fn single(source: &Arc<Source>, event: Fields<'_>) -> Answer {
     match result {
         Ok(_) => durable(source, 1).await,
         Err(e) => {
-            if let Some(answer) = overloaded(source, &e) {
+            if let Some(answer) = overloaded(source, &e, 1) {
                 return answer;
             }
-            crate::metrics::rejected(&source.name, crate::metrics::reason(&e));
+            crate::metrics::rejected(&source.name, crate::metrics::reason(&e), 1);
             tracing::info!(source = %source.name, reason = %e, "event rejected");
             let status = match e {
                 Error::MessageTooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
@@ -387,7 +388,7 @@ async fn batch(source: &Arc<Source>, mut obj: Fields<'_>) -> Answer {
     let mut accepted = 0usize;
     let (mut msgs, mut indexes) = (Vec::new(), Vec::new());
     let reject = |rejected: &mut Vec<Rejected>, index: usize, e: Error| {
-        crate::metrics::rejected(&source.name, crate::metrics::reason(&e));
+        crate::metrics::rejected(&source.name, crate::metrics::reason(&e), 1);
         rejected.push(Rejected {
             index,
             too_large: matches!(e, Error::MessageTooLarge { .. }),
@@ -398,7 +399,7 @@ async fn batch(source: &Arc<Source>, mut obj: Fields<'_>) -> Answer {
         let mut event = match parse_object(event.get().as_bytes()) {
             Ok(event) => event,
             Err(_) => {
-                crate::metrics::rejected(&source.name, "not_an_object");
+                crate::metrics::rejected(&source.name, "not_an_object", 1);
                 rejected.push(Rejected {
                     index,
                     reason: "an event must be a JSON object".into(),
@@ -432,7 +433,7 @@ async fn batch(source: &Arc<Source>, mut obj: Fields<'_>) -> Answer {
             }
         }
         Err(e) => {
-            return overloaded(source, &e)
+            return overloaded(source, &e, msgs.len())
                 .unwrap_or_else(|| reply::error(StatusCode::SERVICE_UNAVAILABLE, e.to_string()))
         }
     }

@@ -184,6 +184,48 @@ fn metrics_count_events_accepted_and_rejected_per_source_and_reason() {
     );
 }
 
+/// A batch refused whole for want of room (429) counts each of its events as rejected, not one.
+#[test]
+fn a_batch_refused_for_room_counts_each_event_rejected() {
+    let dir = temp_dir();
+    let rx = Receiver::start();
+    rx.status.store(503, SeqCst); // keeps the first batch queued
+    let relay = Relay::start(
+        dir.path(),
+        &config(&[("web", "wk_web", &rx)], "max_queue_size = 5"),
+    );
+    let send = |tag: &str| {
+        let events: Vec<Value> = (0..3)
+            .map(|i| json!({"type": "track", "userId": "u1", "event": "E", "messageId": format!("{tag}-{i}")}))
+            .collect();
+        post(
+            &relay.url("/v1/batch"),
+            &[("Authorization", &basic("wk_web"))],
+            json!({ "batch": events }).to_string().as_bytes(),
+        )
+    };
+    assert_eq!(send("a").status, 200);
+    let full = send("b");
+    assert_eq!(full.status, 429, "room for 2 of 3: {}", full.body);
+    let text = scrape(&relay, "adm");
+    assert_eq!(
+        sample(
+            &text,
+            "outbound_relay_events_rejected_total{source=\"web\",reason=\"queue_full\"}"
+        ),
+        Some(3.0),
+        "{text}"
+    );
+    assert_eq!(
+        sample(
+            &text,
+            "outbound_relay_events_accepted_total{source=\"web\"}"
+        ),
+        Some(3.0),
+        "{text}"
+    );
+}
+
 #[test]
 fn metrics_count_outcomes_per_source_and_destination() {
     let dir = temp_dir();
