@@ -28,6 +28,9 @@ mkdir -p "$corpus"
 # Seeds: the first byte picks the entry point (see the target), the rest is its input.
 seed() { printf "$2" > "$corpus/seed-$1"; }
 seed json '\x00{"type":"track","userId":"u1","event":"E","properties":{"a":[1,2.5,null,"x"]},"timestamp":"2026-11-21T09:30:00.123Z"}'
+# The same selector feeds the bytes to outbound_enqueue_packed too: a packed track with properties
+# {"a":7,"l":[true,"x"]} (the form is in bindings/c/src/packed.rs).
+seed packed '\x00\x01\x05\x00\x00\x00track\x04\x02\x00\x00\x00u1\x07\x01\x00\x00\x00E\x0d\x24\x00\x00\x00{\x02\x00\x00\x00\x01\x00\x00\x00a\x69\x07\x00\x00\x00\x00\x00\x00\x00\x01\x00\x00\x00l[\x02\x00\x00\x00ts\x01\x00\x00\x00x'
 seed props '\x01{"plan":"pro","n":1e21,"nested":{"k":[true,false]}}'
 seed context '\x02{"ip":"10.0.0.1","library":{"name":"x"}}'
 seed integrations '\x03{"All":false,"Webhooks":true}'
