@@ -9,6 +9,7 @@ start=$(date +%s)
 if [ "${CI:-}" = true ]; then export CARGO_INCREMENTAL=0; fi
 # A backstop: a part that hangs fails here, named, long before CI's own limit.
 part_limit="${OUTBOUND_PART_TIMEOUT:-1500}"
+echo "=== $(df -h --output=avail . | tail -n1 | tr -d ' ') of disk free at the start"
 timings=()
 run() {
   echo "=== $*"
@@ -18,7 +19,8 @@ run() {
   if [ "$status" -eq 124 ] || [ "$status" -eq 137 ]; then
     echo "$* did not finish within ${part_limit} s" >&2
   fi
-  timings+=("$(( $(date +%s) - t0 )) s  $*")
+  # Free disk after each part: the CI machine's disk has run out before (target/ is the bulk).
+  timings+=("$(( $(date +%s) - t0 )) s  $*  (target/ $(du -sh "${CARGO_TARGET_DIR:-target}" 2>/dev/null | cut -f1), $(df -h --output=avail . | tail -n1 | tr -d ' ') free)")
   return "$status"
 }
 for part in rust c go python relay; do
