@@ -177,8 +177,14 @@ fn no_body_exceeds_500000_bytes() {
 
 #[test]
 fn batches_that_wait_for_a_connection_go_out_together() {
-    // Slower than the calls: closed batches queue behind the requests out.
-    let server = Server::start(|_| {
+    // The receiver answers nothing until every call is made (on a loaded machine the calls
+    // can be slower than a 100 ms receiver): closed batches queue behind the requests out.
+    let open = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let gate = open.clone();
+    let server = Server::start(move |_| {
+        while !gate.load(std::sync::atomic::Ordering::SeqCst) {
+            std::thread::sleep(Duration::from_millis(5));
+        }
         std::thread::sleep(Duration::from_millis(100));
         support::Reply::Status(200)
     });
@@ -195,6 +201,7 @@ fn batches_that_wait_for_a_connection_go_out_together() {
                 .unwrap()
         })
         .collect();
+    open.store(true, std::sync::atomic::Ordering::SeqCst);
     assert!(client.flush(Some(Duration::from_secs(30))));
     let reqs = server.requests();
     let mut got: Vec<String> = reqs
