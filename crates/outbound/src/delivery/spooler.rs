@@ -14,7 +14,9 @@
 //! and before an adoption pass. A commit whose outcome is known at once (SQLite commits
 //! within `submit`) is settled at once, as before. A group's messages go on to delivery, and its waiters are
 //! answered, only when it is settled: after its commit, or after its commit failed (then
-//! logged: they go on all the same).
+//! logged: they go on all the same). When a commit fails after the next one was sent, what
+//! it carried goes with the commit after that: the waiters of the one sent in between are
+//! answered `false`, as not everything before them is on disk.
 
 use crate::delivery::command::{Command, Item, Resumed};
 use crate::delivery::inbox::Inbox;
@@ -81,6 +83,9 @@ pub(crate) struct InFlight {
     items: Vec<Item>,
     /// `taken` when it was started: every message up to there is in it or before it.
     taken: u64,
+    /// The group before it failed after it was sent: what that one carried goes with the
+    /// next commit, not this one, so this one's waiters are answered `false` all the same.
+    after_failure: bool,
 }
 
 impl Spooler {
@@ -216,12 +221,13 @@ impl Spooler {
         writes.clear();
         // Known at once (SQLite, nothing to write, or nothing sent): nothing to overlap.
         let known = ticket.as_ref().is_none_or(Ticket::is_known);
-        let group = InFlight {
+        let mut group = InFlight {
             ticket,
             items: std::mem::take(waiting),
             taken: self.taken,
+            after_failure: false,
         };
-        self.settle();
+        group.after_failure = !self.settle();
         self.in_flight = Some(group);
         if known {
             self.settle();
@@ -230,10 +236,10 @@ impl Spooler {
 
     /// Waits for the outcome of the group in flight, then passes its messages on and answers
     /// the waiters it completes. When the disk refuses, they go on all the same (delivery
-    /// matters more than durability), logged.
-    fn settle(&mut self) {
+    /// matters more than durability), logged. Whether it reached the disk (true with none).
+    fn settle(&mut self) -> bool {
         let Some(group) = self.in_flight.take() else {
-            return;
+            return true;
         };
         let mut ok = true;
         if let Some(ticket) = group.ticket {
@@ -250,11 +256,12 @@ impl Spooler {
                 .spool_bytes
                 .store(self.store.pending().1, Relaxed);
         }
-        (self.committed, self.last_ok) = (group.taken, ok);
+        (self.committed, self.last_ok) = (group.taken, ok && !group.after_failure);
         self.answer_waiters();
         for item in group.items {
             self.scheduler.send_now(Command::Message(item));
         }
+        ok
     }
 
     /// Answers the waiters whose messages are all committed, with whether the last commit
