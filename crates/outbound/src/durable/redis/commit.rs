@@ -333,7 +333,7 @@ impl RedisStore {
     }
 
     /// Every transaction in flight, failed with `e` without reading (the connection is gone).
-    fn fail_in_flight(&mut self, e: &Error) {
+    pub(super) fn fail_in_flight(&mut self, e: &Error) {
         for j in 0..self.flights.len() {
             if self.flights[j].outcome.is_none() {
                 let failed = self.err(e.to_string());
@@ -396,6 +396,13 @@ impl RedisStore {
         self.conn = None;
         self.retry_at = Some(Instant::now() + self.retry_wait);
         self.retry_wait = (self.retry_wait * 2).min(RETRY_MAX);
+    }
+}
+
+impl Flight {
+    /// Whether its replies were read (or it failed without them).
+    pub(super) fn is_read(&self) -> bool {
+        self.outcome.is_some()
     }
 }
 

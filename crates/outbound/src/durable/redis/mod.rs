@@ -254,6 +254,12 @@ impl RedisStore {
     /// answer is left alone (so a dead server costs each commit nothing, not a timeout).
     fn conn(&mut self) -> Result<&mut Connection, Error> {
         if self.conn.is_none() {
+            // Replies still owed by a lost connection never come: those commits failed (a
+            // new connection must not be read for them).
+            if self.flights.iter().any(|f| !f.is_read()) {
+                let e = self.err("connection lost with commits in flight");
+                self.fail_in_flight(&e);
+            }
             if let Some(at) = self.retry_at {
                 let left = at.saturating_duration_since(Instant::now());
                 if !left.is_zero() {
