@@ -26,9 +26,10 @@ pub(crate) trait Store: Send {
     /// Where the messages are kept, as logs show it.
     fn location(&self) -> String;
 
-    /// Applies every op in one commit. On error nothing of the batch is durable yet: SQLite
-    /// rolls it back; Redis keeps it in memory and writes it with the next commit that
-    /// reaches the server.
+    /// Applies every op in one commit. On error the batch counts as not durable: SQLite
+    /// rolls it back; Redis keeps it pending in memory and writes it with the next commit
+    /// that reaches the server (new messages under new entry ids, the old ones deleted in the
+    /// same transaction, as the failed one may have run: `redis/mod.rs`, "# Commits").
     fn apply(&mut self, ops: &[Op]) -> Result<(), Error>;
 
     /// Starts the commit of `ops` (its ops count as noted at once: later commits build on
