@@ -116,6 +116,7 @@ impl Engine {
                     taken: 0,
                     committed: 0,
                     last_ok: true,
+                    in_flight: None,
                 };
                 spooler = Some(spawn("outbound-spool", Box::new(move || writer.run()))?);
                 To::Spooler(tx)

@@ -82,6 +82,53 @@ fn every_message_is_in_redis_before_its_first_attempt() {
 }
 
 #[test]
+fn in_a_burst_of_pipelined_commits_nothing_is_attempted_or_reported_spooled_before_redis_has_it() {
+    // Several full groups (2,048 messages each): the writer sends each group's transaction
+    // before the last one's reply is read.
+    const N: usize = 10_000;
+    let redis = Arc::new(RedisServer::start());
+    let missing = Arc::new(AtomicUsize::new(0));
+    let checked = Arc::new(AtomicUsize::new(0));
+    let (r, m, c) = (redis.clone(), missing.clone(), checked.clone());
+    let server = Server::start(move |req| {
+        let held: HashSet<String> = r.spooled_ids("burst").into_iter().collect();
+        for id in batch_ids(req) {
+            c.fetch_add(1, SeqCst);
+            if !held.contains(&id) {
+                m.fetch_add(1, SeqCst);
+            }
+        }
+        // Kept in Redis: every attempt fails and is retried later.
+        Reply::Status(503)
+    });
+    let client = Client::new(Config {
+        flush_at: 1000,
+        ..on_redis(&server, &redis, "burst")
+    })
+    .unwrap();
+    let ids: Vec<String> = (0..N)
+        .map(|i| {
+            client
+                .enqueue(&Message::track(format!("u{i}"), "Burst"))
+                .unwrap()
+        })
+        .collect();
+    let (tx, rx) = std::sync::mpsc::channel();
+    let r = redis.clone();
+    client.when_spooled(move |ok| {
+        let held: HashSet<String> = r.spooled_ids("burst").into_iter().collect();
+        let absent = ids.iter().filter(|id| !held.contains(*id)).count();
+        tx.send((ok, absent)).unwrap();
+    });
+    let (ok, absent) = rx.recv_timeout(Duration::from_secs(30)).unwrap();
+    assert!(ok);
+    assert_eq!(absent, 0, "answered before every message was in Redis");
+    assert!(wait_until(Duration::from_secs(20), || checked.load(SeqCst) >= N));
+    assert_eq!(missing.load(SeqCst), 0, "attempted before it was in Redis");
+    client.close(Some(Duration::from_millis(100))).unwrap();
+}
+
+#[test]
 fn a_message_leaves_redis_at_its_outcome_and_a_closed_client_leaves_no_key() {
     let redis = RedisServer::start();
     let server = Server::answering(200);

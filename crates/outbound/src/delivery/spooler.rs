@@ -6,12 +6,23 @@
 //! directory and passes it on as resumed messages, no more at once than the queue has room
 //! for. The caller's thread never touches the disk. `Client::when_spooled` waiters are
 //! answered right after the commit that holds every message sent before them.
+//!
+//! Commits are pipelined: a group's commit is started (`Store::submit`) and the group before
+//! it is settled (`Store::settle`) only then, so with Redis one transaction is on the wire
+//! while the last one's reply comes back; at most one group is unsettled, and it is settled
+//! at once when the writer has nothing else to do, before a flush or shutdown is passed on,
+//! and before an adoption pass. A commit whose outcome is known at once (SQLite commits
+//! within `submit`) is settled at once, as before. A group's messages go on to delivery, and its waiters are
+//! answered, only when it is settled: after its commit, or after its commit failed (then
+//! logged: they go on all the same). When a commit fails after the next one was sent, what
+//! it carried goes with the commit after that: the waiters of the one sent in between are
+//! answered `false`, as not everything before them is on disk.
 
 use crate::delivery::command::{Command, Item, Resumed};
 use crate::delivery::inbox::Inbox;
 use crate::delivery::inbox::{SpoolMailbox, Waiter};
 use crate::delivery::shared::Shared;
-use crate::durable::{Cursor, Op, Record, Store};
+use crate::durable::{Cursor, Op, Record, Store, Ticket};
 use crate::log::{Level, Logger};
 use crate::model::timestamp::{instant_of, wall_ms};
 use crate::wire::ingestion::Element;
@@ -60,6 +71,21 @@ pub(crate) struct Spooler {
     pub committed: u64,
     /// Whether the last commit reached the disk.
     pub last_ok: bool,
+    /// The group whose commit was started and not yet settled (at most one).
+    pub in_flight: Option<InFlight>,
+}
+
+/// A group whose commit was started ([`Store::submit`]) and whose messages wait for its
+/// outcome.
+pub(crate) struct InFlight {
+    /// `None`: nothing to write (messages with nowhere to go wait all the same, for order).
+    ticket: Option<Ticket>,
+    items: Vec<Item>,
+    /// `taken` when it was started: every message up to there is in it or before it.
+    taken: u64,
+    /// The group before it failed after it was sent: what that one carried goes with the
+    /// next commit, not this one, so this one's waiters are answered `false` all the same.
+    after_failure: bool,
 }
 
 impl Spooler {
@@ -84,6 +110,7 @@ impl Spooler {
             let now = Instant::now();
             if now >= next_adopt {
                 next_adopt = now + ADOPT_EVERY;
+                self.settle();
                 self.adopt();
                 resume_due = true;
             }
@@ -99,6 +126,12 @@ impl Spooler {
             if !mailbox.wake.must_drain(commit_at.is_some(), room, || {
                 !mailbox.ops.is_empty() || !mailbox.waiters.is_empty()
             }) {
+                if self.in_flight.is_some() {
+                    // Nothing else to do: the group in flight is settled now rather than
+                    // with the next one, so no message waits longer than without pipelining.
+                    self.settle();
+                    continue;
+                }
                 select! {
                     recv(mailbox.bell) -> _ => {},
                     default(wait) => {},
@@ -121,8 +154,10 @@ impl Spooler {
                         waiting.push(item);
                     }
                     Ok(other) => {
+                        // A flush or shutdown goes after every message before it.
                         last_commit = Instant::now();
                         self.commit(&mut writes, &mut waiting);
+                        self.settle();
                         commit_at = None;
                         if !self.forward_or_stop(other) {
                             stop = true;
@@ -178,30 +213,55 @@ impl Spooler {
         })
     }
 
-    /// Commits what was written since the last commit, then passes the messages on. When the
-    /// disk refuses, they go on all the same (delivery matters more than durability), logged.
+    /// Starts the commit of what was written since the last commit (the group's messages
+    /// wait for it), then settles the group before it: with a store that pipelines (Redis),
+    /// this group's transaction is on the wire while the last one's reply comes back.
     fn commit(&mut self, writes: &mut Vec<Op>, waiting: &mut Vec<Item>) {
+        let ticket = (!writes.is_empty()).then(|| self.store.submit(writes));
+        writes.clear();
+        // Known at once (SQLite, nothing to write, or nothing sent): nothing to overlap.
+        let known = ticket.as_ref().is_none_or(Ticket::is_known);
+        let mut group = InFlight {
+            ticket,
+            items: std::mem::take(waiting),
+            taken: self.taken,
+            after_failure: false,
+        };
+        group.after_failure = !self.settle();
+        self.in_flight = Some(group);
+        if known {
+            self.settle();
+        }
+    }
+
+    /// Waits for the outcome of the group in flight, then passes its messages on and answers
+    /// the waiters it completes. When the disk refuses, they go on all the same (delivery
+    /// matters more than durability), logged. Whether it reached the disk (true with none).
+    fn settle(&mut self) -> bool {
+        let Some(group) = self.in_flight.take() else {
+            return true;
+        };
         let mut ok = true;
-        if !writes.is_empty() {
-            let result = self.store.apply(writes);
+        if let Some(ticket) = group.ticket {
+            let result = self.store.settle(ticket);
             self.shared.spool_failing.store(result.is_err(), Relaxed);
             if let Err(e) = result {
                 ok = false;
-                let n = waiting.len();
+                let n = group.items.len();
                 self.logger.log(Level::Warn, || {
                     format!("{e}; {n} message(s) go on without being on disk")
                 });
             }
-            writes.clear();
             self.shared
                 .spool_bytes
                 .store(self.store.pending().1, Relaxed);
         }
-        (self.committed, self.last_ok) = (self.taken, ok);
+        (self.committed, self.last_ok) = (group.taken, ok && !group.after_failure);
         self.answer_waiters();
-        for item in waiting.drain(..) {
+        for item in group.items {
             self.scheduler.send_now(Command::Message(item));
         }
+        ok
     }
 
     /// Answers the waiters whose messages are all committed, with whether the last commit
@@ -303,6 +363,7 @@ impl Spooler {
     /// then the scheduler stops, and its last progress and outcomes are committed before the
     /// store closes.
     fn stop(mut self, mut writes: Vec<Op>, waiting: Vec<Item>) {
+        self.settle();
         let ok = match self.store.apply(&writes) {
             Ok(_) => true,
             Err(e) => {

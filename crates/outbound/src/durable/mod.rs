@@ -6,6 +6,11 @@
 //! heartbeat, `keys.rs` names and entry fields, `commit.rs` group commits, `takeover.rs`
 //! dead owners' streams). `fork_gate.rs` keeps `fork()` out of SQLite.
 //!
+//! A commit is `apply`, or `submit` then `settle` (pipelined: the spool writer submits the
+//! next group before settling the last). SQLite commits within `submit`; Redis sends the
+//! transaction there and reads its reply in `settle` (`redis/mod.rs`, "# Commits", for
+//! what a failed one does).
+//!
 //! May use: `model/` and the leaves. Knows nothing of threads, channels or delivery.
 
 use crate::error::Error;
@@ -21,10 +26,29 @@ pub(crate) trait Store: Send {
     /// Where the messages are kept, as logs show it.
     fn location(&self) -> String;
 
-    /// Applies every op in one commit. On error nothing of the batch is durable yet: SQLite
-    /// rolls it back; Redis keeps it in memory and writes it with the next commit that
-    /// reaches the server.
+    /// Applies every op in one commit. On error the batch counts as not durable: SQLite
+    /// rolls it back; Redis keeps it pending in memory and writes it with the next commit
+    /// that reaches the server (new messages under new entry ids, the old ones deleted in the
+    /// same transaction, as the failed one may have run: `redis/mod.rs`, "# Commits").
     fn apply(&mut self, ops: &[Op]) -> Result<(), Error>;
+
+    /// Starts the commit of `ops` (its ops count as noted at once: later commits build on
+    /// them); [`Store::settle`] waits for its outcome. The spool writer sends the next group
+    /// before settling this one, so a store that can pipeline (Redis) has the two on the
+    /// wire together. Tickets are settled in the order they were given. Default: the commit
+    /// is done here, as [`Store::apply`] (SQLite).
+    fn submit(&mut self, ops: &[Op]) -> Ticket {
+        Ticket {
+            no: 0,
+            done: Some(self.apply(ops)),
+        }
+    }
+
+    /// Waits for the outcome of a commit started by [`Store::submit`] (and of every one
+    /// started before it): as [`Store::apply`]'s.
+    fn settle(&mut self, ticket: Ticket) -> Result<(), Error> {
+        ticket.done.unwrap_or(Ok(()))
+    }
 
     /// Records taken over from others (dead processes, closed clients), at most `limit`
     /// after `after` (`None`: from the start), with the cursor to ask again from.
@@ -42,6 +66,23 @@ pub(crate) trait Store: Send {
 
     /// Closes the store; records left stay for the next owner.
     fn close(self: Box<Self>) -> Result<(), Error>;
+}
+
+/// A commit started by [`Store::submit`], for [`Store::settle`].
+#[derive(Debug)]
+#[must_use = "a submitted commit is settled"]
+pub(crate) struct Ticket {
+    /// The store's number for it.
+    pub(crate) no: u64,
+    /// Its outcome, when known at once.
+    pub(crate) done: Option<Result<(), Error>>,
+}
+
+impl Ticket {
+    /// Whether its outcome is known without waiting (`settle` returns at once).
+    pub(crate) fn is_known(&self) -> bool {
+        self.done.is_some()
+    }
 }
 
 /// One pending message as stored.

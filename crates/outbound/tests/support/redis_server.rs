@@ -77,18 +77,22 @@ impl RedisServer {
         }
     }
 
-    /// Whether the server on `self.port` is up and is process `pid`.
+    /// Whether the server on `self.port` is up, is process `pid` and has loaded its AOF.
     fn answers_as(&self, pid: u32) -> bool {
         let t = Duration::from_secs(1);
         let Ok(mut c) = self.client().get_connection_with_timeout(t) else {
             return false;
         };
         let _ = c.set_read_timeout(Some(t));
-        let Ok(info) = redis::cmd("INFO").arg("server").query::<String>(&mut c) else {
-            return false; // still loading its AOF, or not Redis
+        // INFO answers while the AOF is still loading (other commands are refused with
+        // LOADING then): the server is up once it is ours and done loading.
+        // (Plain INFO: its default sections hold both, on every version.)
+        let Ok(info) = redis::cmd("INFO").query::<String>(&mut c) else {
+            return false; // not Redis
         };
         info.lines()
             .any(|l| l.trim() == format!("process_id:{pid}"))
+            && info.lines().any(|l| l.trim() == "loading:0")
     }
 
     /// The `spool` setting for this server under `prefix`.

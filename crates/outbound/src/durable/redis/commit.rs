@@ -1,4 +1,6 @@
-//! Group commits: ops noted in memory, then what Redis lacks written in one MULTI/EXEC.
+//! Group commits: ops noted in memory, then what Redis lacks written in one MULTI/EXEC,
+//! pipelined: a transaction is sent before the replies of the one before it are read (see
+//! the module docs, "# Commits", for what a failed one does).
 
 use super::keys::{self, entry_id};
 use super::*;
@@ -8,10 +10,35 @@ impl RedisStore {
     /// On error what was not written stays pending here and goes with the next commit that
     /// reaches Redis (see the module docs).
     pub fn apply(&mut self, ops: &[Op]) -> Result<(), Error> {
+        let ticket = self.submit(ops);
+        self.settle(ticket)
+    }
+
+    /// Notes every op and sends the transaction without reading its replies (`settle` does).
+    pub fn submit(&mut self, ops: &[Op]) -> Ticket {
         for op in ops {
             self.note(op);
         }
-        self.sync(&[]).map(|_| ())
+        match self.send(&[]) {
+            Ok(Some(no)) => Ticket { no, done: None },
+            Ok(None) => Ticket {
+                no: 0,
+                done: Some(Ok(())),
+            },
+            Err(e) => Ticket {
+                no: 0,
+                done: Some(Err(e)),
+            },
+        }
+    }
+
+    /// Reads the replies of every transaction up to the ticket's, in order, and returns its
+    /// outcome.
+    pub fn settle(&mut self, ticket: Ticket) -> Result<(), Error> {
+        match ticket.done {
+            Some(done) => done,
+            None => self.outcome(ticket.no).map(|_| ()),
+        }
     }
 
     /// Changes become pending writes. Ops for ids we do not hold are no-ops.
@@ -89,12 +116,26 @@ impl RedisStore {
     }
 
     /// Writes the pending puts, progress and removals (and the heartbeat when due), with
-    /// `extra` commands at the end of the same transaction; returns the replies of `extra`.
-    /// Nothing changes here unless the whole transaction ran.
+    /// `extra` commands at the end of the same transaction, and waits for it (and for the
+    /// transactions sent before it); returns the replies of `extra`.
     pub(super) fn sync(&mut self, extra: &[redis::Cmd]) -> Result<Vec<Value>, Error> {
-        if self.backlog() == 0 && extra.is_empty() && !self.beat_due() {
-            return Ok(Vec::new());
+        match self.send(extra)? {
+            Some(no) => self.outcome(no),
+            None => Ok(Vec::new()),
         }
+    }
+
+    /// Sends one transaction with what is pending (and `extra`), without reading its
+    /// replies; its number, or `None` when there was nothing to send. What it carries is
+    /// taken as written from here on (later commits build on it: a progress change goes as
+    /// an HSET, a removal as an XDEL); `fail` puts it back if the transaction turns out to
+    /// have failed.
+    fn send(&mut self, extra: &[redis::Cmd]) -> Result<Option<u64>, Error> {
+        if self.backlog() == 0 && extra.is_empty() && !self.beat_due() {
+            return Ok(None);
+        }
+        // Not connected: nothing is sent, nothing changes.
+        self.conn()?;
         let mut pipe = redis::pipe();
         let mut progress: Vec<(String, String)> = Vec::new();
         for (&seq, r) in &self.puts {
@@ -150,25 +191,10 @@ impl RedisStore {
         for cmd in extra {
             pipe.add_command(cmd.clone());
         }
-        let mut replies = match self.query(pipe, true) {
-            Ok(r) => r,
-            Err(e) => {
-                if beat {
-                    self.beat_at = None;
-                }
-                return Err(e);
-            }
-        };
-        for (i, reply) in replies[..ours].iter().enumerate() {
-            if let Value::ServerError(e) = reply {
-                // An entry already there: an earlier commit wrote it and lost its reply.
-                let again =
-                    i < xadds && e.details().is_some_and(|d| d.contains("equal or smaller"));
-                if !again {
-                    return Err(self.err(format!("commit: {}", describe(reply))));
-                }
-            }
-        }
+        let commands = pipe.len();
+        pipe.atomic();
+        let packed = pipe.get_packed_pipeline();
+        // Taken as written: what changes from now on goes as a change to these entries.
         for (&seq, r) in &self.puts {
             if let Some(l) = self.live.get_mut(&r.id).filter(|l| l.seq == seq) {
                 l.written = true;
@@ -180,9 +206,218 @@ impl RedisStore {
                 l.progress = true;
             }
         }
-        self.puts.clear();
-        self.dirty.clear();
-        self.deletes.clear();
+        self.flight_no += 1;
+        let flight = Flight {
+            no: self.flight_no,
+            commands,
+            xadds,
+            ours,
+            beat,
+            puts: std::mem::take(&mut self.puts),
+            dirty: std::mem::take(&mut self.dirty),
+            deletes: std::mem::take(&mut self.deletes),
+            outcome: None,
+        };
+        let sent = match self.conn() {
+            Ok(c) => match c.send_packed_command(&packed) {
+                Ok(()) => Ok(()),
+                Err(e) => {
+                    let reason = e.to_string();
+                    self.lose_connection();
+                    Err(self.err(reason))
+                }
+            },
+            Err(e) => Err(e),
+        };
+        self.flights.push_back(flight);
+        if let Err(e) = sent {
+            // Those sent before it are lost with the connection too.
+            self.fail_in_flight(&e);
+            self.flights.pop_back();
+            return Err(e);
+        }
+        Ok(Some(self.flight_no))
+    }
+    /// The outcome of transaction `no` (the replies of its `extra` commands), after reading
+    /// the replies of every transaction up to it in order.
+    pub(super) fn outcome(&mut self, no: u64) -> Result<Vec<Value>, Error> {
+        self.read_up_to(no);
+        let mut found = Ok(Vec::new());
+        while self.flights.front().is_some_and(|f| f.no <= no) {
+            let f = self.flights.pop_front().expect("checked above");
+            if f.no == no {
+                found = f.outcome.expect("read above");
+            }
+        }
+        found
+    }
+
+    /// Reads the replies of every transaction in flight up to `no` whose replies are not
+    /// read yet; their outcomes wait in `flights` for `outcome`.
+    pub(super) fn read_up_to(&mut self, no: u64) {
+        for i in 0..self.flights.len() {
+            if self.flights[i].no > no {
+                break;
+            }
+            if self.flights[i].outcome.is_some() {
+                continue;
+            }
+            let read = self.read_one(i);
+            let outcome = match read {
+                Ok(replies) => self.check(i, replies),
+                Err(e) => {
+                    // The connection is gone, and every transaction still in flight on it:
+                    // each may or may not have run.
+                    self.lose_connection();
+                    let e = self.err(e);
+                    self.fail_in_flight(&e);
+                    return;
+                }
+            };
+            if outcome.is_err() {
+                self.undo(i);
+            }
+            self.flights[i].outcome = Some(outcome);
+        }
+    }
+
+    /// Reads the replies of transaction `i` (MULTI's, one per command, EXEC's); the EXEC
+    /// reply, or why the connection failed.
+    fn read_one(&mut self, i: usize) -> Result<Value, String> {
+        let expected = self.flights[i].commands + 2;
+        let Some(conn) = self.conn.as_mut() else {
+            return Err("connection lost".into());
+        };
+        let mut last = Value::Nil;
+        let mut got = 0;
+        while got < expected {
+            match conn.recv_response() {
+                // RESP3 may put push data between replies.
+                Ok(Value::Push { .. }) => {}
+                Ok(v) => {
+                    got += 1;
+                    last = v;
+                }
+                Err(e) => return Err(e.to_string()),
+            }
+        }
+        Ok(last)
+    }
+
+    /// Whether transaction `i` ran whole, from its EXEC reply; the replies of its `extra`.
+    fn check(&mut self, i: usize, exec: Value) -> Result<Vec<Value>, Error> {
+        let (commands, xadds, ours) = {
+            let f = &self.flights[i];
+            (f.commands, f.xadds, f.ours)
+        };
+        let mut replies = match exec {
+            Value::Array(items) if items.len() == commands => items,
+            e @ Value::ServerError(_) => {
+                return Err(self.err(format!("transaction refused: {}", describe(&e))))
+            }
+            other => return Err(self.err(format!("unexpected transaction reply: {other:?}"))),
+        };
+        for (i, reply) in replies[..ours].iter().enumerate() {
+            if let Value::ServerError(e) = reply {
+                // An entry id at or below the stream's last: cannot come from our own
+                // retries (each goes with a new id, see the module docs), so only from an
+                // entry already there.
+                let again =
+                    i < xadds && e.details().is_some_and(|d| d.contains("equal or smaller"));
+                if !again {
+                    return Err(self.err(format!("commit: {}", describe(reply))));
+                }
+            }
+        }
         Ok(replies.split_off(ours))
     }
+
+    /// Every transaction in flight, failed with `e` without reading (the connection is gone).
+    pub(super) fn fail_in_flight(&mut self, e: &Error) {
+        for j in 0..self.flights.len() {
+            if self.flights[j].outcome.is_none() {
+                let failed = self.err(e.to_string());
+                self.flights[j].outcome = Some(Err(failed));
+                self.undo(j);
+            }
+        }
+    }
+
+    /// Puts back as pending what failed transaction `i` carried (it stays in `flights` for
+    /// its outcome).
+    fn undo(&mut self, i: usize) {
+        let f = &mut self.flights[i];
+        let beat = f.beat;
+        let puts = std::mem::take(&mut f.puts);
+        let dirty = std::mem::take(&mut f.dirty);
+        let deletes = std::mem::take(&mut f.deletes);
+        self.fail(beat, puts, dirty, deletes);
+    }
+
+    /// The failure rule: what a transaction that failed carried becomes pending again. It
+    /// may have run (a reply lost with the connection) or not, and transactions sent after
+    /// it may have run: each of its new entries still held gets a new seq, above every id
+    /// sent so far, and its old id is deleted (XDEL, HDEL) in the same transaction as the
+    /// new XADD, so an entry is neither refused as "equal or smaller" nor kept twice.
+    fn fail(
+        &mut self,
+        beat: bool,
+        puts: BTreeMap<u64, Record>,
+        dirty: HashSet<Arc<str>>,
+        deletes: Vec<(u64, bool)>,
+    ) {
+        if beat {
+            self.beat_at = None;
+        }
+        for (old, r) in puts {
+            let Some(l) = self.live.get_mut(&r.id).filter(|l| l.seq == old) else {
+                // Removed since: its XDEL is in a later transaction or pending.
+                continue;
+            };
+            let seq = self.next_seq;
+            self.next_seq += 1;
+            l.seq = seq;
+            l.written = false;
+            l.progress = false;
+            self.dirty.remove(&r.id);
+            self.deletes.push((old, true));
+            self.puts.insert(seq, r);
+        }
+        for id in dirty {
+            if self.live.get(&id).is_some_and(|l| l.written) {
+                self.dirty.insert(id);
+            }
+        }
+        self.deletes.extend(deletes);
+    }
+
+    /// Drops the connection; it is made again after a wait.
+    pub(super) fn lose_connection(&mut self) {
+        self.conn = None;
+        self.retry_at = Some(Instant::now() + self.retry_wait);
+        self.retry_wait = (self.retry_wait * 2).min(RETRY_MAX);
+    }
+}
+
+impl Flight {
+    /// Whether its replies were read (or it failed without them).
+    pub(super) fn is_read(&self) -> bool {
+        self.outcome.is_some()
+    }
+}
+
+/// A transaction sent and what it carries, until its replies are read.
+pub(super) struct Flight {
+    no: u64,
+    /// Commands between MULTI and EXEC, of which the first `xadds` are XADDs and the first
+    /// `ours` not `extra`.
+    commands: usize,
+    xadds: usize,
+    ours: usize,
+    beat: bool,
+    puts: BTreeMap<u64, Record>,
+    dirty: HashSet<Arc<str>>,
+    deletes: Vec<(u64, bool)>,
+    /// Read: whether it ran whole, with the replies of its `extra`.
+    outcome: Option<Result<Vec<Value>, Error>>,
 }

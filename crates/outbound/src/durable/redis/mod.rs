@@ -22,10 +22,31 @@
 //! `apply` updates what the store knows in memory, then writes what Redis lacks in one
 //! MULTI/EXEC pipeline (one round trip): an XADD per new message, one HSET for progress,
 //! one XDEL and one HDEL for the outcomes, the heartbeat when due. Entry ids are ours
-//! (`0-SEQ`), so a commit retried after a lost reply is refused as "equal or smaller"
-//! rather than written twice. When Redis cannot be reached the changes stay pending in
-//! memory (the messages are delivered all the same) and are written by the next `apply`
-//! that reaches it: a process that dies while Redis is away loses what it had not written.
+//! (`0-SEQ`, a new seq for each XADD sent). When Redis cannot be reached the changes stay
+//! pending in memory (the messages are delivered all the same) and are written by the next
+//! commit that reaches it: a process that dies while Redis is away loses what it had not
+//! written.
+//!
+//! Commits are pipelined: `submit` sends a transaction without reading its replies and
+//! `settle` reads them, in order, so the spool writer sends group n+1 while group n's reply
+//! is on its way (it keeps at most one group unsettled; a synchronous query, such as a
+//! takeover's, first reads every reply in flight). What a sent transaction carries counts
+//! as written from then on: a later change to a message goes as an HSET of its progress,
+//! its removal as an XDEL.
+//!
+//! **The failure rule.** A transaction whose outcome is not "ran whole" (refused, e.g.
+//! EXECABORT when the server is out of memory; a command of it refused; or its reply lost
+//! with the connection, which fails every transaction in flight on it, and the connection
+//! is made again later) may have run or not, and transactions sent after it may have run.
+//! What it carried becomes pending again, for the next commit: its progress and removals
+//! as they were, and each of its new messages still held gets a *new* seq, above every id
+//! sent so far, while its old id is deleted (XDEL and HDEL) in the same transaction as the
+//! new XADD. Kept under its old id, it would be refused as "equal or smaller" whenever a
+//! later transaction had run (a stream's ids only grow) and be lost from Redis; written
+//! under the new id without deleting the old one, it would be kept twice when the failed
+//! transaction had run after all. (An XADD still refused as "equal or smaller" is taken as
+//! already written.) A takeover's transaction that fails leaves the adopted entries under
+//! their tried ids alone instead: they may be the only copies (`takeover.rs`).
 //!
 //! # Takeover (`takeover.rs`)
 //!
@@ -43,7 +64,7 @@
 //! was written is delivered again by its adopter, and a process frozen for longer than `T`
 //! (a stopped VM) comes back to find its messages taken over, and may deliver them too.
 
-use crate::durable::{Adopted, Cursor, Op, Record, Store};
+use crate::durable::{Adopted, Cursor, Op, Record, Store, Ticket};
 use crate::error::Error;
 use crate::model::spool_target::RedisSpool;
 use redis::{Connection, ConnectionLike, Pipeline, Value};
@@ -52,6 +73,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 mod commit;
+use commit::Flight;
 pub(super) mod keys;
 mod takeover;
 #[cfg(test)]
@@ -83,9 +105,10 @@ struct Live {
     /// Payload bytes of ingestion and webhook body (0: none).
     ingest: u32,
     hook: u32,
-    /// Its entry is in Redis.
+    /// Its XADD was sent (it is in Redis, or in a transaction in flight: a failed one
+    /// makes it pending again, see `commit.rs`).
     written: bool,
-    /// A progress field was written for it (HDEL at removal).
+    /// A progress field was sent for it (HDEL at removal).
     progress: bool,
 }
 
@@ -121,6 +144,10 @@ pub(crate) struct RedisStore {
     shown: String,
     /// The messages we hold, by id.
     live: HashMap<Arc<str>, Live>,
+    /// Transactions sent whose replies are not read or not yet asked for, oldest first,
+    /// and the number of the last one sent.
+    flights: VecDeque<Flight>,
+    flight_no: u64,
     /// Entries to XADD, by seq (removed before being written: never written).
     puts: BTreeMap<u64, Record>,
     /// Written messages whose progress changed since the last commit.
@@ -174,6 +201,8 @@ impl RedisStore {
             keys: Keys::of(&spool.prefix, &owner),
             shown: spool.shown.clone(),
             live: HashMap::new(),
+            flights: VecDeque::new(),
+            flight_no: 0,
             puts: BTreeMap::new(),
             dirty: HashSet::new(),
             deletes: Vec::new(),
@@ -225,6 +254,12 @@ impl RedisStore {
     /// answer is left alone (so a dead server costs each commit nothing, not a timeout).
     fn conn(&mut self) -> Result<&mut Connection, Error> {
         if self.conn.is_none() {
+            // Replies still owed by a lost connection never come: those commits failed (a
+            // new connection must not be read for them).
+            if self.flights.iter().any(|f| !f.is_read()) {
+                let e = self.err("connection lost with commits in flight");
+                self.fail_in_flight(&e);
+            }
             if let Some(at) = self.retry_at {
                 let left = at.saturating_duration_since(Instant::now());
                 if !left.is_zero() {
@@ -265,6 +300,8 @@ impl RedisStore {
         if n == 0 {
             return Ok(Vec::new());
         }
+        // Replies of commits in flight come first on the connection.
+        self.read_up_to(u64::MAX);
         if atomic {
             pipe.atomic();
         }
@@ -289,9 +326,7 @@ impl RedisStore {
                     || e.kind() == redis::ErrorKind::ExecAbortError)
                     || !conn_is_open(self.conn.as_ref())
                 {
-                    self.conn = None;
-                    self.retry_at = Some(Instant::now() + self.retry_wait);
-                    self.retry_wait = (self.retry_wait * 2).min(RETRY_MAX);
+                    self.lose_connection();
                 }
                 Err(self.err(e.to_string()))
             }
@@ -429,6 +464,14 @@ impl Store for RedisStore {
 
     fn apply(&mut self, ops: &[Op]) -> Result<(), Error> {
         RedisStore::apply(self, ops)
+    }
+
+    fn submit(&mut self, ops: &[Op]) -> Ticket {
+        RedisStore::submit(self, ops)
+    }
+
+    fn settle(&mut self, ticket: Ticket) -> Result<(), Error> {
+        RedisStore::settle(self, ticket)
     }
 
     fn resumable(

@@ -244,9 +244,17 @@ impl RedisStore {
             redis::cmd("HDEL").arg(&k.progress).arg(&ids).to_owned(),
             redis::cmd("XLEN").arg(&k.stream).to_owned(),
         ];
+        let seqs: HashSet<u64> = taken
+            .iter()
+            .filter_map(|(id, _)| self.live.get(id).map(|l| l.seq))
+            .collect();
         let left = match self.sync(&extra) {
             Ok(replies) => replies.last().cloned(),
             Err(e) => {
+                // Their entries under the ids just tried are left alone, not deleted (the
+                // failure rule would delete them): if the transaction ran after all, they are
+                // the only copies.
+                self.deletes.retain(|(s, _)| !seqs.contains(s));
                 // Not moved: they stay in the dead owner's stream, ours to claim again after T
                 // (or anyone's).
                 for (id, _) in &taken {

@@ -398,3 +398,103 @@ fn entries_of_a_newer_version_are_left_for_it_and_the_rest_taken() {
     assert_eq!(again.records, 0);
     assert_eq!(server.cmd(&["XLEN", &dead.stream]), Value::Int(1));
 }
+
+/// The ids of the records in `store`'s stream, in stream order.
+fn stream_ids(server: &Server, store: &RedisStore) -> Vec<String> {
+    let Value::Array(entries) = server.cmd(&["XRANGE", &store.keys.stream, "-", "+"]) else {
+        panic!("XRANGE")
+    };
+    entries
+        .iter()
+        .map(|e| {
+            let Value::Array(parts) = e else {
+                panic!("{e:?}")
+            };
+            keys::record_of(&parts[1]).unwrap().id.to_string()
+        })
+        .collect()
+}
+
+#[test]
+fn a_failed_commit_followed_by_one_that_ran_is_written_again_under_new_ids() {
+    let server = Server::start();
+    let mut a = server.store(T);
+    a.apply(&[Op::Put(record("before"))]).unwrap();
+    // Commit n is refused whole (out of memory: EXECABORT) ...
+    server.cmd(&["CONFIG", "SET", "maxmemory-policy", "noeviction"]);
+    server.cmd(&["CONFIG", "SET", "maxmemory", "1"]);
+    let n = a.submit(&[
+        Op::Put(record("n1")),
+        Op::Put(record("n2")),
+        Op::Put(record("n3")),
+        Op::Remove { id: id("before") },
+    ]);
+    assert!(n.done.is_none(), "sent, not settled");
+    // ... before memory is back (its transaction has reached the server by then) ...
+    std::thread::sleep(Duration::from_millis(100));
+    server.cmd(&["CONFIG", "SET", "maxmemory", "0"]);
+    // ... while n+1, sent before n's reply was read, runs: its entries have larger ids.
+    let n1 = a.submit(&[
+        Op::Put(record("m1")),
+        Op::Put(record("m2")),
+        Op::FirstAttempt {
+            id: id("n2"),
+            at_ms: 1_764_000_000_500,
+        },
+        Op::Remove { id: id("n3") },
+    ]);
+    let failed = a.settle(n).unwrap_err().to_string();
+    assert!(failed.contains("EXECABORT"), "{failed}");
+    a.settle(n1).unwrap();
+    // The next commit writes n's entries again, under ids above n+1's.
+    a.apply(&[]).unwrap();
+    assert_eq!(a.backlog(), 0);
+    let mut ids = stream_ids(&server, &a);
+    ids.sort();
+    assert_eq!(ids, ["m1", "m2", "n1", "n2"], "each message exactly once");
+    let Value::Int(fields) = server.cmd(&["HLEN", &a.keys.progress]) else {
+        panic!("HLEN")
+    };
+    assert_eq!(fields, 0, "no progress field left for an old id");
+    // n2's first attempt went with its new entry.
+    let Value::Array(entries) = server.cmd(&["XRANGE", &a.keys.stream, "-", "+"]) else {
+        panic!("XRANGE")
+    };
+    let n2 = entries
+        .iter()
+        .find_map(|e| {
+            let Value::Array(parts) = e else { return None };
+            keys::record_of(&parts[1]).filter(|r| &*r.id == "n2")
+        })
+        .unwrap();
+    assert_eq!(n2.first_ms, Some(1_764_000_000_500));
+    // And everything leaves cleanly.
+    a.apply(&[
+        Op::Remove { id: id("n1") },
+        Op::Remove { id: id("n2") },
+        Op::Remove { id: id("m1") },
+        Op::Remove { id: id("m2") },
+    ])
+    .unwrap();
+    assert_eq!(server.xlen(&a), 0);
+    assert_eq!(Store::pending(&a), (0, 0));
+}
+
+#[test]
+fn a_commit_whose_connection_dies_in_flight_is_written_again_once() {
+    let server = Server::start();
+    let mut a = server.store(T);
+    let n = a.submit(&[Op::Put(record("x1")), Op::Put(record("x2"))]);
+    let n1 = a.submit(&[Op::Put(record("y1"))]);
+    // Both ran (a moment for the server); the connection goes before their replies are
+    // read: as far as the store knows, each may or may not have run.
+    std::thread::sleep(Duration::from_millis(100));
+    a.conn = None;
+    assert!(a.settle(n).is_err());
+    assert!(a.settle(n1).is_err());
+    a.retry_at = None;
+    a.apply(&[]).unwrap();
+    let mut ids = stream_ids(&server, &a);
+    ids.sort();
+    assert_eq!(ids, ["x1", "x2", "y1"], "each message exactly once");
+}
