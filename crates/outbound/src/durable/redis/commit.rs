@@ -390,13 +390,6 @@ impl RedisStore {
         }
         self.deletes.extend(deletes);
     }
-
-    /// Drops the connection; it is made again after a wait.
-    pub(super) fn lose_connection(&mut self) {
-        self.conn = None;
-        self.retry_at = Some(Instant::now() + self.retry_wait);
-        self.retry_wait = (self.retry_wait * 2).min(RETRY_MAX);
-    }
 }
 
 impl Flight {

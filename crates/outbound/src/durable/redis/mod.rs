@@ -284,13 +284,24 @@ impl RedisStore {
                     self.retry_wait = RETRY_MIN;
                 }
                 Err(e) => {
-                    self.retry_at = Some(Instant::now() + self.retry_wait);
-                    self.retry_wait = (self.retry_wait * 2).min(RETRY_MAX);
+                    self.back_off();
                     return Err(self.err(format!("cannot connect: {e}")));
                 }
             }
         }
         Ok(self.conn.as_mut().expect("connected above"))
+    }
+
+    /// Drops the connection; it is made again after a wait.
+    pub(super) fn lose_connection(&mut self) {
+        self.conn = None;
+        self.back_off();
+    }
+
+    /// The next connection attempt waits, twice as long as the last (up to `RETRY_MAX`).
+    fn back_off(&mut self) {
+        self.retry_at = Some(Instant::now() + self.retry_wait);
+        self.retry_wait = (self.retry_wait * 2).min(RETRY_MAX);
     }
 
     /// Sends a pipeline and returns one reply per command (server errors as values). With
