@@ -42,6 +42,29 @@ fn ids_taken(server: &Server) -> Vec<String> {
     server.requests().iter().flat_map(batch_ids).collect()
 }
 
+/// An ingestion receiver answering `status` that checks each id it is sent against what
+/// Redis holds under `prefix`: ids checked, and ids not yet in Redis when attempted.
+fn checking_receiver(
+    redis: &Arc<RedisServer>,
+    prefix: &'static str,
+    status: u16,
+) -> (Server, Arc<AtomicUsize>, Arc<AtomicUsize>) {
+    let missing = Arc::new(AtomicUsize::new(0));
+    let checked = Arc::new(AtomicUsize::new(0));
+    let (r, m, c) = (redis.clone(), missing.clone(), checked.clone());
+    let server = Server::start(move |req| {
+        let held: HashSet<String> = r.spooled_ids(prefix).into_iter().collect();
+        for id in batch_ids(req) {
+            c.fetch_add(1, SeqCst);
+            if !held.contains(&id) {
+                m.fetch_add(1, SeqCst);
+            }
+        }
+        Reply::Status(status)
+    });
+    (server, checked, missing)
+}
+
 fn wait_until(limit: Duration, mut f: impl FnMut() -> bool) -> bool {
     let end = Instant::now() + limit;
     while Instant::now() < end {
@@ -56,19 +79,7 @@ fn wait_until(limit: Duration, mut f: impl FnMut() -> bool) -> bool {
 #[test]
 fn every_message_is_in_redis_before_its_first_attempt() {
     let redis = Arc::new(RedisServer::start());
-    let missing = Arc::new(AtomicUsize::new(0));
-    let checked = Arc::new(AtomicUsize::new(0));
-    let (r, m, c) = (redis.clone(), missing.clone(), checked.clone());
-    let server = Server::start(move |req| {
-        let held: HashSet<String> = r.spooled_ids("before").into_iter().collect();
-        for id in batch_ids(req) {
-            c.fetch_add(1, SeqCst);
-            if !held.contains(&id) {
-                m.fetch_add(1, SeqCst);
-            }
-        }
-        Reply::Status(200)
-    });
+    let (server, checked, missing) = checking_receiver(&redis, "before", 200);
     let client = Client::new(on_redis(&server, &redis, "before")).unwrap();
     for i in 0..500 {
         client
@@ -87,20 +98,8 @@ fn in_a_burst_of_pipelined_commits_nothing_is_attempted_or_reported_spooled_befo
     // before the last one's reply is read.
     const N: usize = 10_000;
     let redis = Arc::new(RedisServer::start());
-    let missing = Arc::new(AtomicUsize::new(0));
-    let checked = Arc::new(AtomicUsize::new(0));
-    let (r, m, c) = (redis.clone(), missing.clone(), checked.clone());
-    let server = Server::start(move |req| {
-        let held: HashSet<String> = r.spooled_ids("burst").into_iter().collect();
-        for id in batch_ids(req) {
-            c.fetch_add(1, SeqCst);
-            if !held.contains(&id) {
-                m.fetch_add(1, SeqCst);
-            }
-        }
-        // Kept in Redis: every attempt fails and is retried later.
-        Reply::Status(503)
-    });
+    // Kept in Redis: every attempt fails and is retried later.
+    let (server, checked, missing) = checking_receiver(&redis, "burst", 503);
     let client = Client::new(Config {
         flush_at: 1000,
         ..on_redis(&server, &redis, "burst")
