@@ -9,7 +9,7 @@
 #                                    against the loopback limit (a trivial server, same load
 #                                    generator), 200 sources × 5 webhook URLs answering after
 #                                    100 ms; writes bench/results/relay-bench.json
-#   scripts/relay-bench.sh --smoke   every case, tiny (release build still; under 60 s once
+#   scripts/relay-bench.sh --smoke   every case, tiny, on the dev build (under 60 s once
 #                                    built); checks the benchmark works; part of scripts/test.sh
 #
 # Prints a table (each figure with the load average it ran under); exits non-zero when a case
@@ -31,14 +31,18 @@ BUILD="$ROOT/bench/.build"
 mkdir -p "$BUILD"
 echo "--- building the load generator and receivers (bench/relay/loadgen)"
 (cd bench/relay/loadgen && go build -o "$BUILD/relaybench" .)
-echo "--- cargo build --release -p outbound-relay (and the library-alone example)"
-cargo build --release -p outbound-relay --example bench_library_webhook
-cargo build --release -p outbound-relay
+source scripts/relay-build.sh
+# The smoke pass only checks the benchmark works: the dev build, as scripts/bench.sh --smoke does.
+profile=release
+if [ "$MODE" = smoke ]; then profile=debug; fi
+relay_build "$profile" --example bench_library_webhook   # the library alone
+relay_build "$profile"
 TARGET="${CARGO_TARGET_DIR:-$ROOT/target}"
-ARGS=(--relay-bin "$TARGET/release/outbound-relay" --tool-bin "$BUILD/relaybench"
-  --library-bin "$TARGET/release/examples/bench_library_webhook" --workdir "$BUILD/relay-bench")
+ARGS=(--relay-bin "$RELAY" --tool-bin "$BUILD/relaybench"
+  --library-bin "$TARGET/$profile/examples/bench_library_webhook" --workdir "$BUILD/relay-bench")
 echo "--- bench/relay/bench.py $MODE ($(nproc) cores; load average: $(cut -d' ' -f1-3 /proc/loadavg))"
 if [ "$MODE" = smoke ]; then
+  echo "--- smoke: a dev build and tiny cases: the figures below are no measurement"
   exec python3 bench/relay/bench.py "${ARGS[@]}" --seconds 2 --burst 20000 --library-n 5000 \
     --tenants 10 --tenant-rate 1000 --tenant-seconds 2 </dev/null
 fi

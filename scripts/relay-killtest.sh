@@ -6,7 +6,8 @@
 #                                       restarted on the same data_dir; its webhook behind the
 #                                       chaos receiver (30 % 503, 10 % resets, 5 % stalls past
 #                                       the relay's timeout); unacknowledged batches resent
-#   scripts/relay-killtest.sh --smoke   the same with 3,000 events; part of scripts/test.sh
+#   scripts/relay-killtest.sh --smoke   the same with 3,000 events, on the dev build; part of
+#                                       scripts/test.sh
 #
 # Prints acknowledged, delivered distinct, lost, duplicates, seconds and peak RSS; exits
 # non-zero when an acknowledged event never reaches the receiver, a signature is bad, or
@@ -30,9 +31,8 @@ BUILD="$ROOT/bench/.build"
 mkdir -p "$BUILD"
 echo "--- building the chaos receiver"
 (cd bench/chaos && go build -o "$BUILD/chaos" .)
-echo "--- cargo build --release -p outbound-relay"
-cargo build --release -p outbound-relay
-RELAY="${CARGO_TARGET_DIR:-$ROOT/target}/release/outbound-relay"
+source scripts/relay-build.sh
+if [ "$MODE" = smoke ]; then relay_build debug; else relay_build release; fi
 WORK="$BUILD/relay-killtest"
 PY="${PYTHON:-python3}"
 if [ "$MODE" = smoke ]; then

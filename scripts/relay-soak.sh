@@ -10,7 +10,8 @@
 #                        the 5 s timeout); RSS printed every minute; at the end every
 #                        acknowledged messageId must have reached its receiver
 #                        (bench/results/relay-soak.json)
-#   scripts/relay-soak.sh --smoke   12 s at 5,000 events/s, ticks every 5 s; part of scripts/test.sh
+#   scripts/relay-soak.sh --smoke   12 s at 5,000 events/s, ticks every 5 s, on the dev build;
+#                                   part of scripts/test.sh
 #
 # Exits non-zero when an acknowledged event is lost.
 set -euo pipefail
@@ -36,10 +37,9 @@ BUILD="$ROOT/bench/.build"
 mkdir -p "$BUILD"
 echo "--- building the load generator and receivers (bench/relay/loadgen)"
 (cd bench/relay/loadgen && go build -o "$BUILD/relaybench" .)
-echo "--- cargo build --release -p outbound-relay"
-cargo build --release -p outbound-relay
-TARGET="${CARGO_TARGET_DIR:-$ROOT/target}"
-ARGS=(--relay-bin "$TARGET/release/outbound-relay" --tool-bin "$BUILD/relaybench"
+source scripts/relay-build.sh
+if [ "$MODE" = smoke ]; then relay_build debug; else relay_build release; fi
+ARGS=(--relay-bin "$RELAY" --tool-bin "$BUILD/relaybench"
   --workdir "$BUILD/relay-soak")
 if [ "$MODE" = smoke ]; then
   exec python3 bench/relay/soak.py "${ARGS[@]}" --minutes 0.2 --rate 5000 --hook-rate 200 \

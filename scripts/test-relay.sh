@@ -4,9 +4,10 @@
 #   1. scripts/relay-env.sh: chromium, analytics-next, analytics-node, puppeteer-core,
 #      segment-analytics-python, analytics-go v3, analytics-kotlin's core (all cached in
 #      gitignored .tools/relay)
-#   2. cargo build --release -p outbound-relay (the binary under test; the kill test and the
-#      demo use the same build), cargo build -p outbound-c (liboutbound.a for the C and Go
-#      senders)
+#   2. cargo build -p outbound-relay (the binary under test: the dev build, which `cargo test
+#      --workspace` has made already; OUTBOUND_RELAY_PROFILE=release tests the release build
+#      the demo and the full kill test use), cargo build -p outbound-c (liboutbound.a for the C
+#      and Go senders)
 #   3. outbound's release wheel (scripts/python-env.sh builds it) into .tools/relay/venv
 #   4. pytest tests/relay: each test starts the relay with a temporary config, two sources
 #      and two real webhook receivers on 127.0.0.1, and sends with a real SDK
@@ -33,12 +34,12 @@ echo "fuzz: done in $(( $(date +%s) - t0 )) s (build included)"
 scripts/relay-env.sh
 T="$ROOT/.tools/relay"
 
-echo "--- cargo build --release -p outbound-relay"
-cargo build --release -p outbound-relay
+source scripts/relay-build.sh
+relay_build "${OUTBOUND_RELAY_PROFILE:-debug}"
 echo "--- cargo build -p outbound-c (liboutbound.a for the C and Go senders)"
 cargo build -p outbound-c
 target="${CARGO_TARGET_DIR:-$ROOT/target}"
-export OUTBOUND_RELAY_BIN="$target/release/outbound-relay" OUTBOUND_C_LIBDIR="$target/debug"
+export OUTBOUND_RELAY_BIN="$RELAY" OUTBOUND_C_LIBDIR="$target/debug"
 
 # outbound's own Python client: the wheel users install (as scripts/test-python.sh tests it).
 OUTBOUND_WHEEL="${OUTBOUND_WHEEL:-release}" source scripts/python-env.sh   # WHEEL
