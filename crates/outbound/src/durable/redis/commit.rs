@@ -2,8 +2,14 @@
 //! pipelined: a transaction is sent before the replies of the one before it are read (see
 //! the module docs, "# Commits", for what a failed one does).
 
-use super::keys::{self, entry_id};
+use super::keys;
+use super::resp;
 use super::*;
+use std::collections::hash_map::Entry;
+
+/// The most the transaction buffer keeps between commits (a group of 2,048 messages of
+/// ~500 bytes needs about 1 MiB).
+const WIRE_KEEP: usize = 4 << 20;
 
 impl RedisStore {
     /// Notes every op, then writes everything Redis does not have yet in one transaction.
@@ -44,8 +50,10 @@ impl RedisStore {
     /// Changes become pending writes. Ops for ids we do not hold are no-ops.
     pub(super) fn note(&mut self, op: &Op) {
         let id = op.id();
+        // One hash of the id per op where it can (two for an id accepted again): this runs
+        // for every message.
         if let Op::Put(r) = op {
-            if !self.live.contains_key(id) {
+            if let Entry::Vacant(slot) = self.live.entry(id.clone()) {
                 let len = |b: &Option<Arc<[u8]>>| b.as_ref().map_or(0, |b| b.len() as u32);
                 let seq = self.next_seq;
                 self.next_seq += 1;
@@ -61,10 +69,34 @@ impl RedisStore {
                     progress: false,
                 };
                 self.bytes += live.bytes(id);
-                self.live.insert(id.clone(), live);
+                slot.insert(live);
                 self.puts.insert(seq, r.clone());
                 return;
             }
+        }
+        if let Op::Remove { .. } = op {
+            let Some((id, l)) = self.live.remove_entry(id) else {
+                return;
+            };
+            if l.copies > 1 {
+                // One more Remove to leave; its progress (copies) changed.
+                if l.written {
+                    self.dirty.insert(id.clone());
+                }
+                let copies = l.copies - 1;
+                self.live.insert(id, Live { copies, ..l });
+                return;
+            }
+            if !self.dirty.is_empty() {
+                self.dirty.remove(&id);
+            }
+            self.bytes = self.bytes.saturating_sub(l.bytes(&id));
+            if l.written {
+                self.deletes.push((l.seq, l.progress));
+            } else {
+                self.puts.remove(&l.seq);
+            }
+            return;
         }
         let Some(l) = self.live.get_mut(id) else {
             return;
@@ -88,19 +120,8 @@ impl RedisStore {
                 changed = l.mask != *mask;
                 l.mask = *mask;
             }
-            Op::Remove { .. } if l.copies > 1 => l.copies -= 1,
-            Op::Remove { .. } => {
-                let l = *l;
-                self.live.remove(id);
-                self.dirty.remove(id);
-                self.bytes = self.bytes.saturating_sub(before);
-                if l.written {
-                    self.deletes.push((l.seq, l.progress));
-                } else {
-                    self.puts.remove(&l.seq);
-                }
-                return;
-            }
+            // Handled above.
+            Op::Remove { .. } => return,
         }
         let after = l.bytes(id);
         let written = l.written;
@@ -136,10 +157,13 @@ impl RedisStore {
         }
         // Not connected: nothing is sent, nothing changes.
         self.conn()?;
-        let mut pipe = redis::pipe();
-        let mut progress: Vec<(String, String)> = Vec::new();
+        let mut out = std::mem::take(&mut self.wire);
+        out.clear();
+        out.extend_from_slice(resp::MULTI);
+        let mut progress: Vec<(u64, keys::Progress)> = Vec::new();
+        let mut xadds = 0;
         for (&seq, r) in &self.puts {
-            let Some(l) = self.live.get(&r.id) else {
+            let Some(l) = self.live.get_mut(&r.id) else {
                 continue;
             };
             // One field: Redis parses and keeps one value per message, not seven.
@@ -152,60 +176,63 @@ impl RedisStore {
                 mask: l.mask,
                 hooks_key: r.hooks_key,
             };
-            pipe.cmd("XADD")
-                .arg(&self.keys.stream)
-                .arg(entry_id(seq))
-                .arg(keys::F_RECORD)
-                .arg(packed);
+            resp::xadd(&mut out, &self.keys.stream, seq, &packed);
+            xadds += 1;
             if l.copies > 1 {
-                progress.push((entry_id(seq), l.progress().encode()));
+                progress.push((seq, l.progress()));
             }
-        }
-        let xadds = pipe.len();
-        for id in &self.dirty {
-            if let Some(l) = self.live.get(id) {
-                progress.push((entry_id(l.seq), l.progress().encode()));
-            }
-        }
-        if !progress.is_empty() {
-            pipe.cmd("HSET").arg(&self.keys.progress).arg(&progress);
-        }
-        if !self.deletes.is_empty() {
-            let ids: Vec<String> = self.deletes.iter().map(|&(s, _)| entry_id(s)).collect();
-            pipe.cmd("XDEL").arg(&self.keys.stream).arg(&ids);
-            let fields: Vec<String> = self
-                .deletes
-                .iter()
-                .filter(|&&(_, p)| p)
-                .map(|&(s, _)| entry_id(s))
-                .collect();
-            if !fields.is_empty() {
-                pipe.cmd("HDEL").arg(&self.keys.progress).arg(&fields);
-            }
-        }
-        let beat = self.beat_due();
-        if beat {
-            self.beat_into(&mut pipe);
-        }
-        let ours = pipe.len();
-        for cmd in extra {
-            pipe.add_command(cmd.clone());
-        }
-        let commands = pipe.len();
-        pipe.atomic();
-        let packed = pipe.get_packed_pipeline();
-        // Taken as written: what changes from now on goes as a change to these entries.
-        for (&seq, r) in &self.puts {
-            if let Some(l) = self.live.get_mut(&r.id).filter(|l| l.seq == seq) {
+            // Taken as written: what changes from now on goes as a change to this entry.
+            if l.seq == seq {
                 l.written = true;
                 l.progress |= l.copies > 1;
             }
         }
         for id in &self.dirty {
             if let Some(l) = self.live.get_mut(id) {
+                progress.push((l.seq, l.progress()));
                 l.progress = true;
             }
         }
+        let mut ours = xadds;
+        if !progress.is_empty() {
+            ours += 1;
+            resp::array(&mut out, 2 + 2 * progress.len());
+            resp::bulk(&mut out, b"HSET");
+            resp::bulk(&mut out, self.keys.progress.as_bytes());
+            for (seq, p) in &progress {
+                resp::bulk_id(&mut out, *seq);
+                resp::bulk(&mut out, p.encode().as_bytes());
+            }
+        }
+        if !self.deletes.is_empty() {
+            ours += 1;
+            resp::array(&mut out, 2 + self.deletes.len());
+            resp::bulk(&mut out, b"XDEL");
+            resp::bulk(&mut out, self.keys.stream.as_bytes());
+            for &(seq, _) in &self.deletes {
+                resp::bulk_id(&mut out, seq);
+            }
+            let fields = self.deletes.iter().filter(|&&(_, p)| p).count();
+            if fields > 0 {
+                ours += 1;
+                resp::array(&mut out, 2 + fields);
+                resp::bulk(&mut out, b"HDEL");
+                resp::bulk(&mut out, self.keys.progress.as_bytes());
+                for &(seq, _) in self.deletes.iter().filter(|&&(_, p)| p) {
+                    resp::bulk_id(&mut out, seq);
+                }
+            }
+        }
+        let beat = self.beat_due();
+        if beat {
+            ours += 1;
+            self.beat_cmd().write_packed_command(&mut out);
+        }
+        for cmd in extra {
+            cmd.write_packed_command(&mut out);
+        }
+        let commands = ours + extra.len();
+        out.extend_from_slice(resp::EXEC);
         self.flight_no += 1;
         let flight = Flight {
             no: self.flight_no,
@@ -219,7 +246,7 @@ impl RedisStore {
             outcome: None,
         };
         let sent = match self.conn() {
-            Ok(c) => match c.send_packed_command(&packed) {
+            Ok(c) => match c.send_packed_command(&out) {
                 Ok(()) => Ok(()),
                 Err(e) => {
                     let reason = e.to_string();
@@ -229,6 +256,10 @@ impl RedisStore {
             },
             Err(e) => Err(e),
         };
+        // Kept for the next commit, unless a takeover made it large.
+        if out.capacity() <= WIRE_KEEP {
+            self.wire = out;
+        }
         self.flights.push_back(flight);
         if let Err(e) = sent {
             // Those sent before it are lost with the connection too.

@@ -68,12 +68,6 @@ pub(super) fn owner_of_stream<'a>(prefix: &str, key: &'a str) -> Option<&'a str>
         .strip_suffix("}:s")
 }
 
-/// Our entry ids are `0-SEQ`, chosen by us (not `*`): an XADD retried after a reply was
-/// lost is refused as "equal or smaller" instead of written twice.
-pub(super) fn entry_id(seq: u64) -> String {
-    format!("0-{seq}")
-}
-
 /// What a message's progress hash field holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) struct Progress {
@@ -116,7 +110,7 @@ const HAS_FIRST: u8 = 1;
 const HAS_INGEST: u8 = 2;
 const HAS_HOOK: u8 = 4;
 
-/// A record packed in one value, written straight into the command (no copy in between):
+/// A record packed in one value, written straight into the transaction (`resp.rs`):
 ///
 /// ```text
 /// u8 layout (1) | u8 flags (1: first attempt, 2: ingestion body, 4: webhook body) | u8 mask
@@ -136,7 +130,20 @@ pub(super) struct Packed<'a> {
 }
 
 impl Packed<'_> {
-    fn write_to(&self, out: &mut impl std::io::Write) -> std::io::Result<()> {
+    /// Its length in bytes, known before it is written (RESP puts it first).
+    pub fn len(&self) -> usize {
+        let part = |p: Option<&[u8]>| p.map_or(0, |p| 4 + p.len());
+        3 + 8
+            + self.first_ms.map_or(0, |_| 8)
+            + 8
+            + 4
+            + self.id.len()
+            + part(self.ingest)
+            + part(self.hook)
+    }
+
+    /// Appends it to `out` (exactly `len()` bytes).
+    pub fn write_into(&self, out: &mut Vec<u8>) {
         let mut flags = 0;
         if self.first_ms.is_some() {
             flags |= HAS_FIRST;
@@ -147,37 +154,27 @@ impl Packed<'_> {
         if self.hook.is_some() {
             flags |= HAS_HOOK;
         }
-        out.write_all(&[PACKED_V1, flags, self.mask])?;
-        out.write_all(&self.accepted_ms.to_le_bytes())?;
+        out.extend_from_slice(&[PACKED_V1, flags, self.mask]);
+        out.extend_from_slice(&self.accepted_ms.to_le_bytes());
         if let Some(f) = self.first_ms {
-            out.write_all(&f.to_le_bytes())?;
+            out.extend_from_slice(&f.to_le_bytes());
         }
-        out.write_all(&self.hooks_key.to_le_bytes())?;
+        out.extend_from_slice(&self.hooks_key.to_le_bytes());
         for part in [Some(self.id.as_bytes()), self.ingest, self.hook]
             .into_iter()
             .flatten()
         {
-            out.write_all(&(part.len() as u32).to_le_bytes())?;
-            out.write_all(part)?;
+            out.extend_from_slice(&(part.len() as u32).to_le_bytes());
+            out.extend_from_slice(part);
         }
-        Ok(())
     }
 
     #[cfg(test)]
     pub fn to_vec(&self) -> Vec<u8> {
         let mut v = Vec::new();
-        self.write_to(&mut v).expect("a Vec takes every write");
+        self.write_into(&mut v);
+        assert_eq!(v.len(), self.len());
         v
-    }
-}
-
-impl redis::ToRedisArgs for Packed<'_> {
-    fn write_redis_args<W>(&self, out: &mut W)
-    where
-        W: ?Sized + redis::RedisWrite,
-    {
-        // Writes to a command's buffer do not fail.
-        let _ = self.write_to(&mut out.writer_for_next_arg());
     }
 }
 

@@ -21,7 +21,8 @@
 //!
 //! `apply` updates what the store knows in memory, then writes what Redis lacks in one
 //! MULTI/EXEC pipeline (one round trip): an XADD per new message, one HSET for progress,
-//! one XDEL and one HDEL for the outcomes, the heartbeat when due. Entry ids are ours
+//! one XDEL and one HDEL for the outcomes, the heartbeat when due, written as RESP straight
+//! into one buffer kept between commits (`resp.rs`). Entry ids are ours
 //! (`0-SEQ`, a new seq for each XADD sent). When Redis cannot be reached the changes stay
 //! pending in memory (the messages are delivered all the same) and are written by the next
 //! commit that reaches it: a process that dies while Redis is away loses what it had not
@@ -75,6 +76,7 @@ use std::time::{Duration, Instant};
 mod commit;
 use commit::Flight;
 pub(super) mod keys;
+mod resp;
 mod takeover;
 #[cfg(test)]
 mod tests;
@@ -148,6 +150,8 @@ pub(crate) struct RedisStore {
     /// and the number of the last one sent.
     flights: VecDeque<Flight>,
     flight_no: u64,
+    /// The buffer each commit's transaction is written into, kept between commits.
+    wire: Vec<u8>,
     /// Entries to XADD, by seq (removed before being written: never written).
     puts: BTreeMap<u64, Record>,
     /// Written messages whose progress changed since the last commit.
@@ -203,6 +207,7 @@ impl RedisStore {
             live: HashMap::new(),
             flights: VecDeque::new(),
             flight_no: 0,
+            wire: Vec::new(),
             puts: BTreeMap::new(),
             dirty: HashSet::new(),
             deletes: Vec::new(),
@@ -348,7 +353,7 @@ impl RedisStore {
     /// vanished).
     fn beat(&mut self) -> Result<(), Error> {
         let mut pipe = redis::pipe();
-        self.beat_into(&mut pipe);
+        pipe.add_command(self.beat_cmd());
         pipe.cmd("SADD")
             .arg(keys::registry(&self.prefix))
             .arg(&self.keys.owner);
@@ -364,15 +369,15 @@ impl RedisStore {
         Ok(())
     }
 
-    /// Adds the heartbeat to a pipeline and notes it as refreshed.
-    fn beat_into(&mut self, pipe: &mut Pipeline) {
-        let value = format!("pid {}", std::process::id());
-        pipe.cmd("SET")
-            .arg(&self.keys.alive)
-            .arg(value)
-            .arg("PX")
-            .arg(self.takeover_after.as_millis() as u64);
+    /// The heartbeat's command; notes it as refreshed.
+    fn beat_cmd(&mut self) -> redis::Cmd {
         self.beat_at = Some(Instant::now());
+        redis::cmd("SET")
+            .arg(&self.keys.alive)
+            .arg(format!("pid {}", std::process::id()))
+            .arg("PX")
+            .arg(self.takeover_after.as_millis() as u64)
+            .to_owned()
     }
 
     fn beat_due(&self) -> bool {

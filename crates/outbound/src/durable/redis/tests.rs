@@ -498,3 +498,54 @@ fn a_commit_whose_connection_dies_in_flight_is_written_again_once() {
     ids.sort();
     assert_eq!(ids, ["x1", "x2", "y1"], "each message exactly once");
 }
+
+/// Every kind of command a commit writes (`resp.rs`), in one transaction each time, read
+/// back from Redis: XADDs with a progress HSET, an HSET of changes with the heartbeat and an
+/// `extra` command, an XDEL with an HDEL.
+#[test]
+fn each_command_a_commit_writes_is_what_redis_keeps() {
+    let server = Server::start();
+    let mut a = server.store(T);
+    let progress = a.keys.progress.clone();
+    let field = |seq: &str| server.cmd(&["HGET", &progress, seq]);
+    let text = |s: &str| Value::BulkString(s.as_bytes().to_vec());
+    a.apply(&[
+        Op::Put(record("x")),
+        Op::Put(record("y")),
+        Op::Put(record("y")),
+    ])
+    .unwrap();
+    assert_eq!(stream_ids(&server, &a), ["x", "y"]);
+    assert_eq!(field("0-2"), text("-1,0,3,2"), "y, twice");
+    server.cmd(&["DEL", &a.keys.alive]);
+    a.beat_at = None;
+    for op in [
+        Op::FirstAttempt {
+            id: id("x"),
+            at_ms: 1_764_000_000_500,
+        },
+        Op::Remove { id: id("y") },
+        Op::Put(record("z")),
+    ] {
+        a.note(&op);
+    }
+    let xlen = redis::cmd("XLEN").arg(&a.keys.stream).to_owned();
+    assert_eq!(a.sync(&[xlen]).unwrap(), [Value::Int(3)]);
+    assert_eq!(stream_ids(&server, &a), ["x", "y", "z"]);
+    assert_eq!(field("0-1"), text("1764000000500,0,3,1"));
+    assert_eq!(field("0-2"), text("-1,0,3,1"), "y, once");
+    assert_eq!(field("0-3"), Value::Nil);
+    let Value::Int(ttl) = server.cmd(&["PTTL", &a.keys.alive]) else {
+        panic!("PTTL")
+    };
+    assert!(ttl > 0, "the heartbeat went with the commit");
+    a.apply(&[
+        Op::Remove { id: id("x") },
+        Op::Remove { id: id("y") },
+        Op::Remove { id: id("z") },
+    ])
+    .unwrap();
+    assert_eq!(server.xlen(&a), 0);
+    assert_eq!(server.cmd(&["HLEN", &a.keys.progress]), Value::Int(0));
+    assert_eq!(Store::pending(&a), (0, 0));
+}

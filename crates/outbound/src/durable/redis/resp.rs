@@ -1,0 +1,106 @@
+//! A commit's transaction as RESP, written straight into one reused buffer: one copy of each
+//! record, no command object (with its own buffers) per message, no `String` per entry id.
+//! The few other commands of a commit go through `redis::Cmd::write_packed_command`.
+
+use super::keys::Packed;
+
+/// `MULTI`, as Redis reads it.
+pub(super) const MULTI: &[u8] = b"*1\r\n$5\r\nMULTI\r\n";
+/// `EXEC`, as Redis reads it.
+pub(super) const EXEC: &[u8] = b"*1\r\n$4\r\nEXEC\r\n";
+
+/// The head of a command of `n` arguments (its name included).
+pub(super) fn array(out: &mut Vec<u8>, n: usize) {
+    out.push(b'*');
+    out.extend_from_slice(itoa::Buffer::new().format(n).as_bytes());
+    out.extend_from_slice(b"\r\n");
+}
+
+fn bulk_head(out: &mut Vec<u8>, len: usize) {
+    out.push(b'$');
+    out.extend_from_slice(itoa::Buffer::new().format(len).as_bytes());
+    out.extend_from_slice(b"\r\n");
+}
+
+/// One argument.
+pub(super) fn bulk(out: &mut Vec<u8>, b: &[u8]) {
+    bulk_head(out, b.len());
+    out.extend_from_slice(b);
+    out.extend_from_slice(b"\r\n");
+}
+
+/// The entry id `0-SEQ` as one argument. Our entry ids are chosen by us (not `*`): an XADD
+/// retried after a reply was lost is refused as "equal or smaller" instead of written twice.
+pub(super) fn bulk_id(out: &mut Vec<u8>, seq: u64) {
+    let mut digits = itoa::Buffer::new();
+    let digits = digits.format(seq).as_bytes();
+    bulk_head(out, 2 + digits.len());
+    out.extend_from_slice(b"0-");
+    out.extend_from_slice(digits);
+    out.extend_from_slice(b"\r\n");
+}
+
+/// `XADD stream 0-SEQ r <packed record>`.
+pub(super) fn xadd(out: &mut Vec<u8>, stream: &str, seq: u64, record: &Packed) {
+    out.extend_from_slice(b"*5\r\n$4\r\nXADD\r\n");
+    bulk(out, stream.as_bytes());
+    bulk_id(out, seq);
+    bulk(out, super::keys::F_RECORD.as_bytes());
+    bulk_head(out, record.len());
+    record.write_into(out);
+    out.extend_from_slice(b"\r\n");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Each form is what the redis crate itself packs for the same command.
+    #[test]
+    fn the_written_commands_are_the_ones_the_redis_crate_packs() {
+        assert_eq!(MULTI, redis::cmd("MULTI").get_packed_command());
+        assert_eq!(EXEC, redis::cmd("EXEC").get_packed_command());
+        let mut out = Vec::new();
+        array(&mut out, 4);
+        bulk(&mut out, b"XDEL");
+        bulk(&mut out, b"{p:o}:s");
+        bulk_id(&mut out, 7);
+        bulk_id(&mut out, 1_234_567_890_123);
+        let want = redis::cmd("XDEL")
+            .arg("{p:o}:s")
+            .arg("0-7")
+            .arg("0-1234567890123")
+            .get_packed_command();
+        assert_eq!(out, want);
+        for record in [
+            Packed {
+                id: "m-1",
+                accepted_ms: 1_764_000_000_000,
+                first_ms: Some(1_764_000_000_500),
+                ingest: Some(b"{\"ingest\":1}"),
+                hook: Some(b""),
+                mask: 0b101,
+                hooks_key: 42,
+            },
+            Packed {
+                id: "m-2",
+                accepted_ms: 1,
+                first_ms: None,
+                ingest: None,
+                hook: None,
+                mask: 0,
+                hooks_key: 0,
+            },
+        ] {
+            let mut out = Vec::new();
+            xadd(&mut out, "{p:o}:s", 12, &record);
+            let want = redis::cmd("XADD")
+                .arg("{p:o}:s")
+                .arg("0-12")
+                .arg("r")
+                .arg(record.to_vec())
+                .get_packed_command();
+            assert_eq!(out, want);
+        }
+    }
+}
