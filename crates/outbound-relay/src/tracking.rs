@@ -128,7 +128,11 @@ pub async fn handle(
     // The body is read once into its top-level fields, each value left as its text: an event
     // goes to the core as text (`Message::from_json_text`), never through a `Value` tree.
     // A batch's events are read in the same pass, each into its own fields.
-    let (mut obj, events) = match parse_object(&bytes, endpoint == Endpoint::Batch) {
+    let parsed = match endpoint {
+        Endpoint::Batch => parse_object(&bytes, true).or_else(|_| parse_in_passes(&bytes)),
+        Endpoint::Single(_) => parse_object(&bytes, false),
+    };
+    let (mut obj, events) = match parsed {
         Ok(body) => body,
         Err(ParseError::NotJson(e)) => {
             return reply::error(
@@ -432,6 +436,27 @@ fn parse_object(text: &[u8], batch: bool) -> Result<(Fields<'_>, Events<'_>), Pa
     }
 }
 
+/// A batch read in passes (the body's fields, the batch's elements as text, each element's
+/// fields), for a body the one pass refused: invalid JSON is refused here too, the same way;
+/// but an element that is a number beyond a double's range (`1e400`), which the one pass
+/// reads as a number and refuses, is here an element that is not an object like any other,
+/// refused alone.
+fn parse_in_passes(text: &[u8]) -> Result<(Fields<'_>, Events<'_>), ParseError> {
+    let (mut fields, _) = parse_object(text, false)?;
+    let events =
+        match fields.remove("batch") {
+            Some(Cow::Borrowed(list)) => serde_json::from_str::<Vec<&RawValue>>(list.get())
+                .ok()
+                .map(|list| {
+                    (list.into_iter())
+                        .map(|e| parse_object(e.get().as_bytes(), false).ok().map(|(f, _)| f))
+                        .collect()
+                }),
+            _ => None,
+        };
+    Ok((fields, events))
+}
+
 /// `"identify"` (...) as JSON text, for a single call's `type`.
 fn type_value(kind: &str) -> Cow<'static, RawValue> {
     let text = format!("\"{kind}\"");
@@ -657,6 +682,27 @@ mod tests {
             read(r#"{"batch":1,"batch":[{}]}"#, true).1,
             Some(vec![Some(vec![])])
         );
+    }
+
+    #[test]
+    fn an_element_beyond_a_doubles_range_is_refused_alone() {
+        let text = br#"{"batch":[{"a":1},1e400,[1e400]],"x":2}"#;
+        assert!(parse_object(text, true).is_err(), "the one pass refuses it");
+        let Ok((fields, Some(events))) = parse_in_passes(text) else {
+            panic!("not read in passes");
+        };
+        assert_eq!(fields.0.len(), 1);
+        assert_eq!(fields.get("x").map(|v| v.get()), Some("2"));
+        assert_eq!(events.len(), 3);
+        assert!(events[0].is_some() && events[1].is_none() && events[2].is_none());
+        assert!(matches!(
+            parse_in_passes(br#"{"batch":1e400}"#),
+            Ok((_, None))
+        ));
+        assert!(matches!(
+            parse_in_passes(br#"{"batch":[1,}"#),
+            Err(ParseError::NotJson(_))
+        ));
     }
 
     #[test]
