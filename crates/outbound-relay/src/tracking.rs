@@ -22,7 +22,7 @@ use hyper::body::Incoming;
 use hyper::header::{HeaderMap, HeaderValue, ORIGIN};
 use hyper::StatusCode;
 use outbound::{Error, Message, MAX_BATCH_BYTES};
-use serde::de::{Deserializer, MapAccess, Visitor};
+use serde::de::{Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde_json::value::RawValue;
 use serde_json::{json, Value};
 use std::borrow::Cow;
@@ -127,8 +127,13 @@ pub async fn handle(
     };
     // The body is read once into its top-level fields, each value left as its text: an event
     // goes to the core as text (`Message::from_json_text`), never through a `Value` tree.
-    let mut obj = match parse_object(&bytes) {
-        Ok(fields) => fields,
+    // A batch's events are read in the same pass, each into its own fields.
+    let parsed = match endpoint {
+        Endpoint::Batch => parse_object(&bytes, true).or_else(|_| parse_in_passes(&bytes)),
+        Endpoint::Single(_) => parse_object(&bytes, false),
+    };
+    let (mut obj, events) = match parsed {
+        Ok(body) => body,
         Err(ParseError::NotJson(e)) => {
             return reply::error(
                 StatusCode::BAD_REQUEST,
@@ -181,7 +186,7 @@ pub async fn handle(
             obj.set("type", type_value(kind));
             single(source, obj).await
         }
-        Endpoint::Batch => batch(source, obj).await,
+        Endpoint::Batch => batch(source, obj, events).await,
     };
     if let Some(origin) = origin {
         allow_origin(answer.headers_mut(), origin);
@@ -271,25 +276,121 @@ enum ParseError {
     NotObject,
 }
 
-struct FieldsVisitor;
+/// A batch's `batch`: its events, each an object's fields or `None` (not an object: refused
+/// alone); `None` when it is not an array.
+type Events<'a> = Option<Vec<Option<Fields<'a>>>>;
+
+/// Reads an object into its fields; with `batch`, the value of its `batch` key is read as
+/// [`Events`] (kept apart from the fields) instead of kept as text.
+struct FieldsVisitor {
+    batch: bool,
+}
 
 impl<'de> Visitor<'de> for FieldsVisitor {
-    type Value = Fields<'de>;
+    type Value = (Fields<'de>, Events<'de>);
 
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("a JSON object")
     }
 
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Fields<'de>, A::Error> {
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        // Grown as read: a batch's events are all held at once, and a hostile batch of
+        // 100,000 tiny objects must not take room for 12 fields each.
         let mut fields: Vec<(Cow<'de, str>, Cow<'de, RawValue>)> = Vec::new();
+        let mut events = None;
         while let Some(Key(k)) = map.next_key::<Key<'de>>()? {
+            if self.batch && k == "batch" {
+                // A later `batch` replaces an earlier one, as any other repeated key.
+                events = map.next_value::<EventsOf<'de>>()?.0;
+                continue;
+            }
             let v: &'de RawValue = map.next_value()?;
             match fields.iter_mut().find(|(have, _)| *have == k) {
                 Some((_, old)) => *old = Cow::Borrowed(v),
                 None => fields.push((k, Cow::Borrowed(v))),
             }
         }
-        Ok(Fields(fields))
+        Ok((Fields(fields), events))
+    }
+}
+
+/// Any JSON value, read as [`Events`]: an array's elements read as events, anything else
+/// consumed and `None`.
+#[derive(Default)]
+struct EventsOf<'a>(Events<'a>);
+
+/// One element of a batch: an object's fields, or anything else consumed and `None`.
+#[derive(Default)]
+struct EventOf<'a>(Option<Fields<'a>>);
+
+/// What is not the wanted kind of value: consumed, and answered `T::default()`.
+macro_rules! consume_the_rest {
+    ($t:ty) => {
+        fn visit_bool<E>(self, _: bool) -> Result<$t, E> {
+            Ok(Default::default())
+        }
+        fn visit_i64<E>(self, _: i64) -> Result<$t, E> {
+            Ok(Default::default())
+        }
+        fn visit_u64<E>(self, _: u64) -> Result<$t, E> {
+            Ok(Default::default())
+        }
+        fn visit_f64<E>(self, _: f64) -> Result<$t, E> {
+            Ok(Default::default())
+        }
+        fn visit_str<E>(self, _: &str) -> Result<$t, E> {
+            Ok(Default::default())
+        }
+        fn visit_unit<E>(self) -> Result<$t, E> {
+            Ok(Default::default())
+        }
+    };
+}
+
+impl<'de> serde::Deserialize<'de> for EventsOf<'de> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = EventsOf<'de>;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("an array of events")
+            }
+            consume_the_rest!(EventsOf<'de>);
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+                let mut events = Vec::new();
+                while let Some(EventOf(event)) = seq.next_element()? {
+                    events.push(event);
+                }
+                Ok(EventsOf(Some(events)))
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+                while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+                Ok(EventsOf(None))
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for EventOf<'de> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = EventOf<'de>;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("an event")
+            }
+            consume_the_rest!(EventOf<'de>);
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+                while seq.next_element::<IgnoredAny>()?.is_some() {}
+                Ok(EventOf(None))
+            }
+            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
+                let (fields, _) = FieldsVisitor { batch: false }.visit_map(map)?;
+                Ok(EventOf(Some(fields)))
+            }
+        }
+        d.deserialize_any(V)
     }
 }
 
@@ -315,11 +416,12 @@ impl<'de> serde::Deserialize<'de> for Key<'de> {
     }
 }
 
-/// The top-level fields of the JSON object `text`.
-fn parse_object(text: &[u8]) -> Result<Fields<'_>, ParseError> {
+/// The top-level fields of the JSON object `text`; with `batch`, its `batch` read as events
+/// (see [`FieldsVisitor`]).
+fn parse_object(text: &[u8], batch: bool) -> Result<(Fields<'_>, Events<'_>), ParseError> {
     let mut de = serde_json::Deserializer::from_slice(text);
     match de
-        .deserialize_map(FieldsVisitor)
+        .deserialize_map(FieldsVisitor { batch })
         .and_then(|f| de.end().map(|()| f))
     {
         Ok(fields) => Ok(fields),
@@ -332,6 +434,27 @@ fn parse_object(text: &[u8]) -> Result<Fields<'_>, ParseError> {
         }
         Err(e) => Err(ParseError::NotJson(e)),
     }
+}
+
+/// A batch read in passes (the body's fields, the batch's elements as text, each element's
+/// fields), for a body the one pass refused: invalid JSON is refused here too, the same way;
+/// but an element that is a number beyond a double's range (`1e400`), which the one pass
+/// reads as a number and refuses, is here an element that is not an object like any other,
+/// refused alone.
+fn parse_in_passes(text: &[u8]) -> Result<(Fields<'_>, Events<'_>), ParseError> {
+    let (mut fields, _) = parse_object(text, false)?;
+    let events =
+        match fields.remove("batch") {
+            Some(Cow::Borrowed(list)) => serde_json::from_str::<Vec<&RawValue>>(list.get())
+                .ok()
+                .map(|list| {
+                    (list.into_iter())
+                        .map(|e| parse_object(e.get().as_bytes(), false).ok().map(|(f, _)| f))
+                        .collect()
+                }),
+            _ => None,
+        };
+    Ok((fields, events))
 }
 
 /// `"identify"` (...) as JSON text, for a single call's `type`.
@@ -372,11 +495,8 @@ async fn single(source: &Arc<Source>, event: Fields<'_>) -> Answer {
     }
 }
 
-async fn batch(source: &Arc<Source>, mut obj: Fields<'_>) -> Answer {
-    let Some(list) = obj.remove("batch") else {
-        return not_a_batch();
-    };
-    let Ok(events) = serde_json::from_str::<Vec<&RawValue>>(list.get()) else {
+async fn batch(source: &Arc<Source>, mut obj: Fields<'_>, events: Events<'_>) -> Answer {
+    let Some(events) = events else {
         return not_a_batch();
     };
     // Segment's batch-level context and integrations apply to events that have none.
@@ -396,9 +516,9 @@ async fn batch(source: &Arc<Source>, mut obj: Fields<'_>) -> Answer {
         });
     };
     for (index, event) in events.into_iter().enumerate() {
-        let mut event = match parse_object(event.get().as_bytes()) {
-            Ok(event) => event,
-            Err(_) => {
+        let mut event = match event {
+            Some(event) => event,
+            None => {
                 crate::metrics::rejected(&source.name, "not_an_object", 1);
                 rejected.push(Rejected {
                     index,
@@ -490,4 +610,126 @@ pub async fn spooled(source: &Source) -> bool {
         let _ = tx.send(ok);
     });
     rx.await.unwrap_or(false)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An object's fields, name and text.
+    type Own = Vec<(String, String)>;
+
+    /// The body's fields and its events, each event's fields or `None`.
+    type Read = (Own, Option<Vec<Option<Own>>>);
+
+    fn read(text: &str, batch: bool) -> Read {
+        let own = |f: &Fields<'_>| -> Own {
+            (f.0.iter())
+                .map(|(k, v)| (k.to_string(), v.get().to_string()))
+                .collect()
+        };
+        let Ok((fields, events)) = parse_object(text.as_bytes(), batch) else {
+            panic!("not read: {text}");
+        };
+        let events = events.map(|list| list.iter().map(|e| e.as_ref().map(own)).collect());
+        (own(&fields), events)
+    }
+
+    fn kv(pairs: &[(&str, &str)]) -> Own {
+        (pairs.iter())
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+
+    #[test]
+    fn a_batch_is_read_in_one_pass_into_each_events_fields() {
+        let (fields, events) = read(
+            r#"{"sentAt":"x","batch":[{"a":1,"b":{"c":[1,2]},"a":"again"},7,"s",null,true,[1,[2]],{"x":{}},-1.5e3],"context":{"k":"v"}}"#,
+            true,
+        );
+        assert_eq!(
+            fields,
+            kv(&[("sentAt", "\"x\""), ("context", r#"{"k":"v"}"#)])
+        );
+        assert_eq!(
+            events.unwrap(),
+            vec![
+                // A repeated key keeps its first place and its last value.
+                Some(kv(&[("a", "\"again\""), ("b", r#"{"c":[1,2]}"#)])),
+                None,
+                None,
+                None,
+                None,
+                None,
+                Some(kv(&[("x", "{}")])),
+                None,
+            ]
+        );
+    }
+
+    #[test]
+    fn a_batch_that_is_not_an_array_is_none_and_a_later_batch_wins() {
+        for text in [
+            r#"{"batch":{"a":[1]}}"#,
+            r#"{"batch":null}"#,
+            r#"{"batch":"[]"}"#,
+            r#"{"batch":[{}],"batch":1}"#,
+            r#"{"x":1}"#,
+        ] {
+            assert_eq!(read(text, true).1, None, "{text}");
+        }
+        assert_eq!(
+            read(r#"{"batch":1,"batch":[{}]}"#, true).1,
+            Some(vec![Some(vec![])])
+        );
+    }
+
+    #[test]
+    fn an_element_beyond_a_doubles_range_is_refused_alone() {
+        let text = br#"{"batch":[{"a":1},1e400,[1e400]],"x":2}"#;
+        assert!(parse_object(text, true).is_err(), "the one pass refuses it");
+        let Ok((fields, Some(events))) = parse_in_passes(text) else {
+            panic!("not read in passes");
+        };
+        assert_eq!(fields.0.len(), 1);
+        assert_eq!(fields.get("x").map(|v| v.get()), Some("2"));
+        assert_eq!(events.len(), 3);
+        assert!(events[0].is_some() && events[1].is_none() && events[2].is_none());
+        assert!(matches!(
+            parse_in_passes(br#"{"batch":1e400}"#),
+            Ok((_, None))
+        ));
+        assert!(matches!(
+            parse_in_passes(br#"{"batch":[1,}"#),
+            Err(ParseError::NotJson(_))
+        ));
+    }
+
+    #[test]
+    fn a_single_event_keeps_batch_as_a_field() {
+        let (fields, events) = read(r#"{"event":"E","batch":[1]}"#, false);
+        assert_eq!(fields, kv(&[("event", "\"E\""), ("batch", "[1]")]));
+        assert_eq!(events, None);
+    }
+
+    #[test]
+    fn bad_json_anywhere_in_a_batch_is_refused_whole() {
+        for text in [
+            r#"{"batch":[{"a":1},{"b":}]}"#,
+            r#"{"batch":[1,2}"#,
+            r#"{"batch":[]} x"#,
+        ] {
+            assert!(
+                matches!(
+                    parse_object(text.as_bytes(), true),
+                    Err(ParseError::NotJson(_))
+                ),
+                "{text}"
+            );
+        }
+        assert!(matches!(
+            parse_object(b"[1]", true),
+            Err(ParseError::NotObject)
+        ));
+    }
 }
