@@ -190,7 +190,10 @@ PREFORK = PRELUDE + textwrap.dedent("""
     # with another's, so the ids go to a file and only the short pid line to the pipe.
     with open(f"{spool}.{os.getpid()}.json", "w") as f:
         json.dump(ids, f)
-    print(os.getpid(), flush=True)
+    # One write(2) per line: print() makes two (the number, then the newline) when Python
+    # runs unbuffered (PYTHONUNBUFFERED=1), and two workers' lines then interleave
+    # ("83768375" was read once).
+    os.write(1, f"{os.getpid()}\\n".encode())
     sys.stdin.read()
     c.close(timeout=10)
     if workers is None:
