@@ -206,21 +206,14 @@ impl RedisStore {
         }
         if !self.deletes.is_empty() {
             ours += 1;
-            resp::array(&mut out, 2 + self.deletes.len());
-            resp::bulk(&mut out, b"XDEL");
-            resp::bulk(&mut out, self.keys.stream.as_bytes());
-            for &(seq, _) in &self.deletes {
-                resp::bulk_id(&mut out, seq);
-            }
-            let fields = self.deletes.iter().filter(|&&(_, p)| p).count();
-            if fields > 0 {
+            let all = self.deletes.iter().map(|&(seq, _)| seq);
+            resp::ids(&mut out, "XDEL", &self.keys.stream, all);
+            let fields: Vec<u64> = (self.deletes.iter())
+                .filter_map(|&(seq, progress)| progress.then_some(seq))
+                .collect();
+            if !fields.is_empty() {
                 ours += 1;
-                resp::array(&mut out, 2 + fields);
-                resp::bulk(&mut out, b"HDEL");
-                resp::bulk(&mut out, self.keys.progress.as_bytes());
-                for &(seq, _) in self.deletes.iter().filter(|&&(_, p)| p) {
-                    resp::bulk_id(&mut out, seq);
-                }
+                resp::ids(&mut out, "HDEL", &self.keys.progress, fields.into_iter());
             }
         }
         let beat = self.beat_due();

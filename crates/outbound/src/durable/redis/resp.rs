@@ -40,6 +40,21 @@ pub(super) fn bulk_id(out: &mut Vec<u8>, seq: u64) {
     out.extend_from_slice(b"\r\n");
 }
 
+/// `NAME key 0-SEQ...` (XDEL of entries, HDEL of their progress fields).
+pub(super) fn ids(
+    out: &mut Vec<u8>,
+    name: &str,
+    key: &str,
+    seqs: impl ExactSizeIterator<Item = u64>,
+) {
+    array(out, 2 + seqs.len());
+    bulk(out, name.as_bytes());
+    bulk(out, key.as_bytes());
+    for seq in seqs {
+        bulk_id(out, seq);
+    }
+}
+
 /// `XADD stream 0-SEQ r <packed record>`.
 pub(super) fn xadd(out: &mut Vec<u8>, stream: &str, seq: u64, record: &Packed) {
     out.extend_from_slice(b"*5\r\n$4\r\nXADD\r\n");
@@ -61,11 +76,12 @@ mod tests {
         assert_eq!(MULTI, redis::cmd("MULTI").get_packed_command());
         assert_eq!(EXEC, redis::cmd("EXEC").get_packed_command());
         let mut out = Vec::new();
-        array(&mut out, 4);
-        bulk(&mut out, b"XDEL");
-        bulk(&mut out, b"{p:o}:s");
-        bulk_id(&mut out, 7);
-        bulk_id(&mut out, 1_234_567_890_123);
+        ids(
+            &mut out,
+            "XDEL",
+            "{p:o}:s",
+            [7, 1_234_567_890_123].into_iter(),
+        );
         let want = redis::cmd("XDEL")
             .arg("{p:o}:s")
             .arg("0-7")
