@@ -816,9 +816,10 @@ outbound_result outbound_options_set_spool_max_bytes(struct outbound_options *op
 outbound_result outbound_options_set_spool_commit_interval_ms(struct outbound_options *options,
                                                               uint64_t ms);
 
-// A batch closes, and is sent, at this many messages (default 20; 1 sends each message at
-// once). Batches that wait for a connection (the destination slower than the calls) go out
-// together in one request of at most 500,000 bytes.
+// A batch closes, and is sent, at this many messages (default 20; 1: each message closes
+// its own). While a request sent less than 25 ms ago is out, closed batches wait for it and
+// then go out together, in one request of at most 500,000 bytes (a slower destination, or
+// a backlog of more than one request, gets more requests at once).
 //
 // Returns `OUTBOUND_RESULT_OK`, `_NULL_ARGUMENT` (options), `_PANIC`. The value is checked
 // by `outbound_client_new`.

@@ -28,9 +28,11 @@ type Config struct {
 	// FlushAfter is the seed's name for Interval.
 	FlushAfter time.Duration
 
-	// BatchSize: a batch is sent at this many messages (default 20; 1 sends every message
-	// at once); batches that wait for a connection (the endpoint slower than the calls) go
-	// out together in one request of at most 500,000 bytes. Synonyms: Size, FlushAt.
+	// BatchSize: a batch is sent at this many messages (default 20; 1: each message closes
+	// its own). While a request sent less than 25 ms ago is out, closed batches wait for it
+	// and then go out together, in one request of at most 500,000 bytes (a slower endpoint,
+	// or a backlog of more than one request, gets more requests at once). Synonyms: Size,
+	// FlushAt.
 	// (analytics-go's default was 250.)
 	BatchSize int
 	// Size is the seed's name for BatchSize.

@@ -52,8 +52,11 @@ def test_max_in_flight_caps_requests_to_a_destination(slow_server: Tuple[str, ty
     url, handler = slow_server
     with outbound.Client("wk", endpoint=url, flush_at=1, max_in_flight=4,
                          proxy_from_env=False) as client:
-        for i in range(40):
-            client.identify(user_id=f"u{i}")
+        # 200 messages of 30 KB: about 12 full requests of 500,000 bytes (small messages
+        # would all join one request while a young one is out).
+        big = "x" * 30_000
+        for i in range(200):
+            client.identify(user_id=f"u{i}", traits={"big": big})
         assert client.flush(timeout=30)
     assert handler.most == 4  # type: ignore[attr-defined]
 

@@ -144,7 +144,9 @@ type Client struct {
 	// 5 s). FlushAfter, when not zero, takes its place.
 	Interval time.Duration
 	// Size: a batch leaves at this many messages (default 20, the spec's; v2's code had
-	// 250); 1 sends every message at once. FlushAt, when not zero, takes its place.
+	// 250); 1: each message closes its own batch (batches go out together while a request
+	// sent less than 25 ms ago is out, see Config.BatchSize in package outbound). FlushAt,
+	// when not zero, takes its place.
 	Size int
 	// Logger receives the log lines when Verbose is true or the DEBUG environment variable
 	// contains "analytics" (or "*"). New sets it to stderr with the prefix "segment ", as

@@ -5,7 +5,7 @@ mod support;
 use outbound::{json, Client, Config, Message};
 use std::io::Read;
 use std::time::{Duration, Instant};
-use support::{ingestion, Server};
+use support::{ingestion, Reply, Server};
 
 const WAIT: Duration = Duration::from_secs(10);
 
@@ -126,21 +126,63 @@ fn batches_close_at_flush_at() {
         ..ingestion(&server)
     })
     .unwrap();
-    for i in 0..10 {
+    let track = |i: usize| {
         client
             .enqueue(&Message::track(format!("u{i}"), "E"))
-            .unwrap();
+            .unwrap()
+    };
+    // Each full batch goes out without a flush (the interval is a minute); the second is
+    // made after the first was answered, so the lane's fill rule has nothing to join.
+    for round in 1..=2 {
+        for i in 0..5 {
+            track(round * 10 + i);
+        }
+        assert!(
+            server.wait_for(round, WAIT),
+            "full batch {round} goes out without a flush"
+        );
     }
-    assert!(
-        server.wait_for(2, WAIT),
-        "two full batches go out without a flush"
-    );
+    for i in 0..4 {
+        track(100 + i);
+    }
+    std::thread::sleep(Duration::from_millis(200));
     let sizes: Vec<usize> = server
         .requests()
         .iter()
         .map(|r| r.json()["batch"].as_array().unwrap().len())
         .collect();
-    assert_eq!(sizes, [5, 5]);
+    assert_eq!(sizes, [5, 5], "4 messages wait for a fifth or the interval");
+}
+
+#[test]
+fn closed_batches_wait_for_a_young_request_and_go_out_together() {
+    // The lane's fill rule: while a request sent under 25 ms ago is out, closed batches
+    // that fit in one request wait for it, then go in one request.
+    let server = Server::start(|_| Reply::After(Duration::from_millis(15), 200));
+    let client = Client::new(Config {
+        flush_at: 1,
+        ..ingestion(&server)
+    })
+    .unwrap();
+    // One message every 2 ms: without the rule each would go alone (a thread is free).
+    for i in 0..20 {
+        client
+            .enqueue(&Message::track(format!("u{i}"), "E"))
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    assert!(client.flush(Some(WAIT)));
+    let sizes: Vec<usize> = server
+        .requests()
+        .iter()
+        .map(|r| r.json()["batch"].as_array().unwrap().len())
+        .collect();
+    assert_eq!(sizes.iter().sum::<usize>(), 20);
+    assert!(
+        sizes.len() <= 10,
+        "20 batches of 1, 2 ms apart, behind a 15 ms receiver went out in {} requests: {sizes:?}",
+        sizes.len()
+    );
 }
 
 #[test]

@@ -483,9 +483,16 @@ fn close_ends_each_ingestion_message_once_under_its_id_wherever_it_waits() {
         ..ingestion(&hang)
     })
     .unwrap();
-    // 8 batches of 2 out: what the lane gives a receiver that has never answered.
-    let mut ids = tracks(&client, 16, "Out");
-    assert!(hang.wait_for(8, Duration::from_secs(10)), "8 requests out");
+    // 8 batches of 2 out: what the lane gives a receiver that has never answered. One at a
+    // time: a batch made while a request under 25 ms old is out would join the next one.
+    let mut ids = Vec::new();
+    for n in 1..=8 {
+        ids.extend(tracks(&client, 2, "Out"));
+        assert!(
+            hang.wait_for(n, Duration::from_secs(10)),
+            "{n} requests out"
+        );
+    }
     // Behind them, waiting in the lane (held back: nothing joins a request already out),
     // and one in the open batch.
     ids.extend(tracks(&client, 25, "Waits"));

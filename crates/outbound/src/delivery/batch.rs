@@ -1,6 +1,7 @@
 //! The open ingestion batch: it closes at `flush_at` messages, before it would pass
 //! 500,000 body bytes, or `flush_interval` after its first message (design §5); and what
-//! one request carries when closed batches wait for a connection ([`join_waiting`]).
+//! one request carries when closed batches wait ([`join_waiting`], and the lane's fill rule,
+//! [`fits_one_request`]).
 
 use crate::delivery::job::{Batch, Job};
 use crate::model::retry::after;
@@ -8,12 +9,12 @@ use crate::wire::ingestion::{body_len, Element, MAX_BATCH_BYTES};
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
-/// Batches that waited for a connection go out together: the first attempts queued right
-/// behind `batch` (a first attempt itself) join it while the body stays within
-/// 500,000 bytes. `flush_at` says when a batch is sent; when the destination is slower
-/// than the calls, a request carries what is waiting instead of one request per
+/// Batches that waited go out together: the first attempts queued right behind `batch` (a
+/// first attempt itself) join it while the body stays within 500,000 bytes. `flush_at`
+/// says when a batch closes; a request carries what is waiting instead of one request per
 /// `flush_at` messages, so a backlog costs fewer requests, not more (the receiver's cost,
-/// and ours, is mostly per request). Retries and the halves of a split batch keep their
+/// and ours, is mostly per request; the lane's fill rule makes batches wait for a young
+/// request out). Retries and the halves of a split batch keep their
 /// own requests (a split must not join again).
 pub(crate) fn join_waiting(batch: &mut Batch, ready: &mut VecDeque<Job>) {
     if batch.attempts > 0 {
@@ -38,6 +39,24 @@ pub(crate) fn join_waiting(batch: &mut Batch, ready: &mut VecDeque<Job>) {
         };
         batch.msgs.extend(next.msgs);
     }
+}
+
+/// Whether [`join_waiting`] would put every request in `ready` into one: all new batches,
+/// together within [`MAX_BATCH_BYTES`] (the lane's fill rule).
+pub(crate) fn fits_one_request(ready: &VecDeque<Job>) -> bool {
+    let (mut count, mut sum) = (0, 0);
+    for job in ready {
+        let Job::Batch(b) = job else { return false };
+        if b.attempts > 0 {
+            return false;
+        }
+        count += b.msgs.len();
+        sum += b.msgs.iter().map(|(_, m)| m.len()).sum::<usize>();
+        if body_len(count, sum) > MAX_BATCH_BYTES {
+            return false;
+        }
+    }
+    true
 }
 
 pub(crate) struct Batcher {

@@ -102,9 +102,11 @@ pub struct Config {
     pub signature_scheme: SignatureScheme,
     /// `User-Agent` of webhook requests (a product token, `Outbound/1.0`).
     pub webhook_user_agent: String,
-    /// A batch closes, and is sent, at this many messages (1 sends each at once). Batches
-    /// that wait for a connection (the destination slower than the calls) go out together in
-    /// one request of at most 500,000 bytes.
+    /// A batch closes, and is sent, at this many messages (1: each message closes its own).
+    /// While a request sent less than 25 ms ago is out, closed batches wait for it and then
+    /// go out together, in one request of at most 500,000 bytes: a quick endpoint gets a few
+    /// full requests instead of many small ones; a slower one, or a backlog of more than one
+    /// request, gets more requests at once.
     pub flush_at: usize,
     /// A batch closes this long after its first message arrived.
     pub flush_interval: Duration,

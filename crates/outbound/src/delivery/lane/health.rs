@@ -104,7 +104,7 @@ impl Lane {
         }
         let probe = match self.health {
             Health::Down { until, .. } => Some(until),
-            _ => None,
+            _ => self.filling(now),
         };
         match (probe, self.paused_until) {
             (Some(a), Some(b)) => Some(a.max(b)),

@@ -13,6 +13,8 @@
 //!   gets the others. A receiver that has never answered (a black hole, a port that accepts
 //!   and stays silent) gets [`SILENT`]: more would only pile up stalled requests, their
 //!   threads and their bodies. Threads idle for a whole trim period exit.
+//! - Batches fill requests: while a request out is younger than [`SLOW_AFTER`], new batches
+//!   that fit in one request wait for it, then go out together (see `filling`).
 //! - Every lane of every client in the process draws its threads from one [`Budget`]
 //!   ([`budget`]): past it, or past its fair share of it, a lane waits for its own threads
 //!   to come back instead of starting more, so many slow destinations slow down rather than
@@ -205,25 +207,35 @@ impl Lane {
             Health::Down { until, .. } if now >= until => {}
             Health::Down { .. } | Health::Probing { .. } => return None,
         }
-        if self.held_back(now) {
-            // Enough requests are moving: this one waits for a thread to come back.
+        if self.held_back(now) || self.filling(now).is_some() {
+            // Enough requests are moving, or the young one out will take what waits: this
+            // one waits for a thread, or a request, to come back.
             return None;
         }
         let mut job = self.ready.pop_front()?;
         if let Job::Batch(batch) = &mut job {
-            if !self.room_behind(now) {
-                // The batches behind it would wait for a connection: they go with it.
-                crate::delivery::batch::join_waiting(batch, &mut self.ready);
-            }
+            // The batches behind it go with it, up to one request's size.
+            crate::delivery::batch::join_waiting(batch, &mut self.ready);
         }
         Some(job)
     }
 
-    /// Whether a request behind the one being taken could start at once too (under the
-    /// cap, the destination up, and not held back once this one is out).
-    fn room_behind(&self, now: Instant) -> bool {
-        let busy = self.busy + 1;
-        busy < self.cap && self.health == Health::Up && !self.holds(busy, self.moving(now) + 1)
+    /// The fill rule of batches: while a request out is younger than [`SLOW_AFTER`] and
+    /// every new batch waiting fits in one request, they wait for it to come back and then
+    /// go out together, instead of a request each. A receiver that answers quickly then
+    /// gets a few full requests rather than many of `flush_at` messages (measured with
+    /// the Go bench's ingestion: ~10x fewer requests, a quarter less CPU per message on
+    /// our side and a third less at the receiver); a slow one (past [`SLOW_AFTER`]) and a
+    /// backlog of more than one request start more requests as before, so neither a
+    /// stalled request nor a burst is held up. `Some(t)`: held until `t` (when the
+    /// youngest request out turns slow), or an answer, whichever comes first.
+    fn filling(&self, now: Instant) -> Option<Instant> {
+        let (newest, _) = self.out.last_key_value()?;
+        let turns = after(*newest, SLOW_AFTER);
+        if turns <= now || !crate::delivery::batch::fits_one_request(&self.ready) {
+            return None;
+        }
+        Some(turns)
     }
 
     /// Whether the next request would need a new thread that the lane does not add yet.

@@ -2,7 +2,7 @@
 
 use super::*;
 use crate::delivery::job::Batch;
-use crate::wire::ingestion::Element;
+use crate::wire::ingestion::{Element, MAX_BATCH_BYTES};
 use crate::wire::message_id::MsgId;
 
 fn lane(cap: usize) -> (Lane, Receiver<Report>) {
@@ -222,33 +222,78 @@ fn carried(job: &Job) -> usize {
     }
 }
 
+fn sized_batch(seq: u64, bytes: usize, attempts: u32) -> Job {
+    Job::Batch(Batch {
+        msgs: vec![(seq, Element::own(Arc::from(vec![b'1'; bytes])))],
+        first: None,
+        attempts,
+    })
+}
+
 #[test]
-fn batches_join_only_when_they_would_wait_for_a_connection() {
+fn batches_fill_one_request_while_a_young_one_is_out() {
     let (mut l, _rx) = lane(100);
     let now = Instant::now();
     l.last_answer = Some(now); // a receiver that answers
     for i in 0..40 {
         l.push(batch(i));
     }
-    // A lane with room: each batch its own request, up to BRISK out; the one that
-    // fills the last brisk slot takes everything still waiting with it.
-    let mut sizes = Vec::new();
-    while let Some(job) = l.take(now) {
-        sizes.push(carried(&job));
-        assert!(l.make_room());
-        l.start(job, now);
-    }
-    let mut want = vec![1; BRISK - 1];
-    want.push(40 - (BRISK - 1));
-    assert_eq!(sizes, want);
-    // Held back, more wait; a request back takes them all in one.
+    // What waits goes in one request.
+    let job = l.take(now).unwrap();
+    assert_eq!(carried(&job), 40);
+    assert!(l.make_room());
+    l.start(job, now);
+    // While it is young, new batches that fit in one request wait for it...
     for i in 40..60 {
         l.push(batch(i));
     }
-    assert!(l.take(now).is_none());
+    assert!(l.take(now).is_none(), "held while the request out is young");
+    let turns = now + SLOW_AFTER;
+    assert_eq!(
+        l.wake_at(now),
+        Some(turns),
+        "the clock wakes the lane when it turns slow"
+    );
+    // ...and go out together once it came back.
     l.finished(&Attempt::Success, now, now);
     let job = l.take(now).unwrap();
     assert_eq!(carried(&job), 20);
+    assert!(l.make_room());
+    l.start(job, now);
+
+    // A request out for SLOW_AFTER holds nothing back (a stalled request delays nobody).
+    l.push(batch(60));
+    assert!(l.take(now + SLOW_AFTER / 2).is_none());
+    let job = l.take(turns).expect("the request out turned slow");
+    assert_eq!(carried(&job), 1);
+    assert!(l.make_room());
+    l.start(job, turns);
+
+    // More than one request's worth waiting: a full request starts at once, the rest waits.
+    let big = MAX_BATCH_BYTES / 4;
+    for i in 0..6 {
+        l.push(sized_batch(100 + i, big, 0));
+    }
+    let job = l.take(turns).expect("more than one request waits");
+    assert_eq!(carried(&job), 3, "one request's worth");
+    assert!(l.make_room());
+    l.start(job, turns);
+    assert!(
+        l.take(turns).is_none(),
+        "what is left fits in one: it waits"
+    );
+
+    // A retry keeps its own request and is not held.
+    let (mut l, _rx) = lane(100);
+    l.last_answer = Some(now);
+    l.push(batch(1));
+    let job = l.take(now).unwrap();
+    assert!(l.make_room());
+    l.start(job, now);
+    l.push(sized_batch(2, 10, 1));
+    l.push(batch(3));
+    let job = l.take(now).expect("a retry is not held by the fill rule");
+    assert_eq!(carried(&job), 1);
 }
 
 #[test]
