@@ -31,12 +31,6 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 
-/// glibc's malloc was about a quarter of the relay's CPU samples on the accept case
-/// (`_int_malloc`, `_int_free`, `malloc_consolidate`, ...; issue 25). The binary only: the
-/// core library and the bindings keep the system allocator (valgrind runs their tests).
-#[global_allocator]
-static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
 /// outbound-relay: Segment's tracking API in, signed webhooks out.
 #[derive(Parser)]
 #[command(version, about)]
