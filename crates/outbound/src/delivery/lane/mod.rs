@@ -224,8 +224,8 @@ impl Lane {
     /// every new batch waiting fits in one request, they wait for it to come back and then
     /// go out together, instead of a request each. A receiver that answers quickly then
     /// gets a few full requests rather than many of `flush_at` messages (measured with
-    /// the Go bench's ingestion: ~10x fewer requests, a quarter less CPU per message on
-    /// our side and a third less at the receiver); a slow one (past [`SLOW_AFTER`]) and a
+    /// the Go bench's ingestion: a fifth of the requests, a third less CPU per message on
+    /// both sides); a slow one (past [`SLOW_AFTER`]) and a
     /// backlog of more than one request start more requests as before, so neither a
     /// stalled request nor a burst is held up. `Some(t)`: held until `t` (when the
     /// youngest request out turns slow), or an answer, whichever comes first.
