@@ -98,8 +98,11 @@ const RETRY_MAX: Duration = Duration::from_secs(5);
 /// read from Redis.
 #[derive(Debug, Clone, Copy)]
 struct Live {
-    /// Its entry `0-seq` in our stream.
+    /// Its put's number (its key in `puts` while not written).
+    pno: u64,
+    /// Its entry `0-seq` in our stream and its index there (once written).
     seq: u64,
+    idx: u32,
     copies: u32,
     first_ms: Option<i64>,
     ingest_done: bool,
@@ -110,9 +113,43 @@ struct Live {
     /// Its XADD was sent (it is in Redis, or in a transaction in flight: a failed one
     /// makes it pending again, see `commit.rs`).
     written: bool,
-    /// A progress field was sent for it (HDEL at removal).
+    /// A progress field was sent for it (HDEL with its entry).
     progress: bool,
 }
+
+/// An entry of ours written (sent): one commit group.
+#[derive(Debug, Clone)]
+struct Group {
+    /// Records it holds, and how many are still held (it is deleted with the last).
+    n: u32,
+    left: u32,
+    /// Bitmap of its records removed (`keys::done_field`).
+    done: Vec<u8>,
+    /// Indices of its records with a progress field sent.
+    fields: Vec<u32>,
+}
+
+/// A written entry to delete, with its progress fields.
+#[derive(Debug, Clone)]
+struct Delete {
+    seq: u64,
+    n: u32,
+    fields: Vec<u32>,
+}
+
+impl Delete {
+    fn of(seq: u64, g: Group) -> Delete {
+        Delete {
+            seq,
+            n: g.n,
+            fields: g.fields,
+        }
+    }
+}
+
+/// The most records in one entry: a commit's new messages beyond it go in more entries
+/// (a backlog written after an outage; an adopter reads entries by count).
+const GROUP_MAX: usize = 2048;
 
 impl Live {
     fn bytes(&self, id: &str) -> u64 {
@@ -152,12 +189,17 @@ pub(crate) struct RedisStore {
     flight_no: u64,
     /// The buffer each commit's transaction is written into, kept between commits.
     wire: Vec<u8>,
-    /// Entries to XADD, by seq (removed before being written: never written).
+    /// Messages to XADD, by put number (removed before being written: never written).
     puts: BTreeMap<u64, Record>,
+    next_pno: u64,
+    /// Our written entries, by seq.
+    groups: HashMap<u64, Group>,
     /// Written messages whose progress changed since the last commit.
     dirty: HashSet<Arc<str>>,
-    /// Written entries to delete (seq, with a progress field).
-    deletes: Vec<(u64, bool)>,
+    /// Written entries whose done bitmap changed since the last commit.
+    marks: HashSet<u64>,
+    /// Written entries to delete.
+    deletes: Vec<Delete>,
     next_seq: u64,
     bytes: u64,
     /// Adopted records not yet handed out by `resumable`, and how many were handed out.
@@ -209,7 +251,10 @@ impl RedisStore {
             flight_no: 0,
             wire: Vec::new(),
             puts: BTreeMap::new(),
+            next_pno: 1,
+            groups: HashMap::new(),
             dirty: HashSet::new(),
+            marks: HashSet::new(),
             deletes: Vec::new(),
             next_seq: 1,
             bytes: 0,
