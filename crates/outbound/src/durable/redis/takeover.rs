@@ -10,6 +10,10 @@ use std::path::PathBuf;
 /// next pass, or for another living process.
 const ADOPT_MAX: usize = 10_000;
 
+/// The most commit groups read at once beyond what `ADOPT_MAX` needs when the groups seen
+/// are small (see `take_over`).
+const READ_MORE: usize = 16;
+
 /// A stream entry as read: its id and what it holds.
 type Entry = (String, Read);
 
@@ -26,7 +30,7 @@ enum Read {
 
 impl RedisStore {
     /// Refreshes our heartbeat, then moves into our stream what owners without one left, at
-    /// most [`ADOPT_MAX`] records held unresumed. `files` counts the owners taken from.
+    /// about [`ADOPT_MAX`] records held unresumed (entries are read whole: see `take_over`). `files` counts the owners taken from.
     pub fn adopt(&mut self) -> Result<Adopted, Error> {
         // The heartbeat first: a commit that keeps failing (a key someone broke, Redis out
         // of memory) must not make a living owner look dead.
@@ -113,20 +117,28 @@ impl RedisStore {
             }
         }
         // What an adopter that died mid-move left (idle for T), then what nobody has read,
-        // by count of entries: a commit group holds up to GROUP_MAX records, an entry of an
-        // older version one, so the count follows the records per entry seen so far (an
-        // entry just claimed is not idle: a second XAUTOCLAIM does not take it again).
+        // by count of entries, in rounds: a commit group holds up to GROUP_MAX records, an
+        // entry of an older version one (an owner's stream holds one kind: its version's).
+        // Reading ceil(room / GROUP_MAX) entries never takes more than one group beyond
+        // `room`; an older version's stream is read `room` at a time, and small groups (a
+        // quiet owner's) up to READ_MORE at a time, beyond `room` by READ_MORE groups at
+        // most. An entry just claimed is not idle: a second XAUTOCLAIM does not take it.
         let me = self.keys.owner.clone();
         let mut entries: Vec<Entry> = Vec::new();
         let mut records: usize = 0;
+        let mut largest: usize = 0;
         let mut left;
         loop {
-            let per_entry = if entries.is_empty() {
-                GROUP_MAX
+            let want = room.saturating_sub(records);
+            let safe = want.div_ceil(GROUP_MAX);
+            let count = if entries.is_empty() {
+                safe
+            } else if largest <= 1 {
+                want
             } else {
-                records.div_ceil(entries.len()).max(1)
-            };
-            let count = room.saturating_sub(records).div_ceil(per_entry).max(1);
+                want.div_ceil(largest).min(safe.max(READ_MORE))
+            }
+            .max(1);
             let mut pipe = redis::pipe();
             pipe.cmd("XAUTOCLAIM")
                 .arg(&k.stream)
@@ -161,13 +173,14 @@ impl RedisStore {
                     other => entries.extend(entries_of(other)),
                 }
             }
-            records = entries
-                .iter()
-                .map(|(_, read)| match read {
+            for (_, read) in &entries[before..] {
+                let n = match read {
                     Read::Held(h) => h.records().len(),
                     _ => 1,
-                })
-                .sum();
+                };
+                records += n;
+                largest = largest.max(n);
+            }
             if entries.len() == before || records >= room {
                 break;
             }

@@ -697,3 +697,25 @@ fn a_commit_larger_than_a_group_is_split_and_all_of_it_adopted() {
     assert!(!unique.contains("m0"));
     assert_eq!(server.xlen(&b), 3);
 }
+
+#[test]
+fn many_small_groups_are_all_adopted_in_one_pass() {
+    // A quiet owner: one small entry per commit. The first read asks for few entries
+    // (each could hold GROUP_MAX records); later rounds ask for more.
+    let server = Server::start();
+    let mut a = server.store(T);
+    for c in 0..60 {
+        let ops: Vec<Op> = (0..3)
+            .map(|i| Op::Put(record(&format!("m{}", c * 3 + i))))
+            .collect();
+        a.apply(&ops).unwrap();
+    }
+    assert_eq!(server.xlen(&a), 60);
+    server.silence(&a);
+    std::mem::forget(a);
+    let mut b = server.store(T);
+    assert_eq!(b.adopt().unwrap().records, 180);
+    let (records, _) = b.resumable(None, usize::MAX).unwrap();
+    let unique: HashSet<&str> = records.iter().map(|r| &*r.id).collect();
+    assert_eq!(unique.len(), 180);
+}
