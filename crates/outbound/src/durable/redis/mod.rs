@@ -27,7 +27,10 @@
 //! We chose the bitmap over a field per removed message because removal then costs Redis
 //! one small HSET per commit, not one hash field per message (with its HDEL later), which
 //! would give back a good part of what grouping saves; and over splitting entries again
-//! (rewriting what is left) because that would copy the payloads again.
+//! (rewriting what is left) because that would copy the payloads again. The price: an
+//! entry stays whole in Redis's memory until its last message leaves (one message retrying
+//! for hours keeps its group's delivered ones, up to ~1 MB, which `pending()` does not
+//! count).
 //!
 //! `{P:O}:alive` is its heartbeat, a string with a TTL of the takeover
 //! threshold `T` (`timeout` + 10 s), refreshed every few seconds. The set `P:owners` lists
