@@ -140,6 +140,9 @@ impl RedisStore {
             return;
         };
         g.left = g.left.saturating_sub(1);
+        if let Some(r) = g.recs.get_mut(idx as usize) {
+            *r = None;
+        }
         if g.left == 0 {
             let g = self.groups.remove(&seq).expect("found above");
             if !self.marks.is_empty() {
@@ -149,6 +152,34 @@ impl RedisStore {
         } else {
             keys::set_done(&mut g.done, idx as usize);
             self.marks.insert(seq);
+        }
+    }
+
+    /// Compacts our entries sent at least `older_than` ago of which at most a quarter is
+    /// still held (see `COMPACT_MIN`): their held records become new puts, written by the
+    /// next commit in its group, and the old entries are deleted (XDEL, HDEL of their
+    /// fields) in that same transaction, as the failure rule does for a failed one.
+    pub(super) fn compact(&mut self, older_than: Duration) {
+        let old: Vec<u64> = (self.groups.iter())
+            .filter(|(_, g)| {
+                g.n >= COMPACT_MIN && g.left * 4 <= g.n && g.at.elapsed() >= older_than
+            })
+            .map(|(&seq, _)| seq)
+            .collect();
+        for seq in old {
+            let mut g = self.groups.remove(&seq).expect("listed above");
+            self.marks.remove(&seq);
+            for r in std::mem::take(&mut g.recs).into_iter().flatten() {
+                let Some(l) = (self.live.get_mut(&r.id)).filter(|l| l.written && l.seq == seq)
+                else {
+                    continue;
+                };
+                l.written = false;
+                l.progress = false;
+                self.dirty.remove(&r.id);
+                self.puts.insert(l.pno, r);
+            }
+            self.deletes.push(Delete::of(seq, g));
         }
     }
 
@@ -197,6 +228,7 @@ impl RedisStore {
             let seq = self.next_seq;
             self.next_seq += 1;
             let mut fields = Vec::new();
+            let mut recs = Vec::with_capacity(chunk.len());
             packed.clear();
             for (i, r) in chunk.iter().enumerate() {
                 let l = self.live.get_mut(&r.id).expect("held: checked above");
@@ -210,6 +242,7 @@ impl RedisStore {
                     let p = l.progress().encode().into_bytes();
                     progress.push((resp::Field::Of(seq, i as u32), p));
                 }
+                recs.push(Some((*r).clone()));
                 packed.push(keys::Packed {
                     id: &r.id,
                     accepted_ms: r.accepted_ms,
@@ -229,6 +262,8 @@ impl RedisStore {
                     left: n,
                     done: Vec::new(),
                     fields,
+                    recs,
+                    at: Instant::now(),
                 },
             );
             made.push(seq);
@@ -465,7 +500,7 @@ impl RedisStore {
         if beat {
             self.beat_at = None;
         }
-        for seq in made {
+        for &seq in &made {
             // Gone already when its last record left: its XDEL is in a later transaction
             // or pending.
             if let Some(g) = self.groups.remove(&seq) {
@@ -474,8 +509,11 @@ impl RedisStore {
             }
         }
         for (pno, r) in puts {
-            let Some(l) = self.live.get_mut(&r.id).filter(|l| l.pno == pno) else {
-                // Removed since: counted in its entry, deleted above.
+            // Still held and still in an entry this transaction made: not removed since
+            // (counted in its entry, deleted above), nor moved by a compaction.
+            let Some(l) = (self.live.get_mut(&r.id))
+                .filter(|l| l.pno == pno && l.written && made.contains(&l.seq))
+            else {
                 continue;
             };
             // `seq` stays: the id it was tried under (a failed takeover leaves it alone).

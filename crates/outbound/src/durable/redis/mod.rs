@@ -27,10 +27,18 @@
 //! We chose the bitmap over a field per removed message because removal then costs Redis
 //! one small HSET per commit, not one hash field per message (with its HDEL later), which
 //! would give back a good part of what grouping saves; and over splitting entries again
-//! (rewriting what is left) because that would copy the payloads again. The price: an
-//! entry stays whole in Redis's memory until its last message leaves (one message retrying
-//! for hours keeps its group's delivered ones, up to ~1 MB, which `pending()` does not
-//! count).
+//! (rewriting what is left at every removal) because that would copy the payloads again
+//! and again. The price: an entry stays whole in Redis's memory until its last message
+//! leaves, so a few messages retrying for hours (a webhook URL that is down) would keep
+//! every delivered message of their groups. Hence **compaction** (`commit.rs`,
+//! `compact`, at each adoption pass, every 5 s): an entry of at least `COMPACT_MIN`
+//! records, sent `COMPACT_AFTER` (60 s) ago or more, with at most a quarter of them still
+//! held, has its held records written again in the next commit's group and is deleted in
+//! that same transaction (as the failure rule does). The store keeps each written entry's
+//! held records for this (their payloads are the ones the messages in memory share), and
+//! drops a record when its message leaves. Redis then holds at most about four times what
+//! is pending plus the last minute's groups; each record is rewritten at most a few times
+//! (each rewrite needs three quarters of a group delivered).
 //!
 //! `{P:O}:alive` is its heartbeat, a string with a TTL of the takeover
 //! threshold `T` (`timeout` + 10 s), refreshed every few seconds. The set `P:owners` lists
@@ -158,6 +166,10 @@ struct Group {
     done: Vec<u8>,
     /// Indices of its records with a progress field sent.
     fields: Vec<u32>,
+    /// Its records still held, by index (payloads shared with the messages in memory), to
+    /// write them again when it is compacted; and when it was sent.
+    recs: Vec<Option<Record>>,
+    at: Instant,
 }
 
 /// A written entry to delete, with its progress fields.
@@ -181,6 +193,14 @@ impl Delete {
 /// The most records in one entry: a commit's new messages beyond it go in more entries
 /// (a backlog written after an outage; an adopter reads entries by count).
 const GROUP_MAX: usize = 2048;
+
+/// An entry of at least `COMPACT_MIN` records, older than `COMPACT_AFTER`, with at most a
+/// quarter of them still held, is compacted: its held records are written again in the
+/// next commit's group and it is deleted in the same transaction (`commit.rs`,
+/// `compact`). Without it, a few messages retrying for hours would keep every delivered
+/// message of their groups in Redis.
+const COMPACT_MIN: u32 = 64;
+const COMPACT_AFTER: Duration = Duration::from_secs(60);
 
 impl Live {
     fn bytes(&self, id: &str) -> u64 {

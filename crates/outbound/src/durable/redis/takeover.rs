@@ -35,7 +35,9 @@ impl RedisStore {
         // The heartbeat first: a commit that keeps failing (a key someone broke, Redis out
         // of memory) must not make a living owner look dead.
         self.beat()?;
-        // What we owe Redis goes next: a takeover's transaction then holds only its own.
+        // What we owe Redis goes next (with entries mostly delivered compacted): a
+        // takeover's transaction then holds only its own.
+        self.compact(COMPACT_AFTER);
         self.sync(&[])?;
         let mut out = Adopted::default();
         let mut room = ADOPT_MAX.saturating_sub(self.unresumed.len());

@@ -719,3 +719,107 @@ fn many_small_groups_are_all_adopted_in_one_pass() {
     let unique: HashSet<&str> = records.iter().map(|r| &*r.id).collect();
     assert_eq!(unique.len(), 180);
 }
+
+#[test]
+fn a_mostly_delivered_group_is_compacted_and_what_it_held_adopted() {
+    let server = Server::start();
+    let mut a = server.store(T);
+    let ops: Vec<Op> = (0..100)
+        .map(|i| Op::Put(record(&format!("m{i}"))))
+        .collect();
+    a.apply(&ops).unwrap();
+    a.apply(&[Op::FirstAttempt {
+        id: id("m99"),
+        at_ms: 1_764_000_000_500,
+    }])
+    .unwrap();
+    let gone: Vec<Op> = (0..80)
+        .map(|i| Op::Remove {
+            id: id(&format!("m{i}")),
+        })
+        .collect();
+    a.apply(&gone[..70]).unwrap();
+    // Young, or more than a quarter held: left alone.
+    a.compact(Duration::from_secs(3600));
+    a.compact(Duration::ZERO);
+    assert_eq!(a.backlog(), 0, "30 of 100 held: not compacted");
+    a.apply(&gone[70..]).unwrap();
+    a.compact(Duration::from_secs(3600));
+    assert_eq!(a.backlog(), 0, "too young");
+    // 20 of 100 held: written again in a new entry, the old one deleted in the same commit.
+    a.compact(Duration::ZERO);
+    a.apply(&[Op::Put(record("new"))]).unwrap();
+    let Value::Array(entries) = server.cmd(&["XRANGE", &a.keys.stream, "-", "+"]) else {
+        panic!("XRANGE")
+    };
+    assert_eq!(entries.len(), 1, "one entry: the 20 and the new one");
+    let want: Vec<String> = (80..100)
+        .map(|i| format!("m{i}"))
+        .chain(["new".to_string()])
+        .collect();
+    assert_eq!(stream_ids(&server, &a), want);
+    assert_eq!(
+        server.cmd(&["HLEN", &a.keys.progress]),
+        Value::Int(0),
+        "the old entry's bitmap and progress went with it"
+    );
+    let m99 = stream_records(&server, &a)
+        .pop()
+        .filter(|r| &*r.id == "new");
+    assert!(m99.is_some());
+    assert_eq!(
+        stream_records(&server, &a)[19].first_ms,
+        Some(1_764_000_000_500),
+        "m99's first attempt went with it"
+    );
+    // Removals after the compaction land in the new entry.
+    a.apply(&[Op::Remove { id: id("m80") }]).unwrap();
+    server.silence(&a);
+    std::mem::forget(a);
+    let mut b = server.store(T);
+    assert_eq!(b.adopt().unwrap().records, 20);
+    let (records, _) = b.resumable(None, 100).unwrap();
+    let ids: HashSet<&str> = records.iter().map(|r| &*r.id).collect();
+    assert!(!ids.contains("m80") && ids.contains("m99") && ids.contains("new"));
+}
+
+#[test]
+fn a_group_compacted_while_its_commit_fails_leaves_each_message_once() {
+    let server = Server::start();
+    let mut a = server.store(T);
+    server.cmd(&["CONFIG", "SET", "maxmemory-policy", "noeviction"]);
+    server.cmd(&["CONFIG", "SET", "maxmemory", "1"]);
+    let ops: Vec<Op> = (0..100)
+        .map(|i| Op::Put(record(&format!("m{i}"))))
+        .collect();
+    let n = a.submit(&ops);
+    std::thread::sleep(Duration::from_millis(100));
+    server.cmd(&["CONFIG", "SET", "maxmemory", "0"]);
+    // n+1 (runs) marks 80 of n's group done; the group is compacted before n's reply is read.
+    let gone: Vec<Op> = (0..80)
+        .map(|i| Op::Remove {
+            id: id(&format!("m{i}")),
+        })
+        .collect();
+    let n1 = a.submit(&gone);
+    a.compact(Duration::ZERO);
+    assert!(a.settle(n).is_err());
+    a.settle(n1).unwrap();
+    a.apply(&[]).unwrap();
+    assert_eq!(a.backlog(), 0);
+    let mut ids = stream_ids(&server, &a);
+    ids.sort();
+    let mut want: Vec<String> = (80..100).map(|i| format!("m{i}")).collect();
+    want.sort();
+    assert_eq!(ids, want, "each held message exactly once");
+    assert_eq!(server.xlen(&a), 1);
+    assert_eq!(server.cmd(&["HLEN", &a.keys.progress]), Value::Int(0));
+    let rest: Vec<Op> = (80..100)
+        .map(|i| Op::Remove {
+            id: id(&format!("m{i}")),
+        })
+        .collect();
+    a.apply(&rest).unwrap();
+    assert_eq!(server.xlen(&a), 0);
+    assert_eq!(Store::pending(&a), (0, 0));
+}
