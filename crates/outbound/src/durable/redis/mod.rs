@@ -37,8 +37,9 @@
 //! that same transaction (as the failure rule does). The store keeps each written entry's
 //! held records for this (their payloads are the ones the messages in memory share), and
 //! drops a record when its message leaves. Redis then holds at most about four times what
-//! is pending plus the last minute's groups; each record is rewritten at most a few times
-//! (each rewrite needs three quarters of a group delivered).
+//! is pending in groups of `COMPACT_MIN` or more, plus the last minute's groups (a smaller
+//! group keeps fewer than `COMPACT_MIN` delivered records per pending one); a record is
+//! rewritten only when three quarters of its group were delivered.
 //!
 //! `{P:O}:alive` is its heartbeat, a string with a TTL of the takeover
 //! threshold `T` (`timeout` + 10 s), refreshed every few seconds. The set `P:owners` lists
