@@ -127,9 +127,24 @@ impl RedisStore {
         }
         let after = l.bytes(id);
         let written = l.written;
+        let (seq, idx, ingest_done, mask) = (l.seq, l.idx, l.ingest_done, l.mask);
         self.bytes = (self.bytes + after).saturating_sub(before);
         if changed && written {
             self.dirty.insert(id.clone());
+            // The payloads a compaction would not write again are not kept for it.
+            if after < before {
+                let kept = (self.groups.get_mut(&seq))
+                    .and_then(|g| g.recs.get_mut(idx as usize))
+                    .and_then(Option::as_mut);
+                if let Some(r) = kept {
+                    if ingest_done {
+                        r.ingest = None;
+                    }
+                    if mask == 0 {
+                        r.hook = None;
+                    }
+                }
+            }
         }
     }
 

@@ -728,11 +728,18 @@ fn a_mostly_delivered_group_is_compacted_and_what_it_held_adopted() {
         .map(|i| Op::Put(record(&format!("m{i}"))))
         .collect();
     a.apply(&ops).unwrap();
-    a.apply(&[Op::FirstAttempt {
-        id: id("m99"),
-        at_ms: 1_764_000_000_500,
-    }])
+    a.apply(&[
+        Op::FirstAttempt {
+            id: id("m99"),
+            at_ms: 1_764_000_000_500,
+        },
+        Op::IngestDone { id: id("m98") },
+    ])
     .unwrap();
+    // The record kept for a compaction drops what is done.
+    let kept = |a: &RedisStore, i: usize| a.groups.values().next().unwrap().recs[i].clone();
+    assert!(kept(&a, 98).unwrap().ingest.is_none());
+    assert!(kept(&a, 97).unwrap().ingest.is_some());
     let gone: Vec<Op> = (0..80)
         .map(|i| Op::Remove {
             id: id(&format!("m{i}")),
@@ -771,6 +778,10 @@ fn a_mostly_delivered_group_is_compacted_and_what_it_held_adopted() {
         stream_records(&server, &a)[19].first_ms,
         Some(1_764_000_000_500),
         "m99's first attempt went with it"
+    );
+    assert!(
+        stream_records(&server, &a)[18].ingest.is_none(),
+        "m98's ingestion done"
     );
     // Removals after the compaction land in the new entry.
     a.apply(&[Op::Remove { id: id("m80") }]).unwrap();
