@@ -83,7 +83,7 @@ fn main() {
         let redis_cols = if case == "redis" {
             let trips = per("cmdstat_exec") + per("cmdstat_smembers") + per("cmdstat_sadd");
             format!(
-                "{:.2}, {:.4}, {:.0} / {:.0} | {:.2}",
+                "{:.4}, {:.4}, {:.0} / {:.0} | {:.2}",
                 per("total_commands_processed"),
                 trips,
                 per("total_net_input_bytes"),

@@ -143,9 +143,25 @@ impl RedisServer {
                 .arg("+")
                 .query(&mut c)
                 .unwrap();
-            for (_, fields) in entries {
+            let progress = format!("{}:p", k.strip_suffix(":s").unwrap());
+            for (entry, fields) in entries {
                 for (f, v) in fields {
                     match f.as_str() {
+                        // A commit group: the records not yet removed (its done bitmap).
+                        "r" if v[0] == 2 => {
+                            let done: Option<Vec<u8>> = redis::cmd("HGET")
+                                .arg(&progress)
+                                .arg(format!("{entry}:d"))
+                                .query(&mut c)
+                                .unwrap();
+                            let done = done.unwrap_or_default();
+                            for (i, record) in group_records(&v).into_iter().enumerate() {
+                                if done.get(i / 8).is_some_and(|b| b & (1 << (i % 8)) != 0) {
+                                    continue;
+                                }
+                                ids.push(packed_id(record));
+                            }
+                        }
                         "r" => ids.push(packed_id(&v)),
                         // The old layout, one field per part.
                         "i" => ids.push(String::from_utf8(v).unwrap()),
@@ -174,6 +190,20 @@ impl Drop for RedisServer {
         self.kill();
         let _ = std::fs::remove_dir_all(&self.dir);
     }
+}
+
+/// The packed records of a commit group (layout 2: u8 layout, u32 count, then each record
+/// as u32 length and its layout-1 bytes).
+fn group_records(v: &[u8]) -> Vec<&[u8]> {
+    let n = u32::from_le_bytes(v[1..5].try_into().unwrap()) as usize;
+    let mut at = 5;
+    let mut out = Vec::with_capacity(n);
+    for _ in 0..n {
+        let len = u32::from_le_bytes(v[at..at + 4].try_into().unwrap()) as usize;
+        out.push(&v[at + 4..at + 4 + len]);
+        at += 4 + len;
+    }
+    out
 }
 
 /// The message id of a packed entry (`durable/redis/keys.rs`, `Packed`): layout, flags,

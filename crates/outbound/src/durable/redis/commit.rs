@@ -55,10 +55,12 @@ impl RedisStore {
         if let Op::Put(r) = op {
             if let Entry::Vacant(slot) = self.live.entry(id.clone()) {
                 let len = |b: &Option<Arc<[u8]>>| b.as_ref().map_or(0, |b| b.len() as u32);
-                let seq = self.next_seq;
-                self.next_seq += 1;
+                let pno = self.next_pno;
+                self.next_pno += 1;
                 let live = Live {
-                    seq,
+                    pno,
+                    seq: 0,
+                    idx: 0,
                     copies: 1,
                     first_ms: r.first_ms,
                     ingest_done: r.ingest.is_none(),
@@ -70,7 +72,7 @@ impl RedisStore {
                 };
                 self.bytes += live.bytes(id);
                 slot.insert(live);
-                self.puts.insert(seq, r.clone());
+                self.puts.insert(pno, r.clone());
                 return;
             }
         }
@@ -92,9 +94,9 @@ impl RedisStore {
             }
             self.bytes = self.bytes.saturating_sub(l.bytes(&id));
             if l.written {
-                self.deletes.push((l.seq, l.progress));
+                self.removed(l.seq, l.idx);
             } else {
-                self.puts.remove(&l.seq);
+                self.puts.remove(&l.pno);
             }
             return;
         }
@@ -125,15 +127,80 @@ impl RedisStore {
         }
         let after = l.bytes(id);
         let written = l.written;
+        let (seq, idx, ingest_done, mask) = (l.seq, l.idx, l.ingest_done, l.mask);
         self.bytes = (self.bytes + after).saturating_sub(before);
         if changed && written {
             self.dirty.insert(id.clone());
+            // The payloads a compaction would not write again are not kept for it.
+            if after < before {
+                let kept = (self.groups.get_mut(&seq))
+                    .and_then(|g| g.recs.get_mut(idx as usize))
+                    .and_then(Option::as_mut);
+                if let Some(r) = kept {
+                    if ingest_done {
+                        r.ingest = None;
+                    }
+                    if mask == 0 {
+                        r.hook = None;
+                    }
+                }
+            }
+        }
+    }
+
+    /// Record `idx` of our written entry `seq` left: the entry goes with its last record;
+    /// until then the record is marked done in the entry's bitmap (an adopter skips it).
+    fn removed(&mut self, seq: u64, idx: u32) {
+        let Some(g) = self.groups.get_mut(&seq) else {
+            return;
+        };
+        g.left = g.left.saturating_sub(1);
+        if let Some(r) = g.recs.get_mut(idx as usize) {
+            *r = None;
+        }
+        if g.left == 0 {
+            let g = self.groups.remove(&seq).expect("found above");
+            if !self.marks.is_empty() {
+                self.marks.remove(&seq);
+            }
+            self.deletes.push(Delete::of(seq, g));
+        } else {
+            keys::set_done(&mut g.done, idx as usize);
+            self.marks.insert(seq);
+        }
+    }
+
+    /// Compacts our entries sent at least `older_than` ago of which at most a quarter is
+    /// still held (see `COMPACT_MIN`): their held records become new puts, written by the
+    /// next commit in its group, and the old entries are deleted (XDEL, HDEL of their
+    /// fields) in that same transaction, as the failure rule does for a failed one.
+    pub(super) fn compact(&mut self, older_than: Duration) {
+        let old: Vec<u64> = (self.groups.iter())
+            .filter(|(_, g)| {
+                g.n >= COMPACT_MIN && g.left * 4 <= g.n && g.at.elapsed() >= older_than
+            })
+            .map(|(&seq, _)| seq)
+            .collect();
+        for seq in old {
+            let mut g = self.groups.remove(&seq).expect("listed above");
+            self.marks.remove(&seq);
+            for r in std::mem::take(&mut g.recs).into_iter().flatten() {
+                let Some(l) = (self.live.get_mut(&r.id)).filter(|l| l.written && l.seq == seq)
+                else {
+                    continue;
+                };
+                l.written = false;
+                l.progress = false;
+                self.dirty.remove(&r.id);
+                self.puts.insert(l.pno, r);
+            }
+            self.deletes.push(Delete::of(seq, g));
         }
     }
 
     /// True when something is waiting to be written.
     pub(super) fn backlog(&self) -> usize {
-        self.puts.len() + self.dirty.len() + self.deletes.len()
+        self.puts.len() + self.dirty.len() + self.marks.len() + self.deletes.len()
     }
 
     /// Writes the pending puts, progress and removals (and the heartbeat when due), with
@@ -160,37 +227,81 @@ impl RedisStore {
         let mut out = std::mem::take(&mut self.wire);
         out.clear();
         out.extend_from_slice(resp::MULTI);
-        let mut progress: Vec<(u64, keys::Progress)> = Vec::new();
-        let mut xadds = 0;
-        for (&seq, r) in &self.puts {
-            let Some(l) = self.live.get_mut(&r.id) else {
-                continue;
-            };
-            // One field: Redis parses and keeps one value per message, not seven.
-            let packed = keys::Packed {
-                id: &r.id,
-                accepted_ms: r.accepted_ms,
-                first_ms: l.first_ms,
-                ingest: r.ingest.as_deref().filter(|_| !l.ingest_done),
-                hook: r.hook.as_deref().filter(|_| l.mask != 0),
-                mask: l.mask,
-                hooks_key: r.hooks_key,
-            };
-            resp::xadd(&mut out, &self.keys.stream, seq, &packed);
-            xadds += 1;
-            if l.copies > 1 {
-                progress.push((seq, l.progress()));
-            }
-            // Taken as written: what changes from now on goes as a change to this entry.
-            if l.seq == seq {
+        // Progress fields and done bitmaps, for one HSET.
+        let mut progress: Vec<(resp::Field, Vec<u8>)> = Vec::new();
+        let puts = std::mem::take(&mut self.puts);
+        let held: Vec<&Record> = puts
+            .iter()
+            .filter(|(pno, r)| self.live.get(&r.id).is_some_and(|l| l.pno == **pno))
+            .map(|(_, r)| r)
+            .collect();
+        let mut made = Vec::new();
+        // One entry per commit group (at most GROUP_MAX records), one field: Redis parses,
+        // appends and later deletes one value per group, not one per message.
+        let mut packed = Vec::new();
+        for chunk in held.chunks(GROUP_MAX) {
+            let seq = self.next_seq;
+            self.next_seq += 1;
+            let mut fields = Vec::new();
+            let mut recs = Vec::with_capacity(chunk.len());
+            packed.clear();
+            for (i, r) in chunk.iter().enumerate() {
+                let l = self.live.get_mut(&r.id).expect("held: checked above");
+                // Taken as written: what changes from now on goes as a change to this entry.
+                l.seq = seq;
+                l.idx = i as u32;
                 l.written = true;
-                l.progress |= l.copies > 1;
+                l.progress = l.copies > 1;
+                if l.progress {
+                    fields.push(i as u32);
+                    let p = l.progress().encode().into_bytes();
+                    progress.push((resp::Field::Of(seq, i as u32), p));
+                }
+                recs.push(Some((*r).clone()));
+                packed.push(keys::Packed {
+                    id: &r.id,
+                    accepted_ms: r.accepted_ms,
+                    first_ms: l.first_ms,
+                    ingest: r.ingest.as_deref().filter(|_| !l.ingest_done),
+                    hook: r.hook.as_deref().filter(|_| l.mask != 0),
+                    mask: l.mask,
+                    hooks_key: r.hooks_key,
+                });
             }
+            resp::xadd_group(&mut out, &self.keys.stream, seq, &packed);
+            let n = chunk.len() as u32;
+            self.groups.insert(
+                seq,
+                Group {
+                    n,
+                    left: n,
+                    done: Vec::new(),
+                    fields,
+                    recs,
+                    at: Instant::now(),
+                },
+            );
+            made.push(seq);
         }
+        drop(packed);
+        drop(held);
+        let xadds = made.len();
         for id in &self.dirty {
             if let Some(l) = self.live.get_mut(id) {
-                progress.push((l.seq, l.progress()));
-                l.progress = true;
+                let p = l.progress().encode().into_bytes();
+                progress.push((resp::Field::Of(l.seq, l.idx), p));
+                if !l.progress {
+                    l.progress = true;
+                    if let Some(g) = self.groups.get_mut(&l.seq) {
+                        g.fields.push(l.idx);
+                    }
+                }
+            }
+        }
+        let marks: Vec<u64> = self.marks.drain().collect();
+        for &seq in &marks {
+            if let Some(g) = self.groups.get(&seq) {
+                progress.push((resp::Field::Done(seq), g.done.clone()));
             }
         }
         let mut ours = xadds;
@@ -199,21 +310,25 @@ impl RedisStore {
             resp::array(&mut out, 2 + 2 * progress.len());
             resp::bulk(&mut out, b"HSET");
             resp::bulk(&mut out, self.keys.progress.as_bytes());
-            for (seq, p) in &progress {
-                resp::bulk_id(&mut out, *seq);
-                resp::bulk(&mut out, p.encode().as_bytes());
+            for (field, value) in &progress {
+                resp::bulk_field(&mut out, *field);
+                resp::bulk(&mut out, value);
             }
         }
         if !self.deletes.is_empty() {
             ours += 1;
-            let all = self.deletes.iter().map(|&(seq, _)| seq);
+            let all = self.deletes.iter().map(|d| d.seq);
             resp::ids(&mut out, "XDEL", &self.keys.stream, all);
-            let fields: Vec<u64> = (self.deletes.iter())
-                .filter_map(|&(seq, progress)| progress.then_some(seq))
-                .collect();
+            let mut fields = Vec::new();
+            for d in &self.deletes {
+                if d.n > 1 {
+                    fields.push(resp::Field::Done(d.seq));
+                }
+                fields.extend(d.fields.iter().map(|&i| resp::Field::Of(d.seq, i)));
+            }
             if !fields.is_empty() {
                 ours += 1;
-                resp::ids(&mut out, "HDEL", &self.keys.progress, fields.into_iter());
+                resp::hdel(&mut out, &self.keys.progress, &fields);
             }
         }
         let beat = self.beat_due();
@@ -233,7 +348,9 @@ impl RedisStore {
             xadds,
             ours,
             beat,
-            puts: std::mem::take(&mut self.puts),
+            puts,
+            made,
+            marks,
             dirty: std::mem::take(&mut self.dirty),
             deletes: std::mem::take(&mut self.deletes),
             outcome: None,
@@ -373,43 +490,61 @@ impl RedisStore {
         let f = &mut self.flights[i];
         let beat = f.beat;
         let puts = std::mem::take(&mut f.puts);
+        let made = std::mem::take(&mut f.made);
+        let marks = std::mem::take(&mut f.marks);
         let dirty = std::mem::take(&mut f.dirty);
         let deletes = std::mem::take(&mut f.deletes);
-        self.fail(beat, puts, dirty, deletes);
+        self.fail(beat, puts, made, marks, dirty, deletes);
     }
 
     /// The failure rule: what a transaction that failed carried becomes pending again. It
     /// may have run (a reply lost with the connection) or not, and transactions sent after
-    /// it may have run: each of its new entries still held gets a new seq, above every id
-    /// sent so far, and its old id is deleted (XDEL, HDEL) in the same transaction as the
-    /// new XADD, so an entry is neither refused as "equal or smaller" nor kept twice.
+    /// it may have run: each entry it made is deleted (XDEL, HDEL of its fields) in the
+    /// same transaction as the XADD of a new entry, under a new seq above every id sent so
+    /// far, holding its records still held, so none is refused as "equal or smaller" nor
+    /// kept twice.
     fn fail(
         &mut self,
         beat: bool,
         puts: BTreeMap<u64, Record>,
+        made: Vec<u64>,
+        marks: Vec<u64>,
         dirty: HashSet<Arc<str>>,
-        deletes: Vec<(u64, bool)>,
+        deletes: Vec<Delete>,
     ) {
         if beat {
             self.beat_at = None;
         }
-        for (old, r) in puts {
-            let Some(l) = self.live.get_mut(&r.id).filter(|l| l.seq == old) else {
-                // Removed since: its XDEL is in a later transaction or pending.
+        for &seq in &made {
+            // Gone already when its last record left: its XDEL is in a later transaction
+            // or pending.
+            if let Some(g) = self.groups.remove(&seq) {
+                self.marks.remove(&seq);
+                self.deletes.push(Delete::of(seq, g));
+            }
+        }
+        for (pno, r) in puts {
+            // Still held and still in an entry this transaction made: not removed since
+            // (counted in its entry, deleted above), nor moved by a compaction.
+            let Some(l) = (self.live.get_mut(&r.id))
+                .filter(|l| l.pno == pno && l.written && made.contains(&l.seq))
+            else {
                 continue;
             };
-            let seq = self.next_seq;
-            self.next_seq += 1;
-            l.seq = seq;
+            // `seq` stays: the id it was tried under (a failed takeover leaves it alone).
             l.written = false;
             l.progress = false;
             self.dirty.remove(&r.id);
-            self.deletes.push((old, true));
-            self.puts.insert(seq, r);
+            self.puts.insert(pno, r);
         }
         for id in dirty {
             if self.live.get(&id).is_some_and(|l| l.written) {
                 self.dirty.insert(id);
+            }
+        }
+        for seq in marks {
+            if self.groups.contains_key(&seq) {
+                self.marks.insert(seq);
             }
         }
         self.deletes.extend(deletes);
@@ -432,9 +567,13 @@ pub(super) struct Flight {
     xadds: usize,
     ours: usize,
     beat: bool,
+    /// Its new messages, by put number, and the entries it made of them (by seq).
     puts: BTreeMap<u64, Record>,
+    made: Vec<u64>,
+    /// Entries whose done bitmap it wrote.
+    marks: Vec<u64>,
     dirty: HashSet<Arc<str>>,
-    deletes: Vec<(u64, bool)>,
+    deletes: Vec<Delete>,
     /// Read: whether it ran whole, with the replies of its `extra`.
     outcome: Option<Result<Vec<Value>, Error>>,
 }

@@ -11,8 +11,9 @@ use std::sync::Arc;
 /// The consumer group adopters read a dead owner's stream through (never the owner itself).
 pub(super) const GROUP: &str = "outbound-takeover";
 
-/// The one field of an entry in the packed layout (written since issue #26 item 6): its
-/// value is the whole record, see [`Packed`].
+/// The one field of an entry in the packed layouts: its value is a whole record (layout 1,
+/// [`Packed`], written from issue #26 item 6 until commit groups) or a whole commit group
+/// (layout 2, [`write_group`], written since).
 pub(super) const F_RECORD: &str = "r";
 
 /// The fields of an entry in the old layout, one per part (still read: a fleet upgraded one
@@ -30,10 +31,12 @@ pub(super) const F_HOOKS_KEY: &str = "k";
 #[derive(Debug, Clone)]
 pub(super) struct Keys {
     pub owner: String,
-    /// `{P:O}:s`: the stream of the owner's pending messages, one entry per message.
+    /// `{P:O}:s`: the stream of the owner's pending messages, one entry per commit group.
     pub stream: String,
-    /// `{P:O}:p`: a hash, entry id -> progress (first attempt, ingestion done, mask, copies),
-    /// written only once a message has progress worth keeping.
+    /// `{P:O}:p`: a hash, `0-SEQ:IDX` (record IDX of entry 0-SEQ; the entry id alone for a
+    /// single-record entry of an older version) -> progress (first attempt, ingestion done,
+    /// mask, copies), written only once a message has progress worth keeping; and
+    /// `0-SEQ:d` -> which records of entry 0-SEQ were removed ([`done_field`]).
     pub progress: String,
     /// `{P:O}:alive`: the owner's heartbeat, a string with a TTL of the takeover threshold.
     pub alive: String,
@@ -106,6 +109,8 @@ impl Progress {
 
 /// The first byte of a packed record: its layout.
 const PACKED_V1: u8 = 1;
+/// The first byte of a packed commit group: its layout (see [`group_len`]).
+const GROUPED_V2: u8 = 2;
 const HAS_FIRST: u8 = 1;
 const HAS_INGEST: u8 = 2;
 const HAS_HOOK: u8 = 4;
@@ -119,6 +124,7 @@ const HAS_HOOK: u8 = 4;
 /// ```
 ///
 /// Integers little endian; the parts in brackets only when their flag is set.
+#[derive(Clone, Copy)]
 pub(super) struct Packed<'a> {
     pub id: &'a str,
     pub accepted_ms: i64,
@@ -170,12 +176,83 @@ impl Packed<'_> {
     }
 
     #[cfg(test)]
-    pub fn to_vec(&self) -> Vec<u8> {
+    pub fn to_vec(self) -> Vec<u8> {
         let mut v = Vec::new();
         self.write_into(&mut v);
         assert_eq!(v.len(), self.len());
         v
     }
+}
+
+/// The length of a commit group's value, records packed one after the other:
+///
+/// ```text
+/// u8 layout (2) | u32 count | count × (u32 length | packed record, layout 1)
+/// ```
+///
+/// One stream entry (one field [`F_RECORD`]) per commit group: Redis parses, appends and
+/// deletes one value per commit instead of one per message. A version that knows only
+/// layout 1 sees a packed value of a newer layout and leaves the entry for a newer adopter.
+pub(super) fn group_len(records: &[Packed]) -> usize {
+    1 + 4 + records.iter().map(|r| 4 + r.len()).sum::<usize>()
+}
+
+/// Appends a commit group's value (exactly `group_len` bytes).
+pub(super) fn write_group(out: &mut Vec<u8>, records: &[Packed]) {
+    out.push(GROUPED_V2);
+    out.extend_from_slice(&(records.len() as u32).to_le_bytes());
+    for r in records {
+        out.extend_from_slice(&(r.len() as u32).to_le_bytes());
+        r.write_into(out);
+    }
+}
+
+/// A commit group's value ([`write_group`]); `None` for bytes of another shape.
+pub(super) fn unpack_group(mut b: &[u8]) -> Option<Vec<Record>> {
+    if b.len() < 5 || b[0] != GROUPED_V2 {
+        return None;
+    }
+    let n = u32::from_le_bytes(b[1..5].try_into().ok()?) as usize;
+    b = &b[5..];
+    let mut out = Vec::with_capacity(n.min(b.len() / 4));
+    for _ in 0..n {
+        if b.len() < 4 {
+            return None;
+        }
+        let len = u32::from_le_bytes(b[..4].try_into().ok()?) as usize;
+        b = &b[4..];
+        if b.len() < len {
+            return None;
+        }
+        out.push(unpack(&b[..len])?);
+        b = &b[len..];
+    }
+    (b.is_empty() && !out.is_empty()).then_some(out)
+}
+
+/// The progress field of record `idx` of grouped entry `entry` (`0-SEQ:IDX`).
+pub(super) fn field_of(entry: &str, idx: usize) -> String {
+    format!("{entry}:{idx}")
+}
+
+/// The field holding which records of grouped entry `entry` were removed (`0-SEQ:d`): a
+/// bitmap, bit `i` (byte `i / 8`, bit `i % 8`) set for record `i`. The entry itself is
+/// deleted with its last record.
+pub(super) fn done_field(entry: &str) -> String {
+    format!("{entry}:d")
+}
+
+/// Whether bit `i` of a done bitmap is set.
+pub(super) fn is_done(bitmap: &[u8], i: usize) -> bool {
+    bitmap.get(i / 8).is_some_and(|b| b & (1 << (i % 8)) != 0)
+}
+
+/// Sets bit `i` of a done bitmap.
+pub(super) fn set_done(bitmap: &mut Vec<u8>, i: usize) {
+    if bitmap.len() <= i / 8 {
+        bitmap.resize(i / 8 + 1, 0);
+    }
+    bitmap[i / 8] |= 1 << (i % 8);
 }
 
 /// A packed record ([`Packed`]); `None` for bytes of another shape.
@@ -244,7 +321,7 @@ pub(super) fn is_newer(fields: &Value) -> bool {
             bytes(name) == Some(F_RECORD.as_bytes())
                 && bytes(value)
                     .and_then(|b| b.first())
-                    .is_some_and(|layout| *layout > PACKED_V1)
+                    .is_some_and(|layout| *layout > GROUPED_V2)
         }
         _ => false,
     }
@@ -266,9 +343,40 @@ fn int(v: &Value) -> Option<i64> {
     }
 }
 
-/// A stream entry's fields (`[f, v, f, v, ...]`) as a record, in either layout (one packed
-/// field [`F_RECORD`], or the old one field per part); `None` for an entry that is not ours
-/// (a missing or mistyped field).
+/// What a stream entry holds: one record (layout 1, or the old one field per part: its
+/// progress field is the entry id) or a commit group (layout 2: its progress fields are
+/// [`field_of`], its removed records in [`done_field`]).
+#[derive(Debug, Clone, PartialEq)]
+pub(super) enum Held {
+    One(Record),
+    Group(Vec<Record>),
+}
+
+impl Held {
+    pub fn records(&self) -> &[Record] {
+        match self {
+            Held::One(r) => std::slice::from_ref(r),
+            Held::Group(v) => v,
+        }
+    }
+}
+
+/// A stream entry's fields as what it holds, in any layout this version reads; `None` for
+/// an entry that is not ours, or of a newer layout ([`is_newer`]).
+pub(super) fn held_of(fields: &Value) -> Option<Held> {
+    if let Value::Array(items) = fields {
+        if let [name, value] = items.as_slice() {
+            if bytes(name)? == F_RECORD.as_bytes() && bytes(value)?.first() == Some(&GROUPED_V2) {
+                return unpack_group(bytes(value)?).map(Held::Group);
+            }
+        }
+    }
+    record_of(fields).map(Held::One)
+}
+
+/// A stream entry's fields (`[f, v, f, v, ...]`) as one record, in either single-record
+/// layout (one packed field [`F_RECORD`], or the old one field per part); `None` for an
+/// entry that is not one record of ours (a missing or mistyped field, a group).
 pub(super) fn record_of(fields: &Value) -> Option<Record> {
     let Value::Array(items) = fields else {
         return None;
@@ -379,6 +487,49 @@ mod tests {
             assert_eq!(unpack(&[&[2], &bytes[1..]].concat()), None);
         }
         assert_eq!(unpack(b""), None);
+    }
+
+    #[test]
+    fn a_commit_group_round_trips_and_a_newer_layout_is_left() {
+        let one = Packed {
+            id: "m-1",
+            accepted_ms: 1_764_000_000_000,
+            first_ms: Some(1_764_000_000_500),
+            ingest: Some(b"{\"ingest\":1}"),
+            hook: None,
+            mask: 0,
+            hooks_key: 42,
+        };
+        let two = Packed { id: "m-2", ..one };
+        let mut v = Vec::new();
+        write_group(&mut v, &[one, two]);
+        assert_eq!(v.len(), group_len(&[one, two]));
+        let fields = Value::Array(vec![bulk(b"r"), bulk(&v)]);
+        let Some(Held::Group(records)) = held_of(&fields) else {
+            panic!("a group")
+        };
+        let ids: Vec<&str> = records.iter().map(|r| &*r.id).collect();
+        assert_eq!(ids, ["m-1", "m-2"]);
+        assert_eq!(records[0].first_ms, Some(1_764_000_000_500));
+        assert!(!is_newer(&fields));
+        // Cut short, one byte more: not a group (and not a newer layout either).
+        assert_eq!(unpack_group(&v[..v.len() - 1]), None);
+        assert_eq!(unpack_group(&[&v[..], b"x"].concat()), None);
+        // A single record is still one.
+        let single = Value::Array(vec![bulk(b"r"), bulk(&one.to_vec())]);
+        assert!(matches!(held_of(&single), Some(Held::One(_))));
+        // Layout 3 is newer.
+        let newer = Value::Array(vec![bulk(b"r"), bulk(&[&[3], &v[1..]].concat())]);
+        assert!(held_of(&newer).is_none() && is_newer(&newer));
+        // Done bitmaps.
+        let mut done = Vec::new();
+        set_done(&mut done, 0);
+        set_done(&mut done, 9);
+        assert_eq!(done, [1, 2]);
+        assert!(is_done(&done, 0) && is_done(&done, 9));
+        assert!(!is_done(&done, 1) && !is_done(&done, 2047));
+        assert_eq!(done_field("0-7"), "0-7:d");
+        assert_eq!(field_of("0-7", 3), "0-7:3");
     }
 
     #[test]

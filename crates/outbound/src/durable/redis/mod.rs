@@ -4,15 +4,44 @@
 //! # Shape
 //!
 //! Each [`RedisStore`] (one per client) is an *owner* with a random id `O` and three keys
-//! under the hash tag `{P:O}` (`keys.rs`): the stream `{P:O}:s` holds one entry per pending
-//! message, its record (id, accepted time, first attempt, payloads, webhook mask, hash of the
-//! URL list) packed in the one field `r` (`keys::Packed`: Redis parses and keeps one value per
-//! message; entries of the older layout, one field per part, are still read at takeover,
-//! for a fleet upgraded one relay at a time; a packed entry of a newer layout than this
-//! version knows is left in the dead owner's stream for a newer adopter, never dropped),
-//! the hash `{P:O}:p`
-//! the progress of messages whose entry is already written (first attempt, ingestion done,
-//! mask, copies), and `{P:O}:alive` is its heartbeat, a string with a TTL of the takeover
+//! under the hash tag `{P:O}` (`keys.rs`). The stream `{P:O}:s` holds **one entry per commit
+//! group** (at most `GROUP_MAX` messages: a larger commit, such as a backlog written
+//! after an outage, makes several): the records of the messages the commit first wrote (id,
+//! accepted time, first attempt, payloads, webhook mask, hash of the URL list), each packed
+//! (`keys::Packed`, layout 1), all in the one field `r` behind a layout byte 2
+//! (`keys::write_group`). Redis parses, appends, persists and later deletes one value per
+//! commit instead of one per message: the gate in BENCHMARKS.md ("One entry per commit
+//! group: the gate") measured redis-server's CPU for writing and removing 100,000 records
+//! 65 % lower than with one entry per message. A version that reads only layout 1 sees a
+//! packed value of a newer layout and leaves the entry for a newer adopter, never drops it;
+//! this version still adopts entries of one record (layout 1, and the older layout of one
+//! field per part), for a fleet upgraded one relay at a time.
+//!
+//! The hash `{P:O}:p` holds what changed after an entry was written: the progress of record
+//! `i` of entry `0-SEQ` (first attempt, ingestion done, mask, copies) under `0-SEQ:i`, and
+//! which of its records were removed, a bitmap under `0-SEQ:d`. A message that leaves while
+//! others of its entry are pending is marked in that bitmap (one HSET per commit of each
+//! entry touched, its whole bitmap: at most 256 bytes), so an adopter skips it; the entry
+//! is deleted (XDEL, and HDEL of its fields) with its last message. The store keeps in
+//! memory which entry and index each message has and how many of each entry's are left.
+//! We chose the bitmap over a field per removed message because removal then costs Redis
+//! one small HSET per commit, not one hash field per message (with its HDEL later), which
+//! would give back a good part of what grouping saves; and over splitting entries again
+//! (rewriting what is left at every removal) because that would copy the payloads again
+//! and again. The price: an entry stays whole in Redis's memory until its last message
+//! leaves, so a few messages retrying for hours (a webhook URL that is down) would keep
+//! every delivered message of their groups. Hence **compaction** (`commit.rs`,
+//! `compact`, at each adoption pass, every 5 s): an entry of at least `COMPACT_MIN`
+//! records, sent `COMPACT_AFTER` (60 s) ago or more, with at most a quarter of them still
+//! held, has its held records written again in the next commit's group and is deleted in
+//! that same transaction (as the failure rule does). The store keeps each written entry's
+//! held records for this (their payloads are the ones the messages in memory share), and
+//! drops a record when its message leaves. Redis then holds at most about four times what
+//! is pending in groups of `COMPACT_MIN` or more, plus the last minute's groups (a smaller
+//! group keeps fewer than `COMPACT_MIN` delivered records per pending one); a record is
+//! rewritten only when three quarters of its group were delivered.
+//!
+//! `{P:O}:alive` is its heartbeat, a string with a TTL of the takeover
 //! threshold `T` (`timeout` + 10 s), refreshed every few seconds. The set `P:owners` lists
 //! the owners. The owner delivers its own messages from memory, as with no spool: Redis is
 //! the durable copy, and the owner never reads its stream.
@@ -20,9 +49,10 @@
 //! # Commits (`commit.rs`)
 //!
 //! `apply` updates what the store knows in memory, then writes what Redis lacks in one
-//! MULTI/EXEC pipeline (one round trip): an XADD per new message, one HSET for progress,
-//! one XDEL and one HDEL for the outcomes, the heartbeat when due, written as RESP straight
-//! into one buffer kept between commits (`resp.rs`). Entry ids are ours
+//! MULTI/EXEC pipeline (one round trip): one XADD of the new messages (one per
+//! `GROUP_MAX`), one HSET for progress and done bitmaps, one XDEL of the entries whose
+//! last message left and one HDEL of their fields, the heartbeat when due, written as RESP
+//! straight into one buffer kept between commits (`resp.rs`). Entry ids are ours
 //! (`0-SEQ`, a new seq for each XADD sent). When Redis cannot be reached the changes stay
 //! pending in memory (the messages are delivered all the same) and are written by the next
 //! commit that reaches it: a process that dies while Redis is away loses what it had not
@@ -33,19 +63,22 @@
 //! is on its way (it keeps at most one group unsettled; a synchronous query, such as a
 //! takeover's, first reads every reply in flight). What a sent transaction carries counts
 //! as written from then on: a later change to a message goes as an HSET of its progress,
-//! its removal as an XDEL.
+//! its removal as a mark in its entry's bitmap (or the entry's XDEL, for its last).
 //!
 //! **The failure rule.** A transaction whose outcome is not "ran whole" (refused, e.g.
 //! EXECABORT when the server is out of memory; a command of it refused; or its reply lost
 //! with the connection, which fails every transaction in flight on it, and the connection
 //! is made again later) may have run or not, and transactions sent after it may have run.
-//! What it carried becomes pending again, for the next commit: its progress and removals
-//! as they were, and each of its new messages still held gets a *new* seq, above every id
-//! sent so far, while its old id is deleted (XDEL and HDEL) in the same transaction as the
-//! new XADD. Kept under its old id, it would be refused as "equal or smaller" whenever a
-//! later transaction had run (a stream's ids only grow) and be lost from Redis; written
-//! under the new id without deleting the old one, it would be kept twice when the failed
-//! transaction had run after all. (An XADD still refused as "equal or smaller" is taken as
+//! What it carried becomes pending again, for the next commit: its progress, done marks
+//! and removals as they were, and each entry it made is deleted (XDEL, and HDEL of the
+//! fields written for it since, by later transactions too) in the same transaction as the
+//! XADD of its messages still held, re-grouped with the commit's other new messages under a
+//! *new* seq, above every id sent so far (its messages removed in the meantime are simply
+//! not written again). Kept under its old id, the entry would be refused as "equal or
+//! smaller" whenever a later transaction had run (a stream's ids only grow) and be lost
+//! from Redis; written under the new id without deleting the old one, its messages would be
+//! kept twice when the failed transaction had run after all. So every message still held
+//! ends in exactly one live entry. (An XADD still refused as "equal or smaller" is taken as
 //! already written.) A takeover's transaction that fails leaves the adopted entries under
 //! their tried ids alone instead: they may be the only copies (`takeover.rs`).
 //!
@@ -54,8 +87,15 @@
 //! An owner whose heartbeat has expired showed no sign of life for `T`, above the request
 //! timeout: nothing it sent can still be in flight. A living store (every `adopt`, 5 s)
 //! reads such an owner's stream through the consumer group `outbound-takeover` (XREADGROUP
-//! `>`, atomic: two adopters never get the same entry), copies the entries into its own
-//! stream and acknowledges and deletes them there in one MULTI. An adopter that dies between
+//! `>`, atomic: two adopters never get the same entry), copies the records into its own
+//! stream and acknowledges and deletes the entries there (with their progress fields and
+//! done bitmaps) in one MULTI. Adopted entries are unpacked, not copied as they are: the
+//! records marked done are dropped, the others, with their progress applied, go through
+//! the same path as our own new messages, into new grouped entries of ours (so the done
+//! bitmaps and field names never need translating). Reads count entries, not records: the
+//! count follows the records per entry seen so far in the pass (a group holds up to
+//! `GROUP_MAX`, an older version's entry one), so a pass holds about `ADOPT_MAX`
+//! records, at most one group more. An adopter that dies between
 //! the read and the MULTI leaves the entries in the group's pending list; XAUTOCLAIM with a
 //! minimum idle time of `T` hands them to the next adopter. The group is created before each
 //! read (a vanished group is recreated: svix's NOGROUP stall cannot happen), and a registry
@@ -98,8 +138,11 @@ const RETRY_MAX: Duration = Duration::from_secs(5);
 /// read from Redis.
 #[derive(Debug, Clone, Copy)]
 struct Live {
-    /// Its entry `0-seq` in our stream.
+    /// Its put's number (its key in `puts` while not written).
+    pno: u64,
+    /// Its entry `0-seq` in our stream and its index there (once written).
     seq: u64,
+    idx: u32,
     copies: u32,
     first_ms: Option<i64>,
     ingest_done: bool,
@@ -110,9 +153,55 @@ struct Live {
     /// Its XADD was sent (it is in Redis, or in a transaction in flight: a failed one
     /// makes it pending again, see `commit.rs`).
     written: bool,
-    /// A progress field was sent for it (HDEL at removal).
+    /// A progress field was sent for it (HDEL with its entry).
     progress: bool,
 }
+
+/// An entry of ours written (sent): one commit group.
+#[derive(Debug, Clone)]
+struct Group {
+    /// Records it holds, and how many are still held (it is deleted with the last).
+    n: u32,
+    left: u32,
+    /// Bitmap of its records removed (`keys::done_field`).
+    done: Vec<u8>,
+    /// Indices of its records with a progress field sent.
+    fields: Vec<u32>,
+    /// Its records still held, by index (payloads shared with the messages in memory), to
+    /// write them again when it is compacted; and when it was sent.
+    recs: Vec<Option<Record>>,
+    at: Instant,
+}
+
+/// A written entry to delete, with its progress fields.
+#[derive(Debug, Clone)]
+struct Delete {
+    seq: u64,
+    n: u32,
+    fields: Vec<u32>,
+}
+
+impl Delete {
+    fn of(seq: u64, g: Group) -> Delete {
+        Delete {
+            seq,
+            n: g.n,
+            fields: g.fields,
+        }
+    }
+}
+
+/// The most records in one entry: a commit's new messages beyond it go in more entries
+/// (a backlog written after an outage; an adopter reads entries by count).
+const GROUP_MAX: usize = 2048;
+
+/// An entry of at least `COMPACT_MIN` records, older than `COMPACT_AFTER`, with at most a
+/// quarter of them still held, is compacted: its held records are written again in the
+/// next commit's group and it is deleted in the same transaction (`commit.rs`,
+/// `compact`). Without it, a few messages retrying for hours would keep every delivered
+/// message of their groups in Redis.
+const COMPACT_MIN: u32 = 64;
+const COMPACT_AFTER: Duration = Duration::from_secs(60);
 
 impl Live {
     fn bytes(&self, id: &str) -> u64 {
@@ -152,12 +241,17 @@ pub(crate) struct RedisStore {
     flight_no: u64,
     /// The buffer each commit's transaction is written into, kept between commits.
     wire: Vec<u8>,
-    /// Entries to XADD, by seq (removed before being written: never written).
+    /// Messages to XADD, by put number (removed before being written: never written).
     puts: BTreeMap<u64, Record>,
+    next_pno: u64,
+    /// Our written entries, by seq.
+    groups: HashMap<u64, Group>,
     /// Written messages whose progress changed since the last commit.
     dirty: HashSet<Arc<str>>,
-    /// Written entries to delete (seq, with a progress field).
-    deletes: Vec<(u64, bool)>,
+    /// Written entries whose done bitmap changed since the last commit.
+    marks: HashSet<u64>,
+    /// Written entries to delete.
+    deletes: Vec<Delete>,
     next_seq: u64,
     bytes: u64,
     /// Adopted records not yet handed out by `resumable`, and how many were handed out.
@@ -209,7 +303,10 @@ impl RedisStore {
             flight_no: 0,
             wire: Vec::new(),
             puts: BTreeMap::new(),
+            next_pno: 1,
+            groups: HashMap::new(),
             dirty: HashSet::new(),
+            marks: HashSet::new(),
             deletes: Vec::new(),
             next_seq: 1,
             bytes: 0,

@@ -40,7 +40,7 @@ pub(super) fn bulk_id(out: &mut Vec<u8>, seq: u64) {
     out.extend_from_slice(b"\r\n");
 }
 
-/// `NAME key 0-SEQ...` (XDEL of entries, HDEL of their progress fields).
+/// `NAME key 0-SEQ...` (XDEL of entries).
 pub(super) fn ids(
     out: &mut Vec<u8>,
     name: &str,
@@ -55,14 +55,53 @@ pub(super) fn ids(
     }
 }
 
-/// `XADD stream 0-SEQ r <packed record>`.
-pub(super) fn xadd(out: &mut Vec<u8>, stream: &str, seq: u64, record: &Packed) {
+/// A progress hash field of entry `0-SEQ`: record `idx`'s (`0-SEQ:IDX`), or the entry's
+/// done bitmap (`0-SEQ:d`), as one argument (`keys::field_of`, `keys::done_field`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Field {
+    Of(u64, u32),
+    Done(u64),
+}
+
+/// A progress field as one argument.
+pub(super) fn bulk_field(out: &mut Vec<u8>, field: Field) {
+    let (seq, tail) = match field {
+        Field::Of(seq, idx) => (seq, Some(idx)),
+        Field::Done(seq) => (seq, None),
+    };
+    let mut digits = itoa::Buffer::new();
+    let digits = digits.format(seq).as_bytes();
+    let mut idx = itoa::Buffer::new();
+    let tail = match tail {
+        Some(i) => idx.format(i).as_bytes(),
+        None => b"d",
+    };
+    bulk_head(out, 3 + digits.len() + tail.len());
+    out.extend_from_slice(b"0-");
+    out.extend_from_slice(digits);
+    out.push(b':');
+    out.extend_from_slice(tail);
+    out.extend_from_slice(b"\r\n");
+}
+
+/// `HDEL key FIELD...`.
+pub(super) fn hdel(out: &mut Vec<u8>, key: &str, fields: &[Field]) {
+    array(out, 2 + fields.len());
+    bulk(out, b"HDEL");
+    bulk(out, key.as_bytes());
+    for &f in fields {
+        bulk_field(out, f);
+    }
+}
+
+/// `XADD stream 0-SEQ r <packed commit group>` (`keys::write_group`).
+pub(super) fn xadd_group(out: &mut Vec<u8>, stream: &str, seq: u64, records: &[Packed]) {
     out.extend_from_slice(b"*5\r\n$4\r\nXADD\r\n");
     bulk(out, stream.as_bytes());
     bulk_id(out, seq);
     bulk(out, super::keys::F_RECORD.as_bytes());
-    bulk_head(out, record.len());
-    record.write_into(out);
+    bulk_head(out, super::keys::group_len(records));
+    super::keys::write_group(out, records);
     out.extend_from_slice(b"\r\n");
 }
 
@@ -88,7 +127,7 @@ mod tests {
             .arg("0-1234567890123")
             .get_packed_command();
         assert_eq!(out, want);
-        for record in [
+        let records = [
             Packed {
                 id: "m-1",
                 accepted_ms: 1_764_000_000_000,
@@ -107,16 +146,34 @@ mod tests {
                 mask: 0,
                 hooks_key: 0,
             },
-        ] {
-            let mut out = Vec::new();
-            xadd(&mut out, "{p:o}:s", 12, &record);
-            let want = redis::cmd("XADD")
-                .arg("{p:o}:s")
-                .arg("0-12")
-                .arg("r")
-                .arg(record.to_vec())
-                .get_packed_command();
-            assert_eq!(out, want);
-        }
+        ];
+        let mut out = Vec::new();
+        xadd_group(&mut out, "{p:o}:s", 12, &records);
+        let mut value = Vec::new();
+        crate::durable::redis::keys::write_group(&mut value, &records);
+        assert_eq!(
+            value.len(),
+            crate::durable::redis::keys::group_len(&records)
+        );
+        let want = redis::cmd("XADD")
+            .arg("{p:o}:s")
+            .arg("0-12")
+            .arg("r")
+            .arg(value)
+            .get_packed_command();
+        assert_eq!(out, want);
+        let mut out = Vec::new();
+        hdel(
+            &mut out,
+            "{p:o}:p",
+            &[Field::Of(7, 0), Field::Done(7), Field::Of(12, 2047)],
+        );
+        let want = redis::cmd("HDEL")
+            .arg("{p:o}:p")
+            .arg("0-7:0")
+            .arg("0-7:d")
+            .arg("0-12:2047")
+            .get_packed_command();
+        assert_eq!(out, want);
     }
 }

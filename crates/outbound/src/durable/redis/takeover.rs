@@ -10,29 +10,34 @@ use std::path::PathBuf;
 /// next pass, or for another living process.
 const ADOPT_MAX: usize = 10_000;
 
-/// One entry read from a dead owner's stream: its id there, and its record (`None`: gone or
-/// not ours).
+/// The most commit groups read at once beyond what `ADOPT_MAX` needs when the groups seen
+/// are small (see `take_over`).
+const READ_MORE: usize = 16;
+
 /// A stream entry as read: its id and what it holds.
 type Entry = (String, Read);
 
-/// What an entry holds: a record; one written by a newer version of the library (left in
-/// the stream for such a version to take over: dropping it would lose its message); or
-/// something that is not an outbound message at all (dropped, and reported).
+/// What an entry holds: records (one, or a commit group); one written by a newer version of
+/// the library (left in the stream for such a version to take over: dropping it would lose
+/// its message); or something that is not an outbound message at all (dropped, and
+/// reported).
 #[derive(Clone)]
 enum Read {
-    Record(Record),
+    Held(keys::Held),
     Newer,
     Foreign,
 }
 
 impl RedisStore {
     /// Refreshes our heartbeat, then moves into our stream what owners without one left, at
-    /// most [`ADOPT_MAX`] records held unresumed. `files` counts the owners taken from.
+    /// about [`ADOPT_MAX`] records held unresumed (entries are read whole: see `take_over`). `files` counts the owners taken from.
     pub fn adopt(&mut self) -> Result<Adopted, Error> {
         // The heartbeat first: a commit that keeps failing (a key someone broke, Redis out
         // of memory) must not make a living owner look dead.
         self.beat()?;
-        // What we owe Redis goes next: a takeover's transaction then holds only its own.
+        // What we owe Redis goes next (with entries mostly delivered compacted): a
+        // takeover's transaction then holds only its own.
+        self.compact(COMPACT_AFTER);
         self.sync(&[])?;
         let mut out = Adopted::default();
         let mut room = ADOPT_MAX.saturating_sub(self.unresumed.len());
@@ -113,38 +118,73 @@ impl RedisStore {
                 return Ok(0);
             }
         }
-        // What an adopter that died mid-move left (idle for T), then what nobody has read.
+        // What an adopter that died mid-move left (idle for T), then what nobody has read,
+        // by count of entries, in rounds: a commit group holds up to GROUP_MAX records, an
+        // entry of an older version one (an owner's stream holds one kind: its version's).
+        // Reading ceil(room / GROUP_MAX) entries never takes more than one group beyond
+        // `room`; an older version's stream is read `room` at a time, and small groups (a
+        // quiet owner's) up to READ_MORE at a time, beyond `room` by READ_MORE groups at
+        // most. An entry just claimed is not idle: a second XAUTOCLAIM does not take it.
         let me = self.keys.owner.clone();
-        let mut pipe = redis::pipe();
-        pipe.cmd("XAUTOCLAIM")
-            .arg(&k.stream)
-            .arg(GROUP)
-            .arg(&me)
-            .arg(self.takeover_after.as_millis() as u64)
-            .arg("0-0")
-            .arg("COUNT")
-            .arg(room);
-        pipe.cmd("XREADGROUP")
-            .arg("GROUP")
-            .arg(GROUP)
-            .arg(&me)
-            .arg("COUNT")
-            .arg(room)
-            .arg("STREAMS")
-            .arg(&k.stream)
-            .arg(">");
-        pipe.cmd("XLEN").arg(&k.stream);
-        let mut replies = self.query(pipe, false)?;
-        let left = replies.pop();
         let mut entries: Vec<Entry> = Vec::new();
-        for reply in &replies {
-            match reply {
-                Value::ServerError(_) => {
-                    let why = format!("cannot read: {}", describe(reply));
-                    self.report(out, &k.stream, why);
-                    return Ok(0);
+        let mut records: usize = 0;
+        let mut largest: usize = 0;
+        let mut left;
+        loop {
+            let want = room.saturating_sub(records);
+            let safe = want.div_ceil(GROUP_MAX);
+            let count = if entries.is_empty() {
+                safe
+            } else if largest <= 1 {
+                want
+            } else {
+                want.div_ceil(largest).min(safe.max(READ_MORE))
+            }
+            .max(1);
+            let mut pipe = redis::pipe();
+            pipe.cmd("XAUTOCLAIM")
+                .arg(&k.stream)
+                .arg(GROUP)
+                .arg(&me)
+                .arg(self.takeover_after.as_millis() as u64)
+                .arg("0-0")
+                .arg("COUNT")
+                .arg(count);
+            pipe.cmd("XREADGROUP")
+                .arg("GROUP")
+                .arg(GROUP)
+                .arg(&me)
+                .arg("COUNT")
+                .arg(count)
+                .arg("STREAMS")
+                .arg(&k.stream)
+                .arg(">");
+            pipe.cmd("XLEN").arg(&k.stream);
+            let mut replies = self.query(pipe, false)?;
+            left = replies.pop();
+            let before = entries.len();
+            for reply in &replies {
+                match reply {
+                    Value::ServerError(_) => {
+                        let why = format!("cannot read: {}", describe(reply));
+                        self.report(out, &k.stream, why);
+                        // What this pass read stays in the group's pending list: claimed
+                        // again after T.
+                        return Ok(0);
+                    }
+                    other => entries.extend(entries_of(other)),
                 }
-                other => entries.extend(entries_of(other)),
+            }
+            for (_, read) in &entries[before..] {
+                let n = match read {
+                    Read::Held(h) => h.records().len(),
+                    _ => 1,
+                };
+                records += n;
+                largest = largest.max(n);
+            }
+            if entries.len() == before || records >= room {
+                break;
             }
         }
         if entries.is_empty() {
@@ -154,30 +194,41 @@ impl RedisStore {
             }
             return Ok(0);
         }
-        let ids: Vec<&str> = entries.iter().map(|(e, _)| e.as_str()).collect();
-        let reply = self.query(
-            redis::pipe()
-                .cmd("HMGET")
-                .arg(&k.progress)
-                .arg(&ids)
-                .to_owned(),
-            false,
-        )?;
-        let progress: Vec<Option<Progress>> = match reply.into_iter().next() {
-            Some(Value::Array(v)) => v
-                .iter()
-                .map(|p| keys::bytes(p).and_then(Progress::decode))
-                .collect(),
-            _ => vec![None; entries.len()],
+        // The progress fields of every record read, and each group's done bitmap.
+        let mut fields: Vec<String> = Vec::new();
+        for (e, read) in &entries {
+            match read {
+                Read::Held(keys::Held::One(_)) => fields.push(e.clone()),
+                Read::Held(keys::Held::Group(v)) => {
+                    fields.push(keys::done_field(e));
+                    fields.extend((0..v.len()).map(|i| keys::field_of(e, i)));
+                }
+                _ => {}
+            }
+        }
+        let values: Vec<Value> = if fields.is_empty() {
+            Vec::new()
+        } else {
+            let reply = self.query(
+                redis::pipe()
+                    .cmd("HMGET")
+                    .arg(&k.progress)
+                    .arg(&fields)
+                    .to_owned(),
+                false,
+            )?;
+            match reply.into_iter().next() {
+                Some(Value::Array(v)) if v.len() == fields.len() => v,
+                other => return Err(self.err(format!("unexpected HMGET reply: {other:?}"))),
+            }
         };
+        let mut values = values.iter();
         let mut taken: Vec<(Arc<str>, u32)> = Vec::new();
         let (mut foreign, mut newer) = (0, 0);
-        for ((_, read), progress) in entries
-            .iter()
-            .zip(progress.iter().chain(std::iter::repeat(&None)))
-        {
-            let mut record = match read {
-                Read::Record(record) => record.clone(),
+        for (_, read) in &entries {
+            let (held, done) = match read {
+                Read::Held(h @ keys::Held::One(_)) => (h, None),
+                Read::Held(h @ keys::Held::Group(_)) => (h, values.next().and_then(keys::bytes)),
                 Read::Newer => {
                     newer += 1;
                     continue;
@@ -187,25 +238,36 @@ impl RedisStore {
                     continue;
                 }
             };
-            // An id we hold already is kept once (receivers deduplicate by messageId).
-            if self.live.contains_key(&record.id) {
-                continue;
-            }
-            let mut copies = 1;
-            if let Some(p) = progress {
-                record.first_ms = p.first_ms.or(record.first_ms);
-                if p.ingest_done {
-                    record.ingest = None;
+            for (i, record) in held.records().iter().enumerate() {
+                let progress = values
+                    .next()
+                    .and_then(keys::bytes)
+                    .and_then(Progress::decode);
+                // Removed by the dead owner while other records of its entry were pending.
+                if done.is_some_and(|d| keys::is_done(d, i)) {
+                    continue;
                 }
-                record.hook_mask = p.mask;
-                if p.mask == 0 {
-                    record.hook = None;
+                // An id we hold already is kept once (receivers deduplicate by messageId).
+                if self.live.contains_key(&record.id) {
+                    continue;
                 }
-                copies = p.copies;
+                let mut record = record.clone();
+                let mut copies = 1;
+                if let Some(p) = progress {
+                    record.first_ms = p.first_ms.or(record.first_ms);
+                    if p.ingest_done {
+                        record.ingest = None;
+                    }
+                    record.hook_mask = p.mask;
+                    if p.mask == 0 {
+                        record.hook = None;
+                    }
+                    copies = p.copies;
+                }
+                self.note_adopted(&record, copies);
+                taken.push((record.id.clone(), copies));
+                self.unresumed.push_back(record);
             }
-            self.note_adopted(&record, copies);
-            taken.push((record.id.clone(), copies));
-            self.unresumed.push_back(record);
         }
         if foreign > 0 {
             self.report(
@@ -234,6 +296,10 @@ impl RedisStore {
         if ids.is_empty() {
             return Ok(0);
         }
+        if fields.is_empty() {
+            // Only foreign entries: HDEL needs a field.
+            fields.push(ids[0].to_string());
+        }
         let extra = [
             redis::cmd("XACK")
                 .arg(&k.stream)
@@ -241,26 +307,27 @@ impl RedisStore {
                 .arg(&ids)
                 .to_owned(),
             redis::cmd("XDEL").arg(&k.stream).arg(&ids).to_owned(),
-            redis::cmd("HDEL").arg(&k.progress).arg(&ids).to_owned(),
+            redis::cmd("HDEL").arg(&k.progress).arg(&fields).to_owned(),
             redis::cmd("XLEN").arg(&k.stream).to_owned(),
         ];
-        let seqs: HashSet<u64> = taken
-            .iter()
-            .filter_map(|(id, _)| self.live.get(id).map(|l| l.seq))
-            .collect();
         let left = match self.sync(&extra) {
             Ok(replies) => replies.last().cloned(),
             Err(e) => {
                 // Their entries under the ids just tried are left alone, not deleted (the
                 // failure rule would delete them): if the transaction ran after all, they are
-                // the only copies.
-                self.deletes.retain(|(s, _)| !seqs.contains(s));
+                // the only copies. (`seq` is still the id tried; 0 when none was sent.)
+                let seqs: HashSet<u64> = taken
+                    .iter()
+                    .filter_map(|(id, _)| self.live.get(id).map(|l| l.seq))
+                    .filter(|&s| s != 0)
+                    .collect();
+                self.deletes.retain(|d| !seqs.contains(&d.seq));
                 // Not moved: they stay in the dead owner's stream, ours to claim again after T
                 // (or anyone's).
                 for (id, _) in &taken {
                     if let Some(l) = self.live.remove(id) {
                         self.bytes = self.bytes.saturating_sub(l.bytes(id));
-                        self.puts.remove(&l.seq);
+                        self.puts.remove(&l.pno);
                     }
                 }
                 let n = taken.len();
@@ -356,8 +423,8 @@ fn entry_of(v: &Value) -> Option<Entry> {
     let Value::Array(pair) = v else { return None };
     let id = String::from_utf8_lossy(keys::bytes(pair.first()?)?).into_owned();
     let fields = pair.get(1);
-    let read = match fields.and_then(keys::record_of) {
-        Some(record) => Read::Record(record),
+    let read = match fields.and_then(keys::held_of) {
+        Some(held) => Read::Held(held),
         None if fields.is_some_and(keys::is_newer) => Read::Newer,
         None => Read::Foreign,
     };
