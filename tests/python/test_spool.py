@@ -195,7 +195,10 @@ PREFORK = PRELUDE + textwrap.dedent("""
     # ("83768375" was read once).
     os.write(1, f"{os.getpid()}\\n".encode())
     sys.stdin.read()
-    c.close(timeout=10)
+    closed = c.close(timeout=30)
+    # What close saw, for the test's message when a spool file is left behind.
+    with open(f"{spool}.{os.getpid()}.closed", "w") as f:
+        f.write(f"close returned {closed}; {c.stats}")
     if workers is None:
         os._exit(0)
     for w in workers:
@@ -230,8 +233,11 @@ def test_prefork_workers_share_a_spool_and_the_living_adopt_the_dead(sink: Sink,
     # The two living processes deliver their own and, within a few seconds, the dead ones'.
     assert sink.wait_for(all_ids, 60), f"{len(all_ids - set(sink.taken))} ids never arrived"
     master.stdin.close()
-    master.wait(60)
-    assert [f for f in os.listdir(spool) if f.endswith(".db")] == []
+    master.wait(90)
+    left = [f for f in os.listdir(spool) if f.endswith(".db")]
+    closes = {pid: open(f"{spool}.{pid}.closed").read()
+              for pid in pids - set(killed) if os.path.exists(f"{spool}.{pid}.closed")}
+    assert left == [], f"spool files left {left}; killed {killed}; the living's close: {closes}"
 
 
 def test_a_second_client_on_one_spool_names_the_path(tmp_path: Path) -> None:
