@@ -157,17 +157,22 @@ fn a_living_owner_is_never_taken_over() {
     assert_eq!(b.adopt().unwrap().records, 1);
 }
 
+/// `commits` commits of `per` new messages each (`m0`, `m1`, ...): one entry per commit.
+fn put_commits(store: &mut RedisStore, commits: usize, per: usize) {
+    for c in 0..commits {
+        let ops: Vec<Op> = (0..per)
+            .map(|i| Op::Put(record(&format!("m{}", c * per + i))))
+            .collect();
+        store.apply(&ops).unwrap();
+    }
+}
+
 #[test]
 fn two_adopters_never_get_the_same_message() {
     let server = Server::start();
     let mut a = server.store(T);
     // 20 commits: 20 entries of 100.
-    for c in 0..20 {
-        let ops: Vec<Op> = (0..100)
-            .map(|i| Op::Put(record(&format!("m{}", c * 100 + i))))
-            .collect();
-        a.apply(&ops).unwrap();
-    }
+    put_commits(&mut a, 20, 100);
     server.silence(&a);
     std::mem::forget(a);
     let stores: Vec<RedisStore> = (0..3).map(|_| server.store(T)).collect();
@@ -704,12 +709,7 @@ fn many_small_groups_are_all_adopted_in_one_pass() {
     // (each could hold GROUP_MAX records); later rounds ask for more.
     let server = Server::start();
     let mut a = server.store(T);
-    for c in 0..60 {
-        let ops: Vec<Op> = (0..3)
-            .map(|i| Op::Put(record(&format!("m{}", c * 3 + i))))
-            .collect();
-        a.apply(&ops).unwrap();
-    }
+    put_commits(&mut a, 60, 3);
     assert_eq!(server.xlen(&a), 60);
     server.silence(&a);
     std::mem::forget(a);
