@@ -186,6 +186,50 @@ fn closed_batches_wait_for_a_young_request_and_go_out_together() {
 }
 
 #[test]
+fn batches_behind_a_stalled_request_leave_once_it_turns_slow() {
+    // While a young request is out, new messages may stay unread in the scheduler's
+    // channel (no wake per batch); a request that stalls must not hold them: they go once
+    // it is 25 ms old (measured: 25.6 ms; without that deadline, 1 s: the housekeeping
+    // tick), long before its answer.
+    let server = Server::start(|r| {
+        if r.index == 0 {
+            Reply::After(Duration::from_secs(3), 200)
+        } else {
+            Reply::Status(200)
+        }
+    });
+    let client = Client::new(Config {
+        flush_at: 5,
+        ..ingestion(&server)
+    })
+    .unwrap();
+    for i in 0..5 {
+        client
+            .enqueue(&Message::track(format!("a{i}"), "E"))
+            .unwrap();
+    }
+    assert!(server.wait_for(1, WAIT), "the first batch went out");
+    let sent = Instant::now();
+    for i in 0..20 {
+        client
+            .enqueue(&Message::track(format!("b{i}"), "E"))
+            .unwrap();
+    }
+    assert!(
+        server.wait_for(2, Duration::from_secs(2)),
+        "held behind a stalled request"
+    );
+    let second = &server.requests()[1];
+    let waited = second.at.duration_since(sent);
+    assert!(
+        waited < Duration::from_millis(500),
+        "the second request left {waited:?} after its messages"
+    );
+    assert_eq!(second.json()["batch"].as_array().unwrap().len(), 20);
+    assert!(client.flush(Some(WAIT)));
+}
+
+#[test]
 fn no_body_exceeds_500000_bytes() {
     let server = Server::answering(200);
     let client = Client::new(Config {

@@ -44,19 +44,22 @@ pub(crate) fn join_waiting(batch: &mut Batch, ready: &mut VecDeque<Job>) {
 /// Whether [`join_waiting`] would put every request in `ready` into one: all new batches,
 /// together within [`MAX_BATCH_BYTES`] (the lane's fill rule).
 pub(crate) fn fits_one_request(ready: &VecDeque<Job>) -> bool {
+    request_room(ready).is_some()
+}
+
+/// The body bytes one request could still take after every request in `ready`, when they
+/// all fit in one ([`fits_one_request`]); `None` when they do not.
+pub(crate) fn request_room(ready: &VecDeque<Job>) -> Option<usize> {
     let (mut count, mut sum) = (0, 0);
     for job in ready {
-        let Job::Batch(b) = job else { return false };
+        let Job::Batch(b) = job else { return None };
         if b.attempts > 0 {
-            return false;
+            return None;
         }
         count += b.msgs.len();
         sum += b.msgs.iter().map(|(_, m)| m.len()).sum::<usize>();
-        if body_len(count, sum) > MAX_BATCH_BYTES {
-            return false;
-        }
     }
-    true
+    MAX_BATCH_BYTES.checked_sub(body_len(count, sum))
 }
 
 pub(crate) struct Batcher {
@@ -65,6 +68,8 @@ pub(crate) struct Batcher {
     open: Vec<(u64, Element)>,
     bytes: usize,
     deadline: Option<Instant>,
+    /// The mean message size of the last batch closed (what the scheduler's room guesses by).
+    mean: usize,
 }
 
 impl Batcher {
@@ -75,6 +80,7 @@ impl Batcher {
             open: Vec::new(),
             bytes: 0,
             deadline: None,
+            mean: 0,
         }
     }
 
@@ -107,10 +113,11 @@ impl Batcher {
     /// Closes the open batch, if it has anything.
     pub(crate) fn close(&mut self) -> Option<Batch> {
         self.deadline = None;
-        self.bytes = 0;
         if self.open.is_empty() {
             return None;
         }
+        self.mean = self.bytes / self.open.len();
+        self.bytes = 0;
         // The next batch gets room for a full batch at once: growing by doubling would
         // leave up to half of each queued batch's list unused.
         let next = Vec::with_capacity(self.flush_at.min(1024));
@@ -124,6 +131,20 @@ impl Batcher {
     /// Messages that would fill the open batch.
     pub(crate) fn room(&self) -> usize {
         self.flush_at.saturating_sub(self.open.len())
+    }
+
+    /// How many more messages a request could take, beyond the open batch, when it has
+    /// `bytes` left (a guess by the mean size of the last batch closed).
+    pub(crate) fn messages_in(&self, bytes: usize) -> usize {
+        let mean = self
+            .mean
+            .max(if self.open.is_empty() {
+                1
+            } else {
+                self.bytes / self.open.len()
+            })
+            .max(1);
+        bytes.saturating_sub(self.bytes) / (mean + 1)
     }
 
     /// When the open batch must close.
@@ -150,6 +171,28 @@ mod tests {
         assert_eq!(full.len(), 1);
         assert_eq!(full[0].msgs.len(), 3);
         assert!(b.deadline().is_none());
+    }
+
+    #[test]
+    fn guesses_how_many_messages_fill_a_request() {
+        let mut b = Batcher::new(3, Duration::from_secs(5));
+        let now = Instant::now();
+        assert_eq!(
+            b.messages_in(1000),
+            500,
+            "nothing seen yet: a byte each, plus a comma"
+        );
+        let closed: Vec<_> = (0..3).flat_map(|i| b.add(i, msg(99), now)).collect();
+        assert_eq!(closed.len(), 1);
+        assert_eq!(b.messages_in(10_000), 100, "by the last batch's mean size");
+        b.add(3, msg(199), now).for_each(drop);
+        // The open batch's bytes are taken first, then its larger mean counts.
+        assert_eq!(b.messages_in(10_199), 50);
+        let ready = VecDeque::from([Job::Batch(closed.into_iter().next().unwrap())]);
+        assert_eq!(
+            request_room(&ready),
+            Some(MAX_BATCH_BYTES - body_len(3, 297))
+        );
     }
 
     #[test]

@@ -3,9 +3,12 @@
 //! Waking a sleeping thread costs a futex call and a context switch, several times the rest
 //! of a call. An ingestion message needs the scheduler only when its batch is full or its
 //! `flush_interval` is up, so those are sent without waking it ([`Inbox::send_lazy`]): the
-//! scheduler publishes how many more messages fill its open batch and when it wakes anyway
-//! (a timer), and a send rings the bell only when it fills the batch or is due before that
-//! wake. Everything else (webhook messages, flush, shutdown, resumed messages) rings at once.
+//! scheduler publishes how many more messages it can leave unread (those that fill its open
+//! batch; while the ingestion lane's fill rule holds batches for a young request, also what
+//! the next request could take, since that request's answer wakes it anyway) and when it
+//! wakes anyway (a timer), and a send rings the bell only when it reaches that count or is
+//! due before that wake. Everything else (webhook messages, flush, shutdown, resumed
+//! messages) rings at once.
 //!
 //! The race (a send reading what the scheduler published before its last look at the
 //! channel) is closed on both sides, all with `SeqCst`: the scheduler publishes, then looks
@@ -36,7 +39,7 @@ pub(crate) struct Wake {
     /// The deadline of the earliest unread lazy message (ns since `epoch`); may be older
     /// (earlier) than the truth, never later, which only makes the scheduler look sooner.
     first_due: AtomicU64,
-    /// Unread messages that fill the open batch (published by the scheduler).
+    /// Unread messages the scheduler can leave before it must look (published by it).
     room: AtomicU64,
     /// When the scheduler wakes by itself (ns since `epoch`, published by the scheduler).
     wakes_at: AtomicU64,
@@ -57,7 +60,7 @@ impl Wake {
         }
     }
 
-    /// Before sleeping until `wakes_at`: publishes it with the open batch's `room`, and
+    /// Before sleeping until `wakes_at`: publishes it with `room` (unread messages it can leave), and
     /// says whether unread commands need the scheduler first (then it must not sleep).
     pub(crate) fn must_drain(&self, wakes_at: Instant, room: usize) -> bool {
         let wakes_at = self.ns(wakes_at);

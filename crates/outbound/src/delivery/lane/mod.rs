@@ -238,6 +238,15 @@ impl Lane {
         Some(turns)
     }
 
+    /// While the fill rule holds closed batches for a young request: the body bytes that
+    /// request's successor could still take
+    /// ([`request_room`](crate::delivery::batch::request_room)), and when the young request
+    /// turns slow (then the rule no longer holds).
+    pub(crate) fn fill_room(&self, now: Instant) -> Option<(usize, Instant)> {
+        let turns = self.filling(now)?;
+        Some((crate::delivery::batch::request_room(&self.ready)?, turns))
+    }
+
     /// Whether the next request would need a new thread that the lane does not add yet.
     fn held_back(&self, now: Instant) -> bool {
         self.holds(self.busy, self.moving(now))

@@ -249,6 +249,19 @@ fn batches_fill_one_request_while_a_young_one_is_out() {
     }
     assert!(l.take(now).is_none(), "held while the request out is young");
     let turns = now + SLOW_AFTER;
+    // What the next request could still take (the scheduler's room), until it turns.
+    assert_eq!(
+        l.fill_room(now),
+        Some((
+            MAX_BATCH_BYTES - crate::wire::ingestion::body_len(20, 40),
+            turns
+        ))
+    );
+    assert_eq!(
+        l.fill_room(turns),
+        None,
+        "no room once the request out is slow"
+    );
     assert_eq!(
         l.wake_at(now),
         Some(turns),

@@ -157,9 +157,11 @@ impl Scheduler {
             let now = Instant::now();
             self.fire_timers(now);
             self.dispatch(now);
+            let (room, filling_until) = self.room(now);
             let deadline = self.next_deadline();
+            let deadline = filling_until.map_or(deadline, |t| deadline.min(t));
             // Senders ring only for what cannot wait until `deadline` (see `inbox`).
-            if self.wake.must_drain(deadline, self.batcher.room()) {
+            if self.wake.must_drain(deadline, room) {
                 if !self.read_commands() {
                     return self.shutdown();
                 }
@@ -232,6 +234,20 @@ impl Scheduler {
             Command::Shutdown => return false,
         }
         true
+    }
+
+    /// Unread ingestion messages the scheduler may leave in the channel before a sender
+    /// must wake it: those that fill the open batch, and while the ingestion lane holds
+    /// closed batches for a young request (its fill rule), as many more as that request's
+    /// successor could take. The young request's answer wakes the scheduler anyway, and so
+    /// does its turning slow (the instant returned, a deadline then): it reads everything
+    /// at once, one wake instead of one per batch.
+    fn room(&self, now: Instant) -> (usize, Option<Instant>) {
+        let room = self.batcher.room();
+        match self.lanes[0].fill_room(now) {
+            Some((bytes, turns)) => (room + self.batcher.messages_in(bytes), Some(turns)),
+            None => (room, None),
+        }
     }
 
     fn next_deadline(&self) -> Instant {
