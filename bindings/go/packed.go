@@ -111,6 +111,12 @@ func packStr(b []byte, s string) []byte {
 	return append(b, s...)
 }
 
+// packValidStr is packStr for a string already known to be valid UTF-8 (a map's key).
+func packValidStr(b []byte, s string) []byte {
+	b = binary.LittleEndian.AppendUint32(b, uint32(len(s)))
+	return append(b, s...)
+}
+
 func validUTF8(s string) string {
 	out := make([]byte, 0, len(s)+8)
 	for i := 0; i < len(s); {
@@ -274,7 +280,7 @@ func packMap[M ~map[string]any](b []byte, m M, depth int) (_ []byte, ok bool) {
 		if !utf8.ValidString(e.k) {
 			return b, false
 		}
-		b = packStr(b, e.k)
+		b = packValidStr(b, e.k)
 		if b, ok = packValue(b, e.v, depth+1); !ok {
 			return b, false
 		}
@@ -289,7 +295,7 @@ func packLargeMap[M ~map[string]any](b []byte, m M, depth int) (_ []byte, ok boo
 		if !utf8.ValidString(es[i].k) {
 			return b, false
 		}
-		b = packStr(b, es[i].k)
+		b = packValidStr(b, es[i].k)
 		if b, ok = packValue(b, es[i].v, depth+1); !ok {
 			return b, false
 		}

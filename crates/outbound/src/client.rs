@@ -21,7 +21,7 @@ use crate::model::retry::after;
 use crate::model::spool_target::{spool_target, SpoolTarget};
 use crate::model::{timestamp, validate};
 use crate::wire::canonical_json::{self, WriteJson};
-use crate::wire::encode::Parts;
+use crate::wire::encode::{Parts, Scratch};
 use crate::wire::ingestion::{self, Element, Endpoint};
 use crate::wire::webhook::{self, Hooks};
 use arc_swap::ArcSwap;
@@ -355,24 +355,30 @@ impl Client {
         };
         let mut ts = [0u8; timestamp::LEN];
         timestamp::write(msg.timestamp.unwrap_or_else(timestamp::now), &mut ts)?;
-        let check = |bytes: Vec<u8>| -> Result<Vec<u8>, Error> {
-            if bytes.len() > MAX_MESSAGE_BYTES {
+        let check = |len: usize| -> Result<(), Error> {
+            if len > MAX_MESSAGE_BYTES {
                 Err(Error::MessageTooLarge {
-                    size: bytes.len(),
+                    size: len,
                     limit: MAX_MESSAGE_BYTES,
                 })
             } else {
-                Ok(bytes)
+                Ok(())
             }
         };
-        let parts = Parts::write(msg)?;
+        // The bodies are written into this thread's buffers and copied once into the bytes
+        // the queue shares (one allocation per body, none for the buffers).
+        let mut scratch = Scratch::take();
+        let parts = Parts::write_in(std::mem::take(&mut scratch.objects), msg)?;
         let to_ingestion = self.config.write_key.is_some() && msg.kind != crate::Kind::Delete;
         let mut id_at = None;
         let hook = match hooks_on && webhook::wanted(msg.integrations.as_ref()) {
             true => {
-                let mut out = Vec::with_capacity(parts.len() + 200);
-                id_at = webhook::encode(msg, &parts, &id, &ts, &mut out);
-                Some(Arc::<[u8]>::from(check(out)?))
+                let out = &mut scratch.body;
+                out.clear();
+                out.reserve(parts.len() + 200);
+                id_at = webhook::encode(msg, &parts, &id, &ts, out);
+                check(out.len())?;
+                Some(Arc::<[u8]>::from(&out[..]))
             }
             false => None,
         };
@@ -392,12 +398,17 @@ impl Client {
                 Some(element)
             }
             (true, None) => {
-                let mut out = Vec::with_capacity(parts.len() + 200);
-                id_at = ingestion::encode(msg, &parts, &id, &ts, &mut out);
-                Some(Element::own(Arc::from(check(out)?)))
+                let out = &mut scratch.body;
+                out.clear();
+                out.reserve(parts.len() + 200);
+                id_at = ingestion::encode(msg, &parts, &id, &ts, out);
+                check(out.len())?;
+                Some(Element::own(Arc::from(&out[..])))
             }
             (false, _) => None,
         };
+        scratch.objects = parts.into_buf();
+        scratch.keep();
         // The scheduler finds the id in the bytes only where they hold it unescaped.
         let id_at = id_at
             .filter(|_| canonical_json::is_plain(&id))

@@ -3,6 +3,7 @@
 
 use crate::model::message::{Message, Object};
 use crate::wire::canonical_json::{write_str, WriteJson, Writer};
+use std::cell::Cell;
 use std::ops::Range;
 
 pub(crate) struct Obj<'a> {
@@ -73,6 +74,38 @@ impl<'a> Obj<'a> {
 
 /// A message's free-form objects in canonical bytes, written once and copied into the body
 /// of each destination.
+/// A call's two buffers, its objects ([`Parts`]) and a body, kept per thread: the body is
+/// copied once into the shared bytes the queue holds, and no `Vec` is allocated and freed
+/// per call. A nested call on the same thread (a binding's object writing calls back)
+/// finds none and allocates its own.
+#[derive(Default)]
+pub(crate) struct Scratch {
+    pub objects: Vec<u8>,
+    pub body: Vec<u8>,
+}
+
+/// Buffers larger than this are not kept (a rare big message does not pin its size).
+const SCRATCH_KEEP: usize = 64 * 1024;
+
+thread_local! {
+    static SCRATCH: Cell<Scratch> = Cell::new(Scratch { objects: Vec::new(), body: Vec::new() });
+}
+
+impl Scratch {
+    /// This thread's buffers (empty ones the first time, or while taken).
+    pub(crate) fn take() -> Scratch {
+        SCRATCH.with(Cell::take)
+    }
+
+    /// Gives the buffers back for the thread's next call.
+    pub(crate) fn keep(self) {
+        if self.objects.capacity() <= SCRATCH_KEEP && self.body.capacity() <= SCRATCH_KEEP {
+            // Ignored while the thread's locals are being torn down.
+            let _ = SCRATCH.try_with(|s| s.set(self));
+        }
+    }
+}
+
 pub(crate) struct Parts {
     buf: Vec<u8>,
     properties: Option<Range<usize>>,
@@ -84,8 +117,17 @@ pub(crate) struct Parts {
 impl Parts {
     /// Writes the objects of `msg` (every one, whether or not a destination will carry it,
     /// so a bad value is refused even when `integrations` send the message nowhere).
+    #[cfg(test)]
     pub(crate) fn write<O: WriteJson>(msg: &Message<O>) -> Result<Parts, O::Error> {
-        let mut buf = Vec::with_capacity(256);
+        Parts::write_in(Vec::with_capacity(256), msg)
+    }
+
+    /// [`write`](Self::write) into `buf` (cleared first): a [`Scratch`] buffer.
+    pub(crate) fn write_in<O: WriteJson>(
+        mut buf: Vec<u8>,
+        msg: &Message<O>,
+    ) -> Result<Parts, O::Error> {
+        buf.clear();
         let properties = part(&mut buf, "properties", msg.properties.as_ref(), false)?;
         let traits = part(&mut buf, "traits", msg.traits.as_ref(), false)?;
         let context = part(&mut buf, "context", msg.context.as_ref(), true)?
@@ -100,6 +142,11 @@ impl Parts {
             context,
             integrations,
         })
+    }
+
+    /// The buffer back, for the next call ([`Scratch`]).
+    pub(crate) fn into_buf(self) -> Vec<u8> {
+        self.buf
     }
 
     /// Bytes of all the objects together (a size hint for the bodies).
