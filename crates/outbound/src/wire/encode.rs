@@ -88,7 +88,7 @@ pub(crate) struct Scratch {
 const SCRATCH_KEEP: usize = 64 * 1024;
 
 thread_local! {
-    static SCRATCH: Cell<Scratch> = Cell::new(Scratch { objects: Vec::new(), body: Vec::new() });
+    static SCRATCH: Cell<Scratch> = const { Cell::new(Scratch { objects: Vec::new(), body: Vec::new() }) };
 }
 
 impl Scratch {
