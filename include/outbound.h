@@ -667,7 +667,7 @@ outbound_result outbound_client_reset_after_fork(const struct outbound_client *c
 
 // Creates options with every default: no destination (set a write key, a webhook or
 // both), endpoint `https://api.segment.io`, flush_at 20, flush_interval 5000 ms,
-// max_queue_size 10000, timeout 5000 ms, max_retry_duration 4 h, gzip off, 2 workers and
+// max_queue_size 10000 (a full queue refuses at once), timeout 5000 ms, max_retry_duration 4 h, gzip off, 2 workers and
 // at most 512 requests in flight per destination, sending on, proxy from the environment, logging per `DEBUG`.
 //
 // Ownership: the caller owns the result and passes it to `outbound_client_new` (which takes
@@ -840,7 +840,8 @@ outbound_result outbound_options_set_flush_interval_ms(struct outbound_options *
                                                        uint64_t ms);
 
 // Most messages held at once, including those waiting to retry (default 10000). When
-// full, calls return `OUTBOUND_RESULT_QUEUE_FULL` without blocking.
+// full, calls return `OUTBOUND_RESULT_QUEUE_FULL` without blocking (unless
+// `outbound_options_set_queue_full_wait_ms` says to wait).
 //
 // Returns `OUTBOUND_RESULT_OK`, `_NULL_ARGUMENT` (options), `_PANIC`. The value is checked
 // by `outbound_client_new`.
@@ -849,6 +850,21 @@ outbound_result outbound_options_set_flush_interval_ms(struct outbound_options *
 // `options` is NULL or a live `outbound_options`.
 outbound_result outbound_options_set_max_queue_size(struct outbound_options *options,
                                                     size_t max_queue_size);
+
+// How long a call waits for room when the queue (`max_queue_size`) or the spool
+// (`spool_max_bytes`) is full, in milliseconds, before it returns
+// `OUTBOUND_RESULT_QUEUE_FULL` (either limit). 0, the default: it returns at once and
+// never blocks. A waiting call holds its thread; room comes back as messages reach their
+// outcome, and `outbound_client_close` ends the wait with `OUTBOUND_RESULT_CLOSED`. At most
+// 3600000 (1 hour).
+//
+// Returns `OUTBOUND_RESULT_OK`, `_NULL_ARGUMENT` (options), `_PANIC`. The value is checked
+// by `outbound_client_new`.
+//
+// # Safety
+// `options` is NULL or a live `outbound_options`.
+outbound_result outbound_options_set_queue_full_wait_ms(struct outbound_options *options,
+                                                        uint64_t ms);
 
 // Bound on one whole HTTP exchange, in milliseconds (default 5000).
 //

@@ -6,7 +6,8 @@
 // The engine is liboutbound (Rust), linked statically through cgo: every rule (what a call
 // needs, the 32 KB limit, the JSON byte format, batching, retries, signatures) is the core's;
 // this package converts Go values and errors. Messages are validated on the caller's
-// goroutine, so a bad one is refused by Enqueue, naming the field; Enqueue never blocks.
+// goroutine, so a bad one is refused by Enqueue, naming the field; Enqueue never blocks
+// (unless Config.QueueFullWait says how long a full queue is waited on).
 //
 //	client, err := outbound.NewWithConfig("WRITE_KEY", outbound.Config{
 //		Webhooks:     []outbound.Webhook{{URL: "https://hooks.example.com/in"}},
@@ -43,7 +44,7 @@ import (
 // Client sends messages in the background. It is analytics-go's Client (Enqueue, Close)
 // plus Flush, Stats and EnqueueID.
 type Client interface {
-	// Enqueue validates msg and queues it; it never blocks. A refused message returns an
+	// Enqueue validates msg and queues it; it never blocks (a full queue: see QueueFullWait). A refused message returns an
 	// *Error (errors.Is(err, ErrMissingField), ErrQueueFull, ErrClosed, ...) and nothing
 	// is queued.
 	Enqueue(msg Message) error

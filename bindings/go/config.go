@@ -73,8 +73,13 @@ type Config struct {
 	WebhookUserAgent string
 
 	// MaxQueueSize bounds the messages held at once, retries included (default 10000).
-	// When full, Enqueue returns ErrQueueFull at once.
+	// When full, Enqueue returns ErrQueueFull at once, unless QueueFullWait is set.
 	MaxQueueSize int
+	// QueueFullWait is how long an Enqueue that finds the queue (or the spool) full waits
+	// for room (messages reaching their outcome free it) before it returns ErrQueueFull.
+	// 0, the default: it returns at once and never blocks. Close ends the wait with
+	// ErrClosed. At most 1 hour.
+	QueueFullWait time.Duration
 	// Timeout bounds one whole HTTP exchange (default 5 s).
 	Timeout time.Duration
 	// RetryBase is the first retry's backoff ceiling, doubled per attempt (default 500 ms).
@@ -261,6 +266,11 @@ func newOptions(writeKey string, c Config, handle uintptr, recording bool) (*C.o
 		},
 		func() error {
 			return dur(interval.name, interval.value, func(ms C.uint64_t) C.outbound_result { return C.outbound_options_set_flush_interval_ms(o, ms) })
+		},
+		func() error {
+			return dur("QueueFullWait", c.QueueFullWait, func(ms C.uint64_t) C.outbound_result {
+				return C.outbound_options_set_queue_full_wait_ms(o, ms)
+			})
 		},
 		func() error {
 			return dur("Timeout", c.Timeout, func(ms C.uint64_t) C.outbound_result { return C.outbound_options_set_timeout_ms(o, ms) })

@@ -281,3 +281,41 @@ func TestSpoolOKIsFalseWhileRedisIsDownAndTrueOnceItIsBack(t *testing.T) {
 		t.Fatal("Redis is back, but SpoolOK stays false")
 	}
 }
+
+func TestQueueFullWaitWaitsForRoom(t *testing.T) {
+	url, seen := holdingServer(t, 300*time.Millisecond)
+	c := newClient(t, "wk", outbound.Config{Endpoint: url, Size: 1, MaxQueueSize: 1,
+		QueueFullWait: 10 * time.Second})
+	if err := c.Enqueue(outbound.Track{UserId: "u", Event: "First"}); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	if err := c.Enqueue(outbound.Track{UserId: "u", Event: "Second"}); err != nil {
+		t.Fatalf("the second call should wait for room: %v", err)
+	}
+	if w := time.Since(start); w < 200*time.Millisecond || w > 8*time.Second {
+		t.Fatalf("waited %v for a request of 300 ms", w)
+	}
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if n := seen.done.Load(); n != 2 {
+		t.Fatalf("%d requests answered", n)
+	}
+
+	// Without it, a full queue refuses at once.
+	c = newClient(t, "wk", outbound.Config{Endpoint: url, Size: 1, MaxQueueSize: 1})
+	if err := c.Enqueue(outbound.Track{UserId: "u", Event: "First"}); err != nil {
+		t.Fatal(err)
+	}
+	start = time.Now()
+	if err := c.Enqueue(outbound.Track{UserId: "u", Event: "Second"}); !errors.Is(err, outbound.ErrQueueFull) {
+		t.Fatalf("got %v", err)
+	}
+	if w := time.Since(start); w > time.Second {
+		t.Fatalf("refused after %v", w)
+	}
+	if _, err := outbound.NewWithConfig("wk", outbound.Config{Endpoint: url, QueueFullWait: 2 * time.Hour}); !errors.Is(err, outbound.ErrConfig) || !strings.Contains(err.Error(), "queue_full_wait") {
+		t.Fatalf("2 hours: %v", err)
+	}
+}

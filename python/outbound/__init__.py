@@ -166,7 +166,8 @@ class Client:
     private, link-local (cloud metadata) and other non-public addresses then fail with
     reason ``blocked`` and nothing is sent (``allowed_networks`` lists CIDR exceptions). Every call
     returns the message id, or ``None`` when the queue is full (the drop is counted in
-    :attr:`stats` and logged). Invalid calls raise :class:`ValidationError` and queue
+    :attr:`stats` and logged); with ``queue_full_wait`` (seconds, 0 by default) a call that
+    finds it full waits that long for room first, without holding the GIL. Invalid calls raise :class:`ValidationError` and queue
     nothing. Use it as a context manager, or call :meth:`close`; at interpreter exit open
     clients are closed with at most ``atexit_timeout`` seconds of waiting each.
     """
@@ -186,6 +187,7 @@ class Client:
         flush_at: int = 20,
         flush_interval: float = 5.0,
         max_queue_size: int = 10_000,
+        queue_full_wait: float = 0.0,
         timeout: float = 5.0,
         max_retry_duration: float = 4 * 3600.0,
         gzip: bool = False,
@@ -223,6 +225,7 @@ class Client:
             flush_at=flush_at,
             flush_interval=flush_interval,
             max_queue_size=max_queue_size,
+            queue_full_wait=queue_full_wait,
             timeout=timeout,
             max_retry_duration=max_retry_duration,
             gzip=gzip,

@@ -43,6 +43,7 @@ class NativeClient:
         flush_at: int,
         flush_interval: float,
         max_queue_size: int,
+        queue_full_wait: float,
         timeout: float,
         max_retry_duration: float,
         gzip: bool,

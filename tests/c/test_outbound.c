@@ -229,6 +229,7 @@ static void test_every_entry_point_is_null_safe(void) {
     CHECK_RC(outbound_options_set_spool(NULL, "/tmp/x"), N, "options");
     CHECK_RC(outbound_options_set_spool_max_bytes(NULL, 1), N, "options");
     CHECK_RC(outbound_options_set_spool_commit_interval_ms(NULL, 1), N, "options");
+    CHECK_RC(outbound_options_set_queue_full_wait_ms(NULL, 1), N, "options");
     CHECK_RC(outbound_options_set_debug(NULL, true), N, "options");
     CHECK_RC(outbound_options_set_send(NULL, true), N, "options");
     CHECK_RC(outbound_options_set_proxy_from_env(NULL, true), N, "options");
@@ -875,6 +876,41 @@ static void test_log_callback_gets_lines_without_secrets(void) {
     CHECK(log_lines.warn_lines >= 1, "warn lines %d", log_lines.warn_lines);
     CHECK(!log_lines.leaked_secret, "a log line carried the write key");
     pthread_mutex_unlock(&log_lines.lock);
+}
+
+static void one_slot_waiting(outbound_options *o) {
+    CHECK_RC(outbound_options_set_max_queue_size(o, 1), OUTBOUND_RESULT_OK, NULL);
+    CHECK_RC(outbound_options_set_flush_at(o, 1), OUTBOUND_RESULT_OK, NULL);
+    CHECK_RC(outbound_options_set_queue_full_wait_ms(o, 10000), OUTBOUND_RESULT_OK, NULL);
+}
+
+static double seconds_now(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
+}
+
+/* queue_full_wait_ms: with the queue full, a call waits for the request out (300 ms) to
+ * free a slot, and is taken; with 0 (outbound_options_new's default) it would refuse. */
+static void test_queue_full_wait_waits_for_room(void) {
+    mark();
+    rx_set_delay_ms(rx, 300);
+    outbound_client *c = ingestion_client(one_slot_waiting);
+    CHECK_RC(outbound_track(c, "u", NULL, "W", NULL, NULL, NULL, NULL, NULL, NULL, 0, NULL),
+             OUTBOUND_RESULT_OK, NULL);
+    double start = seconds_now();
+    CHECK_RC(outbound_track(c, "u", NULL, "W", NULL, NULL, NULL, NULL, NULL, NULL, 0, NULL),
+             OUTBOUND_RESULT_OK, "the second call waits for room");
+    double waited = seconds_now() - start;
+    CHECK(waited >= 0.2 && waited < 8.0, "waited %.3f s", waited);
+    CHECK_RC(outbound_client_close(c, WAIT_MS), OUTBOUND_RESULT_OK, NULL);
+    outbound_stats s;
+    outbound_client_stats(c, &s);
+    CHECK(s.delivered == 2 && s.queue_full == 0, "delivered %llu queue_full %llu",
+          (unsigned long long)s.delivered, (unsigned long long)s.queue_full);
+    outbound_client_free(c);
+    rx_set_delay_ms(rx, 0);
+    CHECK(rx_count(rx) == requests_before + 2, "requests %zu", rx_count(rx) - requests_before);
 }
 
 static outcomes dry_outcomes = {PTHREAD_MUTEX_INITIALIZER, 0, "", "", ""};
@@ -1738,6 +1774,7 @@ int main(void) {
     RUN(test_retryable_status_is_retried_then_delivered);
     RUN(test_log_callback_gets_lines_without_secrets);
     RUN(test_send_disabled_validates_but_sends_nothing);
+    RUN(test_queue_full_wait_waits_for_room);
     RUN(test_gzip_compresses_ingestion_bodies);
     RUN(test_proxy_from_env_off_ignores_a_proxy_variable);
     RUN(test_each_error_has_its_code_and_nothing_queued_is_lost);

@@ -1,5 +1,6 @@
 """Delivery under hostile receivers, through the installed wheel: the per-destination
-in-flight cap, and exact accounting when close gives up on a dead receiver."""
+in-flight cap, exact accounting when close gives up on a dead receiver, and a full queue
+waited on (``queue_full_wait``) without holding the GIL."""
 
 from __future__ import annotations
 
@@ -7,11 +8,12 @@ import socket
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Iterator, List, Tuple
+from typing import Callable, Iterator, List, Tuple
 
 import pytest
 
 import outbound
+from receiver import Receiver
 
 
 class _Slow(BaseHTTPRequestHandler):
@@ -88,3 +90,35 @@ def test_close_ends_50k_pending_messages_each_exactly_once() -> None:
     assert len(seen) == 50_000 and set(seen) == ids
     time.sleep(0.2)
     assert len(seen) == 50_000
+
+
+def test_queue_full_wait_waits_for_room_without_holding_the_gil(
+    make_client: Callable[..., outbound.Client], receiver: Receiver
+) -> None:
+    # The outcome callback needs the GIL to free the slot: a call that held it while waiting
+    # would wait the whole 10 s and then return None.
+    receiver.delay["/v1/batch"] = 0.3
+    seen: List[str] = []
+    client = make_client(webhooks=[], max_queue_size=1, queue_full_wait=10.0,
+                         on_outcome=lambda mid, kind, detail: seen.append(kind))
+    assert client.track(user_id="u", event="First") is not None
+    start = time.monotonic()
+    assert client.track(user_id="u", event="Second") is not None
+    waited = time.monotonic() - start
+    assert 0.2 <= waited < 5.0, waited
+    assert client.flush(timeout=10)
+    assert seen == ["delivered", "delivered"]
+    assert client.stats["queue_full"] == 0
+
+
+def test_queue_full_wait_gives_up_after_its_time(make_client: Callable[..., outbound.Client],
+                                                 receiver: Receiver) -> None:
+    receiver.delay["/v1/batch"] = 2.0
+    client = make_client(webhooks=[], max_queue_size=1, queue_full_wait=0.2)
+    assert client.track(user_id="u", event="First") is not None
+    start = time.monotonic()
+    assert client.track(user_id="u", event="Second") is None
+    assert 0.15 <= time.monotonic() - start < 1.5
+    assert client.stats["queue_full"] == 1
+    with pytest.raises(outbound.ConfigError, match="queue_full_wait"):
+        outbound.Client("wk", queue_full_wait=3601.0)

@@ -86,7 +86,7 @@ unsafe fn with_config(
 
 /// Creates options with every default: no destination (set a write key, a webhook or
 /// both), endpoint `https://api.segment.io`, flush_at 20, flush_interval 5000 ms,
-/// max_queue_size 10000, timeout 5000 ms, max_retry_duration 4 h, gzip off, 2 workers and
+/// max_queue_size 10000 (a full queue refuses at once), timeout 5000 ms, max_retry_duration 4 h, gzip off, 2 workers and
 /// at most 512 requests in flight per destination, sending on, proxy from the environment, logging per `DEBUG`.
 ///
 /// Ownership: the caller owns the result and passes it to `outbound_client_new` (which takes
@@ -430,7 +430,8 @@ pub unsafe extern "C" fn outbound_options_set_flush_interval_ms(
 }
 
 /// Most messages held at once, including those waiting to retry (default 10000). When
-/// full, calls return `OUTBOUND_RESULT_QUEUE_FULL` without blocking.
+/// full, calls return `OUTBOUND_RESULT_QUEUE_FULL` without blocking (unless
+/// `outbound_options_set_queue_full_wait_ms` says to wait).
 ///
 /// Returns `OUTBOUND_RESULT_OK`, `_NULL_ARGUMENT` (options), `_PANIC`. The value is checked
 /// by `outbound_client_new`.
@@ -447,6 +448,34 @@ pub unsafe extern "C" fn outbound_options_set_max_queue_size(
         unsafe {
             with_config(options, |c| {
                 c.max_queue_size = max_queue_size;
+                Ok(())
+            })
+        }
+    })
+}
+
+/// How long a call waits for room when the queue (`max_queue_size`) or the spool
+/// (`spool_max_bytes`) is full, in milliseconds, before it returns
+/// `OUTBOUND_RESULT_QUEUE_FULL` (either limit). 0, the default: it returns at once and
+/// never blocks. A waiting call holds its thread; room comes back as messages reach their
+/// outcome, and `outbound_client_close` ends the wait with `OUTBOUND_RESULT_CLOSED`. At most
+/// 3600000 (1 hour).
+///
+/// Returns `OUTBOUND_RESULT_OK`, `_NULL_ARGUMENT` (options), `_PANIC`. The value is checked
+/// by `outbound_client_new`.
+///
+/// # Safety
+/// `options` is NULL or a live `outbound_options`.
+#[no_mangle]
+pub unsafe extern "C" fn outbound_options_set_queue_full_wait_ms(
+    options: *mut outbound_options,
+    ms: u64,
+) -> outbound_result {
+    // SAFETY: the caller's contract.
+    ffi!({
+        unsafe {
+            with_config(options, |c| {
+                c.queue_full_wait = millis(ms);
                 Ok(())
             })
         }

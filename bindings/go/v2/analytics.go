@@ -44,10 +44,12 @@ const Endpoint = "https://api.segment.io"
 // programs unchanged against a receiver on 127.0.0.1 (export_test.go).
 var defaultEndpoint = Endpoint
 
-// The defaults New sets: the spec's (v2's code had a Size of 250).
+// The defaults New sets: the spec's (v2's code had a Size of 250), and a bounded wait for
+// room where v2 blocked without bound.
 const (
-	DefaultSize     = 20
-	DefaultInterval = 5 * time.Second
+	DefaultSize          = 20
+	DefaultInterval      = 5 * time.Second
+	DefaultQueueFullWait = 5 * time.Second
 )
 
 // Message holds the fields common to every call, as in v2.
@@ -165,9 +167,12 @@ type Client struct {
 	// Interval.
 	FlushAfter time.Duration
 	// MaxQueueSize bounds the messages held at once, retries included (0: 10,000). v2 had no
-	// bound: its calls blocked while its loop was busy. Here a call never blocks; when the
-	// queue is full it returns an error wrapping ErrQueueFull and the message is dropped.
+	// bound: its calls blocked while its loop was busy.
 	MaxQueueSize int
+	// QueueFullWait is how long a call that finds the queue full waits for room, as v2's
+	// calls waited for its loop (New sets DefaultQueueFullWait, 5 s). Past it, the call
+	// returns an error wrapping ErrQueueFull and the message is dropped; 0: at once.
+	QueueFullWait time.Duration
 
 	key    string
 	once   sync.Once
@@ -180,12 +185,13 @@ type Client struct {
 // defaults. Nothing starts until the first message.
 func New(key string) *Client {
 	return &Client{
-		Endpoint: defaultEndpoint,
-		Interval: DefaultInterval,
-		Size:     DefaultSize,
-		Logger:   log.New(os.Stderr, "segment ", log.LstdFlags),
-		Client:   *http.DefaultClient,
-		key:      key,
+		Endpoint:      defaultEndpoint,
+		Interval:      DefaultInterval,
+		Size:          DefaultSize,
+		QueueFullWait: DefaultQueueFullWait,
+		Logger:        log.New(os.Stderr, "segment ", log.LstdFlags),
+		Client:        *http.DefaultClient,
+		key:           key,
 	}
 }
 
@@ -193,7 +199,8 @@ func New(key string) *Client {
 func (c *Client) start() (outbound.Client, error) {
 	c.once.Do(func() {
 		config := outbound.Config{Endpoint: c.Endpoint, Verbose: c.Verbose,
-			BatchSize: c.Size, Interval: c.Interval, MaxQueueSize: c.MaxQueueSize}
+			BatchSize: c.Size, Interval: c.Interval, MaxQueueSize: c.MaxQueueSize,
+			QueueFullWait: c.QueueFullWait}
 		if c.FlushAt != 0 {
 			config.BatchSize = c.FlushAt
 		}
@@ -269,7 +276,7 @@ func (c *Client) Alias(msg *Alias) error {
 	return c.queue(&w, &msg.Message, msg.Context, msg.Integrations)
 }
 
-// queue hands w to the core, which validates it, stamps it and queues it (it never blocks).
+// queue hands w to the core, which validates it, stamps it and queues it (a full queue is waited on for QueueFullWait).
 // On success msg gets its Type and, when it had none, its MessageId, as v2 set them.
 func (c *Client) queue(w *bridge.Wire, msg *Message, context, integrations map[string]interface{}) error {
 	if c.closed.Load() {

@@ -334,7 +334,11 @@ func TestV2Concurrent(t *testing.T) {
 
 func TestV2MaxQueueSize(t *testing.T) {
 	c, _ := newClient(t)
+	if c.QueueFullWait != analytics.DefaultQueueFullWait || analytics.DefaultQueueFullWait != 5*time.Second {
+		t.Fatalf("New's QueueFullWait %v", c.QueueFullWait)
+	}
 	c.MaxQueueSize = 2
+	c.QueueFullWait = 200 * time.Millisecond
 	c.Interval = time.Hour
 	c.Size = 100
 	for i := 0; i < 2; i++ {
@@ -342,10 +346,33 @@ func TestV2MaxQueueSize(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	start := time.Now()
 	if err := c.Track(&analytics.Track{UserId: "u", Event: "E"}); !errors.Is(err, analytics.ErrQueueFull) {
 		t.Fatalf("third message: %v", err)
 	}
+	if w := time.Since(start); w < 150*time.Millisecond || w > 5*time.Second {
+		t.Fatalf("refused after %v, QueueFullWait 200 ms", w)
+	}
 	c.Close()
+}
+
+// v2 blocked a caller while its loop was busy; with New's QueueFullWait a full queue waits
+// for room the same way, so a program faster than its endpoint loses nothing.
+func TestV2AFullQueueWaitsForRoomByDefault(t *testing.T) {
+	c, r := newClient(t)
+	c.MaxQueueSize = 1
+	c.Size = 1
+	for i := 0; i < 50; i++ {
+		if err := c.Track(&analytics.Track{UserId: "u", Event: "E"}); err != nil {
+			t.Fatalf("message %d: %v", i, err)
+		}
+	}
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(r.messages(t, writeKey)); n != 50 {
+		t.Fatalf("%d messages", n)
+	}
 }
 
 func TestV2ConfigErrorAtFirstCall(t *testing.T) {

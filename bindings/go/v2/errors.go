@@ -15,7 +15,7 @@ const (
 	ErrInvalidField    = outbound.ErrInvalidField    // a value broke a rule (a timestamp, NaN, ...)
 	ErrWrongType       = outbound.ErrWrongType       // a value of a type JSON cannot hold; a nil message
 	ErrMessageTooLarge = outbound.ErrMessageTooLarge // over 32 KB serialized
-	ErrQueueFull       = outbound.ErrQueueFull       // MaxQueueSize messages wait already; calls never block
+	ErrQueueFull       = outbound.ErrQueueFull       // MaxQueueSize messages wait already, and QueueFullWait passed
 	ErrClosed          = outbound.ErrClosed          // a call or a second Close after Close
 	ErrConfig          = outbound.ErrConfig          // the Client's fields were refused (first call)
 	ErrIncomplete      = outbound.ErrIncomplete      // Close could not deliver everything

@@ -73,7 +73,7 @@ mod _native {
         #[new]
         #[pyo3(signature = (*, write_key, endpoint, webhooks, shared_secret, signature_scheme,
             webhook_user_agent,
-            flush_at, flush_interval, max_queue_size, timeout, max_retry_duration, gzip,
+            flush_at, flush_interval, max_queue_size, queue_full_wait, timeout, max_retry_duration, gzip,
             ca_certs, workers, max_in_flight, on_outcome, log_sink, debug, send, proxy_from_env,
             block_private_networks, allowed_networks,
             spool, spool_max_bytes, spool_commit_interval, record=false))]
@@ -88,6 +88,7 @@ mod _native {
             flush_at: i64,
             flush_interval: f64,
             max_queue_size: i64,
+            queue_full_wait: f64,
             timeout: f64,
             max_retry_duration: f64,
             gzip: bool,
@@ -119,6 +120,12 @@ mod _native {
                 flush_at: count(flush_at),
                 flush_interval: seconds("flush_interval", flush_interval)?,
                 max_queue_size: count(max_queue_size),
+                queue_full_wait: seconds("queue_full_wait", queue_full_wait)?,
+                // A call waiting for room lets the GIL go: outcomes (the callback, the log
+                // sink) need it to free the room.
+                room_wait: Some(Arc::new(|wait: &mut (dyn FnMut() -> bool + Send)| {
+                    Python::attach(|py| py.detach(wait))
+                })),
                 timeout: seconds("timeout", timeout)?,
                 retry: RetryPolicy {
                     max_retry_duration: seconds("max_retry_duration", max_retry_duration)?,
@@ -412,6 +419,7 @@ mod _native {
         d.set_item("flush_at", c.flush_at)?;
         d.set_item("flush_interval", c.flush_interval.as_secs_f64())?;
         d.set_item("max_queue_size", c.max_queue_size)?;
+        d.set_item("queue_full_wait", c.queue_full_wait.as_secs_f64())?;
         d.set_item("timeout", c.timeout.as_secs_f64())?;
         d.set_item(
             "max_retry_duration",

@@ -13,6 +13,7 @@ use serde::{Deserialize, Deserializer};
 use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
 /// A config error: the file, the key and what is wrong.
@@ -158,6 +159,10 @@ macro_rules! with_delivery {
             /// Most messages held in memory per source, including those waiting to retry.
             #[serde(default)]
             pub max_queue_size: Option<usize>,
+            /// How long a request that finds its source's queue (or spool) full waits for
+            /// room before it is answered 429, seconds (default 0: at once).
+            #[serde(default)]
+            pub queue_full_wait: Option<Seconds>,
             /// Extra trusted roots: PEM text or the path of a PEM file.
             #[serde(default)]
             pub ca_certs: Option<String>,
@@ -198,6 +203,7 @@ macro_rules! with_delivery {
                     flush_at: self.flush_at,
                     flush_interval: self.flush_interval,
                     max_queue_size: self.max_queue_size,
+                    queue_full_wait: self.queue_full_wait,
                     ca_certs: self.ca_certs.clone(),
                     proxy_from_env: self.proxy_from_env,
                     spool: self.spool.clone(),
@@ -225,6 +231,7 @@ struct Delivery {
     flush_at: Option<usize>,
     flush_interval: Option<Seconds>,
     max_queue_size: Option<usize>,
+    queue_full_wait: Option<Seconds>,
     ca_certs: Option<String>,
     proxy_from_env: Option<bool>,
     spool: Option<Spool>,
@@ -237,7 +244,7 @@ impl Delivery {
     /// The keys set at this level.
     fn keys(&self) -> Vec<&'static str> {
         let d = self;
-        let set: [(&'static str, bool); 18] = [
+        let set: [(&'static str, bool); 19] = [
             ("timeout", d.timeout.is_some()),
             ("max_retry_duration", d.max_retry_duration.is_some()),
             ("max_backoff", d.max_backoff.is_some()),
@@ -250,6 +257,7 @@ impl Delivery {
             ("flush_at", d.flush_at.is_some()),
             ("flush_interval", d.flush_interval.is_some()),
             ("max_queue_size", d.max_queue_size.is_some()),
+            ("queue_full_wait", d.queue_full_wait.is_some()),
             ("ca_certs", d.ca_certs.is_some()),
             ("proxy_from_env", d.proxy_from_env.is_some()),
             ("spool", d.spool.is_some()),
@@ -281,6 +289,7 @@ impl Delivery {
             flush_at,
             flush_interval,
             max_queue_size,
+            queue_full_wait,
             ca_certs,
             proxy_from_env,
             spool,
@@ -781,6 +790,13 @@ fn core_config(
     if let Some(v) = d.max_queue_size {
         c.max_queue_size = v;
     }
+    if let Some(v) = d.queue_full_wait {
+        c.queue_full_wait = v.duration("queue_full_wait")?;
+    }
+    // A request waiting for room must not hold a runtime thread: its other tasks move off.
+    c.room_wait = Some(Arc::new(|wait: &mut (dyn FnMut() -> bool + Send)| {
+        tokio::task::block_in_place(wait)
+    }));
     c.ca_certs = d.ca_certs.clone();
     if let Some(v) = d.proxy_from_env {
         c.proxy_from_env = v;

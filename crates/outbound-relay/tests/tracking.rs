@@ -4,7 +4,7 @@ mod support;
 
 use serde_json::{json, Value};
 use std::io::Write;
-use support::{basic, config, options, post, temp_dir, Receiver, Relay};
+use support::{basic, config, get, options, post, temp_dir, Receiver, Relay};
 
 const JSON: (&str, &str) = ("Content-Type", "application/json");
 
@@ -433,6 +433,64 @@ fn null_fields_are_absent_as_analytics_python_sends_them() {
     assert_eq!(got["messageId"], "py-1");
     assert_eq!(got["timestamp"], "2026-11-25T10:00:00.123Z");
     assert!(got.get("anonymousId").is_none());
+}
+
+/// With `queue_full_wait`, a batch that finds the queue full waits for room (the receiver
+/// recovers, earlier events reach their outcome) and is answered 200, not 429; the relay
+/// answers other requests meanwhile.
+#[test]
+fn queue_full_wait_holds_a_batch_until_there_is_room() {
+    let dir = temp_dir();
+    let rx = Receiver::start();
+    rx.status.store(503, std::sync::atomic::Ordering::SeqCst);
+    let relay = Relay::start(
+        dir.path(),
+        &config(
+            &[("web", "wk_web_1", &rx)],
+            "max_queue_size = 3\nqueue_full_wait = 10",
+        ),
+    );
+    let auth = basic("wk_web_1");
+    let batch = |tag: &str| {
+        let events: Vec<Value> = (0..3)
+            .map(|i| json!({"type": "track", "userId": "u1", "event": "E", "messageId": format!("{tag}-{i}")}))
+            .collect();
+        json!({ "batch": events }).to_string()
+    };
+    let url = relay.url("/v1/batch");
+    let send = |body: String| post(&url, &[JSON, ("Authorization", &auth)], body.as_bytes());
+    assert_eq!(send(batch("a")).status, 200);
+    let start = std::time::Instant::now();
+    let answer = std::thread::scope(|s| {
+        let waiting = s.spawn(|| send(batch("b")));
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        assert!(!waiting.is_finished(), "batch b waits for room");
+        assert_eq!(get(&relay.url("/healthz"), &[]).status, 200);
+        rx.status.store(200, std::sync::atomic::Ordering::SeqCst);
+        waiting.join().unwrap()
+    });
+    assert_eq!(answer.status, 200, "{}", answer.json());
+    let waited = start.elapsed();
+    assert!(
+        waited >= std::time::Duration::from_millis(300)
+            && waited < std::time::Duration::from_secs(10),
+        "{waited:?}"
+    );
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    let delivered = |tag: &str| {
+        let hits = rx.hits();
+        (0..3).all(|i| {
+            hits.iter()
+                .any(|h| h.json()["messageId"] == format!("{tag}-{i}").as_str())
+        })
+    };
+    while !(delivered("a") && delivered("b")) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "not every event was delivered"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
 }
 
 /// A batch the source's queue has no room for is answered 429 and nothing of it is kept:

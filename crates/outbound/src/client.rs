@@ -300,45 +300,90 @@ impl Client {
     }
 
     /// Takes room for `items` in the spool's bytes and the queue, all or none; counts them
-    /// accepted, or dropped as queue-full with the limit that refused them.
+    /// accepted, or dropped as queue-full with the limit that refused them. With
+    /// `queue_full_wait`, a full queue or spool is waited on (room comes back at outcomes)
+    /// until that long has passed or the client closes.
     fn admit(&self, shared: &Shared, items: &[Item]) -> Result<(), Error> {
         let n = items.len() as u64;
-        let refused = |what: String| {
-            shared.counters.dropped.fetch_add(n, Relaxed);
-            shared.counters.queue_full.fetch_add(n, Relaxed);
-            self.logger.log(Level::Warn, || match items {
-                [one] => format!("{what}: dropped message {}", one.id),
-                _ => format!("{what}: dropped {n} messages"),
-            });
-        };
-        let mut size = 0u64;
-        if self.config.spool.is_some() {
-            size = items
+        let size: u64 = match self.config.spool.is_some() {
+            true => items
                 .iter()
                 .map(|i| {
                     (i.ingest.as_ref().map_or(0, |b| b.len())
                         + i.hook.as_ref().map_or(0, |b| b.len())) as u64
                 })
-                .sum();
+                .sum(),
+            false => 0,
+        };
+        let wait = self.config.queue_full_wait;
+        let mut deadline = None;
+        let refusal = loop {
+            let refusal = match self.reserve(shared, n, size) {
+                Ok(()) => {
+                    shared.counters.accepted.fetch_add(n, Relaxed);
+                    return Ok(());
+                }
+                Err(refusal) => refusal,
+            };
+            if wait.is_zero() {
+                break refusal;
+            }
+            let deadline = *deadline.get_or_insert_with(|| after(Instant::now(), wait));
+            let mut one_wait = || shared.wait_for_room(deadline, || self.fits(shared, n, size));
+            let go_on = match &self.config.room_wait {
+                Some(hook) => hook(&mut one_wait),
+                None => one_wait(),
+            };
+            if !go_on {
+                break refusal;
+            }
+            if shared.closed.load(SeqCst) {
+                return Err(Error::Closed);
+            }
+        };
+        shared.counters.dropped.fetch_add(n, Relaxed);
+        shared.counters.queue_full.fetch_add(n, Relaxed);
+        self.logger.log(Level::Warn, || {
+            let what = match &refusal {
+                Error::SpoolFull { limit } => format!("spool full ({limit} bytes)"),
+                _ => format!("queue full ({})", self.config.max_queue_size),
+            };
+            match items {
+                [one] => format!("{what}: dropped message {}", one.id),
+                _ => format!("{what}: dropped {n} messages"),
+            }
+        });
+        Err(refusal)
+    }
+
+    /// One try at [`admit`](Self::admit)'s room: `n` queue slots and `size` spool bytes.
+    fn reserve(&self, shared: &Shared, n: u64, size: u64) -> Result<(), Error> {
+        if self.config.spool.is_some() {
             let limit = self.config.spool_max_bytes;
             let before = shared.spool_bytes.fetch_add(size, Relaxed);
             if before + size > limit {
                 shared.spool_bytes.fetch_sub(size, Relaxed);
-                refused(format!("spool full ({limit} bytes)"));
                 return Err(Error::SpoolFull { limit });
             }
         }
         let capacity = self.config.max_queue_size as u64;
-        if shared.pending.fetch_add(n, AcqRel) + n > capacity {
-            shared.pending.fetch_sub(n, AcqRel);
+        // SeqCst: a waiter's look at the queue pairs with `Shared::release` (see there).
+        if shared.pending.fetch_add(n, SeqCst) + n > capacity {
+            shared.pending.fetch_sub(n, SeqCst);
             shared.spool_bytes.fetch_sub(size, Relaxed);
-            refused(format!("queue full ({capacity})"));
             return Err(Error::QueueFull {
                 capacity: self.config.max_queue_size,
             });
         }
-        shared.counters.accepted.fetch_add(n, Relaxed);
         Ok(())
+    }
+
+    /// Whether `n` messages of `size` spool bytes would find room now (a waiter's check).
+    fn fits(&self, shared: &Shared, n: u64, size: u64) -> bool {
+        shared.closed.load(SeqCst)
+            || (shared.pending.load(SeqCst) + n <= self.config.max_queue_size as u64
+                && (self.config.spool.is_none()
+                    || shared.spool_bytes.load(Relaxed) + size <= self.config.spool_max_bytes))
     }
 
     fn encode<O: WriteJson>(&self, msg: &Message<O>) -> Result<Item, O::Error> {
@@ -498,6 +543,8 @@ impl Client {
         if engine.shared.closed.swap(true, SeqCst) {
             return Err(Error::Closed);
         }
+        // Calls waiting for room (`queue_full_wait`) give up now, as closed.
+        engine.shared.wake_room();
         let deadline = after(Instant::now(), timeout.unwrap_or(DEFAULT_WAIT));
         // Let enqueue calls that started before `closed` was set land in the channel first.
         while engine.shared.calls.load(SeqCst) != 0 {

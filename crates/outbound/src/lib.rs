@@ -43,7 +43,9 @@ pub use audience::{parse_members, trait_key, AudienceSync, PendingSync, SyncCoun
 pub use client::{Client, DEFAULT_WAIT, MAX_MESSAGE_BYTES};
 pub use error::Error;
 pub use log::{env_enabled as debug_from_env, Level, LogSink};
-pub use model::config::{Config, OutcomeCallback, SignatureScheme, Webhook, MAX_WEBHOOKS};
+pub use model::config::{
+    Config, OutcomeCallback, RoomWaitHook, SignatureScheme, Webhook, MAX_WEBHOOKS,
+};
 pub use model::message::{parse_headers, parse_object, Kind, Message, Object};
 pub use model::outcome::{Outcome, OutcomeKind, Reason, Stats};
 pub use model::retry::RetryPolicy;

@@ -37,6 +37,101 @@ fn a_full_queue_rejects_without_blocking() {
     assert!(!client.close(Some(Duration::from_millis(200))).unwrap());
 }
 
+/// `queue_full_wait`: a call that finds the queue full waits for an outcome to free a slot,
+/// and is taken then; one that waits longer than the setting fails as before.
+#[test]
+fn queue_full_wait_waits_for_room() {
+    let server = Server::start(|_| Reply::After(Duration::from_millis(300), 200));
+    let client = Client::new(Config {
+        max_queue_size: 2,
+        flush_at: 1,
+        queue_full_wait: Duration::from_secs(10),
+        ..ingestion(&server)
+    })
+    .unwrap();
+    let start = Instant::now();
+    for i in 0..4 {
+        client.enqueue(&Message::identify(format!("u{i}"))).unwrap();
+    }
+    // The third and fourth calls each waited for a request of 300 ms to come back.
+    let waited = start.elapsed();
+    assert!(
+        waited >= Duration::from_millis(250) && waited < Duration::from_secs(5),
+        "{waited:?}"
+    );
+    assert!(client.flush(Some(Duration::from_secs(10))));
+    let s = client.stats();
+    assert_eq!((s.accepted, s.delivered, s.dropped), (4, 4, 0));
+    client.close(None).unwrap();
+
+    let server = Server::start(|_| Reply::Hang);
+    let client = Client::new(Config {
+        max_queue_size: 1,
+        queue_full_wait: Duration::from_millis(200),
+        timeout: Duration::from_secs(30),
+        ..ingestion(&server)
+    })
+    .unwrap();
+    client.enqueue(&Message::identify("a")).unwrap();
+    let start = Instant::now();
+    assert_eq!(
+        client.enqueue(&Message::identify("b")).unwrap_err(),
+        Error::QueueFull { capacity: 1 }
+    );
+    let waited = start.elapsed();
+    assert!(
+        waited >= Duration::from_millis(190) && waited < Duration::from_secs(3),
+        "{waited:?}"
+    );
+    let s = client.stats();
+    assert_eq!((s.accepted, s.dropped, s.queue_full), (1, 1, 1));
+    assert!(!client.close(Some(Duration::from_millis(200))).unwrap());
+
+    let e = Client::new(Config {
+        queue_full_wait: Duration::from_secs(3601),
+        ..ingestion(&server)
+    })
+    .err()
+    .unwrap();
+    assert!(
+        matches!(&e, Error::Config { setting, .. } if setting == "queue_full_wait"),
+        "{e}"
+    );
+}
+
+/// `close` ends a wait for room at once: the waiting call fails as closed (nothing taken).
+#[test]
+fn close_ends_a_wait_for_room() {
+    let server = Server::start(|_| Reply::Hang);
+    let client = Arc::new(
+        Client::new(Config {
+            max_queue_size: 1,
+            queue_full_wait: Duration::from_secs(60),
+            timeout: Duration::from_secs(30),
+            ..ingestion(&server)
+        })
+        .unwrap(),
+    );
+    client.enqueue(&Message::identify("a")).unwrap();
+    let waiter = {
+        let client = client.clone();
+        std::thread::spawn(move || {
+            let start = Instant::now();
+            (client.enqueue(&Message::identify("b")), start.elapsed())
+        })
+    };
+    std::thread::sleep(Duration::from_millis(200));
+    assert!(!waiter.is_finished(), "the second call waits for room");
+    let start = Instant::now();
+    assert!(!client.close(Some(Duration::from_millis(300))).unwrap());
+    let (answer, waited) = waiter.join().unwrap();
+    assert_eq!(answer.unwrap_err(), Error::Closed);
+    assert!(waited < Duration::from_secs(10), "{waited:?}");
+    assert!(start.elapsed() < Duration::from_secs(10));
+    let s = client.stats();
+    assert_eq!((s.accepted, s.queue_full), (1, 0));
+}
+
 /// `enqueue_all` takes the valid messages of a batch all or none: with room for 3, a batch of
 /// 4 takes nothing (so a relay's 429 leaves nothing of it queued), and an invalid message
 /// is its own answer without costing the others their place.

@@ -5,7 +5,7 @@
 use crate::model::outcome::{Counters, OutcomeKind};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering::*};
 use std::sync::{Condvar, Mutex};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 #[derive(Default)]
 pub(crate) struct Shared {
@@ -38,7 +38,15 @@ pub(crate) struct Shared {
     waiters: AtomicUsize,
     idle: Mutex<()>,
     idle_cv: Condvar,
+    /// Calls waiting for room in the queue or the spool (`queue_full_wait`), and their wake.
+    room_waiters: AtomicUsize,
+    room: Mutex<()>,
+    room_cv: Condvar,
 }
+
+/// A call waiting for room looks again at least this often: spool bytes come back at a
+/// commit, which wakes no one.
+const ROOM_RECHECK: Duration = Duration::from_millis(50);
 
 impl Shared {
     /// Waits until `done` holds or `deadline` passes; true when it holds. `done` is
@@ -63,6 +71,33 @@ impl Shared {
         drop(guard);
         self.waiters.fetch_sub(1, SeqCst);
         held
+    }
+
+    /// One wait of a call for room: until `release` or `wake_room` wakes it, `fits` holds,
+    /// or [`ROOM_RECHECK`] or `deadline` passes. False once `deadline` has passed (the call
+    /// gives up); true: look again.
+    pub(crate) fn wait_for_room(&self, deadline: Instant, fits: impl Fn() -> bool) -> bool {
+        // Counted before the look, as `release` frees a slot before it reads the count
+        // (both SeqCst): one of the two sees the other, so no wake is missed.
+        self.room_waiters.fetch_add(1, SeqCst);
+        let guard = self.room.lock().unwrap_or_else(|e| e.into_inner());
+        let now = Instant::now();
+        if now < deadline && !fits() {
+            let wait = (deadline - now).min(ROOM_RECHECK);
+            drop(self.room_cv.wait_timeout(guard, wait));
+        } else {
+            drop(guard);
+        }
+        self.room_waiters.fetch_sub(1, SeqCst);
+        Instant::now() < deadline || fits()
+    }
+
+    /// Wakes every call waiting for room (a slot was freed, or the client closed).
+    pub(crate) fn wake_room(&self) {
+        if self.room_waiters.load(SeqCst) > 0 {
+            let _g = self.room.lock().unwrap_or_else(|e| e.into_inner());
+            self.room_cv.notify_all();
+        }
     }
 
     /// Wakes the waits of `flush`/`close`, if any.
@@ -108,8 +143,9 @@ impl Shared {
     pub(crate) fn release(&self) {
         let _ = self
             .pending
-            .fetch_update(AcqRel, Acquire, |p| p.checked_sub(1));
+            .fetch_update(SeqCst, SeqCst, |p| p.checked_sub(1));
         self.reported.fetch_add(1, Relaxed);
+        self.wake_room();
     }
 
     /// For `close` when a callback blocks: counts every accepted message without an outcome

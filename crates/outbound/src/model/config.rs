@@ -20,6 +20,10 @@ pub const MAX_WEBHOOKS: usize = 5;
 /// Called once per accepted message with how it ended, on the client's scheduler thread.
 pub type OutcomeCallback = Arc<dyn Fn(&Outcome) + Send + Sync>;
 
+/// How a call's wait for room runs (`Config::room_wait`): it is given the wait, runs it, and
+/// returns what it returned.
+pub type RoomWaitHook = Arc<dyn Fn(&mut (dyn FnMut() -> bool + Send)) -> bool + Send + Sync>;
+
 /// One customer webhook: a URL and the static headers added to every request to it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Webhook {
@@ -112,6 +116,17 @@ pub struct Config {
     pub flush_interval: Duration,
     /// Most messages held at once, including those waiting to retry.
     pub max_queue_size: usize,
+    /// How long a call waits for room when the queue (`max_queue_size`) or the spool
+    /// (`spool_max_bytes`) is full, before it fails with [`Error::QueueFull`] or
+    /// [`Error::SpoolFull`] (counted as dropped). Zero, the default: it fails at once and
+    /// never blocks. A waiting call holds its thread; room comes back as messages reach
+    /// their outcome (a dead destination keeps them up to `max_retry_duration`), and `close`
+    /// ends the wait with [`Error::Closed`]. At most 1 hour.
+    pub queue_full_wait: Duration,
+    /// Runs each of a call's waits for room (`queue_full_wait`); `None`: in place. A binding
+    /// whose callers hold a lock that outcomes need (Python's GIL) releases it around the
+    /// wait; an async server moves its other tasks off the thread first.
+    pub room_wait: Option<RoomWaitHook>,
     /// Bound on one whole HTTP exchange (connect, send, response, body).
     pub timeout: Duration,
     /// Backoff and retry window.
@@ -187,6 +202,8 @@ impl Default for Config {
             flush_at: 20,
             flush_interval: Duration::from_secs(5),
             max_queue_size: 10_000,
+            queue_full_wait: Duration::ZERO,
+            room_wait: None,
             timeout: Duration::from_secs(5),
             retry: RetryPolicy::default(),
             gzip: false,
@@ -222,6 +239,7 @@ impl fmt::Debug for Config {
             .field("flush_at", &self.flush_at)
             .field("flush_interval", &self.flush_interval)
             .field("max_queue_size", &self.max_queue_size)
+            .field("queue_full_wait", &self.queue_full_wait)
             .field("timeout", &self.timeout)
             .field("retry", &self.retry)
             .field("gzip", &self.gzip)
@@ -401,6 +419,9 @@ impl Config {
         }
         if self.max_queue_size == 0 {
             return Err(Error::config("max_queue_size", "must be at least 1"));
+        }
+        if self.queue_full_wait > Duration::from_secs(3600) {
+            return Err(Error::config("queue_full_wait", "must be at most 1 hour"));
         }
         if self.workers == 0 {
             return Err(Error::config("workers", "must be at least 1"));
