@@ -1,7 +1,8 @@
 // The outbound Go packages in the end-to-end case: the twin of bench/go (analytics-go v3),
 // and with -api v2 of bench/go-v2 (analytics-go v2) through bindings/go/v2: the same event,
-// defaults except the endpoint and a queue big enough that nothing is dropped (MaxQueueSize,
-// which the v2 package adds to v2's fields; analytics-go v2 blocks the caller instead).
+// defaults except the endpoint, and a full queue waited on rather than refused (QueueFullWait,
+// as analytics-go blocks its callers; the v2 package's New already waits 5 s), so nothing is
+// dropped and the queue stays at its default bound (10,000).
 // From the first call until the receiver has every message id; prints one JSON line (the
 // same fields as bench/go and bench/runner.py).
 package main
@@ -55,10 +56,10 @@ func main() {
 	}
 
 	client, err := analytics.NewWithConfig("bench-write-key", analytics.Config{
-		Endpoint:     *endpoint,
-		MaxQueueSize: *n + 1000,
-		FlushAt:      *flushAt,
-		CloseTimeout: time.Duration(*timeout * float64(time.Second)),
+		Endpoint:      *endpoint,
+		QueueFullWait: time.Duration(*timeout * float64(time.Second)),
+		FlushAt:       *flushAt,
+		CloseTimeout:  time.Duration(*timeout * float64(time.Second)),
 	})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -94,7 +95,7 @@ func runV2(endpoint string, n int, timeout float64, flushAt int) {
 	client := analyticsv2.New("bench-write-key")
 	client.Endpoint = endpoint
 	client.FlushAt = flushAt
-	client.MaxQueueSize = n + 1000 // as for the v3-shaped package: nothing dropped
+	client.QueueFullWait = time.Duration(timeout * float64(time.Second)) // as for the v3-shaped package
 	cpu0, _ := rusage()
 	t0 := time.Now()
 	for i := 0; i < n; i++ {
