@@ -435,6 +435,14 @@ fn null_fields_are_absent_as_analytics_python_sends_them() {
     assert!(got.get("anonymousId").is_none());
 }
 
+/// A `/v1/batch` body of three tracks with ids `{tag}-0` .. `{tag}-2`.
+fn three_tracks(tag: &str) -> String {
+    let events: Vec<Value> = (0..3)
+        .map(|i| json!({"type": "track", "userId": "u1", "event": "E", "messageId": format!("{tag}-{i}")}))
+        .collect();
+    json!({ "batch": events }).to_string()
+}
+
 /// With `queue_full_wait`, a batch that finds the queue full waits for room (the receiver
 /// recovers, earlier events reach their outcome) and is answered 200, not 429; the relay
 /// answers other requests meanwhile.
@@ -451,12 +459,7 @@ fn queue_full_wait_holds_a_batch_until_there_is_room() {
         ),
     );
     let auth = basic("wk_web_1");
-    let batch = |tag: &str| {
-        let events: Vec<Value> = (0..3)
-            .map(|i| json!({"type": "track", "userId": "u1", "event": "E", "messageId": format!("{tag}-{i}")}))
-            .collect();
-        json!({ "batch": events }).to_string()
-    };
+    let batch = three_tracks;
     let url = relay.url("/v1/batch");
     let send = |body: String| post(&url, &[JSON, ("Authorization", &auth)], body.as_bytes());
     assert_eq!(send(batch("a")).status, 200);
@@ -505,12 +508,7 @@ fn a_batch_without_room_is_429_whole_and_arrives_once_when_sent_again() {
         &config(&[("web", "wk_web_1", &rx)], "max_queue_size = 5"),
     );
     let auth = basic("wk_web_1");
-    let batch = |tag: &str| {
-        let events: Vec<Value> = (0..3)
-            .map(|i| json!({"type": "track", "userId": "u1", "event": "E", "messageId": format!("{tag}-{i}")}))
-            .collect();
-        json!({ "batch": events }).to_string()
-    };
+    let batch = three_tracks;
     let send = |body: &str| {
         post(
             &relay.url("/v1/batch"),
