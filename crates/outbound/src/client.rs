@@ -329,12 +329,13 @@ impl Client {
                 break refusal;
             }
             let deadline = *deadline.get_or_insert_with(|| after(Instant::now(), wait));
-            let mut one_wait = || shared.wait_for_room(deadline, || self.fits(shared, n, size));
-            let go_on = match &self.config.room_wait {
-                Some(hook) => hook(&mut one_wait),
-                None => one_wait(),
+            let mut wait_for_room =
+                || shared.wait_for_room(deadline, || self.fits(shared, n, size));
+            let room = match &self.config.room_wait {
+                Some(hook) => hook(&mut wait_for_room),
+                None => wait_for_room(),
             };
-            if !go_on {
+            if !room {
                 break refusal;
             }
             if shared.closed.load(SeqCst) {

@@ -1,7 +1,7 @@
 //! The open ingestion batch: it closes at `flush_at` messages, before it would pass
 //! 500,000 body bytes, or `flush_interval` after its first message (design §5); and what
 //! one request carries when closed batches wait ([`join_waiting`], and the lane's fill rule,
-//! [`fits_one_request`]).
+//! [`request_room`]).
 
 use crate::delivery::job::{Batch, Job};
 use crate::model::retry::after;
@@ -41,14 +41,9 @@ pub(crate) fn join_waiting(batch: &mut Batch, ready: &mut VecDeque<Job>) {
     }
 }
 
-/// Whether [`join_waiting`] would put every request in `ready` into one: all new batches,
-/// together within [`MAX_BATCH_BYTES`] (the lane's fill rule).
-pub(crate) fn fits_one_request(ready: &VecDeque<Job>) -> bool {
-    request_room(ready).is_some()
-}
-
-/// The body bytes one request could still take after every request in `ready`, when they
-/// all fit in one ([`fits_one_request`]); `None` when they do not.
+/// The body bytes one request could still take after every request in `ready`, when
+/// [`join_waiting`] would put them all into one (all new batches, together within
+/// [`MAX_BATCH_BYTES`]: the lane's fill rule); `None` when it would not.
 pub(crate) fn request_room(ready: &VecDeque<Job>) -> Option<usize> {
     let (mut count, mut sum) = (0, 0);
     for job in ready {
@@ -136,14 +131,8 @@ impl Batcher {
     /// How many more messages a request could take, beyond the open batch, when it has
     /// `bytes` left (a guess by the mean size of the last batch closed).
     pub(crate) fn messages_in(&self, bytes: usize) -> usize {
-        let mean = self
-            .mean
-            .max(if self.open.is_empty() {
-                1
-            } else {
-                self.bytes / self.open.len()
-            })
-            .max(1);
+        let open_mean = self.bytes.checked_div(self.open.len()).unwrap_or(0);
+        let mean = self.mean.max(open_mean).max(1);
         bytes.saturating_sub(self.bytes) / (mean + 1)
     }
 

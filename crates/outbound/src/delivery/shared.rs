@@ -35,13 +35,55 @@ pub(crate) struct Shared {
     /// rest as dropped itself, so the scheduler counts nothing more.
     abandoned: AtomicBool,
     tally: Mutex<()>,
+    /// The waits of `flush` and `close`.
+    idle: Signal,
+    /// Calls waiting for room in the queue or the spool (`queue_full_wait`).
+    room: Signal,
+}
+
+/// Threads waiting for something other threads change, and their wake. A waiter counts
+/// itself before it looks; a change is made before `notify` reads the count (both SeqCst),
+/// so one of the two sees the other and no wake is missed. With no one waiting, `notify`
+/// is one atomic load.
+#[derive(Default)]
+struct Signal {
     waiters: AtomicUsize,
-    idle: Mutex<()>,
-    idle_cv: Condvar,
-    /// Calls waiting for room in the queue or the spool (`queue_full_wait`), and their wake.
-    room_waiters: AtomicUsize,
-    room: Mutex<()>,
-    room_cv: Condvar,
+    lock: Mutex<()>,
+    cv: Condvar,
+}
+
+impl Signal {
+    /// Waits until `done` holds (true) or `deadline` passes (false), looking again at each
+    /// `notify` and at least every `recheck`.
+    fn wait_until(&self, deadline: Instant, recheck: Duration, done: impl Fn() -> bool) -> bool {
+        self.waiters.fetch_add(1, SeqCst);
+        let mut guard = self.lock.lock().unwrap_or_else(|e| e.into_inner());
+        let held = loop {
+            if done() {
+                break true;
+            }
+            let now = Instant::now();
+            if now >= deadline {
+                break false;
+            }
+            guard = self
+                .cv
+                .wait_timeout(guard, (deadline - now).min(recheck))
+                .unwrap_or_else(|e| e.into_inner())
+                .0;
+        };
+        drop(guard);
+        self.waiters.fetch_sub(1, SeqCst);
+        held
+    }
+
+    /// Wakes every waiter, if any.
+    fn notify(&self) {
+        if self.waiters.load(SeqCst) > 0 {
+            let _g = self.lock.lock().unwrap_or_else(|e| e.into_inner());
+            self.cv.notify_all();
+        }
+    }
 }
 
 /// A call waiting for room looks again at least this often: spool bytes come back at a
@@ -52,60 +94,23 @@ impl Shared {
     /// Waits until `done` holds or `deadline` passes; true when it holds. `done` is
     /// re-checked whenever the scheduler calls [`notify`](Self::notify).
     pub(crate) fn wait_until(&self, deadline: Instant, done: impl Fn(&Shared) -> bool) -> bool {
-        self.waiters.fetch_add(1, SeqCst);
-        let mut guard = self.idle.lock().unwrap_or_else(|e| e.into_inner());
-        let held = loop {
-            if done(self) {
-                break true;
-            }
-            let now = Instant::now();
-            if now >= deadline {
-                break false;
-            }
-            guard = self
-                .idle_cv
-                .wait_timeout(guard, deadline - now)
-                .unwrap_or_else(|e| e.into_inner())
-                .0;
-        };
-        drop(guard);
-        self.waiters.fetch_sub(1, SeqCst);
-        held
+        self.idle.wait_until(deadline, Duration::MAX, || done(self))
     }
 
-    /// One wait of a call for room: until `release` or `wake_room` wakes it, `fits` holds,
-    /// or [`ROOM_RECHECK`] or `deadline` passes. False once `deadline` has passed (the call
-    /// gives up); true: look again.
+    /// A call's wait for room: until `fits` holds (true) or `deadline` passes (false),
+    /// looking again when `release` or `wake_room` wakes it and every [`ROOM_RECHECK`].
     pub(crate) fn wait_for_room(&self, deadline: Instant, fits: impl Fn() -> bool) -> bool {
-        // Counted before the look, as `release` frees a slot before it reads the count
-        // (both SeqCst): one of the two sees the other, so no wake is missed.
-        self.room_waiters.fetch_add(1, SeqCst);
-        let guard = self.room.lock().unwrap_or_else(|e| e.into_inner());
-        let now = Instant::now();
-        if now < deadline && !fits() {
-            let wait = (deadline - now).min(ROOM_RECHECK);
-            drop(self.room_cv.wait_timeout(guard, wait));
-        } else {
-            drop(guard);
-        }
-        self.room_waiters.fetch_sub(1, SeqCst);
-        Instant::now() < deadline || fits()
+        self.room.wait_until(deadline, ROOM_RECHECK, fits)
     }
 
     /// Wakes every call waiting for room (a slot was freed, or the client closed).
     pub(crate) fn wake_room(&self) {
-        if self.room_waiters.load(SeqCst) > 0 {
-            let _g = self.room.lock().unwrap_or_else(|e| e.into_inner());
-            self.room_cv.notify_all();
-        }
+        self.room.notify();
     }
 
     /// Wakes the waits of `flush`/`close`, if any.
     pub(crate) fn notify(&self) {
-        if self.waiters.load(SeqCst) > 0 {
-            let _g = self.idle.lock().unwrap_or_else(|e| e.into_inner());
-            self.idle_cv.notify_all();
-        }
+        self.idle.notify();
     }
 
     /// Counts one outcome; false when `close` has already counted it (see `abandon`).

@@ -104,7 +104,7 @@ impl Lane {
         }
         let probe = match self.health {
             Health::Down { until, .. } => Some(until),
-            _ => self.filling(now),
+            _ => self.fill_room(now).map(|(_, turns)| turns),
         };
         match (probe, self.paused_until) {
             (Some(a), Some(b)) => Some(a.max(b)),

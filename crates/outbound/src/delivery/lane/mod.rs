@@ -14,7 +14,7 @@
 //!   and stays silent) gets [`SILENT`]: more would only pile up stalled requests, their
 //!   threads and their bodies. Threads idle for a whole trim period exit.
 //! - Batches fill requests: while a request out is younger than [`SLOW_AFTER`], new batches
-//!   that fit in one request wait for it, then go out together (see `filling`).
+//!   that fit in one request wait for it, then go out together (see `fill_room`).
 //! - Every lane of every client in the process draws its threads from one [`Budget`]
 //!   ([`budget`]): past it, or past its fair share of it, a lane waits for its own threads
 //!   to come back instead of starting more, so many slow destinations slow down rather than
@@ -207,7 +207,7 @@ impl Lane {
             Health::Down { until, .. } if now >= until => {}
             Health::Down { .. } | Health::Probing { .. } => return None,
         }
-        if self.held_back(now) || self.filling(now).is_some() {
+        if self.held_back(now) || self.fill_room(now).is_some() {
             // Enough requests are moving, or the young one out will take what waits: this
             // one waits for a thread, or a request, to come back.
             return None;
@@ -227,23 +227,16 @@ impl Lane {
     /// the Go bench's ingestion: a fifth of the requests, a third less CPU per message on
     /// both sides); a slow one (past [`SLOW_AFTER`]) and a
     /// backlog of more than one request start more requests as before, so neither a
-    /// stalled request nor a burst is held up. `Some(t)`: held until `t` (when the
-    /// youngest request out turns slow), or an answer, whichever comes first.
-    fn filling(&self, now: Instant) -> Option<Instant> {
+    /// stalled request nor a burst is held up. `Some((bytes, t))`: held until `t` (when the
+    /// youngest request out turns slow), or an answer, whichever comes first; `bytes`, the
+    /// body bytes that request's successor could still take beyond what waits
+    /// ([`request_room`](crate::delivery::batch::request_room)): the scheduler's room.
+    pub(crate) fn fill_room(&self, now: Instant) -> Option<(usize, Instant)> {
         let (newest, _) = self.out.last_key_value()?;
         let turns = after(*newest, SLOW_AFTER);
-        if turns <= now || !crate::delivery::batch::fits_one_request(&self.ready) {
+        if turns <= now {
             return None;
         }
-        Some(turns)
-    }
-
-    /// While the fill rule holds closed batches for a young request: the body bytes that
-    /// request's successor could still take
-    /// ([`request_room`](crate::delivery::batch::request_room)), and when the young request
-    /// turns slow (then the rule no longer holds).
-    pub(crate) fn fill_room(&self, now: Instant) -> Option<(usize, Instant)> {
-        let turns = self.filling(now)?;
         Some((crate::delivery::batch::request_room(&self.ready)?, turns))
     }
 
