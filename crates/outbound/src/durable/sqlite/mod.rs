@@ -423,10 +423,13 @@ impl SqliteStore {
             .map_err(err)?;
         // Statement journals (one per insert, for its UNIQUE id) in memory, not a temp file;
         // and room for a commit group's pages, so SQLite does not spill them to the WAL
-        // mid-transaction: both were most of the spool thread's time.
+        // mid-transaction: both were most of the spool thread's time. 2 MiB is 128 pages:
+        // a full group's inserts (2,048 rows of ~350 bytes) take about 45. 16 MiB cost every
+        // spool that much RSS once its file grew past it (a queue's file fragments: 20 MB
+        // for 17,000 rows in the relay's fault soak) and was no faster (BENCHMARKS.md).
         conn.pragma_update(None, "temp_store", "MEMORY")
             .map_err(err)?;
-        conn.pragma_update(Some("main"), "cache_size", -16384)
+        conn.pragma_update(Some("main"), "cache_size", -2048)
             .map_err(err)?;
         // Truncate the WAL after a checkpoint that followed a burst.
         let _: i64 = conn
