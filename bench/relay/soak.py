@@ -12,8 +12,9 @@ message — and 5 % stalls of 6 s, past the relay's 5 s timeout):
 Two load generators (/v1/batch, 100 events a request, 16 connections each, paced) run for
 --minutes. Every minute: acknowledged so far, delivered so far, the relay's RSS and threads,
 the load average. Then the load stops and the relay is given --drain seconds to deliver; every
-acknowledged messageId must have reached its receiver (lost must be 0). Exits non-zero on a
-loss or when a load generator fails outright.
+acknowledged messageId must have reached its receiver (lost must be 0), and on runs of 10
+minutes or more RSS must be flat: the second half's highest within 15 % of the first half's.
+Exits non-zero on a loss, on RSS that is not flat, or when a load generator fails outright.
 """
 
 from __future__ import annotations
@@ -158,6 +159,19 @@ def main() -> int:
           f"ack p50/p99 fwd {results['fwd'].get('p50_ms', 0):.1f}/{results['fwd'].get('p99_ms', 0):.1f} ms; "
           f"faults fwd 503 {fs['f503']:,} resets {fs['resets']:,} stalls {fs['stalls']:,}, hook 503 "
           f"{hs['f503']:,} resets {hs['resets']:,} stalls {hs['stalls']:,}; peak RSS {peak:.0f} MiB")
+    # Flat: the second half's highest RSS within 15 % of the first half's (which holds the
+    # warm-up: the spools' files and caches growing to their working size). Checked on runs
+    # of 10 ticks or more; a smoke run is too short to say.
+    if len(ticks) >= 10:
+        half = len(ticks) // 2
+        first = max(t["rss_mib"] for t in ticks[:half])
+        second = max(t["rss_mib"] for t in ticks[half:])
+        flat = second <= first * 1.15
+        summary["rss_halves_mib"] = [first, second]
+        summary["rss_flat"] = flat
+        print(f"RSS: highest {first:.0f} MiB in the first half, {second:.0f} MiB in the second: "
+              f"{'flat' if flat else 'NOT FLAT'} (limit +15 %)")
+        ok &= flat
     if a.json_out:
         with open(a.json_out, "w") as f:
             json.dump(summary, f, indent=1)

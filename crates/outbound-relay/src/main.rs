@@ -10,13 +10,14 @@
 //! `auth` (keys and tokens), `body` (reading and decoding bodies), `tracking` (the tracking
 //! API), `admin` (the admin API), `reply` (answers), `server` (connections, limits,
 //! routing, shutdown), `health` (`/healthz`, `/readyz`), `metrics` (`/metrics`), `tls`
-//! (the HTTPS listener), `reload` (SIGHUP).
+//! (the HTTPS listener), `reload` (SIGHUP), `memory` (free heap pages back to the system).
 
 mod admin;
 mod auth;
 mod body;
 mod config;
 mod health;
+mod memory;
 mod metrics;
 mod reload;
 mod reply;
@@ -93,6 +94,7 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    memory::start();
     let grace = relay.shutdown_timeout;
     let close_timeout = relay.close_timeout;
     let file = relay.file.clone();
