@@ -111,6 +111,24 @@ def test_queue_full_wait_waits_for_room_without_holding_the_gil(
     assert client.stats["queue_full"] == 0
 
 
+def test_an_audience_sync_waits_for_room_through_queue_full_wait(
+    make_client: Callable[..., outbound.Client], receiver: Receiver
+) -> None:
+    # A sync runs without the GIL: its calls wait for room through the same hook, which
+    # takes the GIL only to let it go for the wait, and every change arrives.
+    receiver.delay["/v1/batch"] = 0.05
+    seen: List[str] = []
+    client = make_client(webhooks=[], max_queue_size=1, queue_full_wait=10.0,
+                         on_outcome=lambda mid, kind, detail: seen.append(kind))
+    sync = outbound.AudienceSync(client)
+    assert sync.sync_audience("VIP", [f"u{i}" for i in range(5)]) == (5, 0, 0)
+    assert client.flush(timeout=10)
+    assert seen == ["delivered"] * 5
+    assert client.stats["queue_full"] == 0
+    ids = sorted(m["userId"] for b in receiver.batches() for m in b["batch"])
+    assert ids == [f"u{i}" for i in range(5)]
+
+
 def test_queue_full_wait_gives_up_after_its_time(make_client: Callable[..., outbound.Client],
                                                  receiver: Receiver) -> None:
     receiver.delay["/v1/batch"] = 2.0
