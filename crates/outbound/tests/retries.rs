@@ -241,9 +241,17 @@ fn every_accepted_message_has_exactly_one_outcome_and_counters_add_up() {
     let server = Server::start(|req| Reply::Status(status(req.index)));
     let outcomes = Outcomes::default();
     let client = client(&server, &outcomes);
+    // Three groups, each flushed: at least three requests, so request 1 (404) carries some
+    // messages and request 0 (200) others. In one burst, a scheduler slow to start (a busy
+    // CI machine) could put all 30 into request 0.
     let mut ids = Vec::new();
-    for i in 0..30 {
-        ids.push(client.enqueue(&Message::identify(format!("u{i}"))).unwrap());
+    for group in 0..3 {
+        for i in 0..10 {
+            let user = format!("u{group}-{i}");
+            ids.push(client.enqueue(&Message::identify(user)).unwrap());
+        }
+        // False when a message of the group failed (the 404s); the outcomes are checked below.
+        client.flush(Some(WAIT));
     }
     client.close(Some(WAIT)).unwrap();
     let got = outcomes.all();
