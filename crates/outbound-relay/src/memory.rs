@@ -3,16 +3,15 @@
 //! Events are allocated on the runtime's threads and freed on the core's lane and spool
 //! threads, so glibc's per-thread arenas end up with free pages between live chunks, which
 //! its own trimming (only the top of each heap) never returns. Under a steady load the
-//! relay's RSS then crept up by the size of every backlog it ever had (the fault soak:
-//! 83 -> 125 MiB in 12 minutes, 55 MB of it in use); `malloc_trim(0)` returns those pages
-//! (one call in that soak: 106 -> 65 MiB). It walks each arena under that arena's lock, so
-//! the pause is short and only for threads allocating from the arena being walked.
+//! relay's RSS then kept the high-water mark of every backlog (the fault soak: 98.5 MB taken
+//! from the system, 55 MB in use); `malloc_trim(0)` returns those pages (one call at the
+//! end of that soak: 106 -> 65 MiB). It walks each arena under that arena's lock, so only
+//! threads allocating from the arena being walked wait, and only for the walk.
 
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
 use std::time::{Duration, Instant};
 
-/// How often. Pages given back and wanted again cost a page fault each, about a microsecond:
-/// at this pace a few milliseconds of CPU a minute at the soak's rate.
+/// How often. A page given back and wanted again costs a page fault, so not much more often.
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
 const EVERY: Duration = Duration::from_secs(10);
 
