@@ -205,7 +205,7 @@ fn read_event(event: &Fields<'_>) -> Result<Message<outbound::JsonObject>, Error
         if TRANSPORT_KEYS.contains(&k.as_ref()) || v.get() == "null" {
             continue;
         }
-        if k == "type" && serde_json::from_str::<String>(v.get()).is_ok_and(|t| t == "delete") {
+        if k == "type" && is_delete(v.get()) {
             // Deletions are the operator's (the admin API), never a tracking client's.
             return Err(Error::InvalidField {
                 field: "type".into(),
@@ -221,6 +221,15 @@ fn read_event(event: &Fields<'_>) -> Result<Message<outbound::JsonObject>, Error
     }
     text.push('}');
     Message::from_json_text(&text)
+}
+
+/// Whether a `type` value's text is the string `delete` (borrowed when it has no escape,
+/// the usual case: no `String` per event).
+fn is_delete(raw: &str) -> bool {
+    match serde_json::from_str::<&str>(raw) {
+        Ok(t) => t == "delete",
+        Err(_) => serde_json::from_str::<String>(raw).is_ok_and(|t| t == "delete"),
+    }
 }
 
 /// `"key"`, escaped as JSON.
@@ -703,6 +712,20 @@ mod tests {
             parse_in_passes(br#"{"batch":[1,}"#),
             Err(ParseError::NotJson(_))
         ));
+    }
+
+    #[test]
+    fn delete_is_found_however_it_is_written() {
+        for (raw, want) in [
+            (r#""delete""#, true),
+            (r#""\u0064elete""#, true),
+            (r#""delete ""#, false),
+            (r#""track""#, false),
+            ("7", false),
+            ("[\"delete\"]", false),
+        ] {
+            assert_eq!(is_delete(raw), want, "{raw}");
+        }
     }
 
     #[test]

@@ -286,7 +286,32 @@ impl<'a> ObjectWriter<'_, 'a> {
             moved_from,
             replace,
         } = self;
-        if let Some(from) = moved_from {
+        let in_order = moved_from.is_some_and(|from| {
+            w.moved[from..]
+                .iter()
+                .all(|e| !matches!(e.place, Place::Index(_)))
+        });
+        if let (Some(from), true) = (moved_from, in_order) {
+            // No index key: the order stands, and only the replaced key's entry goes (the
+            // usual `context` of an SDK's event, with its `library`). Taken out in place,
+            // back to front, each with one comma: no buffer per object.
+            let mut end = w.out.len();
+            for i in (from..w.moved.len()).rev() {
+                let entry = w.moved[i].start;
+                if w.moved[i].place == Place::Dropped {
+                    if entry > start + 1 {
+                        w.out.drain(entry - 1..end);
+                    } else if end < w.out.len() {
+                        w.out.drain(entry..end + 1);
+                    } else {
+                        w.out.drain(entry..end);
+                    }
+                }
+                end = entry.saturating_sub(1);
+            }
+            first = w.out.len() == start + 1;
+            w.moved.truncate(from);
+        } else if let Some(from) = moved_from {
             let content_end = w.out.len();
             let mut spans: Vec<(Place, usize, usize)> = Vec::with_capacity(w.moved.len() - from);
             let recorded = &w.moved[from..];
@@ -546,6 +571,63 @@ mod tests {
             String::from_utf8(out).unwrap(),
             r#"{"3":0,"a":1,"library":{"x":1}}"#
         );
+    }
+
+    #[test]
+    fn the_replaced_key_leaves_from_any_place() {
+        // Without index keys its entry is taken out in place; with one, the entries are
+        // reordered. Either way the others keep their order and their commas.
+        let cases: [&[&str]; 10] = [
+            &["library"],
+            &["library", "a"],
+            &["a", "library"],
+            &["a", "library", "b"],
+            &["a", "b", "library"],
+            &["library", "n", "a"],
+            &["n", "library"],
+            &["library", "3"],
+            &["a", "library", "3", "b"],
+            &["n"],
+        ];
+        for keys in cases {
+            let mut out = Vec::new();
+            let mut w = Writer::new(&mut out);
+            w.replace_in_next_object("library", b"\"ours\"");
+            let mut o = w.object().unwrap();
+            let (mut index, mut plain) = (Vec::new(), Vec::new());
+            for &k in keys {
+                match k {
+                    // A nested object that reorders its own keys.
+                    "n" => {
+                        let mut inner = o.key("n").object().unwrap();
+                        inner.key("z").null();
+                        inner.key("0").u64(2);
+                        inner.end();
+                        plain.push(r#""n":{"0":2,"z":null}"#.to_string());
+                    }
+                    "library" => o.key("library").str("theirs"),
+                    "3" => {
+                        o.key("3").i64(3);
+                        index.push(r#""3":3"#.to_string());
+                    }
+                    k => {
+                        o.key(k).i64(1);
+                        plain.push(format!("\"{k}\":1"));
+                    }
+                }
+            }
+            o.end();
+            let want: Vec<String> = index
+                .into_iter()
+                .chain(plain)
+                .chain([r#""library":"ours""#.to_string()])
+                .collect();
+            assert_eq!(
+                String::from_utf8(out).unwrap(),
+                format!("{{{}}}", want.join(",")),
+                "{keys:?}"
+            );
+        }
     }
 
     #[test]

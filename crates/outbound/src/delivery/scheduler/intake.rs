@@ -54,7 +54,7 @@ impl Scheduler {
                 return;
             }
         }
-        let id = MsgId::of(&item);
+        let id = MsgId::of(&item, self.spool.is_some());
         let round = item.hook.map(|body| Round::new(body, self.hook_mask, None));
         self.tracks
             .insert(seq, Track::new(id, remaining, round, None));

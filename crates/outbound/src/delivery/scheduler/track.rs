@@ -10,7 +10,12 @@ use std::sync::Arc;
 use std::time::Instant;
 
 impl MsgId {
-    pub(super) fn of(item: &Item) -> MsgId {
+    /// `spooled`: the spool holds `item.id` until the outcome anyway, so sharing it costs
+    /// nothing, and each op for the message (`Remove` at least) needs it as an `Arc`.
+    pub(super) fn of(item: &Item, spooled: bool) -> MsgId {
+        if spooled {
+            return MsgId::Own(item.id.clone());
+        }
         let body = item
             .ingest
             .as_ref()
@@ -148,12 +153,31 @@ mod tests {
             hook: None,
             accepted: Instant::now(),
         };
-        let kept = MsgId::of(&item("m-1", Some(29)));
+        let kept = MsgId::of(&item("m-1", Some(29)), false);
         assert!(matches!(kept, MsgId::In(..)));
         assert_eq!(kept.as_str(), "m-1");
         assert_eq!(&*kept.to_arc(), "m-1");
-        let own = MsgId::of(&item("q\"", None));
+        let own = MsgId::of(&item("q\"", None), false);
         assert!(matches!(own, MsgId::Own(_)));
         assert_eq!(own.as_str(), "q\"");
+    }
+
+    #[test]
+    fn a_spooled_message_shares_the_id_the_spool_holds() {
+        let body: Arc<[u8]> = Arc::from(&br#"{"type":"track","messageId":"m-1","x":1}"#[..]);
+        let item = Item {
+            id: "m-1".into(),
+            id_at: Some(29),
+            ingest: Some(Element::own(body)),
+            hook: None,
+            accepted: Instant::now(),
+        };
+        let id = MsgId::of(&item, true);
+        // The same allocation: the spool's `Remove` and the callback's id cost none.
+        let MsgId::Own(shared) = &id else {
+            panic!("not shared: {id:?}")
+        };
+        assert!(Arc::ptr_eq(shared, &item.id));
+        assert!(Arc::ptr_eq(&id.to_arc(), &item.id));
     }
 }
