@@ -198,8 +198,13 @@ pub async fn handle(
 /// that is `null` is absent, as in Segment's API (analytics-python sends
 /// `"anonymousId": null`, `"name": null`, ...). The event is rebuilt as text from its
 /// fields' own text (nested values are copied, not re-parsed) for `Message::from_json_text`.
-fn read_event(event: &Fields<'_>) -> Result<Message<outbound::JsonObject>, Error> {
-    let mut text = String::with_capacity(event.text_len() + 16);
+/// `text` is a buffer for the rebuilt event, kept between the events of a batch.
+fn read_event(
+    event: &Fields<'_>,
+    text: &mut String,
+) -> Result<Message<outbound::JsonObject>, Error> {
+    text.clear();
+    text.reserve(event.text_len() + 16);
     text.push('{');
     for (k, v) in &event.0 {
         if TRANSPORT_KEYS.contains(&k.as_ref()) || v.get() == "null" {
@@ -215,12 +220,12 @@ fn read_event(event: &Fields<'_>) -> Result<Message<outbound::JsonObject>, Error
         if text.len() > 1 {
             text.push(',');
         }
-        push_key(&mut text, k);
+        push_key(text, k);
         text.push(':');
         text.push_str(v.get());
     }
     text.push('}');
-    Message::from_json_text(&text)
+    Message::from_json_text(text)
 }
 
 /// Whether a `type` value's text is the string `delete` (borrowed when it has no escape,
@@ -428,11 +433,13 @@ impl<'de> serde::Deserialize<'de> for Key<'de> {
 /// The top-level fields of the JSON object `text`; with `batch`, its `batch` read as events
 /// (see [`FieldsVisitor`]).
 fn parse_object(text: &[u8], batch: bool) -> Result<(Fields<'_>, Events<'_>), ParseError> {
-    let mut de = serde_json::Deserializer::from_slice(text);
-    match de
-        .deserialize_map(FieldsVisitor { batch })
-        .and_then(|f| de.end().map(|()| f))
-    {
+    // UTF-8 checked once for the whole body: read from bytes, the parser checks the text of
+    // every value it keeps (each field of each event) on its own.
+    let read = match std::str::from_utf8(text) {
+        Ok(text) => one_pass(serde_json::Deserializer::from_str(text), batch),
+        Err(_) => one_pass(serde_json::Deserializer::from_slice(text), batch),
+    };
+    match read {
         Ok(fields) => Ok(fields),
         Err(e) if e.is_data() => {
             // Valid JSON that is not an object, or not valid JSON at all?
@@ -443,6 +450,14 @@ fn parse_object(text: &[u8], batch: bool) -> Result<(Fields<'_>, Events<'_>), Pa
         }
         Err(e) => Err(ParseError::NotJson(e)),
     }
+}
+
+fn one_pass<'de, R: serde_json::de::Read<'de>>(
+    mut de: serde_json::Deserializer<R>,
+    batch: bool,
+) -> Result<(Fields<'de>, Events<'de>), serde_json::Error> {
+    de.deserialize_map(FieldsVisitor { batch })
+        .and_then(|f| de.end().map(|()| f))
 }
 
 /// A batch read in passes (the body's fields, the batch's elements as text, each element's
@@ -486,7 +501,8 @@ fn overloaded(source: &Source, e: &Error, events: usize) -> Option<Answer> {
 }
 
 async fn single(source: &Arc<Source>, event: Fields<'_>) -> Answer {
-    let result = read_event(&event).and_then(|msg| source.client.enqueue_with(&msg));
+    let result =
+        read_event(&event, &mut String::new()).and_then(|msg| source.client.enqueue_with(&msg));
     match result {
         Ok(_) => durable(source, 1).await,
         Err(e) => {
@@ -515,7 +531,6 @@ async fn batch(source: &Arc<Source>, mut obj: Fields<'_>, events: Events<'_>) ->
         .collect();
     let mut rejected = Vec::new();
     let mut accepted = 0usize;
-    let (mut msgs, mut indexes) = (Vec::new(), Vec::new());
     let reject = |rejected: &mut Vec<Rejected>, index: usize, e: Error| {
         crate::metrics::rejected(&source.name, crate::metrics::reason(&e), 1);
         rejected.push(Rejected {
@@ -524,9 +539,16 @@ async fn batch(source: &Arc<Source>, mut obj: Fields<'_>, events: Events<'_>) ->
             reason: e.to_string(),
         });
     };
-    for (index, event) in events.into_iter().enumerate() {
-        let mut event = match event {
-            Some(event) => event,
+    // Each event is read as the core takes it, and dropped once encoded (see
+    // `enqueue_each`): the objects among them, with their places in the batch.
+    let total = events.len();
+    let (mut indexes, mut read_ok) = (Vec::new(), 0);
+    let mut text = String::new();
+    let objects = events
+        .into_iter()
+        .enumerate()
+        .filter_map(|(index, event)| match event {
+            Some(event) => Some((index, event)),
             None => {
                 crate::metrics::rejected(&source.name, "not_an_object", 1);
                 rejected.push(Rejected {
@@ -534,25 +556,23 @@ async fn batch(source: &Arc<Source>, mut obj: Fields<'_>, events: Events<'_>) ->
                     reason: "an event must be a JSON object".into(),
                     too_large: false,
                 });
-                continue;
+                None
             }
-        };
-        for (k, v) in &shared {
-            if !event.contains(k) {
-                event.0.push((Cow::Borrowed(k), v.clone()));
+        })
+        .map(|(index, mut event)| {
+            indexes.push(index);
+            for (k, v) in &shared {
+                if !event.contains(k) {
+                    event.0.push((Cow::Borrowed(k), v.clone()));
+                }
             }
-        }
-        match read_event(&event) {
-            Ok(msg) => {
-                msgs.push(msg);
-                indexes.push(index);
-            }
-            Err(e) => reject(&mut rejected, index, e),
-        }
-    }
+            let read = read_event(&event, &mut text);
+            read_ok += usize::from(read.is_ok());
+            read
+        });
     // All or none: a 429 must not leave part of the batch queued, to be delivered twice
     // when the SDK sends the whole batch again.
-    match source.client.enqueue_all(&msgs) {
+    match source.client.enqueue_each(objects) {
         Ok(answers) => {
             for (index, answer) in indexes.into_iter().zip(answers) {
                 match answer {
@@ -562,8 +582,13 @@ async fn batch(source: &Arc<Source>, mut obj: Fields<'_>, events: Events<'_>) ->
             }
         }
         Err(e) => {
-            return overloaded(source, &e, msgs.len())
-                .unwrap_or_else(|| reply::error(StatusCode::SERVICE_UNAVAILABLE, e.to_string()))
+            // A closed client refuses before it reads any event: then all count.
+            let refused = match indexes.is_empty() && rejected.is_empty() {
+                true => total,
+                false => read_ok,
+            };
+            return overloaded(source, &e, refused)
+                .unwrap_or_else(|| reply::error(StatusCode::SERVICE_UNAVAILABLE, e.to_string()));
         }
     }
     rejected.sort_by_key(|r| r.index);

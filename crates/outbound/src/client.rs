@@ -25,6 +25,7 @@ use crate::wire::encode::{Parts, Scratch};
 use crate::wire::ingestion::{self, Element, Endpoint};
 use crate::wire::webhook::{self, Hooks};
 use arc_swap::ArcSwap;
+use std::borrow::Borrow;
 use std::sync::atomic::{AtomicU64, Ordering::*};
 use std::sync::{Arc, Mutex};
 use std::thread::{JoinHandle, ThreadId};
@@ -35,6 +36,10 @@ pub const MAX_MESSAGE_BYTES: usize = 32 * 1024;
 
 /// How long `flush(None)` and `close(None)` wait at most.
 pub const DEFAULT_WAIT: Duration = Duration::from_secs(30);
+
+/// What [`Client::enqueue_all`] and [`Client::enqueue_each`] answer, one entry per message
+/// in order: its id (shared with the queued message), or why it was not taken.
+pub type Answers<E> = Vec<Result<Arc<str>, E>>;
 
 /// A running client: one scheduler thread and a delivery lane per destination, fed by the
 /// calls.
@@ -265,8 +270,8 @@ impl Client {
         Ok(id)
     }
 
-    /// Enqueues `msgs` as one: each is validated and encoded on its own (its error is its
-    /// entry of the answer, as from [`enqueue_with`](Self::enqueue_with)), and the valid
+    /// Enqueues `msgs` as one: each is validated and encoded on its own (its answer is its
+    /// id, or its error as from [`enqueue_with`](Self::enqueue_with)), and the valid
     /// ones are taken all or none. When the queue (or the spool) has no room for all of
     /// them, none is taken and the error says which limit: a relay answering a batch 429
     /// then leaves no part of it queued, to be sent twice when the SDK sends it again.
@@ -274,7 +279,20 @@ impl Client {
     pub fn enqueue_all<O: WriteJson>(
         &self,
         msgs: &[Message<O>],
-    ) -> Result<Vec<Result<String, O::Error>>, Error> {
+    ) -> Result<Answers<O::Error>, Error> {
+        self.enqueue_each(msgs.iter().map(Ok))
+    }
+
+    /// [`enqueue_all`](Self::enqueue_all) for messages made one at a time (a relay reading
+    /// a batch's events): each is encoded and dropped before the next is taken, so one
+    /// message is held at a time rather than all of them, and the next one's allocations
+    /// reuse what the last one freed. An `Err` given is that entry's answer as it is.
+    pub fn enqueue_each<O, M, I>(&self, msgs: I) -> Result<Answers<O::Error>, Error>
+    where
+        O: WriteJson,
+        M: Borrow<Message<O>>,
+        I: IntoIterator<Item = Result<M, O::Error>>,
+    {
         let engine = self.engine.load();
         let shared = &*engine.shared;
         shared.calls.fetch_add(1, SeqCst);
@@ -282,12 +300,13 @@ impl Client {
         if shared.closed.load(SeqCst) {
             return Err(Error::Closed);
         }
-        let mut items = Vec::with_capacity(msgs.len());
-        let answers: Vec<Result<String, O::Error>> = msgs
-            .iter()
+        let msgs = msgs.into_iter();
+        let mut items = Vec::with_capacity(msgs.size_hint().0);
+        let answers: Answers<O::Error> = msgs
             .map(|msg| {
-                let item = self.encode(msg)?;
-                let id = item.id.to_string();
+                let item = self.encode(msg?.borrow())?;
+                // Shared with the queued message: no copy per message of a batch.
+                let id = item.id.clone();
                 items.push(item);
                 Ok(id)
             })

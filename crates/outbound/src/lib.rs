@@ -40,7 +40,7 @@ pub use model::timestamp;
 pub use wire::canonical_json;
 
 pub use audience::{parse_members, trait_key, AudienceSync, PendingSync, SyncCounts, TraitCounts};
-pub use client::{Client, DEFAULT_WAIT, MAX_MESSAGE_BYTES};
+pub use client::{Answers, Client, DEFAULT_WAIT, MAX_MESSAGE_BYTES};
 pub use error::Error;
 pub use log::{env_enabled as debug_from_env, Level, LogSink};
 pub use model::config::{

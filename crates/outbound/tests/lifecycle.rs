@@ -132,6 +132,54 @@ fn close_ends_a_wait_for_room() {
     assert_eq!((s.accepted, s.queue_full), (1, 0));
 }
 
+/// `enqueue_each` takes messages one at a time, by value: an error given is its entry's
+/// answer as it is, the others are encoded and queued all or none, and each answer's id is
+/// the one the message goes out with.
+#[test]
+fn enqueue_each_answers_in_order_and_passes_errors_through() {
+    let server = Server::start(|_| Reply::Status(200));
+    let client = Client::new(Config {
+        max_queue_size: 3,
+        ..ingestion(&server)
+    })
+    .unwrap();
+    let given = vec![
+        Ok(Message::identify("a").message_id("m-a")),
+        Err(Error::InvalidField {
+            field: "type".into(),
+            reason: "unreadable".into(),
+        }),
+        Ok(Message::track("b", "")),
+        Ok(Message::identify("c").message_id("m-c")),
+    ];
+    let answers = client.enqueue_each(given).unwrap();
+    assert_eq!(answers.len(), 4);
+    assert_eq!(answers[0].as_deref().unwrap(), "m-a");
+    assert_eq!(
+        answers[1].as_ref().unwrap_err().to_string(),
+        "invalid type: unreadable"
+    );
+    assert!(answers[2].is_err(), "an empty event name: {:?}", answers[2]);
+    assert_eq!(answers[3].as_deref().unwrap(), "m-c");
+    assert!(client.flush(Some(Duration::from_secs(10))));
+    let s = client.stats();
+    assert_eq!((s.accepted, s.delivered), (2, 2));
+    // No room for three: none is taken, as with `enqueue_all`.
+    let three = (0..3).map(|i| Ok::<_, Error>(Message::identify(format!("u{i}"))));
+    let held = Client::new(Config {
+        max_queue_size: 2,
+        ..ingestion(&server)
+    })
+    .unwrap();
+    assert_eq!(
+        held.enqueue_each(three).unwrap_err(),
+        Error::QueueFull { capacity: 2 }
+    );
+    assert_eq!(held.stats().accepted, 0);
+    assert!(client.close(Some(Duration::from_secs(5))).unwrap());
+    assert!(held.close(Some(Duration::from_secs(5))).unwrap());
+}
+
 /// `enqueue_all` takes the valid messages of a batch all or none: with room for 3, a batch of
 /// 4 takes nothing (so a relay's 429 leaves nothing of it queued), and an invalid message
 /// is its own answer without costing the others their place.

@@ -218,6 +218,7 @@ impl<'a> Writer<'a> {
             start,
             first: true,
             moved_from: None,
+            dropped: None,
             replace,
             w: self,
         })
@@ -249,18 +250,44 @@ pub struct ObjectWriter<'w, 'a> {
     /// Set at the first key that must move: entries recorded from there on.
     moved_from: Option<usize>,
     replace: Option<(&'static str, &'static [u8])>,
+    /// The replaced key's entry while nothing moves (the usual `context`: its `library`
+    /// and no index key): where it starts, and where it ends once another key follows.
+    /// Taken out in place at the end, with no entry recorded (no allocation).
+    dropped: Option<(usize, Option<usize>)>,
 }
 
 impl<'a> ObjectWriter<'_, 'a> {
     /// Writes `key`; write its value into the writer returned.
     pub fn key(&mut self, key: &str) -> &mut Writer<'a> {
+        if let Some((_, end @ None)) = &mut self.dropped {
+            *end = Some(self.w.out.len());
+        }
         if !std::mem::take(&mut self.first) {
             self.w.out.push(b',');
         }
         let index = array_index(key);
         let dropped = self.replace.is_some_and(|(r, _)| r == key);
-        if index.is_some() || dropped || self.moved_from.is_some() {
-            self.moved_from.get_or_insert(self.w.moved.len());
+        if dropped && index.is_none() && self.moved_from.is_none() {
+            self.dropped = Some((self.w.out.len(), None));
+        } else if index.is_some() || dropped || self.moved_from.is_some() {
+            if self.moved_from.is_none() {
+                self.moved_from = Some(self.w.moved.len());
+                // Entries move from here on: the replaced one, and the plain ones written
+                // after it (one span: they keep their order), are recorded first.
+                if let Some((at, end)) = self.dropped.take() {
+                    self.w.moved.push(Entry {
+                        start: at,
+                        place: Place::Dropped,
+                    });
+                    let end = end.expect("a key followed the replaced one");
+                    if end + 1 < self.w.out.len() {
+                        self.w.moved.push(Entry {
+                            start: end + 1,
+                            place: Place::Plain,
+                        });
+                    }
+                }
+            }
             let place = match index {
                 Some(i) => Place::Index(i),
                 None if dropped => Place::Dropped,
@@ -285,32 +312,17 @@ impl<'a> ObjectWriter<'_, 'a> {
             mut first,
             moved_from,
             replace,
+            dropped,
         } = self;
-        let in_order = moved_from.is_some_and(|from| {
-            w.moved[from..]
-                .iter()
-                .all(|e| !matches!(e.place, Place::Index(_)))
-        });
-        if let (Some(from), true) = (moved_from, in_order) {
-            // No index key: the order stands, and only the replaced key's entry goes (the
-            // usual `context` of an SDK's event, with its `library`). Taken out in place,
-            // back to front, each with one comma: no buffer per object.
-            let mut end = w.out.len();
-            for i in (from..w.moved.len()).rev() {
-                let entry = w.moved[i].start;
-                if w.moved[i].place == Place::Dropped {
-                    if entry > start + 1 {
-                        w.out.drain(entry - 1..end);
-                    } else if end < w.out.len() {
-                        w.out.drain(entry..end + 1);
-                    } else {
-                        w.out.drain(entry..end);
-                    }
-                }
-                end = entry.saturating_sub(1);
+        if let Some((at, end)) = dropped {
+            // Nothing else moves: the entry goes with one comma, the one before it, or
+            // after it when it is first.
+            match end {
+                _ if at > start + 1 => drop(w.out.drain(at - 1..end.unwrap_or(w.out.len()))),
+                Some(end) => drop(w.out.drain(at..end + 1)),
+                None => w.out.truncate(at),
             }
             first = w.out.len() == start + 1;
-            w.moved.truncate(from);
         } else if let Some(from) = moved_from {
             let content_end = w.out.len();
             let mut spans: Vec<(Place, usize, usize)> = Vec::with_capacity(w.moved.len() - from);
@@ -575,10 +587,14 @@ mod tests {
 
     #[test]
     fn the_replaced_key_leaves_from_any_place() {
-        // Without index keys its entry is taken out in place; with one, the entries are
-        // reordered. Either way the others keep their order and their commas.
-        let cases: [&[&str]; 10] = [
+        // Without index keys its entry is taken out in place; with one (before or after it),
+        // the entries are reordered. Either way the others keep their order and commas.
+        let cases: [&[&str]; 14] = [
             &["library"],
+            &["library", "a", "3"],
+            &["a", "library", "b", "3", "c"],
+            &["library", "n", "b", "3"],
+            &["n", "library", "a", "3", "4"],
             &["library", "a"],
             &["a", "library"],
             &["a", "library", "b"],
@@ -606,9 +622,9 @@ mod tests {
                         plain.push(r#""n":{"0":2,"z":null}"#.to_string());
                     }
                     "library" => o.key("library").str("theirs"),
-                    "3" => {
-                        o.key("3").i64(3);
-                        index.push(r#""3":3"#.to_string());
+                    k if k.parse::<u32>().is_ok() => {
+                        o.key(k).i64(3);
+                        index.push(format!("\"{k}\":3"));
                     }
                     k => {
                         o.key(k).i64(1);
