@@ -16,8 +16,9 @@ use crate::model::outcome::Reason;
 use crate::model::retry::{after, RetryPolicy};
 use crate::wire::ingestion::Element;
 use crossbeam_channel::{select, Receiver, Sender, TryRecvError};
+use foldhash::HashMap;
 use std::cmp::Ordering;
-use std::collections::{BinaryHeap, HashMap};
+use std::collections::BinaryHeap;
 use std::sync::atomic::Ordering::*;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -141,8 +142,8 @@ impl Scheduler {
             spool,
             on_outcome: config.on_outcome.clone(),
             logger,
-            tracks: HashMap::new(),
-            flying: HashMap::new(),
+            tracks: HashMap::default(),
+            flying: HashMap::default(),
             next_seq: 0,
             watermark: Watermark::default(),
             timers: BinaryHeap::new(),

@@ -108,8 +108,9 @@
 use crate::durable::{Adopted, Cursor, Op, Record, Store, Ticket};
 use crate::error::Error;
 use crate::model::spool_target::RedisSpool;
+use foldhash::HashMap;
 use redis::{Connection, ConnectionLike, Pipeline, Value};
-use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
+use std::collections::{BTreeMap, HashSet, VecDeque};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -298,13 +299,13 @@ impl RedisStore {
             prefix: spool.prefix.clone(),
             keys: Keys::of(&spool.prefix, &owner),
             shown: spool.shown.clone(),
-            live: HashMap::new(),
+            live: HashMap::default(),
             flights: VecDeque::new(),
             flight_no: 0,
             wire: Vec::new(),
             puts: BTreeMap::new(),
             next_pno: 1,
-            groups: HashMap::new(),
+            groups: HashMap::default(),
             dirty: HashSet::new(),
             marks: HashSet::new(),
             deletes: Vec::new(),
