@@ -128,13 +128,12 @@ impl Parts {
         msg: &Message<O>,
     ) -> Result<Parts, O::Error> {
         buf.clear();
-        let properties = part(&mut buf, "properties", msg.properties.as_ref(), false)?;
-        let traits = part(&mut buf, "traits", msg.traits.as_ref(), false)?;
-        let context = part(&mut buf, "context", msg.context.as_ref(), true)?
-            .expect("context is always written");
-        let integrations =
-            part::<Object>(&mut buf, "integrations", msg.integrations.as_ref(), false)
-                .map_err(O::Error::from)?;
+        let properties = part(&mut buf, "properties", msg.properties.as_ref())?;
+        let traits = part(&mut buf, "traits", msg.traits.as_ref())?;
+        let context =
+            part(&mut buf, "context", msg.context.as_ref())?.expect("context is always written");
+        let integrations = part::<Object>(&mut buf, "integrations", msg.integrations.as_ref())
+            .map_err(O::Error::from)?;
         Ok(Parts {
             buf,
             properties,
@@ -183,20 +182,26 @@ fn part<O: WriteJson>(
     buf: &mut Vec<u8>,
     field: &'static str,
     value: Option<&O>,
-    context: bool,
 ) -> Result<Option<Range<usize>>, O::Error> {
     let start = buf.len();
-    // The object's own entries are one level down: depth 1, as for a nested value.
-    let mut w = Writer::at_depth(buf, 1, field);
-    if context {
-        w.replace_in_next_object("library", LIBRARY.as_bytes());
-    }
+    let mut w = part_writer(buf, field);
     match value {
         Some(v) => v.write_json(&mut w)?,
-        None if context => w.object()?.end(),
+        None if field == "context" => w.object()?.end(),
         None => return Ok(None),
     }
     Ok(Some(start..buf.len()))
+}
+
+/// A writer for a message's object `field` as every body carries it: its entries one level
+/// down (depth 1, as a nested value), and for `context` our `library` in place of theirs.
+/// Also what `json_text` writes an object with as it reads it, so both agree.
+pub(crate) fn part_writer<'a>(buf: &'a mut Vec<u8>, field: &'static str) -> Writer<'a> {
+    let mut w = Writer::at_depth(buf, 1, field);
+    if field == "context" {
+        w.replace_in_next_object("library", LIBRARY.as_bytes());
+    }
+    w
 }
 
 /// The `context.library` value: who sent this.

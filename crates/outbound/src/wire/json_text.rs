@@ -12,7 +12,7 @@
 use crate::error::Error;
 use crate::model::message::{Kind, Message, Object};
 use crate::wire::canonical_json::{ArrayWriter, WriteJson, Writer};
-use crate::wire::encode::LIBRARY;
+use crate::wire::encode::part_writer;
 use serde::de::{self, DeserializeSeed, Deserializer as _, MapAccess, SeqAccess, Visitor};
 use serde::Deserialize;
 use std::borrow::Cow;
@@ -179,10 +179,7 @@ impl<'de> DeserializeSeed<'de> for ObjectSeed {
         // Room for the usual object at once: grown from empty, a 150-byte `properties` took
         // a malloc and 4 reallocs (8, 16, ..., 256 bytes) per message.
         let mut out = Vec::with_capacity(256);
-        let mut w = Writer::at_depth(&mut out, 1, self.0);
-        if self.0 == "context" {
-            w.replace_in_next_object("library", LIBRARY.as_bytes());
-        }
+        let mut w = part_writer(&mut out, self.0);
         Stream { w: &mut w }.deserialize(d)?;
         Ok((out.first() == Some(&b'{')).then(|| JsonObject(Repr::Canonical(out))))
     }
@@ -305,9 +302,9 @@ mod tests {
     /// `context` as the encoders write it (our `library`).
     fn written_context<O: WriteJson<Error = Error>>(o: &Option<O>) -> Option<String> {
         let mut out = Vec::new();
-        let mut w = Writer::at_depth(&mut out, 1, "context");
-        w.replace_in_next_object("library", LIBRARY.as_bytes());
-        o.as_ref()?.write_json(&mut w).unwrap();
+        o.as_ref()?
+            .write_json(&mut part_writer(&mut out, "context"))
+            .unwrap();
         Some(String::from_utf8(out).unwrap())
     }
 
