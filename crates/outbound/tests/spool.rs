@@ -282,6 +282,83 @@ fn killed_child() {
     std::thread::sleep(Duration::from_secs(60));
 }
 
+const DELIVERED_ENV: &str = "OUTBOUND_SPOOL_DELIVERED_CHILD";
+
+/// Outcomes are committed lazily when no message follows them (up to 50 ms later, not
+/// within `spool_commit_interval`), but they are committed: a process killed a while after
+/// its messages were delivered leaves nothing to deliver again.
+#[test]
+fn removals_reach_the_disk_with_no_message_after_them() {
+    let dir = temp_dir("removals");
+    let up = Server::answering(200);
+    let mut child = std::process::Command::new(std::env::current_exe().unwrap())
+        .args(["delivered_child", "--exact", "--ignored", "--nocapture"])
+        .env(DELIVERED_ENV, format!("{}|{}", up.url, dir.display()))
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut out = std::io::BufReader::new(child.stdout.take().unwrap());
+    let mut line = String::new();
+    while line.trim() != "READY" {
+        line.clear();
+        assert!(
+            std::io::BufRead::read_line(&mut out, &mut line).unwrap() > 0,
+            "child ended early"
+        );
+    }
+    child.kill().unwrap(); // SIGKILL: no close, nothing committed after this
+    child.wait().unwrap();
+    let requests = up.count();
+    assert_eq!(taken(&up, |_| true).len(), 200, "the child delivered all");
+
+    let client = Client::new(spooled(&up, &dir)).unwrap();
+    assert!(client.flush(Some(Duration::from_secs(10))));
+    assert_eq!(client.stats().resumed, 0, "nothing left to deliver again");
+    assert_eq!(up.count(), requests);
+    client.close(Some(Duration::from_secs(1))).unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The child of `removals_reach_the_disk_with_no_message_after_them`: 100 messages (to the
+/// ingestion endpoint and a webhook) delivered one by one, then 300 ms without a message
+/// (six times `PROGRESS_EVERY`), then READY, and it waits to be killed.
+#[test]
+#[ignore = "the killed process of removals_reach_the_disk_with_no_message_after_them"]
+fn delivered_child() {
+    let Ok(arg) = std::env::var(DELIVERED_ENV) else {
+        return;
+    };
+    let (url, dir) = arg.split_once('|').unwrap();
+    let outcomes = Outcomes::default();
+    let client = Client::new(Config {
+        write_key: Some("wk".into()),
+        endpoint: url.into(),
+        webhooks: vec![Webhook::new(format!("{url}/hook"))],
+        spool: Some(dir.into()),
+        spool_commit_interval: Duration::from_millis(1),
+        flush_at: 1,
+        on_outcome: Some(outcomes.callback()),
+        ..support::config()
+    })
+    .unwrap();
+    for i in 0..100 {
+        client
+            .enqueue(&Message::track(format!("u{i}"), "Delivered"))
+            .unwrap();
+        assert_eq!(
+            outcomes.wait_for(i + 1, Duration::from_secs(10)).len(),
+            i + 1
+        );
+    }
+    assert!(outcomes
+        .all()
+        .iter()
+        .all(|o| o.kind == OutcomeKind::Delivered));
+    std::thread::sleep(Duration::from_millis(300));
+    println!("READY");
+    std::thread::sleep(Duration::from_secs(60));
+}
+
 #[test]
 fn a_resumed_message_goes_only_to_the_webhook_urls_still_worth_trying() {
     let dir = temp_dir("mask");

@@ -17,7 +17,9 @@
 //!
 //! The spool writer has a way in of the same kind ([`spool_inbox`]): a message or an op
 //! needs it only at its next group commit, so a send rings only when no commit is
-//! scheduled or the group is full; flush and shutdown ring at once.
+//! scheduled or the group is full; flush and shutdown ring at once. Ops alone schedule a
+//! later commit than messages do (`spooler.rs`, `PROGRESS_EVERY`): an op rings when no
+//! commit at all is scheduled, a message when none of its own is.
 //!
 //! A [`Waiter`] (`Client::when_spooled`) goes to the writer on a channel of its own, with
 //! the number of messages sent before it ([`SpoolWake::sent`]): the writer answers it after
@@ -150,8 +152,11 @@ pub(crate) struct SpoolWake {
     unread: AtomicU64,
     /// Messages ever sent (counted before each send): a waiter's target.
     sent: AtomicU64,
-    /// A group commit is scheduled: what is sent now goes with it.
+    /// A commit of messages is scheduled: a message sent now goes with it.
     committing: AtomicBool,
+    /// A commit of any kind is scheduled (messages, or progress alone, which is due later):
+    /// an op sent now goes with it.
+    ops_committing: AtomicBool,
     /// Unread messages that fill the open group.
     room: AtomicU64,
 }
@@ -164,20 +169,24 @@ impl SpoolWake {
         }
     }
 
-    /// Before sleeping: publishes whether a commit is scheduled and the group's room, and
-    /// says whether what is unread needs the writer first (then it must not sleep).
-    /// `pending`: whether the op channel holds anything.
+    /// Before sleeping: publishes whether a commit of messages (`committing`) or of progress
+    /// alone (`ops_committing`) is scheduled and the group's room, and says whether what is
+    /// unread needs the writer first (then it must not sleep). `pending`: whether the op
+    /// channel holds anything.
     pub(crate) fn must_drain(
         &self,
         committing: bool,
+        ops_committing: bool,
         room: usize,
         pending: impl Fn() -> bool,
     ) -> bool {
         let room = room.max(1) as u64;
+        let ops_committing = ops_committing || committing;
         self.committing.store(committing, SeqCst);
+        self.ops_committing.store(ops_committing, SeqCst);
         self.room.store(room, SeqCst);
         let unread = self.unread.load(SeqCst);
-        unread >= room || (!committing && (unread > 0 || pending()))
+        unread >= room || (!committing && unread > 0) || (!ops_committing && pending())
     }
 
     fn ring_for_message(&self, unread: u64) -> bool {
@@ -251,6 +260,7 @@ pub(crate) fn spool_inbox() -> (SpoolInbox, SpoolOps, SpoolMailbox) {
         unread: AtomicU64::new(0),
         sent: AtomicU64::new(0),
         committing: AtomicBool::new(false),
+        ops_committing: AtomicBool::new(false),
         room: AtomicU64::new(1),
     });
     (
@@ -316,7 +326,7 @@ impl SpoolOps {
     /// Progress or an outcome: rings only when no commit is scheduled.
     pub(crate) fn send(&self, op: Op) {
         let _ = self.tx.send(op);
-        if !self.wake.committing.load(SeqCst) {
+        if !self.wake.ops_committing.load(SeqCst) {
             ring(&self.bell);
         }
     }
@@ -365,38 +375,53 @@ mod tests {
         let rung = || mailbox.bell.try_recv().is_ok();
         let op = || Op::Remove { id: "m".into() };
         // Idle, nothing scheduled: the first message rings.
-        assert!(!mailbox.wake.must_drain(false, 3, || false));
+        assert!(!mailbox.wake.must_drain(false, false, 3, || false));
         inbox.message(Command::Shutdown);
         assert!(rung(), "no commit scheduled: ring");
         assert!(
-            mailbox.wake.must_drain(false, 3, || false),
+            mailbox.wake.must_drain(false, false, 3, || false),
             "and it must not sleep"
         );
         // A commit is scheduled: messages wait for it until the group is full.
-        assert!(!mailbox.wake.must_drain(true, 3, || false));
+        assert!(!mailbox.wake.must_drain(true, false, 3, || false));
         inbox.message(Command::Shutdown);
         assert!(!rung(), "2 of 3 while a commit is scheduled: no ring");
         assert!(
-            !mailbox.wake.must_drain(true, 3, || true),
+            !mailbox.wake.must_drain(true, false, 3, || true),
             "ops wait for the commit too"
         );
         inbox.message(Command::Shutdown);
         assert!(rung(), "the group is full");
-        assert!(mailbox.wake.must_drain(true, 3, || false));
+        assert!(mailbox.wake.must_drain(true, false, 3, || false));
         while mailbox.commands.try_recv().is_ok() {
             mailbox.wake.taken(1);
         }
         // Ops ring only when no commit is scheduled.
-        assert!(!mailbox.wake.must_drain(true, 3, || false));
+        assert!(!mailbox.wake.must_drain(true, false, 3, || false));
         ops.send(op());
         assert!(!rung(), "a commit is scheduled: the op goes with it");
         assert!(mailbox
             .wake
-            .must_drain(false, 3, || !mailbox.ops.is_empty()));
+            .must_drain(false, false, 3, || !mailbox.ops.is_empty()));
         ops.send(op());
         assert!(rung(), "nothing scheduled: ring");
+        while mailbox.ops.try_recv().is_ok() {}
+        // Progress alone is scheduled (due later): ops wait for it, a message rings.
+        assert!(!mailbox.wake.must_drain(false, true, 3, || false));
+        ops.send(op());
+        assert!(
+            !rung(),
+            "a progress commit is scheduled: the op goes with it"
+        );
+        assert!(
+            !mailbox.wake.must_drain(false, true, 3, || true),
+            "unread ops wait for it"
+        );
+        inbox.message(Command::Shutdown);
+        assert!(rung(), "a message does not wait for a progress commit");
+        assert!(mailbox.wake.must_drain(false, true, 3, || true));
         // Flush and shutdown ring at once.
-        assert!(!mailbox.wake.must_drain(true, 3, || false));
+        assert!(!mailbox.wake.must_drain(true, false, 3, || false));
         inbox.send_now(Command::Flush(None));
         assert!(rung());
     }

@@ -1,7 +1,8 @@
 //! The spool writer thread (only with `spool` set): it stands between the calls and the
 //! scheduler. Every accepted message is written to the store (`durable::Store`) in a group commit
 //! before it is passed on, so it is on disk before its first attempt; the scheduler's
-//! progress and outcomes come back here and leave the store in the next commit. At start and
+//! progress and outcomes come back here and leave the store in the next commit (the next
+//! group of messages, or at most `PROGRESS_EVERY` later when none comes). At start and
 //! every few seconds it takes over what earlier clients and dead processes left in the
 //! directory and passes it on as resumed messages, no more at once than the queue has room
 //! for. The caller's thread never touches the disk. `Client::when_spooled` waiters are
@@ -36,6 +37,13 @@ const ADOPT_EVERY: Duration = Duration::from_secs(5);
 /// Messages that make a commit group full before its interval ends: in a burst, the first
 /// messages go on to delivery while later ones are still being written.
 const GROUP_MAX: usize = 2048;
+/// How long progress and outcomes wait for a commit when no message is waiting (they go
+/// with the next group of messages when one comes sooner). Nothing is lost when a crash
+/// loses them: a removal not on disk costs a duplicate delivery after a restart, a first
+/// attempt a longer retry window. Committed every `spool_commit_interval`, a backlog's
+/// deliveries cost a commit (an fsync and a rewritten page) per few messages: most of the
+/// spool writer's time while a burst was delivered (BENCHMARKS.md).
+const PROGRESS_EVERY: Duration = Duration::from_millis(50);
 
 /// A stable hash of the webhook URL list: a spooled URL mask only means something under the
 /// same list.
@@ -92,7 +100,10 @@ impl Spooler {
     pub(crate) fn run(mut self) {
         let mut waiting: Vec<Item> = Vec::new();
         let mut writes: Vec<Op> = Vec::new();
+        // When the open group is due: `commit_at` once it holds a message, `progress_at`
+        // while it holds progress alone (later, see `PROGRESS_EVERY`).
         let mut commit_at: Option<Instant> = None;
+        let mut progress_at: Option<Instant> = None;
         // When the last commit began (or the thread started): the next one is due one
         // interval after it, not one interval after it ended (a commit as long as the
         // interval, i.e. one slow fsync, would otherwise double the wait of every
@@ -117,13 +128,17 @@ impl Spooler {
             if resume_due {
                 resume_due = self.resume(&mut cursor);
             }
-            let wake = commit_at.unwrap_or(next_adopt).min(next_adopt);
+            let wake = [commit_at, progress_at]
+                .into_iter()
+                .flatten()
+                .fold(next_adopt, Instant::min);
             let wait = wake.saturating_duration_since(Instant::now());
             // Sleep unless what is unread needs us now: senders ring only when no commit
             // is scheduled or the group is full (`inbox.rs`), not once per message.
             let room = GROUP_MAX.saturating_sub(waiting.len());
             let mailbox = &self.mailbox;
-            if !mailbox.wake.must_drain(commit_at.is_some(), room, || {
+            let scheduled = (commit_at.is_some(), progress_at.is_some());
+            if !mailbox.wake.must_drain(scheduled.0, scheduled.1, room, || {
                 !mailbox.ops.is_empty() || !mailbox.waiters.is_empty()
             }) {
                 if self.in_flight.is_some() {
@@ -158,7 +173,7 @@ impl Spooler {
                         last_commit = Instant::now();
                         self.commit(&mut writes, &mut waiting);
                         self.settle();
-                        commit_at = None;
+                        (commit_at, progress_at) = (None, None);
                         if !self.forward_or_stop(other) {
                             stop = true;
                             break;
@@ -177,15 +192,22 @@ impl Spooler {
             self.answer_waiters();
             while let Ok(op) = self.mailbox.ops.try_recv() {
                 writes.push(op);
-                commit_at.get_or_insert(self.due(last_commit, now));
+                progress_at.get_or_insert((last_commit + PROGRESS_EVERY).max(now));
             }
             if stop {
                 return self.stop(writes, waiting);
             }
-            if waiting.len() >= GROUP_MAX || commit_at.is_some_and(|t| Instant::now() >= t) {
-                last_commit = Instant::now();
+            let now = Instant::now();
+            if waiting.len() >= GROUP_MAX
+                || writes.len() >= GROUP_MAX
+                || [commit_at, progress_at]
+                    .into_iter()
+                    .flatten()
+                    .any(|t| now >= t)
+            {
+                last_commit = now;
                 self.commit(&mut writes, &mut waiting);
-                commit_at = None;
+                (commit_at, progress_at) = (None, None);
             }
         }
     }
