@@ -202,35 +202,44 @@ fn spool_max_bytes_refuses_new_calls_as_queue_full() {
 }
 
 /// Env var that turns `killed_child` into the process the kill test SIGKILLs.
+/// Runs test `name` of this binary in a child process with `env` set to `value`, and reads
+/// its output up to its line READY: the child and the lines before READY.
+fn child_until_ready(name: &str, env: &str, value: String) -> (std::process::Child, Vec<String>) {
+    let mut child = std::process::Command::new(std::env::current_exe().unwrap())
+        .args([name, "--exact", "--ignored", "--nocapture"])
+        .env(env, value)
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut out = std::io::BufReader::new(child.stdout.take().unwrap());
+    let mut lines = Vec::new();
+    loop {
+        let mut line = String::new();
+        assert!(
+            std::io::BufRead::read_line(&mut out, &mut line).unwrap() > 0,
+            "child ended early"
+        );
+        match line.trim() {
+            "READY" => return (child, lines),
+            l => lines.push(l.to_string()),
+        }
+    }
+}
+
 const KILL_ENV: &str = "OUTBOUND_SPOOL_KILL_CHILD";
 
 #[test]
 fn a_sigkilled_process_loses_nothing_it_flushed_to_the_spool() {
     let dir = temp_dir("kill");
     let down = Server::answering(503);
-    let mut child = std::process::Command::new(std::env::current_exe().unwrap())
-        .args(["killed_child", "--exact", "--ignored", "--nocapture"])
-        .env(KILL_ENV, format!("{}|{}", down.url, dir.display()))
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut out = std::io::BufReader::new(child.stdout.take().unwrap());
-    let mut ids = HashSet::new();
-    let mut line = String::new();
-    loop {
-        line.clear();
-        assert!(
-            std::io::BufRead::read_line(&mut out, &mut line).unwrap() > 0,
-            "child ended early"
-        );
-        match line.trim().strip_prefix("id ") {
-            Some(id) => {
-                ids.insert(id.to_string());
-            }
-            None if line.trim() == "READY" => break,
-            None => {}
-        }
-    }
+    let (mut child, lines) = child_until_ready(
+        "killed_child",
+        KILL_ENV,
+        format!("{}|{}", down.url, dir.display()),
+    );
+    let ids: HashSet<String> = (lines.iter())
+        .filter_map(|l| l.strip_prefix("id ").map(str::to_string))
+        .collect();
     assert_eq!(ids.len(), 1000);
     child.kill().unwrap(); // SIGKILL: no close, no destructor, nothing flushed after this
     child.wait().unwrap();
@@ -291,21 +300,11 @@ const DELIVERED_ENV: &str = "OUTBOUND_SPOOL_DELIVERED_CHILD";
 fn removals_reach_the_disk_with_no_message_after_them() {
     let dir = temp_dir("removals");
     let up = Server::answering(200);
-    let mut child = std::process::Command::new(std::env::current_exe().unwrap())
-        .args(["delivered_child", "--exact", "--ignored", "--nocapture"])
-        .env(DELIVERED_ENV, format!("{}|{}", up.url, dir.display()))
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut out = std::io::BufReader::new(child.stdout.take().unwrap());
-    let mut line = String::new();
-    while line.trim() != "READY" {
-        line.clear();
-        assert!(
-            std::io::BufRead::read_line(&mut out, &mut line).unwrap() > 0,
-            "child ended early"
-        );
-    }
+    let (mut child, _) = child_until_ready(
+        "delivered_child",
+        DELIVERED_ENV,
+        format!("{}|{}", up.url, dir.display()),
+    );
     child.kill().unwrap(); // SIGKILL: no close, nothing committed after this
     child.wait().unwrap();
     let requests = up.count();
