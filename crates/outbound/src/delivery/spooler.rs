@@ -45,6 +45,11 @@ const GROUP_MAX: usize = 2048;
 /// spool writer's time while a burst was delivered (BENCHMARKS.md).
 const PROGRESS_EVERY: Duration = Duration::from_millis(50);
 
+/// The sooner of two deadlines, either of which may be unset.
+fn earliest(a: Option<Instant>, b: Option<Instant>) -> Option<Instant> {
+    a.into_iter().chain(b).min()
+}
+
 /// A stable hash of the webhook URL list: a spooled URL mask only means something under the
 /// same list.
 pub(crate) fn hooks_key(urls: &[String]) -> u64 {
@@ -128,10 +133,7 @@ impl Spooler {
             if resume_due {
                 resume_due = self.resume(&mut cursor);
             }
-            let wake = [commit_at, progress_at]
-                .into_iter()
-                .flatten()
-                .fold(next_adopt, Instant::min);
+            let wake = earliest(commit_at, progress_at).map_or(next_adopt, |t| t.min(next_adopt));
             let wait = wake.saturating_duration_since(Instant::now());
             // Sleep unless what is unread needs us now: senders ring only when no commit
             // is scheduled or the group is full (`inbox.rs`), not once per message.
@@ -200,10 +202,7 @@ impl Spooler {
             let now = Instant::now();
             if waiting.len() >= GROUP_MAX
                 || writes.len() >= GROUP_MAX
-                || [commit_at, progress_at]
-                    .into_iter()
-                    .flatten()
-                    .any(|t| now >= t)
+                || earliest(commit_at, progress_at).is_some_and(|t| now >= t)
             {
                 last_commit = now;
                 self.commit(&mut writes, &mut waiting);
