@@ -1,17 +1,19 @@
 //! The spool: accepted messages kept until their outcome, behind one trait ([`Store`]), so
 //! the spool writer (`delivery/spooler.rs`) never knows which engine holds them. Engines:
 //! `sqlite/` (files in a directory, the embedded default: `mod.rs` the file, `records.rs`
-//! group commits and what is resumable, `adopt.rs` dead owners' files, `salvage.rs` damaged
-//! ones) and `redis/` (Redis Streams shared by a fleet: `mod.rs` the connection and the
+//! group commits and what is resumable, `syncer.rs` the WAL's fsync, `adopt.rs` dead
+//! owners' files, `salvage.rs` damaged ones) and `redis/` (Redis Streams shared by a fleet: `mod.rs` the connection and the
 //! heartbeat, `keys.rs` names and entry fields, `commit.rs` group commits, `takeover.rs`
 //! dead owners' streams). `fork_gate.rs` keeps `fork()` out of SQLite.
 //!
 //! A commit is `apply`, or `submit` then `settle` (pipelined: the spool writer submits the
-//! next group before settling the last). SQLite commits within `submit`; Redis sends the
-//! transaction there and reads its reply in `settle` (`redis/mod.rs`, "# Commits", for
-//! what a failed one does).
+//! next group before settling the last). SQLite runs the transaction in `submit` and waits
+//! in `settle` for the WAL's fsync, made on a thread of its own (`sqlite/syncer.rs`); Redis
+//! sends the transaction in `submit` and reads its reply in `settle` (`redis/mod.rs`,
+//! "# Commits", for what a failed one does).
 //!
-//! May use: `model/` and the leaves. Knows nothing of threads, channels or delivery.
+//! May use: `model/` and the leaves. Knows nothing of channels or delivery; its one thread
+//! is the SQLite store's fsync of the WAL (`sqlite/syncer.rs`), hidden behind `settle`.
 
 use crate::error::Error;
 use std::path::PathBuf;

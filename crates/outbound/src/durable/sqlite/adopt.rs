@@ -131,6 +131,8 @@ impl SqliteStore {
         };
         match step {
             Step::Moved(m) => {
+                // The rows we took must be on disk before the file that held them is gone.
+                self.durable()?;
                 self.records += m.records;
                 self.bytes += m.bytes;
                 self.last_seq = m.last_seq;

@@ -32,6 +32,8 @@ impl SqliteStore {
         out: &mut Adopted,
     ) -> Result<Fate, Error> {
         let salvaged = self.salvage(db)?;
+        // On disk before the file is moved aside (where nothing reads it again).
+        self.durable()?;
         self.records += salvaged.records;
         self.bytes += salvaged.bytes;
         self.last_seq = salvaged.last_seq;

@@ -184,6 +184,42 @@ fn our_files_use_large_pages() {
     store.close().unwrap();
 }
 
+/// A commit is settled by the syncer's fsync of the WAL, and that WAL stays the file SQLite
+/// writes through checkpoints that truncate it (were it replaced, the syncer would fsync a
+/// file nobody writes).
+#[test]
+fn commits_wait_for_the_fsync_of_the_wal_sqlite_keeps_writing() {
+    use std::os::unix::fs::MetadataExt;
+    let dir = TempDir::new("syncer");
+    let mut store = SqliteStore::open(&dir).unwrap();
+    let wal = with_suffix(store.path(), "-wal");
+    let ino = fs::metadata(&wal).unwrap().ino();
+    let mut next = 0;
+    for round in 0..3 {
+        for _ in 0..20 {
+            let ticket = Store::submit(&mut store, &puts(next..next + 50));
+            assert!(!ticket.is_known(), "settled by the syncer, not in submit");
+            Store::settle(&mut store, ticket).unwrap();
+            next += 50;
+        }
+        let mode = if round == 1 { "TRUNCATE" } else { "RESTART" };
+        let (busy, _, _): (i64, i64, i64) = store
+            .conn()
+            .unwrap()
+            .query_row(&format!("PRAGMA wal_checkpoint({mode})"), [], |r| {
+                Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+            })
+            .unwrap();
+        assert_eq!(busy, 0);
+    }
+    Store::apply(&mut store, &puts(next..next + 1)).unwrap();
+    let meta = fs::metadata(&wal).unwrap();
+    assert_eq!(meta.ino(), ino, "SQLite replaced its WAL");
+    assert!(meta.len() > 0, "the last commit went to another file");
+    assert_eq!(store.pending().0, next as u64 + 1);
+    store.close().unwrap();
+}
+
 #[test]
 fn a_file_with_small_pages_from_an_earlier_version_is_adopted() {
     let dir = TempDir::new("small-pages");

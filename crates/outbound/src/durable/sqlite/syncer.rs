@@ -1,0 +1,176 @@
+//! The fsync of our WAL, on a thread of its own (`outbound-fsync`), so the spool writer runs
+//! the next group's transaction while the last group's fsync is out. SQLite commits with
+//! `synchronous=NORMAL` (the WAL written, not fsynced); [`Syncer::request`] after each commit
+//! asks for an fsync, and [`Syncer::wait`] returns once an fsync that began after that
+//! commit has ended: only then is the group durable (the spool writer settles it, and its
+//! acknowledgements are answered). One fsync covers every commit requested before it began,
+//! so commits made while one is out share the next.
+//!
+//! The descriptor is our own, opened on the WAL SQLite created: SQLite keeps that file for
+//! as long as our connection is open (it truncates it after a checkpoint, never replaces
+//! it), so an fsync of it is an fsync of what SQLite wrote. A checkpoint (in the writer's
+//! thread) fsyncs the WAL and the database file itself (`synchronous=NORMAL`).
+
+use std::fs::File;
+use std::io;
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::thread::JoinHandle;
+
+#[derive(Debug, Default)]
+struct State {
+    /// Commits asked for, ever.
+    requested: u64,
+    /// Commits covered by an fsync that ended.
+    synced: u64,
+    /// The last failed fsync: the commits up to here it should have covered, and why.
+    failed: Option<(u64, String)>,
+    stop: bool,
+}
+
+type Shared = Arc<(Mutex<State>, Condvar)>;
+
+/// The fsync thread of one store; stopped (after its last fsync) when dropped.
+#[derive(Debug)]
+pub(crate) struct Syncer {
+    shared: Shared,
+    thread: Option<JoinHandle<()>>,
+}
+
+fn lock(shared: &Shared) -> MutexGuard<'_, State> {
+    shared.0.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl Syncer {
+    /// Starts the thread that fsyncs `file` (the WAL).
+    pub(crate) fn start(file: File) -> io::Result<Syncer> {
+        let shared: Shared = Arc::default();
+        let theirs = shared.clone();
+        let thread = std::thread::Builder::new()
+            .name("outbound-fsync".into())
+            .spawn(move || run(&file, &theirs))?;
+        Ok(Syncer {
+            shared,
+            thread: Some(thread),
+        })
+    }
+
+    /// Asks for an fsync of everything written so far; the number to [`Syncer::wait`] for.
+    pub(crate) fn request(&self) -> u64 {
+        let mut st = lock(&self.shared);
+        st.requested += 1;
+        self.shared.1.notify_all();
+        st.requested
+    }
+
+    /// Waits until commit `no` is covered by an fsync that ended: `Err` with the reason when
+    /// that fsync (or a later one that covered it) failed.
+    pub(crate) fn wait(&self, no: u64) -> Result<(), String> {
+        let mut st = lock(&self.shared);
+        while st.synced < no {
+            st = self.shared.1.wait(st).unwrap_or_else(|e| e.into_inner());
+        }
+        match &st.failed {
+            Some((upto, why)) if *upto >= no => Err(why.clone()),
+            _ => Ok(()),
+        }
+    }
+
+    /// [`Syncer::request`] then [`Syncer::wait`]: everything written so far is durable.
+    pub(crate) fn sync(&self) -> Result<(), String> {
+        let no = self.request();
+        self.wait(no)
+    }
+
+    /// In a forked child: the thread is the parent's (a child has none), so nothing is
+    /// stopped or joined.
+    pub(crate) fn forget(mut self) {
+        self.thread = None;
+        std::mem::forget(self);
+    }
+}
+
+fn run(file: &File, shared: &Shared) {
+    loop {
+        let target = {
+            let mut st = lock(shared);
+            while st.requested == st.synced && !st.stop {
+                st = shared.1.wait(st).unwrap_or_else(|e| e.into_inner());
+            }
+            if st.requested == st.synced {
+                return; // stopped, nothing left
+            }
+            st.requested
+        };
+        // fdatasync: the WAL's size is data (it is written back), its times are not.
+        let result = file.sync_data();
+        let mut st = lock(shared);
+        if let Err(e) = result {
+            st.failed = Some((target, format!("fsync of the WAL failed: {e}")));
+        }
+        st.synced = target;
+        shared.1.notify_all();
+    }
+}
+
+impl Drop for Syncer {
+    fn drop(&mut self) {
+        lock(&self.shared).stop = true;
+        self.shared.1.notify_all();
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+
+    #[test]
+    fn a_wait_returns_once_an_fsync_covers_the_request() {
+        let path = std::env::temp_dir().join(format!("outbound-syncer-{}", std::process::id()));
+        let mut file = File::create(&path).unwrap();
+        file.write_all(b"frames").unwrap();
+        let syncer = Syncer::start(file.try_clone().unwrap()).unwrap();
+        let (a, b) = (syncer.request(), syncer.request());
+        assert_eq!((a, b), (1, 2));
+        assert_eq!(syncer.wait(b), Ok(()));
+        assert!(lock(&syncer.shared).synced >= 2);
+        assert_eq!(syncer.wait(a), Ok(()));
+        assert_eq!(syncer.sync(), Ok(()));
+        drop(syncer);
+        std::fs::remove_file(&path).unwrap();
+    }
+
+    #[test]
+    fn a_failed_fsync_fails_the_commits_it_covers_and_not_later_ones() {
+        // fsync of a pipe fails (EINVAL): the commit it covers must not count as durable.
+        let mut fds = [0; 2];
+        // SAFETY: pipe fills the two descriptors, which the Files below own.
+        assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0);
+        use std::os::fd::FromRawFd;
+        // SAFETY: fresh descriptors from pipe, owned once each.
+        let (r, w) = unsafe { (File::from_raw_fd(fds[0]), File::from_raw_fd(fds[1])) };
+        let syncer = Syncer::start(w).unwrap();
+        let no = syncer.request();
+        let err = syncer.wait(no).unwrap_err();
+        assert!(err.starts_with("fsync of the WAL failed"), "{err}");
+        // Still failing for the next commit: every fsync of a pipe fails.
+        assert!(syncer.sync().is_err());
+        drop((syncer, r));
+
+        // A success after a failure covers only the commits it began after.
+        let path = std::env::temp_dir().join(format!("outbound-syncer-ok-{}", std::process::id()));
+        let file = File::create(&path).unwrap();
+        let syncer = Syncer::start(file).unwrap();
+        {
+            let mut st = lock(&syncer.shared);
+            (st.requested, st.synced, st.failed) = (3, 3, Some((3, "earlier".into())));
+        }
+        assert_eq!(syncer.wait(3), Err("earlier".into()));
+        assert_eq!(syncer.sync(), Ok(()));
+        drop(syncer);
+        std::fs::remove_file(&path).unwrap();
+    }
+}
