@@ -3,8 +3,9 @@
 use super::*;
 
 impl SqliteStore {
-    /// Applies every op in one transaction: one commit, one fsync. On error nothing of the
-    /// batch is applied.
+    /// Applies every op in one transaction: one commit, the WAL written but not fsynced (the
+    /// syncer's fsync makes it durable: `Store::submit` and `settle` in `mod.rs`, which the spool
+    /// writer uses). On error nothing of the batch is applied.
     pub fn apply(&mut self, ops: &[Op]) -> Result<(), Error> {
         let _gate = fork_gate::hold();
         if ops.is_empty() {
