@@ -2,9 +2,10 @@
 //! the spool writer (`delivery/spooler.rs`) never knows which engine holds them. Engines:
 //! `sqlite/` (files in a directory, the embedded default: `mod.rs` the file, `records.rs`
 //! group commits and what is resumable, `syncer.rs` the WAL's fsync, `adopt.rs` dead
-//! owners' files, `salvage.rs` damaged ones) and `redis/` (Redis Streams shared by a fleet: `mod.rs` the connection and the
-//! heartbeat, `keys.rs` names and entry fields, `commit.rs` group commits, `takeover.rs`
-//! dead owners' streams). `fork_gate.rs` keeps `fork()` out of SQLite.
+//! owners' files, `salvage.rs` damaged ones) and `redis/` (Redis Streams shared by a fleet:
+//! `mod.rs` the connection and the heartbeat, `keys.rs` names and entry fields, `commit.rs`
+//! group commits, `takeover.rs` dead owners' streams). `fork_gate.rs` keeps `fork()` out of
+//! SQLite.
 //!
 //! A commit is `apply`, or `submit` then `settle` (pipelined: the spool writer submits the
 //! next group before settling the last). SQLite runs the transaction in `submit` and waits

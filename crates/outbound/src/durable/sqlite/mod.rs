@@ -430,7 +430,7 @@ impl SqliteStore {
         }
         // NORMAL: a commit writes the WAL without an fsync; the syncer's thread fsyncs it, and
         // a commit counts as made (`Store::settle`) only after that fsync. The writer then
-        // runs the next group's transaction while one group's fsync is out: +12 % accepted
+        // runs the next group's transaction while one group's fsync is out: +16 % accepted
         // events in the relay, whose spool writer is its bottleneck (BENCHMARKS.md).
         conn.pragma_update(Some("main"), "synchronous", "NORMAL")
             .map_err(err)?;
