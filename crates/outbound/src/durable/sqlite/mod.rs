@@ -558,7 +558,7 @@ impl Store for SqliteStore {
 
     /// The transaction, then an fsync asked of the syncer: settled when it ended.
     fn submit(&mut self, ops: &[Op]) -> Ticket {
-        let done = SqliteStore::apply(self, ops);
+        let done = self.write(ops);
         match (done, &self.syncer) {
             (Ok(()), Some(syncer)) if !ops.is_empty() => Ticket {
                 no: syncer.request(),

@@ -3,10 +3,11 @@
 use super::*;
 
 impl SqliteStore {
-    /// Applies every op in one transaction: one commit, the WAL written but not fsynced (the
-    /// syncer's fsync makes it durable: `Store::submit` and `settle` in `mod.rs`, which the spool
-    /// writer uses). On error nothing of the batch is applied.
-    pub fn apply(&mut self, ops: &[Op]) -> Result<(), Error> {
+    /// Writes every op in one transaction: one commit, the WAL written but not fsynced. Only
+    /// `Store::submit` calls it (`mod.rs`), and `Store::settle` waits for the fsync: a name
+    /// of its own so that no caller takes it for the durable `Store::apply`. On error nothing
+    /// of the batch is applied.
+    pub(super) fn write(&mut self, ops: &[Op]) -> Result<(), Error> {
         let _gate = fork_gate::hold();
         if ops.is_empty() {
             return Ok(());
@@ -40,7 +41,7 @@ impl SqliteStore {
         Ok(())
     }
 
-    /// The ops of one [`SqliteStore::apply`], keeping `live` in step (with how to undo each
+    /// The ops of one [`SqliteStore::write`], keeping `live` in step (with how to undo each
     /// change); returns the change of (records, bytes).
     fn apply_in(
         tx: &Transaction<'_>,
@@ -218,7 +219,7 @@ impl SqliteStore {
     }
 
     /// Records held in our file and their payload bytes (ids and bodies, without SQLite's
-    /// own overhead), kept up to date by [`SqliteStore::apply`] and [`SqliteStore::adopt`].
+    /// own overhead), kept up to date by [`SqliteStore::write`] and [`SqliteStore::adopt`].
     pub fn pending(&self) -> (u64, u64) {
         (self.records, self.bytes)
     }
