@@ -37,12 +37,13 @@ impl fmt::Display for ConfigError {
 impl std::error::Error for ConfigError {}
 
 /// The relay's group commit interval unless set (seconds): an acknowledgement waits for the
-/// next commit, so the core's 20 ms would be most of a single event's answer time. At 1 ms
-/// the fsync itself (about 0.7 ms here) gathers the requests that arrive meanwhile: 32
-/// connections sending one event a request got 2.5–4× the acknowledgements per second of
-/// 5 ms in the same runs (BENCHMARKS.md), for at most one fsync per millisecond per busy
-/// source.
-pub const DEFAULT_COMMIT_INTERVAL: f64 = 0.001;
+/// next commit, so the core's 20 ms would be most of a single event's answer time. At
+/// 0.2 ms, 32 connections sending one event a request got 1.27× the acknowledgements per
+/// second of 1 ms (median of 4 alternating runs), and batches of 100 the same rate: under
+/// load the writer's own transaction and the fsync gather the requests, so a shorter
+/// interval gained nothing more (BENCHMARKS.md, "Issue 25, stop 36"). The fsync thread
+/// coalesces, so a busy source fsyncs at most once per fsync's duration.
+pub const DEFAULT_COMMIT_INTERVAL: f64 = 0.0002;
 
 /// The `spool` setting: on (SQLite under `data_dir`), off, or a Redis URL.
 #[derive(Clone, Debug, PartialEq, Deserialize)]
@@ -178,7 +179,7 @@ macro_rules! with_delivery {
             /// Bytes each source's spool may hold.
             #[serde(default)]
             pub spool_max_bytes: Option<u64>,
-            /// The group commit interval, seconds. The relay's default is 0.001 (the core's
+            /// The group commit interval, seconds. The relay's default is 0.0002 (the core's
             /// is 0.02): every acknowledgement waits for the next commit.
             #[serde(default)]
             pub spool_commit_interval: Option<Seconds>,
@@ -917,5 +918,37 @@ mod tests {
         for (url, want) in cases {
             assert_eq!(source_redis_url(url, "web"), want, "{url}");
         }
+    }
+
+    /// The relay's own default (not the core's 20 ms) reaches every source's client, and a
+    /// value set at the top or in a source wins.
+    #[test]
+    fn the_commit_interval_is_the_relays_default_unless_set() {
+        let text = r#"
+            listen = "127.0.0.1:0"
+            [[sources]]
+            name = "a"
+            write_keys = ["wk_a"]
+            [[sources]]
+            name = "b"
+            write_keys = ["wk_b"]
+            spool_commit_interval = 0.005
+        "#;
+        let file: File = toml::from_str(text).unwrap();
+        let relay = Relay::from_file(file, "relay.toml", Path::new("/tmp")).unwrap();
+        let interval = |i: usize| relay.sources[i].core.spool_commit_interval;
+        assert_eq!(interval(0), Duration::from_micros(200));
+        assert_eq!(interval(1), Duration::from_millis(5));
+        let text = format!("spool_commit_interval = 0.01\n{text}");
+        let file: File = toml::from_str(&text).unwrap();
+        let relay = Relay::from_file(file, "relay.toml", Path::new("/tmp")).unwrap();
+        assert_eq!(
+            relay.sources[0].core.spool_commit_interval,
+            Duration::from_millis(10)
+        );
+        assert_eq!(
+            relay.sources[1].core.spool_commit_interval,
+            Duration::from_millis(5)
+        );
     }
 }
