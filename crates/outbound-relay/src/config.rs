@@ -41,8 +41,8 @@ impl std::error::Error for ConfigError {}
 /// 0.2 ms, 32 connections sending one event a request got 1.27× the acknowledgements per
 /// second of 1 ms (median of 4 alternating runs), and batches of 100 the same rate: under
 /// load the writer's own transaction and the fsync gather the requests, so a shorter
-/// interval gained nothing more (BENCHMARKS.md, "Issue 25, stop 36"). The fsync thread
-/// coalesces, so a busy source fsyncs at most once per fsync's duration.
+/// interval gained nothing more (BENCHMARKS.md, "Issue 25, stop 36"). A busy source
+/// fsyncs at most once per fsync's duration (one covers every commit before it began).
 pub const DEFAULT_COMMIT_INTERVAL: f64 = 0.0002;
 
 /// The `spool` setting: on (SQLite under `data_dir`), off, or a Redis URL.

@@ -12,8 +12,9 @@
 //! it is settled (`Store::settle`) only then, so with Redis one transaction is on the wire
 //! while the last one's reply comes back; at most one group is unsettled, and it is settled
 //! at once when the writer has nothing else to do, before a flush or shutdown is passed on,
-//! and before an adoption pass. With SQLite, the transaction runs in `submit` and `settle`
-//! waits for the WAL's fsync, so the next group's transaction runs while one fsync is out.
+//! and before an adoption pass. With SQLite, the transaction runs in `submit`, then the WAL's
+//! fsync: in `submit` too on a disk with fast fsyncs, else on the store's own thread, whose
+//! fsync `settle` waits for while the next group's transaction runs.
 //! A commit whose outcome is known at once (nothing to write, or a failed one) is settled
 //! at once. A group's messages go on to delivery, and its waiters are
 //! answered, only when it is settled: after its commit, or after its commit failed (then

@@ -8,13 +8,15 @@
 //! SQLite.
 //!
 //! A commit is `apply`, or `submit` then `settle` (pipelined: the spool writer submits the
-//! next group before settling the last). SQLite runs the transaction in `submit` and waits
-//! in `settle` for the WAL's fsync, made on a thread of its own (`sqlite/syncer.rs`); Redis
+//! next group before settling the last). SQLite runs the transaction in `submit`, and the
+//! WAL's fsync there too when this disk's fsyncs are fast, else on a thread of its own
+//! whose fsync `settle` waits for (`sqlite/syncer.rs`); Redis
 //! sends the transaction in `submit` and reads its reply in `settle` (`redis/mod.rs`,
 //! "# Commits", for what a failed one does).
 //!
 //! May use: `model/` and the leaves. Knows nothing of channels or delivery; its one thread
-//! is the SQLite store's fsync of the WAL (`sqlite/syncer.rs`), hidden behind `settle`.
+//! is the SQLite store's fsync of the WAL on slow disks (`sqlite/syncer.rs`), hidden behind
+//! `settle`.
 
 use crate::error::Error;
 use std::path::PathBuf;

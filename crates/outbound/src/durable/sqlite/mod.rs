@@ -15,10 +15,11 @@
 //!
 //! # Durability
 //!
-//! WAL with `synchronous=NORMAL`, and the WAL fsynced by a thread of its own after each
-//! commit (`syncer.rs`): a commit is settled ([`Store::settle`], and so [`Store::apply`])
-//! only after an fsync that began after it ended, so a settled commit survives a power cut.
-//! Meanwhile the spool writer runs the next group's transaction. Rows moved from another
+//! WAL with `synchronous=NORMAL`, and the WAL fsynced after each commit (`syncer.rs`): in
+//! place when this disk's fsyncs are fast, else by a thread of its own while the spool
+//! writer runs the next group's transaction. A commit is settled ([`Store::settle`], and so
+//! [`Store::apply`]) only after an fsync that began after it ended, so a settled commit
+//! survives a power cut. Rows moved from another
 //! file are fsynced before that file is deleted or moved aside. The caller commits in
 //! groups (one commit per interval), so a message accepted less than one interval before a
 //! power cut can be lost; a process crash loses nothing committed (the WAL is in the page
@@ -428,10 +429,9 @@ impl SqliteStore {
                 format!("SQLite refused WAL mode (got {mode})"),
             ));
         }
-        // NORMAL: a commit writes the WAL without an fsync; the syncer's thread fsyncs it, and
-        // a commit counts as made (`Store::settle`) only after that fsync. The writer then
-        // runs the next group's transaction while one group's fsync is out: +16 % accepted
-        // events in the relay, whose spool writer is its bottleneck (BENCHMARKS.md).
+        // NORMAL: a commit writes the WAL without an fsync; the syncer fsyncs it (on its
+        // thread when fsyncs are slow, so the writer runs the next group's transaction
+        // meanwhile), and a commit counts as made (`Store::settle`) only after that fsync.
         conn.pragma_update(Some("main"), "synchronous", "NORMAL")
             .map_err(err)?;
         // Statement journals (one per insert, for its UNIQUE id) in memory, not a temp file;
@@ -556,13 +556,18 @@ impl Store for SqliteStore {
         Store::settle(self, ticket)
     }
 
-    /// The transaction, then an fsync asked of the syncer: settled when it ended.
+    /// The transaction, then the fsync: asked of the syncer's thread when this disk's fsyncs
+    /// are slow (settled when it ended), else made here (`syncer.rs`).
     fn submit(&mut self, ops: &[Op]) -> Ticket {
         let done = self.write(ops);
         match (done, &self.syncer) {
-            (Ok(()), Some(syncer)) if !ops.is_empty() => Ticket {
+            (Ok(()), Some(syncer)) if !ops.is_empty() && syncer.slow() => Ticket {
                 no: syncer.request(),
                 done: None,
+            },
+            (Ok(()), Some(syncer)) if !ops.is_empty() => Ticket {
+                no: 0,
+                done: Some(syncer.sync_here().map_err(|e| spool_err(&self.db_path, e))),
             },
             (done, _) => Ticket {
                 no: 0,
