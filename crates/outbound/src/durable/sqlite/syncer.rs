@@ -55,11 +55,12 @@ pub(crate) struct Syncer {
 }
 
 /// Folds one fsync's time into the running mean (weight 1/8: one slow fsync does not flip
-/// the choice).
+/// the choice). Not a read-modify-write: when both threads note at once, one sample is lost,
+/// which a mean for a choice can afford.
 fn note(mean_ns: &AtomicU64, took: Duration) {
     let took = u64::try_from(took.as_nanos()).unwrap_or(u64::MAX);
     let mean = mean_ns.load(Relaxed);
-    mean_ns.store(mean - mean / 8 + took / 8, Relaxed);
+    mean_ns.store((mean - mean / 8).saturating_add(took / 8), Relaxed);
 }
 
 fn lock(shared: &Shared) -> MutexGuard<'_, State> {
