@@ -19,11 +19,10 @@
 //! place when this disk's fsyncs are fast, else by a thread of its own while the spool
 //! writer runs the next group's transaction. A commit is settled ([`Store::settle`], and so
 //! [`Store::apply`]) only after an fsync that began after it ended, so a settled commit
-//! survives a power cut. Rows moved from another
-//! file are fsynced before that file is deleted or moved aside. The caller commits in
-//! groups (one commit per interval), so a message accepted less than one interval before a
-//! power cut can be lost; a process crash loses nothing committed (the WAL is in the page
-//! cache once written).
+//! survives a power cut. Rows moved from another file are fsynced before that file is
+//! deleted or moved aside. The caller commits in groups (one commit per interval), so a
+//! message accepted less than one interval before a power cut can be lost; a process crash
+//! loses nothing committed (the WAL is in the page cache once written).
 //!
 //! # Damage
 //!

@@ -221,14 +221,19 @@ mod tests {
         std::fs::remove_file(&path).unwrap();
     }
 
-    #[test]
-    fn a_failed_fsync_in_place_is_an_error() {
+    /// A pipe's two ends: fsync of a pipe fails (EINVAL), as a failing disk's would.
+    fn pipe() -> (File, File) {
+        use std::os::fd::FromRawFd;
         let mut fds = [0; 2];
         // SAFETY: pipe fills the two descriptors, which the Files below own.
         assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0);
-        use std::os::fd::FromRawFd;
         // SAFETY: fresh descriptors from pipe, owned once each.
-        let (r, w) = unsafe { (File::from_raw_fd(fds[0]), File::from_raw_fd(fds[1])) };
+        unsafe { (File::from_raw_fd(fds[0]), File::from_raw_fd(fds[1])) }
+    }
+
+    #[test]
+    fn a_failed_fsync_in_place_is_an_error() {
+        let (r, w) = pipe();
         let syncer = Syncer::start(w).unwrap();
         let err = syncer.sync_here().unwrap_err();
         assert!(err.starts_with("fsync of the WAL failed"), "{err}");
@@ -238,12 +243,7 @@ mod tests {
     #[test]
     fn a_failed_fsync_fails_the_commits_it_covers_and_not_later_ones() {
         // fsync of a pipe fails (EINVAL): the commit it covers must not count as durable.
-        let mut fds = [0; 2];
-        // SAFETY: pipe fills the two descriptors, which the Files below own.
-        assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0);
-        use std::os::fd::FromRawFd;
-        // SAFETY: fresh descriptors from pipe, owned once each.
-        let (r, w) = unsafe { (File::from_raw_fd(fds[0]), File::from_raw_fd(fds[1])) };
+        let (r, w) = pipe();
         let syncer = Syncer::start(w).unwrap();
         let no = syncer.request();
         let err = syncer.wait(no).unwrap_err();
