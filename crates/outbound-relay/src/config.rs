@@ -934,21 +934,18 @@ mod tests {
             write_keys = ["wk_b"]
             spool_commit_interval = 0.005
         "#;
-        let file: File = toml::from_str(text).unwrap();
-        let relay = Relay::from_file(file, "relay.toml", Path::new("/tmp")).unwrap();
-        let interval = |i: usize| relay.sources[i].core.spool_commit_interval;
-        assert_eq!(interval(0), Duration::from_micros(200));
-        assert_eq!(interval(1), Duration::from_millis(5));
-        let text = format!("spool_commit_interval = 0.01\n{text}");
-        let file: File = toml::from_str(&text).unwrap();
-        let relay = Relay::from_file(file, "relay.toml", Path::new("/tmp")).unwrap();
-        assert_eq!(
-            relay.sources[0].core.spool_commit_interval,
-            Duration::from_millis(10)
-        );
-        assert_eq!(
-            relay.sources[1].core.spool_commit_interval,
-            Duration::from_millis(5)
-        );
+        let intervals = |text: &str| -> Vec<Duration> {
+            let file: File = toml::from_str(text).unwrap();
+            let relay = Relay::from_file(file, "relay.toml", Path::new("/tmp")).unwrap();
+            relay
+                .sources
+                .iter()
+                .map(|s| s.core.spool_commit_interval)
+                .collect()
+        };
+        let ms = Duration::from_millis;
+        assert_eq!(intervals(text), [Duration::from_micros(200), ms(5)]);
+        let top = format!("spool_commit_interval = 0.01\n{text}");
+        assert_eq!(intervals(&top), [ms(10), ms(5)]);
     }
 }

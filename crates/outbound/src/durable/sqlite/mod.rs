@@ -560,13 +560,15 @@ impl Store for SqliteStore {
     fn submit(&mut self, ops: &[Op]) -> Ticket {
         let done = self.write(ops);
         match (done, &self.syncer) {
-            (Ok(()), Some(syncer)) if !ops.is_empty() && syncer.slow() => Ticket {
-                no: syncer.request(),
-                done: None,
-            },
-            (Ok(()), Some(syncer)) if !ops.is_empty() => Ticket {
-                no: 0,
-                done: Some(syncer.sync_here().map_err(|e| spool_err(&self.db_path, e))),
+            (Ok(()), Some(syncer)) if !ops.is_empty() => match syncer.slow() {
+                true => Ticket {
+                    no: syncer.request(),
+                    done: None,
+                },
+                false => Ticket {
+                    no: 0,
+                    done: Some(syncer.sync_here().map_err(|e| spool_err(&self.db_path, e))),
+                },
             },
             (done, _) => Ticket {
                 no: 0,

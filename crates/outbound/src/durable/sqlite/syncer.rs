@@ -102,10 +102,7 @@ impl Syncer {
     /// thread before are still settled by [`Syncer::wait`] (this fsync covers them too, but
     /// a waiter needs no such shortcut).
     pub(crate) fn sync_here(&self) -> Result<(), String> {
-        let started = Instant::now();
-        let result = self.here.sync_data();
-        note(&self.mean_ns, started.elapsed());
-        result.map_err(|e| format!("fsync of the WAL failed: {e}"))
+        fsync(&self.here, &self.mean_ns)
     }
 
     /// Asks for an fsync of everything written so far; the number to [`Syncer::wait`] for.
@@ -143,6 +140,15 @@ impl Syncer {
     }
 }
 
+/// One fsync of the WAL, timed into the running mean. fdatasync: the WAL's size is data (it
+/// is written back), its times are not.
+fn fsync(file: &File, mean_ns: &AtomicU64) -> Result<(), String> {
+    let started = Instant::now();
+    let result = file.sync_data();
+    note(mean_ns, started.elapsed());
+    result.map_err(|e| format!("fsync of the WAL failed: {e}"))
+}
+
 fn run(file: &File, shared: &Shared, mean_ns: &AtomicU64) {
     loop {
         let target = {
@@ -155,13 +161,10 @@ fn run(file: &File, shared: &Shared, mean_ns: &AtomicU64) {
             }
             st.requested
         };
-        // fdatasync: the WAL's size is data (it is written back), its times are not.
-        let started = Instant::now();
-        let result = file.sync_data();
-        note(mean_ns, started.elapsed());
+        let result = fsync(file, mean_ns);
         let mut st = lock(shared);
-        if let Err(e) = result {
-            st.failed = Some((target, format!("fsync of the WAL failed: {e}")));
+        if let Err(why) = result {
+            st.failed = Some((target, why));
         }
         st.synced = target;
         shared.1.notify_all();
