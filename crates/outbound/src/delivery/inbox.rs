@@ -24,7 +24,10 @@
 //! A [`Waiter`] (`Client::when_spooled`) goes to the writer on a channel of its own, with
 //! the number of messages sent before it ([`SpoolWake::sent`]): the writer answers it after
 //! the commit that holds that many messages. The channel is first-in first-out, so once
-//! the writer has taken that many, it has taken every message sent before the waiter.
+//! the writer has taken that many, it has taken every message sent before the waiter. A
+//! waiter rings only when no commit of messages is scheduled: the writer takes waiters
+//! before each commit and answers them after it, so a scheduled commit answers it (or the
+//! one right after, when more messages were unread than a group holds).
 
 use crate::delivery::command::Command;
 use crate::durable::Op;
@@ -171,14 +174,15 @@ impl SpoolWake {
 
     /// Before sleeping: publishes whether a commit of messages (`committing`) or of progress
     /// alone (`ops_committing`) is scheduled and the group's room, and says whether what is
-    /// unread needs the writer first (then it must not sleep). `pending`: whether the op
-    /// channel holds anything.
+    /// unread needs the writer first (then it must not sleep). `ops` and `waiters`: whether
+    /// the op channel, and the waiter channel, hold anything.
     pub(crate) fn must_drain(
         &self,
         committing: bool,
         ops_committing: bool,
         room: usize,
-        pending: impl Fn() -> bool,
+        ops: impl Fn() -> bool,
+        waiters: impl Fn() -> bool,
     ) -> bool {
         let room = room.max(1) as u64;
         let ops_committing = ops_committing || committing;
@@ -186,7 +190,7 @@ impl SpoolWake {
         self.ops_committing.store(ops_committing, SeqCst);
         self.room.store(room, SeqCst);
         let unread = self.unread.load(SeqCst);
-        unread >= room || (!committing && unread > 0) || (!ops_committing && pending())
+        unread >= room || (!committing && (unread > 0 || waiters())) || (!ops_committing && ops())
     }
 
     fn ring_for_message(&self, unread: u64) -> bool {
@@ -313,12 +317,16 @@ impl SpoolInbox {
     }
 
     /// Calls `callback` after the commit that holds every message sent before this call
-    /// (`false` if the writer is gone or the commit failed). Rings at once.
+    /// (`false` if the writer is gone or the commit failed). Rings only when no commit of
+    /// messages is scheduled: a scheduled one holds (or is followed at once by one that
+    /// holds) every message sent before, and the writer takes waiters before it commits.
     pub(crate) fn when_spooled(&self, callback: Box<dyn FnOnce(bool) + Send>) {
         let waiter = Waiter::new(self.wake.sent.load(SeqCst), callback);
         // A gone writer hands the waiter back; dropping it answers false.
         let _ = self.waiters.send(waiter);
-        ring(&self.bell);
+        if !self.wake.committing.load(SeqCst) {
+            ring(&self.bell);
+        }
     }
 }
 
@@ -375,54 +383,83 @@ mod tests {
         let rung = || mailbox.bell.try_recv().is_ok();
         let op = || Op::Remove { id: "m".into() };
         // Idle, nothing scheduled: the first message rings.
-        assert!(!mailbox.wake.must_drain(false, false, 3, || false));
+        assert!(!mailbox.wake.must_drain(false, false, 3, || false, || false));
         inbox.message(Command::Shutdown);
         assert!(rung(), "no commit scheduled: ring");
         assert!(
-            mailbox.wake.must_drain(false, false, 3, || false),
+            mailbox.wake.must_drain(false, false, 3, || false, || false),
             "and it must not sleep"
         );
         // A commit is scheduled: messages wait for it until the group is full.
-        assert!(!mailbox.wake.must_drain(true, false, 3, || false));
+        assert!(!mailbox.wake.must_drain(true, false, 3, || false, || false));
         inbox.message(Command::Shutdown);
         assert!(!rung(), "2 of 3 while a commit is scheduled: no ring");
         assert!(
-            !mailbox.wake.must_drain(true, false, 3, || true),
+            !mailbox.wake.must_drain(true, false, 3, || true, || false),
             "ops wait for the commit too"
         );
         inbox.message(Command::Shutdown);
         assert!(rung(), "the group is full");
-        assert!(mailbox.wake.must_drain(true, false, 3, || false));
+        assert!(mailbox.wake.must_drain(true, false, 3, || false, || false));
         while mailbox.commands.try_recv().is_ok() {
             mailbox.wake.taken(1);
         }
         // Ops ring only when no commit is scheduled.
-        assert!(!mailbox.wake.must_drain(true, false, 3, || false));
+        assert!(!mailbox.wake.must_drain(true, false, 3, || false, || false));
         ops.send(op());
         assert!(!rung(), "a commit is scheduled: the op goes with it");
         assert!(mailbox
             .wake
-            .must_drain(false, false, 3, || !mailbox.ops.is_empty()));
+            .must_drain(false, false, 3, || !mailbox.ops.is_empty(), || false));
         ops.send(op());
         assert!(rung(), "nothing scheduled: ring");
         while mailbox.ops.try_recv().is_ok() {}
         // Progress alone is scheduled (due later): ops wait for it, a message rings.
-        assert!(!mailbox.wake.must_drain(false, true, 3, || false));
+        assert!(!mailbox.wake.must_drain(false, true, 3, || false, || false));
         ops.send(op());
         assert!(
             !rung(),
             "a progress commit is scheduled: the op goes with it"
         );
         assert!(
-            !mailbox.wake.must_drain(false, true, 3, || true),
+            !mailbox.wake.must_drain(false, true, 3, || true, || false),
             "unread ops wait for it"
         );
         inbox.message(Command::Shutdown);
         assert!(rung(), "a message does not wait for a progress commit");
-        assert!(mailbox.wake.must_drain(false, true, 3, || true));
+        assert!(mailbox.wake.must_drain(false, true, 3, || true, || false));
         // Flush and shutdown ring at once.
-        assert!(!mailbox.wake.must_drain(true, false, 3, || false));
+        assert!(!mailbox.wake.must_drain(true, false, 3, || false, || false));
         inbox.send_now(Command::Flush(None));
         assert!(rung());
+    }
+
+    #[test]
+    fn a_waiter_rings_only_when_no_commit_of_messages_is_scheduled() {
+        let (inbox, _ops, mailbox) = spool_inbox();
+        let rung = || mailbox.bell.try_recv().is_ok();
+        let waiters = || !mailbox.waiters.is_empty();
+        let take = || while mailbox.waiters.try_recv().is_ok() {};
+        // Idle: a waiter may be answerable now (its messages committed), so it rings, and
+        // the writer looking before it sleeps sees it.
+        assert!(!mailbox.wake.must_drain(false, false, 3, || false, waiters));
+        inbox.when_spooled(Box::new(|_| {}));
+        assert!(rung(), "no commit scheduled: ring");
+        assert!(mailbox.wake.must_drain(false, false, 3, || false, waiters));
+        take();
+        // A commit of messages is scheduled: the waiter is taken and answered with it.
+        assert!(!mailbox.wake.must_drain(true, false, 3, || false, waiters));
+        inbox.when_spooled(Box::new(|_| {}));
+        assert!(!rung(), "a commit is scheduled: no ring");
+        assert!(
+            !mailbox.wake.must_drain(true, false, 3, || false, waiters),
+            "it waits for the commit"
+        );
+        take();
+        // Progress alone is scheduled (later): a waiter does not wait for it.
+        assert!(!mailbox.wake.must_drain(false, true, 3, || false, waiters));
+        inbox.when_spooled(Box::new(|_| {}));
+        assert!(rung(), "only progress scheduled: ring");
+        assert!(mailbox.wake.must_drain(false, true, 3, || false, waiters));
     }
 }

@@ -143,9 +143,13 @@ impl Spooler {
             let room = GROUP_MAX.saturating_sub(waiting.len());
             let mailbox = &self.mailbox;
             let scheduled = (commit_at.is_some(), progress_at.is_some());
-            if !mailbox.wake.must_drain(scheduled.0, scheduled.1, room, || {
-                !mailbox.ops.is_empty() || !mailbox.waiters.is_empty()
-            }) {
+            if !mailbox.wake.must_drain(
+                scheduled.0,
+                scheduled.1,
+                room,
+                || !mailbox.ops.is_empty(),
+                || !mailbox.waiters.is_empty(),
+            ) {
                 if self.in_flight.is_some() {
                     // Nothing else to do: the group in flight is settled now rather than
                     // with the next one, so no message waits longer than without pipelining.
