@@ -2,9 +2,10 @@
 # The relay's soak under faults (bench/relay/soak.py), one command from a clean clone:
 #
 #   scripts/relay-soak.sh [--minutes N] [--rate EV/S]
-#                        N minutes (default 30) at RATE events/s (default 50,000, half of the
-#                        ~100,000/s accept rate scripts/relay-bench.sh measured on the shared
-#                        2-core machine) to the release relay: most of it to a source forwarding to a
+#                        N minutes (default 30) at RATE events/s (default: half the accept
+#                        rate of the last scripts/relay-bench.sh run on record,
+#                        bench/results/relay-bench.json; 50,000 without one; RELAY_SOAK_RATE
+#                        overrides) to the release relay: most of it to a source forwarding to a
 #                        faulty Segment-compatible endpoint, 500/s to a source with one signed
 #                        webhook on a faulty receiver (30 % 503, 10 % resets, 5 % stalls past
 #                        the 5 s timeout); RSS printed every minute; at the end every
@@ -17,7 +18,7 @@
 set -euo pipefail
 MODE=full
 MINUTES=30
-RATE="${RELAY_SOAK_RATE:-50000}"
+RATE="${RELAY_SOAK_RATE:-}"
 while [ $# -gt 0 ]; do
   case "$1" in
     --smoke) MODE=smoke ;;
@@ -51,5 +52,17 @@ if [ "$MODE" = smoke ]; then
     --tick 5 --drain 150 </dev/null
 fi
 mkdir -p bench/results
+if [ -z "$RATE" ]; then
+  # The machine the soak runs on is the one the accept rate was measured on only if
+  # relay-bench.sh ran here; say which figure was taken.
+  RATE="$(python3 -c 'import json,sys; print(int(json.load(open(sys.argv[1]))["accept"]["load"]["events_per_s"] // 2))' \
+    bench/results/relay-bench.json 2>/dev/null || true)"
+  if [ -n "$RATE" ]; then
+    echo "--- rate $RATE events/s: half the accept rate in bench/results/relay-bench.json ($(python3 -c 'import json,sys; print(json.load(open(sys.argv[1])).get("started", "?"))' bench/results/relay-bench.json))"
+  else
+    RATE=50000
+    echo "--- rate $RATE events/s (no accept rate on record in bench/results/relay-bench.json)"
+  fi
+fi
 exec python3 bench/relay/soak.py "${ARGS[@]}" --minutes "$MINUTES" --rate "$RATE" \
   --json-out bench/results/relay-soak.json </dev/null

@@ -643,7 +643,8 @@ impl Client {
 
     /// False while the spool cannot be written (a Redis spool's server unreachable, an SQLite
     /// spool's disk failing): messages accepted meanwhile are held and delivered from memory
-    /// only, until a commit succeeds again (see `Config::spool`). True without a spool. A
+    /// only, until a commit succeeds again (see `Config::spool`; after a failed fsync an
+    /// SQLite spool stays failing until the process restarts). True without a spool. A
     /// service that promises "acknowledged = durable" answers 503 while this is false.
     pub fn spool_ok(&self) -> bool {
         let engine = self.engine.load();

@@ -9,6 +9,7 @@ impl SqliteStore {
     /// Errors only when our own file fails (disk full, ...), or the directory cannot be read.
     pub fn adopt(&mut self) -> Result<Adopted, Error> {
         let _gate = fork_gate::hold();
+        self.usable()?;
         let mut out = Adopted::default();
         let entries = fs::read_dir(&self.dir)
             .map_err(|e| spool_err(&self.dir, format!("cannot list the directory: {e}")))?;

@@ -24,6 +24,14 @@
 //! message accepted less than one interval before a power cut can be lost; a process crash
 //! loses nothing committed (the WAL is in the page cache once written).
 //!
+//! An fsync that fails poisons the store: on Linux the pages it should have written may be
+//! dropped while marked clean, and SQLite's recovery stops at the first bad WAL frame, so
+//! no later commit could be called durable, however well its own fsync went. Every later
+//! commit (and adoption) then fails without touching the file, so the spool reports itself
+//! failing (`Client::spool_ok`: the relay answers 503 and `/readyz` is not ready) and
+//! messages go on to delivery from memory; closing leaves the file without a checkpoint,
+//! unlocked for the next process's recovery and adoption.
+//!
 //! # Damage
 //!
 //! A file that cannot be opened as SQLite, fails `PRAGMA quick_check`, or is not a spool of
@@ -196,6 +204,8 @@ pub(crate) struct SqliteStore {
     reported: HashSet<PathBuf>,
     /// The WAL's fsync, on its own thread (`syncer.rs`); `None` once closed or forgotten.
     syncer: Option<syncer::Syncer>,
+    /// Why an fsync of the WAL failed, once one did: see "Durability" above.
+    poisoned: Option<String>,
 }
 
 impl std::fmt::Debug for SqliteStore {
@@ -369,6 +379,7 @@ impl SqliteStore {
             return match SqliteStore::create_db(&db_path) {
                 Ok((conn, syncer)) => Ok(SqliteStore {
                     syncer: Some(syncer),
+                    poisoned: None,
                     conn: Some(conn),
                     lock: Some(lock),
                     dir,
@@ -466,10 +477,38 @@ impl SqliteStore {
     }
 
     /// Everything committed so far is on disk once this returns `Ok` (an fsync of the WAL).
-    fn durable(&self) -> Result<(), Error> {
-        match &self.syncer {
-            Some(syncer) => syncer.sync().map_err(|e| spool_err(&self.db_path, e)),
-            None => Err(spool_err(&self.db_path, "store is closed")),
+    fn durable(&mut self) -> Result<(), Error> {
+        let synced = match &self.syncer {
+            Some(syncer) => syncer.sync(),
+            None => return Err(spool_err(&self.db_path, "store is closed")),
+        };
+        self.fsynced(synced)
+    }
+
+    /// The outcome of an fsync of the WAL. One that failed poisons the store: the frames it
+    /// should have written may be gone from the disk while the page cache reports them
+    /// clean, and SQLite's recovery after a power cut stops at the first bad frame, so no
+    /// later commit, however well fsynced, can be called durable.
+    fn fsynced(&mut self, synced: Result<(), String>) -> Result<(), Error> {
+        if let Err(why) = synced {
+            self.poisoned.get_or_insert(why.clone());
+            return Err(spool_err(&self.db_path, why));
+        }
+        self.usable()
+    }
+
+    /// `Err` once an fsync of the WAL failed: nothing more is written to this file.
+    fn usable(&self) -> Result<(), Error> {
+        match &self.poisoned {
+            None => Ok(()),
+            Some(why) => Err(spool_err(
+                &self.db_path,
+                format!(
+                    "not written since an fsync of the WAL failed ({why}): nothing written \
+                     after it is known to survive a power cut; restart the process to open \
+                     a new spool file (this one is adopted then)"
+                ),
+            )),
         }
     }
 
@@ -503,6 +542,15 @@ impl SqliteStore {
             return Ok(());
         };
         unregister(&self.dir, self.token);
+        if let Err(e) = self.usable() {
+            // No checkpoint: it would copy into the database file WAL frames that may have
+            // been lost from the disk, read back as whatever it holds. The file is left
+            // (unlocked) to recovery: the next process to open it adopts what survived.
+            std::mem::forget(conn);
+            self.syncer = None;
+            self.lock = None;
+            return Err(e);
+        }
         let empty = conn.query_row("SELECT NOT EXISTS (SELECT 1 FROM messages)", [], |r| {
             r.get::<_, bool>(0)
         });
@@ -558,31 +606,40 @@ impl Store for SqliteStore {
     /// The transaction, then the fsync: asked of the syncer's thread when this disk's fsyncs
     /// are slow (settled when it ended), else made here (`syncer.rs`).
     fn submit(&mut self, ops: &[Op]) -> Ticket {
-        let done = self.write(ops);
-        match (done, &self.syncer) {
+        let done = self.usable().and_then(|()| self.write(ops));
+        let synced = match (done, &self.syncer) {
             (Ok(()), Some(syncer)) if !ops.is_empty() => match syncer.slow() {
-                true => Ticket {
-                    no: syncer.request(),
-                    done: None,
-                },
-                false => Ticket {
+                true => {
+                    return Ticket {
+                        no: syncer.request(),
+                        done: None,
+                    }
+                }
+                false => syncer.sync_here(),
+            },
+            (done, _) => {
+                return Ticket {
                     no: 0,
-                    done: Some(syncer.sync_here().map_err(|e| spool_err(&self.db_path, e))),
-                },
-            },
-            (done, _) => Ticket {
-                no: 0,
-                done: Some(done),
-            },
+                    done: Some(done),
+                }
+            }
+        };
+        Ticket {
+            no: 0,
+            done: Some(self.fsynced(synced)),
         }
     }
 
+    /// A commit left to the thread is settled by its fsync, and (`fsynced`) by no earlier
+    /// one having failed: groups are settled in order, but a later group's transaction may
+    /// be written before an earlier group's fsync fails.
     fn settle(&mut self, ticket: Ticket) -> Result<(), Error> {
         match (ticket.done, &self.syncer) {
             (Some(done), _) => done,
-            (None, Some(syncer)) => syncer
-                .wait(ticket.no)
-                .map_err(|e| spool_err(&self.db_path, e)),
+            (None, Some(syncer)) => {
+                let synced = syncer.wait(ticket.no);
+                self.fsynced(synced)
+            }
             (None, None) => Err(spool_err(&self.db_path, "store is closed")),
         }
     }

@@ -98,6 +98,12 @@ impl Syncer {
         self.mean_ns.store(if slow { ns * 100 } else { 0 }, Relaxed);
     }
 
+    /// Puts `file` where fsyncs in place go (a test's failing descriptor); returns the old one.
+    #[cfg(test)]
+    pub(crate) fn swap_here(&mut self, file: File) -> File {
+        std::mem::replace(&mut self.here, file)
+    }
+
     /// Fsyncs everything written so far on the calling thread. Commits requested of the
     /// thread before are still settled by [`Syncer::wait`] (this fsync covers them too, but
     /// a waiter needs no such shortcut).
