@@ -227,6 +227,21 @@ fn commits_wait_for_the_fsync_of_the_wal_sqlite_keeps_writing() {
     store.close().unwrap();
 }
 
+/// This test binary again, running only the ignored test `test` (a child process's part of
+/// a test), with `var` set to `value`.
+fn child_test(test: &str, var: &str, value: impl AsRef<std::ffi::OsStr>) -> Command {
+    let mut cmd = Command::new(std::env::current_exe().unwrap());
+    cmd.args([
+        &format!("durable::sqlite::tests::{test}"),
+        "--exact",
+        "--ignored",
+        "--nocapture",
+        "--test-threads=1",
+    ])
+    .env(var, value);
+    cmd
+}
+
 /// A failed fsync of the WAL poisons the store: no later commit is durable (SQLite's
 /// recovery would stop at the frames that fsync lost), so every later one fails, on either
 /// path and even when its own fsync succeeds, nothing more is written, and closing leaves
@@ -236,15 +251,7 @@ fn commits_wait_for_the_fsync_of_the_wal_sqlite_keeps_writing() {
 #[test]
 fn a_failed_fsync_poisons_the_store_and_its_file_is_left_to_adoption() {
     let dir = TempDir::new("poisoned");
-    let out = Command::new(std::env::current_exe().unwrap())
-        .args([
-            "durable::sqlite::tests::poisoned_child",
-            "--exact",
-            "--ignored",
-            "--nocapture",
-            "--test-threads=1",
-        ])
-        .env(POISONED_ENV, &*dir)
+    let out = child_test("poisoned_child", POISONED_ENV, &*dir.0)
         .output()
         .unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
@@ -565,19 +572,15 @@ struct ChildSpool {
 
 impl ChildSpool {
     fn start(dir: &Path, count: usize) -> ChildSpool {
-        let mut child = Command::new(std::env::current_exe().unwrap())
-            .args([
-                "durable::sqlite::tests::spool_child",
-                "--exact",
-                "--ignored",
-                "--nocapture",
-                "--test-threads=1",
-            ])
-            .env(CHILD_ENV, format!("{}|{count}", dir.display()))
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
+        let mut child = child_test(
+            "spool_child",
+            CHILD_ENV,
+            format!("{}|{count}", dir.display()),
+        )
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
         let stdout = BufReader::new(child.stdout.take().unwrap());
         for line in stdout.lines() {
             // libtest writes the test's name on the same line first.
@@ -705,15 +708,7 @@ fn fork_child() {
 #[test]
 fn forked_child_takes_its_own_file_and_leaves_the_parents() {
     let dir = TempDir::new("fork");
-    let run = Command::new(std::env::current_exe().unwrap())
-        .args([
-            "durable::sqlite::tests::fork_child",
-            "--exact",
-            "--ignored",
-            "--nocapture",
-            "--test-threads=1",
-        ])
-        .env(FORK_ENV, &*dir.0)
+    let run = child_test("fork_child", FORK_ENV, &*dir.0)
         .output()
         .unwrap();
     assert!(
