@@ -630,12 +630,12 @@ impl Store for SqliteStore {
         }
     }
 
-    /// A commit left to the thread is settled by its fsync, and (`fsynced`) by no earlier
-    /// one having failed: groups are settled in order, but a later group's transaction may
-    /// be written before an earlier group's fsync fails.
+    /// A commit is settled by its fsync and by no fsync having failed meanwhile: groups are
+    /// settled in order, but a later group's transaction (and, in place, its fsync) may be
+    /// made before an earlier group's fsync on the thread fails.
     fn settle(&mut self, ticket: Ticket) -> Result<(), Error> {
         match (ticket.done, &self.syncer) {
-            (Some(done), _) => done,
+            (Some(done), _) => done.and_then(|()| self.usable()),
             (None, Some(syncer)) => {
                 let synced = syncer.wait(ticket.no);
                 self.fsynced(synced)
