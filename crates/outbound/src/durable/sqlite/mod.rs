@@ -607,23 +607,23 @@ impl Store for SqliteStore {
     /// are slow (settled when it ended), else made here (`syncer.rs`).
     fn submit(&mut self, ops: &[Op]) -> Ticket {
         let done = self.usable().and_then(|()| self.write(ops));
-        let synced = match (done, &self.syncer) {
-            (Ok(()), Some(syncer)) if !ops.is_empty() => match syncer.slow() {
-                true => {
-                    return Ticket {
-                        no: syncer.request(),
-                        done: None,
-                    }
-                }
-                false => syncer.sync_here(),
-            },
-            (done, _) => {
-                return Ticket {
-                    no: 0,
-                    done: Some(done),
-                }
-            }
+        let syncer = self
+            .syncer
+            .as_ref()
+            .filter(|_| done.is_ok() && !ops.is_empty());
+        let Some(syncer) = syncer else {
+            return Ticket {
+                no: 0,
+                done: Some(done),
+            };
         };
+        if syncer.slow() {
+            return Ticket {
+                no: syncer.request(),
+                done: None,
+            };
+        }
+        let synced = syncer.sync_here();
         Ticket {
             no: 0,
             done: Some(self.fsynced(synced)),

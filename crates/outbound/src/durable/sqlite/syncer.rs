@@ -187,6 +187,13 @@ impl Drop for Syncer {
     }
 }
 
+/// A descriptor whose fsync fails (EINVAL: a socket), as a failing disk's would (EIO).
+#[cfg(test)]
+pub(crate) fn unsyncable() -> File {
+    let (socket, _) = std::os::unix::net::UnixStream::pair().unwrap();
+    File::from(std::os::fd::OwnedFd::from(socket))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -230,36 +237,23 @@ mod tests {
         std::fs::remove_file(&path).unwrap();
     }
 
-    /// A pipe's two ends: fsync of a pipe fails (EINVAL), as a failing disk's would.
-    fn pipe() -> (File, File) {
-        use std::os::fd::FromRawFd;
-        let mut fds = [0; 2];
-        // SAFETY: pipe fills the two descriptors, which the Files below own.
-        assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0);
-        // SAFETY: fresh descriptors from pipe, owned once each.
-        unsafe { (File::from_raw_fd(fds[0]), File::from_raw_fd(fds[1])) }
-    }
-
     #[test]
     fn a_failed_fsync_in_place_is_an_error() {
-        let (r, w) = pipe();
-        let syncer = Syncer::start(w).unwrap();
+        let syncer = Syncer::start(unsyncable()).unwrap();
         let err = syncer.sync_here().unwrap_err();
         assert!(err.starts_with("fsync of the WAL failed"), "{err}");
-        drop((syncer, r));
     }
 
     #[test]
     fn a_failed_fsync_fails_the_commits_it_covers_and_not_later_ones() {
-        // fsync of a pipe fails (EINVAL): the commit it covers must not count as durable.
-        let (r, w) = pipe();
-        let syncer = Syncer::start(w).unwrap();
+        // The commit a failed fsync covers must not count as durable.
+        let syncer = Syncer::start(unsyncable()).unwrap();
         let no = syncer.request();
         let err = syncer.wait(no).unwrap_err();
         assert!(err.starts_with("fsync of the WAL failed"), "{err}");
-        // Still failing for the next commit: every fsync of a pipe fails.
+        // Still failing for the next commit: every fsync of a socket fails.
         assert!(syncer.sync().is_err());
-        drop((syncer, r));
+        drop(syncer);
 
         // A success after a failure covers only the commits it began after.
         let path = std::env::temp_dir().join(format!("outbound-syncer-ok-{}", std::process::id()));
