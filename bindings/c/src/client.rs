@@ -127,10 +127,11 @@ unsafe fn enqueue<O: WriteJson<Error = outbound::Error>>(
             .map_or(OUTBOUND_ID_BUFFER_LEN - 1, String::len);
         // SAFETY: the caller's contract for the buffer.
         unsafe { check_fits(id_len_needed, id_buf, id_len, id_written, "id_buf") }?;
-        let id = client.enqueue_with(&msg)?;
         // SAFETY: as above. The id fits unless the core generated a longer one than a UUID,
         // which would be reported as INSUFFICIENT_SIZE after all.
-        unsafe { write_text(&id, id_buf, id_len, id_written, "id_buf") }
+        client.enqueue_then(&msg, |id| unsafe {
+            write_text(id, id_buf, id_len, id_written, "id_buf")
+        })?
     })())
 }
 

@@ -256,6 +256,17 @@ impl Client {
     /// ([`WriteJson`]): they are written straight into the bodies, with no intermediate
     /// JSON value. Errors are the walker's own type, which carries this crate's.
     pub fn enqueue_with<O: WriteJson>(&self, msg: &Message<O>) -> Result<String, O::Error> {
+        self.enqueue_then(msg, str::to_owned)
+    }
+
+    /// [`enqueue_with`](Self::enqueue_with) that lends the id to `with_id` (called once, on
+    /// success, before the call returns) instead of returning a `String`: a binding that
+    /// copies the id into its caller's buffer allocates nothing for it.
+    pub fn enqueue_then<O: WriteJson, R>(
+        &self,
+        msg: &Message<O>,
+        with_id: impl FnOnce(&str) -> R,
+    ) -> Result<R, O::Error> {
         let engine = self.engine.load();
         let shared = &*engine.shared;
         shared.calls.fetch_add(1, SeqCst);
@@ -265,9 +276,9 @@ impl Client {
         }
         let item = self.encode(msg)?;
         self.admit(shared, std::slice::from_ref(&item))?;
-        let id = item.id.to_string();
+        let answer = with_id(item.id());
         engine.tx.message(item, self.config.flush_interval);
-        Ok(id)
+        Ok(answer)
     }
 
     /// Enqueues `msgs` as one: each is validated and encoded on its own (its answer is its
@@ -306,7 +317,7 @@ impl Client {
             .map(|msg| {
                 let item = self.encode(msg?.borrow())?;
                 // Shared with the queued message: no copy per message of a batch.
-                let id = item.id.clone();
+                let id: Arc<str> = item.id().into();
                 items.push(item);
                 Ok(id)
             })
@@ -369,7 +380,7 @@ impl Client {
                 _ => format!("queue full ({})", self.config.max_queue_size),
             };
             match items {
-                [one] => format!("{what}: dropped message {}", one.id),
+                [one] => format!("{what}: dropped message {}", one.id()),
                 _ => format!("{what}: dropped {n} messages"),
             }
         });
@@ -409,14 +420,15 @@ impl Client {
     fn encode<O: WriteJson>(&self, msg: &Message<O>) -> Result<Item, O::Error> {
         let hooks_on = !self.config.webhooks.is_empty();
         validate::validate(msg, hooks_on)?;
-        let id: Arc<str> = match &msg.message_id {
+        let mut made = [0u8; 36];
+        let id: &str = match &msg.message_id {
             Some(id) => {
                 if hooks_on && self.config.signature_scheme == SignatureScheme::StandardWebhooks {
                     webhook::check_standard_id(id)?;
                 }
-                id.as_str().into()
+                id
             }
-            None => crate::wire::message_id::new_v4(&mut [0u8; 36]).into(),
+            None => crate::wire::message_id::new_v4(&mut made),
         };
         let mut ts = [0u8; timestamp::LEN];
         timestamp::write(msg.timestamp.unwrap_or_else(timestamp::now), &mut ts)?;
@@ -441,9 +453,9 @@ impl Client {
                 let out = &mut scratch.body;
                 out.clear();
                 out.reserve(parts.len() + 200);
-                id_at = webhook::encode(msg, &parts, &id, &ts, out);
+                id_at = webhook::encode(msg, &parts, id, &ts, out);
                 check(out.len())?;
-                Some(Arc::<[u8]>::from(&out[..]))
+                Some(scratch.body_bytes())
             }
             false => None,
         };
@@ -457,7 +469,7 @@ impl Client {
             (true, Some(element)) => {
                 debug_assert_eq!(element.to_vec(), {
                     let mut own = Vec::new();
-                    ingestion::encode(msg, &parts, &id, &ts, &mut own);
+                    ingestion::encode(msg, &parts, id, &ts, &mut own);
                     own
                 });
                 Some(element)
@@ -466,21 +478,22 @@ impl Client {
                 let out = &mut scratch.body;
                 out.clear();
                 out.reserve(parts.len() + 200);
-                id_at = ingestion::encode(msg, &parts, &id, &ts, out);
+                id_at = ingestion::encode(msg, &parts, id, &ts, out);
                 check(out.len())?;
-                Some(Element::own(Arc::from(&out[..])))
+                Some(Element::own(scratch.body_bytes()))
             }
             (false, _) => None,
         };
         scratch.objects = parts.into_buf();
         scratch.keep();
-        // The scheduler finds the id in the bytes only where they hold it unescaped.
+        // The id is kept in the bytes only where they hold it unescaped: the ingestion
+        // element's, or the webhook body when there is none.
         let id_at = id_at
-            .filter(|_| canonical_json::is_plain(&id))
+            .filter(|_| canonical_json::is_plain(id))
             .and_then(|at| u16::try_from(at).ok());
+        let body = ingest.as_ref().map(Element::bytes).or(hook.as_ref());
         Ok(Item {
-            id,
-            id_at,
+            id: Item::id_of(id, body, id_at),
             ingest,
             hook,
             accepted: Instant::now(),

@@ -2,28 +2,91 @@
 //! the spool, flush and shutdown.
 
 use crate::wire::ingestion::Element;
+use crate::wire::message_id::MsgId;
+use crate::wire::Body;
 use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 use std::time::Instant;
 
 /// One accepted message, already in the bytes of each destination it goes to.
 pub(crate) struct Item {
-    pub id: Arc<str>,
-    /// Where `id` stands as it is (no escapes) in `ingest`, or in `hook` when there is no
-    /// `ingest`: the scheduler keeps the id there rather than in an allocation of its own.
-    pub id_at: Option<u16>,
+    pub id: ItemId,
     pub ingest: Option<Element>,
-    pub hook: Option<Arc<[u8]>>,
+    pub hook: Option<Body>,
     /// When the call accepted it: its batch's `flush_interval` counts from here, however
     /// late the scheduler reads it.
     pub accepted: Instant,
 }
 
+/// Where an accepted message's id is.
+pub(crate) enum ItemId {
+    /// In its body, as it is, at (start, length): the ingestion element's bytes, or the
+    /// webhook body when there is no element. Every id we make is: a call allocates
+    /// nothing for it, and the scheduler reads it from there.
+    At(u16, u16),
+    Own(Arc<str>),
+}
+
+impl Item {
+    /// What `ItemId::At` is read from.
+    fn body(&self) -> Option<&Body> {
+        self.ingest
+            .as_ref()
+            .map(Element::bytes)
+            .or(self.hook.as_ref())
+    }
+
+    /// The id kept where `body` holds it as it is at `at` (checked), in an allocation of
+    /// its own otherwise.
+    pub(crate) fn id_of(id: &str, body: Option<&Body>, at: Option<u16>) -> ItemId {
+        match (body, at, u16::try_from(id.len())) {
+            (Some(body), Some(at), Ok(len))
+                if body.get(usize::from(at)..usize::from(at) + id.len()) == Some(id.as_bytes()) =>
+            {
+                ItemId::At(at, len)
+            }
+            _ => ItemId::Own(id.into()),
+        }
+    }
+
+    pub(crate) fn id(&self) -> &str {
+        match (&self.id, self.body()) {
+            (ItemId::At(at, len), Some(body)) => {
+                let at = usize::from(*at);
+                std::str::from_utf8(&body[at..at + usize::from(*len)]).unwrap_or("")
+            }
+            (ItemId::Own(id), _) => id,
+            (ItemId::At(..), None) => "",
+        }
+    }
+
+    /// The id as the scheduler keeps it until the outcome.
+    pub(crate) fn msg_id(&self) -> MsgId {
+        match (&self.id, self.body()) {
+            (ItemId::At(at, len), Some(body)) => MsgId::In(body.clone(), *at, *len),
+            (ItemId::Own(id), _) => MsgId::Own(id.clone()),
+            (ItemId::At(..), None) => MsgId::Own(Arc::from("")),
+        }
+    }
+
+    /// The id in an allocation of its own, which the item shares from now on: for a
+    /// holder that keeps it as long as the message (the spool).
+    pub(crate) fn share_id(&mut self) -> Arc<str> {
+        if let ItemId::At(..) = self.id {
+            self.id = ItemId::Own(self.id().into());
+        }
+        match &self.id {
+            ItemId::Own(id) => id.clone(),
+            ItemId::At(..) => unreachable!("made Own above"),
+        }
+    }
+}
+
 /// A message taken over from the spool: what is left of it to deliver.
 pub(crate) struct Resumed {
     pub id: Arc<str>,
-    pub ingest: Option<Arc<[u8]>>,
-    pub hook: Option<Arc<[u8]>>,
+    pub ingest: Option<Body>,
+    pub hook: Option<Body>,
     /// Webhook URLs still worth trying.
     pub hook_mask: u8,
     /// Its first attempt, in an earlier life: the retry window goes on from there.

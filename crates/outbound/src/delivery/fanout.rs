@@ -6,11 +6,11 @@
 use crate::http::transport::Attempt;
 use crate::model::outcome::Reason;
 use crate::model::retry::RetryPolicy;
-use std::sync::Arc;
+use crate::wire::Body;
 use std::time::{Duration, Instant};
 
 pub(crate) struct Round {
-    pub body: Arc<[u8]>,
+    pub body: Body,
     /// When the first round started: the retry window opens then.
     pub first: Option<Instant>,
     pub attempts: u32,
@@ -43,7 +43,7 @@ pub(crate) enum Settled {
 
 impl Round {
     /// A message to send to the URLs of `mask`.
-    pub(crate) fn new(body: Arc<[u8]>, mask: u8, first: Option<Instant>) -> Round {
+    pub(crate) fn new(body: Body, mask: u8, first: Option<Instant>) -> Round {
         Round {
             body,
             first,
@@ -168,7 +168,7 @@ mod tests {
     fn one_success_delivers_and_ends_the_round() {
         let p = RetryPolicy::default();
         let now = Instant::now();
-        let mut r = Round::new(Arc::from(&b"{}"[..]), 0b111, None);
+        let mut r = Round::new(Body::from_static(b"{}"), 0b111, None);
         assert_eq!(r.start(now), 0b111);
         assert_eq!(r.record(0, retryable(), now, &p), Settled::Pending);
         assert_eq!(r.record(1, Attempt::Success, now, &p), Settled::Delivered);
@@ -178,7 +178,7 @@ mod tests {
     fn only_retryable_urls_get_the_next_round() {
         let p = RetryPolicy::default();
         let now = Instant::now();
-        let mut r = Round::new(Arc::from(&b"{}"[..]), 0b11, None);
+        let mut r = Round::new(Body::from_static(b"{}"), 0b11, None);
         r.start(now);
         assert_eq!(r.record(0, permanent(404), now, &p), Settled::Pending);
         assert!(matches!(
@@ -200,7 +200,7 @@ mod tests {
             ..Default::default()
         };
         let t = Instant::now();
-        let mut r = Round::new(Arc::from(&b"{}"[..]), 0b1, None);
+        let mut r = Round::new(Body::from_static(b"{}"), 0b1, None);
         r.start(t);
         let later = t + Duration::from_secs(2);
         assert!(r.expired(later, &p));
@@ -214,7 +214,7 @@ mod tests {
     fn a_late_result_for_a_url_not_in_the_round_is_ignored() {
         let p = RetryPolicy::default();
         let now = Instant::now();
-        let mut r = Round::new(Arc::from(&b"{}"[..]), 0b01, None);
+        let mut r = Round::new(Body::from_static(b"{}"), 0b01, None);
         r.start(now);
         assert_eq!(r.record(1, Attempt::Success, now, &p), Settled::Pending);
         assert!(r.wants(0));

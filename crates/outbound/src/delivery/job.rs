@@ -3,7 +3,7 @@
 
 use crate::wire::ingestion::Element;
 use crate::wire::message_id::MsgId;
-use std::sync::Arc;
+use crate::wire::Body;
 use std::time::Instant;
 
 /// Ingestion messages sent together: (message seq, bytes).
@@ -21,7 +21,7 @@ pub(crate) enum Job {
         seq: u64,
         /// The message id (Standard Webhooks sends and signs it), usually inside `body`.
         id: MsgId,
-        body: Arc<[u8]>,
+        body: Body,
         /// Part of the message's first round: sent even when another URL has delivered the
         /// message meanwhile (every URL gets each message once; only retries stop).
         first: bool,

@@ -166,10 +166,10 @@ impl Spooler {
             let mut taken = 0;
             while waiting.len() < GROUP_MAX {
                 match self.mailbox.commands.try_recv() {
-                    Ok(Command::Message(item)) => {
+                    Ok(Command::Message(mut item)) => {
                         taken += 1;
                         self.taken += 1;
-                        if let Some(record) = self.record(&item) {
+                        if let Some(record) = self.record(&mut item) {
                             writes.push(Op::Put(record));
                         }
                         // Even a message with nowhere to go waits for the commit: order is
@@ -226,12 +226,13 @@ impl Spooler {
 
     /// What the store keeps of `item`; `None` for a message with nowhere to go (the
     /// scheduler ends it at once).
-    fn record(&self, item: &Item) -> Option<Record> {
+    fn record(&self, item: &mut Item) -> Option<Record> {
         if item.ingest.is_none() && item.hook.is_none() {
             return None;
         }
         Some(Record {
-            id: item.id.clone(),
+            // Shared with the scheduler's record of it: the spool's ops need it as an `Arc`.
+            id: item.share_id(),
             accepted_ms: wall_ms(item.accepted),
             first_ms: None,
             ingest: item.ingest.as_ref().map(Element::to_arc),

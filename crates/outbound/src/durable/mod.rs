@@ -19,6 +19,7 @@
 //! `settle`.
 
 use crate::error::Error;
+use crate::wire::Body;
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -102,9 +103,9 @@ pub(crate) struct Record {
     pub first_ms: Option<i64>,
     /// Ingestion bytes still to deliver; `None` when delivered or not needed. Shared with
     /// the message in memory, not copied.
-    pub ingest: Option<Arc<[u8]>>,
+    pub ingest: Option<Body>,
     /// Webhook body still to deliver; `None` when done or not needed.
-    pub hook: Option<Arc<[u8]>>,
+    pub hook: Option<Body>,
     /// Bit `i`: webhook URL `i` is still worth trying.
     pub hook_mask: u8,
     /// Hash of the webhook URL list `hook_mask` refers to; under another list the mask means

@@ -4,9 +4,9 @@ use crate::model::config::Config;
 use crate::model::message::{Kind, Message};
 use crate::model::timestamp;
 use crate::wire::encode::{Obj, Parts};
+use crate::wire::Body;
 use base64::Engine as _;
 use std::io::Write;
-use std::sync::Arc;
 use ureq::http::{HeaderName, HeaderValue};
 
 /// A batch body never exceeds this many bytes (before gzip).
@@ -68,7 +68,7 @@ pub(crate) fn encode<O>(
 /// ids, the call's fields, context, integrations).
 #[derive(Clone)]
 pub(crate) struct Element {
-    bytes: Arc<[u8]>,
+    bytes: Body,
     /// 0: `bytes` is the element. Otherwise `bytes` is the webhook body and this is where
     /// its `,"messageId":` starts.
     id_key: u16,
@@ -85,7 +85,7 @@ const HOOK_TAIL: usize = TS_KEY.len() + timestamp::LEN + 3;
 
 impl Element {
     /// An element in bytes of its own.
-    pub(crate) fn own(bytes: Arc<[u8]>) -> Element {
+    pub(crate) fn own(bytes: Body) -> Element {
         Element {
             bytes,
             id_key: 0,
@@ -95,7 +95,7 @@ impl Element {
 
     /// The element of the message whose webhook body is `hook`, when it can be read from
     /// it (see the type); `id_at` is where the id's text starts in `hook`.
-    pub(crate) fn in_hook<O>(msg: &Message<O>, hook: &Arc<[u8]>, id_at: usize) -> Option<Element> {
+    pub(crate) fn in_hook<O>(msg: &Message<O>, hook: &Body, id_at: usize) -> Option<Element> {
         let same = match msg.kind {
             Kind::Track | Kind::Page | Kind::Identify | Kind::Group => true,
             Kind::Screen => msg.properties.is_some(),
@@ -110,7 +110,7 @@ impl Element {
     }
 
     /// The bytes the element is read from (its own, or the webhook body).
-    pub(crate) fn bytes(&self) -> &Arc<[u8]> {
+    pub(crate) fn bytes(&self) -> &Body {
         &self.bytes
     }
 
@@ -184,11 +184,11 @@ impl Element {
 
     /// The element's bytes in an allocation of their own: shared when the element has
     /// them already, built from the webhook body otherwise.
-    pub(crate) fn to_arc(&self) -> Arc<[u8]> {
+    pub(crate) fn to_arc(&self) -> Body {
         if self.id_key == 0 {
             return self.bytes.clone();
         }
-        Arc::from(self.to_vec())
+        Body::from(self.to_vec())
     }
 }
 
@@ -310,7 +310,7 @@ mod tests {
                 let parts = Parts::write(msg).unwrap();
                 let mut hook = Vec::new();
                 let at = crate::wire::webhook::encode(msg, &parts, id, ts, &mut hook).unwrap();
-                let hook: Arc<[u8]> = hook.into();
+                let hook: Body = hook.into();
                 let element = Element::in_hook(msg, &hook, at).expect("readable");
                 let mut own = Vec::new();
                 encode(msg, &parts, id, ts, &mut own);

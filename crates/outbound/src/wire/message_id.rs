@@ -7,6 +7,7 @@
 //!
 //! Also `MsgId`: how an accepted message's id is kept, without an allocation of its own.
 
+use crate::wire::Body;
 use std::cell::RefCell;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Once};
@@ -16,7 +17,7 @@ use std::sync::{Arc, Once};
 #[derive(Clone, Debug)]
 pub(crate) enum MsgId {
     /// The body, and where the id's text stands in it (start, length).
-    In(Arc<[u8]>, u16, u16),
+    In(Body, u16, u16),
     Own(Arc<str>),
 }
 

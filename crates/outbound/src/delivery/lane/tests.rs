@@ -4,6 +4,7 @@ use super::*;
 use crate::delivery::job::Batch;
 use crate::wire::ingestion::{Element, MAX_BATCH_BYTES};
 use crate::wire::message_id::MsgId;
+use crate::wire::Body;
 
 fn lane(cap: usize) -> (Lane, Receiver<Report>) {
     lane_in(cap, Budget::process())
@@ -40,7 +41,7 @@ fn hook(seq: u64) -> Job {
     Job::Hook {
         seq,
         id: MsgId::Own(Arc::from("m")),
-        body: Arc::from(&b"{}"[..]),
+        body: Body::from_static(b"{}"),
         first: true,
     }
 }
@@ -209,7 +210,7 @@ fn burst(l: &mut Lane, at: Instant) -> usize {
 
 fn batch(seq: u64) -> Job {
     Job::Batch(Batch {
-        msgs: vec![(seq, Element::own(Arc::from(&b"{}"[..])))],
+        msgs: vec![(seq, Element::own(Body::from_static(b"{}")))],
         first: None,
         attempts: 0,
     })
@@ -224,7 +225,7 @@ fn carried(job: &Job) -> usize {
 
 fn sized_batch(seq: u64, bytes: usize, attempts: u32) -> Job {
     Job::Batch(Batch {
-        msgs: vec![(seq, Element::own(Arc::from(vec![b'1'; bytes])))],
+        msgs: vec![(seq, Element::own(Body::from(vec![b'1'; bytes])))],
         first: None,
         attempts,
     })

@@ -1,8 +1,8 @@
 //! Messages coming in: accepted by a call, or resumed from the spool.
 
-use super::track::{lone_id, MsgId, Track};
+use super::track::{MsgId, Track};
 use super::Scheduler;
-use crate::delivery::command::{Item, Resumed};
+use crate::delivery::command::{Item, ItemId, Resumed};
 use crate::delivery::fanout::Round;
 use crate::delivery::job::Batch;
 use crate::durable::Op;
@@ -23,7 +23,7 @@ impl Scheduler {
         if !self.send {
             return self.report(
                 Some(seq),
-                &MsgId::Own(item.id.clone()),
+                &item.msg_id(),
                 OutcomeKind::Dropped,
                 Some(Reason::SendDisabled),
                 "send is disabled".into(),
@@ -33,7 +33,7 @@ impl Scheduler {
         if remaining == 0 {
             return self.report(
                 Some(seq),
-                &MsgId::Own(item.id.clone()),
+                &item.msg_id(),
                 OutcomeKind::Dropped,
                 Some(Reason::Filtered),
                 "integrations exclude every destination of this client".into(),
@@ -41,20 +41,20 @@ impl Scheduler {
         }
         let has_hook = item.hook.is_some();
         let now = Instant::now();
-        if let (Some(bytes), None, None) = (&item.ingest, &item.hook, &self.spool) {
-            if lone_id(bytes).is_some_and(|id| id.as_str() == &*item.id) {
+        if let (Some(bytes), None, None, ItemId::At(at, len)) =
+            (&item.ingest, &item.hook, &self.spool, &item.id)
+        {
+            if bytes.id_span() == Some((*at, *len)) {
                 // A lone message: its batch entry is all the scheduler keeps of it.
-                let closed: Vec<Batch> = self
-                    .batcher
-                    .add(seq, bytes.clone(), item.accepted)
-                    .collect();
+                let bytes = item.ingest.expect("matched above");
+                let closed: Vec<Batch> = self.batcher.add(seq, bytes, item.accepted).collect();
                 for batch in closed {
                     self.queue_batch(batch, now);
                 }
                 return;
             }
         }
-        let id = MsgId::of(&item, self.spool.is_some());
+        let id = item.msg_id();
         let round = item.hook.map(|body| Round::new(body, self.hook_mask, None));
         self.tracks
             .insert(seq, Track::new(id, remaining, round, None));

@@ -82,7 +82,7 @@ impl Scheduler {
                 }
                 self.report(
                     None,
-                    &MsgId::Own(item.id.clone()),
+                    &item.msg_id(),
                     OutcomeKind::Dropped,
                     Some(Reason::Closed),
                     "client closed before delivery".into(),

@@ -1,34 +1,12 @@
 //! What the scheduler keeps of a message until its outcome: its id (read from its own
 //! bytes when they hold it) and, for messages that need one, a `Track`.
 
-use crate::delivery::command::Item;
 use crate::delivery::fanout::Round;
 use crate::model::outcome::Reason;
 use crate::wire::ingestion::Element;
 pub(crate) use crate::wire::message_id::MsgId;
 use std::sync::Arc;
 use std::time::Instant;
-
-impl MsgId {
-    /// `spooled`: the spool holds `item.id` until the outcome anyway, so sharing it costs
-    /// nothing, and each op for the message (`Remove` at least) needs it as an `Arc`.
-    pub(super) fn of(item: &Item, spooled: bool) -> MsgId {
-        if spooled {
-            return MsgId::Own(item.id.clone());
-        }
-        let body = item
-            .ingest
-            .as_ref()
-            .map(Element::bytes)
-            .or(item.hook.as_ref());
-        match (body, item.id_at) {
-            (Some(body), Some(at)) if item.id.len() <= usize::from(u16::MAX) => {
-                MsgId::In(body.clone(), at, item.id.len() as u16)
-            }
-            _ => MsgId::Own(item.id.clone()),
-        }
-    }
-}
 
 /// A lone message's id, read from its ingestion bytes: a message is lone only when this
 /// reads back its id (see [`Scheduler::accept`]).
@@ -121,16 +99,18 @@ impl Track {
 
 // A `Track` lives for every queued message, a `More` for each with webhooks: keep them
 // small.
-const _: () = assert!(std::mem::size_of::<Track>() <= 40);
-const _: () = assert!(std::mem::size_of::<More>() <= 72);
+const _: () = assert!(std::mem::size_of::<Track>() <= 56);
+const _: () = assert!(std::mem::size_of::<More>() <= 88);
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::delivery::command::{Item, ItemId};
+    use crate::wire::Body;
 
     #[test]
     fn a_lone_message_id_reads_back_from_its_ingestion_bytes() {
-        let el = |b: &[u8]| Element::own(Arc::from(b));
+        let el = |b: &[u8]| Element::own(Body::copy_from_slice(b));
         let id = lone_id(&el(
             br#"{"type":"track","messageId":"m-1","timestamp":"t"}"#,
         ));
@@ -145,39 +125,50 @@ mod tests {
 
     #[test]
     fn an_id_kept_in_the_body_reads_back_as_given() {
-        let body: Arc<[u8]> = Arc::from(&br#"{"type":"track","messageId":"m-1","x":1}"#[..]);
-        let item = |id: &str, id_at| Item {
-            id: id.into(),
-            id_at,
-            ingest: Some(Element::own(body.clone())),
-            hook: None,
-            accepted: Instant::now(),
+        let item = |id: &str, at| {
+            let body = Body::from_static(br#"{"type":"track","messageId":"m-1","x":1}"#);
+            Item {
+                id: Item::id_of(id, Some(&body), at),
+                ingest: Some(Element::own(body)),
+                hook: None,
+                accepted: Instant::now(),
+            }
         };
-        let kept = MsgId::of(&item("m-1", Some(29)), false);
+        let kept = item("m-1", Some(29));
+        assert!(matches!(kept.id, ItemId::At(29, 3)));
+        assert_eq!(kept.id(), "m-1");
+        let kept = kept.msg_id();
         assert!(matches!(kept, MsgId::In(..)));
         assert_eq!(kept.as_str(), "m-1");
         assert_eq!(&*kept.to_arc(), "m-1");
-        let own = MsgId::of(&item("q\"", None), false);
-        assert!(matches!(own, MsgId::Own(_)));
-        assert_eq!(own.as_str(), "q\"");
+        let own = item("q\"", None);
+        assert!(matches!(own.id, ItemId::Own(_)));
+        assert_eq!(own.id(), "q\"");
+        assert_eq!(own.msg_id().as_str(), "q\"");
+        // A place that does not hold the id is not trusted.
+        for at in [Some(28), Some(40), Some(u16::MAX)] {
+            let own = item("m-1", at);
+            assert!(matches!(own.id, ItemId::Own(_)), "{at:?}");
+            assert_eq!(own.id(), "m-1");
+        }
     }
 
     #[test]
     fn a_spooled_message_shares_the_id_the_spool_holds() {
-        let body: Arc<[u8]> = Arc::from(&br#"{"type":"track","messageId":"m-1","x":1}"#[..]);
-        let item = Item {
-            id: "m-1".into(),
-            id_at: Some(29),
+        let body = Body::from_static(br#"{"type":"track","messageId":"m-1","x":1}"#);
+        let mut item = Item {
+            id: Item::id_of("m-1", Some(&body), Some(29)),
             ingest: Some(Element::own(body)),
             hook: None,
             accepted: Instant::now(),
         };
-        let id = MsgId::of(&item, true);
+        let spool = item.share_id();
+        let id = item.msg_id();
         // The same allocation: the spool's `Remove` and the callback's id cost none.
         let MsgId::Own(shared) = &id else {
             panic!("not shared: {id:?}")
         };
-        assert!(Arc::ptr_eq(shared, &item.id));
-        assert!(Arc::ptr_eq(&id.to_arc(), &item.id));
+        assert!(Arc::ptr_eq(shared, &spool));
+        assert!(Arc::ptr_eq(&id.to_arc(), &spool));
     }
 }

@@ -5,6 +5,7 @@
 use super::keys;
 use super::resp;
 use super::*;
+use crate::wire::Body;
 use std::collections::hash_map::Entry;
 
 /// The most the transaction buffer keeps between commits (a group of 2,048 messages of
@@ -54,7 +55,7 @@ impl RedisStore {
         // for every message.
         if let Op::Put(r) = op {
             if let Entry::Vacant(slot) = self.live.entry(id.clone()) {
-                let len = |b: &Option<Arc<[u8]>>| b.as_ref().map_or(0, |b| b.len() as u32);
+                let len = |b: &Option<Body>| b.as_ref().map_or(0, |b| b.len() as u32);
                 let pno = self.next_pno;
                 self.next_pno += 1;
                 let live = Live {

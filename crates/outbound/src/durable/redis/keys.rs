@@ -5,6 +5,7 @@
 //! owner's commit (one MULTI) stays on one slot. The registry of owners is one set per prefix.
 
 use crate::durable::Record;
+use crate::wire::Body;
 use redis::Value;
 use std::sync::Arc;
 
@@ -287,12 +288,12 @@ pub(super) fn unpack(mut b: &[u8]) -> Option<Record> {
     let hooks_key = u64_of(&mut b)?;
     let id = std::str::from_utf8(part(&mut b)?).ok()?;
     let ingest = if flags & HAS_INGEST != 0 {
-        Some(Arc::<[u8]>::from(part(&mut b)?))
+        Some(Body::copy_from_slice(part(&mut b)?))
     } else {
         None
     };
     let hook = if flags & HAS_HOOK != 0 {
-        Some(Arc::<[u8]>::from(part(&mut b)?))
+        Some(Body::copy_from_slice(part(&mut b)?))
     } else {
         None
     };
@@ -395,8 +396,8 @@ pub(super) fn record_of(fields: &Value) -> Option<Record> {
             F_ID => id = Some(std::str::from_utf8(bytes(value)?).ok()?.to_string()),
             F_ACCEPTED => accepted = Some(int(value)?),
             F_FIRST => first = Some(int(value)?),
-            F_INGEST => ingest = Some(Arc::<[u8]>::from(bytes(value)?)),
-            F_HOOK => hook = Some(Arc::<[u8]>::from(bytes(value)?)),
+            F_INGEST => ingest = Some(Body::copy_from_slice(bytes(value)?)),
+            F_HOOK => hook = Some(Body::copy_from_slice(bytes(value)?)),
             F_MASK => mask = Some(u8::try_from(int(value)?).ok()?),
             F_HOOKS_KEY => key = Some(int(value)? as u64),
             _ => {}

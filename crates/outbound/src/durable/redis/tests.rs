@@ -3,6 +3,7 @@
 
 use super::*;
 use crate::model::spool_target::{spool_target, SpoolTarget};
+use crate::wire::Body;
 use std::path::Path;
 
 // The same starter as the integration tests: a free port, retried if another test takes
@@ -72,8 +73,8 @@ fn record(id: &str) -> Record {
         id: Arc::from(id),
         accepted_ms: 1_764_000_000_000,
         first_ms: None,
-        ingest: Some(Arc::from(&b"{\"ingest\":1}"[..])),
-        hook: Some(Arc::from(&b"{\"hook\":1}"[..])),
+        ingest: Some(Body::from_static(b"{\"ingest\":1}")),
+        hook: Some(Body::from_static(b"{\"hook\":1}")),
         hook_mask: 0b11,
         hooks_key: 42,
     }

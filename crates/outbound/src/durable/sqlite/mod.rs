@@ -58,6 +58,7 @@
 use crate::durable::fork_gate;
 use crate::durable::{Adopted, Cursor, Op, Record, Store, Ticket};
 use crate::error::Error;
+use crate::wire::Body;
 use foldhash::HashMap;
 use rusqlite::{params, Connection, ErrorCode, OpenFlags, OptionalExtension, Row};
 use rusqlite::{Transaction, TransactionBehavior};
@@ -138,8 +139,8 @@ impl Record {
             id: Arc::from(id),
             accepted_ms: row.get(1).ok()?,
             first_ms: row.get(2).ok()?,
-            ingest: row.get::<_, Option<Vec<u8>>>(3).ok()?.map(Arc::from),
-            hook: row.get::<_, Option<Vec<u8>>>(4).ok()?.map(Arc::from),
+            ingest: row.get::<_, Option<Vec<u8>>>(3).ok()?.map(Body::from),
+            hook: row.get::<_, Option<Vec<u8>>>(4).ok()?.map(Body::from),
             hook_mask: u8::try_from(mask).ok()?,
             hooks_key: row.get::<_, i64>(6).ok()? as u64,
         })
@@ -160,7 +161,7 @@ struct Live {
 
 impl Live {
     fn of(record: &Record, rowid: i64, copies: u32) -> Live {
-        let len = |b: &Option<Arc<[u8]>>| b.as_ref().map_or(0, |b| b.len() as u32);
+        let len = |b: &Option<Body>| b.as_ref().map_or(0, |b| b.len() as u32);
         Live {
             rowid,
             copies,
