@@ -166,7 +166,17 @@ func (c *client) enqueue(msg Message, wantID bool) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return c.enqueueEncoded(buf.Bytes(), packed, given, wantID, msg)
+	id, err := c.enqueueEncoded(buf.Bytes(), packed, given, wantID, msg)
+	if packed && isCode(err, ErrInvalidJSON) {
+		// A text that is not valid UTF-8 (packed.go): the JSON text replaces it.
+		w, _ := toWire(msg)
+		buf.Reset()
+		if err := encodeText(buf, &w); err != nil {
+			return "", err
+		}
+		return c.enqueueEncoded(buf.Bytes(), false, given, wantID, msg)
+	}
+	return id, err
 }
 
 // enqueueWire is Enqueue for a message already in the wire shape (bindings/go/v2, through
@@ -179,7 +189,22 @@ func (c *client) enqueueWire(w *wire, wantID bool) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return c.enqueueEncoded(buf.Bytes(), packed, w.MessageId, wantID, nil)
+	id, err := c.enqueueEncoded(buf.Bytes(), packed, w.MessageId, wantID, nil)
+	if packed && isCode(err, ErrInvalidJSON) {
+		// A text that is not valid UTF-8 (packed.go): the JSON text replaces it.
+		buf.Reset()
+		if err := encodeText(buf, w); err != nil {
+			return "", err
+		}
+		return c.enqueueEncoded(buf.Bytes(), false, w.MessageId, wantID, nil)
+	}
+	return id, err
+}
+
+// isCode says whether err is an *Error with code.
+func isCode(err error, code Code) bool {
+	e, ok := err.(*Error)
+	return ok && e.Code == code
 }
 
 // enqueueEncoded queues a message encoded by encodeWire: b in the packed form when packed

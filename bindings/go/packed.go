@@ -5,7 +5,6 @@ import (
 	"math"
 	"strconv"
 	"time"
-	"unicode/utf8"
 )
 
 // The packed form liboutbound's outbound_enqueue_packed takes (its doc comment in
@@ -13,8 +12,12 @@ import (
 // values, so the core parses no JSON text. It carries the same message as the JSON text
 // the direct writer (fastjson.go) would write, value for value: the core writes the same
 // bytes from either and applies the same rules. Only plain values are packed (the ones
-// fastjson.go writes); anything else, a key that is not valid UTF-8 (two such keys may
-// become one) or deep nesting makes it give up, and the message goes as JSON text.
+// fastjson.go writes); anything else or deep nesting makes it give up, and the message goes
+// as JSON text. Texts are packed as they are, unchecked: the core checks every one as UTF-8
+// anyway, and refuses the packed form of a message with one that is not; the message then
+// goes as JSON text (client.enqueue), whose writer replaces invalid UTF-8 as encoding/json
+// does (in a key too: two such keys may become one). So the common message's texts are
+// checked once, in the core, not also here.
 
 // The field tags of the packed form.
 const (
@@ -101,34 +104,10 @@ func isPlainMap(v any) bool {
 	return false
 }
 
-// packStr appends a str: its length and its bytes, with invalid UTF-8 replaced by U+FFFD
-// byte by byte, as encoding/json (and appendString) write it.
+// packStr appends a str: its length and its bytes, as they are (see the top of the file).
 func packStr(b []byte, s string) []byte {
-	if !utf8.ValidString(s) {
-		s = validUTF8(s)
-	}
 	b = binary.LittleEndian.AppendUint32(b, uint32(len(s)))
 	return append(b, s...)
-}
-
-// packValidStr is packStr for a string already known to be valid UTF-8 (a map's key).
-func packValidStr(b []byte, s string) []byte {
-	b = binary.LittleEndian.AppendUint32(b, uint32(len(s)))
-	return append(b, s...)
-}
-
-func validUTF8(s string) string {
-	out := make([]byte, 0, len(s)+8)
-	for i := 0; i < len(s); {
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 {
-			out = append(out, "\uFFFD"...)
-		} else {
-			out = append(out, s[i:i+size]...)
-		}
-		i += size
-	}
-	return string(out)
 }
 
 func packInt(b []byte, i int64) []byte {
@@ -277,10 +256,7 @@ func packMap[M ~map[string]any](b []byte, m M, depth int) (_ []byte, ok bool) {
 	b = binary.LittleEndian.AppendUint32(append(b, '{'), uint32(n))
 	for i := 0; i < n; i++ {
 		e := &es[order[i]]
-		if !utf8.ValidString(e.k) {
-			return b, false
-		}
-		b = packValidStr(b, e.k)
+		b = packStr(b, e.k)
 		if b, ok = packValue(b, e.v, depth+1); !ok {
 			return b, false
 		}
@@ -292,10 +268,7 @@ func packLargeMap[M ~map[string]any](b []byte, m M, depth int) (_ []byte, ok boo
 	es := sortedEntries(m)
 	b = binary.LittleEndian.AppendUint32(append(b, '{'), uint32(len(es)))
 	for i := range es {
-		if !utf8.ValidString(es[i].k) {
-			return b, false
-		}
-		b = packValidStr(b, es[i].k)
+		b = packStr(b, es[i].k)
 		if b, ok = packValue(b, es[i].v, depth+1); !ok {
 			return b, false
 		}
