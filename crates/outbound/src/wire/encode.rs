@@ -2,9 +2,9 @@
 //! array indices, so writing them in order keeps the object canonical (see `canonical_json`).
 
 use crate::model::message::{Message, Object};
+use crate::wire::body::Carver;
 use crate::wire::canonical_json::{write_str, WriteJson, Writer};
 use crate::wire::Body;
-use bytes::BytesMut;
 use std::cell::Cell;
 use std::ops::Range;
 
@@ -84,13 +84,9 @@ impl<'a> Obj<'a> {
 pub(crate) struct Scratch {
     pub objects: Vec<u8>,
     pub body: Vec<u8>,
-    /// What is left of the chunk the thread's bodies are carved from ([`Body`]).
-    chunk: BytesMut,
+    /// The thread's chunk its bodies are carved from ([`Body`]).
+    carver: Carver,
 }
-
-/// A chunk's size: about 30 bodies of the usual half kilobyte. A chunk is freed when the
-/// last body carved from it is, so a body that lingers (a retry) keeps at most this much.
-const CHUNK: usize = 4 * 1024;
 
 /// Buffers larger than this are not kept (a rare big message does not pin its size).
 const SCRATCH_KEEP: usize = 64 * 1024;
@@ -105,18 +101,9 @@ impl Scratch {
         SCRATCH.with(Cell::take)
     }
 
-    /// `body` as bytes the queue can share: carved from the thread's chunk (a new chunk
-    /// when this one is full), or in an allocation of its own when large.
+    /// `body` as bytes the queue can share, carved from the thread's chunk.
     pub(crate) fn body_bytes(&mut self) -> Body {
-        let n = self.body.len();
-        if n > CHUNK / 4 {
-            return Body::copy_from_slice(&self.body);
-        }
-        if self.chunk.capacity() - self.chunk.len() < n {
-            self.chunk = BytesMut::with_capacity(CHUNK);
-        }
-        self.chunk.extend_from_slice(&self.body);
-        self.chunk.split().freeze()
+        self.carver.carve(&self.body)
     }
 
     /// Gives the buffers back for the thread's next call.

@@ -99,8 +99,8 @@ impl Track {
 
 // A `Track` lives for every queued message, a `More` for each with webhooks: keep them
 // small.
-const _: () = assert!(std::mem::size_of::<Track>() <= 56);
-const _: () = assert!(std::mem::size_of::<More>() <= 88);
+const _: () = assert!(std::mem::size_of::<Track>() <= 40);
+const _: () = assert!(std::mem::size_of::<More>() <= 72);
 
 #[cfg(test)]
 mod tests {

@@ -1,6 +1,7 @@
 //! The SQLite spool's tests: real files, real processes.
 
 use super::*;
+use crate::wire::Body;
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
 use std::time::Instant;
@@ -389,7 +390,7 @@ fn a_pending_id_put_twice_stays_until_removed_twice() {
     let dir = TempDir::new("copies");
     let mut store = SqliteStore::open(&dir).unwrap();
     let mut other = rec(1);
-    other.ingest = Some(b"second payload".as_slice().into());
+    other.ingest = Some(Body::copy_from_slice(b"second payload"));
     store.apply(&[Op::Put(rec(1)), Op::Put(other)]).unwrap();
     assert_eq!(store.pending(), (1, rec(1).payload_bytes()));
     store.apply(&[Op::Remove { id: id("m-00001") }]).unwrap();
