@@ -105,7 +105,6 @@ const _: () = assert!(std::mem::size_of::<More>() <= 72);
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::delivery::command::{Item, ItemId};
     use crate::wire::Body;
 
     #[test]
@@ -121,54 +120,5 @@ mod tests {
         assert!(lone_id(&el(br#"{"type":"track","userId":"u","messageId":"m"}"#)).is_none());
         assert!(lone_id(&el(br#"{"type":"track","messageId":"unterminated"#)).is_none());
         assert!(lone_id(&el(b"")).is_none());
-    }
-
-    #[test]
-    fn an_id_kept_in_the_body_reads_back_as_given() {
-        let item = |id: &str, at| {
-            let body = Body::from_static(br#"{"type":"track","messageId":"m-1","x":1}"#);
-            Item {
-                id: Item::id_of(id, Some(&body), at),
-                ingest: Some(Element::own(body)),
-                hook: None,
-                accepted: Instant::now(),
-            }
-        };
-        let kept = item("m-1", Some(29));
-        assert!(matches!(kept.id, ItemId::At(29, 3)));
-        assert_eq!(kept.id(), "m-1");
-        let kept = kept.msg_id();
-        assert!(matches!(kept, MsgId::In(..)));
-        assert_eq!(kept.as_str(), "m-1");
-        assert_eq!(&*kept.to_arc(), "m-1");
-        let own = item("q\"", None);
-        assert!(matches!(own.id, ItemId::Own(_)));
-        assert_eq!(own.id(), "q\"");
-        assert_eq!(own.msg_id().as_str(), "q\"");
-        // A place that does not hold the id is not trusted.
-        for at in [Some(28), Some(40), Some(u16::MAX)] {
-            let own = item("m-1", at);
-            assert!(matches!(own.id, ItemId::Own(_)), "{at:?}");
-            assert_eq!(own.id(), "m-1");
-        }
-    }
-
-    #[test]
-    fn a_spooled_message_shares_the_id_the_spool_holds() {
-        let body = Body::from_static(br#"{"type":"track","messageId":"m-1","x":1}"#);
-        let mut item = Item {
-            id: Item::id_of("m-1", Some(&body), Some(29)),
-            ingest: Some(Element::own(body)),
-            hook: None,
-            accepted: Instant::now(),
-        };
-        let spool = item.share_id();
-        let id = item.msg_id();
-        // The same allocation: the spool's `Remove` and the callback's id cost none.
-        let MsgId::Own(shared) = &id else {
-            panic!("not shared: {id:?}")
-        };
-        assert!(Arc::ptr_eq(shared, &spool));
-        assert!(Arc::ptr_eq(&id.to_arc(), &spool));
     }
 }
