@@ -168,13 +168,8 @@ func (c *client) enqueue(msg Message, wantID bool) (string, error) {
 	}
 	id, err := c.enqueueEncoded(buf.Bytes(), packed, given, wantID, msg)
 	if packed && isCode(err, ErrInvalidJSON) {
-		// A text that is not valid UTF-8 (packed.go): the JSON text replaces it.
 		w, _ := toWire(msg)
-		buf.Reset()
-		if err := encodeText(buf, &w); err != nil {
-			return "", err
-		}
-		return c.enqueueEncoded(buf.Bytes(), false, given, wantID, msg)
+		return c.enqueueAsText(buf, &w, given, wantID, msg)
 	}
 	return id, err
 }
@@ -191,14 +186,19 @@ func (c *client) enqueueWire(w *wire, wantID bool) (string, error) {
 	}
 	id, err := c.enqueueEncoded(buf.Bytes(), packed, w.MessageId, wantID, nil)
 	if packed && isCode(err, ErrInvalidJSON) {
-		// A text that is not valid UTF-8 (packed.go): the JSON text replaces it.
-		buf.Reset()
-		if err := encodeText(buf, w); err != nil {
-			return "", err
-		}
-		return c.enqueueEncoded(buf.Bytes(), false, w.MessageId, wantID, nil)
+		return c.enqueueAsText(buf, w, w.MessageId, wantID, nil)
 	}
 	return id, err
+}
+
+// enqueueAsText queues w as JSON text in buf: for a message whose packed form the core
+// refused for a text that is not valid UTF-8 (packed.go), which the JSON text replaces.
+func (c *client) enqueueAsText(buf *bytes.Buffer, w *wire, given string, wantID bool, msg Message) (string, error) {
+	buf.Reset()
+	if err := encodeText(buf, w); err != nil {
+		return "", err
+	}
+	return c.enqueueEncoded(buf.Bytes(), false, given, wantID, msg)
 }
 
 // isCode says whether err is an *Error with code.

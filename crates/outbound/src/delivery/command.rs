@@ -72,13 +72,12 @@ impl Item {
     /// The id in an allocation of its own, which the item shares from now on: for a
     /// holder that keeps it as long as the message (the spool).
     pub(crate) fn share_id(&mut self) -> Arc<str> {
-        if let ItemId::At(..) = self.id {
-            self.id = ItemId::Own(self.id().into());
-        }
-        match &self.id {
+        let id: Arc<str> = match &self.id {
             ItemId::Own(id) => id.clone(),
-            ItemId::At(..) => unreachable!("made Own above"),
-        }
+            ItemId::At(..) => self.id().into(),
+        };
+        self.id = ItemId::Own(id.clone());
+        id
     }
 }
 

@@ -235,7 +235,7 @@ impl Spooler {
             id: item.share_id(),
             accepted_ms: wall_ms(item.accepted),
             first_ms: None,
-            ingest: item.ingest.as_ref().map(Element::to_arc),
+            ingest: item.ingest.as_ref().map(Element::to_body),
             hook: item.hook.clone(),
             hook_mask: self.hook_mask,
             hooks_key: self.hooks_key,

@@ -184,7 +184,7 @@ impl Element {
 
     /// The element's bytes in an allocation of their own: shared when the element has
     /// them already, built from the webhook body otherwise.
-    pub(crate) fn to_arc(&self) -> Body {
+    pub(crate) fn to_body(&self) -> Body {
         if self.id_key == 0 {
             return self.bytes.clone();
         }
