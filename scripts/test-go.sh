@@ -5,7 +5,8 @@
 #   2. gofmt and go vet on bindings/go and examples/go
 #   3. go test -race in bindings/go and its v2 package against real receivers on 127.0.0.1
 #      (Node checks the bodies and signatures; the quickstart example is built statically and
-#      dynamically and run; v2's own programs run unchanged but for the import path)
+#      dynamically and run; v2's own programs run unchanged but for the import path), then
+#      the allocation counts without -race
 #   4. the README's Go quickstart is examples/go/main.go, and docs/go.md's "Testing your
 #      application" block is the marked test in bindings/go/testing_test.go
 # Needs go (1.22 or newer), cargo, a C compiler and node. Works with CI=true, no stdin.
@@ -65,6 +66,15 @@ if ! (cd bindings/go && go test -race -count=1 -v ./... < /dev/null) > "$out" 2>
 fi
 passed=$(grep -cE '^--- PASS' "$out" || true)
 failed=$(grep -cE '^--- FAIL' "$out" || true)
+grep -E '^(--- |ok )' "$out" | sed 's/^/  /'
+
+step "go test (allocation counts: without -race, whose instrumentation allocates)"
+if ! (cd bindings/go && go test -count=1 -v -run 'Allocate' ./... < /dev/null) > "$out" 2>&1; then
+  grep -vE '^(=== (RUN|PAUSE|CONT))' "$out" | tail -n 40
+  die "go test (allocation counts)"
+fi
+grep -qE '^--- PASS' "$out" || die "no allocation test ran"
+passed=$((passed + $(grep -cE '^--- PASS' "$out")))
 grep -E '^(--- |ok )' "$out" | sed 's/^/  /'
 
 step "the README's Go quickstart is examples/go/main.go"

@@ -288,7 +288,10 @@ func (c *Client) queue(w *bridge.Wire, msg *Message, context, integrations map[s
 	}
 	w.MessageId = msg.MessageId
 	if msg.Timestamp != "" {
-		w.Timestamp = &msg.Timestamp
+		// A copy: a pointer into msg would make every caller's message escape to the heap
+		// (bridge.Enqueue is a func value, so what w points to is taken to escape).
+		ts := msg.Timestamp
+		w.Timestamp = &ts
 	}
 	w.Context = object(context)
 	w.Integrations = object(integrations)
