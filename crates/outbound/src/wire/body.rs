@@ -15,15 +15,35 @@
 //! The cost of sharing: a body that outlives the other bodies of its chunk (a retry) keeps
 //! the whole chunk, at most 4 KiB, alive. Bodies over a quarter of a chunk get a chunk of
 //! their own size.
+//!
+//! Why spare chunks: a chunk's last body is dropped by the thread that ended it, not the
+//! one that carved it, and a Go program's calls run on whichever thread the runtime picks.
+//! Freed there, a chunk went back to the glibc arena of the thread that made it, and the
+//! next calls, often on another thread, took fresh memory from their own arena (page faults
+//! and a growing heap per thread). A chunk whose bodies are all gone is kept instead, up to
+//! [`SPARE`] of them, for whichever carver needs one next.
 
+use crossbeam_channel::{Receiver, Sender};
 use std::cell::UnsafeCell;
 use std::fmt;
 use std::mem::MaybeUninit;
 use std::ops::Deref;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 /// A chunk's size: about eight bodies of the usual half kilobyte.
 const CHUNK: usize = 4 * 1024;
+
+/// Chunks kept for reuse, process-wide (1 MiB): what a few thousand queued messages churn
+/// through; beyond it, a chunk is freed.
+const SPARE: usize = 256;
+
+type Cells = Box<[UnsafeCell<MaybeUninit<u8>>]>;
+
+/// The spare chunks' bytes (a bounded channel as a lock-free pool).
+fn spare() -> &'static (Sender<Cells>, Receiver<Cells>) {
+    static SPARE_CHUNKS: OnceLock<(Sender<Cells>, Receiver<Cells>)> = OnceLock::new();
+    SPARE_CHUNKS.get_or_init(|| crossbeam_channel::bounded(SPARE))
+}
 
 /// Bytes that bodies are carved from.
 ///
@@ -32,7 +52,7 @@ const CHUNK: usize = 4 * 1024;
 /// `Body` covers only bytes written before it was made. So no byte is written while it can
 /// be read.
 struct Chunk {
-    bytes: Box<[UnsafeCell<MaybeUninit<u8>>]>,
+    bytes: Cells,
 }
 
 // SAFETY: shared across threads only through `Body`, which reads bytes that no thread
@@ -41,10 +61,13 @@ unsafe impl Sync for Chunk {}
 
 impl Chunk {
     fn new(len: usize) -> Arc<Chunk> {
+        let spared = (len == CHUNK).then(|| spare().1.try_recv().ok()).flatten();
         Arc::new(Chunk {
-            bytes: (0..len)
-                .map(|_| UnsafeCell::new(MaybeUninit::uninit()))
-                .collect(),
+            bytes: spared.unwrap_or_else(|| {
+                (0..len)
+                    .map(|_| UnsafeCell::new(MaybeUninit::uninit()))
+                    .collect()
+            }),
         })
     }
 
@@ -62,6 +85,16 @@ impl Chunk {
                 UnsafeCell::raw_get(cells.as_ptr()).cast::<u8>(),
                 data.len(),
             );
+        }
+    }
+}
+
+/// The last body of a chunk of the usual size is gone: its bytes are kept for the next
+/// chunk, unless enough are.
+impl Drop for Chunk {
+    fn drop(&mut self) {
+        if self.bytes.len() == CHUNK {
+            let _ = spare().0.try_send(std::mem::take(&mut self.bytes));
         }
     }
 }
@@ -189,6 +222,44 @@ mod tests {
         }
         drop(tx);
         assert_eq!(reader.join().unwrap(), 10_000);
+    }
+
+    #[test]
+    fn spare_chunks_pass_between_threads_and_keep_every_body_intact() {
+        // Carvers on four threads, their bodies checked and dropped on a fifth: chunks go
+        // back to the spares there and are carved again on any of the four.
+        let (tx, rx) = std::sync::mpsc::sync_channel::<(u8, usize, Body)>(64);
+        let checker = std::thread::spawn(move || {
+            let mut held = std::collections::VecDeque::new();
+            for (who, i, body) in rx {
+                let len = 1 + (i * 13) % 900;
+                assert_eq!(body.len(), len);
+                assert!(body.iter().all(|&b| b == who ^ (i as u8)), "body {who}/{i}");
+                // Some bodies linger while later ones come and go.
+                held.push_back(body);
+                if held.len() > 100 {
+                    held.pop_front();
+                }
+            }
+        });
+        let carvers: Vec<_> = (0..4u8)
+            .map(|who| {
+                let tx = tx.clone();
+                std::thread::spawn(move || {
+                    let mut carver = Carver::default();
+                    for i in 0..20_000usize {
+                        let len = 1 + (i * 13) % 900;
+                        tx.send((who, i, carver.carve(&vec![who ^ (i as u8); len])))
+                            .unwrap();
+                    }
+                })
+            })
+            .collect();
+        drop(tx);
+        for c in carvers {
+            c.join().unwrap();
+        }
+        checker.join().unwrap();
     }
 
     #[test]
