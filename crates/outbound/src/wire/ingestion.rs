@@ -240,19 +240,22 @@ impl Endpoint {
         &self.headers
     }
 
-    /// One batch's body: `{"batch":[...],"sentAt":"<now>"}`, gzip-compressed when set.
+    /// One batch's body, `{"batch":[...],"sentAt":"<now>"}` (gzip-compressed when set), in
+    /// `body`, whose bytes it replaces: a lane writes each request into the same buffer.
     pub(crate) fn body<'a>(
         &self,
+        body: &mut Vec<u8>,
         msgs: impl ExactSizeIterator<Item = &'a Element> + Clone,
-    ) -> Vec<u8> {
+    ) {
         let sum: usize = msgs.clone().map(Element::len).sum();
-        let mut body = Vec::with_capacity(body_len(msgs.len(), sum));
+        body.clear();
+        body.reserve(body_len(msgs.len(), sum));
         body.extend_from_slice(b"{\"batch\":[");
         for (i, m) in msgs.enumerate() {
             if i > 0 {
                 body.push(b',');
             }
-            m.write_to(&mut body);
+            m.write_to(body);
         }
         body.extend_from_slice(b"],\"sentAt\":\"");
         let mut ts = [0u8; timestamp::LEN];
@@ -261,9 +264,8 @@ impl Endpoint {
         body.extend_from_slice(&ts);
         body.extend_from_slice(b"\"}");
         if self.gzip {
-            body = gzip(&body);
+            *body = gzip(body);
         }
-        body
     }
 }
 

@@ -1,13 +1,14 @@
 //! A message's end: the join of its destinations into exactly one outcome, counted and
 //! reported.
 
-use super::track::{lone, MsgId};
+use super::track::lone;
 use super::Scheduler;
 use crate::durable::Op;
 use crate::log::Level;
 use crate::model::outcome::{Outcome, OutcomeKind, Reason};
 use crate::wire::ingestion::Element;
 use std::sync::atomic::Ordering::{Acquire, SeqCst};
+use std::sync::Arc;
 
 impl Scheduler {
     /// Message `seq`'s ingestion is done; `failure` when it failed.
@@ -31,11 +32,12 @@ impl Scheduler {
         bytes: &Element,
         failure: Option<(Reason, String)>,
     ) {
-        let id = lone(bytes);
+        // The id is read back from the bytes only for a callback.
+        let id = || lone(bytes).to_arc();
         match failure {
-            None => self.report(Some(seq), &id, OutcomeKind::Delivered, None, String::new()),
+            None => self.report(Some(seq), id, OutcomeKind::Delivered, None, String::new()),
             Some((reason, detail)) => {
-                self.report(Some(seq), &id, OutcomeKind::Failed, Some(reason), detail)
+                self.report(Some(seq), id, OutcomeKind::Failed, Some(reason), detail)
             }
         }
     }
@@ -65,21 +67,32 @@ impl Scheduler {
             self.shared.counters.landed();
         }
         match failure {
-            None => self.report(Some(seq), &id, OutcomeKind::Delivered, None, String::new()),
-            Some((reason, detail)) => {
-                self.report(Some(seq), &id, OutcomeKind::Failed, Some(reason), detail)
-            }
+            None => self.report(
+                Some(seq),
+                || id.to_arc(),
+                OutcomeKind::Delivered,
+                None,
+                String::new(),
+            ),
+            Some((reason, detail)) => self.report(
+                Some(seq),
+                || id.to_arc(),
+                OutcomeKind::Failed,
+                Some(reason),
+                detail,
+            ),
         }
         // After the callback: a crash in between makes the next client report it again (at
         // least once), never leaves a message that no process reported.
         self.spool(|| Op::Remove { id: id.to_arc() });
     }
 
-    /// Counts the outcome, hands it to `on_outcome`, then releases the message's slot.
+    /// Counts the outcome, hands it to `on_outcome` (`id` is asked for only then), then
+    /// releases the message's slot.
     pub(super) fn report(
         &mut self,
         seq: Option<u64>,
-        id: &MsgId,
+        id: impl FnOnce() -> Arc<str>,
         kind: OutcomeKind,
         reason: Option<Reason>,
         detail: String,
@@ -90,7 +103,7 @@ impl Scheduler {
                 let _gate = self.shared.gate.lock().unwrap_or_else(|e| e.into_inner());
                 if !self.shared.callbacks_off.load(SeqCst) {
                     let outcome = Outcome {
-                        message_id: id.to_arc(),
+                        message_id: id(),
                         kind,
                         reason,
                         detail,

@@ -23,7 +23,7 @@ impl Scheduler {
         if !self.send {
             return self.report(
                 Some(seq),
-                &item.msg_id(),
+                || item.msg_id().to_arc(),
                 OutcomeKind::Dropped,
                 Some(Reason::SendDisabled),
                 "send is disabled".into(),
@@ -33,7 +33,7 @@ impl Scheduler {
         if remaining == 0 {
             return self.report(
                 Some(seq),
-                &item.msg_id(),
+                || item.msg_id().to_arc(),
                 OutcomeKind::Dropped,
                 Some(Reason::Filtered),
                 "integrations exclude every destination of this client".into(),
@@ -99,14 +99,14 @@ impl Scheduler {
             return match failure {
                 Some(why) => self.report(
                     Some(seq),
-                    &MsgId::Own(r.id.clone()),
+                    || r.id.clone(),
                     OutcomeKind::Failed,
                     Some(Reason::Other),
                     why.into(),
                 ),
                 None => self.report(
                     Some(seq),
-                    &MsgId::Own(r.id.clone()),
+                    || r.id.clone(),
                     OutcomeKind::Dropped,
                     Some(Reason::Other),
                     "resumed from the spool with nothing left to send".into(),

@@ -63,7 +63,7 @@ impl Scheduler {
             };
             self.report(
                 Some(seq),
-                &id,
+                || id.to_arc(),
                 OutcomeKind::Dropped,
                 Some(Reason::Closed),
                 detail.into(),
@@ -82,7 +82,7 @@ impl Scheduler {
                 }
                 self.report(
                     None,
-                    &item.msg_id(),
+                    || item.msg_id().to_arc(),
                     OutcomeKind::Dropped,
                     Some(Reason::Closed),
                     "client closed before delivery".into(),
