@@ -43,6 +43,39 @@ fn malformed(reason: impl Into<String>) -> Error {
     }
 }
 
+/// Where a read found the form broken. An [`Error`] only once returned: 8 bytes, so a
+/// read's result comes back in registers (a read happens for every field, key and value of
+/// every call; with `Error` in its result, each one went through memory).
+#[derive(Debug, Clone, Copy)]
+struct Bad {
+    at: u32,
+    not_utf8: bool,
+}
+
+impl Bad {
+    fn at(pos: usize, not_utf8: bool) -> Bad {
+        Bad {
+            at: u32::try_from(pos).unwrap_or(u32::MAX),
+            not_utf8,
+        }
+    }
+}
+
+impl From<Bad> for Error {
+    fn from(b: Bad) -> Error {
+        match b.not_utf8 {
+            false => malformed(format!("truncated at byte {}", b.at)),
+            true => malformed(format!("the text at byte {} is not valid UTF-8", b.at)),
+        }
+    }
+}
+
+impl From<Bad> for Failure {
+    fn from(b: Bad) -> Failure {
+        Error::from(b).into()
+    }
+}
+
 /// Reads the form; every read is bounds-checked.
 struct Cursor<'a> {
     buf: &'a [u8],
@@ -54,38 +87,37 @@ impl<'a> Cursor<'a> {
         self.pos >= self.buf.len()
     }
 
-    fn take(&mut self, n: usize) -> Result<&'a [u8], Error> {
+    fn take(&mut self, n: usize) -> Result<&'a [u8], Bad> {
         let end = self
             .pos
             .checked_add(n)
             .filter(|&end| end <= self.buf.len())
-            .ok_or_else(|| malformed(format!("truncated at byte {}", self.pos)))?;
+            .ok_or(Bad::at(self.pos, false))?;
         let bytes = &self.buf[self.pos..end];
         self.pos = end;
         Ok(bytes)
     }
 
-    fn byte(&mut self) -> Result<u8, Error> {
+    fn byte(&mut self) -> Result<u8, Bad> {
         Ok(self.take(1)?[0])
     }
 
-    fn u32(&mut self) -> Result<usize, Error> {
+    fn u32(&mut self) -> Result<usize, Bad> {
         let b = self.take(4)?;
         Ok(u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as usize)
     }
 
-    fn u64(&mut self) -> Result<u64, Error> {
+    fn u64(&mut self) -> Result<u64, Bad> {
         let b = self.take(8)?;
         let mut a = [0u8; 8];
         a.copy_from_slice(b);
         Ok(u64::from_le_bytes(a))
     }
 
-    fn str(&mut self) -> Result<&'a str, Error> {
+    fn str(&mut self) -> Result<&'a str, Bad> {
         let at = self.pos;
         let n = self.u32()?;
-        std::str::from_utf8(self.take(n)?)
-            .map_err(|_| malformed(format!("the text at byte {at} is not valid UTF-8")))
+        std::str::from_utf8(self.take(n)?).map_err(|_| Bad::at(at, true))
     }
 }
 
