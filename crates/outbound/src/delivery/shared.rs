@@ -24,8 +24,10 @@ pub(crate) struct Shared {
     /// The spool's last commit or takeover pass failed (its engine unreachable, its disk
     /// full): messages accepted since may be in memory only.
     pub spool_failing: AtomicBool,
-    /// Enqueue calls under way, so `close` can wait them out before its last drain.
-    pub calls: AtomicUsize,
+    /// Enqueue calls under way, so `close` can wait them out before its last drain. On a
+    /// cache line of its own: every call writes it twice, and the scheduler writes the
+    /// fields around it for every message it ends.
+    pub calls: Padded<AtomicUsize>,
     pub closed: AtomicBool,
     /// Outcome callbacks run holding `gate`, and only while this is false; `close` sets it
     /// under the gate, so no callback runs after `close` returns (C `userdata` may be freed).
@@ -39,6 +41,18 @@ pub(crate) struct Shared {
     idle: Signal,
     /// Calls waiting for room in the queue or the spool (`queue_full_wait`).
     room: Signal,
+}
+
+/// A value alone on its cache lines (128 bytes: adjacent lines are fetched in pairs).
+#[derive(Default)]
+#[repr(align(128))]
+pub(crate) struct Padded<T>(pub T);
+
+impl<T> std::ops::Deref for Padded<T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        &self.0
+    }
 }
 
 /// Threads waiting for something other threads change, and their wake. A waiter counts

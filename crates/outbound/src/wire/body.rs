@@ -168,6 +168,7 @@ pub(crate) struct Carver {
 impl Carver {
     /// `data` as a body: in this carver's chunk (a new one when it is full, the same one
     /// again when every body cut from it is gone), or in a chunk of its own when large.
+    #[inline]
     pub(crate) fn carve(&mut self, data: &[u8]) -> Body {
         let n = data.len();
         if n > CHUNK / 4 {

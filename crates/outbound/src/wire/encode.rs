@@ -97,16 +97,19 @@ thread_local! {
 
 impl Scratch {
     /// This thread's buffers (empty ones the first time, or while taken).
+    #[inline]
     pub(crate) fn take() -> Scratch {
         SCRATCH.with(Cell::take)
     }
 
     /// `body` as bytes the queue can share, carved from the thread's chunk.
+    #[inline]
     pub(crate) fn body_bytes(&mut self) -> Body {
         self.carver.carve(&self.body)
     }
 
     /// Gives the buffers back for the thread's next call.
+    #[inline]
     pub(crate) fn keep(self) {
         if self.objects.capacity() <= SCRATCH_KEEP && self.body.capacity() <= SCRATCH_KEEP {
             // Ignored while the thread's locals are being torn down.
