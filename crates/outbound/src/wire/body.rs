@@ -21,14 +21,14 @@
 //! Freed there, a chunk went back to the glibc arena of the thread that made it, and the
 //! next calls, often on another thread, took fresh memory from their own arena (page faults
 //! and a growing heap per thread). A chunk whose bodies are all gone is kept instead, up to
-//! [`SPARE`] of them, for whichever carver needs one next.
+//! [`SPARE`] of them, for whichever carver needs one next (never waited for: see
+//! [`SPARE_CHUNKS`]).
 
-use crossbeam_channel::{Receiver, Sender};
 use std::cell::UnsafeCell;
 use std::fmt;
 use std::mem::MaybeUninit;
 use std::ops::Deref;
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex};
 
 /// A chunk's size: about eight bodies of the usual half kilobyte.
 const CHUNK: usize = 4 * 1024;
@@ -39,10 +39,21 @@ const SPARE: usize = 256;
 
 type Cells = Box<[UnsafeCell<MaybeUninit<u8>>]>;
 
-/// The spare chunks' bytes (a bounded channel as a lock-free pool).
-fn spare() -> &'static (Sender<Cells>, Receiver<Cells>) {
-    static SPARE_CHUNKS: OnceLock<(Sender<Cells>, Receiver<Cells>)> = OnceLock::new();
-    SPARE_CHUNKS.get_or_init(|| crossbeam_channel::bounded(SPARE))
+/// The spare chunks' bytes. Only ever `try_lock`ed: a thread that finds it taken allocates
+/// or frees as without it, so no call waits here, and a child forked while another thread
+/// held it (the lock then stays taken in the child) simply goes without spares.
+static SPARE_CHUNKS: Mutex<Vec<Cells>> = Mutex::new(Vec::new());
+
+fn take_spare() -> Option<Cells> {
+    SPARE_CHUNKS.try_lock().ok()?.pop()
+}
+
+fn give_spare(cells: Cells) {
+    if let Ok(mut spare) = SPARE_CHUNKS.try_lock() {
+        if spare.len() < SPARE {
+            spare.push(cells);
+        }
+    }
 }
 
 /// Bytes that bodies are carved from.
@@ -61,7 +72,7 @@ unsafe impl Sync for Chunk {}
 
 impl Chunk {
     fn new(len: usize) -> Arc<Chunk> {
-        let spared = (len == CHUNK).then(|| spare().1.try_recv().ok()).flatten();
+        let spared = (len == CHUNK).then(take_spare).flatten();
         Arc::new(Chunk {
             bytes: spared.unwrap_or_else(|| {
                 (0..len)
@@ -94,7 +105,7 @@ impl Chunk {
 impl Drop for Chunk {
     fn drop(&mut self) {
         if self.bytes.len() == CHUNK {
-            let _ = spare().0.try_send(std::mem::take(&mut self.bytes));
+            give_spare(std::mem::take(&mut self.bytes));
         }
     }
 }
@@ -261,6 +272,28 @@ mod tests {
             c.join().unwrap();
         }
         checker.join().unwrap();
+    }
+
+    #[test]
+    fn a_taken_spare_lock_is_never_waited_for() {
+        // As a child forked while another thread held it finds it: taken for good.
+        let held = SPARE_CHUNKS.lock().unwrap_or_else(|e| e.into_inner());
+        let mut carvers = [Carver::default(), Carver::default()];
+        let mut kept = Vec::new();
+        for i in 0..2_000usize {
+            let body = carvers[i % 2].carve(&[i as u8; 700]);
+            assert_eq!(&*body, &[i as u8; 700][..]);
+            // Every other body lingers a while: chunks are made and freed all along.
+            if i % 2 == 0 {
+                kept.push(body);
+            }
+            if kept.len() > 20 {
+                kept.remove(0);
+            }
+        }
+        drop(kept);
+        drop(carvers);
+        drop(held);
     }
 
     #[test]
