@@ -3,6 +3,7 @@
 //! running after `close`.
 
 use crate::model::outcome::{Counters, OutcomeKind};
+use crossbeam_utils::CachePadded;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering::*};
 use std::sync::{Condvar, Mutex};
 use std::time::{Duration, Instant};
@@ -27,7 +28,7 @@ pub(crate) struct Shared {
     /// Enqueue calls under way, so `close` can wait them out before its last drain. On a
     /// cache line of its own: every call writes it twice, and the scheduler writes the
     /// fields around it for every message it ends.
-    pub calls: Padded<AtomicUsize>,
+    pub calls: CachePadded<AtomicUsize>,
     pub closed: AtomicBool,
     /// Outcome callbacks run holding `gate`, and only while this is false; `close` sets it
     /// under the gate, so no callback runs after `close` returns (C `userdata` may be freed).
@@ -41,18 +42,6 @@ pub(crate) struct Shared {
     idle: Signal,
     /// Calls waiting for room in the queue or the spool (`queue_full_wait`).
     room: Signal,
-}
-
-/// A value alone on its cache lines (128 bytes: adjacent lines are fetched in pairs).
-#[derive(Default)]
-#[repr(align(128))]
-pub(crate) struct Padded<T>(pub T);
-
-impl<T> std::ops::Deref for Padded<T> {
-    type Target = T;
-    fn deref(&self) -> &T {
-        &self.0
-    }
 }
 
 /// Threads waiting for something other threads change, and their wake. A waiter counts
