@@ -29,6 +29,12 @@ fn posts_batches_to_v1_batch_with_auth_user_agent_and_content_type() {
         Some(concat!("outbound/", env!("CARGO_PKG_VERSION")))
     );
     assert_eq!(req.header("content-type"), Some("application/json"));
+    // The body is read from the queue as it is sent, with its length given first.
+    assert_eq!(
+        req.header("content-length"),
+        Some(req.body.len().to_string().as_str())
+    );
+    assert_eq!(req.header("transfer-encoding"), None);
 }
 
 #[test]

@@ -18,7 +18,7 @@ use ureq::http::{HeaderName, HeaderValue, Request};
 use ureq::tls::{Certificate, RootCerts, TlsConfig};
 use ureq::unversioned::resolver::{DefaultResolver, ResolvedSocketAddrs, Resolver};
 use ureq::unversioned::transport::{ConnectionDetails, Connector, NextTimeout};
-use ureq::Agent;
+use ureq::{Agent, AsSendBody, SendBody};
 
 /// At most this much of a response body is read; the rest is left on the wire.
 const MAX_BODY: u64 = 64 * 1024;
@@ -136,6 +136,31 @@ impl Transport {
         send(&self.agent, url, headers, body)
     }
 
+    /// As [`post`](Self::post), with a body of `len` bytes read from `body` as it is sent
+    /// (a batch's, straight from the queue's chunks).
+    pub(crate) fn post_read(
+        &self,
+        url: &str,
+        headers: &[(HeaderName, HeaderValue)],
+        len: usize,
+        body: &mut dyn Read,
+    ) -> Attempt {
+        if let Some(r) = &self.recorder {
+            let mut bytes = Vec::with_capacity(len);
+            // Reading from memory cannot fail.
+            let _ = body.read_to_end(&mut bytes);
+            return classify_status(r.record(Destination::Ingestion, url, headers, &bytes), None);
+        }
+        // With the length given, ureq sends the body as it reads it, and fails the request
+        // if the reader gives other than `len` bytes.
+        let length = (
+            HeaderName::from_static("content-length"),
+            HeaderValue::from(len),
+        );
+        let headers = headers.iter().chain(std::iter::once(&length));
+        send(&self.agent, url, headers, SendBody::from_reader(body))
+    }
+
     /// POSTs `body` to a webhook `url`: as [`post`](Self::post), through the network guard
     /// when there is one.
     pub(crate) fn post_hook(
@@ -152,7 +177,12 @@ impl Transport {
 }
 
 /// One POST through `agent`, classified.
-fn send(agent: &Agent, url: &str, headers: &[(HeaderName, HeaderValue)], body: &[u8]) -> Attempt {
+fn send<'h>(
+    agent: &Agent,
+    url: &str,
+    headers: impl IntoIterator<Item = &'h (HeaderName, HeaderValue)>,
+    body: impl AsSendBody,
+) -> Attempt {
     let mut req = Request::post(url);
     for (k, v) in headers {
         req = req.header(k, v);

@@ -147,8 +147,9 @@ fn work(
     jobs: &Receiver<(Instant, Job)>,
     reports: &Sender<Report>,
 ) {
-    // Each batch's request body is written here, kept between requests when small (the
-    // default 20 messages are a few KiB): no allocation, and no fresh memory to fault in.
+    // A gzip batch's request body is written here (the others are read from the chunks as
+    // they are sent), kept between requests when small (the default 20 messages are a few
+    // KiB): no allocation, and no fresh memory to fault in.
     let mut batch_body = Vec::new();
     while let Ok((started, job)) = jobs.recv() {
         let attempt = match &job {
@@ -157,14 +158,19 @@ fn work(
                 let Some(endpoint) = delivery.ingestion.as_ref() else {
                     return;
                 };
-                endpoint.body(&mut batch_body, batch.msgs.iter().map(|(_, m)| m));
-                let attempt =
-                    delivery
-                        .transport
-                        .post(endpoint.url(), endpoint.headers(), &batch_body);
-                if batch_body.capacity() > KEEP_BODY {
-                    batch_body = Vec::new(); // a rare large batch: not held while idle
-                }
+                let msgs = batch.msgs.iter().map(|(_, m)| m);
+                let (url, headers) = (endpoint.url(), endpoint.headers());
+                let attempt = if let Some(mut body) = endpoint.reader(msgs.clone()) {
+                    let len = body.len();
+                    delivery.transport.post_read(url, headers, len, &mut body)
+                } else {
+                    endpoint.body(&mut batch_body, msgs);
+                    let attempt = delivery.transport.post(url, headers, &batch_body);
+                    if batch_body.capacity() > KEEP_BODY {
+                        batch_body = Vec::new(); // a rare large batch: not held while idle
+                    }
+                    attempt
+                };
                 delivery.logger.log(Level::Debug, || {
                     format!("ingestion: batch of {}: {attempt:?}", batch.msgs.len())
                 });
