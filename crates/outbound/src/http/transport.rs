@@ -151,8 +151,8 @@ impl Transport {
             let _ = body.read_to_end(&mut bytes);
             return classify_status(r.record(Destination::Ingestion, url, headers, &bytes), None);
         }
-        // With the length given, ureq sends the body as it reads it, and fails the request
-        // if the reader gives other than `len` bytes.
+        // With the length given, ureq sends the body as it reads it (and fails the request if
+        // the reader gives more than `len` bytes; a `BatchReader` that ends short fails).
         let length = (
             HeaderName::from_static("content-length"),
             HeaderValue::from(len),

@@ -274,6 +274,8 @@ impl Endpoint {
 pub(crate) struct BatchReader<'a, I> {
     msgs: I,
     len: usize,
+    /// Bytes read so far.
+    given: usize,
     sent_at: [u8; timestamp::LEN],
     step: Step,
     /// An element whose comma is being read.
@@ -309,6 +311,7 @@ impl<'a, I: ExactSizeIterator<Item = &'a Element> + Clone> BatchReader<'a, I> {
         BatchReader {
             msgs,
             len,
+            given: 0,
             sent_at,
             step: Step::Head,
             pending: None,
@@ -377,6 +380,15 @@ impl<'a, I: ExactSizeIterator<Item = &'a Element> + Clone> Read for BatchReader<
                 if self.advance() {
                     continue;
                 }
+                // ureq refuses a body longer than its length, but waits for the rest of a
+                // shorter one: a body that ends short is an error, never a hang.
+                if self.given + n != self.len {
+                    return Err(std::io::Error::other(format!(
+                        "a batch body of {} bytes, not the {} its length said",
+                        self.given + n,
+                        self.len
+                    )));
+                }
                 break;
             }
             let k = rest.len().min(buf.len() - n);
@@ -387,6 +399,7 @@ impl<'a, I: ExactSizeIterator<Item = &'a Element> + Clone> Read for BatchReader<
                 Piece::Staged(at) => *at += k,
             }
         }
+        self.given += n;
         Ok(n)
     }
 }
@@ -526,6 +539,11 @@ mod tests {
                 assert!(read.ends_with(b"\"}"));
             }
         }
+        // A length that the bytes do not reach is an error, not a wait for more.
+        let mut reader = endpoint.reader(elements.iter()).unwrap();
+        reader.len += 1;
+        let e = reader.read_to_end(&mut Vec::new()).unwrap_err();
+        assert!(e.to_string().contains("not the"), "{e}");
         let gzip = Endpoint::new(&Config {
             write_key: Some("k".into()),
             gzip: true,
