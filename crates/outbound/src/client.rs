@@ -3,7 +3,7 @@
 
 use crate::delivery::command::{Command, Item};
 use crate::delivery::inbox::{self, Inbox, SpoolInbox};
-use crate::delivery::lane::{Budget, Delivery};
+use crate::delivery::lane::{Budget, Delivery, HooksOut};
 use crate::delivery::scheduler::Scheduler;
 use crate::delivery::shared::Shared;
 use crate::delivery::spooler::{hooks_key, Spooler};
@@ -11,6 +11,9 @@ use crate::durable::redis::{RedisStore, TAKEOVER_MARGIN};
 use crate::durable::sqlite::SqliteStore;
 use crate::durable::Store;
 use crate::error::Error;
+use crate::http::connect::Target;
+use crate::http::exchange::Exchange;
+use crate::http::io::Io;
 use crate::http::recorder::Recorder;
 use crate::http::transport::Transport;
 use crate::log::{Level, Logger};
@@ -63,6 +66,8 @@ struct Engine {
     /// The spool's lock: a forked child closes its inherited copy, so the lock goes with the
     /// parent.
     spool_lock: Option<std::os::fd::RawFd>,
+    /// The webhooks' I/O threads (dropped last: requests still out are abandoned).
+    _io: Option<Io>,
 }
 
 impl Engine {
@@ -72,12 +77,30 @@ impl Engine {
         recorder: Option<Arc<Recorder>>,
     ) -> Result<Engine, Error> {
         let targets = config.check_targets()?;
+        // Webhooks go out on an I/O engine (a recording client's requests go to its record).
+        let io = match (&recorder, config.webhooks.is_empty()) {
+            (None, false) => Some(Io::start(1, "outbound-io")?),
+            _ => None,
+        };
+        let hooks_out = match &io {
+            Some(io) => Some(HooksOut {
+                io: io.handle(),
+                exchange: Exchange::new(config, io)?,
+                targets: (config.webhooks.iter())
+                    .map(|w| Target::parse(&w.url))
+                    .collect::<Result<_, _>>()
+                    .map_err(|why| Error::config("webhooks", why))?,
+                requests: Budget::requests(),
+            }),
+            None => None,
+        };
         let delivery = Arc::new(Delivery {
             transport: Transport::new(config)?.recording_into(recorder),
             ingestion: Endpoint::new(config),
             hooks: Hooks::new(config, targets),
             logger: logger.clone(),
             budget: Budget::process(),
+            hooks_out,
         });
         let shared = Arc::new(Shared::default());
         let (inbox, mailbox) = inbox::inbox();
@@ -144,6 +167,7 @@ impl Engine {
             scheduler_id,
             spooler: Mutex::new(spooler),
             spool_lock,
+            _io: io,
         })
     }
 }

@@ -3,7 +3,7 @@
 //! otherwise the URLs whose failure was retryable get the next round, until the retry window
 //! closes.
 
-use crate::http::transport::Attempt;
+use crate::http::attempt::Attempt;
 use crate::model::outcome::Reason;
 use crate::model::retry::RetryPolicy;
 use crate::wire::Body;

@@ -2,6 +2,7 @@
 //! success, retryable or permanent failure (design §7).
 
 use crate::error::Error;
+use crate::http::attempt::{self, classify_status, Attempt, MAX_ANSWER as MAX_BODY};
 use crate::http::one_write::OneWrite;
 use crate::http::recorder::{Destination, Recorder};
 use crate::http::tcp::Connect;
@@ -20,9 +21,6 @@ use ureq::unversioned::resolver::{DefaultResolver, ResolvedSocketAddrs, Resolver
 use ureq::unversioned::transport::{ConnectionDetails, Connector, NextTimeout};
 use ureq::{Agent, AsSendBody, SendBody};
 
-/// At most this much of a response body is read; the rest is left on the wire.
-const MAX_BODY: u64 = 64 * 1024;
-
 /// Each connection's read and write buffers (ureq's default is 128 KiB each, allocated and
 /// zeroed per connection: with a lane's 512 requests in flight that was ~128 MiB of RSS).
 /// Bodies are written through the buffer in pieces, and the read buffer grows for a
@@ -30,21 +28,6 @@ const MAX_BODY: u64 = 64 * 1024;
 const CONNECTION_BUFFER: usize = 16 * 1024;
 /// The read buffer: a response head rarely needs more, and it grows when one does.
 const READ_BUFFER: usize = 8 * 1024;
-
-/// How one HTTP exchange ended.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) enum Attempt {
-    /// 2xx.
-    Success,
-    /// Worth trying again later (5xx, 408, 429, timeouts, connection errors).
-    Retryable {
-        reason: Reason,
-        detail: String,
-        retry_after: Option<Duration>,
-    },
-    /// Trying again would not help (other 4xx, 3xx, certificate errors).
-    Permanent { reason: Reason, detail: String },
-}
 
 pub(crate) struct Transport {
     agent: Agent,
@@ -365,29 +348,6 @@ impl Lookup {
     }
 }
 
-fn classify_status(status: u16, retry_after: Option<Duration>) -> Attempt {
-    match status {
-        200..=299 => Attempt::Success,
-        408 | 429 | 500..=599 => Attempt::Retryable {
-            reason: Reason::Status(status),
-            detail: format!("status {status}"),
-            retry_after,
-        },
-        // Standard Webhooks: the receiver is no longer interested; its own reason, so the
-        // sender can tell "remove this URL" apart from a request it got wrong.
-        410 => Attempt::Permanent {
-            reason: Reason::Gone,
-            detail:
-                "gone (status 410): the receiver no longer accepts messages at this URL; remove it"
-                    .into(),
-        },
-        _ => Attempt::Permanent {
-            reason: Reason::Status(status),
-            detail: format!("status {status}"),
-        },
-    }
-}
-
 fn classify_error(e: &ureq::Error) -> Attempt {
     if let Some(b) = blocked(e) {
         return Attempt::Permanent {
@@ -426,15 +386,11 @@ fn certificate_problem(e: &ureq::Error) -> Option<String> {
         ureq::Error::Io(io) => io.get_ref().and_then(|i| i.downcast_ref::<rustls::Error>()),
         _ => None,
     }?;
-    match tls {
-        rustls::Error::InvalidCertificate(c) => Some(format!("{c:?}")),
-        rustls::Error::AlertReceived(a) => Some(format!("alert {a:?}")),
-        _ => None,
-    }
+    attempt::certificate_problem(tls)
 }
 
 /// Certificates from PEM text, or from the PEM file at that path.
-fn load_pem(pem_or_path: &str) -> Result<Vec<Certificate<'static>>, Error> {
+pub(crate) fn load_pem(pem_or_path: &str) -> Result<Vec<Certificate<'static>>, Error> {
     let text = if pem_or_path.contains("-----BEGIN") {
         pem_or_path.as_bytes().to_vec()
     } else {
@@ -632,29 +588,5 @@ mod tests {
         let plain = Agent::with_parts(ureq_config(), Connect::default(), Lookup::default());
         let _ = send(&plain, &url, &[], b"{}");
         assert!(accepted.load(std::sync::atomic::Ordering::SeqCst) >= 1);
-    }
-
-    #[test]
-    fn statuses_classify_per_design() {
-        assert_eq!(classify_status(204, None), Attempt::Success);
-        for s in [408, 429, 500, 503] {
-            assert!(
-                matches!(classify_status(s, None), Attempt::Retryable { .. }),
-                "{s}"
-            );
-        }
-        for s in [302, 400, 401, 403, 404, 413] {
-            assert!(
-                matches!(classify_status(s, None), Attempt::Permanent { reason: Reason::Status(r), .. } if r == s),
-                "{s}"
-            );
-        }
-        assert!(matches!(
-            classify_status(410, None),
-            Attempt::Permanent {
-                reason: Reason::Gone,
-                ..
-            }
-        ));
     }
 }

@@ -154,6 +154,13 @@ impl Deref for Body {
     }
 }
 
+/// A request body on the I/O engine is the queue's bytes themselves (`Bytes::from_owner`).
+impl AsRef<[u8]> for Body {
+    fn as_ref(&self) -> &[u8] {
+        self
+    }
+}
+
 /// Equal bytes (the spool's records compare in tests).
 impl PartialEq for Body {
     fn eq(&self, other: &Body) -> bool {

@@ -7,6 +7,7 @@ impl Lane {
     /// A request of this lane came back: frees its slot and updates the destination's health.
     pub(crate) fn finished(&mut self, attempt: &Attempt, started: Instant, now: Instant) {
         self.busy -= 1;
+        self.request_ended();
         if let Some(n) = self.out.get_mut(&started) {
             *n -= 1;
             if *n == 0 {

@@ -28,7 +28,10 @@
 //!   one message.
 
 use crate::delivery::job::Job;
-use crate::http::transport::{Attempt, Transport};
+use crate::http::attempt::Attempt;
+use crate::http::connect::Target;
+use crate::http::exchange::Exchange;
+use crate::http::transport::Transport;
 use crate::log::{Level, Logger};
 use crate::model::outcome::Reason;
 use crate::model::retry::{after, RetryPolicy};
@@ -74,12 +77,27 @@ pub(crate) const SLOW_AFTER: Duration = Duration::from_millis(25);
 
 /// What every lane's workers share: the transport and both destinations.
 pub(crate) struct Delivery {
+    /// Ingestion batches (worker threads), and every request of a recording client.
     pub transport: Transport,
     pub ingestion: Option<Endpoint>,
     pub hooks: Hooks,
     pub logger: Logger,
-    /// Where the lanes' threads come from: [`Budget::process`] but in tests.
+    /// Where the ingestion lane's threads come from: [`Budget::process`] but in tests.
     pub budget: &'static Budget,
+    /// Webhook requests on the I/O engine (none for a recording client, whose requests go to
+    /// its record).
+    pub hooks_out: Option<HooksOut>,
+}
+
+/// How webhook lanes send: requests spawned on the I/O engine, each holding a place in the
+/// engine's budget of requests in flight while it is out.
+pub(crate) struct HooksOut {
+    pub io: tokio::runtime::Handle,
+    pub exchange: Exchange,
+    /// Webhook `i`'s URL, read once.
+    pub targets: Vec<Target>,
+    /// Requests in flight, shared fairly among the lanes with requests out.
+    pub requests: &'static Budget,
 }
 
 /// A finished request, back to the scheduler.
@@ -122,6 +140,10 @@ pub(crate) struct Lane {
     seat: Option<Seat>,
     /// The system refused the last thread (logged once per run of refusals).
     refused: bool,
+    /// A webhook lane on the I/O engine: no threads; a request holds a place in the
+    /// engine's budget of requests instead (taken by `make_room`, kept by the request).
+    on_io: bool,
+    ticket: Option<budget::Ticket>,
     /// Most requests out at once since the last trim.
     peak: usize,
     /// This lane's part of [`BRISK`] ([`share_brisk`]).
@@ -151,7 +173,11 @@ impl Lane {
     ) -> Lane {
         let (jobs, jobs_rx) = crossbeam_channel::unbounded();
         let logger = delivery.logger.clone();
-        let budget = delivery.budget;
+        let on_io = index > 0 && delivery.hooks_out.is_some();
+        let budget = match &delivery.hooks_out {
+            Some(out) if on_io => out.requests,
+            _ => delivery.budget,
+        };
         Lane {
             label,
             index,
@@ -167,6 +193,8 @@ impl Lane {
             budget,
             seat: None,
             refused: false,
+            on_io,
+            ticket: None,
             peak: 0,
             share: BRISK,
             min_threads: min_threads.min(cap),
@@ -249,6 +277,10 @@ impl Lane {
     /// further one waits when every thread is busy and [`brisk`](Self::brisk) are moving,
     /// or the process's [`Budget`] has no thread for it.
     fn holds(&self, busy: usize, moving: usize) -> bool {
+        if self.on_io {
+            // No thread to wait for: only the brisk share and the budget of requests.
+            return moving >= self.brisk() || !self.budget.may_grow(busy);
+        }
         busy >= self.threads && (moving >= self.brisk() || !self.budget.may_grow(self.threads))
     }
 
@@ -299,6 +331,7 @@ impl Lane {
 
 pub(crate) mod budget;
 mod health;
+mod requests;
 #[cfg(test)]
 mod tests;
 mod threads;

@@ -23,6 +23,7 @@ fn lane_in(cap: usize, budget: &'static Budget) -> (Lane, Receiver<Report>) {
         hooks: Hooks::new(&config, targets),
         logger: Logger::new(Some(false), None),
         budget,
+        hooks_out: None,
     });
     let (tx, rx) = crossbeam_channel::unbounded();
     let lane = Lane::new(

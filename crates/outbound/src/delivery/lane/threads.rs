@@ -9,6 +9,9 @@ impl Lane {
     /// [`Budget`] is spent, or the system refused one): the request should wait, and the
     /// lane's own answers, or the next housekeeping, give it another chance.
     pub(crate) fn make_room(&mut self) -> bool {
+        if self.on_io {
+            return self.take_ticket();
+        }
         if self.busy < self.threads {
             return true;
         }
@@ -59,13 +62,19 @@ impl Lane {
     /// Hands a request from [`take`](Self::take) to a worker made ready by
     /// [`make_room`](Self::make_room).
     pub(crate) fn start(&mut self, job: Job, now: Instant) {
-        debug_assert!(self.busy < self.threads, "start without make_room");
+        debug_assert!(
+            self.on_io || self.busy < self.threads,
+            "start without make_room"
+        );
         if let Health::Down { opens, .. } = self.health {
             self.health = Health::Probing { opens };
         }
         self.busy += 1;
         *self.out.entry(now).or_default() += 1;
         self.peak = self.peak.max(self.busy);
+        if self.on_io {
+            return self.send_on_io(job, now);
+        }
         // The lane holds a receiver, so the channel is open.
         let _ = self.jobs.send((now, job));
     }
@@ -73,7 +82,7 @@ impl Lane {
     /// The lane's thread count changed to `threads`: a lane without threads gives up its seat.
     fn set_threads(&mut self, threads: usize) {
         self.threads = threads;
-        if threads == 0 {
+        if threads == 0 && !self.on_io {
             self.seat = None;
         }
     }

@@ -9,7 +9,7 @@ use crate::delivery::inbox::{Mailbox, SpoolOps, Wake};
 use crate::delivery::job::{Batch, Job};
 use crate::delivery::lane::{Delivery, Lane, Report};
 use crate::delivery::shared::Shared;
-use crate::http::transport::Attempt;
+use crate::http::attempt::Attempt;
 use crate::log::{redact_url, Logger};
 use crate::model::config::Config;
 use crate::model::outcome::Reason;

@@ -6,7 +6,7 @@ use crate::delivery::fanout::Settled;
 use crate::delivery::job::{Batch, Job};
 use crate::delivery::lane::Report;
 use crate::durable::Op;
-use crate::http::transport::Attempt;
+use crate::http::attempt::Attempt;
 use crate::log::Level;
 use crate::model::outcome::Reason;
 use crate::model::timestamp::wall_ms;

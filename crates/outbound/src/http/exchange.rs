@@ -1,0 +1,416 @@
+//! One webhook POST on the I/O engine, classified (`attempt.rs`): a kept-alive connection
+//! or a new one (`connect.rs`), hyper's HTTP/1.1 client on it, the whole exchange (lookup,
+//! connect, TLS, request, answer and the first 64 KiB of its body) within `timeout`.
+//! Redirects are not followed.
+
+use crate::error::Error;
+use crate::http::attempt::{classify_status, Attempt, MAX_ANSWER};
+use crate::http::connect::{ConnectError, Connector, Target};
+use crate::http::io::Io;
+use crate::http::pool::{Key, Pool, Sender};
+use crate::model::config::Config;
+use crate::model::outcome::Reason;
+use crate::model::retry::parse_retry_after;
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full};
+use hyper::header::{CONTENT_LENGTH, HOST};
+use hyper_util::rt::TokioIo;
+use std::sync::Arc;
+use std::time::Duration;
+use ureq::http::{HeaderName, HeaderValue, Method, Request};
+
+/// How one client's webhook requests are made: its connector (TLS roots, guard, proxy), the
+/// engine's pool, its timeout.
+pub(crate) struct Exchange {
+    connector: Connector,
+    pool: Arc<Pool>,
+    timeout: Duration,
+    /// Idle connections kept per host: as many as may be in flight to it.
+    keep: usize,
+}
+
+impl Exchange {
+    pub(crate) fn new(config: &Config, io: &Io) -> Result<Exchange, Error> {
+        Ok(Exchange {
+            connector: Connector::new(config, io.names.clone())?,
+            pool: io.pool.clone(),
+            timeout: config.timeout,
+            keep: config.max_in_flight.max(1),
+        })
+    }
+
+    /// POSTs `body` to `t` with `headers` (`Host` and `Content-Length` are added) and
+    /// classifies what happened.
+    pub(crate) async fn post(
+        &self,
+        t: &Target,
+        headers: &[(HeaderName, HeaderValue)],
+        body: Bytes,
+    ) -> Attempt {
+        match tokio::time::timeout(self.timeout, self.exchange(t, headers, body)).await {
+            Ok(attempt) => attempt,
+            Err(_) => Attempt::Retryable {
+                reason: Reason::Timeout,
+                detail: format!("timeout: no complete answer within {:?}", self.timeout),
+                retry_after: None,
+            },
+        }
+    }
+
+    async fn exchange(
+        &self,
+        t: &Target,
+        headers: &[(HeaderName, HeaderValue)],
+        body: Bytes,
+    ) -> Attempt {
+        let key: Key = (self.connector.key(), t.https, t.host.clone(), t.port);
+        // A kept-alive connection the receiver closed meanwhile fails before the request is
+        // sent ("canceled"): then a new connection, once.
+        let mut reused = true;
+        loop {
+            let pooled = if reused { self.pool.take(&key) } else { None };
+            let mut tx = match pooled {
+                Some(tx) => tx,
+                None => {
+                    reused = false;
+                    match self.open(t).await {
+                        Ok(tx) => tx,
+                        Err(e) => return connect_failed(e),
+                    }
+                }
+            };
+            if tx.ready().await.is_err() {
+                if reused {
+                    reused = false;
+                    continue;
+                }
+                return retry_connection("connection closed before the request".into());
+            }
+            let request = match request(t, headers, body.clone()) {
+                Ok(r) => r,
+                Err(e) => {
+                    return Attempt::Permanent {
+                        reason: Reason::Other,
+                        detail: format!("invalid request: {e}"),
+                    }
+                }
+            };
+            let answer = match tx.send_request(request).await {
+                Ok(answer) => answer,
+                Err(e) if reused && e.is_canceled() => {
+                    reused = false;
+                    continue;
+                }
+                Err(e) => return retry_connection(describe(&e)),
+            };
+            let status = answer.status().as_u16();
+            let retry_after = answer
+                .headers()
+                .get("retry-after")
+                .and_then(|v| v.to_str().ok())
+                .and_then(parse_retry_after);
+            // Read (a bounded part of) the body so the connection can be reused; a body
+            // that drips or never ends is cut off by the timeout or the limit.
+            let mut body = answer.into_body();
+            let mut seen = 0u64;
+            let whole = loop {
+                match body.frame().await {
+                    None => break true,
+                    Some(Ok(frame)) => {
+                        seen += frame.data_ref().map_or(0, |d| d.len() as u64);
+                        if seen > MAX_ANSWER {
+                            break false;
+                        }
+                    }
+                    Some(Err(e)) => {
+                        if (200..300).contains(&status) {
+                            // The receiver accepted it; a broken body does not undo that.
+                            return Attempt::Success;
+                        }
+                        return retry_connection(describe(&e));
+                    }
+                }
+            };
+            if whole {
+                self.pool.put(key, tx, self.keep);
+            }
+            return classify_status(status, retry_after);
+        }
+    }
+
+    /// A new connection with hyper's HTTP/1.1 client on it; its driver runs as a task of
+    /// its own until the connection closes.
+    async fn open(&self, t: &Target) -> Result<Sender, ConnectError> {
+        let stream = self.connector.connect(t).await?;
+        let (tx, conn) = hyper::client::conn::http1::Builder::new()
+            .handshake(TokioIo::new(stream))
+            .await
+            .map_err(|e| ConnectError::Io(describe(&e)))?;
+        tokio::spawn(async move {
+            let _ = conn.await;
+        });
+        Ok(tx)
+    }
+}
+
+fn request(
+    t: &Target,
+    headers: &[(HeaderName, HeaderValue)],
+    body: Bytes,
+) -> Result<Request<Full<Bytes>>, ureq::http::Error> {
+    let mut req = Request::builder()
+        .method(Method::POST)
+        .uri(t.path.clone())
+        .header(HOST, t.authority.clone())
+        .header(CONTENT_LENGTH, body.len());
+    for (k, v) in headers {
+        req = req.header(k, v);
+    }
+    req.body(Full::new(body))
+}
+
+fn connect_failed(e: ConnectError) -> Attempt {
+    match e {
+        ConnectError::Blocked(b) => Attempt::Permanent {
+            reason: Reason::Blocked,
+            detail: b.to_string(),
+        },
+        ConnectError::Certificate(why) => Attempt::Permanent {
+            reason: Reason::Certificate,
+            detail: format!("certificate: {why}"),
+        },
+        ConnectError::Unsupported(why) => Attempt::Permanent {
+            reason: Reason::Other,
+            detail: why,
+        },
+        ConnectError::Io(why) => retry_connection(why),
+    }
+}
+
+fn retry_connection(detail: String) -> Attempt {
+    Attempt::Retryable {
+        reason: Reason::Connection,
+        detail,
+        retry_after: None,
+    }
+}
+
+/// An error and what caused it, in one line (hyper's own text alone says little: "connection
+/// error").
+fn describe(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut text = e.to_string();
+    let mut source = e.source();
+    while let Some(s) = source {
+        text.push_str(": ");
+        text.push_str(&s.to_string());
+        source = s.source();
+    }
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::http::connect::Names;
+    use std::io::{Read, Write};
+    use std::net::{TcpListener, TcpStream};
+    use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
+
+    /// Reads one request (head and `Content-Length` body) from `s`; `None` at end of stream.
+    fn read_request(s: &mut TcpStream) -> Option<String> {
+        let mut head = Vec::new();
+        let mut byte = [0u8; 1];
+        while !head.ends_with(b"\r\n\r\n") {
+            if s.read(&mut byte).ok()? == 0 {
+                return None;
+            }
+            head.push(byte[0]);
+        }
+        let head = String::from_utf8(head).ok()?;
+        let len: usize = head
+            .lines()
+            .find_map(|l| l.strip_prefix("content-length: "))
+            .and_then(|v| v.trim().parse().ok())
+            .unwrap_or(0);
+        let mut body = vec![0u8; len];
+        s.read_exact(&mut body).ok()?;
+        Some(head)
+    }
+
+    /// A receiver on 127.0.0.1 answering every request on a connection with `answer`, then
+    /// closing the connection after `per_connection` requests; counts connections.
+    fn receiver(answer: &'static [u8], per_connection: usize) -> (String, Arc<AtomicUsize>) {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("http://{}/hook", listener.local_addr().unwrap());
+        let conns = Arc::new(AtomicUsize::new(0));
+        let n = conns.clone();
+        std::thread::spawn(move || {
+            for conn in listener.incoming() {
+                let Ok(mut s) = conn else { return };
+                n.fetch_add(1, SeqCst);
+                std::thread::spawn(move || {
+                    for _ in 0..per_connection {
+                        if read_request(&mut s).is_none() || s.write_all(answer).is_err() {
+                            return;
+                        }
+                    }
+                });
+            }
+        });
+        (url, conns)
+    }
+
+    fn exchange(config: &Config, proxy: Option<ureq::Proxy>) -> Exchange {
+        Exchange {
+            connector: Connector::with_proxy(config, Arc::new(Names::default()), proxy).unwrap(),
+            pool: Arc::new(Pool::default()),
+            timeout: Duration::from_secs(5),
+            keep: 8,
+        }
+    }
+
+    const NO_CONTENT: &[u8] = b"HTTP/1.1 204 No Content\r\n\r\n";
+
+    #[tokio::test]
+    async fn a_connection_is_kept_alive_between_requests_to_a_host() {
+        let (url, conns) = receiver(NO_CONTENT, usize::MAX);
+        let ex = exchange(&Config::default(), None);
+        let t = Target::parse(&url).unwrap();
+        for _ in 0..3 {
+            let a = ex.post(&t, &[], Bytes::from_static(b"{}")).await;
+            assert_eq!(a, Attempt::Success);
+        }
+        assert_eq!(conns.load(SeqCst), 1, "one connection for three requests");
+        assert_eq!(ex.pool.idle(), 1);
+    }
+
+    #[tokio::test]
+    async fn a_kept_connection_the_receiver_closed_is_replaced_without_a_failure() {
+        // One request per connection, then the receiver closes it.
+        let (url, conns) = receiver(NO_CONTENT, 1);
+        let ex = exchange(&Config::default(), None);
+        let t = Target::parse(&url).unwrap();
+        for _ in 0..3 {
+            assert_eq!(
+                ex.post(&t, &[], Bytes::from_static(b"{}")).await,
+                Attempt::Success
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        assert_eq!(conns.load(SeqCst), 3);
+    }
+
+    #[tokio::test]
+    async fn an_answer_over_64_kib_is_cut_off_and_its_connection_not_kept() {
+        static BIG: std::sync::OnceLock<Vec<u8>> = std::sync::OnceLock::new();
+        let big = BIG.get_or_init(|| {
+            let body = vec![b'x'; 200 * 1024];
+            let mut a =
+                format!("HTTP/1.1 200 OK\r\ncontent-length: {}\r\n\r\n", body.len()).into_bytes();
+            a.extend(body);
+            a
+        });
+        let (url, _) = receiver(big, usize::MAX);
+        let ex = exchange(&Config::default(), None);
+        let t = Target::parse(&url).unwrap();
+        assert_eq!(
+            ex.post(&t, &[], Bytes::from_static(b"{}")).await,
+            Attempt::Success
+        );
+        assert_eq!(
+            ex.pool.idle(),
+            0,
+            "not reused: the rest of its answer is unread"
+        );
+    }
+
+    /// A CONNECT proxy on 127.0.0.1 that tunnels to the address it is asked for and reports
+    /// each CONNECT line.
+    fn proxy() -> (ureq::Proxy, std::sync::mpsc::Receiver<String>) {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for conn in listener.incoming() {
+                let Ok(mut client) = conn else { return };
+                let Some(head) = read_request(&mut client) else {
+                    continue;
+                };
+                let line = head.lines().next().unwrap_or("").to_string();
+                let to = line.split(' ').nth(1).unwrap_or("").to_string();
+                tx.send(line).unwrap();
+                let Ok(upstream) = TcpStream::connect(&to) else {
+                    let _ = client.write_all(b"HTTP/1.1 502 Bad Gateway\r\n\r\n");
+                    continue;
+                };
+                client
+                    .write_all(b"HTTP/1.1 200 Connection established\r\n\r\n")
+                    .unwrap();
+                let (mut c2, mut u2) = (client.try_clone().unwrap(), upstream.try_clone().unwrap());
+                let (mut c, mut u) = (client, upstream);
+                std::thread::spawn(move || std::io::copy(&mut c2, &mut u2));
+                std::thread::spawn(move || std::io::copy(&mut u, &mut c));
+            }
+        });
+        (ureq::Proxy::new(&url).unwrap(), rx)
+    }
+
+    #[tokio::test]
+    async fn through_a_proxy_the_request_goes_in_a_connect_tunnel() {
+        let (url, conns) = receiver(NO_CONTENT, usize::MAX);
+        let (proxy, seen) = proxy();
+        let ex = exchange(&Config::default(), Some(proxy));
+        let url = url.replace("127.0.0.1", "localhost");
+        let t = Target::parse(&url).unwrap();
+        assert_eq!(
+            ex.post(&t, &[], Bytes::from_static(b"{}")).await,
+            Attempt::Success
+        );
+        let connect = seen.try_recv().unwrap();
+        let port = t.port;
+        assert_eq!(connect, format!("CONNECT localhost:{port} HTTP/1.1"));
+        assert_eq!(conns.load(SeqCst), 1);
+    }
+
+    #[tokio::test]
+    async fn with_the_guard_the_proxy_is_given_the_address_the_guard_approved() {
+        let (url, _) = receiver(NO_CONTENT, usize::MAX);
+        let (proxy, seen) = proxy();
+        let config = Config {
+            block_private_networks: true,
+            allowed_networks: vec!["127.0.0.0/8".into()],
+            ..Config::default()
+        };
+        let ex = exchange(&config, Some(proxy));
+        let t = Target::parse(&url.replace("127.0.0.1", "localhost")).unwrap();
+        assert_eq!(
+            ex.post(&t, &[], Bytes::from_static(b"{}")).await,
+            Attempt::Success
+        );
+        let connect = seen.try_recv().unwrap();
+        assert_eq!(
+            connect,
+            format!("CONNECT 127.0.0.1:{} HTTP/1.1", t.port),
+            "an IP: the proxy cannot resolve the name to somewhere else"
+        );
+        // Without the allowance the guard refuses before the proxy hears of it.
+        let guarded = Config {
+            block_private_networks: true,
+            ..Config::default()
+        };
+        let (proxy, seen) = self::proxy();
+        let ex = exchange(&guarded, Some(proxy));
+        let a = ex.post(&t, &[], Bytes::from_static(b"{}")).await;
+        assert!(
+            matches!(
+                &a,
+                Attempt::Permanent {
+                    reason: Reason::Blocked,
+                    ..
+                }
+            ),
+            "{a:?}"
+        );
+        assert!(seen.try_recv().is_err(), "nothing reached the proxy");
+    }
+}

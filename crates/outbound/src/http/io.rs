@@ -1,0 +1,70 @@
+//! The I/O engine: a small tokio runtime of its own (no async reaches any public face),
+//! the connections it keeps alive (`pool.rs`) and the names it looked up (`connect.rs`).
+//! Requests are spawned on it by the lanes and report back on their channel; a request
+//! waiting for an answer holds no thread.
+
+use crate::error::Error;
+use crate::http::connect::Names;
+use crate::http::pool::Pool;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// How often idle connections past their time are closed.
+const SWEEP_EVERY: Duration = Duration::from_secs(5);
+
+pub(crate) struct Io {
+    runtime: Option<tokio::runtime::Runtime>,
+    pub(crate) pool: Arc<Pool>,
+    pub(crate) names: Arc<Names>,
+}
+
+impl Io {
+    /// Starts `threads` I/O threads named `name`.
+    pub(crate) fn start(threads: usize, name: &str) -> Result<Io, Error> {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(threads.max(1))
+            // Host name lookups run here (getaddrinfo blocks); they are cached for a minute.
+            .max_blocking_threads(2)
+            .thread_keep_alive(Duration::from_secs(5))
+            .thread_name(name)
+            .enable_io()
+            .enable_time()
+            .build()
+            .map_err(|e| Error::config("workers", format!("cannot start the I/O threads: {e}")))?;
+        let pool = Arc::new(Pool::default());
+        let sweep = Arc::downgrade(&pool);
+        runtime.spawn(async move {
+            loop {
+                tokio::time::sleep(SWEEP_EVERY).await;
+                match sweep.upgrade() {
+                    Some(pool) => pool.sweep(),
+                    None => return,
+                }
+            }
+        });
+        Ok(Io {
+            runtime: Some(runtime),
+            pool,
+            names: Arc::new(Names::default()),
+        })
+    }
+
+    /// Where tasks are spawned (a handle does not keep the runtime alive: a task spawned
+    /// after it stopped is dropped).
+    pub(crate) fn handle(&self) -> tokio::runtime::Handle {
+        match &self.runtime {
+            Some(rt) => rt.handle().clone(),
+            None => unreachable!("the runtime lives as long as the Io"),
+        }
+    }
+}
+
+impl Drop for Io {
+    fn drop(&mut self) {
+        // Requests still out are abandoned (their messages were already counted as
+        // "delivery unknown"); nothing here may block, even on a runtime's own thread.
+        if let Some(rt) = self.runtime.take() {
+            rt.shutdown_background();
+        }
+    }
+}

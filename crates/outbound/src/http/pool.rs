@@ -1,0 +1,72 @@
+//! Keep-alive: the idle HTTP/1.1 connections of an I/O engine, per connector settings and
+//! host. A request takes the most recently used one (a few stay warm, the rest age out),
+//! and gives it back once its answer was read whole.
+
+use bytes::Bytes;
+use http_body_util::Full;
+use hyper::client::conn::http1::SendRequest;
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+/// An idle connection is closed after this long (receivers close theirs sooner or later,
+/// and a closed one is found out before it is used).
+pub(crate) const IDLE_FOR: Duration = Duration::from_secs(20);
+
+pub(crate) type Sender = SendRequest<Full<Bytes>>;
+
+/// Connector key and `scheme://host:port`.
+pub(crate) type Key = (u64, bool, String, u16);
+
+#[derive(Default)]
+pub(crate) struct Pool {
+    idle: Mutex<HashMap<Key, Vec<(Instant, Sender)>>>,
+}
+
+impl Pool {
+    /// The newest idle connection of `key` that is still open.
+    pub(crate) fn take(&self, key: &Key) -> Option<Sender> {
+        let mut idle = self.lock();
+        let list = idle.get_mut(key)?;
+        let found = loop {
+            match list.pop() {
+                Some((since, tx)) if since.elapsed() < IDLE_FOR && !tx.is_closed() => {
+                    break Some(tx)
+                }
+                Some(_) => continue,
+                None => break None,
+            }
+        };
+        if list.is_empty() {
+            idle.remove(key);
+        }
+        found
+    }
+
+    /// Gives a connection back, at most `most` idle per key.
+    pub(crate) fn put(&self, key: Key, tx: Sender, most: usize) {
+        let mut idle = self.lock();
+        let list = idle.entry(key).or_default();
+        if list.len() < most {
+            list.push((Instant::now(), tx));
+        }
+    }
+
+    /// Closes the connections idle for [`IDLE_FOR`] (called every few seconds).
+    pub(crate) fn sweep(&self) {
+        self.lock().retain(|_, list| {
+            list.retain(|(since, tx)| since.elapsed() < IDLE_FOR && !tx.is_closed());
+            !list.is_empty()
+        });
+    }
+
+    /// Idle connections held now.
+    #[cfg(test)]
+    pub(crate) fn idle(&self) -> usize {
+        self.lock().values().map(Vec::len).sum()
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<Key, Vec<(Instant, Sender)>>> {
+        self.idle.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
