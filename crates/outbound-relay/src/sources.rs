@@ -7,8 +7,8 @@
 
 use crate::auth::ct_eq;
 use crate::config::{ConfigError, Relay};
-use outbound::{AudienceSync, Client, Level, LogSink};
-use std::sync::{Arc, Mutex};
+use outbound::{AudienceSync, Client, Engine, EngineConfig, Level, LogSink};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 /// One source, running.
@@ -34,6 +34,24 @@ impl Source {
 /// Every source of the config.
 pub struct Sources {
     pub list: Vec<Arc<Source>>,
+}
+
+/// The engine every source's client runs on: one scheduler thread and the I/O threads for
+/// all of them, however many sources there are (a source adds no thread).
+static ENGINE: OnceLock<Engine> = OnceLock::new();
+
+/// Starts the sources' engine with `io_threads` I/O threads (before the first source).
+pub fn start_engine(io_threads: usize) -> Result<(), outbound::Error> {
+    let engine = Engine::new(EngineConfig { io_threads })?;
+    let _ = ENGINE.set(engine);
+    Ok(())
+}
+
+fn engine() -> Result<&'static Engine, outbound::Error> {
+    if ENGINE.get().is_none() {
+        start_engine(EngineConfig::default().io_threads)?;
+    }
+    Ok(ENGINE.get().expect("set above, or by an earlier call"))
 }
 
 /// The core's log lines, through `tracing` with the source's name (the core never writes a
@@ -69,7 +87,9 @@ impl Sources {
         core.log_sink = Some(log_sink(&s.name));
         core.on_outcome = Some(crate::metrics::on_outcome(&s.name));
         let has_webhooks = !core.webhooks.is_empty();
-        let client = Client::new(core).map_err(|e| relay.core_error(i, e))?;
+        let client = engine()
+            .and_then(|engine| engine.client(core))
+            .map_err(|e| relay.core_error(i, e))?;
         let path = relay
             .data_dir
             .join("audiences")

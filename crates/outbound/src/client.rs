@@ -4,16 +4,16 @@
 use crate::delivery::command::{Command, Item};
 use crate::delivery::inbox::{self, Inbox, SpoolInbox};
 use crate::delivery::lane::{Budget, Delivery, HooksOut};
-use crate::delivery::scheduler::Scheduler;
+use crate::delivery::scheduler::{Control, Tenant};
 use crate::delivery::shared::Shared;
 use crate::delivery::spooler::{hooks_key, Spooler};
 use crate::durable::redis::{RedisStore, TAKEOVER_MARGIN};
 use crate::durable::sqlite::SqliteStore;
 use crate::durable::Store;
+use crate::engine::Core;
 use crate::error::Error;
 use crate::http::connect::Target;
 use crate::http::exchange::Exchange;
-use crate::http::io::Io;
 use crate::http::recorder::Recorder;
 use crate::http::transport::Transport;
 use crate::log::{Level, Logger};
@@ -31,7 +31,7 @@ use arc_swap::ArcSwap;
 use std::borrow::Borrow;
 use std::sync::atomic::{AtomicU64, Ordering::*};
 use std::sync::{Arc, Mutex};
-use std::thread::{JoinHandle, ThreadId};
+use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 /// Largest serialized message accepted (spec §8: 32 KB).
@@ -44,9 +44,9 @@ pub const DEFAULT_WAIT: Duration = Duration::from_secs(30);
 /// in order: its id (shared with the queued message), or why it was not taken.
 pub type Answers<E> = Vec<Result<Arc<str>, E>>;
 
-/// A running client: one scheduler thread and a delivery lane per destination, fed by the
-/// calls.
-/// Dropping it closes it, waiting at most `timeout` for what is queued.
+/// A running client: its part of an engine's scheduler (a tenant) and a delivery lane per
+/// destination, fed by the calls. Dropping it closes it, waiting at most `timeout` for what
+/// is queued.
 pub struct Client {
     config: Arc<Config>,
     logger: Logger,
@@ -55,35 +55,31 @@ pub struct Client {
     recorder: Option<Arc<Recorder>>,
 }
 
-/// One generation of threads and queue (a forked child gets a new one).
+/// One generation of the client's queue and engine (a forked child gets a new one).
 struct Engine {
+    /// The engine this client is a tenant of.
+    core: Arc<Core>,
     /// To the spool writer when there is a spool, else to the scheduler.
     tx: To,
     shared: Arc<Shared>,
-    scheduler: Mutex<Option<JoinHandle<()>>>,
-    scheduler_id: ThreadId,
     spooler: Mutex<Option<JoinHandle<()>>>,
     /// The spool's lock: a forked child closes its inherited copy, so the lock goes with the
     /// parent.
     spool_lock: Option<std::os::fd::RawFd>,
-    /// The webhooks' I/O threads (dropped last: requests still out are abandoned).
-    _io: Option<Io>,
 }
 
 impl Engine {
+    /// Adds a tenant for `config` to `core`'s scheduler.
     fn start(
+        core: Arc<Core>,
         config: &Config,
         logger: &Logger,
         recorder: Option<Arc<Recorder>>,
     ) -> Result<Engine, Error> {
         let targets = config.check_targets()?;
-        // Webhooks go out on an I/O engine (a recording client's requests go to its record).
-        let io = match (&recorder, config.webhooks.is_empty()) {
-            (None, false) => Some(Io::start(1, "outbound-io")?),
-            _ => None,
-        };
-        let hooks_out = match &io {
-            Some(io) => Some(HooksOut {
+        // Webhooks go out on the I/O engine (a recording client's requests go to its record).
+        let hooks_out = match (&core.io, &recorder, config.webhooks.is_empty()) {
+            (Some(io), None, false) => Some(HooksOut {
                 io: io.handle(),
                 exchange: Exchange::new(config, io)?,
                 targets: (config.webhooks.iter())
@@ -92,7 +88,7 @@ impl Engine {
                     .map_err(|why| Error::config("webhooks", why))?,
                 requests: Budget::requests(),
             }),
-            None => None,
+            _ => None,
         };
         let delivery = Arc::new(Delivery {
             transport: Transport::new(config)?.recording_into(recorder),
@@ -103,7 +99,8 @@ impl Engine {
             hooks_out,
         });
         let shared = Arc::new(Shared::default());
-        let (inbox, mailbox) = inbox::inbox();
+        let id = core.next_tenant();
+        let (inbox, mailbox) = inbox::inbox(id, core.ways.rung.clone());
         let spawn = |name: &str, f: Box<dyn FnOnce() + Send>| {
             std::thread::Builder::new()
                 .name(name.into())
@@ -150,24 +147,24 @@ impl Engine {
                 To::Spooler(tx)
             }
         };
-        let scheduler = Scheduler::new(
+        let tenant = Tenant::new(
+            id,
             config,
             shared.clone(),
             mailbox,
             delivery,
+            core.ways.reports.clone(),
             ops,
             logger.clone(),
         );
-        let handle = spawn("outbound-scheduler", Box::new(move || scheduler.run()))?;
-        let scheduler_id = handle.thread().id();
+        // A gone scheduler (impossible while `core` lives) would leave the tenant unrun.
+        let _ = core.ways.control.send(Control::Add(id, Box::new(tenant)));
         Ok(Engine {
+            core,
             tx,
             shared,
-            scheduler: Mutex::new(Some(handle)),
-            scheduler_id,
             spooler: Mutex::new(spooler),
             spool_lock,
-            _io: io,
         })
     }
 }
@@ -176,7 +173,7 @@ impl Engine {
     /// True on the scheduler's own thread, i.e. inside an `on_outcome` callback, where
     /// waiting for the scheduler would wait for ourselves.
     fn on_scheduler(&self) -> bool {
-        std::thread::current().id() == self.scheduler_id
+        self.core.on_scheduler()
     }
 
     /// Stops outcome callbacks for good; waits for one that is running (unless called
@@ -222,6 +219,14 @@ impl To {
     }
 }
 
+impl crate::Engine {
+    /// A client on this engine: checks `config` as [`Client::new`] does and adds it to the
+    /// engine's scheduler; no thread is started for it (but its spool writer, with `spool`).
+    pub fn client(&self, config: Config) -> Result<Client, Error> {
+        Client::on_engine(config, self.core.clone(), None)
+    }
+}
+
 /// Counts an enqueue call as under way while it lives.
 struct CallGuard<'a>(&'a Shared);
 
@@ -242,8 +247,19 @@ impl Client {
         recorder: Option<Arc<Recorder>>,
     ) -> Result<Client, Error> {
         config.check()?;
+        let core = Arc::new(Core::private(&config)?);
+        Client::on_engine(config, core, recorder)
+    }
+
+    /// A client on `core` (an [`crate::Engine`]'s, or its own).
+    pub(crate) fn on_engine(
+        config: Config,
+        core: Arc<Core>,
+        recorder: Option<Arc<Recorder>>,
+    ) -> Result<Client, Error> {
+        config.check()?;
         let logger = Logger::new(config.debug, config.log_sink.clone());
-        let engine = Engine::start(&config, &logger, recorder.clone())?;
+        let engine = Engine::start(core, &config, &logger, recorder.clone())?;
         logger.log(Level::Debug, || {
             format!(
                 "client started: ingestion {}, {} webhook(s), flush_at {}, flush_interval {:?}",
@@ -618,14 +634,21 @@ impl Client {
                 .wait_until(deadline, |s| s.pending.load(Acquire) == 0)
         };
         engine.tx.send(Command::Shutdown);
-        let handle = engine
-            .scheduler
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .take();
         let mut complete = true;
-        if let Some(handle) = handle.filter(|_| !on_scheduler) {
-            complete = self.wait_for_drain(&engine, handle);
+        if !on_scheduler {
+            complete = self.wait_for_drain(&engine);
+            // Its lanes' threads that were idle (bounded: one on a hung request is left).
+            let threads = std::mem::take(
+                &mut *engine
+                    .shared
+                    .lane_threads
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner()),
+            );
+            let deadline = Instant::now() + Duration::from_secs(1);
+            for lane in threads {
+                lane.join_idle(deadline);
+            }
         }
         let spooler = engine
             .spooler
@@ -652,13 +675,12 @@ impl Client {
 
     /// Waits for the scheduler to report the outcomes of what is left, for as long as its
     /// callbacks keep returning. False when one blocked and the rest was counted here.
-    fn wait_for_drain(&self, engine: &Engine, handle: JoinHandle<()>) -> bool {
+    fn wait_for_drain(&self, engine: &Engine) -> bool {
         let stuck_after = self.config.timeout;
         let mut seen = engine.shared.reported.load(Relaxed);
         let mut since = Instant::now();
         loop {
-            if handle.is_finished() {
-                let _ = handle.join();
+            if engine.shared.stopped.load(SeqCst) {
                 return true;
             }
             std::thread::sleep(Duration::from_millis(1));
@@ -712,7 +734,10 @@ impl Client {
             // SAFETY: our inherited copy of the parent's lock descriptor; the parent keeps its own.
             unsafe { libc::close(fd) };
         }
-        let fresh = Engine::start(&self.config, &self.logger, self.recorder.clone())?;
+        // The parent's engine threads do not exist here: the child's client gets one of its
+        // own, whichever engine the parent's was on.
+        let core = Arc::new(Core::private(&self.config)?);
+        let fresh = Engine::start(core, &self.config, &self.logger, self.recorder.clone())?;
         fresh.shared.closed.store(closed, SeqCst);
         std::mem::forget(self.engine.swap(Arc::new(fresh)));
         Ok(())

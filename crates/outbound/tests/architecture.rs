@@ -15,6 +15,7 @@ const LAYERS: &[&[&str]] = &[
     &["http"],
     &["durable"],
     &["delivery"],
+    &["engine"],
     &["client"],
     &["audience", "testing"],
     &["lib"],

@@ -77,26 +77,54 @@ impl Wake {
     }
 }
 
+/// How a client's inbox wakes the scheduler it shares with other clients (tenants): the
+/// tenant's number goes on the scheduler's `rung` channel, once until the scheduler has
+/// taken it and is about to read the tenant's commands ([`Mailbox::rearm`]). One pending
+/// ring is enough: the scheduler reads everything unread when it wakes for a tenant.
+#[derive(Clone)]
+pub(crate) struct Bell {
+    tenant: u32,
+    queued: Arc<AtomicBool>,
+    rung: Sender<u32>,
+}
+
+impl Bell {
+    fn ring(&self) {
+        if !self.queued.swap(true, SeqCst) {
+            // A gone scheduler needs no ring.
+            let _ = self.rung.send(self.tenant);
+        }
+    }
+}
+
 /// The sending side (cloned by the client and the spool writer).
 #[derive(Clone)]
 pub(crate) struct Inbox {
     tx: Sender<Command>,
-    bell: Sender<()>,
+    bell: Bell,
     wake: Arc<Wake>,
 }
 
 /// The scheduler's side.
 pub(crate) struct Mailbox {
     pub commands: Receiver<Command>,
-    pub bell: Receiver<()>,
     pub wake: Arc<Wake>,
+    queued: Arc<AtomicBool>,
 }
 
-/// A new inbox and the scheduler's mailbox.
-pub(crate) fn inbox() -> (Inbox, Mailbox) {
+impl Mailbox {
+    /// The scheduler took this tenant's ring and reads its commands next: a send after
+    /// this rings again.
+    pub(crate) fn rearm(&self) {
+        self.queued.store(false, SeqCst);
+    }
+}
+
+/// A new inbox of tenant `tenant` and the scheduler's mailbox for it; its rings go on
+/// `rung`.
+pub(crate) fn inbox(tenant: u32, rung: Sender<u32>) -> (Inbox, Mailbox) {
     let (tx, commands) = crossbeam_channel::unbounded();
-    // One pending ring is enough: the scheduler reads everything when it wakes.
-    let (bell, bell_rx) = crossbeam_channel::bounded(1);
+    let queued = Arc::new(AtomicBool::new(false));
     let wake = Arc::new(Wake {
         epoch: Instant::now(),
         unread: AtomicU64::new(0),
@@ -107,13 +135,17 @@ pub(crate) fn inbox() -> (Inbox, Mailbox) {
     (
         Inbox {
             tx,
-            bell,
+            bell: Bell {
+                tenant,
+                queued: queued.clone(),
+                rung,
+            },
             wake: wake.clone(),
         },
         Mailbox {
             commands,
-            bell: bell_rx,
             wake,
+            queued,
         },
     )
 }
@@ -145,7 +177,7 @@ impl Inbox {
     }
 
     fn ring(&self) {
-        ring(&self.bell);
+        self.bell.ring();
     }
 }
 
@@ -347,34 +379,41 @@ mod tests {
 
     #[test]
     fn a_lazy_send_rings_only_when_the_batch_fills_or_falls_due() {
-        let (inbox, mailbox) = inbox();
+        let (rung_tx, rung) = crossbeam_channel::unbounded();
+        let (inbox, mailbox) = inbox(7, rung_tx);
+        // What the scheduler does with a ring: takes it, rearms, then reads.
+        let rang = || match rung.try_recv() {
+            Ok(t) => {
+                assert_eq!(t, 7, "the tenant's own number");
+                mailbox.rearm();
+                true
+            }
+            Err(_) => false,
+        };
         let now = Instant::now();
         let later = now + Duration::from_secs(10);
         let sleeps_until = now + Duration::from_secs(1);
         assert!(!mailbox.wake.must_drain(sleeps_until, 3));
         inbox.send_lazy(Command::Shutdown, later);
         inbox.send_lazy(Command::Shutdown, later);
-        assert!(mailbox.bell.try_recv().is_err(), "2 of 3: no ring");
+        assert!(!rang(), "2 of 3: no ring");
         // The scheduler, looking before it sleeps, leaves them too.
         assert!(!mailbox.wake.must_drain(sleeps_until, 3));
         inbox.send_lazy(Command::Shutdown, later);
-        assert!(mailbox.bell.try_recv().is_ok(), "the batch is full");
+        assert!(rang(), "the batch is full");
         assert!(mailbox.wake.must_drain(sleeps_until, 3));
         while mailbox.commands.try_recv().is_ok() {
             mailbox.wake.taken(1);
         }
         assert!(!mailbox.wake.must_drain(sleeps_until, 3));
         inbox.send_lazy(Command::Shutdown, now + Duration::from_millis(10));
-        assert!(
-            mailbox.bell.try_recv().is_ok(),
-            "due before the scheduler wakes"
-        );
+        assert!(rang(), "due before the scheduler wakes");
         assert!(
             mailbox.wake.must_drain(sleeps_until, 3),
             "and it would not sleep past it"
         );
         inbox.send_now(Command::Shutdown);
-        assert!(mailbox.bell.try_recv().is_ok(), "commands ring at once");
+        assert!(rang(), "commands ring at once");
     }
 
     #[test]
@@ -461,5 +500,27 @@ mod tests {
         inbox.when_spooled(Box::new(|_| {}));
         assert!(rung(), "only progress scheduled: ring");
         assert!(mailbox.wake.must_drain(false, true, 3, || false, waiters));
+    }
+}
+
+#[cfg(test)]
+mod bell_tests {
+    use super::*;
+
+    #[test]
+    fn a_tenant_rings_once_until_the_scheduler_takes_its_ring() {
+        let (rung_tx, rung) = crossbeam_channel::unbounded();
+        let (a, mailbox_a) = inbox(1, rung_tx.clone());
+        let (b, _mailbox_b) = inbox(2, rung_tx);
+        for _ in 0..3 {
+            a.send_now(Command::Shutdown);
+        }
+        b.send_now(Command::Shutdown);
+        assert_eq!(rung.try_iter().collect::<Vec<_>>(), [1, 2], "one ring each");
+        a.send_now(Command::Shutdown);
+        assert!(rung.try_recv().is_err(), "not taken yet: no second ring");
+        mailbox_a.rearm();
+        a.send_now(Command::Shutdown);
+        assert_eq!(rung.try_recv(), Ok(1), "after the scheduler took it: again");
     }
 }

@@ -30,6 +30,10 @@ pub(crate) struct Shared {
     /// fields around it for every message it ends.
     pub calls: CachePadded<AtomicUsize>,
     pub closed: AtomicBool,
+    /// The scheduler has ended this client's part (every outcome counted and reported).
+    pub stopped: AtomicBool,
+    /// Its lanes' threads, for `close` to join (the scheduler thread does not wait).
+    pub lane_threads: Mutex<Vec<crate::delivery::lane::LaneThreads>>,
     /// Outcome callbacks run holding `gate`, and only while this is false; `close` sets it
     /// under the gate, so no callback runs after `close` returns (C `userdata` may be freed).
     pub callbacks_off: AtomicBool,

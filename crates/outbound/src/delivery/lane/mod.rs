@@ -44,6 +44,7 @@ use std::collections::{BTreeMap, VecDeque};
 use std::ops::Bound::{Excluded, Unbounded};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+pub(crate) use threads::LaneThreads;
 
 /// Retryable failures in a row after which a lane holds back to one probe at a time...
 pub(crate) const TRIP_AFTER: u32 = 20;
@@ -102,6 +103,8 @@ pub(crate) struct HooksOut {
 
 /// A finished request, back to the scheduler.
 pub(crate) struct Report {
+    /// The tenant whose lane sent it.
+    pub tenant: u32,
     pub lane: usize,
     pub job: Job,
     pub attempt: Attempt,
@@ -122,6 +125,7 @@ enum Health {
 pub(crate) struct Lane {
     /// The destination as logs show it (no query string).
     pub label: Arc<str>,
+    tenant: u32,
     index: usize,
     delivery: Arc<Delivery>,
     jobs: Sender<(Instant, Job)>,
@@ -163,6 +167,7 @@ pub(crate) struct Lane {
 impl Lane {
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn new(
+        tenant: u32,
         index: usize,
         label: Arc<str>,
         delivery: Arc<Delivery>,
@@ -180,6 +185,7 @@ impl Lane {
         };
         Lane {
             label,
+            tenant,
             index,
             delivery,
             jobs,
@@ -311,6 +317,12 @@ impl Lane {
                 .sum(),
             None => self.busy,
         }
+    }
+
+    /// Whether housekeeping has anything to do here: threads to let go, or requests waiting
+    /// on a down destination to check against their window.
+    pub(crate) fn needs_housekeeping(&self) -> bool {
+        self.threads > 0 || !self.handles.is_empty() || (self.is_down() && !self.ready.is_empty())
     }
 
     /// Takes out the waiting requests that `keep` refuses (messages past their window while

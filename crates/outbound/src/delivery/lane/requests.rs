@@ -22,7 +22,12 @@ impl Lane {
             self.seat = Some(self.budget.seat());
         }
         let ticket: Option<Ticket> = self.ticket.take();
-        let (delivery, reports, lane) = (self.delivery.clone(), self.reports.clone(), self.index);
+        let (delivery, reports, lane, tenant) = (
+            self.delivery.clone(),
+            self.reports.clone(),
+            self.index,
+            self.tenant,
+        );
         let Some(out) = &self.delivery.hooks_out else {
             return;
         };
@@ -34,6 +39,7 @@ impl Lane {
             });
             // The scheduler gone (closed), nobody waits for it.
             let _ = reports.send(Report {
+                tenant,
                 lane,
                 job,
                 attempt,

@@ -27,6 +27,7 @@ fn lane_in(cap: usize, budget: &'static Budget) -> (Lane, Receiver<Report>) {
     });
     let (tx, rx) = crossbeam_channel::unbounded();
     let lane = Lane::new(
+        0,
         1,
         "test".into(),
         delivery,
@@ -482,6 +483,7 @@ fn lanes_stop_at_the_process_s_thread_budget_and_trim_to_a_fair_share() {
     }
     for l in [&mut a, &mut b] {
         l.stop();
-        l.join_idle(Instant::now() + Duration::from_secs(10));
+        l.take_threads()
+            .join_idle(Instant::now() + Duration::from_secs(10));
     }
 }

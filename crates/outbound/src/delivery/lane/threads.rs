@@ -18,18 +18,19 @@ impl Lane {
         let Some(ticket) = self.budget.acquire(self.threads) else {
             return false;
         };
-        let (delivery, jobs, reports, index) = (
+        let (delivery, jobs, reports, index, tenant) = (
             self.delivery.clone(),
             self.jobs_rx.clone(),
             self.reports.clone(),
             self.index,
+            self.tenant,
         );
         let spawned = std::thread::Builder::new()
             .name(format!("outbound-lane-{index}"))
             .spawn(move || {
                 // Its place in the budget ends with the thread, however it ends.
                 let _ticket = ticket;
-                work(index, &delivery, &jobs, &reports)
+                work(tenant, index, &delivery, &jobs, &reports)
             });
         match spawned {
             Ok(handle) => {
@@ -127,11 +128,28 @@ impl Lane {
         self.ready.drain(..).collect()
     }
 
-    /// After [`stop`](Self::stop): waits until the threads that were idle have exited and
-    /// joins them (at most until `deadline`); a thread still on a request (a hung receiver)
-    /// is left to finish it on its own, so close stays bounded. Joined, a thread's stack and
-    /// thread-locals are freed before the client is gone.
-    pub(crate) fn join_idle(&mut self, deadline: Instant) {
+    /// After [`stop`](Self::stop): the lane's threads, for [`join_idle`] on a thread that
+    /// may wait (the scheduler serves other tenants).
+    pub(crate) fn take_threads(&mut self) -> LaneThreads {
+        LaneThreads {
+            handles: std::mem::take(&mut self.handles),
+            busy: self.busy,
+        }
+    }
+}
+
+/// A stopped lane's threads: `busy` of them may still be on a request.
+pub(crate) struct LaneThreads {
+    handles: Vec<std::thread::JoinHandle<()>>,
+    busy: usize,
+}
+
+impl LaneThreads {
+    /// Waits until the threads that were idle have exited and joins them (at most until
+    /// `deadline`); a thread still on a request (a hung receiver) is left to finish it on
+    /// its own, so close stays bounded. Joined, a thread's stack and thread-locals are
+    /// freed before the client is gone.
+    pub(crate) fn join_idle(self, deadline: Instant) {
         let idle = self.handles.len().saturating_sub(self.busy);
         loop {
             let finished = self.handles.iter().filter(|h| h.is_finished()).count();
@@ -140,9 +158,12 @@ impl Lane {
             }
             std::thread::sleep(Duration::from_millis(1));
         }
-        self.join_finished();
+        for h in self.handles {
+            if h.is_finished() {
+                let _ = h.join();
+            }
+        }
         // The rest are detached.
-        self.handles.clear();
     }
 }
 
@@ -151,6 +172,7 @@ const KEEP_BODY: usize = 64 * 1024;
 
 /// A worker: sends requests of one lane until told to exit or the scheduler is gone.
 fn work(
+    tenant: u32,
     lane: usize,
     delivery: &Delivery,
     jobs: &Receiver<(Instant, Job)>,
@@ -204,6 +226,7 @@ fn work(
             }
         };
         let report = Report {
+            tenant,
             lane,
             job,
             attempt,

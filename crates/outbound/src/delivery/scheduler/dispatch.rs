@@ -1,13 +1,13 @@
 //! Requests going out: batches and webhook rounds handed to the lanes.
 
 use super::track::Track;
-use super::Scheduler;
+use super::Tenant;
 use crate::delivery::job::{Batch, Job};
 use crate::wire::ingestion::Element;
 use std::sync::atomic::Ordering::Relaxed;
 use std::time::Instant;
 
-impl Scheduler {
+impl Tenant {
     /// Hands each lane the requests it may send now.
     pub(super) fn dispatch(&mut self, now: Instant) {
         crate::delivery::lane::share_brisk(&mut self.lanes);

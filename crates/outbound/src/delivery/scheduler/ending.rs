@@ -2,7 +2,7 @@
 //! reported.
 
 use super::track::lone;
-use super::Scheduler;
+use super::Tenant;
 use crate::durable::Op;
 use crate::log::Level;
 use crate::model::outcome::{Outcome, OutcomeKind, Reason};
@@ -10,7 +10,7 @@ use crate::wire::ingestion::Element;
 use std::sync::atomic::Ordering::{Acquire, SeqCst};
 use std::sync::Arc;
 
-impl Scheduler {
+impl Tenant {
     /// Message `seq`'s ingestion is done; `failure` when it failed.
     pub(super) fn ingest_done(
         &mut self,

@@ -1,7 +1,7 @@
 //! Messages coming in: accepted by a call, or resumed from the spool.
 
 use super::track::{MsgId, Track};
-use super::Scheduler;
+use super::Tenant;
 use crate::delivery::command::{Item, ItemId, Resumed};
 use crate::delivery::fanout::Round;
 use crate::delivery::job::Batch;
@@ -10,7 +10,7 @@ use crate::model::outcome::{OutcomeKind, Reason};
 use crate::wire::ingestion::Element;
 use std::time::Instant;
 
-impl Scheduler {
+impl Tenant {
     /// Takes an accepted message. One for ingestion alone, on a client without a spool, whose
     /// id reads back from its bytes, is *lone*: it gets no `Track` (40 bytes and the map's
     /// slot, a fifth of a queued message's memory). Its batch entry is all the scheduler

@@ -1,7 +1,8 @@
 //! Requests coming back: what each result means for the messages it carried (retry,
 //! progress for the spool, or the end of a destination).
 
-use super::{Due, Scheduler};
+use super::tenant::Due;
+use super::Tenant;
 use crate::delivery::fanout::Settled;
 use crate::delivery::job::{Batch, Job};
 use crate::delivery::lane::Report;
@@ -13,10 +14,11 @@ use crate::model::timestamp::wall_ms;
 use std::sync::atomic::Ordering::Relaxed;
 use std::time::Instant;
 
-impl Scheduler {
+impl Tenant {
     pub(super) fn on_report(&mut self, report: Report) {
         let now = Instant::now();
         let Report {
+            tenant: _,
             lane,
             job,
             attempt,

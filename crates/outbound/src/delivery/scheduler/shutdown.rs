@@ -1,22 +1,27 @@
 //! Shutdown: what is left ends (dropped, or spooled), every outcome reported once.
 
+use super::tenant::Due;
 use super::track::{lone, MsgId};
-use super::{Due, Scheduler};
+use super::Tenant;
 use crate::delivery::command::Command;
 use crate::delivery::job::Job;
 use crate::model::outcome::{OutcomeKind, Reason};
-use std::time::{Duration, Instant};
 
-impl Scheduler {
+impl Tenant {
     pub(super) fn shutdown(mut self) {
-        // Threads finish the request they are on (bounded by `timeout`) and exit.
+        // Threads finish the request they are on (bounded by `timeout`) and exit; the
+        // client joins them (the scheduler thread serves other tenants meanwhile).
         let mut waiting: Vec<Job> = Vec::new();
         for lane in &mut self.lanes {
             waiting.extend(lane.stop());
         }
-        let deadline = Instant::now() + Duration::from_secs(1);
-        for lane in &mut self.lanes {
-            lane.join_idle(deadline);
+        {
+            let mut threads = self
+                .shared
+                .lane_threads
+                .lock()
+                .unwrap_or_else(|e| e.into_inner());
+            threads.extend(self.lanes.iter_mut().map(|l| l.take_threads()));
         }
         let mut left: Vec<(u64, MsgId, bool)> = self
             .tracks
@@ -70,7 +75,7 @@ impl Scheduler {
             );
         }
         // Messages enqueued before close took effect but not yet read.
-        while let Ok(cmd) = self.commands.try_recv() {
+        while let Ok(cmd) = self.mailbox.commands.try_recv() {
             if let Command::Resume(_) = cmd {
                 self.shared.leave_spooled(true);
             }
@@ -89,6 +94,9 @@ impl Scheduler {
                 );
             }
         }
+        self.shared
+            .stopped
+            .store(true, std::sync::atomic::Ordering::SeqCst);
         self.shared.notify();
     }
 }

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 /// A lone message's id, read from its ingestion bytes: a message is lone only when this
-/// reads back its id (see [`Scheduler::accept`]).
+/// reads back its id (see [`Tenant::accept`](super::Tenant::accept)).
 pub(super) fn lone_id(bytes: &Element) -> Option<MsgId> {
     let (at, len) = bytes.id_span()?;
     Some(MsgId::In(bytes.bytes().clone(), at, len))

@@ -1,0 +1,312 @@
+//! One client's part of the scheduler (a tenant): every message it accepted until its
+//! outcome. It batches ingestion messages (`batch.rs`), runs webhook rounds (`fanout.rs`),
+//! keeps the retry timers, hands requests to its delivery lanes (`lane/`), and joins the
+//! results of both destinations into exactly one outcome per message. It never touches the
+//! network, and never blocks: the scheduler thread runs it in steps between other tenants'.
+
+use super::{HOUSEKEEPING, READ_AHEAD, TRIM_EVERY};
+use crate::delivery::batch::Batcher;
+use crate::delivery::command::Command;
+use crate::delivery::inbox::{Mailbox, SpoolOps};
+use crate::delivery::job::{Batch, Job};
+use crate::delivery::lane::{Delivery, Lane, Report};
+use crate::delivery::shared::Shared;
+use crate::http::attempt::Attempt;
+use crate::log::{redact_url, Logger};
+use crate::model::config::Config;
+use crate::model::outcome::Reason;
+use crate::model::retry::{after, RetryPolicy};
+use crate::wire::ingestion::Element;
+use crossbeam_channel::{Sender, TryRecvError};
+use foldhash::HashMap;
+use std::cmp::Ordering;
+use std::collections::BinaryHeap;
+use std::sync::atomic::Ordering::*;
+use std::sync::Arc;
+use std::time::Instant;
+
+use super::track::Track;
+use super::watermark::Watermark;
+
+/// What a retry timer starts when it falls due.
+pub(super) enum Due {
+    Batch(Batch),
+    HookRound(u64),
+}
+
+pub(super) struct Timer {
+    pub(super) at: Instant,
+    pub(super) n: u64,
+    pub(super) due: Due,
+}
+
+impl PartialEq for Timer {
+    fn eq(&self, o: &Self) -> bool {
+        (self.at, self.n) == (o.at, o.n)
+    }
+}
+impl Eq for Timer {}
+impl PartialOrd for Timer {
+    fn partial_cmp(&self, o: &Self) -> Option<Ordering> {
+        Some(self.cmp(o))
+    }
+}
+impl Ord for Timer {
+    // Reversed: BinaryHeap is a max-heap and we want the earliest first.
+    fn cmp(&self, o: &Self) -> Ordering {
+        (o.at, o.n).cmp(&(self.at, self.n))
+    }
+}
+
+pub(crate) struct Tenant {
+    pub(super) shared: Arc<Shared>,
+    pub(super) mailbox: Mailbox,
+    /// Lane 0 is ingestion, lane 1 + i is webhook i.
+    pub(super) lanes: Vec<Lane>,
+    pub(super) batcher: Batcher,
+    pub(super) policy: RetryPolicy,
+    pub(super) send: bool,
+    pub(super) hook_mask: u8,
+    pub(super) has_ingestion: bool,
+    /// Progress and outcomes for the spool writer, when there is a spool.
+    pub(super) spool: Option<SpoolOps>,
+    pub(super) on_outcome: Option<crate::model::config::OutcomeCallback>,
+    pub(super) logger: Logger,
+    pub(super) tracks: HashMap<u64, Track>,
+    /// Lone messages (see [`Tenant::accept`]) while a request carries them: what close
+    /// needs to end them, since their batch is then with a lane's thread.
+    pub(super) flying: HashMap<u64, Element>,
+    pub(super) next_seq: u64,
+    pub(super) watermark: Watermark,
+    pub(super) timers: BinaryHeap<Timer>,
+    pub(super) timer_n: u64,
+    pub(super) next_housekeeping: Instant,
+    pub(super) ticks: u32,
+}
+
+impl Tenant {
+    /// Tenant `id`: its lanes report on `reports`, the scheduler's.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn new(
+        id: u32,
+        config: &Config,
+        shared: Arc<Shared>,
+        mailbox: Mailbox,
+        delivery: Arc<Delivery>,
+        reports: Sender<Report>,
+        spool: Option<SpoolOps>,
+        logger: Logger,
+    ) -> Self {
+        let report_tx = reports;
+        let lane = |index: usize, label: String, tx: &Sender<Report>| {
+            Lane::new(
+                id,
+                index,
+                label.into(),
+                delivery.clone(),
+                tx.clone(),
+                config.workers,
+                config.max_in_flight,
+                config.retry,
+            )
+        };
+        let mut lanes = vec![lane(0, "ingestion".into(), &report_tx)];
+        for (i, hook) in config.webhooks.iter().enumerate() {
+            let label = format!("webhooks[{i}] {}", redact_url(&hook.url));
+            lanes.push(lane(1 + i, label, &report_tx));
+        }
+        Tenant {
+            shared,
+            mailbox,
+            lanes,
+            batcher: Batcher::new(config.flush_at, config.flush_interval),
+            policy: config.retry,
+            send: config.send,
+            hook_mask: ((1u16 << config.webhooks.len()) - 1) as u8,
+            has_ingestion: config.write_key.is_some(),
+            spool,
+            on_outcome: config.on_outcome.clone(),
+            logger,
+            tracks: HashMap::default(),
+            flying: HashMap::default(),
+            next_seq: 0,
+            watermark: Watermark::default(),
+            timers: BinaryHeap::new(),
+            timer_n: 0,
+            next_housekeeping: Instant::now() + HOUSEKEEPING,
+            ticks: 0,
+        }
+    }
+
+    /// Reads what is unread, runs what is due, hands out what may go, until the tenant may
+    /// wait: returns when it needs the thread again by itself (`None`: only when something
+    /// arrives for it), or `Err` once it read its shutdown (then [`Tenant::shutdown`]).
+    pub(super) fn step(&mut self) -> Result<Option<Instant>, ()> {
+        if !self.read_commands() {
+            return Err(());
+        }
+        loop {
+            let now = Instant::now();
+            self.fire_timers(now);
+            self.dispatch(now);
+            let (room, filling_until) = self.room(now);
+            let deadline = match (self.next_deadline(now), filling_until) {
+                (Some(d), Some(f)) => Some(d.min(f)),
+                (d, f) => d.or(f),
+            };
+            // Senders ring only for what cannot wait until `deadline` (see `inbox`); a
+            // tenant with no deadline is woken by a ring or an answer.
+            let published = deadline.unwrap_or_else(|| now + super::IDLE_PUBLISH);
+            if !self.mailbox.wake.must_drain(published, room) {
+                return Ok(deadline);
+            }
+            if !self.read_commands() {
+                return Err(());
+            }
+        }
+    }
+
+    /// Reads up to `READ_AHEAD` waiting commands; false on shutdown.
+    fn read_commands(&mut self) -> bool {
+        let mut taken = 0;
+        let mut go_on = true;
+        while taken < READ_AHEAD as u64 {
+            let cmd = match self.mailbox.commands.try_recv() {
+                Ok(cmd) => cmd,
+                Err(TryRecvError::Empty) => break,
+                Err(TryRecvError::Disconnected) => {
+                    go_on = false;
+                    break;
+                }
+            };
+            taken += 1;
+            if !self.command(cmd) {
+                go_on = false;
+                break;
+            }
+        }
+        self.mailbox.wake.taken(taken);
+        go_on
+    }
+
+    /// Handles one command; false on shutdown.
+    fn command(&mut self, cmd: Command) -> bool {
+        match cmd {
+            Command::Message(item) => self.accept(item),
+            Command::Resume(r) => self.resume(r),
+            Command::Flush(barrier) => {
+                self.close_batch(Instant::now());
+                if let Some(b) = barrier {
+                    b.store(self.next_seq, SeqCst);
+                    self.shared.notify();
+                }
+            }
+            Command::Shutdown => return false,
+        }
+        true
+    }
+
+    /// Unread ingestion messages the scheduler may leave in the channel before a sender
+    /// must wake it: those that fill the open batch, and while the ingestion lane holds
+    /// closed batches for a young request (its fill rule), as many more as that request's
+    /// successor could take. The young request's answer wakes the scheduler anyway, and so
+    /// does its turning slow (the instant returned, a deadline then): it reads everything
+    /// at once, one wake instead of one per batch.
+    fn room(&self, now: Instant) -> (usize, Option<Instant>) {
+        let room = self.batcher.room();
+        match self.lanes[0].fill_room(now) {
+            Some((bytes, turns)) => (room + self.batcher.messages_in(bytes), Some(turns)),
+            None => (room, None),
+        }
+    }
+
+    /// When the tenant must run again by itself: its retry timers, its open batch, its
+    /// lanes (a pause, a probe, requests turning slow), and housekeeping while it has
+    /// anything to look after. `None` for an idle tenant: it costs the thread nothing.
+    fn next_deadline(&mut self, now: Instant) -> Option<Instant> {
+        let mut at: Option<Instant> = None;
+        let mut sooner = |t: Instant| at = Some(at.map_or(t, |a| a.min(t)));
+        if let Some(t) = self.timers.peek() {
+            sooner(t.at);
+        }
+        if let Some(d) = self.batcher.deadline() {
+            sooner(d);
+        }
+        let mut looked_after = false;
+        for lane in &self.lanes {
+            if let Some(w) = lane.wake_at(now) {
+                sooner(w);
+            }
+            looked_after |= lane.needs_housekeeping();
+        }
+        if looked_after {
+            if self.next_housekeeping <= now {
+                self.next_housekeeping = now + HOUSEKEEPING;
+            }
+            sooner(self.next_housekeeping);
+        }
+        at
+    }
+
+    fn fire_timers(&mut self, now: Instant) {
+        if self.batcher.deadline().is_some_and(|d| d <= now) {
+            self.close_batch(now);
+        }
+        while self.timers.peek().is_some_and(|t| t.at <= now) {
+            let timer = self.timers.pop().expect("peeked");
+            match timer.due {
+                Due::Batch(batch) => self.lanes[0].push(Job::Batch(batch)),
+                Due::HookRound(seq) => self.start_round(seq, now),
+            }
+        }
+        if now >= self.next_housekeeping {
+            self.next_housekeeping = now + HOUSEKEEPING;
+            self.housekeeping(now);
+        }
+    }
+
+    /// Lets idle threads go, and ends requests waiting on a down destination whose
+    /// message's retry window has closed (they would otherwise wait for the destination).
+    fn housekeeping(&mut self, now: Instant) {
+        self.ticks += 1;
+        if self.ticks.is_multiple_of(TRIM_EVERY) {
+            for lane in &mut self.lanes {
+                lane.trim();
+            }
+        }
+        let policy = self.policy;
+        for i in 0..self.lanes.len() {
+            if !self.lanes[i].is_down() {
+                continue;
+            }
+            let tracks = &self.tracks;
+            let expired = self.lanes[i].drain_waiting(|job| match job {
+                Job::Batch(b) => b
+                    .first
+                    .is_none_or(|f| now < after(f, policy.max_retry_duration)),
+                Job::Hook { seq, .. } => !tracks
+                    .get(seq)
+                    .and_then(Track::round)
+                    .is_some_and(|r| r.expired(now, &policy)),
+                Job::Exit => true,
+            });
+            let down = Attempt::Retryable {
+                reason: Reason::Connection,
+                detail: "destination down; not sent".into(),
+                retry_after: None,
+            };
+            for job in expired {
+                self.result(i, job, down.clone(), now);
+            }
+        }
+    }
+
+    pub(super) fn schedule(&mut self, at: Instant, due: Due) {
+        self.timer_n += 1;
+        self.timers.push(Timer {
+            at,
+            n: self.timer_n,
+            due,
+        });
+    }
+}
