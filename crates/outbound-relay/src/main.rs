@@ -77,9 +77,9 @@ fn main() -> ExitCode {
     };
     // One engine for every source: its I/O threads, one per core (at most 4).
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    if let Err(e) = sources::start_engine(cores.clamp(1, 4)) {
-        eprintln!("cannot start the delivery engine: {e}");
-        return ExitCode::FAILURE;
+    if let Err(e) = sources::start_engine(&relay, cores.clamp(1, 4)) {
+        eprintln!("{e}");
+        return ExitCode::from(2);
     }
     // Clients start before the server (they open the spools and resume what is in them).
     let sources = match sources::Sources::start(&relay) {

@@ -25,7 +25,6 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::Registry;
-use std::path::Path;
 use std::sync::OnceLock;
 use std::time::Duration;
 
@@ -136,7 +135,7 @@ fn metrics() -> &'static Metrics {
         );
         registry.register(
             "spool_bytes",
-            "Bytes of each source's spool files on disk",
+            "Payload bytes (ids and bodies) each source holds in the spool",
             m.spool_bytes.clone(),
         );
         Metrics { registry, ..m }
@@ -259,22 +258,8 @@ impl Drop for Connection {
     }
 }
 
-fn dir_bytes(dir: &Path) -> u64 {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return 0;
-    };
-    entries
-        .flatten()
-        .map(|e| match e.metadata() {
-            Ok(m) if m.is_dir() => dir_bytes(&e.path()),
-            Ok(m) => m.len(),
-            Err(_) => 0,
-        })
-        .sum()
-}
-
 /// The text of `GET /metrics`, with the gauges read from `sources` now.
-pub fn render(sources: &Sources, spool_dir: &Path) -> String {
+pub fn render(sources: &Sources) -> String {
     let m = metrics();
     // A source removed by a reload is no longer shown.
     m.queue_depth.clear();
@@ -287,7 +272,7 @@ pub fn render(sources: &Sources, spool_dir: &Path) -> String {
         m.queue_depth.get_or_create(&label).set(stats.queued as i64);
         m.spool_bytes
             .get_or_create(&label)
-            .set(dir_bytes(&spool_dir.join(&s.name)) as i64);
+            .set(s.client.spool_bytes() as i64);
     }
     let mut out = String::new();
     // Writing to a String cannot fail.

@@ -137,8 +137,7 @@ pub async fn route(state: Arc<State>, req: Request<Incoming>) -> Answer {
                 return reply::error(StatusCode::UNAUTHORIZED, "metrics or admin token required");
             }
             let sources = live.sources.clone();
-            let dir = state.spool_dir.clone();
-            let text = tokio::task::spawn_blocking(move || metrics::render(&sources, &dir))
+            let text = tokio::task::spawn_blocking(move || metrics::render(&sources))
                 .await
                 .unwrap_or_default();
             let mut r = Answer::new(text.into());

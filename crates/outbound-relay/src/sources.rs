@@ -40,22 +40,47 @@ pub struct Sources {
 /// all of them, however many sources there are (a source adds no thread).
 static ENGINE: OnceLock<Engine> = OnceLock::new();
 
-/// Starts the sources' engine with `io_threads` I/O threads (before the first source).
-pub fn start_engine(io_threads: usize) -> Result<(), outbound::Error> {
-    let engine = Engine::new(EngineConfig { io_threads })?;
+/// Starts the sources' engine (before the first source): `io_threads` I/O threads, and the
+/// spool the sources share, `data_dir/spool` (one SQLite file for all of them, one group
+/// commit per interval; the per-source spools of earlier versions, `data_dir/spool/<name>`,
+/// are taken over by the source of that name). Its commit interval is the shortest any
+/// source on it asks for.
+pub fn start_engine(relay: &Relay, io_threads: usize) -> Result<(), ConfigError> {
+    let spool_dir = relay.data_dir.join("spool");
+    let commit = (relay.sources.iter())
+        .filter(|s| on_shared_spool(relay, &s.name, &s.core))
+        .map(|s| s.core.spool_commit_interval)
+        .min()
+        .unwrap_or(EngineConfig::default().spool_commit_interval);
+    let engine = Engine::new(EngineConfig {
+        io_threads,
+        spool: Some(spool_dir.clone()),
+        spool_commit_interval: commit,
+        debug: Some(true),
+        log_sink: Some(log_sink("-")),
+        ..EngineConfig::default()
+    })
+    .map_err(|e| ConfigError {
+        file: relay.file.clone(),
+        key: "data_dir".into(),
+        reason: format!("spool {}: {e}", spool_dir.display()),
+    })?;
     let _ = ENGINE.set(engine);
     Ok(())
 }
 
 fn engine() -> Result<&'static Engine, outbound::Error> {
-    if ENGINE.get().is_none() {
-        start_engine(EngineConfig::default().io_threads)?;
-    }
-    Ok(ENGINE.get().expect("set above, or by an earlier call"))
+    ENGINE.get().ok_or_else(|| outbound::Error::Closed)
 }
 
-/// The core's log lines, through `tracing` with the source's name (the core never writes a
-/// key or a secret into them).
+/// Whether source `name`'s client goes on the engine's spool: its `spool` is the default,
+/// under `data_dir` (not memory only, not a Redis).
+fn on_shared_spool(relay: &Relay, name: &str, core: &outbound::Config) -> bool {
+    core.spool.as_ref() == Some(&relay.data_dir.join("spool").join(name))
+}
+
+/// The core's log lines, through `tracing` with the source's name (`-` for the engine's
+/// own; the core never writes a key or a secret into them).
 fn log_sink(source: &str) -> LogSink {
     let source = source.to_string();
     Arc::new(move |level: Level, line: &str| match level {
@@ -87,9 +112,14 @@ impl Sources {
         core.log_sink = Some(log_sink(&s.name));
         core.on_outcome = Some(crate::metrics::on_outcome(&s.name));
         let has_webhooks = !core.webhooks.is_empty();
-        let client = engine()
-            .and_then(|engine| engine.client(core))
-            .map_err(|e| relay.core_error(i, e))?;
+        let client = match on_shared_spool(relay, &s.name, &core) {
+            true => {
+                core.spool = None;
+                engine().and_then(|engine| engine.tenant(&s.name, core))
+            }
+            false => engine().and_then(|engine| engine.client(core)),
+        }
+        .map_err(|e| relay.core_error(i, e))?;
         let path = relay
             .data_dir
             .join("audiences")

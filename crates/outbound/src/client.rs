@@ -2,15 +2,12 @@
 //! to the scheduler without ever blocking.
 
 use crate::delivery::command::{Command, Item};
-use crate::delivery::inbox::{self, Inbox, SpoolInbox};
+use crate::delivery::inbox::{self, Inbox, TenantSpoolInbox};
 use crate::delivery::lane::{Budget, Delivery, HooksOut};
 use crate::delivery::scheduler::{Control, Tenant};
 use crate::delivery::shared::Shared;
-use crate::delivery::spooler::{hooks_key, Spooler};
-use crate::durable::redis::{RedisStore, TAKEOVER_MARGIN};
-use crate::durable::sqlite::SqliteStore;
-use crate::durable::Store;
-use crate::engine::Core;
+use crate::delivery::spooler::{hooks_key, TenantSpool};
+use crate::engine::{Core, SpoolWriter};
 use crate::error::Error;
 use crate::http::connect::Target;
 use crate::http::exchange::Exchange;
@@ -21,7 +18,6 @@ use crate::model::config::{Config, SignatureScheme, MAX_WEBHOOKS};
 use crate::model::message::Message;
 use crate::model::outcome::Stats;
 use crate::model::retry::after;
-use crate::model::spool_target::{spool_target, SpoolTarget};
 use crate::model::{timestamp, validate};
 use crate::wire::canonical_json::{self, WriteJson};
 use crate::wire::encode::{Parts, Scratch};
@@ -30,8 +26,7 @@ use crate::wire::webhook::{self, Hooks};
 use arc_swap::ArcSwap;
 use std::borrow::Borrow;
 use std::sync::atomic::{AtomicU64, Ordering::*};
-use std::sync::{Arc, Mutex};
-use std::thread::JoinHandle;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// Largest serialized message accepted (spec §8: 32 KB).
@@ -62,10 +57,10 @@ struct Engine {
     /// To the spool writer when there is a spool, else to the scheduler.
     tx: To,
     shared: Arc<Shared>,
-    spooler: Mutex<Option<JoinHandle<()>>>,
-    /// The spool's lock: a forked child closes its inherited copy, so the lock goes with the
-    /// parent.
-    spool_lock: Option<std::os::fd::RawFd>,
+    /// Its own spool writer (`config.spool`); a tenant of the engine's spool has none.
+    own_spool: Option<SpoolWriter>,
+    /// Whether it has a spool at all.
+    spooled: bool,
 }
 
 impl Engine {
@@ -75,6 +70,7 @@ impl Engine {
         config: &Config,
         logger: &Logger,
         recorder: Option<Arc<Recorder>>,
+        tenant: Option<String>,
     ) -> Result<Engine, Error> {
         let targets = config.check_targets()?;
         // Webhooks go out on the I/O engine (a recording client's requests go to its record).
@@ -101,52 +97,36 @@ impl Engine {
         let shared = Arc::new(Shared::default());
         let id = core.next_tenant();
         let (inbox, mailbox) = inbox::inbox(id, core.ways.rung.clone());
-        let spawn = |name: &str, f: Box<dyn FnOnce() + Send>| {
-            std::thread::Builder::new()
-                .name(name.into())
-                .spawn(f)
-                .map_err(|e| Error::config("workers", format!("cannot start a thread: {e}")))
+        let inbox: Inbox = inbox;
+        // The spool: the engine's, shared by its tenants (under `tenant`'s name), or the
+        // client's own (`config.spool`), or none.
+        let own = match (&tenant, &config.spool) {
+            (None, Some(spool)) => Some(SpoolWriter::own(config, spool, logger)?),
+            _ => None,
         };
-        let (mut spooler, mut spool_lock, mut ops) = (None, None, None);
-        let tx = match &config.spool {
-            None => To::Scheduler(inbox),
-            Some(spool) => {
-                let (tx, ops_tx, mailbox) = inbox::spool_inbox();
-                let store: Box<dyn Store> = match spool_target(spool)? {
-                    SpoolTarget::Dir(dir) => {
-                        let store = SqliteStore::open(dir)?;
-                        spool_lock = store.lock_fd();
-                        Box::new(store)
-                    }
-                    // Taken over once silent for longer than a request can take.
-                    SpoolTarget::Redis(redis) => Box::new(RedisStore::open(
-                        &redis,
-                        config.timeout,
-                        config.timeout + TAKEOVER_MARGIN,
-                    )?),
-                };
-                ops = Some(ops_tx);
+        let writer = match (&tenant, &own) {
+            (Some(_), _) => core.spool.as_ref(),
+            (None, Some(own)) => Some(own),
+            (None, None) => None,
+        };
+        let added = match writer {
+            None => (To::Scheduler(inbox.clone()), None),
+            Some(w) => {
                 let urls: Vec<String> = config.webhooks.iter().map(|w| w.url.clone()).collect();
-                let writer = Spooler {
-                    store,
-                    shared: shared.clone(),
-                    mailbox,
-                    scheduler: inbox,
-                    commit_every: config.spool_commit_interval,
-                    capacity: config.max_queue_size as u64,
-                    hook_mask: ((1u16 << config.webhooks.len()) - 1) as u8,
-                    hooks_key: hooks_key(&urls),
-                    logger: logger.clone(),
-                    waiters: Vec::new(),
-                    taken: 0,
-                    committed: 0,
-                    last_ok: true,
-                    in_flight: None,
-                };
-                spooler = Some(spawn("outbound-spool", Box::new(move || writer.run()))?);
-                To::Spooler(tx)
+                let spool = TenantSpool::new(
+                    tenant.clone().unwrap_or_default(),
+                    shared.clone(),
+                    inbox.clone(),
+                    config.max_queue_size as u64,
+                    ((1u16 << config.webhooks.len()) - 1) as u8,
+                    hooks_key(&urls),
+                );
+                let ops = w.handle.add(id, spool);
+                (To::Spooler(w.handle.inbox.for_tenant(id)), Some(ops))
             }
         };
+        let spooled = writer.is_some();
+        let (tx, ops) = added;
         let tenant = Tenant::new(
             id,
             config,
@@ -163,8 +143,8 @@ impl Engine {
             core,
             tx,
             shared,
-            spooler: Mutex::new(spooler),
-            spool_lock,
+            own_spool: own,
+            spooled,
         })
     }
 }
@@ -192,7 +172,7 @@ impl Engine {
 enum To {
     Scheduler(Inbox),
     /// The spool writer, which passes them on once they are on disk.
-    Spooler(SpoolInbox),
+    Spooler(TenantSpoolInbox),
 }
 
 impl To {
@@ -221,9 +201,30 @@ impl To {
 
 impl crate::Engine {
     /// A client on this engine: checks `config` as [`Client::new`] does and adds it to the
-    /// engine's scheduler; no thread is started for it (but its spool writer, with `spool`).
+    /// engine's scheduler; no thread is started for it (but a spool writer for its own
+    /// `spool`, when set).
     pub fn client(&self, config: Config) -> Result<Client, Error> {
-        Client::on_engine(config, self.core.clone(), None)
+        Client::on_engine(config, self.core.clone(), None, None)
+    }
+
+    /// A client on this engine and on its spool (`EngineConfig::spool`), its records kept
+    /// under `name`: what a process left of `name`'s messages is resumed by the next tenant
+    /// of that name. Adds no thread and opens no file. `config.spool` must be unset, and
+    /// names unique among the engine's open tenants.
+    pub fn tenant(&self, name: &str, config: Config) -> Result<Client, Error> {
+        if self.core.spool.is_none() {
+            return Err(Error::config(
+                "spool",
+                "this engine has no spool (EngineConfig::spool): use Engine::client",
+            ));
+        }
+        if config.spool.is_some() {
+            return Err(Error::config(
+                "spool",
+                "a tenant is spooled on its engine's spool; leave its own spool unset",
+            ));
+        }
+        Client::on_engine(config, self.core.clone(), None, Some(name.to_string()))
     }
 }
 
@@ -248,18 +249,20 @@ impl Client {
     ) -> Result<Client, Error> {
         config.check()?;
         let core = Arc::new(Core::private(&config)?);
-        Client::on_engine(config, core, recorder)
+        Client::on_engine(config, core, recorder, None)
     }
 
-    /// A client on `core` (an [`crate::Engine`]'s, or its own).
+    /// A client on `core` (an [`crate::Engine`]'s, or its own); with `tenant`, on the
+    /// engine's spool under that name.
     pub(crate) fn on_engine(
         config: Config,
         core: Arc<Core>,
         recorder: Option<Arc<Recorder>>,
+        tenant: Option<String>,
     ) -> Result<Client, Error> {
         config.check()?;
         let logger = Logger::new(config.debug, config.log_sink.clone());
-        let engine = Engine::start(core, &config, &logger, recorder.clone())?;
+        let engine = Engine::start(core, &config, &logger, recorder.clone(), tenant)?;
         logger.log(Level::Debug, || {
             format!(
                 "client started: ingestion {}, {} webhook(s), flush_at {}, flush_interval {:?}",
@@ -650,19 +653,13 @@ impl Client {
                 lane.join_idle(deadline);
             }
         }
-        let spooler = engine
-            .spooler
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .take();
-        if let Some(handle) = spooler.filter(|_| !on_scheduler) {
-            // Its last commit and the store's close: quick, but bounded all the same.
+        if engine.spooled && !on_scheduler {
+            // Its last progress committed (and its own store closed): quick, but bounded
+            // all the same.
             let end = Instant::now() + self.config.timeout;
-            while !handle.is_finished() && Instant::now() < end {
-                std::thread::sleep(Duration::from_millis(1));
-            }
-            if handle.is_finished() {
-                let _ = handle.join();
+            engine.shared.wait_until(end, |s| s.spool_done.load(SeqCst));
+            if let Some(own) = &engine.own_spool {
+                own.join(end);
             }
         }
         engine.stop_callbacks(complete);
@@ -707,7 +704,13 @@ impl Client {
     /// service that promises "acknowledged = durable" answers 503 while this is false.
     pub fn spool_ok(&self) -> bool {
         let engine = self.engine.load();
-        self.config.spool.is_none() || !engine.shared.spool_failing.load(Relaxed)
+        !engine.spooled || !engine.shared.spool_failing.load(Relaxed)
+    }
+
+    /// Payload bytes (ids and bodies) this client holds in its spool now, as
+    /// `spool_max_bytes` counts them; 0 without a spool.
+    pub fn spool_bytes(&self) -> u64 {
+        self.engine.load().shared.spool_bytes.load(Relaxed)
     }
 
     /// True once `close` was called.
@@ -730,14 +733,23 @@ impl Client {
     /// dropping it could wait for threads that will never run.
     pub fn reset_after_fork(&self) -> Result<(), Error> {
         let closed = self.is_closed();
-        if let Some(fd) = self.engine.load().spool_lock {
+        let lock = (self.engine.load().own_spool.as_ref()).and_then(|s| s.lock_fd);
+        if let Some(fd) = lock {
             // SAFETY: our inherited copy of the parent's lock descriptor; the parent keeps its own.
             unsafe { libc::close(fd) };
         }
         // The parent's engine threads do not exist here: the child's client gets one of its
         // own, whichever engine the parent's was on.
         let core = Arc::new(Core::private(&self.config)?);
-        let fresh = Engine::start(core, &self.config, &self.logger, self.recorder.clone())?;
+        // A tenant of a shared spool gets a spool of its own neither: memory only, as the
+        // parent's spool is the parent's.
+        let fresh = Engine::start(
+            core,
+            &self.config,
+            &self.logger,
+            self.recorder.clone(),
+            None,
+        )?;
         fresh.shared.closed.store(closed, SeqCst);
         std::mem::forget(self.engine.swap(Arc::new(fresh)));
         Ok(())

@@ -4,26 +4,69 @@
 //! (`Engine::client`, in `client.rs`), so a source is configuration and queues, not threads.
 
 use crate::delivery::scheduler::{Control, Scheduler, Ways};
+use crate::delivery::spooler::{SpoolHandle, Spooler};
+use crate::durable::redis::{RedisStore, TAKEOVER_MARGIN};
+use crate::durable::sqlite::SqliteStore;
+use crate::durable::Store;
 use crate::error::Error;
 use crate::http::io::Io;
+use crate::log::Logger;
 use crate::model::config::Config;
+use crate::model::spool_target::{spool_target, SpoolTarget};
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicU32, Ordering::Relaxed};
 use std::sync::{Arc, Mutex};
 use std::thread::{JoinHandle, ThreadId};
 use std::time::{Duration, Instant};
 
 /// How an [`Engine`] runs.
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct EngineConfig {
     /// Threads of the I/O engine that sends webhook requests (event-driven: a request
     /// waiting for its answer holds none). Default 1; a busy service on several cores may
     /// want one per core.
     pub io_threads: usize,
+    /// The spool its tenants share ([`Engine::tenant`]): a directory (SQLite: one file for
+    /// every tenant of the process, one group commit per interval for all of them). Left
+    /// in it by a process that died, their records are taken over by the next engine on
+    /// the directory, each tenant's by the tenant of its name. The per-client spools of
+    /// earlier versions, in subdirectories named after their client, are taken over too.
+    pub spool: Option<PathBuf>,
+    /// How often the tenants' accepted messages are committed to the spool, together.
+    pub spool_commit_interval: Duration,
+    /// Messages the engine holds in memory at once, all tenants on its spool together
+    /// (default 100,000; each tenant with messages gets an equal share, at least 256): what
+    /// a backlog has beyond its tenant's share waits in the spool and is read back as
+    /// messages end, so a burst costs the window's memory, not the burst's.
+    pub memory_window: usize,
+    /// Logging of the engine's spool (takeovers, failing commits); `None` follows `DEBUG`.
+    pub debug: Option<bool>,
+    /// Where those log lines go (stderr when `None`).
+    pub log_sink: Option<crate::LogSink>,
 }
 
 impl Default for EngineConfig {
     fn default() -> Self {
-        EngineConfig { io_threads: 1 }
+        EngineConfig {
+            io_threads: 1,
+            spool: None,
+            spool_commit_interval: Duration::from_millis(20),
+            memory_window: crate::delivery::spooler::WINDOW as usize,
+            debug: None,
+            log_sink: None,
+        }
+    }
+}
+
+impl std::fmt::Debug for EngineConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EngineConfig")
+            .field("io_threads", &self.io_threads)
+            .field("spool", &self.spool)
+            .field("spool_commit_interval", &self.spool_commit_interval)
+            .field("memory_window", &self.memory_window)
+            .field("debug", &self.debug)
+            .finish_non_exhaustive()
     }
 }
 
@@ -37,11 +80,95 @@ pub struct Engine {
 }
 
 impl Engine {
-    /// Starts an engine's threads.
+    /// Starts an engine's threads (and its spool writer, with `spool`).
     pub fn new(config: EngineConfig) -> Result<Engine, Error> {
+        let mut core = Core::start(Some(config.io_threads))?;
+        if let Some(dir) = &config.spool {
+            let store = SqliteStore::open_shared(dir)?;
+            let logger = Logger::new(config.debug, config.log_sink.clone());
+            core.spool = Some(SpoolWriter::start(
+                Box::new(store),
+                config.spool_commit_interval,
+                config.memory_window.max(1) as u64,
+                logger,
+                false,
+            )?);
+        }
         Ok(Engine {
-            core: Arc::new(Core::start(Some(config.io_threads))?),
+            core: Arc::new(core),
         })
+    }
+}
+
+/// A spool writer thread and its store: an engine's (its tenants share it), or a client's
+/// own (its `spool` setting).
+pub(crate) struct SpoolWriter {
+    pub(crate) handle: SpoolHandle,
+    thread: Mutex<Option<JoinHandle<()>>>,
+    /// An SQLite store's lock: a forked child closes its inherited copy, so the lock goes
+    /// with the parent.
+    pub(crate) lock_fd: Option<std::os::fd::RawFd>,
+}
+
+impl SpoolWriter {
+    /// The writer over `store` on a thread of its own; `stop_when_empty` for a client's own
+    /// (it stops, and closes the store, with its client).
+    pub(crate) fn start(
+        store: Box<dyn Store>,
+        commit_every: Duration,
+        window: u64,
+        logger: Logger,
+        stop_when_empty: bool,
+    ) -> Result<SpoolWriter, Error> {
+        let lock_fd = store.lock_fd();
+        let (writer, handle) = Spooler::new(store, commit_every, window, logger, stop_when_empty);
+        let thread = std::thread::Builder::new()
+            .name("outbound-spool".into())
+            .spawn(move || writer.run())
+            .map_err(|e| Error::config("spool", format!("cannot start a thread: {e}")))?;
+        Ok(SpoolWriter {
+            handle,
+            thread: Mutex::new(Some(thread)),
+            lock_fd,
+        })
+    }
+
+    /// A client's own spool, as its `spool` setting names it.
+    pub(crate) fn own(
+        config: &Config,
+        spool: &std::path::Path,
+        logger: &Logger,
+    ) -> Result<SpoolWriter, Error> {
+        let store: Box<dyn Store> = match spool_target(spool)? {
+            SpoolTarget::Dir(dir) => Box::new(SqliteStore::open(dir)?),
+            // Taken over once silent for longer than a request can take.
+            SpoolTarget::Redis(redis) => Box::new(RedisStore::open(
+                &redis,
+                config.timeout,
+                config.timeout + TAKEOVER_MARGIN,
+            )?),
+        };
+        SpoolWriter::start(
+            store,
+            config.spool_commit_interval,
+            crate::delivery::spooler::WINDOW,
+            logger.clone(),
+            true,
+        )
+    }
+
+    /// Waits (at most until `deadline`) for the thread to end: its last commit and the
+    /// store's close. Not from inside an outcome callback.
+    pub(crate) fn join(&self, deadline: Instant) {
+        let handle = self.thread.lock().unwrap_or_else(|e| e.into_inner()).take();
+        if let Some(handle) = handle {
+            while !handle.is_finished() && Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            if handle.is_finished() {
+                let _ = handle.join();
+            }
+        }
     }
 }
 
@@ -50,6 +177,8 @@ pub(crate) struct Core {
     pub(crate) ways: Ways,
     /// The webhooks' I/O threads; `None` for a private engine whose client has no webhook.
     pub(crate) io: Option<Io>,
+    /// The spool its tenants share.
+    pub(crate) spool: Option<SpoolWriter>,
     scheduler: Mutex<Option<JoinHandle<()>>>,
     scheduler_id: ThreadId,
     next_tenant: AtomicU32,
@@ -70,6 +199,7 @@ impl Core {
         Ok(Core {
             ways,
             io,
+            spool: None,
             scheduler_id: handle.thread().id(),
             scheduler: Mutex::new(Some(handle)),
             next_tenant: AtomicU32::new(0),
@@ -96,6 +226,13 @@ impl Core {
 
 impl Drop for Core {
     fn drop(&mut self) {
+        if let Some(spool) = &self.spool {
+            // Every tenant is gone: its last commit, and the store's close.
+            spool.handle.stop();
+            if !self.on_scheduler() {
+                spool.join(Instant::now() + Duration::from_secs(5));
+            }
+        }
         let _ = self.ways.control.send(Control::Stop);
         let handle = self
             .scheduler

@@ -114,3 +114,228 @@ fn a_client_closed_leaves_the_others_running() {
     assert!(b.close(None).unwrap());
     assert_eq!(b_out.all().len(), 11);
 }
+
+/// A directory removed at the end of the test.
+struct Dir(std::path::PathBuf);
+
+impl Dir {
+    fn new(name: &str) -> Dir {
+        let p = std::env::temp_dir().join(format!(
+            "outbound-engine-{name}-{}-{}",
+            std::process::id(),
+            fastrand::u64(..)
+        ));
+        std::fs::create_dir_all(&p).unwrap();
+        Dir(p)
+    }
+
+    /// The spool files in it (not in subdirectories).
+    fn files(&self) -> Vec<String> {
+        let mut names: Vec<String> = std::fs::read_dir(&self.0)
+            .unwrap()
+            .flatten()
+            .filter(|e| e.file_type().is_ok_and(|t| t.is_file()))
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .filter(|n| n.ends_with(".db"))
+            .collect();
+        names.sort();
+        names
+    }
+}
+
+impl Drop for Dir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn spooled(dir: &Dir, window: usize) -> Engine {
+    Engine::new(EngineConfig {
+        spool: Some(dir.0.clone()),
+        spool_commit_interval: Duration::from_millis(5),
+        memory_window: window,
+        ..EngineConfig::default()
+    })
+    .unwrap()
+}
+
+/// Port 9 (discard) is closed here: every attempt fails and is retried, so messages stay.
+const NOWHERE: &str = "http://127.0.0.1:9/hook";
+
+fn sent_ids(server: &Server) -> Vec<String> {
+    let mut ids: Vec<String> = server
+        .requests()
+        .iter()
+        .map(|r| r.json()["messageId"].as_str().unwrap().to_string())
+        .collect();
+    ids.sort();
+    ids
+}
+
+#[test]
+fn tenants_share_one_spool_file_and_each_resumes_its_own_after_a_restart() {
+    let _one = serial();
+    let dir = Dir::new("shared");
+    let engine = spooled(&dir, 100_000);
+    let before = threads();
+    let tenants: Vec<_> = ["a", "b", "c"]
+        .iter()
+        .map(|name| {
+            engine
+                .tenant(name, hooks(NOWHERE, &Outcomes::default()))
+                .unwrap()
+        })
+        .collect();
+    assert!(threads() <= before, "a tenant opens no thread");
+    for (t, name) in tenants.iter().zip(["a", "b", "c"]) {
+        for i in 0..20 {
+            let msg = Message::track("u1", "E").message_id(format!("{name}-{i}"));
+            t.enqueue(&msg).unwrap();
+        }
+    }
+    for t in &tenants {
+        assert!(
+            !t.flush(Some(Duration::from_millis(200))),
+            "nothing delivered yet"
+        );
+    }
+    assert_eq!(
+        dir.files().len(),
+        1,
+        "one file for every tenant: {:?}",
+        dir.files()
+    );
+    for t in tenants {
+        t.close(Some(Duration::ZERO)).unwrap();
+        assert_eq!(t.stats().spooled, 20, "left in the spool");
+    }
+    drop(engine);
+    // A new engine on the directory: each tenant gets its own messages back.
+    let engine = spooled(&dir, 100_000);
+    let servers: Vec<Server> = (0..3).map(|_| Server::answering(200)).collect();
+    let clients: Vec<_> = ["c", "a", "b"]
+        .iter()
+        .zip(&servers)
+        .map(|(name, s)| {
+            engine
+                .tenant(name, hooks(&s.url, &Outcomes::default()))
+                .unwrap()
+        })
+        .collect();
+    for (s, name) in servers.iter().zip(["c", "a", "b"]) {
+        assert!(s.wait_for(20, Duration::from_secs(20)), "{name}");
+        let mut want: Vec<String> = (0..20).map(|i| format!("{name}-{i}")).collect();
+        want.sort();
+        assert_eq!(sent_ids(s), want, "{name} got its own, each once");
+    }
+    for c in &clients {
+        assert_eq!(c.stats().resumed, 20);
+        assert!(c.flush(Some(Duration::from_secs(10))));
+    }
+    for c in clients {
+        assert!(c.close(None).unwrap());
+    }
+    drop(engine);
+    assert!(dir.files().is_empty(), "nothing left: {:?}", dir.files());
+}
+
+#[test]
+fn a_backlog_past_the_memory_window_waits_in_the_spool_and_all_of_it_is_delivered_once() {
+    let _one = serial();
+    let dir = Dir::new("window");
+    let engine = spooled(&dir, 300);
+    let server = Server::answering(200);
+    let outcomes = Outcomes::default();
+    let client = engine
+        .tenant(
+            "burst",
+            Config {
+                max_queue_size: 10_000,
+                ..hooks(&server.url, &outcomes)
+            },
+        )
+        .unwrap();
+    for i in 0..3_000 {
+        let msg = Message::track("u1", "E").message_id(format!("m-{i:05}"));
+        client.enqueue(&msg).unwrap();
+    }
+    assert!(client.flush(Some(Duration::from_secs(60))));
+    let got = outcomes.all();
+    assert_eq!(got.len(), 3_000);
+    assert!(got.iter().all(|o| o.kind == OutcomeKind::Delivered));
+    let want: Vec<String> = (0..3_000).map(|i| format!("m-{i:05}")).collect();
+    assert_eq!(sent_ids(&server), want, "each once");
+    assert_eq!(
+        client.stats().resumed,
+        0,
+        "parked messages are its own, not resumed ones"
+    );
+    assert!(client.close(None).unwrap());
+}
+
+#[test]
+fn a_tenant_closed_with_a_backlog_leaves_it_to_the_next_tenant_of_its_name() {
+    let _one = serial();
+    let dir = Dir::new("reopen");
+    let engine = spooled(&dir, 300);
+    let old = engine
+        .tenant("src", hooks(NOWHERE, &Outcomes::default()))
+        .unwrap();
+    // Past the window: most of it parked, the rest in memory retrying.
+    for i in 0..1_000 {
+        let msg = Message::track("u1", "E").message_id(format!("m-{i:04}"));
+        old.enqueue(&msg).unwrap();
+    }
+    assert!(!old.flush(Some(Duration::from_millis(300))));
+    old.close(Some(Duration::ZERO)).unwrap();
+    let s = old.stats();
+    assert_eq!(
+        (s.spooled, s.delivered, s.failed, s.dropped),
+        (1_000, 0, 0, 0)
+    );
+    // The same engine, the same name, a receiver that answers: every message, once.
+    let server = Server::answering(200);
+    let new = engine
+        .tenant("src", hooks(&server.url, &Outcomes::default()))
+        .unwrap();
+    assert!(server.wait_for(1_000, Duration::from_secs(30)));
+    let want: Vec<String> = (0..1_000).map(|i| format!("m-{i:04}")).collect();
+    assert_eq!(sent_ids(&server), want);
+    assert_eq!(new.stats().resumed, 1_000);
+    assert!(new.close(None).unwrap());
+}
+
+#[test]
+fn a_client_s_own_spool_of_an_earlier_version_in_a_subdirectory_is_taken_over_by_its_tenant() {
+    let _one = serial();
+    let dir = Dir::new("legacy");
+    // What a relay of the version before tenants left: a spool per source, by name.
+    let legacy = dir.0.join("checkout");
+    let old = outbound::Client::new(Config {
+        spool: Some(legacy),
+        ..hooks(NOWHERE, &Outcomes::default())
+    })
+    .unwrap();
+    for i in 0..5 {
+        old.enqueue(&Message::track("u1", "E").message_id(format!("old-{i}")))
+            .unwrap();
+    }
+    old.close(Some(Duration::from_millis(100))).unwrap();
+    drop(old);
+    let server = Server::answering(200);
+    let engine = spooled(&dir, 100_000);
+    let other = engine
+        .tenant("web", hooks(NOWHERE, &Outcomes::default()))
+        .unwrap();
+    let client = engine
+        .tenant("checkout", hooks(&server.url, &Outcomes::default()))
+        .unwrap();
+    assert!(server.wait_for(5, Duration::from_secs(20)));
+    assert_eq!(
+        sent_ids(&server),
+        (0..5).map(|i| format!("old-{i}")).collect::<Vec<_>>()
+    );
+    assert_eq!(other.stats().resumed, 0, "another tenant's are not its");
+    assert!(client.close(None).unwrap());
+    other.close(Some(Duration::ZERO)).unwrap();
+}

@@ -30,7 +30,7 @@
 //! one right after, when more messages were unread than a group holds).
 
 use crate::delivery::command::Command;
-use crate::durable::Op;
+use crate::durable::{Op, TenantNo};
 use crossbeam_channel::{Receiver, Sender, TrySendError};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::SeqCst};
 use std::sync::Arc;
@@ -185,8 +185,6 @@ impl Inbox {
 pub(crate) struct SpoolWake {
     /// Messages sent and not yet taken.
     unread: AtomicU64,
-    /// Messages ever sent (counted before each send): a waiter's target.
-    sent: AtomicU64,
     /// A commit of messages is scheduled: a message sent now goes with it.
     committing: AtomicBool,
     /// A commit of any kind is scheduled (messages, or progress alone, which is due later):
@@ -230,16 +228,26 @@ impl SpoolWake {
     }
 }
 
-/// The client's way into the spool writer.
+/// The spool writer's way in, shared by every tenant of its engine: commands and waiters
+/// tagged with the tenant's number (one FIFO channel each, so a tenant's come in its order).
+#[derive(Clone)]
 pub(crate) struct SpoolInbox {
-    tx: Sender<Command>,
-    waiters: Sender<Waiter>,
+    tx: Sender<(TenantNo, Command)>,
+    waiters: Sender<(TenantNo, Waiter)>,
     bell: Sender<()>,
     wake: Arc<SpoolWake>,
 }
 
-/// A `when_spooled` callback, answered once the writer has committed `target` messages.
-/// Dropped unanswered (the writer gone), it is called with `false`.
+/// One tenant's way into the spool writer: its messages counted (a waiter's target).
+pub(crate) struct TenantSpoolInbox {
+    inbox: SpoolInbox,
+    tenant: TenantNo,
+    /// This tenant's messages ever sent (counted before each send).
+    sent: AtomicU64,
+}
+
+/// A `when_spooled` callback, answered once the writer has committed `target` messages of
+/// its tenant. Dropped unanswered (the writer gone), it is called with `false`.
 pub(crate) struct Waiter {
     pub target: u64,
     callback: Option<Box<dyn FnOnce(bool) + Send>>,
@@ -269,32 +277,55 @@ impl Drop for Waiter {
     }
 }
 
-/// The scheduler's way to tell the spool writer of progress and outcomes. Kept apart from
-/// [`SpoolInbox`]: the writer reads ops until the scheduler's sender is gone.
+/// What the schedulers tell the spool writer: progress and outcomes, and a tenant's end.
+pub(crate) enum SpoolNote {
+    Op(Op),
+    /// The tenant's scheduler part has ended: every op of it was sent before this.
+    Closed(TenantNo),
+}
+
+/// A tenant's scheduler part's way to tell the spool writer of progress and outcomes.
+/// Kept apart from [`SpoolInbox`]: ops need no order with the messages.
 pub(crate) struct SpoolOps {
-    tx: Sender<Op>,
+    tx: Sender<SpoolNote>,
     bell: Sender<()>,
     wake: Arc<SpoolWake>,
+    /// The tenant's number in the spool.
+    pub(crate) tenant: TenantNo,
 }
 
 /// The spool writer's side.
 pub(crate) struct SpoolMailbox {
-    pub commands: Receiver<Command>,
-    pub ops: Receiver<Op>,
-    pub waiters: Receiver<Waiter>,
+    pub commands: Receiver<(TenantNo, Command)>,
+    pub ops: Receiver<SpoolNote>,
+    pub waiters: Receiver<(TenantNo, Waiter)>,
     pub bell: Receiver<()>,
     pub wake: Arc<SpoolWake>,
+    /// Where new tenants' ways of reporting come from ([`SpoolMailbox::ops_for`]).
+    ops_tx: Sender<SpoolNote>,
+    bell_tx: Sender<()>,
 }
 
-/// The spool writer's mailbox, and the ways in for the client and the scheduler.
-pub(crate) fn spool_inbox() -> (SpoolInbox, SpoolOps, SpoolMailbox) {
+impl SpoolMailbox {
+    /// The way tenant `tenant`'s scheduler part reports to this writer.
+    pub(crate) fn ops_for(&self, tenant: TenantNo) -> SpoolOps {
+        SpoolOps {
+            tx: self.ops_tx.clone(),
+            bell: self.bell_tx.clone(),
+            wake: self.wake.clone(),
+            tenant,
+        }
+    }
+}
+
+/// The spool writer's mailbox, and the way in that its engine's tenants share.
+pub(crate) fn spool_inbox() -> (SpoolInbox, SpoolMailbox) {
     let (tx, commands) = crossbeam_channel::unbounded();
     let (ops_tx, ops) = crossbeam_channel::unbounded();
     let (waiters_tx, waiters) = crossbeam_channel::unbounded();
     let (bell, bell_rx) = crossbeam_channel::bounded(1);
     let wake = Arc::new(SpoolWake {
         unread: AtomicU64::new(0),
-        sent: AtomicU64::new(0),
         committing: AtomicBool::new(false),
         ops_committing: AtomicBool::new(false),
         room: AtomicU64::new(1),
@@ -306,17 +337,14 @@ pub(crate) fn spool_inbox() -> (SpoolInbox, SpoolOps, SpoolMailbox) {
             bell: bell.clone(),
             wake: wake.clone(),
         },
-        SpoolOps {
-            tx: ops_tx,
-            bell,
-            wake: wake.clone(),
-        },
         SpoolMailbox {
             commands,
             ops,
             waiters,
             bell: bell_rx,
             wake,
+            ops_tx,
+            bell_tx: bell,
         },
     )
 }
@@ -329,46 +357,80 @@ fn ring(bell: &Sender<()>) {
 }
 
 impl SpoolInbox {
+    /// Tenant `tenant`'s way in.
+    pub(crate) fn for_tenant(&self, tenant: TenantNo) -> TenantSpoolInbox {
+        TenantSpoolInbox {
+            inbox: self.clone(),
+            tenant,
+            sent: AtomicU64::new(0),
+        }
+    }
+
+    /// Wakes the writer (a tenant came or went).
+    pub(crate) fn ring(&self) {
+        ring(&self.bell);
+    }
+}
+
+impl TenantSpoolInbox {
     /// An accepted message: rings only when no commit is scheduled or the group is full.
     pub(crate) fn message(&self, cmd: Command) {
         // Counted before it is sent, so the count never goes below what the channel holds,
         // and a waiter that reads `sent` after this call returned waits for this message.
-        self.wake.sent.fetch_add(1, SeqCst);
-        let unread = self.wake.unread.fetch_add(1, SeqCst) + 1;
+        self.sent.fetch_add(1, SeqCst);
+        let wake = &self.inbox.wake;
+        let unread = wake.unread.fetch_add(1, SeqCst) + 1;
         // The writer outlives every open client, so this cannot fail while not closed.
-        let _ = self.tx.send(cmd);
-        if self.wake.ring_for_message(unread) {
-            ring(&self.bell);
+        let _ = self.inbox.tx.send((self.tenant, cmd));
+        if wake.ring_for_message(unread) {
+            ring(&self.inbox.bell);
         }
     }
 
     /// A flush or shutdown: rings at once.
     pub(crate) fn send_now(&self, cmd: Command) {
-        let _ = self.tx.send(cmd);
-        ring(&self.bell);
+        let _ = self.inbox.tx.send((self.tenant, cmd));
+        ring(&self.inbox.bell);
     }
 
-    /// Calls `callback` after the commit that holds every message sent before this call
-    /// (`false` if the writer is gone or the commit failed). Rings only when no commit of
-    /// messages is scheduled: a scheduled one holds (or is followed at once by one that
-    /// holds) every message sent before, and the writer takes waiters before it commits.
+    /// Calls `callback` after the commit that holds every message of this tenant sent before
+    /// this call (`false` if the writer is gone or the commit failed). Rings only when no
+    /// commit of messages is scheduled: a scheduled one holds (or is followed at once by one
+    /// that holds) every message sent before, and the writer takes waiters before it
+    /// commits.
     pub(crate) fn when_spooled(&self, callback: Box<dyn FnOnce(bool) + Send>) {
-        let waiter = Waiter::new(self.wake.sent.load(SeqCst), callback);
+        let waiter = Waiter::new(self.sent.load(SeqCst), callback);
         // A gone writer hands the waiter back; dropping it answers false.
-        let _ = self.waiters.send(waiter);
-        if !self.wake.committing.load(SeqCst) {
-            ring(&self.bell);
+        let _ = self.inbox.waiters.send((self.tenant, waiter));
+        if !self.inbox.wake.committing.load(SeqCst) {
+            ring(&self.inbox.bell);
         }
     }
 }
 
 impl SpoolOps {
+    /// The same way in, for tenant `tenant`.
+    pub(crate) fn for_tenant(&self, tenant: TenantNo) -> SpoolOps {
+        SpoolOps {
+            tx: self.tx.clone(),
+            bell: self.bell.clone(),
+            wake: self.wake.clone(),
+            tenant,
+        }
+    }
+
     /// Progress or an outcome: rings only when no commit is scheduled.
     pub(crate) fn send(&self, op: Op) {
-        let _ = self.tx.send(op);
+        let _ = self.tx.send(SpoolNote::Op(op));
         if !self.wake.ops_committing.load(SeqCst) {
             ring(&self.bell);
         }
+    }
+
+    /// The tenant's scheduler part has ended: after every op it sent.
+    pub(crate) fn closed(&self) {
+        let _ = self.tx.send(SpoolNote::Closed(self.tenant));
+        ring(&self.bell);
     }
 }
 
@@ -418,9 +480,13 @@ mod tests {
 
     #[test]
     fn the_spool_writer_is_rung_only_when_no_commit_is_scheduled_or_its_group_is_full() {
-        let (inbox, ops, mailbox) = spool_inbox();
+        let (inbox, mailbox) = spool_inbox();
+        let (inbox, ops) = (inbox.for_tenant(0), mailbox.ops_for(0));
         let rung = || mailbox.bell.try_recv().is_ok();
-        let op = || Op::Remove { id: "m".into() };
+        let op = || Op::Remove {
+            tenant: 0,
+            id: "m".into(),
+        };
         // Idle, nothing scheduled: the first message rings.
         assert!(!mailbox.wake.must_drain(false, false, 3, || false, || false));
         inbox.message(Command::Shutdown);
@@ -475,7 +541,8 @@ mod tests {
 
     #[test]
     fn a_waiter_rings_only_when_no_commit_of_messages_is_scheduled() {
-        let (inbox, _ops, mailbox) = spool_inbox();
+        let (inbox, mailbox) = spool_inbox();
+        let inbox = inbox.for_tenant(0);
         let rung = || mailbox.bell.try_recv().is_ok();
         let waiters = || !mailbox.waiters.is_empty();
         let take = || while mailbox.waiters.try_recv().is_ok() {};

@@ -32,6 +32,9 @@ pub(crate) struct Shared {
     pub closed: AtomicBool,
     /// The scheduler has ended this client's part (every outcome counted and reported).
     pub stopped: AtomicBool,
+    /// With a spool: the writer has committed this client's last progress and outcomes
+    /// after its end.
+    pub spool_done: AtomicBool,
     /// Its lanes' threads, for `close` to join (the scheduler thread does not wait).
     pub lane_threads: Mutex<Vec<crate::delivery::lane::LaneThreads>>,
     /// Outcome callbacks run holding `gate`, and only while this is false; `close` sets it

@@ -1,36 +1,41 @@
-//! The spool writer thread (only with `spool` set): it stands between the calls and the
-//! scheduler. Every accepted message is written to the store (`durable::Store`) in a group commit
-//! before it is passed on, so it is on disk before its first attempt; the scheduler's
-//! progress and outcomes come back here and leave the store in the next commit (the next
-//! group of messages, or at most `PROGRESS_EVERY` later when none comes). At start and
-//! every few seconds it takes over what earlier clients and dead processes left in the
-//! directory and passes it on as resumed messages, no more at once than the queue has room
-//! for. The caller's thread never touches the disk. `Client::when_spooled` waiters are
-//! answered right after the commit that holds every message sent before them.
+//! The spool writer thread (only with a spool): one per engine, for every tenant on its
+//! spool; it stands between the calls and the scheduler. Every accepted message is written
+//! to the store (`durable::Store`) in a group commit before it is passed on, so it is on
+//! disk before its first attempt; one commit per interval holds every tenant's messages.
+//! The scheduler's progress and outcomes come back here and leave the store in the next
+//! commit (the next group of messages, or at most `PROGRESS_EVERY` later when none comes).
+//! At start and every few seconds it takes over what earlier clients and dead processes
+//! left and passes it on as resumed messages, tenant by tenant, no more at once than the
+//! tenant has room for. The caller's thread never touches the disk. `Client::when_spooled`
+//! waiters are answered right after the commit that holds every message of their tenant
+//! sent before them.
+//!
+//! **Memory holds a window of a backlog, the store the rest.** The messages the scheduler
+//! holds, all tenants together, stay within a window ([`WINDOW`] messages by default): each
+//! tenant with messages in memory gets an equal share (at least [`MIN_WINDOW`]). A message accepted past its tenant's
+//! share is committed and *parked* (`Op::Park`): its bytes leave memory, and it is read
+//! back, in order, as the tenant's messages end (`Store::resumable`). A burst of a million
+//! messages to one source costs the window's memory, not the million's.
 //!
 //! Commits are pipelined: a group's commit is started (`Store::submit`) and the group before
 //! it is settled (`Store::settle`) only then, so with Redis one transaction is on the wire
 //! while the last one's reply comes back; at most one group is unsettled, and it is settled
 //! at once when the writer has nothing else to do, before a flush or shutdown is passed on,
-//! and before an adoption pass. With SQLite, the transaction runs in `submit`, then the WAL's
-//! fsync: in `submit` too on a disk with fast fsyncs, else on the store's own thread, whose
-//! fsync `settle` waits for while the next group's transaction runs.
-//! A commit whose outcome is known at once (nothing to write, or a failed one) is settled
-//! at once. A group's messages go on to delivery, and its waiters are
+//! and before an adoption pass. A group's messages go on to delivery, and its waiters are
 //! answered, only when it is settled: after its commit, or after its commit failed (then
 //! logged: they go on all the same). When a commit fails after the next one was sent, what
 //! it carried goes with the commit after that: the waiters of the one sent in between are
 //! answered `false`, as not everything before them is on disk.
 
 use crate::delivery::command::{Command, Item, Resumed};
-use crate::delivery::inbox::Inbox;
-use crate::delivery::inbox::{SpoolMailbox, Waiter};
+use crate::delivery::inbox::{Inbox, SpoolInbox, SpoolMailbox, SpoolNote, SpoolOps, Waiter};
 use crate::delivery::shared::Shared;
-use crate::durable::{Cursor, Op, Record, Store, Ticket};
+use crate::durable::{Cursor, Op, Record, Store, TenantNo, Ticket};
 use crate::log::{Level, Logger};
 use crate::model::timestamp::{instant_of, wall_ms};
 use crate::wire::ingestion::Element;
-use crossbeam_channel::{select, TryRecvError};
+use crossbeam_channel::{select, Receiver, Sender, TryRecvError};
+use foldhash::HashMap;
 use std::sync::atomic::Ordering::*;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -47,6 +52,14 @@ const GROUP_MAX: usize = 2048;
 /// deliveries cost a commit (an fsync and a rewritten page) per few messages: most of the
 /// spool writer's time while a burst was delivered (BENCHMARKS.md).
 const PROGRESS_EVERY: Duration = Duration::from_millis(50);
+/// Messages the schedulers hold at once, all tenants of the writer together (about 80 MiB
+/// of queued bodies at ~800 bytes each), by default; the rest of a backlog is parked in the
+/// store.
+pub(crate) const WINDOW: u64 = 100_000;
+/// The least a tenant may hold in memory, however many tenants share the window.
+pub(crate) const MIN_WINDOW: u64 = 256;
+/// Resumed records read at once for one tenant.
+const RESUME_PAGE: u64 = 1024;
 
 /// The sooner of two deadlines, either of which may be unset.
 fn earliest(a: Option<Instant>, b: Option<Instant>) -> Option<Instant> {
@@ -67,28 +80,124 @@ pub(crate) fn hooks_key(urls: &[String]) -> u64 {
     h
 }
 
-pub(crate) struct Spooler {
-    pub store: Box<dyn Store>,
+/// What the writer keeps of one tenant.
+pub(crate) struct TenantSpool {
+    /// The name its records are kept under.
+    pub name: String,
     pub shared: Arc<Shared>,
-    /// Commands from the calls, progress and outcomes from the scheduler.
-    pub mailbox: SpoolMailbox,
-    /// To the scheduler.
+    /// Its part of the scheduler.
     pub scheduler: Inbox,
-    pub commit_every: Duration,
+    /// `max_queue_size`: adopted records are taken no faster than the queue has room.
     pub capacity: u64,
     pub hook_mask: u8,
     pub hooks_key: u64,
-    pub logger: Logger,
-    /// `when_spooled` callbacks waiting for a commit.
-    pub waiters: Vec<Waiter>,
+    waiters: Vec<Waiter>,
     /// Messages taken off the channel, ever.
-    pub taken: u64,
-    /// Messages taken and then committed, ever (all of `taken` after each commit).
-    pub committed: u64,
-    /// Whether the last commit reached the disk.
-    pub last_ok: bool,
+    taken: u64,
+    /// Messages taken and then committed, ever.
+    committed: u64,
+    /// Whether the last commit of its messages reached the disk.
+    last_ok: bool,
+    /// Messages passed on to its scheduler part whose removal has not come back.
+    in_memory: u64,
+    /// Its messages parked in the store, not read back yet.
+    parked: u64,
+    /// Messages it ever parked, and ever read back: parked messages come back in order.
+    parked_ever: u64,
+    unparked_ever: u64,
+    /// Flushes that wait for the messages parked before them to be read back (a flush
+    /// passes the scheduler after every message accepted before it).
+    flushes: Vec<(u64, Command)>,
+    /// Where reading back goes on from, and whether there may be more to read.
+    cursor: Option<Cursor>,
+    resume_due: bool,
+    /// Its shutdown was passed on; its end comes as `SpoolNote::Closed`.
+    closing: bool,
+}
+
+impl TenantSpool {
+    pub(crate) fn new(
+        name: String,
+        shared: Arc<Shared>,
+        scheduler: Inbox,
+        capacity: u64,
+        hook_mask: u8,
+        hooks_key: u64,
+    ) -> TenantSpool {
+        TenantSpool {
+            name,
+            shared,
+            scheduler,
+            capacity,
+            hook_mask,
+            hooks_key,
+            waiters: Vec::new(),
+            taken: 0,
+            committed: 0,
+            last_ok: true,
+            in_memory: 0,
+            parked: 0,
+            parked_ever: 0,
+            unparked_ever: 0,
+            flushes: Vec::new(),
+            cursor: None,
+            resume_due: true,
+            closing: false,
+        }
+    }
+}
+
+/// What an engine tells its writer besides messages.
+pub(crate) enum SpoolControl {
+    /// A tenant, under its number; from then on its messages come.
+    Add(TenantNo, Box<TenantSpool>),
+    /// The engine is gone: commit, close the store, stop.
+    Stop,
+}
+
+/// The engine's hold on its writer: the way in its tenants share, and its control.
+pub(crate) struct SpoolHandle {
+    pub inbox: SpoolInbox,
+    control: Sender<SpoolControl>,
+    /// How tenants' scheduler parts report (given out per tenant by [`SpoolHandle::add`]).
+    ops: SpoolOps,
+}
+
+impl SpoolHandle {
+    /// Registers tenant `no` with the writer; returns how its scheduler part reports.
+    pub(crate) fn add(&self, no: TenantNo, tenant: TenantSpool) -> SpoolOps {
+        let _ = self.control.send(SpoolControl::Add(no, Box::new(tenant)));
+        self.inbox.ring();
+        self.ops.for_tenant(no)
+    }
+
+    /// Tells the writer to stop once its tenants are gone.
+    pub(crate) fn stop(&self) {
+        let _ = self.control.send(SpoolControl::Stop);
+        self.inbox.ring();
+    }
+}
+
+pub(crate) struct Spooler {
+    store: Box<dyn Store>,
+    mailbox: SpoolMailbox,
+    control: Receiver<SpoolControl>,
+    tenants: HashMap<TenantNo, TenantSpool>,
+    commit_every: Duration,
+    logger: Logger,
+    /// A private engine's writer stops with its one client.
+    stop_when_empty: bool,
+    stopping: bool,
     /// The group whose commit was started and not yet settled (at most one).
-    pub in_flight: Option<InFlight>,
+    in_flight: Option<InFlight>,
+    /// Messages the schedulers may hold, all tenants together ([`WINDOW`] by default).
+    window: u64,
+    /// Tenants with messages in memory (their shares of the window).
+    active: u64,
+    /// Whether the last commit failed (told to every tenant when it changes).
+    failing: bool,
+    /// Tenants whose end came and whose ops are to be committed before they go.
+    ending: Vec<TenantNo>,
 }
 
 /// A group whose commit was started ([`Store::submit`]) and whose messages wait for its
@@ -96,18 +205,67 @@ pub(crate) struct Spooler {
 pub(crate) struct InFlight {
     /// `None`: nothing to write (messages with nowhere to go wait all the same, for order).
     ticket: Option<Ticket>,
-    items: Vec<Item>,
-    /// `taken` when it was started: every message up to there is in it or before it.
-    taken: u64,
+    items: Vec<(TenantNo, Item)>,
+    /// Each tenant's `taken` when it was started, for the tenants with messages taken
+    /// since the group before: every message up to there is in it or before it.
+    taken: Vec<(TenantNo, u64)>,
+    /// Tenants whose spool bytes changed in it.
+    touched: Vec<TenantNo>,
     /// The group before it failed after it was sent: what that one carried goes with the
     /// next commit, not this one, so this one's waiters are answered `false` all the same.
     after_failure: bool,
 }
 
+/// What one open group collects until its commit.
+#[derive(Default)]
+struct Group {
+    writes: Vec<Op>,
+    waiting: Vec<(TenantNo, Item)>,
+    /// Tenants that took messages (their `taken` is noted at the commit), and tenants
+    /// whose spool bytes the writes change.
+    took: Vec<TenantNo>,
+    touched: Vec<TenantNo>,
+}
+
 impl Spooler {
+    /// A writer over `store`; `stop_when_empty` for a private engine's (it stops with its
+    /// one client).
+    pub(crate) fn new(
+        store: Box<dyn Store>,
+        commit_every: Duration,
+        window: u64,
+        logger: Logger,
+        stop_when_empty: bool,
+    ) -> (Spooler, SpoolHandle) {
+        let (inbox, mailbox) = crate::delivery::inbox::spool_inbox();
+        let (control_tx, control) = crossbeam_channel::unbounded();
+        let ops = mailbox.ops_for(0);
+        (
+            Spooler {
+                store,
+                mailbox,
+                control,
+                tenants: HashMap::default(),
+                commit_every,
+                logger,
+                stop_when_empty,
+                stopping: false,
+                in_flight: None,
+                window,
+                active: 0,
+                failing: false,
+                ending: Vec::new(),
+            },
+            SpoolHandle {
+                inbox,
+                control: control_tx,
+                ops,
+            },
+        )
+    }
+
     pub(crate) fn run(mut self) {
-        let mut waiting: Vec<Item> = Vec::new();
-        let mut writes: Vec<Op> = Vec::new();
+        let mut group = Group::default();
         // When the open group is due: `commit_at` once it holds a message, `progress_at`
         // while it holds progress alone (later, see `PROGRESS_EVERY`).
         let mut commit_at: Option<Instant> = None;
@@ -117,30 +275,24 @@ impl Spooler {
         // interval, i.e. one slow fsync, would otherwise double the wait of every
         // `when_spooled`), and at once when the spool has been idle for an interval or more.
         let mut last_commit = Instant::now();
-        // Where resuming goes on from (the store's cursor is kept for good: after each adopt
-        // it yields only what that adopt added), and whether there may be more.
-        let mut cursor: Option<Cursor> = None;
-        let mut resume_due = true;
         let mut next_adopt = Instant::now();
         self.logger.log(Level::Debug, || {
             format!("spool: writing to {}", self.store.location())
         });
         loop {
+            self.take_control();
             let now = Instant::now();
             if now >= next_adopt {
                 next_adopt = now + ADOPT_EVERY;
                 self.settle();
                 self.adopt();
-                resume_due = true;
             }
-            if resume_due {
-                resume_due = self.resume(&mut cursor);
-            }
+            self.resume_all();
             let wake = earliest(commit_at, progress_at).map_or(next_adopt, |t| t.min(next_adopt));
             let wait = wake.saturating_duration_since(Instant::now());
             // Sleep unless what is unread needs us now: senders ring only when no commit
             // is scheduled or the group is full (`inbox.rs`), not once per message.
-            let room = GROUP_MAX.saturating_sub(waiting.len());
+            let room = GROUP_MAX.saturating_sub(group.waiting.len());
             let mailbox = &self.mailbox;
             let scheduled = (commit_at.is_some(), progress_at.is_some());
             if !mailbox.wake.must_drain(
@@ -149,7 +301,10 @@ impl Spooler {
                 room,
                 || !mailbox.ops.is_empty(),
                 || !mailbox.waiters.is_empty(),
-            ) {
+            ) && self.ending.is_empty()
+                && !self.stopping
+                && self.control.is_empty()
+            {
                 if self.in_flight.is_some() {
                     // Nothing else to do: the group in flight is settled now rather than
                     // with the next one, so no message waits longer than without pipelining.
@@ -157,63 +312,163 @@ impl Spooler {
                     continue;
                 }
                 select! {
-                    recv(mailbox.bell) -> _ => {},
+                    recv(self.mailbox.bell) -> _ => {},
                     default(wait) => {},
                 }
             }
+            self.take_control();
             let now = Instant::now();
-            let mut stop = false;
             let mut taken = 0;
-            while waiting.len() < GROUP_MAX {
+            while group.waiting.len() < GROUP_MAX {
                 match self.mailbox.commands.try_recv() {
-                    Ok(Command::Message(mut item)) => {
+                    Ok((no, Command::Message(item))) => {
                         taken += 1;
-                        self.taken += 1;
-                        if let Some(record) = self.record(&mut item) {
-                            writes.push(Op::Put(record));
-                        }
-                        // Even a message with nowhere to go waits for the commit: order is
-                        // kept.
+                        self.take_message(no, item, &mut group);
                         commit_at.get_or_insert(self.due(last_commit, now));
-                        waiting.push(item);
                     }
-                    Ok(other) => {
+                    Ok((no, other)) => {
                         // A flush or shutdown goes after every message before it.
                         last_commit = Instant::now();
-                        self.commit(&mut writes, &mut waiting);
+                        self.commit(&mut group);
                         self.settle();
                         (commit_at, progress_at) = (None, None);
-                        if !self.forward_or_stop(other) {
-                            stop = true;
-                            break;
-                        }
+                        self.forward(no, other);
                     }
                     Err(TryRecvError::Empty) => break,
                     Err(TryRecvError::Disconnected) => {
-                        stop = true;
+                        self.stopping = true;
                         break;
                     }
                 }
             }
             self.mailbox.wake.taken(taken);
             // Taken after the messages: a waiter's messages were sent before it.
-            self.waiters.extend(self.mailbox.waiters.try_iter());
-            self.answer_waiters();
-            while let Ok(op) = self.mailbox.ops.try_recv() {
-                writes.push(op);
-                progress_at.get_or_insert((last_commit + PROGRESS_EVERY).max(now));
+            let waiters: Vec<(TenantNo, Waiter)> = self.mailbox.waiters.try_iter().collect();
+            for (no, waiter) in waiters {
+                match self.tenants.get_mut(&no) {
+                    Some(t) => t.waiters.push(waiter),
+                    None => waiter.answer(false),
+                }
+                self.answer_waiters(no);
             }
-            if stop {
-                return self.stop(writes, waiting);
+            while let Ok(note) = self.mailbox.ops.try_recv() {
+                match note {
+                    SpoolNote::Op(op) => {
+                        self.note_op(&op, &mut group);
+                        group.writes.push(op);
+                        progress_at.get_or_insert((last_commit + PROGRESS_EVERY).max(now));
+                    }
+                    SpoolNote::Closed(no) => self.ending.push(no),
+                }
             }
             let now = Instant::now();
-            if waiting.len() >= GROUP_MAX
-                || writes.len() >= GROUP_MAX
+            let must = !self.ending.is_empty() || self.stopping;
+            if must
+                || group.waiting.len() >= GROUP_MAX
+                || group.writes.len() >= GROUP_MAX
                 || earliest(commit_at, progress_at).is_some_and(|t| now >= t)
             {
                 last_commit = now;
-                self.commit(&mut writes, &mut waiting);
+                self.commit(&mut group);
                 (commit_at, progress_at) = (None, None);
+            }
+            if !self.ending.is_empty() {
+                self.settle();
+                for no in std::mem::take(&mut self.ending) {
+                    self.end_tenant(no);
+                }
+            }
+            if self.stopping && self.tenants.is_empty() {
+                return self.stop();
+            }
+        }
+    }
+
+    /// Registrations and the engine's stop, taken before any message of the tenant.
+    fn take_control(&mut self) {
+        while let Ok(c) = self.control.try_recv() {
+            match c {
+                SpoolControl::Add(no, tenant) => {
+                    self.store.register(no, &tenant.name);
+                    tenant.shared.spool_failing.store(self.failing, Relaxed);
+                    self.tenants.insert(no, *tenant);
+                }
+                SpoolControl::Stop => self.stopping = true,
+            }
+        }
+    }
+
+    /// One accepted message of tenant `no`: written to the group, and passed on after the
+    /// commit; or parked when the tenant holds its share of the window already.
+    fn take_message(&mut self, no: TenantNo, mut item: Item, group: &mut Group) {
+        let parks = self.store.parks();
+        let share = self.share();
+        let Some(t) = self.tenants.get_mut(&no) else {
+            // Registered before its first message is sent: only a bug gets here. Delivered
+            // from memory all the same.
+            return;
+        };
+        t.taken += 1;
+        if group.took.last() != Some(&no) {
+            group.took.push(no);
+        }
+        if item.ingest.is_none() && item.hook.is_none() {
+            // Nowhere to go: the scheduler ends it at once; it waits for the commit all
+            // the same (order is kept).
+            group.waiting.push((no, item));
+            return;
+        }
+        let record = Record {
+            tenant: no,
+            // Shared with the scheduler's record of it: the spool's ops need it as an `Arc`.
+            id: item.share_id(),
+            accepted_ms: wall_ms(item.accepted),
+            first_ms: None,
+            ingest: item.ingest.as_ref().map(Element::to_body),
+            hook: item.hook.clone(),
+            hook_mask: t.hook_mask,
+            hooks_key: t.hooks_key,
+            adopted: false,
+        };
+        group.touched.push(no);
+        if parks && (t.in_memory >= share || t.parked > 0) {
+            // Behind what is parked already, in its order: read back as messages end.
+            t.parked += 1;
+            t.parked_ever += 1;
+            group.writes.push(Op::Park(record));
+            return;
+        }
+        if t.in_memory == 0 {
+            self.active += 1;
+        }
+        t.in_memory += 1;
+        group.writes.push(Op::Put(record));
+        group.waiting.push((no, item));
+    }
+
+    /// A tenant's share of the window: equal parts among the tenants with messages in
+    /// memory (counting one more: the asker).
+    fn share(&self) -> u64 {
+        (self.window / (self.active + 1)).max(MIN_WINDOW.min(self.window))
+    }
+
+    /// What an op means for its tenant: a removal frees a place in its window.
+    fn note_op(&mut self, op: &Op, group: &mut Group) {
+        let no = op.tenant();
+        if group.touched.last() != Some(&no) {
+            group.touched.push(no);
+        }
+        if let Op::Remove { .. } = op {
+            if let Some(t) = self.tenants.get_mut(&no) {
+                if t.in_memory > 0 {
+                    t.in_memory -= 1;
+                    if t.in_memory == 0 {
+                        self.active = self.active.saturating_sub(1);
+                    }
+                }
+                if t.parked > 0 {
+                    t.resume_due = true;
+                }
             }
         }
     }
@@ -224,40 +479,29 @@ impl Spooler {
         (last_commit + self.commit_every).max(now)
     }
 
-    /// What the store keeps of `item`; `None` for a message with nowhere to go (the
-    /// scheduler ends it at once).
-    fn record(&self, item: &mut Item) -> Option<Record> {
-        if item.ingest.is_none() && item.hook.is_none() {
-            return None;
-        }
-        Some(Record {
-            // Shared with the scheduler's record of it: the spool's ops need it as an `Arc`.
-            id: item.share_id(),
-            accepted_ms: wall_ms(item.accepted),
-            first_ms: None,
-            ingest: item.ingest.as_ref().map(Element::to_body),
-            hook: item.hook.clone(),
-            hook_mask: self.hook_mask,
-            hooks_key: self.hooks_key,
-        })
-    }
-
     /// Starts the commit of what was written since the last commit (the group's messages
     /// wait for it), then settles the group before it: with a store that pipelines (Redis),
     /// this group's transaction is on the wire while the last one's reply comes back.
-    fn commit(&mut self, writes: &mut Vec<Op>, waiting: &mut Vec<Item>) {
-        let ticket = (!writes.is_empty()).then(|| self.store.submit(writes));
-        writes.clear();
+    fn commit(&mut self, group: &mut Group) {
+        let ticket = (!group.writes.is_empty()).then(|| self.store.submit(&group.writes));
+        group.writes.clear();
         // Known at once (SQLite, nothing to write, or nothing sent): nothing to overlap.
         let known = ticket.as_ref().is_none_or(Ticket::is_known);
-        let mut group = InFlight {
+        let taken = (group.took.drain(..))
+            .filter_map(|no| Some((no, self.tenants.get(&no)?.taken)))
+            .collect();
+        let mut touched = std::mem::take(&mut group.touched);
+        touched.sort_unstable();
+        touched.dedup();
+        let mut next = InFlight {
             ticket,
-            items: std::mem::take(waiting),
-            taken: self.taken,
+            items: std::mem::take(&mut group.waiting),
+            taken,
+            touched,
             after_failure: false,
         };
-        group.after_failure = !self.settle();
-        self.in_flight = Some(group);
+        next.after_failure = !self.settle();
+        self.in_flight = Some(next);
         if known {
             self.settle();
         }
@@ -273,7 +517,7 @@ impl Spooler {
         let mut ok = true;
         if let Some(ticket) = group.ticket {
             let result = self.store.settle(ticket);
-            self.shared.spool_failing.store(result.is_err(), Relaxed);
+            self.failing_now(result.is_err());
             if let Err(e) = result {
                 ok = false;
                 let n = group.items.len();
@@ -281,48 +525,107 @@ impl Spooler {
                     format!("{e}; {n} message(s) go on without being on disk")
                 });
             }
-            self.shared
-                .spool_bytes
-                .store(self.store.pending().1, Relaxed);
+            for no in &group.touched {
+                if let Some(t) = self.tenants.get(no) {
+                    let bytes = self.store.pending(*no).1;
+                    t.shared.spool_bytes.store(bytes, Relaxed);
+                }
+            }
         }
-        (self.committed, self.last_ok) = (group.taken, ok && !group.after_failure);
-        self.answer_waiters();
-        for item in group.items {
-            self.scheduler.send_now(Command::Message(item));
+        let good = ok && !group.after_failure;
+        for (no, taken) in group.taken {
+            if let Some(t) = self.tenants.get_mut(&no) {
+                (t.committed, t.last_ok) = (taken, good);
+            }
+            self.answer_waiters(no);
+        }
+        for (no, item) in group.items {
+            if let Some(t) = self.tenants.get(&no) {
+                t.scheduler.send_now(Command::Message(item));
+            }
         }
         ok
     }
 
-    /// Answers the waiters whose messages are all committed, with whether the last commit
-    /// reached the disk.
-    fn answer_waiters(&mut self) {
-        if self.waiters.iter().all(|w| w.target > self.committed) {
-            return;
-        }
-        let (done, rest) = std::mem::take(&mut self.waiters)
-            .into_iter()
-            .partition(|w| w.target <= self.committed);
-        self.waiters = rest;
-        for waiter in done {
-            waiter.answer(self.last_ok);
+    /// Tells every tenant when the spool starts or stops failing.
+    fn failing_now(&mut self, failing: bool) {
+        if failing != self.failing {
+            self.failing = failing;
+            for t in self.tenants.values() {
+                t.shared.spool_failing.store(failing, Relaxed);
+            }
         }
     }
 
-    /// Passes a flush or shutdown on (after the commit); false on shutdown.
-    fn forward_or_stop(&mut self, cmd: Command) -> bool {
-        match cmd {
-            Command::Shutdown => false,
-            other => {
-                self.scheduler.send_now(other);
-                true
+    /// Answers tenant `no`'s waiters whose messages are all committed, with whether the
+    /// last commit reached the disk.
+    fn answer_waiters(&mut self, no: TenantNo) {
+        let Some(t) = self.tenants.get_mut(&no) else {
+            return;
+        };
+        if t.waiters.iter().all(|w| w.target > t.committed) {
+            return;
+        }
+        let committed = t.committed;
+        let (done, rest) = std::mem::take(&mut t.waiters)
+            .into_iter()
+            .partition(|w| w.target <= committed);
+        t.waiters = rest;
+        for waiter in done {
+            waiter.answer(t.last_ok);
+        }
+    }
+
+    /// Passes a flush or shutdown on to the tenant's scheduler part (after the commit).
+    fn forward(&mut self, no: TenantNo, cmd: Command) {
+        if let Command::Shutdown = cmd {
+            if let Some(t) = self.tenants.get_mut(&no) {
+                t.closing = true;
+                // Every message it sent was taken and committed: its waiters are answered.
+                t.committed = t.taken;
             }
+            self.answer_waiters(no);
+            if let Some(t) = self.tenants.get_mut(&no) {
+                // A waiter for more than was ever taken cannot be answered (dropped: false).
+                t.waiters.clear();
+            }
+        }
+        if let Some(t) = self.tenants.get_mut(&no) {
+            if matches!(cmd, Command::Flush(_)) && t.unparked_ever < t.parked_ever {
+                // After the messages parked before it, once they are read back.
+                t.flushes.push((t.parked_ever, cmd));
+                return;
+            }
+            t.scheduler.send_now(cmd);
+        }
+    }
+
+    /// Tenant `no`'s scheduler part has ended and its last ops are committed: its parked
+    /// messages stay in the store (spooled, for the next client of its name), and it goes.
+    fn end_tenant(&mut self, no: TenantNo) {
+        let Some(t) = self.tenants.remove(&no) else {
+            return;
+        };
+        if t.in_memory > 0 {
+            self.active = self.active.saturating_sub(1);
+        }
+        for _ in 0..t.parked {
+            t.shared.leave_spooled(true);
+        }
+        if let Err(e) = self.store.release(no) {
+            self.logger.log(Level::Warn, || e.to_string());
+        }
+        t.shared.spool_done.store(true, SeqCst);
+        t.shared.notify();
+        if self.stop_when_empty && self.tenants.is_empty() {
+            self.stopping = true;
         }
     }
 
     /// Takes over the files of dead processes and closed clients.
     fn adopt(&mut self) {
         let result = self.store.adopt();
-        self.shared.spool_failing.store(result.is_err(), Relaxed);
+        self.failing_now(result.is_err());
         match result {
             Ok(adopted) => {
                 for (path, why) in &adopted.warnings {
@@ -337,39 +640,73 @@ impl Spooler {
                         )
                     });
                 }
+                for no in adopted.tenants {
+                    if let Some(t) = self.tenants.get_mut(&no) {
+                        t.resume_due = true;
+                    }
+                }
             }
             Err(e) => self.logger.log(Level::Warn, || e.to_string()),
         }
     }
 
-    /// Passes on the next page of resumable messages, as many as the queue has room for;
-    /// true when there may be more (asked again on the next wake).
-    fn resume(&mut self, cursor: &mut Option<Cursor>) -> bool {
-        let room = self
-            .capacity
-            .saturating_sub(self.shared.pending.load(Acquire));
-        if room == 0 {
-            return true;
+    /// Reads back what tenants may take now.
+    fn resume_all(&mut self) {
+        let due: Vec<TenantNo> = (self.tenants.iter())
+            .filter(|(_, t)| t.resume_due && !t.closing)
+            .map(|(no, _)| *no)
+            .collect();
+        for no in due {
+            self.resume(no);
         }
-        let (records, next) = match self.store.resumable(cursor.as_ref(), room as usize) {
+    }
+
+    /// Passes on the next page of tenant `no`'s resumable messages, as many as it has room
+    /// for (its share of the window; and for adopted ones, its queue).
+    fn resume(&mut self, no: TenantNo) {
+        let share = self.share();
+        let Some(t) = self.tenants.get_mut(&no) else {
+            return;
+        };
+        let window_room = share.saturating_sub(t.in_memory);
+        let queue_room = t.capacity.saturating_sub(t.shared.pending.load(Acquire));
+        // Parked messages are in the queue already; adopted ones need a place in it.
+        let room = window_room.min(RESUME_PAGE).min(match t.parked {
+            0 => queue_room,
+            _ => u64::MAX,
+        });
+        if room == 0 {
+            return;
+        }
+        let (records, next) = match self.store.resumable(no, t.cursor.as_ref(), room as usize) {
             Ok(page) => page,
             Err(e) => {
+                t.resume_due = false;
                 self.logger.log(Level::Warn, || e.to_string());
-                return false;
+                return;
             }
         };
-        *cursor = next;
-        let full_page = records.len() as u64 == room;
+        t.cursor = next;
+        t.resume_due = records.len() as u64 == room || t.parked > 0;
         let any = !records.is_empty();
         for r in records {
-            self.shared.pending.fetch_add(1, AcqRel);
-            self.shared.counters.resumed.fetch_add(1, Relaxed);
-            let mask = if r.hooks_key == self.hooks_key {
-                r.hook_mask & self.hook_mask
+            if r.adopted {
+                t.shared.pending.fetch_add(1, AcqRel);
+                t.shared.counters.resumed.fetch_add(1, Relaxed);
             } else {
-                self.hook_mask
+                t.parked = t.parked.saturating_sub(1);
+                t.unparked_ever += 1;
+            }
+            if t.in_memory == 0 {
+                self.active += 1;
+            }
+            t.in_memory += 1;
+            let mask = if r.hooks_key == t.hooks_key {
+                r.hook_mask & t.hook_mask
+            } else {
+                t.hook_mask
             };
-            self.scheduler.send_now(Command::Resume(Resumed {
+            t.scheduler.send_now(Command::Resume(Resumed {
                 id: r.id,
                 ingest: r.ingest,
                 hook: r.hook,
@@ -378,42 +715,29 @@ impl Spooler {
             }));
         }
         if any {
-            // Nothing more of them is coming: their last batch leaves now, not after
+            // Flushes that waited for these go on after them.
+            let unparked = t.unparked_ever;
+            let (ready, waiting): (Vec<_>, Vec<_>) = std::mem::take(&mut t.flushes)
+                .into_iter()
+                .partition(|(target, _)| *target <= unparked);
+            t.flushes = waiting;
+            for (_, flush) in ready {
+                t.scheduler.send_now(flush);
+            }
+            // Nothing more of them is coming now: their last batch leaves now, not after
             // flush_interval.
-            self.scheduler.send_now(Command::Flush(None));
+            t.scheduler.send_now(Command::Flush(None));
+            t.shared
+                .spool_bytes
+                .store(self.store.pending(no).1, Relaxed);
         }
-        self.shared
-            .spool_bytes
-            .store(self.store.pending().1, Relaxed);
-        full_page
     }
 
-    /// Shutdown: what was accepted but not yet passed on is committed and stays in the spool;
-    /// then the scheduler stops, and its last progress and outcomes are committed before the
-    /// store closes.
-    fn stop(mut self, mut writes: Vec<Op>, waiting: Vec<Item>) {
+    /// The engine is gone: what is left is committed, and the store closed.
+    fn stop(mut self) {
         self.settle();
-        let ok = match self.store.apply(&writes) {
-            Ok(_) => true,
-            Err(e) => {
-                self.logger.log(Level::Warn, || e.to_string());
-                false
-            }
-        };
-        writes.clear();
-        // Every message was sent before the shutdown: what waits for them is answered now;
-        // a waiter for more than was ever taken cannot be (dropped: false).
-        (self.committed, self.last_ok) = (self.taken, ok);
-        self.waiters.extend(self.mailbox.waiters.try_iter());
-        self.answer_waiters();
-        self.waiters.clear();
-        for item in &waiting {
-            let spooled = item.ingest.is_some() || item.hook.is_some();
-            self.shared.leave_spooled(spooled);
-        }
-        self.scheduler.send_now(Command::Shutdown);
-        // The scheduler's Sender goes when it exits; what it sent before is ours to commit.
-        while let Ok(op) = self.mailbox.ops.recv() {
+        let mut writes = Vec::new();
+        while let Ok(SpoolNote::Op(op)) = self.mailbox.ops.try_recv() {
             writes.push(op);
         }
         if let Err(e) = self.store.apply(&writes) {
@@ -422,130 +746,5 @@ impl Spooler {
         if let Err(e) = self.store.close() {
             self.logger.log(Level::Warn, || e.to_string());
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn wall_clock_round_trips_through_instants() {
-        let t = Instant::now() - Duration::from_secs(90);
-        let ms = wall_ms(t);
-        let back = instant_of(ms);
-        let diff = if back > t { back - t } else { t - back };
-        assert!(diff < Duration::from_millis(5), "{diff:?}");
-        assert!(instant_of(wall_ms(Instant::now()) + 60_000) <= Instant::now());
-    }
-
-    /// How many spooled rows in `dir`'s files carry message id `id`, as a process after a
-    /// crash right now would find them: the files (the database and its WAL) are copied as
-    /// they are on disk and the copy opened, so SQLite recovers from the WAL.
-    fn rows_on_disk(dir: &std::path::Path, id: &str) -> i64 {
-        let copy = dir.with_extension("copy");
-        let _ = std::fs::remove_dir_all(&copy);
-        std::fs::create_dir_all(&copy).unwrap();
-        let mut dbs = Vec::new();
-        for entry in std::fs::read_dir(dir).unwrap() {
-            let path = entry.unwrap().path();
-            let name = path.file_name().unwrap().to_str().unwrap().to_string();
-            if name.ends_with(".db") || name.ends_with(".db-wal") {
-                std::fs::copy(&path, copy.join(&name)).unwrap();
-            }
-            if name.ends_with(".db") {
-                dbs.push(copy.join(&name));
-            }
-        }
-        let mut n = 0;
-        for db in dbs {
-            let conn = rusqlite::Connection::open(&db).unwrap();
-            n += conn
-                .query_row("SELECT count(*) FROM messages WHERE id = ?1", [id], |r| {
-                    r.get::<_, i64>(0)
-                })
-                .unwrap();
-        }
-        let _ = std::fs::remove_dir_all(&copy);
-        n
-    }
-
-    #[test]
-    fn when_spooled_fires_once_the_messages_accepted_before_it_are_on_disk() {
-        use crate::{Client, Config, Message, Webhook};
-        let dir = std::env::temp_dir().join(format!(
-            "outbound-when-spooled-{}-{}",
-            std::process::id(),
-            fastrand::u64(..)
-        ));
-        let client = Client::new(Config {
-            // Port 9 (discard) is closed here: every attempt fails and is retried, so the
-            // messages stay in the spool while the test looks.
-            webhooks: vec![Webhook::new("http://127.0.0.1:9/hook")],
-            spool: Some(dir.clone()),
-            // A long interval: the callback must wait for the commit, not fire before it.
-            spool_commit_interval: Duration::from_millis(300),
-            ..Config::default()
-        })
-        .unwrap();
-        let started = Instant::now();
-        for i in 0..3 {
-            let msg = Message::track("u1", "E").message_id(format!("m-{i}"));
-            client.enqueue(&msg).unwrap();
-        }
-        let (tx, rx) = std::sync::mpsc::channel();
-        let seen = dir.clone();
-        client.when_spooled(move |ok| {
-            let on_disk: Vec<i64> = (0..3)
-                .map(|i| rows_on_disk(&seen, &format!("m-{i}")))
-                .collect();
-            tx.send((ok, on_disk, started.elapsed())).unwrap();
-        });
-        let (ok, on_disk, after) = rx.recv_timeout(Duration::from_secs(10)).unwrap();
-        assert!(ok);
-        assert_eq!(
-            on_disk,
-            [1, 1, 1],
-            "every message accepted before the call is on disk"
-        );
-        assert!(
-            after >= Duration::from_millis(250),
-            "waited for the group commit: {after:?}"
-        );
-        // Nothing new since: the next waiter is answered without another commit.
-        let (tx, rx) = std::sync::mpsc::channel();
-        client.when_spooled(move |ok| tx.send(ok).unwrap());
-        assert!(rx.recv_timeout(Duration::from_secs(10)).unwrap());
-        client.close(Some(Duration::from_millis(100))).unwrap();
-        // Closed: answered at once, false.
-        let (tx, rx) = std::sync::mpsc::channel();
-        client.when_spooled(move |ok| tx.send(ok).unwrap());
-        assert!(!rx.try_recv().unwrap());
-        let _ = std::fs::remove_dir_all(&dir);
-    }
-
-    #[test]
-    fn when_spooled_without_a_spool_is_answered_at_once_with_true() {
-        use crate::{Client, Config, Webhook};
-        let client = Client::new(Config {
-            webhooks: vec![Webhook::new("http://127.0.0.1:9/hook")],
-            ..Config::default()
-        })
-        .unwrap();
-        let (tx, rx) = std::sync::mpsc::channel();
-        client.when_spooled(move |ok| tx.send(ok).unwrap());
-        assert!(
-            rx.try_recv().unwrap(),
-            "called on the caller's thread, before returning"
-        );
-        client.close(Some(Duration::from_millis(100))).unwrap();
-    }
-
-    #[test]
-    fn the_hooks_key_is_stable_and_tells_lists_apart() {
-        let a = hooks_key(&["https://a/x".into(), "https://b/y".into()]);
-        assert_eq!(a, hooks_key(&["https://a/x".into(), "https://b/y".into()]));
-        assert_ne!(a, hooks_key(&["https://a/xh".into(), "ttps://b/y".into()]));
-        assert_ne!(a, hooks_key(&["https://b/y".into(), "https://a/x".into()]));
     }
 }

@@ -27,10 +27,20 @@ pub(crate) mod fork_gate;
 pub(crate) mod redis;
 pub(crate) mod sqlite;
 
-/// Where accepted messages wait for their outcome. Used from one thread (the spool writer).
+/// A tenant's number in this process (an engine's client); the store keeps records under
+/// the tenant's name ([`Store::register`]), which outlives the process. A client of its own
+/// engine is tenant 0, named `""`.
+pub(crate) type TenantNo = u32;
+
+/// Where accepted messages wait for their outcome, for any number of tenants. Used from one
+/// thread (the spool writer).
 pub(crate) trait Store: Send {
     /// Where the messages are kept, as logs show it.
     fn location(&self) -> String;
+
+    /// Tenant `no` is named `name` from now on: its records are kept under that name, and
+    /// records of that name left by dead owners are resumable for it.
+    fn register(&mut self, no: TenantNo, name: &str);
 
     /// Applies every op in one commit. On error the batch counts as not durable: SQLite
     /// rolls it back; Redis keeps it pending in memory and writes it with the next commit
@@ -56,18 +66,38 @@ pub(crate) trait Store: Send {
         ticket.done.unwrap_or(Ok(()))
     }
 
-    /// Records taken over from others (dead processes, closed clients), at most `limit`
-    /// after `after` (`None`: from the start), with the cursor to ask again from.
+    /// The descriptor of the store's lock on its file, if it has one (a forked child closes
+    /// its inherited copy, so the lock goes with the parent).
+    fn lock_fd(&self) -> Option<std::os::fd::RawFd> {
+        None
+    }
+
+    /// Whether this store keeps parked records ([`Op::Park`]) out of memory; a store that
+    /// does not is never given one.
+    fn parks(&self) -> bool {
+        true
+    }
+
+    /// Records of tenant `tenant` to pass on to delivery: taken over from others (dead
+    /// processes, closed clients) or parked ([`Op::Park`]), at most `limit` after `after`
+    /// (`None`: from the start), with the cursor to ask again from. Once returned, a record
+    /// is held as if put: ops reach it.
     fn resumable(
         &mut self,
+        tenant: TenantNo,
         after: Option<&Cursor>,
         limit: usize,
     ) -> Result<(Vec<Record>, Option<Cursor>), Error>;
 
-    /// Records held and their payload bytes.
-    fn pending(&self) -> (u64, u64);
+    /// Tenant `tenant` has closed: the records it holds stay, resumable for the next tenant
+    /// of its name.
+    fn release(&mut self, tenant: TenantNo) -> Result<(), Error>;
 
-    /// Takes over what dead owners left; their records become resumable.
+    /// Records held and their payload bytes, of tenant `tenant`.
+    fn pending(&self, tenant: TenantNo) -> (u64, u64);
+
+    /// Takes over what dead owners left; their records become resumable for the tenants of
+    /// their names ([`Adopted::tenants`]).
     fn adopt(&mut self) -> Result<Adopted, Error>;
 
     /// Closes the store; records left stay for the next owner.
@@ -94,7 +124,9 @@ impl Ticket {
 /// One pending message as stored.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Record {
-    /// The message id (unique key of the spool).
+    /// Whose it is.
+    pub tenant: TenantNo,
+    /// The message id (unique per tenant in the spool).
     pub id: Arc<str>,
     /// Unix milliseconds when the message was accepted.
     pub accepted_ms: i64,
@@ -111,34 +143,61 @@ pub(crate) struct Record {
     /// Hash of the webhook URL list `hook_mask` refers to; under another list the mask means
     /// nothing and every URL is tried.
     pub hooks_key: u64,
+    /// From [`Store::resumable`]: not counted in its tenant's queue in this process (taken
+    /// over from a dead owner, or left by a client of its name that closed), as opposed to
+    /// parked by the tenant itself.
+    pub adopted: bool,
 }
 
 /// One change to the spool; a batch of them is committed by [`Store::apply`]. Changes to an
-/// id the spool does not hold are no-ops.
+/// id the spool does not hold (for that tenant) are no-ops.
 #[derive(Debug, Clone)]
 pub(crate) enum Op {
     /// A message was accepted. A pending id already held counts one more copy.
     Put(Record),
+    /// A message was accepted and stays in the store until [`Store::resumable`] hands it
+    /// out (its tenant has as many messages in memory as it may): memory holds a window of
+    /// a backlog, the store the rest.
+    Park(Record),
     /// The message's first attempt started (the earliest time given is kept).
-    FirstAttempt { id: Arc<str>, at_ms: i64 },
+    FirstAttempt {
+        tenant: TenantNo,
+        id: Arc<str>,
+        at_ms: i64,
+    },
     /// Its ingestion part is done (delivered or failed for good): the bytes are dropped.
-    IngestDone { id: Arc<str> },
+    IngestDone { tenant: TenantNo, id: Arc<str> },
     /// The webhook URLs still worth trying; `0` means its webhook part is done, and drops the
     /// body.
-    HookMask { id: Arc<str>, mask: u8 },
+    HookMask {
+        tenant: TenantNo,
+        id: Arc<str>,
+        mask: u8,
+    },
     /// The message reached its outcome (one copy of the id leaves).
-    Remove { id: Arc<str> },
+    Remove { tenant: TenantNo, id: Arc<str> },
 }
 
 impl Op {
     /// The id the op is about.
     pub(crate) fn id(&self) -> &Arc<str> {
         match self {
-            Op::Put(r) => &r.id,
+            Op::Put(r) | Op::Park(r) => &r.id,
             Op::FirstAttempt { id, .. }
-            | Op::IngestDone { id }
+            | Op::IngestDone { id, .. }
             | Op::HookMask { id, .. }
-            | Op::Remove { id } => id,
+            | Op::Remove { id, .. } => id,
+        }
+    }
+
+    /// The tenant the op is about.
+    pub(crate) fn tenant(&self) -> TenantNo {
+        match self {
+            Op::Put(r) | Op::Park(r) => r.tenant,
+            Op::FirstAttempt { tenant, .. }
+            | Op::IngestDone { tenant, .. }
+            | Op::HookMask { tenant, .. }
+            | Op::Remove { tenant, .. } => *tenant,
         }
     }
 }
@@ -152,6 +211,8 @@ pub(crate) struct Cursor(pub(crate) i64);
 pub(crate) struct Adopted {
     /// Records moved into our file (salvaged ones included).
     pub records: u64,
+    /// Registered tenants that have records to resume since this pass.
+    pub tenants: Vec<TenantNo>,
     /// Foreign files taken over (adopted whole or quarantined).
     pub files: u64,
     /// Files set aside or left alone, with why; the caller logs them. A file left alone for a

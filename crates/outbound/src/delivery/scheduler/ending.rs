@@ -84,7 +84,10 @@ impl Tenant {
         }
         // After the callback: a crash in between makes the next client report it again (at
         // least once), never leaves a message that no process reported.
-        self.spool(|| Op::Remove { id: id.to_arc() });
+        self.spool(|| Op::Remove {
+            tenant: self.spool_no(),
+            id: id.to_arc(),
+        });
     }
 
     /// Counts the outcome, hands it to `on_outcome` (`id` is asked for only then), then

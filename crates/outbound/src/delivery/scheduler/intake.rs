@@ -95,7 +95,10 @@ impl Tenant {
         };
         let remaining = u8::from(ingest.is_some()) + u8::from(hook.is_some());
         if remaining == 0 {
-            self.spool(|| Op::Remove { id: r.id.clone() });
+            self.spool(|| Op::Remove {
+                tenant: self.spool_no(),
+                id: r.id.clone(),
+            });
             return match failure {
                 Some(why) => self.report(
                     Some(seq),
@@ -129,6 +132,11 @@ impl Tenant {
         if has_hook {
             self.start_round(seq, now);
         }
+    }
+
+    /// This tenant's number in its spool.
+    pub(super) fn spool_no(&self) -> crate::durable::TenantNo {
+        self.spool.as_ref().map_or(0, |s| s.tenant)
     }
 
     /// Tells the spool writer, if any.

@@ -133,12 +133,16 @@ impl Tenant {
             if batch.attempts == 1 && !over {
                 let at_ms = wall_ms(first);
                 self.spool(|| Op::FirstAttempt {
+                    tenant: self.spool_no(),
                     id: t.id.to_arc(),
                     at_ms,
                 });
             }
             if over && !split && t.remaining > 1 && !t.finished {
-                self.spool(|| Op::IngestDone { id: t.id.to_arc() });
+                self.spool(|| Op::IngestDone {
+                    tenant: self.spool_no(),
+                    id: t.id.to_arc(),
+                });
             }
         }
     }
@@ -169,12 +173,14 @@ impl Tenant {
             if over && t.remaining > 1 {
                 // Webhooks done, ingestion not yet: the body leaves the spool.
                 tx.send(Op::HookMask {
+                    tenant: tx.tenant,
                     id: id.clone(),
                     mask: 0,
                 });
             } else if !over && round.live_mask() != before {
                 // A URL refused for good: a resumed round skips it.
                 tx.send(Op::HookMask {
+                    tenant: tx.tenant,
                     id: id.clone(),
                     mask: round.live_mask(),
                 });
@@ -182,6 +188,7 @@ impl Tenant {
             if matches!(settled, Settled::Retry(_)) && round.attempts == 1 {
                 let at_ms = wall_ms(round.first.unwrap_or(now));
                 tx.send(Op::FirstAttempt {
+                    tenant: tx.tenant,
                     id: id.clone(),
                     at_ms,
                 });

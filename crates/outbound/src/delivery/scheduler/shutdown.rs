@@ -94,6 +94,10 @@ impl Tenant {
                 );
             }
         }
+        // After its last op: the spool writer commits them, then lets the tenant go.
+        if let Some(spool) = &self.spool {
+            spool.closed();
+        }
         self.shared
             .stopped
             .store(true, std::sync::atomic::Ordering::SeqCst);

@@ -53,7 +53,7 @@ impl RedisStore {
         let id = op.id();
         // One hash of the id per op where it can (two for an id accepted again): this runs
         // for every message.
-        if let Op::Put(r) = op {
+        if let Op::Put(r) | Op::Park(r) = op {
             if let Entry::Vacant(slot) = self.live.entry(id.clone()) {
                 let len = |b: &Option<Body>| b.as_ref().map_or(0, |b| b.len() as u32);
                 let pno = self.next_pno;
@@ -107,8 +107,9 @@ impl RedisStore {
         let before = l.bytes(id);
         let mut changed = true;
         match op {
-            // A pending id accepted again: one more copy, one more Remove to leave.
-            Op::Put(_) => l.copies += 1,
+            // A pending id accepted again: one more copy, one more Remove to leave. (No
+            // record is parked on Redis: `Store::parks` is false.)
+            Op::Put(_) | Op::Park(_) => l.copies += 1,
             Op::FirstAttempt { at_ms, .. } => {
                 changed = l.first_ms.is_none_or(|f| f > *at_ms);
                 if changed {

@@ -301,6 +301,8 @@ pub(super) fn unpack(mut b: &[u8]) -> Option<Record> {
         return None;
     }
     Some(Record {
+        tenant: 0,
+        adopted: true,
         id: Arc::from(id),
         accepted_ms,
         first_ms,
@@ -405,6 +407,8 @@ pub(super) fn record_of(fields: &Value) -> Option<Record> {
     }
     let id = id.filter(|i| !i.is_empty())?;
     Some(Record {
+        tenant: 0,
+        adopted: true,
         id: Arc::from(id),
         accepted_ms: accepted?,
         first_ms: first,

@@ -105,7 +105,7 @@
 //! was written is delivered again by its adopter, and a process frozen for longer than `T`
 //! (a stopped VM) comes back to find its messages taken over, and may deliver them too.
 
-use crate::durable::{Adopted, Cursor, Op, Record, Store, Ticket};
+use crate::durable::{Adopted, Cursor, Op, Record, Store, TenantNo, Ticket};
 use crate::error::Error;
 use crate::model::spool_target::RedisSpool;
 use foldhash::HashMap;
@@ -263,6 +263,8 @@ pub(crate) struct RedisStore {
     registered: bool,
     /// Keys already reported as left alone.
     reported: HashSet<String>,
+    /// The number of its one tenant (`Store::register`).
+    tenant: Option<TenantNo>,
 }
 
 impl std::fmt::Debug for RedisStore {
@@ -316,6 +318,7 @@ impl RedisStore {
             beat_at: None,
             registered: false,
             reported: HashSet::new(),
+            tenant: None,
         };
         let info = store.query(redis::pipe().cmd("INFO").arg("server").to_owned(), false)?;
         let text = info
@@ -568,12 +571,28 @@ fn is_error(v: &Value) -> bool {
     matches!(v, Value::ServerError(_))
 }
 
+/// Tenants on Redis: one tenant per store for now (every record is its one client's, under
+/// whatever number the engine gave it); an engine's clients on Redis each have a store of
+/// their own, whose backlog stays in memory (`Store::parks` is false).
 impl Store for RedisStore {
     fn location(&self) -> String {
         format!(
             "{} (keys {{{}:{}}})",
             self.shown, self.prefix, self.keys.owner
         )
+    }
+
+    fn register(&mut self, no: TenantNo, _name: &str) {
+        self.tenant = Some(no);
+    }
+
+    /// Its one client's records stay for the next owner when the store closes.
+    fn release(&mut self, _tenant: TenantNo) -> Result<(), Error> {
+        Ok(())
+    }
+
+    fn parks(&self) -> bool {
+        false
     }
 
     fn apply(&mut self, ops: &[Op]) -> Result<(), Error> {
@@ -588,20 +607,30 @@ impl Store for RedisStore {
         RedisStore::settle(self, ticket)
     }
 
+    /// Everything it holds is its one tenant's.
     fn resumable(
         &mut self,
+        tenant: TenantNo,
         after: Option<&Cursor>,
         limit: usize,
     ) -> Result<(Vec<Record>, Option<Cursor>), Error> {
-        RedisStore::resumable(self, after, limit)
+        let (mut records, next) = RedisStore::resumable(self, after, limit)?;
+        for r in &mut records {
+            r.tenant = tenant;
+        }
+        Ok((records, next))
     }
 
-    fn pending(&self) -> (u64, u64) {
+    fn pending(&self, _tenant: TenantNo) -> (u64, u64) {
         (self.live.len() as u64, self.bytes)
     }
 
     fn adopt(&mut self) -> Result<Adopted, Error> {
-        RedisStore::adopt(self)
+        let mut adopted = RedisStore::adopt(self)?;
+        if !self.unresumed.is_empty() {
+            adopted.tenants.extend(self.tenant);
+        }
+        Ok(adopted)
     }
 
     fn close(self: Box<Self>) -> Result<(), Error> {

@@ -70,6 +70,8 @@ const T: Duration = Duration::from_secs(60);
 
 fn record(id: &str) -> Record {
     Record {
+        tenant: 0,
+        adopted: false,
         id: Arc::from(id),
         accepted_ms: 1_764_000_000_000,
         first_ms: None,
@@ -91,12 +93,20 @@ fn a_repeated_id_stays_until_as_many_removes() {
     a.apply(&[Op::Put(record("m")), Op::Put(record("m"))])
         .unwrap();
     assert_eq!(server.xlen(&a), 1);
-    assert_eq!(Store::pending(&a).0, 1);
-    a.apply(&[Op::Remove { id: id("m") }]).unwrap();
+    assert_eq!(Store::pending(&a, 0).0, 1);
+    a.apply(&[Op::Remove {
+        tenant: 0,
+        id: id("m"),
+    }])
+    .unwrap();
     assert_eq!(server.xlen(&a), 1, "one copy left");
-    a.apply(&[Op::Remove { id: id("m") }]).unwrap();
+    a.apply(&[Op::Remove {
+        tenant: 0,
+        id: id("m"),
+    }])
+    .unwrap();
     assert_eq!(server.xlen(&a), 0);
-    assert_eq!(Store::pending(&a), (0, 0));
+    assert_eq!(Store::pending(&a, 0), (0, 0));
 }
 
 #[test]
@@ -113,11 +123,16 @@ fn progress_goes_with_a_takeover_and_the_dead_owner_s_keys_go() {
     .unwrap();
     a.apply(&[
         Op::FirstAttempt {
+            tenant: 0,
             id: id("first"),
             at_ms: 1_764_000_000_500,
         },
-        Op::IngestDone { id: id("ingested") },
+        Op::IngestDone {
+            tenant: 0,
+            id: id("ingested"),
+        },
         Op::HookMask {
+            tenant: 0,
             id: id("masked"),
             mask: 0b10,
         },
@@ -137,9 +152,17 @@ fn progress_goes_with_a_takeover_and_the_dead_owner_s_keys_go() {
     assert!(by_id("ingested").hook.is_some());
     assert_eq!(by_id("masked").hook_mask, 0b10);
     // Two copies: two removes to leave.
-    b.apply(&[Op::Remove { id: id("twice") }]).unwrap();
+    b.apply(&[Op::Remove {
+        tenant: 0,
+        id: id("twice"),
+    }])
+    .unwrap();
     assert_eq!(stream_ids(&server, &b).len(), 4);
-    b.apply(&[Op::Remove { id: id("twice") }]).unwrap();
+    b.apply(&[Op::Remove {
+        tenant: 0,
+        id: id("twice"),
+    }])
+    .unwrap();
     assert_eq!(stream_ids(&server, &b).len(), 3);
     assert_eq!(server.xlen(&b), 1, "one commit group");
     assert_eq!(server.cmd(&["EXISTS", &dead_stream]), Value::Int(0));
@@ -245,7 +268,13 @@ fn an_unreachable_redis_keeps_the_changes_and_writes_them_when_back() {
     a.client = redis::Client::open(format!("redis://127.0.0.1:{dead_port}/0")).unwrap();
     a.conn = None;
     assert!(a
-        .apply(&[Op::Put(record("during")), Op::Remove { id: id("before") }])
+        .apply(&[
+            Op::Put(record("during")),
+            Op::Remove {
+                tenant: 0,
+                id: id("before")
+            }
+        ])
         .is_err());
     assert_eq!(a.backlog(), 2);
     a.client = good;
@@ -260,7 +289,11 @@ fn an_owner_that_died_with_nothing_pending_leaves_no_key_after_a_pass() {
     let server = Server::start();
     let mut a = server.store(T);
     a.apply(&[Op::Put(record("done"))]).unwrap();
-    a.apply(&[Op::Remove { id: id("done") }]).unwrap();
+    a.apply(&[Op::Remove {
+        tenant: 0,
+        id: id("done"),
+    }])
+    .unwrap();
     let stream = a.keys.stream.clone();
     assert_eq!(
         server.cmd(&["EXISTS", &stream]),
@@ -349,12 +382,22 @@ fn entries_in_the_old_layout_are_taken_over() {
     );
     // Two copies of old-2: two removes to leave.
     b.apply(&[
-        Op::Remove { id: id("old-1") },
-        Op::Remove { id: id("old-2") },
+        Op::Remove {
+            tenant: 0,
+            id: id("old-1"),
+        },
+        Op::Remove {
+            tenant: 0,
+            id: id("old-2"),
+        },
     ])
     .unwrap();
     assert_eq!(server.xlen(&b), 1);
-    b.apply(&[Op::Remove { id: id("old-2") }]).unwrap();
+    b.apply(&[Op::Remove {
+        tenant: 0,
+        id: id("old-2"),
+    }])
+    .unwrap();
     assert_eq!(server.xlen(&b), 0);
 }
 
@@ -452,7 +495,10 @@ fn a_failed_commit_followed_by_one_that_ran_is_written_again_under_new_ids() {
         Op::Put(record("n1")),
         Op::Put(record("n2")),
         Op::Put(record("n3")),
-        Op::Remove { id: id("before") },
+        Op::Remove {
+            tenant: 0,
+            id: id("before"),
+        },
     ]);
     assert!(n.done.is_none(), "sent, not settled");
     // ... before memory is back (its transaction has reached the server by then) ...
@@ -463,10 +509,14 @@ fn a_failed_commit_followed_by_one_that_ran_is_written_again_under_new_ids() {
         Op::Put(record("m1")),
         Op::Put(record("m2")),
         Op::FirstAttempt {
+            tenant: 0,
             id: id("n2"),
             at_ms: 1_764_000_000_500,
         },
-        Op::Remove { id: id("n3") },
+        Op::Remove {
+            tenant: 0,
+            id: id("n3"),
+        },
     ]);
     let failed = a.settle(n).unwrap_err().to_string();
     assert!(failed.contains("EXECABORT"), "{failed}");
@@ -492,14 +542,26 @@ fn a_failed_commit_followed_by_one_that_ran_is_written_again_under_new_ids() {
     assert_eq!(n2.first_ms, Some(1_764_000_000_500));
     // And everything leaves cleanly.
     a.apply(&[
-        Op::Remove { id: id("n1") },
-        Op::Remove { id: id("n2") },
-        Op::Remove { id: id("m1") },
-        Op::Remove { id: id("m2") },
+        Op::Remove {
+            tenant: 0,
+            id: id("n1"),
+        },
+        Op::Remove {
+            tenant: 0,
+            id: id("n2"),
+        },
+        Op::Remove {
+            tenant: 0,
+            id: id("m1"),
+        },
+        Op::Remove {
+            tenant: 0,
+            id: id("m2"),
+        },
     ])
     .unwrap();
     assert_eq!(server.xlen(&a), 0);
-    assert_eq!(Store::pending(&a), (0, 0));
+    assert_eq!(Store::pending(&a, 0), (0, 0));
 }
 
 #[test]
@@ -544,10 +606,14 @@ fn each_command_a_commit_writes_is_what_redis_keeps() {
     a.beat_at = None;
     for op in [
         Op::FirstAttempt {
+            tenant: 0,
             id: id("x"),
             at_ms: 1_764_000_000_500,
         },
-        Op::Remove { id: id("y") },
+        Op::Remove {
+            tenant: 0,
+            id: id("y"),
+        },
         Op::Put(record("z")),
     ] {
         a.note(&op);
@@ -563,7 +629,11 @@ fn each_command_a_commit_writes_is_what_redis_keeps() {
     assert_eq!(field("0-1:1"), text("-1,0,3,1"), "y, once");
     assert_eq!(field("0-2:0"), Value::Nil);
     // One of two removed: marked done in its entry's bitmap, the entry kept.
-    a.apply(&[Op::Remove { id: id("y") }]).unwrap();
+    a.apply(&[Op::Remove {
+        tenant: 0,
+        id: id("y"),
+    }])
+    .unwrap();
     assert_eq!(stream_ids(&server, &a), ["x", "z"]);
     assert_eq!(server.xlen(&a), 2);
     assert_eq!(field("0-1:d"), Value::BulkString(vec![0b10]));
@@ -571,11 +641,20 @@ fn each_command_a_commit_writes_is_what_redis_keeps() {
         panic!("PTTL")
     };
     assert!(ttl > 0, "the heartbeat went with the commit");
-    a.apply(&[Op::Remove { id: id("x") }, Op::Remove { id: id("z") }])
-        .unwrap();
+    a.apply(&[
+        Op::Remove {
+            tenant: 0,
+            id: id("x"),
+        },
+        Op::Remove {
+            tenant: 0,
+            id: id("z"),
+        },
+    ])
+    .unwrap();
     assert_eq!(server.xlen(&a), 0);
     assert_eq!(server.cmd(&["HLEN", &a.keys.progress]), Value::Int(0));
-    assert_eq!(Store::pending(&a), (0, 0));
+    assert_eq!(Store::pending(&a, 0), (0, 0));
 }
 
 #[test]
@@ -588,18 +667,29 @@ fn a_partly_removed_group_adopted_delivers_only_what_was_not_removed() {
     // Over two commits: m0..m4 and m7 leave, m5 gets a first attempt.
     let mut ops: Vec<Op> = (0..3)
         .map(|i| Op::Remove {
+            tenant: 0,
             id: id(&format!("m{i}")),
         })
         .collect();
     ops.push(Op::FirstAttempt {
+        tenant: 0,
         id: id("m5"),
         at_ms: 1_764_000_000_500,
     });
     a.apply(&ops).unwrap();
     a.apply(&[
-        Op::Remove { id: id("m3") },
-        Op::Remove { id: id("m4") },
-        Op::Remove { id: id("m7") },
+        Op::Remove {
+            tenant: 0,
+            id: id("m3"),
+        },
+        Op::Remove {
+            tenant: 0,
+            id: id("m4"),
+        },
+        Op::Remove {
+            tenant: 0,
+            id: id("m7"),
+        },
     ])
     .unwrap();
     assert_eq!(server.xlen(&a), 1, "kept while some of it is held");
@@ -619,10 +709,22 @@ fn a_partly_removed_group_adopted_delivers_only_what_was_not_removed() {
     assert_eq!(server.cmd(&["EXISTS", &dead.stream]), Value::Int(0));
     assert_eq!(server.cmd(&["EXISTS", &dead.progress]), Value::Int(0));
     b.apply(&[
-        Op::Remove { id: id("m5") },
-        Op::Remove { id: id("m6") },
-        Op::Remove { id: id("m8") },
-        Op::Remove { id: id("m9") },
+        Op::Remove {
+            tenant: 0,
+            id: id("m5"),
+        },
+        Op::Remove {
+            tenant: 0,
+            id: id("m6"),
+        },
+        Op::Remove {
+            tenant: 0,
+            id: id("m8"),
+        },
+        Op::Remove {
+            tenant: 0,
+            id: id("m9"),
+        },
     ])
     .unwrap();
     assert_eq!(server.xlen(&b), 0);
@@ -674,12 +776,22 @@ fn entries_of_one_packed_record_each_are_still_taken_over() {
     // Copied as one commit group; one-2's two copies kept.
     assert_eq!(server.xlen(&b), 1);
     b.apply(&[
-        Op::Remove { id: id("one-1") },
-        Op::Remove { id: id("one-2") },
+        Op::Remove {
+            tenant: 0,
+            id: id("one-1"),
+        },
+        Op::Remove {
+            tenant: 0,
+            id: id("one-2"),
+        },
     ])
     .unwrap();
     assert_eq!(stream_ids(&server, &b), ["one-2"]);
-    b.apply(&[Op::Remove { id: id("one-2") }]).unwrap();
+    b.apply(&[Op::Remove {
+        tenant: 0,
+        id: id("one-2"),
+    }])
+    .unwrap();
     assert_eq!(server.xlen(&b), 0);
     assert_eq!(server.cmd(&["HLEN", &b.keys.progress]), Value::Int(0));
 }
@@ -692,7 +804,11 @@ fn a_commit_larger_than_a_group_is_split_and_all_of_it_adopted() {
     let ops: Vec<Op> = (0..n).map(|i| Op::Put(record(&format!("m{i}")))).collect();
     a.apply(&ops).unwrap();
     assert_eq!(server.xlen(&a), 3);
-    a.apply(&[Op::Remove { id: id("m0") }]).unwrap();
+    a.apply(&[Op::Remove {
+        tenant: 0,
+        id: id("m0"),
+    }])
+    .unwrap();
     server.silence(&a);
     std::mem::forget(a);
     let mut b = server.store(T);
@@ -731,10 +847,14 @@ fn a_mostly_delivered_group_is_compacted_and_what_it_held_adopted() {
     a.apply(&ops).unwrap();
     a.apply(&[
         Op::FirstAttempt {
+            tenant: 0,
             id: id("m99"),
             at_ms: 1_764_000_000_500,
         },
-        Op::IngestDone { id: id("m98") },
+        Op::IngestDone {
+            tenant: 0,
+            id: id("m98"),
+        },
     ])
     .unwrap();
     // The record kept for a compaction drops what is done.
@@ -743,6 +863,7 @@ fn a_mostly_delivered_group_is_compacted_and_what_it_held_adopted() {
     assert!(kept(&a, 97).unwrap().ingest.is_some());
     let gone: Vec<Op> = (0..80)
         .map(|i| Op::Remove {
+            tenant: 0,
             id: id(&format!("m{i}")),
         })
         .collect();
@@ -785,7 +906,11 @@ fn a_mostly_delivered_group_is_compacted_and_what_it_held_adopted() {
         "m98's ingestion done"
     );
     // Removals after the compaction land in the new entry.
-    a.apply(&[Op::Remove { id: id("m80") }]).unwrap();
+    a.apply(&[Op::Remove {
+        tenant: 0,
+        id: id("m80"),
+    }])
+    .unwrap();
     server.silence(&a);
     std::mem::forget(a);
     let mut b = server.store(T);
@@ -810,6 +935,7 @@ fn a_group_compacted_while_its_commit_fails_leaves_each_message_once() {
     // n+1 (runs) marks 80 of n's group done; the group is compacted before n's reply is read.
     let gone: Vec<Op> = (0..80)
         .map(|i| Op::Remove {
+            tenant: 0,
             id: id(&format!("m{i}")),
         })
         .collect();
@@ -828,10 +954,11 @@ fn a_group_compacted_while_its_commit_fails_leaves_each_message_once() {
     assert_eq!(server.cmd(&["HLEN", &a.keys.progress]), Value::Int(0));
     let rest: Vec<Op> = (80..100)
         .map(|i| Op::Remove {
+            tenant: 0,
             id: id(&format!("m{i}")),
         })
         .collect();
     a.apply(&rest).unwrap();
     assert_eq!(server.xlen(&a), 0);
-    assert_eq!(Store::pending(&a), (0, 0));
+    assert_eq!(Store::pending(&a, 0), (0, 0));
 }

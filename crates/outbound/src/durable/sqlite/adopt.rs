@@ -11,45 +11,89 @@ impl SqliteStore {
         let _gate = fork_gate::hold();
         self.usable()?;
         let mut out = Adopted::default();
-        let entries = fs::read_dir(&self.dir)
-            .map_err(|e| spool_err(&self.dir, format!("cannot list the directory: {e}")))?;
-        let (mut dbs, mut locks) = (Vec::new(), Vec::new());
-        for entry in entries.flatten() {
-            let name = entry.file_name();
-            let Some(name) = name.to_str() else { continue };
-            if !name.starts_with(PREFIX) {
-                continue;
-            }
-            if name.ends_with(".db") {
-                dbs.push(entry.path());
-            } else if name.ends_with(".lock") {
-                locks.push(entry.path());
+        // The directory itself, and for an engine's shared spool the per-client spools of
+        // the version before tenants, one subdirectory per client (its tenant's name).
+        let mut places: Vec<(PathBuf, Arc<str>)> = vec![(self.dir.clone(), Arc::from(""))];
+        if self.legacy_dirs {
+            let entries = fs::read_dir(&self.dir)
+                .map_err(|e| spool_err(&self.dir, format!("cannot list the directory: {e}")))?;
+            for entry in entries.flatten() {
+                let name = entry.file_name();
+                let is_dir = entry.file_type().is_ok_and(|t| t.is_dir());
+                if let (true, Some(name)) = (is_dir, name.to_str()) {
+                    places.push((entry.path(), Arc::from(name)));
+                }
             }
         }
-        dbs.sort();
         let start = self.last_seq;
-        for db in dbs {
-            if db == self.db_path {
-                continue;
+        for (dir, legacy) in places {
+            let entries = fs::read_dir(&dir)
+                .map_err(|e| spool_err(&dir, format!("cannot list the directory: {e}")))?;
+            let (mut dbs, mut locks) = (Vec::new(), Vec::new());
+            for entry in entries.flatten() {
+                let name = entry.file_name();
+                let Some(name) = name.to_str() else { continue };
+                if !name.starts_with(PREFIX) {
+                    continue;
+                }
+                if name.ends_with(".db") {
+                    dbs.push(entry.path());
+                } else if name.ends_with(".lock") {
+                    locks.push(entry.path());
+                }
             }
-            if let Fate::Adopted(n) = self.adopt_file(&db, &mut out)? {
-                out.records += n;
-                out.files += 1;
+            dbs.sort();
+            for db in dbs {
+                if db == self.db_path {
+                    continue;
+                }
+                if let Fate::Adopted(n) = self.adopt_file(&db, &legacy, &mut out)? {
+                    out.records += n;
+                    out.files += 1;
+                }
             }
-        }
-        for lock in locks {
-            if lock != self.lock_path && !lock.with_extension("db").exists() {
-                self.sweep(&lock);
+            for lock in locks {
+                if lock != self.lock_path && !lock.with_extension("db").exists() {
+                    self.sweep(&lock);
+                }
             }
         }
         if out.records > 0 {
             self.resequence(start)?;
         }
+        out.tenants.sort_unstable();
+        out.tenants.dedup();
         Ok(out)
     }
 
-    /// Takes over one foreign `.db` if its owner is gone.
-    fn adopt_file(&mut self, db: &Path, out: &mut Adopted) -> Result<Fate, Error> {
+    /// Counts the records a step of an adoption added (those with a `resume_seq` above
+    /// `since`), per tenant, and notes the registered tenants among them in `out`.
+    pub(super) fn count_added(&mut self, since: i64, out: &mut Adopted) -> Result<(), Error> {
+        let path = self.db_path.clone();
+        let conn = self.conn()?;
+        let mut stmt = conn
+            .prepare_cached(&format!(
+                "SELECT tenant, count(*), coalesce(sum({ROW_BYTES}), 0) FROM messages
+                 WHERE resume_seq > ?1 GROUP BY tenant"
+            ))
+            .map_err(|e| db_err(&path, e))?;
+        let added: Vec<(String, i64, i64)> = stmt
+            .query_map([since], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+            .and_then(|rows| rows.collect())
+            .map_err(|e| db_err(&path, e))?;
+        drop(stmt);
+        for (name, records, bytes) in added {
+            if let Some(no) = self.number_of(&name) {
+                out.tenants.push(no);
+            }
+            self.count(&Arc::from(name), records, bytes);
+        }
+        Ok(())
+    }
+
+    /// Takes over one foreign `.db` if its owner is gone; `legacy` names the tenant of a
+    /// file written before tenants.
+    fn adopt_file(&mut self, db: &Path, legacy: &str, out: &mut Adopted) -> Result<Fate, Error> {
         let lock_path = db.with_extension("lock");
         // A missing lock file means a dead owner; creating it keeps concurrent adopters out.
         let lock = match OpenOptions::new()
@@ -98,7 +142,7 @@ impl SqliteStore {
             }
             _ => {}
         }
-        let fate = self.adopt_locked(db, &lock_path, out);
+        let fate = self.adopt_locked(db, &lock_path, legacy, out);
         drop(lock); // releases the flock, after the files are gone
         fate
     }
@@ -108,6 +152,7 @@ impl SqliteStore {
         &mut self,
         db: &Path,
         lock_path: &Path,
+        legacy: &str,
         out: &mut Adopted,
     ) -> Result<Fate, Error> {
         let last_seq = self.last_seq;
@@ -116,11 +161,13 @@ impl SqliteStore {
             Err(e) => Step::Unreadable(e),
             Ok(_) => {
                 let step = match SqliteStore::check_dead(conn) {
-                    Ok(Check::Good) => match SqliteStore::move_rows(conn, last_seq) {
-                        Ok(moved) => Step::Moved(moved),
-                        Err(e) if is_damage(&e) => Step::Damaged(e.to_string()),
-                        Err(e) => Step::OwnFailure(e), // our file (disk full, ...)
-                    },
+                    Ok(Check::Good(version)) => {
+                        match SqliteStore::move_rows(conn, last_seq, version, legacy) {
+                            Ok(moved) => Step::Moved(moved),
+                            Err(e) if is_damage(&e) => Step::Damaged(e.to_string()),
+                            Err(e) => Step::OwnFailure(e), // our file (disk full, ...)
+                        }
+                    }
                     Ok(Check::Empty) => Step::Empty,
                     Ok(Check::Newer(v)) => Step::Newer(v),
                     Ok(Check::Bad(reason)) => Step::Damaged(reason),
@@ -134,8 +181,7 @@ impl SqliteStore {
             Step::Moved(m) => {
                 // The rows we took must be on disk before the file that held them is gone.
                 self.durable()?;
-                self.records += m.records;
-                self.bytes += m.bytes;
+                self.count_added(last_seq, out)?;
                 self.last_seq = m.last_seq;
                 if m.wrong_types > 0 {
                     out.warnings.push((
@@ -161,8 +207,8 @@ impl SqliteStore {
                 );
                 Ok(Fate::Skipped)
             }
-            Step::Damaged(reason) => self.quarantine(db, lock_path, &reason, out),
-            Step::Unreadable(e) => self.cannot_read(db, lock_path, e, out),
+            Step::Damaged(reason) => self.quarantine(db, lock_path, legacy, &reason, out),
+            Step::Unreadable(e) => self.cannot_read(db, lock_path, legacy, e, out),
             Step::OwnFailure(e) => Err(db_err(&self.db_path, e)),
         }
     }
@@ -188,8 +234,8 @@ impl SqliteStore {
                 |r| r.get::<_, rusqlite::types::Value>(0),
             )
             .optional();
-        match version {
-            Ok(Some(rusqlite::types::Value::Integer(SCHEMA_VERSION))) => {}
+        let version = match version {
+            Ok(Some(rusqlite::types::Value::Integer(v @ 1..=SCHEMA_VERSION))) => v,
             Ok(Some(rusqlite::types::Value::Integer(v))) if v > SCHEMA_VERSION => {
                 return Ok(Check::Newer(v))
             }
@@ -200,34 +246,51 @@ impl SqliteStore {
             }
             Err(e) if is_damage(&e) => return Err(e),
             Err(e) => return Ok(Check::Bad(format!("not an outbound spool: {e}"))),
-        }
-        if let Err(e) = conn.prepare(&format!("SELECT {COLUMNS} FROM dead.messages")) {
+        };
+        let columns = match version {
+            1 => COLUMNS.to_string(),
+            _ => format!("tenant, {COLUMNS}"),
+        };
+        if let Err(e) = conn.prepare(&format!("SELECT {columns} FROM dead.messages")) {
             if is_damage(&e) {
                 return Err(e);
             }
             return Ok(Check::Bad(format!("not an outbound spool: {e}")));
         }
-        Ok(Check::Good)
+        Ok(Check::Good(version))
     }
 
-    /// Copies the attached `dead` file's valid rows into ours in one transaction.
-    fn move_rows(conn: &mut Connection, last_seq: i64) -> rusqlite::Result<Moved> {
+    /// Copies the attached `dead` file's valid rows into ours in one transaction: a file
+    /// of schema 1 (before tenants) as tenant `legacy`'s.
+    fn move_rows(
+        conn: &mut Connection,
+        last_seq: i64,
+        version: i64,
+        legacy: &str,
+    ) -> rusqlite::Result<Moved> {
         let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        // A client's own spool kept its records under `""`: in a subdirectory of an
+        // engine's spool (`legacy`), they are that tenant's.
+        let (tenant, valid) = match version {
+            1 => ("?2".to_string(), VALID.to_string()),
+            _ => (
+                "CASE WHEN tenant = '' THEN ?2 ELSE tenant END".to_string(),
+                format!("{VALID} AND typeof(tenant) = 'text'"),
+            ),
+        };
         let wrong_types: i64 = tx.query_row(
-            &format!("SELECT count(*) FROM dead.messages WHERE NOT ({VALID})"),
+            &format!("SELECT count(*) FROM dead.messages WHERE NOT ({valid})"),
             [],
             |r| r.get(0),
         )?;
-        // OR IGNORE: an id we hold already (re-adoption after a crash mid-adoption, or the
-        // same id in two files) is kept once.
-        tx.execute(
-            &format!(
-                "INSERT OR IGNORE INTO main.messages ({COLUMNS}, copies, resume_seq)
-                 SELECT {COLUMNS}, 1, ?1 + row_number() OVER (ORDER BY accepted_ms, id)
-                 FROM dead.messages WHERE {VALID} ORDER BY accepted_ms, id"
-            ),
-            [last_seq],
-        )?;
+        // OR IGNORE: an id a tenant holds already (re-adoption after a crash mid-adoption,
+        // or the same id in two files) is kept once.
+        let sql = format!(
+            "INSERT OR IGNORE INTO main.messages (tenant, {COLUMNS}, copies, resume_seq, adopted)
+             SELECT {tenant}, {COLUMNS}, 1, ?1 + row_number() OVER (ORDER BY accepted_ms, id), 1
+             FROM dead.messages WHERE {valid} ORDER BY accepted_ms, id"
+        );
+        tx.execute(&sql, params![last_seq, legacy])?;
         let moved = SqliteStore::added_since(&tx, last_seq)?;
         tx.commit()?;
         Ok(Moved {
@@ -239,15 +302,12 @@ impl SqliteStore {
     /// The records whose `resume_seq` is above `last_seq`: all added by the current step.
     pub(super) fn added_since(conn: &Connection, last_seq: i64) -> rusqlite::Result<Moved> {
         conn.query_row(
-            &format!(
-                "SELECT count(*), coalesce(sum({ROW_BYTES}), 0), coalesce(max(resume_seq), ?1)
-                 FROM main.messages WHERE resume_seq > ?1"
-            ),
+            "SELECT count(*), 0, coalesce(max(resume_seq), ?1)
+             FROM main.messages WHERE resume_seq > ?1",
             [last_seq],
             |r| {
                 Ok(Moved {
                     records: r.get::<_, i64>(0)? as u64,
-                    bytes: r.get::<_, i64>(1)? as u64,
                     last_seq: r.get(2)?,
                     wrong_types: 0,
                 })
@@ -328,7 +388,8 @@ enum Step {
 
 /// What [`SqliteStore::check_dead`] found.
 enum Check {
-    Good,
+    /// A spool of this schema version (or an older one this code reads).
+    Good(i64),
     /// No tables at all: a file whose owner died while creating it.
     Empty,
     Newer(i64),

@@ -56,7 +56,7 @@
 //! loses nothing they would keep.
 
 use crate::durable::fork_gate;
-use crate::durable::{Adopted, Cursor, Op, Record, Store, Ticket};
+use crate::durable::{Adopted, Cursor, Op, Record, Store, TenantNo, Ticket};
 use crate::error::Error;
 use crate::wire::Body;
 use foldhash::HashMap;
@@ -73,8 +73,9 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-/// Value of `meta.schema` in the files this code writes and adopts.
-const SCHEMA_VERSION: i64 = 1;
+/// Value of `meta.schema` in the files this code writes; it adopts these and the version
+/// before (1: no tenants, every record its one client's).
+const SCHEMA_VERSION: i64 = 2;
 
 /// The page size of our own files (SQLite's default is 4 KiB; see `create_db`).
 const PAGE_SIZE: i64 = 16 * 1024;
@@ -86,9 +87,10 @@ const PREFIX: &str = "outbound-";
 const SCHEMA: &str = "
 BEGIN;
 CREATE TABLE meta (key TEXT PRIMARY KEY, value ANY) STRICT;
-INSERT INTO meta (key, value) VALUES ('schema', 1);
+INSERT INTO meta (key, value) VALUES ('schema', 2);
 -- A rowid table: appends stay sequential, and our own puts are found by rowid.
 CREATE TABLE messages (
+    tenant      TEXT NOT NULL DEFAULT '', -- whose: the name of an engine's client
     id          TEXT NOT NULL,         -- message id
     accepted_ms INTEGER NOT NULL,      -- unix ms when accepted (ordering)
     first_ms    INTEGER,               -- unix ms of the first attempt (retry window)
@@ -97,11 +99,12 @@ CREATE TABLE messages (
     hook_mask   INTEGER NOT NULL,      -- bit i: webhook URL i still worth trying
     hooks_key   INTEGER NOT NULL,      -- hash of the webhook URL list the mask refers to
     copies      INTEGER NOT NULL DEFAULT 1, -- pending messages sharing this id
-    resume_seq  INTEGER                -- set on adoption: order of SqliteStore::resumable
+    resume_seq  INTEGER,               -- set on adoption and parking: order of SqliteStore::resumable
+    adopted     INTEGER NOT NULL DEFAULT 0 -- 1: from a dead owner's file; 2: left by a client that closed
 ) STRICT;
-CREATE INDEX messages_resume ON messages (resume_seq) WHERE resume_seq IS NOT NULL;
--- Adopted records once per id (see the module docs on ids).
-CREATE UNIQUE INDEX messages_adopted ON messages (id) WHERE resume_seq IS NOT NULL;
+CREATE INDEX messages_resume ON messages (tenant, resume_seq) WHERE resume_seq IS NOT NULL;
+-- Adopted records once per tenant and id (see the module docs on ids).
+CREATE UNIQUE INDEX messages_adopted ON messages (tenant, id) WHERE adopted = 1;
 COMMIT;
 ";
 
@@ -136,6 +139,9 @@ impl Record {
         }
         let mask: i64 = row.get(5).ok()?;
         Some(Record {
+            // The caller knows whose it is, and whether it is counted yet.
+            tenant: 0,
+            adopted: true,
             id: Arc::from(id),
             accepted_ms: row.get(1).ok()?,
             first_ms: row.get(2).ok()?,
@@ -179,6 +185,10 @@ enum Undo {
     Restore(usize, Live),
 }
 
+/// The records handed out, by tenant and id (see the module docs). foldhash: SipHash, std's
+/// default, was 9 % of the spool thread's samples (one lookup per op).
+type LiveMap = HashMap<TenantNo, HashMap<Arc<str>, Live>>;
+
 /// One directory's open spool in this process: (canonical dir, pid, store token).
 static OPEN: Mutex<Vec<(PathBuf, u32, u64)>> = Mutex::new(Vec::new());
 
@@ -198,9 +208,17 @@ pub(crate) struct SqliteStore {
     bytes: u64,
     /// Highest `resume_seq` given so far.
     last_seq: i64,
-    /// The records handed out, by id (see the module docs). foldhash: SipHash, std's
-    /// default, was 9 % of the spool thread's samples (one lookup per op).
-    live: HashMap<Arc<str>, Live>,
+    live: LiveMap,
+    /// Tenants' names by number, and numbers by name (`Store::register`); tenant 0 is `""`.
+    names: HashMap<TenantNo, Arc<str>>,
+    numbers: HashMap<Arc<str>, TenantNo>,
+    /// Records held and their payload bytes, by tenant name (names not registered too: a
+    /// dead owner's records of a tenant this process does not serve stay here).
+    by_name: HashMap<Arc<str>, (u64, u64)>,
+    /// An engine's shared spool: the per-client spools of the version before tenants, in
+    /// subdirectories named after their client (`DIR/<name>/outbound-*.db`, the relay's
+    /// `data_dir/spool/<source>`), are adopted as that tenant's.
+    legacy_dirs: bool,
     /// Files already reported as left alone, so periodic passes do not repeat the warning.
     reported: HashSet<PathBuf>,
     /// The WAL's fsync, on its own thread (`syncer.rs`); `None` once closed or forgotten.
@@ -349,6 +367,14 @@ impl SqliteStore {
         SqliteStore::create(dir.clone(), token).inspect_err(|_| unregister(&dir, token))
     }
 
+    /// [`open`](Self::open) for an engine's shared spool: also adopts the per-client spools
+    /// of the version before tenants from the subdirectories named after them.
+    pub fn open_shared(dir: &Path) -> Result<SqliteStore, Error> {
+        let mut store = SqliteStore::open(dir)?;
+        store.legacy_dirs = true;
+        Ok(store)
+    }
+
     fn create(dir: PathBuf, token: u64) -> Result<SqliteStore, Error> {
         let pid = std::process::id();
         // A collision or a sibling's sweep between create and flock only costs another name.
@@ -391,6 +417,10 @@ impl SqliteStore {
                     bytes: 0,
                     last_seq: 0,
                     live: HashMap::default(),
+                    names: HashMap::from_iter([(0, Arc::from(""))]),
+                    numbers: HashMap::from_iter([(Arc::from(""), 0)]),
+                    by_name: HashMap::default(),
+                    legacy_dirs: false,
                     reported: HashSet::new(),
                 }),
                 Err(e) => {
@@ -599,6 +629,18 @@ impl Store for SqliteStore {
         self.path().display().to_string()
     }
 
+    fn register(&mut self, no: TenantNo, name: &str) {
+        SqliteStore::register(self, no, name);
+    }
+
+    fn release(&mut self, tenant: TenantNo) -> Result<(), Error> {
+        SqliteStore::release(self, tenant)
+    }
+
+    fn lock_fd(&self) -> Option<std::os::fd::RawFd> {
+        SqliteStore::lock_fd(self)
+    }
+
     fn apply(&mut self, ops: &[Op]) -> Result<(), Error> {
         let ticket = Store::submit(self, ops);
         Store::settle(self, ticket)
@@ -647,14 +689,15 @@ impl Store for SqliteStore {
 
     fn resumable(
         &mut self,
+        tenant: TenantNo,
         after: Option<&Cursor>,
         limit: usize,
     ) -> Result<(Vec<Record>, Option<Cursor>), Error> {
-        SqliteStore::resumable(self, after, limit)
+        SqliteStore::resumable_of(self, tenant, after, limit)
     }
 
-    fn pending(&self) -> (u64, u64) {
-        SqliteStore::pending(self)
+    fn pending(&self, tenant: TenantNo) -> (u64, u64) {
+        SqliteStore::pending_of(self, tenant)
     }
 
     fn adopt(&mut self) -> Result<Adopted, Error> {
@@ -675,7 +718,6 @@ impl Drop for SqliteStore {
 /// Records added to our file by one step of an adoption.
 struct Moved {
     records: u64,
-    bytes: u64,
     /// Highest `resume_seq` in our file afterwards.
     last_seq: i64,
     /// Rows left out because a column had the wrong type.

@@ -9,11 +9,12 @@ impl SqliteStore {
         &mut self,
         db: &Path,
         lock_path: &Path,
+        legacy: &str,
         e: rusqlite::Error,
         out: &mut Adopted,
     ) -> Result<Fate, Error> {
         if is_damage(&e) {
-            return self.quarantine(db, lock_path, &e.to_string(), out);
+            return self.quarantine(db, lock_path, legacy, &e.to_string(), out);
         }
         let why = if is_busy(&e) {
             format!("left alone: in use by another process ({e})")
@@ -28,14 +29,15 @@ impl SqliteStore {
         &mut self,
         db: &Path,
         lock_path: &Path,
+        legacy: &str,
         reason: &str,
         out: &mut Adopted,
     ) -> Result<Fate, Error> {
-        let salvaged = self.salvage(db)?;
+        let before = self.last_seq;
+        let salvaged = self.salvage(db, legacy)?;
         // On disk before the file is moved aside (where nothing reads it again).
         self.durable()?;
-        self.records += salvaged.records;
-        self.bytes += salvaged.bytes;
+        self.count_added(before, out)?;
         self.last_seq = salvaged.last_seq;
         let aside = with_suffix(db, &format!(".corrupt-{}", unix_seconds()));
         let moved = fs::rename(db, &aside);
@@ -67,13 +69,12 @@ impl SqliteStore {
     /// Reads what it can from a damaged file, through a connection of its own, and inserts
     /// it into ours in one transaction. Several scans (table and id order, each both ways)
     /// so one bad page costs only the rows on it.
-    fn salvage(&mut self, db: &Path) -> Result<Moved, Error> {
+    fn salvage(&mut self, db: &Path, legacy: &str) -> Result<Moved, Error> {
         let path = self.db_path.clone();
         let err = |e| db_err(&path, e);
         let first_seq = self.last_seq;
         let none = Moved {
             records: 0,
-            bytes: 0,
             last_seq: first_seq,
             wrong_types: 0,
         };
@@ -98,16 +99,28 @@ impl SqliteStore {
         {
             let mut insert = tx
                 .prepare(&format!(
-                    "INSERT OR IGNORE INTO messages ({COLUMNS}, copies, resume_seq)
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, 1, ?8)"
+                    "INSERT OR IGNORE INTO messages ({COLUMNS}, copies, resume_seq, tenant, adopted)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, 1, ?8, ?9, 1)"
                 ))
                 .map_err(err)?;
             for order in ["rowid", "rowid DESC", "id", "id DESC"] {
-                let sql = format!("SELECT {COLUMNS} FROM messages ORDER BY {order}");
-                let Ok(mut stmt) = source.prepare(&sql) else {
-                    continue;
+                // A file with tenants names each row's; one from before, `legacy`.
+                let with_tenant =
+                    format!("SELECT {COLUMNS}, tenant FROM messages ORDER BY {order}");
+                let without = format!("SELECT {COLUMNS}, ?1 FROM messages ORDER BY {order}");
+                let (mut stmt, bind) = match source.prepare(&with_tenant) {
+                    Ok(s) => (s, false),
+                    Err(_) => match source.prepare(&without) {
+                        Ok(s) => (s, true),
+                        Err(_) => continue,
+                    },
                 };
-                let Ok(mut rows) = stmt.query([]) else {
+                let rows = if bind {
+                    stmt.query([legacy])
+                } else {
+                    stmt.query([])
+                };
+                let Ok(mut rows) = rows else {
                     continue;
                 };
                 let mut wrong = 0u64;
@@ -118,7 +131,8 @@ impl SqliteStore {
                     if read > cap {
                         break;
                     }
-                    let Some(r) = Record::from_row(row) else {
+                    let (Some(r), Ok(tenant)) = (Record::from_row(row), row.get::<_, String>(7))
+                    else {
                         wrong += 1;
                         continue;
                     };
@@ -132,7 +146,8 @@ impl SqliteStore {
                             r.hook.as_deref(),
                             r.hook_mask,
                             r.hooks_key as i64,
-                            seq
+                            seq,
+                            tenant
                         ])
                         .map_err(err)?;
                 }

@@ -45,6 +45,8 @@ fn name(i: usize) -> String {
 /// Record `i`: accepted at 1000 + i ms, both payloads, webhooks 0 and 1 to try.
 fn rec(i: usize) -> Record {
     Record {
+        tenant: 0,
+        adopted: false,
         id: id(&name(i)),
         accepted_ms: 1_000 + i as i64,
         first_ms: None,
@@ -89,12 +91,25 @@ fn all_resumable(store: &mut SqliteStore) -> Vec<Record> {
     let mut out = Vec::new();
     let mut cursor = None;
     loop {
-        let (page, next) = store.resumable(cursor.as_ref(), 7).unwrap();
+        let (page, next) = store.resumable_of(0, cursor.as_ref(), 7).unwrap();
         if page.is_empty() {
             return out;
         }
-        out.extend(page);
+        // Taken over from another file: not counted in any queue of this process yet.
+        assert!(page.iter().all(|r| r.adopted));
+        out.extend(page.into_iter().map(|r| Record {
+            adopted: false,
+            ..r
+        }));
         cursor = next;
+    }
+}
+
+/// Record `i` as taken over from another file.
+fn adopted(i: usize) -> Record {
+    Record {
+        adopted: true,
+        ..rec(i)
     }
 }
 
@@ -125,30 +140,45 @@ fn ops_round_trip_and_a_reopened_directory_resumes_exactly_the_pending_records()
     first
         .apply(&[
             Op::FirstAttempt {
+                tenant: 0,
                 id: id("m-00001"),
                 at_ms: 5_000,
             },
             Op::FirstAttempt {
+                tenant: 0,
                 id: id("m-00001"),
                 at_ms: 6_000, // a later attempt keeps the first time
             },
-            Op::IngestDone { id: id("m-00002") },
+            Op::IngestDone {
+                tenant: 0,
+                id: id("m-00002"),
+            },
             Op::HookMask {
+                tenant: 0,
                 id: id("m-00003"),
                 mask: 0b01,
             },
-            Op::Remove { id: id("m-00004") },
-            Op::Remove { id: id("unknown") },
-            Op::IngestDone { id: id("unknown") },
+            Op::Remove {
+                tenant: 0,
+                id: id("m-00004"),
+            },
+            Op::Remove {
+                tenant: 0,
+                id: id("unknown"),
+            },
+            Op::IngestDone {
+                tenant: 0,
+                id: id("unknown"),
+            },
         ])
         .unwrap();
     assert_eq!(first.pending().0, 3);
-    let (own, _) = first.resumable(None, 100).unwrap();
+    let (own, _) = first.resumable_of(0, None, 100).unwrap();
     assert!(own.is_empty(), "a store's own puts are not resumable");
     first.close().unwrap();
 
     let mut second = SqliteStore::open(&dir).unwrap();
-    assert!(second.resumable(None, 100).unwrap().0.is_empty());
+    assert!(second.resumable_of(0, None, 100).unwrap().0.is_empty());
     let adopted = second.adopt().unwrap();
     assert_eq!((adopted.records, adopted.files), (3, 1));
     assert!(adopted.warnings.is_empty(), "{:?}", adopted.warnings);
@@ -162,7 +192,10 @@ fn ops_round_trip_and_a_reopened_directory_resumes_exactly_the_pending_records()
     second
         .apply(
             &(1..4)
-                .map(|i| Op::Remove { id: id(&name(i)) })
+                .map(|i| Op::Remove {
+                    tenant: 0,
+                    id: id(&name(i)),
+                })
                 .collect::<Vec<_>>(),
         )
         .unwrap();
@@ -291,6 +324,8 @@ fn poisoned_child() {
         .as_mut()
         .unwrap()
         .swap_here(syncer::unsyncable());
+    // In place, whatever the fsyncs above measured (a loaded machine's disk is slow).
+    store.syncer.as_ref().unwrap().pretend(false);
     let failed = Store::apply(&mut store, &puts(3..5))
         .unwrap_err()
         .to_string();
@@ -350,7 +385,13 @@ fn put_then_remove_in_one_batch_leaves_nothing() {
     let dir = TempDir::new("put-remove");
     let mut store = SqliteStore::open(&dir).unwrap();
     store
-        .apply(&[Op::Put(rec(1)), Op::Remove { id: id("m-00001") }])
+        .apply(&[
+            Op::Put(rec(1)),
+            Op::Remove {
+                tenant: 0,
+                id: id("m-00001"),
+            },
+        ])
         .unwrap();
     assert_eq!(store.pending(), (0, 0));
     store.close().unwrap();
@@ -366,7 +407,10 @@ fn removals_in_runs_and_alone_delete_exactly_their_rows() {
     // and accepted again in the same group, which gets a row of its own.
     let mut ops: Vec<Op> = [10, 2, 5, 19, 9, 1, 14, 3, 8, 6]
         .iter()
-        .map(|&i| Op::Remove { id: id(&name(i)) })
+        .map(|&i| Op::Remove {
+            tenant: 0,
+            id: id(&name(i)),
+        })
         .collect();
     ops.push(Op::Put(rec(6)));
     store.apply(&ops).unwrap();
@@ -393,9 +437,19 @@ fn a_pending_id_put_twice_stays_until_removed_twice() {
     other.ingest = Some(Body::copy_from_slice(b"second payload"));
     store.apply(&[Op::Put(rec(1)), Op::Put(other)]).unwrap();
     assert_eq!(store.pending(), (1, rec(1).payload_bytes()));
-    store.apply(&[Op::Remove { id: id("m-00001") }]).unwrap();
+    store
+        .apply(&[Op::Remove {
+            tenant: 0,
+            id: id("m-00001"),
+        }])
+        .unwrap();
     assert_eq!(store.pending().0, 1, "one copy still pending");
-    store.apply(&[Op::Remove { id: id("m-00001") }]).unwrap();
+    store
+        .apply(&[Op::Remove {
+            tenant: 0,
+            id: id("m-00001"),
+        }])
+        .unwrap();
     assert_eq!(store.pending(), (0, 0));
     store.close().unwrap();
     assert!(files(&dir).is_empty());
@@ -412,22 +466,36 @@ fn payload_bytes_follow_puts_marks_and_removes() {
         .unwrap();
     let full = a.payload_bytes() + b.payload_bytes();
     assert_eq!(store.pending(), (2, full));
-    store.apply(&[Op::IngestDone { id: a.id.clone() }]).unwrap();
+    store
+        .apply(&[Op::IngestDone {
+            tenant: 0,
+            id: a.id.clone(),
+        }])
+        .unwrap();
     let after_ingest = full - ingest_a.len() as u64;
     assert_eq!(store.pending(), (2, after_ingest));
     store
-        .apply(&[Op::IngestDone { id: a.id.clone() }]) // twice: counted once
+        .apply(&[Op::IngestDone {
+            tenant: 0,
+            id: a.id.clone(),
+        }]) // twice: counted once
         .unwrap();
     assert_eq!(store.pending(), (2, after_ingest));
     store
         .apply(&[Op::HookMask {
+            tenant: 0,
             id: b.id.clone(),
             mask: 0,
         }])
         .unwrap();
     let after_hook = after_ingest - hook_b.len() as u64;
     assert_eq!(store.pending(), (2, after_hook));
-    store.apply(&[Op::Remove { id: a.id.clone() }]).unwrap();
+    store
+        .apply(&[Op::Remove {
+            tenant: 0,
+            id: a.id.clone(),
+        }])
+        .unwrap();
     assert_eq!(
         store.pending(),
         (
@@ -462,11 +530,20 @@ fn a_failed_apply_changes_nothing_and_the_same_ops_apply_later() {
     )
     .unwrap();
     let batch = [
-        Op::Remove { id: id("m-00001") },
+        Op::Remove {
+            tenant: 0,
+            id: id("m-00001"),
+        },
         Op::Put(rec(9)),
         Op::Put(rec(2)), // a second copy
-        Op::IngestDone { id: id("m-00002") },
-        Op::Remove { id: id("m-00003") },
+        Op::IngestDone {
+            tenant: 0,
+            id: id("m-00002"),
+        },
+        Op::Remove {
+            tenant: 0,
+            id: id("m-00003"),
+        },
     ];
     let err = store.apply(&batch).unwrap_err();
     assert!(err.to_string().contains("boom"), "{err}");
@@ -484,9 +561,18 @@ fn a_failed_apply_changes_nothing_and_the_same_ops_apply_later() {
     assert_eq!(store.pending(), (2, expected));
     store
         .apply(&[
-            Op::Remove { id: id("m-00002") },
-            Op::Remove { id: id("m-00002") },
-            Op::Remove { id: id("m-00009") },
+            Op::Remove {
+                tenant: 0,
+                id: id("m-00002"),
+            },
+            Op::Remove {
+                tenant: 0,
+                id: id("m-00002"),
+            },
+            Op::Remove {
+                tenant: 0,
+                id: id("m-00009"),
+            },
         ])
         .unwrap();
     assert_eq!(store.pending(), (0, 0));
@@ -519,7 +605,10 @@ fn an_id_in_two_dead_files_is_adopted_once_and_one_we_hold_is_not_resumed() {
     store
         .apply(
             &(1..5)
-                .map(|i| Op::Remove { id: id(&name(i)) })
+                .map(|i| Op::Remove {
+                    tenant: 0,
+                    id: id(&name(i)),
+                })
                 .collect::<Vec<_>>(),
         )
         .unwrap();
@@ -700,7 +789,12 @@ fn fork_child() {
     // The child's leaked connection did not disturb our file (closing it would have
     // checkpointed and deleted our WAL under us).
     assert!(with_suffix(store.path(), "-wal").exists());
-    store.apply(&[Op::Remove { id: id("m-00001") }]).unwrap();
+    store
+        .apply(&[Op::Remove {
+            tenant: 0,
+            id: id("m-00001"),
+        }])
+        .unwrap();
     store.close().unwrap();
 }
 
@@ -844,7 +938,7 @@ fn a_file_of_a_newer_schema_is_left_alone_and_reported_once() {
     let db = plant(&db, &dir, "outbound-4-0000000000000004.db");
     Connection::open(&db)
         .unwrap()
-        .execute("UPDATE meta SET value = 2 WHERE key = 'schema'", [])
+        .execute("UPDATE meta SET value = 3 WHERE key = 'schema'", [])
         .unwrap();
     let mut store = SqliteStore::open(&dir).unwrap();
     let adopted = store.adopt().unwrap();
@@ -880,11 +974,11 @@ fn the_cursor_goes_on_to_records_adopted_later() {
     plant(&a, &dir, "outbound-8-0000000000000008.db");
     let mut store = SqliteStore::open(&dir).unwrap();
     store.adopt().unwrap();
-    let (page, cursor) = store.resumable(None, 2).unwrap();
-    assert_eq!(page, [rec(10), rec(11)]);
-    let (page, cursor) = store.resumable(cursor.as_ref(), 2).unwrap();
-    assert_eq!(page, [rec(12)]);
-    let (page, cursor) = store.resumable(cursor.as_ref(), 2).unwrap();
+    let (page, cursor) = store.resumable_of(0, None, 2).unwrap();
+    assert_eq!(page, [adopted(10), adopted(11)]);
+    let (page, cursor) = store.resumable_of(0, cursor.as_ref(), 2).unwrap();
+    assert_eq!(page, [adopted(12)]);
+    let (page, cursor) = store.resumable_of(0, cursor.as_ref(), 2).unwrap();
     assert!(page.is_empty());
     assert!(cursor.is_some(), "an empty page keeps the position");
 
@@ -892,8 +986,8 @@ fn the_cursor_goes_on_to_records_adopted_later() {
     let (_b_dir, b) = closed_spool("cursor-b", 1..3);
     plant(&b, &dir, "outbound-9-0000000000000009.db");
     assert_eq!(store.adopt().unwrap().records, 2);
-    let (page, _) = store.resumable(cursor.as_ref(), 10).unwrap();
-    assert_eq!(page, [rec(1), rec(2)]);
+    let (page, _) = store.resumable_of(0, cursor.as_ref(), 10).unwrap();
+    assert_eq!(page, [adopted(1), adopted(2)]);
 }
 
 #[test]
@@ -934,11 +1028,18 @@ fn ten_thousand_puts_in_one_apply() {
             let Op::Put(r) = op else { unreachable!() };
             [
                 Op::FirstAttempt {
+                    tenant: 0,
                     id: r.id.clone(),
                     at_ms: 2_000,
                 },
-                Op::IngestDone { id: r.id.clone() },
-                Op::Remove { id: r.id.clone() },
+                Op::IngestDone {
+                    tenant: 0,
+                    id: r.id.clone(),
+                },
+                Op::Remove {
+                    tenant: 0,
+                    id: r.id.clone(),
+                },
             ]
         })
         .collect();
