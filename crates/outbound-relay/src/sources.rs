@@ -70,7 +70,7 @@ pub fn start_engine(relay: &Relay, io_threads: usize) -> Result<(), ConfigError>
 }
 
 fn engine() -> Result<&'static Engine, outbound::Error> {
-    ENGINE.get().ok_or_else(|| outbound::Error::Closed)
+    ENGINE.get().ok_or(outbound::Error::Closed)
 }
 
 /// Whether source `name`'s client goes on the engine's spool: its `spool` is the default,
