@@ -119,11 +119,13 @@ struct Swapped {
 }
 
 /// Builds source `i`'s client without a spool and without sending, and closes it: the
-/// core's checks of its settings, before anything running is touched.
+/// core's checks of its settings, before anything running is touched. It logs through
+/// `tracing` like every client of the relay.
 fn check(new: &Relay, i: usize) -> Result<(), ConfigError> {
     let mut core = new.sources[i].core.clone();
     core.spool = None;
     core.send = false;
+    core.log_sink = Some(crate::sources::log_sink(&new.sources[i].name));
     let client = outbound::Client::new(core).map_err(|e| new.core_error(i, e))?;
     let _ = client.close(Some(Duration::ZERO));
     Ok(())

@@ -37,8 +37,9 @@ pub struct Sources {
 }
 
 /// The core's log lines, through `tracing` with the source's name (the core never writes a
-/// key or a secret into them).
-fn log_sink(source: &str) -> LogSink {
+/// key or a secret into them). Every client the relay builds logs through it, so nothing
+/// reaches stderr around the chosen log format.
+pub fn log_sink(source: &str) -> LogSink {
     let source = source.to_string();
     Arc::new(move |level: Level, line: &str| match level {
         Level::Warn => tracing::warn!(target: "outbound", source = %source, "{line}"),

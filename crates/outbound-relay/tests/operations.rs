@@ -556,3 +556,45 @@ fn a_request_in_flight_during_a_reload_finishes_on_the_sources_it_started_with()
     );
     assert_eq!(a.status, 401);
 }
+
+/// Waits until stderr holds `text` at least `n` times (panics after 20 s).
+fn wait_count(relay: &Relay, text: &str, n: usize) -> String {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let log = relay.log();
+        if log.matches(text).count() >= n {
+            return log;
+        }
+        assert!(Instant::now() < deadline, "{text:?} not {n} times: {log}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn a_reload_with_json_logs_writes_only_json_lines() {
+    let dir = temp_dir();
+    let (first, second, third) = (Receiver::start(), Receiver::start(), Receiver::start());
+    let relay = Relay::start_with(
+        dir.path(),
+        &reload_config(&[("web", "wk_web", &first)]),
+        &["--log-format", "json"],
+        &[],
+    );
+    // web's URL changes (a changed source) and app is new: both are checked by building a
+    // client, whose start and close the core logs.
+    std::fs::write(
+        dir.path().join("relay.toml"),
+        reload_config(&[("web", "wk_web", &second), ("app", "wk_app", &third)]),
+    )
+    .unwrap();
+    relay.signal(libc::SIGHUP);
+    relay.wait_log("config reloaded");
+    // The clients replaced by the reload close after it; give their lines time to come.
+    std::thread::sleep(Duration::from_millis(500));
+    let log = relay.log();
+    for line in log.lines() {
+        let v: Value = serde_json::from_str(line)
+            .unwrap_or_else(|e| panic!("not a JSON line ({e}): {line}\nwhole log:\n{log}"));
+        assert!(v["level"].is_string() && v["message"].is_string(), "{line}");
+    }
+}
