@@ -598,3 +598,30 @@ fn a_reload_with_json_logs_writes_only_json_lines() {
         assert!(v["level"].is_string() && v["message"].is_string(), "{line}");
     }
 }
+
+#[test]
+fn a_restart_only_setting_is_compared_with_what_runs_and_a_refused_reload_says_nothing_of_it() {
+    let dir = temp_dir();
+    let rx = Receiver::start();
+    let cfg = reload_config(&[("web", "wk_web", &rx)]);
+    let relay = Relay::start(dir.path(), &cfg);
+    let moved = cfg.replace("listen = \"127.0.0.1:0\"", "listen = \"127.0.0.1:1\"");
+    assert_ne!(moved, cfg);
+    let warning = "listen changed: it takes effect at the next start";
+    // Changed: said once.
+    std::fs::write(dir.path().join("relay.toml"), &moved).unwrap();
+    relay.signal(libc::SIGHUP);
+    wait_count(&relay, "config reloaded", 1);
+    assert_eq!(relay.log().matches(warning).count(), 1, "{}", relay.log());
+    // Restored: the running listener is the one the file names again, nothing to say.
+    std::fs::write(dir.path().join("relay.toml"), &cfg).unwrap();
+    relay.signal(libc::SIGHUP);
+    wait_count(&relay, "config reloaded", 2);
+    // Changed again, in a file the core refuses (a webhook URL that is not http/https):
+    // refused, so nothing of it takes effect, now or at the next start.
+    let refused = moved.replace(&rx.url, "ftp://127.0.0.1/hook");
+    std::fs::write(dir.path().join("relay.toml"), refused).unwrap();
+    relay.signal(libc::SIGHUP);
+    let log = wait_count(&relay, "config reload refused", 1);
+    assert_eq!(log.matches(warning).count(), 1, "{log}");
+}
