@@ -66,6 +66,17 @@ impl Sources {
     /// Starts source `i` of `relay` (its client opens and resumes its spool).
     pub fn start_one(relay: &Relay, i: usize) -> Result<Arc<Source>, ConfigError> {
         let s = &relay.sources[i];
+        // Said at start and at each reload that (re)starts the source: otherwise only the
+        // delivery failures would tell, after every event was acknowledged.
+        for (k, why) in s.core.blocked_webhooks() {
+            tracing::warn!(
+                source = %s.name,
+                "{}: {}.webhooks[{k}] {} can never be reached: {why}",
+                relay.file,
+                s.key,
+                s.core.webhooks[k].url
+            );
+        }
         let mut core = s.core.clone();
         core.log_sink = Some(log_sink(&s.name));
         core.on_outcome = Some(crate::metrics::on_outcome(&s.name));

@@ -625,3 +625,75 @@ fn a_restart_only_setting_is_compared_with_what_runs_and_a_refused_reload_says_n
     let log = wait_count(&relay, "config reload refused", 1);
     assert_eq!(log.matches(warning).count(), 1, "{log}");
 }
+
+/// A config whose one webhook is `url`, with the relay's defaults for the network rules
+/// (`block_private_networks` on) plus `extra` top-level lines.
+fn guarded_config(sources: &[(&str, &str, &str)], extra: &str) -> String {
+    let mut c = format!("listen = \"127.0.0.1:0\"\ndata_dir = \"data\"\n{extra}\n");
+    for (name, key, url) in sources {
+        c.push_str(&format!(
+            "[[sources]]\nname = \"{name}\"\nwrite_keys = [\"{key}\"]\n\
+             [[sources.webhooks]]\nurl = \"https://hooks.example.com/in\"\n\
+             [[sources.webhooks]]\nurl = \"{url}\"\n"
+        ));
+    }
+    c
+}
+
+#[test]
+fn a_webhook_the_network_rules_always_block_is_named_at_start_and_at_reload() {
+    let dir = temp_dir();
+    let relay = Relay::start(
+        dir.path(),
+        &guarded_config(&[("web", "wk_web", "http://127.0.0.1:9/in")], ""),
+    );
+    let log = relay.wait_log("can never be reached");
+    let line = log
+        .lines()
+        .find(|l| l.contains("can never be reached"))
+        .unwrap();
+    for part in [
+        "WARN",
+        "source=web",
+        "webhooks[1]",
+        "http://127.0.0.1:9/in",
+        "127.0.0.1 is a loopback address",
+        "allowed_networks",
+    ] {
+        assert!(line.contains(part), "{part:?} not in: {line}");
+    }
+    // A reload adding a source whose webhook is private says so for that source.
+    std::fs::write(
+        dir.path().join("relay.toml"),
+        guarded_config(
+            &[
+                ("web", "wk_web", "http://127.0.0.1:9/in"),
+                ("app", "wk_app", "http://[fd00::1]:8080/in"),
+            ],
+            "",
+        ),
+    )
+    .unwrap();
+    relay.signal(libc::SIGHUP);
+    let log = wait_count(&relay, "config reloaded", 1);
+    assert!(
+        log.lines().any(|l| l.contains("can never be reached")
+            && l.contains("source=app")
+            && l.contains("http://[fd00::1]:8080/in")
+            && l.contains("fd00::1 is a unique-local address")),
+        "{log}"
+    );
+    // Allowed: nothing to say.
+    std::fs::write(
+        dir.path().join("relay.toml"),
+        guarded_config(
+            &[("web", "wk_web", "http://127.0.0.1:9/in")],
+            "allowed_networks = [\"127.0.0.0/8\"]",
+        ),
+    )
+    .unwrap();
+    let before = relay.log().matches("can never be reached").count();
+    relay.signal(libc::SIGHUP);
+    let log = wait_count(&relay, "config reloaded", 2);
+    assert_eq!(log.matches("can never be reached").count(), before, "{log}");
+}
