@@ -1,4 +1,4 @@
-"""The kill test (run by scripts/killtest.sh; see BENCHMARKS.md, "Kill test").
+"""The kill test (run by scripts/killtest.sh; see BENCHMARKS.md, "Fault runs").
 
 With --redis-server, the spool is a Redis (started here on 127.0.0.1, AOF everysec) instead
 of a directory: B takes over once A's heartbeat expires (timeout 5 s + 10 s), and with

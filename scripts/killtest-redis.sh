@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The kill test on a Redis spool (issue 26; see BENCHMARKS.md, "Kill test on Redis"):
+# The kill test on a Redis spool (see BENCHMARKS.md, "Fault runs"):
 #
 #   scripts/killtest-redis.sh           100,000 tracks through the release wheel, spool =
 #                                       redis:// (a redis-server started on 127.0.0.1, AOF

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The kill test (see BENCHMARKS.md, "Kill test"), one command from a clean clone:
+# The kill test (see BENCHMARKS.md, "Fault runs"), one command from a clean clone:
 #
 #   scripts/killtest.sh           100,000 tracks through the release wheel with a spool, to
 #                                 ingestion + 1 signed webhook behind the chaos receiver (30 %

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The fault soak (see BENCHMARKS.md, "Fault soak"), one command from a clean clone:
+# The fault soak (see BENCHMARKS.md, "Fault runs"), one command from a clean clone:
 #
 #   scripts/soak.sh           the full run: 100,000 tracks through the release wheel to
 #                             ingestion + 1 signed webhook, against the chaos receiver (30 % 503,

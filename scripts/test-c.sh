@@ -13,6 +13,7 @@
 #   8. scripts/install-c.sh into a temporary prefix; examples/c/quickstart.c built with
 #      `pkg-config --cflags --libs outbound` (and outbound-static) and run against a
 #      local receiver on 127.0.0.1
+#   9. the docs' C blocks, run as written (scripts/check-docs.py --part c)
 # Exits non-zero on any failure. Works with CI=true and no standard input.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -234,10 +235,13 @@ for doc in README.md docs/c.md; do
   echo "$doc: its $(wc -l < "$build/doc_cc.sh") cc lines build from the repository root"
 done
 
+step "the docs' C blocks, run as written (scripts/check-docs.py)"
+OUTBOUND_C_LIBDIR="$libdir" python3 scripts/check-docs.py --part c || die "a C block of the docs"
+
 # Beyond the C test programs' own counts: header drift, C++ header, fuzzing, docs example,
 # the docs' testing program, the example built and run with each of the two pkg-config
-# files, the SONAME, the installed names, and the README's build lines.
-passed=$((passed + 10))
+# files, the SONAME, the installed names, the README's build lines, and the docs' C blocks.
+passed=$((passed + 11))
 
 echo
 echo "c: $passed passed, $failed failed"

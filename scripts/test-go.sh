@@ -9,6 +9,7 @@
 #      the allocation counts without -race
 #   4. the README's Go quickstart is examples/go/main.go, and docs/go.md's "Testing your
 #      application" block is the marked test in bindings/go/testing_test.go
+#   5. the docs' Go blocks, run as written (scripts/check-docs.py --part go)
 # Needs go (1.22 or newer), cargo, a C compiler and node. Works with CI=true, no stdin.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -91,6 +92,10 @@ awk '/^\/\/ --- docs\/go.md "Testing your application" begins/{c=1;next}
 cmp -s "$out" "$out.test" || { diff -u "$out.test" "$out" | head -n 20; die "docs/go.md (Testing your application) differs from the marked test in bindings/go/testing_test.go"; }
 echo "docs/go.md: same as the test in bindings/go/testing_test.go"
 passed=$((passed + 3)) # gofmt/vet, the README example and the docs' test
+
+step "the docs' Go blocks, run as written (scripts/check-docs.py)"
+OUTBOUND_C_LIBDIR="$libdir" python3 scripts/check-docs.py --part go || die "a Go block of the docs"
+passed=$((passed + 1))
 
 echo
 echo "go: $passed passed, $failed failed"

@@ -3,7 +3,8 @@
 # install (scripts/build-wheel.sh: release, stripped, manylinux2014, checked) installed into
 # it, then mypy --strict on the example that uses the whole API, stubtest against the built
 # module, and the pytest suite (against the installed wheel and real local receivers; the
-# receivers' guide examples also need node, go, a C compiler, curl and openssl).
+# receivers' guide examples also need node, go, a C compiler, curl and openssl); then the
+# docs' Python, pip and Node blocks, run as written (scripts/check-docs.py --part python).
 #
 # OUTBOUND_WHEEL=debug tests a debug build instead (faster to rebuild while developing).
 set -euo pipefail
@@ -42,4 +43,7 @@ if [ "$status" -eq 5 ]; then
   echo "pytest collected no tests: treating as a failure" >&2
   exit 1
 fi
-exit "$status"
+[ "$status" -eq 0 ] || exit "$status"
+
+echo "--- the docs' Python (and pip, Node) blocks, run as written against the installed wheel"
+OUTBOUND_DOCS_PYTHON="$PY" OUTBOUND_C_LIBDIR="$OUTBOUND_C_LIBDIR" python3 scripts/check-docs.py --part python

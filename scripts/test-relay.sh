@@ -46,6 +46,9 @@ OUTBOUND_WHEEL="${OUTBOUND_WHEEL:-release}" source scripts/python-env.sh   # WHE
 echo "--- installing $WHEEL into $T/venv"
 "$T/venv/bin/python" -m pip install --quiet --force-reinstall --no-deps "$WHEEL"
 
+echo "--- the docs' relay blocks, run as written (scripts/check-docs.py)"
+python3 scripts/check-docs.py --part relay
+
 echo "--- pytest tests/relay"
 status=0
 "$T/venv/bin/python" -m pytest -p no:cacheprovider --timeout 300 -v tests/relay "$@" </dev/null || status=$?

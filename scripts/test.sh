@@ -10,6 +10,9 @@ if [ "${CI:-}" = true ]; then export CARGO_INCREMENTAL=0; fi
 # A backstop: a part that hangs fails here, named, long before CI's own limit.
 part_limit="${OUTBOUND_PART_TIMEOUT:-1500}"
 echo "=== $(df -h --output=avail . | tail -n1 | tr -d ' ') of disk free at the start"
+# No step may change a tracked file (a stale lock file, a regenerated header): checked at the end.
+tree_state="$(mktemp)"
+scripts/check-tree.sh save "$tree_state"
 timings=()
 run() {
   echo "=== $*"
@@ -70,4 +73,6 @@ if [ "$failed" -ne 0 ]; then
   exit 1
 fi
 printf '%s\n' "${timings[@]}"
+scripts/check-tree.sh compare "$tree_state"
+rm -f "$tree_state"
 echo "=== all test parts passed in $(( $(date +%s) - start )) s"

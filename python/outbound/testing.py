@@ -7,6 +7,7 @@ is sent (no DNS lookup, no connection). Every request that would have gone out i
 its exact body bytes and the headers outbound sets, so a test asserts on what would have
 been sent::
 
+    import outbound
     from outbound.testing import RecordingClient
 
     def test_signup_notifies_the_customer() -> None:

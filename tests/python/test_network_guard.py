@@ -65,3 +65,23 @@ def test_allowed_networks_must_be_a_list() -> None:
     kw: Any = {"allowed_networks": "127.0.0.0/8"}
     with pytest.raises(outbound.UnsupportedType, match="allowed_networks must be a list"):
         outbound.Client(webhooks=["http://127.0.0.1:9/h"], **kw)
+
+
+def test_a_recording_client_refuses_what_the_real_client_refuses(
+    make_client: Callable[..., outbound.Client], receiver: Receiver
+) -> None:
+    from outbound.testing import RecordingClient
+
+    real_seen: List[Tuple[str, str, str]] = []
+    real = make_client(
+        write_key=None, block_private_networks=True, on_outcome=lambda *a: real_seen.append(a)
+    )
+    real.identify(user_id="u1", message_id="m-1")
+    assert not real.flush(timeout=10)
+    with RecordingClient(webhooks=[receiver.hook()], block_private_networks=True) as rec:
+        rec.identify(user_id="u1", message_id="m-1")
+        assert not rec.flush(timeout=10)
+        assert rec.requests == [], "a blocked request was recorded"
+        (outcome,) = rec.outcomes
+    assert (outcome.message_id, outcome.outcome, outcome.detail) == real_seen[0]
+    assert outcome.detail.startswith("webhooks: blocked: 127.0.0.1 is a loopback address")

@@ -155,7 +155,7 @@ fn main() -> ExitCode {
             tls = relay.tls.is_some(),
             "outbound-relay listening"
         );
-        let reloader = reload::Reloader::new(args.config.clone(), relay);
+        let reloader = reload::Reloader::new(args.config.clone(), relay, args.log_format.is_some());
         let reloading = tokio::spawn(reloader.run(state.clone(), hup));
         let finished = server::serve(listener, state.clone(), signals.wait(), grace).await;
         reloading.abort();

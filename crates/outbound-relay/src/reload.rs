@@ -14,10 +14,12 @@
 //! once the requests that hold it have finished (at most `shutdown_timeout`), its spool left
 //! for the next owner of that name.
 //!
-//! `listen`, the limits, `tls_cert`/`tls_key` and `log_format` are read at start only: a
-//! change to them is logged as needing a restart and otherwise ignored.
+//! `listen`, the limits, `tls_cert`/`tls_key`, `log_format` and `shutdown_timeout` are read
+//! at start only: an applied reload whose file differs from what the process runs with logs
+//! that the change needs a restart, and otherwise ignores it; a refused reload says nothing
+//! of them.
 
-use crate::config::{ConfigError, Relay};
+use crate::config::{ConfigError, Limits, LogFormat, Relay, Tls};
 use crate::server::{Live, State};
 use crate::sources::{Source, Sources};
 use std::path::PathBuf;
@@ -28,11 +30,43 @@ use std::time::{Duration, Instant};
 pub struct Reloader {
     path: PathBuf,
     current: Relay,
+    /// The settings read at start only, as this process runs them: each reload's file is
+    /// compared with these, so a change undone by a later reload is no change.
+    running: StartOnly,
+}
+
+/// The settings a reload cannot apply.
+#[derive(PartialEq)]
+struct StartOnly {
+    listen: String,
+    limits: Limits,
+    tls: Option<Tls>,
+    /// `None` when `--log-format` was given: the file's value is then never used.
+    log_format: Option<LogFormat>,
+    shutdown_timeout: Duration,
+}
+
+impl StartOnly {
+    fn of(r: &Relay, log_format_given: bool) -> StartOnly {
+        StartOnly {
+            listen: r.listen.clone(),
+            limits: r.limits.clone(),
+            tls: r.tls.clone(),
+            log_format: (!log_format_given).then_some(r.log_format),
+            shutdown_timeout: r.shutdown_timeout,
+        }
+    }
 }
 
 impl Reloader {
-    pub fn new(path: PathBuf, current: Relay) -> Reloader {
-        Reloader { path, current }
+    /// `log_format_given`: the command line chose the log format, whatever the file says.
+    pub fn new(path: PathBuf, current: Relay, log_format_given: bool) -> Reloader {
+        let running = StartOnly::of(&current, log_format_given);
+        Reloader {
+            path,
+            current,
+            running,
+        }
     }
 
     /// Waits for SIGHUPs (the stream is installed by the caller before the address is
@@ -60,7 +94,6 @@ impl Reloader {
                 return;
             }
         };
-        self.warn_restart_only(&new);
         let old = state.live.load_full();
         match swap(&old.sources, &self.current, &new) {
             Ok(swapped) => {
@@ -82,22 +115,25 @@ impl Reloader {
                     new.shutdown_timeout,
                     new.close_timeout,
                 );
+                self.warn_restart_only(&new);
                 self.current = new;
             }
             Err(e) => tracing::error!("config reload refused, the running config stays: {e}"),
         }
     }
 
+    /// Logs each start-only setting of the applied file that differs from the running one.
     fn warn_restart_only(&self, new: &Relay) {
-        let old = &self.current;
+        let run = &self.running;
+        let file = StartOnly::of(new, run.log_format.is_none());
         let changed = [
-            ("listen", old.listen != new.listen),
-            ("limits", old.limits != new.limits),
-            ("tls_cert/tls_key", old.tls != new.tls),
-            ("log_format", old.log_format != new.log_format),
+            ("listen", run.listen != file.listen),
+            ("limits", run.limits != file.limits),
+            ("tls_cert/tls_key", run.tls != file.tls),
+            ("log_format", run.log_format != file.log_format),
             (
                 "shutdown_timeout",
-                old.shutdown_timeout != new.shutdown_timeout,
+                run.shutdown_timeout != file.shutdown_timeout,
             ),
         ];
         for (key, _) in changed.iter().filter(|(_, c)| *c) {
@@ -119,11 +155,13 @@ struct Swapped {
 }
 
 /// Builds source `i`'s client without a spool and without sending, and closes it: the
-/// core's checks of its settings, before anything running is touched.
+/// core's checks of its settings, before anything running is touched. It logs through
+/// `tracing` like every client of the relay.
 fn check(new: &Relay, i: usize) -> Result<(), ConfigError> {
     let mut core = new.sources[i].core.clone();
     core.spool = None;
     core.send = false;
+    core.log_sink = Some(crate::sources::log_sink(&new.sources[i].name));
     let client = outbound::Client::new(core).map_err(|e| new.core_error(i, e))?;
     let _ = client.close(Some(Duration::ZERO));
     Ok(())

@@ -80,8 +80,9 @@ fn on_shared_spool(relay: &Relay, name: &str, core: &outbound::Config) -> bool {
 }
 
 /// The core's log lines, through `tracing` with the source's name (`-` for the engine's
-/// own; the core never writes a key or a secret into them).
-fn log_sink(source: &str) -> LogSink {
+/// own; the core never writes a key or a secret into them). Every client the relay builds
+/// logs through it, so nothing reaches stderr around the chosen log format.
+pub fn log_sink(source: &str) -> LogSink {
     let source = source.to_string();
     Arc::new(move |level: Level, line: &str| match level {
         Level::Warn => tracing::warn!(target: "outbound", source = %source, "{line}"),
@@ -108,6 +109,17 @@ impl Sources {
     /// Starts source `i` of `relay` (its client opens and resumes its spool).
     pub fn start_one(relay: &Relay, i: usize) -> Result<Arc<Source>, ConfigError> {
         let s = &relay.sources[i];
+        // Said at start and at each reload that (re)starts the source: otherwise only the
+        // delivery failures would tell, after every event was acknowledged.
+        for (k, why) in s.core.blocked_webhooks() {
+            tracing::warn!(
+                source = %s.name,
+                "{}: {}.webhooks[{k}] {} can never be reached: {why}",
+                relay.file,
+                s.key,
+                s.core.webhooks[k].url
+            );
+        }
         let mut core = s.core.clone();
         core.log_sink = Some(log_sink(&s.name));
         core.on_outcome = Some(crate::metrics::on_outcome(&s.name));

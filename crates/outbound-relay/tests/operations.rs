@@ -556,3 +556,144 @@ fn a_request_in_flight_during_a_reload_finishes_on_the_sources_it_started_with()
     );
     assert_eq!(a.status, 401);
 }
+
+/// Waits until stderr holds `text` at least `n` times (panics after 20 s).
+fn wait_count(relay: &Relay, text: &str, n: usize) -> String {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let log = relay.log();
+        if log.matches(text).count() >= n {
+            return log;
+        }
+        assert!(Instant::now() < deadline, "{text:?} not {n} times: {log}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn a_reload_with_json_logs_writes_only_json_lines() {
+    let dir = temp_dir();
+    let (first, second, third) = (Receiver::start(), Receiver::start(), Receiver::start());
+    let relay = Relay::start_with(
+        dir.path(),
+        &reload_config(&[("web", "wk_web", &first)]),
+        &["--log-format", "json"],
+        &[],
+    );
+    // web's URL changes (a changed source) and app is new: both are checked by building a
+    // client, whose start and close the core logs.
+    std::fs::write(
+        dir.path().join("relay.toml"),
+        reload_config(&[("web", "wk_web", &second), ("app", "wk_app", &third)]),
+    )
+    .unwrap();
+    relay.signal(libc::SIGHUP);
+    relay.wait_log("config reloaded");
+    // The clients replaced by the reload close after it; give their lines time to come.
+    std::thread::sleep(Duration::from_millis(500));
+    let log = relay.log();
+    for line in log.lines() {
+        let v: Value = serde_json::from_str(line)
+            .unwrap_or_else(|e| panic!("not a JSON line ({e}): {line}\nwhole log:\n{log}"));
+        assert!(v["level"].is_string() && v["message"].is_string(), "{line}");
+    }
+}
+
+#[test]
+fn a_restart_only_setting_is_compared_with_what_runs_and_a_refused_reload_says_nothing_of_it() {
+    let dir = temp_dir();
+    let rx = Receiver::start();
+    let cfg = reload_config(&[("web", "wk_web", &rx)]);
+    let relay = Relay::start(dir.path(), &cfg);
+    let moved = cfg.replace("listen = \"127.0.0.1:0\"", "listen = \"127.0.0.1:1\"");
+    assert_ne!(moved, cfg);
+    let warning = "listen changed: it takes effect at the next start";
+    // Changed: said once.
+    std::fs::write(dir.path().join("relay.toml"), &moved).unwrap();
+    relay.signal(libc::SIGHUP);
+    wait_count(&relay, "config reloaded", 1);
+    assert_eq!(relay.log().matches(warning).count(), 1, "{}", relay.log());
+    // Restored: the running listener is the one the file names again, nothing to say.
+    std::fs::write(dir.path().join("relay.toml"), &cfg).unwrap();
+    relay.signal(libc::SIGHUP);
+    wait_count(&relay, "config reloaded", 2);
+    // Changed again, in a file the core refuses (a webhook URL that is not http/https):
+    // refused, so nothing of it takes effect, now or at the next start.
+    let refused = moved.replace(&rx.url, "ftp://127.0.0.1/hook");
+    std::fs::write(dir.path().join("relay.toml"), refused).unwrap();
+    relay.signal(libc::SIGHUP);
+    let log = wait_count(&relay, "config reload refused", 1);
+    assert_eq!(log.matches(warning).count(), 1, "{log}");
+}
+
+/// A config whose one webhook is `url`, with the relay's defaults for the network rules
+/// (`block_private_networks` on) plus `extra` top-level lines.
+fn guarded_config(sources: &[(&str, &str, &str)], extra: &str) -> String {
+    let mut c = format!("listen = \"127.0.0.1:0\"\ndata_dir = \"data\"\n{extra}\n");
+    for (name, key, url) in sources {
+        c.push_str(&format!(
+            "[[sources]]\nname = \"{name}\"\nwrite_keys = [\"{key}\"]\n\
+             [[sources.webhooks]]\nurl = \"https://hooks.example.com/in\"\n\
+             [[sources.webhooks]]\nurl = \"{url}\"\n"
+        ));
+    }
+    c
+}
+
+#[test]
+fn a_webhook_the_network_rules_always_block_is_named_at_start_and_at_reload() {
+    let dir = temp_dir();
+    let relay = Relay::start(
+        dir.path(),
+        &guarded_config(&[("web", "wk_web", "http://127.0.0.1:9/in")], ""),
+    );
+    let log = relay.wait_log("can never be reached");
+    let line = log
+        .lines()
+        .find(|l| l.contains("can never be reached"))
+        .unwrap();
+    for part in [
+        "WARN",
+        "source=web",
+        "webhooks[1]",
+        "http://127.0.0.1:9/in",
+        "127.0.0.1 is a loopback address",
+        "allowed_networks",
+    ] {
+        assert!(line.contains(part), "{part:?} not in: {line}");
+    }
+    // A reload adding a source whose webhook is private says so for that source.
+    std::fs::write(
+        dir.path().join("relay.toml"),
+        guarded_config(
+            &[
+                ("web", "wk_web", "http://127.0.0.1:9/in"),
+                ("app", "wk_app", "http://[fd00::1]:8080/in"),
+            ],
+            "",
+        ),
+    )
+    .unwrap();
+    relay.signal(libc::SIGHUP);
+    let log = wait_count(&relay, "config reloaded", 1);
+    assert!(
+        log.lines().any(|l| l.contains("can never be reached")
+            && l.contains("source=app")
+            && l.contains("http://[fd00::1]:8080/in")
+            && l.contains("fd00::1 is a unique-local address")),
+        "{log}"
+    );
+    // Allowed: nothing to say.
+    std::fs::write(
+        dir.path().join("relay.toml"),
+        guarded_config(
+            &[("web", "wk_web", "http://127.0.0.1:9/in")],
+            "allowed_networks = [\"127.0.0.0/8\"]",
+        ),
+    )
+    .unwrap();
+    let before = relay.log().matches("can never be reached").count();
+    relay.signal(libc::SIGHUP);
+    let log = wait_count(&relay, "config reloaded", 2);
+    assert_eq!(log.matches("can never be reached").count(), before, "{log}");
+}

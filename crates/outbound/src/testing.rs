@@ -2,7 +2,10 @@
 //! serialization, same batching, signing and outcomes — with the network replaced by a
 //! recorder. Nothing is sent (no DNS lookup, no connection); every request that would have
 //! gone out is kept with its exact wire body and the headers outbound sets, and every
-//! outcome is kept too, so a test asserts on what would have been sent.
+//! outcome is kept too, so a test asserts on what would have been sent. With
+//! `block_private_networks`, a webhook URL naming an address the guard refuses (an IP
+//! literal, or `localhost`) fails as `blocked` and is not recorded, as the real client
+//! would refuse it; a host name is not resolved, so it is recorded.
 //!
 //! ```
 //! use outbound::{testing, Config, Message, Webhook};
@@ -64,7 +67,11 @@ impl Recording {
 /// A client that records instead of sending (see the module docs). `config` is checked as
 /// for [`Client::new`]; its `on_outcome` is still called, after the outcome is recorded.
 pub fn recording(mut config: Config) -> Result<(Client, Recording), Error> {
-    let recording = Recording::default();
+    // The guard refuses a webhook here as it would at a real client's connect.
+    let recording = Recording {
+        requests: Arc::new(Recorder::new(config.network_guard()?)),
+        outcomes: Arc::default(),
+    };
     let record = recording.outcomes.clone();
     let user = config.on_outcome.take();
     config.on_outcome = Some(Arc::new(move |o: &Outcome| {

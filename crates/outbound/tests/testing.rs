@@ -161,3 +161,57 @@ fn calls_are_checked_as_by_the_real_client_and_the_callback_still_runs() {
         Err(Error::Config { .. })
     ));
 }
+
+/// The outcome of one identify through `client` (a real or a recording one), as (kind,
+/// reason, detail); the flush must report a failure.
+fn one_outcome(client: &Client, seen: &support::Outcomes) -> (OutcomeKind, Option<Reason>, String) {
+    client.enqueue(&Message::identify("u1")).unwrap();
+    assert!(!client.flush(Some(WAIT)));
+    let o = seen.wait_for(1, WAIT).remove(0);
+    (o.kind, o.reason, o.detail)
+}
+
+#[test]
+fn the_network_guard_refuses_a_webhook_as_the_real_client_does() {
+    let server = Server::answering(200);
+    let hook = format!("{}/hook", server.url); // http://127.0.0.1:PORT/hook
+    let guarded = |seen: &support::Outcomes| Config {
+        webhooks: vec![Webhook::new(&hook)],
+        block_private_networks: true,
+        on_outcome: Some(seen.callback()),
+        ..support::config()
+    };
+    let real_seen = support::Outcomes::default();
+    let real = Client::new(guarded(&real_seen)).unwrap();
+    let real_outcome = one_outcome(&real, &real_seen);
+    assert_eq!(server.count(), 0, "the guard let a request through");
+
+    let seen = support::Outcomes::default();
+    let (client, recording) = testing::recording(guarded(&seen)).unwrap();
+    let recorded = one_outcome(&client, &seen);
+    assert_eq!(recorded, real_outcome);
+    assert_eq!(recorded.0, OutcomeKind::Failed);
+    assert_eq!(recorded.1, Some(Reason::Blocked));
+    assert!(
+        recorded
+            .2
+            .contains("blocked: 127.0.0.1 is a loopback address"),
+        "{}",
+        recorded.2
+    );
+    assert!(
+        recording.requests().is_empty(),
+        "a blocked request was recorded"
+    );
+
+    // allowed_networks makes the exception for both.
+    let seen = support::Outcomes::default();
+    let (client, recording) = testing::recording(Config {
+        allowed_networks: vec!["127.0.0.0/8".into()],
+        ..guarded(&seen)
+    })
+    .unwrap();
+    client.enqueue(&Message::identify("u1")).unwrap();
+    assert!(client.flush(Some(WAIT)));
+    assert_eq!(recording.requests().len(), 1);
+}

@@ -1,6 +1,8 @@
 //! Where a recording client's requests go instead of the network ([`crate::testing`]):
-//! each request kept with its exact body and the headers outbound sets.
+//! each request kept with its exact body and the headers outbound sets. A webhook request
+//! first meets the client's network guard, as a sent one would: refused, it is not recorded.
 
+use crate::model::network_guard::{Blocked, NetworkGuard};
 use std::sync::atomic::{AtomicU16, Ordering};
 use std::sync::Mutex;
 use ureq::http::{HeaderName, HeaderValue};
@@ -44,9 +46,33 @@ pub(crate) struct Recorder {
     pub(crate) requests: Mutex<Vec<Request>>,
     /// The status every recorded request is answered with (0: 200).
     pub(crate) status: AtomicU16,
+    /// The client's `block_private_networks` guard. The recorder resolves no name, so it
+    /// judges the addresses a URL names itself (`NetworkGuard::check_url`).
+    guard: Option<NetworkGuard>,
 }
 
 impl Recorder {
+    pub(crate) fn new(guard: Option<NetworkGuard>) -> Recorder {
+        Recorder {
+            guard,
+            ..Recorder::default()
+        }
+    }
+
+    /// Records a webhook request, unless the network guard refuses its URL (then nothing
+    /// is recorded, as nothing would be sent).
+    pub(crate) fn record_hook(
+        &self,
+        url: &str,
+        headers: &[(HeaderName, HeaderValue)],
+        body: &[u8],
+    ) -> Result<u16, Blocked> {
+        if let Some(guard) = &self.guard {
+            guard.check_url(url)?;
+        }
+        Ok(self.record(Destination::Webhook, url, headers, body))
+    }
+
     /// Records one request and gives the status it is answered with.
     pub(crate) fn record(
         &self,

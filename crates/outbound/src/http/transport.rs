@@ -153,7 +153,10 @@ impl Transport {
         body: &[u8],
     ) -> Attempt {
         if let Some(r) = &self.recorder {
-            return classify_status(r.record(Destination::Webhook, url, headers, body), None);
+            return match r.record_hook(url, headers, body) {
+                Ok(status) => classify_status(status, None),
+                Err(b) => refused(&b),
+            };
         }
         send(&self.hooks, url, headers, body)
     }
@@ -348,12 +351,17 @@ impl Lookup {
     }
 }
 
+/// The network guard's refusal: permanent, nothing was sent.
+fn refused(b: &Blocked) -> Attempt {
+    Attempt::Permanent {
+        reason: Reason::Blocked,
+        detail: b.to_string(),
+    }
+}
+
 fn classify_error(e: &ureq::Error) -> Attempt {
     if let Some(b) = blocked(e) {
-        return Attempt::Permanent {
-            reason: Reason::Blocked,
-            detail: b.to_string(),
-        };
+        return refused(b);
     }
     if let Some(detail) = certificate_problem(e) {
         return Attempt::Permanent {

@@ -485,6 +485,25 @@ impl Config {
         Ok(())
     }
 
+    /// The webhooks that `block_private_networks` refuses whatever DNS answers: their URL's
+    /// host is an address (or `localhost`) outside `allowed_networks`, so every message to
+    /// them would fail as `blocked`. Each as its index and the refusal (`blocked: 127.0.0.1
+    /// is a loopback address ...`). Names that DNS resolves are judged at delivery. Empty
+    /// when the guard is off, or when `allowed_networks` is refused (as [`Client::new`]
+    /// reports).
+    ///
+    /// [`Client::new`]: crate::Client::new
+    pub fn blocked_webhooks(&self) -> Vec<(usize, String)> {
+        let Ok(Some(guard)) = self.network_guard() else {
+            return Vec::new();
+        };
+        self.webhooks
+            .iter()
+            .enumerate()
+            .filter_map(|(i, hook)| guard.check_url(&hook.url).err().map(|b| (i, b.to_string())))
+            .collect()
+    }
+
     /// The SSRF guard for webhooks, when `block_private_networks` is on; an allow-list entry
     /// that is not a network is a config error naming `allowed_networks`.
     pub(crate) fn network_guard(&self) -> Result<Option<NetworkGuard>, Error> {

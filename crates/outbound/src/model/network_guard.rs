@@ -3,10 +3,14 @@
 //! a URL (or a DNS name) pointing at the sender's own network — loopback, private ranges,
 //! link-local with the cloud metadata service at 169.254.169.254 — would let them make the
 //! sender call its own internal services. `http/transport.rs` asks [`NetworkGuard::check`] after
-//! every DNS resolution and again for the addresses about to be dialled.
+//! every DNS resolution and again for the addresses about to be dialled. A URL whose host is
+//! an address needs no resolution: [`NetworkGuard::check_url`] judges it from the text, for
+//! the recording transport (which looks nothing up) and for a configuration's webhooks that
+//! can never be reached (`Config::blocked_webhooks`).
 
 use std::fmt;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+use ureq::http::Uri;
 
 /// A network in CIDR notation (`10.1.0.0/16`, `fd00::/8`; a bare address is one host).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -93,6 +97,22 @@ impl NetworkGuard {
             }
             _ => Ok(()),
         }
+    }
+
+    /// As [`check`](Self::check), for the address `url`'s host names without a DNS lookup:
+    /// an IP literal, or `localhost` (always loopback, RFC 6761). `Ok` for any other name
+    /// (judged after resolution, at delivery) and for text that is not a URL.
+    pub(crate) fn check_url(&self, url: &str) -> Result<(), Blocked> {
+        let Ok(uri) = url.parse::<Uri>() else {
+            return Ok(());
+        };
+        let host = uri.host().unwrap_or("");
+        let addr = match host.trim_start_matches('[').trim_end_matches(']').parse() {
+            Ok(ip) => ip,
+            Err(_) if host.eq_ignore_ascii_case("localhost") => IpAddr::V4(Ipv4Addr::LOCALHOST),
+            Err(_) => return Ok(()),
+        };
+        self.check(addr)
     }
 }
 
@@ -214,6 +234,41 @@ mod tests {
         assert!(NetworkGuard::new(vec![Cidr::parse("0.0.0.0/0").unwrap()])
             .check("169.254.169.254".parse().unwrap())
             .is_ok());
+    }
+
+    #[test]
+    fn a_url_naming_an_address_is_judged_without_a_lookup() {
+        let guard = NetworkGuard::new(vec![Cidr::parse("10.1.0.0/16").unwrap()]);
+        let kind = |url: &str| {
+            guard
+                .check_url(url)
+                .map_err(|b| (b.addr.to_string(), b.kind))
+        };
+        assert_eq!(
+            kind("http://127.0.0.1:9000/in"),
+            Err(("127.0.0.1".into(), "loopback"))
+        );
+        assert_eq!(
+            kind("https://[fd00::1]:8443/in"),
+            Err(("fd00::1".into(), "unique-local"))
+        );
+        assert_eq!(
+            kind("http://LOCALHOST:8000/"),
+            Err(("127.0.0.1".into(), "loopback"))
+        );
+        assert_eq!(
+            kind("http://169.254.169.254/latest/meta-data/"),
+            Err(("169.254.169.254".into(), "link-local"))
+        );
+        for allowed in [
+            "http://10.1.2.3/in",             // in allowed_networks
+            "https://8.8.8.8/in",             // public
+            "https://hooks.example.com/in",   // a name: judged once resolved
+            "https://localhost.example.com/", // a name like any other
+            "not a url",
+        ] {
+            assert_eq!(kind(allowed), Ok(()), "{allowed}");
+        }
     }
 
     #[test]

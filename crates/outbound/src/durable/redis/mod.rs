@@ -10,7 +10,7 @@
 //! accepted time, first attempt, payloads, webhook mask, hash of the URL list), each packed
 //! (`keys::Packed`, layout 1), all in the one field `r` behind a layout byte 2
 //! (`keys::write_group`). Redis parses, appends, persists and later deletes one value per
-//! commit instead of one per message: the gate in BENCHMARKS.md ("One entry per commit
+//! commit instead of one per message: the gate in bench/log/2026-11.md ("One entry per commit
 //! group: the gate") measured redis-server's CPU for writing and removing 100,000 records
 //! 65 % lower than with one entry per message. A version that reads only layout 1 sees a
 //! packed value of a newer layout and leaves the entry for a newer adopter, never drops it;

@@ -12,7 +12,7 @@
 //! thread saves the writer the fsync's wait (on a disk whose fsync took 0.6 ms, +16 % events
 //! accepted by the relay) but costs two thread wake-ups per commit; where an fsync takes
 //! 0.12 ms, doing it in place gave single events +12 % and batches the same rate
-//! (BENCHMARKS.md, "Issue 25, stop 36").
+//! (bench/log/2026-11.md, "Issue 25, stop 36").
 //!
 //! The descriptor is our own, opened on the WAL SQLite created: SQLite keeps that file for
 //! as long as our connection is open (it truncates it after a checkpoint, never replaces
