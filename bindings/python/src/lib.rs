@@ -118,6 +118,7 @@ mod _native {
                 signature_scheme: SignatureScheme::parse(signature_scheme).map_err(to_py)?,
                 webhook_user_agent,
                 flush_at: count(flush_at),
+                max_batch_messages: None,
                 flush_interval: seconds("flush_interval", flush_interval)?,
                 max_queue_size: count(max_queue_size),
                 queue_full_wait: seconds("queue_full_wait", queue_full_wait)?,

@@ -3,7 +3,7 @@
 //! timers, hands requests to the delivery lanes (`lane/`), and joins the results of both
 //! destinations into exactly one outcome per message. It never touches the network.
 
-use crate::delivery::batch::Batcher;
+use crate::delivery::batch::{Batcher, RequestLimit};
 use crate::delivery::command::Command;
 use crate::delivery::inbox::{Mailbox, SpoolOps, Wake};
 use crate::delivery::job::{Batch, Job};
@@ -120,6 +120,7 @@ impl Scheduler {
                 config.workers,
                 config.max_in_flight,
                 config.retry,
+                RequestLimit::of(config),
             )
         };
         let mut lanes = vec![lane(0, "ingestion".into(), &report_tx)];
@@ -238,16 +239,15 @@ impl Scheduler {
     }
 
     /// Unread ingestion messages the scheduler may leave in the channel before a sender
-    /// must wake it: those that fill the open batch, and while the ingestion lane holds
-    /// closed batches for a young request (its fill rule), as many more as that request's
-    /// successor could take. The young request's answer wakes the scheduler anyway, and so
-    /// does its turning slow (the instant returned, a deadline then): it reads everything
-    /// at once, one wake instead of one per batch.
+    /// must wake it: those that fill the open batch, or while the ingestion lane holds
+    /// closed batches for a young request (its fill rule), as many as that request's
+    /// successor could take ([`Batcher::unread_room`]). The young request's answer wakes
+    /// the scheduler anyway, and so does its turning slow (the instant returned, a deadline
+    /// then): it reads everything at once, one wake instead of one per batch.
     fn room(&self, now: Instant) -> (usize, Option<Instant>) {
-        let room = self.batcher.room();
         match self.lanes[0].fill_room(now) {
-            Some((bytes, turns)) => (room + self.batcher.messages_in(bytes), Some(turns)),
-            None => (room, None),
+            Some((next, turns)) => (self.batcher.unread_room(Some(next)), Some(turns)),
+            None => (self.batcher.unread_room(None), None),
         }
     }
 
