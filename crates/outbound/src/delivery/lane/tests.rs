@@ -211,11 +211,8 @@ fn burst(l: &mut Lane, at: Instant) -> usize {
 }
 
 fn batch(seq: u64) -> Job {
-    Job::Batch(Batch {
-        msgs: vec![(seq, Element::own(Body::from_static(b"{}")))],
-        first: None,
-        attempts: 0,
-    })
+    let msgs = vec![(seq, Element::own(Body::from_static(b"{}")))];
+    Job::Batch(Batch::new(msgs, None, 0))
 }
 
 fn carried(job: &Job) -> usize {
@@ -226,11 +223,8 @@ fn carried(job: &Job) -> usize {
 }
 
 fn sized_batch(seq: u64, bytes: usize, attempts: u32) -> Job {
-    Job::Batch(Batch {
-        msgs: vec![(seq, Element::own(Body::from(vec![b'1'; bytes])))],
-        first: None,
-        attempts,
-    })
+    let msgs = vec![(seq, Element::own(Body::from(vec![b'1'; bytes])))];
+    Job::Batch(Batch::new(msgs, None, attempts))
 }
 
 /// A lane whose client set `max_batch_messages` high (joining on).
