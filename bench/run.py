@@ -3,7 +3,13 @@
 Starts one receiver on 127.0.0.1, then runs every case for every library in alternation
 (round 1: each library once, in a rotating order; round 2: ...), each run in its own process,
 all against that receiver. Writes bench/results/latest.json and bench/results/ratios.png and
-prints the table. Exits non-zero if any run failed (a crash, a timeout, a missing message).
+prints the table. Exits non-zero if any run failed (a crash, a timeout, a missing message),
+or if two runs compared at equal batch sizes did not use the same batch size.
+
+Every comparison with a peer is made twice (design §11, issue 42): at equal batch sizes (the
+most messages one request carries: outbound's `flush_at` set to the peer's default, 100 for
+the Python peers and 250 for analytics-go v3 and v2), and default against default (outbound's
+20 against the peer's own), each row labelled. A variant `LIB@B` is LIB run with batch size B.
 """
 
 from __future__ import annotations
@@ -21,11 +27,11 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Tuple
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
-PY_LIBS = ["outbound", "segment", "posthog"]
+PY_PEERS = ["segment", "posthog"]
 PEER_NAMES = {
     "outbound": "outbound",
     "segment": "segment-analytics-python",
@@ -34,9 +40,33 @@ PEER_NAMES = {
     "outbound-go": "outbound (Go package)",
     "go-v2": "analytics-go v2 (v2.0.0)",
     "outbound-go-v2": "outbound (Go v2 package)",
-    "outbound-flush100": "outbound, flush_at=100",
     "outbound-spool": "outbound with a spool",
 }
+# Each peer's default batch size, and the outbound variant run at it: (peer, ours at equal
+# batch size, ours at its default). The runs report the batch size they used, and the
+# summary refuses a pair whose sizes differ.
+PY_PAIRS = [("segment", "outbound@100", "outbound"), ("posthog", "outbound@100", "outbound"),
+            ("go", "outbound@250", "outbound")]
+GO_PAIRS = [("go", "outbound-go@250", "outbound-go"), ("go-v2", "outbound-go-v2@250", "outbound-go-v2")]
+CALLER_LIBS = ["outbound@100", "outbound", "segment", "posthog", "outbound-spool"]
+E2E_LIBS = ["outbound@100", "outbound@250", "outbound", "segment", "posthog", "outbound-spool"]
+MEMORY_LIBS = ["outbound@100", "outbound", "segment", "posthog"]
+
+
+def split(variant: str) -> Tuple[str, int]:
+    """("outbound", 100) for "outbound@100"; batch 0: the library's default."""
+    lib, _, batch = variant.partition("@")
+    return lib, int(batch or 0)
+
+
+def name(variant: str, batch: Optional[int] = None) -> str:
+    """A row's label: the library and the batch size it ran with (`batch`: as measured)."""
+    lib, b = split(variant)
+    size = batch or b
+    if not size:
+        return PEER_NAMES[lib]
+    return f"{PEER_NAMES[lib]}, batch {size}" + ("" if b else " (its default)")
+
 
 # go_rounds: the Go programs' end-to-end rounds. A round of the four takes about 2 s and one
 # program's rate moves by about ±10 % between rounds on a 2-core machine, so five rounds made
@@ -207,14 +237,17 @@ def main() -> int:
             r["receiver_cpu_s"] = after["cpu_s"] - before["cpu_s"]
         return r
 
-    def py_run(case: str, lib: str, n: int, **kw: Any) -> Optional[Dict[str, Any]]:
+    def py_run(case: str, variant: str, n: int, **kw: Any) -> Optional[Dict[str, Any]]:
         before = rcv.reset()
+        lib, batch = split(variant)
         cmd = [py, runner, case, lib, "--port", str(rcv.port), "-n", str(n),
-               "--timeout", str(P["run_timeout"] * 0.8)]
+               "--timeout", str(P["run_timeout"] * 0.8), "--batch", str(batch)]
         for k, v in kw.items():
             cmd += [f"--{k.replace('_', '-')}", str(v)]
-        r = run_json(cmd, f"{case}/{lib}" + (f"/{kw['urls']}url" if "urls" in kw else ""),
+        r = run_json(cmd, f"{case}/{variant}" + (f"/{kw['urls']}url" if "urls" in kw else ""),
                      P["run_timeout"])
+        if r is not None:
+            r["lib"] = variant
         return with_receiver(r, before)
 
     def load(url: str, seconds: float, conns: int, body: Optional[str] = None,
@@ -273,7 +306,7 @@ def main() -> int:
     # -- Python caller cost ----------------------------------------------------------------
     log("-- caller cost")
     for r in range(0 if a.only_go else P["rounds"]):
-        for lib in rotate(PY_LIBS + ["outbound-spool"], r):
+        for lib in rotate(CALLER_LIBS, r):
             x = py_run("caller", lib, P["caller_n"])
             if x:
                 runs["caller"].append(x)
@@ -281,21 +314,24 @@ def main() -> int:
 
     # -- end to end (Python peers and the Go peer) -----------------------------------------
     log("-- end to end")
-    # outbound-flush100: informational, outbound with the peers' batch size (100) instead of
-    # its default 20, to show what the batch size costs on loopback.
+    # outbound@100 and outbound@250: outbound at the Python peers' and analytics-go's batch
+    # sizes (the equal-size rows); outbound: its default 20 (default against default).
     # outbound-go-v2: the same program as outbound-go, through bindings/go/v2 (-api v2).
-    go_bins = {lib: cmd for lib, cmd in (("go", [a.go_bin]), ("outbound-go", [a.outbound_go_bin]),
+    # The Go programs take -batch (0: the library's default).
+    go_cmds = {lib: cmd for lib, cmd in (("go", [a.go_bin]), ("outbound-go", [a.outbound_go_bin]),
                                          ("go-v2", [a.go_v2_bin]),
                                          ("outbound-go-v2", [a.outbound_go_bin, "-api", "v2"])) if cmd[0]}
+    go_bins = {v: go_cmds[split(v)[0]] + ["-batch", str(split(v)[1])]
+               for pair in GO_PAIRS for v in pair if split(v)[0] in go_cmds}
     # outbound-spool: the cost of durable delivery (issue 11: end to end ≥ 50 % of memory-only,
     # caller cost unchanged within noise).
-    e2e_libs = ([] if a.only_go else PY_LIBS + ["outbound-flush100", "outbound-spool"]) + list(go_bins)
+    e2e_libs = ([] if a.only_go else E2E_LIBS) + list(go_bins)
     # The Go programs go on alone after the others' rounds (go_rounds ≥ e2e_rounds).
     for r in range(max(P["e2e_rounds"], P["go_rounds"] if go_bins else 0)):
         libs = e2e_libs if r < P["e2e_rounds"] else list(go_bins)
         for lib in rotate(libs, r):
             if lib in go_bins:
-                # The Go programs (bench/go, bench/outbound-go) take the same flags.
+                # The Go programs (bench/go, bench/go-v2, bench/outbound-go) take the same flags.
                 before = rcv.reset()
                 x = with_receiver(run_json(go_bins[lib] + ["-endpoint", rcv.url, "-n", str(P["e2e_n"]),
                                             "-timeout", str(P["run_timeout"] * 0.8)],
@@ -352,7 +388,7 @@ def main() -> int:
     # -- memory: 100,000 messages queued behind a receiver that never answers --------------
     log("-- memory")
     for r in range(0 if a.only_go else 1 if a.smoke else 2):
-        for lib in rotate(PY_LIBS, r):
+        for lib in rotate(MEMORY_LIBS, r):
             x = py_run("memory", lib, P["mem_n"], stall_port=rcv.stall_port)
             if x:
                 runs["memory"].append(x)
@@ -367,16 +403,16 @@ def main() -> int:
     res["summary"] = summarize(res)
     res["failures"] = failures
     # A Go-only run never overwrites the results of a whole run.
-    name = "go-latest.json" if a.only_go else "latest.json"
-    (out_dir / name).write_text(json.dumps(res, indent=2) + "\n")
+    result_file = "go-latest.json" if a.only_go else "latest.json"
+    (out_dir / result_file).write_text(json.dumps(res, indent=2) + "\n")
     table = render_table(res)
     print(table)
     if a.only_go:
-        log(f"wrote {out_dir / name}")
+        log(f"wrote {out_dir / result_file}")
     else:
         try:
             plot(res, out_dir / "ratios.png")
-            log(f"wrote {out_dir / name} and {out_dir / 'ratios.png'}")
+            log(f"wrote {out_dir / result_file} and {out_dir / 'ratios.png'}")
         except Exception as e:  # noqa: BLE001
             failures.append(f"plot: {type(e).__name__}: {e}")
     if failures:
@@ -385,52 +421,76 @@ def main() -> int:
     return 0
 
 
+def batch_of(xs: List[Dict[str, Any]], variant: str) -> Optional[int]:
+    """The batch size the runs of `variant` used (each run reports it); a failure when they
+    disagree."""
+    sizes = {x.get("batch") for x in xs}
+    if len(sizes) > 1:
+        failures.append(f"{variant}: runs used different batch sizes {sorted(map(str, sizes))}")
+    return sizes.pop() if len(sizes) == 1 else None
+
+
+def same_batch(s: Dict[str, Any], case: str, ours: str, peer: str) -> bool:
+    """Whether the equal-size pair did run at one batch size (a failure if not)."""
+    a, b = s[case][ours].get("batch"), s[case][peer].get("batch")
+    if a != b:
+        failures.append(f"{case}: {ours} ran at batch {a}, {peer} at {b}: not an equal-size pair")
+    return bool(a == b)
+
+
 def summarize(res: Dict[str, Any]) -> Dict[str, Any]:
     runs = res["runs"]
-    s: Dict[str, Any] = {"caller": {}, "e2e": {}, "webhooks": {}, "memory": {}}
-    for lib in PY_LIBS + ["outbound-spool"]:
-        xs = [x["us_per_call"] for x in runs["caller"] if x["lib"] == lib]
-        if xs:
-            s["caller"][lib] = {"us_per_call": med(xs), "spread": spread(xs), "rounds": len(xs)}
-    for lib in PY_LIBS + ["outbound-flush100", "outbound-spool", "go", "outbound-go", "go-v2", "outbound-go-v2"]:
+    s: Dict[str, Any] = {"caller": {}, "e2e": {}, "webhooks": {}, "memory": {}, "ratios": {}}
+    for lib in sorted({x["lib"] for x in runs["caller"]}):
+        xs = [x for x in runs["caller"] if x["lib"] == lib]
+        us = [x["us_per_call"] for x in xs]
+        s["caller"][lib] = {"us_per_call": med(us), "spread": spread(us), "rounds": len(xs),
+                            "batch": batch_of(xs, lib)}
+    for lib in sorted({x["lib"] for x in runs["e2e"]}):
         xs = [x for x in runs["e2e"] if x["lib"] == lib]
-        if xs:
-            s["e2e"][lib] = {
-                "us_per_call": med([x["calls_s"] / x["n"] * 1e6 for x in xs]) if "calls_s" in xs[0] else None,
-                "msgs_per_s": med([x["msgs_per_s"] for x in xs]),
-                "spread": spread([x["msgs_per_s"] for x in xs]),
-                "cpu_s": med([x["cpu_s"] for x in xs]),
-                "maxrss": max(x["maxrss"] for x in xs),
-                "receiver_busy": med([x["receiver_cpu_s"] / x["seconds"] for x in xs]),
-                # HTTP requests the receiver took for the 100,000 messages (batches).
-                "requests": med([x["receiver"]["requests"] for x in xs]) if "receiver" in xs[0] else None,
-                "lost": max(x.get("lost", 0) for x in xs),
-                "rounds": len(xs),
-            }
-    ob = s["caller"].get("outbound")
-    for lib in ("segment", "posthog"):
-        if ob and lib in s["caller"]:
-            s["caller"][lib]["ratio"] = s["caller"][lib]["us_per_call"] / ob["us_per_call"]
-    oe = s["e2e"].get("outbound")
-    for lib in ("segment", "posthog", "go"):
-        if oe and lib in s["e2e"]:
-            p = s["e2e"][lib]
-            p["throughput_ratio"] = oe["msgs_per_s"] / p["msgs_per_s"]
-            p["cpu_ratio"] = p["cpu_s"] / oe["cpu_s"] if oe["cpu_s"] else None
-            p["rss_ratio"] = p["maxrss"] / oe["maxrss"]
-    # The Go package against analytics-go v3: the same event from Go, end to end.
-    # And the v2 package against analytics-go v2.
-    for key, ours, peer in (("go", "outbound-go", "go"), ("go-v2", "outbound-go-v2", "go-v2")):
-        og, ag = s["e2e"].get(ours), s["e2e"].get(peer)
-        if og and ag:
+        s["e2e"][lib] = {
+            "us_per_call": med([x["calls_s"] / x["n"] * 1e6 for x in xs]) if "calls_s" in xs[0] else None,
+            "msgs_per_s": med([x["msgs_per_s"] for x in xs]),
+            "spread": spread([x["msgs_per_s"] for x in xs]),
+            "cpu_s": med([x["cpu_s"] for x in xs]),
+            "maxrss": max(x["maxrss"] for x in xs),
+            "receiver_busy": med([x["receiver_cpu_s"] / x["seconds"] for x in xs]),
+            # HTTP requests the receiver took for the 100,000 messages (batches).
+            "requests": med([x["receiver"]["requests"] for x in xs]) if "receiver" in xs[0] else None,
+            "lost": max(x.get("lost", 0) for x in xs),
+            "rounds": len(xs),
+            "batch": batch_of(xs, lib),
+        }
+    # Outbound against each peer: at equal batch sizes, and default against default.
+    for case in ("caller", "e2e"):
+        c = s[case]
+        for kind, pick in (("equal", 1), ("default", 2)):
+            out = s["ratios"].setdefault(case, {}).setdefault(kind, {})
+            for pair in PY_PAIRS:
+                peer, ours = pair[0], pair[pick]
+                if peer not in c or ours not in c or (kind == "equal" and not same_batch(s, case, ours, peer)):
+                    continue
+                if case == "caller":
+                    out[peer] = {"ours": ours, "ratio": c[peer]["us_per_call"] / c[ours]["us_per_call"]}
+                else:
+                    out[peer] = {"ours": ours, "throughput": c[ours]["msgs_per_s"] / c[peer]["msgs_per_s"],
+                                 "cpu": c[peer]["cpu_s"] / c[ours]["cpu_s"] if c[ours]["cpu_s"] else None,
+                                 "rss": c[peer]["maxrss"] / c[ours]["maxrss"]}
+    # The Go packages against analytics-go v3 and v2: at equal batch sizes ("go", "go-v2"),
+    # and default against default ("go-default", "go-v2-default").
+    by_round = {(x["lib"], x["round"]): x for x in runs["e2e"] if "round" in x}
+    for peer, equal, default in GO_PAIRS:
+        for key, ours in ((peer, equal), (f"{peer}-default", default)):
+            og, ag = s["e2e"].get(ours), s["e2e"].get(peer)
+            if not (og and ag) or (key == peer and not same_batch(s, "e2e", ours, peer)):
+                continue
             # Each round's ratio of the pair: the two ran back to back in that round, so what
             # slowed the machine for a while slows both (the verdict's figure).
-            by_round = {(x["lib"], x["round"]): x for x in runs["e2e"] if "round" in x}
             pairs = [(by_round[(ours, r)], by_round[(peer, r)]) for (lib, r) in by_round
                      if lib == ours and (peer, r) in by_round]
             tp = sorted(o["msgs_per_s"] / p["msgs_per_s"] for o, p in pairs)
             cp = sorted(p["calls_s"] / o["calls_s"] for o, p in pairs if o.get("calls_s") and p.get("calls_s"))
-            s[key] = {"throughput_ratio": og["msgs_per_s"] / ag["msgs_per_s"],
+            s[key] = {"ours": ours, "peer": peer, "throughput_ratio": og["msgs_per_s"] / ag["msgs_per_s"],
                       "paired_throughput_ratio": med(tp), "paired_min": tp[0] if tp else None,
                       "paired_max": tp[-1] if tp else None, "pairs": len(tp),
                       "paired_below_2": sum(1 for t in tp if t < 2),
@@ -463,13 +523,13 @@ def summarize(res: Dict[str, Any]) -> Dict[str, Any]:
         x = ob_e2e[0]
         bytes_per_msg = x["body_bytes"] / x["received"]
     s["memory"]["wire_bytes_per_message"] = bytes_per_msg
-    for lib in PY_LIBS:
+    for lib in MEMORY_LIBS:
         xs = [x for x in runs["memory"] if x["lib"] == lib]
         if xs:
             grow = max(x["rss_after"] - x["rss_before"] for x in xs)
             n = xs[0]["n"]
             s["memory"][lib] = {"maxrss": max(x["maxrss"] for x in xs), "queue_rss": grow,
-                                "bytes_per_message": grow / n,
+                                "bytes_per_message": grow / n, "batch": batch_of(xs, lib),
                                 "vs_wire": (grow / n) / bytes_per_msg if bytes_per_msg else None}
     return s
 
@@ -481,25 +541,33 @@ def fmt(x: Optional[float], spec: str = ",.0f") -> str:
 def render_go_table(res: Dict[str, Any]) -> List[str]:
     s = res["summary"]
     L = ["| Go, end to end (first call → receiver has every id) | msg/s (median) | spread | CPU s | peak RSS MiB "
-         "| µs per call | outbound × throughput | × µs per call | × CPU | × RSS |",
-         "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
-    for ours, peer, key in (("outbound-go", "go", "go"), ("outbound-go-v2", "go-v2", "go-v2")):
-        g = s.get(key, {})
-        for lib in (ours, peer):
+         "| µs per call | requests |",
+         "|---|---:|---:|---:|---:|---:|---:|"]
+    for peer, equal, default in GO_PAIRS:
+        for lib in (equal, default, peer):
             e = s["e2e"].get(lib)
             if not e:
                 continue
-            other = lib == peer
             lost = f" (lost {e['lost']:,} at Close)" if e.get("lost") else ""
-            L.append(f"| {PEER_NAMES[lib]}{lost} | {e['msgs_per_s']:,.0f} | {fmt(e['spread'], '.0%')} | {e['cpu_s']:.2f} | "
-                     f"{e['maxrss'] / 2**20:.1f} | {fmt(e.get('us_per_call'), '.2f')} | "
-                     f"{fmt(g.get('throughput_ratio'), '.2f') if other else '—'} | "
-                     f"{fmt(g.get('call_ratio'), '.2f') if other else '—'} | "
-                     f"{fmt(g.get('cpu_ratio'), '.2f') if other else '—'} | {fmt(g.get('rss_ratio'), '.2f') if other else '—'} |")
+            L.append(f"| {name(lib, e.get('batch'))}{lost} | {e['msgs_per_s']:,.0f} | {fmt(e['spread'], '.0%')} | "
+                     f"{e['cpu_s']:.2f} | {e['maxrss'] / 2**20:.1f} | {fmt(e.get('us_per_call'), '.2f')} | "
+                     f"{fmt(e.get('requests'))} |")
+    L += ["", "| outbound's Go package ÷ analytics-go | batch sizes | × throughput (median of the rounds' ratios) "
+          "| range | × µs per call | × CPU | × RSS |", "|---|---|---:|---:|---:|---:|---:|"]
+    for key, what in (("go", "v3 package ÷ analytics-go v3"), ("go-v2", "v2 package ÷ analytics-go v2")):
+        for k, how in ((key, "equal"), (f"{key}-default", "default against default")):
+            g = s.get(k)
+            if not g:
+                continue
+            sizes = f"{s['e2e'][g['ours']].get('batch')} and {s['e2e'][g['peer']].get('batch')}"
+            L.append(f"| {what}, {how} | {sizes} | {fmt(g.get('paired_throughput_ratio'), '.2f')} | "
+                     f"{fmt(g.get('paired_min'), '.2f')}–{fmt(g.get('paired_max'), '.2f')} | "
+                     f"{fmt(g.get('paired_call_ratio') or g.get('call_ratio'), '.2f')} | "
+                     f"{fmt(g.get('cpu_ratio'), '.2f')} | {fmt(g.get('rss_ratio'), '.2f')} |")
     # Issue 27's goals: each package ≥ 2× its analytics-go counterpart end to end, cheaper per
-    # call; the v2 package with less memory than analytics-go v2. The throughput verdict is
-    # the median of the rounds' own ratios (each pair ran back to back); the ratio of the
-    # medians is printed beside it.
+    # call; the v2 package with less memory than analytics-go v2. Judged at equal batch sizes
+    # (issue 42); the throughput verdict is the median of the rounds' own ratios (each pair
+    # ran back to back).
     for key, what in (("go", "Go package ÷ analytics-go v3"), ("go-v2", "Go v2 package ÷ analytics-go v2")):
         g = s.get(key)
         if not g:
@@ -508,7 +576,8 @@ def render_go_table(res: Dict[str, Any]) -> List[str]:
         cr = g.get("paired_call_ratio") or g.get("call_ratio") or 0
         fast = tr >= 2 and cr > 1
         L.append("")
-        L.append(f"{what}: end to end {tr:.2f}× (median of {g.get('pairs', 1)} rounds' ratios, "
+        L.append(f"{what}, equal batch sizes ({s['e2e'][g['ours']].get('batch')}): end to end {tr:.2f}× "
+                 f"(median of {g.get('pairs', 1)} rounds' ratios, "
                  f"{fmt(g.get('paired_min'), '.2f')}–{fmt(g.get('paired_max'), '.2f')}, "
                  f"{g.get('paired_below_2', 0)} below 2×; ratio of the medians {g['throughput_ratio']:.2f}×; goal ≥ 2×), "
                  f"µs per call {cr:.2f}× lower — {'MET' if fast else 'MISSED'}"
@@ -518,14 +587,14 @@ def render_go_table(res: Dict[str, Any]) -> List[str]:
 
 
 def render_spool_table(res: Dict[str, Any]) -> List[str]:
-    """The cost of durable delivery: outbound with and without a spool, same run."""
+    """The cost of durable delivery: outbound with and without a spool, same run, same batch."""
     s = res["summary"]
     mc, sc = s["caller"].get("outbound"), s["caller"].get("outbound-spool")
     me, se = s["e2e"].get("outbound"), s["e2e"].get("outbound-spool")
     if not (mc and sc and me and se):
         return []
     return ["",
-            "| Durable delivery (outbound, same run) | caller µs/call (median) | spread | end to end msg/s (median) | spread | CPU s | peak RSS MiB |",
+            "| Durable delivery (outbound, same run, batch 20 each) | caller µs/call (median) | spread | end to end msg/s (median) | spread | CPU s | peak RSS MiB |",
             "|---|---:|---:|---:|---:|---:|---:|",
             f"| memory only | {mc['us_per_call']:.2f} | {fmt(mc['spread'], '.0%')} | {me['msgs_per_s']:,.0f} | "
             f"{fmt(me['spread'], '.0%')} | {me['cpu_s']:.2f} | {me['maxrss'] / 2**20:.1f} |",
@@ -533,6 +602,20 @@ def render_spool_table(res: Dict[str, Any]) -> List[str]:
             f"{fmt(se['spread'], '.0%')} | {se['cpu_s']:.2f} | {se['maxrss'] / 2**20:.1f} |",
             f"| spool ÷ memory only | {sc['us_per_call'] / mc['us_per_call']:.2f} | | "
             f"{se['msgs_per_s'] / me['msgs_per_s']:.0%} | | {se['cpu_s'] / me['cpu_s']:.2f} | |"]
+
+
+def ratio_rows(s: Dict[str, Any], case: str) -> List[str]:
+    """outbound against each peer, at equal batch sizes and default against default."""
+    L = []
+    for kind, how in (("equal", "equal batch sizes"), ("default", "default against default")):
+        for peer, r in s["ratios"].get(case, {}).get(kind, {}).items():
+            sizes = f"{s[case][r['ours']].get('batch')} and {s[case][peer].get('batch')}"
+            if case == "caller":
+                L.append(f"| {PEER_NAMES[peer]} ÷ outbound, {how} | {sizes} | {r['ratio']:.1f} |")
+            else:
+                L.append(f"| outbound ÷ {PEER_NAMES[peer]}, {how} | {sizes} | {r['throughput']:.1f} | "
+                         f"{fmt(r['cpu'], '.1f')} | {r['rss']:.1f} |")
+    return L
 
 
 def render_table(res: Dict[str, Any]) -> str:
@@ -544,30 +627,23 @@ def render_table(res: Dict[str, Any]) -> str:
     L.append("")
     if res.get("only_go"):
         return "\n".join(L + render_go_table(res))
-    L.append("| Python caller cost (track) | µs per call (median) | spread | outbound is ×  lower |")
-    L.append("|---|---:|---:|---:|")
-    for lib in PY_LIBS:
+    L.append("| Python caller cost (track) | µs per call (median) | spread |")
+    L.append("|---|---:|---:|")
+    for lib in CALLER_LIBS[:-1]:
         c = s["caller"].get(lib)
         if c:
-            L.append(f"| {PEER_NAMES[lib]} | {c['us_per_call']:.2f} | {fmt(c['spread'], '.0%')} | "
-                     f"{fmt(c.get('ratio'), '.1f') if lib != 'outbound' else '—'} |")
+            L.append(f"| {name(lib, c.get('batch'))} | {c['us_per_call']:.2f} | {fmt(c['spread'], '.0%')} |")
+    L += ["", "| caller cost | batch sizes | × lower for outbound |", "|---|---|---:|"] + ratio_rows(s, "caller")
     L.append("")
-    L.append("| End to end (first call → receiver has every id) | msg/s (median) | spread | CPU s | peak RSS MiB | requests | outbound × throughput | × CPU | × RSS |")
-    L.append("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
-    for lib in PY_LIBS + ["go"]:
+    L.append("| End to end (first call → receiver has every id) | msg/s (median) | spread | CPU s | peak RSS MiB | requests |")
+    L.append("|---|---:|---:|---:|---:|---:|")
+    for lib in E2E_LIBS[:-1] + ["go"]:
         e = s["e2e"].get(lib)
         if e:
-            other = lib != "outbound"
-            L.append(f"| {PEER_NAMES[lib]} | {e['msgs_per_s']:,.0f} | {fmt(e['spread'], '.0%')} | {e['cpu_s']:.2f} | "
-                     f"{e['maxrss'] / 2**20:.1f} | {fmt(e.get('requests'))} | "
-                     f"{fmt(e.get('throughput_ratio'), '.1f') if other else '—'} | "
-                     f"{fmt(e.get('cpu_ratio'), '.1f') if other else '—'} | {fmt(e.get('rss_ratio'), '.1f') if other else '—'} |")
-    v = s["e2e"].get("outbound-flush100")
-    seg = s["e2e"].get("segment")
-    if v and seg:
-        L.append(f"| (informational) outbound with flush_at=100, the peers' batch size | {v['msgs_per_s']:,.0f} | "
-                 f"{fmt(v['spread'], '.0%')} | {v['cpu_s']:.2f} | {v['maxrss'] / 2**20:.1f} | {fmt(v.get('requests'))} | "
-                 f"{v['msgs_per_s'] / seg['msgs_per_s']:.1f} vs segment | | |")
+            L.append(f"| {name(lib, e.get('batch'))} | {e['msgs_per_s']:,.0f} | {fmt(e['spread'], '.0%')} | "
+                     f"{e['cpu_s']:.2f} | {e['maxrss'] / 2**20:.1f} | {fmt(e.get('requests'))} |")
+    L += ["", "| end to end | batch sizes | outbound × throughput | × CPU | × RSS |", "|---|---|---:|---:|---:|"]
+    L += ratio_rows(s, "e2e")
     if s["e2e"].get("outbound-go"):
         L.append("")
         L.extend(render_go_table(res))
@@ -587,10 +663,10 @@ def render_table(res: Dict[str, Any]) -> str:
     n = res["params"]["mem_n"]
     L.append(f"| Memory: {n:,} messages queued, receiver never answers | peak RSS MiB | queue growth MiB | bytes/message | × wire bytes |")
     L.append("|---|---:|---:|---:|---:|")
-    for lib in PY_LIBS:
+    for lib in MEMORY_LIBS:
         x = m.get(lib)
         if x:
-            L.append(f"| {PEER_NAMES[lib]} | {x['maxrss'] / 2**20:.1f} | {x['queue_rss'] / 2**20:.1f} | "
+            L.append(f"| {name(lib, x.get('batch'))} | {x['maxrss'] / 2**20:.1f} | {x['queue_rss'] / 2**20:.1f} | "
                      f"{x['bytes_per_message']:,.0f} | {fmt(x['vs_wire'], '.2f')} |")
     L.append(f"| (wire bytes of one message in a batch body) | | | {fmt(m.get('wire_bytes_per_message'))} | 1.0 |")
     L.append("")
@@ -599,7 +675,7 @@ def render_table(res: Dict[str, Any]) -> str:
     busy = {lib: e.get("receiver_busy") for lib, e in s["e2e"].items()}
     L.append(f"Receiver capacity: {fmt(cap)} unique ids/s (load generator, 100-message batches); "
              f"fastest library end to end: {fmt(best)} msg/s. Receiver CPU while serving (share of one core): "
-             + ", ".join(f"{PEER_NAMES[k]} {fmt(v, '.0%')}" for k, v in busy.items())
+             + ", ".join(f"{name(k, s['e2e'][k].get('batch'))} {fmt(v, '.0%')}" for k, v in busy.items())
              + f"; at the loopback limit {fmt(w.get('limit_receiver_busy'), '.0%')}.")
     L.append("")
     L.append("Targets:" if res["mode"] == "full" else
@@ -610,23 +686,31 @@ def render_table(res: Dict[str, Any]) -> str:
 
 
 def targets(res: Dict[str, Any]) -> List[str]:
-    """Issue #13's targets (and issue #11's for the spool), judged on this run's medians."""
+    """Issue #13's targets (and issue #11's for the spool), judged on this run's medians; each
+    comparison with a peer at equal batch sizes, then default against default (issue 42)."""
     s = res["summary"]
     out = []
 
     def line(text: str, ok: bool) -> None:
         out.append(f"{text} — " + ("MET" if ok else "MISSED"))
 
-    oc, sc = s["caller"].get("outbound", {}).get("us_per_call"), s["caller"].get("segment", {}).get("ratio")
-    line(f"1. caller cost ≤ 2.5 µs per call and ≥ 18× below segment-analytics-python: "
-         f"{fmt(oc, '.2f')} µs, {fmt(sc, '.1f')}×", bool(oc and sc and oc <= 2.5 and sc >= 18))
-    go = s["e2e"].get("go", {}).get("msgs_per_s")
-    for lib, floor, what in (("outbound-flush100", 250_000, "batch size 100"),
-                             ("outbound", 200_000, "the default flush_at=20")):
-        e = s["e2e"].get(lib, {}).get("msgs_per_s")
-        r = e / go if e and go else None
-        line(f"2. end to end with {what} ≥ {floor:,} msg/s and ≥ 2× analytics-go v3: "
-             f"{fmt(e)} msg/s, {fmt(r, '.2f')}×", bool(e and r and e >= floor and r >= 2))
+    for kind, how in (("equal", "equal batch sizes"), ("default", "default against default")):
+        r = s["ratios"].get("caller", {}).get(kind, {}).get("segment")
+        oc = s["caller"].get(r["ours"], {}).get("us_per_call") if r else None
+        sizes = f"{s['caller'][r['ours']].get('batch')} and {s['caller']['segment'].get('batch')}" if r else "n/a"
+        line(f"1. caller cost ≤ 2.5 µs per call and ≥ 18× below segment-analytics-python, {how} "
+             f"({sizes}): {fmt(oc, '.2f')} µs, {fmt(r and r['ratio'], '.1f')}×",
+             bool(oc and r and oc <= 2.5 and r["ratio"] >= 18))
+    e100 = s["e2e"].get("outbound@100", {}).get("msgs_per_s")
+    line(f"2. end to end at batch 100 ≥ 250,000 msg/s: {fmt(e100)} msg/s", bool(e100 and e100 >= 250_000))
+    for kind, how, floor in (("equal", "equal batch sizes", 0), ("default", "default against default", 200_000)):
+        r = s["ratios"].get("e2e", {}).get(kind, {}).get("go")
+        e = s["e2e"].get(r["ours"], {}).get("msgs_per_s") if r else None
+        sizes = f"{s['e2e'][r['ours']].get('batch')} and {s['e2e']['go'].get('batch')}" if r else "n/a"
+        floor_text = f" ≥ {floor:,} msg/s and" if floor else ""
+        line(f"2. end to end{floor_text} ≥ 2× analytics-go v3, {how} ({sizes}): "
+             f"{fmt(e)} msg/s, {fmt(r and r['throughput'], '.2f')}×",
+             bool(e and r and e >= floor and r["throughput"] >= 2))
     for urls in (1, 5):
         w = s["webhooks"].get(str(urls), {}).get("of_limit")
         line(f"3. signed webhooks to {urls} URL{'s' if urls > 1 else ''} ≥ 50% of the loopback limit: "
@@ -648,24 +732,20 @@ def plot(res: Dict[str, Any], path: Path) -> None:
 
     s = res["summary"]
     short = {"segment": "segment-analytics-python", "posthog": "posthog", "go": "analytics-go (Go)"}
-    rows = []  # (label, value, is_target_metric)
-    for lib in ("segment", "posthog"):
-        r = s["caller"].get(lib, {}).get("ratio")
-        if r:
-            rows.append((f"caller cost: {short[lib]} ÷ outbound", r, lib == "segment"))
-    for lib in ("segment", "posthog", "go"):
-        r = s["e2e"].get(lib, {}).get("throughput_ratio")
-        if r:
-            rows.append((f"end-to-end msg/s: outbound ÷ {short[lib]}", r, lib == "segment"))
-    for lib in ("segment", "posthog", "go"):
-        r = s["e2e"].get(lib, {}).get("cpu_ratio")
-        if r:
-            rows.append((f"end-to-end CPU s: {short[lib]} ÷ outbound", r, False))
-    for key, label in (("throughput_ratio", "end-to-end msg/s: outbound-go ÷ analytics-go"),
-                       ("cpu_ratio", "end-to-end CPU s: analytics-go ÷ outbound-go")):
-        r = s.get("go", {}).get(key)
-        if r:
-            rows.append((label, r, False))
+    rows = []  # (label, value, is_target_metric): equal batch sizes, then default against default
+    for kind, how in (("equal", "equal batch"), ("default", "defaults")):
+        ratios = s["ratios"]
+        for lib, r in ratios.get("caller", {}).get(kind, {}).items():
+            rows.append((f"caller cost: {short[lib]} ÷ outbound ({how})", r["ratio"], lib == "segment"))
+        for lib, r in ratios.get("e2e", {}).get(kind, {}).items():
+            rows.append((f"end-to-end msg/s: outbound ÷ {short[lib]} ({how})", r["throughput"], lib == "segment"))
+            if r["cpu"]:
+                rows.append((f"end-to-end CPU s: {short[lib]} ÷ outbound ({how})", r["cpu"], False))
+        g = s.get("go" if kind == "equal" else "go-default", {})
+        for key, label in (("throughput_ratio", f"end-to-end msg/s: outbound-go ÷ analytics-go ({how})"),
+                           ("cpu_ratio", f"end-to-end CPU s: analytics-go ÷ outbound-go ({how})")):
+            if g.get(key):
+                rows.append((label, g[key], False))
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(12, 0.5 * max(len(rows), 4) + 1.8),
                                    gridspec_kw={"width_ratios": [3, 1]})
     ys = list(range(len(rows)))[::-1]

@@ -1,9 +1,12 @@
 """One measurement of one library in its own process (so CPU and peak RSS are its own).
 
-    python bench/runner.py CASE LIB --port P [--stall-port S] [-n N] [--urls K]
+    python bench/runner.py CASE LIB --port P [--stall-port S] [-n N] [--urls K] [--batch B]
 
 CASE: caller | e2e | memory | webhooks.
-LIB: outbound | outbound-flush100 | outbound-spool (outbound with a spool) | segment | posthog.
+LIB: outbound | outbound-spool (outbound with a spool) | segment | posthog.
+--batch: the most messages one request carries (outbound `flush_at`, segment-analytics-python
+`upload_size`, posthog `flush_at`); 0, the default: the library's own. The JSON line says the
+batch size the run used (`batch`), read back from the client.
 Prints one JSON line on stdout and leaves with os._exit (no library's exit hook may wait on
 a receiver that does not answer). Run by bench/run.py; the receiver is reset before each run.
 """
@@ -68,18 +71,21 @@ def wait_for(port: int, n: int, timeout: float) -> Dict[str, Any]:
 SPOOL_DIR = tempfile.mkdtemp(prefix="outbound-bench-spool-")
 
 
-def make(lib: str, endpoint: str, max_queue: int, **extra: Any) -> Tuple[Any, Callable[[int], None], Callable[[], None]]:
-    """(client, send(n): n track calls, flush()) with each library's defaults except the
-    endpoint and a queue big enough that nothing is dropped."""
-    if lib in ("outbound", "outbound-flush100", "outbound-spool"):
+def make(lib: str, endpoint: str, max_queue: int, batch: int = 0,
+         **extra: Any) -> Tuple[Any, Callable[[int], None], Callable[[], None], int]:
+    """(client, send(n): n track calls, flush(), batch size) with each library's defaults
+    except the endpoint, a queue big enough that nothing is dropped, and `batch` when not 0:
+    the most messages one request carries, set by each library's own setting."""
+    if lib in ("outbound", "outbound-spool"):
         import outbound
 
-        if lib == "outbound-flush100":  # the peers' batch size instead of our default 20
-            extra["flush_at"] = 100
+        if batch:
+            extra["flush_at"] = batch
         if lib == "outbound-spool":  # durable delivery: every message committed to disk first
             extra["spool"] = SPOOL_DIR
         c = outbound.Client("bench-write-key" if not extra.get("webhooks") else None,
                             endpoint=endpoint, max_queue_size=max_queue, **extra)
+        used = batch or 20  # outbound's default flush_at, also the most a request carries
 
         def send(n: int) -> None:
             track = c.track
@@ -90,49 +96,51 @@ def make(lib: str, endpoint: str, max_queue: int, **extra: Any) -> Tuple[Any, Ca
             if not c.flush(timeout=300):
                 raise SystemExit("outbound: flush timed out")
 
-        return c, send, flush
+        return c, send, flush, used
     if lib == "segment":
         from segment.analytics import Client
 
-        c = Client("bench-write-key", host=endpoint, max_queue_size=max_queue)
+        kw = {"upload_size": batch} if batch else {}
+        c = Client("bench-write-key", host=endpoint, max_queue_size=max_queue, **kw)
 
         def send(n: int) -> None:
             track = c.track
             for _ in range(n):
                 track(user_id=USER, event=EVENT, properties=PROPS)
 
-        return c, send, c.flush
+        return c, send, c.flush, c.consumers[0].upload_size
     if lib == "posthog":
         from posthog import Posthog
 
-        c = Posthog("bench-api-key", host=endpoint, max_queue_size=max_queue)
+        kw = {"flush_at": batch} if batch else {}
+        c = Posthog("bench-api-key", host=endpoint, max_queue_size=max_queue, **kw)
 
         def send(n: int) -> None:
             capture = c.capture
             for _ in range(n):
                 capture(EVENT, distinct_id=USER, properties=PROPS)
 
-        return c, send, c.flush
+        return c, send, c.flush, c.consumers[0].flush_at
     raise SystemExit(f"unknown library {lib!r}")
 
 
 def main() -> Dict[str, Any]:
     ap = argparse.ArgumentParser()
     ap.add_argument("case", choices=["caller", "e2e", "memory", "webhooks"])
-    ap.add_argument("lib", choices=["outbound", "outbound-flush100", "outbound-spool", "segment",
-                                    "posthog"])
+    ap.add_argument("lib", choices=["outbound", "outbound-spool", "segment", "posthog"])
     ap.add_argument("--port", type=int, required=True)
     ap.add_argument("--stall-port", type=int)
     ap.add_argument("-n", type=int, default=100_000)
     ap.add_argument("--urls", type=int, default=1)
     ap.add_argument("--timeout", type=float, default=300.0)
+    ap.add_argument("--batch", type=int, default=0)
     a = ap.parse_args()
     endpoint = f"http://{HOST}:{a.port}"
     out: Dict[str, Any] = {"case": a.case, "lib": a.lib, "n": a.n}
 
     if a.case == "caller":
         # Delivery runs in the background as in an application; warm up, then time n calls.
-        _, send, _ = make(a.lib, endpoint, a.n + WARMUP + 1000)
+        _, send, _, out["batch"] = make(a.lib, endpoint, a.n + WARMUP + 1000, a.batch)
         send(WARMUP)
         t0 = time.perf_counter()
         send(a.n)
@@ -143,7 +151,7 @@ def main() -> Dict[str, Any]:
         out.update(complete=snap["complete"], received=snap["unique"])
 
     elif a.case == "e2e":
-        _, send, flush = make(a.lib, endpoint, a.n + 1000)
+        _, send, flush, out["batch"] = make(a.lib, endpoint, a.n + 1000, a.batch)
         cpu0 = cpu_seconds()
         t0 = time.perf_counter()
         send(a.n)
@@ -159,8 +167,8 @@ def main() -> Dict[str, Any]:
         if a.lib != "outbound":
             raise SystemExit("webhooks: outbound only")
         hooks = [f"{endpoint}/hook/{k}" for k in range(1, a.urls + 1)]
-        _, send, flush = make(a.lib, endpoint, a.n + 1000, webhooks=hooks,
-                              shared_secret="bench-shared-secret")
+        _, send, flush, _ = make(a.lib, endpoint, a.n + 1000, webhooks=hooks,
+                                 shared_secret="bench-shared-secret")
         cpu0 = cpu_seconds()
         t0 = time.perf_counter()
         send(a.n)
@@ -175,7 +183,8 @@ def main() -> Dict[str, Any]:
     elif a.case == "memory":
         if a.stall_port is None:
             raise SystemExit("memory: --stall-port is required")
-        client, send, _ = make(a.lib, f"http://{HOST}:{a.stall_port}", a.n + 1000)
+        client, send, _, out["batch"] = make(a.lib, f"http://{HOST}:{a.stall_port}", a.n + 1000,
+                                             a.batch)
         base = current_rss()
         t0 = time.perf_counter()
         send(a.n)

@@ -666,7 +666,8 @@ outbound_result outbound_client_spool_ok(const struct outbound_client *client,
 outbound_result outbound_client_reset_after_fork(const struct outbound_client *client);
 
 // Creates options with every default: no destination (set a write key, a webhook or
-// both), endpoint `https://api.segment.io`, flush_at 20, flush_interval 5000 ms,
+// both), endpoint `https://api.segment.io`, flush_at 20 (also the most messages one
+// request carries: max_batch_messages unset), flush_interval 5000 ms,
 // max_queue_size 10000 (a full queue refuses at once), timeout 5000 ms, max_retry_duration 4 h, gzip off, 2 workers and
 // at most 512 requests in flight per destination, sending on, proxy from the environment, logging per `DEBUG`.
 //
@@ -817,9 +818,8 @@ outbound_result outbound_options_set_spool_commit_interval_ms(struct outbound_op
                                                               uint64_t ms);
 
 // A batch closes, and is sent, at this many messages (default 20; 1: each message closes
-// its own). While a request sent less than 25 ms ago is out, closed batches wait for it and
-// then go out together, in one request of at most 500,000 bytes (a slower destination, or
-// a backlog of more than one request, gets more requests at once).
+// its own, and goes in a request of its own). It is also the most messages one request
+// carries, unless `outbound_options_set_max_batch_messages` sets more.
 //
 // Returns `OUTBOUND_RESULT_OK`, `_NULL_ARGUMENT` (options), `_PANIC`. The value is checked
 // by `outbound_client_new`.
@@ -828,6 +828,23 @@ outbound_result outbound_options_set_spool_commit_interval_ms(struct outbound_op
 // `options` is NULL or a live `outbound_options`.
 outbound_result outbound_options_set_flush_at(struct outbound_options *options,
                                               size_t flush_at);
+
+// The most messages one ingestion request may carry when closed batches waiting together
+// are joined (default, or 0: `flush_at`, so nothing joins past it). Set higher, batches
+// that wait for a connection, or for the answer to a request sent less than 25 ms ago, go
+// out together in one request of up to this many messages, within 500,000 bytes: fewer,
+// larger requests, but one bad answer (a 400) fails every message the request carried,
+// and a receiver that takes less per request may refuse them (a 413 still splits a batch
+// until it fits).
+//
+// Returns `OUTBOUND_RESULT_OK`, `_NULL_ARGUMENT` (options), `_PANIC`. The value is checked
+// by `outbound_client_new`: below `flush_at` is `OUTBOUND_RESULT_CONFIG` naming
+// `max_batch_messages`.
+//
+// # Safety
+// `options` is NULL or a live `outbound_options`.
+outbound_result outbound_options_set_max_batch_messages(struct outbound_options *options,
+                                                        size_t max_batch_messages);
 
 // A batch closes this many milliseconds after its first message (default 5000).
 //

@@ -13,7 +13,10 @@
 # the outbound wheel with maturin and installs it there, builds the receiver/load generator,
 # the analytics-go peer and the outbound Go program (bench/outbound-go, linked statically
 # against liboutbound), then runs bench/run.py: every case for every library in
-# alternation against one receiver on 127.0.0.1. Results: bench/results/latest.json and
+# alternation against one receiver on 127.0.0.1. Every comparison with a peer runs at equal
+# batch sizes (outbound's flush_at set to the peer's: 100 for the Python peers, 250 for
+# analytics-go v3 and v2), with default against default as a second, labelled row.
+# Results: bench/results/latest.json and
 # bench/results/ratios.png (the smoke run writes to bench/.build/smoke-results/ instead, so it
 # never overwrites the measured results).
 set -euo pipefail
@@ -25,7 +28,7 @@ case "${1:-}" in
   "") ;;
   --smoke) MODE=smoke ;;
   --go) MODE=go ;;
-  -h|--help) sed -n '2,19p' "$0"; exit 0 ;;
+  -h|--help) sed -n '2,21p' "$0"; exit 0 ;;
   *) echo "usage: scripts/bench.sh [--smoke | --go]" >&2; exit 2 ;;
 esac
 

@@ -2,9 +2,11 @@
 # The relay's speed benchmark (bench/relay/bench.py), one command from a clean clone:
 #
 #   scripts/relay-bench.sh           one measured run of every case on the release relay
-#                                    (about 3 minutes on 2 cores): accept rate with durable
+#                                    (about 4 minutes on 2 cores): accept rate with durable
 #                                    acknowledgement (/v1/batch, 100 events, 32 connections, a
-#                                    batched forward), a burst of 1,000,000 events to one
+#                                    batched forward: at flush_at 100 = the SDKs' batches, at
+#                                    the relay's defaults, and joined with max_batch_messages,
+#                                    each row labelled), a burst of 1,000,000 events to one
 #                                    signed webhook beside the library alone, single events
 #                                    against the loopback limit (a trivial server, same load
 #                                    generator), 200 sources × 5 webhook URLs answering after
@@ -19,7 +21,7 @@ MODE=full
 case "${1:-}" in
   "") ;;
   --smoke) MODE=smoke ;;
-  -h|--help) sed -n '2,17p' "$0"; exit 0 ;;
+  -h|--help) sed -n '2,18p' "$0"; exit 0 ;;
   *) echo "usage: scripts/relay-bench.sh [--smoke]" >&2; exit 2 ;;
 esac
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"

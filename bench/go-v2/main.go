@@ -50,10 +50,14 @@ func main() {
 	endpoint := flag.String("endpoint", "", "http://127.0.0.1:PORT")
 	n := flag.Int("n", 100000, "messages")
 	timeout := flag.Float64("timeout", 120, "seconds to wait for the receiver")
+	batch := flag.Int("batch", 0, "Size: the most messages one request carries (0: New's default)")
 	flag.Parse()
 
 	client := analytics.New("bench-write-key")
 	client.Endpoint = *endpoint
+	if *batch != 0 {
+		client.Size = *batch
+	}
 	cpu0, _ := rusage()
 	t0 := time.Now()
 	for i := 0; i < *n; i++ {
@@ -91,7 +95,7 @@ func main() {
 	received, _ := snap["unique"].(float64)
 	cpu1, maxrss := rusage()
 	out := map[string]any{
-		"lib": "analytics-go-v2", "n": *n, "seconds": elapsed, "calls_s": calls,
+		"lib": "analytics-go-v2", "n": *n, "batch": client.Size, "seconds": elapsed, "calls_s": calls,
 		"cpu_s": cpu1 - cpu0, "maxrss": maxrss, "complete": int(received) == *n, "received": int(received),
 		"lost": *n - int(received),
 	}

@@ -1,5 +1,5 @@
 // The Go peer for the end-to-end case: github.com/segmentio/analytics-go/v3 with its
-// defaults, pointed at the bench receiver. From the first call until the receiver has every
+// defaults (or -batch messages per request), pointed at the bench receiver. From the first call until the receiver has every
 // message id; prints one JSON line (the same fields as bench/runner.py).
 package main
 
@@ -42,9 +42,14 @@ func main() {
 	endpoint := flag.String("endpoint", "", "http://127.0.0.1:PORT")
 	n := flag.Int("n", 100000, "messages")
 	timeout := flag.Float64("timeout", 120, "seconds to wait for the receiver")
+	batch := flag.Int("batch", 0, "BatchSize: the most messages one request carries (0: the default, 250)")
 	flag.Parse()
+	used := *batch
+	if used == 0 {
+		used = analytics.DefaultBatchSize
+	}
 
-	client, err := analytics.NewWithConfig("bench-write-key", analytics.Config{Endpoint: *endpoint})
+	client, err := analytics.NewWithConfig("bench-write-key", analytics.Config{Endpoint: *endpoint, BatchSize: *batch})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
@@ -82,7 +87,7 @@ func main() {
 	elapsed := time.Since(t0).Seconds()
 	cpu1, maxrss := rusage()
 	out := map[string]any{
-		"lib": "analytics-go", "n": *n, "seconds": elapsed, "calls_s": calls,
+		"lib": "analytics-go", "n": *n, "batch": used, "seconds": elapsed, "calls_s": calls,
 		"cpu_s": cpu1 - cpu0, "maxrss": maxrss, "complete": snap["complete"], "received": snap["unique"],
 	}
 	_ = json.NewEncoder(os.Stdout).Encode(out)

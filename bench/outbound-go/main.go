@@ -48,17 +48,17 @@ func main() {
 	n := flag.Int("n", 100000, "messages")
 	timeout := flag.Float64("timeout", 120, "seconds to wait for the receiver")
 	api := flag.String("api", "v3", "v3: package outbound (analytics-go v3's shape); v2: bindings/go/v2")
-	flushAt := flag.Int("flush-at", 0, "batch size (0: the default, 20); informational runs only")
+	batch := flag.Int("batch", 0, "FlushAt: the most messages one request carries (0: the default, 20)")
 	flag.Parse()
 	if *api == "v2" {
-		runV2(*endpoint, *n, *timeout, *flushAt)
+		runV2(*endpoint, *n, *timeout, *batch)
 		return
 	}
 
 	client, err := analytics.NewWithConfig("bench-write-key", analytics.Config{
 		Endpoint:      *endpoint,
 		QueueFullWait: time.Duration(*timeout * float64(time.Second)),
-		FlushAt:       *flushAt,
+		FlushAt:       *batch,
 		CloseTimeout:  time.Duration(*timeout * float64(time.Second)),
 	})
 	if err != nil {
@@ -87,14 +87,14 @@ func main() {
 	if err := client.Close(); err != nil {
 		fmt.Fprintln(os.Stderr, "close:", err)
 	}
-	report("outbound-go", *endpoint, *n, *timeout, t0, calls, cpu0)
+	report("outbound-go", *endpoint, *n, *timeout, *batch, t0, calls, cpu0)
 }
 
 // runV2 is the same case through bindings/go/v2, in analytics-go v2's shape (bench/go-v2).
-func runV2(endpoint string, n int, timeout float64, flushAt int) {
+func runV2(endpoint string, n int, timeout float64, batch int) {
 	client := analyticsv2.New("bench-write-key")
 	client.Endpoint = endpoint
-	client.FlushAt = flushAt
+	client.FlushAt = batch
 	client.QueueFullWait = time.Duration(timeout * float64(time.Second)) // as for the v3-shaped package
 	cpu0, _ := rusage()
 	t0 := time.Now()
@@ -119,11 +119,14 @@ func runV2(endpoint string, n int, timeout float64, flushAt int) {
 	if err := client.Close(); err != nil {
 		fmt.Fprintln(os.Stderr, "close:", err)
 	}
-	report("outbound-go-v2", endpoint, n, timeout, t0, calls, cpu0)
+	report("outbound-go-v2", endpoint, n, timeout, batch, t0, calls, cpu0)
 }
 
 // report waits until the receiver has every id and prints the JSON line.
-func report(lib, endpoint string, n int, timeout float64, t0 time.Time, calls, cpu0 float64) {
+func report(lib, endpoint string, n int, timeout float64, batch int, t0 time.Time, calls, cpu0 float64) {
+	if batch == 0 {
+		batch = analyticsv2.DefaultSize // 20, the default of both packages
+	}
 	resp, err := http.Get(fmt.Sprintf("%s/_wait?n=%d&timeout=%g", endpoint, n, timeout))
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -135,7 +138,7 @@ func report(lib, endpoint string, n int, timeout float64, t0 time.Time, calls, c
 	elapsed := time.Since(t0).Seconds()
 	cpu1, maxrss := rusage()
 	out := map[string]any{
-		"lib": lib, "n": n, "seconds": elapsed, "calls_s": calls,
+		"lib": lib, "n": n, "batch": batch, "seconds": elapsed, "calls_s": calls,
 		"cpu_s": cpu1 - cpu0, "maxrss": maxrss, "complete": snap["complete"], "received": snap["unique"],
 	}
 	_ = json.NewEncoder(os.Stdout).Encode(out)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -286,6 +287,8 @@ func TestConfigurationIsCheckedByTheCore(t *testing.T) {
 		{"a bad endpoint", "wk", outbound.Config{Endpoint: "not a url"}, "endpoint"},
 		{"synonyms that disagree", "wk", outbound.Config{BatchSize: 10, FlushAt: 20}, "FlushAt"},
 		{"a negative size", "wk", outbound.Config{Size: -1}, "Size"},
+		{"max batch messages below the batch size", "wk", outbound.Config{BatchSize: 20, MaxBatchMessages: 19}, "max_batch_messages"},
+		{"a negative max batch messages", "wk", outbound.Config{MaxBatchMessages: -1}, "MaxBatchMessages"},
 		{"a negative interval", "wk", outbound.Config{FlushAfter: -time.Second}, "FlushAfter"},
 	}
 	for _, tc := range cases {
@@ -324,6 +327,43 @@ func TestSizeOneSendsEveryMessageAtOnce(t *testing.T) {
 		if n := len(rx.all()); n != 3 {
 			t.Errorf("%+v: %d requests, want 3", cfg, n)
 		}
+	}
+}
+
+func TestARequestCarriesAtMostBatchSizeMessages(t *testing.T) {
+	rx := newReceiver(t)
+	c := newClient(t, "wk", outbound.Config{Endpoint: rx.URL, BatchSize: 5, Interval: time.Minute})
+	for i := 0; i < 12; i++ {
+		mustEnqueue(t, c, outbound.Track{UserId: "u", Event: "E"})
+	}
+	rx.waitRequests(t, 2)              // both full batches, without a flush
+	time.Sleep(200 * time.Millisecond) // long enough for a joined or third request to show
+	if got := rx.batchSizes(t); !slices.Equal(got, []int{5, 5}) {
+		t.Errorf("requests of %v messages, want [5 5]", got)
+	}
+	flush(t, c)
+	if got := rx.batchSizes(t); !slices.Equal(got, []int{5, 5, 2}) {
+		t.Errorf("requests of %v messages, want [5 5 2]", got)
+	}
+}
+
+func TestMaxBatchMessagesJoinsWaitingBatchesUpToIt(t *testing.T) {
+	rx := newReceiver(t)
+	// One request out at a time, answered slowly: closed batches wait behind it and join.
+	rx.setDelay(300 * time.Millisecond)
+	c := newClient(t, "wk", outbound.Config{Endpoint: rx.URL, BatchSize: 5, MaxBatchMessages: 15, MaxInFlight: 1})
+	for i := 0; i < 50; i++ {
+		mustEnqueue(t, c, outbound.Track{UserId: "u", Event: "E"})
+	}
+	flush(t, c)
+	sizes := rx.batchSizes(t)
+	total, largest := 0, 0
+	for _, n := range sizes {
+		total += n
+		largest = max(largest, n)
+	}
+	if total != 50 || largest > 15 || largest <= 5 {
+		t.Errorf("requests of %v messages: want 50 in all, some joined past 5, none past 15", sizes)
 	}
 }
 

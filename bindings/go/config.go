@@ -29,16 +29,22 @@ type Config struct {
 	FlushAfter time.Duration
 
 	// BatchSize: a batch is sent at this many messages (default 20; 1: each message closes
-	// its own). While a request sent less than 25 ms ago is out, closed batches wait for it
-	// and then go out together, in one request of at most 500,000 bytes (a slower endpoint,
-	// or a backlog of more than one request, gets more requests at once). Synonyms: Size,
-	// FlushAt.
+	// its own), and no request carries more (as in analytics-go), unless MaxBatchMessages
+	// is set higher. Synonyms: Size, FlushAt.
 	// (analytics-go's default was 250.)
 	BatchSize int
 	// Size is the seed's name for BatchSize.
 	Size int
 	// FlushAt is the seed's (and outbound's) name for BatchSize.
 	FlushAt int
+	// MaxBatchMessages is the most messages one ingestion request may carry when closed
+	// batches waiting together are joined (0, the default: BatchSize, so nothing joins past
+	// it; below BatchSize is an ErrConfig naming max_batch_messages). Set higher, batches
+	// that wait for a connection, or for the answer to a request sent less than 25 ms ago,
+	// go out together in one request of up to this many messages, within 500,000 bytes:
+	// fewer, larger requests, but one bad answer (a 400) fails every message the request
+	// carried, and a receiver that takes less per request may refuse them.
+	MaxBatchMessages int
 
 	// Verbose turns logging on. When false, the DEBUG environment variable decides
 	// (logging is on when it contains "analytics" or "*").
@@ -237,6 +243,11 @@ func newOptions(writeKey string, c Config, handle uintptr, recording bool) (*C.o
 		},
 		func() error {
 			return count(flushAt.name, flushAt.value, func(n C.size_t) C.outbound_result { return C.outbound_options_set_flush_at(o, n) })
+		},
+		func() error {
+			return count("MaxBatchMessages", c.MaxBatchMessages, func(n C.size_t) C.outbound_result {
+				return C.outbound_options_set_max_batch_messages(o, n)
+			})
 		},
 		func() error {
 			return count("MaxQueueSize", c.MaxQueueSize, func(n C.size_t) C.outbound_result { return C.outbound_options_set_max_queue_size(o, n) })

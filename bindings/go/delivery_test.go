@@ -52,11 +52,9 @@ func TestMaxInFlightBoundsTheRequestsToADestination(t *testing.T) {
 	for _, tc := range []struct{ maxInFlight, wantPeak int64 }{{2, 2}, {8, 8}} {
 		url, seen := holdingServer(t, 300*time.Millisecond)
 		c := newClient(t, "wk", outbound.Config{Endpoint: url, Size: 1, MaxInFlight: int(tc.maxInFlight)})
-		// 200 messages of 30 KB: about 12 full requests (500,000 bytes each). Small ones
-		// would all go out together in one (batches join while a young request is out).
-		big := strings.Repeat("x", 30_000)
-		for i := 0; i < 200; i++ {
-			mustEnqueue(t, c, outbound.Track{UserId: "u", Event: "E", Properties: outbound.NewProperties().Set("big", big)})
+		// 24 messages, one request each (Size 1: a request carries at most one).
+		for i := 0; i < 24; i++ {
+			mustEnqueue(t, c, outbound.Track{UserId: "u", Event: "E"})
 		}
 		flush(t, c)
 		// The lane grows to the cap under this demand (requests held 300 ms), never past it.

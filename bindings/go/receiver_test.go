@@ -31,7 +31,8 @@ type receiver struct {
 	*httptest.Server
 	mu       sync.Mutex
 	requests []request
-	status   int // answered to every request (200 by default)
+	status   int           // answered to every request (200 by default)
+	delay    time.Duration // before each answer
 	arrived  chan struct{}
 }
 
@@ -54,8 +55,9 @@ func (r *receiver) serve(w http.ResponseWriter, req *http.Request) {
 	body, _ := io.ReadAll(req.Body)
 	r.mu.Lock()
 	r.requests = append(r.requests, request{req.URL.Path, req.Header.Clone(), body, time.Now()})
-	status := r.status
+	status, delay := r.status, r.delay
 	r.mu.Unlock()
+	time.Sleep(delay)
 	w.WriteHeader(status)
 	r.arrived <- struct{}{}
 }
@@ -64,6 +66,28 @@ func (r *receiver) setStatus(code int) {
 	r.mu.Lock()
 	r.status = code
 	r.mu.Unlock()
+}
+
+func (r *receiver) setDelay(d time.Duration) {
+	r.mu.Lock()
+	r.delay = d
+	r.mu.Unlock()
+}
+
+// batchSizes returns how many messages each request carried, in order.
+func (r *receiver) batchSizes(t *testing.T) []int {
+	t.Helper()
+	var sizes []int
+	for _, req := range r.all() {
+		var v struct {
+			Batch []json.RawMessage `json:"batch"`
+		}
+		if err := json.Unmarshal(req.Body, &v); err != nil {
+			t.Fatalf("body is not JSON: %v\n%s", err, req.Body)
+		}
+		sizes = append(sizes, len(v.Batch))
+	}
+	return sizes
 }
 
 // waitRequests waits until n requests arrived in all and returns them.

@@ -170,6 +170,14 @@ class Client:
     finds it full waits that long for room first, without holding the GIL. Invalid calls raise :class:`ValidationError` and queue
     nothing. Use it as a context manager, or call :meth:`close`; at interpreter exit open
     clients are closed with at most ``atexit_timeout`` seconds of waiting each.
+
+    A batch is sent at ``flush_at`` messages (or ``flush_interval`` seconds after its
+    first), and ``flush_at`` is also the most messages one request carries: with
+    ``flush_at=1`` every message goes in a request of its own. ``max_batch_messages``
+    (``None``: ``flush_at``; never below it) lets batches that wait together go out in one
+    request of up to that many messages, within 500,000 bytes: fewer, larger requests, but
+    one bad answer fails every message it carried, and a receiver with a small request
+    limit may refuse them.
     """
 
     #: ``outbound.testing.RecordingClient`` sets this: record instead of sending.
@@ -185,6 +193,7 @@ class Client:
         signature_scheme: SignatureScheme = "x-signature",
         webhook_user_agent: str = "Outbound/1.0",
         flush_at: int = 20,
+        max_batch_messages: Optional[int] = None,
         flush_interval: float = 5.0,
         max_queue_size: int = 10_000,
         queue_full_wait: float = 0.0,
@@ -223,6 +232,7 @@ class Client:
             signature_scheme=signature_scheme,
             webhook_user_agent=webhook_user_agent,
             flush_at=flush_at,
+            max_batch_messages=max_batch_messages,
             flush_interval=flush_interval,
             max_queue_size=max_queue_size,
             queue_full_wait=queue_full_wait,

@@ -41,6 +41,7 @@ class NativeClient:
         signature_scheme: str,
         webhook_user_agent: str,
         flush_at: int,
+        max_batch_messages: Optional[int],
         flush_interval: float,
         max_queue_size: int,
         queue_full_wait: float,

@@ -216,6 +216,7 @@ static void test_every_entry_point_is_null_safe(void) {
     CHECK_RC(outbound_options_set_webhook_user_agent(NULL, "ua"), N, "options");
     CHECK_RC(outbound_options_set_ca_certs(NULL, "x"), N, "options");
     CHECK_RC(outbound_options_set_flush_at(NULL, 1), N, "options");
+    CHECK_RC(outbound_options_set_max_batch_messages(NULL, 1), N, "options");
     CHECK_RC(outbound_options_set_flush_interval_ms(NULL, 1), N, "options");
     CHECK_RC(outbound_options_set_max_queue_size(NULL, 1), N, "options");
     CHECK_RC(outbound_options_set_timeout_ms(NULL, 1), N, "options");
@@ -372,6 +373,11 @@ static void zero_flush_at(outbound_options *o) {
     outbound_options_set_write_key(o, "wk");
     outbound_options_set_flush_at(o, 0);
 }
+static void max_batch_messages_below_flush_at(outbound_options *o) {
+    outbound_options_set_write_key(o, "wk");
+    outbound_options_set_flush_at(o, 20);
+    outbound_options_set_max_batch_messages(o, 19);
+}
 static void empty_secret(outbound_options *o) {
     outbound_options_add_webhook(o, hook_url, NULL);
     outbound_options_set_shared_secret(o, "");
@@ -400,6 +406,7 @@ static void test_client_new_names_the_refused_setting(void) {
     expect_config_error(reserved_header, "cannot be overridden");
     expect_config_error(bad_header_value, "webhooks[0].headers");
     expect_config_error(zero_flush_at, "flush_at");
+    expect_config_error(max_batch_messages_below_flush_at, "max_batch_messages");
     expect_config_error(empty_secret, "shared_secret");
     expect_config_error(missing_ca_file, "ca_certs");
     expect_config_error(broken_ca_pem, "ca_certs");
@@ -975,6 +982,66 @@ static void test_proxy_from_env_off_ignores_a_proxy_variable(void) {
 static void batching(outbound_options *o) {
     CHECK_RC(outbound_options_set_flush_at(o, 100), OUTBOUND_RESULT_OK, NULL);
     CHECK_RC(outbound_options_set_flush_interval_ms(o, 600000), OUTBOUND_RESULT_OK, NULL);
+}
+
+/* The messages request `i` of the receiver carried. */
+static size_t messages_in_request(size_t i) {
+    const rx_request *r = rx_get(rx, i);
+    size_t n = 0;
+    for (const char *at = r ? r->body : ""; (at = strstr(at, "\"messageId\":")) != NULL; at++) n++;
+    return n;
+}
+
+static void five_a_minute(outbound_options *o) {
+    CHECK_RC(outbound_options_set_flush_at(o, 5), OUTBOUND_RESULT_OK, NULL);
+    CHECK_RC(outbound_options_set_flush_interval_ms(o, 60000), OUTBOUND_RESULT_OK, NULL);
+}
+
+static void test_a_request_carries_at_most_flush_at_messages(void) {
+    mark();
+    outbound_client *c = ingestion_client(five_a_minute);
+    for (int i = 0; i < 12; i++)
+        CHECK_RC(outbound_track(c, "u", NULL, "E", NULL, NULL, NULL, NULL, NULL, NULL, 0, NULL),
+                 OUTBOUND_RESULT_OK, NULL);
+    /* Both full batches leave without a flush (the interval is a minute). */
+    CHECK(rx_wait_count(rx, requests_before + 2, WAIT_MS), "two requests without a flush");
+    sleep_ms(200); /* long enough for a joined or third request to show */
+    CHECK(rx_count(rx) == requests_before + 2, "requests %zu", rx_count(rx) - requests_before);
+    CHECK_RC(outbound_flush(c, WAIT_MS), OUTBOUND_RESULT_OK, NULL);
+    CHECK(rx_count(rx) == requests_before + 3, "requests %zu", rx_count(rx) - requests_before);
+    size_t want[] = {5, 5, 2};
+    for (size_t i = 0; i < 3; i++)
+        CHECK(messages_in_request(requests_before + i) == want[i], "request %zu carried %zu", i,
+              messages_in_request(requests_before + i));
+    outbound_client_free(c);
+}
+
+static void joining_up_to_15(outbound_options *o) {
+    CHECK_RC(outbound_options_set_flush_at(o, 5), OUTBOUND_RESULT_OK, NULL);
+    CHECK_RC(outbound_options_set_max_batch_messages(o, 15), OUTBOUND_RESULT_OK, NULL);
+    CHECK_RC(outbound_options_set_max_in_flight(o, 1), OUTBOUND_RESULT_OK, NULL);
+}
+
+static void test_max_batch_messages_joins_waiting_batches_up_to_it(void) {
+    mark();
+    /* One request out at a time, answered slowly: closed batches wait behind it and join. */
+    rx_set_delay_ms(rx, 500);
+    outbound_client *c = ingestion_client(joining_up_to_15);
+    for (int i = 0; i < 50; i++)
+        CHECK_RC(outbound_track(c, "u", NULL, "E", NULL, NULL, NULL, NULL, NULL, NULL, 0, NULL),
+                 OUTBOUND_RESULT_OK, NULL);
+    CHECK_RC(outbound_flush(c, WAIT_MS), OUTBOUND_RESULT_OK, NULL);
+    rx_set_delay_ms(rx, 0);
+    size_t total = 0, largest = 0;
+    for (size_t i = requests_before; i < rx_count(rx); i++) {
+        size_t n = messages_in_request(i);
+        total += n;
+        largest = n > largest ? n : largest;
+    }
+    CHECK(total == 50, "%zu messages", total);
+    CHECK(largest <= 15, "a request of %zu", largest);
+    CHECK(largest > 5, "no batches joined: largest request %zu", largest);
+    outbound_client_free(c);
 }
 
 static void test_each_error_has_its_code_and_nothing_queued_is_lost(void) {
@@ -1777,6 +1844,8 @@ int main(void) {
     RUN(test_queue_full_wait_waits_for_room);
     RUN(test_gzip_compresses_ingestion_bodies);
     RUN(test_proxy_from_env_off_ignores_a_proxy_variable);
+    RUN(test_a_request_carries_at_most_flush_at_messages);
+    RUN(test_max_batch_messages_joins_waiting_batches_up_to_it);
     RUN(test_each_error_has_its_code_and_nothing_queued_is_lost);
     RUN(test_full_queue_refuses_without_losing_the_queued);
     RUN(test_closed_client_refuses_calls_and_keeps_what_it_sent);

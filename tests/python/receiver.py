@@ -38,6 +38,7 @@ class Receiver:
     status: Dict[str, int] = field(default_factory=dict)  # path -> status (default 200)
     delay: Dict[str, float] = field(default_factory=dict)  # path -> seconds before answering
     fail_first: Dict[str, int] = field(default_factory=dict)  # path -> 500s before its status
+    script: Dict[str, List[int]] = field(default_factory=dict)  # path -> next statuses, in turn
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     @property
@@ -83,7 +84,9 @@ def _handler(receiver_ref: List[Receiver]) -> type:
                 failing = rec.fail_first.get(self.path, 0)
                 if failing:
                     rec.fail_first[self.path] = failing - 1
-            status = 500 if failing else rec.status.get(self.path, 200)
+                scripted = rec.script.get(self.path)
+                status = scripted.pop(0) if scripted else rec.status.get(self.path, 200)
+            status = 500 if failing else status
             payload = b'{"success":true}'
             self.send_response(status)
             self.send_header("Content-Type", "application/json")

@@ -43,6 +43,8 @@ def test_spool_error_names_the_setting_and_the_path() -> None:
         ({"write_key": ""}, "write_key", "must not be empty"),
         ({"write_key": "k", "flush_at": 0}, "flush_at", "at least 1"),
         ({"write_key": "k", "flush_at": -5}, "flush_at", "at least 1"),
+        ({"write_key": "k", "flush_at": 100, "max_batch_messages": 99}, "max_batch_messages",
+         "at least flush_at"),
         ({"write_key": "k", "max_queue_size": 0}, "max_queue_size", "at least 1"),
         ({"write_key": "k", "timeout": 0}, "timeout", "greater than zero"),
         ({"write_key": "k", "timeout": -1.0}, "timeout", "not a valid number of seconds"),

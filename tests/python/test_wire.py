@@ -143,22 +143,6 @@ def test_given_message_id_and_timestamp_are_sent(
         assert msg["timestamp"] == "2026-11-21T09:30:00.123Z"
 
 
-def test_batches_group_messages_up_to_flush_at(
-    make_client: MakeClient, receiver: Receiver
-) -> None:
-    client = make_client(flush_at=5, flush_interval=30.0, webhooks=[], shared_secret=None)
-    ids: List[str] = []
-    # Each full batch leaves without a flush (the interval is 30 s). The second is made
-    # after the first arrived: batches made while a young request is out join the next one.
-    for round in (1, 2):
-        ids += [client.track(user_id="u", event=f"E{round}{i}") for i in range(5)]
-        deadline = time.monotonic() + 10
-        while len(receiver.batches()) < round and time.monotonic() < deadline:
-            time.sleep(0.01)
-    assert [len(b["batch"]) for b in receiver.batches()] == [5, 5]
-    assert [m["messageId"] for m in receiver.batch_messages()] == ids
-
-
 def test_gzip_batches(make_client: MakeClient, receiver: Receiver) -> None:
     client = make_client(gzip=True, webhooks=[], shared_secret=None)
     mid = client.track(user_id="u", event="Zipped")

@@ -85,7 +85,8 @@ unsafe fn with_config(
 }
 
 /// Creates options with every default: no destination (set a write key, a webhook or
-/// both), endpoint `https://api.segment.io`, flush_at 20, flush_interval 5000 ms,
+/// both), endpoint `https://api.segment.io`, flush_at 20 (also the most messages one
+/// request carries: max_batch_messages unset), flush_interval 5000 ms,
 /// max_queue_size 10000 (a full queue refuses at once), timeout 5000 ms, max_retry_duration 4 h, gzip off, 2 workers and
 /// at most 512 requests in flight per destination, sending on, proxy from the environment, logging per `DEBUG`.
 ///
@@ -381,9 +382,8 @@ pub unsafe extern "C" fn outbound_options_set_spool_commit_interval_ms(
 }
 
 /// A batch closes, and is sent, at this many messages (default 20; 1: each message closes
-/// its own). While a request sent less than 25 ms ago is out, closed batches wait for it and
-/// then go out together, in one request of at most 500,000 bytes (a slower destination, or
-/// a backlog of more than one request, gets more requests at once).
+/// its own, and goes in a request of its own). It is also the most messages one request
+/// carries, unless `outbound_options_set_max_batch_messages` sets more.
 ///
 /// Returns `OUTBOUND_RESULT_OK`, `_NULL_ARGUMENT` (options), `_PANIC`. The value is checked
 /// by `outbound_client_new`.
@@ -400,6 +400,36 @@ pub unsafe extern "C" fn outbound_options_set_flush_at(
         unsafe {
             with_config(options, |c| {
                 c.flush_at = flush_at;
+                Ok(())
+            })
+        }
+    })
+}
+
+/// The most messages one ingestion request may carry when closed batches waiting together
+/// are joined (default, or 0: `flush_at`, so nothing joins past it). Set higher, batches
+/// that wait for a connection, or for the answer to a request sent less than 25 ms ago, go
+/// out together in one request of up to this many messages, within 500,000 bytes: fewer,
+/// larger requests, but one bad answer (a 400) fails every message the request carried,
+/// and a receiver that takes less per request may refuse them (a 413 still splits a batch
+/// until it fits).
+///
+/// Returns `OUTBOUND_RESULT_OK`, `_NULL_ARGUMENT` (options), `_PANIC`. The value is checked
+/// by `outbound_client_new`: below `flush_at` is `OUTBOUND_RESULT_CONFIG` naming
+/// `max_batch_messages`.
+///
+/// # Safety
+/// `options` is NULL or a live `outbound_options`.
+#[no_mangle]
+pub unsafe extern "C" fn outbound_options_set_max_batch_messages(
+    options: *mut outbound_options,
+    max_batch_messages: usize,
+) -> outbound_result {
+    // SAFETY: the caller's contract.
+    ffi!({
+        unsafe {
+            with_config(options, |c| {
+                c.max_batch_messages = (max_batch_messages > 0).then_some(max_batch_messages);
                 Ok(())
             })
         }

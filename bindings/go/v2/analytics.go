@@ -146,9 +146,8 @@ type Client struct {
 	// 5 s). FlushAfter, when not zero, takes its place.
 	Interval time.Duration
 	// Size: a batch leaves at this many messages (default 20, the spec's; v2's code had
-	// 250); 1: each message closes its own batch (batches go out together while a request
-	// sent less than 25 ms ago is out, see Config.BatchSize in package outbound). FlushAt,
-	// when not zero, takes its place.
+	// 250), and no request carries more (as in v2) unless MaxBatchMessages is set higher;
+	// 1: each message goes in a request of its own. FlushAt, when not zero, takes its place.
 	Size int
 	// Logger receives the log lines when Verbose is true or the DEBUG environment variable
 	// contains "analytics" (or "*"). New sets it to stderr with the prefix "segment ", as
@@ -166,6 +165,12 @@ type Client struct {
 	// FlushAfter is the spec's name for Interval; when not zero it is used instead of
 	// Interval.
 	FlushAfter time.Duration
+	// MaxBatchMessages is the most messages one request may carry when batches waiting
+	// together are joined (0: Size, so nothing joins past it; below Size is an ErrConfig
+	// naming max_batch_messages). Set higher: fewer, larger requests (within 500,000
+	// bytes), but one bad answer fails every message in it. See Config.MaxBatchMessages
+	// in package outbound. Not in v2.
+	MaxBatchMessages int
 	// MaxQueueSize bounds the messages held at once, retries included (0: 10,000). v2 had no
 	// bound: its calls blocked while its loop was busy.
 	MaxQueueSize int
@@ -200,7 +205,7 @@ func (c *Client) start() (outbound.Client, error) {
 	c.once.Do(func() {
 		config := outbound.Config{Endpoint: c.Endpoint, Verbose: c.Verbose,
 			BatchSize: c.Size, Interval: c.Interval, MaxQueueSize: c.MaxQueueSize,
-			QueueFullWait: c.QueueFullWait}
+			QueueFullWait: c.QueueFullWait, MaxBatchMessages: c.MaxBatchMessages}
 		if c.FlushAt != 0 {
 			config.BatchSize = c.FlushAt
 		}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -173,6 +174,63 @@ func TestV2SizeOneToo(t *testing.T) {
 	}
 	r.waitRequests(t, 1)
 	c.Close()
+}
+
+func TestV2ARequestCarriesAtMostSizeMessages(t *testing.T) {
+	c, r := newClient(t)
+	c.Size = 5
+	c.Interval = time.Hour
+	for i := 0; i < 12; i++ {
+		if err := c.Track(&analytics.Track{UserId: "u", Event: "E"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r.waitRequests(t, 2)               // both full batches, before Close
+	time.Sleep(200 * time.Millisecond) // long enough for a joined or third request to show
+	if got := r.sizes(t); !slices.Equal(got, []int{5, 5}) {
+		t.Errorf("requests of %v messages, want [5 5]", got)
+	}
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if got := r.sizes(t); !slices.Equal(got, []int{5, 5, 2}) {
+		t.Errorf("requests of %v messages, want [5 5 2]", got)
+	}
+}
+
+func TestV2MaxBatchMessagesJoinsWaitingBatchesUpToIt(t *testing.T) {
+	c, r := newClient(t)
+	// Requests answered slowly: once every thread the lane gives a new receiver is busy,
+	// closed batches wait behind them and join.
+	r.setDelay(300 * time.Millisecond)
+	c.Size = 5
+	c.MaxBatchMessages = 15
+	for i := 0; i < 200; i++ {
+		if err := c.Track(&analytics.Track{UserId: "u", Event: "E"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	total, largest := 0, 0
+	for _, n := range r.sizes(t) {
+		total += n
+		largest = max(largest, n)
+	}
+	if total != 200 || largest > 15 || largest <= 5 {
+		t.Errorf("requests of %v messages: want 200 in all, some joined past 5, none past 15", r.sizes(t))
+	}
+}
+
+func TestV2MaxBatchMessagesBelowSizeIsAConfigError(t *testing.T) {
+	c, _ := newClient(t)
+	c.Size = 20
+	c.MaxBatchMessages = 19
+	err := c.Track(&analytics.Track{UserId: "u", Event: "E"})
+	if !errors.Is(err, analytics.ErrConfig) || !strings.Contains(err.Error(), "max_batch_messages") {
+		t.Fatalf("got %v", err)
+	}
 }
 
 func TestV2CloseDeliversWhatIsQueued(t *testing.T) {

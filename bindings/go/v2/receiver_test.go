@@ -24,6 +24,7 @@ type receiver struct {
 	*httptest.Server
 	mu       sync.Mutex
 	requests []request
+	delay    time.Duration // before each answer
 }
 
 func newReceiver(t *testing.T) *receiver {
@@ -45,7 +46,9 @@ func (r *receiver) serve(w http.ResponseWriter, req *http.Request) {
 	body, _ := io.ReadAll(req.Body)
 	r.mu.Lock()
 	r.requests = append(r.requests, request{req.Method, req.URL.Path, req.Header.Clone(), body})
+	delay := r.delay
 	r.mu.Unlock()
+	time.Sleep(delay)
 	w.WriteHeader(http.StatusOK)
 }
 
@@ -76,6 +79,26 @@ func (r *receiver) waitRequests(t *testing.T, n int) []request {
 type batch struct {
 	Batch  []map[string]any `json:"batch"`
 	SentAt string           `json:"sentAt"`
+}
+
+func (r *receiver) setDelay(d time.Duration) {
+	r.mu.Lock()
+	r.delay = d
+	r.mu.Unlock()
+}
+
+// sizes returns how many messages each request carried, in order.
+func (r *receiver) sizes(t *testing.T) []int {
+	t.Helper()
+	var out []int
+	for _, req := range r.got() {
+		var b batch
+		if err := json.Unmarshal(req.Body, &b); err != nil {
+			t.Fatalf("body %s: %v", req.Body, err)
+		}
+		out = append(out, len(b.Batch))
+	}
+	return out
 }
 
 // messages decodes every batch that arrived, in order, and checks each request as v2 sent

@@ -73,7 +73,7 @@ mod _native {
         #[new]
         #[pyo3(signature = (*, write_key, endpoint, webhooks, shared_secret, signature_scheme,
             webhook_user_agent,
-            flush_at, flush_interval, max_queue_size, queue_full_wait, timeout, max_retry_duration, gzip,
+            flush_at, max_batch_messages, flush_interval, max_queue_size, queue_full_wait, timeout, max_retry_duration, gzip,
             ca_certs, workers, max_in_flight, on_outcome, log_sink, debug, send, proxy_from_env,
             block_private_networks, allowed_networks,
             spool, spool_max_bytes, spool_commit_interval, record=false))]
@@ -86,6 +86,7 @@ mod _native {
             signature_scheme: &str,
             webhook_user_agent: String,
             flush_at: i64,
+            max_batch_messages: Option<i64>,
             flush_interval: f64,
             max_queue_size: i64,
             queue_full_wait: f64,
@@ -118,6 +119,7 @@ mod _native {
                 signature_scheme: SignatureScheme::parse(signature_scheme).map_err(to_py)?,
                 webhook_user_agent,
                 flush_at: count(flush_at),
+                max_batch_messages: max_batch_messages.map(count),
                 flush_interval: seconds("flush_interval", flush_interval)?,
                 max_queue_size: count(max_queue_size),
                 queue_full_wait: seconds("queue_full_wait", queue_full_wait)?,
@@ -417,6 +419,7 @@ mod _native {
         d.set_item("webhook_user_agent", &c.webhook_user_agent)?;
         d.set_item("signature_scheme", c.signature_scheme.as_str())?;
         d.set_item("flush_at", c.flush_at)?;
+        d.set_item("max_batch_messages", c.max_batch_messages)?;
         d.set_item("flush_interval", c.flush_interval.as_secs_f64())?;
         d.set_item("max_queue_size", c.max_queue_size)?;
         d.set_item("queue_full_wait", c.queue_full_wait.as_secs_f64())?;

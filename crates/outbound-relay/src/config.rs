@@ -153,9 +153,13 @@ macro_rules! with_delivery {
             /// Gzip the forward's batches.
             #[serde(default)]
             pub gzip: Option<bool>,
-            /// Forward batches close at this many messages.
+            /// Forward batches close at this many messages, the most one request carries...
             #[serde(default)]
             pub flush_at: Option<usize>,
+            /// ...unless this is set higher: waiting batches then join up to it (core
+            /// `max_batch_messages`).
+            #[serde(default)]
+            pub max_batch_messages: Option<usize>,
             /// ... or this long after their first message, seconds.
             #[serde(default)]
             pub flush_interval: Option<Seconds>,
@@ -204,6 +208,7 @@ macro_rules! with_delivery {
                     webhook_user_agent: self.webhook_user_agent.clone(),
                     gzip: self.gzip,
                     flush_at: self.flush_at,
+                    max_batch_messages: self.max_batch_messages,
                     flush_interval: self.flush_interval,
                     max_queue_size: self.max_queue_size,
                     queue_full_wait: self.queue_full_wait,
@@ -232,6 +237,7 @@ struct Delivery {
     webhook_user_agent: Option<String>,
     gzip: Option<bool>,
     flush_at: Option<usize>,
+    max_batch_messages: Option<usize>,
     flush_interval: Option<Seconds>,
     max_queue_size: Option<usize>,
     queue_full_wait: Option<Seconds>,
@@ -247,7 +253,7 @@ impl Delivery {
     /// The keys set at this level.
     fn keys(&self) -> Vec<&'static str> {
         let d = self;
-        let set: [(&'static str, bool); 19] = [
+        let set: [(&'static str, bool); 20] = [
             ("timeout", d.timeout.is_some()),
             ("max_retry_duration", d.max_retry_duration.is_some()),
             ("max_backoff", d.max_backoff.is_some()),
@@ -258,6 +264,7 @@ impl Delivery {
             ("webhook_user_agent", d.webhook_user_agent.is_some()),
             ("gzip", d.gzip.is_some()),
             ("flush_at", d.flush_at.is_some()),
+            ("max_batch_messages", d.max_batch_messages.is_some()),
             ("flush_interval", d.flush_interval.is_some()),
             ("max_queue_size", d.max_queue_size.is_some()),
             ("queue_full_wait", d.queue_full_wait.is_some()),
@@ -290,6 +297,7 @@ impl Delivery {
             webhook_user_agent,
             gzip,
             flush_at,
+            max_batch_messages,
             flush_interval,
             max_queue_size,
             queue_full_wait,
@@ -787,6 +795,7 @@ fn core_config(
     if let Some(v) = d.flush_at {
         c.flush_at = v;
     }
+    c.max_batch_messages = d.max_batch_messages;
     if let Some(v) = d.flush_interval {
         c.flush_interval = v.duration("flush_interval")?;
     }

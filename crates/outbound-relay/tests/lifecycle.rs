@@ -278,6 +278,15 @@ fn a_bad_top_level_value_is_reported_at_the_top_level() {
 }
 
 #[test]
+fn max_batch_messages_below_flush_at_is_refused_under_its_key() {
+    let toml =
+        format!("listen = \"127.0.0.1:0\"\nflush_at = 50\nmax_batch_messages = 10\n{GOOD_SOURCE}");
+    let (code, err) = refused(&toml);
+    assert_ne!(code, Some(0));
+    assert!(err.starts_with("relay.toml: max_batch_messages: "), "{err}");
+}
+
+#[test]
 fn a_source_value_overrides_the_top_level_one() {
     // The top level's flush_at = 0 would be refused by the core; the source's own wins.
     let dir = temp_dir();

@@ -565,3 +565,78 @@ fn a_batch_without_room_is_429_whole_and_arrives_once_when_sent_again() {
         assert_eq!(got.iter().filter(|id| **id == b).count(), 1, "{b} once");
     }
 }
+
+/// A source `web` that forwards to `segment` (and posts to `hooks`), with `lines` in its table.
+fn forwarding(hooks: &Receiver, segment: &Receiver, lines: &str) -> String {
+    let endpoint = segment.url.trim_end_matches("/hook");
+    config(&[("web", "wk_web", hooks)], "").replace(
+        "[[sources.webhooks]]",
+        &format!(
+            "{lines}\n[sources.forward]\nendpoint = \"{endpoint}\"\nwrite_key = \"fw_key\"\n\
+             [[sources.webhooks]]"
+        ),
+    )
+}
+
+/// A `/v1/batch` body of `n` tracks.
+fn tracks(n: usize) -> String {
+    let events: Vec<Value> = (0..n)
+        .map(|i| json!({"type": "track", "userId": "u1", "event": "E", "messageId": format!("m-{i}")}))
+        .collect();
+    json!({ "batch": events }).to_string()
+}
+
+/// How many events each forwarded request carried, in order.
+fn forwarded_sizes(segment: &Receiver) -> Vec<usize> {
+    segment
+        .bodies()
+        .iter()
+        .map(|b| b["batch"].as_array().unwrap().len())
+        .collect()
+}
+
+#[test]
+fn the_forward_carries_at_most_flush_at_events_per_request() {
+    // Twelve events in one request reach the core together: two full batches at once, which
+    // must not join into one forwarded request.
+    let dir = temp_dir();
+    let (hooks, segment) = (Receiver::start(), Receiver::start());
+    let cfg = forwarding(&hooks, &segment, "flush_at = 5\nflush_interval = 1");
+    let relay = Relay::start(dir.path(), &cfg);
+    let a = post(
+        &relay.url("/v1/batch"),
+        &[JSON, ("Authorization", &basic("wk_web"))],
+        tracks(12).as_bytes(),
+    );
+    assert_eq!(a.status, 200);
+    segment.wait_for(3); // the last two after flush_interval
+    assert_eq!(forwarded_sizes(&segment), [5, 5, 2]);
+}
+
+#[test]
+fn a_source_s_max_batch_messages_lets_forwarded_batches_join_up_to_it() {
+    let dir = temp_dir();
+    let (hooks, segment) = (Receiver::start(), Receiver::start());
+    let cfg = forwarding(&hooks, &segment, "flush_at = 5\nmax_batch_messages = 15");
+    let relay = Relay::start(dir.path(), &cfg);
+    let a = post(
+        &relay.url("/v1/batch"),
+        &[JSON, ("Authorization", &basic("wk_web"))],
+        tracks(50).as_bytes(),
+    );
+    assert_eq!(a.status, 200);
+    hooks.wait_for(50);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while forwarded_sizes(&segment).iter().sum::<usize>() < 50 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{:?}",
+            forwarded_sizes(&segment)
+        );
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    let sizes = forwarded_sizes(&segment);
+    assert_eq!(sizes.iter().sum::<usize>(), 50);
+    assert!(sizes.iter().all(|n| *n <= 15), "{sizes:?}");
+    assert!(sizes.iter().any(|n| *n > 5), "batches joined: {sizes:?}");
+}

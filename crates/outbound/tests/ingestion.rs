@@ -2,7 +2,7 @@
 
 mod support;
 
-use outbound::{json, Client, Config, Message};
+use outbound::{json, Client, Config, Message, OutcomeKind, Reason};
 use std::io::Read;
 use std::time::{Duration, Instant};
 use support::{ingestion, Reply, Server};
@@ -123,8 +123,18 @@ fn context_library_is_always_ours() {
     assert_eq!(msg["context"]["ip"], "10.0.0.1");
 }
 
+/// The messages each request to `server` carried, in order.
+fn sizes(server: &Server) -> Vec<usize> {
+    server
+        .requests()
+        .iter()
+        .map(|r| r.json()["batch"].as_array().unwrap().len())
+        .collect()
+}
+
 #[test]
-fn batches_close_at_flush_at() {
+fn by_default_a_request_carries_at_most_flush_at_messages() {
+    // Issue 42's first case: 12 calls in a row, no flush, the interval a minute away.
     let server = Server::answering(200);
     let client = Client::new(Config {
         flush_at: 5,
@@ -132,41 +142,120 @@ fn batches_close_at_flush_at() {
         ..ingestion(&server)
     })
     .unwrap();
-    let track = |i: usize| {
+    for i in 0..12 {
         client
             .enqueue(&Message::track(format!("u{i}"), "E"))
-            .unwrap()
-    };
-    // Each full batch goes out without a flush (the interval is a minute); the second is
-    // made after the first was answered, so the lane's fill rule has nothing to join.
-    for round in 1..=2 {
-        for i in 0..5 {
-            track(round * 10 + i);
-        }
-        assert!(
-            server.wait_for(round, WAIT),
-            "full batch {round} goes out without a flush"
-        );
+            .unwrap();
     }
-    for i in 0..4 {
-        track(100 + i);
-    }
+    assert!(
+        server.wait_for(2, WAIT),
+        "both full batches go without a flush"
+    );
+    // Long enough for any joined or third request to show.
     std::thread::sleep(Duration::from_millis(200));
-    let sizes: Vec<usize> = server
-        .requests()
-        .iter()
-        .map(|r| r.json()["batch"].as_array().unwrap().len())
-        .collect();
-    assert_eq!(sizes, [5, 5], "4 messages wait for a fifth or the interval");
+    assert_eq!(
+        sizes(&server),
+        [5, 5],
+        "2 messages wait for 3 more or the interval"
+    );
+    assert!(client.flush(Some(WAIT)));
+    assert_eq!(sizes(&server), [5, 5, 2]);
 }
 
 #[test]
-fn closed_batches_wait_for_a_young_request_and_go_out_together() {
-    // The lane's fill rule: while a request sent under 25 ms ago is out, closed batches
-    // that fit in one request wait for it, then go in one request.
+fn with_flush_at_1_a_bad_answer_fails_only_its_own_message() {
+    // Issue 42's second case: one request per message, so a 400 fails one message.
+    let server = Server::start(|r| {
+        if r.index == 0 {
+            Reply::After(Duration::from_millis(20), 400)
+        } else {
+            Reply::Status(200)
+        }
+    });
+    let outcomes = support::Outcomes::default();
+    let client = Client::new(Config {
+        flush_at: 1,
+        on_outcome: Some(outcomes.callback()),
+        ..ingestion(&server)
+    })
+    .unwrap();
+    for i in 0..6 {
+        client
+            .enqueue(&Message::track(format!("u{i}"), "E"))
+            .unwrap();
+    }
+    assert!(!client.flush(Some(WAIT)), "one message failed");
+    let got = outcomes.wait_for(6, WAIT);
+    let failed: Vec<_> = got
+        .iter()
+        .filter(|o| o.kind == OutcomeKind::Failed)
+        .collect();
+    assert_eq!(failed.len(), 1, "{got:?}");
+    assert_eq!(failed[0].reason, Some(Reason::Status(400)));
+    let delivered = got
+        .iter()
+        .filter(|o| o.kind == OutcomeKind::Delivered)
+        .count();
+    assert_eq!(delivered, 5);
+    assert_eq!(sizes(&server), [1; 6], "one request per message");
+}
+
+#[test]
+fn max_batch_messages_lets_waiting_batches_join_up_to_it() {
+    // Opt-in joining: the receiver answers nothing until every call is made, so closed
+    // batches wait behind the requests out and join, up to max_batch_messages each.
+    let open = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let gate = open.clone();
+    let server = Server::start(move |_| {
+        while !gate.load(std::sync::atomic::Ordering::SeqCst) {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        Reply::Status(200)
+    });
+    let client = Client::new(Config {
+        flush_at: 5,
+        max_batch_messages: Some(15),
+        max_in_flight: 1,
+        ..ingestion(&server)
+    })
+    .unwrap();
+    for i in 0..50 {
+        client
+            .enqueue(&Message::track(format!("u{i}"), "E"))
+            .unwrap();
+    }
+    open.store(true, std::sync::atomic::Ordering::SeqCst);
+    assert!(client.flush(Some(WAIT)));
+    let sizes = sizes(&server);
+    assert_eq!(sizes.iter().sum::<usize>(), 50);
+    assert!(sizes.iter().all(|n| *n <= 15), "{sizes:?}");
+    assert!(sizes.iter().any(|n| *n > 5), "batches joined: {sizes:?}");
+}
+
+#[test]
+fn max_batch_messages_below_flush_at_is_a_config_error_naming_it() {
+    let server = Server::answering(200);
+    let err = Client::new(Config {
+        flush_at: 20,
+        max_batch_messages: Some(19),
+        ..ingestion(&server)
+    })
+    .err()
+    .expect("refused");
+    match err {
+        outbound::Error::Config { setting, .. } => assert_eq!(setting, "max_batch_messages"),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn with_joining_on_closed_batches_wait_for_a_young_request_and_go_out_together() {
+    // The lane's fill rule, with joining on: while a request sent under 25 ms ago is out,
+    // closed batches that fit in one request wait for it, then go in one request.
     let server = Server::start(|_| Reply::After(Duration::from_millis(15), 200));
     let client = Client::new(Config {
         flush_at: 1,
+        max_batch_messages: Some(1_000),
         ..ingestion(&server)
     })
     .unwrap();
@@ -192,7 +281,7 @@ fn closed_batches_wait_for_a_young_request_and_go_out_together() {
 }
 
 #[test]
-fn batches_behind_a_stalled_request_leave_once_it_turns_slow() {
+fn with_joining_on_batches_behind_a_stalled_request_leave_once_it_turns_slow() {
     // While a young request is out, new messages may stay unread in the scheduler's
     // channel (no wake per batch); a request that stalls must not hold them: they go once
     // it is 25 ms old (measured: 25.6 ms; without that deadline, 1 s: the housekeeping
@@ -206,6 +295,7 @@ fn batches_behind_a_stalled_request_leave_once_it_turns_slow() {
     });
     let client = Client::new(Config {
         flush_at: 5,
+        max_batch_messages: Some(100),
         ..ingestion(&server)
     })
     .unwrap();
@@ -268,9 +358,10 @@ fn no_body_exceeds_500000_bytes() {
 }
 
 #[test]
-fn batches_that_wait_for_a_connection_go_out_together() {
+fn with_joining_on_batches_that_wait_for_a_connection_go_out_together() {
     // The receiver answers nothing until every call is made (on a loaded machine the calls
-    // can be slower than a 100 ms receiver): closed batches queue behind the requests out.
+    // can be slower than a 100 ms receiver): closed batches queue behind the requests out,
+    // and with max_batch_messages set high they join up to 500,000 bytes.
     let open = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     let gate = open.clone();
     let server = Server::start(move |_| {
@@ -282,6 +373,7 @@ fn batches_that_wait_for_a_connection_go_out_together() {
     });
     let client = Client::new(Config {
         flush_at: 20,
+        max_batch_messages: Some(100_000),
         max_queue_size: 5_000,
         ..ingestion(&server)
     })

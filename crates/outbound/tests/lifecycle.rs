@@ -627,7 +627,7 @@ fn close_ends_each_ingestion_message_once_under_its_id_wherever_it_waits() {
     })
     .unwrap();
     // 8 batches of 2 out: what the lane gives a receiver that has never answered. One at a
-    // time: a batch made while a request under 25 ms old is out would join the next one.
+    // time, each seen out before the next is made.
     let mut ids = Vec::new();
     for n in 1..=8 {
         ids.extend(tracks(&client, 2, "Out"));

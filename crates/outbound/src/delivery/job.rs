@@ -9,9 +9,25 @@ use std::time::Instant;
 /// Ingestion messages sent together: (message seq, bytes).
 pub(crate) struct Batch {
     pub msgs: Vec<(u64, Element)>,
+    /// The sum of the messages' lengths, kept as they join: what a request would carry is
+    /// known without reading every message (`batch::RequestLimit`).
+    pub bytes: usize,
     /// When its first attempt was made (the retry window opens then).
     pub first: Option<Instant>,
     pub attempts: u32,
+}
+
+impl Batch {
+    /// A batch of `msgs`, their bytes counted.
+    pub(crate) fn new(msgs: Vec<(u64, Element)>, first: Option<Instant>, attempts: u32) -> Batch {
+        let bytes = msgs.iter().map(|(_, m)| m.len()).sum();
+        Batch {
+            msgs,
+            bytes,
+            first,
+            attempts,
+        }
+    }
 }
 
 /// One request for a lane's worker.

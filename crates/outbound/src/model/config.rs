@@ -106,12 +106,20 @@ pub struct Config {
     pub signature_scheme: SignatureScheme,
     /// `User-Agent` of webhook requests (a product token, `Outbound/1.0`).
     pub webhook_user_agent: String,
-    /// A batch closes, and is sent, at this many messages (1: each message closes its own).
-    /// While a request sent less than 25 ms ago is out, closed batches wait for it and then
-    /// go out together, in one request of at most 500,000 bytes: a quick endpoint gets a few
-    /// full requests instead of many small ones; a slower one, or a backlog of more than one
-    /// request, gets more requests at once.
+    /// A batch closes, and is sent, at this many messages (1: each message closes its own,
+    /// and goes in a request of its own). It is also the most messages one request carries
+    /// (as every peer's batch size is), unless `max_batch_messages` is set higher. Default 20.
     pub flush_at: usize,
+    /// The most messages one ingestion request may carry when closed batches waiting
+    /// together are joined; `None` (the default): `flush_at`, so batches are never joined
+    /// past it. Set higher, batches that wait for a connection, or (while a request sent
+    /// less than 25 ms ago is out) for that request's answer, go out together in one
+    /// request of up to this many messages, still within 500,000 bytes: fewer, larger
+    /// requests (less work per message on both sides), but one bad answer (a 400) fails
+    /// every message it carried, and a receiver that takes less per request than
+    /// `flush_at` implies may refuse them (a 413 still splits a batch until it fits).
+    /// Below `flush_at` it is a config error naming `max_batch_messages`.
+    pub max_batch_messages: Option<usize>,
     /// A batch closes this long after its first message arrived.
     pub flush_interval: Duration,
     /// Most messages held at once, including those waiting to retry.
@@ -200,6 +208,7 @@ impl Default for Config {
             signature_scheme: SignatureScheme::XSignature,
             webhook_user_agent: "Outbound/1.0".into(),
             flush_at: 20,
+            max_batch_messages: None,
             flush_interval: Duration::from_secs(5),
             max_queue_size: 10_000,
             queue_full_wait: Duration::ZERO,
@@ -237,6 +246,7 @@ impl fmt::Debug for Config {
             )
             .field("signature_scheme", &self.signature_scheme)
             .field("flush_at", &self.flush_at)
+            .field("max_batch_messages", &self.max_batch_messages)
             .field("flush_interval", &self.flush_interval)
             .field("max_queue_size", &self.max_queue_size)
             .field("queue_full_wait", &self.queue_full_wait)
@@ -416,6 +426,16 @@ impl Config {
         }
         if self.flush_at == 0 {
             return Err(Error::config("flush_at", "must be at least 1"));
+        }
+        if let Some(max) = self.max_batch_messages.filter(|m| *m < self.flush_at) {
+            return Err(Error::config(
+                "max_batch_messages",
+                format!(
+                    "{max} is below flush_at ({}): it must be at least flush_at; \
+                     leave it unset for flush_at",
+                    self.flush_at
+                ),
+            ));
         }
         if self.max_queue_size == 0 {
             return Err(Error::config("max_queue_size", "must be at least 1"));

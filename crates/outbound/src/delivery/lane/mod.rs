@@ -13,8 +13,9 @@
 //!   gets the others. A receiver that has never answered (a black hole, a port that accepts
 //!   and stays silent) gets [`SILENT`]: more would only pile up stalled requests, their
 //!   threads and their bodies. Threads idle for a whole trim period exit.
-//! - Batches fill requests: while a request out is younger than [`SLOW_AFTER`], new batches
-//!   that fit in one request wait for it, then go out together (see `fill_room`).
+//! - Batches fill requests, within the [`RequestLimit`] (`max_batch_messages`, `flush_at`
+//!   unless set): while a request out is younger than [`SLOW_AFTER`], new batches that one
+//!   request could still join wait for it, then go out together (see `fill_room`).
 //! - Every lane of every client in the process draws its threads from one [`Budget`]
 //!   ([`budget`]): past it, or past its fair share of it, a lane waits for its own threads
 //!   to come back instead of starting more, so many slow destinations slow down rather than
@@ -27,6 +28,7 @@
 //! - `Retry-After` on a response pauses the whole lane: the server spoke for itself, not for
 //!   one message.
 
+use crate::delivery::batch::{RequestLimit, Room};
 use crate::delivery::job::Job;
 use crate::http::attempt::Attempt;
 use crate::http::connect::Target;
@@ -132,6 +134,8 @@ pub(crate) struct Lane {
     jobs_rx: Receiver<(Instant, Job)>,
     reports: Sender<Report>,
     ready: VecDeque<Job>,
+    /// What one request may carry when batches waiting together join (ingestion).
+    limit: RequestLimit,
     busy: usize,
     /// When each request out was started (a count per instant).
     out: BTreeMap<Instant, u32>,
@@ -175,6 +179,7 @@ impl Lane {
         min_threads: usize,
         cap: usize,
         policy: RetryPolicy,
+        limit: RequestLimit,
     ) -> Lane {
         let (jobs, jobs_rx) = crossbeam_channel::unbounded();
         let logger = delivery.logger.clone();
@@ -192,6 +197,7 @@ impl Lane {
             jobs_rx,
             reports,
             ready: VecDeque::new(),
+            limit,
             busy: 0,
             out: BTreeMap::new(),
             threads: 0,
@@ -248,30 +254,32 @@ impl Lane {
         }
         let mut job = self.ready.pop_front()?;
         if let Job::Batch(batch) = &mut job {
-            // The batches behind it go with it, up to one request's size.
-            crate::delivery::batch::join_waiting(batch, &mut self.ready);
+            // The batches behind it go with it, within what one request may carry.
+            self.limit.join_waiting(batch, &mut self.ready);
         }
         Some(job)
     }
 
     /// The fill rule of batches: while a request out is younger than [`SLOW_AFTER`] and
-    /// every new batch waiting fits in one request, they wait for it to come back and then
-    /// go out together, instead of a request each. A receiver that answers quickly then
-    /// gets a few full requests rather than many of `flush_at` messages (measured with
-    /// the Go bench's ingestion: a fifth of the requests, a third less CPU per message on
-    /// both sides); a slow one (past [`SLOW_AFTER`]) and a
-    /// backlog of more than one request start more requests as before, so neither a
-    /// stalled request nor a burst is held up. `Some((bytes, t))`: held until `t` (when the
-    /// youngest request out turns slow), or an answer, whichever comes first; `bytes`, the
-    /// body bytes that request's successor could still take beyond what waits
-    /// ([`request_room`](crate::delivery::batch::request_room)): the scheduler's room.
-    pub(crate) fn fill_room(&self, now: Instant) -> Option<(usize, Instant)> {
+    /// every new batch waiting fits in one request with room to spare (the lane's
+    /// [`RequestLimit`]), they wait for it to come back and then go out together, instead
+    /// of a request each. With `max_batch_messages` above `flush_at`, a receiver that
+    /// answers quickly then gets a few full requests rather than many of `flush_at`
+    /// messages (measured with the Go bench's ingestion: a fifth of the requests, a third
+    /// less CPU per message on both sides); by default only batches closed short of
+    /// `flush_at` can wait, and a full one never does. A slow request out (past
+    /// [`SLOW_AFTER`]) and a backlog of more than one request start more requests as
+    /// before, so neither a stalled request nor a burst is held up. `Some((room, t))`:
+    /// held until `t` (when the youngest request out turns slow), or an answer, whichever
+    /// comes first; `room`, what that request's successor could still take beyond what
+    /// waits ([`RequestLimit::room`]): the scheduler's room.
+    pub(crate) fn fill_room(&self, now: Instant) -> Option<(Room, Instant)> {
         let (newest, _) = self.out.last_key_value()?;
         let turns = after(*newest, SLOW_AFTER);
         if turns <= now {
             return None;
         }
-        Some((crate::delivery::batch::request_room(&self.ready)?, turns))
+        Some((self.limit.room(&self.ready)?, turns))
     }
 
     /// Whether the next request would need a new thread that the lane does not add yet.

@@ -1,6 +1,7 @@
 //! The lane's rules, one per test, on real threads (no network).
 
 use super::*;
+use crate::delivery::batch::RequestLimit;
 use crate::delivery::job::Batch;
 use crate::wire::ingestion::{Element, MAX_BATCH_BYTES};
 use crate::wire::message_id::MsgId;
@@ -35,6 +36,7 @@ fn lane_in(cap: usize, budget: &'static Budget) -> (Lane, Receiver<Report>) {
         1,
         cap,
         RetryPolicy::default(),
+        RequestLimit::of(&config),
     );
     (lane, rx)
 }
@@ -211,11 +213,8 @@ fn burst(l: &mut Lane, at: Instant) -> usize {
 }
 
 fn batch(seq: u64) -> Job {
-    Job::Batch(Batch {
-        msgs: vec![(seq, Element::own(Body::from_static(b"{}")))],
-        first: None,
-        attempts: 0,
-    })
+    let msgs = vec![(seq, Element::own(Body::from_static(b"{}")))];
+    Job::Batch(Batch::new(msgs, None, 0))
 }
 
 fn carried(job: &Job) -> usize {
@@ -226,16 +225,43 @@ fn carried(job: &Job) -> usize {
 }
 
 fn sized_batch(seq: u64, bytes: usize, attempts: u32) -> Job {
-    Job::Batch(Batch {
-        msgs: vec![(seq, Element::own(Body::from(vec![b'1'; bytes])))],
-        first: None,
-        attempts,
-    })
+    let msgs = vec![(seq, Element::own(Body::from(vec![b'1'; bytes])))];
+    Job::Batch(Batch::new(msgs, None, attempts))
+}
+
+/// A lane whose client set `max_batch_messages` high (joining on).
+const JOINING: RequestLimit = RequestLimit { messages: 100_000 };
+
+#[test]
+fn by_default_full_batches_go_out_at_once_behind_a_young_request() {
+    let (mut l, _rx) = lane(100);
+    l.limit = RequestLimit { messages: 1 }; // flush_at 1, max_batch_messages unset
+    let now = Instant::now();
+    l.last_answer = Some(now);
+    l.push(batch(0));
+    let job = l.take(now).unwrap();
+    assert!(l.make_room());
+    l.start(job, now);
+    for i in 1..4 {
+        l.push(batch(i));
+    }
+    assert_eq!(
+        l.fill_room(now),
+        None,
+        "a full request has nothing to wait for"
+    );
+    for _ in 1..4 {
+        let job = l.take(now).expect("not held by the young request");
+        assert_eq!(carried(&job), 1, "one message per request");
+        assert!(l.make_room());
+        l.start(job, now);
+    }
 }
 
 #[test]
 fn batches_fill_one_request_while_a_young_one_is_out() {
     let (mut l, _rx) = lane(100);
+    l.limit = JOINING;
     let now = Instant::now();
     l.last_answer = Some(now); // a receiver that answers
     for i in 0..40 {
@@ -256,7 +282,10 @@ fn batches_fill_one_request_while_a_young_one_is_out() {
     assert_eq!(
         l.fill_room(now),
         Some((
-            MAX_BATCH_BYTES - crate::wire::ingestion::body_len(20, 40),
+            crate::delivery::batch::Room {
+                messages: JOINING.messages - 20,
+                bytes: MAX_BATCH_BYTES - crate::wire::ingestion::body_len(20, 40)
+            },
             turns
         ))
     );
@@ -301,6 +330,7 @@ fn batches_fill_one_request_while_a_young_one_is_out() {
 
     // A retry keeps its own request and is not held.
     let (mut l, _rx) = lane(100);
+    l.limit = JOINING;
     l.last_answer = Some(now);
     l.push(batch(1));
     let job = l.take(now).unwrap();

@@ -66,13 +66,7 @@ impl Tenant {
             } if batch.msgs.len() > 1 => {
                 // Too large for this receiver: halve it and send both halves now.
                 let tail = batch.msgs.split_off(batch.msgs.len() / 2);
-                let half = |msgs| {
-                    Job::Batch(Batch {
-                        msgs,
-                        first: Some(first),
-                        attempts: batch.attempts,
-                    })
-                };
+                let half = |msgs| Job::Batch(Batch::new(msgs, Some(first), batch.attempts));
                 self.lanes[0].push_front(half(tail));
                 self.lanes[0].push_front(half(batch.msgs));
             }

@@ -5,7 +5,7 @@
 //! network, and never blocks: the scheduler thread runs it in steps between other tenants'.
 
 use super::{HOUSEKEEPING, READ_AHEAD, TRIM_EVERY};
-use crate::delivery::batch::Batcher;
+use crate::delivery::batch::{Batcher, RequestLimit};
 use crate::delivery::command::Command;
 use crate::delivery::inbox::{Mailbox, SpoolOps};
 use crate::delivery::job::{Batch, Job};
@@ -108,6 +108,7 @@ impl Tenant {
                 config.workers,
                 config.max_in_flight,
                 config.retry,
+                RequestLimit::of(config),
             )
         };
         let mut lanes = vec![lane(0, "ingestion".into(), &report_tx)];
@@ -207,16 +208,15 @@ impl Tenant {
     }
 
     /// Unread ingestion messages the scheduler may leave in the channel before a sender
-    /// must wake it: those that fill the open batch, and while the ingestion lane holds
-    /// closed batches for a young request (its fill rule), as many more as that request's
-    /// successor could take. The young request's answer wakes the scheduler anyway, and so
-    /// does its turning slow (the instant returned, a deadline then): it reads everything
-    /// at once, one wake instead of one per batch.
+    /// must wake it: those that fill the open batch, or while the ingestion lane holds
+    /// closed batches for a young request (its fill rule), as many as that request's
+    /// successor could take ([`Batcher::unread_room`]). The young request's answer wakes
+    /// the scheduler anyway, and so does its turning slow (the instant returned, a deadline
+    /// then): it reads everything at once, one wake instead of one per batch.
     fn room(&self, now: Instant) -> (usize, Option<Instant>) {
-        let room = self.batcher.room();
         match self.lanes[0].fill_room(now) {
-            Some((bytes, turns)) => (room + self.batcher.messages_in(bytes), Some(turns)),
-            None => (room, None),
+            Some((next, turns)) => (self.batcher.unread_room(Some(next)), Some(turns)),
+            None => (self.batcher.unread_room(None), None),
         }
     }
 

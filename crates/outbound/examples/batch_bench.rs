@@ -1,0 +1,62 @@
+//! The scheduler's cost of batching (issue 42), for instruction counts under callgrind: N
+//! `track` calls to an ingestion receiver on 127.0.0.1 that answers each request after
+//! DELAY_US microseconds (so a backlog waits in the lane behind the requests out), then a
+//! flush. Prints the messages, the requests and the wall time.
+//!
+//! ```text
+//! cargo build --release -p outbound --example batch_bench
+//! valgrind --tool=callgrind --separate-threads=yes \
+//!     target/release/examples/batch_bench [N [FLUSH_AT [MAX_BATCH_MESSAGES [DELAY_US]]]]
+//! ```
+//!
+//! MAX_BATCH_MESSAGES 0: unset (`flush_at`).
+
+#[path = "support/receiver.rs"]
+mod receiver;
+
+use outbound::{Client, Config, Message};
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+fn main() {
+    let mut args = std::env::args().skip(1);
+    let mut next = |default: u64| {
+        args.next()
+            .map_or(default, |a| a.parse().expect("a number"))
+    };
+    let (n, flush_at, max, delay_us) = (next(100_000), next(20), next(0), next(1_000));
+    let requests = Arc::new(AtomicU64::new(0));
+    let seen = requests.clone();
+    let port = receiver::start(move |_| {
+        seen.fetch_add(1, Relaxed);
+        std::thread::sleep(Duration::from_micros(delay_us));
+    });
+    let client = Client::new(Config {
+        write_key: Some("bench".into()),
+        endpoint: format!("http://127.0.0.1:{port}"),
+        flush_at: flush_at as usize,
+        max_batch_messages: (max > 0).then_some(max as usize),
+        max_queue_size: n as usize + 1000,
+        proxy_from_env: false,
+        debug: Some(false),
+        ..Config::default()
+    })
+    .expect("client");
+    let start = Instant::now();
+    for _ in 0..n {
+        let m = Message::track("user-12345", "Order Completed")
+            .property("order_id", "ord-0001")
+            .property("revenue", 49.99)
+            .property("items", 3)
+            .property("express", true)
+            .property("tags", vec!["books", "gift"]);
+        client.enqueue(&m).expect("enqueue");
+    }
+    assert!(client.flush(Some(Duration::from_secs(600))), "delivery");
+    println!(
+        "{n} messages, {} requests, {:.2} s",
+        requests.load(Relaxed),
+        start.elapsed().as_secs_f64()
+    );
+}
