@@ -10,12 +10,17 @@
 //	                 prints one JSON line: requests, events acknowledged (200), failed,
 //	                 statuses, seconds, events/s, p50/p99/max ms, first/last 200 (unix ms).
 //	                 -acked FILE writes a bitmap of the acknowledged request numbers.
+//	                 -stamp puts the send time in every event ("t0": unix ns in its
+//	                 properties), for the sink's delivery latency.
 //	relaybench sink  [-delay 100ms] [-p503 .3 -preset .1 -pstall .05 -stall 6s]
 //	                 a receiver on 127.0.0.1 (random port; prints {"port":P}): POST /v1/batch
 //	                 (Segment batches) and POST /hook/<any> (one webhook body each) count
 //	                 every "messageId":"<prefix>-<n>" in a bitmap; -delay holds each answer;
-//	                 the chaos flags draw the fault soak's faults per request. GET /_stats,
-//	                 /_wait?n=N&timeout=S, /_bitmap (the bitmap's bytes), /_reset.
+//	                 the chaos flags draw the fault soak's faults per request. POST
+//	                 /hang/<any> never answers (until the client goes). An event with a "t0"
+//	                 stamp has its latency (arrival - t0) recorded. GET /_stats (with the
+//	                 latencies' p50/p99), /_wait?n=N&timeout=S, /_bitmap (the bitmap's
+//	                 bytes), /_reset.
 //	relaybench trivial
 //	                 the loopback yardstick: reads each request and answers 200
 //	                 {"success":true}, nothing else (prints {"port":P}).
@@ -96,6 +101,7 @@ func runLoad(args []string) {
 	prefix := fs.String("prefix", "b", "messageId prefix")
 	acked := fs.String("acked", "", "file for the bitmap of acknowledged request numbers")
 	progress := fs.Float64("progress", 0, "print a progress line to stderr every this many seconds")
+	stamp := fs.Bool("stamp", false, "put the send time (unix ns) in every event as properties.t0")
 	_ = fs.Parse(args)
 	if !strings.HasPrefix(*base, "http://127.0.0.1:") {
 		fmt.Fprintln(os.Stderr, "load: -url must be http://127.0.0.1:PORT")
@@ -179,7 +185,11 @@ func runLoad(args []string) {
 						time.Sleep(d)
 					}
 				}
-				body = buildBody(body[:0], *prefix, k*int64(per), *batch)
+				stampNs := int64(0)
+				if *stamp {
+					stampNs = time.Now().UnixNano()
+				}
+				body = buildBody(body[:0], *prefix, k*int64(per), *batch, stampNs)
 				buf = append(buf[:0], heads[k%int64(len(heads))]...)
 				buf = strconv.AppendInt(buf, int64(len(body)), 10)
 				buf = append(buf, "\r\n\r\n"...)
@@ -307,13 +317,18 @@ func b64(s string) string {
 
 // buildBody writes a Segment batch of `batch` track events (or, with batch 0, one event) with
 // messageIds prefix-first, prefix-first+1, ...
-func buildBody(b []byte, prefix string, first int64, batch int) []byte {
+func buildBody(b []byte, prefix string, first int64, batch int, stamp int64) []byte {
 	one := func(b []byte, n int64) []byte {
 		b = append(b, `{"type":"track","event":"Order Completed","userId":"user-`...)
 		b = strconv.AppendInt(b, n%1000, 10)
 		b = append(b, `","properties":{"order_id":"ord-`...)
 		b = strconv.AppendInt(b, n, 10)
-		b = append(b, `","revenue":49.99,"items":3,"express":true,"tags":["a","b"]},"messageId":"`...)
+		b = append(b, `","revenue":49.99,"items":3,"express":true,"tags":["a","b"]`...)
+		if stamp > 0 {
+			b = append(b, `,"t0":`...)
+			b = strconv.AppendInt(b, stamp, 10)
+		}
+		b = append(b, `},"messageId":"`...)
 		b = append(b, prefix...)
 		b = append(b, '-')
 		b = strconv.AppendInt(b, n, 10)
@@ -379,6 +394,50 @@ type sink struct {
 	inflight    atomic.Int64
 	maxInflight atomic.Int64
 	cond        *sync.Cond
+	hangs       atomic.Int64 // requests to /hang/* (never answered)
+	latMu       sync.Mutex
+	lats        []int32 // microseconds from an event's t0 to its arrival (at most 5 M kept)
+}
+
+var stampKey = []byte(`"t0":`)
+
+// stamped records the latency of every stamped event in body.
+func (s *sink) stamped(body []byte) {
+	now := time.Now().UnixNano()
+	for {
+		i := indexOf(body, stampKey)
+		if i < 0 {
+			return
+		}
+		body = body[i+len(stampKey):]
+		j := 0
+		for j < len(body) && body[j] >= '0' && body[j] <= '9' {
+			j++
+		}
+		t0, err := strconv.ParseInt(string(body[:j]), 10, 64)
+		if err != nil {
+			continue
+		}
+		us := (now - t0) / 1000
+		s.latMu.Lock()
+		if len(s.lats) < 5_000_000 {
+			s.lats = append(s.lats, int32(us))
+		}
+		s.latMu.Unlock()
+	}
+}
+
+// latency gives the p50 and p99 of the recorded latencies, in ms, and their count.
+func (s *sink) latency() (float64, float64, int) {
+	s.latMu.Lock()
+	l := append([]int32(nil), s.lats...)
+	s.latMu.Unlock()
+	if len(l) == 0 {
+		return 0, 0, 0
+	}
+	sort.Slice(l, func(i, j int) bool { return l[i] < l[j] })
+	at := func(p float64) float64 { return float64(l[int(p*float64(len(l)-1))]) / 1000 }
+	return at(0.50), at(0.99), len(l)
 }
 
 var idKey = []byte(`"messageId":"`)
@@ -460,8 +519,10 @@ func runSink(args []string) {
 	handler := func(w http.ResponseWriter, r *http.Request) {
 		switch {
 		case r.Method == "GET" && r.URL.Path == "/_stats":
+			p50, p99, n := s.latency()
 			s.mu.Lock()
 			out := map[string]any{"unique": s.unique, "first_ms": s.first, "last_ms": s.last,
+				"lat_p50_ms": p50, "lat_p99_ms": p99, "lat_n": n, "hangs": s.hangs.Load(),
 				"deliveries": s.deliveries.Load(), "batches": s.batches.Load(), "ids": s.ids.Load(),
 				"f503": s.faults[0].Load(), "resets": s.faults[1].Load(), "stalls": s.faults[2].Load(),
 				"max_inflight": s.maxInflight.Load(), "cpu_s": cpuSeconds()}
@@ -472,6 +533,10 @@ func runSink(args []string) {
 			s.mu.Lock()
 			s.bits, s.unique, s.first, s.last = nil, 0, 0, 0
 			s.mu.Unlock()
+			s.latMu.Lock()
+			s.lats = nil
+			s.latMu.Unlock()
+			s.hangs.Store(0)
 			s.deliveries.Store(0)
 			s.batches.Store(0)
 			s.ids.Store(0)
@@ -513,6 +578,12 @@ func runSink(args []string) {
 		}
 		body, err := io.ReadAll(r.Body)
 		if err != nil {
+			return
+		}
+		if strings.HasPrefix(r.URL.Path, "/hang/") {
+			// Past any timeout: answered never, the connection held until the client goes.
+			s.hangs.Add(1)
+			<-r.Context().Done()
 			return
 		}
 		hook := strings.HasPrefix(r.URL.Path, "/hook/")
@@ -563,6 +634,7 @@ func runSink(args []string) {
 			}
 		}
 		s.take(body)
+		s.stamped(body)
 		if hook {
 			s.deliveries.Add(1)
 		} else {

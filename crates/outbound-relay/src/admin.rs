@@ -187,20 +187,21 @@ async fn audiences(sources: &Arc<Sources>, name: &str, audience: &str, body: Val
     let audience = audience.to_string();
     // SQLite and the queue-room waits are blocking: off the async workers.
     let run = tokio::task::spawn_blocking(move || {
-        let mut sync = source.audiences.lock().unwrap_or_else(|e| e.into_inner());
-        let pending = sync.emit_audience(&source.client, &audience, &members)?;
-        let (tx, rx) = std::sync::mpsc::channel();
-        source.client.when_spooled(move |ok| {
-            let _ = tx.send(ok);
-        });
-        if !rx.recv().unwrap_or(false) {
-            return Err(Error::Spool {
-                path: "spool".into(),
-                reason: "the identifies could not be committed to disk".into(),
+        source.with_audiences(|sync| {
+            let pending = sync.emit_audience(&source.client, &audience, &members)?;
+            let (tx, rx) = std::sync::mpsc::channel();
+            source.client.when_spooled(move |ok| {
+                let _ = tx.send(ok);
             });
-        }
-        let counts = pending.commit()?;
-        Ok((counts, outbound::trait_key(&audience)?))
+            if !rx.recv().unwrap_or(false) {
+                return Err(Error::Spool {
+                    path: "spool".into(),
+                    reason: "the identifies could not be committed to disk".into(),
+                });
+            }
+            let counts = pending.commit()?;
+            Ok((counts, outbound::trait_key(&audience)?))
+        })
     })
     .await;
     match run {

@@ -17,14 +17,32 @@ pub struct Source {
     write_keys: Vec<String>,
     allowed_origins: Vec<String>,
     pub client: Client,
-    /// Opened at start; a sync holds it for its whole run (syncs of one source take turns).
-    pub audiences: Mutex<AudienceSync>,
+    /// Opened at the source's first sync (a source costs no open file until then); a sync
+    /// holds it for its whole run (syncs of one source take turns).
+    pub audiences: Mutex<Option<AudienceSync>>,
+    /// Where its audience state lives (`data_dir/audiences/<name>.db`).
+    pub audiences_path: std::path::PathBuf,
     pub has_webhooks: bool,
     /// What its client was built from (a reload keeps it running when unchanged).
-    pub fingerprint: String,
+    pub fingerprint: u64,
 }
 
 impl Source {
+    /// Runs `f` on the source's audience state, opened on first use.
+    pub fn with_audiences<T>(
+        &self,
+        f: impl FnOnce(&mut AudienceSync) -> Result<T, outbound::Error>,
+    ) -> Result<T, outbound::Error> {
+        let mut state = self.audiences.lock().unwrap_or_else(|e| e.into_inner());
+        if state.is_none() {
+            *state = Some(AudienceSync::open(&self.audiences_path)?);
+        }
+        match state.as_mut() {
+            Some(sync) => f(sync),
+            None => unreachable!("opened above"),
+        }
+    }
+
     /// True when a browser at `origin` may send to this source.
     pub fn allows_origin(&self, origin: &str) -> bool {
         self.allowed_origins.iter().any(|o| o == "*" || o == origin)
@@ -136,19 +154,15 @@ impl Sources {
             .data_dir
             .join("audiences")
             .join(format!("{}.db", s.name));
-        let audiences = AudienceSync::open(&path).map_err(|e| ConfigError {
-            file: relay.file.clone(),
-            key: "data_dir".into(),
-            reason: format!("audience state {}: {e}", path.display()),
-        })?;
         Ok(Arc::new(Source {
             name: s.name.clone(),
             write_keys: s.write_keys.clone(),
             allowed_origins: s.allowed_origins.clone(),
             client,
-            audiences: Mutex::new(audiences),
+            audiences: Mutex::new(None),
+            audiences_path: path,
             has_webhooks,
-            fingerprint: s.fingerprint.clone(),
+            fingerprint: s.fingerprint,
         }))
     }
 

@@ -78,20 +78,23 @@ impl Engine {
             (Some(io), None, false) => Some(HooksOut {
                 io: io.handle(),
                 exchange: Exchange::new(config, io)?,
-                targets: (config.webhooks.iter())
-                    .map(|w| Target::parse(&w.url))
-                    .collect::<Result<_, _>>()
-                    .map_err(|why| Error::config("webhooks", why))?,
+                targets: targets_of(config)?,
                 requests: Budget::requests(),
             }),
             _ => None,
         };
         let delivery = Arc::new(Delivery {
-            transport: Transport::new(config)?.recording_into(recorder),
+            // Batches, and a recording client's requests, go through ureq: an agent only
+            // for a client that has either.
+            transport: match (&recorder, &config.write_key) {
+                (None, None) => None,
+                _ => Some(Transport::new(config)?.recording_into(recorder)),
+            },
             ingestion: Endpoint::new(config),
             hooks: Hooks::new(config, targets),
             logger: logger.clone(),
             budget: Budget::process(),
+            policy: config.retry,
             hooks_out,
         });
         let shared = Arc::new(Shared::default());
@@ -166,6 +169,15 @@ impl Engine {
             self.shared.callbacks_off.store(true, SeqCst);
         }
     }
+}
+
+/// The webhooks' URLs, read once (exactly as many as there are: a relay holds thousands).
+fn targets_of(config: &Config) -> Result<Vec<Target>, Error> {
+    let mut targets = Vec::with_capacity(config.webhooks.len());
+    for w in &config.webhooks {
+        targets.push(Target::parse(&w.url).map_err(|why| Error::config("webhooks", why))?);
+    }
+    Ok(targets)
 }
 
 /// Where commands go first.

@@ -182,7 +182,8 @@ pub(crate) struct Spooler {
     store: Box<dyn Store>,
     mailbox: SpoolMailbox,
     control: Receiver<SpoolControl>,
-    tenants: HashMap<TenantNo, TenantSpool>,
+    /// Boxed: a map's spare slots then cost a pointer each.
+    tenants: HashMap<TenantNo, Box<TenantSpool>>,
     commit_every: Duration,
     logger: Logger,
     /// A private engine's writer stops with its one client.
@@ -391,7 +392,7 @@ impl Spooler {
                 SpoolControl::Add(no, tenant) => {
                     self.store.register(no, &tenant.name);
                     tenant.shared.spool_failing.store(self.failing, Relaxed);
-                    self.tenants.insert(no, *tenant);
+                    self.tenants.insert(no, tenant);
                 }
                 SpoolControl::Stop => self.stopping = true,
             }

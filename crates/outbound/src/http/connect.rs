@@ -36,18 +36,29 @@ const PROXY_HEAD: usize = 8 * 1024;
 #[derive(Debug)]
 pub(crate) struct Target {
     pub https: bool,
-    /// Without IPv6 brackets.
-    pub host: String,
+    /// Without IPv6 brackets (shared: the pool's key holds it for each request).
+    pub host: Arc<str>,
     pub port: u16,
     /// The `Host` header.
     pub authority: HeaderValue,
     /// Path and query: the request's origin-form target.
     pub path: Uri,
-    /// The whole URL (the proxy's `NO_PROXY` rules look at it).
-    pub uri: Uri,
 }
 
 impl Target {
+    /// A URI naming the host, as the proxy's `NO_PROXY` rules take it (made only when a
+    /// proxy is set: a target keeps no copy of its whole URL).
+    fn host_uri(&self) -> Uri {
+        let scheme = if self.https { "https" } else { "http" };
+        let host = match self.host.contains(':') {
+            true => format!("[{}]", self.host),
+            false => self.host.to_string(),
+        };
+        format!("{scheme}://{host}:{}/", self.port)
+            .parse()
+            .unwrap_or_default()
+    }
+
     /// `url` was checked when the client was built (absolute http or https, no credentials).
     pub(crate) fn parse(url: &str) -> Result<Target, String> {
         let uri: Uri = url.parse().map_err(|e| format!("invalid URL: {e}"))?;
@@ -57,11 +68,12 @@ impl Target {
             _ => return Err("the URL must be http or https".into()),
         };
         let authority = uri.authority().ok_or("the URL has no host")?.clone();
-        let host = authority
-            .host()
-            .trim_start_matches('[')
-            .trim_end_matches(']')
-            .to_string();
+        let host: Arc<str> = Arc::from(
+            authority
+                .host()
+                .trim_start_matches('[')
+                .trim_end_matches(']'),
+        );
         let port = authority.port_u16().unwrap_or(if https { 443 } else { 80 });
         let path: Uri = uri
             .path_and_query()
@@ -75,7 +87,6 @@ impl Target {
             authority: HeaderValue::from_str(authority.as_str())
                 .map_err(|e| format!("invalid host: {e}"))?,
             path,
-            uri,
         })
     }
 }
@@ -223,15 +234,20 @@ pub(crate) struct Connector {
 }
 
 impl Connector {
-    pub(crate) fn new(config: &Config, names: Arc<Names>) -> Result<Connector, Error> {
-        let proxy = config
-            .proxy_from_env
-            .then(ureq::Proxy::try_from_env)
-            .flatten();
-        Connector::with_proxy(config, names, proxy)
+    /// What tells connectors apart: settings that decide where a connection may go and
+    /// whom it trusts. Connectors with equal keys are interchangeable (an engine builds one
+    /// per key: the roots alone are ~150 certificates parsed).
+    pub(crate) fn key_of(config: &Config, proxy: Option<&ureq::Proxy>) -> u64 {
+        let mut key = std::hash::DefaultHasher::new();
+        config.ca_certs.hash(&mut key);
+        config.block_private_networks.hash(&mut key);
+        config.allowed_networks.hash(&mut key);
+        proxy.map(|p| p.uri().to_string()).hash(&mut key);
+        key.finish()
     }
 
-    /// As [`new`](Self::new), with `proxy` instead of the environment's.
+    /// A connector for `config`'s settings, through `proxy` (the environment's, from
+    /// [`env_proxy`], or a test's).
     pub(crate) fn with_proxy(
         config: &Config,
         names: Arc<Names>,
@@ -266,21 +282,13 @@ impl Connector {
             Proxy { setting, auth }
         });
         let guard = config.network_guard()?;
-        // Settings that decide where a connection may go and whom it trusts.
-        let mut key = std::hash::DefaultHasher::new();
-        config.ca_certs.hash(&mut key);
-        config.block_private_networks.hash(&mut key);
-        config.allowed_networks.hash(&mut key);
-        proxy
-            .as_ref()
-            .map(|p| p.setting.uri().to_string())
-            .hash(&mut key);
+        let key = Connector::key_of(config, proxy.as_ref().map(|p| &p.setting));
         Ok(Connector {
             tls: TlsConnector::from(Arc::new(tls)),
             guard,
             proxy,
             names,
-            key: key.finish(),
+            key,
         })
     }
 
@@ -295,7 +303,7 @@ impl Connector {
         let proxy = self
             .proxy
             .as_ref()
-            .filter(|p| !p.setting.is_no_proxy(&t.uri));
+            .filter(|p| !p.setting.is_no_proxy(&t.host_uri()));
         let tcp = match proxy {
             None => {
                 let addrs = self.allowed(t).await?;
@@ -307,7 +315,7 @@ impl Connector {
         if !t.https {
             return Ok(Stream::Plain(tcp));
         }
-        let name = ServerName::try_from(t.host.clone())
+        let name = ServerName::try_from(t.host.to_string())
             .map_err(|e| ConnectError::Unsupported(format!("invalid TLS name {}: {e}", t.host)))?;
         match self.tls.connect(name, tcp).await {
             Ok(tls) => Ok(Stream::Tls(Box::new(tls))),
@@ -388,6 +396,14 @@ impl Connector {
     }
 }
 
+/// The environment's proxy for a client with `proxy_from_env`.
+pub(crate) fn env_proxy(config: &Config) -> Option<ureq::Proxy> {
+    config
+        .proxy_from_env
+        .then(ureq::Proxy::try_from_env)
+        .flatten()
+}
+
 /// TCP to the first of `addrs` that answers.
 async fn dial(addrs: &[SocketAddr]) -> Result<TcpStream, ConnectError> {
     let mut last = None;
@@ -410,11 +426,11 @@ mod tests {
     fn a_target_keeps_what_a_request_needs() {
         let t = Target::parse("https://hooks.example.com/in/x?token=1").unwrap();
         assert!(t.https);
-        assert_eq!((t.host.as_str(), t.port), ("hooks.example.com", 443));
+        assert_eq!((&*t.host, t.port), ("hooks.example.com", 443));
         assert_eq!(t.authority, "hooks.example.com");
         assert_eq!(t.path, "/in/x?token=1");
         let t = Target::parse("http://[::1]:8080").unwrap();
-        assert_eq!((t.host.as_str(), t.port, t.https), ("::1", 8080, false));
+        assert_eq!((&*t.host, t.port, t.https), ("::1", 8080, false));
         assert_eq!(t.authority, "[::1]:8080");
         assert_eq!(t.path, "/");
     }

@@ -22,7 +22,7 @@ use ureq::http::{HeaderName, HeaderValue, Method, Request};
 /// How one client's webhook requests are made: its connector (TLS roots, guard, proxy), the
 /// engine's pool, its timeout.
 pub(crate) struct Exchange {
-    connector: Connector,
+    connector: Arc<Connector>,
     pool: Arc<Pool>,
     timeout: Duration,
     /// Idle connections kept per host: as many as may be in flight to it.
@@ -32,7 +32,7 @@ pub(crate) struct Exchange {
 impl Exchange {
     pub(crate) fn new(config: &Config, io: &Io) -> Result<Exchange, Error> {
         Ok(Exchange {
-            connector: Connector::new(config, io.names.clone())?,
+            connector: io.connector(config)?,
             pool: io.pool.clone(),
             timeout: config.timeout,
             keep: config.max_in_flight.max(1),
@@ -73,7 +73,9 @@ impl Exchange {
                 Some(tx) => tx,
                 None => {
                     reused = false;
-                    match self.open(t).await {
+                    // Boxed: connecting (and TLS) is rare with keep-alive, and inline its
+                    // state would make every request's future that much larger to move.
+                    match Box::pin(self.open(t)).await {
                         Ok(tx) => tx,
                         Err(e) => return connect_failed(e),
                     }
@@ -86,15 +88,7 @@ impl Exchange {
                 }
                 return retry_connection("connection closed before the request".into());
             }
-            let request = match request(t, headers, body.clone()) {
-                Ok(r) => r,
-                Err(e) => {
-                    return Attempt::Permanent {
-                        reason: Reason::Other,
-                        detail: format!("invalid request: {e}"),
-                    }
-                }
-            };
+            let request = request(t, headers, body.clone());
             let answer = match tx.send_request(request).await {
                 Ok(answer) => answer,
                 Err(e) if reused && e.is_canceled() => {
@@ -153,20 +147,19 @@ impl Exchange {
     }
 }
 
-fn request(
-    t: &Target,
-    headers: &[(HeaderName, HeaderValue)],
-    body: Bytes,
-) -> Result<Request<Full<Bytes>>, ureq::http::Error> {
-    let mut req = Request::builder()
-        .method(Method::POST)
-        .uri(t.path.clone())
-        .header(HOST, t.authority.clone())
-        .header(CONTENT_LENGTH, body.len());
+fn request(t: &Target, headers: &[(HeaderName, HeaderValue)], body: Bytes) -> Request<Full<Bytes>> {
+    let len = HeaderValue::from(body.len());
+    let mut req = Request::new(Full::new(body));
+    *req.method_mut() = Method::POST;
+    *req.uri_mut() = t.path.clone();
+    let map = req.headers_mut();
+    map.reserve(headers.len() + 2);
+    map.append(HOST, t.authority.clone());
+    map.append(CONTENT_LENGTH, len);
     for (k, v) in headers {
-        req = req.header(k, v);
+        map.append(k.clone(), v.clone());
     }
-    req.body(Full::new(body))
+    req
 }
 
 fn connect_failed(e: ConnectError) -> Attempt {
@@ -262,7 +255,9 @@ mod tests {
 
     fn exchange(config: &Config, proxy: Option<ureq::Proxy>) -> Exchange {
         Exchange {
-            connector: Connector::with_proxy(config, Arc::new(Names::default()), proxy).unwrap(),
+            connector: Arc::new(
+                Connector::with_proxy(config, Arc::new(Names::default()), proxy).unwrap(),
+            ),
             pool: Arc::new(Pool::default()),
             timeout: Duration::from_secs(5),
             keep: 8,

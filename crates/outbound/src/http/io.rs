@@ -4,9 +4,11 @@
 //! waiting for an answer holds no thread.
 
 use crate::error::Error;
-use crate::http::connect::Names;
+use crate::http::connect::{env_proxy, Connector, Names};
 use crate::http::pool::Pool;
-use std::sync::Arc;
+use crate::model::config::Config;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 /// How often idle connections past their time are closed.
@@ -16,6 +18,8 @@ pub(crate) struct Io {
     runtime: Option<tokio::runtime::Runtime>,
     pub(crate) pool: Arc<Pool>,
     pub(crate) names: Arc<Names>,
+    /// One connector per distinct setting (`Connector::key_of`), shared by the clients.
+    connectors: Mutex<HashMap<u64, Arc<Connector>>>,
 }
 
 impl Io {
@@ -46,7 +50,21 @@ impl Io {
             runtime: Some(runtime),
             pool,
             names: Arc::new(Names::default()),
+            connectors: Mutex::default(),
         })
+    }
+
+    /// The connector for `config`'s settings: built once per distinct setting.
+    pub(crate) fn connector(&self, config: &Config) -> Result<Arc<Connector>, Error> {
+        let proxy = env_proxy(config);
+        let key = Connector::key_of(config, proxy.as_ref());
+        let mut connectors = self.connectors.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(c) = connectors.get(&key) {
+            return Ok(c.clone());
+        }
+        let made = Arc::new(Connector::with_proxy(config, self.names.clone(), proxy)?);
+        connectors.insert(key, made.clone());
+        Ok(made)
     }
 
     /// Where tasks are spawned (a handle does not keep the runtime alive: a task spawned

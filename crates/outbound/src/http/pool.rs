@@ -16,7 +16,7 @@ pub(crate) const IDLE_FOR: Duration = Duration::from_secs(20);
 pub(crate) type Sender = SendRequest<Full<Bytes>>;
 
 /// Connector key and `scheme://host:port`.
-pub(crate) type Key = (u64, bool, String, u16);
+pub(crate) type Key = (u64, bool, std::sync::Arc<str>, u16);
 
 #[derive(Default)]
 pub(crate) struct Pool {

@@ -14,7 +14,7 @@ pub(crate) const PROCESS_LANE_THREADS: usize = 4096;
 
 /// Webhook requests in flight at once in one process (each a connection: ~20 KiB with its
 /// buffers): 100 ms answers at 40,000 requests/s.
-pub(crate) const PROCESS_REQUESTS: usize = 4096;
+pub(crate) const PROCESS_REQUESTS: usize = 16_384;
 
 /// Threads alive and lanes holding them, against a limit.
 pub(crate) struct Budget {

@@ -19,9 +19,9 @@ impl Lane {
             _ => None,
         };
         if let Some(wait) = retry_after {
-            let until = after(now, wait.min(self.policy.max_retry_after));
+            let until = after(now, wait.min(self.delivery.policy.max_retry_after));
             if self.paused_until.is_none_or(|t| t < until) {
-                self.logger.log(Level::Debug, || {
+                self.delivery.logger.log(Level::Debug, || {
                     format!("{}: paused {wait:?} (Retry-After)", self.label)
                 });
                 self.paused_until = Some(until);
@@ -43,7 +43,8 @@ impl Lane {
                 self.failures = 0;
                 self.last_success = Some(now);
                 if self.health != Health::Up {
-                    self.logger
+                    self.delivery
+                        .logger
                         .log(Level::Warn, || format!("{}: recovered", self.label));
                     self.health = Health::Up;
                 }
@@ -58,7 +59,7 @@ impl Lane {
                     _ => return,
                 };
                 let wait = self.probe_backoff(opens);
-                self.logger.log(Level::Warn, || {
+                self.delivery.logger.log(Level::Warn, || {
                     format!(
                         "{}: {} failures in a row; next probe in {wait:?}",
                         self.label, self.failures
@@ -75,10 +76,11 @@ impl Lane {
     /// Half of the doubling ceiling fixed, half jittered: probes never come in a burst.
     fn probe_backoff(&self, opens: u32) -> Duration {
         let ceiling = self
+            .delivery
             .policy
             .base
             .saturating_mul(1u32 << opens.saturating_sub(1).min(20))
-            .min(self.policy.max_backoff);
+            .min(self.delivery.policy.max_backoff);
         ceiling / 2 + (ceiling / 2).mul_f64(fastrand::f64())
     }
 

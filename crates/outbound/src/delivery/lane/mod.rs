@@ -78,15 +78,22 @@ pub(crate) fn share_brisk(lanes: &mut [Lane]) {
 /// ...where a request out for this long counts as slow.
 pub(crate) const SLOW_AFTER: Duration = Duration::from_millis(25);
 
+/// A lane's queue to its worker threads: when each job was handed over, and the job.
+type Jobs = (Sender<(Instant, Job)>, Receiver<(Instant, Job)>);
+
 /// What every lane's workers share: the transport and both destinations.
 pub(crate) struct Delivery {
-    /// Ingestion batches (worker threads), and every request of a recording client.
-    pub transport: Transport,
+    /// Ingestion batches (worker threads), and every request of a recording client; `None`
+    /// for a client with neither (a relay source with webhooks only: an agent per source
+    /// would cost its memory for nothing).
+    pub transport: Option<Transport>,
     pub ingestion: Option<Endpoint>,
     pub hooks: Hooks,
     pub logger: Logger,
     /// Where the ingestion lane's threads come from: [`Budget::process`] but in tests.
     pub budget: &'static Budget,
+    /// Backoff and retry window (the lanes' probes and `Retry-After` caps).
+    pub policy: RetryPolicy,
     /// Webhook requests on the I/O engine (none for a recording client, whose requests go to
     /// its record).
     pub hooks_out: Option<HooksOut>,
@@ -130,8 +137,9 @@ pub(crate) struct Lane {
     tenant: u32,
     index: usize,
     delivery: Arc<Delivery>,
-    jobs: Sender<(Instant, Job)>,
-    jobs_rx: Receiver<(Instant, Job)>,
+    /// The worker threads' queue; made with the first thread (a lane on the I/O engine, or
+    /// one that never sent, has none: a channel is half a KiB).
+    jobs: Option<Jobs>,
     reports: Sender<Report>,
     ready: VecDeque<Job>,
     /// What one request may carry when batches waiting together join (ingestion).
@@ -164,8 +172,6 @@ pub(crate) struct Lane {
     last_answer: Option<Instant>,
     health: Health,
     paused_until: Option<Instant>,
-    policy: RetryPolicy,
-    logger: Logger,
 }
 
 impl Lane {
@@ -178,11 +184,8 @@ impl Lane {
         reports: Sender<Report>,
         min_threads: usize,
         cap: usize,
-        policy: RetryPolicy,
         limit: RequestLimit,
     ) -> Lane {
-        let (jobs, jobs_rx) = crossbeam_channel::unbounded();
-        let logger = delivery.logger.clone();
         let on_io = index > 0 && delivery.hooks_out.is_some();
         let budget = match &delivery.hooks_out {
             Some(out) if on_io => out.requests,
@@ -193,8 +196,7 @@ impl Lane {
             tenant,
             index,
             delivery,
-            jobs,
-            jobs_rx,
+            jobs: None,
             reports,
             ready: VecDeque::new(),
             limit,
@@ -216,8 +218,6 @@ impl Lane {
             last_answer: None,
             health: Health::Up,
             paused_until: None,
-            policy,
-            logger,
         }
     }
 
@@ -284,7 +284,7 @@ impl Lane {
 
     /// Whether the next request would need a new thread that the lane does not add yet.
     fn held_back(&self, now: Instant) -> bool {
-        self.holds(self.busy, self.moving(now))
+        self.holds_now(now)
     }
 
     /// The rule of both: with `busy` requests out, `moving` of them not known to be slow, a
@@ -296,6 +296,18 @@ impl Lane {
             return moving >= self.brisk() || !self.budget.may_grow(busy);
         }
         busy >= self.threads && (moving >= self.brisk() || !self.budget.may_grow(self.threads))
+    }
+
+    /// [`holds`](Self::holds) with the requests out now, counting the moving ones only when
+    /// it matters (fewer out than the brisk share cannot be too many moving): the count
+    /// walks the requests out, and this runs at every turn of the scheduler.
+    fn holds_now(&self, now: Instant) -> bool {
+        let brisk = self.brisk();
+        let moving = match self.busy < brisk {
+            true => self.busy,
+            false => self.moving(now),
+        };
+        self.holds(self.busy, moving)
     }
 
     /// Requests out that are not slow beyond which the lane adds no thread: its share of

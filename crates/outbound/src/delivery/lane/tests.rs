@@ -19,11 +19,12 @@ fn lane_in(cap: usize, budget: &'static Budget) -> (Lane, Receiver<Report>) {
     };
     let targets = config.check_targets().unwrap();
     let delivery = Arc::new(Delivery {
-        transport: Transport::new(&config).unwrap(),
+        transport: Some(Transport::new(&config).unwrap()),
         ingestion: None,
         hooks: Hooks::new(&config, targets),
         logger: Logger::new(Some(false), None),
         budget,
+        policy: RetryPolicy::default(),
         hooks_out: None,
     });
     let (tx, rx) = crossbeam_channel::unbounded();
@@ -35,7 +36,6 @@ fn lane_in(cap: usize, budget: &'static Budget) -> (Lane, Receiver<Report>) {
         tx,
         1,
         cap,
-        RetryPolicy::default(),
         RequestLimit::of(&config),
     );
     (lane, rx)

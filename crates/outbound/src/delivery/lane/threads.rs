@@ -18,9 +18,13 @@ impl Lane {
         let Some(ticket) = self.budget.acquire(self.threads) else {
             return false;
         };
-        let (delivery, jobs, reports, index, tenant) = (
+        let jobs = self
+            .jobs
+            .get_or_insert_with(crossbeam_channel::unbounded)
+            .1
+            .clone();
+        let (delivery, reports, index, tenant) = (
             self.delivery.clone(),
-            self.jobs_rx.clone(),
             self.reports.clone(),
             self.index,
             self.tenant,
@@ -40,7 +44,7 @@ impl Lane {
                     self.seat = Some(self.budget.seat());
                 }
                 if std::mem::take(&mut self.refused) {
-                    self.logger.log(Level::Warn, || {
+                    self.delivery.logger.log(Level::Warn, || {
                         format!("{}: threads start again", self.label)
                     });
                 }
@@ -48,7 +52,7 @@ impl Lane {
             }
             Err(e) => {
                 if !std::mem::replace(&mut self.refused, true) {
-                    self.logger.log(Level::Warn, || {
+                    self.delivery.logger.log(Level::Warn, || {
                         format!(
                             "{}: cannot start a thread ({e}); requests wait for one",
                             self.label
@@ -77,7 +81,9 @@ impl Lane {
             return self.send_on_io(job, now);
         }
         // The lane holds a receiver, so the channel is open.
-        let _ = self.jobs.send((now, job));
+        if let Some((jobs, _)) = &self.jobs {
+            let _ = jobs.send((now, job));
+        }
     }
 
     /// The lane's thread count changed to `threads`: a lane without threads gives up its seat.
@@ -99,7 +105,9 @@ impl Lane {
             .min(self.budget.fair_share());
         let mut threads = self.threads;
         while threads > want {
-            let _ = self.jobs.send((Instant::now(), Job::Exit));
+            if let Some((jobs, _)) = &self.jobs {
+                let _ = jobs.send((Instant::now(), Job::Exit));
+            }
             threads -= 1;
         }
         self.set_threads(threads);
@@ -121,8 +129,10 @@ impl Lane {
     /// Stops every thread of the lane (each after its current request) and returns what was
     /// still waiting.
     pub(crate) fn stop(&mut self) -> Vec<Job> {
-        for _ in 0..self.threads {
-            let _ = self.jobs.send((Instant::now(), Job::Exit));
+        if let Some((jobs, _)) = &self.jobs {
+            for _ in 0..self.threads {
+                let _ = jobs.send((Instant::now(), Job::Exit));
+            }
         }
         self.set_threads(0);
         self.ready.drain(..).collect()
@@ -186,17 +196,19 @@ fn work(
         let attempt = match &job {
             Job::Exit => return,
             Job::Batch(batch) => {
-                let Some(endpoint) = delivery.ingestion.as_ref() else {
+                let (Some(endpoint), Some(transport)) =
+                    (delivery.ingestion.as_ref(), delivery.transport.as_ref())
+                else {
                     return;
                 };
                 let msgs = batch.msgs.iter().map(|(_, m)| m);
                 let (url, headers) = (endpoint.url(), endpoint.headers());
                 let attempt = if let Some(mut body) = endpoint.reader(msgs.clone()) {
                     let len = body.len();
-                    delivery.transport.post_read(url, headers, len, &mut body)
+                    transport.post_read(url, headers, len, &mut body)
                 } else {
                     endpoint.body(&mut batch_body, msgs);
-                    let attempt = delivery.transport.post(url, headers, &batch_body);
+                    let attempt = transport.post(url, headers, &batch_body);
                     if batch_body.capacity() > KEEP_BODY {
                         batch_body = Vec::new(); // a rare large batch: not held while idle
                     }
@@ -210,13 +222,21 @@ fn work(
             Job::Hook { id, body, .. } => {
                 let target = lane - 1;
                 let hooks = &delivery.hooks;
-                let attempt = match hooks.headers(target, id.as_str(), body) {
-                    Ok(headers) => delivery
-                        .transport
-                        .post_hook(hooks.url(target), &headers, body),
-                    Err(why) => Attempt::Permanent {
+                let attempt = match (
+                    hooks.headers(target, id.as_str(), body),
+                    &delivery.transport,
+                ) {
+                    (Ok(headers), Some(transport)) => {
+                        transport.post_hook(hooks.url(target), &headers, body)
+                    }
+                    (Err(why), _) => Attempt::Permanent {
                         reason: Reason::Other,
                         detail: why.into(),
+                    },
+                    // Webhook lanes run threads only for a recording client, which has one.
+                    (Ok(_), None) => Attempt::Permanent {
+                        reason: Reason::Other,
+                        detail: "no transport".into(),
                     },
                 };
                 delivery.logger.log(Level::Debug, || {

@@ -44,7 +44,8 @@ pub(crate) enum Control {
 
 /// The scheduler thread's own state.
 pub(crate) struct Scheduler {
-    tenants: HashMap<u32, Tenant>,
+    /// Boxed: a map's spare slots then cost a pointer each, not a whole tenant.
+    tenants: HashMap<u32, Box<Tenant>>,
     /// When each tenant asked to run next (the heap may hold older, stale entries: a popped
     /// entry counts only when it is the tenant's current one).
     due: HashMap<u32, Instant>,
@@ -165,7 +166,7 @@ impl Scheduler {
     fn control(&mut self, c: Control) {
         match c {
             Control::Add(id, tenant) => {
-                self.tenants.insert(id, *tenant);
+                self.tenants.insert(id, tenant);
                 // Its first step reads what was sent before it arrived.
                 self.dirty.push(id);
             }

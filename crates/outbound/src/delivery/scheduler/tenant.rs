@@ -107,11 +107,11 @@ impl Tenant {
                 tx.clone(),
                 config.workers,
                 config.max_in_flight,
-                config.retry,
                 RequestLimit::of(config),
             )
         };
-        let mut lanes = vec![lane(0, "ingestion".into(), &report_tx)];
+        let mut lanes = Vec::with_capacity(1 + config.webhooks.len());
+        lanes.push(lane(0, "ingestion".into(), &report_tx));
         for (i, hook) in config.webhooks.iter().enumerate() {
             let label = format!("webhooks[{i}] {}", redact_url(&hook.url));
             lanes.push(lane(1 + i, label, &report_tx));

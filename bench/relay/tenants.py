@@ -1,0 +1,195 @@
+"""The relay with many tenants (scripts/relay-tenants.sh): one run, a printed table.
+
+Every case runs the release relay on 127.0.0.1 with its own data_dir (the default spool:
+SQLite, acknowledgement after the commit), the load generator `relaybench load` and the
+receiver `relaybench sink` (bench/relay/loadgen), all on this machine:
+
+  idle     --idle sources × 5 webhook URLs, no traffic: seconds from the start to the first
+           200 on /readyz, then RSS and threads 12 s later
+  tenants  --healthy sources × 5 URLs answering after 100 ms, plus --hanging sources whose 5
+           URLs never answer (past the 5 s timeout), --rate events/s as batches of 10 over all
+           the write keys for --seconds: deliveries/s reaching the healthy URLs while loading,
+           peak RSS and threads, p99 from the SDK's send to the healthy URL (100 ms of it the
+           receiver's)
+  wide     --wide sources × 5 URLs at 100 ms, 10 % of them hanging, the same load
+  latency  single events (/v1/track) at --single-rate/s to one signed URL answering at once:
+           p50/p99 from the SDK's send to the URL
+
+Each figure is printed with the load average (1 min) at its start. Exits non-zero when a case
+breaks (nothing acknowledged, an acknowledged event of a healthy source never delivered); a
+goal missed is reported, not an error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+import urllib.request
+from typing import Any, Dict, List
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bench import SECRET, Relay, Served, config, fmt, load, loadavg  # noqa: E402
+
+
+def sources(n: int, hang: int, base: str, tag: str) -> str:
+    """`n` sources named <tag><i> with 5 URLs each; the first `hang` of them hang."""
+    out: List[str] = []
+    for i in range(n):
+        path = "hang" if i < hang else "hook"
+        hooks = "".join(f'[[sources.webhooks]]\nurl = "{base}/{path}/{tag}{i}-{j}"\n'
+                        for j in range(5))
+        out.append(f'[[sources]]\nname = "{tag}{i}"\nwrite_keys = ["wk_{tag}{i}"]\n'
+                   f'shared_secret = "{SECRET}"\n{hooks}')
+    return "\n".join(out)
+
+
+def ready_after(relay: Relay, started: float, timeout: float = 120) -> float:
+    """Seconds from `started` to the first 200 on /readyz."""
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        try:
+            with urllib.request.urlopen(relay.url + "/readyz", timeout=5) as r:
+                if r.status == 200:
+                    return time.time() - started
+        except OSError:
+            pass
+        time.sleep(0.01)
+    raise RuntimeError("the relay never became ready")
+
+
+def many(a: argparse.Namespace, n: int, hang: int, tag: str, rows: List[List[str]],
+         res: Dict[str, Any], goal_rate: int, goal_mib: int, goal_threads: int) -> bool:
+    """The tenants and wide cases: `n` sources, the first `hang` hanging, under load."""
+    sink = Served(a.tool_bin, "sink", "-delay", "100ms")
+    healthy = n - hang
+    relay = Relay(a.relay_bin, a.workdir, tag, config(a.workdir, sources(n, hang, sink.url, "s")))
+    la = loadavg()
+    # Events spread over every write key (batches of 10): a healthy source's events reach
+    # its 5 URLs, a hanging one's none.
+    r = load(a.tool_bin, relay.url, "-c", "32", "-batch", "10", "-d", str(a.seconds),
+             "-rate", str(a.rate), "-key", "wk_s", "-keys", str(n), "-stamp")
+    mid = sink.get("/_stats")
+    # Request k goes to key k mod n and the first `hang` keys hang: what the healthy URLs
+    # must get is 5 deliveries per event of the other keys' acknowledged requests.
+    cycles, rest = divmod(r["requests"], n)
+    want = 5 * 10 * (cycles * healthy + max(0, rest - hang))
+    deadline = time.time() + 120
+    st = mid
+    while time.time() < deadline:
+        st = sink.get("/_stats")
+        if st["deliveries"] >= want:
+            break
+        time.sleep(0.5)
+    during = mid["deliveries"] / max(1e-3, r["seconds"])
+    total_s = (st["last_ms"] - r["start_ms"]) / 1000
+    overall = st["deliveries"] / max(1e-3, total_s)
+    rss = relay.peak_rss_mib()
+    threads = relay.peak_threads
+    # CPU per delivery: what the relay spent (intake, spool and delivery) over what reached
+    # the healthy URLs; less sensitive to a loaded machine than the rates.
+    cpu_us = relay.cpu_s() * 1e6 / max(1, st["deliveries"])
+    relay.stop()
+    sink.stop()
+    complete = st["deliveries"] >= want
+    res[tag] = {"load": r, "sink": st, "during_per_s": during, "overall_per_s": overall,
+                "offered_per_s": 5 * a.rate * healthy / n, "peak_rss_mib": rss,
+                "peak_threads": threads, "complete": complete, "load_avg": la,
+                "relay_cpu_us_per_delivery": cpu_us}
+    met = during >= goal_rate and rss <= goal_mib and threads <= goal_threads and complete
+    rows.append([f"{tag}: {healthy} sources × 5 URLs at 100 ms + {hang} hanging, "
+                 f"{fmt(a.rate)} ev/s offered (batches of 10, {fmt(n)} keys), {a.seconds} s",
+                 f"{fmt(during)} deliveries/s to the healthy URLs while loading "
+                 f"(offered {fmt(5 * a.rate * healthy / n)}), {fmt(overall)}/s to the last "
+                 f"({fmt(st['deliveries'])}/{fmt(want)}); acked {fmt(r['events_per_s'])} ev/s, "
+                 f"non-200 {r['failed']}, ack p99 {r['p99_ms']:.1f} ms; send → URL p50 "
+                 f"{st['lat_p50_ms']:.0f} ms, p99 {st['lat_p99_ms']:.0f} ms; peak RSS {rss:.0f} "
+                 f"MiB; threads {threads} peak; relay CPU {cpu_us:.0f} µs/delivery",
+                 f"≥ {fmt(goal_rate)}/s, ≤ {goal_mib} MiB, ≤ {goal_threads} threads",
+                 "met" if met else "MISSED", la])
+    return r["events"] > 0 and complete
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--relay-bin", required=True)
+    ap.add_argument("--tool-bin", required=True)
+    ap.add_argument("--workdir", required=True)
+    ap.add_argument("--cases", default="idle,tenants,wide,latency")
+    ap.add_argument("--idle", type=int, default=10_000)
+    ap.add_argument("--healthy", type=int, default=200)
+    ap.add_argument("--hanging", type=int, default=20)
+    ap.add_argument("--wide", type=int, default=2_000)
+    ap.add_argument("--rate", type=int, default=10_000)
+    ap.add_argument("--seconds", type=int, default=30)
+    ap.add_argument("--single-rate", type=int, default=100)
+    ap.add_argument("--single-seconds", type=int, default=20)
+    ap.add_argument("--json-out")
+    a = ap.parse_args()
+    cases = a.cases.split(",")
+    os.makedirs(a.workdir, exist_ok=True)
+    rows: List[List[str]] = []
+    res: Dict[str, Any] = {"cores": os.cpu_count()}
+    ok = True
+
+    if "idle" in cases:
+        sink = Served(a.tool_bin, "sink")
+        la = loadavg()
+        started = time.time()
+        relay = Relay(a.relay_bin, a.workdir, "idle",
+                      config(a.workdir, sources(a.idle, 0, sink.url, "i")))
+        ready = ready_after(relay, started)
+        # Past the relay's first return of free heap pages to the system (every 10 s).
+        time.sleep(12)
+        s = relay.status()
+        rss, threads = s.get("VmRSS", 0) / 1024, s.get("Threads", 0)
+        relay.stop()
+        sink.stop()
+        met = rss <= 128 and threads <= 32 and ready <= 3
+        res["idle"] = {"ready_s": ready, "rss_mib": rss, "threads": threads, "load_avg": la}
+        rows.append([f"idle: {fmt(a.idle)} sources × 5 URLs",
+                     f"ready in {ready:.2f} s; RSS {rss:.0f} MiB; {threads} threads",
+                     "≤ 3 s, ≤ 128 MiB, ≤ 32 threads", "met" if met else "MISSED", la])
+
+    if "tenants" in cases:
+        ok &= many(a, a.healthy + a.hanging, a.hanging, "tenants", rows, res, 30_000, 256, 64)
+
+    if "wide" in cases:
+        ok &= many(a, a.wide, a.wide // 10, "wide", rows, res, 20_000, 512, 64)
+
+    if "latency" in cases:
+        sink = Served(a.tool_bin, "sink")
+        src = (f'[[sources]]\nname = "one"\nwrite_keys = ["wk_one"]\n'
+               f'shared_secret = "{SECRET}"\n[[sources.webhooks]]\nurl = "{sink.url}/hook/one"\n')
+        relay = Relay(a.relay_bin, a.workdir, "latency", config(a.workdir, src))
+        la = loadavg()
+        r = load(a.tool_bin, relay.url, "-c", "4", "-batch", "0", "-d", str(a.single_seconds),
+                 "-rate", str(a.single_rate), "-key", "wk_one", "-stamp")
+        st = sink.get(f"/_wait?n={r['events']}&timeout=30", timeout=40)
+        st = sink.get("/_stats")
+        relay.stop()
+        sink.stop()
+        ok &= st["unique"] >= r["events"] > 0
+        met = st["lat_p99_ms"] <= 5
+        res["latency"] = {"load": r, "sink": st, "load_avg": la}
+        rows.append([f"latency: single events at {a.single_rate}/s to one signed URL",
+                     f"send → URL p50 {st['lat_p50_ms']:.2f} ms, p99 {st['lat_p99_ms']:.2f} ms "
+                     f"({fmt(st['lat_n'])} events); ack p99 {r['p99_ms']:.2f} ms",
+                     "p99 ≤ 5 ms", "met" if met else "MISSED", la])
+
+    print()
+    print("| case | measured | goal | | load avg (1 min) at start |")
+    print("|---|---|---|---|---:|")
+    for row in rows:
+        print("| " + " | ".join(str(c) for c in row) + " |")
+    res["rows"] = rows
+    if a.json_out:
+        with open(a.json_out, "w") as f:
+            json.dump(res, f, indent=1)
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
