@@ -7,6 +7,12 @@ one webhook is the chaos receiver (bench/chaos: 30 % 503, 10 % resets, 5 % stall
 relay's timeout, every signature checked). The sender resends every batch that was not
 acknowledged (a status other than 200, or a connection error), as the SDKs do.
 
+With `--tenants H --hanging K` it is the many-tenants case instead: H sources with 5 webhook
+URLs each behind the chaos receiver, and K more sources whose 5 URLs never answer; batches go
+round the H + K write keys. Every acknowledged event of the H sources must reach at least one
+of its source's URLs (success at any URL is success); the hanging sources' events stay in the
+spool, counted apart.
+
 At the end every acknowledged event must have reached the receiver: prints acknowledged,
 delivered distinct, lost (must be 0), duplicates, seconds and the relay's peak RSS; then
 SIGTERMs the relay, which must exit 0. Exits non-zero on a loss, a bad signature, a relay that
@@ -126,9 +132,13 @@ class RelayProc:
 class Sender:
     """Posts batches of 100 from a shared queue; a batch is done only when answered 200."""
 
-    def __init__(self, relay: RelayProc, n: int, batch: int, threads: int) -> None:
+    def __init__(self, relay: RelayProc, n: int, batch: int, threads: int,
+                 keys: Optional[List[str]] = None) -> None:
         self.relay = relay
         self.batches = [list(range(i, min(i + batch, n))) for i in range(0, n, batch)]
+        # Batch b goes to keys[b mod len(keys)] (one source's key by default).
+        self.keys = keys or [WRITE_KEY]
+        self.key_of: Dict[int, str] = {}
         self.next = 0
         self.lock = threading.Lock()
         self.acked: Set[int] = set()
@@ -145,8 +155,13 @@ class Sender:
             if self.next >= len(self.batches):
                 return None
             b = self.batches[self.next]
+            self.key_of[self.next] = self.keys[self.next % len(self.keys)]
             self.next += 1
             return b
+
+    def auth_for(self, ids: List[int]) -> str:
+        key = self.keys[(ids[0] // len(self.batches[0])) % len(self.keys)]
+        return "Basic " + base64.b64encode(f"{key}:".encode()).decode()
 
     def count(self, what: str) -> None:
         with self.lock:
@@ -179,7 +194,7 @@ class Sender:
                         self.posts += 1
                         self.resends += attempt > 0
                     conn.request("POST", "/v1/batch", body=body, headers={
-                        "Content-Type": "application/json", "Authorization": self.auth})
+                        "Content-Type": "application/json", "Authorization": self.auth_for(ids)})
                     resp = conn.getresponse()
                     payload = resp.read()
                     self.count(str(resp.status))
@@ -222,6 +237,11 @@ def main() -> int:
                     help="the relay's max_queue_size (default: N, so no batch is refused for a "
                          "full queue; smaller values make the relay answer 429/503 and the "
                          "sender resend)")
+    ap.add_argument("--tenants", type=int, default=0,
+                    help="sources with 5 URLs each behind the chaos receiver (0: one source, "
+                         "one URL)")
+    ap.add_argument("--hanging", type=int, default=0,
+                    help="with --tenants: more sources whose 5 URLs never answer")
     ap.add_argument("--json-out")
     ap.add_argument("--extra-config", default="",
                     help="top-level relay.toml lines to add (e.g. to check the test fails with "
@@ -234,32 +254,50 @@ def main() -> int:
     os.makedirs(a.workdir)
     chaos = Chaos(a.chaos_bin, f"{a.timeout + 1.5:.1f}s", a.seed)
     config = os.path.join(a.workdir, "relay.toml")
-    with open(config, "w") as f:
-        f.write(f"""listen = "127.0.0.1:0"
-data_dir = {json.dumps(os.path.join(a.workdir, "data"))}
-allowed_networks = ["127.0.0.0/8"]
-timeout = {a.timeout}
-max_backoff = 2
-max_queue_size = {a.max_queue_size or max(a.n, 10_000)}
-{a.extra_config}
-
-[[sources]]
+    if a.tenants:
+        sources = []
+        for i in range(a.tenants + a.hanging):
+            path = "hang" if i >= a.tenants else "hook"
+            hooks = "".join(f'[[sources.webhooks]]\nurl = "{chaos.url}/{path}/s{i}-{j}"\n'
+                            for j in range(5))
+            sources.append(f'[[sources]]\nname = "s{i}"\nwrite_keys = ["{WRITE_KEY}-{i}"]\n'
+                           f'shared_secret = {json.dumps(SECRET)}\n{hooks}')
+        keys = [f"{WRITE_KEY}-{i}" for i in range(a.tenants + a.hanging)]
+        # Each source's own queue holds what it is sent, whatever the kills leave behind.
+        queue = a.max_queue_size or max(a.n, 10_000)
+    else:
+        sources = [f"""[[sources]]
 name = "kill"
 write_keys = [{json.dumps(WRITE_KEY)}]
 shared_secret = {json.dumps(SECRET)}
 
 [[sources.webhooks]]
 url = "{chaos.url}/hook"
-""")
+"""]
+        keys = [WRITE_KEY]
+        queue = a.max_queue_size or max(a.n, 10_000)
+    with open(config, "w") as f:
+        f.write(f"""listen = "127.0.0.1:0"
+data_dir = {json.dumps(os.path.join(a.workdir, "data"))}
+allowed_networks = ["127.0.0.0/8"]
+timeout = {a.timeout}
+max_backoff = 2
+max_queue_size = {queue}
+{a.extra_config}
+
+""" + "\n".join(sources))
     load = " ".join(open("/proc/loadavg").read().split()[:3])
+    whom = (f"{a.tenants} sources x 5 URLs behind 30 % 503 / 10 % resets / 5 % stalls past the "
+            f"{a.timeout:g} s timeout, {a.hanging} sources x 5 URLs that never answer"
+            if a.tenants else
+            f"webhook behind 30 % 503 / 10 % resets / 5 % stalls past the {a.timeout:g} s timeout")
     print(f"relay-killtest: {a.n:,} events in batches of {a.batch} to /v1/batch, {a.kills} SIGKILLs, "
-          f"webhook behind 30 % 503 / 10 % resets / 5 % stalls past the {a.timeout:g} s timeout; "
-          f"seed {a.seed}; load average {load}", flush=True)
+          f"{whom}; seed {a.seed}; load average {load}", flush=True)
 
     relay = RelayProc(a.relay_bin, config, os.path.join(a.workdir, "relay.log"))
     t0 = time.monotonic()
     relay.start()
-    sender = Sender(relay, a.n, a.batch, a.threads)
+    sender = Sender(relay, a.n, a.batch, a.threads, keys)
     # Kill points: random shares of the events acknowledged, so every kill lands while
     # batches are being posted and the spool holds undelivered events.
     kill_at = sorted(rng.uniform(0.1, 0.9) * a.n for _ in range(a.kills))
@@ -327,9 +365,15 @@ url = "{chaos.url}/hook"
         print(f"relay-killtest: all {a.n:,} acknowledged after {sent_done - t0:.1f} s "
               f"({sender.posts:,} posts, {sender.resends:,} resends); waiting for delivery",
               flush=True)
-        acked_ids = {f"kill-{i}" for i in sender.acked}
-        if len(acked_ids) + sum(sender.rejected.values()) < a.n and not failures:
-            failures.append(f"only {len(acked_ids):,} of {a.n:,} events acknowledged")
+        # Events of the hanging sources cannot reach any URL: counted apart (they wait in the
+        # spool for their URLs), not in the lost check.
+        per = len(sender.batches[0])
+        hanging_keys = set(keys[a.tenants:]) if a.tenants else set()
+        parked = {f"kill-{i}" for i in sender.acked
+                  if keys[(i // per) % len(keys)] in hanging_keys}
+        acked_ids = {f"kill-{i}" for i in sender.acked} - parked
+        if len(acked_ids) + len(parked) + sum(sender.rejected.values()) < a.n and not failures:
+            failures.append(f"only {len(acked_ids) + len(parked):,} of {a.n:,} events acknowledged")
         deadline = sent_done + a.deadline
         last_print = 0.0
         while True:
@@ -359,7 +403,8 @@ url = "{chaos.url}/hook"
     lost = acked_ids - got
     hook = stats["hook"]
     rows = [
-        ("events sent / acknowledged", f"{a.n:,} / {len(acked_ids):,}"),
+        ("events sent / acknowledged", f"{a.n:,} / {len(acked_ids) + len(parked):,}"),
+        ("of them to sources whose URLs hang (waiting)", f"{len(parked):,}"),
         ("rejected in 200 answers", f"{sum(sender.rejected.values()):,} {sender.rejected or ''}"),
         ("posts / resends", f"{sender.posts:,} / {sender.resends:,}"),
         ("answers and errors", json.dumps(dict(sorted(sender.statuses.items())))),
@@ -367,7 +412,8 @@ url = "{chaos.url}/hook"
          ", ".join(f"{k['acked']:,}/{k['delivered']:,}" for k in kills_done)),
         ("delivered distinct", f"{len(got):,}"),
         ("lost (acknowledged, never delivered)", f"{len(lost):,}"),
-        ("duplicates taken by the receiver", f"{hook['duplicates']:,}"),
+        ("duplicates taken by the receiver" + (" (5 URLs a source: each URL gets each event)"
+                                               if a.tenants else ""), f"{hook['duplicates']:,}"),
         ("webhook requests (ok/503/reset/stall)",
          f"{hook['requests']:,} ({hook['ok']:,}/{hook['503']:,}/"
          f"{hook['reset_before'] + hook['reset_after']:,}/{hook['stall']:,})"),

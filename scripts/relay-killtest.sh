@@ -8,6 +8,12 @@
 #                                       the relay's timeout); unacknowledged batches resent
 #   scripts/relay-killtest.sh --smoke   the same with 3,000 events, on the dev build; part of
 #                                       scripts/test.sh
+#   scripts/relay-killtest.sh --tenants [--smoke]
+#                                       many tenants: 200 sources x 5 URLs behind the chaos
+#                                       receiver and 20 sources x 5 URLs that never answer,
+#                                       200,000 events over their 220 write keys, SIGKILLed twice;
+#                                       every acknowledged event of the 200 reaches one of its
+#                                       source's URLs (smoke: 20 + 2 sources, 5,000 events)
 #
 # Prints acknowledged, delivered distinct, lost, duplicates, seconds and peak RSS; exits
 # non-zero when an acknowledged event never reaches the receiver, a signature is bad, or
@@ -16,12 +22,15 @@
 # to run the relay at its queue limit, so that it answers 429 and the sender resends.
 set -euo pipefail
 MODE=full
-case "${1:-}" in
-  "") ;;
-  --smoke) MODE=smoke ;;
-  -h|--help) sed -n '2,15p' "$0"; exit 0 ;;
-  *) echo "usage: scripts/relay-killtest.sh [--smoke]" >&2; exit 2 ;;
-esac
+TENANTS=
+for arg in "$@"; do
+  case "$arg" in
+    --smoke) MODE=smoke ;;
+    --tenants) TENANTS=1 ;;
+    -h|--help) sed -n '2,21p' "$0"; exit 0 ;;
+    *) echo "usage: scripts/relay-killtest.sh [--tenants] [--smoke]" >&2; exit 2 ;;
+  esac
+done
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$ROOT"
 for tool in go cargo python3; do
@@ -35,6 +44,17 @@ source scripts/relay-build.sh
 if [ "$MODE" = smoke ]; then relay_build debug; else relay_build release; fi
 WORK="$BUILD/relay-killtest"
 PY="${PYTHON:-python3}"
+if [ -n "$TENANTS" ]; then
+  WORK="$BUILD/relay-killtest-tenants"
+  if [ "$MODE" = smoke ]; then
+    exec "$PY" bench/relay_killtest.py --relay-bin "$RELAY" --chaos-bin "$BUILD/chaos" \
+      --tenants 20 --hanging 2 --kills 2 --n 5000 --deadline 240 --workdir "$WORK" </dev/null
+  fi
+  mkdir -p bench/results
+  exec "$PY" bench/relay_killtest.py --relay-bin "$RELAY" --chaos-bin "$BUILD/chaos" \
+    --tenants 200 --hanging 20 --kills 2 --n "${KILL_N:-200000}" --deadline 900 \
+    --workdir "$WORK" --json-out bench/results/relay-killtest-tenants.json </dev/null
+fi
 if [ "$MODE" = smoke ]; then
   exec "$PY" bench/relay_killtest.py --relay-bin "$RELAY" --chaos-bin "$BUILD/chaos" \
     --n 3000 --deadline 240 --workdir "$WORK" </dev/null

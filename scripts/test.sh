@@ -52,10 +52,11 @@ group() {
   ) > "$smokes/$name.log" 2>&1
 }
 group chaos "scripts/soak.sh --smoke" "scripts/killtest.sh --smoke" \
-  "scripts/relay-killtest.sh --smoke" "scripts/killtest-redis.sh --smoke" &
+  "scripts/relay-killtest.sh --smoke" "scripts/relay-killtest.sh --tenants --smoke" \
+  "scripts/killtest-redis.sh --smoke" &
 chaos=$!
 group load "scripts/relay-bench.sh --smoke" "scripts/relay-soak.sh --smoke" \
-  "scripts/bench.sh --smoke" &
+  "scripts/relay-tenants.sh --smoke" "scripts/bench.sh --smoke" &
 load=$!
 t0=$(date +%s)
 failed=0

@@ -5,7 +5,8 @@
 //	chaos -p503 0.30 -preset 0.10 -pstall 0.05 -stall 6s -secret S -seed N
 //
 // Prints {"port":P} on stdout, then serves until stdin closes. Every request to /v1/batch or
-// /hook is read whole, then one fault is drawn for it:
+// /hook (and /hook/<any>: many sources' URLs) is read whole, then one fault is drawn for it
+// (POST /hang/<any> is never answered at all):
 //
 //	stall (pstall)   hold the request for -stall (past the sender's timeout), then answer 503:
 //	                 the sender has given up, so nothing counts as received
@@ -84,6 +85,13 @@ func main() {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/v1/batch", func(w http.ResponseWriter, q *http.Request) { r.serve(w, q, r.batch, true) })
 	mux.HandleFunc("/hook", func(w http.ResponseWriter, q *http.Request) { r.serve(w, q, r.hook, false) })
+	// Many sources' URLs on one receiver: every path under /hook/ is a webhook too.
+	mux.HandleFunc("/hook/", func(w http.ResponseWriter, q *http.Request) { r.serve(w, q, r.hook, false) })
+	// A URL that never answers (past any timeout): the request is held until the sender goes.
+	mux.HandleFunc("/hang/", func(w http.ResponseWriter, q *http.Request) {
+		_, _ = io.Copy(io.Discard, q.Body)
+		<-q.Context().Done()
+	})
 	mux.HandleFunc("/_stats", r.stats)
 	mux.HandleFunc("/_ids", r.ids)
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 30 * time.Second, IdleTimeout: 120 * time.Second}
