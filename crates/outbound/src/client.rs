@@ -3,7 +3,7 @@
 
 use crate::delivery::command::{Command, Item};
 use crate::delivery::inbox::{self, Inbox, TenantSpoolInbox};
-use crate::delivery::lane::{Budget, Delivery, HooksOut};
+use crate::delivery::lane::{BatchesOut, Budget, Delivery, HooksOut};
 use crate::delivery::scheduler::{Control, Tenant};
 use crate::delivery::shared::Shared;
 use crate::delivery::spooler::{hooks_key, TenantSpool};
@@ -79,15 +79,31 @@ impl Engine {
                 io: io.handle(),
                 exchange: Exchange::new(config, io)?,
                 targets: targets_of(config)?,
-                requests: Budget::requests(),
+            }),
+            _ => None,
+        };
+        // Batches go out on the I/O engine for an engine's clients (a relay's sources: no
+        // thread per source); a client of its own keeps its worker threads (ureq).
+        let batches_out = match (&core.io, &recorder, &config.write_key) {
+            (Some(io), None, Some(_)) if !core.private => Some(BatchesOut {
+                io: io.handle(),
+                exchange: Exchange::new(
+                    &Config {
+                        block_private_networks: false,
+                        ..config.clone()
+                    },
+                    io,
+                )?,
+                target: Target::parse(&ingestion::batch_url(config))
+                    .map_err(|why| Error::config("endpoint", why))?,
             }),
             _ => None,
         };
         let delivery = Arc::new(Delivery {
             // Batches, and a recording client's requests, go through ureq: an agent only
             // for a client that has either.
-            transport: match (&recorder, &config.write_key) {
-                (None, None) => None,
+            transport: match (&recorder, &config.write_key, &batches_out) {
+                (None, None, _) | (None, Some(_), Some(_)) => None,
                 _ => Some(Transport::new(config)?.recording_into(recorder)),
             },
             ingestion: Endpoint::new(config),
@@ -96,6 +112,7 @@ impl Engine {
             budget: Budget::process(),
             policy: config.retry,
             hooks_out,
+            batches_out,
         });
         let shared = Arc::new(Shared::default());
         let id = core.next_tenant();

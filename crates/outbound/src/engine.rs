@@ -175,6 +175,8 @@ impl SpoolWriter {
 /// The engine's threads and the ways into them.
 pub(crate) struct Core {
     pub(crate) ways: Ways,
+    /// An engine of one client (`Client::new`), not an [`Engine`]'s.
+    pub(crate) private: bool,
     /// The webhooks' I/O threads; `None` for a private engine whose client has no webhook.
     pub(crate) io: Option<Io>,
     /// The spool its tenants share.
@@ -198,6 +200,7 @@ impl Core {
             .map_err(|e| Error::config("workers", format!("cannot start a thread: {e}")))?;
         Ok(Core {
             ways,
+            private: false,
             io,
             spool: None,
             scheduler_id: handle.thread().id(),
@@ -209,7 +212,9 @@ impl Core {
     /// An engine for one client (what [`Client::new`] makes): I/O threads only when it
     /// has webhooks.
     pub(crate) fn private(config: &Config) -> Result<Core, Error> {
-        Core::start((!config.webhooks.is_empty()).then_some(1))
+        let mut core = Core::start((!config.webhooks.is_empty()).then_some(1))?;
+        core.private = true;
+        Ok(core)
     }
 
     /// A number for a new tenant.

@@ -6,13 +6,13 @@
 use crate::error::Error;
 use crate::http::attempt::{classify_status, Attempt, MAX_ANSWER};
 use crate::http::connect::{ConnectError, Connector, Target};
+use crate::http::frames::Frames;
 use crate::http::io::Io;
 use crate::http::pool::{Key, Pool, Sender};
 use crate::model::config::Config;
 use crate::model::outcome::Reason;
 use crate::model::retry::parse_retry_after;
-use bytes::Bytes;
-use http_body_util::{BodyExt, Full};
+use http_body_util::BodyExt;
 use hyper::header::{CONTENT_LENGTH, HOST};
 use hyper_util::rt::TokioIo;
 use std::sync::Arc;
@@ -45,7 +45,7 @@ impl Exchange {
         &self,
         t: &Target,
         headers: &[(HeaderName, HeaderValue)],
-        body: Bytes,
+        body: Frames,
     ) -> Attempt {
         match tokio::time::timeout(self.timeout, self.exchange(t, headers, body)).await {
             Ok(attempt) => attempt,
@@ -61,7 +61,7 @@ impl Exchange {
         &self,
         t: &Target,
         headers: &[(HeaderName, HeaderValue)],
-        body: Bytes,
+        body: Frames,
     ) -> Attempt {
         let key: Key = (self.connector.key(), t.https, t.host.clone(), t.port);
         // A kept-alive connection the receiver closed meanwhile fails before the request is
@@ -147,9 +147,9 @@ impl Exchange {
     }
 }
 
-fn request(t: &Target, headers: &[(HeaderName, HeaderValue)], body: Bytes) -> Request<Full<Bytes>> {
+fn request(t: &Target, headers: &[(HeaderName, HeaderValue)], body: Frames) -> Request<Frames> {
     let len = HeaderValue::from(body.len());
-    let mut req = Request::new(Full::new(body));
+    let mut req = Request::new(body);
     *req.method_mut() = Method::POST;
     *req.uri_mut() = t.path.clone();
     let map = req.headers_mut();
@@ -272,7 +272,9 @@ mod tests {
         let ex = exchange(&Config::default(), None);
         let t = Target::parse(&url).unwrap();
         for _ in 0..3 {
-            let a = ex.post(&t, &[], Bytes::from_static(b"{}")).await;
+            let a = ex
+                .post(&t, &[], Frames::one(bytes::Bytes::from_static(b"{}")))
+                .await;
             assert_eq!(a, Attempt::Success);
         }
         assert_eq!(conns.load(SeqCst), 1, "one connection for three requests");
@@ -287,7 +289,8 @@ mod tests {
         let t = Target::parse(&url).unwrap();
         for _ in 0..3 {
             assert_eq!(
-                ex.post(&t, &[], Bytes::from_static(b"{}")).await,
+                ex.post(&t, &[], Frames::one(bytes::Bytes::from_static(b"{}")))
+                    .await,
                 Attempt::Success
             );
             tokio::time::sleep(Duration::from_millis(50)).await;
@@ -309,7 +312,8 @@ mod tests {
         let ex = exchange(&Config::default(), None);
         let t = Target::parse(&url).unwrap();
         assert_eq!(
-            ex.post(&t, &[], Bytes::from_static(b"{}")).await,
+            ex.post(&t, &[], Frames::one(bytes::Bytes::from_static(b"{}")))
+                .await,
             Attempt::Success
         );
         assert_eq!(
@@ -358,7 +362,8 @@ mod tests {
         let url = url.replace("127.0.0.1", "localhost");
         let t = Target::parse(&url).unwrap();
         assert_eq!(
-            ex.post(&t, &[], Bytes::from_static(b"{}")).await,
+            ex.post(&t, &[], Frames::one(bytes::Bytes::from_static(b"{}")))
+                .await,
             Attempt::Success
         );
         let connect = seen.try_recv().unwrap();
@@ -379,7 +384,8 @@ mod tests {
         let ex = exchange(&config, Some(proxy));
         let t = Target::parse(&url.replace("127.0.0.1", "localhost")).unwrap();
         assert_eq!(
-            ex.post(&t, &[], Bytes::from_static(b"{}")).await,
+            ex.post(&t, &[], Frames::one(bytes::Bytes::from_static(b"{}")))
+                .await,
             Attempt::Success
         );
         let connect = seen.try_recv().unwrap();
@@ -395,7 +401,9 @@ mod tests {
         };
         let (proxy, seen) = self::proxy();
         let ex = exchange(&guarded, Some(proxy));
-        let a = ex.post(&t, &[], Bytes::from_static(b"{}")).await;
+        let a = ex
+            .post(&t, &[], Frames::one(bytes::Bytes::from_static(b"{}")))
+            .await;
         assert!(
             matches!(
                 &a,

@@ -11,6 +11,7 @@
 pub(crate) mod attempt;
 pub(crate) mod connect;
 pub(crate) mod exchange;
+pub(crate) mod frames;
 pub(crate) mod io;
 pub(crate) mod one_write;
 pub(crate) mod pool;

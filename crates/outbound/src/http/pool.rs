@@ -2,8 +2,7 @@
 //! host. A request takes the most recently used one (a few stay warm, the rest age out),
 //! and gives it back once its answer was read whole.
 
-use bytes::Bytes;
-use http_body_util::Full;
+use crate::http::frames::Frames;
 use hyper::client::conn::http1::SendRequest;
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -13,7 +12,7 @@ use std::time::{Duration, Instant};
 /// and a closed one is found out before it is used).
 pub(crate) const IDLE_FOR: Duration = Duration::from_secs(20);
 
-pub(crate) type Sender = SendRequest<Full<Bytes>>;
+pub(crate) type Sender = SendRequest<Frames>;
 
 /// Connector key and `scheme://host:port`.
 pub(crate) type Key = (u64, bool, std::sync::Arc<str>, u16);

@@ -4,8 +4,10 @@ use crate::model::config::Config;
 use crate::model::message::{Kind, Message};
 use crate::model::timestamp;
 use crate::wire::encode::{Obj, Parts};
+use crate::wire::frames::Frames;
 use crate::wire::Body;
 use base64::Engine as _;
+use bytes::Bytes;
 use std::io::{Read, Write};
 use ureq::http::{HeaderName, HeaderValue};
 
@@ -192,6 +194,11 @@ impl Element {
     }
 }
 
+/// Where batches go: `{endpoint}/v1/batch`.
+pub(crate) fn batch_url(config: &Config) -> String {
+    format!("{}/v1/batch", config.endpoint.trim_end_matches('/'))
+}
+
 /// Where and how batches are sent.
 pub(crate) struct Endpoint {
     url: String,
@@ -224,7 +231,7 @@ impl Endpoint {
             ));
         }
         Some(Endpoint {
-            url: format!("{}/v1/batch", config.endpoint.trim_end_matches('/')),
+            url: batch_url(config),
             headers,
             gzip: config.gzip,
         })
@@ -255,6 +262,41 @@ impl Endpoint {
         if self.gzip {
             *body = gzip(body);
         }
+    }
+
+    /// One batch's body as the pieces of shared bytes the I/O engine writes out (its
+    /// messages' own bytes as they are; the head, commas, tail and any element read from a
+    /// webhook body made here): never joined into a copy, but with gzip, which compresses
+    /// the whole.
+    pub(crate) fn frames<'a>(
+        &self,
+        msgs: impl ExactSizeIterator<Item = &'a Element> + Clone,
+    ) -> Frames {
+        if self.gzip {
+            let mut body = Vec::new();
+            self.body(&mut body, msgs);
+            return Frames::one(Bytes::from(body));
+        }
+        let mut sent_at = [0u8; timestamp::LEN];
+        // The clock is always within 0000..9999.
+        let _ = timestamp::write(timestamp::now(), &mut sent_at);
+        let mut f = Frames::default();
+        f.push(Bytes::from_static(b"{\"batch\":["));
+        for (i, m) in msgs.enumerate() {
+            if i > 0 {
+                f.push(Bytes::from_static(b","));
+            }
+            match m.id_key {
+                0 => f.push(Bytes::from_owner(m.bytes.clone())),
+                _ => f.push(Bytes::from(m.to_vec())),
+            }
+        }
+        let mut tail = Vec::with_capacity(16 + timestamp::LEN);
+        tail.extend_from_slice(b"],\"sentAt\":\"");
+        tail.extend_from_slice(&sent_at);
+        tail.extend_from_slice(b"\"}");
+        f.push(Bytes::from(tail));
+        f
     }
 
     /// One batch's body as a request reads it: the bytes of [`body`](Self::body), never whole

@@ -1,7 +1,8 @@
 //! Bytes: everything about how a message is written and read. Owns the JS-canonical JSON
 //! writer (`canonical_json.rs`), a message read from JSON text (`json_text.rs`), a call's
 //! objects written once (`encode.rs`), the two destinations' bodies and headers
-//! (`ingestion.rs`, `webhook.rs`), the bytes the queue shares (`body.rs`), message ids
+//! (`ingestion.rs`, `webhook.rs`), the bytes the queue shares (`body.rs`) and a request body
+//! made of them (`frames.rs`), message ids
 //! (`message_id.rs`) and signatures (`signature.rs`). It builds requests; it never sends one.
 //!
 //! May use: `model/` and the leaves.
@@ -9,6 +10,7 @@
 pub(crate) mod body;
 pub mod canonical_json;
 pub(crate) mod encode;
+pub(crate) mod frames;
 pub(crate) mod ingestion;
 pub(crate) mod json_text;
 pub(crate) mod message_id;

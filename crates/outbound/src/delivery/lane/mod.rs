@@ -97,17 +97,34 @@ pub(crate) struct Delivery {
     /// Webhook requests on the I/O engine (none for a recording client, whose requests go to
     /// its record).
     pub hooks_out: Option<HooksOut>,
+    /// Ingestion batches on the I/O engine (none: on worker threads through `transport`).
+    pub batches_out: Option<BatchesOut>,
+}
+
+/// How the ingestion lane sends on the I/O engine.
+pub(crate) struct BatchesOut {
+    pub io: tokio::runtime::Handle,
+    /// Its own connector: ingestion is the operator's endpoint, not behind the webhooks'
+    /// network guard.
+    pub exchange: Exchange,
+    /// `{endpoint}/v1/batch`, read once.
+    pub target: Target,
+}
+
+impl Delivery {
+    /// Where requests on the I/O engine are spawned.
+    pub(crate) fn io(&self) -> Option<&tokio::runtime::Handle> {
+        (self.hooks_out.as_ref().map(|o| &o.io)).or(self.batches_out.as_ref().map(|o| &o.io))
+    }
 }
 
 /// How webhook lanes send: requests spawned on the I/O engine, each holding a place in the
-/// engine's budget of requests in flight while it is out.
+/// budget of requests in flight ([`Budget::requests`]) while it is out.
 pub(crate) struct HooksOut {
     pub io: tokio::runtime::Handle,
     pub exchange: Exchange,
     /// Webhook `i`'s URL, read once.
     pub targets: Vec<Target>,
-    /// Requests in flight, shared fairly among the lanes with requests out.
-    pub requests: &'static Budget,
 }
 
 /// A finished request, back to the scheduler.
@@ -186,10 +203,13 @@ impl Lane {
         cap: usize,
         limit: RequestLimit,
     ) -> Lane {
-        let on_io = index > 0 && delivery.hooks_out.is_some();
-        let budget = match &delivery.hooks_out {
-            Some(out) if on_io => out.requests,
-            _ => delivery.budget,
+        let on_io = match index {
+            0 => delivery.batches_out.is_some(),
+            _ => delivery.hooks_out.is_some(),
+        };
+        let budget = match on_io {
+            true => Budget::requests(),
+            false => delivery.budget,
         };
         Lane {
             label,

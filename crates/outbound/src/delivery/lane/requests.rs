@@ -1,9 +1,10 @@
-//! A webhook lane's requests on the I/O engine: each is a task that signs and sends one
-//! message, classifies the answer and reports back; while out it holds a place in the
+//! A lane's requests on the I/O engine: each is a task that sends one batch, or signs and
+//! sends one webhook message, classifies the answer and reports back; while out it holds a place in the
 //! engine's budget of requests in flight (a lane's first is never refused, the rest within
 //! the lane's fair share), and the lane holds a seat among the lanes with requests out.
 
 use super::*;
+use crate::http::frames::Frames;
 use budget::Ticket;
 
 impl Lane {
@@ -28,15 +29,12 @@ impl Lane {
             self.index,
             self.tenant,
         );
-        let Some(out) = &self.delivery.hooks_out else {
+        let Some(io) = self.delivery.io() else {
             return;
         };
-        out.io.spawn(async move {
+        io.spawn(async move {
             let _ticket = ticket;
-            let attempt = post(&delivery, lane - 1, &job).await;
-            delivery.logger.log(Level::Debug, || {
-                format!("{}: {attempt:?}", delivery.hooks.label(lane - 1))
-            });
+            let attempt = post(&delivery, lane, &job).await;
             // The scheduler gone (closed), nobody waits for it.
             let _ = reports.send(Report {
                 tenant,
@@ -56,25 +54,50 @@ impl Lane {
     }
 }
 
-/// Signs and sends `job` to webhook `target`.
-async fn post(delivery: &Delivery, target: usize, job: &Job) -> Attempt {
-    let (Job::Hook { id, body, .. }, Some(out)) = (job, &delivery.hooks_out) else {
-        return Attempt::Permanent {
-            reason: Reason::Other,
-            detail: "not a webhook request".into(),
-        };
-    };
-    let headers = match delivery.hooks.headers(target, id.as_str(), body) {
-        Ok(h) => h,
-        Err(why) => {
-            return Attempt::Permanent {
-                reason: Reason::Other,
-                detail: why.into(),
-            }
+/// Sends `job` from lane `lane`: a batch to ingestion, or a message signed for webhook
+/// `lane - 1`.
+async fn post(delivery: &Delivery, lane: usize, job: &Job) -> Attempt {
+    match job {
+        Job::Batch(batch) => {
+            let (Some(endpoint), Some(out)) = (&delivery.ingestion, &delivery.batches_out) else {
+                return not_sent("no ingestion endpoint");
+            };
+            let body = endpoint.frames(batch.msgs.iter().map(|(_, m)| m));
+            let attempt = out
+                .exchange
+                .post(&out.target, endpoint.headers(), body)
+                .await;
+            delivery.logger.log(Level::Debug, || {
+                format!("ingestion: batch of {}: {attempt:?}", batch.msgs.len())
+            });
+            attempt
         }
-    };
-    let bytes = bytes::Bytes::from_owner(body.clone());
-    out.exchange
-        .post(&out.targets[target], &headers, bytes)
-        .await
+        Job::Hook { id, body, .. } => {
+            let Some(out) = &delivery.hooks_out else {
+                return not_sent("no webhooks");
+            };
+            let target = lane - 1;
+            let headers = match delivery.hooks.headers(target, id.as_str(), body) {
+                Ok(h) => h,
+                Err(why) => return not_sent(why),
+            };
+            let bytes = bytes::Bytes::from_owner(body.clone());
+            let attempt = out
+                .exchange
+                .post(&out.targets[target], &headers, Frames::one(bytes))
+                .await;
+            delivery.logger.log(Level::Debug, || {
+                format!("{}: {attempt:?}", delivery.hooks.label(target))
+            });
+            attempt
+        }
+        Job::Exit => not_sent("not a request"),
+    }
+}
+
+fn not_sent(why: impl Into<String>) -> Attempt {
+    Attempt::Permanent {
+        reason: Reason::Other,
+        detail: why.into(),
+    }
 }

@@ -26,6 +26,7 @@ fn lane_in(cap: usize, budget: &'static Budget) -> (Lane, Receiver<Report>) {
         budget,
         policy: RetryPolicy::default(),
         hooks_out: None,
+        batches_out: None,
     });
     let (tx, rx) = crossbeam_channel::unbounded();
     let lane = Lane::new(
