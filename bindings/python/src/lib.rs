@@ -145,6 +145,7 @@ mod _native {
                 spool,
                 spool_max_bytes,
                 spool_commit_interval: seconds("spool_commit_interval", spool_commit_interval)?,
+                ..Config::default()
             };
             if record {
                 let (inner, recording) = outbound::testing::recording(config).map_err(to_py)?;

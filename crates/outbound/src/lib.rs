@@ -51,7 +51,7 @@ pub use model::outcome::{Outcome, OutcomeKind, Reason, Stats};
 pub use model::retry::RetryPolicy;
 pub use serde_json::{json, Value};
 pub use time::OffsetDateTime;
-pub use wire::ingestion::MAX_BATCH_BYTES;
+pub use wire::ingestion::{MAX_BATCH_BYTES, MAX_BATCH_EVENTS};
 pub use wire::json_text::JsonObject;
 pub use wire::signature::{
     sign, sign_standard, verify, verify_standard, verify_standard_at, verify_value, SignatureError,

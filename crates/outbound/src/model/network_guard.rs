@@ -1,10 +1,13 @@
-//! The SSRF guard for webhook URLs (`block_private_networks`): which addresses a webhook may
-//! not reach, and the allow-list that makes exceptions. When customers give the webhook URLs,
-//! a URL (or a DNS name) pointing at the sender's own network — loopback, private ranges,
-//! link-local with the cloud metadata service at 169.254.169.254 — would let them make the
-//! sender call its own internal services. `http/transport.rs` asks [`NetworkGuard::check`] after
-//! every DNS resolution and again for the addresses about to be dialled.
+//! The SSRF guard for webhook URLs (`block_private_networks`) and, when a service turns it on,
+//! the ingestion endpoint (`block_private_endpoint`): which addresses they may not reach, and
+//! the allow-lists that make exceptions (`allowed_networks`, `endpoint_allowed_networks`).
+//! When customers give the URLs, a URL (or a DNS name) pointing at the sender's own network —
+//! loopback, private ranges, link-local with the cloud metadata service at 169.254.169.254 —
+//! would let them make the sender call its own internal services (carrying the forward's
+//! write key, for an endpoint). `http/transport.rs` asks [`NetworkGuard::check`] after every
+//! DNS resolution and again for the addresses about to be dialled.
 
+use crate::error::Error;
 use std::fmt;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
@@ -83,6 +86,20 @@ pub(crate) struct NetworkGuard {
 impl NetworkGuard {
     pub(crate) fn new(allowed: Vec<Cidr>) -> NetworkGuard {
         NetworkGuard { allowed }
+    }
+
+    /// The guard a config asks for: `None` when `on` is false; an entry of `allowed` that is
+    /// not a network is a config error naming `setting`.
+    pub(crate) fn configured(
+        on: bool,
+        allowed: &[String],
+        setting: &str,
+    ) -> Result<Option<NetworkGuard>, Error> {
+        let allowed = allowed
+            .iter()
+            .map(|n| Cidr::parse(n.trim()).map_err(|why| Error::config(setting, why)))
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(on.then(|| NetworkGuard::new(allowed)))
     }
 
     /// `Err` when `ip` is private (see [`private_kind`]) and no allowed network holds it.
