@@ -6,7 +6,8 @@
 //!
 //! Issue 25's settings are top-level keys beside these (`max_connections`,
 //! `max_header_bytes`, `max_headers`, `header_read_timeout`, `request_timeout`, `tls_cert`,
-//! `tls_key`, `metrics_token`, `log_format`); see docs/relay.md for their defaults.
+//! `tls_key`, `metrics_token`, `log_format`), and issue 43's (`write_timeout`,
+//! `log_url_paths`, `forward_allowed_networks`); see docs/relay.md for their defaults.
 
 use outbound::{Config as CoreConfig, RetryPolicy, SignatureScheme, Webhook};
 use serde::{Deserialize, Deserializer};
@@ -322,6 +323,13 @@ with_delivery! {
         /// Exempt networks (CIDR).
         #[serde(default)]
         pub allowed_networks: Vec<String>,
+        /// Networks a source's forward endpoint may reach although private (CIDR); the
+        /// guard (`block_private_networks`) applies to forwards too, with these exceptions.
+        #[serde(default)]
+        pub forward_allowed_networks: Vec<String>,
+        /// Logs show webhook and forward URLs whole (default false: scheme, host and port).
+        #[serde(default)]
+        pub log_url_paths: bool,
         /// How long shutdown waits for requests in flight, seconds (default 10).
         #[serde(default)]
         pub shutdown_timeout: Option<Seconds>,
@@ -348,6 +356,10 @@ with_delivery! {
         /// seconds; else 408 and the connection is closed (default 30).
         #[serde(default)]
         pub request_timeout: Option<Seconds>,
+        /// A write of an answer that makes no progress for this long (a client that does not
+        /// read) closes the connection, seconds (default 10).
+        #[serde(default)]
+        pub write_timeout: Option<Seconds>,
         /// HTTPS: the certificate chain (PEM file); with `tls_key`.
         #[serde(default)]
         pub tls_cert: Option<PathBuf>,
@@ -457,6 +469,7 @@ pub struct Limits {
     pub max_headers: usize,
     pub header_read_timeout: Duration,
     pub request_timeout: Duration,
+    pub write_timeout: Duration,
 }
 
 /// `tls_cert` and `tls_key`, resolved against the file's directory.
@@ -626,9 +639,11 @@ impl Relay {
                 own_keys: own,
                 core,
                 fingerprint: format!(
-                    "{s:?}|{top:?}|{}|{:?}|{}",
+                    "{s:?}|{top:?}|{}|{:?}|{:?}|{}|{}",
                     f.block_private_networks,
                     f.allowed_networks,
+                    f.forward_allowed_networks,
+                    f.log_url_paths,
                     data_dir.display()
                 ),
             });
@@ -668,6 +683,7 @@ impl Relay {
                     },
                     "spool" => "data_dir".to_string(),
                     "allowed_networks" => setting,
+                    "endpoint_allowed_networks" => "forward_allowed_networks".to_string(),
                     "shared_secret" => format!("{at}.shared_secret"),
                     s if s.starts_with("webhooks") => format!("{at}.{s}"),
                     s if source.own_keys.contains(&s) => format!("{at}.{s}"),
@@ -716,6 +732,7 @@ fn limits(f: &File) -> Result<Limits, (String, String)> {
         max_headers: positive("max_headers", f.max_headers, 100)?,
         header_read_timeout: timeout("header_read_timeout", f.header_read_timeout, 10.0)?,
         request_timeout: timeout("request_timeout", f.request_timeout, 30.0)?,
+        write_timeout: timeout("write_timeout", f.write_timeout, 10.0)?,
     })
 }
 
@@ -744,6 +761,10 @@ fn core_config(
         shared_secret: s.shared_secret.clone(),
         block_private_networks: f.block_private_networks,
         allowed_networks: f.allowed_networks.clone(),
+        // A forward's endpoint is a customer's too once sources are theirs: the same guard.
+        block_private_endpoint: f.block_private_networks,
+        endpoint_allowed_networks: f.forward_allowed_networks.clone(),
+        log_url_paths: f.log_url_paths,
         ..CoreConfig::default()
     };
     if let Some(fw) = &s.forward {

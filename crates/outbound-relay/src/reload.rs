@@ -188,7 +188,7 @@ fn swap(running: &Sources, old: &Relay, new: &Relay) -> Result<Swapped, ConfigEr
         .cloned()
         .collect();
     Ok(Swapped {
-        sources: Sources { list },
+        sources: Sources::new(list),
         added: fresh.len(),
         changed: changed.len(),
         kept: new.sources.len() - fresh.len() - changed.len(),

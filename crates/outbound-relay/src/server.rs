@@ -8,7 +8,8 @@
 //! in the listen backlog, unaccepted), a request head of at most `max_header_bytes` and
 //! `max_headers` fields (hyper answers 431 while reading it), the whole head within
 //! `header_read_timeout` (and a TLS handshake too) or the connection is closed, the whole
-//! request within `request_timeout` or 408. Bodies are limited while read (`body.rs`).
+//! request within `request_timeout` or 408, an answer's writes stalled no longer than
+//! `write_timeout` (`write_timeout.rs`). Bodies are limited while read (`body.rs`).
 //!
 //! What a request sees is [`Live`]: loaded once per request, so a reload (`reload.rs`)
 //! never changes the sources under a request in flight.
@@ -21,6 +22,7 @@ use crate::metrics;
 use crate::reply::{self, Answer};
 use crate::sources::Sources;
 use crate::tracking;
+use crate::write_timeout::WriteTimeout;
 use arc_swap::ArcSwap;
 use hyper::body::Incoming;
 use hyper::header::{HeaderValue, CONNECTION, CONTENT_LENGTH, CONTENT_TYPE};
@@ -71,8 +73,8 @@ fn route_label(path: &str, method: &Method) -> &'static str {
     }
 }
 
-/// One request, routed.
-pub async fn route(state: Arc<State>, req: Request<Incoming>) -> Answer {
+/// One request, routed; `deadline` is when `request_timeout` answers it.
+pub async fn route(state: Arc<State>, req: Request<Incoming>, deadline: Instant) -> Answer {
     let live = state.live.load_full();
     let (parts, body) = req.into_parts();
     let path = parts.uri.path();
@@ -101,7 +103,8 @@ pub async fn route(state: Arc<State>, req: Request<Incoming>) -> Answer {
                         ),
                     );
                 }
-                tracking::handle(&live.sources, endpoint, &parts.headers, body).await
+                let sources = live.sources.clone();
+                tracking::handle(sources, endpoint, &parts.headers, body, deadline).await
             }
             Method::OPTIONS => tracking::preflight(&live.sources, &parts.headers),
             _ => reply::error(StatusCode::METHOD_NOT_ALLOWED, "use POST"),
@@ -191,7 +194,7 @@ async fn answer(state: Arc<State>, req: Request<Incoming>) -> Answer {
     let started = Instant::now();
     let label = route_label(req.uri().path(), req.method());
     let bound = state.limits.request_timeout;
-    let r = match tokio::time::timeout(bound, route(state, req)).await {
+    let r = match tokio::time::timeout(bound, route(state, req, started + bound)).await {
         Ok(r) => r,
         Err(_) => {
             tracing::info!(
@@ -226,7 +229,10 @@ where
         .header_read_timeout(limits.header_read_timeout)
         .max_header_size(limits.max_header_bytes)
         .max_headers(limits.max_headers)
-        .serve_connection(TokioIo::new(io), service);
+        .serve_connection(
+            TokioIo::new(WriteTimeout::new(io, limits.write_timeout)),
+            service,
+        );
     if let Err(e) = watcher.watch(conn).await {
         tracing::debug!(%peer, "connection ended: {e}");
     }
@@ -242,6 +248,7 @@ pub async fn serve(
 ) -> bool {
     let graceful = GracefulShutdown::new();
     let permits = Arc::new(Semaphore::new(state.limits.max_connections));
+    let mut failures = AcceptFailures::default();
     tokio::pin!(stop);
     loop {
         // At the cap, the next connection waits in the backlog until one closes.
@@ -258,7 +265,7 @@ pub async fn serve(
                     Ok(a) => a,
                     Err(e) => {
                         // Out of descriptors and the like: pause instead of spinning.
-                        tracing::warn!("accept failed: {e}");
+                        failures.failed(&e);
                         tokio::time::sleep(Duration::from_millis(50)).await;
                         continue;
                     }
@@ -291,6 +298,29 @@ pub async fn serve(
     tokio::select! {
         () = graceful.shutdown() => true,
         () = tokio::time::sleep(grace) => false,
+    }
+}
+
+/// Failed accepts, logged at most once every 10 s with their count (they come every 50 ms
+/// while the process is out of descriptors).
+#[derive(Default)]
+struct AcceptFailures {
+    since_logged: u64,
+    logged: Option<Instant>,
+}
+
+impl AcceptFailures {
+    fn failed(&mut self, e: &std::io::Error) {
+        self.since_logged += 1;
+        if self
+            .logged
+            .is_some_and(|t| t.elapsed() < Duration::from_secs(10))
+        {
+            return;
+        }
+        tracing::warn!(failures = self.since_logged, "accept failed: {e}");
+        self.since_logged = 0;
+        self.logged = Some(Instant::now());
     }
 }
 
