@@ -202,6 +202,7 @@ mod _native {
                 previous_id: convert::id(previous_id, "previous_id")?,
                 properties: convert::json_object(properties, "properties")?,
                 traits: convert::json_object(traits, "traits")?,
+                collected: None,
             };
             match self.inner.enqueue_with(&msg) {
                 Ok(id) => Ok(Some(id)),

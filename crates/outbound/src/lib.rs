@@ -43,10 +43,12 @@ pub use audience::{parse_members, trait_key, AudienceSync, PendingSync, SyncCoun
 pub use client::{Answers, Client, DEFAULT_WAIT, MAX_MESSAGE_BYTES};
 pub use error::Error;
 pub use log::{env_enabled as debug_from_env, Level, LogSink};
+pub use model::collected::{Collected, Received};
 pub use model::config::{
     Config, OutcomeCallback, RoomWaitHook, SignatureScheme, Webhook, MAX_WEBHOOKS,
 };
 pub use model::message::{parse_headers, parse_object, Kind, Message, Object};
+pub use model::network_guard::Cidr;
 pub use model::outcome::{Outcome, OutcomeKind, Reason, Stats};
 pub use model::retry::RetryPolicy;
 pub use serde_json::{json, Value};

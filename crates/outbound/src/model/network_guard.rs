@@ -11,16 +11,17 @@ use crate::error::Error;
 use std::fmt;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
-/// A network in CIDR notation (`10.1.0.0/16`, `fd00::/8`; a bare address is one host).
+/// A network in CIDR notation (`10.1.0.0/16`, `fd00::/8`; a bare address is one host). Also
+/// what the relay's `trusted_proxies` are read as.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct Cidr {
+pub struct Cidr {
     net: IpAddr,
     prefix: u8,
 }
 
 impl Cidr {
     /// Parses `text`; the error says what is wrong with it.
-    pub(crate) fn parse(text: &str) -> Result<Cidr, String> {
+    pub fn parse(text: &str) -> Result<Cidr, String> {
         let (addr, prefix) = match text.split_once('/') {
             Some((a, p)) => (a, Some(p)),
             None => (text, None),
@@ -39,7 +40,9 @@ impl Cidr {
         Ok(Cidr { net, prefix })
     }
 
-    fn contains(&self, ip: IpAddr) -> bool {
+    /// Whether `ip` is in this network (an IPv4 address in an IPv6 network, or the reverse,
+    /// is not).
+    pub fn contains(&self, ip: IpAddr) -> bool {
         match (self.net, ip) {
             (IpAddr::V4(n), IpAddr::V4(a)) => {
                 let mask = u32::MAX

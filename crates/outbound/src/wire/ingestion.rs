@@ -60,6 +60,7 @@ pub(crate) fn encode<O>(
     }
     o.raw("context", parts.context());
     o.opt_raw("integrations", parts.integrations());
+    o.collected(msg.collected.as_deref());
     o.end();
     Some(id_at)
 }

@@ -1,5 +1,6 @@
 //! Bytes: everything about how a message is written and read. Owns the JS-canonical JSON
-//! writer (`canonical_json.rs`), a message read from JSON text (`json_text.rs`), a call's
+//! writer (`canonical_json.rs`), a message read from JSON text (`json_text.rs`; as a
+//! collector of Segment's tracking API receives it: `collect.rs`), a call's
 //! objects written once (`encode.rs`), the two destinations' bodies and headers
 //! (`ingestion.rs`, `webhook.rs`), the bytes the queue shares (`body.rs`), message ids
 //! (`message_id.rs`) and signatures (`signature.rs`). It builds requests; it never sends one.
@@ -8,6 +9,7 @@
 
 pub(crate) mod body;
 pub mod canonical_json;
+pub(crate) mod collect;
 pub(crate) mod encode;
 pub(crate) mod ingestion;
 pub(crate) mod json_text;

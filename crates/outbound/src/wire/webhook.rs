@@ -74,6 +74,7 @@ pub(crate) fn encode<O>(
     }
     o.raw("context", parts.context());
     o.opt_raw("integrations", parts.integrations());
+    o.collected(msg.collected.as_deref());
     let id_at = o.str_at("messageId", id);
     o.ts("timestamp", ts);
     o.end();
