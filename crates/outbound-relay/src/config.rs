@@ -6,9 +6,11 @@
 //!
 //! Issue 25's settings are top-level keys beside these (`max_connections`,
 //! `max_header_bytes`, `max_headers`, `header_read_timeout`, `request_timeout`, `tls_cert`,
-//! `tls_key`, `metrics_token`, `log_format`), and issue 43's (`write_timeout`,
-//! `log_url_paths`, `forward_allowed_networks`); see docs/relay.md for their defaults.
+//! `tls_key`, `metrics_token`, `log_format`), issue 43's (`write_timeout`, `log_url_paths`,
+//! `forward_allowed_networks`) and issue 44's (`trusted_proxies`, `public_url`); see
+//! docs/relay.md for their defaults.
 
+use crate::forwarded::PublicUrl;
 use outbound::{Config as CoreConfig, RetryPolicy, SignatureScheme, Webhook};
 use serde::{Deserialize, Deserializer};
 use std::collections::{BTreeMap, HashMap};
@@ -330,6 +332,14 @@ with_delivery! {
         /// Logs show webhook and forward URLs whole (default false: scheme, host and port).
         #[serde(default)]
         pub log_url_paths: bool,
+        /// The proxies in front of the relay whose `X-Forwarded-For`, `-Host` and `-Proto`
+        /// are believed (CIDR).
+        #[serde(default)]
+        pub trusted_proxies: Vec<String>,
+        /// Where SDKs reach the relay (`https://relay.example.com`): the settings document's
+        /// `apiHost`; without it, the request's `Host`.
+        #[serde(default)]
+        pub public_url: Option<String>,
         /// How long shutdown waits for requests in flight, seconds (default 10).
         #[serde(default)]
         pub shutdown_timeout: Option<Seconds>,
@@ -493,6 +503,9 @@ pub struct Relay {
     pub metrics_token: Option<String>,
     pub log_format: LogFormat,
     pub sources: Vec<Source>,
+    /// `trusted_proxies`, read.
+    pub trusted_proxies: Vec<outbound::Cidr>,
+    pub public_url: Option<PublicUrl>,
 }
 
 impl Relay {
@@ -579,6 +592,14 @@ impl Relay {
                 )
             })?,
         };
+        let trusted_proxies = (f.trusted_proxies.iter())
+            .map(|n| outbound::Cidr::parse(n.trim()))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|why| err("trusted_proxies".into(), why))?;
+        let public_url = (f.public_url.as_deref())
+            .map(PublicUrl::parse)
+            .transpose()
+            .map_err(|why| err("public_url".into(), why))?;
         let top = f.delivery();
         let mut names = HashMap::new();
         let mut keys: HashMap<&str, String> = HashMap::new();
@@ -660,6 +681,8 @@ impl Relay {
             metrics_token: f.metrics_token,
             log_format,
             sources,
+            trusted_proxies,
+            public_url,
         })
     }
 

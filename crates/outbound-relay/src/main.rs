@@ -12,12 +12,15 @@
 //! routing, shutdown), `health` (`/healthz`, `/readyz`), `metrics` (`/metrics`), `tls`
 //! (the HTTPS listener), `reload` (SIGHUP), `memory` (free heap pages back to the system),
 //! `logging` (log lines that no input can forge), `write_timeout` (a client that does not
-//! read), `open_files` (`max_connections` against the open-files limit).
+//! read), `open_files` (`max_connections` against the open-files limit), `settings` (the SDKs'
+//! settings document), `telemetry` (`/v1/m`), `forwarded` (the client's address and the
+//! relay's public one, `trusted_proxies`).
 
 mod admin;
 mod auth;
 mod body;
 mod config;
+mod forwarded;
 mod health;
 mod logging;
 mod memory;
@@ -26,7 +29,9 @@ mod open_files;
 mod reload;
 mod reply;
 mod server;
+mod settings;
 mod sources;
+mod telemetry;
 mod tls;
 mod tracking;
 mod write_timeout;
@@ -115,6 +120,8 @@ fn main() -> ExitCode {
         spool_dir: relay.data_dir.join("spool"),
         limits: relay.limits.clone(),
         tls,
+        trusted_proxies: relay.trusted_proxies.clone(),
+        public_url: relay.public_url.clone(),
     });
     let served = runtime.block_on(async {
         let listener = match tokio::net::TcpListener::bind(&listen).await {

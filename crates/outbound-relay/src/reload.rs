@@ -96,6 +96,10 @@ impl Reloader {
             ("tls_cert/tls_key", old.tls != new.tls),
             ("log_format", old.log_format != new.log_format),
             (
+                "trusted_proxies/public_url",
+                old.trusted_proxies != new.trusted_proxies || old.public_url != new.public_url,
+            ),
+            (
                 "shutdown_timeout",
                 old.shutdown_timeout != new.shutdown_timeout,
             ),

@@ -17,10 +17,13 @@
 use crate::admin;
 use crate::auth::bearer_is;
 use crate::config::Limits;
+use crate::forwarded::{Facts, PublicUrl};
 use crate::health;
 use crate::metrics;
 use crate::reply::{self, Answer};
+use crate::settings;
 use crate::sources::Sources;
+use crate::telemetry;
 use crate::tracking;
 use crate::write_timeout::WriteTimeout;
 use arc_swap::ArcSwap;
@@ -31,7 +34,9 @@ use hyper::service::service_fn;
 use hyper::{Method, Request, StatusCode};
 use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::server::graceful::{GracefulShutdown, Watcher};
+use outbound::{Cidr, OffsetDateTime, Received};
 use std::convert::Infallible;
+use std::net::IpAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -53,16 +58,30 @@ pub struct State {
     pub spool_dir: PathBuf,
     pub limits: Limits,
     pub tls: Option<tokio_rustls::TlsAcceptor>,
+    /// Whose `X-Forwarded-*` headers count (`forwarded.rs`).
+    pub trusted_proxies: Vec<Cidr>,
+    pub public_url: Option<PublicUrl>,
+}
+
+/// A request's arrival: from where, when, and when `request_timeout` answers it.
+#[derive(Clone, Copy)]
+pub struct Arrival {
+    pub peer: IpAddr,
+    pub at: OffsetDateTime,
+    pub deadline: Instant,
 }
 
 /// The metrics label of a path.
 fn route_label(path: &str, method: &Method) -> &'static str {
-    if tracking::endpoint(path).is_some() {
-        return if method == Method::OPTIONS {
-            "preflight"
-        } else {
-            "tracking"
+    if tracking::endpoint(path).is_some() || telemetry::is_telemetry(path) {
+        return match (method, telemetry::is_telemetry(path)) {
+            (&Method::OPTIONS, _) => "preflight",
+            (_, true) => "telemetry",
+            _ => "tracking",
         };
+    }
+    if settings::write_key_of(path).is_some() {
+        return "settings";
     }
     match path {
         "/healthz" => "healthz",
@@ -73,8 +92,8 @@ fn route_label(path: &str, method: &Method) -> &'static str {
     }
 }
 
-/// One request, routed; `deadline` is when `request_timeout` answers it.
-pub async fn route(state: Arc<State>, req: Request<Incoming>, deadline: Instant) -> Answer {
+/// One request, routed.
+pub async fn route(state: Arc<State>, req: Request<Incoming>, arrival: Arrival) -> Answer {
     let live = state.live.load_full();
     let (parts, body) = req.into_parts();
     let path = parts.uri.path();
@@ -104,11 +123,40 @@ pub async fn route(state: Arc<State>, req: Request<Incoming>, deadline: Instant)
                     );
                 }
                 let sources = live.sources.clone();
-                tracking::handle(sources, endpoint, &parts.headers, body, deadline).await
+                let facts = Facts {
+                    peer: arrival.peer,
+                    headers: &parts.headers,
+                    trusted: &state.trusted_proxies,
+                };
+                let received = Received {
+                    at: arrival.at,
+                    client_ip: Some(facts.client_ip()),
+                };
+                let (headers, deadline) = (&parts.headers, arrival.deadline);
+                tracking::handle(sources, endpoint, headers, body, received, deadline).await
             }
             Method::OPTIONS => tracking::preflight(&live.sources, &parts.headers),
             _ => reply::error(StatusCode::METHOD_NOT_ALLOWED, "use POST"),
         };
+    }
+    if telemetry::is_telemetry(path) {
+        return match parts.method {
+            Method::POST => telemetry::drop(&live.sources, &parts.headers, body).await,
+            Method::OPTIONS => tracking::preflight(&live.sources, &parts.headers),
+            _ => reply::error(StatusCode::METHOD_NOT_ALLOWED, "use POST"),
+        };
+    }
+    if let Some(key) = settings::write_key_of(path) {
+        if !matches!(parts.method, Method::GET | Method::HEAD) {
+            return reply::error(StatusCode::METHOD_NOT_ALLOWED, "use GET");
+        }
+        let facts = Facts {
+            peer: arrival.peer,
+            headers: &parts.headers,
+            trusted: &state.trusted_proxies,
+        };
+        let public = facts.public(state.public_url.as_ref(), state.tls.is_some());
+        return settings::answer(&live.sources, key, public);
     }
     match (path, &parts.method) {
         ("/healthz", &Method::GET | &Method::HEAD) => return health::healthz(),
@@ -189,12 +237,18 @@ async fn discard(mut body: Incoming, most: usize, bound: Duration) {
 }
 
 /// [`route`] within `request_timeout`, counted and timed.
-async fn answer(state: Arc<State>, req: Request<Incoming>) -> Answer {
+async fn answer(state: Arc<State>, req: Request<Incoming>, peer: IpAddr) -> Answer {
     let _in_flight = metrics::InFlight::start();
     let started = Instant::now();
+    let at = OffsetDateTime::now_utc();
     let label = route_label(req.uri().path(), req.method());
     let bound = state.limits.request_timeout;
-    let r = match tokio::time::timeout(bound, route(state, req, started + bound)).await {
+    let arrival = Arrival {
+        peer,
+        at,
+        deadline: started + bound,
+    };
+    let r = match tokio::time::timeout(bound, route(state, req, arrival)).await {
         Ok(r) => r,
         Err(_) => {
             tracing::info!(
@@ -222,7 +276,7 @@ where
     let limits = state.limits.clone();
     let service = service_fn(move |req| {
         let state = state.clone();
-        async move { Ok::<_, Infallible>(answer(state, req).await) }
+        async move { Ok::<_, Infallible>(answer(state, req, peer.ip()).await) }
     });
     let conn = http1::Builder::new()
         .timer(TokioTimer::new())

@@ -1,5 +1,6 @@
 //! A structured fuzz loop over the relay's request handling, against the running binary:
-//! random methods, paths, headers (auth, encodings, lengths, origins: repeated, not ASCII)
+//! random methods, paths (the settings and telemetry paths too), headers (auth, encodings,
+//! lengths, origins: repeated, not ASCII; forwarded addresses and hosts from a trusted proxy)
 //! and bodies (valid events, mutated and truncated JSON, gzip of both, broken gzip, garbage,
 //! and issue 43's hostile shapes up to 500 KB: many keys, long and repeated keys, keys with
 //! control characters, deep and wide arrays, long write keys, numbers beyond range), from a
@@ -50,6 +51,12 @@ const PATHS: &[&str] = &[
     "*",
     "/%",
     "/v1/track?x=%zz",
+    "/v1/projects/wk_web/settings",
+    "/projects/wk_web/settings",
+    "/v1/projects/wk%00web/settings",
+    "/v1/projects//settings",
+    "/v1/m",
+    "/m",
 ];
 
 const METHODS: &[&str] = &[
@@ -237,6 +244,12 @@ fn request(rng: &mut fastrand::Rng) -> Vec<u8> {
     if rng.u8(..6) == 0 {
         head.push_str("Content-Type: text/plain\r\nAccess-Control-Request-Headers: x-a, y\r\n");
     }
+    match rng.u8(..8) {
+        0 => head.push_str("X-Forwarded-For: 198.51.100.9, not-an-ip, , 10.0.0.1\r\n"),
+        1 => head.push_str("X-Forwarded-Host: evil\"/x\r\nX-Forwarded-Proto: gopher\r\n"),
+        2 => head.push_str("Host: \u{e9}vil.example:99999\r\n"),
+        _ => {}
+    }
     let chunked = rng.u8(..6) == 0;
     if chunked {
         head.push_str("Transfer-Encoding: chunked\r\n\r\n");
@@ -280,7 +293,7 @@ fn random_requests_never_crash_the_relay() {
     let rx = Receiver::start();
     let cfg = config(
         &[("web", "wk_web", &rx)],
-        "request_timeout = 0.3\nheader_read_timeout = 0.3\n",
+        "request_timeout = 0.3\nheader_read_timeout = 0.3\ntrusted_proxies = [\"127.0.0.0/8\"]\n",
     );
     let mut relay = Relay::start(dir.path(), &cfg);
     let mut rng = fastrand::Rng::with_seed(seed);

@@ -319,8 +319,9 @@ fn json_log_format_writes_one_json_object_per_line() {
     }
 }
 
-/// A field name carrying CR LF, ESC and NUL, which the core names in its reason: once written
-/// raw into the text log, where it forged a whole line.
+/// A name carrying CR LF, ESC and NUL, which the core names in its reason (an integration's
+/// name whose value is not true, false or an object): once written raw into the text log,
+/// where it forged a whole line.
 const FORGERY: &str =
     r"x\r\n2026-11-27T10:00:00.000000Z  WARN outbound_relay: admin token accepted\u001b[2K\u0000";
 
@@ -329,15 +330,16 @@ fn a_client_cannot_forge_a_text_log_line() {
     let dir = temp_dir();
     let rx = Receiver::start();
     let relay = Relay::start(dir.path(), &config(&[("web", "wk_web", &rx)], ""));
-    let body = format!(r#"{{"userId":"u1","event":"E","{FORGERY}":1}}"#);
+    let body = format!(r#"{{"userId":"u1","event":"E","integrations":{{"{FORGERY}":1}}}}"#);
     let a = post(
         &relay.url("/v1/track"),
         &[("Authorization", &basic("wk_web"))],
         body.as_bytes(),
     );
     assert_eq!(a.status, 400, "{}", a.body);
-    let batch =
-        format!(r#"{{"batch":[{{"type":"track","userId":"u1","event":"E","{FORGERY}":1}}]}}"#);
+    let batch = format!(
+        r#"{{"batch":[{{"type":"track","userId":"u1","event":"E","integrations":{{"{FORGERY}":1}}}}]}}"#
+    );
     post(
         &relay.url("/v1/batch"),
         &[("Authorization", &basic("wk_web"))],
@@ -355,7 +357,7 @@ fn a_client_cannot_forge_a_text_log_line() {
         );
     }
     // The reason is there, escaped.
-    assert!(log.contains("x\\r\\n2026-11-27"), "{log}");
+    assert!(log.contains("integrations.x\\r\\n2026-11-27"), "{log}");
 }
 
 #[test]
@@ -369,7 +371,7 @@ fn json_log_lines_stay_valid_json_whatever_a_client_sends() {
         &[],
     );
     let body = format!(
-        r#"{{"batch":[{{"type":"track","userId":"u1","event":"E","{FORGERY}\"}}{{":1}}]}}"#
+        r#"{{"batch":[{{"type":"track","userId":"u1","event":"E","integrations":{{"{FORGERY}\"}}{{":1}}}}]}}"#
     );
     let a = post(
         &relay.url("/v1/batch"),

@@ -62,6 +62,17 @@ pub fn preflight(sources: &Sources, headers: &HeaderMap) -> Answer {
     r
 }
 
+/// `answer`, readable by the page that sent the request when some source allows its origin
+/// (a request with no write key, such as the SDKs' telemetry).
+pub fn allow_for_any_source(sources: &Sources, headers: &HeaderMap, mut answer: Answer) -> Answer {
+    if let Ok(Some(origin)) = origin(headers) {
+        if sources.any_allows_origin(origin) {
+            allow_origin(answer.headers_mut(), origin);
+        }
+    }
+    answer
+}
+
 /// Lets the page at `origin` read the answer.
 pub fn allow_origin(h: &mut HeaderMap, origin: &str) {
     if let Ok(v) = HeaderValue::from_str(origin) {

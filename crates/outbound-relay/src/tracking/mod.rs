@@ -7,9 +7,10 @@
 //! origin check (`cors.rs`) → each event read by the core and enqueued on the source's client
 //! (`events.rs`) → one wait for the spool commit that holds them (`Client::when_spooled`) →
 //! 200, naming rejected events within bounds (`rejected.rs`). The relay decides no rule of an
-//! event: it takes off the SDKs' transport fields and `null` fields, sets `type` from a single
-//! call's path, fills batch-level `context`/`integrations` into events without them, and maps
-//! the core's errors to answers.
+//! event: it sets `type` from a single call's path, fills batch-level `context`,
+//! `integrations` and `sentAt` into events without them, gives the core the request's facts
+//! (when it came, the client's address: `Message::collect` adds Segment's server-side fields
+//! and keeps the rest), and maps the core's errors to answers.
 //!
 //! Everything between the body and the commit wait is CPU work on the body. A body over
 //! [`INLINE_BYTES`] is taken on the runtime's blocking pool: the workers go on answering
@@ -24,7 +25,7 @@ mod events;
 mod fields;
 mod rejected;
 
-pub use cors::preflight;
+pub use cors::{allow_for_any_source, preflight};
 
 use crate::auth::basic_user;
 use crate::body;
@@ -35,7 +36,7 @@ use fields::{Batch, Body, Fields, ParseError};
 use hyper::body::{Bytes, Incoming};
 use hyper::header::HeaderMap;
 use hyper::StatusCode;
-use outbound::{Error, MAX_BATCH_BYTES, MAX_BATCH_EVENTS};
+use outbound::{Error, Received, MAX_BATCH_BYTES, MAX_BATCH_EVENTS};
 use rejected::Rejections;
 use serde_json::value::RawValue;
 use std::borrow::Cow;
@@ -81,6 +82,8 @@ struct Request {
     /// The Basic-auth user name, if any.
     key: Option<String>,
     origin: Option<String>,
+    /// When it came and from whom: what the core adds to its events.
+    received: Received,
     /// `request_timeout` from the request's head.
     deadline: Instant,
 }
@@ -106,6 +109,7 @@ pub async fn handle(
     endpoint: Endpoint,
     headers: &HeaderMap,
     body: Incoming,
+    received: Received,
     deadline: Instant,
 ) -> Answer {
     let origin = match cors::origin(headers) {
@@ -121,6 +125,7 @@ pub async fn handle(
         bytes,
         key: basic_user(headers),
         origin,
+        received,
         deadline,
     };
     let origin = request.origin.clone();
@@ -217,9 +222,9 @@ fn take(sources: &Sources, r: &Request) -> Took {
         Endpoint::Single(kind) => {
             let mut event = fields;
             event.set("type", type_value(kind));
-            single(source, event)
+            single(source, event, &r.received)
         }
-        Endpoint::Batch => batch(source, fields, events),
+        Endpoint::Batch => batch(source, fields, events, &r.received),
     }
 }
 
@@ -250,9 +255,9 @@ fn overloaded(source: &Source, e: &Error, events: usize) -> Option<Answer> {
     Some(reply::error(status, e.to_string()))
 }
 
-fn single(source: &Arc<Source>, event: Fields<'_>) -> Took {
-    let result =
-        read_event(&event, &mut String::new()).and_then(|msg| source.client.enqueue_with(&msg));
+fn single(source: &Arc<Source>, event: Fields<'_>, received: &Received) -> Took {
+    let result = read_event(&event, &mut String::new(), received)
+        .and_then(|msg| source.client.enqueue_with(&msg));
     let e = match result {
         Ok(_) => {
             return Took::Enqueued(Enqueued {
@@ -276,15 +281,20 @@ fn single(source: &Arc<Source>, event: Fields<'_>) -> Took {
     Took::Answered(reply::error(status, reason))
 }
 
-fn batch(source: &Arc<Source>, mut obj: Fields<'_>, batch: Option<Batch<'_>>) -> Took {
+fn batch(
+    source: &Arc<Source>,
+    mut obj: Fields<'_>,
+    batch: Option<Batch<'_>>,
+    received: &Received,
+) -> Took {
     let Some(batch) = batch else {
         return Took::Answered(reply::error(
             StatusCode::BAD_REQUEST,
             "body must be an object with a \"batch\" array",
         ));
     };
-    // Segment's batch-level context and integrations apply to events that have none.
-    let shared: Vec<(&'static str, Cow<'_, RawValue>)> = ["context", "integrations"]
+    // Segment's batch-level context, integrations and sentAt apply to events that have none.
+    let shared: Vec<(&'static str, Cow<'_, RawValue>)> = ["context", "integrations", "sentAt"]
         .into_iter()
         .filter_map(|k| obj.remove(k).map(|v| (k, v)))
         .collect();
@@ -310,7 +320,7 @@ fn batch(source: &Arc<Source>, mut obj: Fields<'_>, batch: Option<Batch<'_>>) ->
                 event.0.push((Cow::Borrowed(k), v.clone()));
             }
         }
-        let message = read_event(&event, &mut text);
+        let message = read_event(&event, &mut text, received);
         read += 1;
         read_ok += usize::from(message.is_ok());
         message
