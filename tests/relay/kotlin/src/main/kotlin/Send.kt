@@ -91,7 +91,7 @@ fun main(args: Array<String>) {
             else -> throw IllegalArgumentException("no ${str("type")} in analytics-kotlin")
         }
     }
-    val deadline = System.currentTimeMillis() + 20_000
+    val deadline = System.currentTimeMillis() + 60_000 // settings first, then the calls; a loaded machine is slow
     while (ids.size < lines.size && System.currentTimeMillis() < deadline) Thread.sleep(50)
     clients.values.forEach { it.flush() }
     Thread.sleep(3_000) // the SDK has no "delivered" callback: the test counts at the receivers
