@@ -136,7 +136,7 @@ class Relay:
 
 def config(workdir: str, sources: str, extra: str = "") -> str:
     return (f'listen = "127.0.0.1:0"\ndata_dir = "data"\nallowed_networks = ["127.0.0.0/8"]\n'
-            f"{extra}\n{sources}")
+            f'forward_allowed_networks = ["127.0.0.0/8"]\n{extra}\n{sources}')
 
 
 def load(binary: str, url: str, *args: str) -> Dict[str, Any]:

@@ -19,6 +19,7 @@ import subprocess
 import sys
 import threading
 import time
+import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Dict, Iterator, List, Optional
@@ -320,6 +321,16 @@ def run_sender(cmd: List[str], steps: List[Dict[str, Any]], tmp_path: Path,
     assert out.returncode == 0 and out.stdout.rstrip().endswith("done"), (
         f"{cmd[0]} exited {out.returncode}\nstdout:\n{out.stdout[-3000:]}\nstderr:\n{out.stderr[-3000:]}")
     return [json.loads(line) for line in out.stdout.splitlines() if line.startswith("{")]
+
+
+def metric(relay: Relay, series: str) -> float:
+    """The value of `series` (name and labels as written) at the relay's /metrics, 0 if absent."""
+    req = urllib.request.Request(relay.url + "/metrics",
+                                 headers={"Authorization": f"Bearer {ADMIN_TOKEN}"})
+    with urllib.request.urlopen(req, timeout=10) as r:
+        text = r.read().decode()
+    m = re.search("^" + re.escape(series) + r" (\S+)$", text, re.M)
+    return float(m.group(1)) if m else 0.0
 
 
 def node_env() -> Dict[str, str]:

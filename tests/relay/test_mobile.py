@@ -1,7 +1,9 @@
 """Mobile source: analytics-kotlin's JVM `core` artifact (Segment's Kotlin SDK without Android,
-com.segment.analytics.kotlin:core from Maven Central; tests/relay/kotlin), which posts its
-batches gzipped as text/plain to /v1/b with the write key in the body, as it does from a phone.
-scripts/relay-env.sh builds the sender; its classpath is in .tools/relay/kotlin."""
+com.segment.analytics.kotlin:core from Maven Central; tests/relay/kotlin), which reads its
+settings from the relay (its cdnHost: GET /v1/projects/{writeKey}/settings, whose apiHost is
+the only way its events reach the relay) and posts its batches gzipped as text/plain to /v1/b
+with the write key in the body, as it does from a phone. scripts/relay-env.sh builds the
+sender; its classpath is in .tools/relay/kotlin."""
 
 from __future__ import annotations
 
@@ -11,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import TOOLS, Relay, check_delivery, plan
+from conftest import TOOLS, Relay, check_delivery, metric, plan
 
 KOTLIN = TOOLS / "kotlin"
 
@@ -34,7 +36,12 @@ def test_analytics_kotlin_core(relay: Relay, tmp_path: Path) -> None:
             f"exit {out.returncode}\n{out.stdout[-3000:]}\n{out.stderr[-3000:]}")
         sent += [json.loads(line) for line in out.stdout.splitlines() if line.startswith("{")]
     got = check_delivery(relay, steps, sent)
-    # The SDK's own anonymousId and context are kept (its `library` is the core's to set).
-    assert got["track@alpha"]["anonymousId"], got["track@alpha"]
-    assert isinstance(got["track@alpha"]["context"], dict), got["track@alpha"]
+    assert metric(relay, 'outbound_relay_requests_total{route="settings",status="200"}') >= 1
+    # The SDK's own anonymousId and context are kept, its library too; Segment's API adds the
+    # client's address and when the event was received.
+    body = got["track@alpha"]
+    assert body["anonymousId"], body
+    assert body["context"]["library"]["name"] == "analytics-kotlin", body
+    assert body["context"]["ip"] == "127.0.0.1", body
+    assert body["receivedAt"] and body["sentAt"] and body["originalTimestamp"], body
     assert got["screen@alpha"]["name"] == "Dashboard"

@@ -237,6 +237,7 @@ pub(crate) fn message(buf: &[u8]) -> Result<Message<Packed<'_>>, Failure> {
         previous_id: None,
         properties: None,
         traits: None,
+        collected: None,
     };
     let mut seen = 0u16;
     while !c.at_end() {

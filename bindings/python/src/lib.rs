@@ -147,6 +147,7 @@ mod _native {
                 spool,
                 spool_max_bytes,
                 spool_commit_interval: seconds("spool_commit_interval", spool_commit_interval)?,
+                ..Config::default()
             };
             if record {
                 let (inner, recording) = outbound::testing::recording(config).map_err(to_py)?;
@@ -203,6 +204,7 @@ mod _native {
                 previous_id: convert::id(previous_id, "previous_id")?,
                 properties: convert::json_object(properties, "properties")?,
                 traits: convert::json_object(traits, "traits")?,
+                collected: None,
             };
             match self.inner.enqueue_with(&msg) {
                 Ok(id) => Ok(Some(id)),

@@ -1,10 +1,9 @@
 //! Who may call: write keys (Basic-auth user name, or `writeKey` in the body) and the admin
-//! token (`Authorization: Bearer`). Secrets are compared in constant time and never logged.
+//! and metrics tokens (`Authorization: Bearer`). Tokens are compared in constant time; write
+//! keys are looked up by their SHA-256 (`Sources::by_write_key`); none is ever logged.
 //!
-//! `ct_eq` takes a time set by the length of what the client sent, not by the secret;
-//! `Sources::by_write_key` compares every key of every source, so the time does not tell
-//! which source matched either. Per-key rate
-//! limits and any future key store land here.
+//! `ct_eq` takes a time set by the length of what the client sent, not by the secret. Per-key
+//! rate limits and any future key store land here.
 
 use base64::Engine as _;
 use hyper::header::{HeaderMap, AUTHORIZATION};

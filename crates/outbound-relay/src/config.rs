@@ -6,8 +6,11 @@
 //!
 //! Issue 25's settings are top-level keys beside these (`max_connections`,
 //! `max_header_bytes`, `max_headers`, `header_read_timeout`, `request_timeout`, `tls_cert`,
-//! `tls_key`, `metrics_token`, `log_format`); see docs/relay.md for their defaults.
+//! `tls_key`, `metrics_token`, `log_format`), issue 43's (`write_timeout`, `log_url_paths`,
+//! `forward_allowed_networks`) and issue 44's (`trusted_proxies`, `public_url`); see
+//! docs/relay.md for their defaults.
 
+use crate::forwarded::PublicUrl;
 use outbound::{Config as CoreConfig, RetryPolicy, SignatureScheme, Webhook};
 use serde::{Deserialize, Deserializer};
 use std::collections::{BTreeMap, HashMap};
@@ -330,6 +333,21 @@ with_delivery! {
         /// Exempt networks (CIDR).
         #[serde(default)]
         pub allowed_networks: Vec<String>,
+        /// Networks a source's forward endpoint may reach although private (CIDR); the
+        /// guard (`block_private_networks`) applies to forwards too, with these exceptions.
+        #[serde(default)]
+        pub forward_allowed_networks: Vec<String>,
+        /// Logs show webhook and forward URLs whole (default false: scheme, host and port).
+        #[serde(default)]
+        pub log_url_paths: bool,
+        /// The proxies in front of the relay whose `X-Forwarded-For`, `-Host` and `-Proto`
+        /// are believed (CIDR).
+        #[serde(default)]
+        pub trusted_proxies: Vec<String>,
+        /// Where SDKs reach the relay (`https://relay.example.com`): the settings document's
+        /// `apiHost`; without it, the request's `Host`.
+        #[serde(default)]
+        pub public_url: Option<String>,
         /// How long shutdown waits for requests in flight, seconds (default 10).
         #[serde(default)]
         pub shutdown_timeout: Option<Seconds>,
@@ -356,6 +374,10 @@ with_delivery! {
         /// seconds; else 408 and the connection is closed (default 30).
         #[serde(default)]
         pub request_timeout: Option<Seconds>,
+        /// A write of an answer that makes no progress for this long (a client that does not
+        /// read) closes the connection, seconds (default 10).
+        #[serde(default)]
+        pub write_timeout: Option<Seconds>,
         /// HTTPS: the certificate chain (PEM file); with `tls_key`.
         #[serde(default)]
         pub tls_cert: Option<PathBuf>,
@@ -465,6 +487,7 @@ pub struct Limits {
     pub max_headers: usize,
     pub header_read_timeout: Duration,
     pub request_timeout: Duration,
+    pub write_timeout: Duration,
 }
 
 /// `tls_cert` and `tls_key`, resolved against the file's directory.
@@ -488,6 +511,9 @@ pub struct Relay {
     pub metrics_token: Option<String>,
     pub log_format: LogFormat,
     pub sources: Vec<Source>,
+    /// `trusted_proxies`, read.
+    pub trusted_proxies: Vec<outbound::Cidr>,
+    pub public_url: Option<PublicUrl>,
 }
 
 impl Relay {
@@ -574,6 +600,14 @@ impl Relay {
                 )
             })?,
         };
+        let trusted_proxies = (f.trusted_proxies.iter())
+            .map(|n| outbound::Cidr::parse(n.trim()))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|why| err("trusted_proxies".into(), why))?;
+        let public_url = (f.public_url.as_deref())
+            .map(PublicUrl::parse)
+            .transpose()
+            .map_err(|why| err("public_url".into(), why))?;
         let top = f.delivery();
         let mut names = HashMap::new();
         let mut keys: HashMap<&str, String> = HashMap::new();
@@ -634,9 +668,11 @@ impl Relay {
                 own_keys: own,
                 core,
                 fingerprint: fingerprint(&format!(
-                    "{s:?}|{top:?}|{}|{:?}|{}",
+                    "{s:?}|{top:?}|{}|{:?}|{:?}|{}|{}",
                     f.block_private_networks,
                     f.allowed_networks,
+                    f.forward_allowed_networks,
+                    f.log_url_paths,
                     data_dir.display()
                 )),
             });
@@ -653,6 +689,8 @@ impl Relay {
             metrics_token: f.metrics_token,
             log_format,
             sources,
+            trusted_proxies,
+            public_url,
         })
     }
 
@@ -676,6 +714,7 @@ impl Relay {
                     },
                     "spool" => "data_dir".to_string(),
                     "allowed_networks" => setting,
+                    "endpoint_allowed_networks" => "forward_allowed_networks".to_string(),
                     "shared_secret" => format!("{at}.shared_secret"),
                     s if s.starts_with("webhooks") => format!("{at}.{s}"),
                     s if source.own_keys.contains(&s) => format!("{at}.{s}"),
@@ -724,6 +763,7 @@ fn limits(f: &File) -> Result<Limits, (String, String)> {
         max_headers: positive("max_headers", f.max_headers, 100)?,
         header_read_timeout: timeout("header_read_timeout", f.header_read_timeout, 10.0)?,
         request_timeout: timeout("request_timeout", f.request_timeout, 30.0)?,
+        write_timeout: timeout("write_timeout", f.write_timeout, 10.0)?,
     })
 }
 
@@ -752,6 +792,10 @@ fn core_config(
         shared_secret: s.shared_secret.clone(),
         block_private_networks: f.block_private_networks,
         allowed_networks: f.allowed_networks.clone(),
+        // A forward's endpoint is a customer's too once sources are theirs: the same guard.
+        block_private_endpoint: f.block_private_networks,
+        endpoint_allowed_networks: f.forward_allowed_networks.clone(),
+        log_url_paths: f.log_url_paths,
         ..CoreConfig::default()
     };
     if let Some(fw) = &s.forward {

@@ -19,40 +19,63 @@ pub fn healthz() -> Answer {
 }
 
 /// Creates, writes, syncs and removes a probe file in `spool_dir`.
-fn spool_writable(spool_dir: &Path) -> Result<(), String> {
+fn spool_writable(spool_dir: &Path) -> std::io::Result<()> {
     let probe = spool_dir.join(format!(".readyz-{}", std::process::id()));
-    let result = std::fs::create_dir_all(spool_dir)
-        .and_then(|()| {
-            let mut f = std::fs::File::create(&probe)?;
-            f.write_all(b"ready")?;
-            f.sync_all()
-        })
-        .map_err(|e| format!("spool {} is not writable: {e}", spool_dir.display()));
+    let result = std::fs::create_dir_all(spool_dir).and_then(|()| {
+        let mut f = std::fs::File::create(&probe)?;
+        f.write_all(b"ready")?;
+        f.sync_all()
+    });
     let _ = std::fs::remove_file(&probe);
     result
 }
 
 /// Blocking (a small file write): run off the runtime's worker threads. `failing`: the
 /// sources whose spool cannot be written now (a Redis spool's server unreachable).
+///
+/// The answer says which check failed (`check`: `spool_dir` or `source_spools`) and why, but
+/// names no source and no path: it is open to anyone. The log line names them.
 pub fn readyz(spool_dir: &Path, failing: &[String]) -> Answer {
-    let writable = spool_writable(spool_dir).and_then(|()| match failing {
-        [] => Ok(()),
-        names => Err(format!(
-            "the spool of {} cannot be written",
-            names.join(", ")
-        )),
-    });
-    match writable {
-        Ok(()) => reply::json(
+    let failed = match spool_writable(spool_dir) {
+        Err(e) => {
+            tracing::warn!(
+                "readyz: spool directory {} is not writable: {e}",
+                spool_dir.display()
+            );
+            let why = if e.raw_os_error() == Some(libc::EMFILE) {
+                "the process has no file descriptor left (max_connections and the open-files \
+                 limit)"
+                    .to_string()
+            } else {
+                e.to_string()
+            };
+            Some((
+                "spool_dir",
+                format!("the spool directory is not writable: {why}"),
+            ))
+        }
+        Ok(()) if !failing.is_empty() => {
+            tracing::warn!(
+                "readyz: the spool of {} cannot be written",
+                failing.join(", ")
+            );
+            let n = failing.len();
+            let s = if n == 1 { "" } else { "s" };
+            Some((
+                "source_spools",
+                format!("the spool of {n} source{s} cannot be written (the log names them)"),
+            ))
+        }
+        Ok(()) => None,
+    };
+    match failed {
+        None => reply::json(
             StatusCode::OK,
             &json!({"status": "ready", "config": "loaded", "spool": "writable"}),
         ),
-        Err(reason) => {
-            tracing::warn!("readyz: {reason}");
-            reply::json(
-                StatusCode::SERVICE_UNAVAILABLE,
-                &json!({"status": "not ready", "config": "loaded", "reason": reason}),
-            )
-        }
+        Some((check, reason)) => reply::json(
+            StatusCode::SERVICE_UNAVAILABLE,
+            &json!({"status": "not ready", "config": "loaded", "check": check, "reason": reason}),
+        ),
     }
 }

@@ -10,24 +10,34 @@
 //! `auth` (keys and tokens), `body` (reading and decoding bodies), `tracking` (the tracking
 //! API), `admin` (the admin API), `reply` (answers), `server` (connections, limits,
 //! routing, shutdown), `health` (`/healthz`, `/readyz`), `metrics` (`/metrics`), `tls`
-//! (the HTTPS listener), `reload` (SIGHUP), `memory` (free heap pages back to the system).
+//! (the HTTPS listener), `reload` (SIGHUP), `memory` (free heap pages back to the system),
+//! `logging` (log lines that no input can forge), `write_timeout` (a client that does not
+//! read), `open_files` (`max_connections` against the open-files limit), `settings` (the SDKs'
+//! settings document), `telemetry` (`/v1/m`), `forwarded` (the client's address and the
+//! relay's public one, `trusted_proxies`).
 
 mod admin;
 mod auth;
 mod body;
 mod config;
+mod forwarded;
 mod health;
+mod logging;
 mod memory;
 mod metrics;
+mod open_files;
 mod reload;
 mod reply;
 mod server;
+mod settings;
 mod sources;
+mod telemetry;
 mod tls;
 mod tracking;
+mod write_timeout;
 
 use clap::Parser;
-use std::io::{IsTerminal, Write};
+use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -59,14 +69,16 @@ fn main() -> ExitCode {
         .as_deref()
         .and_then(config::LogFormat::parse)
         .unwrap_or(relay.log_format);
-    let filter = tracing_subscriber::EnvFilter::try_from_env("RUST_LOG")
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
-    let logs = tracing_subscriber::fmt()
-        .with_writer(std::io::stderr)
-        .with_env_filter(filter);
-    match format {
-        config::LogFormat::Json => logs.json().flatten_event(true).init(),
-        config::LogFormat::Text => logs.with_ansi(std::io::stderr().is_terminal()).init(),
+    logging::init(format);
+    match open_files::fit(relay.limits.max_connections) {
+        Ok(open_files::Fitted::Raised(from, to)) => {
+            tracing::info!(from, to, "open-files soft limit raised for max_connections")
+        }
+        Ok(open_files::Fitted::Already(_)) => {}
+        Err(reason) => {
+            eprintln!("{}: max_connections: {reason}", relay.file);
+            return ExitCode::from(2);
+        }
     }
     let tls = match tls::acceptor(&relay) {
         Ok(t) => t,
@@ -114,6 +126,8 @@ fn main() -> ExitCode {
         spool_dir: relay.data_dir.join("spool"),
         limits: relay.limits.clone(),
         tls,
+        trusted_proxies: relay.trusted_proxies.clone(),
+        public_url: relay.public_url.clone(),
     });
     let served = runtime.block_on(async {
         let listener = match tokio::net::TcpListener::bind(&listen).await {

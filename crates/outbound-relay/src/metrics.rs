@@ -11,6 +11,7 @@
 //! - `outbound_relay_requests_total{route,status}` and
 //!   `outbound_relay_request_duration_seconds{route}` (a histogram): every answer;
 //! - `outbound_relay_requests_in_flight`, `outbound_relay_connections`;
+//! - `outbound_relay_telemetry_dropped_total`: the SDKs' telemetry requests (`/v1/m`), dropped;
 //! - `outbound_relay_outcomes_total{source,destination,outcome}`: the core's `on_outcome`
 //!   (the core reports one outcome per message: `destination` is the one its detail names
 //!   for a failure, `ingestion` or `webhooks`, and `all` when every destination took it);
@@ -66,6 +67,7 @@ struct Metrics {
     latency: Family<RouteLabel, Histogram>,
     in_flight: Gauge,
     connections: Gauge,
+    telemetry: Counter,
     queue_depth: Family<SourceLabel, Gauge>,
     spool_bytes: Family<SourceLabel, Gauge>,
 }
@@ -89,6 +91,7 @@ fn metrics() -> &'static Metrics {
             latency: Family::new_with_constructor(latency_histogram),
             in_flight: Gauge::default(),
             connections: Gauge::default(),
+            telemetry: Counter::default(),
             queue_depth: Family::default(),
             spool_bytes: Family::default(),
             registry: Registry::default(),
@@ -129,6 +132,11 @@ fn metrics() -> &'static Metrics {
             m.connections.clone(),
         );
         registry.register(
+            "telemetry_dropped",
+            "Requests of the SDKs' own telemetry (POST /v1/m) answered 200 and dropped",
+            m.telemetry.clone(),
+        );
+        registry.register(
             "queue_depth",
             "Messages accepted and waiting (batch, worker or retry), per source",
             m.queue_depth.clone(),
@@ -150,6 +158,11 @@ pub fn accepted(source: &str, n: usize) {
             source: source.to_string(),
         })
         .inc_by(n as u64);
+}
+
+/// One request of an SDK's telemetry, dropped.
+pub fn telemetry_dropped() {
+    metrics().telemetry.inc();
 }
 
 /// `events` events of `source` refused for `reason` (a fixed word, see [`reason`]).

@@ -44,6 +44,9 @@ struct StartOnly {
     /// `None` when `--log-format` was given: the file's value is then never used.
     log_format: Option<LogFormat>,
     shutdown_timeout: Duration,
+    /// Who may tell the client's and the relay's own address (`forwarded.rs`), and that
+    /// public address: read at start.
+    forwarded: String,
 }
 
 impl StartOnly {
@@ -54,6 +57,7 @@ impl StartOnly {
             tls: r.tls.clone(),
             log_format: (!log_format_given).then_some(r.log_format),
             shutdown_timeout: r.shutdown_timeout,
+            forwarded: format!("{:?}|{:?}", r.trusted_proxies, r.public_url),
         }
     }
 }
@@ -131,6 +135,10 @@ impl Reloader {
             ("limits", run.limits != file.limits),
             ("tls_cert/tls_key", run.tls != file.tls),
             ("log_format", run.log_format != file.log_format),
+            (
+                "trusted_proxies/public_url",
+                run.forwarded != file.forwarded,
+            ),
             (
                 "shutdown_timeout",
                 run.shutdown_timeout != file.shutdown_timeout,
@@ -226,7 +234,7 @@ fn swap(running: &Sources, old: &Relay, new: &Relay) -> Result<Swapped, ConfigEr
         .cloned()
         .collect();
     Ok(Swapped {
-        sources: Sources { list },
+        sources: Sources::new(list),
         added: fresh.len(),
         changed: changed.len(),
         kept: new.sources.len() - fresh.len() - changed.len(),

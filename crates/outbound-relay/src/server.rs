@@ -8,7 +8,8 @@
 //! in the listen backlog, unaccepted), a request head of at most `max_header_bytes` and
 //! `max_headers` fields (hyper answers 431 while reading it), the whole head within
 //! `header_read_timeout` (and a TLS handshake too) or the connection is closed, the whole
-//! request within `request_timeout` or 408. Bodies are limited while read (`body.rs`).
+//! request within `request_timeout` or 408, an answer's writes stalled no longer than
+//! `write_timeout` (`write_timeout.rs`). Bodies are limited while read (`body.rs`).
 //!
 //! What a request sees is [`Live`]: loaded once per request, so a reload (`reload.rs`)
 //! never changes the sources under a request in flight.
@@ -16,11 +17,15 @@
 use crate::admin;
 use crate::auth::bearer_is;
 use crate::config::Limits;
+use crate::forwarded::{Facts, PublicUrl};
 use crate::health;
 use crate::metrics;
 use crate::reply::{self, Answer};
+use crate::settings;
 use crate::sources::Sources;
+use crate::telemetry;
 use crate::tracking;
+use crate::write_timeout::WriteTimeout;
 use arc_swap::ArcSwap;
 use hyper::body::Incoming;
 use hyper::header::{HeaderValue, CONNECTION, CONTENT_LENGTH, CONTENT_TYPE};
@@ -29,7 +34,9 @@ use hyper::service::service_fn;
 use hyper::{Method, Request, StatusCode};
 use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::server::graceful::{GracefulShutdown, Watcher};
+use outbound::{Cidr, OffsetDateTime, Received};
 use std::convert::Infallible;
+use std::net::IpAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -51,16 +58,30 @@ pub struct State {
     pub spool_dir: PathBuf,
     pub limits: Limits,
     pub tls: Option<tokio_rustls::TlsAcceptor>,
+    /// Whose `X-Forwarded-*` headers count (`forwarded.rs`).
+    pub trusted_proxies: Vec<Cidr>,
+    pub public_url: Option<PublicUrl>,
+}
+
+/// A request's arrival: from where, when, and when `request_timeout` answers it.
+#[derive(Clone, Copy)]
+pub struct Arrival {
+    pub peer: IpAddr,
+    pub at: OffsetDateTime,
+    pub deadline: Instant,
 }
 
 /// The metrics label of a path.
 fn route_label(path: &str, method: &Method) -> &'static str {
-    if tracking::endpoint(path).is_some() {
-        return if method == Method::OPTIONS {
-            "preflight"
-        } else {
-            "tracking"
+    if tracking::endpoint(path).is_some() || telemetry::is_telemetry(path) {
+        return match (method, telemetry::is_telemetry(path)) {
+            (&Method::OPTIONS, _) => "preflight",
+            (_, true) => "telemetry",
+            _ => "tracking",
         };
+    }
+    if settings::write_key_of(path).is_some() {
+        return "settings";
     }
     match path {
         "/healthz" => "healthz",
@@ -72,7 +93,7 @@ fn route_label(path: &str, method: &Method) -> &'static str {
 }
 
 /// One request, routed.
-pub async fn route(state: Arc<State>, req: Request<Incoming>) -> Answer {
+pub async fn route(state: Arc<State>, req: Request<Incoming>, arrival: Arrival) -> Answer {
     let live = state.live.load_full();
     let (parts, body) = req.into_parts();
     let path = parts.uri.path();
@@ -101,11 +122,41 @@ pub async fn route(state: Arc<State>, req: Request<Incoming>) -> Answer {
                         ),
                     );
                 }
-                tracking::handle(&live.sources, endpoint, &parts.headers, body).await
+                let sources = live.sources.clone();
+                let facts = Facts {
+                    peer: arrival.peer,
+                    headers: &parts.headers,
+                    trusted: &state.trusted_proxies,
+                };
+                let received = Received {
+                    at: arrival.at,
+                    client_ip: Some(facts.client_ip()),
+                };
+                let (headers, deadline) = (&parts.headers, arrival.deadline);
+                tracking::handle(sources, endpoint, headers, body, received, deadline).await
             }
             Method::OPTIONS => tracking::preflight(&live.sources, &parts.headers),
             _ => reply::error(StatusCode::METHOD_NOT_ALLOWED, "use POST"),
         };
+    }
+    if telemetry::is_telemetry(path) {
+        return match parts.method {
+            Method::POST => telemetry::drop(&live.sources, &parts.headers, body).await,
+            Method::OPTIONS => tracking::preflight(&live.sources, &parts.headers),
+            _ => reply::error(StatusCode::METHOD_NOT_ALLOWED, "use POST"),
+        };
+    }
+    if let Some(key) = settings::write_key_of(path) {
+        if !matches!(parts.method, Method::GET | Method::HEAD) {
+            return reply::error(StatusCode::METHOD_NOT_ALLOWED, "use GET");
+        }
+        let facts = Facts {
+            peer: arrival.peer,
+            headers: &parts.headers,
+            trusted: &state.trusted_proxies,
+        };
+        let public = facts.public(state.public_url.as_ref(), state.tls.is_some());
+        return settings::answer(&live.sources, key, public);
     }
     match (path, &parts.method) {
         ("/healthz", &Method::GET | &Method::HEAD) => return health::healthz(),
@@ -185,12 +236,18 @@ async fn discard(mut body: Incoming, most: usize, bound: Duration) {
 }
 
 /// [`route`] within `request_timeout`, counted and timed.
-async fn answer(state: Arc<State>, req: Request<Incoming>) -> Answer {
+async fn answer(state: Arc<State>, req: Request<Incoming>, peer: IpAddr) -> Answer {
     let _in_flight = metrics::InFlight::start();
     let started = Instant::now();
+    let at = OffsetDateTime::now_utc();
     let label = route_label(req.uri().path(), req.method());
     let bound = state.limits.request_timeout;
-    let r = match tokio::time::timeout(bound, route(state, req)).await {
+    let arrival = Arrival {
+        peer,
+        at,
+        deadline: started + bound,
+    };
+    let r = match tokio::time::timeout(bound, route(state, req, arrival)).await {
         Ok(r) => r,
         Err(_) => {
             tracing::info!(
@@ -218,14 +275,17 @@ where
     let limits = state.limits.clone();
     let service = service_fn(move |req| {
         let state = state.clone();
-        async move { Ok::<_, Infallible>(answer(state, req).await) }
+        async move { Ok::<_, Infallible>(answer(state, req, peer.ip()).await) }
     });
     let conn = http1::Builder::new()
         .timer(TokioTimer::new())
         .header_read_timeout(limits.header_read_timeout)
         .max_header_size(limits.max_header_bytes)
         .max_headers(limits.max_headers)
-        .serve_connection(TokioIo::new(io), service);
+        .serve_connection(
+            TokioIo::new(WriteTimeout::new(io, limits.write_timeout)),
+            service,
+        );
     if let Err(e) = watcher.watch(conn).await {
         tracing::debug!(%peer, "connection ended: {e}");
     }
@@ -241,6 +301,7 @@ pub async fn serve(
 ) -> bool {
     let graceful = GracefulShutdown::new();
     let permits = Arc::new(Semaphore::new(state.limits.max_connections));
+    let mut failures = AcceptFailures::default();
     tokio::pin!(stop);
     loop {
         // At the cap, the next connection waits in the backlog until one closes.
@@ -257,7 +318,7 @@ pub async fn serve(
                     Ok(a) => a,
                     Err(e) => {
                         // Out of descriptors and the like: pause instead of spinning.
-                        tracing::warn!("accept failed: {e}");
+                        failures.failed(&e);
                         tokio::time::sleep(Duration::from_millis(50)).await;
                         continue;
                     }
@@ -290,6 +351,29 @@ pub async fn serve(
     tokio::select! {
         () = graceful.shutdown() => true,
         () = tokio::time::sleep(grace) => false,
+    }
+}
+
+/// Failed accepts, logged at most once every 10 s with their count (they come every 50 ms
+/// while the process is out of descriptors).
+#[derive(Default)]
+struct AcceptFailures {
+    since_logged: u64,
+    logged: Option<Instant>,
+}
+
+impl AcceptFailures {
+    fn failed(&mut self, e: &std::io::Error) {
+        self.since_logged += 1;
+        if self
+            .logged
+            .is_some_and(|t| t.elapsed() < Duration::from_secs(10))
+        {
+            return;
+        }
+        tracing::warn!(failures = self.since_logged, "accept failed: {e}");
+        self.since_logged = 0;
+        self.logged = Some(Instant::now());
     }
 }
 

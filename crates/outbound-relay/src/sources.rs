@@ -5,9 +5,10 @@
 //! A config reload (SIGHUP, `reload.rs`) swaps this whole set for a new one; each client
 //! reports its outcomes to `metrics.rs`.
 
-use crate::auth::ct_eq;
 use crate::config::{ConfigError, Relay};
 use outbound::{AudienceSync, Client, Engine, EngineConfig, Level, LogSink};
+use sha2::{Digest, Sha256};
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
@@ -52,6 +53,12 @@ impl Source {
 /// Every source of the config.
 pub struct Sources {
     pub list: Vec<Arc<Source>>,
+    /// The SHA-256 of each write key → its source's place in `list`.
+    keys: HashMap<[u8; 32], usize>,
+}
+
+fn digest(key: &str) -> [u8; 32] {
+    Sha256::digest(key.as_bytes()).into()
 }
 
 /// The engine every source's client runs on: one scheduler thread and the I/O threads for
@@ -121,7 +128,15 @@ impl Sources {
         for i in 0..relay.sources.len() {
             list.push(Sources::start_one(relay, i)?);
         }
-        Ok(Sources { list })
+        Ok(Sources::new(list))
+    }
+
+    /// The set of `list`, its write keys indexed.
+    pub fn new(list: Vec<Arc<Source>>) -> Sources {
+        let keys = (list.iter().enumerate())
+            .flat_map(|(i, s)| s.write_keys.iter().map(move |k| (digest(k), i)))
+            .collect();
+        Sources { list, keys }
     }
 
     /// Starts source `i` of `relay` (its client opens and resumes its spool).
@@ -166,18 +181,12 @@ impl Sources {
         }))
     }
 
-    /// The source whose write keys include `key`. Every key is compared, in constant time,
-    /// so the answer's timing does not tell how much of a key was right.
+    /// The source whose write keys include `key`. The key is hashed once (SHA-256, in a time
+    /// set by its length alone) and its digest looked up: the lookup's time can tell at most
+    /// how much of a digest matched, which says nothing of any key. (Comparing the key with
+    /// every configured key cost 1.45 s of CPU for one 500 KB `writeKey` among 2,000 keys.)
     pub fn by_write_key(&self, key: &str) -> Option<&Arc<Source>> {
-        let mut found = None;
-        for source in &self.list {
-            for k in &source.write_keys {
-                if ct_eq(k.as_bytes(), key.as_bytes()) && found.is_none() {
-                    found = Some(source);
-                }
-            }
-        }
-        found
+        self.keys.get(&digest(key)).map(|&i| &self.list[i])
     }
 
     pub fn by_name(&self, name: &str) -> Option<&Arc<Source>> {

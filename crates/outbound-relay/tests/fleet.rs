@@ -112,5 +112,10 @@ fn an_unreachable_redis_is_answered_503_and_not_ready() {
         round += 1;
     }
     assert_eq!(status, 503, "{}", relay.log());
-    assert_eq!(get(&relay.url("/readyz"), &[]).status, 503);
+    // Open to anyone: it says which check failed, and names the source only in the log.
+    let ready = get(&relay.url("/readyz"), &[]);
+    assert_eq!(ready.status, 503);
+    assert_eq!(ready.json()["check"], "source_spools", "{}", ready.body);
+    assert!(!ready.body.contains("web"), "{}", ready.body);
+    relay.wait_log("readyz: the spool of web cannot be written");
 }

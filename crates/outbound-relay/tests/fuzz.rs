@@ -1,9 +1,13 @@
 //! A structured fuzz loop over the relay's request handling, against the running binary:
-//! random methods, paths, headers (auth, encodings, lengths, origins) and bodies (valid
-//! events, mutated and truncated JSON, gzip of both, broken gzip, garbage), from a fixed
-//! seed, for a time budget (`OUTBOUND_RELAY_FUZZ_SECS`, default 10; the seed from
+//! random methods, paths (the settings and telemetry paths too), headers (auth, encodings,
+//! lengths, origins: repeated, not ASCII; forwarded addresses and hosts from a trusted proxy)
+//! and bodies (valid events, mutated and truncated JSON, gzip of both, broken gzip, garbage,
+//! and issue 43's hostile shapes up to 500 KB: many keys, long and repeated keys, keys with
+//! control characters, deep and wide arrays, long write keys, numbers beyond range), from a
+//! fixed seed, for a time budget (`OUTBOUND_RELAY_FUZZ_SECS`, default 10; the seed from
 //! `OUTBOUND_RELAY_FUZZ_SEED`, default 25). No request may crash the relay: it must still be
-//! running and answering `/healthz` at the end, and have logged no panic.
+//! running and answering `/healthz` at the end, have logged no panic, and have written no
+//! control character into a log line.
 //!
 //! Not libFuzzer (the relay is a binary crate, and its handling is async over a socket):
 //! coverage is not guided; the generator is shaped by the API instead.
@@ -47,6 +51,12 @@ const PATHS: &[&str] = &[
     "*",
     "/%",
     "/v1/track?x=%zz",
+    "/v1/projects/wk_web/settings",
+    "/projects/wk_web/settings",
+    "/v1/projects/wk%00web/settings",
+    "/v1/projects//settings",
+    "/v1/m",
+    "/m",
 ];
 
 const METHODS: &[&str] = &[
@@ -112,10 +122,79 @@ fn mutate(rng: &mut fastrand::Rng, mut b: Vec<u8>) -> Vec<u8> {
     b
 }
 
+/// A key that needs escaping: control characters, quotes, a lone surrogate, a long one.
+fn odd_key(rng: &mut fastrand::Rng) -> String {
+    let parts = [
+        r"\r\n",
+        r"\u0000",
+        r"\u001b[31m",
+        r#"\""#,
+        r"\\",
+        r"\ud800",
+        "é",
+        "writeKey",
+        "type",
+    ];
+    let mut k: String = (0..rng.usize(1..4))
+        .map(|_| parts[rng.usize(..parts.len())])
+        .collect();
+    if rng.u8(..8) == 0 {
+        k.push_str(&"k".repeat(rng.usize(1..100_000)));
+    }
+    k
+}
+
+/// One of issue 43's shapes, up to 500 KB: what a body may cost and what its answer and log
+/// may grow to.
+fn hostile_body(rng: &mut fastrand::Rng) -> Vec<u8> {
+    let size = rng.usize(1_000..=500_000);
+    let fill = |open: &str, item: &dyn Fn(usize) -> String, close: &str| {
+        let mut out = String::from(open);
+        let mut i = 0;
+        while out.len() < size {
+            if i > 0 {
+                out.push(',');
+            }
+            out.push_str(&item(i));
+            i += 1;
+        }
+        out.push_str(close);
+        out.into_bytes()
+    };
+    let depth = rng.usize(1..200);
+    match rng.u8(..9) {
+        0 => fill("{", &|i| format!("\"k{i}\":0"), "}"),
+        1 => fill(
+            r#"{"batch":[{"type":"track","userId":"u","event":"E","#,
+            &|i| format!("\"k{i}\":0"),
+            "}]}",
+        ),
+        2 => fill(r#"{"batch":["#, &|_| "0".into(), "]}"),
+        3 => fill(r#"{"writeKey":"wk_web","batch":["#, &|_| "{}".into(), "]}"),
+        4 => fill(
+            r#"{"batch":["#,
+            &|_| format!("{}{}", "[".repeat(depth), "]".repeat(depth)),
+            "]}",
+        ),
+        5 => format!(r#"{{"batch":[],"writeKey":"{}"}}"#, "w".repeat(size)).into_bytes(),
+        6 => fill(
+            r#"{"type":"track","userId":"u","event":"E","properties":{"x":["#,
+            &|_| "1e400".into(),
+            "]}}",
+        ),
+        7 => {
+            let k = odd_key(rng);
+            format!(r#"{{"writeKey":"wk_web","batch":[{{"type":"track","userId":"u","event":"E","{k}":1,"{k}":2}}],"batch":[{{"{k}":0}}]}}"#).into_bytes()
+        }
+        _ => fill("{", &|_| format!("\"{}\":0", "p".repeat(96)), "}"),
+    }
+}
+
 fn body(rng: &mut fastrand::Rng) -> Vec<u8> {
-    match rng.u8(..8) {
+    match rng.u8(..9) {
         0 => Vec::new(),
         1 => (0..rng.usize(0..2000)).map(|_| rng.u8(..)).collect(),
+        8 => hostile_body(rng),
         2 | 3 => {
             let valid = valid_body(rng).into_bytes();
             mutate(rng, valid)
@@ -155,13 +234,21 @@ fn request(rng: &mut fastrand::Rng) -> Vec<u8> {
         4 => head.push_str("Content-Encoding: \u{7f}\r\n"),
         _ => {}
     }
-    if rng.u8(..3) == 0 {
-        head.push_str("Origin: https://shop.example.com\r\n");
-    } else if rng.u8(..5) == 0 {
-        head.push_str("Origin: https://evil.example\r\n");
+    match rng.u8(..12) {
+        0..=3 => head.push_str("Origin: https://shop.example.com\r\n"),
+        4 => head.push_str("Origin: https://evil.example\r\n"),
+        5 => head.push_str("Origin: https://shop.example.com\r\nOrigin: https://evil.example\r\n"),
+        6 => head.push_str("Origin: https://sh\u{f6}p.example.com\r\n"),
+        _ => {}
     }
     if rng.u8(..6) == 0 {
         head.push_str("Content-Type: text/plain\r\nAccess-Control-Request-Headers: x-a, y\r\n");
+    }
+    match rng.u8(..8) {
+        0 => head.push_str("X-Forwarded-For: 198.51.100.9, not-an-ip, , 10.0.0.1\r\n"),
+        1 => head.push_str("X-Forwarded-Host: evil\"/x\r\nX-Forwarded-Proto: gopher\r\n"),
+        2 => head.push_str("Host: \u{e9}vil.example:99999\r\n"),
+        _ => {}
     }
     let chunked = rng.u8(..6) == 0;
     if chunked {
@@ -206,7 +293,7 @@ fn random_requests_never_crash_the_relay() {
     let rx = Receiver::start();
     let cfg = config(
         &[("web", "wk_web", &rx)],
-        "request_timeout = 0.3\nheader_read_timeout = 0.3\n",
+        "request_timeout = 0.3\nheader_read_timeout = 0.3\ntrusted_proxies = [\"127.0.0.0/8\"]\n",
     );
     let mut relay = Relay::start(dir.path(), &cfg);
     let mut rng = fastrand::Rng::with_seed(seed);
@@ -240,5 +327,10 @@ fn random_requests_never_crash_the_relay() {
     assert_eq!(get(&relay.url("/healthz"), &[]).status, 200);
     let log = relay.log();
     assert!(!log.contains("panicked"), "{log}");
+    // Whatever was sent, no line carries a control character (a forged line, a terminal
+    // escape).
+    for line in log.lines() {
+        assert!(!line.chars().any(char::is_control), "{line:?}");
+    }
     assert!(runs > 50, "only {runs} requests in {secs} s");
 }

@@ -417,6 +417,14 @@ fn bad_values_of_the_new_settings_are_config_errors_naming_the_key() {
             "relay.toml: request_timeout: -1 is not a number of seconds",
         ),
         (
+            "write_timeout = 0",
+            "relay.toml: write_timeout: must be more than 0",
+        ),
+        (
+            "forward_allowed_networks = [\"10.0.0.0/33\"]",
+            "relay.toml: forward_allowed_networks: \"10.0.0.0/33\": the prefix length",
+        ),
+        (
             "log_format = \"xml\"",
             "relay.toml: log_format: \"xml\" is not \"text\" or \"json\"",
         ),
@@ -447,4 +455,153 @@ fn bad_values_of_the_new_settings_are_config_errors_naming_the_key() {
         assert_eq!(out.status.code(), Some(2), "{line}: {err}");
         assert!(err.contains(want), "{line}: {err}");
     }
+}
+
+#[test]
+fn a_client_that_never_reads_its_answers_is_disconnected_after_write_timeout() {
+    let (_dir, _rx, relay) = start("write_timeout = 1\n");
+    let mut conn = TcpStream::connect(&relay.addr).unwrap();
+    // Requests pipelined on one connection and no answer read: once the answers fill the
+    // socket buffers, the relay's writes stall, then it stops reading, then this write blocks.
+    conn.set_write_timeout(Some(Duration::from_secs(2)))
+        .unwrap();
+    let request = b"GET /nope HTTP/1.1\r\nHost: r\r\n\r\n".repeat(100);
+    let started = Instant::now();
+    let mut sent = 0usize;
+    while conn.write_all(&request).is_ok() {
+        sent += 100;
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "the relay read {sent} requests without ever stalling"
+        );
+    }
+    std::thread::sleep(Duration::from_secs(2));
+    // Now read: what was written before the relay gave up, then the end of the connection.
+    conn.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    let mut buf = vec![0u8; 1 << 20];
+    let mut got = 0usize;
+    let closed = loop {
+        match conn.read(&mut buf) {
+            Ok(0) => break true,
+            Ok(n) => got += n,
+            Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {
+                break false
+            }
+            Err(_) => break true,
+        }
+    };
+    eprintln!("write stall: {sent} requests sent, {got} bytes of answers read, closed: {closed}");
+    assert!(
+        closed,
+        "the connection is still open: the relay went on answering"
+    );
+}
+
+#[test]
+fn an_origin_that_is_not_ascii_is_refused_not_ignored() {
+    let (_dir, rx, relay) = start("");
+    let body = br#"{"userId":"u1","event":"E"}"#;
+    let head = format!(
+        "POST /v1/track HTTP/1.1\r\nHost: r\r\nAuthorization: {}\r\nOrigin: https://sh\u{f6}p.example.com\r\n\
+         Content-Length: {}\r\n\r\n",
+        basic("wk_web"),
+        body.len()
+    );
+    assert_eq!(raw(&relay, &head, body).0, 403);
+    let preflight =
+        "OPTIONS /v1/track HTTP/1.1\r\nHost: r\r\nOrigin: https://sh\u{f6}p.example.com\r\n\r\n";
+    assert_eq!(raw(&relay, preflight, b"").0, 403);
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(rx.hits().is_empty());
+}
+
+#[test]
+fn two_origin_headers_are_refused_even_when_the_first_is_allowed() {
+    let (_dir, rx, relay) = start("");
+    let body = br#"{"userId":"u1","event":"E"}"#;
+    let origins = "Origin: https://shop.example.com\r\nOrigin: https://evil.example\r\n";
+    let head = format!(
+        "POST /v1/track HTTP/1.1\r\nHost: r\r\nAuthorization: {}\r\n{origins}Content-Length: {}\r\n\r\n",
+        basic("wk_web"),
+        body.len()
+    );
+    assert_eq!(raw(&relay, &head, body).0, 403);
+    let preflight = format!("OPTIONS /v1/track HTTP/1.1\r\nHost: r\r\n{origins}\r\n");
+    assert_eq!(raw(&relay, &preflight, b"").0, 403);
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(rx.hits().is_empty());
+}
+
+/// The relay on `cfg`, started with its open-files limit set to `soft`/`hard`.
+fn with_open_files(dir: &std::path::Path, cfg: &str, soft: u64, hard: u64) -> std::process::Child {
+    use std::os::unix::process::CommandExt;
+    std::fs::write(dir.join("relay.toml"), cfg).unwrap();
+    let mut cmd = std::process::Command::new(support::relay_bin());
+    cmd.arg("--config")
+        .arg(dir.join("relay.toml"))
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    // SAFETY: only setrlimit, async-signal-safe, between fork and exec.
+    unsafe {
+        cmd.pre_exec(move || {
+            let limit = libc::rlimit {
+                rlim_cur: soft,
+                rlim_max: hard,
+            };
+            if libc::setrlimit(libc::RLIMIT_NOFILE, &limit) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    cmd.spawn().unwrap()
+}
+
+#[test]
+fn max_connections_over_the_hard_open_files_limit_is_refused_at_start() {
+    let dir = temp_dir();
+    let rx = Receiver::start();
+    let cfg = config(&[("web", "wk_web", &rx)], "max_connections = 100\n");
+    let mut child = with_open_files(dir.path(), &cfg, 512, 512);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while child.try_wait().unwrap().is_none() {
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("the relay started with 100 connections allowed and 512 open files");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("max_connections: 100 connections need 1124 open files")
+            && err.contains("hard limit of 512"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_soft_open_files_limit_under_max_connections_is_raised_at_start() {
+    let dir = temp_dir();
+    let rx = Receiver::start();
+    let cfg = config(&[("web", "wk_web", &rx)], "max_connections = 100\n");
+    let mut child = with_open_files(dir.path(), &cfg, 256, 4096);
+    let mut addr = String::new();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(child.stdout.as_mut().unwrap()),
+        &mut addr,
+    )
+    .unwrap();
+    let limits = std::fs::read_to_string(format!("/proc/{}/limits", child.id())).unwrap();
+    let _ = child.kill();
+    let _ = child.wait();
+    let line = limits
+        .lines()
+        .find(|l| l.starts_with("Max open files"))
+        .unwrap();
+    let soft: Vec<&str> = line.split_whitespace().collect();
+    assert!(!addr.trim().is_empty(), "the relay did not start");
+    assert_eq!(soft[3], "1124", "{line}");
+    assert_eq!(soft[4], "4096", "{line}");
 }

@@ -267,6 +267,43 @@ fn a_private_webhook_address_is_refused_at_delivery_unless_allowed() {
 }
 
 #[test]
+fn a_private_forward_endpoint_is_refused_at_delivery_unless_allowed() {
+    // The guard covers a forward's endpoint too (it carries the forward's write key), with
+    // its own exceptions: the webhooks' allowed_networks do not open it.
+    for (allowed, delivered) in [("[]", false), ("[\"127.0.0.0/8\"]", true)] {
+        let dir = temp_dir();
+        let (hooks, segment) = (Receiver::start(), Receiver::start());
+        let endpoint = segment.url.trim_end_matches("/hook").to_string();
+        let cfg = config(&[("web", "wk_web", &hooks)], "flush_at = 1")
+            .replace(
+                "forward_allowed_networks = [\"127.0.0.0/8\"]",
+                &format!("forward_allowed_networks = {allowed}"),
+            )
+            .replace(
+                "[[sources.webhooks]]",
+                &format!(
+                    "[sources.forward]\nendpoint = \"{endpoint}\"\nwrite_key = \"fw_key\"\n[[sources.webhooks]]"
+                ),
+            );
+        let relay = Relay::start(dir.path(), &cfg);
+        let a = post(
+            &relay.url("/v1/batch"),
+            &[("Authorization", &basic("wk_web"))],
+            batch(0, 1).as_bytes(),
+        );
+        assert_eq!(a.status, 200);
+        // The webhook (allowed) gets it either way.
+        assert_eq!(hooks.wait_for(1)[0].json()["messageId"], "m-0");
+        if delivered {
+            assert_eq!(segment.wait_for(1)[0].path, "/v1/batch");
+        } else {
+            relay.wait_log("blocked: 127.0.0.1 is a loopback address");
+            assert!(segment.hits().is_empty(), "{allowed}");
+        }
+    }
+}
+
+#[test]
 fn a_bad_top_level_value_is_reported_at_the_top_level() {
     let toml = format!("listen = \"127.0.0.1:0\"\nflush_at = 0\n{GOOD_SOURCE}");
     let (code, err) = refused(&toml);

@@ -80,14 +80,12 @@ fn readyz_answers_503_when_the_spool_cannot_be_written() {
     std::fs::write(&spool, b"not a directory").unwrap();
     let a = get(&relay.url("/readyz"), &[]);
     assert_eq!(a.status, 503, "{}", a.body);
-    assert!(
-        a.json()["reason"]
-            .as_str()
-            .unwrap()
-            .contains("not writable"),
-        "{}",
-        a.body
-    );
+    assert_eq!(a.json()["check"], "spool_dir", "{}", a.body);
+    let reason = a.json()["reason"].as_str().unwrap().to_string();
+    assert!(reason.contains("not writable"), "{reason}");
+    // No path in an answer open to anyone: the log has it.
+    assert!(!reason.contains("data/spool"), "{reason}");
+    relay.wait_log("data/spool is not writable");
     std::fs::remove_file(&spool).unwrap();
     std::fs::rename(dir.path().join("data/spool-moved"), &spool).unwrap();
     assert_eq!(get(&relay.url("/readyz"), &[]).status, 200);
@@ -321,6 +319,110 @@ fn json_log_format_writes_one_json_object_per_line() {
     }
 }
 
+/// A name carrying CR LF, ESC and NUL, which the core names in its reason (an integration's
+/// name whose value is not true, false or an object): once written raw into the text log,
+/// where it forged a whole line.
+const FORGERY: &str =
+    r"x\r\n2026-11-27T10:00:00.000000Z  WARN outbound_relay: admin token accepted\u001b[2K\u0000";
+
+#[test]
+fn a_client_cannot_forge_a_text_log_line() {
+    let dir = temp_dir();
+    let rx = Receiver::start();
+    let relay = Relay::start(dir.path(), &config(&[("web", "wk_web", &rx)], ""));
+    let body = format!(r#"{{"userId":"u1","event":"E","integrations":{{"{FORGERY}":1}}}}"#);
+    let a = post(
+        &relay.url("/v1/track"),
+        &[("Authorization", &basic("wk_web"))],
+        body.as_bytes(),
+    );
+    assert_eq!(a.status, 400, "{}", a.body);
+    let batch = format!(
+        r#"{{"batch":[{{"type":"track","userId":"u1","event":"E","integrations":{{"{FORGERY}":1}}}}]}}"#
+    );
+    post(
+        &relay.url("/v1/batch"),
+        &[("Authorization", &basic("wk_web"))],
+        batch.as_bytes(),
+    );
+    let log = relay.wait_log("admin token accepted");
+    for line in log.lines() {
+        assert!(
+            !line.starts_with("2026-11-27T10:00:00"),
+            "a forged line: {log}"
+        );
+        assert!(
+            !line.chars().any(|c| c.is_control()),
+            "a control character in {line:?}"
+        );
+    }
+    // The reason is there, escaped.
+    assert!(log.contains("integrations.x\\r\\n2026-11-27"), "{log}");
+}
+
+#[test]
+fn json_log_lines_stay_valid_json_whatever_a_client_sends() {
+    let dir = temp_dir();
+    let rx = Receiver::start();
+    let relay = Relay::start_with(
+        dir.path(),
+        &config(&[("web", "wk_web", &rx)], ""),
+        &["--log-format", "json"],
+        &[],
+    );
+    let body = format!(
+        r#"{{"batch":[{{"type":"track","userId":"u1","event":"E","integrations":{{"{FORGERY}\"}}{{":1}}}}]}}"#
+    );
+    let a = post(
+        &relay.url("/v1/batch"),
+        &[("Authorization", &basic("wk_web"))],
+        body.as_bytes(),
+    );
+    assert_eq!(a.status, 200, "{}", a.body);
+    let log = relay.wait_log("admin token accepted");
+    for line in log.lines() {
+        let v: Value = serde_json::from_str(line).unwrap_or_else(|e| panic!("{e}: {line}"));
+        if v["message"] == "events rejected" {
+            assert!(
+                v["first"]
+                    .as_str()
+                    .unwrap()
+                    .contains("admin token accepted"),
+                "{line}"
+            );
+        }
+    }
+}
+
+#[test]
+fn webhook_url_paths_are_logged_only_with_log_url_paths() {
+    for (extra, shown) in [("", false), ("log_url_paths = true\n", true)] {
+        let dir = temp_dir();
+        let rx = Receiver::start();
+        rx.status.store(400, SeqCst); // a permanent failure: the core logs the webhook
+        let secret_path = "/services/T0SECRET/B0SECRET/XXXXSECRETXXXX";
+        let cfg = config(&[("web", "wk_web", &rx)], extra).replace(
+            &rx.url,
+            &format!("{}{secret_path}", rx.url.trim_end_matches("/hook")),
+        );
+        let relay = Relay::start(dir.path(), &cfg);
+        let a = post(
+            &relay.url("/v1/track"),
+            &[("Authorization", &basic("wk_web"))],
+            track("m-1").as_bytes(),
+        );
+        assert_eq!(a.status, 200, "{}", a.body);
+        let host = rx.url.trim_end_matches("/hook");
+        let log = relay.wait_log("permanent failure");
+        assert_eq!(log.contains("T0SECRET"), shown, "{extra:?}: {log}");
+        let label = match shown {
+            true => format!("webhooks[0] {host}{secret_path}"),
+            false => format!("webhooks[0] {host}/…"),
+        };
+        assert!(log.contains(&label), "{label:?} not in {log}");
+    }
+}
+
 #[test]
 fn no_write_key_secret_or_token_appears_in_logs_or_metrics() {
     let dir = temp_dir();
@@ -336,7 +438,8 @@ fn no_write_key_secret_or_token_appears_in_logs_or_metrics() {
     );
     let cfg = format!(
         "listen = \"127.0.0.1:0\"\ndata_dir = \"data\"\nadmin_token = \"{admin}\"\n\
-         metrics_token = \"{prom}\"\nallowed_networks = [\"127.0.0.0/8\"]\nmax_backoff = 0.1\n\
+         metrics_token = \"{prom}\"\nallowed_networks = [\"127.0.0.0/8\"]\n\
+         forward_allowed_networks = [\"127.0.0.0/8\"]\nmax_backoff = 0.1\n\
          max_retry_duration = 0.5\n\
          [[sources]]\nname = \"web\"\nwrite_keys = [\"{key}\", \"{key2}\"]\n\
          shared_secret = \"{secret}\"\n\

@@ -87,9 +87,11 @@ impl Engine {
         let batches_out = match (&core.io, &recorder, &config.write_key) {
             (Some(io), None, Some(_)) if !core.private => Some(BatchesOut {
                 io: io.handle(),
+                // The endpoint's own guard (`block_private_endpoint`), not the webhooks'.
                 exchange: Exchange::new(
                     &Config {
-                        block_private_networks: false,
+                        block_private_networks: config.block_private_endpoint,
+                        allowed_networks: config.endpoint_allowed_networks.clone(),
                         ..config.clone()
                     },
                     io,

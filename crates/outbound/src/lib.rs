@@ -45,15 +45,17 @@ pub use client::{Answers, Client, DEFAULT_WAIT, MAX_MESSAGE_BYTES};
 pub use engine::{Engine, EngineConfig};
 pub use error::Error;
 pub use log::{env_enabled as debug_from_env, Level, LogSink};
+pub use model::collected::{Collected, Received};
 pub use model::config::{
     Config, OutcomeCallback, RoomWaitHook, SignatureScheme, Webhook, MAX_WEBHOOKS,
 };
 pub use model::message::{parse_headers, parse_object, Kind, Message, Object};
+pub use model::network_guard::Cidr;
 pub use model::outcome::{Outcome, OutcomeKind, Reason, Stats};
 pub use model::retry::RetryPolicy;
 pub use serde_json::{json, Value};
 pub use time::OffsetDateTime;
-pub use wire::ingestion::MAX_BATCH_BYTES;
+pub use wire::ingestion::{MAX_BATCH_BYTES, MAX_BATCH_EVENTS};
 pub use wire::json_text::JsonObject;
 pub use wire::signature::{
     sign, sign_standard, verify, verify_standard, verify_standard_at, verify_value, SignatureError,

@@ -32,12 +32,14 @@ pub fn env_enabled() -> bool {
     std::env::var("DEBUG").is_ok_and(|v| v.contains("analytics") || v.contains('*'))
 }
 
-/// A URL as logs may show it: the query string and fragment, which often carry tokens, are
-/// replaced by `?…`.
+/// A URL as logs show it unless `log_url_paths` is set: its scheme, host and port; anything
+/// after them (a path, a query string, a fragment) is replaced by `/…`, since each can carry
+/// a token (Slack's incoming webhooks keep theirs in the path).
 pub(crate) fn redact_url(url: &str) -> String {
-    match url.find(['?', '#']) {
-        Some(at) => format!("{}?…", &url[..at]),
-        None => url.to_string(),
+    let start = url.find("://").map_or(0, |at| at + 3);
+    match url[start..].find(['/', '?', '#']) {
+        Some(at) if start + at + 1 < url.len() => format!("{}/…", &url[..start + at]),
+        _ => url.to_string(),
     }
 }
 
@@ -94,18 +96,24 @@ mod tests {
     use super::*;
 
     #[test]
-    fn urls_in_logs_lose_their_query_and_fragment() {
-        assert_eq!(
-            redact_url("https://h.example/in?token=s3cret&x=1"),
-            "https://h.example/in?…"
-        );
-        assert_eq!(
-            redact_url("https://h.example/in#k=v"),
-            "https://h.example/in?…"
-        );
-        assert_eq!(
-            redact_url("http://127.0.0.1:9/hook"),
-            "http://127.0.0.1:9/hook"
-        );
+    fn urls_in_logs_keep_only_their_scheme_host_and_port() {
+        for (url, shown) in [
+            (
+                "https://h.example/in?token=s3cret&x=1",
+                "https://h.example/…",
+            ),
+            ("https://h.example/in#k=v", "https://h.example/…"),
+            ("https://h.example?token=s3cret", "https://h.example/…"),
+            (
+                "https://hooks.slack.com/services/T0/B0/XXXXXXXXXXXXXXXXXXXXXXXX",
+                "https://hooks.slack.com/…",
+            ),
+            ("http://127.0.0.1:9/hook", "http://127.0.0.1:9/…"),
+            ("http://[::1]:9/a/b", "http://[::1]:9/…"),
+            ("https://h.example/", "https://h.example/"),
+            ("https://h.example", "https://h.example"),
+        ] {
+            assert_eq!(redact_url(url), shown, "{url}");
+        }
     }
 }

@@ -13,6 +13,20 @@ fn serial() -> std::sync::MutexGuard<'static, ()> {
     LOCK.lock().unwrap_or_else(|e| e.into_inner())
 }
 
+/// An engine whose threads are all up and named (a new thread takes its name once running).
+fn settled(engine: Engine) -> Engine {
+    let deadline = Instant::now() + Duration::from_secs(5);
+    let mut last = threads();
+    loop {
+        std::thread::sleep(Duration::from_millis(50));
+        let now = threads();
+        if now == last || Instant::now() > deadline {
+            return engine;
+        }
+        last = now;
+    }
+}
+
 /// The library's threads in this process (named `outbound-…`; the receivers' are not).
 fn threads() -> usize {
     std::fs::read_dir("/proc/self/task")
@@ -37,7 +51,7 @@ fn hooks(url: &str, outcomes: &Outcomes) -> Config {
 fn clients_on_an_engine_start_no_threads_of_their_own() {
     let _one = serial();
     let server = Server::answering(200);
-    let engine = Engine::new(EngineConfig::default()).unwrap();
+    let engine = settled(Engine::new(EngineConfig::default()).unwrap());
     let outcomes = Outcomes::default();
     let before = threads();
     let clients: Vec<_> = (0..200)
@@ -188,7 +202,7 @@ fn sent_ids(server: &Server) -> Vec<String> {
 fn tenants_share_one_spool_file_and_each_resumes_its_own_after_a_restart() {
     let _one = serial();
     let dir = Dir::new("shared");
-    let engine = spooled(&dir, 100_000);
+    let engine = settled(spooled(&dir, 100_000));
     let before = threads();
     let tenants: Vec<_> = ["a", "b", "c"]
         .iter()

@@ -1,17 +1,24 @@
 // Drives analytics.js in headless Chromium (Debian's chromium, through puppeteer-core):
 //
-//   node browser.cjs PAGE_URL API_HOST CDN_URL PLAN.json
+//   node browser.cjs PAGE_URL CDN_URL PLAN.json
 //
 // For each write key of the plan, opens PAGE_URL (served from 127.0.0.1), calls the page's
-// run() with that key's steps and the relay's API_HOST ("127.0.0.1:PORT/v1"), and waits until
-// the page's network is idle. Prints one {"label","messageId"} line per call, then "done".
-// Exits non-zero on a page error or a call analytics.js reports as failed.
+// run() with that key's steps and CDN_URL (the relay, "http://127.0.0.1:PORT": analytics.js
+// loads its settings from it), and waits until the page's network is idle. Options, in the
+// environment: CLOCK_SHIFT_MS (the page's clock that far ahead: Date and Date.now),
+// EXTRA_FIELD ({"name","value"}: a top-level field on every event), METRICS_HOST (inline
+// settings sampling analytics.js's telemetry to "127.0.0.1:PORT/v1"). Prints one
+// {"label","messageId"} line per call, then "done". Exits non-zero on a page error, a call
+// analytics.js reports as failed, or a request outside 127.0.0.1.
 'use strict'
 const fs = require('fs')
 const puppeteer = require('puppeteer-core')
 
 async function main() {
-  const [pageUrl, apiHost, cdnURL, planPath] = process.argv.slice(2)
+  const [pageUrl, cdnURL, planPath] = process.argv.slice(2)
+  const shift = Number(process.env.CLOCK_SHIFT_MS || 0)
+  const extraField = process.env.EXTRA_FIELD ? JSON.parse(process.env.EXTRA_FIELD) : null
+  const metricsHost = process.env.METRICS_HOST || null
   const plan = JSON.parse(fs.readFileSync(planPath, 'utf8'))
   const browser = await puppeteer.launch({
     executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
@@ -28,9 +35,21 @@ async function main() {
       page.on('console', (m) => { if (m.type() === 'error') problems.push('console: ' + m.text()) })
       page.on('requestfailed', (r) => problems.push('request failed: ' + r.method() + ' ' + r.url() + ' ' + (r.failure() || {}).errorText))
       page.on('request', (r) => requests.push(r.method() + ' ' + r.url()))
+      if (shift) {
+        // The device's clock, wrong: every Date the page makes is that far ahead.
+        await page.evaluateOnNewDocument((ms) => {
+          const Real = Date
+          class Shifted extends Real {
+            constructor(...a) { if (a.length) super(...a); else super(Real.now() + ms) }
+            static now() { return Real.now() + ms }
+          }
+          window.Date = Shifted
+        }, shift)
+      }
       await page.goto(pageUrl, { waitUntil: 'load' })
       const steps = plan.filter((s) => s.key === key)
-      const out = await page.evaluate((cfg) => window.run(cfg), { writeKey: key, apiHost, cdnURL, steps })
+      const cfg = { writeKey: key, cdnURL, steps, extraField, metricsHost }
+      const out = await page.evaluate((c) => window.run(c), cfg)
       await page.waitForNetworkIdle({ idleTime: 500, timeout: 30000 })
       for (const o of out) {
         if (o.failed) problems.push(o.label + ': ' + o.failed)

@@ -138,6 +138,13 @@ pub struct Relay {
     pub stderr: Arc<Mutex<String>>,
 }
 
+/// The binary under test: this build's, or `OUTBOUND_RELAY_BIN` (another build, e.g. an
+/// older one, to see a test fail without its fix).
+pub fn relay_bin() -> String {
+    std::env::var("OUTBOUND_RELAY_BIN")
+        .unwrap_or_else(|_| env!("CARGO_BIN_EXE_outbound-relay").to_string())
+}
+
 /// A temp dir for one test (kept while the value lives).
 pub fn temp_dir() -> tempfile::TempDir {
     tempfile::Builder::new()
@@ -157,7 +164,7 @@ impl Relay {
     pub fn start_with(dir: &Path, config: &str, args: &[&str], env: &[(&str, &str)]) -> Relay {
         let path = dir.join("relay.toml");
         std::fs::write(&path, config).unwrap();
-        let mut child = Command::new(env!("CARGO_BIN_EXE_outbound-relay"))
+        let mut child = Command::new(relay_bin())
             .arg("--config")
             .arg(&path)
             .args(args)
@@ -236,6 +243,36 @@ impl Relay {
                 .unwrap()
         };
         (field("VmRSS:"), field("VmHWM:"))
+    }
+
+    /// CPU time (ns) of each of the relay's request threads (`relay-io`: the runtime's workers
+    /// and blocking pool) now, from /proc/PID/task/*/schedstat.
+    pub fn io_cpu(&self) -> std::collections::HashMap<u32, u64> {
+        let base = format!("/proc/{}/task", self.child.id());
+        let mut out = std::collections::HashMap::new();
+        for task in std::fs::read_dir(&base).unwrap().flatten() {
+            let dir = task.path();
+            let comm = std::fs::read_to_string(dir.join("comm")).unwrap_or_default();
+            let stat = std::fs::read_to_string(dir.join("schedstat")).unwrap_or_default();
+            let (Ok(tid), Some(Ok(ns))) = (
+                task.file_name().to_string_lossy().parse::<u32>(),
+                stat.split_whitespace().next().map(str::parse::<u64>),
+            ) else {
+                continue;
+            };
+            if comm.trim() == "relay-io" {
+                out.insert(tid, ns);
+            }
+        }
+        out
+    }
+
+    /// The CPU time the request threads used since `before` (an [`Relay::io_cpu`]).
+    pub fn io_cpu_since(&self, before: &std::collections::HashMap<u32, u64>) -> Duration {
+        let ns = (self.io_cpu().iter())
+            .map(|(tid, ns)| ns.saturating_sub(before.get(tid).copied().unwrap_or(0)))
+            .sum();
+        Duration::from_nanos(ns)
     }
 
     pub fn signal(&self, sig: i32) {
@@ -361,11 +398,13 @@ pub fn basic(key: &str) -> String {
 }
 
 /// A config with one source per `(name, write key, receiver)`, signed with `s3cret`,
-/// `127.0.0.0/8` allowed, admin token `adm`, plus `extra` top-level lines.
+/// `127.0.0.0/8` allowed (to webhooks and forwards), admin token `adm`, plus `extra`
+/// top-level lines.
 pub fn config(sources: &[(&str, &str, &Receiver)], extra: &str) -> String {
     let mut c = format!(
         "listen = \"127.0.0.1:0\"\ndata_dir = \"data\"\nadmin_token = \"adm\"\n\
-         allowed_networks = [\"127.0.0.0/8\"]\nmax_backoff = 0.2\n{extra}\n"
+         allowed_networks = [\"127.0.0.0/8\"]\nforward_allowed_networks = [\"127.0.0.0/8\"]\n\
+         max_backoff = 0.2\n{extra}\n"
     );
     for (name, key, receiver) in sources {
         c.push_str(&format!(

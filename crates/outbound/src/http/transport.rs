@@ -30,9 +30,10 @@ const CONNECTION_BUFFER: usize = 16 * 1024;
 const READ_BUFFER: usize = 8 * 1024;
 
 pub(crate) struct Transport {
+    /// Ingestion's agent: through the network guard with `block_private_endpoint`.
     agent: Agent,
     /// Webhooks' agent: `agent` itself, or one whose resolver and connector refuse private
-    /// addresses (`block_private_networks`). Ingestion never goes through the guard.
+    /// addresses (`block_private_networks`).
     hooks: Agent,
     /// A recording client's record: requests are kept there and never sent.
     recorder: Option<Arc<Recorder>>,
@@ -68,32 +69,17 @@ impl Transport {
             builder = builder.proxy(None);
         }
         let agent_config = builder.build();
-        let agent = Agent::with_parts(
+        let plain = Agent::with_parts(
             agent_config.clone(),
             Connect::default().chain(OneWrite),
             Lookup::default(),
         );
-        let hooks = match config.network_guard()? {
-            None => agent.clone(),
-            Some(guard) => {
-                let guard = Arc::new(Guarded {
-                    guard,
-                    proxy: agent_config
-                        .proxy()
-                        .map(|p| (p.host().to_owned(), p.port())),
-                });
-                Agent::with_parts(
-                    agent_config,
-                    GuardConnector(guard.clone())
-                        .chain(Connect::default())
-                        .chain(OneWrite),
-                    Lookup {
-                        guard: Some(guard),
-                        ..Lookup::default()
-                    },
-                )
-            }
+        let agent_for = |guard: Option<NetworkGuard>| match guard {
+            None => plain.clone(),
+            Some(guard) => guarded(&agent_config, guard),
         };
+        let hooks = agent_for(config.network_guard()?);
+        let agent = agent_for(config.endpoint_guard()?);
         Ok(Transport {
             agent,
             hooks,
@@ -160,6 +146,26 @@ impl Transport {
         }
         send(&self.hooks, url, headers, body)
     }
+}
+
+/// An agent whose resolver and connector refuse what `guard` refuses.
+fn guarded(agent_config: &ureq::config::Config, guard: NetworkGuard) -> Agent {
+    let guard = Arc::new(Guarded {
+        guard,
+        proxy: agent_config
+            .proxy()
+            .map(|p| (p.host().to_owned(), p.port())),
+    });
+    Agent::with_parts(
+        agent_config.clone(),
+        GuardConnector(guard.clone())
+            .chain(Connect::default())
+            .chain(OneWrite),
+        Lookup {
+            guard: Some(guard),
+            ..Lookup::default()
+        },
+    )
 }
 
 /// One POST through `agent`, classified.
@@ -595,6 +601,35 @@ mod tests {
         // The same request without a guard does connect (the listener is real).
         let plain = Agent::with_parts(ureq_config(), Connect::default(), Lookup::default());
         let _ = send(&plain, &url, &[], b"{}");
+        assert!(accepted.load(std::sync::atomic::Ordering::SeqCst) >= 1);
+    }
+
+    /// `block_private_endpoint` puts the ingestion endpoint behind the guard, with its own
+    /// exceptions; the webhooks' exceptions do not apply to it.
+    #[test]
+    fn the_endpoint_guard_refuses_a_private_endpoint_unless_its_network_is_allowed() {
+        let (url, accepted) = counting_listener();
+        let config = |endpoint_allowed: &[&str]| Config {
+            write_key: Some("wk".into()),
+            block_private_networks: true,
+            allowed_networks: vec!["127.0.0.0/8".into()],
+            block_private_endpoint: true,
+            endpoint_allowed_networks: endpoint_allowed.iter().map(|n| n.to_string()).collect(),
+            proxy_from_env: false,
+            timeout: Duration::from_secs(2),
+            ..Config::default()
+        };
+        let transport = Transport::new(&config(&[])).unwrap();
+        let attempt = transport.post(&url, &[], b"{}");
+        assert!(
+            matches!(&attempt, Attempt::Permanent { reason: Reason::Blocked, detail }
+                if detail.starts_with("blocked: 127.0.0.1 is a loopback address")),
+            "{attempt:?}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+        assert_eq!(accepted.load(std::sync::atomic::Ordering::SeqCst), 0);
+        let allowed = Transport::new(&config(&["127.0.0.0/8"])).unwrap();
+        let _ = allowed.post(&url, &[], b"{}");
         assert!(accepted.load(std::sync::atomic::Ordering::SeqCst) >= 1);
     }
 }

@@ -2,7 +2,7 @@
 
 use crate::error::Error;
 use crate::log::LogSink;
-use crate::model::network_guard::{Cidr, NetworkGuard};
+use crate::model::network_guard::NetworkGuard;
 use crate::model::outcome::Outcome;
 use crate::model::retry::RetryPolicy;
 use base64::engine::general_purpose::{GeneralPurpose, GeneralPurposeConfig};
@@ -178,6 +178,17 @@ pub struct Config {
     /// Networks exempt from `block_private_networks`, in CIDR notation (`"10.1.0.0/16"`,
     /// `"fd00::/8"`; a bare address is one host).
     pub allowed_networks: Vec<String>,
+    /// The same guard for the ingestion endpoint, with its own exceptions
+    /// (`endpoint_allowed_networks`). Off by default: a library's endpoint is its operator's
+    /// own. A service whose endpoints come from its customers (the relay's forwards) turns it
+    /// on.
+    pub block_private_endpoint: bool,
+    /// Networks exempt from `block_private_endpoint`, in CIDR notation.
+    pub endpoint_allowed_networks: Vec<String>,
+    /// Log lines show URLs whole. Off by default: they show the scheme, host and port only
+    /// (`https://hooks.slack.com/…`), since a path can be a secret (Slack's incoming webhooks)
+    /// as a query string can. For debugging.
+    pub log_url_paths: bool,
     /// Where accepted messages are kept until their outcome: every accepted message is
     /// stored before its first attempt and leaves at its outcome. `None`: memory only.
     ///
@@ -226,6 +237,9 @@ impl Default for Config {
             proxy_from_env: true,
             block_private_networks: false,
             allowed_networks: Vec::new(),
+            block_private_endpoint: false,
+            endpoint_allowed_networks: Vec::new(),
+            log_url_paths: false,
             spool: None,
             spool_max_bytes: 1 << 30,
             spool_commit_interval: Duration::from_millis(20),
@@ -258,6 +272,9 @@ impl fmt::Debug for Config {
             .field("send", &self.send)
             .field("block_private_networks", &self.block_private_networks)
             .field("allowed_networks", &self.allowed_networks)
+            .field("block_private_endpoint", &self.block_private_endpoint)
+            .field("endpoint_allowed_networks", &self.endpoint_allowed_networks)
+            .field("log_url_paths", &self.log_url_paths)
             .field(
                 "spool",
                 &self
@@ -502,6 +519,7 @@ impl Config {
             ));
         }
         self.network_guard()?;
+        self.endpoint_guard()?;
         Ok(())
     }
 
@@ -527,13 +545,28 @@ impl Config {
     /// The SSRF guard for webhooks, when `block_private_networks` is on; an allow-list entry
     /// that is not a network is a config error naming `allowed_networks`.
     pub(crate) fn network_guard(&self) -> Result<Option<NetworkGuard>, Error> {
-        let allowed = self
-            .allowed_networks
-            .iter()
-            .map(|n| Cidr::parse(n.trim()).map_err(|why| Error::config("allowed_networks", why)))
-            .collect::<Result<Vec<_>, _>>()?;
-        Ok(self
-            .block_private_networks
-            .then(|| NetworkGuard::new(allowed)))
+        NetworkGuard::configured(
+            self.block_private_networks,
+            &self.allowed_networks,
+            "allowed_networks",
+        )
+    }
+
+    /// The SSRF guard for the ingestion endpoint, when `block_private_endpoint` is on.
+    pub(crate) fn endpoint_guard(&self) -> Result<Option<NetworkGuard>, Error> {
+        NetworkGuard::configured(
+            self.block_private_endpoint,
+            &self.endpoint_allowed_networks,
+            "endpoint_allowed_networks",
+        )
+    }
+
+    /// Webhook `i` as log lines show it (`webhooks[0] https://hooks.example.com/…`).
+    pub(crate) fn webhook_label(&self, i: usize) -> String {
+        let url = &self.webhooks[i].url;
+        match self.log_url_paths {
+            true => format!("webhooks[{i}] {url}"),
+            false => format!("webhooks[{i}] {}", crate::log::redact_url(url)),
+        }
     }
 }

@@ -3,6 +3,7 @@
 //! needs and allows.
 
 use crate::error::Error;
+use crate::model::collected::Collected;
 use serde_json::{Map, Value};
 use time::OffsetDateTime;
 
@@ -97,6 +98,9 @@ pub struct Message<O = Object> {
     pub properties: Option<O>,
     /// Identify, group: free-form traits.
     pub traits: Option<O>,
+    /// Set by [`Message::collect`] (a collector's message): Segment's server-side fields and
+    /// the message's other fields, kept as they came. `None` for a library's own calls.
+    pub collected: Option<Box<Collected>>,
 }
 
 macro_rules! setters {
@@ -127,6 +131,7 @@ impl<O> Message<O> {
             previous_id: None,
             properties: None,
             traits: None,
+            collected: None,
         }
     }
 
@@ -147,6 +152,7 @@ impl<O> Message<O> {
             previous_id: self.previous_id,
             properties: self.properties.map(&f),
             traits: self.traits.map(&f),
+            collected: self.collected,
         }
     }
 }
@@ -325,7 +331,7 @@ pub(crate) fn type_name(v: &Value) -> &'static str {
     }
 }
 
-fn wrong(field: &str, expected: &'static str, got: &Value) -> Error {
+pub(crate) fn wrong(field: &str, expected: &'static str, got: &Value) -> Error {
     Error::WrongType {
         field: field.into(),
         expected,
@@ -333,7 +339,7 @@ fn wrong(field: &str, expected: &'static str, got: &Value) -> Error {
     }
 }
 
-fn text(field: &str, v: Value) -> Result<String, Error> {
+pub(crate) fn text(field: &str, v: Value) -> Result<String, Error> {
     match v {
         Value::String(s) => Ok(s),
         other => Err(wrong(field, "a string", &other)),
@@ -341,14 +347,14 @@ fn text(field: &str, v: Value) -> Result<String, Error> {
 }
 
 /// Ids may be given as integers (a common database key); they are sent as strings.
-fn id_text(field: &str, v: Value) -> Result<String, Error> {
+pub(crate) fn id_text(field: &str, v: Value) -> Result<String, Error> {
     match v {
         Value::Number(n) if n.is_i64() || n.is_u64() => Ok(n.to_string()),
         other => text(field, other),
     }
 }
 
-fn object(field: &str, v: Value) -> Result<Object, Error> {
+pub(crate) fn object(field: &str, v: Value) -> Result<Object, Error> {
     match v {
         Value::Object(o) => Ok(o),
         other => Err(wrong(field, "an object", &other)),

@@ -1,27 +1,32 @@
-//! The SSRF guard for webhook URLs (`block_private_networks`): which addresses a webhook may
-//! not reach, and the allow-list that makes exceptions. When customers give the webhook URLs,
-//! a URL (or a DNS name) pointing at the sender's own network — loopback, private ranges,
-//! link-local with the cloud metadata service at 169.254.169.254 — would let them make the
-//! sender call its own internal services. `http/transport.rs` asks [`NetworkGuard::check`] after
-//! every DNS resolution and again for the addresses about to be dialled. A URL whose host is
-//! an address needs no resolution: [`NetworkGuard::check_url`] judges it from the text, for
-//! the recording transport (which looks nothing up) and for a configuration's webhooks that
-//! can never be reached (`Config::blocked_webhooks`).
+//! The SSRF guard for webhook URLs (`block_private_networks`) and, when a service turns it on,
+//! the ingestion endpoint (`block_private_endpoint`): which addresses they may not reach, and
+//! the allow-lists that make exceptions (`allowed_networks`, `endpoint_allowed_networks`).
+//! When customers give the URLs, a URL (or a DNS name) pointing at the sender's own network —
+//! loopback, private ranges, link-local with the cloud metadata service at 169.254.169.254 —
+//! would let them make the sender call its own internal services (carrying the forward's
+//! write key, for an endpoint). The I/O engine (`http/connect.rs`) and the ureq transport
+//! (`http/transport.rs`) ask [`NetworkGuard::check`] after every DNS resolution, for every
+//! address, before any connection. A URL whose host is an address needs no resolution:
+//! [`NetworkGuard::check_url`] judges it from the text, for the recording transport (which
+//! looks nothing up) and for a configuration's webhooks that can never be reached
+//! (`Config::blocked_webhooks`).
 
+use crate::error::Error;
 use std::fmt;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use ureq::http::Uri;
 
-/// A network in CIDR notation (`10.1.0.0/16`, `fd00::/8`; a bare address is one host).
+/// A network in CIDR notation (`10.1.0.0/16`, `fd00::/8`; a bare address is one host). Also
+/// what the relay's `trusted_proxies` are read as.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct Cidr {
+pub struct Cidr {
     net: IpAddr,
     prefix: u8,
 }
 
 impl Cidr {
     /// Parses `text`; the error says what is wrong with it.
-    pub(crate) fn parse(text: &str) -> Result<Cidr, String> {
+    pub fn parse(text: &str) -> Result<Cidr, String> {
         let (addr, prefix) = match text.split_once('/') {
             Some((a, p)) => (a, Some(p)),
             None => (text, None),
@@ -40,7 +45,9 @@ impl Cidr {
         Ok(Cidr { net, prefix })
     }
 
-    fn contains(&self, ip: IpAddr) -> bool {
+    /// Whether `ip` is in this network (an IPv4 address in an IPv6 network, or the reverse,
+    /// is not).
+    pub fn contains(&self, ip: IpAddr) -> bool {
         match (self.net, ip) {
             (IpAddr::V4(n), IpAddr::V4(a)) => {
                 let mask = u32::MAX
@@ -87,6 +94,20 @@ pub(crate) struct NetworkGuard {
 impl NetworkGuard {
     pub(crate) fn new(allowed: Vec<Cidr>) -> NetworkGuard {
         NetworkGuard { allowed }
+    }
+
+    /// The guard a config asks for: `None` when `on` is false; an entry of `allowed` that is
+    /// not a network is a config error naming `setting`.
+    pub(crate) fn configured(
+        on: bool,
+        allowed: &[String],
+        setting: &str,
+    ) -> Result<Option<NetworkGuard>, Error> {
+        let allowed = allowed
+            .iter()
+            .map(|n| Cidr::parse(n.trim()).map_err(|why| Error::config(setting, why)))
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(on.then(|| NetworkGuard::new(allowed)))
     }
 
     /// `Err` when `ip` is private (see [`private_kind`]) and no allowed network holds it.

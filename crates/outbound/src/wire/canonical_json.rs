@@ -133,6 +133,17 @@ impl<'a> Writer<'a> {
         self.out.extend_from_slice(bytes);
     }
 
+    /// How many bytes the buffer holds: with [`written_since`](Self::written_since), what a
+    /// value just written came to (`collect.rs` reads `context.library`'s name from it).
+    pub(crate) fn len(&self) -> usize {
+        self.out.len()
+    }
+
+    /// The bytes written from `at` on.
+    pub(crate) fn written_since(&self, at: usize) -> &[u8] {
+        &self.out[at..]
+    }
+
     /// `null`.
     pub fn null(&mut self) {
         self.out.extend_from_slice(b"null");

@@ -1,6 +1,7 @@
 //! A small writer for the top level of the message bodies we build. Our own keys are never
 //! array indices, so writing them in order keeps the object canonical (see `canonical_json`).
 
+use crate::model::collected::Collected;
 use crate::model::message::{Message, Object};
 use crate::wire::body::Carver;
 use crate::wire::canonical_json::{write_str, WriteJson, Writer};
@@ -67,6 +68,19 @@ impl<'a> Obj<'a> {
         if let Some(raw) = raw {
             self.raw(key, raw);
         }
+    }
+
+    /// A collector's fields, after `integrations`: `originalTimestamp`, `sentAt` and
+    /// `receivedAt`, then the message's other fields (canonical entries, each led by a
+    /// comma, never an array-index key or one of ours: `wire/collect.rs`).
+    pub(crate) fn collected(&mut self, c: Option<&Collected>) {
+        let Some(c) = c else {
+            return;
+        };
+        self.opt_raw("originalTimestamp", c.original_timestamp.as_deref());
+        self.opt_raw("sentAt", c.sent_at.as_deref());
+        self.ts("receivedAt", &c.received_at);
+        self.out.extend_from_slice(&c.extra);
     }
 
     pub(crate) fn end(self) {

@@ -14,6 +14,10 @@ use ureq::http::{HeaderName, HeaderValue};
 /// A batch body never exceeds this many bytes (before gzip).
 pub const MAX_BATCH_BYTES: usize = 500_000;
 
+/// Segment's limit of events in one batch request: the tracking API rejects the events past
+/// it (and answers 200 for the rest).
+pub const MAX_BATCH_EVENTS: usize = 2_500;
+
 /// Bytes of a body beyond its messages and the commas between them:
 /// `{"batch":[` + `],"sentAt":"` + 24 + `"}`.
 const OVERHEAD: usize = 10 + 12 + timestamp::LEN + 2;
@@ -58,6 +62,7 @@ pub(crate) fn encode<O>(
     }
     o.raw("context", parts.context());
     o.opt_raw("integrations", parts.integrations());
+    o.collected(msg.collected.as_deref());
     o.end();
     Some(id_at)
 }

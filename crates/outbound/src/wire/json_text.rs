@@ -20,7 +20,7 @@ use std::fmt;
 
 /// Objects with more keys than this are read by `Message::from_json` (repeated keys are
 /// found by comparing each key with the ones before it).
-const MAX_STREAMED_KEYS: usize = 32;
+pub(crate) const MAX_STREAMED_KEYS: usize = 32;
 
 /// A free-form object (`properties`, `traits`, `context`) of a message read by
 /// [`Message::from_json_text`]: already written in canonical form as the message was read
@@ -56,6 +56,13 @@ impl Message<JsonObject> {
     }
 }
 
+impl JsonObject {
+    /// An object written already, canonically, at the depth of a message's object.
+    pub(crate) fn canonical(bytes: Vec<u8>) -> JsonObject {
+        JsonObject(Repr::Canonical(bytes))
+    }
+}
+
 impl WriteJson for JsonObject {
     type Error = Error;
 
@@ -72,8 +79,8 @@ impl WriteJson for JsonObject {
 
 /// Writes the next JSON value of the text into `w`; any error sends the message to
 /// `Message::from_json`.
-struct Stream<'s, 'a> {
-    w: &'s mut Writer<'a>,
+pub(crate) struct Stream<'s, 'a> {
+    pub(crate) w: &'s mut Writer<'a>,
 }
 
 /// The next element of an array: its comma is written only once there is one.
@@ -186,7 +193,7 @@ impl<'de> DeserializeSeed<'de> for ObjectSeed {
 }
 
 /// A JSON string, borrowed from the text when it has no escapes.
-struct Text<'de>(Cow<'de, str>);
+pub(crate) struct Text<'de>(pub(crate) Cow<'de, str>);
 
 impl<'de> Deserialize<'de> for Text<'de> {
     fn deserialize<D: de::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
@@ -208,7 +215,7 @@ impl<'de> Deserialize<'de> for Text<'de> {
 }
 
 /// An id: a string, or an integer sent as its decimal text (as `Message::from_json`).
-struct Id(String);
+pub(crate) struct Id(pub(crate) String);
 
 impl<'de> Deserialize<'de> for Id {
     fn deserialize<D: de::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {

@@ -74,6 +74,7 @@ pub(crate) fn encode<O>(
     }
     o.raw("context", parts.context());
     o.opt_raw("integrations", parts.integrations());
+    o.collected(msg.collected.as_deref());
     let id_at = o.str_at("messageId", id);
     o.ts("timestamp", ts);
     o.end();
@@ -106,6 +107,8 @@ enum Signer {
 /// The configured webhooks and how to sign for them.
 pub(crate) struct Hooks {
     targets: Vec<Target>,
+    /// Each target as logs show it (`Config::webhook_label`).
+    labels: Vec<String>,
     signer: Signer,
     user_agent: HeaderValue,
 }
@@ -122,6 +125,9 @@ impl Hooks {
             }
         };
         Hooks {
+            labels: (0..targets.len())
+                .map(|i| config.webhook_label(i))
+                .collect(),
             targets,
             signer,
             user_agent: HeaderValue::from_str(&config.webhook_user_agent)
@@ -129,12 +135,9 @@ impl Hooks {
         }
     }
 
-    /// Webhook `target` as logs show it (no query string: it may hold a token).
+    /// Webhook `target` as logs show it (no path or query: they may hold a token).
     pub(crate) fn label(&self, target: usize) -> String {
-        format!(
-            "webhooks[{target}] {}",
-            crate::log::redact_url(&self.targets[target].url)
-        )
+        self.labels[target].clone()
     }
 
     /// Webhook number `target`'s URL.

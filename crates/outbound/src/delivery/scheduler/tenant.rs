@@ -12,7 +12,7 @@ use crate::delivery::job::{Batch, Job};
 use crate::delivery::lane::{Delivery, Lane, Report};
 use crate::delivery::shared::Shared;
 use crate::http::attempt::Attempt;
-use crate::log::{redact_url, Logger};
+use crate::log::Logger;
 use crate::model::config::Config;
 use crate::model::outcome::Reason;
 use crate::model::retry::{after, RetryPolicy};
@@ -112,9 +112,8 @@ impl Tenant {
         };
         let mut lanes = Vec::with_capacity(1 + config.webhooks.len());
         lanes.push(lane(0, "ingestion".into(), &report_tx));
-        for (i, hook) in config.webhooks.iter().enumerate() {
-            let label = format!("webhooks[{i}] {}", redact_url(&hook.url));
-            lanes.push(lane(1 + i, label, &report_tx));
+        for i in 0..config.webhooks.len() {
+            lanes.push(lane(1 + i, config.webhook_label(i), &report_tx));
         }
         Tenant {
             shared,

@@ -1,19 +1,20 @@
 // Sends a plan of calls to the relay with analytics-kotlin's core (the JVM artifact of
 // Segment's Kotlin SDK, no Android):
 //
-//   java -cp ... SendKt API_HOST PLAN.tsv       (API_HOST: "127.0.0.1:PORT/v1")
+//   java -cp ... SendKt CDN_HOST PLAN.tsv       (CDN_HOST: "127.0.0.1:PORT/v1", the relay)
 //
 // PLAN.tsv: "label<TAB>write key<TAB>call as JSON" a line, one write key a run (two
-// Analytics instances in one JVM trip over each other's start-up). The SDK's own RequestFactory builds
-// https://API_HOST/b; ours differs only in the scheme (the relay here speaks plain HTTP) and
-// in never asking Segment's CDN for settings (the defaults below name the relay instead).
-// The SDK sends as it always does: POST /v1/b, gzip, text/plain, the write key in the body.
+// Analytics instances in one JVM trip over each other's start-up). The SDK reads its settings
+// from the relay (GET CDN_HOST/projects/{writeKey}/settings), as an app configured with the
+// relay as its cdnHost does, and only those settings' apiHost brings its events to the relay:
+// the configured apiHost is a dead port. The SDK's own RequestFactory builds https:// URLs;
+// ours differs only in the scheme (the relay here speaks plain HTTP). The SDK sends as it
+// always does: POST /v1/b, gzip, text/plain, the write key in the body.
 // Prints {"label","messageId"} a call (the SDK's own messageId), then "done".
 import com.segment.analytics.kotlin.core.Analytics
 import com.segment.analytics.kotlin.core.BaseEvent
 import com.segment.analytics.kotlin.core.Configuration
 import com.segment.analytics.kotlin.core.RequestFactory
-import com.segment.analytics.kotlin.core.Settings
 import com.segment.analytics.kotlin.core.Telemetry
 import kotlinx.serialization.json.Json
 import kotlinx.serialization.json.JsonObject
@@ -27,8 +28,13 @@ import java.net.HttpURLConnection
 import java.util.concurrent.ConcurrentHashMap
 
 class RelayRequests : RequestFactory() {
-    override fun settings(cdnHost: String, writeKey: String): HttpURLConnection =
-        throw IOException("the test uses its default settings")
+    override fun settings(cdnHost: String, writeKey: String): HttpURLConnection {
+        val connection = openConnection("http://$cdnHost/projects/$writeKey/settings")
+        if (connection.responseCode != HttpURLConnection.HTTP_OK) {
+            throw IOException("settings: HTTP ${connection.responseCode}")
+        }
+        return connection
+    }
 
     override fun upload(apiHost: String): HttpURLConnection {
         val connection = openConnection("http://$apiHost/b")
@@ -41,7 +47,7 @@ class RelayRequests : RequestFactory() {
 
 fun main(args: Array<String>) {
     Telemetry.enable = false // the SDK's own metrics would go to Segment's servers
-    val apiHost = args[0]
+    val cdnHost = args[0]
     val lines = File(args[1]).readLines().filter { it.isNotBlank() }.map { it.split('\t', limit = 3) }
     val ids = ConcurrentHashMap<String, String>()
     val clients = HashMap<String, Analytics>()
@@ -53,11 +59,9 @@ fun main(args: Array<String>) {
                 application = "outbound-relay-tests",
                 flushAt = 100,
                 flushInterval = 1,
-                apiHost = apiHost,
+                cdnHost = cdnHost,
+                apiHost = "127.0.0.1:9/v1",
                 requestFactory = RelayRequests(),
-                defaultSettings = Settings(integrations = buildJsonObject {
-                    put("Segment.io", buildJsonObject { put("apiKey", key); put("apiHost", apiHost) })
-                }),
             )).also { a ->
                 // Calls made before the SDK has loaded its user state are lost ("lateinit
                 // property anonymousId has not been initialized"): an app starts it first.
@@ -87,7 +91,7 @@ fun main(args: Array<String>) {
             else -> throw IllegalArgumentException("no ${str("type")} in analytics-kotlin")
         }
     }
-    val deadline = System.currentTimeMillis() + 20_000
+    val deadline = System.currentTimeMillis() + 60_000 // settings first, then the calls; a loaded machine is slow
     while (ids.size < lines.size && System.currentTimeMillis() < deadline) Thread.sleep(50)
     clients.values.forEach { it.flush() }
     Thread.sleep(3_000) // the SDK has no "delivered" callback: the test counts at the receivers

@@ -1,0 +1,379 @@
+//! Segment's tracking API, as the SDKs speak it: `POST /v1/batch`, `/v1/import`, the single
+//! calls (`/v1/identify|track|page|screen|group|alias`) and analytics.js's short paths
+//! (`/v1/b|i|t|p|s|g|a`), plus the CORS preflight of each.
+//!
+//! A request goes: body (decoded, limited: `body.rs`) → its fields, in one pass linear in its
+//! bytes (`fields.rs`) → write key (Basic-auth user, else `writeKey` in the body) → source →
+//! origin check (`cors.rs`) → each event read by the core and enqueued on the source's client
+//! (`events.rs`) → one wait for the spool commit that holds them (`Client::when_spooled`) →
+//! 200, naming rejected events within bounds (`rejected.rs`). The relay decides no rule of an
+//! event: it sets `type` from a single call's path, fills batch-level `context`,
+//! `integrations` and `sentAt` into events without them, gives the core the request's facts
+//! (when it came, the client's address: `Message::collect` adds Segment's server-side fields
+//! and keeps the rest), and maps the core's errors to answers.
+//!
+//! Everything between the body and the commit wait is CPU work on the body. A body over
+//! [`INLINE_BYTES`] is taken on the runtime's blocking pool: the workers go on answering
+//! other requests (`/healthz`), and `request_timeout` answers 408 while it runs; work that
+//! finds the deadline passed enqueues nothing.
+//!
+//! Events accepted and rejected (per source and reason) are counted here; requests and their
+//! latency in `server.rs`.
+
+mod cors;
+mod events;
+mod fields;
+mod rejected;
+
+pub use cors::{allow_for_any_source, preflight};
+
+use crate::auth::basic_user;
+use crate::body;
+use crate::reply::{self, Answer};
+use crate::sources::{Source, Sources};
+use events::{read_event, type_value};
+use fields::{Batch, Body, Fields, ParseError};
+use hyper::body::{Bytes, Incoming};
+use hyper::header::HeaderMap;
+use hyper::StatusCode;
+use outbound::{Error, Received, MAX_BATCH_BYTES, MAX_BATCH_EVENTS};
+use rejected::Rejections;
+use serde_json::value::RawValue;
+use std::borrow::Cow;
+use std::sync::Arc;
+use std::time::Instant;
+
+/// Largest body read, before and after gzip: a batch over this is 413 (Segment's 500 KB).
+pub const MAX_BODY_BYTES: usize = MAX_BATCH_BYTES;
+
+/// Bodies up to this size are taken on the worker that read them (a few hundred µs of CPU at
+/// most); larger ones on the blocking pool (up to ~20 ms for the worst 500 KB:
+/// bench/relay/hostile_cost.py).
+const INLINE_BYTES: usize = 64 * 1024;
+
+/// What a tracking path takes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Endpoint {
+    /// `{"batch":[...]}`: `/v1/batch`, `/v1/import`, `/v1/b`.
+    Batch,
+    /// One event of this type.
+    Single(&'static str),
+}
+
+/// The endpoint of `path`, if it is one of the tracking API's.
+pub fn endpoint(path: &str) -> Option<Endpoint> {
+    let name = path.strip_prefix("/v1/")?.trim_end_matches('/');
+    Some(match name {
+        "batch" | "import" | "b" => Endpoint::Batch,
+        "identify" | "i" => Endpoint::Single("identify"),
+        "track" | "t" => Endpoint::Single("track"),
+        "page" | "p" => Endpoint::Single("page"),
+        "screen" | "s" => Endpoint::Single("screen"),
+        "group" | "g" => Endpoint::Single("group"),
+        "alias" | "a" => Endpoint::Single("alias"),
+        _ => return None,
+    })
+}
+
+/// A request, its body read: what its CPU work needs, owned (it may run on another thread).
+struct Request {
+    endpoint: Endpoint,
+    bytes: Bytes,
+    /// The Basic-auth user name, if any.
+    key: Option<String>,
+    origin: Option<String>,
+    /// When it came and from whom: what the core adds to its events.
+    received: Received,
+    /// `request_timeout` from the request's head.
+    deadline: Instant,
+}
+
+/// What a request's events came to, before the commit wait.
+struct Enqueued {
+    source: Arc<Source>,
+    accepted: usize,
+    /// A batch's refused events (`None` for a single call).
+    rejected: Option<Rejections>,
+}
+
+/// How a request's CPU work ended: its events enqueued (the answer waits for their commit),
+/// or its answer already.
+enum Took {
+    Enqueued(Enqueued),
+    Answered(Answer),
+}
+
+/// `POST` to a tracking path.
+pub async fn handle(
+    sources: Arc<Sources>,
+    endpoint: Endpoint,
+    headers: &HeaderMap,
+    body: Incoming,
+    received: Received,
+    deadline: Instant,
+) -> Answer {
+    let origin = match cors::origin(headers) {
+        Ok(origin) => origin.map(str::to_owned),
+        Err(cors::Unreadable) => return cors::refused(),
+    };
+    let bytes = match body::read(headers, body, MAX_BODY_BYTES).await {
+        Ok(b) => b,
+        Err(e) => return reply::error(e.status, e.message),
+    };
+    let request = Request {
+        endpoint,
+        bytes,
+        key: basic_user(headers),
+        origin,
+        received,
+        deadline,
+    };
+    let origin = request.origin.clone();
+    let taken = if request.bytes.len() <= INLINE_BYTES {
+        take(&sources, &request)
+    } else {
+        tokio::task::spawn_blocking(move || take(&sources, &request))
+            .await
+            .unwrap_or_else(|_| {
+                Took::Answered(reply::error(
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    "the request could not be handled",
+                ))
+            })
+    };
+    let mut answer = match taken {
+        Took::Enqueued(enqueued) => finish(enqueued).await,
+        Took::Answered(answer) => return answer,
+    };
+    if let Some(origin) = origin {
+        cors::allow_origin(answer.headers_mut(), &origin);
+    }
+    answer
+}
+
+/// The request's CPU work: its body read into fields, its write key and origin checked, its
+/// events read by the core and enqueued; an answer when it ends there.
+fn take(sources: &Sources, r: &Request) -> Took {
+    let Body {
+        fields,
+        batch: events,
+    } = match fields::parse(&r.bytes, r.endpoint == Endpoint::Batch) {
+        Ok(body) => body,
+        Err(ParseError::NotJson(e)) => {
+            return Took::Answered(reply::error(
+                StatusCode::BAD_REQUEST,
+                format!("body is not valid JSON: {e}"),
+            ))
+        }
+        Err(ParseError::NotObject) => {
+            return Took::Answered(reply::error(
+                StatusCode::BAD_REQUEST,
+                "body must be a JSON object",
+            ))
+        }
+    };
+    // The write key: Basic auth first (the server SDKs, today's analytics.js), else the
+    // body's `writeKey` (analytics.js's `text/plain` requests).
+    let key = r.key.clone().or_else(|| {
+        match fields
+            .get("writeKey")
+            .map(|v| serde_json::from_str::<String>(v.get()))
+        {
+            Some(Ok(k)) if !k.is_empty() => Some(k),
+            _ => None,
+        }
+    });
+    let Some(key) = key else {
+        return Took::Answered(reply::error(
+            StatusCode::UNAUTHORIZED,
+            "missing write key (Basic auth user name or writeKey in the body)",
+        ));
+    };
+    let Some(source) = sources.by_write_key(&key) else {
+        tracing::info!("request refused: unknown write key");
+        return Took::Answered(reply::error(StatusCode::UNAUTHORIZED, "unknown write key"));
+    };
+    if let Some(origin) = &r.origin {
+        if !source.allows_origin(origin) {
+            tracing::info!(source = %source.name, origin, "request refused: origin not allowed");
+            return Took::Answered(reply::error(
+                StatusCode::FORBIDDEN,
+                "origin not allowed for this source",
+            ));
+        }
+    }
+    if !source.client.spool_ok() {
+        // Acknowledged means stored: while the spool cannot be written (a Redis spool's
+        // server unreachable, a failing disk) the SDK keeps its events and retries.
+        tracing::warn!(source = %source.name, "request refused: the spool cannot be written");
+        return Took::Answered(reply::error(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "the spool cannot be written now; retry later",
+        ));
+    }
+    if Instant::now() >= r.deadline {
+        // `request_timeout` has answered 408 already: enqueue nothing, the SDK sends again.
+        return Took::Answered(reply::error(
+            StatusCode::REQUEST_TIMEOUT,
+            "the request took longer than request_timeout",
+        ));
+    }
+    match r.endpoint {
+        Endpoint::Single(kind) => {
+            let mut event = fields;
+            event.set("type", type_value(kind));
+            single(source, event, &r.received)
+        }
+        Endpoint::Batch => batch(source, fields, events, &r.received),
+    }
+}
+
+/// The answer once the events taken are committed, with a batch's rejected events.
+async fn finish(t: Enqueued) -> Answer {
+    let answer = durable(&t.source, t.accepted).await;
+    let Some(rejected) = t.rejected else {
+        return answer;
+    };
+    rejected.count_in_metrics(&t.source.name);
+    rejected.log(&t.source.name, t.accepted);
+    if answer.status() != StatusCode::OK || rejected.is_empty() {
+        return answer;
+    }
+    reply::json(StatusCode::OK, &rejected.answer(t.accepted))
+}
+
+/// The answer to an enqueue error that is about the relay, not the events: all `events` of the
+/// request are refused (and counted so).
+fn overloaded(source: &Source, e: &Error, events: usize) -> Option<Answer> {
+    let status = match e {
+        Error::QueueFull { .. } | Error::SpoolFull { .. } => StatusCode::TOO_MANY_REQUESTS,
+        Error::Closed | Error::Spool { .. } => StatusCode::SERVICE_UNAVAILABLE,
+        _ => return None,
+    };
+    crate::metrics::rejected(&source.name, crate::metrics::reason(e), events);
+    tracing::warn!(source = %source.name, "cannot take more: {e}");
+    Some(reply::error(status, e.to_string()))
+}
+
+fn single(source: &Arc<Source>, event: Fields<'_>, received: &Received) -> Took {
+    let result = read_event(&event, &mut String::new(), received)
+        .and_then(|msg| source.client.enqueue_with(&msg));
+    let e = match result {
+        Ok(_) => {
+            return Took::Enqueued(Enqueued {
+                source: source.clone(),
+                accepted: 1,
+                rejected: None,
+            })
+        }
+        Err(e) => e,
+    };
+    if let Some(answer) = overloaded(source, &e, 1) {
+        return Took::Answered(answer);
+    }
+    crate::metrics::rejected(&source.name, crate::metrics::reason(&e), 1);
+    let reason = rejected::bounded(&e);
+    tracing::info!(source = %source.name, reason = %reason, "event rejected");
+    let status = match e {
+        Error::MessageTooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
+        _ => StatusCode::BAD_REQUEST,
+    };
+    Took::Answered(reply::error(status, reason))
+}
+
+fn batch(
+    source: &Arc<Source>,
+    mut obj: Fields<'_>,
+    batch: Option<Batch<'_>>,
+    received: &Received,
+) -> Took {
+    let Some(batch) = batch else {
+        return Took::Answered(reply::error(
+            StatusCode::BAD_REQUEST,
+            "body must be an object with a \"batch\" array",
+        ));
+    };
+    // Segment's batch-level context, integrations and sentAt apply to events that have none.
+    let shared: Vec<(&'static str, Cow<'_, RawValue>)> = ["context", "integrations", "sentAt"]
+        .into_iter()
+        .filter_map(|k| obj.remove(k).map(|v| (k, v)))
+        .collect();
+    let mut rejected = Rejections::default();
+    for &index in &batch.not_objects {
+        rejected.add(index, "not_an_object", &"an event must be a JSON object");
+    }
+    if batch.total > MAX_BATCH_EVENTS {
+        rejected.add_all(
+            MAX_BATCH_EVENTS..batch.total,
+            "batch_limit",
+            &format_args!("over Segment's limit of {MAX_BATCH_EVENTS} events in a batch"),
+        );
+    }
+    // Each event is read as the core takes it, and dropped once encoded (see
+    // `enqueue_each`): the objects among them, with their places in the batch.
+    let (mut accepted, mut read, mut read_ok) = (0, 0, 0);
+    let indexes: Vec<usize> = batch.events.iter().map(|(index, _)| *index).collect();
+    let mut text = String::new();
+    let objects = batch.events.into_iter().map(|(_, mut event)| {
+        for (k, v) in &shared {
+            if !event.contains(k) {
+                event.0.push((Cow::Borrowed(k), v.clone()));
+            }
+        }
+        let message = read_event(&event, &mut text, received);
+        read += 1;
+        read_ok += usize::from(message.is_ok());
+        message
+    });
+    // All or none: a 429 must not leave part of the batch queued, to be delivered twice
+    // when the SDK sends the whole batch again.
+    match source.client.enqueue_each(objects) {
+        Ok(answers) => {
+            for (index, answer) in indexes.into_iter().zip(answers) {
+                match answer {
+                    Ok(_) => accepted += 1,
+                    Err(e) => rejected.add(index, crate::metrics::reason(&e), &e),
+                }
+            }
+        }
+        Err(e) => {
+            rejected.count_in_metrics(&source.name);
+            // A closed client refuses before it reads any event: then every object counts.
+            let refused = if read == 0 { indexes.len() } else { read_ok };
+            return Took::Answered(
+                overloaded(source, &e, refused).unwrap_or_else(|| {
+                    reply::error(StatusCode::SERVICE_UNAVAILABLE, e.to_string())
+                }),
+            );
+        }
+    }
+    Took::Enqueued(Enqueued {
+        source: source.clone(),
+        accepted,
+        rejected: Some(rejected),
+    })
+}
+
+/// 200 once the `accepted` events just enqueued are committed to the source's spool (at
+/// once when none were, or without a spool); 503 when the commit failed.
+async fn durable(source: &Arc<Source>, accepted: usize) -> Answer {
+    if accepted > 0 && !spooled(source).await {
+        tracing::warn!(source = %source.name, "spool commit failed: answered 503");
+        return reply::error(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "the events could not be committed to disk; send them again",
+        );
+    }
+    crate::metrics::accepted(&source.name, accepted);
+    reply::ok()
+}
+
+/// Waits, without holding a worker thread, for the commit that holds everything the
+/// source's client accepted so far.
+pub async fn spooled(source: &Source) -> bool {
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    source.client.when_spooled(move |ok| {
+        let _ = tx.send(ok);
+    });
+    rx.await.unwrap_or(false)
+}
