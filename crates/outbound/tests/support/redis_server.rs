@@ -148,7 +148,7 @@ impl RedisServer {
                 for (f, v) in fields {
                     match f.as_str() {
                         // A commit group: the records not yet removed (its done bitmap).
-                        "r" if v[0] == 2 => {
+                        "r" if v[0] == 2 || v[0] == 3 => {
                             let done: Option<Vec<u8>> = redis::cmd("HGET")
                                 .arg(&progress)
                                 .arg(format!("{entry}:d"))
@@ -192,13 +192,25 @@ impl Drop for RedisServer {
     }
 }
 
-/// The packed records of a commit group (layout 2: u8 layout, u32 count, then each record
-/// as u32 length and its layout-1 bytes).
+/// The packed records of a commit group: layout 2 (u8 layout, u32 count, then each record
+/// as u32 length and its layout-1 bytes) or 3 (u8 layout, u16 names, each as u16 length
+/// and bytes, u32 count, then each record as u16 name index, u32 length and its bytes).
 fn group_records(v: &[u8]) -> Vec<&[u8]> {
-    let n = u32::from_le_bytes(v[1..5].try_into().unwrap()) as usize;
-    let mut at = 5;
+    let mut at = 1;
+    if v[0] == 3 {
+        let names = u16::from_le_bytes(v[1..3].try_into().unwrap());
+        at = 3;
+        for _ in 0..names {
+            at += 2 + u16::from_le_bytes(v[at..at + 2].try_into().unwrap()) as usize;
+        }
+    }
+    let n = u32::from_le_bytes(v[at..at + 4].try_into().unwrap()) as usize;
+    at += 4;
     let mut out = Vec::with_capacity(n);
     for _ in 0..n {
+        if v[0] == 3 {
+            at += 2;
+        }
         let len = u32::from_le_bytes(v[at..at + 4].try_into().unwrap()) as usize;
         out.push(&v[at + 4..at + 4 + len]);
         at += 4 + len;

@@ -119,10 +119,12 @@ use commit::Flight;
 pub(super) mod keys;
 mod resp;
 mod takeover;
+mod tenants;
 #[cfg(test)]
 mod tests;
 
 use keys::Keys;
+use tenants::{Lives, Spot, Waiting};
 
 /// What a takeover waits for beyond the request timeout: the heartbeat is refreshed every
 /// 5 s (the spool writer's adoption pass), so a living owner always beats twice within it.
@@ -135,8 +137,8 @@ const BEAT_EVERY: Duration = Duration::from_secs(2);
 const RETRY_MIN: Duration = Duration::from_millis(200);
 const RETRY_MAX: Duration = Duration::from_secs(5);
 
-/// A message this store holds: where its entry is and what it still needs, so ops need no
-/// read from Redis.
+/// A message this store holds in memory: where its entry is and what it still needs, so
+/// ops need no read from Redis.
 #[derive(Debug, Clone, Copy)]
 struct Live {
     /// Its put's number (its key in `puts` while not written).
@@ -158,18 +160,35 @@ struct Live {
     progress: bool,
 }
 
+/// A message to XADD: a held one's (in `live`) or a parked one's (in `waiting`).
+#[derive(Debug, Clone)]
+struct Put {
+    rec: Record,
+    /// The name its tenant's records are kept under.
+    name: Arc<str>,
+    /// Parked: not in memory once written (`Spot`), with its progress in `rec` and the
+    /// copies it counts.
+    parked: bool,
+    copies: u32,
+    /// The entry and index it was last sent in (a failed takeover leaves that entry alone).
+    at: Option<(u64, u32)>,
+}
+
 /// An entry of ours written (sent): one commit group.
 #[derive(Debug, Clone)]
 struct Group {
-    /// Records it holds, and how many are still held (it is deleted with the last).
+    /// Records it holds, and how many are still held (it is deleted with the last), of
+    /// which parked (not in memory).
     n: u32,
     left: u32,
+    parked: u32,
     /// Bitmap of its records removed (`keys::done_field`).
     done: Vec<u8>,
     /// Indices of its records with a progress field sent.
     fields: Vec<u32>,
-    /// Its records still held, by index (payloads shared with the messages in memory), to
-    /// write them again when it is compacted; and when it was sent.
+    /// Its records held in memory, by index (payloads shared with the messages in memory),
+    /// to write them again when it is compacted; and when it was sent. Held records come
+    /// first in a group, parked ones after, so a group of parked records keeps nothing.
     recs: Vec<Option<Record>>,
     at: Instant,
 }
@@ -197,10 +216,10 @@ impl Delete {
 const GROUP_MAX: usize = 2048;
 
 /// An entry of at least `COMPACT_MIN` records, older than `COMPACT_AFTER`, with at most a
-/// quarter of them still held, is compacted: its held records are written again in the
-/// next commit's group and it is deleted in the same transaction (`commit.rs`,
-/// `compact`). Without it, a few messages retrying for hours would keep every delivered
-/// message of their groups in Redis.
+/// quarter of them still held and none parked, is compacted: its held records are written
+/// again in the next commit's group and it is deleted in the same transaction
+/// (`commit.rs`, `compact`). Without it, a few messages retrying for hours would keep every
+/// delivered message of their groups in Redis.
 const COMPACT_MIN: u32 = 64;
 const COMPACT_AFTER: Duration = Duration::from_secs(60);
 
@@ -221,7 +240,8 @@ impl Live {
     }
 }
 
-/// One client's store on a Redis server. Used from one thread (the spool writer).
+/// An engine's store on a Redis server, for any number of tenants. Used from one thread
+/// (the spool writer).
 pub(crate) struct RedisStore {
     client: redis::Client,
     conn: Option<Connection>,
@@ -234,44 +254,52 @@ pub(crate) struct RedisStore {
     prefix: String,
     keys: Keys,
     shown: String,
-    /// The messages we hold, by id.
-    live: HashMap<Arc<str>, Live>,
+    /// The messages we hold in memory, by tenant and id, and their counts per tenant.
+    live: Lives,
+    /// Parked records (written, not in memory) by the name of their tenant, in the order
+    /// they become resumable.
+    waiting: HashMap<Arc<str>, Waiting>,
+    /// Tenants' names, both ways.
+    names: HashMap<TenantNo, Arc<str>>,
+    numbers: HashMap<Arc<str>, TenantNo>,
+    /// Names whose per-source prefix of the version before tenants (`PREFIX:NAME`) is
+    /// scanned for dead owners, while that prefix has any (`takeover.rs`).
+    legacy: std::collections::BTreeSet<Arc<str>>,
     /// Transactions sent whose replies are not read or not yet asked for, oldest first,
     /// and the number of the last one sent.
     flights: VecDeque<Flight>,
     flight_no: u64,
     /// The buffer each commit's transaction is written into, kept between commits.
     wire: Vec<u8>,
-    /// Messages to XADD, by put number (removed before being written: never written).
-    puts: BTreeMap<u64, Record>,
+    /// Messages to XADD, by put number (a held one removed before being written: never
+    /// written).
+    puts: BTreeMap<u64, Put>,
     next_pno: u64,
     /// Our written entries, by seq.
     groups: HashMap<u64, Group>,
     /// Written messages whose progress changed since the last commit.
-    dirty: HashSet<Arc<str>>,
+    dirty: HashSet<(TenantNo, Arc<str>)>,
+    /// Progress of written records parked since (their tenant closed), to write.
+    loose: Vec<(u64, u32, keys::Progress)>,
     /// Written entries whose done bitmap changed since the last commit.
     marks: HashSet<u64>,
     /// Written entries to delete.
     deletes: Vec<Delete>,
     next_seq: u64,
-    bytes: u64,
-    /// Adopted records not yet handed out by `resumable`, and how many were handed out.
-    unresumed: VecDeque<Record>,
+    /// Records handed out by `resumable`, ever (its cursor).
     resumed: i64,
     beat_at: Option<Instant>,
     /// We are in the registry (a SADD that adds us again means it vanished).
     registered: bool,
     /// Keys already reported as left alone.
     reported: HashSet<String>,
-    /// The number of its one tenant (`Store::register`).
-    tenant: Option<TenantNo>,
 }
 
 impl std::fmt::Debug for RedisStore {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("RedisStore")
             .field("location", &self.location())
-            .field("live", &self.live.len())
+            .field("waiting", &self.waiting.len())
             .finish_non_exhaustive()
     }
 }
@@ -301,7 +329,11 @@ impl RedisStore {
             prefix: spool.prefix.clone(),
             keys: Keys::of(&spool.prefix, &owner),
             shown: spool.shown.clone(),
-            live: HashMap::default(),
+            live: Lives::default(),
+            waiting: HashMap::default(),
+            names: HashMap::default(),
+            numbers: HashMap::default(),
+            legacy: Default::default(),
             flights: VecDeque::new(),
             flight_no: 0,
             wire: Vec::new(),
@@ -309,16 +341,14 @@ impl RedisStore {
             next_pno: 1,
             groups: HashMap::default(),
             dirty: HashSet::new(),
+            loose: Vec::new(),
             marks: HashSet::new(),
             deletes: Vec::new(),
             next_seq: 1,
-            bytes: 0,
-            unresumed: VecDeque::new(),
             resumed: 0,
             beat_at: None,
             registered: false,
             reported: HashSet::new(),
-            tenant: None,
         };
         let info = store.query(redis::pipe().cmd("INFO").arg("server").to_owned(), false)?;
         let text = info
@@ -486,11 +516,13 @@ impl RedisStore {
     }
 
     /// Lists every owner's stream under our prefix into a registry that vanished (a Redis
-    /// that lost data, or a key deleted by hand), so no dead owner is forgotten.
+    /// that lost data, or a key deleted by hand), so no dead owner is forgotten; and the
+    /// owners of the per-source prefixes of the version before tenants into theirs.
     fn rebuild_registry(&mut self) -> Result<(), Error> {
         let pattern = keys::stream_pattern(&self.prefix);
         let mut cursor = String::from("0");
         let mut owners = Vec::new();
+        let mut legacy: BTreeMap<String, Vec<String>> = BTreeMap::new();
         loop {
             let pipe = redis::pipe()
                 .cmd("SCAN")
@@ -514,8 +546,14 @@ impl RedisStore {
             if let Some(Value::Array(found)) = parts.next() {
                 for key in found.iter().filter_map(keys::bytes) {
                     let key = String::from_utf8_lossy(key);
-                    if let Some(o) = keys::owner_of_stream(&self.prefix, &key) {
-                        owners.push(o.to_string());
+                    match keys::owner_of_stream(&self.prefix, &key) {
+                        Some((None, o)) => owners.push(o.to_string()),
+                        // A per-source prefix of the version before tenants: its registry.
+                        Some((Some(name), o)) => legacy
+                            .entry(keys::registry(&format!("{}:{name}", self.prefix)))
+                            .or_default()
+                            .push(o.to_string()),
+                        None => {}
                     }
                 }
             }
@@ -523,14 +561,16 @@ impl RedisStore {
                 break;
             }
         }
+        let mut pipe = redis::pipe();
         if !owners.is_empty() {
-            let pipe = redis::pipe()
-                .cmd("SADD")
+            pipe.cmd("SADD")
                 .arg(keys::registry(&self.prefix))
-                .arg(&owners)
-                .to_owned();
-            self.query(pipe, false)?;
+                .arg(&owners);
         }
+        for (registry, owners) in &legacy {
+            pipe.cmd("SADD").arg(registry).arg(owners);
+        }
+        self.query(pipe, false)?;
         Ok(())
     }
 
@@ -539,7 +579,7 @@ impl RedisStore {
     pub fn close(mut self) -> Result<(), Error> {
         let synced = self.sync(&[]).map(|_| ());
         let mut pipe = redis::pipe();
-        if self.live.is_empty() && synced.is_ok() {
+        if self.live.is_empty() && self.waiting.is_empty() && synced.is_ok() {
             pipe.cmd("DEL")
                 .arg(&self.keys.stream)
                 .arg(&self.keys.progress)
@@ -571,9 +611,8 @@ fn is_error(v: &Value) -> bool {
     matches!(v, Value::ServerError(_))
 }
 
-/// Tenants on Redis: one tenant per store for now (every record is its one client's, under
-/// whatever number the engine gave it); an engine's clients on Redis each have a store of
-/// their own, whose backlog stays in memory (`Store::parks` is false).
+/// Every tenant of an engine on one store: records kept under their tenant's name
+/// (`tenants.rs`), parked ones read back from Redis.
 impl Store for RedisStore {
     fn location(&self) -> String {
         format!(
@@ -582,17 +621,13 @@ impl Store for RedisStore {
         )
     }
 
-    fn register(&mut self, no: TenantNo, _name: &str) {
-        self.tenant = Some(no);
+    fn register(&mut self, no: TenantNo, name: &str) {
+        RedisStore::register(self, no, name);
     }
 
-    /// Its one client's records stay for the next owner when the store closes.
-    fn release(&mut self, _tenant: TenantNo) -> Result<(), Error> {
+    fn release(&mut self, tenant: TenantNo) -> Result<(), Error> {
+        RedisStore::release(self, tenant);
         Ok(())
-    }
-
-    fn parks(&self) -> bool {
-        false
     }
 
     fn apply(&mut self, ops: &[Op]) -> Result<(), Error> {
@@ -607,30 +642,21 @@ impl Store for RedisStore {
         RedisStore::settle(self, ticket)
     }
 
-    /// Everything it holds is its one tenant's.
     fn resumable(
         &mut self,
         tenant: TenantNo,
         after: Option<&Cursor>,
         limit: usize,
     ) -> Result<(Vec<Record>, Option<Cursor>), Error> {
-        let (mut records, next) = RedisStore::resumable(self, after, limit)?;
-        for r in &mut records {
-            r.tenant = tenant;
-        }
-        Ok((records, next))
+        RedisStore::resumable(self, tenant, after, limit)
     }
 
-    fn pending(&self, _tenant: TenantNo) -> (u64, u64) {
-        (self.live.len() as u64, self.bytes)
+    fn pending(&self, tenant: TenantNo) -> (u64, u64) {
+        RedisStore::pending(self, tenant)
     }
 
     fn adopt(&mut self) -> Result<Adopted, Error> {
-        let mut adopted = RedisStore::adopt(self)?;
-        if !self.unresumed.is_empty() {
-            adopted.tenants.extend(self.tenant);
-        }
-        Ok(adopted)
+        RedisStore::adopt(self)
     }
 
     fn close(self: Box<Self>) -> Result<(), Error> {
