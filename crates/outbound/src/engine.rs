@@ -42,6 +42,9 @@ pub struct EngineConfig {
     /// then are its records taken over, so [`Engine::tenant`] refuses a tenant with a
     /// longer `timeout`.
     pub max_timeout: Duration,
+    /// On a Redis spool: when a commit counts as acknowledged, for every tenant
+    /// ([`RedisAck`](crate::RedisAck); default `Auto`, the safe one the deployment allows).
+    pub redis_ack: crate::RedisAck,
     /// How often the tenants' accepted messages are committed to the spool, together.
     pub spool_commit_interval: Duration,
     /// Messages the engine holds in memory at once, all tenants on its spool together
@@ -61,6 +64,7 @@ impl Default for EngineConfig {
             io_threads: 1,
             spool: None,
             max_timeout: Config::default().timeout,
+            redis_ack: crate::RedisAck::Auto,
             spool_commit_interval: Duration::from_millis(20),
             memory_window: crate::delivery::spooler::WINDOW as usize,
             debug: None,
@@ -75,6 +79,7 @@ impl std::fmt::Debug for EngineConfig {
             .field("io_threads", &self.io_threads)
             .field("spool", &self.spool)
             .field("max_timeout", &self.max_timeout)
+            .field("redis_ack", &self.redis_ack)
             .field("spool_commit_interval", &self.spool_commit_interval)
             .field("memory_window", &self.memory_window)
             .field("debug", &self.debug)
@@ -102,7 +107,8 @@ impl Engine {
                 // can take before it is taken over.
                 SpoolTarget::Redis(redis) => {
                     let t = config.max_timeout;
-                    let store = RedisStore::open(&redis, t, t + TAKEOVER_MARGIN)?;
+                    let ack = config.redis_ack;
+                    let store = RedisStore::open(&redis, t, t + TAKEOVER_MARGIN, ack)?;
                     (Box::new(store), Some(t))
                 }
             };
@@ -172,6 +178,7 @@ impl SpoolWriter {
                 &redis,
                 config.timeout,
                 config.timeout + TAKEOVER_MARGIN,
+                config.redis_ack,
             )?),
         };
         SpoolWriter::start(

@@ -17,10 +17,22 @@ pub struct RedisServer {
     pub port: u16,
     pub dir: PathBuf,
     child: Option<Child>,
+    /// Arguments beyond the usual ones (`--replicaof ...`).
+    extra: Vec<String>,
 }
 
 impl RedisServer {
     pub fn start() -> RedisServer {
+        RedisServer::start_with(&[])
+    }
+
+    /// A replica of the server on `port` (on a port of its own).
+    pub fn replica_of(port: u16) -> RedisServer {
+        RedisServer::start_with(&["--replicaof", "127.0.0.1", &port.to_string()])
+    }
+
+    /// A server with `extra` arguments.
+    pub fn start_with(extra: &[&str]) -> RedisServer {
         let dir = std::env::temp_dir().join(format!(
             "outbound-redis-{}-{}",
             std::process::id(),
@@ -31,6 +43,7 @@ impl RedisServer {
             port: 0,
             dir,
             child: None,
+            extra: extra.iter().map(|a| a.to_string()).collect(),
         };
         // A port found free may be taken before redis-server binds it (tests run in
         // parallel): then this redis-server exits, and another port is tried.
@@ -53,6 +66,7 @@ impl RedisServer {
             .args(["--appendonly", "yes", "--appendfsync", "everysec"])
             .args(["--save", "", "--daemonize", "no", "--protected-mode", "no"])
             .args(["--loglevel", "warning"])
+            .args(&self.extra)
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
@@ -106,6 +120,27 @@ impl RedisServer {
 
     pub fn conn(&self) -> redis::Connection {
         self.client().get_connection().unwrap()
+    }
+
+    /// The pid of the running server.
+    pub fn pid(&self) -> Option<u32> {
+        self.child.as_ref().map(Child::id)
+    }
+
+    /// Waits (up to 10 s) until this replica has caught up with its primary.
+    pub fn wait_in_sync(&self) {
+        let end = Instant::now() + Duration::from_secs(10);
+        while Instant::now() < end {
+            let info: String = redis::cmd("INFO")
+                .arg("replication")
+                .query(&mut self.conn())
+                .unwrap_or_default();
+            if info.lines().any(|l| l.trim() == "master_link_status:up") {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        panic!("replica on port {} not in sync in 10 s", self.port);
     }
 
     /// SIGKILL: no shutdown, no last fsync (AOF everysec may lose the last second).

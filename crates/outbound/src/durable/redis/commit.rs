@@ -428,10 +428,22 @@ impl RedisStore {
         }
         let commands = ours + extra.len();
         out.extend_from_slice(resp::EXEC);
+        // New records count once Redis confirms them as `redis_ack` asks (after EXEC: a
+        // WAIT inside MULTI would not wait). Progress and removals alone wait for nothing,
+        // nor does a takeover (`extra`): it moves records that are acknowledged already,
+        // and replicas apply its transaction whole or not at all.
+        let wait = match xadds == 0 || !extra.is_empty() {
+            true => None,
+            false => self.wait_cmd(),
+        };
+        if let Some(cmd) = &wait {
+            cmd.write_packed_command(&mut out);
+        }
         self.flight_no += 1;
         let flight = Flight {
             no: self.flight_no,
             commands,
+            wait: wait.is_some(),
             xadds,
             ours,
             beat,
@@ -494,7 +506,18 @@ impl RedisStore {
             }
             let read = self.read_one(i);
             let outcome = match read {
-                Ok(replies) => self.check(i, replies),
+                Ok((exec, wait)) => match self.check(i, exec) {
+                    // It ran: only its confirmation is missing. Not undone (it is written),
+                    // but not acknowledged either.
+                    Ok(extra) => match wait.as_ref().map(|w| self.confirmed(w)) {
+                        Some(Err(why)) => {
+                            self.flights[i].outcome = Some(Err(self.err(why)));
+                            continue;
+                        }
+                        _ => Ok(extra),
+                    },
+                    failed => failed,
+                },
                 Err(e) => {
                     // The connection is gone, and every transaction still in flight on it:
                     // each may or may not have run.
@@ -511,14 +534,15 @@ impl RedisStore {
         }
     }
 
-    /// Reads the replies of transaction `i` (MULTI's, one per command, EXEC's); the EXEC
-    /// reply, or why the connection failed.
-    fn read_one(&mut self, i: usize) -> Result<Value, String> {
-        let expected = self.flights[i].commands + 2;
+    /// Reads the replies of transaction `i` (MULTI's, one per command, EXEC's, and its
+    /// confirmation's); the EXEC reply and the confirmation's, or why the connection failed.
+    fn read_one(&mut self, i: usize) -> Result<(Value, Option<Value>), String> {
+        let wait = self.flights[i].wait;
+        let expected = self.flights[i].commands + 2 + usize::from(wait);
         let Some(conn) = self.conn.as_mut() else {
             return Err("connection lost".into());
         };
-        let mut last = Value::Nil;
+        let (mut before, mut last) = (Value::Nil, Value::Nil);
         let mut got = 0;
         while got < expected {
             match conn.recv_response() {
@@ -526,12 +550,15 @@ impl RedisStore {
                 Ok(Value::Push { .. }) => {}
                 Ok(v) => {
                     got += 1;
-                    last = v;
+                    before = std::mem::replace(&mut last, v);
                 }
                 Err(e) => return Err(e.to_string()),
             }
         }
-        Ok(last)
+        Ok(match wait {
+            true => (before, Some(last)),
+            false => (last, None),
+        })
     }
 
     /// Whether transaction `i` ran whole, from its EXEC reply; the replies of its `extra`.
@@ -543,7 +570,11 @@ impl RedisStore {
         let mut replies = match exec {
             Value::Array(items) if items.len() == commands => items,
             e @ Value::ServerError(_) => {
-                return Err(self.err(format!("transaction refused: {}", describe(&e))))
+                if is_readonly(&e) {
+                    // A primary demoted by a failover: the next connection finds the new one.
+                    self.lose_connection();
+                }
+                return Err(self.err(format!("transaction refused: {}", describe(&e))));
             }
             other => return Err(self.err(format!("unexpected transaction reply: {other:?}"))),
         };
@@ -555,6 +586,9 @@ impl RedisStore {
                 let again =
                     i < xadds && e.details().is_some_and(|d| d.contains("equal or smaller"));
                 if !again {
+                    if is_readonly(reply) {
+                        self.lose_connection();
+                    }
                     return Err(self.err(format!("commit: {}", describe(reply))));
                 }
             }
@@ -661,62 +695,6 @@ impl RedisStore {
         }
         self.deletes.extend(deletes);
     }
-
-    /// The spots of parked puts just sent move from their put numbers to their entries:
-    /// each name's unwritten spots are found from its queue's end (they are its newest,
-    /// but for those a failed commit put back, a commit or two older).
-    fn place(&mut self, puts: &BTreeMap<u64, Put>, parked: &[(u64, u64, u32)]) {
-        let mut by_name: HashMap<Arc<str>, HashMap<u64, (u64, u32)>> = HashMap::default();
-        for &(pno, seq, idx) in parked {
-            if let Some(p) = puts.get(&pno) {
-                by_name
-                    .entry(p.name.clone())
-                    .or_default()
-                    .insert(pno, (seq, idx));
-            }
-        }
-        for (name, mut at) in by_name {
-            let Some(w) = self.waiting.get_mut(&name) else {
-                continue;
-            };
-            for spot in w.spots.iter_mut().rev() {
-                if at.is_empty() {
-                    break;
-                }
-                if !spot.written {
-                    if let Some((seq, idx)) = at.remove(&spot.at) {
-                        *spot = Spot::entry(seq, idx, spot.adopted);
-                    }
-                }
-            }
-        }
-    }
-
-    /// The reverse of `place`, for a commit that failed.
-    fn unplace(&mut self, puts: &BTreeMap<u64, Put>, parked: &[(u64, u64, u32)]) {
-        let mut by_name: HashMap<Arc<str>, HashMap<(u64, u16), u64>> = HashMap::default();
-        for &(pno, seq, idx) in parked {
-            if let Some(p) = puts.get(&pno) {
-                let of = by_name.entry(p.name.clone()).or_default();
-                of.insert((seq, idx as u16), pno);
-            }
-        }
-        for (name, mut at) in by_name {
-            let Some(w) = self.waiting.get_mut(&name) else {
-                continue;
-            };
-            for spot in w.spots.iter_mut().rev() {
-                if at.is_empty() {
-                    break;
-                }
-                if spot.written {
-                    if let Some(pno) = at.remove(&(spot.at, spot.idx)) {
-                        *spot = Spot::put(pno, spot.adopted);
-                    }
-                }
-            }
-        }
-    }
 }
 
 /// What a failed transaction carried, to put back as pending.
@@ -741,8 +719,9 @@ impl Flight {
 pub(super) struct Flight {
     no: u64,
     /// Commands between MULTI and EXEC, of which the first `xadds` are XADDs and the first
-    /// `ours` not `extra`.
+    /// `ours` not `extra`; and whether a confirmation (`redis_ack`) follows the EXEC.
     commands: usize,
+    wait: bool,
     xadds: usize,
     ours: usize,
     beat: bool,

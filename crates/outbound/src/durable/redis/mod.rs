@@ -116,6 +116,8 @@ use std::time::{Duration, Instant};
 
 mod commit;
 use commit::Flight;
+mod connect;
+use connect::{Ack, Target};
 pub(super) mod keys;
 mod resp;
 mod takeover;
@@ -124,7 +126,7 @@ mod tenants;
 mod tests;
 
 use keys::Keys;
-use tenants::{Lives, Spot, Waiting};
+use tenants::{Lives, Waiting};
 
 /// What a takeover waits for beyond the request timeout: the heartbeat is refreshed every
 /// 5 s (the spool writer's adoption pass), so a living owner always beats twice within it.
@@ -243,8 +245,10 @@ impl Live {
 /// An engine's store on a Redis server, for any number of tenants. Used from one thread
 /// (the spool writer).
 pub(crate) struct RedisStore {
-    client: redis::Client,
+    target: Target,
     conn: Option<Connection>,
+    /// When a commit that writes new records counts as acknowledged (`connect.rs`).
+    ack: Ack,
     /// When a Redis that did not answer may be tried again, and the next wait.
     retry_at: Option<Instant>,
     retry_wait: Duration,
@@ -311,17 +315,17 @@ impl RedisStore {
         spool: &RedisSpool,
         io_timeout: Duration,
         takeover_after: Duration,
+        ack: crate::model::spool_target::RedisAck,
     ) -> Result<RedisStore, Error> {
-        let err = |reason: String| Error::Spool {
+        let target = Target::of(spool).map_err(|reason| Error::Spool {
             path: spool.shown.clone(),
             reason,
-        };
-        let client = redis::Client::open(spool.url.as_str())
-            .map_err(|e| err(format!("not a usable Redis URL: {e}")))?;
+        })?;
         let owner = format!("{:016x}", fastrand::u64(..));
         let mut store = RedisStore {
-            client,
+            target,
             conn: None,
+            ack: Ack::Memory,
             retry_at: None,
             retry_wait: RETRY_MIN,
             io_timeout,
@@ -350,28 +354,7 @@ impl RedisStore {
             registered: false,
             reported: HashSet::new(),
         };
-        let info = store.query(redis::pipe().cmd("INFO").arg("server").to_owned(), false)?;
-        let text = info
-            .first()
-            .and_then(keys::bytes)
-            .map(String::from_utf8_lossy)
-            .unwrap_or_default();
-        let version = text
-            .lines()
-            .find_map(|l| l.strip_prefix("redis_version:"))
-            .unwrap_or("")
-            .trim()
-            .to_string();
-        let parts: Vec<u32> = version
-            .split('.')
-            .take(2)
-            .filter_map(|p| p.parse().ok())
-            .collect();
-        if parts.len() == 2 && (parts[0], parts[1]) < (6, 2) {
-            return Err(err(format!(
-                "Redis {version} has no XAUTOCLAIM: the spool needs Redis 6.2 or newer"
-            )));
-        }
+        store.ack = store.check_server(ack)?;
         store.beat()?;
         // A registry lost before we came (a Redis that lost data) would hide the streams of
         // owners that died then: list them again, once per start.
@@ -405,14 +388,7 @@ impl RedisStore {
                     )));
                 }
             }
-            let made = self
-                .client
-                .get_connection_with_timeout(self.io_timeout)
-                .and_then(|c| {
-                    c.set_read_timeout(Some(self.io_timeout))?;
-                    c.set_write_timeout(Some(self.io_timeout))?;
-                    Ok(c)
-                });
+            let made = self.target.connect(self.io_timeout);
             match made {
                 Ok(c) => {
                     self.conn = Some(c);
@@ -437,7 +413,7 @@ impl RedisStore {
     /// The next connection attempt waits, twice as long as the last (up to `RETRY_MAX`).
     fn back_off(&mut self) {
         self.retry_at = Some(Instant::now() + self.retry_wait);
-        self.retry_wait = (self.retry_wait * 2).min(RETRY_MAX);
+        self.retry_wait = (self.retry_wait * 2).min(self.target.retry_max());
     }
 
     /// Sends a pipeline and returns one reply per command (server errors as values). With
@@ -467,7 +443,13 @@ impl RedisStore {
                 }
                 other => Err(self.err(format!("unexpected transaction reply: {other:?}"))),
             },
-            Ok(replies) => Ok(replies),
+            Ok(replies) => {
+                // A primary demoted by a failover: the next connection finds the new one.
+                if replies.iter().any(is_readonly) {
+                    self.lose_connection();
+                }
+                Ok(replies)
+            }
             Err(e) => {
                 if !(e.kind() == redis::ErrorKind::ResponseError
                     || e.kind() == redis::ErrorKind::ExecAbortError)
@@ -611,13 +593,26 @@ fn is_error(v: &Value) -> bool {
     matches!(v, Value::ServerError(_))
 }
 
+/// A write refused by a replica (a primary demoted by a failover).
+fn is_readonly(v: &Value) -> bool {
+    matches!(v, Value::ServerError(e) if e.code() == "READONLY"
+        || e.details().is_some_and(|d| d.contains("READONLY")))
+}
+
 /// Every tenant of an engine on one store: records kept under their tenant's name
 /// (`tenants.rs`), parked ones read back from Redis.
 impl Store for RedisStore {
     fn location(&self) -> String {
         format!(
-            "{} (keys {{{}:{}}})",
-            self.shown, self.prefix, self.keys.owner
+            "{} (keys {{{}:{}}}; a commit counts once {})",
+            self.shown,
+            self.prefix,
+            self.keys.owner,
+            match self.ack {
+                Ack::Memory => "in Redis's memory (redis_ack = \"memory\")".to_string(),
+                Ack::Replicas(n) => format!("on {n} replica(s) (redis_ack = \"replicas:{n}\")"),
+                Ack::Fsync => "in the AOF on disk (redis_ack = \"fsync\")".to_string(),
+            }
         )
     }
 

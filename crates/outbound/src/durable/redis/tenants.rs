@@ -400,4 +400,60 @@ impl RedisStore {
         }
         Ok(out)
     }
+
+    /// The spots of parked puts just sent move from their put numbers to their entries:
+    /// each name's unwritten spots are found from its queue's end (they are its newest,
+    /// but for those a failed commit put back, a commit or two older).
+    pub(super) fn place(&mut self, puts: &BTreeMap<u64, Put>, parked: &[(u64, u64, u32)]) {
+        let mut by_name: HashMap<Arc<str>, HashMap<u64, (u64, u32)>> = HashMap::default();
+        for &(pno, seq, idx) in parked {
+            if let Some(p) = puts.get(&pno) {
+                by_name
+                    .entry(p.name.clone())
+                    .or_default()
+                    .insert(pno, (seq, idx));
+            }
+        }
+        for (name, mut at) in by_name {
+            let Some(w) = self.waiting.get_mut(&name) else {
+                continue;
+            };
+            for spot in w.spots.iter_mut().rev() {
+                if at.is_empty() {
+                    break;
+                }
+                if !spot.written {
+                    if let Some((seq, idx)) = at.remove(&spot.at) {
+                        *spot = Spot::entry(seq, idx, spot.adopted);
+                    }
+                }
+            }
+        }
+    }
+
+    /// The reverse of `place`, for a commit that failed.
+    pub(super) fn unplace(&mut self, puts: &BTreeMap<u64, Put>, parked: &[(u64, u64, u32)]) {
+        let mut by_name: HashMap<Arc<str>, HashMap<(u64, u16), u64>> = HashMap::default();
+        for &(pno, seq, idx) in parked {
+            if let Some(p) = puts.get(&pno) {
+                let of = by_name.entry(p.name.clone()).or_default();
+                of.insert((seq, idx as u16), pno);
+            }
+        }
+        for (name, mut at) in by_name {
+            let Some(w) = self.waiting.get_mut(&name) else {
+                continue;
+            };
+            for spot in w.spots.iter_mut().rev() {
+                if at.is_empty() {
+                    break;
+                }
+                if spot.written {
+                    if let Some(pno) = at.remove(&(spot.at, spot.idx)) {
+                        *spot = Spot::put(pno, spot.adopted);
+                    }
+                }
+            }
+        }
+    }
 }

@@ -2,7 +2,7 @@
 //! progress carried through a takeover, living owners left alone, racing adopters.
 
 use super::*;
-use crate::model::spool_target::{spool_target, SpoolTarget};
+use crate::model::spool_target::{spool_target, RedisAck, SpoolTarget};
 use crate::wire::Body;
 use std::path::Path;
 
@@ -26,6 +26,10 @@ impl Server {
     }
 
     fn store(&self, takeover_after: Duration) -> RedisStore {
+        self.store_acking(takeover_after, RedisAck::Auto).unwrap()
+    }
+
+    fn store_acking(&self, takeover_after: Duration, ack: RedisAck) -> Result<RedisStore, Error> {
         let url = format!("redis://127.0.0.1:{}/0?prefix=unit", self.port);
         let SpoolTarget::Redis(spool) = spool_target(Path::new(&url)).unwrap() else {
             unreachable!()
@@ -33,9 +37,11 @@ impl Server {
         // Redis may still be loading its AOF: try for a moment.
         let end = Instant::now() + Duration::from_secs(5);
         loop {
-            match RedisStore::open(&spool, Duration::from_secs(2), takeover_after) {
-                Ok(s) => return s,
-                Err(e) if Instant::now() > end => panic!("{e}"),
+            match RedisStore::open(&spool, Duration::from_secs(2), takeover_after, ack) {
+                Ok(s) => return Ok(s),
+                Err(e) if Instant::now() > end || !e.to_string().contains("LOADING") => {
+                    return Err(e)
+                }
                 Err(_) => std::thread::sleep(Duration::from_millis(50)),
             }
         }
@@ -264,8 +270,12 @@ fn an_unreachable_redis_keeps_the_changes_and_writes_them_when_back() {
     let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let dead_port = closed.local_addr().unwrap().port();
     drop(closed);
-    let good = a.client.clone();
-    a.client = redis::Client::open(format!("redis://127.0.0.1:{dead_port}/0")).unwrap();
+    let good = std::mem::replace(
+        &mut a.target,
+        connect::Target::Direct(
+            redis::Client::open(format!("redis://127.0.0.1:{dead_port}/0")).unwrap(),
+        ),
+    );
     a.conn = None;
     assert!(a
         .apply(&[
@@ -277,7 +287,7 @@ fn an_unreachable_redis_keeps_the_changes_and_writes_them_when_back() {
         ])
         .is_err());
     assert_eq!(a.backlog(), 2);
-    a.client = good;
+    a.target = good;
     a.retry_at = None;
     a.apply(&[]).unwrap();
     assert_eq!(a.backlog(), 0);
@@ -1211,4 +1221,77 @@ fn a_legacy_per_source_prefix_is_taken_over_by_its_tenant_and_then_left() {
         b.legacy.is_empty(),
         "its registry emptied: no longer scanned"
     );
+}
+
+#[test]
+fn redis_ack_replicas_counts_a_commit_only_once_a_replica_has_it() {
+    let server = Server::start();
+    // No replica: the commit runs (its records are in Redis) but is not acknowledged.
+    let mut lone = server.store_acking(T, RedisAck::Replicas(1)).unwrap();
+    let refused = lone.apply(&[Op::Put(record("alone"))]).unwrap_err();
+    assert!(refused.to_string().contains("0 of 1 replica"), "{refused}");
+    assert_eq!(
+        stream_ids(&server, &lone),
+        ["alone"],
+        "written all the same"
+    );
+    // Progress alone waits for nothing.
+    lone.apply(&[Op::FirstAttempt {
+        tenant: 0,
+        id: id("alone"),
+        at_ms: 1,
+    }])
+    .unwrap();
+    // Auto without a replica: memory (Redis 7.0 has no WAITAOF), said where it opens.
+    assert!(
+        server
+            .store(T)
+            .location()
+            .contains("redis_ack = \"memory\"")
+            || server.store(T).location().contains("fsync")
+    );
+    // With a replica in sync: acknowledged, and the replica has it; auto picks replicas:1.
+    let replica = redis_server::RedisServer::replica_of(server.port);
+    replica.wait_in_sync();
+    let mut a = server.store_acking(T, RedisAck::Replicas(1)).unwrap();
+    a.apply(&[Op::Put(record("replicated"))]).unwrap();
+    let len: i64 = redis::cmd("XLEN")
+        .arg(&a.keys.stream)
+        .query(&mut replica.conn())
+        .unwrap();
+    assert_eq!(len, 1, "on the replica when acknowledged");
+    assert!(server.store(T).location().contains("replicas:1"));
+    // Two asked, one there: not acknowledged.
+    let mut two = server.store_acking(T, RedisAck::Replicas(2)).unwrap();
+    assert!(two.apply(&[Op::Put(record("two"))]).is_err());
+}
+
+#[test]
+fn redis_ack_fsync_needs_waitaof_and_says_so_on_an_older_redis() {
+    let server = Server::start();
+    let info = server.cmd(&["INFO", "server"]);
+    let text = String::from_utf8_lossy(keys::bytes(&info).unwrap()).into_owned();
+    let (_, version) = connect_version(&text);
+    match server.store_acking(T, RedisAck::Fsync) {
+        Ok(mut s) => {
+            assert!(version >= (7, 2), "{version:?}");
+            s.apply(&[Op::Put(record("on-disk"))]).unwrap();
+        }
+        Err(e) => {
+            assert!(version < (7, 2), "{version:?}: {e}");
+            let e = e.to_string();
+            assert!(e.contains("WAITAOF") && e.contains("7.2"), "{e}");
+        }
+    }
+}
+
+fn connect_version(info: &str) -> (String, (u32, u32)) {
+    let v = (info.lines())
+        .find_map(|l| l.strip_prefix("redis_version:"))
+        .unwrap()
+        .trim()
+        .to_string();
+    let mut parts = v.split('.').map(|p| p.parse::<u32>().unwrap());
+    let pair = (parts.next().unwrap(), parts.next().unwrap());
+    (v, pair)
 }
