@@ -73,6 +73,7 @@ pub fn start_engine(relay: &Relay, io_threads: usize) -> Result<(), ConfigError>
         io_threads,
         spool: Some(spool.clone()),
         max_timeout,
+        redis_ack: relay.redis_ack,
         spool_commit_interval: commit,
         debug: Some(true),
         log_sink: Some(log_sink("-")),
@@ -101,8 +102,7 @@ fn engine() -> Result<&'static Engine, outbound::Error> {
 }
 
 fn redis_spool(p: &std::path::Path) -> bool {
-    let p = p.to_string_lossy();
-    p.starts_with("redis://") || p.starts_with("rediss://")
+    crate::config::is_redis_url(&p.to_string_lossy())
 }
 
 /// The fleet's Redis URL of source `name` whose spool is on Redis: its spool setting with

@@ -187,3 +187,45 @@ fn a_dead_relay_of_the_version_before_tenants_is_taken_over_by_source() {
     assert!(rx_app.hits().is_empty(), "another source's are not its");
     assert!(redis.spooled_ids("fleet:web").is_empty());
 }
+
+/// `redis_ack = "replicas:1"`: a batch is acknowledged only once a replica has it; with no
+/// replica the commit's confirmation times out and the answer is 503 (the SDK resends).
+#[test]
+fn with_redis_ack_replicas_a_batch_is_acknowledged_only_once_a_replica_has_it() {
+    let primary = RedisServer::start();
+    let rx = Receiver::start();
+    rx.status.store(503, SeqCst);
+    let extra = format!(
+        "spool = \"{}\"\ntimeout = 1\nredis_ack = \"replicas:1\"\n",
+        redis_url(&primary)
+    );
+    let cfg = config(&[("web", "wk_web", &rx)], &extra);
+    let dir = temp_dir();
+    let relay = Relay::start(dir.path(), &cfg);
+    let auth = basic("wk_web");
+    let alone = post(
+        &relay.url("/v1/batch"),
+        &[("Authorization", &auth)],
+        batch(0, 10).as_bytes(),
+    );
+    assert_eq!(alone.status, 503, "no replica: not acknowledged");
+    let replica = RedisServer::replica_of(primary.port);
+    replica.wait_in_sync();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let mut status = 0;
+    while status != 200 && Instant::now() < deadline {
+        status = post(
+            &relay.url("/v1/batch"),
+            &[("Authorization", &auth)],
+            batch(100, 10).as_bytes(),
+        )
+        .status;
+    }
+    assert_eq!(status, 200, "{}", relay.log());
+    // Acknowledged: on the replica.
+    let on_replica = replica.spooled_ids("fleet");
+    assert!(
+        (100..110).all(|i| on_replica.contains(&format!("m-{i}"))),
+        "{on_replica:?}"
+    );
+}

@@ -273,3 +273,94 @@ fn fastrand_u64() -> u64 {
         .unwrap()
         .as_nanos() as u64
 }
+
+/// A `redis-sentinel` on 127.0.0.1 watching the primary on `primary_port` as `name` (quorum
+/// 2, down after 1 s), with its config in a temp dir (Sentinel rewrites it). Stopped on drop.
+/// `scripts/redis-env.sh` installs Debian's redis-sentinel.
+pub struct RedisSentinel {
+    pub port: u16,
+    dir: PathBuf,
+    child: Option<Child>,
+}
+
+impl RedisSentinel {
+    pub fn start(name: &str, primary_port: u16) -> RedisSentinel {
+        for _ in 0..20 {
+            let port = free_port();
+            let dir = std::env::temp_dir().join(format!(
+                "outbound-sentinel-{}-{}",
+                std::process::id(),
+                fastrand_u64()
+            ));
+            std::fs::create_dir_all(&dir).unwrap();
+            let conf = dir.join("sentinel.conf");
+            std::fs::write(
+                &conf,
+                format!(
+                    "port {port}\nbind 127.0.0.1\ndaemonize no\nprotected-mode no\n\
+                     dir {}\nloglevel warning\n\
+                     sentinel monitor {name} 127.0.0.1 {primary_port} 2\n\
+                     sentinel down-after-milliseconds {name} 1000\n\
+                     sentinel failover-timeout {name} 3000\n",
+                    dir.display()
+                ),
+            )
+            .unwrap();
+            let mut child = Command::new("redis-sentinel")
+                .arg(&conf)
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .unwrap_or_else(|e| {
+                    panic!("cannot start redis-sentinel ({e}): run scripts/redis-env.sh")
+                });
+            let end = Instant::now() + Duration::from_secs(10);
+            while Instant::now() < end {
+                if child.try_wait().unwrap().is_some() {
+                    break; // the port was taken: another one
+                }
+                if primary_of(port, name).is_some() {
+                    return RedisSentinel {
+                        port,
+                        dir,
+                        child: Some(child),
+                    };
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            let _ = child.kill();
+            let _ = child.wait();
+            let _ = std::fs::remove_dir_all(&dir);
+        }
+        panic!("redis-sentinel did not start on any of 20 free ports");
+    }
+
+    /// The port of the primary it names for `name`, if it answers.
+    pub fn primary(&self, name: &str) -> Option<u16> {
+        primary_of(self.port, name)
+    }
+}
+
+/// The port of the primary the Sentinel on `port` names for `name`, if it answers.
+fn primary_of(port: u16, name: &str) -> Option<u16> {
+    let client = redis::Client::open(format!("redis://127.0.0.1:{port}")).ok()?;
+    let mut c = client
+        .get_connection_with_timeout(Duration::from_secs(1))
+        .ok()?;
+    let addr: Option<(String, u16)> = redis::cmd("SENTINEL")
+        .arg("get-master-addr-by-name")
+        .arg(name)
+        .query(&mut c)
+        .ok()?;
+    addr.map(|(_, port)| port)
+}
+
+impl Drop for RedisSentinel {
+    fn drop(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}

@@ -257,6 +257,9 @@ impl RedisStore {
         }
         // Not connected: nothing is sent, nothing changes.
         self.conn()?;
+        if self.recheck {
+            self.recheck_ack()?;
+        }
         let mut out = std::mem::take(&mut self.wire);
         out.clear();
         out.extend_from_slice(resp::MULTI);

@@ -177,6 +177,30 @@ fn field<'a>(info: &'a str, name: &str) -> Option<&'a str> {
 }
 
 impl RedisStore {
+    /// For `redis_ack = "auto"`: looks at the server again (after a new connection, e.g. to
+    /// a primary just promoted, and at each adoption pass), so that commits are confirmed
+    /// as the deployment now allows; a change is noted, for the log.
+    pub(super) fn recheck_ack(&mut self) -> Result<(), Error> {
+        self.recheck = false;
+        if self.asked != RedisAck::Auto {
+            return Ok(());
+        }
+        let now = self.check_server(RedisAck::Auto)?;
+        if now != self.ack {
+            self.ack_changed = Some(format!(
+                "redis_ack = \"auto\": a commit now counts once {} (it was {})",
+                match now {
+                    Ack::Memory => "in Redis's memory: the primary has no replica".to_string(),
+                    Ack::Replicas(n) => format!("on {n} replica(s)"),
+                    Ack::Fsync => "in the AOF on disk".to_string(),
+                },
+                self.ack
+            ));
+            self.ack = now;
+        }
+        Ok(())
+    }
+
     /// Checks the server can hold a spool (XAUTOCLAIM: Redis 6.2+) and can confirm commits
     /// as `asked` says; returns how commits will be confirmed.
     pub(super) fn check_server(&mut self, asked: RedisAck) -> Result<Ack, Error> {
@@ -215,6 +239,8 @@ impl RedisStore {
                 Err(self.err("redis_ack = \"fsync\" needs the server's AOF (appendonly yes)"))
             }
             RedisAck::Fsync => Ok(Ack::Fsync),
+            // Per connection and adoption pass (`recheck_ack`): after a failover that left
+            // the new primary without a replica, memory until one is back.
             RedisAck::Auto if replicas >= 1 => Ok(Ack::Replicas(1)),
             RedisAck::Auto if has_waitaof && aof => Ok(Ack::Fsync),
             RedisAck::Auto => Ok(Ack::Memory),

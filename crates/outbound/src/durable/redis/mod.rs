@@ -247,8 +247,13 @@ impl Live {
 pub(crate) struct RedisStore {
     target: Target,
     conn: Option<Connection>,
-    /// When a commit that writes new records counts as acknowledged (`connect.rs`).
+    /// When a commit that writes new records counts as acknowledged (`connect.rs`): as
+    /// asked, and as it is now (`Auto` is looked at again on each new connection and at
+    /// each adoption pass); the last change of it, to report.
+    asked: crate::model::spool_target::RedisAck,
     ack: Ack,
+    ack_changed: Option<String>,
+    recheck: bool,
     /// When a Redis that did not answer may be tried again, and the next wait.
     retry_at: Option<Instant>,
     retry_wait: Duration,
@@ -325,7 +330,10 @@ impl RedisStore {
         let mut store = RedisStore {
             target,
             conn: None,
+            asked: ack,
             ack: Ack::Memory,
+            ack_changed: None,
+            recheck: false,
             retry_at: None,
             retry_wait: RETRY_MIN,
             io_timeout,
@@ -355,6 +363,7 @@ impl RedisStore {
             reported: HashSet::new(),
         };
         store.ack = store.check_server(ack)?;
+        store.ack_changed = None;
         store.beat()?;
         // A registry lost before we came (a Redis that lost data) would hide the streams of
         // owners that died then: list them again, once per start.
@@ -392,6 +401,8 @@ impl RedisStore {
             match made {
                 Ok(c) => {
                     self.conn = Some(c);
+                    // Another server, maybe (a failover): `Auto` looks at it again.
+                    self.recheck = self.asked == crate::model::spool_target::RedisAck::Auto;
                     self.retry_at = None;
                     self.retry_wait = RETRY_MIN;
                 }

@@ -57,7 +57,11 @@ impl RedisStore {
         // takeover's transaction then holds only its own.
         self.compact(COMPACT_AFTER);
         self.sync(&[])?;
+        self.recheck_ack()?;
         let mut out = Adopted::default();
+        if let Some(change) = self.ack_changed.take() {
+            out.warnings.push((PathBuf::from(&self.shown), change));
+        }
         let mut room = ADOPT_MAX;
         let mut names: HashSet<Arc<str>> = HashSet::new();
         let prefix = self.prefix.clone();
