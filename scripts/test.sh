@@ -29,7 +29,7 @@ run() {
 for part in rust c go python relay; do
   run "scripts/test-$part.sh"
 done
-# The fault soak, the kill tests (the library's, the relay's, Redis's), the relay's speed benchmark and
+# The fault soak, the kill tests (the library's, the relay's, Redis's), Redis's failover, the relay's speed benchmark and
 # soak, and the benchmarks run here only as smoke passes (the full runs' figures are in BENCHMARKS.md
 # and bench/results/): the soak still checks 0 lost and one outcome per message, the relay's kill
 # test 0 acknowledged events lost.
@@ -52,7 +52,8 @@ group() {
   ) > "$smokes/$name.log" 2>&1
 }
 group chaos "scripts/soak.sh --smoke" "scripts/killtest.sh --smoke" \
-  "scripts/relay-killtest.sh --smoke" "scripts/killtest-redis.sh --smoke" &
+  "scripts/relay-killtest.sh --smoke" "scripts/killtest-redis.sh --smoke" \
+  "scripts/failover-redis.sh --smoke" &
 chaos=$!
 group load "scripts/relay-bench.sh --smoke" "scripts/relay-soak.sh --smoke" \
   "scripts/bench.sh --smoke" &
