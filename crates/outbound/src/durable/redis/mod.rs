@@ -1,21 +1,31 @@
 //! The shared spool (issue #26): Redis Streams, for fleets. `spool = "redis://host:port/db"`
-//! (`rediss://` for TLS, `?prefix=NAME` to share a server between fleets).
+//! (`rediss://` for TLS, `?prefix=NAME` to share a server between fleets;
+//! `redis+sentinel://s1,s2,s3/MASTER/db` through Sentinel: `connect.rs`).
 //!
 //! # Shape
 //!
-//! Each [`RedisStore`] (one per client) is an *owner* with a random id `O` and three keys
-//! under the hash tag `{P:O}` (`keys.rs`). The stream `{P:O}:s` holds **one entry per commit
-//! group** (at most `GROUP_MAX` messages: a larger commit, such as a backlog written
-//! after an outage, makes several): the records of the messages the commit first wrote (id,
-//! accepted time, first attempt, payloads, webhook mask, hash of the URL list), each packed
-//! (`keys::Packed`, layout 1), all in the one field `r` behind a layout byte 2
-//! (`keys::write_group`). Redis parses, appends, persists and later deletes one value per
+//! Each [`RedisStore`] (a client's own, or an engine's for all of its tenants) is an *owner*
+//! with a random id `O` and three keys under the hash tag `{P:O}` (`keys.rs`). The stream
+//! `{P:O}:s` holds **one entry per commit group** (at most `GROUP_MAX` messages: a larger
+//! commit, such as a backlog written after an outage, makes several): the records of the
+//! messages the commit first wrote (id, accepted time, first attempt, payloads, webhook mask,
+//! hash of the URL list), each packed (`keys::Packed`, layout 1) under the index of its
+//! tenant's name, all in the one field `r` behind a layout byte 3 and the list of names
+//! (`keys::GroupOut`). Redis parses, appends, persists and later deletes one value per
 //! commit instead of one per message: the gate in bench/log/2026-11.md ("One entry per commit
 //! group: the gate") measured redis-server's CPU for writing and removing 100,000 records
-//! 65 % lower than with one entry per message. A version that reads only layout 1 sees a
-//! packed value of a newer layout and leaves the entry for a newer adopter, never drops it;
-//! this version still adopts entries of one record (layout 1, and the older layout of one
-//! field per part), for a fleet upgraded one relay at a time.
+//! 65 % lower than with one entry per message. A version that reads only older layouts sees
+//! a packed value of a newer layout and leaves the entry for a newer adopter, never drops
+//! it; this version still adopts entries of layout 2 (groups without names: the default
+//! tenant's, or a legacy prefix's, see `takeover.rs`) and of one record (layout 1, and the
+//! older layout of one field per part), for a fleet upgraded one relay at a time.
+//!
+//! **Tenants** (`tenants.rs`): records in memory are keyed by tenant and id (ids may repeat
+//! across tenants). A *parked* record (`Op::Park`: its tenant holds its share of the
+//! engine's memory window) is written in its group like a put, and then only its place (entry
+//! seq and index) stays in memory, in its name's queue; `resumable` reads it back (XRANGE of
+//! its entry, HMGET of its progress) when its tenant has room. Records taken over, and those
+//! of a tenant that closed (`release`), are parked the same way under their tenant's name.
 //!
 //! The hash `{P:O}:p` holds what changed after an entry was written: the progress of record
 //! `i` of entry `0-SEQ` (first attempt, ingestion done, mask, copies) under `0-SEQ:i`, and
@@ -33,7 +43,7 @@
 //! every delivered message of their groups. Hence **compaction** (`commit.rs`,
 //! `compact`, at each adoption pass, every 5 s): an entry of at least `COMPACT_MIN`
 //! records, sent `COMPACT_AFTER` (60 s) ago or more, with at most a quarter of them still
-//! held, has its held records written again in the next commit's group and is deleted in
+//! held and none parked, has its held records written again in the next commit's group and is deleted in
 //! that same transaction (as the failure rule does). The store keeps each written entry's
 //! held records for this (their payloads are the ones the messages in memory share), and
 //! drops a record when its message leaves. Redis then holds at most about four times what
@@ -80,7 +90,14 @@
 //! kept twice when the failed transaction had run after all. So every message still held
 //! ends in exactly one live entry. (An XADD still refused as "equal or smaller" is taken as
 //! already written.) A takeover's transaction that fails leaves the adopted entries under
-//! their tried ids alone instead: they may be the only copies (`takeover.rs`).
+//! their tried ids alone instead: they may be the only copies (`takeover.rs`). Parked
+//! records a failed transaction carried are puts again, their places back on their put
+//! numbers (`tenants.rs`, `place` and `unplace`).
+//!
+//! **When a commit counts** (`redis_ack`, `connect.rs`): a transaction that writes new
+//! records is followed by `WAIT n` or `WAITAOF 1 0` when asked; a reply short of it fails
+//! the commit's outcome (its waiters are answered false) without undoing it: it ran, and a
+//! later confirmed commit covers it (WAIT counts every write before it on the connection).
 //!
 //! # Takeover (`takeover.rs`)
 //!
@@ -91,8 +108,9 @@
 //! stream and acknowledges and deletes the entries there (with their progress fields and
 //! done bitmaps) in one MULTI. Adopted entries are unpacked, not copied as they are: the
 //! records marked done are dropped, the others, with their progress applied, go through
-//! the same path as our own new messages, into new grouped entries of ours (so the done
-//! bitmaps and field names never need translating). Reads count entries, not records: the
+//! the same path as our own parked messages, into new grouped entries of ours under their
+//! tenants' names (so the done bitmaps and field names never need translating), handed out
+//! by `resumable` to the tenant of each name. Reads count entries, not records: the
 //! count follows the records per entry seen so far in the pass (a group holds up to
 //! `GROUP_MAX`, an older version's entry one), so a pass holds about `ADOPT_MAX`
 //! records, at most one group more. An adopter that dies between
