@@ -1155,20 +1155,29 @@ fn a_released_tenant_s_records_go_to_the_next_of_its_name_with_their_progress() 
         at_ms: 1_764_000_000_900,
     }])
     .unwrap();
+    // Progress noted but not yet committed when the tenant closes: written as its entry's
+    // field, so the next tenant of its name reads it back.
+    a.note(&Op::HookMask {
+        tenant: 0,
+        id: id("held"),
+        mask: 0b01,
+    });
     Store::release(&mut a, 0).unwrap();
     assert_eq!(Store::pending(&a, 0).0, 0, "not registered any more");
+    a.apply(&[]).unwrap();
+    assert!(a.loose.is_empty() && a.backlog() == 0, "written");
     a.register(1, "src");
     assert_eq!(Store::pending(&a, 1).0, 2);
     let (page, _) = a.resumable(1, None, 100).unwrap();
-    let got: Vec<(&str, bool, Option<i64>)> = page
+    let got: Vec<(&str, bool, Option<i64>, u8)> = page
         .iter()
-        .map(|r| (&*r.id, r.adopted, r.first_ms))
+        .map(|r| (&*r.id, r.adopted, r.first_ms, r.hook_mask))
         .collect();
     assert_eq!(
         got,
         [
-            ("held", true, Some(1_764_000_000_900)),
-            ("parked", true, None)
+            ("held", true, Some(1_764_000_000_900), 0b01),
+            ("parked", true, None, 0b11)
         ]
     );
 }
@@ -1294,4 +1303,36 @@ fn connect_version(info: &str) -> (String, (u32, u32)) {
     let mut parts = v.split('.').map(|p| p.parse::<u32>().unwrap());
     let pair = (parts.next().unwrap(), parts.next().unwrap());
     (v, pair)
+}
+
+#[test]
+fn an_entry_with_parked_records_is_not_compacted_until_they_are_read_back() {
+    let server = Server::start();
+    let mut a = server.store(T);
+    a.register(0, "src");
+    // One group: 64 held records (all but one delivered) and one parked.
+    let mut ops: Vec<Op> = (0..64).map(|i| Op::Put(of(0, &format!("h-{i}")))).collect();
+    ops.push(Op::Park(of(0, "parked")));
+    a.apply(&ops).unwrap();
+    let removes: Vec<Op> = (1..64)
+        .map(|i| Op::Remove {
+            tenant: 0,
+            id: id(&format!("h-{i}")),
+        })
+        .collect();
+    a.apply(&removes).unwrap();
+    a.compact(Duration::ZERO);
+    assert_eq!(a.backlog(), 0, "left alone while it holds a parked record");
+    let (page, _) = a.resumable(0, None, 10).unwrap();
+    assert_eq!(page.iter().map(|r| &*r.id).collect::<Vec<_>>(), ["parked"]);
+    a.compact(Duration::ZERO);
+    a.apply(&[]).unwrap();
+    let mut left = stream_ids(&server, &a);
+    left.sort();
+    assert_eq!(
+        left,
+        ["h-0", "parked"],
+        "compacted once read back, each once"
+    );
+    assert_eq!(server.xlen(&a), 1);
 }
