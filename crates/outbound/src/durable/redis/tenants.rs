@@ -259,16 +259,14 @@ impl RedisStore {
         };
         let read = self.read_back(&name, &spots)?;
         let mut out = Vec::with_capacity(spots.len());
-        let (mut gone, mut gone_bytes) = (0u64, 0u64);
+        // Bytes of the records taken off the queue (each spot leaves it, found or not).
+        let mut taken_bytes = 0u64;
         for (spot, found) in spots.iter().zip(read) {
             let Some((record, copies, progress)) = found else {
                 // Its entry is gone from Redis (a Redis that lost data): nothing to resume.
-                gone += 1;
                 continue;
             };
-            let bytes = payload(&record);
-            gone += 1;
-            gone_bytes += bytes;
+            taken_bytes += payload(&record);
             if self.live.contains(tenant, &record.id) {
                 // Held already: this copy leaves.
                 if spot.written {
@@ -327,8 +325,8 @@ impl RedisStore {
         }
         if let Some(w) = self.waiting.get_mut(&name) {
             w.spots.drain(..spots.len());
-            w.records = w.records.saturating_sub(gone);
-            w.bytes = w.bytes.saturating_sub(gone_bytes);
+            w.records = w.records.saturating_sub(spots.len() as u64);
+            w.bytes = w.bytes.saturating_sub(taken_bytes);
             if w.spots.is_empty() {
                 self.waiting.remove(&name);
             }
