@@ -787,6 +787,9 @@ outbound_result outbound_options_set_ca_certs(struct outbound_options *options,
 // server and prefix delivers what a dead one left once it has been silent for the timeout
 // + 10 s. An unreachable server fails `outbound_client_new` with `OUTBOUND_RESULT_SPOOL`.
 //
+// Through Sentinel: `redis+sentinel://[:password@]host:port,host:port/MASTER[/db]`
+// (`rediss+sentinel://` for TLS); the primary is asked of the Sentinels at each connection.
+//
 // Returns `OUTBOUND_RESULT_OK`, `_NULL_ARGUMENT` (options), `_INVALID_UTF8`, `_PANIC`.
 //
 // # Safety
@@ -804,6 +807,22 @@ outbound_result outbound_options_set_spool(struct outbound_options *options,
 // `options` is NULL or a live `outbound_options`.
 outbound_result outbound_options_set_spool_max_bytes(struct outbound_options *options,
                                                      uint64_t bytes);
+
+// On a Redis spool: when a commit counts as acknowledged (`outbound_flush`, and
+// `outbound_client_spool_ok` goes false when one is not): `"auto"` (the default: the safe one the deployment allows, looked at
+// on each connection), `"memory"` (in Redis's memory), `"replicas:N"` (`WAIT`: on N
+// replicas) or `"fsync"` (`WAITAOF`: in the primary's AOF on disk; Redis 7.2 or newer,
+// else `outbound_client_new` fails with `OUTBOUND_RESULT_SPOOL` saying so). A commit whose
+// confirmation does not come within half of the timeout is not acknowledged. NULL restores
+// the default.
+//
+// Returns `OUTBOUND_RESULT_OK`, `_CONFIG` (not one of those forms; nothing changed),
+// `_NULL_ARGUMENT` (options), `_INVALID_UTF8`, `_PANIC`.
+//
+// # Safety
+// `options` is NULL or live; `ack` is NULL or NUL-terminated.
+outbound_result outbound_options_set_redis_ack(struct outbound_options *options,
+                                               const char *ack);
 
 // How often accepted messages are committed to the spool together, in milliseconds
 // (default 20, at most 1000). A power cut loses at most what was accepted within one

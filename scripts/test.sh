@@ -29,11 +29,11 @@ run() {
 for part in rust c go python relay; do
   run "scripts/test-$part.sh"
 done
-# The fault soak, the kill tests (the library's, the relay's, Redis's), the relay's speed benchmark,
-# soak and hostile-input costs, and the benchmarks run here only as smoke passes (the full runs'
-# figures are in BENCHMARKS.md and bench/results/): the soak still checks 0 lost and one outcome
-# per message, the relay's kill test 0 acknowledged events lost, the hostile pass that the relay
-# answers every shape.
+# The fault soak, the kill tests (the library's, the relay's, Redis's), Redis's failover, the
+# relay's speed benchmark, soak, tenants and hostile-input costs, and the benchmarks run here
+# only as smoke passes (the full runs' figures are in BENCHMARKS.md and bench/results/): the
+# soak still checks 0 lost and one outcome per message, the relay's kill tests 0 acknowledged
+# events lost, the hostile pass that the relay answers every shape.
 # They wait on receivers' stalls, retries and timeouts far more than they compute, so they run as
 # two groups side by side (about half the time in a row). Scripts that build the same tool into
 # bench/.build (chaos; relaybench) share a group, so no binary is rebuilt while another runs it.
@@ -54,7 +54,7 @@ group() {
 }
 group chaos "scripts/soak.sh --smoke" "scripts/killtest.sh --smoke" \
   "scripts/relay-killtest.sh --smoke" "scripts/relay-killtest.sh --tenants --smoke" \
-  "scripts/killtest-redis.sh --smoke" &
+  "scripts/killtest-redis.sh --smoke" "scripts/failover-redis.sh --smoke" &
 chaos=$!
 group load "scripts/relay-bench.sh --smoke" "scripts/relay-soak.sh --smoke" \
   "scripts/relay-tenants.sh --smoke" "scripts/relay-hostile.sh --smoke" \

@@ -290,6 +290,8 @@ func TestConfigurationIsCheckedByTheCore(t *testing.T) {
 		{"max batch messages below the batch size", "wk", outbound.Config{BatchSize: 20, MaxBatchMessages: 19}, "max_batch_messages"},
 		{"a negative max batch messages", "wk", outbound.Config{MaxBatchMessages: -1}, "MaxBatchMessages"},
 		{"a negative interval", "wk", outbound.Config{FlushAfter: -time.Second}, "FlushAfter"},
+		{"an unknown redis ack", "wk", outbound.Config{RedisAck: "disk"}, "redis_ack"},
+		{"no replicas asked", "wk", outbound.Config{RedisAck: "replicas:0"}, "redis_ack"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

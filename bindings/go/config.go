@@ -120,8 +120,17 @@ type Config struct {
 	// Spool may instead be "redis://host:port/db?prefix=NAME" ("rediss://" for TLS): the
 	// durable copy lives in Redis 6.2+ (run with appendonly yes, appendfsync everysec), and a
 	// living process on the same server and prefix delivers what a dead one left, once it has
-	// been silent for Timeout + 10 s. See docs/python.md, "A fleet on Redis".
+	// been silent for Timeout + 10 s. Through Sentinel:
+	// "redis+sentinel://host:26379,host:26379/MASTER/db?prefix=NAME" (the primary is asked of
+	// the Sentinels at each connection). See docs/python.md, "A fleet on Redis".
 	Spool string
+	// RedisAck is when a commit to a Redis spool counts as acknowledged (Flush, and the
+	// relay's 200): "memory", "replicas:N" (WAIT: on N replicas), "fsync" (WAITAOF: in the
+	// primary's AOF on disk; Redis 7.2+, else NewWithConfig fails with ErrSpool saying so),
+	// or "auto" (empty, the default): replicas:1 when the primary has a replica, else fsync
+	// when it can, else memory. A commit whose confirmation does not come within half of
+	// Timeout is not acknowledged.
+	RedisAck string
 	// SpoolMaxBytes bounds the spool (default 1 GiB); past it Enqueue returns ErrQueueFull.
 	SpoolMaxBytes int64
 	// SpoolCommitInterval is how often accepted messages are committed to the spool
@@ -260,6 +269,9 @@ func newOptions(writeKey string, c Config, handle uintptr, recording bool) (*C.o
 		},
 		func() error {
 			return str(func(s *C.char) C.outbound_result { return C.outbound_options_set_spool(o, s) }, c.Spool)
+		},
+		func() error {
+			return str(func(s *C.char) C.outbound_result { return C.outbound_options_set_redis_ack(o, s) }, c.RedisAck)
 		},
 		func() error {
 			if c.SpoolMaxBytes == 0 {

@@ -200,6 +200,33 @@ func TestARedisSpoolKeepsWhatCloseLeftForTheNextClient(t *testing.T) {
 	}
 }
 
+// RedisAck "fsync" needs WAITAOF (Redis 7.2+): on an older server NewWithConfig says so;
+// "memory" delivers as usual.
+func TestRedisAckFsyncNeedsWaitaofAndMemoryWorks(t *testing.T) {
+	url := os.Getenv("OUTBOUND_TEST_REDIS")
+	if url == "" {
+		t.Skip("OUTBOUND_TEST_REDIS unset (scripts/test-go.sh starts a redis-server)")
+	}
+	spool := fmt.Sprintf("%s?prefix=go-ack-%d", url, os.Getpid())
+	rx := newReceiver(t)
+	c, err := outbound.NewWithConfig("wk", outbound.Config{Endpoint: rx.URL, Spool: spool, RedisAck: "fsync"})
+	switch {
+	case err == nil:
+		c.Close() // a Redis 7.2 or newer
+	// Redis before 7.2 has no WAITAOF; a newer one without its AOF cannot fsync it.
+	case errors.Is(err, outbound.ErrSpool) && (strings.Contains(err.Error(), "WAITAOF") ||
+		strings.Contains(err.Error(), "appendonly")):
+	default:
+		t.Fatalf("RedisAck fsync: %v", err)
+	}
+	c = newClient(t, "wk", outbound.Config{Endpoint: rx.URL, Spool: spool, RedisAck: "memory"})
+	mustEnqueue(t, c, outbound.Track{UserId: "u", Event: "Acked"})
+	flush(t, c)
+	if n := len(rx.messages(t)); n != 1 {
+		t.Fatalf("%d messages delivered, want 1", n)
+	}
+}
+
 func TestAnUnreachableRedisSpoolIsErrSpoolWithoutThePassword(t *testing.T) {
 	_, err := outbound.NewWithConfig("wk", outbound.Config{Spool: "redis://:s3cret@127.0.0.1:1/0"})
 	if !errors.Is(err, outbound.ErrSpool) {

@@ -61,6 +61,7 @@ class NativeClient:
         spool: Optional[str],
         spool_max_bytes: int,
         spool_commit_interval: float,
+        redis_ack: str = "auto",
         record: bool = False,
     ) -> NativeClient: ...
     def enqueue(

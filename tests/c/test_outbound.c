@@ -1326,6 +1326,55 @@ static void test_a_redis_spool_keeps_what_close_left_for_the_next_client(void) {
     outbound_client_free(b);
 }
 
+/* redis_ack: its four forms, a wrong one refused naming the setting; live, "fsync" on a Redis
+ * older than 7.2 fails client_new saying WAITAOF needs 7.2, and "memory" works. */
+static char redis_ack[32];
+static void acking(outbound_options *o) {
+    on_redis(o);
+    CHECK_RC(outbound_options_set_redis_ack(o, redis_ack), OUTBOUND_RESULT_OK, NULL);
+}
+
+static void test_redis_ack_forms_are_checked_and_fsync_needs_waitaof(void) {
+    outbound_options *o = outbound_options_new();
+    CHECK_RC(outbound_options_set_redis_ack(o, "disk"), OUTBOUND_RESULT_CONFIG, "redis_ack");
+    CHECK_RC(outbound_options_set_redis_ack(o, "replicas:0"), OUTBOUND_RESULT_CONFIG, "redis_ack");
+    const char *good[] = {"auto", "memory", "replicas:2", "fsync"};
+    for (size_t i = 0; i < sizeof good / sizeof good[0]; i++)
+        CHECK_RC(outbound_options_set_redis_ack(o, good[i]), OUTBOUND_RESULT_OK, NULL);
+    CHECK_RC(outbound_options_set_redis_ack(o, NULL), OUTBOUND_RESULT_OK, NULL);
+    CHECK_RC(outbound_options_set_redis_ack(NULL, "auto"), OUTBOUND_RESULT_NULL_ARGUMENT, "options");
+    outbound_options_free(o);
+
+    const char *url = getenv("OUTBOUND_TEST_REDIS");
+    if (!url) {
+        skipped++;
+        printf("skip %s live part (OUTBOUND_TEST_REDIS unset)\n", current_test);
+        return;
+    }
+    snprintf(redis_spool, sizeof redis_spool, "%s?prefix=c-ack-%d", url, (int)getpid());
+    snprintf(redis_ack, sizeof redis_ack, "fsync");
+    o = outbound_options_new();
+    outbound_options_set_write_key(o, "wk");
+    acking(o);
+    outbound_client *c = NULL;
+    outbound_result rc = outbound_client_new(o, &c);
+    if (rc == OUTBOUND_RESULT_SPOOL) {
+        /* Redis before 7.2 has no WAITAOF; a newer one without its AOF cannot fsync it. */
+        CHECK(strstr(last_error(), "WAITAOF") || strstr(last_error(), "appendonly"), "%s",
+              last_error());
+    } else {
+        CHECK(rc == OUTBOUND_RESULT_OK, "fsync on Redis 7.2+: %d %s", (int)rc, last_error());
+        outbound_client_free(c);
+    }
+    snprintf(redis_ack, sizeof redis_ack, "memory");
+    c = ingestion_client(acking);
+    CHECK_RC(outbound_track(c, "u", NULL, "Acked", NULL, NULL, NULL, NULL, "redis-acked-1", NULL, 0,
+                            NULL),
+             OUTBOUND_RESULT_OK, NULL);
+    CHECK_RC(outbound_flush(c, 5000), OUTBOUND_RESULT_OK, NULL);
+    outbound_client_free(c);
+}
+
 static void test_sign_and_verify_match_the_published_vector(void) {
     const uint8_t *secret = (const uint8_t *)"abc123";
     const char *body = "{\"cool\":true}";
@@ -1853,6 +1902,7 @@ int main(void) {
     RUN(test_close_with_short_timeout_reports_dropped);
     RUN(test_spool_keeps_what_close_left_for_the_next_client);
     RUN(test_a_redis_spool_keeps_what_close_left_for_the_next_client);
+    RUN(test_redis_ack_forms_are_checked_and_fsync_needs_waitaof);
     RUN(test_sign_and_verify_match_the_published_vector);
     RUN(test_calls_from_many_threads);
     RUN(test_audience_sync_sends_only_changes_and_survives_reopening);

@@ -60,17 +60,22 @@ class Redis:
 
     def pending(self, prefix: str) -> int:
         """Messages held in Redis under `prefix`: a commit group's records not marked done
-        in its bitmap (layout 2), or one per entry of the older layouts."""
+        in its bitmap (layouts 2 and 3), or one per entry of the older layouts."""
         held = 0
         for key in self.query("KEYS", "{%s:*}:s" % prefix):
             key = key.decode()
             progress = key[: -len(":s")] + ":p"
             for entry_id, fields in self.query("XRANGE", key, "-", "+"):
                 value = dict(zip(fields[::2], fields[1::2])).get(b"r", b"")
-                if value[:1] != b"\x02":
+                if value[:1] not in (b"\x02", b"\x03"):
                     held += 1
                     continue
-                count = int.from_bytes(value[1:5], "little")
+                at = 1
+                if value[:1] == b"\x03":  # layout 3: tenant names first
+                    names, at = int.from_bytes(value[1:3], "little"), 3
+                    for _ in range(names):
+                        at += 2 + int.from_bytes(value[at:at + 2], "little")
+                count = int.from_bytes(value[at:at + 4], "little")
                 done = self.query("HGET", progress, entry_id.decode() + ":d") or b""
                 held += sum(1 for i in range(count)
                             if not (i // 8 < len(done) and done[i // 8] >> (i % 8) & 1))
@@ -165,4 +170,28 @@ def test_spool_ok_is_false_while_redis_is_down_and_true_once_it_is_back(
     redis.start()
     c.track(user_id="u1", event="Back")
     assert wait_until(lambda: c.spool_ok, 30), "a commit that succeeds makes it true again"
+    c.close(timeout=1)
+
+
+def test_redis_ack_is_checked_and_a_commit_without_its_replica_is_not_acknowledged(
+        sink: Sink, redis: Redis) -> None:  # noqa: F811
+    import outbound
+    with pytest.raises(outbound.ConfigError) as e:
+        outbound.Client("wk", spool=redis.url("pyack"), redis_ack="disk")
+    assert e.value.setting == "redis_ack"
+    # fsync needs WAITAOF (Redis 7.2+): refused, saying so, on an older server.
+    version = redis.cli("INFO", "server").split("redis_version:")[1].split()[0]
+    older = tuple(int(p) for p in version.split(".")[:2]) < (7, 2)
+    try:
+        outbound.Client("wk", endpoint=sink.url, spool=redis.url("pyack"),
+                        redis_ack="fsync").close(timeout=0)
+        assert not older, f"fsync accepted on Redis {version}"
+    except outbound.SpoolError as err:
+        assert older and "WAITAOF" in str(err), str(err)
+    # replicas:1 with no replica: the commit is not acknowledged (spool_ok goes false).
+    c = outbound.Client("wk", endpoint=sink.url, spool=redis.url("pyack"),
+                        redis_ack="replicas:1", proxy_from_env=False, timeout=1)
+    assert c.spool_ok
+    c.track(user_id="u1", event="Unconfirmed")
+    assert wait_until(lambda: not c.spool_ok, 15), "an unconfirmed commit is not acknowledged"
     c.close(timeout=1)

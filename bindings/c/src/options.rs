@@ -315,6 +315,9 @@ pub unsafe extern "C" fn outbound_options_set_ca_certs(
 /// server and prefix delivers what a dead one left once it has been silent for the timeout
 /// + 10 s. An unreachable server fails `outbound_client_new` with `OUTBOUND_RESULT_SPOOL`.
 ///
+/// Through Sentinel: `redis+sentinel://[:password@]host:port,host:port/MASTER[/db]`
+/// (`rediss+sentinel://` for TLS); the primary is asked of the Sentinels at each connection.
+///
 /// Returns `OUTBOUND_RESULT_OK`, `_NULL_ARGUMENT` (options), `_INVALID_UTF8`, `_PANIC`.
 ///
 /// # Safety
@@ -351,6 +354,37 @@ pub unsafe extern "C" fn outbound_options_set_spool_max_bytes(
         unsafe {
             with_config(options, |c| {
                 c.spool_max_bytes = bytes;
+                Ok(())
+            })
+        }
+    })
+}
+
+/// On a Redis spool: when a commit counts as acknowledged (`outbound_flush`, and
+/// `outbound_client_spool_ok` goes false when one is not): `"auto"` (the default: the safe one the deployment allows, looked at
+/// on each connection), `"memory"` (in Redis's memory), `"replicas:N"` (`WAIT`: on N
+/// replicas) or `"fsync"` (`WAITAOF`: in the primary's AOF on disk; Redis 7.2 or newer,
+/// else `outbound_client_new` fails with `OUTBOUND_RESULT_SPOOL` saying so). A commit whose
+/// confirmation does not come within half of the timeout is not acknowledged. NULL restores
+/// the default.
+///
+/// Returns `OUTBOUND_RESULT_OK`, `_CONFIG` (not one of those forms; nothing changed),
+/// `_NULL_ARGUMENT` (options), `_INVALID_UTF8`, `_PANIC`.
+///
+/// # Safety
+/// `options` is NULL or live; `ack` is NULL or NUL-terminated.
+#[no_mangle]
+pub unsafe extern "C" fn outbound_options_set_redis_ack(
+    options: *mut outbound_options,
+    ack: *const c_char,
+) -> outbound_result {
+    ffi!({
+        unsafe {
+            with_config(options, |c| {
+                c.redis_ack = match opt_str(ack, "ack")? {
+                    Some(text) => text.parse()?,
+                    None => outbound::RedisAck::default(),
+                };
                 Ok(())
             })
         }

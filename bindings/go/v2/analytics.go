@@ -178,6 +178,11 @@ type Client struct {
 	// calls waited for its loop (New sets DefaultQueueFullWait, 5 s). Past it, the call
 	// returns an error wrapping ErrQueueFull and the message is dropped; 0: at once.
 	QueueFullWait time.Duration
+	// Spool keeps every accepted message on disk, or in a Redis shared by a fleet, until its
+	// outcome; RedisAck says when a Redis commit counts. See Config.Spool and
+	// Config.RedisAck in package outbound. Not in v2.
+	Spool    string
+	RedisAck string
 
 	key    string
 	once   sync.Once
@@ -205,7 +210,8 @@ func (c *Client) start() (outbound.Client, error) {
 	c.once.Do(func() {
 		config := outbound.Config{Endpoint: c.Endpoint, Verbose: c.Verbose,
 			BatchSize: c.Size, Interval: c.Interval, MaxQueueSize: c.MaxQueueSize,
-			QueueFullWait: c.QueueFullWait, MaxBatchMessages: c.MaxBatchMessages}
+			QueueFullWait: c.QueueFullWait, MaxBatchMessages: c.MaxBatchMessages,
+			Spool: c.Spool, RedisAck: c.RedisAck}
 		if c.FlushAt != 0 {
 			config.BatchSize = c.FlushAt
 		}

@@ -233,6 +233,16 @@ func TestV2MaxBatchMessagesBelowSizeIsAConfigError(t *testing.T) {
 	}
 }
 
+func TestV2RedisAckIsCheckedAndNamed(t *testing.T) {
+	c, _ := newClient(t)
+	c.Spool = "redis://127.0.0.1:1/0"
+	c.RedisAck = "disk"
+	err := c.Track(&analytics.Track{UserId: "u", Event: "E"})
+	if !errors.Is(err, analytics.ErrConfig) || !strings.Contains(err.Error(), "redis_ack") {
+		t.Fatalf("got %v", err)
+	}
+}
+
 func TestV2CloseDeliversWhatIsQueued(t *testing.T) {
 	c, r := newClient(t)
 	c.Size = 100

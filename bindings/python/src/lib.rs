@@ -76,7 +76,7 @@ mod _native {
             flush_at, max_batch_messages, flush_interval, max_queue_size, queue_full_wait, timeout, max_retry_duration, gzip,
             ca_certs, workers, max_in_flight, on_outcome, log_sink, debug, send, proxy_from_env,
             block_private_networks, allowed_networks,
-            spool, spool_max_bytes, spool_commit_interval, record=false))]
+            spool, spool_max_bytes, spool_commit_interval, redis_ack="auto", record=false))]
         #[allow(clippy::too_many_arguments)]
         fn new(
             write_key: Option<String>,
@@ -106,6 +106,7 @@ mod _native {
             spool: Option<std::path::PathBuf>,
             spool_max_bytes: u64,
             spool_commit_interval: f64,
+            redis_ack: &str,
             record: bool,
         ) -> PyResult<Self> {
             let config = Config {
@@ -147,6 +148,7 @@ mod _native {
                 spool,
                 spool_max_bytes,
                 spool_commit_interval: seconds("spool_commit_interval", spool_commit_interval)?,
+                redis_ack: redis_ack.parse().map_err(to_py)?,
                 ..Config::default()
             };
             if record {
@@ -438,6 +440,7 @@ mod _native {
             "spool_commit_interval",
             c.spool_commit_interval.as_secs_f64(),
         )?;
+        d.set_item("redis_ack", c.redis_ack.to_string())?;
         d.set_item("send", c.send)?;
         d.set_item("proxy_from_env", c.proxy_from_env)?;
         d.set_item("block_private_networks", c.block_private_networks)?;

@@ -56,7 +56,8 @@ pub const DEFAULT_COMMIT_INTERVAL: f64 = 0.00005;
 pub enum Spool {
     /// `true`: SQLite files under `data_dir/spool/<source>`; `false`: memory only.
     On(bool),
-    /// `redis://host:port/db?prefix=P` (`rediss://` for TLS): a Redis shared by a fleet.
+    /// `redis://host:port/db?prefix=P` (`rediss://` for TLS; `redis+sentinel://s1,s2,s3/MASTER`
+    /// through Sentinel): a Redis shared by a fleet.
     Redis(String),
 }
 
@@ -84,10 +85,22 @@ pub fn source_redis_url(url: &str, name: &str) -> String {
 
 /// True when the source's spool is a Redis (not a directory under `data_dir`).
 pub fn is_redis(core: &CoreConfig) -> bool {
-    core.spool.as_ref().is_some_and(|p| {
-        let p = p.to_string_lossy();
-        p.starts_with("redis://") || p.starts_with("rediss://")
-    })
+    core.spool
+        .as_ref()
+        .is_some_and(|p| is_redis_url(&p.to_string_lossy()))
+}
+
+/// True for a Redis spool URL: `redis://`, `rediss://`, or through Sentinel
+/// (`redis+sentinel://`, `rediss+sentinel://`).
+pub fn is_redis_url(url: &str) -> bool {
+    [
+        "redis://",
+        "rediss://",
+        "redis+sentinel://",
+        "rediss+sentinel://",
+    ]
+    .iter()
+    .any(|scheme| url.starts_with(scheme))
 }
 
 /// A number of seconds (`5`, `0.5`), as every duration in the file is written.
@@ -179,10 +192,11 @@ macro_rules! with_delivery {
             /// Use `HTTP(S)_PROXY` from the environment.
             #[serde(default)]
             pub proxy_from_env: Option<bool>,
-            /// Where accepted events wait for their outcome: `true` (default: SQLite files
-            /// under `data_dir/spool/<source>`), `false` (memory only: a 200 means accepted
-            /// in memory), or a `redis://` / `rediss://` URL (Redis Streams shared by a fleet
-            /// of relays; each source's keys go under `<prefix>:<source>`).
+            /// Where accepted events wait for their outcome: `true` (default: SQLite, one file
+            /// under `data_dir/spool` for every source), `false` (memory only: a 200 means
+            /// accepted in memory), or a `redis://` / `rediss://` / `redis+sentinel://` URL
+            /// (Redis Streams shared by a fleet of relays; every source on the fleet's URL is
+            /// a tenant of one store per relay, its records under its name).
             #[serde(default)]
             pub spool: Option<Spool>,
             /// Bytes each source's spool may hold.
@@ -391,6 +405,11 @@ with_delivery! {
         /// `"text"` (default) or `"json"` (one JSON object a line); `--log-format` wins.
         #[serde(default)]
         pub log_format: Option<String>,
+        /// A fleet on Redis: when a commit counts as acknowledged (`"auto"`, the default:
+        /// the safe one the deployment allows; `"memory"`, `"replicas:N"`, `"fsync"`).
+        /// Read at start (a reload does not change it).
+        #[serde(default)]
+        pub redis_ack: Option<String>,
         /// The sources.
         #[serde(default)]
         pub sources: Vec<SourceFile>,
@@ -510,6 +529,8 @@ pub struct Relay {
     pub tls: Option<Tls>,
     pub metrics_token: Option<String>,
     pub log_format: LogFormat,
+    /// A fleet on Redis: when a commit counts as acknowledged.
+    pub redis_ack: outbound::RedisAck,
     pub sources: Vec<Source>,
     /// `trusted_proxies`, read.
     pub trusted_proxies: Vec<outbound::Cidr>,
@@ -608,6 +629,16 @@ impl Relay {
             .map(PublicUrl::parse)
             .transpose()
             .map_err(|why| err("public_url".into(), why))?;
+        let redis_ack: outbound::RedisAck = match f.redis_ack.as_deref() {
+            None => outbound::RedisAck::Auto,
+            Some(v) => v.parse().map_err(|e: outbound::Error| {
+                let reason = match e {
+                    outbound::Error::Config { reason, .. } => reason,
+                    other => other.to_string(),
+                };
+                err("redis_ack".into(), reason)
+            })?,
+        };
         let top = f.delivery();
         let mut names = HashMap::new();
         let mut keys: HashMap<&str, String> = HashMap::new();
@@ -652,7 +683,7 @@ impl Relay {
                 }
             }
             let own = s.delivery().keys();
-            let core = core_config(s, &f, &top, &data_dir).map_err(|(k, r)| {
+            let mut core = core_config(s, &f, &top, &data_dir).map_err(|(k, r)| {
                 // A value from the top level is reported there.
                 let key = match own.iter().any(|o| *o == k) {
                     true => format!("{at}.{k}"),
@@ -660,6 +691,7 @@ impl Relay {
                 };
                 err(key, r)
             })?;
+            core.redis_ack = redis_ack;
             sources.push(Source {
                 name: s.name.clone(),
                 write_keys: s.write_keys.clone(),
@@ -688,6 +720,7 @@ impl Relay {
             tls,
             metrics_token: f.metrics_token,
             log_format,
+            redis_ack,
             sources,
             trusted_proxies,
             public_url,
@@ -1011,5 +1044,37 @@ mod tests {
         assert_eq!(intervals(text), [Duration::from_micros(50), ms(5)]);
         let top = format!("spool_commit_interval = 0.01\n{text}");
         assert_eq!(intervals(&top), [ms(10), ms(5)]);
+    }
+
+    /// `redis_ack` is read once for the fleet and reaches every source's client; a wrong
+    /// value names the key.
+    #[test]
+    fn redis_ack_reaches_every_source_and_a_wrong_one_names_its_key() {
+        let sources = r#"
+            [[sources]]
+            name = "a"
+            write_keys = ["wk_a"]
+            [[sources]]
+            name = "b"
+            write_keys = ["wk_b"]
+        "#;
+        let load = |top: &str| {
+            let text = format!("listen = \"127.0.0.1:0\"\n{top}\n{sources}");
+            let file: File = toml::from_str(&text).unwrap();
+            Relay::from_file(file, "relay.toml", Path::new("/tmp"))
+        };
+        let relay = load("").unwrap();
+        assert_eq!(relay.redis_ack, outbound::RedisAck::Auto);
+        let relay = load("redis_ack = \"replicas:2\"").unwrap();
+        assert_eq!(relay.redis_ack, outbound::RedisAck::Replicas(2));
+        assert!(relay
+            .sources
+            .iter()
+            .all(|s| s.core.redis_ack == outbound::RedisAck::Replicas(2)));
+        let Err(e) = load("redis_ack = \"disk\"") else {
+            panic!("accepted")
+        };
+        assert_eq!(e.key, "redis_ack");
+        assert!(e.reason.contains("replicas:N"), "{}", e.reason);
     }
 }

@@ -1,5 +1,6 @@
-//! The sources: one core `Client` each (its webhooks, secret, optional forward and spool
-//! under `data_dir/spool/<name>`), its write keys and allowed origins, and its audience
+//! The sources: one core `Client` each (its webhooks, secret, optional forward; spooled as a
+//! tenant of the engine's spool, `data_dir/spool` or the fleet's Redis), its write keys and
+//! allowed origins, and its audience
 //! state under `data_dir/audiences/<name>.db`. A write key finds its source here.
 //!
 //! A config reload (SIGHUP, `reload.rs`) swaps this whole set for a new one; each client
@@ -9,6 +10,7 @@ use crate::config::{ConfigError, Relay};
 use outbound::{AudienceSync, Client, Engine, EngineConfig, Level, LogSink};
 use sha2::{Digest, Sha256};
 use std::collections::HashMap;
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
@@ -65,30 +67,56 @@ fn digest(key: &str) -> [u8; 32] {
 /// all of them, however many sources there are (a source adds no thread).
 static ENGINE: OnceLock<Engine> = OnceLock::new();
 
+/// The spool the engine's tenants share: `data_dir/spool`, or the fleet's Redis URL.
+static ENGINE_SPOOL: OnceLock<PathBuf> = OnceLock::new();
+
 /// Starts the sources' engine (before the first source): `io_threads` I/O threads, and the
-/// spool the sources share, `data_dir/spool` (one SQLite file for all of them, one group
-/// commit per interval; the per-source spools of earlier versions, `data_dir/spool/<name>`,
-/// are taken over by the source of that name). Its commit interval is the shortest any
-/// source on it asks for.
+/// spool the sources share. On a fleet's Redis (the first source whose spool is a Redis
+/// URL names it) that is one Redis store for every source on that URL, each a tenant under
+/// its name, the keys under the URL's prefix (default `outbound-relay`): one owner, one
+/// writer, one transaction per interval for all of them. Otherwise `data_dir/spool` (one
+/// SQLite file for all of them, one group commit per interval). The per-source spools of
+/// earlier versions (`data_dir/spool/<name>`; on Redis the prefixes `P:<name>`) are taken
+/// over by the source of that name. Its commit interval is the shortest any source on it
+/// asks for; on Redis, its `max_timeout` the longest `timeout` of those sources.
 pub fn start_engine(relay: &Relay, io_threads: usize) -> Result<(), ConfigError> {
-    let spool_dir = relay.data_dir.join("spool");
-    let commit = (relay.sources.iter())
+    let redis = (relay.sources.iter()).find_map(|s| fleet_url(&s.name, &s.core));
+    let spool = redis.unwrap_or_else(|| relay.data_dir.join("spool"));
+    let _ = ENGINE_SPOOL.set(spool.clone());
+    let on_it: Vec<&outbound::Config> = (relay.sources.iter())
         .filter(|s| on_shared_spool(relay, &s.name, &s.core))
-        .map(|s| s.core.spool_commit_interval)
-        .min()
-        .unwrap_or(EngineConfig::default().spool_commit_interval);
+        .map(|s| &s.core)
+        .collect();
+    let defaults = EngineConfig::default();
+    let commit = (on_it.iter().map(|c| c.spool_commit_interval).min())
+        .unwrap_or(defaults.spool_commit_interval);
+    let max_timeout = (on_it.iter().map(|c| c.timeout))
+        .chain([defaults.max_timeout])
+        .max()
+        .unwrap_or(defaults.max_timeout);
     let engine = Engine::new(EngineConfig {
         io_threads,
-        spool: Some(spool_dir.clone()),
+        spool: Some(spool.clone()),
+        max_timeout,
+        redis_ack: relay.redis_ack,
         spool_commit_interval: commit,
         debug: Some(true),
         log_sink: Some(log_sink("-")),
-        ..EngineConfig::default()
+        ..defaults
     })
     .map_err(|e| ConfigError {
         file: relay.file.clone(),
-        key: "data_dir".into(),
-        reason: format!("spool {}: {e}", spool_dir.display()),
+        key: if redis_spool(&spool) {
+            "spool"
+        } else {
+            "data_dir"
+        }
+        .into(),
+        // The core's error names a Redis spool itself, without its password.
+        reason: match redis_spool(&spool) {
+            true => e.to_string(),
+            false => format!("spool {}: {e}", spool.display()),
+        },
     })?;
     let _ = ENGINE.set(engine);
     Ok(())
@@ -98,10 +126,26 @@ fn engine() -> Result<&'static Engine, outbound::Error> {
     ENGINE.get().ok_or(outbound::Error::Closed)
 }
 
+fn redis_spool(p: &std::path::Path) -> bool {
+    crate::config::is_redis_url(&p.to_string_lossy())
+}
+
+/// The fleet's Redis URL of source `name` whose spool is on Redis: its spool setting with
+/// the fleet's prefix (`config::source_redis_url` adds `:<name>` to it last).
+fn fleet_url(name: &str, core: &outbound::Config) -> Option<PathBuf> {
+    let spool = core.spool.as_ref().filter(|p| redis_spool(p))?;
+    let text = spool.to_str()?;
+    text.strip_suffix(&format!(":{name}")).map(PathBuf::from)
+}
+
 /// Whether source `name`'s client goes on the engine's spool: its `spool` is the default,
-/// under `data_dir` (not memory only, not a Redis).
+/// under `data_dir`, on an engine on `data_dir`; or the fleet's Redis, on an engine on
+/// that Redis (not memory only, not another Redis).
 fn on_shared_spool(relay: &Relay, name: &str, core: &outbound::Config) -> bool {
-    core.spool.as_ref() == Some(&relay.data_dir.join("spool").join(name))
+    match ENGINE_SPOOL.get() {
+        Some(url) if redis_spool(url) => fleet_url(name, core).as_ref() == Some(url),
+        _ => core.spool.as_ref() == Some(&relay.data_dir.join("spool").join(name)),
+    }
 }
 
 /// The core's log lines, through `tracing` with the source's name (`-` for the engine's

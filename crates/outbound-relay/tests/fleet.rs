@@ -119,3 +119,118 @@ fn an_unreachable_redis_is_answered_503_and_not_ready() {
     assert!(!ready.body.contains("web"), "{}", ready.body);
     relay.wait_log("readyz: the spool of web cannot be written");
 }
+
+/// Every source on the fleet's Redis is a tenant of one store: one owner (one heartbeat,
+/// one stream) per relay, whatever the number of sources, and no per-source keys.
+#[test]
+fn a_relay_s_sources_share_one_redis_owner() {
+    let redis = RedisServer::start();
+    let (rx_web, rx_app) = (Receiver::start(), Receiver::start());
+    rx_web.status.store(503, SeqCst);
+    rx_app.status.store(503, SeqCst);
+    let extra = format!("spool = \"{}\"\ntimeout = 1\n", redis_url(&redis));
+    let cfg = config(
+        &[("web", "wk_web", &rx_web), ("app", "wk_app", &rx_app)],
+        &extra,
+    );
+    let dir = temp_dir();
+    let relay = Relay::start(dir.path(), &cfg);
+    for key in ["wk_web", "wk_app"] {
+        let answer = post(
+            &relay.url("/v1/batch"),
+            &[("Authorization", &basic(key))],
+            batch(0, 10).as_bytes(),
+        );
+        assert_eq!(answer.status, 200, "{}", relay.log());
+    }
+    let keys = redis.keys("fleet");
+    let alive: Vec<&String> = keys.iter().filter(|k| k.ends_with(":alive")).collect();
+    assert_eq!(alive.len(), 1, "one owner: {keys:?}");
+    assert!(
+        keys.iter()
+            .all(|k| !k.contains("fleet:web") && !k.contains("fleet:app")),
+        "no per-source keys: {keys:?}"
+    );
+    // The same ids in both sources: two messages each, kept apart.
+    assert_eq!(redis.spooled_ids("fleet").len(), 20);
+}
+
+/// A relay of the version before tenants (each source its own prefix `P:<source>`) died
+/// with acknowledged events; a relay of this version takes them over, source by source.
+#[test]
+fn a_dead_relay_of_the_version_before_tenants_is_taken_over_by_source() {
+    let redis = RedisServer::start();
+    // Its keys, as that version's per-source client wrote them (closed with events pending:
+    // its heartbeat gone, its stream left).
+    let old = outbound::Client::new(outbound::Config {
+        spool: Some(redis.spool("fleet:web")),
+        webhooks: vec![outbound::Webhook::new("http://127.0.0.1:9/hook")],
+        ..outbound::Config::default()
+    })
+    .unwrap();
+    for i in 0..5 {
+        let msg = outbound::Message::track("u1", "E").message_id(format!("old-{i}"));
+        old.enqueue(&msg).unwrap();
+    }
+    old.close(Some(Duration::from_millis(100))).unwrap();
+    drop(old);
+    assert_eq!(redis.spooled_ids("fleet:web").len(), 5);
+    let (rx_web, rx_app) = (Receiver::start(), Receiver::start());
+    let extra = format!("spool = \"{}\"\ntimeout = 1\n", redis_url(&redis));
+    let cfg = config(
+        &[("app", "wk_app", &rx_app), ("web", "wk_web", &rx_web)],
+        &extra,
+    );
+    let dir = temp_dir();
+    let relay = Relay::start(dir.path(), &cfg);
+    let want: HashSet<String> = (0..5).map(|i| format!("old-{i}")).collect();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while delivered(&rx_web, 0) != want && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert_eq!(delivered(&rx_web, 0), want, "{}", relay.log());
+    assert!(rx_app.hits().is_empty(), "another source's are not its");
+    assert!(redis.spooled_ids("fleet:web").is_empty());
+}
+
+/// `redis_ack = "replicas:1"`: a batch is acknowledged only once a replica has it; with no
+/// replica the commit's confirmation times out and the answer is 503 (the SDK resends).
+#[test]
+fn with_redis_ack_replicas_a_batch_is_acknowledged_only_once_a_replica_has_it() {
+    let primary = RedisServer::start();
+    let rx = Receiver::start();
+    rx.status.store(503, SeqCst);
+    let extra = format!(
+        "spool = \"{}\"\ntimeout = 1\nredis_ack = \"replicas:1\"\n",
+        redis_url(&primary)
+    );
+    let cfg = config(&[("web", "wk_web", &rx)], &extra);
+    let dir = temp_dir();
+    let relay = Relay::start(dir.path(), &cfg);
+    let auth = basic("wk_web");
+    let alone = post(
+        &relay.url("/v1/batch"),
+        &[("Authorization", &auth)],
+        batch(0, 10).as_bytes(),
+    );
+    assert_eq!(alone.status, 503, "no replica: not acknowledged");
+    let replica = RedisServer::replica_of(primary.port);
+    replica.wait_in_sync();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let mut status = 0;
+    while status != 200 && Instant::now() < deadline {
+        status = post(
+            &relay.url("/v1/batch"),
+            &[("Authorization", &auth)],
+            batch(100, 10).as_bytes(),
+        )
+        .status;
+    }
+    assert_eq!(status, 200, "{}", relay.log());
+    // Acknowledged: on the replica.
+    let on_replica = replica.spooled_ids("fleet");
+    assert!(
+        (100..110).all(|i| on_replica.contains(&format!("m-{i}"))),
+        "{on_replica:?}"
+    );
+}

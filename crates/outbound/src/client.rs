@@ -255,6 +255,18 @@ impl crate::Engine {
                 "a tenant is spooled on its engine's spool; leave its own spool unset",
             ));
         }
+        let max = self.core.spool.as_ref().and_then(|w| w.max_timeout);
+        if let Some(max) = max.filter(|max| config.timeout > *max) {
+            return Err(Error::config(
+                "timeout",
+                format!(
+                    "{:?} is longer than the engine's max_timeout ({max:?}): on a Redis spool \
+                     a dead engine is taken over only once none of its requests can still \
+                     be in flight",
+                    config.timeout
+                ),
+            ));
+        }
         Client::on_engine(config, self.core.clone(), None, Some(name.to_string()))
     }
 }

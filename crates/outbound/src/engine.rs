@@ -27,11 +27,24 @@ pub struct EngineConfig {
     /// want one per core.
     pub io_threads: usize,
     /// The spool its tenants share ([`Engine::tenant`]): a directory (SQLite: one file for
-    /// every tenant of the process, one group commit per interval for all of them). Left
-    /// in it by a process that died, their records are taken over by the next engine on
-    /// the directory, each tenant's by the tenant of its name. The per-client spools of
-    /// earlier versions, in subdirectories named after their client, are taken over too.
+    /// every tenant of the process, one group commit per interval for all of them), or a
+    /// `redis://` / `rediss://` URL (`?prefix=P`; Redis Streams shared by a fleet: one
+    /// owner per engine, one transaction per interval for all of its tenants). Left by a
+    /// process that died, their records are taken over by the next engine on the directory
+    /// (on Redis: by a living engine of the fleet, once the dead one has been silent for
+    /// `max_timeout` + 10 s), each tenant's by the tenant of its name. The per-client
+    /// spools of earlier versions are taken over too: subdirectories named after their
+    /// client, or on Redis the prefixes `P:NAME` (as outbound-relay named a source's).
     pub spool: Option<PathBuf>,
+    /// On a Redis spool: the longest `timeout` its tenants may have (default 5 s, the
+    /// core's default), which bounds each round trip to Redis too. Nothing a dead engine
+    /// sent can still be in flight once it has been silent this long plus 10 s, and only
+    /// then are its records taken over, so [`Engine::tenant`] refuses a tenant with a
+    /// longer `timeout`.
+    pub max_timeout: Duration,
+    /// On a Redis spool: when a commit counts as acknowledged, for every tenant
+    /// ([`RedisAck`](crate::RedisAck); default `Auto`, the safe one the deployment allows).
+    pub redis_ack: crate::RedisAck,
     /// How often the tenants' accepted messages are committed to the spool, together.
     pub spool_commit_interval: Duration,
     /// Messages the engine holds in memory at once, all tenants on its spool together
@@ -50,6 +63,8 @@ impl Default for EngineConfig {
         EngineConfig {
             io_threads: 1,
             spool: None,
+            max_timeout: Config::default().timeout,
+            redis_ack: crate::RedisAck::Auto,
             spool_commit_interval: Duration::from_millis(20),
             memory_window: crate::delivery::spooler::WINDOW as usize,
             debug: None,
@@ -63,6 +78,8 @@ impl std::fmt::Debug for EngineConfig {
         f.debug_struct("EngineConfig")
             .field("io_threads", &self.io_threads)
             .field("spool", &self.spool)
+            .field("max_timeout", &self.max_timeout)
+            .field("redis_ack", &self.redis_ack)
             .field("spool_commit_interval", &self.spool_commit_interval)
             .field("memory_window", &self.memory_window)
             .field("debug", &self.debug)
@@ -83,16 +100,28 @@ impl Engine {
     /// Starts an engine's threads (and its spool writer, with `spool`).
     pub fn new(config: EngineConfig) -> Result<Engine, Error> {
         let mut core = Core::start(Some(config.io_threads))?;
-        if let Some(dir) = &config.spool {
-            let store = SqliteStore::open_shared(dir)?;
+        if let Some(spool) = &config.spool {
+            let (store, max_timeout): (Box<dyn Store>, _) = match spool_target(spool)? {
+                SpoolTarget::Dir(dir) => (Box::new(SqliteStore::open_shared(dir)?), None),
+                // One owner for every tenant, silent for longer than any of their requests
+                // can take before it is taken over.
+                SpoolTarget::Redis(redis) => {
+                    let t = config.max_timeout;
+                    let ack = config.redis_ack;
+                    let store = RedisStore::open(&redis, t, t + TAKEOVER_MARGIN, ack)?;
+                    (Box::new(store), Some(t))
+                }
+            };
             let logger = Logger::new(config.debug, config.log_sink.clone());
-            core.spool = Some(SpoolWriter::start(
-                Box::new(store),
+            let mut writer = SpoolWriter::start(
+                store,
                 config.spool_commit_interval,
                 config.memory_window.max(1) as u64,
                 logger,
                 false,
-            )?);
+            )?;
+            writer.max_timeout = max_timeout;
+            core.spool = Some(writer);
         }
         Ok(Engine {
             core: Arc::new(core),
@@ -108,6 +137,8 @@ pub(crate) struct SpoolWriter {
     /// An SQLite store's lock: a forked child closes its inherited copy, so the lock goes
     /// with the parent.
     pub(crate) lock_fd: Option<std::os::fd::RawFd>,
+    /// On Redis: the longest `timeout` a tenant may have (`EngineConfig::max_timeout`).
+    pub(crate) max_timeout: Option<Duration>,
 }
 
 impl SpoolWriter {
@@ -130,6 +161,7 @@ impl SpoolWriter {
             handle,
             thread: Mutex::new(Some(thread)),
             lock_fd,
+            max_timeout: None,
         })
     }
 
@@ -146,6 +178,7 @@ impl SpoolWriter {
                 &redis,
                 config.timeout,
                 config.timeout + TAKEOVER_MARGIN,
+                config.redis_ack,
             )?),
         };
         SpoolWriter::start(

@@ -47,7 +47,7 @@ pub use error::Error;
 pub use log::{env_enabled as debug_from_env, Level, LogSink};
 pub use model::collected::{Collected, Received};
 pub use model::config::{
-    Config, OutcomeCallback, RoomWaitHook, SignatureScheme, Webhook, MAX_WEBHOOKS,
+    Config, OutcomeCallback, RedisAck, RoomWaitHook, SignatureScheme, Webhook, MAX_WEBHOOKS,
 };
 pub use model::message::{parse_headers, parse_object, Kind, Message, Object};
 pub use model::network_guard::Cidr;

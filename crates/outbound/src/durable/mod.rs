@@ -3,9 +3,10 @@
 //! `sqlite/` (files in a directory, the embedded default: `mod.rs` the file, `records.rs`
 //! group commits and what is resumable, `syncer.rs` the WAL's fsync, `adopt.rs` dead
 //! owners' files, `salvage.rs` damaged ones) and `redis/` (Redis Streams shared by a fleet:
-//! `mod.rs` the connection and the heartbeat, `keys.rs` names and entry fields, `commit.rs`
-//! group commits, `takeover.rs` dead owners' streams). `fork_gate.rs` keeps `fork()` out of
-//! SQLite.
+//! `mod.rs` the connection and the heartbeat, `connect.rs` the server or Sentinel's primary
+//! and what a commit waits for (`redis_ack`), `keys.rs` names and entry fields, `commit.rs`
+//! group commits, `tenants.rs` tenants and parked records, `takeover.rs` dead owners'
+//! streams). `fork_gate.rs` keeps `fork()` out of SQLite.
 //!
 //! A commit is `apply`, or `submit` then `settle` (pipelined: the spool writer submits the
 //! next group before settling the last). SQLite runs the transaction in `submit`, and the

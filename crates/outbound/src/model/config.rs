@@ -5,6 +5,7 @@ use crate::log::LogSink;
 use crate::model::network_guard::NetworkGuard;
 use crate::model::outcome::Outcome;
 use crate::model::retry::RetryPolicy;
+pub use crate::model::spool_target::RedisAck;
 use base64::engine::general_purpose::{GeneralPurpose, GeneralPurposeConfig};
 use base64::engine::DecodePaddingMode;
 use base64::{alphabet, Engine as _};
@@ -200,7 +201,15 @@ pub struct Config {
     ///   no sign of life for `timeout` + 10 s. `prefix` (default `outbound`) starts every
     ///   key, so fleets can share a server. Run Redis with `appendonly yes` and
     ///   `appendfsync everysec` (ARCHITECTURE.md, "The spool: why Redis Streams").
+    /// - `redis+sentinel://[user:password@]host[:port][,host[:port]...]/MASTER[/db][?prefix=NAME
+    ///   &sentinel_password=P]` (`rediss+sentinel://` for TLS): the same on the primary the
+    ///   Sentinels name (asked at each connection, so a failover is followed).
     pub spool: Option<PathBuf>,
+    /// On a Redis spool: when a commit counts as acknowledged ([`RedisAck`]; default
+    /// `Auto`: the safe one the deployment allows). A commit whose confirmation does not
+    /// come within half of `timeout` is not acknowledged (`Client::when_spooled` answers
+    /// false). A tenant of an engine follows its engine's (`EngineConfig::redis_ack`).
+    pub redis_ack: RedisAck,
     /// Bytes the spool may hold; past it new calls are refused ([`Error::SpoolFull`],
     /// counted as `queue_full`). Default 1 GiB.
     pub spool_max_bytes: u64,
@@ -241,6 +250,7 @@ impl Default for Config {
             endpoint_allowed_networks: Vec::new(),
             log_url_paths: false,
             spool: None,
+            redis_ack: RedisAck::Auto,
             spool_max_bytes: 1 << 30,
             spool_commit_interval: Duration::from_millis(20),
         }
@@ -285,6 +295,7 @@ impl fmt::Debug for Config {
                         _ => p.display().to_string(),
                     }),
             )
+            .field("redis_ack", &self.redis_ack)
             .finish_non_exhaustive()
     }
 }

@@ -17,10 +17,22 @@ pub struct RedisServer {
     pub port: u16,
     pub dir: PathBuf,
     child: Option<Child>,
+    /// Arguments beyond the usual ones (`--replicaof ...`).
+    extra: Vec<String>,
 }
 
 impl RedisServer {
     pub fn start() -> RedisServer {
+        RedisServer::start_with(&[])
+    }
+
+    /// A replica of the server on `port` (on a port of its own).
+    pub fn replica_of(port: u16) -> RedisServer {
+        RedisServer::start_with(&["--replicaof", "127.0.0.1", &port.to_string()])
+    }
+
+    /// A server with `extra` arguments.
+    pub fn start_with(extra: &[&str]) -> RedisServer {
         let dir = std::env::temp_dir().join(format!(
             "outbound-redis-{}-{}",
             std::process::id(),
@@ -31,6 +43,7 @@ impl RedisServer {
             port: 0,
             dir,
             child: None,
+            extra: extra.iter().map(|a| a.to_string()).collect(),
         };
         // A port found free may be taken before redis-server binds it (tests run in
         // parallel): then this redis-server exits, and another port is tried.
@@ -53,6 +66,7 @@ impl RedisServer {
             .args(["--appendonly", "yes", "--appendfsync", "everysec"])
             .args(["--save", "", "--daemonize", "no", "--protected-mode", "no"])
             .args(["--loglevel", "warning"])
+            .args(&self.extra)
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
@@ -108,6 +122,27 @@ impl RedisServer {
         self.client().get_connection().unwrap()
     }
 
+    /// The pid of the running server.
+    pub fn pid(&self) -> Option<u32> {
+        self.child.as_ref().map(Child::id)
+    }
+
+    /// Waits (up to 10 s) until this replica has caught up with its primary.
+    pub fn wait_in_sync(&self) {
+        let end = Instant::now() + Duration::from_secs(10);
+        while Instant::now() < end {
+            let info: String = redis::cmd("INFO")
+                .arg("replication")
+                .query(&mut self.conn())
+                .unwrap_or_default();
+            if info.lines().any(|l| l.trim() == "master_link_status:up") {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        panic!("replica on port {} not in sync in 10 s", self.port);
+    }
+
     /// SIGKILL: no shutdown, no last fsync (AOF everysec may lose the last second).
     pub fn kill(&mut self) {
         if let Some(mut c) = self.child.take() {
@@ -148,7 +183,7 @@ impl RedisServer {
                 for (f, v) in fields {
                     match f.as_str() {
                         // A commit group: the records not yet removed (its done bitmap).
-                        "r" if v[0] == 2 => {
+                        "r" if v[0] == 2 || v[0] == 3 => {
                             let done: Option<Vec<u8>> = redis::cmd("HGET")
                                 .arg(&progress)
                                 .arg(format!("{entry}:d"))
@@ -192,13 +227,25 @@ impl Drop for RedisServer {
     }
 }
 
-/// The packed records of a commit group (layout 2: u8 layout, u32 count, then each record
-/// as u32 length and its layout-1 bytes).
+/// The packed records of a commit group: layout 2 (u8 layout, u32 count, then each record
+/// as u32 length and its layout-1 bytes) or 3 (u8 layout, u16 names, each as u16 length
+/// and bytes, u32 count, then each record as u16 name index, u32 length and its bytes).
 fn group_records(v: &[u8]) -> Vec<&[u8]> {
-    let n = u32::from_le_bytes(v[1..5].try_into().unwrap()) as usize;
-    let mut at = 5;
+    let mut at = 1;
+    if v[0] == 3 {
+        let names = u16::from_le_bytes(v[1..3].try_into().unwrap());
+        at = 3;
+        for _ in 0..names {
+            at += 2 + u16::from_le_bytes(v[at..at + 2].try_into().unwrap()) as usize;
+        }
+    }
+    let n = u32::from_le_bytes(v[at..at + 4].try_into().unwrap()) as usize;
+    at += 4;
     let mut out = Vec::with_capacity(n);
     for _ in 0..n {
+        if v[0] == 3 {
+            at += 2;
+        }
         let len = u32::from_le_bytes(v[at..at + 4].try_into().unwrap()) as usize;
         out.push(&v[at + 4..at + 4 + len]);
         at += 4 + len;
@@ -225,4 +272,95 @@ fn fastrand_u64() -> u64 {
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap()
         .as_nanos() as u64
+}
+
+/// A `redis-sentinel` on 127.0.0.1 watching the primary on `primary_port` as `name` (quorum
+/// 2, down after 1 s), with its config in a temp dir (Sentinel rewrites it). Stopped on drop.
+/// `scripts/redis-env.sh` installs Debian's redis-sentinel.
+pub struct RedisSentinel {
+    pub port: u16,
+    dir: PathBuf,
+    child: Option<Child>,
+}
+
+impl RedisSentinel {
+    pub fn start(name: &str, primary_port: u16) -> RedisSentinel {
+        for _ in 0..20 {
+            let port = free_port();
+            let dir = std::env::temp_dir().join(format!(
+                "outbound-sentinel-{}-{}",
+                std::process::id(),
+                fastrand_u64()
+            ));
+            std::fs::create_dir_all(&dir).unwrap();
+            let conf = dir.join("sentinel.conf");
+            std::fs::write(
+                &conf,
+                format!(
+                    "port {port}\nbind 127.0.0.1\ndaemonize no\nprotected-mode no\n\
+                     dir {}\nloglevel warning\n\
+                     sentinel monitor {name} 127.0.0.1 {primary_port} 2\n\
+                     sentinel down-after-milliseconds {name} 1000\n\
+                     sentinel failover-timeout {name} 3000\n",
+                    dir.display()
+                ),
+            )
+            .unwrap();
+            let mut child = Command::new("redis-sentinel")
+                .arg(&conf)
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .unwrap_or_else(|e| {
+                    panic!("cannot start redis-sentinel ({e}): run scripts/redis-env.sh")
+                });
+            let end = Instant::now() + Duration::from_secs(10);
+            while Instant::now() < end {
+                if child.try_wait().unwrap().is_some() {
+                    break; // the port was taken: another one
+                }
+                if primary_of(port, name).is_some() {
+                    return RedisSentinel {
+                        port,
+                        dir,
+                        child: Some(child),
+                    };
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            let _ = child.kill();
+            let _ = child.wait();
+            let _ = std::fs::remove_dir_all(&dir);
+        }
+        panic!("redis-sentinel did not start on any of 20 free ports");
+    }
+
+    /// The port of the primary it names for `name`, if it answers.
+    pub fn primary(&self, name: &str) -> Option<u16> {
+        primary_of(self.port, name)
+    }
+}
+
+/// The port of the primary the Sentinel on `port` names for `name`, if it answers.
+fn primary_of(port: u16, name: &str) -> Option<u16> {
+    let client = redis::Client::open(format!("redis://127.0.0.1:{port}")).ok()?;
+    let mut c = client
+        .get_connection_with_timeout(Duration::from_secs(1))
+        .ok()?;
+    let addr: Option<(String, u16)> = redis::cmd("SENTINEL")
+        .arg("get-master-addr-by-name")
+        .arg(name)
+        .query(&mut c)
+        .ok()?;
+    addr.map(|(_, port)| port)
+}
+
+impl Drop for RedisSentinel {
+    fn drop(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
 }

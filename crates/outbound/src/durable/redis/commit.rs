@@ -50,11 +50,17 @@ impl RedisStore {
 
     /// Changes become pending writes. Ops for ids we do not hold are no-ops.
     pub(super) fn note(&mut self, op: &Op) {
-        let id = op.id();
+        let (tenant, id) = (op.tenant(), op.id());
+        if let Op::Park(r) = op {
+            // Written like a put, then out of memory until `resumable` reads it back.
+            self.park(self.name_of(tenant), r.clone(), 1, false);
+            return;
+        }
         // One hash of the id per op where it can (two for an id accepted again): this runs
         // for every message.
-        if let Op::Put(r) | Op::Park(r) = op {
-            if let Entry::Vacant(slot) = self.live.entry(id.clone()) {
+        if let Op::Put(r) = op {
+            let name = self.name_of(tenant);
+            if let Entry::Vacant(slot) = self.live.entry(tenant, id.clone()) {
                 let len = |b: &Option<Body>| b.as_ref().map_or(0, |b| b.len() as u32);
                 let pno = self.next_pno;
                 self.next_pno += 1;
@@ -71,29 +77,37 @@ impl RedisStore {
                     written: false,
                     progress: false,
                 };
-                self.bytes += live.bytes(id);
+                let bytes = live.bytes(id) as i64;
                 slot.insert(live);
-                self.puts.insert(pno, r.clone());
+                self.live.count(tenant, 1, bytes);
+                let put = Put {
+                    rec: r.clone(),
+                    name,
+                    parked: false,
+                    copies: 1,
+                    at: None,
+                };
+                self.puts.insert(pno, put);
                 return;
             }
         }
         if let Op::Remove { .. } = op {
-            let Some((id, l)) = self.live.remove_entry(id) else {
+            let Some((id, l)) = self.live.remove_entry(tenant, id) else {
                 return;
             };
             if l.copies > 1 {
                 // One more Remove to leave; its progress (copies) changed.
                 if l.written {
-                    self.dirty.insert(id.clone());
+                    self.dirty.insert((tenant, id.clone()));
                 }
                 let copies = l.copies - 1;
-                self.live.insert(id, Live { copies, ..l });
+                self.live.insert(tenant, id, Live { copies, ..l });
                 return;
             }
             if !self.dirty.is_empty() {
-                self.dirty.remove(&id);
+                self.dirty.remove(&(tenant, id.clone()));
             }
-            self.bytes = self.bytes.saturating_sub(l.bytes(&id));
+            self.live.count(tenant, -1, -(l.bytes(&id) as i64));
             if l.written {
                 self.removed(l.seq, l.idx);
             } else {
@@ -101,15 +115,14 @@ impl RedisStore {
             }
             return;
         }
-        let Some(l) = self.live.get_mut(id) else {
+        let Some(l) = self.live.get_mut(tenant, id) else {
             return;
         };
         let before = l.bytes(id);
         let mut changed = true;
         match op {
-            // A pending id accepted again: one more copy, one more Remove to leave. (No
-            // record is parked on Redis: `Store::parks` is false.)
-            Op::Put(_) | Op::Park(_) => l.copies += 1,
+            // A pending id accepted again: one more copy, one more Remove to leave.
+            Op::Put(_) => l.copies += 1,
             Op::FirstAttempt { at_ms, .. } => {
                 changed = l.first_ms.is_none_or(|f| f > *at_ms);
                 if changed {
@@ -125,14 +138,14 @@ impl RedisStore {
                 l.mask = *mask;
             }
             // Handled above.
-            Op::Remove { .. } => return,
+            Op::Remove { .. } | Op::Park(_) => return,
         }
         let after = l.bytes(id);
         let written = l.written;
         let (seq, idx, ingest_done, mask) = (l.seq, l.idx, l.ingest_done, l.mask);
-        self.bytes = (self.bytes + after).saturating_sub(before);
+        self.live.count(tenant, 0, after as i64 - before as i64);
         if changed && written {
-            self.dirty.insert(id.clone());
+            self.dirty.insert((tenant, id.clone()));
             // The payloads a compaction would not write again are not kept for it.
             if after < before {
                 let kept = (self.groups.get_mut(&seq))
@@ -152,7 +165,7 @@ impl RedisStore {
 
     /// Record `idx` of our written entry `seq` left: the entry goes with its last record;
     /// until then the record is marked done in the entry's bitmap (an adopter skips it).
-    fn removed(&mut self, seq: u64, idx: u32) {
+    pub(super) fn removed(&mut self, seq: u64, idx: u32) {
         let Some(g) = self.groups.get_mut(&seq) else {
             return;
         };
@@ -173,13 +186,18 @@ impl RedisStore {
     }
 
     /// Compacts our entries sent at least `older_than` ago of which at most a quarter is
-    /// still held (see `COMPACT_MIN`): their held records become new puts, written by the
-    /// next commit in its group, and the old entries are deleted (XDEL, HDEL of their
-    /// fields) in that same transaction, as the failure rule does for a failed one.
+    /// still held and none parked (see `COMPACT_MIN`): their held records become new puts,
+    /// written by the next commit in its group, and the old entries are deleted (XDEL, HDEL
+    /// of their fields) in that same transaction, as the failure rule does for a failed one.
+    /// An entry with parked records waits until they are read back (they are in order, so
+    /// soon): compaction never needs a payload that is not in memory.
     pub(super) fn compact(&mut self, older_than: Duration) {
         let old: Vec<u64> = (self.groups.iter())
             .filter(|(_, g)| {
-                g.n >= COMPACT_MIN && g.left * 4 <= g.n && g.at.elapsed() >= older_than
+                g.n >= COMPACT_MIN
+                    && g.parked == 0
+                    && g.left * 4 <= g.n
+                    && g.at.elapsed() >= older_than
             })
             .map(|(&seq, _)| seq)
             .collect();
@@ -187,14 +205,23 @@ impl RedisStore {
             let mut g = self.groups.remove(&seq).expect("listed above");
             self.marks.remove(&seq);
             for r in std::mem::take(&mut g.recs).into_iter().flatten() {
-                let Some(l) = (self.live.get_mut(&r.id)).filter(|l| l.written && l.seq == seq)
+                let t = r.tenant;
+                let Some(l) = (self.live.get_mut(t, &r.id)).filter(|l| l.written && l.seq == seq)
                 else {
                     continue;
                 };
                 l.written = false;
                 l.progress = false;
-                self.dirty.remove(&r.id);
-                self.puts.insert(l.pno, r);
+                let pno = l.pno;
+                self.dirty.remove(&(t, r.id.clone()));
+                let put = Put {
+                    name: self.name_of(t),
+                    rec: r,
+                    parked: false,
+                    copies: 1,
+                    at: None,
+                };
+                self.puts.insert(pno, put);
             }
             self.deletes.push(Delete::of(seq, g));
         }
@@ -202,7 +229,11 @@ impl RedisStore {
 
     /// True when something is waiting to be written.
     pub(super) fn backlog(&self) -> usize {
-        self.puts.len() + self.dirty.len() + self.marks.len() + self.deletes.len()
+        self.puts.len()
+            + self.dirty.len()
+            + self.loose.len()
+            + self.marks.len()
+            + self.deletes.len()
     }
 
     /// Writes the pending puts, progress and removals (and the heartbeat when due), with
@@ -226,29 +257,78 @@ impl RedisStore {
         }
         // Not connected: nothing is sent, nothing changes.
         self.conn()?;
+        if self.recheck {
+            self.recheck_ack()?;
+        }
         let mut out = std::mem::take(&mut self.wire);
         out.clear();
         out.extend_from_slice(resp::MULTI);
         // Progress fields and done bitmaps, for one HSET.
         let mut progress: Vec<(resp::Field, Vec<u8>)> = Vec::new();
         let puts = std::mem::take(&mut self.puts);
-        let held: Vec<&Record> = puts
+        // A held put is written while its message is still held; a parked one always (only
+        // `resumable` takes it out of `puts`). Held ones first: a group keeps its held
+        // records for compaction as a prefix, so a group of parked records keeps nothing.
+        let mut held: Vec<(u64, &Put)> = puts
             .iter()
-            .filter(|(pno, r)| self.live.get(&r.id).is_some_and(|l| l.pno == **pno))
-            .map(|(_, r)| r)
+            .filter(|(pno, p)| {
+                p.parked || (self.live.get(p.rec.tenant, &p.rec.id)).is_some_and(|l| l.pno == **pno)
+            })
+            .map(|(pno, p)| (*pno, p))
             .collect();
+        held.sort_by_key(|(_, p)| p.parked);
         let mut made = Vec::new();
+        // Parked puts sent: (put number, entry seq, index), to place their spots.
+        let mut parked: Vec<(u64, u64, u32)> = Vec::new();
         // One entry per commit group (at most GROUP_MAX records), one field: Redis parses,
         // appends and later deletes one value per group, not one per message.
-        let mut packed = Vec::new();
         for chunk in held.chunks(GROUP_MAX) {
             let seq = self.next_seq;
             self.next_seq += 1;
             let mut fields = Vec::new();
-            let mut recs = Vec::with_capacity(chunk.len());
-            packed.clear();
-            for (i, r) in chunk.iter().enumerate() {
-                let l = self.live.get_mut(&r.id).expect("held: checked above");
+            let mut recs = Vec::new();
+            let mut group = keys::GroupOut {
+                names: Vec::new(),
+                records: Vec::with_capacity(chunk.len()),
+            };
+            let mut n_parked = 0;
+            for (i, (pno, p)) in chunk.iter().enumerate() {
+                let r = &p.rec;
+                let name = match group.names.iter().rposition(|n| *n == &*p.name) {
+                    Some(at) => at,
+                    None => {
+                        group.names.push(&p.name);
+                        group.names.len() - 1
+                    }
+                } as u16;
+                if p.parked {
+                    n_parked += 1;
+                    parked.push((*pno, seq, i as u32));
+                    if p.copies > 1 {
+                        fields.push(i as u32);
+                        let pr = keys::Progress {
+                            first_ms: r.first_ms,
+                            ingest_done: r.ingest.is_none(),
+                            mask: r.hook_mask,
+                            copies: p.copies,
+                        };
+                        progress.push((resp::Field::Of(seq, i as u32), pr.encode().into_bytes()));
+                    }
+                    group.records.push((
+                        name,
+                        keys::Packed {
+                            id: &r.id,
+                            accepted_ms: r.accepted_ms,
+                            first_ms: r.first_ms,
+                            ingest: r.ingest.as_deref(),
+                            hook: r.hook.as_deref(),
+                            mask: r.hook_mask,
+                            hooks_key: r.hooks_key,
+                        },
+                    ));
+                    continue;
+                }
+                let l = (self.live.get_mut(r.tenant, &r.id)).expect("held: checked above");
                 // Taken as written: what changes from now on goes as a change to this entry.
                 l.seq = seq;
                 l.idx = i as u32;
@@ -259,24 +339,28 @@ impl RedisStore {
                     let p = l.progress().encode().into_bytes();
                     progress.push((resp::Field::Of(seq, i as u32), p));
                 }
-                recs.push(Some((*r).clone()));
-                packed.push(keys::Packed {
-                    id: &r.id,
-                    accepted_ms: r.accepted_ms,
-                    first_ms: l.first_ms,
-                    ingest: r.ingest.as_deref().filter(|_| !l.ingest_done),
-                    hook: r.hook.as_deref().filter(|_| l.mask != 0),
-                    mask: l.mask,
-                    hooks_key: r.hooks_key,
-                });
+                recs.push(Some(r.clone()));
+                group.records.push((
+                    name,
+                    keys::Packed {
+                        id: &r.id,
+                        accepted_ms: r.accepted_ms,
+                        first_ms: l.first_ms,
+                        ingest: r.ingest.as_deref().filter(|_| !l.ingest_done),
+                        hook: r.hook.as_deref().filter(|_| l.mask != 0),
+                        mask: l.mask,
+                        hooks_key: r.hooks_key,
+                    },
+                ));
             }
-            resp::xadd_group(&mut out, &self.keys.stream, seq, &packed);
+            resp::xadd_group(&mut out, &self.keys.stream, seq, &group);
             let n = chunk.len() as u32;
             self.groups.insert(
                 seq,
                 Group {
                     n,
                     left: n,
+                    parked: n_parked,
                     done: Vec::new(),
                     fields,
                     recs,
@@ -285,11 +369,11 @@ impl RedisStore {
             );
             made.push(seq);
         }
-        drop(packed);
         drop(held);
+        self.place(&puts, &parked);
         let xadds = made.len();
-        for id in &self.dirty {
-            if let Some(l) = self.live.get_mut(id) {
+        for (t, id) in &self.dirty {
+            if let Some(l) = self.live.get_mut(*t, id) {
                 let p = l.progress().encode().into_bytes();
                 progress.push((resp::Field::Of(l.seq, l.idx), p));
                 if !l.progress {
@@ -299,6 +383,10 @@ impl RedisStore {
                     }
                 }
             }
+        }
+        let loose = std::mem::take(&mut self.loose);
+        for (seq, idx, p) in &loose {
+            progress.push((resp::Field::Of(*seq, *idx), p.encode().into_bytes()));
         }
         let marks: Vec<u64> = self.marks.drain().collect();
         for &seq in &marks {
@@ -343,15 +431,29 @@ impl RedisStore {
         }
         let commands = ours + extra.len();
         out.extend_from_slice(resp::EXEC);
+        // New records count once Redis confirms them as `redis_ack` asks (after EXEC: a
+        // WAIT inside MULTI would not wait). Progress and removals alone wait for nothing,
+        // nor does a takeover (`extra`): it moves records that are acknowledged already,
+        // and replicas apply its transaction whole or not at all.
+        let wait = match xadds == 0 || !extra.is_empty() {
+            true => None,
+            false => self.wait_cmd(),
+        };
+        if let Some(cmd) = &wait {
+            cmd.write_packed_command(&mut out);
+        }
         self.flight_no += 1;
         let flight = Flight {
             no: self.flight_no,
             commands,
+            wait: wait.is_some(),
             xadds,
             ours,
             beat,
             puts,
             made,
+            parked,
+            loose,
             marks,
             dirty: std::mem::take(&mut self.dirty),
             deletes: std::mem::take(&mut self.deletes),
@@ -407,7 +509,18 @@ impl RedisStore {
             }
             let read = self.read_one(i);
             let outcome = match read {
-                Ok(replies) => self.check(i, replies),
+                Ok((exec, wait)) => match self.check(i, exec) {
+                    // It ran: only its confirmation is missing. Not undone (it is written),
+                    // but not acknowledged either.
+                    Ok(extra) => match wait.as_ref().map(|w| self.confirmed(w)) {
+                        Some(Err(why)) => {
+                            self.flights[i].outcome = Some(Err(self.err(why)));
+                            continue;
+                        }
+                        _ => Ok(extra),
+                    },
+                    failed => failed,
+                },
                 Err(e) => {
                     // The connection is gone, and every transaction still in flight on it:
                     // each may or may not have run.
@@ -424,14 +537,15 @@ impl RedisStore {
         }
     }
 
-    /// Reads the replies of transaction `i` (MULTI's, one per command, EXEC's); the EXEC
-    /// reply, or why the connection failed.
-    fn read_one(&mut self, i: usize) -> Result<Value, String> {
-        let expected = self.flights[i].commands + 2;
+    /// Reads the replies of transaction `i` (MULTI's, one per command, EXEC's, and its
+    /// confirmation's); the EXEC reply and the confirmation's, or why the connection failed.
+    fn read_one(&mut self, i: usize) -> Result<(Value, Option<Value>), String> {
+        let wait = self.flights[i].wait;
+        let expected = self.flights[i].commands + 2 + usize::from(wait);
         let Some(conn) = self.conn.as_mut() else {
             return Err("connection lost".into());
         };
-        let mut last = Value::Nil;
+        let (mut before, mut last) = (Value::Nil, Value::Nil);
         let mut got = 0;
         while got < expected {
             match conn.recv_response() {
@@ -439,12 +553,15 @@ impl RedisStore {
                 Ok(Value::Push { .. }) => {}
                 Ok(v) => {
                     got += 1;
-                    last = v;
+                    before = std::mem::replace(&mut last, v);
                 }
                 Err(e) => return Err(e.to_string()),
             }
         }
-        Ok(last)
+        Ok(match wait {
+            true => (before, Some(last)),
+            false => (last, None),
+        })
     }
 
     /// Whether transaction `i` ran whole, from its EXEC reply; the replies of its `extra`.
@@ -456,7 +573,11 @@ impl RedisStore {
         let mut replies = match exec {
             Value::Array(items) if items.len() == commands => items,
             e @ Value::ServerError(_) => {
-                return Err(self.err(format!("transaction refused: {}", describe(&e))))
+                if is_readonly(&e) {
+                    // A primary demoted by a failover: the next connection finds the new one.
+                    self.lose_connection();
+                }
+                return Err(self.err(format!("transaction refused: {}", describe(&e))));
             }
             other => return Err(self.err(format!("unexpected transaction reply: {other:?}"))),
         };
@@ -468,6 +589,9 @@ impl RedisStore {
                 let again =
                     i < xadds && e.details().is_some_and(|d| d.contains("equal or smaller"));
                 if !again {
+                    if is_readonly(reply) {
+                        self.lose_connection();
+                    }
                     return Err(self.err(format!("commit: {}", describe(reply))));
                 }
             }
@@ -491,12 +615,16 @@ impl RedisStore {
     fn undo(&mut self, i: usize) {
         let f = &mut self.flights[i];
         let beat = f.beat;
-        let puts = std::mem::take(&mut f.puts);
-        let made = std::mem::take(&mut f.made);
-        let marks = std::mem::take(&mut f.marks);
-        let dirty = std::mem::take(&mut f.dirty);
-        let deletes = std::mem::take(&mut f.deletes);
-        self.fail(beat, puts, made, marks, dirty, deletes);
+        let sent = Sent {
+            puts: std::mem::take(&mut f.puts),
+            made: std::mem::take(&mut f.made),
+            parked: std::mem::take(&mut f.parked),
+            loose: std::mem::take(&mut f.loose),
+            marks: std::mem::take(&mut f.marks),
+            dirty: std::mem::take(&mut f.dirty),
+            deletes: std::mem::take(&mut f.deletes),
+        };
+        self.fail(beat, sent);
     }
 
     /// The failure rule: what a transaction that failed carried becomes pending again. It
@@ -505,15 +633,16 @@ impl RedisStore {
     /// same transaction as the XADD of a new entry, under a new seq above every id sent so
     /// far, holding its records still held, so none is refused as "equal or smaller" nor
     /// kept twice.
-    fn fail(
-        &mut self,
-        beat: bool,
-        puts: BTreeMap<u64, Record>,
-        made: Vec<u64>,
-        marks: Vec<u64>,
-        dirty: HashSet<Arc<str>>,
-        deletes: Vec<Delete>,
-    ) {
+    fn fail(&mut self, beat: bool, sent: Sent) {
+        let Sent {
+            puts,
+            made,
+            parked,
+            loose,
+            marks,
+            dirty,
+            deletes,
+        } = sent;
         if beat {
             self.beat_at = None;
         }
@@ -525,10 +654,23 @@ impl RedisStore {
                 self.deletes.push(Delete::of(seq, g));
             }
         }
-        for (pno, r) in puts {
+        // Parked records it carried are puts again, their spots back on their put numbers
+        // (nothing read them back meanwhile: `resumable` settles what is in flight first).
+        let tried: HashMap<u64, (u64, u32)> = parked
+            .iter()
+            .map(|&(pno, seq, idx)| (pno, (seq, idx)))
+            .collect();
+        self.unplace(&puts, &parked);
+        for (pno, mut put) in puts {
+            if put.parked {
+                put.at = tried.get(&pno).copied();
+                self.puts.insert(pno, put);
+                continue;
+            }
+            let r = &put.rec;
             // Still held and still in an entry this transaction made: not removed since
             // (counted in its entry, deleted above), nor moved by a compaction.
-            let Some(l) = (self.live.get_mut(&r.id))
+            let Some(l) = (self.live.get_mut(r.tenant, &r.id))
                 .filter(|l| l.pno == pno && l.written && made.contains(&l.seq))
             else {
                 continue;
@@ -536,12 +678,17 @@ impl RedisStore {
             // `seq` stays: the id it was tried under (a failed takeover leaves it alone).
             l.written = false;
             l.progress = false;
-            self.dirty.remove(&r.id);
-            self.puts.insert(pno, r);
+            self.dirty.remove(&(r.tenant, r.id.clone()));
+            self.puts.insert(pno, put);
         }
-        for id in dirty {
-            if self.live.get(&id).is_some_and(|l| l.written) {
-                self.dirty.insert(id);
+        for (t, id) in dirty {
+            if self.live.get(t, &id).is_some_and(|l| l.written) {
+                self.dirty.insert((t, id));
+            }
+        }
+        for l in loose {
+            if self.groups.contains_key(&l.0) {
+                self.loose.push(l);
             }
         }
         for seq in marks {
@@ -551,6 +698,17 @@ impl RedisStore {
         }
         self.deletes.extend(deletes);
     }
+}
+
+/// What a failed transaction carried, to put back as pending.
+struct Sent {
+    puts: BTreeMap<u64, Put>,
+    made: Vec<u64>,
+    parked: Vec<(u64, u64, u32)>,
+    loose: Vec<(u64, u32, keys::Progress)>,
+    marks: Vec<u64>,
+    dirty: HashSet<(TenantNo, Arc<str>)>,
+    deletes: Vec<Delete>,
 }
 
 impl Flight {
@@ -564,17 +722,22 @@ impl Flight {
 pub(super) struct Flight {
     no: u64,
     /// Commands between MULTI and EXEC, of which the first `xadds` are XADDs and the first
-    /// `ours` not `extra`.
+    /// `ours` not `extra`; and whether a confirmation (`redis_ack`) follows the EXEC.
     commands: usize,
+    wait: bool,
     xadds: usize,
     ours: usize,
     beat: bool,
     /// Its new messages, by put number, and the entries it made of them (by seq).
-    puts: BTreeMap<u64, Record>,
+    puts: BTreeMap<u64, Put>,
     made: Vec<u64>,
+    /// Its parked puts: (put number, entry seq, index).
+    parked: Vec<(u64, u64, u32)>,
+    /// Progress fields of parked records it wrote.
+    loose: Vec<(u64, u32, keys::Progress)>,
     /// Entries whose done bitmap it wrote.
     marks: Vec<u64>,
-    dirty: HashSet<Arc<str>>,
+    dirty: HashSet<(TenantNo, Arc<str>)>,
     deletes: Vec<Delete>,
     /// Read: whether it ran whole, with the replies of its `extra`.
     outcome: Option<Result<Vec<Value>, Error>>,

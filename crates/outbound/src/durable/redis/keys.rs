@@ -14,7 +14,7 @@ pub(super) const GROUP: &str = "outbound-takeover";
 
 /// The one field of an entry in the packed layouts: its value is a whole record (layout 1,
 /// [`Packed`], written from issue #26 item 6 until commit groups) or a whole commit group
-/// (layout 2, [`write_group`], written since).
+/// (layout 2, until tenants shared a store; layout 3, [`GroupOut`], written since).
 pub(super) const F_RECORD: &str = "r";
 
 /// The fields of an entry in the old layout, one per part (still read: a fleet upgraded one
@@ -64,12 +64,22 @@ pub(super) fn stream_pattern(prefix: &str) -> String {
     format!("{{{prefix}:*}}:s")
 }
 
-/// The owner of a stream key `{P:O}:s`.
-pub(super) fn owner_of_stream<'a>(prefix: &str, key: &'a str) -> Option<&'a str> {
-    key.strip_prefix('{')?
+/// The owner of a stream key `{P:O}:s`, and the name of its per-source prefix (`P:NAME`,
+/// the version before tenants: `{P:NAME:O}:s`) when it has one. Owners are hex.
+pub(super) fn owner_of_stream<'a>(
+    prefix: &str,
+    key: &'a str,
+) -> Option<(Option<&'a str>, &'a str)> {
+    let rest = key
+        .strip_prefix('{')?
         .strip_prefix(prefix)?
         .strip_prefix(':')?
-        .strip_suffix("}:s")
+        .strip_suffix("}:s")?;
+    let (name, owner) = match rest.rsplit_once(':') {
+        Some((name, owner)) => (Some(name), owner),
+        None => (None, rest),
+    };
+    (!owner.is_empty() && owner.bytes().all(|b| b.is_ascii_hexdigit())).then_some((name, owner))
 }
 
 /// What a message's progress hash field holds.
@@ -110,8 +120,10 @@ impl Progress {
 
 /// The first byte of a packed record: its layout.
 const PACKED_V1: u8 = 1;
-/// The first byte of a packed commit group: its layout (see [`group_len`]).
+/// The first byte of a packed commit group: its layout (see [`GroupOut`]): 2 without
+/// tenant names (read only), 3 with them.
 const GROUPED_V2: u8 = 2;
+const GROUPED_V3: u8 = 3;
 const HAS_FIRST: u8 = 1;
 const HAS_INGEST: u8 = 2;
 const HAS_HOOK: u8 = 4;
@@ -185,48 +197,98 @@ impl Packed<'_> {
     }
 }
 
-/// The length of a commit group's value, records packed one after the other:
+/// A commit group's value, records packed one after the other, each under its tenant's
+/// name (layout 3, written since tenants share a store):
 ///
 /// ```text
-/// u8 layout (2) | u32 count | count × (u32 length | packed record, layout 1)
+/// u8 layout (3) | u16 names | names × (u16 length | name)
+/// | u32 count | count × (u16 name index | u32 length | packed record, layout 1)
 /// ```
 ///
 /// One stream entry (one field [`F_RECORD`]) per commit group: Redis parses, appends and
-/// deletes one value per commit instead of one per message. A version that knows only
-/// layout 1 sees a packed value of a newer layout and leaves the entry for a newer adopter.
-pub(super) fn group_len(records: &[Packed]) -> usize {
-    1 + 4 + records.iter().map(|r| 4 + r.len()).sum::<usize>()
+/// deletes one value per commit instead of one per message. A commit holds every tenant's
+/// messages, so the names are listed once and each record points at its own. Layout 2 (the
+/// same without names: `u8 2 | u32 count | count × (u32 length | record)`) is still read, as
+/// records of the default tenant (or of a legacy prefix's, see `takeover.rs`). A version
+/// that knows only older layouts sees a packed value of a newer layout and leaves the entry
+/// for a newer adopter.
+pub(super) struct GroupOut<'a> {
+    pub names: Vec<&'a str>,
+    /// Each record with the index of its tenant's name in `names`.
+    pub records: Vec<(u16, Packed<'a>)>,
 }
 
-/// Appends a commit group's value (exactly `group_len` bytes).
-pub(super) fn write_group(out: &mut Vec<u8>, records: &[Packed]) {
-    out.push(GROUPED_V2);
-    out.extend_from_slice(&(records.len() as u32).to_le_bytes());
-    for r in records {
-        out.extend_from_slice(&(r.len() as u32).to_le_bytes());
-        r.write_into(out);
+impl GroupOut<'_> {
+    /// Its length in bytes, known before it is written (RESP puts it first).
+    pub fn len(&self) -> usize {
+        1 + 2
+            + self.names.iter().map(|n| 2 + n.len()).sum::<usize>()
+            + 4
+            + self
+                .records
+                .iter()
+                .map(|(_, r)| 2 + 4 + r.len())
+                .sum::<usize>()
+    }
+
+    /// Appends it to `out` (exactly `len()` bytes).
+    pub fn write_into(&self, out: &mut Vec<u8>) {
+        out.push(GROUPED_V3);
+        out.extend_from_slice(&(self.names.len() as u16).to_le_bytes());
+        for n in &self.names {
+            out.extend_from_slice(&(n.len() as u16).to_le_bytes());
+            out.extend_from_slice(n.as_bytes());
+        }
+        out.extend_from_slice(&(self.records.len() as u32).to_le_bytes());
+        for (name, r) in &self.records {
+            out.extend_from_slice(&name.to_le_bytes());
+            out.extend_from_slice(&(r.len() as u32).to_le_bytes());
+            r.write_into(out);
+        }
     }
 }
 
-/// A commit group's value ([`write_group`]); `None` for bytes of another shape.
-pub(super) fn unpack_group(mut b: &[u8]) -> Option<Vec<Record>> {
-    if b.len() < 5 || b[0] != GROUPED_V2 {
-        return None;
+/// A commit group's value of layout 2 or 3 ([`GroupOut`]): its records, each with its
+/// tenant's name (`default` for layout 2); `None` for bytes of another shape.
+pub(super) fn unpack_group(mut b: &[u8], default: &Arc<str>) -> Option<Vec<(Arc<str>, Record)>> {
+    fn take<'a>(b: &mut &'a [u8], n: usize) -> Option<&'a [u8]> {
+        if b.len() < n {
+            return None;
+        }
+        let (head, tail) = b.split_at(n);
+        *b = tail;
+        Some(head)
     }
-    let n = u32::from_le_bytes(b[1..5].try_into().ok()?) as usize;
-    b = &b[5..];
+    fn u16_of(b: &mut &[u8]) -> Option<u16> {
+        Some(u16::from_le_bytes(take(b, 2)?.try_into().ok()?))
+    }
+    fn u32_of(b: &mut &[u8]) -> Option<u32> {
+        Some(u32::from_le_bytes(take(b, 4)?.try_into().ok()?))
+    }
+    let layout = *take(&mut b, 1)?.first()?;
+    let mut names: Vec<Arc<str>> = Vec::new();
+    match layout {
+        GROUPED_V2 => {}
+        GROUPED_V3 => {
+            for _ in 0..u16_of(&mut b)? {
+                let n = u16_of(&mut b)? as usize;
+                names.push(Arc::from(std::str::from_utf8(take(&mut b, n)?).ok()?));
+            }
+        }
+        _ => return None,
+    }
+    let n = u32_of(&mut b)? as usize;
     let mut out = Vec::with_capacity(n.min(b.len() / 4));
     for _ in 0..n {
-        if b.len() < 4 {
-            return None;
-        }
-        let len = u32::from_le_bytes(b[..4].try_into().ok()?) as usize;
-        b = &b[4..];
-        if b.len() < len {
-            return None;
-        }
-        out.push(unpack(&b[..len])?);
-        b = &b[len..];
+        // The default tenant's records (`""`) are the prefix's default's (a legacy prefix's
+        // name, see `takeover.rs`), as those of layout 2.
+        let name = match layout {
+            GROUPED_V3 => Some(names.get(u16_of(&mut b)? as usize)?).filter(|n| !n.is_empty()),
+            _ => None,
+        };
+        let name = name.unwrap_or(default).clone();
+        let len = u32_of(&mut b)? as usize;
+        out.push((name, unpack(take(&mut b, len)?)?));
     }
     (b.is_empty() && !out.is_empty()).then_some(out)
 }
@@ -324,7 +386,7 @@ pub(super) fn is_newer(fields: &Value) -> bool {
             bytes(name) == Some(F_RECORD.as_bytes())
                 && bytes(value)
                     .and_then(|b| b.first())
-                    .is_some_and(|layout| *layout > GROUPED_V2)
+                    .is_some_and(|layout| *layout > GROUPED_V3)
         }
         _ => false,
     }
@@ -347,34 +409,49 @@ fn int(v: &Value) -> Option<i64> {
 }
 
 /// What a stream entry holds: one record (layout 1, or the old one field per part: its
-/// progress field is the entry id) or a commit group (layout 2: its progress fields are
-/// [`field_of`], its removed records in [`done_field`]).
+/// progress field is the entry id) or a commit group (layouts 2 and 3: its progress fields
+/// are [`field_of`], its removed records in [`done_field`]); each record with its tenant's
+/// name.
 #[derive(Debug, Clone, PartialEq)]
 pub(super) enum Held {
-    One(Record),
-    Group(Vec<Record>),
+    One(Arc<str>, Record),
+    Group(Vec<(Arc<str>, Record)>),
 }
 
 impl Held {
-    pub fn records(&self) -> &[Record] {
+    /// How many records it holds.
+    pub fn len(&self) -> usize {
         match self {
-            Held::One(r) => std::slice::from_ref(r),
-            Held::Group(v) => v,
+            Held::One(..) => 1,
+            Held::Group(v) => v.len(),
         }
+    }
+
+    /// Its records with their tenants' names, in order.
+    pub fn records(&self) -> impl Iterator<Item = (&Arc<str>, &Record)> {
+        let (one, many) = match self {
+            Held::One(n, r) => (Some((n, r)), None),
+            Held::Group(v) => (None, Some(v.iter().map(|(n, r)| (n, r)))),
+        };
+        one.into_iter().chain(many.into_iter().flatten())
     }
 }
 
-/// A stream entry's fields as what it holds, in any layout this version reads; `None` for
-/// an entry that is not ours, or of a newer layout ([`is_newer`]).
-pub(super) fn held_of(fields: &Value) -> Option<Held> {
+/// A stream entry's fields as what it holds, in any layout this version reads, records of
+/// the layouts without names under `default`; `None` for an entry that is not ours, or of a
+/// newer layout ([`is_newer`]).
+pub(super) fn held_of(fields: &Value, default: &Arc<str>) -> Option<Held> {
     if let Value::Array(items) = fields {
         if let [name, value] = items.as_slice() {
-            if bytes(name)? == F_RECORD.as_bytes() && bytes(value)?.first() == Some(&GROUPED_V2) {
-                return unpack_group(bytes(value)?).map(Held::Group);
+            let layout = bytes(value)?.first().copied();
+            if bytes(name)? == F_RECORD.as_bytes()
+                && matches!(layout, Some(GROUPED_V2 | GROUPED_V3))
+            {
+                return unpack_group(bytes(value)?, default).map(Held::Group);
             }
         }
     }
-    record_of(fields).map(Held::One)
+    record_of(fields).map(|r| Held::One(default.clone(), r))
 }
 
 /// A stream entry's fields (`[f, v, f, v, ...]`) as one record, in either single-record
@@ -429,8 +506,14 @@ mod tests {
         assert_eq!(k.stream, "{fleet:abc}:s");
         assert_eq!(k.progress, "{fleet:abc}:p");
         assert_eq!(k.alive, "{fleet:abc}:alive");
-        assert_eq!(owner_of_stream("fleet", &k.stream), Some("abc"));
+        assert_eq!(owner_of_stream("fleet", &k.stream), Some((None, "abc")));
         assert_eq!(owner_of_stream("other", &k.stream), None);
+        let legacy = Keys::of("fleet:web", "0af");
+        assert_eq!(
+            owner_of_stream("fleet", &legacy.stream),
+            Some((Some("web"), "0af"))
+        );
+        assert_eq!(owner_of_stream("fleet", "{fleet:web:zz}:s"), None);
     }
 
     #[test]
@@ -494,8 +577,18 @@ mod tests {
         assert_eq!(unpack(b""), None);
     }
 
+    /// Layout 2, as the version before tenants wrote it.
+    fn write_v2(out: &mut Vec<u8>, records: &[Packed]) {
+        out.push(GROUPED_V2);
+        out.extend_from_slice(&(records.len() as u32).to_le_bytes());
+        for r in records {
+            out.extend_from_slice(&(r.len() as u32).to_le_bytes());
+            r.write_into(out);
+        }
+    }
+
     #[test]
-    fn a_commit_group_round_trips_and_a_newer_layout_is_left() {
+    fn a_commit_group_round_trips_with_its_names_and_a_newer_layout_is_left() {
         let one = Packed {
             id: "m-1",
             accepted_ms: 1_764_000_000_000,
@@ -506,26 +599,48 @@ mod tests {
             hooks_key: 42,
         };
         let two = Packed { id: "m-2", ..one };
+        let group = GroupOut {
+            names: vec!["web", ""],
+            records: vec![(1, one), (0, two), (1, Packed { id: "m-3", ..one })],
+        };
         let mut v = Vec::new();
-        write_group(&mut v, &[one, two]);
-        assert_eq!(v.len(), group_len(&[one, two]));
+        group.write_into(&mut v);
+        assert_eq!(v.len(), group.len());
         let fields = Value::Array(vec![bulk(b"r"), bulk(&v)]);
-        let Some(Held::Group(records)) = held_of(&fields) else {
+        let default: Arc<str> = Arc::from("legacy");
+        let Some(Held::Group(records)) = held_of(&fields, &default) else {
             panic!("a group")
         };
-        let ids: Vec<&str> = records.iter().map(|r| &*r.id).collect();
-        assert_eq!(ids, ["m-1", "m-2"]);
-        assert_eq!(records[0].first_ms, Some(1_764_000_000_500));
+        let got: Vec<(&str, &str)> = records.iter().map(|(n, r)| (&**n, &*r.id)).collect();
+        // The default tenant's are the default name's (a legacy prefix's).
+        assert_eq!(got, [("legacy", "m-1"), ("web", "m-2"), ("legacy", "m-3")]);
+        assert_eq!(records[0].1.first_ms, Some(1_764_000_000_500));
         assert!(!is_newer(&fields));
-        // Cut short, one byte more: not a group (and not a newer layout either).
-        assert_eq!(unpack_group(&v[..v.len() - 1]), None);
-        assert_eq!(unpack_group(&[&v[..], b"x"].concat()), None);
+        // Cut short, one byte more, a name index out of range: not a group.
+        assert_eq!(unpack_group(&v[..v.len() - 1], &default), None);
+        assert_eq!(unpack_group(&[&v[..], b"x"].concat(), &default), None);
+        let bad = GroupOut {
+            names: vec!["web"],
+            records: vec![(1, one)],
+        };
+        let mut b = Vec::new();
+        bad.write_into(&mut b);
+        assert_eq!(unpack_group(&b, &default), None);
+        // Layout 2 is read, its records under the default name.
+        let mut v2 = Vec::new();
+        write_v2(&mut v2, &[one, two]);
+        let fields2 = Value::Array(vec![bulk(b"r"), bulk(&v2)]);
+        let Some(Held::Group(old)) = held_of(&fields2, &default) else {
+            panic!("a group")
+        };
+        let got: Vec<(&str, &str)> = old.iter().map(|(n, r)| (&**n, &*r.id)).collect();
+        assert_eq!(got, [("legacy", "m-1"), ("legacy", "m-2")]);
         // A single record is still one.
         let single = Value::Array(vec![bulk(b"r"), bulk(&one.to_vec())]);
-        assert!(matches!(held_of(&single), Some(Held::One(_))));
-        // Layout 3 is newer.
-        let newer = Value::Array(vec![bulk(b"r"), bulk(&[&[3], &v[1..]].concat())]);
-        assert!(held_of(&newer).is_none() && is_newer(&newer));
+        assert!(matches!(held_of(&single, &default), Some(Held::One(..))));
+        // Layout 4 is newer.
+        let newer = Value::Array(vec![bulk(b"r"), bulk(&[&[4], &v[1..]].concat())]);
+        assert!(held_of(&newer, &default).is_none() && is_newer(&newer));
         // Done bitmaps.
         let mut done = Vec::new();
         set_done(&mut done, 0);

@@ -1,21 +1,31 @@
 //! The shared spool (issue #26): Redis Streams, for fleets. `spool = "redis://host:port/db"`
-//! (`rediss://` for TLS, `?prefix=NAME` to share a server between fleets).
+//! (`rediss://` for TLS, `?prefix=NAME` to share a server between fleets;
+//! `redis+sentinel://s1,s2,s3/MASTER/db` through Sentinel: `connect.rs`).
 //!
 //! # Shape
 //!
-//! Each [`RedisStore`] (one per client) is an *owner* with a random id `O` and three keys
-//! under the hash tag `{P:O}` (`keys.rs`). The stream `{P:O}:s` holds **one entry per commit
-//! group** (at most `GROUP_MAX` messages: a larger commit, such as a backlog written
-//! after an outage, makes several): the records of the messages the commit first wrote (id,
-//! accepted time, first attempt, payloads, webhook mask, hash of the URL list), each packed
-//! (`keys::Packed`, layout 1), all in the one field `r` behind a layout byte 2
-//! (`keys::write_group`). Redis parses, appends, persists and later deletes one value per
+//! Each [`RedisStore`] (a client's own, or an engine's for all of its tenants) is an *owner*
+//! with a random id `O` and three keys under the hash tag `{P:O}` (`keys.rs`). The stream
+//! `{P:O}:s` holds **one entry per commit group** (at most `GROUP_MAX` messages: a larger
+//! commit, such as a backlog written after an outage, makes several): the records of the
+//! messages the commit first wrote (id, accepted time, first attempt, payloads, webhook mask,
+//! hash of the URL list), each packed (`keys::Packed`, layout 1) under the index of its
+//! tenant's name, all in the one field `r` behind a layout byte 3 and the list of names
+//! (`keys::GroupOut`). Redis parses, appends, persists and later deletes one value per
 //! commit instead of one per message: the gate in bench/log/2026-11.md ("One entry per commit
 //! group: the gate") measured redis-server's CPU for writing and removing 100,000 records
-//! 65 % lower than with one entry per message. A version that reads only layout 1 sees a
-//! packed value of a newer layout and leaves the entry for a newer adopter, never drops it;
-//! this version still adopts entries of one record (layout 1, and the older layout of one
-//! field per part), for a fleet upgraded one relay at a time.
+//! 65 % lower than with one entry per message. A version that reads only older layouts sees
+//! a packed value of a newer layout and leaves the entry for a newer adopter, never drops
+//! it; this version still adopts entries of layout 2 (groups without names: the default
+//! tenant's, or a legacy prefix's, see `takeover.rs`) and of one record (layout 1, and the
+//! older layout of one field per part), for a fleet upgraded one relay at a time.
+//!
+//! **Tenants** (`tenants.rs`): records in memory are keyed by tenant and id (ids may repeat
+//! across tenants). A *parked* record (`Op::Park`: its tenant holds its share of the
+//! engine's memory window) is written in its group like a put, and then only its place (entry
+//! seq and index) stays in memory, in its name's queue; `resumable` reads it back (XRANGE of
+//! its entry, HMGET of its progress) when its tenant has room. Records taken over, and those
+//! of a tenant that closed (`release`), are parked the same way under their tenant's name.
 //!
 //! The hash `{P:O}:p` holds what changed after an entry was written: the progress of record
 //! `i` of entry `0-SEQ` (first attempt, ingestion done, mask, copies) under `0-SEQ:i`, and
@@ -33,7 +43,7 @@
 //! every delivered message of their groups. Hence **compaction** (`commit.rs`,
 //! `compact`, at each adoption pass, every 5 s): an entry of at least `COMPACT_MIN`
 //! records, sent `COMPACT_AFTER` (60 s) ago or more, with at most a quarter of them still
-//! held, has its held records written again in the next commit's group and is deleted in
+//! held and none parked, has its held records written again in the next commit's group and is deleted in
 //! that same transaction (as the failure rule does). The store keeps each written entry's
 //! held records for this (their payloads are the ones the messages in memory share), and
 //! drops a record when its message leaves. Redis then holds at most about four times what
@@ -80,7 +90,14 @@
 //! kept twice when the failed transaction had run after all. So every message still held
 //! ends in exactly one live entry. (An XADD still refused as "equal or smaller" is taken as
 //! already written.) A takeover's transaction that fails leaves the adopted entries under
-//! their tried ids alone instead: they may be the only copies (`takeover.rs`).
+//! their tried ids alone instead: they may be the only copies (`takeover.rs`). Parked
+//! records a failed transaction carried are puts again, their places back on their put
+//! numbers (`tenants.rs`, `place` and `unplace`).
+//!
+//! **When a commit counts** (`redis_ack`, `connect.rs`): a transaction that writes new
+//! records is followed by `WAIT n` or `WAITAOF 1 0` when asked; a reply short of it fails
+//! the commit's outcome (its waiters are answered false) without undoing it: it ran, and a
+//! later confirmed commit covers it (WAIT counts every write before it on the connection).
 //!
 //! # Takeover (`takeover.rs`)
 //!
@@ -91,8 +108,9 @@
 //! stream and acknowledges and deletes the entries there (with their progress fields and
 //! done bitmaps) in one MULTI. Adopted entries are unpacked, not copied as they are: the
 //! records marked done are dropped, the others, with their progress applied, go through
-//! the same path as our own new messages, into new grouped entries of ours (so the done
-//! bitmaps and field names never need translating). Reads count entries, not records: the
+//! the same path as our own parked messages, into new grouped entries of ours under their
+//! tenants' names (so the done bitmaps and field names never need translating), handed out
+//! by `resumable` to the tenant of each name. Reads count entries, not records: the
 //! count follows the records per entry seen so far in the pass (a group holds up to
 //! `GROUP_MAX`, an older version's entry one), so a pass holds about `ADOPT_MAX`
 //! records, at most one group more. An adopter that dies between
@@ -116,13 +134,17 @@ use std::time::{Duration, Instant};
 
 mod commit;
 use commit::Flight;
+mod connect;
+use connect::{Ack, Target};
 pub(super) mod keys;
 mod resp;
 mod takeover;
+mod tenants;
 #[cfg(test)]
 mod tests;
 
 use keys::Keys;
+use tenants::{Lives, Waiting};
 
 /// What a takeover waits for beyond the request timeout: the heartbeat is refreshed every
 /// 5 s (the spool writer's adoption pass), so a living owner always beats twice within it.
@@ -135,8 +157,8 @@ const BEAT_EVERY: Duration = Duration::from_secs(2);
 const RETRY_MIN: Duration = Duration::from_millis(200);
 const RETRY_MAX: Duration = Duration::from_secs(5);
 
-/// A message this store holds: where its entry is and what it still needs, so ops need no
-/// read from Redis.
+/// A message this store holds in memory: where its entry is and what it still needs, so
+/// ops need no read from Redis.
 #[derive(Debug, Clone, Copy)]
 struct Live {
     /// Its put's number (its key in `puts` while not written).
@@ -158,18 +180,35 @@ struct Live {
     progress: bool,
 }
 
+/// A message to XADD: a held one's (in `live`) or a parked one's (in `waiting`).
+#[derive(Debug, Clone)]
+struct Put {
+    rec: Record,
+    /// The name its tenant's records are kept under.
+    name: Arc<str>,
+    /// Parked: not in memory once written (`Spot`), with its progress in `rec` and the
+    /// copies it counts.
+    parked: bool,
+    copies: u32,
+    /// The entry and index it was last sent in (a failed takeover leaves that entry alone).
+    at: Option<(u64, u32)>,
+}
+
 /// An entry of ours written (sent): one commit group.
 #[derive(Debug, Clone)]
 struct Group {
-    /// Records it holds, and how many are still held (it is deleted with the last).
+    /// Records it holds, and how many are still held (it is deleted with the last), of
+    /// which parked (not in memory).
     n: u32,
     left: u32,
+    parked: u32,
     /// Bitmap of its records removed (`keys::done_field`).
     done: Vec<u8>,
     /// Indices of its records with a progress field sent.
     fields: Vec<u32>,
-    /// Its records still held, by index (payloads shared with the messages in memory), to
-    /// write them again when it is compacted; and when it was sent.
+    /// Its records held in memory, by index (payloads shared with the messages in memory),
+    /// to write them again when it is compacted; and when it was sent. Held records come
+    /// first in a group, parked ones after, so a group of parked records keeps nothing.
     recs: Vec<Option<Record>>,
     at: Instant,
 }
@@ -197,10 +236,10 @@ impl Delete {
 const GROUP_MAX: usize = 2048;
 
 /// An entry of at least `COMPACT_MIN` records, older than `COMPACT_AFTER`, with at most a
-/// quarter of them still held, is compacted: its held records are written again in the
-/// next commit's group and it is deleted in the same transaction (`commit.rs`,
-/// `compact`). Without it, a few messages retrying for hours would keep every delivered
-/// message of their groups in Redis.
+/// quarter of them still held and none parked, is compacted: its held records are written
+/// again in the next commit's group and it is deleted in the same transaction
+/// (`commit.rs`, `compact`). Without it, a few messages retrying for hours would keep every
+/// delivered message of their groups in Redis.
 const COMPACT_MIN: u32 = 64;
 const COMPACT_AFTER: Duration = Duration::from_secs(60);
 
@@ -221,10 +260,18 @@ impl Live {
     }
 }
 
-/// One client's store on a Redis server. Used from one thread (the spool writer).
+/// An engine's store on a Redis server, for any number of tenants. Used from one thread
+/// (the spool writer).
 pub(crate) struct RedisStore {
-    client: redis::Client,
+    target: Target,
     conn: Option<Connection>,
+    /// When a commit that writes new records counts as acknowledged (`connect.rs`): as
+    /// asked, and as it is now (`Auto` is looked at again on each new connection and at
+    /// each adoption pass); the last change of it, to report.
+    asked: crate::model::spool_target::RedisAck,
+    ack: Ack,
+    ack_changed: Option<String>,
+    recheck: bool,
     /// When a Redis that did not answer may be tried again, and the next wait.
     retry_at: Option<Instant>,
     retry_wait: Duration,
@@ -234,44 +281,52 @@ pub(crate) struct RedisStore {
     prefix: String,
     keys: Keys,
     shown: String,
-    /// The messages we hold, by id.
-    live: HashMap<Arc<str>, Live>,
+    /// The messages we hold in memory, by tenant and id, and their counts per tenant.
+    live: Lives,
+    /// Parked records (written, not in memory) by the name of their tenant, in the order
+    /// they become resumable.
+    waiting: HashMap<Arc<str>, Waiting>,
+    /// Tenants' names, both ways.
+    names: HashMap<TenantNo, Arc<str>>,
+    numbers: HashMap<Arc<str>, TenantNo>,
+    /// Names whose per-source prefix of the version before tenants (`PREFIX:NAME`) is
+    /// scanned for dead owners, while that prefix has any (`takeover.rs`).
+    legacy: std::collections::BTreeSet<Arc<str>>,
     /// Transactions sent whose replies are not read or not yet asked for, oldest first,
     /// and the number of the last one sent.
     flights: VecDeque<Flight>,
     flight_no: u64,
     /// The buffer each commit's transaction is written into, kept between commits.
     wire: Vec<u8>,
-    /// Messages to XADD, by put number (removed before being written: never written).
-    puts: BTreeMap<u64, Record>,
+    /// Messages to XADD, by put number (a held one removed before being written: never
+    /// written).
+    puts: BTreeMap<u64, Put>,
     next_pno: u64,
     /// Our written entries, by seq.
     groups: HashMap<u64, Group>,
     /// Written messages whose progress changed since the last commit.
-    dirty: HashSet<Arc<str>>,
+    dirty: HashSet<(TenantNo, Arc<str>)>,
+    /// Progress of written records parked since (their tenant closed), to write.
+    loose: Vec<(u64, u32, keys::Progress)>,
     /// Written entries whose done bitmap changed since the last commit.
     marks: HashSet<u64>,
     /// Written entries to delete.
     deletes: Vec<Delete>,
     next_seq: u64,
-    bytes: u64,
-    /// Adopted records not yet handed out by `resumable`, and how many were handed out.
-    unresumed: VecDeque<Record>,
+    /// Records handed out by `resumable`, ever (its cursor).
     resumed: i64,
     beat_at: Option<Instant>,
     /// We are in the registry (a SADD that adds us again means it vanished).
     registered: bool,
     /// Keys already reported as left alone.
     reported: HashSet<String>,
-    /// The number of its one tenant (`Store::register`).
-    tenant: Option<TenantNo>,
 }
 
 impl std::fmt::Debug for RedisStore {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("RedisStore")
             .field("location", &self.location())
-            .field("live", &self.live.len())
+            .field("waiting", &self.waiting.len())
             .finish_non_exhaustive()
     }
 }
@@ -283,17 +338,20 @@ impl RedisStore {
         spool: &RedisSpool,
         io_timeout: Duration,
         takeover_after: Duration,
+        ack: crate::model::spool_target::RedisAck,
     ) -> Result<RedisStore, Error> {
-        let err = |reason: String| Error::Spool {
+        let target = Target::of(spool).map_err(|reason| Error::Spool {
             path: spool.shown.clone(),
             reason,
-        };
-        let client = redis::Client::open(spool.url.as_str())
-            .map_err(|e| err(format!("not a usable Redis URL: {e}")))?;
+        })?;
         let owner = format!("{:016x}", fastrand::u64(..));
         let mut store = RedisStore {
-            client,
+            target,
             conn: None,
+            asked: ack,
+            ack: Ack::Memory,
+            ack_changed: None,
+            recheck: false,
             retry_at: None,
             retry_wait: RETRY_MIN,
             io_timeout,
@@ -301,7 +359,11 @@ impl RedisStore {
             prefix: spool.prefix.clone(),
             keys: Keys::of(&spool.prefix, &owner),
             shown: spool.shown.clone(),
-            live: HashMap::default(),
+            live: Lives::default(),
+            waiting: HashMap::default(),
+            names: HashMap::default(),
+            numbers: HashMap::default(),
+            legacy: Default::default(),
             flights: VecDeque::new(),
             flight_no: 0,
             wire: Vec::new(),
@@ -309,39 +371,17 @@ impl RedisStore {
             next_pno: 1,
             groups: HashMap::default(),
             dirty: HashSet::new(),
+            loose: Vec::new(),
             marks: HashSet::new(),
             deletes: Vec::new(),
             next_seq: 1,
-            bytes: 0,
-            unresumed: VecDeque::new(),
             resumed: 0,
             beat_at: None,
             registered: false,
             reported: HashSet::new(),
-            tenant: None,
         };
-        let info = store.query(redis::pipe().cmd("INFO").arg("server").to_owned(), false)?;
-        let text = info
-            .first()
-            .and_then(keys::bytes)
-            .map(String::from_utf8_lossy)
-            .unwrap_or_default();
-        let version = text
-            .lines()
-            .find_map(|l| l.strip_prefix("redis_version:"))
-            .unwrap_or("")
-            .trim()
-            .to_string();
-        let parts: Vec<u32> = version
-            .split('.')
-            .take(2)
-            .filter_map(|p| p.parse().ok())
-            .collect();
-        if parts.len() == 2 && (parts[0], parts[1]) < (6, 2) {
-            return Err(err(format!(
-                "Redis {version} has no XAUTOCLAIM: the spool needs Redis 6.2 or newer"
-            )));
-        }
+        store.ack = store.check_server(ack)?;
+        store.ack_changed = None;
         store.beat()?;
         // A registry lost before we came (a Redis that lost data) would hide the streams of
         // owners that died then: list them again, once per start.
@@ -375,17 +415,12 @@ impl RedisStore {
                     )));
                 }
             }
-            let made = self
-                .client
-                .get_connection_with_timeout(self.io_timeout)
-                .and_then(|c| {
-                    c.set_read_timeout(Some(self.io_timeout))?;
-                    c.set_write_timeout(Some(self.io_timeout))?;
-                    Ok(c)
-                });
+            let made = self.target.connect(self.io_timeout);
             match made {
                 Ok(c) => {
                     self.conn = Some(c);
+                    // Another server, maybe (a failover): `Auto` looks at it again.
+                    self.recheck = self.asked == crate::model::spool_target::RedisAck::Auto;
                     self.retry_at = None;
                     self.retry_wait = RETRY_MIN;
                 }
@@ -407,7 +442,7 @@ impl RedisStore {
     /// The next connection attempt waits, twice as long as the last (up to `RETRY_MAX`).
     fn back_off(&mut self) {
         self.retry_at = Some(Instant::now() + self.retry_wait);
-        self.retry_wait = (self.retry_wait * 2).min(RETRY_MAX);
+        self.retry_wait = (self.retry_wait * 2).min(self.target.retry_max());
     }
 
     /// Sends a pipeline and returns one reply per command (server errors as values). With
@@ -437,7 +472,13 @@ impl RedisStore {
                 }
                 other => Err(self.err(format!("unexpected transaction reply: {other:?}"))),
             },
-            Ok(replies) => Ok(replies),
+            Ok(replies) => {
+                // A primary demoted by a failover: the next connection finds the new one.
+                if replies.iter().any(is_readonly) {
+                    self.lose_connection();
+                }
+                Ok(replies)
+            }
             Err(e) => {
                 if !(e.kind() == redis::ErrorKind::ResponseError
                     || e.kind() == redis::ErrorKind::ExecAbortError)
@@ -486,11 +527,13 @@ impl RedisStore {
     }
 
     /// Lists every owner's stream under our prefix into a registry that vanished (a Redis
-    /// that lost data, or a key deleted by hand), so no dead owner is forgotten.
+    /// that lost data, or a key deleted by hand), so no dead owner is forgotten; and the
+    /// owners of the per-source prefixes of the version before tenants into theirs.
     fn rebuild_registry(&mut self) -> Result<(), Error> {
         let pattern = keys::stream_pattern(&self.prefix);
         let mut cursor = String::from("0");
         let mut owners = Vec::new();
+        let mut legacy: BTreeMap<String, Vec<String>> = BTreeMap::new();
         loop {
             let pipe = redis::pipe()
                 .cmd("SCAN")
@@ -514,8 +557,14 @@ impl RedisStore {
             if let Some(Value::Array(found)) = parts.next() {
                 for key in found.iter().filter_map(keys::bytes) {
                     let key = String::from_utf8_lossy(key);
-                    if let Some(o) = keys::owner_of_stream(&self.prefix, &key) {
-                        owners.push(o.to_string());
+                    match keys::owner_of_stream(&self.prefix, &key) {
+                        Some((None, o)) => owners.push(o.to_string()),
+                        // A per-source prefix of the version before tenants: its registry.
+                        Some((Some(name), o)) => legacy
+                            .entry(keys::registry(&format!("{}:{name}", self.prefix)))
+                            .or_default()
+                            .push(o.to_string()),
+                        None => {}
                     }
                 }
             }
@@ -523,14 +572,16 @@ impl RedisStore {
                 break;
             }
         }
+        let mut pipe = redis::pipe();
         if !owners.is_empty() {
-            let pipe = redis::pipe()
-                .cmd("SADD")
+            pipe.cmd("SADD")
                 .arg(keys::registry(&self.prefix))
-                .arg(&owners)
-                .to_owned();
-            self.query(pipe, false)?;
+                .arg(&owners);
         }
+        for (registry, owners) in &legacy {
+            pipe.cmd("SADD").arg(registry).arg(owners);
+        }
+        self.query(pipe, false)?;
         Ok(())
     }
 
@@ -539,7 +590,7 @@ impl RedisStore {
     pub fn close(mut self) -> Result<(), Error> {
         let synced = self.sync(&[]).map(|_| ());
         let mut pipe = redis::pipe();
-        if self.live.is_empty() && synced.is_ok() {
+        if self.live.is_empty() && self.waiting.is_empty() && synced.is_ok() {
             pipe.cmd("DEL")
                 .arg(&self.keys.stream)
                 .arg(&self.keys.progress)
@@ -571,28 +622,36 @@ fn is_error(v: &Value) -> bool {
     matches!(v, Value::ServerError(_))
 }
 
-/// Tenants on Redis: one tenant per store for now (every record is its one client's, under
-/// whatever number the engine gave it); an engine's clients on Redis each have a store of
-/// their own, whose backlog stays in memory (`Store::parks` is false).
+/// A write refused by a replica (a primary demoted by a failover).
+fn is_readonly(v: &Value) -> bool {
+    matches!(v, Value::ServerError(e) if e.code() == "READONLY"
+        || e.details().is_some_and(|d| d.contains("READONLY")))
+}
+
+/// Every tenant of an engine on one store: records kept under their tenant's name
+/// (`tenants.rs`), parked ones read back from Redis.
 impl Store for RedisStore {
     fn location(&self) -> String {
         format!(
-            "{} (keys {{{}:{}}})",
-            self.shown, self.prefix, self.keys.owner
+            "{} (keys {{{}:{}}}; a commit counts once {})",
+            self.shown,
+            self.prefix,
+            self.keys.owner,
+            match self.ack {
+                Ack::Memory => "in Redis's memory (redis_ack = \"memory\")".to_string(),
+                Ack::Replicas(n) => format!("on {n} replica(s) (redis_ack = \"replicas:{n}\")"),
+                Ack::Fsync => "in the AOF on disk (redis_ack = \"fsync\")".to_string(),
+            }
         )
     }
 
-    fn register(&mut self, no: TenantNo, _name: &str) {
-        self.tenant = Some(no);
+    fn register(&mut self, no: TenantNo, name: &str) {
+        RedisStore::register(self, no, name);
     }
 
-    /// Its one client's records stay for the next owner when the store closes.
-    fn release(&mut self, _tenant: TenantNo) -> Result<(), Error> {
+    fn release(&mut self, tenant: TenantNo) -> Result<(), Error> {
+        RedisStore::release(self, tenant);
         Ok(())
-    }
-
-    fn parks(&self) -> bool {
-        false
     }
 
     fn apply(&mut self, ops: &[Op]) -> Result<(), Error> {
@@ -607,30 +666,21 @@ impl Store for RedisStore {
         RedisStore::settle(self, ticket)
     }
 
-    /// Everything it holds is its one tenant's.
     fn resumable(
         &mut self,
         tenant: TenantNo,
         after: Option<&Cursor>,
         limit: usize,
     ) -> Result<(Vec<Record>, Option<Cursor>), Error> {
-        let (mut records, next) = RedisStore::resumable(self, after, limit)?;
-        for r in &mut records {
-            r.tenant = tenant;
-        }
-        Ok((records, next))
+        RedisStore::resumable(self, tenant, after, limit)
     }
 
-    fn pending(&self, _tenant: TenantNo) -> (u64, u64) {
-        (self.live.len() as u64, self.bytes)
+    fn pending(&self, tenant: TenantNo) -> (u64, u64) {
+        RedisStore::pending(self, tenant)
     }
 
     fn adopt(&mut self) -> Result<Adopted, Error> {
-        let mut adopted = RedisStore::adopt(self)?;
-        if !self.unresumed.is_empty() {
-            adopted.tenants.extend(self.tenant);
-        }
-        Ok(adopted)
+        RedisStore::adopt(self)
     }
 
     fn close(self: Box<Self>) -> Result<(), Error> {

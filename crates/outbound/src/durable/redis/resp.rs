@@ -2,6 +2,8 @@
 //! record, no command object (with its own buffers) per message, no `String` per entry id.
 //! The few other commands of a commit go through `redis::Cmd::write_packed_command`.
 
+use super::keys::GroupOut;
+#[cfg(test)]
 use super::keys::Packed;
 
 /// `MULTI`, as Redis reads it.
@@ -94,14 +96,14 @@ pub(super) fn hdel(out: &mut Vec<u8>, key: &str, fields: &[Field]) {
     }
 }
 
-/// `XADD stream 0-SEQ r <packed commit group>` (`keys::write_group`).
-pub(super) fn xadd_group(out: &mut Vec<u8>, stream: &str, seq: u64, records: &[Packed]) {
+/// `XADD stream 0-SEQ r <packed commit group>` (`keys::GroupOut`).
+pub(super) fn xadd_group(out: &mut Vec<u8>, stream: &str, seq: u64, group: &GroupOut) {
     out.extend_from_slice(b"*5\r\n$4\r\nXADD\r\n");
     bulk(out, stream.as_bytes());
     bulk_id(out, seq);
     bulk(out, super::keys::F_RECORD.as_bytes());
-    bulk_head(out, super::keys::group_len(records));
-    super::keys::write_group(out, records);
+    bulk_head(out, group.len());
+    group.write_into(out);
     out.extend_from_slice(b"\r\n");
 }
 
@@ -147,14 +149,15 @@ mod tests {
                 hooks_key: 0,
             },
         ];
+        let group = GroupOut {
+            names: vec!["", "web"],
+            records: vec![(0, records[0]), (1, records[1])],
+        };
         let mut out = Vec::new();
-        xadd_group(&mut out, "{p:o}:s", 12, &records);
+        xadd_group(&mut out, "{p:o}:s", 12, &group);
         let mut value = Vec::new();
-        crate::durable::redis::keys::write_group(&mut value, &records);
-        assert_eq!(
-            value.len(),
-            crate::durable::redis::keys::group_len(&records)
-        );
+        group.write_into(&mut value);
+        assert_eq!(value.len(), group.len());
         let want = redis::cmd("XADD")
             .arg("{p:o}:s")
             .arg("0-12")

@@ -1,14 +1,30 @@
-//! Takeover: the streams of owners whose heartbeat expired moved into ours, and handed out
-//! by `resumable`.
+//! Takeover: the streams of owners whose heartbeat expired moved into ours, parked under
+//! their tenants' names (`tenants.rs` hands them out). Besides our prefix's owners, the
+//! owners of each registered tenant's per-source prefix of the version before tenants
+//! (`PREFIX:NAME`, as outbound-relay named a source's keys): their records, written without
+//! names, are that tenant's. Such a prefix is scanned while its registry lists owners; an
+//! empty one is left (a process of that version that starts later adds itself to it, and
+//! is taken over when the tenant registers again, e.g. at the next start).
 
 use super::keys::{self, Keys, Progress, GROUP};
 use super::*;
 use std::path::PathBuf;
 
-/// Most adopted records held before `resumable` hands them out: what a pass adds is kept
-/// in memory (payloads included) until then. A larger backlog stays where it is, for the
-/// next pass, or for another living process.
+/// Most records one pass takes over: they are read into memory (payloads included) before
+/// they are written to our stream, parked. A larger backlog stays where it is, for the next
+/// pass, or for another living process.
 const ADOPT_MAX: usize = 10_000;
+
+/// The per-source prefix of the version before tenants for tenant `name` under `prefix`
+/// (`PREFIX:NAME`), when `name` can be one.
+pub(super) fn legacy_prefix(prefix: &str, name: &str) -> Option<String> {
+    let ok = !name.is_empty()
+        && prefix.len() + 1 + name.len() <= 64
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"-_.".contains(&b));
+    ok.then(|| format!("{prefix}:{name}"))
+}
 
 /// The most commit groups read at once beyond what `ADOPT_MAX` needs when the groups seen
 /// are small (see `take_over`).
@@ -30,7 +46,9 @@ enum Read {
 
 impl RedisStore {
     /// Refreshes our heartbeat, then moves into our stream what owners without one left, at
-    /// about [`ADOPT_MAX`] records held unresumed (entries are read whole: see `take_over`). `files` counts the owners taken from.
+    /// about [`ADOPT_MAX`] records a pass (entries are read whole: see `take_over`): our
+    /// prefix's owners, then those of each legacy prefix still scanned. `files` counts the
+    /// owners taken from; `tenants`, the registered tenants with records to resume.
     pub fn adopt(&mut self) -> Result<Adopted, Error> {
         // The heartbeat first: a commit that keeps failing (a key someone broke, Redis out
         // of memory) must not make a living owner look dead.
@@ -39,12 +57,40 @@ impl RedisStore {
         // takeover's transaction then holds only its own.
         self.compact(COMPACT_AFTER);
         self.sync(&[])?;
+        self.recheck_ack()?;
         let mut out = Adopted::default();
-        let mut room = ADOPT_MAX.saturating_sub(self.unresumed.len());
-        if room == 0 {
-            return Ok(out);
+        if let Some(change) = self.ack_changed.take() {
+            out.warnings.push((PathBuf::from(&self.shown), change));
         }
-        let registry = keys::registry(&self.prefix);
+        let mut room = ADOPT_MAX;
+        let mut names: HashSet<Arc<str>> = HashSet::new();
+        let prefix = self.prefix.clone();
+        self.adopt_under(&prefix, &Arc::from(""), &mut room, &mut out, &mut names)?;
+        for name in self.legacy.clone() {
+            let legacy = legacy_prefix(&prefix, &name).expect("checked at register");
+            let owners = self.adopt_under(&legacy, &name, &mut room, &mut out, &mut names)?;
+            if owners == 0 {
+                self.legacy.remove(&name);
+            }
+        }
+        out.tenants = (names.iter())
+            .filter_map(|n| self.numbers.get(n).copied())
+            .collect();
+        out.tenants.sort_unstable();
+        Ok(out)
+    }
+
+    /// Takes over the dead owners under `prefix` (records without a name are `default`'s),
+    /// within `room`; returns how many owners its registry lists besides us.
+    fn adopt_under(
+        &mut self,
+        prefix: &str,
+        default: &Arc<str>,
+        room: &mut usize,
+        out: &mut Adopted,
+        names: &mut HashSet<Arc<str>>,
+    ) -> Result<usize, Error> {
+        let registry = keys::registry(prefix);
         let reply = self.query(
             redis::pipe().cmd("SMEMBERS").arg(&registry).to_owned(),
             false,
@@ -58,41 +104,46 @@ impl RedisStore {
                 .collect(),
             _ => Vec::new(),
         };
-        if owners.is_empty() {
-            return Ok(out);
+        if owners.is_empty() || *room == 0 {
+            return Ok(owners.len());
         }
         // One MGET for every heartbeat: a pass costs one command whatever the fleet's size.
-        let beats: Vec<String> = owners
-            .iter()
-            .map(|o| Keys::of(&self.prefix, o).alive)
-            .collect();
+        let beats: Vec<String> = owners.iter().map(|o| Keys::of(prefix, o).alive).collect();
         let reply = self.query(redis::pipe().cmd("MGET").arg(&beats).to_owned(), false)?;
         let alive = match reply.into_iter().next() {
             Some(Value::Array(v)) if v.len() == owners.len() => v,
             other => return Err(self.err(format!("unexpected MGET reply: {other:?}"))),
         };
         for (owner, beat) in owners.iter().zip(alive) {
-            if room == 0 {
+            if *room == 0 {
                 break;
             }
             if !matches!(beat, Value::Nil) {
                 continue; // alive: left alone
             }
-            let n = self.take_over(owner, room, &mut out)?;
+            let n = self.take_over(prefix, default, owner, *room, out, names)?;
             if n > 0 {
                 out.records += n as u64;
                 out.files += 1;
             }
-            room = room.saturating_sub(n);
+            *room = room.saturating_sub(n);
         }
-        Ok(out)
+        Ok(owners.len())
     }
 
     /// Moves up to `room` entries of a dead owner's stream into ours, in one transaction;
     /// returns how many records we took.
-    fn take_over(&mut self, owner: &str, room: usize, out: &mut Adopted) -> Result<usize, Error> {
-        let k = Keys::of(&self.prefix, owner);
-        let registry = keys::registry(&self.prefix);
+    fn take_over(
+        &mut self,
+        prefix: &str,
+        default: &Arc<str>,
+        owner: &str,
+        room: usize,
+        out: &mut Adopted,
+        names: &mut HashSet<Arc<str>>,
+    ) -> Result<usize, Error> {
+        let k = Keys::of(prefix, owner);
+        let registry = keys::registry(prefix);
         let mut pipe = redis::pipe();
         pipe.cmd("EXISTS").arg(&k.stream);
         // Made before every read, so a group that vanished (a Redis that lost data) is made
@@ -172,12 +223,12 @@ impl RedisStore {
                         // again after T.
                         return Ok(0);
                     }
-                    other => entries.extend(entries_of(other)),
+                    other => entries.extend(entries_of(other, default)),
                 }
             }
             for (_, read) in &entries[before..] {
                 let n = match read {
-                    Read::Held(h) => h.records().len(),
+                    Read::Held(h) => h.len(),
                     _ => 1,
                 };
                 records += n;
@@ -190,7 +241,7 @@ impl RedisStore {
         if entries.is_empty() {
             if matches!(left, Some(Value::Int(0))) {
                 // Everything it held was delivered before it died: its keys go.
-                self.forget(&k, owner);
+                self.forget(prefix, &k, owner);
             }
             return Ok(0);
         }
@@ -198,7 +249,7 @@ impl RedisStore {
         let mut fields: Vec<String> = Vec::new();
         for (e, read) in &entries {
             match read {
-                Read::Held(keys::Held::One(_)) => fields.push(e.clone()),
+                Read::Held(keys::Held::One(..)) => fields.push(e.clone()),
                 Read::Held(keys::Held::Group(v)) => {
                     fields.push(keys::done_field(e));
                     fields.extend((0..v.len()).map(|i| keys::field_of(e, i)));
@@ -223,11 +274,12 @@ impl RedisStore {
             }
         };
         let mut values = values.iter();
-        let mut taken: Vec<(Arc<str>, u32)> = Vec::new();
+        // Put numbers of the records taken (parked puts until the transaction below).
+        let mut taken: Vec<u64> = Vec::new();
         let (mut foreign, mut newer) = (0, 0);
         for (_, read) in &entries {
             let (held, done) = match read {
-                Read::Held(h @ keys::Held::One(_)) => (h, None),
+                Read::Held(h @ keys::Held::One(..)) => (h, None),
                 Read::Held(h @ keys::Held::Group(_)) => (h, values.next().and_then(keys::bytes)),
                 Read::Newer => {
                     newer += 1;
@@ -238,7 +290,7 @@ impl RedisStore {
                     continue;
                 }
             };
-            for (i, record) in held.records().iter().enumerate() {
+            for (i, (name, record)) in held.records().enumerate() {
                 let progress = values
                     .next()
                     .and_then(keys::bytes)
@@ -247,8 +299,10 @@ impl RedisStore {
                 if done.is_some_and(|d| keys::is_done(d, i)) {
                     continue;
                 }
-                // An id we hold already is kept once (receivers deduplicate by messageId).
-                if self.live.contains_key(&record.id) {
+                // An id its tenant holds already is kept once (receivers deduplicate by
+                // messageId).
+                let no = self.numbers.get(name).copied();
+                if no.is_some_and(|no| self.live.contains(no, &record.id)) {
                     continue;
                 }
                 let mut record = record.clone();
@@ -264,9 +318,9 @@ impl RedisStore {
                     }
                     copies = p.copies;
                 }
-                self.note_adopted(&record, copies);
-                taken.push((record.id.clone(), copies));
-                self.unresumed.push_back(record);
+                // Through the same path as our own parked puts: a new entry in our stream.
+                taken.push(self.park(name.clone(), record, copies, true));
+                names.insert(name.clone());
             }
         }
         if foreign > 0 {
@@ -315,64 +369,46 @@ impl RedisStore {
             Err(e) => {
                 // Their entries under the ids just tried are left alone, not deleted (the
                 // failure rule would delete them): if the transaction ran after all, they are
-                // the only copies. (`seq` is still the id tried; 0 when none was sent.)
-                let seqs: HashSet<u64> = taken
-                    .iter()
-                    .filter_map(|(id, _)| self.live.get(id).map(|l| l.seq))
-                    .filter(|&s| s != 0)
-                    .collect();
+                // the only copies.
+                let mut seqs: HashSet<u64> = HashSet::new();
+                let mut unpark: HashMap<Arc<str>, HashSet<u64>> = HashMap::default();
+                for pno in &taken {
+                    if let Some(p) = self.puts.remove(pno) {
+                        seqs.extend(p.at.map(|(seq, _)| seq));
+                        unpark.entry(p.name.clone()).or_default().insert(*pno);
+                        if let Some(w) = self.waiting.get_mut(&p.name) {
+                            w.records = w.records.saturating_sub(1);
+                            w.bytes = w.bytes.saturating_sub(tenants::payload(&p.rec));
+                        }
+                    }
+                }
                 self.deletes.retain(|d| !seqs.contains(&d.seq));
                 // Not moved: they stay in the dead owner's stream, ours to claim again after T
                 // (or anyone's).
-                for (id, _) in &taken {
-                    if let Some(l) = self.live.remove(id) {
-                        self.bytes = self.bytes.saturating_sub(l.bytes(id));
-                        self.puts.remove(&l.pno);
+                for (name, pnos) in unpark {
+                    if let Some(w) = self.waiting.get_mut(&name) {
+                        w.spots.retain(|s| s.written || !pnos.contains(&s.at));
+                        if w.spots.is_empty() {
+                            self.waiting.remove(&name);
+                        }
                     }
                 }
-                let n = taken.len();
-                self.unresumed.truncate(self.unresumed.len() - n);
                 return Err(e);
             }
         };
         if matches!(left, Some(Value::Int(0))) {
-            self.forget(&k, owner);
+            self.forget(prefix, &k, owner);
         }
         Ok(taken.len())
     }
 
     /// Deletes the keys of a silent owner whose stream is empty, and its registry entry.
     /// Best effort: what is left is tried again by the next pass.
-    fn forget(&mut self, k: &Keys, owner: &str) {
+    fn forget(&mut self, prefix: &str, k: &Keys, owner: &str) {
         let mut pipe = redis::pipe();
         pipe.cmd("DEL").arg(&k.stream).arg(&k.progress);
-        pipe.cmd("SREM")
-            .arg(keys::registry(&self.prefix))
-            .arg(owner);
+        pipe.cmd("SREM").arg(keys::registry(prefix)).arg(owner);
         let _ = self.query(pipe, true);
-    }
-
-    /// An adopted record becomes ours, to be written to our stream by the takeover's
-    /// transaction.
-    fn note_adopted(&mut self, record: &Record, copies: u32) {
-        // Through the same path as our own puts: a new entry in our stream.
-        self.note(&Op::Put(record.clone()));
-        if let Some(l) = self.live.get_mut(&record.id) {
-            l.copies = copies.max(1);
-        }
-    }
-
-    /// Hands out adopted records, oldest pass first, at most `limit`. The cursor counts what
-    /// was handed out (only this store reads it).
-    pub fn resumable(
-        &mut self,
-        _after: Option<&Cursor>,
-        limit: usize,
-    ) -> Result<(Vec<Record>, Option<Cursor>), Error> {
-        let n = limit.min(self.unresumed.len());
-        let out: Vec<Record> = self.unresumed.drain(..n).collect();
-        self.resumed += n as i64;
-        Ok((out, Some(Cursor(self.resumed))))
     }
 
     fn report(&mut self, out: &mut Adopted, key: &str, why: String) {
@@ -382,8 +418,9 @@ impl RedisStore {
     }
 }
 
-/// The entries of an XREADGROUP or XAUTOCLAIM reply.
-fn entries_of(reply: &Value) -> Vec<Entry> {
+/// The entries of an XREADGROUP or XAUTOCLAIM reply (records without a name: `default`'s).
+fn entries_of(reply: &Value, default: &Arc<str>) -> Vec<Entry> {
+    let entry_of = |v: &Value| entry_of(v, default);
     let mut out = Vec::new();
     match reply {
         // XREADGROUP: [[stream, [[id, fields], ...]]]
@@ -419,11 +456,11 @@ fn entries_of(reply: &Value) -> Vec<Entry> {
     out
 }
 
-fn entry_of(v: &Value) -> Option<Entry> {
+fn entry_of(v: &Value, default: &Arc<str>) -> Option<Entry> {
     let Value::Array(pair) = v else { return None };
     let id = String::from_utf8_lossy(keys::bytes(pair.first()?)?).into_owned();
     let fields = pair.get(1);
-    let read = match fields.and_then(keys::held_of) {
+    let read = match fields.and_then(|f| keys::held_of(f, default)) {
         Some(held) => Read::Held(held),
         None if fields.is_some_and(keys::is_newer) => Read::Newer,
         None => Read::Foreign,

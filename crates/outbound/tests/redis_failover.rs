@@ -1,0 +1,186 @@
+//! A Redis spool through Sentinel (`redis+sentinel://`), against real `redis-server`s (a
+//! primary and a replica) and three `redis-sentinel`s on 127.0.0.1 (scripts/redis-env.sh
+//! installs them): the primary SIGKILLed mid-run loses nothing acknowledged, the client
+//! follows the promotion, and another process takes its messages over from the new primary.
+//! With `redis_ack = "auto"` (the default) the client acknowledges again at once on the new
+//! primary (which has no replica: memory); with `"replicas:1"` only once a replica is back
+//! (the killed server, restarted, made one by Sentinel).
+
+#[path = "support/redis_server.rs"]
+mod redis_server;
+mod support;
+
+use outbound::{Client, Config, Message, RedisAck, Webhook};
+use redis_server::{RedisSentinel, RedisServer};
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering::SeqCst};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+use support::Server;
+
+const NAME: &str = "fo";
+
+/// Waits until every Sentinel knows the replica and the other Sentinels (a failover needs
+/// both).
+fn wait_ready(sentinels: &[RedisSentinel]) {
+    let end = Instant::now() + Duration::from_secs(30);
+    'again: while Instant::now() < end {
+        for s in sentinels {
+            let mut c = redis::Client::open(format!("redis://127.0.0.1:{}", s.port))
+                .unwrap()
+                .get_connection()
+                .unwrap();
+            let info: Vec<String> = redis::cmd("SENTINEL")
+                .arg("master")
+                .arg(NAME)
+                .query(&mut c)
+                .unwrap();
+            let field = |k: &str| {
+                let at = info.iter().position(|f| f == k)?;
+                info.get(at + 1)?.parse::<u32>().ok()
+            };
+            if field("num-slaves") != Some(1) || field("num-other-sentinels") != Some(2) {
+                std::thread::sleep(Duration::from_millis(100));
+                continue 'again;
+            }
+        }
+        return;
+    }
+    panic!("the Sentinels did not see each other and the replica in 30 s");
+}
+
+fn client(spool: &Path, url: &str, ack: RedisAck) -> Client {
+    Client::new(Config {
+        webhooks: vec![Webhook::new(url)],
+        spool: Some(spool.to_path_buf()),
+        redis_ack: ack,
+        timeout: Duration::from_secs(1),
+        max_queue_size: 50_000,
+        debug: Some(std::env::var("FAILOVER_DEBUG").is_ok()),
+        ..Config::default()
+    })
+    .unwrap()
+}
+
+#[test]
+fn a_primary_sigkilled_mid_run_loses_nothing_acknowledged_and_auto_acknowledges_again_at_once() {
+    let again = failover(RedisAck::Auto, false);
+    assert!(again < Duration::from_secs(10), "{again:?}");
+}
+
+#[test]
+fn with_replicas_1_a_failover_is_acknowledged_again_only_once_a_replica_is_back() {
+    let again = failover(RedisAck::Replicas(1), true);
+    assert!(
+        again > Duration::from_secs(1),
+        "{again:?}: before a replica was back?"
+    );
+}
+
+/// The primary SIGKILLed while a client acknowledges one message each 10 ms, with `ack`;
+/// with `restart`, the killed server is restarted after the promotion (Sentinel makes it
+/// a replica). Checks that nothing acknowledged is lost (another client takes everything
+/// over from the new primary); returns how long after the promotion messages were
+/// acknowledged again.
+fn failover(ack: RedisAck, restart: bool) -> Duration {
+    let mut primary = RedisServer::start();
+    let replica = RedisServer::replica_of(primary.port);
+    replica.wait_in_sync();
+    let sentinels: Vec<RedisSentinel> = (0..3)
+        .map(|_| RedisSentinel::start(NAME, primary.port))
+        .collect();
+    wait_ready(&sentinels);
+    let hosts: Vec<String> = sentinels
+        .iter()
+        .map(|s| format!("127.0.0.1:{}", s.port))
+        .collect();
+    let spool = PathBuf::from(format!(
+        "redis+sentinel://{}/{NAME}/0?prefix=fo",
+        hosts.join(",")
+    ));
+    // A: messages stay pending (its receiver answers 503), acknowledged one at a time.
+    let down = Server::answering(503);
+    let a = Arc::new(client(&spool, &down.url, ack));
+    let acked = Arc::new(Mutex::new(Vec::<(usize, bool, Instant)>::new()));
+    let stop = Arc::new(AtomicBool::new(false));
+    let sender = {
+        let (a, acked, stop) = (a.clone(), acked.clone(), stop.clone());
+        std::thread::spawn(move || {
+            let mut i = 0;
+            while !stop.load(SeqCst) {
+                a.enqueue(&Message::track("u1", "E").message_id(format!("m-{i:05}")))
+                    .unwrap();
+                let acked = acked.clone();
+                a.when_spooled(move |ok| acked.lock().unwrap().push((i, ok, Instant::now())));
+                i += 1;
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            i
+        })
+    };
+    std::thread::sleep(Duration::from_secs(1));
+    primary.kill(); // SIGKILL
+    let killed = Instant::now();
+    let promoted = loop {
+        if sentinels[0].primary(NAME) == Some(replica.port) {
+            break Instant::now();
+        }
+        assert!(killed.elapsed() < Duration::from_secs(30), "no promotion");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    // Its supervisor restarts the killed server: Sentinel makes it a replica of the new
+    // primary, so `replicas:1` can be confirmed again.
+    if restart {
+        primary.restart();
+    }
+    let end = promoted + Duration::from_secs(30);
+    while Instant::now() < end
+        && !(acked.lock().unwrap().iter()).any(|(_, ok, at)| *ok && *at > promoted)
+    {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    std::thread::sleep(Duration::from_secs(1));
+    stop.store(true, SeqCst);
+    let sent = sender.join().unwrap();
+    let answers = acked.lock().unwrap().clone();
+    let again = answers
+        .iter()
+        .find(|(_, ok, at)| *ok && *at > promoted)
+        .map(|(_, _, at)| at.duration_since(promoted));
+    let last_ok = answers
+        .iter()
+        .filter(|(_, ok, _)| *ok)
+        .map(|(i, ..)| *i)
+        .max();
+    eprintln!(
+        "redis failover ({ack}): promoted {:.1} s after the SIGKILL; acknowledging again {:.1} s after \
+         the promotion; {sent} sent, {} acknowledged",
+        promoted.duration_since(killed).as_secs_f64(),
+        again.map_or(f64::NAN, |d| d.as_secs_f64()),
+        last_ok.map_or(0, |i| i + 1)
+    );
+    let again = again.expect("acknowledging again after the promotion");
+    // A leaves (its heartbeat goes); B takes its messages over from the new primary.
+    a.close(Some(Duration::ZERO)).unwrap();
+    let up = Server::answering(200);
+    let b = client(&spool, &up.url, ack);
+    let want: HashSet<String> = (0..=last_ok.unwrap())
+        .map(|i| format!("m-{i:05}"))
+        .collect();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let got = || -> HashSet<String> {
+        up.requests()
+            .iter()
+            .map(|r| r.json()["messageId"].as_str().unwrap().to_string())
+            .collect()
+    };
+    while !want.is_subset(&got()) && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let lost = want.difference(&got()).count();
+    assert_eq!(lost, 0, "acknowledged messages lost");
+    assert!(b.flush(Some(Duration::from_secs(30))));
+    b.close(None).unwrap();
+    again
+}
