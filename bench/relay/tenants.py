@@ -91,13 +91,15 @@ def many(a: argparse.Namespace, n: int, hang: int, tag: str, rows: List[List[str
     # CPU per delivery: what the relay spent (intake, spool and delivery) over what reached
     # the healthy URLs; less sensitive to a loaded machine than the rates.
     cpu_us = relay.cpu_s() * 1e6 / max(1, st["deliveries"])
+    # And the receiver's, on the same 2 cores: what the machine has left for the relay.
+    sink_us = st.get("cpu_s", 0) * 1e6 / max(1, st["deliveries"])
     relay.stop()
     sink.stop()
     complete = st["deliveries"] >= want
     res[tag] = {"load": r, "sink": st, "during_per_s": during, "overall_per_s": overall,
                 "offered_per_s": 5 * a.rate * healthy / n, "peak_rss_mib": rss,
                 "peak_threads": threads, "complete": complete, "load_avg": la,
-                "relay_cpu_us_per_delivery": cpu_us}
+                "relay_cpu_us_per_delivery": cpu_us, "sink_cpu_us_per_delivery": sink_us}
     met = during >= goal_rate and rss <= goal_mib and threads <= goal_threads and complete
     rows.append([f"{tag}: {healthy} sources × 5 URLs at 100 ms + {hang} hanging, "
                  f"{fmt(a.rate)} ev/s offered (batches of 10, {fmt(n)} keys), {a.seconds} s",
@@ -106,7 +108,8 @@ def many(a: argparse.Namespace, n: int, hang: int, tag: str, rows: List[List[str
                  f"({fmt(st['deliveries'])}/{fmt(want)}); acked {fmt(r['events_per_s'])} ev/s, "
                  f"non-200 {r['failed']}, ack p99 {r['p99_ms']:.1f} ms; send → URL p50 "
                  f"{st['lat_p50_ms']:.0f} ms, p99 {st['lat_p99_ms']:.0f} ms; peak RSS {rss:.0f} "
-                 f"MiB; threads {threads} peak; relay CPU {cpu_us:.0f} µs/delivery",
+                 f"MiB; threads {threads} peak; CPU per delivery: relay {cpu_us:.0f} µs, "
+                 f"receiver {sink_us:.0f} µs",
                  f"≥ {fmt(goal_rate)}/s, ≤ {goal_mib} MiB, ≤ {goal_threads} threads",
                  "met" if met else "MISSED", la])
     return r["events"] > 0 and complete
