@@ -52,6 +52,9 @@ static void check_rc_at(outbound_result rc, outbound_result want, const char *ne
 #define CHECK_RC(expr, want, needle) check_rc_at((expr), (want), (needle), #expr, __FILE__, __LINE__)
 
 static void run(const char *name, void (*fn)(void)) {
+    /* OUTBOUND_TEST_ONLY=part-of-a-name runs only the tests whose names contain it. */
+    const char *only = getenv("OUTBOUND_TEST_ONLY");
+    if (only && *only && !strstr(name, only)) return;
     current_test = name;
     current_failures = 0;
     fn();

@@ -6,10 +6,12 @@
 //! ```text
 //! cargo build --release -p outbound --example batch_bench
 //! valgrind --tool=callgrind --separate-threads=yes \
-//!     target/release/examples/batch_bench [N [FLUSH_AT [MAX_BATCH_MESSAGES [DELAY_US]]]]
+//!     target/release/examples/batch_bench [N [FLUSH_AT [MAX_BATCH_MESSAGES [DELAY_US [ENGINE]]]]]
 //! ```
 //!
-//! MAX_BATCH_MESSAGES 0: unset (`flush_at`).
+//! MAX_BATCH_MESSAGES 0: unset (`flush_at`). ENGINE 1: the client is a shared `Engine`'s
+//! instead of one of its own (both send their batches on an I/O engine). Also prints the
+//! process's CPU time (the receiver's included), steadier than the wall time on a busy machine.
 
 #[path = "support/receiver.rs"]
 mod receiver;
@@ -26,13 +28,15 @@ fn main() {
             .map_or(default, |a| a.parse().expect("a number"))
     };
     let (n, flush_at, max, delay_us) = (next(100_000), next(20), next(0), next(1_000));
+    let on_engine = next(0) == 1;
     let requests = Arc::new(AtomicU64::new(0));
     let seen = requests.clone();
     let port = receiver::start(move |_| {
         seen.fetch_add(1, Relaxed);
         std::thread::sleep(Duration::from_micros(delay_us));
     });
-    let client = Client::new(Config {
+    let engine = on_engine.then(|| outbound::Engine::new(outbound::EngineConfig::default()));
+    let config = Config {
         write_key: Some("bench".into()),
         endpoint: format!("http://127.0.0.1:{port}"),
         flush_at: flush_at as usize,
@@ -41,7 +45,11 @@ fn main() {
         proxy_from_env: false,
         debug: Some(false),
         ..Config::default()
-    })
+    };
+    let client = match engine {
+        Some(engine) => engine.expect("engine").client(config),
+        None => Client::new(config),
+    }
     .expect("client");
     let start = Instant::now();
     for _ in 0..n {
@@ -55,8 +63,21 @@ fn main() {
     }
     assert!(client.flush(Some(Duration::from_secs(600))), "delivery");
     println!(
-        "{n} messages, {} requests, {:.2} s",
+        "{n} messages, {} requests, {:.2} s, {:.2} CPU-s",
         requests.load(Relaxed),
-        start.elapsed().as_secs_f64()
+        start.elapsed().as_secs_f64(),
+        cpu_seconds()
     );
+}
+
+/// This process's user + system CPU time so far (the receiver's threads included).
+fn cpu_seconds() -> f64 {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    // Fields after the command's closing parenthesis: utime and stime are the 12th and 13th.
+    let rest = stat.rsplit_once(')').map_or("", |(_, r)| r);
+    let f: Vec<f64> = rest
+        .split_whitespace()
+        .map(|x| x.parse().unwrap_or(0.0))
+        .collect();
+    (f.get(11).unwrap_or(&0.0) + f.get(12).unwrap_or(&0.0)) / 100.0
 }

@@ -82,10 +82,9 @@ impl Engine {
             }),
             _ => None,
         };
-        // Batches go out on the I/O engine for an engine's clients (a relay's sources: no
-        // thread per source); a client of its own keeps its worker threads (ureq).
+        // Batches go out on the I/O engine too (a recording client's go to its record).
         let batches_out = match (&core.io, &recorder, &config.write_key) {
-            (Some(io), None, Some(_)) if !core.private => Some(BatchesOut {
+            (Some(io), None, Some(_)) => Some(BatchesOut {
                 io: io.handle(),
                 // The endpoint's own guard (`block_private_endpoint`), not the webhooks'.
                 exchange: Exchange::new(
@@ -291,7 +290,7 @@ impl Client {
         recorder: Option<Arc<Recorder>>,
     ) -> Result<Client, Error> {
         config.check()?;
-        let core = Arc::new(Core::private(&config)?);
+        let core = Arc::new(Core::private(&config, recorder.is_some())?);
         Client::on_engine(config, core, recorder, None)
     }
 
@@ -783,7 +782,7 @@ impl Client {
         }
         // The parent's engine threads do not exist here: the child's client gets one of its
         // own, whichever engine the parent's was on.
-        let core = Arc::new(Core::private(&self.config)?);
+        let core = Arc::new(Core::private(&self.config, self.recorder.is_some())?);
         // A tenant of a shared spool gets a spool of its own neither: memory only, as the
         // parent's spool is the parent's.
         let fresh = Engine::start(

@@ -242,10 +242,11 @@ impl Core {
         })
     }
 
-    /// An engine for one client (what [`Client::new`] makes): I/O threads only when it
-    /// has webhooks.
-    pub(crate) fn private(config: &Config) -> Result<Core, Error> {
-        let mut core = Core::start((!config.webhooks.is_empty()).then_some(1))?;
+    /// An engine for one client (what `Client::new` makes): one I/O thread, none for a
+    /// recording client (its requests go to its record, on worker threads).
+    pub(crate) fn private(config: &Config, recording: bool) -> Result<Core, Error> {
+        let sends = !config.webhooks.is_empty() || config.write_key.is_some();
+        let mut core = Core::start((sends && !recording).then_some(1))?;
         core.private = true;
         Ok(core)
     }

@@ -591,6 +591,16 @@ impl Spooler {
                 t.waiters.clear();
             }
         }
+        if matches!(cmd, Command::Flush(_))
+            && self
+                .tenants
+                .get(&no)
+                .is_some_and(|t| t.resume_due && !t.closing)
+        {
+            // What this tenant may take over now goes before the flush (a client's first
+            // flush waits for what the last one left, when it fits in the window).
+            self.resume(no);
+        }
         if let Some(t) = self.tenants.get_mut(&no) {
             if matches!(cmd, Command::Flush(_)) && t.unparked_ever < t.parked_ever {
                 // After the messages parked before it, once they are read back.

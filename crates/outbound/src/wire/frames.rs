@@ -1,7 +1,5 @@
-//! A request body as the queue holds it: a few pieces of shared bytes (a webhook body; a
-//! batch's head, its messages' own bytes and the commas between them), written out as they
-//! are, never joined into a copy first (a backlog's batches are up to 500,000 bytes each).
-//! `http/frames.rs` makes it a body hyper sends.
+//! A request body as pieces of shared bytes, written out as they are (a webhook body is the
+//! queue's own bytes, never copied). `http/frames.rs` makes it a body hyper sends.
 
 use bytes::Bytes;
 use std::collections::VecDeque;

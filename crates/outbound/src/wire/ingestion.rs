@@ -269,39 +269,16 @@ impl Endpoint {
         }
     }
 
-    /// One batch's body as the pieces of shared bytes the I/O engine writes out (its
-    /// messages' own bytes as they are; the head, commas, tail and any element read from a
-    /// webhook body made here): never joined into a copy, but with gzip, which compresses
-    /// the whole.
+    /// One batch's body for the I/O engine: made whole, as [`body`](Self::body) makes it
+    /// (measured under callgrind: a piece per message, each a reference to its chunk, cost
+    /// 7 % more instructions than this copy for batches of 250, and saved none at 20).
     pub(crate) fn frames<'a>(
         &self,
         msgs: impl ExactSizeIterator<Item = &'a Element> + Clone,
     ) -> Frames {
-        if self.gzip {
-            let mut body = Vec::new();
-            self.body(&mut body, msgs);
-            return Frames::one(Bytes::from(body));
-        }
-        let mut sent_at = [0u8; timestamp::LEN];
-        // The clock is always within 0000..9999.
-        let _ = timestamp::write(timestamp::now(), &mut sent_at);
-        let mut f = Frames::default();
-        f.push(Bytes::from_static(b"{\"batch\":["));
-        for (i, m) in msgs.enumerate() {
-            if i > 0 {
-                f.push(Bytes::from_static(b","));
-            }
-            match m.id_key {
-                0 => f.push(Bytes::from_owner(m.bytes.clone())),
-                _ => f.push(Bytes::from(m.to_vec())),
-            }
-        }
-        let mut tail = Vec::with_capacity(16 + timestamp::LEN);
-        tail.extend_from_slice(b"],\"sentAt\":\"");
-        tail.extend_from_slice(&sent_at);
-        tail.extend_from_slice(b"\"}");
-        f.push(Bytes::from(tail));
-        f
+        let mut body = Vec::new();
+        self.body(&mut body, msgs);
+        Frames::one(Bytes::from(body))
     }
 
     /// One batch's body as a request reads it: the bytes of [`body`](Self::body), never whole
