@@ -16,25 +16,13 @@
 //! settings document), `telemetry` (`/v1/m`), `forwarded` (the client's address and the
 //! relay's public one, `trusted_proxies`).
 
-mod admin;
-mod auth;
-mod body;
 mod config;
-mod forwarded;
-mod health;
-mod logging;
-mod memory;
-mod metrics;
-mod open_files;
-mod reload;
-mod reply;
+mod control;
+mod http;
+mod operations;
 mod server;
-mod settings;
 mod sources;
-mod telemetry;
-mod tls;
 mod tracking;
-mod write_timeout;
 
 use clap::Parser;
 use std::io::Write;
@@ -69,18 +57,18 @@ fn main() -> ExitCode {
         .as_deref()
         .and_then(config::LogFormat::parse)
         .unwrap_or(relay.log_format);
-    logging::init(format);
-    match open_files::fit(relay.limits.max_connections) {
-        Ok(open_files::Fitted::Raised(from, to)) => {
+    operations::logging::init(format);
+    match operations::open_files::fit(relay.limits.max_connections) {
+        Ok(operations::open_files::Fitted::Raised(from, to)) => {
             tracing::info!(from, to, "open-files soft limit raised for max_connections")
         }
-        Ok(open_files::Fitted::Already(_)) => {}
+        Ok(operations::open_files::Fitted::Already(_)) => {}
         Err(reason) => {
             eprintln!("{}: max_connections: {reason}", relay.file);
             return ExitCode::from(2);
         }
     }
-    let tls = match tls::acceptor(&relay) {
+    let tls = match http::tls::acceptor(&relay) {
         Ok(t) => t,
         Err(e) => {
             eprintln!("{e}");
@@ -112,7 +100,7 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    memory::start();
+    operations::memory::start();
     let grace = relay.shutdown_timeout;
     let close_timeout = relay.close_timeout;
     let file = relay.file.clone();
@@ -169,7 +157,11 @@ fn main() -> ExitCode {
             tls = relay.tls.is_some(),
             "outbound-relay listening"
         );
-        let reloader = reload::Reloader::new(args.config.clone(), relay, args.log_format.is_some());
+        let reloader = operations::reload::Reloader::new(
+            args.config.clone(),
+            relay,
+            args.log_format.is_some(),
+        );
         let reloading = tokio::spawn(reloader.run(state.clone(), hup));
         let finished = server::serve(listener, state.clone(), signals.wait(), grace).await;
         reloading.abort();

@@ -14,18 +14,18 @@
 //! What a request sees is [`Live`]: loaded once per request, so a reload (`reload.rs`)
 //! never changes the sources under a request in flight.
 
-use crate::admin;
-use crate::auth::bearer_is;
 use crate::config::Limits;
-use crate::forwarded::{Facts, PublicUrl};
-use crate::health;
-use crate::metrics;
-use crate::reply::{self, Answer};
-use crate::settings;
+use crate::control::admin;
+use crate::http::auth::bearer_is;
+use crate::http::reply::{self, Answer};
+use crate::http::write_timeout::WriteTimeout;
+use crate::operations::health;
+use crate::operations::metrics;
 use crate::sources::Sources;
-use crate::telemetry;
 use crate::tracking;
-use crate::write_timeout::WriteTimeout;
+use crate::tracking::forwarded::{Facts, PublicUrl};
+use crate::tracking::settings;
+use crate::tracking::telemetry;
 use arc_swap::ArcSwap;
 use hyper::body::Incoming;
 use hyper::header::{HeaderValue, CONNECTION, CONTENT_LENGTH, CONTENT_TYPE};

@@ -23,13 +23,16 @@
 mod cors;
 mod events;
 mod fields;
+pub mod forwarded;
 mod rejected;
+pub mod settings;
+pub mod telemetry;
 
 pub use cors::{allow_for_any_source, preflight};
 
-use crate::auth::basic_user;
-use crate::body;
-use crate::reply::{self, Answer};
+use crate::http::auth::basic_user;
+use crate::http::body;
+use crate::http::reply::{self, Answer};
 use crate::sources::{Source, Sources};
 use events::{read_event, type_value};
 use fields::{Batch, Body, Fields, ParseError};
@@ -250,7 +253,11 @@ fn overloaded(source: &Source, e: &Error, events: usize) -> Option<Answer> {
         Error::Closed | Error::Spool { .. } => StatusCode::SERVICE_UNAVAILABLE,
         _ => return None,
     };
-    crate::metrics::rejected(&source.name, crate::metrics::reason(e), events);
+    crate::operations::metrics::rejected(
+        &source.name,
+        crate::operations::metrics::reason(e),
+        events,
+    );
     tracing::warn!(source = %source.name, "cannot take more: {e}");
     Some(reply::error(status, e.to_string()))
 }
@@ -271,7 +278,7 @@ fn single(source: &Arc<Source>, event: Fields<'_>, received: &Received) -> Took 
     if let Some(answer) = overloaded(source, &e, 1) {
         return Took::Answered(answer);
     }
-    crate::metrics::rejected(&source.name, crate::metrics::reason(&e), 1);
+    crate::operations::metrics::rejected(&source.name, crate::operations::metrics::reason(&e), 1);
     let reason = rejected::bounded(&e);
     tracing::info!(source = %source.name, reason = %reason, "event rejected");
     let status = match e {
@@ -332,7 +339,7 @@ fn batch(
             for (index, answer) in indexes.into_iter().zip(answers) {
                 match answer {
                     Ok(_) => accepted += 1,
-                    Err(e) => rejected.add(index, crate::metrics::reason(&e), &e),
+                    Err(e) => rejected.add(index, crate::operations::metrics::reason(&e), &e),
                 }
             }
         }
@@ -364,7 +371,7 @@ async fn durable(source: &Arc<Source>, accepted: usize) -> Answer {
             "the events could not be committed to disk; send them again",
         );
     }
-    crate::metrics::accepted(&source.name, accepted);
+    crate::operations::metrics::accepted(&source.name, accepted);
     reply::ok()
 }
 

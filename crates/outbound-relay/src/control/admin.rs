@@ -13,9 +13,9 @@
 //! Issue 25's config reload and readiness belong to the operations side (`server.rs`), not
 //! here; new admin resources get a function each below.
 
-use crate::auth::bearer_is;
-use crate::body;
-use crate::reply::{self, Answer};
+use crate::http::auth::bearer_is;
+use crate::http::body;
+use crate::http::reply::{self, Answer};
 use crate::sources::Sources;
 use crate::tracking::spooled;
 use hyper::body::Incoming;

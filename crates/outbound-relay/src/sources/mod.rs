@@ -199,7 +199,7 @@ impl Sources {
         }
         let mut core = s.core.clone();
         core.log_sink = Some(log_sink(&s.name));
-        core.on_outcome = Some(crate::metrics::on_outcome(&s.name));
+        core.on_outcome = Some(crate::operations::metrics::on_outcome(&s.name));
         let has_webhooks = !core.webhooks.is_empty();
         let client = match on_shared_spool(relay, &s.name, &core) {
             true => {

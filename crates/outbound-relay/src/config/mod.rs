@@ -10,7 +10,7 @@
 //! `forward_allowed_networks`) and issue 44's (`trusted_proxies`, `public_url`); see
 //! docs/relay.md for their defaults.
 
-use crate::forwarded::PublicUrl;
+use crate::tracking::forwarded::PublicUrl;
 use outbound::{Config as CoreConfig, RetryPolicy, SignatureScheme, Webhook};
 use serde::{Deserialize, Deserializer};
 use std::collections::{BTreeMap, HashMap};

@@ -1,0 +1,3 @@
+//! The control plane: the admin API under `/admin/`.
+
+pub mod admin;
