@@ -10,13 +10,18 @@
 //! `forward_allowed_networks`) and issue 44's (`trusted_proxies`, `public_url`); see
 //! docs/relay.md for their defaults.
 
-use crate::tracking::forwarded::PublicUrl;
-use outbound::{Config as CoreConfig, RetryPolicy, SignatureScheme, Webhook};
-use serde::{Deserialize, Deserializer};
-use std::collections::{BTreeMap, HashMap};
+mod convert;
+pub mod file;
+mod public_url;
+mod toml_keys;
+
+pub use file::{is_redis, is_redis_url, File, SourceFile};
+use file::{Delivery, Seconds};
+use outbound::Config as CoreConfig;
+pub use public_url::PublicUrl;
+use std::collections::HashMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::time::Duration;
 
 /// A config error: the file, the key and what is wrong.
@@ -39,439 +44,31 @@ impl fmt::Display for ConfigError {
 
 impl std::error::Error for ConfigError {}
 
-/// The relay's group commit interval unless set (seconds): an acknowledgement waits for the
-/// next commit, so the core's 20 ms would be most of a single event's answer time. Under
-/// load the writer's own transaction and the fsync gather the requests that arrive
-/// meanwhile, so the interval only needs to be short: 32 connections sending one event a
-/// request got 1.27× the acknowledgements per second at 0.2 ms as at 1 ms, and 1.06× again
-/// at 0.05 ms, with batches of 100 at the same rate and 6 % more bytes written to the disk
-/// per event (medians of alternating runs; bench/log/2026-11.md, "Issue 25, stop 36" and "stop
-/// 37"). A busy source fsyncs at most once per fsync's duration (one covers every commit
-/// before it began).
-pub const DEFAULT_COMMIT_INTERVAL: f64 = 0.00005;
-
-/// The `spool` setting: on (SQLite under `data_dir`), off, or a Redis URL.
-#[derive(Clone, Debug, PartialEq, Deserialize)]
-#[serde(untagged)]
-pub enum Spool {
-    /// `true`: SQLite files under `data_dir/spool/<source>`; `false`: memory only.
-    On(bool),
-    /// `redis://host:port/db?prefix=P` (`rediss://` for TLS; `redis+sentinel://s1,s2,s3/MASTER`
-    /// through Sentinel): a Redis shared by a fleet.
-    Redis(String),
+/// Who keeps a source's settings: `relay.toml` (changed by editing it and SIGHUP), or the
+/// admin API (`control/`, kept in the relay's store).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ManagedBy {
+    File,
+    Api,
 }
 
-/// The Redis key prefix of the relay's sources when the URL names none.
-pub const DEFAULT_REDIS_PREFIX: &str = "outbound-relay";
-
-/// Source `name`'s spool on the Redis at `url`: the URL's `prefix` (or
-/// [`DEFAULT_REDIS_PREFIX`]) followed by `:<name>`, so every relay of a fleet files a source's
-/// events under the same keys and takes over its dead siblings' (the core takes over only
-/// within one prefix), and sources never mix.
-pub fn source_redis_url(url: &str, name: &str) -> String {
-    let (base, query) = url.split_once('?').unwrap_or((url, ""));
-    let mut prefix = DEFAULT_REDIS_PREFIX.to_string();
-    let mut rest = Vec::new();
-    for pair in query.split('&').filter(|p| !p.is_empty()) {
-        match pair.strip_prefix("prefix=") {
-            Some(p) => prefix = p.to_string(),
-            None => rest.push(pair),
+impl ManagedBy {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ManagedBy::File => "file",
+            ManagedBy::Api => "api",
         }
     }
-    let own = format!("prefix={prefix}:{name}");
-    rest.push(&own);
-    format!("{base}?{}", rest.join("&"))
-}
-
-/// True when the source's spool is a Redis (not a directory under `data_dir`).
-pub fn is_redis(core: &CoreConfig) -> bool {
-    core.spool
-        .as_ref()
-        .is_some_and(|p| is_redis_url(&p.to_string_lossy()))
-}
-
-/// True for a Redis spool URL: `redis://`, `rediss://`, or through Sentinel
-/// (`redis+sentinel://`, `rediss+sentinel://`).
-pub fn is_redis_url(url: &str) -> bool {
-    [
-        "redis://",
-        "rediss://",
-        "redis+sentinel://",
-        "rediss+sentinel://",
-    ]
-    .iter()
-    .any(|scheme| url.starts_with(scheme))
-}
-
-/// A number of seconds (`5`, `0.5`), as every duration in the file is written.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Seconds(pub f64);
-
-impl<'de> Deserialize<'de> for Seconds {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        #[derive(Deserialize)]
-        #[serde(untagged)]
-        enum Num {
-            I(i64),
-            F(f64),
-        }
-        match Num::deserialize(d).map_err(|_| {
-            serde::de::Error::custom("expected a number of seconds (e.g. 5 or 0.25)")
-        })? {
-            Num::I(i) => Ok(Seconds(i as f64)),
-            Num::F(f) => Ok(Seconds(f)),
-        }
-    }
-}
-
-impl Seconds {
-    fn duration(self, key: &str) -> Result<Duration, (String, String)> {
-        Duration::try_from_secs_f64(self.0).map_err(|_| {
-            (
-                key.to_string(),
-                format!("{} is not a number of seconds of 0 or more", self.0),
-            )
-        })
-    }
-}
-
-/// Defines the top-level and per-source structs with the delivery settings of the core's
-/// `Config` in both (serde's `flatten` cannot be combined with `deny_unknown_fields`).
-macro_rules! with_delivery {
-    ($(#[$m:meta])* pub struct $name:ident { $($(#[$fm:meta])* pub $f:ident : $t:ty,)* }) => {
-        $(#[$m])*
-        pub struct $name {
-            $($(#[$fm])* pub $f: $t,)*
-            /// Bound on one whole HTTP exchange, seconds (core `timeout`).
-            #[serde(default)]
-            pub timeout: Option<Seconds>,
-            /// How long a message is retried after its first attempt, seconds.
-            #[serde(default)]
-            pub max_retry_duration: Option<Seconds>,
-            /// Largest backoff between attempts, seconds.
-            #[serde(default)]
-            pub max_backoff: Option<Seconds>,
-            /// Largest `Retry-After` honoured, seconds.
-            #[serde(default)]
-            pub max_retry_after: Option<Seconds>,
-            /// Most requests in flight to each destination.
-            #[serde(default)]
-            pub max_in_flight: Option<usize>,
-            /// Delivery threads each destination keeps ready.
-            #[serde(default)]
-            pub workers: Option<usize>,
-            /// `"x-signature"` (default) or `"standard-webhooks"`.
-            #[serde(default)]
-            pub signature_scheme: Option<String>,
-            /// `User-Agent` of webhook requests.
-            #[serde(default)]
-            pub webhook_user_agent: Option<String>,
-            /// Gzip the forward's batches.
-            #[serde(default)]
-            pub gzip: Option<bool>,
-            /// Forward batches close at this many messages, the most one request carries...
-            #[serde(default)]
-            pub flush_at: Option<usize>,
-            /// ...unless this is set higher: waiting batches then join up to it (core
-            /// `max_batch_messages`).
-            #[serde(default)]
-            pub max_batch_messages: Option<usize>,
-            /// ... or this long after their first message, seconds.
-            #[serde(default)]
-            pub flush_interval: Option<Seconds>,
-            /// Most messages held in memory per source, including those waiting to retry.
-            #[serde(default)]
-            pub max_queue_size: Option<usize>,
-            /// How long a request that finds its source's queue (or spool) full waits for
-            /// room before it is answered 429, seconds (default 0: at once).
-            #[serde(default)]
-            pub queue_full_wait: Option<Seconds>,
-            /// Extra trusted roots: PEM text or the path of a PEM file.
-            #[serde(default)]
-            pub ca_certs: Option<String>,
-            /// Use `HTTP(S)_PROXY` from the environment.
-            #[serde(default)]
-            pub proxy_from_env: Option<bool>,
-            /// Where accepted events wait for their outcome: `true` (default: SQLite, one file
-            /// under `data_dir/spool` for every source), `false` (memory only: a 200 means
-            /// accepted in memory), or a `redis://` / `rediss://` / `redis+sentinel://` URL
-            /// (Redis Streams shared by a fleet of relays; every source on the fleet's URL is
-            /// a tenant of one store per relay, its records under its name).
-            #[serde(default)]
-            pub spool: Option<Spool>,
-            /// Bytes each source's spool may hold.
-            #[serde(default)]
-            pub spool_max_bytes: Option<u64>,
-            /// The group commit interval, seconds. The relay's default is 0.00005 (the core's
-            /// is 0.02): every acknowledgement waits for the next commit.
-            #[serde(default)]
-            pub spool_commit_interval: Option<Seconds>,
-            /// The core's own log lines (failures as warnings, progress as debug), to stderr
-            /// through `tracing` (default true).
-            #[serde(default)]
-            pub debug: Option<bool>,
-        }
-
-        impl $name {
-            fn delivery(&self) -> Delivery {
-                Delivery {
-                    timeout: self.timeout,
-                    max_retry_duration: self.max_retry_duration,
-                    max_backoff: self.max_backoff,
-                    max_retry_after: self.max_retry_after,
-                    max_in_flight: self.max_in_flight,
-                    workers: self.workers,
-                    signature_scheme: self.signature_scheme.clone(),
-                    webhook_user_agent: self.webhook_user_agent.clone(),
-                    gzip: self.gzip,
-                    flush_at: self.flush_at,
-                    max_batch_messages: self.max_batch_messages,
-                    flush_interval: self.flush_interval,
-                    max_queue_size: self.max_queue_size,
-                    queue_full_wait: self.queue_full_wait,
-                    ca_certs: self.ca_certs.clone(),
-                    proxy_from_env: self.proxy_from_env,
-                    spool: self.spool.clone(),
-                    spool_max_bytes: self.spool_max_bytes,
-                    spool_commit_interval: self.spool_commit_interval,
-                    debug: self.debug,
-                }
-            }
-        }
-    };
-}
-
-/// The delivery settings, as given at one level (unset: the level above decides).
-#[derive(Clone, Debug, Default)]
-struct Delivery {
-    timeout: Option<Seconds>,
-    max_retry_duration: Option<Seconds>,
-    max_backoff: Option<Seconds>,
-    max_retry_after: Option<Seconds>,
-    max_in_flight: Option<usize>,
-    workers: Option<usize>,
-    signature_scheme: Option<String>,
-    webhook_user_agent: Option<String>,
-    gzip: Option<bool>,
-    flush_at: Option<usize>,
-    max_batch_messages: Option<usize>,
-    flush_interval: Option<Seconds>,
-    max_queue_size: Option<usize>,
-    queue_full_wait: Option<Seconds>,
-    ca_certs: Option<String>,
-    proxy_from_env: Option<bool>,
-    spool: Option<Spool>,
-    spool_max_bytes: Option<u64>,
-    spool_commit_interval: Option<Seconds>,
-    debug: Option<bool>,
-}
-
-impl Delivery {
-    /// The keys set at this level.
-    fn keys(&self) -> Vec<&'static str> {
-        let d = self;
-        let set: [(&'static str, bool); 20] = [
-            ("timeout", d.timeout.is_some()),
-            ("max_retry_duration", d.max_retry_duration.is_some()),
-            ("max_backoff", d.max_backoff.is_some()),
-            ("max_retry_after", d.max_retry_after.is_some()),
-            ("max_in_flight", d.max_in_flight.is_some()),
-            ("workers", d.workers.is_some()),
-            ("signature_scheme", d.signature_scheme.is_some()),
-            ("webhook_user_agent", d.webhook_user_agent.is_some()),
-            ("gzip", d.gzip.is_some()),
-            ("flush_at", d.flush_at.is_some()),
-            ("max_batch_messages", d.max_batch_messages.is_some()),
-            ("flush_interval", d.flush_interval.is_some()),
-            ("max_queue_size", d.max_queue_size.is_some()),
-            ("queue_full_wait", d.queue_full_wait.is_some()),
-            ("ca_certs", d.ca_certs.is_some()),
-            ("proxy_from_env", d.proxy_from_env.is_some()),
-            ("spool", d.spool.is_some()),
-            ("spool_max_bytes", d.spool_max_bytes.is_some()),
-            ("spool_commit_interval", d.spool_commit_interval.is_some()),
-            ("debug", d.debug.is_some()),
-        ];
-        set.into_iter()
-            .filter(|(_, on)| *on)
-            .map(|(k, _)| k)
-            .collect()
-    }
-
-    /// `self` where set, `base` otherwise.
-    fn over(self, base: &Delivery) -> Delivery {
-        macro_rules! pick {
-            ($($f:ident),*) => { Delivery { $($f: self.$f.or_else(|| base.$f.clone()),)* } };
-        }
-        pick!(
-            timeout,
-            max_retry_duration,
-            max_backoff,
-            max_retry_after,
-            max_in_flight,
-            workers,
-            signature_scheme,
-            webhook_user_agent,
-            gzip,
-            flush_at,
-            max_batch_messages,
-            flush_interval,
-            max_queue_size,
-            queue_full_wait,
-            ca_certs,
-            proxy_from_env,
-            spool,
-            spool_max_bytes,
-            spool_commit_interval,
-            debug
-        )
-    }
-}
-
-with_delivery! {
-    /// The whole file.
-    #[derive(Debug, Deserialize)]
-    #[serde(deny_unknown_fields)]
-    pub struct File {
-        /// `host:port` of the tracking and admin API (`127.0.0.1:0`: any free port).
-        pub listen: String,
-        /// The spool and audience state (relative paths are relative to the file).
-        #[serde(default = "default_data_dir")]
-        pub data_dir: PathBuf,
-        /// Enables the admin API.
-        #[serde(default)]
-        pub admin_token: Option<String>,
-        /// Webhook URLs come from customers: refuse private addresses (default true).
-        #[serde(default = "yes")]
-        pub block_private_networks: bool,
-        /// Exempt networks (CIDR).
-        #[serde(default)]
-        pub allowed_networks: Vec<String>,
-        /// Networks a source's forward endpoint may reach although private (CIDR); the
-        /// guard (`block_private_networks`) applies to forwards too, with these exceptions.
-        #[serde(default)]
-        pub forward_allowed_networks: Vec<String>,
-        /// Logs show webhook and forward URLs whole (default false: scheme, host and port).
-        #[serde(default)]
-        pub log_url_paths: bool,
-        /// The proxies in front of the relay whose `X-Forwarded-For`, `-Host` and `-Proto`
-        /// are believed (CIDR).
-        #[serde(default)]
-        pub trusted_proxies: Vec<String>,
-        /// Where SDKs reach the relay (`https://relay.example.com`): the settings document's
-        /// `apiHost`; without it, the request's `Host`.
-        #[serde(default)]
-        pub public_url: Option<String>,
-        /// How long shutdown waits for requests in flight, seconds (default 10).
-        #[serde(default)]
-        pub shutdown_timeout: Option<Seconds>,
-        /// Then how long each client may go on delivering before the rest is left in its
-        /// spool for the next start, seconds (default 2).
-        #[serde(default)]
-        pub close_timeout: Option<Seconds>,
-        /// Most client connections open at once; more wait in the listen backlog
-        /// (default 10000).
-        #[serde(default)]
-        pub max_connections: Option<usize>,
-        /// Largest request head (request line and headers), bytes; over it: 431
-        /// (default 16384, 1024 to 1048576).
-        #[serde(default)]
-        pub max_header_bytes: Option<usize>,
-        /// Most header fields of a request; over it: 431 (default 100).
-        #[serde(default)]
-        pub max_headers: Option<usize>,
-        /// A client must send the whole request head within this, seconds; else the
-        /// connection is closed (default 10).
-        #[serde(default)]
-        pub header_read_timeout: Option<Seconds>,
-        /// A request (its body read, its events committed) must be answered within this,
-        /// seconds; else 408 and the connection is closed (default 30).
-        #[serde(default)]
-        pub request_timeout: Option<Seconds>,
-        /// A write of an answer that makes no progress for this long (a client that does not
-        /// read) closes the connection, seconds (default 10).
-        #[serde(default)]
-        pub write_timeout: Option<Seconds>,
-        /// HTTPS: the certificate chain (PEM file); with `tls_key`.
-        #[serde(default)]
-        pub tls_cert: Option<PathBuf>,
-        /// HTTPS: the private key (PEM file); with `tls_cert`.
-        #[serde(default)]
-        pub tls_key: Option<PathBuf>,
-        /// A token for `GET /metrics` only (Prometheus' `authorization`); the admin token
-        /// also works. Neither set: `/metrics` is off.
-        #[serde(default)]
-        pub metrics_token: Option<String>,
-        /// `"text"` (default) or `"json"` (one JSON object a line); `--log-format` wins.
-        #[serde(default)]
-        pub log_format: Option<String>,
-        /// A fleet on Redis: when a commit counts as acknowledged (`"auto"`, the default:
-        /// the safe one the deployment allows; `"memory"`, `"replicas:N"`, `"fsync"`).
-        /// Read at start (a reload does not change it).
-        #[serde(default)]
-        pub redis_ack: Option<String>,
-        /// The sources.
-        #[serde(default)]
-        pub sources: Vec<SourceFile>,
-    }
-}
-
-with_delivery! {
-    /// One `[[sources]]` table.
-    #[derive(Debug, Deserialize)]
-    #[serde(deny_unknown_fields)]
-    pub struct SourceFile {
-        /// Letters, digits, `-` and `_` (it names the spool and state files).
-        pub name: String,
-        /// One or more; several for rotation.
-        pub write_keys: Vec<String>,
-        /// Signs webhook requests.
-        #[serde(default)]
-        pub shared_secret: Option<String>,
-        /// Browser origins allowed (CORS); `"*"` allows any.
-        #[serde(default)]
-        pub allowed_origins: Vec<String>,
-        /// 1 to 5 (the core checks).
-        #[serde(default)]
-        pub webhooks: Vec<WebhookFile>,
-        /// Also forward to a Segment-compatible endpoint.
-        #[serde(default)]
-        pub forward: Option<ForwardFile>,
-    }
-}
-
-/// One `[[sources.webhooks]]` table.
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct WebhookFile {
-    pub url: String,
-    #[serde(default)]
-    pub headers: BTreeMap<String, String>,
-}
-
-/// `[sources.forward]`.
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct ForwardFile {
-    #[serde(default)]
-    pub endpoint: Option<String>,
-    pub write_key: String,
-}
-
-fn default_data_dir() -> PathBuf {
-    PathBuf::from("outbound-relay-data")
-}
-
-fn yes() -> bool {
-    true
 }
 
 /// One source, ready to start.
+#[derive(Clone)]
 pub struct Source {
     pub name: String,
     pub write_keys: Vec<String>,
     pub allowed_origins: Vec<String>,
-    /// Where errors of this source's core config are reported (`sources[1]`).
+    /// Where errors of this source's core config are reported (`sources[1]`; the API's
+    /// sources: empty, their fields named from the top of the body).
     pub key: String,
     /// The delivery keys this source sets itself (the rest come from the top level).
     pub own_keys: Vec<&'static str>,
@@ -479,6 +76,136 @@ pub struct Source {
     /// Everything its client is built from (its table, the top-level delivery settings,
     /// the network rules, `data_dir`): a reload keeps the running client when unchanged.
     pub fingerprint: u64,
+    pub managed_by: ManagedBy,
+}
+
+/// `at.key`, or `key` alone at the top.
+pub fn join(at: &str, key: &str) -> String {
+    match at.is_empty() {
+        true => key.to_string(),
+        false => format!("{at}.{key}"),
+    }
+}
+
+impl Source {
+    /// The key and reason of a core config error of this source: its own key, or the top
+    /// level's when the value came from there (`sources[1].webhooks[0].url`).
+    pub fn core_error(&self, e: outbound::Error) -> (String, String) {
+        let at = &self.key;
+        match e {
+            outbound::Error::Config { setting, reason } => {
+                let key = match setting.as_str() {
+                    // The forward's settings are the core's ingestion settings.
+                    "write_key" => join(at, "forward.write_key"),
+                    "endpoint" => join(at, "forward.endpoint"),
+                    "write_key/webhooks" => join(at, "webhooks"),
+                    // The spool is data_dir's unless a Redis URL was set.
+                    "spool" if is_redis(&self.core) => match self.own_keys.contains(&"spool") {
+                        true => join(at, "spool"),
+                        false => "spool".to_string(),
+                    },
+                    "spool" => "data_dir".to_string(),
+                    "allowed_networks" => setting,
+                    "endpoint_allowed_networks" => "forward_allowed_networks".to_string(),
+                    "shared_secret" => join(at, "shared_secret"),
+                    s if s.starts_with("webhooks") => join(at, s),
+                    s if self.own_keys.contains(&s) => join(at, s),
+                    // A delivery setting the source did not set came from the top level.
+                    _ => setting,
+                };
+                (key, reason)
+            }
+            outbound::Error::Spool { path, reason } => {
+                ("data_dir".to_string(), format!("spool {path}: {reason}"))
+            }
+            other => (at.clone(), other.to_string()),
+        }
+    }
+
+    /// The core's checks of its settings, before anything running is touched: its client
+    /// built without a spool and without sending, and closed (logging through `log_sink`).
+    pub fn check(&self, log_sink: outbound::LogSink) -> Result<(), (String, String)> {
+        let mut core = self.core.clone();
+        core.spool = None;
+        core.send = false;
+        core.log_sink = Some(log_sink);
+        let client = outbound::Client::new(core).map_err(|e| self.core_error(e))?;
+        let _ = client.close(Some(Duration::ZERO));
+        Ok(())
+    }
+}
+
+/// What a source's conversion takes from the top level: kept, so that a source the admin
+/// API sets later is read as a `[[sources]]` table of this file would be.
+#[derive(Clone, Debug)]
+pub struct Base {
+    top: Delivery,
+    block_private_networks: bool,
+    allowed_networks: Vec<String>,
+    forward_allowed_networks: Vec<String>,
+    log_url_paths: bool,
+    pub data_dir: PathBuf,
+    redis_ack: outbound::RedisAck,
+}
+
+impl Base {
+    /// Source table `s`, its errors keyed under `at` (`sources[1]`; empty for the API).
+    /// Checks what is the relay's own (the name, its write keys present and not empty);
+    /// write keys unique across sources are the caller's to check.
+    pub fn source(
+        &self,
+        s: &SourceFile,
+        at: &str,
+        managed_by: ManagedBy,
+    ) -> Result<Source, (String, String)> {
+        check_name(&s.name).map_err(|why| (join(at, "name"), why))?;
+        if s.write_keys.is_empty() {
+            return Err((
+                join(at, "write_keys"),
+                "at least one write key is needed".into(),
+            ));
+        }
+        for (k, key) in s.write_keys.iter().enumerate() {
+            if key.is_empty() {
+                return Err((
+                    join(at, &format!("write_keys[{k}]")),
+                    "must not be empty".into(),
+                ));
+            }
+        }
+        let own = s.delivery().keys();
+        let mut core = convert::core_config(s, self).map_err(|(k, r)| {
+            // A value from the top level is reported there.
+            match own.iter().any(|o| *o == k) {
+                true => (join(at, &k), r),
+                false => (k, r),
+            }
+        })?;
+        core.redis_ack = self.redis_ack;
+        Ok(Source {
+            name: s.name.clone(),
+            write_keys: s.write_keys.clone(),
+            allowed_origins: s.allowed_origins.clone(),
+            key: at.to_string(),
+            own_keys: own,
+            core,
+            fingerprint: fingerprint(&format!("{s:?}|{self:?}")),
+            managed_by,
+        })
+    }
+}
+
+/// A source name: letters, digits, `-` and `_` (it names state files and Redis keys).
+pub fn check_name(name: &str) -> Result<(), String> {
+    let ok = !name.is_empty()
+        && name.len() <= 64
+        && (name.chars()).all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
+    match ok {
+        true => Ok(()),
+        false => Err(format!(
+            "{name:?} must be 1 to 64 letters, digits, '-' or '_'"
+        )),
+    }
 }
 
 /// How logs are written.
@@ -532,6 +259,8 @@ pub struct Relay {
     /// A fleet on Redis: when a commit counts as acknowledged.
     pub redis_ack: outbound::RedisAck,
     pub sources: Vec<Source>,
+    /// What the API's sources are read with (the top-level delivery settings and rules).
+    pub base: Base,
     /// `trusted_proxies`, read.
     pub trusted_proxies: Vec<outbound::Cidr>,
     pub public_url: Option<PublicUrl>,
@@ -548,7 +277,8 @@ impl Relay {
         };
         let text =
             std::fs::read_to_string(path).map_err(|e| err("", format!("cannot read: {e}")))?;
-        let parsed: File = toml::from_str(&text).map_err(|e| toml_error(&file, &text, e))?;
+        let parsed: File =
+            toml::from_str(&text).map_err(|e| toml_keys::toml_error(&file, &text, e))?;
         let base_dir = path.parent().unwrap_or(Path::new("."));
         Relay::from_file(parsed, &file, base_dir)
     }
@@ -570,10 +300,13 @@ impl Relay {
                 "must not be empty (leave it out to turn the admin API off)".into(),
             ));
         }
-        if f.sources.is_empty() {
+        if f.sources.is_empty() && f.admin_token.is_none() {
+            // With the admin API on, sources may all come from it.
             return Err(err(
                 "sources".into(),
-                "at least one [[sources]] is needed".into(),
+                "at least one [[sources]] is needed (or admin_token, to set them up through \
+                 the admin API)"
+                    .into(),
             ));
         }
         let shutdown_timeout = f
@@ -639,42 +372,30 @@ impl Relay {
                 err("redis_ack".into(), reason)
             })?,
         };
-        let top = f.delivery();
+        let base = Base {
+            top: f.delivery(),
+            block_private_networks: f.block_private_networks,
+            allowed_networks: f.allowed_networks.clone(),
+            forward_allowed_networks: f.forward_allowed_networks.clone(),
+            log_url_paths: f.log_url_paths,
+            data_dir: data_dir.clone(),
+            redis_ack,
+        };
         let mut names = HashMap::new();
         let mut keys: HashMap<&str, String> = HashMap::new();
         let mut sources = Vec::new();
         for (i, s) in f.sources.iter().enumerate() {
             let at = format!("sources[{i}]");
-            if s.name.is_empty()
-                || !s
-                    .name
-                    .chars()
-                    .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
-            {
-                return Err(err(
-                    format!("{at}.name"),
-                    format!("{:?} must be letters, digits, '-' or '_'", s.name),
-                ));
-            }
+            let source = base
+                .source(s, &at, ManagedBy::File)
+                .map_err(|(k, r)| err(k, r))?;
             if let Some(first) = names.insert(s.name.as_str(), i) {
                 return Err(err(
                     format!("{at}.name"),
                     format!("{:?} is already the name of sources[{first}]", s.name),
                 ));
             }
-            if s.write_keys.is_empty() {
-                return Err(err(
-                    format!("{at}.write_keys"),
-                    "at least one write key is needed".into(),
-                ));
-            }
             for (k, key) in s.write_keys.iter().enumerate() {
-                if key.is_empty() {
-                    return Err(err(
-                        format!("{at}.write_keys[{k}]"),
-                        "must not be empty".into(),
-                    ));
-                }
                 if let Some(owner) = keys.insert(key.as_str(), s.name.clone()) {
                     return Err(err(
                         format!("{at}.write_keys[{k}]"),
@@ -682,32 +403,7 @@ impl Relay {
                     ));
                 }
             }
-            let own = s.delivery().keys();
-            let mut core = core_config(s, &f, &top, &data_dir).map_err(|(k, r)| {
-                // A value from the top level is reported there.
-                let key = match own.iter().any(|o| *o == k) {
-                    true => format!("{at}.{k}"),
-                    false => k,
-                };
-                err(key, r)
-            })?;
-            core.redis_ack = redis_ack;
-            sources.push(Source {
-                name: s.name.clone(),
-                write_keys: s.write_keys.clone(),
-                allowed_origins: s.allowed_origins.clone(),
-                key: at,
-                own_keys: own,
-                core,
-                fingerprint: fingerprint(&format!(
-                    "{s:?}|{top:?}|{}|{:?}|{:?}|{}|{}",
-                    f.block_private_networks,
-                    f.allowed_networks,
-                    f.forward_allowed_networks,
-                    f.log_url_paths,
-                    data_dir.display()
-                )),
-            });
+            sources.push(source);
         }
         Ok(Relay {
             file: file.to_string(),
@@ -722,45 +418,16 @@ impl Relay {
             log_format,
             redis_ack,
             sources,
+            base,
             trusted_proxies,
             public_url,
         })
     }
 
     /// The file and key of a core config error of source `i`
-    /// (`relay.toml: sources[1].webhooks[0].url: ...`): the source's own key, or the top
-    /// level's when the value came from there.
+    /// (`relay.toml: sources[1].webhooks[0].url: ...`).
     pub fn core_error(&self, i: usize, e: outbound::Error) -> ConfigError {
-        let source = &self.sources[i];
-        let at = &source.key;
-        let (key, reason) = match e {
-            outbound::Error::Config { setting, reason } => {
-                let key = match setting.as_str() {
-                    // The forward's settings are the core's ingestion settings.
-                    "write_key" => format!("{at}.forward.write_key"),
-                    "endpoint" => format!("{at}.forward.endpoint"),
-                    "write_key/webhooks" => format!("{at}.webhooks"),
-                    // The spool is data_dir's unless a Redis URL was set.
-                    "spool" if is_redis(&source.core) => match source.own_keys.contains(&"spool") {
-                        true => format!("{at}.spool"),
-                        false => "spool".to_string(),
-                    },
-                    "spool" => "data_dir".to_string(),
-                    "allowed_networks" => setting,
-                    "endpoint_allowed_networks" => "forward_allowed_networks".to_string(),
-                    "shared_secret" => format!("{at}.shared_secret"),
-                    s if s.starts_with("webhooks") => format!("{at}.{s}"),
-                    s if source.own_keys.contains(&s) => format!("{at}.{s}"),
-                    // A delivery setting the source did not set came from the top level.
-                    _ => setting,
-                };
-                (key, reason)
-            }
-            outbound::Error::Spool { path, reason } => {
-                ("data_dir".to_string(), format!("spool {path}: {reason}"))
-            }
-            other => (at.clone(), other.to_string()),
-        };
+        let (key, reason) = self.sources[i].core_error(e);
         ConfigError {
             file: self.file.clone(),
             key,
@@ -800,192 +467,6 @@ fn limits(f: &File) -> Result<Limits, (String, String)> {
     })
 }
 
-/// The core's config for source `s`: its own settings over the top level's over the core's
-/// defaults.
-fn core_config(
-    s: &SourceFile,
-    f: &File,
-    top: &Delivery,
-    data_dir: &Path,
-) -> Result<CoreConfig, (String, String)> {
-    let d = s.delivery().over(top);
-    let mut c = CoreConfig {
-        webhooks: s
-            .webhooks
-            .iter()
-            .map(|w| Webhook {
-                url: w.url.clone(),
-                headers: w
-                    .headers
-                    .iter()
-                    .map(|(k, v)| (k.clone(), v.clone()))
-                    .collect(),
-            })
-            .collect(),
-        shared_secret: s.shared_secret.clone(),
-        block_private_networks: f.block_private_networks,
-        allowed_networks: f.allowed_networks.clone(),
-        // A forward's endpoint is a customer's too once sources are theirs: the same guard.
-        block_private_endpoint: f.block_private_networks,
-        endpoint_allowed_networks: f.forward_allowed_networks.clone(),
-        log_url_paths: f.log_url_paths,
-        ..CoreConfig::default()
-    };
-    if let Some(fw) = &s.forward {
-        c.write_key = Some(fw.write_key.clone());
-        if let Some(endpoint) = &fw.endpoint {
-            c.endpoint = endpoint.clone();
-        }
-    }
-    let mut retry = RetryPolicy::default();
-    if let Some(v) = d.timeout {
-        c.timeout = v.duration("timeout")?;
-    }
-    if let Some(v) = d.max_retry_duration {
-        retry.max_retry_duration = v.duration("max_retry_duration")?;
-    }
-    if let Some(v) = d.max_backoff {
-        retry.max_backoff = v.duration("max_backoff")?;
-    }
-    if let Some(v) = d.max_retry_after {
-        retry.max_retry_after = v.duration("max_retry_after")?;
-    }
-    c.retry = retry;
-    if let Some(v) = d.max_in_flight {
-        c.max_in_flight = v;
-    }
-    if let Some(v) = d.workers {
-        c.workers = v;
-    }
-    if let Some(v) = &d.signature_scheme {
-        c.signature_scheme = SignatureScheme::parse(v).map_err(|e| match e {
-            outbound::Error::Config { setting, reason } => (setting, reason),
-            other => ("signature_scheme".into(), other.to_string()),
-        })?;
-    }
-    if let Some(v) = &d.webhook_user_agent {
-        c.webhook_user_agent = v.clone();
-    }
-    if let Some(v) = d.gzip {
-        c.gzip = v;
-    }
-    if let Some(v) = d.flush_at {
-        c.flush_at = v;
-    }
-    c.max_batch_messages = d.max_batch_messages;
-    if let Some(v) = d.flush_interval {
-        c.flush_interval = v.duration("flush_interval")?;
-    }
-    if let Some(v) = d.max_queue_size {
-        c.max_queue_size = v;
-    }
-    if let Some(v) = d.queue_full_wait {
-        c.queue_full_wait = v.duration("queue_full_wait")?;
-    }
-    // A request waiting for room must not hold a runtime thread: its other tasks move off.
-    c.room_wait = Some(Arc::new(|wait: &mut (dyn FnMut() -> bool + Send)| {
-        tokio::task::block_in_place(wait)
-    }));
-    c.ca_certs = d.ca_certs.clone();
-    if let Some(v) = d.proxy_from_env {
-        c.proxy_from_env = v;
-    }
-    c.spool = match &d.spool {
-        None | Some(Spool::On(true)) => Some(data_dir.join("spool").join(&s.name)),
-        Some(Spool::On(false)) => None,
-        Some(Spool::Redis(url)) => Some(PathBuf::from(source_redis_url(url, &s.name))),
-    };
-    if let Some(v) = d.spool_max_bytes {
-        c.spool_max_bytes = v;
-    }
-    c.spool_commit_interval = d
-        .spool_commit_interval
-        .unwrap_or(Seconds(DEFAULT_COMMIT_INTERVAL))
-        .duration("spool_commit_interval")?;
-    c.debug = Some(d.debug.unwrap_or(true));
-    Ok(c)
-}
-
-/// toml's error as `file: key: reason`, the key found from where the error is (the tables
-/// above it and the key on its line): `relay.toml: sources[1].webhooks[0].url: ...`.
-fn toml_error(file: &str, text: &str, e: toml::de::Error) -> ConfigError {
-    let reason = e.message().trim().to_string();
-    let key = e
-        .span()
-        .map(|span| key_at(text, span.start.min(text.len())))
-        .unwrap_or_default();
-    ConfigError {
-        file: file.to_string(),
-        key,
-        reason,
-    }
-}
-
-/// The dotted key path at byte `at` of `text`, with array-of-tables indices.
-fn key_at(text: &str, mut at: usize) -> String {
-    // A span starts at a character; be sure, since slicing inside one would panic.
-    while !text.is_char_boundary(at) {
-        at -= 1;
-    }
-    let line_start = text[..at].rfind('\n').map_or(0, |i| i + 1);
-    let line = text[line_start..].lines().next().unwrap_or("");
-    let here = line.trim();
-    // A header's own line counts (a missing key is reported at its table).
-    let scanned = if here.starts_with('[') {
-        &text[..line_start + line.len()]
-    } else {
-        &text[..line_start]
-    };
-    let mut counts: HashMap<String, usize> = HashMap::new();
-    let mut table = String::new();
-    for line in scanned.lines() {
-        let t = line.trim();
-        if let Some(name) = t.strip_prefix("[[").and_then(|r| r.split("]]").next()) {
-            let name = name.trim().to_string();
-            // A new element of an array of tables resets the arrays nested in it.
-            counts.retain(|k, _| !k.starts_with(&format!("{name}.")));
-            counts
-                .entry(name.clone())
-                .and_modify(|n| *n += 1)
-                .or_insert(0);
-            table = name;
-        } else if let Some(name) = t.strip_prefix('[').and_then(|r| r.split(']').next()) {
-            table = name.trim().to_string();
-        }
-    }
-    // `sources.webhooks` -> `sources[i].webhooks[j]`.
-    let mut path = String::new();
-    let mut prefix = String::new();
-    for part in table.split('.').filter(|p| !p.is_empty()) {
-        prefix = if prefix.is_empty() {
-            part.to_string()
-        } else {
-            format!("{prefix}.{part}")
-        };
-        if !path.is_empty() {
-            path.push('.');
-        }
-        path.push_str(part);
-        if let Some(n) = counts.get(&prefix) {
-            path.push_str(&format!("[{n}]"));
-        }
-    }
-    if !here.starts_with('[') {
-        if let Some(key) = here
-            .split('=')
-            .next()
-            .map(str::trim)
-            .filter(|k| !k.is_empty())
-        {
-            if !path.is_empty() {
-                path.push('.');
-            }
-            path.push_str(key.trim_matches('"'));
-        }
-    }
-    path
-}
-
 /// A source's settings as one number, to tell at a reload whether they changed (a hash:
 /// the text it is made of is kilobytes per source, and 10,000 sources keep theirs).
 fn fingerprint(settings: &str) -> u64 {
@@ -997,6 +478,7 @@ fn fingerprint(settings: &str) -> u64 {
 
 #[cfg(test)]
 mod tests {
+    use super::file::source_redis_url;
     use super::*;
 
     #[test]
