@@ -77,15 +77,30 @@ fn main() -> ExitCode {
     };
     // One engine for every source: its I/O threads, one per core (at most 4).
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    if let Err(e) = sources::start_engine(&relay, cores.clamp(1, 4)) {
+    if let Err(e) = sources::engine::start_engine(&relay, cores.clamp(1, 4)) {
         eprintln!("{e}");
         return ExitCode::from(2);
     }
-    // Clients start before the server (they open the spools and resume what is in them).
-    let sources = match sources::Sources::start(&relay) {
-        Ok(s) => Arc::new(s),
+    // Clients start before the server (they open the spools and resume what is in them):
+    // the file's sources, then the admin API's from its store.
+    let registry = match sources::registry::Registry::start(&relay, operations::metrics::on_outcome)
+    {
+        Ok(r) => Arc::new(r),
         Err(e) => {
             eprintln!("{e}");
+            return ExitCode::from(2);
+        }
+    };
+    let fleet = sources::engine::shared_spool()
+        .map(|p| p.to_string_lossy().into_owned())
+        .filter(|p| config::is_redis_url(p));
+    let control = match control::Control::open(relay.base.clone(), &registry, fleet) {
+        Ok(c) => Arc::new(c),
+        Err(e) => {
+            eprintln!(
+                "{}: data_dir: the admin API's store cannot be opened: {e}",
+                relay.file
+            );
             return ExitCode::from(2);
         }
     };
@@ -106,8 +121,9 @@ fn main() -> ExitCode {
     let file = relay.file.clone();
     let listen = relay.listen.clone();
     let state = Arc::new(server::State {
+        registry: registry.clone(),
+        control: control.clone(),
         live: arc_swap::ArcSwap::from_pointee(server::Live {
-            sources,
             admin_token: relay.admin_token.clone(),
             metrics_token: relay.metrics_token.clone(),
         }),
@@ -163,8 +179,25 @@ fn main() -> ExitCode {
             args.log_format.is_some(),
         );
         let reloading = tokio::spawn(reloader.run(state.clone(), hup));
+        let following = match control.shared() {
+            true => Some(tokio::spawn(control.clone().follow(registry.clone()))),
+            false => None,
+        };
+        // Removed sources drain; each second the ones done are closed.
+        let reg = registry.clone();
+        let draining = tokio::spawn(async move {
+            loop {
+                tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+                let reg = reg.clone();
+                let _ = tokio::task::spawn_blocking(move || reg.tick()).await;
+            }
+        });
         let finished = server::serve(listener, state.clone(), signals.wait(), grace).await;
         reloading.abort();
+        draining.abort();
+        if let Some(f) = following {
+            f.abort();
+        }
         Some(finished)
     });
     let Some(finished) = served else {
@@ -175,7 +208,7 @@ fn main() -> ExitCode {
     }
     // The runtime's tasks are done or abandoned; the clients close on this thread.
     runtime.shutdown_timeout(std::time::Duration::from_millis(100));
-    let took = state.live.load().sources.close_all(close_timeout);
+    let took = registry.close_all(close_timeout);
     tracing::info!(?took, "stopped");
     ExitCode::SUCCESS
 }

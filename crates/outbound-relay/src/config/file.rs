@@ -419,6 +419,13 @@ pub struct ForwardFile {
     pub write_key: String,
 }
 
+impl File {
+    /// `text` read as a file named `file`; an error names the key (`sources[1].timeout`).
+    pub fn parse(file: &str, text: &str) -> Result<File, super::ConfigError> {
+        toml::from_str(text).map_err(|e| super::toml_keys::toml_error(file, text, e))
+    }
+}
+
 fn default_data_dir() -> PathBuf {
     PathBuf::from("outbound-relay-data")
 }

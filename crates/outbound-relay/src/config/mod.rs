@@ -149,6 +149,18 @@ pub struct Base {
 }
 
 impl Base {
+    /// The fleet's Redis URL when the top level's `spool` is one (its prefix as given, or
+    /// the relay's default): where the API's sources go, with no file source to say it.
+    pub fn fleet_redis(&self) -> Option<PathBuf> {
+        match &self.top.spool {
+            Some(file::Spool::Redis(url)) => {
+                let url = file::source_redis_url(url, "");
+                url.strip_suffix(':').map(PathBuf::from)
+            }
+            _ => None,
+        }
+    }
+
     /// Source table `s`, its errors keyed under `at` (`sources[1]`; empty for the API).
     /// Checks what is the relay's own (the name, its write keys present and not empty);
     /// write keys unique across sources are the caller's to check.
@@ -277,8 +289,7 @@ impl Relay {
         };
         let text =
             std::fs::read_to_string(path).map_err(|e| err("", format!("cannot read: {e}")))?;
-        let parsed: File =
-            toml::from_str(&text).map_err(|e| toml_keys::toml_error(&file, &text, e))?;
+        let parsed = File::parse(&file, &text)?;
         let base_dir = path.parent().unwrap_or(Path::new("."));
         Relay::from_file(parsed, &file, base_dir)
     }

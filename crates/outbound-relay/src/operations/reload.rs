@@ -2,29 +2,25 @@
 //! replace the running ones; a broken file is refused with the reason logged, and the
 //! running config stays.
 //!
-//! The swap: a request loads [`Live`] once, so the requests in flight finish on the set
-//! they started with, and new requests see the new one. A source whose settings did not
-//! change keeps its running client (its queue, its spool). A new source starts its client
-//! before the swap; if one cannot start, nothing changes. A changed source (any of its
-//! keys, or a top-level delivery setting, `data_dir` or the network rules) needs a new
-//! client on the same spool, and a spool has one client at a time: the old client is closed
-//! first (within `close_timeout`; what it has not delivered stays in the spool, and the new
-//! client resumes it), so a request that reaches the old client during that moment is
-//! answered 503 and the SDK sends again. A removed source is swapped out first and closed
-//! once the requests that hold it have finished (at most `shutdown_timeout`), its spool left
-//! for the next owner of that name.
+//! The file's sources are handed to the registry (`sources/registry.rs`), which checks every
+//! new or changed one with the core first (one refused: nothing changes) and applies the
+//! rest live: a request loads the set once, so the requests in flight finish on the one
+//! they started with; a source whose settings did not change keeps its client; a changed
+//! one hands its client over to one with the new settings (nothing accepted lost, nothing
+//! in flight sent twice, requests meanwhile wait instead of being refused); a removed one
+//! stops taking events and drains what it accepted. The admin and metrics tokens are
+//! swapped in [`Live`].
 //!
 //! `listen`, the limits, `tls_cert`/`tls_key`, `log_format` and `shutdown_timeout` are read
 //! at start only: an applied reload whose file differs from what the process runs with logs
 //! that the change needs a restart, and otherwise ignores it; a refused reload says nothing
 //! of them.
 
-use crate::config::{ConfigError, Limits, LogFormat, Relay, Tls};
+use crate::config::{Limits, LogFormat, Relay, Tls};
 use crate::server::{Live, State};
-use crate::sources::{Source, Sources};
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// What the running relay was started or last reloaded with.
 pub struct Reloader {
@@ -98,27 +94,13 @@ impl Reloader {
                 return;
             }
         };
-        let old = state.live.load_full();
-        match swap(&old.sources, &self.current, &new) {
-            Ok(swapped) => {
+        match state.registry.set_file(&new) {
+            Ok([added, changed, kept, removed]) => {
                 state.live.store(Arc::new(Live {
-                    sources: Arc::new(swapped.sources),
                     admin_token: new.admin_token.clone(),
                     metrics_token: new.metrics_token.clone(),
                 }));
-                tracing::info!(
-                    added = swapped.added,
-                    changed = swapped.changed,
-                    kept = swapped.kept,
-                    removed = swapped.removed.len(),
-                    "config reloaded"
-                );
-                close_removed(
-                    old,
-                    swapped.removed,
-                    new.shutdown_timeout,
-                    new.close_timeout,
-                );
+                tracing::info!(added, changed, kept, removed, "config reloaded");
                 self.warn_restart_only(&new);
                 self.current = new;
             }
@@ -151,119 +133,4 @@ impl Reloader {
             );
         }
     }
-}
-
-/// A reload's new set of sources, what it counted, and the old sources not in it.
-struct Swapped {
-    sources: Sources,
-    added: usize,
-    changed: usize,
-    kept: usize,
-    removed: Vec<Arc<Source>>,
-}
-
-/// Builds source `i`'s client without a spool and without sending, and closes it: the
-/// core's checks of its settings, before anything running is touched. It logs through
-/// `tracing` like every client of the relay.
-fn check(new: &Relay, i: usize) -> Result<(), ConfigError> {
-    let mut core = new.sources[i].core.clone();
-    core.spool = None;
-    core.send = false;
-    core.log_sink = Some(crate::sources::log_sink(&new.sources[i].name));
-    let client = outbound::Client::new(core).map_err(|e| new.core_error(i, e))?;
-    let _ = client.close(Some(Duration::ZERO));
-    Ok(())
-}
-
-/// The new set of sources, and the old sources that are not in it. Every new or changed
-/// source is checked first, then the new ones started (an error: those stopped again,
-/// nothing changed), then the changed ones restarted.
-fn swap(running: &Sources, old: &Relay, new: &Relay) -> Result<Swapped, ConfigError> {
-    let mut list: Vec<Option<Arc<Source>>> = vec![None; new.sources.len()];
-    let mut changed = Vec::new();
-    let mut fresh = Vec::new();
-    for (i, s) in new.sources.iter().enumerate() {
-        match running.by_name(&s.name) {
-            Some(r) if r.fingerprint == s.fingerprint => list[i] = Some(r.clone()),
-            Some(_) => changed.push(i),
-            None => fresh.push(i),
-        }
-    }
-    for &i in changed.iter().chain(&fresh) {
-        check(new, i)?;
-    }
-    let mut started: Vec<Arc<Source>> = Vec::new();
-    for &i in &fresh {
-        match Sources::start_one(new, i) {
-            Ok(source) => {
-                started.push(source.clone());
-                list[i] = Some(source);
-            }
-            Err(e) => {
-                for s in &started {
-                    let _ = s.client.close(Some(new.close_timeout));
-                }
-                return Err(e);
-            }
-        }
-    }
-    for &i in &changed {
-        let name = &new.sources[i].name;
-        if let Some(r) = running.by_name(name) {
-            let _ = r.client.close(Some(new.close_timeout));
-        }
-        let source = Sources::start_one(new, i).or_else(|e| {
-            // Checked above, so the spool or the audience state would not open: the old
-            // settings again, on the same spool.
-            tracing::error!(
-                "source {name}: cannot restart with the new settings ({e}): keeping the old ones"
-            );
-            let k = old.sources.iter().position(|s| &s.name == name);
-            k.map_or(Err(e), |k| Sources::start_one(old, k))
-        });
-        match source {
-            Ok(source) => list[i] = Some(source),
-            Err(e) => tracing::error!("source {name}: cannot restart: {e}"),
-        }
-    }
-    let list: Vec<Arc<Source>> = list.into_iter().flatten().collect();
-    let removed = running
-        .list
-        .iter()
-        .filter(|r| !new.sources.iter().any(|s| s.name == r.name))
-        .cloned()
-        .collect();
-    Ok(Swapped {
-        sources: Sources::new(list),
-        added: fresh.len(),
-        changed: changed.len(),
-        kept: new.sources.len() - fresh.len() - changed.len(),
-        removed,
-    })
-}
-
-/// Closes `removed` once no request holds the old set any more (bounded by `wait`), on a
-/// thread of its own.
-fn close_removed(old: Arc<Live>, removed: Vec<Arc<Source>>, wait: Duration, bound: Duration) {
-    if removed.is_empty() {
-        return;
-    }
-    std::thread::spawn(move || {
-        let deadline = Instant::now() + wait;
-        // `old` here plus one per request in flight on it.
-        while Arc::strong_count(&old) > 1 && Instant::now() < deadline {
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        drop(old);
-        for s in removed {
-            let done = s.client.close(Some(bound));
-            let stats = s.client.stats();
-            tracing::info!(
-                source = %s.name,
-                all_delivered = matches!(done, Ok(true)),
-                left_in_spool = stats.spooled,
-                "source removed by reload: closed"
-            );
-        }
-    });
 }
