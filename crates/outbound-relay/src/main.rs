@@ -123,10 +123,10 @@ fn main() -> ExitCode {
     let state = Arc::new(server::State {
         registry: registry.clone(),
         control: control.clone(),
-        live: arc_swap::ArcSwap::from_pointee(server::Live {
+        live: Arc::new(arc_swap::ArcSwap::from_pointee(server::Live {
             admin_token: relay.admin_token.clone(),
             metrics_token: relay.metrics_token.clone(),
-        }),
+        })),
         spool_dir: relay.data_dir.join("spool"),
         limits: relay.limits.clone(),
         tls,
@@ -178,7 +178,11 @@ fn main() -> ExitCode {
             relay,
             args.log_format.is_some(),
         );
-        let reloading = tokio::spawn(reloader.run(state.clone(), hup));
+        let target = operations::reload::Target {
+            registry: registry.clone(),
+            live: state.live.clone(),
+        };
+        let reloading = tokio::spawn(reloader.run(target, hup));
         let following = match control.shared() {
             true => Some(tokio::spawn(control.clone().follow(registry.clone()))),
             false => None,

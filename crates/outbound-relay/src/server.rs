@@ -21,6 +21,7 @@ use crate::http::reply::{self, Answer};
 use crate::http::write_timeout::WriteTimeout;
 use crate::operations::health;
 use crate::operations::metrics;
+pub use crate::operations::reload::Live;
 use crate::sources::registry::Registry;
 use crate::tracking;
 use crate::tracking::forwarded::{Facts, PublicUrl};
@@ -44,15 +45,9 @@ use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::TcpListener;
 use tokio::sync::Semaphore;
 
-/// What a reload replaces besides the sources: the tokens.
-pub struct Live {
-    pub admin_token: Option<String>,
-    pub metrics_token: Option<String>,
-}
-
 /// What every request sees.
 pub struct State {
-    pub live: ArcSwap<Live>,
+    pub live: Arc<ArcSwap<Live>>,
     /// The running sources (loaded once per request) and every change to them.
     pub registry: Arc<Registry>,
     /// The admin API's state: its store, the per-source tokens.

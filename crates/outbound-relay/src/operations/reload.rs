@@ -17,10 +17,24 @@
 //! of them.
 
 use crate::config::{Limits, LogFormat, Relay, Tls};
-use crate::server::{Live, State};
+use crate::sources::registry::Registry;
+use arc_swap::ArcSwap;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
+
+/// What a reload replaces besides the sources: the tokens.
+pub struct Live {
+    pub admin_token: Option<String>,
+    pub metrics_token: Option<String>,
+}
+
+/// What a reload changes: the sources, and the tokens.
+#[derive(Clone)]
+pub struct Target {
+    pub registry: Arc<Registry>,
+    pub live: Arc<ArcSwap<Live>>,
+}
 
 /// What the running relay was started or last reloaded with.
 pub struct Reloader {
@@ -71,7 +85,7 @@ impl Reloader {
 
     /// Waits for SIGHUPs (the stream is installed by the caller before the address is
     /// printed) and reloads at each; runs until the runtime stops.
-    pub async fn run(self, state: Arc<State>, mut hup: tokio::signal::unix::Signal) {
+    pub async fn run(self, state: Target, mut hup: tokio::signal::unix::Signal) {
         let me = Arc::new(std::sync::Mutex::new(self));
         while hup.recv().await.is_some() {
             tracing::info!("SIGHUP: reloading the config");
@@ -86,7 +100,7 @@ impl Reloader {
     }
 
     /// One reload; every refusal is logged with its reason.
-    pub fn reload(&mut self, state: &State) {
+    pub fn reload(&mut self, state: &Target) {
         let new = match Relay::load(&self.path) {
             Ok(r) => r,
             Err(e) => {
