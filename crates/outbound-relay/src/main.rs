@@ -6,15 +6,11 @@
 //! The first line of standard output is the bound address (`127.0.0.1:43211`), flushed at
 //! once, so `listen = "127.0.0.1:0"` works in tests; logs go to standard error.
 //!
-//! Modules, one concern each: `config` (the file), `sources` (write key → source, clients),
-//! `auth` (keys and tokens), `body` (reading and decoding bodies), `tracking` (the tracking
-//! API), `admin` (the admin API), `reply` (answers), `server` (connections, limits,
-//! routing, shutdown), `health` (`/healthz`, `/readyz`), `metrics` (`/metrics`), `tls`
-//! (the HTTPS listener), `reload` (SIGHUP), `memory` (free heap pages back to the system),
-//! `logging` (log lines that no input can forge), `write_timeout` (a client that does not
-//! read), `open_files` (`max_connections` against the open-files limit), `settings` (the SDKs'
-//! settings document), `telemetry` (`/v1/m`), `forwarded` (the client's address and the
-//! relay's public one, `trusted_proxies`).
+//! Folders by concern, each using only those below it (ARCHITECTURE.md, "outbound-relay"):
+//! `server` (connections, routing, shutdown) over `tracking` (Segment's tracking API) and
+//! `control` (the admin API) over `operations` (health, metrics, reload, logging) over
+//! `sources` (the running sources and their live changes) over `http` (answers, bodies,
+//! tokens, TLS) over `config` (relay.toml).
 
 mod config;
 mod control;
