@@ -110,10 +110,11 @@ pub async fn put(
         me.store
             .put_source(&name2, &stored)
             .map_err(|e| Refused::Invalid(String::new(), format!("cannot store: {e}")))?;
+        // The revision is left as it was: the follower reloads (a fleet's change made
+        // meanwhile at another relay is not skipped), and finds ours applied already.
         let mut held = me.held();
         held.sources.insert(name2.clone(), stored);
         held.deleted.remove(&name2);
-        held.revision = me.store.revision().unwrap_or(held.revision);
         Ok::<_, Refused>(created)
     })
     .await;
@@ -163,7 +164,6 @@ pub async fn delete(control: &Arc<Control>, registry: &Arc<Registry>, name: &str
         held.sources.remove(&name2);
         held.deleted.insert(name2.clone(), (stored, until_ms));
         held.tokens.retain(|_, t| t.source != name2);
-        held.revision = me.store.revision().unwrap_or(held.revision);
         let mut tokens = me.tokens.write().unwrap_or_else(|e| e.into_inner());
         tokens.retain(|_, t| t.source != name2);
         Ok::<_, String>(())
