@@ -114,7 +114,11 @@ mod _native {
                 endpoint,
                 webhooks: webhooks
                     .into_iter()
-                    .map(|(url, headers)| Webhook { url, headers })
+                    .map(|(url, headers)| Webhook {
+                        url,
+                        headers,
+                        enabled: true,
+                    })
                     .collect(),
                 shared_secret,
                 signature_scheme: SignatureScheme::parse(signature_scheme).map_err(to_py)?,

@@ -6,35 +6,19 @@
 //! The first line of standard output is the bound address (`127.0.0.1:43211`), flushed at
 //! once, so `listen = "127.0.0.1:0"` works in tests; logs go to standard error.
 //!
-//! Modules, one concern each: `config` (the file), `sources` (write key → source, clients),
-//! `auth` (keys and tokens), `body` (reading and decoding bodies), `tracking` (the tracking
-//! API), `admin` (the admin API), `reply` (answers), `server` (connections, limits,
-//! routing, shutdown), `health` (`/healthz`, `/readyz`), `metrics` (`/metrics`), `tls`
-//! (the HTTPS listener), `reload` (SIGHUP), `memory` (free heap pages back to the system),
-//! `logging` (log lines that no input can forge), `write_timeout` (a client that does not
-//! read), `open_files` (`max_connections` against the open-files limit), `settings` (the SDKs'
-//! settings document), `telemetry` (`/v1/m`), `forwarded` (the client's address and the
-//! relay's public one, `trusted_proxies`).
+//! Folders by concern, each using only those below it (ARCHITECTURE.md, "outbound-relay"):
+//! `server` (connections, routing, shutdown) over `tracking` (Segment's tracking API) and
+//! `control` (the admin API) over `operations` (health, metrics, reload, logging) over
+//! `sources` (the running sources and their live changes) over `http` (answers, bodies,
+//! tokens, TLS) over `config` (relay.toml).
 
-mod admin;
-mod auth;
-mod body;
 mod config;
-mod forwarded;
-mod health;
-mod logging;
-mod memory;
-mod metrics;
-mod open_files;
-mod reload;
-mod reply;
+mod control;
+mod http;
+mod operations;
 mod server;
-mod settings;
 mod sources;
-mod telemetry;
-mod tls;
 mod tracking;
-mod write_timeout;
 
 use clap::Parser;
 use std::io::Write;
@@ -69,18 +53,18 @@ fn main() -> ExitCode {
         .as_deref()
         .and_then(config::LogFormat::parse)
         .unwrap_or(relay.log_format);
-    logging::init(format);
-    match open_files::fit(relay.limits.max_connections) {
-        Ok(open_files::Fitted::Raised(from, to)) => {
+    operations::logging::init(format);
+    match operations::open_files::fit(relay.limits.max_connections) {
+        Ok(operations::open_files::Fitted::Raised(from, to)) => {
             tracing::info!(from, to, "open-files soft limit raised for max_connections")
         }
-        Ok(open_files::Fitted::Already(_)) => {}
+        Ok(operations::open_files::Fitted::Already(_)) => {}
         Err(reason) => {
             eprintln!("{}: max_connections: {reason}", relay.file);
             return ExitCode::from(2);
         }
     }
-    let tls = match tls::acceptor(&relay) {
+    let tls = match http::tls::acceptor(&relay) {
         Ok(t) => t,
         Err(e) => {
             eprintln!("{e}");
@@ -89,15 +73,30 @@ fn main() -> ExitCode {
     };
     // One engine for every source: its I/O threads, one per core (at most 4).
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    if let Err(e) = sources::start_engine(&relay, cores.clamp(1, 4)) {
+    if let Err(e) = sources::engine::start_engine(&relay, cores.clamp(1, 4)) {
         eprintln!("{e}");
         return ExitCode::from(2);
     }
-    // Clients start before the server (they open the spools and resume what is in them).
-    let sources = match sources::Sources::start(&relay) {
-        Ok(s) => Arc::new(s),
+    // Clients start before the server (they open the spools and resume what is in them):
+    // the file's sources, then the admin API's from its store.
+    let registry = match sources::registry::Registry::start(&relay, operations::metrics::on_outcome)
+    {
+        Ok(r) => Arc::new(r),
         Err(e) => {
             eprintln!("{e}");
+            return ExitCode::from(2);
+        }
+    };
+    let fleet = sources::engine::shared_spool()
+        .map(|p| p.to_string_lossy().into_owned())
+        .filter(|p| config::is_redis_url(p));
+    let control = match control::Control::open(relay.base.clone(), &registry, fleet) {
+        Ok(c) => Arc::new(c),
+        Err(e) => {
+            eprintln!(
+                "{}: data_dir: the admin API's store cannot be opened: {e}",
+                relay.file
+            );
             return ExitCode::from(2);
         }
     };
@@ -112,17 +111,18 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    memory::start();
+    operations::memory::start();
     let grace = relay.shutdown_timeout;
     let close_timeout = relay.close_timeout;
     let file = relay.file.clone();
     let listen = relay.listen.clone();
     let state = Arc::new(server::State {
-        live: arc_swap::ArcSwap::from_pointee(server::Live {
-            sources,
+        registry: registry.clone(),
+        control: control.clone(),
+        live: Arc::new(arc_swap::ArcSwap::from_pointee(server::Live {
             admin_token: relay.admin_token.clone(),
             metrics_token: relay.metrics_token.clone(),
-        }),
+        })),
         spool_dir: relay.data_dir.join("spool"),
         limits: relay.limits.clone(),
         tls,
@@ -169,10 +169,35 @@ fn main() -> ExitCode {
             tls = relay.tls.is_some(),
             "outbound-relay listening"
         );
-        let reloader = reload::Reloader::new(args.config.clone(), relay, args.log_format.is_some());
-        let reloading = tokio::spawn(reloader.run(state.clone(), hup));
+        let reloader = operations::reload::Reloader::new(
+            args.config.clone(),
+            relay,
+            args.log_format.is_some(),
+        );
+        let target = operations::reload::Target {
+            registry: registry.clone(),
+            live: state.live.clone(),
+        };
+        let reloading = tokio::spawn(reloader.run(target, hup));
+        let following = match control.shared() {
+            true => Some(tokio::spawn(control.clone().follow(registry.clone()))),
+            false => None,
+        };
+        // Removed sources drain; each second the ones done are closed.
+        let reg = registry.clone();
+        let draining = tokio::spawn(async move {
+            loop {
+                tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+                let reg = reg.clone();
+                let _ = tokio::task::spawn_blocking(move || reg.tick()).await;
+            }
+        });
         let finished = server::serve(listener, state.clone(), signals.wait(), grace).await;
         reloading.abort();
+        draining.abort();
+        if let Some(f) = following {
+            f.abort();
+        }
         Some(finished)
     });
     let Some(finished) = served else {
@@ -183,7 +208,7 @@ fn main() -> ExitCode {
     }
     // The runtime's tasks are done or abandoned; the clients close on this thread.
     runtime.shutdown_timeout(std::time::Duration::from_millis(100));
-    let took = state.live.load().sources.close_all(close_timeout);
+    let took = registry.close_all(close_timeout);
     tracing::info!(?took, "stopped");
     ExitCode::SUCCESS
 }

@@ -14,18 +14,19 @@
 //! What a request sees is [`Live`]: loaded once per request, so a reload (`reload.rs`)
 //! never changes the sources under a request in flight.
 
-use crate::admin;
-use crate::auth::bearer_is;
 use crate::config::Limits;
-use crate::forwarded::{Facts, PublicUrl};
-use crate::health;
-use crate::metrics;
-use crate::reply::{self, Answer};
-use crate::settings;
-use crate::sources::Sources;
-use crate::telemetry;
+use crate::control;
+use crate::http::auth::bearer_is;
+use crate::http::reply::{self, Answer};
+use crate::http::write_timeout::WriteTimeout;
+use crate::operations::health;
+use crate::operations::metrics;
+pub use crate::operations::reload::Live;
+use crate::sources::registry::Registry;
 use crate::tracking;
-use crate::write_timeout::WriteTimeout;
+use crate::tracking::forwarded::{Facts, PublicUrl};
+use crate::tracking::settings;
+use crate::tracking::telemetry;
 use arc_swap::ArcSwap;
 use hyper::body::Incoming;
 use hyper::header::{HeaderValue, CONNECTION, CONTENT_LENGTH, CONTENT_TYPE};
@@ -44,16 +45,13 @@ use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::TcpListener;
 use tokio::sync::Semaphore;
 
-/// What a reload replaces: the sources and the tokens.
-pub struct Live {
-    pub sources: Arc<Sources>,
-    pub admin_token: Option<String>,
-    pub metrics_token: Option<String>,
-}
-
 /// What every request sees.
 pub struct State {
-    pub live: ArcSwap<Live>,
+    pub live: Arc<ArcSwap<Live>>,
+    /// The running sources (loaded once per request) and every change to them.
+    pub registry: Arc<Registry>,
+    /// The admin API's state: its store, the per-source tokens.
+    pub control: Arc<crate::control::Control>,
     /// `data_dir/spool`: `/readyz` writes there, `/metrics` measures it.
     pub spool_dir: PathBuf,
     pub limits: Limits,
@@ -95,6 +93,7 @@ fn route_label(path: &str, method: &Method) -> &'static str {
 /// One request, routed.
 pub async fn route(state: Arc<State>, req: Request<Incoming>, arrival: Arrival) -> Answer {
     let live = state.live.load_full();
+    let sources = state.registry.current();
     let (parts, body) = req.into_parts();
     let path = parts.uri.path();
     if let Some(endpoint) = tracking::endpoint(path) {
@@ -122,7 +121,7 @@ pub async fn route(state: Arc<State>, req: Request<Incoming>, arrival: Arrival) 
                         ),
                     );
                 }
-                let sources = live.sources.clone();
+                let sources = sources.clone();
                 let facts = Facts {
                     peer: arrival.peer,
                     headers: &parts.headers,
@@ -135,14 +134,14 @@ pub async fn route(state: Arc<State>, req: Request<Incoming>, arrival: Arrival) 
                 let (headers, deadline) = (&parts.headers, arrival.deadline);
                 tracking::handle(sources, endpoint, headers, body, received, deadline).await
             }
-            Method::OPTIONS => tracking::preflight(&live.sources, &parts.headers),
+            Method::OPTIONS => tracking::preflight(&sources, &parts.headers),
             _ => reply::error(StatusCode::METHOD_NOT_ALLOWED, "use POST"),
         };
     }
     if telemetry::is_telemetry(path) {
         return match parts.method {
-            Method::POST => telemetry::drop(&live.sources, &parts.headers, body).await,
-            Method::OPTIONS => tracking::preflight(&live.sources, &parts.headers),
+            Method::POST => telemetry::drop(&sources, &parts.headers, body).await,
+            Method::OPTIONS => tracking::preflight(&sources, &parts.headers),
             _ => reply::error(StatusCode::METHOD_NOT_ALLOWED, "use POST"),
         };
     }
@@ -156,14 +155,14 @@ pub async fn route(state: Arc<State>, req: Request<Incoming>, arrival: Arrival) 
             trusted: &state.trusted_proxies,
         };
         let public = facts.public(state.public_url.as_ref(), state.tls.is_some());
-        return settings::answer(&live.sources, key, public);
+        return settings::answer(&sources, key, public);
     }
     match (path, &parts.method) {
         ("/healthz", &Method::GET | &Method::HEAD) => return health::healthz(),
         ("/readyz", &Method::GET | &Method::HEAD) => {
             let dir = state.spool_dir.clone();
-            let failing: Vec<String> = (live.sources.list.iter())
-                .filter(|s| !s.client.spool_ok())
+            let failing: Vec<String> = (sources.list.iter())
+                .filter(|s| s.slot.current().is_some_and(|c| !c.spool_ok()))
                 .map(|s| s.name.clone())
                 .collect();
             return tokio::task::spawn_blocking(move || health::readyz(&dir, &failing))
@@ -185,9 +184,15 @@ pub async fn route(state: Arc<State>, req: Request<Incoming>, arrival: Arrival) 
                 .flatten()
                 .any(|t| bearer_is(&parts.headers, t))
             {
+                if state.control.is_source_token(&parts.headers) {
+                    return reply::error(
+                        StatusCode::FORBIDDEN,
+                        "a source token reaches its own source only",
+                    );
+                }
                 return reply::error(StatusCode::UNAUTHORIZED, "metrics or admin token required");
             }
-            let sources = live.sources.clone();
+            let sources = sources.clone();
             let text = tokio::task::spawn_blocking(move || metrics::render(&sources))
                 .await
                 .unwrap_or_default();
@@ -206,8 +211,10 @@ pub async fn route(state: Arc<State>, req: Request<Incoming>, arrival: Arrival) 
         _ => {}
     }
     if path == "/admin" || path.starts_with("/admin/") {
-        return admin::handle(
-            &live.sources,
+        return control::handle(
+            &state.control,
+            &state.registry,
+            &sources,
             live.admin_token.as_deref(),
             &parts.method,
             path,

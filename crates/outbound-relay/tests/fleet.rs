@@ -234,3 +234,67 @@ fn with_redis_ack_replicas_a_batch_is_acknowledged_only_once_a_replica_has_it() 
         "{on_replica:?}"
     );
 }
+
+/// A source made through the admin API at relay A is stored in the fleet's Redis and takes
+/// events at relay B within 2 s; deleted at B, A refuses its key too.
+#[test]
+fn a_source_made_at_one_relay_takes_events_at_another_within_two_seconds() {
+    let redis = RedisServer::start();
+    let rx = Receiver::start();
+    let cfg = format!(
+        "listen = \"127.0.0.1:0\"\ndata_dir = \"data\"\nadmin_token = \"adm\"\n\
+         allowed_networks = [\"127.0.0.0/8\"]\nspool = \"{}\"\ntimeout = 1\n",
+        redis_url(&redis)
+    );
+    let (dir_a, dir_b) = (temp_dir(), temp_dir());
+    let a = Relay::start(dir_a.path(), &cfg);
+    let b = Relay::start(dir_b.path(), &cfg);
+    let body =
+        json!({"write_keys": ["wk_new"], "webhooks": [{"url": rx.url}], "shared_secret": "s"});
+    let made = put(
+        &a.url("/admin/sources/new"),
+        &[("Authorization", "Bearer adm")],
+        body.to_string().as_bytes(),
+    );
+    assert_eq!(made.status, 201, "{}", made.body);
+    let at = Instant::now();
+    let auth = basic("wk_new");
+    let mut status = 0;
+    while status != 200 && at.elapsed() < Duration::from_secs(5) {
+        status = post(
+            &b.url("/v1/batch"),
+            &[("Authorization", &auth)],
+            batch(0, 1).as_bytes(),
+        )
+        .status;
+        if status != 200 {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+    let took = at.elapsed();
+    assert_eq!(status, 200, "{}", b.log());
+    assert!(took < Duration::from_secs(2), "took {took:?}");
+    assert_eq!(rx.wait_for(1)[0].json()["messageId"], "m-0");
+    let shown = get(
+        &b.url("/admin/sources/new"),
+        &[("Authorization", "Bearer adm")],
+    );
+    assert_eq!(shown.json()["managed_by"], "api");
+    let gone = delete(
+        &b.url("/admin/sources/new"),
+        &[("Authorization", "Bearer adm")],
+    );
+    assert_eq!(gone.status, 204);
+    let at = Instant::now();
+    while post(
+        &a.url("/v1/batch"),
+        &[("Authorization", &auth)],
+        batch(1, 1).as_bytes(),
+    )
+    .status
+        != 401
+    {
+        assert!(at.elapsed() < Duration::from_secs(2), "{}", a.log());
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}

@@ -139,7 +139,7 @@ impl Engine {
                     shared.clone(),
                     inbox.clone(),
                     config.max_queue_size as u64,
-                    ((1u16 << config.webhooks.len()) - 1) as u8,
+                    config.hook_mask(),
                     hooks_key(&urls),
                 );
                 let ops = w.handle.add(id, spool);
@@ -503,7 +503,8 @@ impl Client {
     }
 
     fn encode<O: WriteJson>(&self, msg: &Message<O>) -> Result<Item, O::Error> {
-        let hooks_on = !self.config.webhooks.is_empty();
+        // Webhooks that are all off take no body: the message is not theirs.
+        let hooks_on = self.config.hook_mask() != 0;
         validate::validate(msg, hooks_on)?;
         let mut made = [0u8; 36];
         let id: &str = match &msg.message_id {
@@ -710,6 +711,68 @@ impl Client {
         });
         self.logger.stop();
         Ok(self.no_losses_since(&engine, before) && complete && idle)
+    }
+
+    /// Closes the client for a successor of its name on the same spool (a service that
+    /// changes a tenant's settings live: `Engine::tenant` again with the new ones once this
+    /// returns): no new request starts, the requests out are waited for and their results
+    /// kept, then everything else is left in the spool, as it stands, for the successor to
+    /// resume. Unlike [`close`](Self::close), nothing that was in flight is abandoned, so the
+    /// successor sends nothing twice; and nothing waits for retries or batches to finish.
+    /// Requests still out after `timeout` (default: the client's `timeout` plus 1 s, by
+    /// which each one has its answer or its timeout) are abandoned as `close` abandons them.
+    /// Without a spool, what is left ends as dropped (closed). Closing twice is
+    /// [`Error::Closed`]. True when no request had to be abandoned.
+    pub fn hand_over(&self, timeout: Option<Duration>) -> Result<bool, Error> {
+        let engine = self.engine.load_full();
+        if engine.shared.closed.swap(true, SeqCst) {
+            return Err(Error::Closed);
+        }
+        engine.shared.wake_room();
+        while engine.shared.calls.load(SeqCst) != 0 {
+            std::thread::yield_now();
+        }
+        engine.tx.send(Command::HandOver);
+        let on_scheduler = engine.on_scheduler();
+        let bound = timeout.unwrap_or(self.config.timeout + Duration::from_secs(1));
+        let deadline = after(Instant::now(), bound);
+        let settled = on_scheduler
+            || engine
+                .shared
+                .wait_until(deadline, |s| s.stopped.load(SeqCst));
+        if !settled {
+            // Past the answers' bound: end as `close` ends, the requests out abandoned.
+            engine.tx.send(Command::Shutdown);
+        }
+        let mut complete = settled;
+        if !on_scheduler {
+            complete &= self.wait_for_drain(&engine);
+            let threads = std::mem::take(
+                &mut *engine
+                    .shared
+                    .lane_threads
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner()),
+            );
+            let end = Instant::now() + Duration::from_secs(1);
+            for lane in threads {
+                lane.join_idle(end);
+            }
+        }
+        if engine.spooled && !on_scheduler {
+            // The successor may take the name only once this one's records are released.
+            let end = Instant::now() + self.config.timeout;
+            engine.shared.wait_until(end, |s| s.spool_done.load(SeqCst));
+            if let Some(own) = &engine.own_spool {
+                own.join(end);
+            }
+        }
+        engine.stop_callbacks(complete);
+        self.logger.log(Level::Debug, || {
+            format!("client handed over: {:?}", self.stats())
+        });
+        self.logger.stop();
+        Ok(complete)
     }
 
     /// Waits for the scheduler to report the outcomes of what is left, for as long as its

@@ -1,7 +1,7 @@
 //! Browsers: the request's `Origin`, read so that it fails closed, the CORS preflight
 //! (`OPTIONS`), and the header that lets a page read an answer.
 
-use crate::reply::{self, Answer};
+use crate::http::reply::{self, Answer};
 use crate::sources::Sources;
 use hyper::header::{HeaderMap, HeaderValue, ORIGIN};
 use hyper::StatusCode;

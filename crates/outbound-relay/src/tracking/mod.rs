@@ -23,20 +23,23 @@
 mod cors;
 mod events;
 mod fields;
+pub mod forwarded;
 mod rejected;
+pub mod settings;
+pub mod telemetry;
 
 pub use cors::{allow_for_any_source, preflight};
 
-use crate::auth::basic_user;
-use crate::body;
-use crate::reply::{self, Answer};
+use crate::http::auth::basic_user;
+use crate::http::body;
+use crate::http::reply::{self, Answer};
 use crate::sources::{Source, Sources};
 use events::{read_event, type_value};
 use fields::{Batch, Body, Fields, ParseError};
 use hyper::body::{Bytes, Incoming};
 use hyper::header::HeaderMap;
 use hyper::StatusCode;
-use outbound::{Error, Received, MAX_BATCH_BYTES, MAX_BATCH_EVENTS};
+use outbound::{Client, Error, Received, MAX_BATCH_BYTES, MAX_BATCH_EVENTS};
 use rejected::Rejections;
 use serde_json::value::RawValue;
 use std::borrow::Cow;
@@ -94,13 +97,16 @@ struct Enqueued {
     accepted: usize,
     /// A batch's refused events (`None` for a single call).
     rejected: Option<Rejections>,
+    /// The commit that holds them (registered while the source's client was in use).
+    commit: Option<tokio::sync::oneshot::Receiver<bool>>,
 }
 
 /// How a request's CPU work ended: its events enqueued (the answer waits for their commit),
-/// or its answer already.
+/// its answer already, or its source in the middle of a settings change (wait, then again).
 enum Took {
     Enqueued(Enqueued),
     Answered(Answer),
+    Changing(Arc<crate::sources::slot::Slot>),
 }
 
 /// `POST` to a tracking path.
@@ -129,21 +135,39 @@ pub async fn handle(
         deadline,
     };
     let origin = request.origin.clone();
-    let taken = if request.bytes.len() <= INLINE_BYTES {
-        take(&sources, &request)
-    } else {
-        tokio::task::spawn_blocking(move || take(&sources, &request))
-            .await
-            .unwrap_or_else(|_| {
-                Took::Answered(reply::error(
-                    StatusCode::INTERNAL_SERVER_ERROR,
-                    "the request could not be handled",
-                ))
-            })
-    };
+    let request = Arc::new(request);
+    let sources = &sources;
+    let mut taken;
+    loop {
+        taken = if request.bytes.len() <= INLINE_BYTES {
+            take(sources, &request)
+        } else {
+            let (sources, request) = (sources.clone(), request.clone());
+            tokio::task::spawn_blocking(move || take(&sources, &request))
+                .await
+                .unwrap_or_else(|_| {
+                    Took::Answered(reply::error(
+                        StatusCode::INTERNAL_SERVER_ERROR,
+                        "the request could not be handled",
+                    ))
+                })
+        };
+        // A source whose settings change this moment: its new client comes in moments.
+        let Took::Changing(slot) = &taken else {
+            break;
+        };
+        if !slot.ready(request.deadline).await {
+            taken = Took::Answered(reply::error(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "the source is changing or was removed; retry",
+            ));
+            break;
+        }
+    }
     let mut answer = match taken {
         Took::Enqueued(enqueued) => finish(enqueued).await,
         Took::Answered(answer) => return answer,
+        Took::Changing(_) => unreachable!("waited above"),
     };
     if let Some(origin) = origin {
         cors::allow_origin(answer.headers_mut(), &origin);
@@ -202,7 +226,11 @@ fn take(sources: &Sources, r: &Request) -> Took {
             ));
         }
     }
-    if !source.client.spool_ok() {
+    let Some(using) = source.slot.enter() else {
+        return Took::Changing(source.slot.clone());
+    };
+    let client = &using.client;
+    if !client.spool_ok() {
         // Acknowledged means stored: while the spool cannot be written (a Redis spool's
         // server unreachable, a failing disk) the SDK keeps its events and retries.
         tracing::warn!(source = %source.name, "request refused: the spool cannot be written");
@@ -222,15 +250,15 @@ fn take(sources: &Sources, r: &Request) -> Took {
         Endpoint::Single(kind) => {
             let mut event = fields;
             event.set("type", type_value(kind));
-            single(source, event, &r.received)
+            single(source, client, event, &r.received)
         }
-        Endpoint::Batch => batch(source, fields, events, &r.received),
+        Endpoint::Batch => batch(source, client, fields, events, &r.received),
     }
 }
 
 /// The answer once the events taken are committed, with a batch's rejected events.
 async fn finish(t: Enqueued) -> Answer {
-    let answer = durable(&t.source, t.accepted).await;
+    let answer = durable(&t.source, t.accepted, t.commit).await;
     let Some(rejected) = t.rejected else {
         return answer;
     };
@@ -250,20 +278,25 @@ fn overloaded(source: &Source, e: &Error, events: usize) -> Option<Answer> {
         Error::Closed | Error::Spool { .. } => StatusCode::SERVICE_UNAVAILABLE,
         _ => return None,
     };
-    crate::metrics::rejected(&source.name, crate::metrics::reason(e), events);
+    crate::operations::metrics::rejected(
+        &source.name,
+        crate::operations::metrics::reason(e),
+        events,
+    );
     tracing::warn!(source = %source.name, "cannot take more: {e}");
     Some(reply::error(status, e.to_string()))
 }
 
-fn single(source: &Arc<Source>, event: Fields<'_>, received: &Received) -> Took {
-    let result = read_event(&event, &mut String::new(), received)
-        .and_then(|msg| source.client.enqueue_with(&msg));
+fn single(source: &Arc<Source>, client: &Client, event: Fields<'_>, received: &Received) -> Took {
+    let result =
+        read_event(&event, &mut String::new(), received).and_then(|msg| client.enqueue_with(&msg));
     let e = match result {
         Ok(_) => {
             return Took::Enqueued(Enqueued {
                 source: source.clone(),
                 accepted: 1,
                 rejected: None,
+                commit: Some(commit_of(client)),
             })
         }
         Err(e) => e,
@@ -271,7 +304,7 @@ fn single(source: &Arc<Source>, event: Fields<'_>, received: &Received) -> Took 
     if let Some(answer) = overloaded(source, &e, 1) {
         return Took::Answered(answer);
     }
-    crate::metrics::rejected(&source.name, crate::metrics::reason(&e), 1);
+    crate::operations::metrics::rejected(&source.name, crate::operations::metrics::reason(&e), 1);
     let reason = rejected::bounded(&e);
     tracing::info!(source = %source.name, reason = %reason, "event rejected");
     let status = match e {
@@ -283,6 +316,7 @@ fn single(source: &Arc<Source>, event: Fields<'_>, received: &Received) -> Took 
 
 fn batch(
     source: &Arc<Source>,
+    client: &Client,
     mut obj: Fields<'_>,
     batch: Option<Batch<'_>>,
     received: &Received,
@@ -327,12 +361,12 @@ fn batch(
     });
     // All or none: a 429 must not leave part of the batch queued, to be delivered twice
     // when the SDK sends the whole batch again.
-    match source.client.enqueue_each(objects) {
+    match client.enqueue_each(objects) {
         Ok(answers) => {
             for (index, answer) in indexes.into_iter().zip(answers) {
                 match answer {
                     Ok(_) => accepted += 1,
-                    Err(e) => rejected.add(index, crate::metrics::reason(&e), &e),
+                    Err(e) => rejected.add(index, crate::operations::metrics::reason(&e), &e),
                 }
             }
         }
@@ -351,29 +385,38 @@ fn batch(
         source: source.clone(),
         accepted,
         rejected: Some(rejected),
+        commit: (accepted > 0).then(|| commit_of(client)),
     })
 }
 
 /// 200 once the `accepted` events just enqueued are committed to the source's spool (at
 /// once when none were, or without a spool); 503 when the commit failed.
-async fn durable(source: &Arc<Source>, accepted: usize) -> Answer {
-    if accepted > 0 && !spooled(source).await {
+async fn durable(
+    source: &Arc<Source>,
+    accepted: usize,
+    commit: Option<tokio::sync::oneshot::Receiver<bool>>,
+) -> Answer {
+    let committed = match commit {
+        Some(rx) if accepted > 0 => rx.await.unwrap_or(false),
+        _ => true,
+    };
+    if !committed {
         tracing::warn!(source = %source.name, "spool commit failed: answered 503");
         return reply::error(
             StatusCode::SERVICE_UNAVAILABLE,
             "the events could not be committed to disk; send them again",
         );
     }
-    crate::metrics::accepted(&source.name, accepted);
+    crate::operations::metrics::accepted(&source.name, accepted);
     reply::ok()
 }
 
-/// Waits, without holding a worker thread, for the commit that holds everything the
-/// source's client accepted so far.
-pub async fn spooled(source: &Source) -> bool {
+/// The commit that holds everything `client` accepted so far, awaited without holding a
+/// worker thread.
+fn commit_of(client: &Client) -> tokio::sync::oneshot::Receiver<bool> {
     let (tx, rx) = tokio::sync::oneshot::channel();
-    source.client.when_spooled(move |ok| {
+    client.when_spooled(move |ok| {
         let _ = tx.send(ok);
     });
-    rx.await.unwrap_or(false)
+    rx
 }

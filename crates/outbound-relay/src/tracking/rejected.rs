@@ -72,7 +72,7 @@ impl Rejections {
     /// Counts them in the metrics, one call per kind.
     pub fn count_in_metrics(&self, source: &str) {
         for (kind, n) in &self.kinds {
-            crate::metrics::rejected(source, kind, *n);
+            crate::operations::metrics::rejected(source, kind, *n);
         }
     }
 

@@ -379,6 +379,15 @@ pub fn put(url: &str, headers: &[(&str, &str)], body: &[u8]) -> Answer {
     finish(req.send(body))
 }
 
+/// `DELETE url`.
+pub fn delete(url: &str, headers: &[(&str, &str)]) -> Answer {
+    let mut req = agent().delete(url);
+    for (k, v) in headers {
+        req = req.header(*k, *v);
+    }
+    finish(req.call())
+}
+
 /// `OPTIONS url`.
 pub fn options(url: &str, headers: &[(&str, &str)]) -> Answer {
     let mut req = agent().options(url);

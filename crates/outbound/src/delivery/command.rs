@@ -100,6 +100,10 @@ pub(crate) enum Command {
     Flush(Option<Arc<AtomicU64>>),
     /// End what is left (outcome: dropped, closed) and stop.
     Shutdown,
+    /// Start no request, let the ones out come back, then stop as `Shutdown` does: what is
+    /// left stays in the spool for the next client of the name, and nothing that was in
+    /// flight is sent again by it (`Client::hand_over`).
+    HandOver,
 }
 
 #[cfg(test)]

@@ -579,7 +579,7 @@ impl Spooler {
 
     /// Passes a flush or shutdown on to the tenant's scheduler part (after the commit).
     fn forward(&mut self, no: TenantNo, cmd: Command) {
-        if let Command::Shutdown = cmd {
+        if let Command::Shutdown | Command::HandOver = cmd {
             if let Some(t) = self.tenants.get_mut(&no) {
                 t.closing = true;
                 // Every message it sent was taken and committed: its waiters are answered.

@@ -32,20 +32,32 @@ pub struct Webhook {
     pub url: String,
     /// Static headers, in order.
     pub headers: Vec<(String, String)>,
+    /// Off: the webhook stays in the config (checked, counted among the 5, its place kept)
+    /// but no request goes to it, and a message accepted while it is off is never sent to
+    /// it. A message still pending for it when a client of its name resumes with it off
+    /// (a service's live change) is not sent to it either. On by default.
+    pub enabled: bool,
 }
 
 impl Webhook {
-    /// A webhook with no static headers.
+    /// A webhook with no static headers, on.
     pub fn new(url: impl Into<String>) -> Self {
         Webhook {
             url: url.into(),
             headers: Vec::new(),
+            enabled: true,
         }
     }
 
     /// Adds a static header.
     pub fn header(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
         self.headers.push((name.into(), value.into()));
+        self
+    }
+
+    /// Turns the webhook on or off (see [`Webhook::enabled`]).
+    pub fn enabled(mut self, on: bool) -> Self {
+        self.enabled = on;
         self
     }
 }
@@ -546,9 +558,11 @@ impl Config {
         let Ok(Some(guard)) = self.network_guard() else {
             return Vec::new();
         };
+        // A webhook that is off sends nothing: nothing to warn of.
         self.webhooks
             .iter()
             .enumerate()
+            .filter(|(_, hook)| hook.enabled)
             .filter_map(|(i, hook)| guard.check_url(&hook.url).err().map(|b| (i, b.to_string())))
             .collect()
     }
@@ -570,6 +584,13 @@ impl Config {
             &self.endpoint_allowed_networks,
             "endpoint_allowed_networks",
         )
+    }
+
+    /// The webhooks that are on, as a mask (bit `i`: webhook `i`): where a message goes.
+    pub(crate) fn hook_mask(&self) -> u8 {
+        (self.webhooks.iter().enumerate())
+            .filter(|(_, w)| w.enabled)
+            .fold(0u8, |m, (i, _)| m | (1 << i))
     }
 
     /// Webhook `i` as log lines show it (`webhooks[0] https://hooks.example.com/…`).

@@ -361,6 +361,11 @@ impl Lane {
 
     /// Whether housekeeping has anything to do here: threads to let go, or requests waiting
     /// on a down destination to check against their window.
+    /// Requests out now.
+    pub(crate) fn busy(&self) -> usize {
+        self.busy
+    }
+
     pub(crate) fn needs_housekeeping(&self) -> bool {
         self.threads > 0 || !self.handles.is_empty() || (self.is_down() && !self.ready.is_empty())
     }

@@ -84,7 +84,11 @@ impl Tenant {
             }
             other => other,
         };
+        // Webhooks that are all off (`Webhook::enabled`) end a resumed webhook part without
+        // a failure, as a mask that no URL is left in does.
+        let hooks_off = self.hook_mask == 0 && self.lanes.len() > 1;
         let hook = match r.hook {
+            Some(_) if hooks_off => None,
             Some(_) if self.hook_mask == 0 => {
                 failure
                     .get_or_insert("resumed from the spool for webhooks, but this client has none");

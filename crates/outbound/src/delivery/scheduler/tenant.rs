@@ -82,6 +82,9 @@ pub(crate) struct Tenant {
     pub(super) timer_n: u64,
     pub(super) next_housekeeping: Instant,
     pub(super) ticks: u32,
+    /// Handing over to a successor (`Command::HandOver`): no request starts, and the tenant
+    /// stops once its requests out are back.
+    pub(super) handing_over: bool,
 }
 
 impl Tenant {
@@ -122,7 +125,7 @@ impl Tenant {
             batcher: Batcher::new(config.flush_at, config.flush_interval),
             policy: config.retry,
             send: config.send,
-            hook_mask: ((1u16 << config.webhooks.len()) - 1) as u8,
+            hook_mask: config.hook_mask(),
             has_ingestion: config.write_key.is_some(),
             spool,
             on_outcome: config.on_outcome.clone(),
@@ -135,6 +138,7 @@ impl Tenant {
             timer_n: 0,
             next_housekeeping: Instant::now() + HOUSEKEEPING,
             ticks: 0,
+            handing_over: false,
         }
     }
 
@@ -147,6 +151,14 @@ impl Tenant {
         }
         loop {
             let now = Instant::now();
+            if self.handing_over {
+                // Timers and batches stay as they are: the successor resumes from the spool.
+                if self.lanes.iter().all(|l| l.busy() == 0) {
+                    return Err(());
+                }
+                // Their answers wake it.
+                return Ok(None);
+            }
             self.fire_timers(now);
             self.dispatch(now);
             let (room, filling_until) = self.room(now);
@@ -202,6 +214,7 @@ impl Tenant {
                 }
             }
             Command::Shutdown => return false,
+            Command::HandOver => self.handing_over = true,
         }
         true
     }

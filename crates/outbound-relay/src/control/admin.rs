@@ -1,5 +1,4 @@
-//! The admin API (on only with `admin_token`; every request needs
-//! `Authorization: Bearer <admin_token>`, anything else is 401 and sends nothing):
+//! What the admin API sends through the sources (admin token only):
 //!
 //! - `POST /admin/deletions` `{"userId":"u1","sources":["web"]}`: a core `delete` to each
 //!   named source (every source with webhooks when `sources` is left out), answered once
@@ -10,78 +9,16 @@
 //!   between the two sends them again (never loses them) and a restart after it sends
 //!   nothing twice.
 //!
-//! Issue 25's config reload and readiness belong to the operations side (`server.rs`), not
-//! here; new admin resources get a function each below.
+//! The routes and who may call them are `mod.rs`'s.
 
-use crate::auth::bearer_is;
-use crate::body;
-use crate::reply::{self, Answer};
+use crate::http::reply::{self, Answer};
 use crate::sources::Sources;
-use crate::tracking::spooled;
-use hyper::body::Incoming;
-use hyper::header::HeaderMap;
-use hyper::{Method, StatusCode};
+use hyper::StatusCode;
 use outbound::{Error, Message};
 use serde_json::{json, Value};
 use std::sync::Arc;
 
-/// Largest admin body (an audience of many members).
-const MAX_ADMIN_BODY: usize = 64 * 1024 * 1024;
-
-/// Routes a request under `/admin/`.
-pub async fn handle(
-    sources: &Arc<Sources>,
-    token: Option<&str>,
-    method: &Method,
-    path: &str,
-    headers: &HeaderMap,
-    body: Incoming,
-) -> Answer {
-    let Some(token) = token else {
-        return reply::error(
-            StatusCode::NOT_FOUND,
-            "the admin API is off (no admin_token)",
-        );
-    };
-    if !bearer_is(headers, token) {
-        tracing::info!(path, "admin request refused: bad or missing token");
-        return reply::error(StatusCode::UNAUTHORIZED, "admin token required");
-    }
-    let parts: Vec<&str> = path.trim_end_matches('/').split('/').collect();
-    match (method, parts.as_slice()) {
-        (&Method::POST, ["", "admin", "deletions"]) => match read_json(headers, body).await {
-            Ok(v) => deletions(sources, v).await,
-            Err(a) => a,
-        },
-        (&Method::PUT, ["", "admin", "sources", name, "audiences", audience]) => {
-            let (name, audience) = (name.to_string(), percent_decode(audience));
-            match read_json(headers, body).await {
-                Ok(v) => audiences(sources, &name, &audience, v).await,
-                Err(a) => a,
-            }
-        }
-        _ => reply::error(StatusCode::NOT_FOUND, "no such admin resource"),
-    }
-}
-
-async fn read_json(headers: &HeaderMap, body: Incoming) -> Result<Value, Answer> {
-    let bytes = body::read(headers, body, MAX_ADMIN_BODY)
-        .await
-        .map_err(|e| reply::error(e.status, e.message))?;
-    match serde_json::from_slice::<Value>(&bytes) {
-        Ok(v @ Value::Object(_)) => Ok(v),
-        Ok(_) => Err(reply::error(
-            StatusCode::BAD_REQUEST,
-            "body must be a JSON object",
-        )),
-        Err(e) => Err(reply::error(
-            StatusCode::BAD_REQUEST,
-            format!("body is not valid JSON: {e}"),
-        )),
-    }
-}
-
-async fn deletions(sources: &Arc<Sources>, body: Value) -> Answer {
+pub async fn deletions(sources: &Arc<Sources>, body: Value) -> Answer {
     let user_id = match body.get("userId") {
         Some(Value::String(u)) if !u.is_empty() => u.clone(),
         _ => {
@@ -126,9 +63,25 @@ async fn deletions(sources: &Arc<Sources>, body: Value) -> Answer {
     };
     // Sources and user id were checked above: a bad request has sent nothing.
     let mut sent = Vec::new();
+    let mut commits = Vec::new();
     for source in &targets {
-        match source.client.enqueue(&Message::delete(user_id.as_str())) {
-            Ok(id) => sent.push((source.clone(), id)),
+        // A source whose settings are changing is waited for (moments).
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        let Some(u) = source.slot.enter_blocking(deadline) else {
+            return reply::error(
+                StatusCode::SERVICE_UNAVAILABLE,
+                format!("{}: changing; retry", source.name),
+            );
+        };
+        match u.client.enqueue(&Message::delete(user_id.as_str())) {
+            Ok(id) => {
+                let (tx, rx) = tokio::sync::oneshot::channel();
+                u.client.when_spooled(move |ok| {
+                    let _ = tx.send(ok);
+                });
+                commits.push(rx);
+                sent.push((source.clone(), id))
+            }
             Err(e) => {
                 tracing::warn!(source = %source.name, "deletion not accepted: {e}");
                 let status = match e {
@@ -146,8 +99,8 @@ async fn deletions(sources: &Arc<Sources>, body: Value) -> Answer {
             }
         }
     }
-    for (source, _) in &sent {
-        if !spooled(source).await {
+    for ((source, _), commit) in sent.iter().zip(commits) {
+        if !commit.await.unwrap_or(false) {
             return reply::error(
                 StatusCode::SERVICE_UNAVAILABLE,
                 format!(
@@ -169,7 +122,7 @@ async fn deletions(sources: &Arc<Sources>, body: Value) -> Answer {
     )
 }
 
-async fn audiences(sources: &Arc<Sources>, name: &str, audience: &str, body: Value) -> Answer {
+pub async fn audiences(sources: &Arc<Sources>, name: &str, audience: &str, body: Value) -> Answer {
     let Some(source) = sources.by_name(name).cloned() else {
         return reply::error(StatusCode::NOT_FOUND, format!("{name:?} is not a source"));
     };
@@ -187,10 +140,16 @@ async fn audiences(sources: &Arc<Sources>, name: &str, audience: &str, body: Val
     let audience = audience.to_string();
     // SQLite and the queue-room waits are blocking: off the async workers.
     let run = tokio::task::spawn_blocking(move || {
-        source.with_audiences(|sync| {
-            let pending = sync.emit_audience(&source.client, &audience, &members)?;
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        let Some(u) = source.slot.enter_blocking(deadline) else {
+            return Err(Error::Closed);
+        };
+        let client = u.client.clone();
+
+        source.slot.with_audiences(|sync| {
+            let pending = sync.emit_audience(&client, &audience, &members)?;
             let (tx, rx) = std::sync::mpsc::channel();
-            source.client.when_spooled(move |ok| {
+            client.when_spooled(move |ok| {
                 let _ = tx.send(ok);
             });
             if !rx.recv().unwrap_or(false) {
@@ -240,24 +199,4 @@ async fn audiences(sources: &Arc<Sources>, name: &str, audience: &str, body: Val
             format!("audience sync failed: {e}"),
         ),
     }
-}
-
-/// `%XX` escapes of a path segment decoded (audience names have spaces).
-fn percent_decode(s: &str) -> String {
-    let hex = |c: u8| (c as char).to_digit(16).map(|d| d as u8);
-    let b = s.as_bytes();
-    let mut out = Vec::with_capacity(b.len());
-    let mut i = 0;
-    while i < b.len() {
-        if b[i] == b'%' && i + 2 < b.len() {
-            if let (Some(h), Some(l)) = (hex(b[i + 1]), hex(b[i + 2])) {
-                out.push(h * 16 + l);
-                i += 3;
-                continue;
-            }
-        }
-        out.push(b[i]);
-        i += 1;
-    }
-    String::from_utf8_lossy(&out).into_owned()
 }

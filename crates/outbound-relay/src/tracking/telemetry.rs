@@ -4,8 +4,8 @@
 //! otherwise still gets a 200 here, so it neither retries nor logs an error, and the request
 //! is dropped, counted in `outbound_relay_telemetry_dropped_total`.
 
-use crate::body;
-use crate::reply::{self, Answer};
+use crate::http::body;
+use crate::http::reply::{self, Answer};
 use crate::sources::Sources;
 use crate::tracking::allow_for_any_source;
 use hyper::body::Incoming;
@@ -23,6 +23,6 @@ pub fn is_telemetry(path: &str) -> bool {
 /// kept) and dropped.
 pub async fn drop(sources: &Sources, headers: &HeaderMap, body: Incoming) -> Answer {
     let _ = body::read(headers, body, MAX_BODY).await;
-    crate::metrics::telemetry_dropped();
+    crate::operations::metrics::telemetry_dropped();
     allow_for_any_source(sources, headers, reply::ok())
 }

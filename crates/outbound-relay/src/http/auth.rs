@@ -38,6 +38,13 @@ pub fn basic_user(headers: &HeaderMap) -> Option<String> {
     (!user.is_empty()).then(|| user.to_string())
 }
 
+/// The token of `Authorization: Bearer <token>`, if any.
+pub fn bearer_token(headers: &HeaderMap) -> Option<&str> {
+    let value = headers.get(AUTHORIZATION)?.to_str().ok()?;
+    let (scheme, given) = value.trim().split_once(' ')?;
+    scheme.eq_ignore_ascii_case("bearer").then(|| given.trim())
+}
+
 /// True when `headers` carry `Authorization: Bearer <token>` for exactly `token`.
 pub fn bearer_is(headers: &HeaderMap, token: &str) -> bool {
     let Some(value) = headers.get(AUTHORIZATION).and_then(|v| v.to_str().ok()) else {

@@ -281,11 +281,15 @@ pub fn render(sources: &Sources) -> String {
         let label = SourceLabel {
             source: s.name.clone(),
         };
-        let stats = s.client.stats();
+        // A source whose settings are changing this moment shows at the next scrape.
+        let Some(client) = s.slot.current() else {
+            continue;
+        };
+        let stats = client.stats();
         m.queue_depth.get_or_create(&label).set(stats.queued as i64);
         m.spool_bytes
             .get_or_create(&label)
-            .set(s.client.spool_bytes() as i64);
+            .set(client.spool_bytes() as i64);
     }
     let mut out = String::new();
     // Writing to a String cannot fail.

@@ -11,9 +11,9 @@
 //! start, as for a disabled source). Anyone may read it (`Access-Control-Allow-Origin: *`,
 //! no credentials), and caches may keep it for five minutes.
 
-use crate::forwarded::PublicUrl;
-use crate::reply::{self, Answer};
+use crate::http::reply::{self, Answer};
 use crate::sources::Sources;
+use crate::tracking::forwarded::PublicUrl;
 use hyper::header::{HeaderValue, CACHE_CONTROL};
 use hyper::StatusCode;
 use serde_json::json;

@@ -8,7 +8,7 @@
 //!   reachable); 503 with the reason otherwise, so the balancer sends elsewhere while a
 //!   disk is full or read-only.
 
-use crate::reply::{self, Answer};
+use crate::http::reply::{self, Answer};
 use hyper::StatusCode;
 use serde_json::json;
 use std::io::Write;

@@ -1,0 +1,123 @@
+//! A source's table → the core's `Config`: its own delivery settings over the top level's
+//! over the core's defaults. Values are converted, never judged: the core checks them when
+//! the source's client is built, and its error is reported under the key it came from.
+
+use super::file::{source_redis_url, Delivery, Seconds, SourceFile, Spool};
+use super::Base;
+use outbound::{Config as CoreConfig, RetryPolicy, SignatureScheme, Webhook};
+use std::path::PathBuf;
+use std::sync::Arc;
+
+/// The relay's group commit interval unless set (seconds): an acknowledgement waits for the
+/// next commit, so the core's 20 ms would be most of a single event's answer time. Under
+/// load the writer's own transaction and the fsync gather the requests that arrive
+/// meanwhile, so the interval only needs to be short: 32 connections sending one event a
+/// request got 1.27× the acknowledgements per second at 0.2 ms as at 1 ms, and 1.06× again
+/// at 0.05 ms, with batches of 100 at the same rate and 6 % more bytes written to the disk
+/// per event (medians of alternating runs; bench/log/2026-11.md, "Issue 25, stop 36" and "stop
+/// 37"). A busy source fsyncs at most once per fsync's duration (one covers every commit
+/// before it began).
+pub const DEFAULT_COMMIT_INTERVAL: f64 = 0.00005;
+
+/// The core's config for source `s`: its own settings over the top level's over the core's
+/// defaults.
+pub(super) fn core_config(s: &SourceFile, base: &Base) -> Result<CoreConfig, (String, String)> {
+    let d: Delivery = s.delivery().over(&base.top);
+    let data_dir = &base.data_dir;
+    let mut c = CoreConfig {
+        webhooks: s
+            .webhooks
+            .iter()
+            .map(|w| Webhook {
+                url: w.url.clone(),
+                enabled: w.enabled,
+                headers: w
+                    .headers
+                    .iter()
+                    .map(|(k, v)| (k.clone(), v.clone()))
+                    .collect(),
+            })
+            .collect(),
+        shared_secret: s.shared_secret.clone(),
+        block_private_networks: base.block_private_networks,
+        allowed_networks: base.allowed_networks.clone(),
+        // A forward's endpoint is a customer's too once sources are theirs: the same guard.
+        block_private_endpoint: base.block_private_networks,
+        endpoint_allowed_networks: base.forward_allowed_networks.clone(),
+        log_url_paths: base.log_url_paths,
+        ..CoreConfig::default()
+    };
+    if let Some(fw) = &s.forward {
+        c.write_key = Some(fw.write_key.clone());
+        if let Some(endpoint) = &fw.endpoint {
+            c.endpoint = endpoint.clone();
+        }
+    }
+    let mut retry = RetryPolicy::default();
+    if let Some(v) = d.timeout {
+        c.timeout = v.duration("timeout")?;
+    }
+    if let Some(v) = d.max_retry_duration {
+        retry.max_retry_duration = v.duration("max_retry_duration")?;
+    }
+    if let Some(v) = d.max_backoff {
+        retry.max_backoff = v.duration("max_backoff")?;
+    }
+    if let Some(v) = d.max_retry_after {
+        retry.max_retry_after = v.duration("max_retry_after")?;
+    }
+    c.retry = retry;
+    if let Some(v) = d.max_in_flight {
+        c.max_in_flight = v;
+    }
+    if let Some(v) = d.workers {
+        c.workers = v;
+    }
+    if let Some(v) = &d.signature_scheme {
+        c.signature_scheme = SignatureScheme::parse(v).map_err(|e| match e {
+            outbound::Error::Config { setting, reason } => (setting, reason),
+            other => ("signature_scheme".into(), other.to_string()),
+        })?;
+    }
+    if let Some(v) = &d.webhook_user_agent {
+        c.webhook_user_agent = v.clone();
+    }
+    if let Some(v) = d.gzip {
+        c.gzip = v;
+    }
+    if let Some(v) = d.flush_at {
+        c.flush_at = v;
+    }
+    c.max_batch_messages = d.max_batch_messages;
+    if let Some(v) = d.flush_interval {
+        c.flush_interval = v.duration("flush_interval")?;
+    }
+    if let Some(v) = d.max_queue_size {
+        c.max_queue_size = v;
+    }
+    if let Some(v) = d.queue_full_wait {
+        c.queue_full_wait = v.duration("queue_full_wait")?;
+    }
+    // A request waiting for room must not hold a runtime thread: its other tasks move off.
+    c.room_wait = Some(Arc::new(|wait: &mut (dyn FnMut() -> bool + Send)| {
+        tokio::task::block_in_place(wait)
+    }));
+    c.ca_certs = d.ca_certs.clone();
+    if let Some(v) = d.proxy_from_env {
+        c.proxy_from_env = v;
+    }
+    c.spool = match &d.spool {
+        None | Some(Spool::On(true)) => Some(data_dir.join("spool").join(&s.name)),
+        Some(Spool::On(false)) => None,
+        Some(Spool::Redis(url)) => Some(PathBuf::from(source_redis_url(url, &s.name))),
+    };
+    if let Some(v) = d.spool_max_bytes {
+        c.spool_max_bytes = v;
+    }
+    c.spool_commit_interval = d
+        .spool_commit_interval
+        .unwrap_or(Seconds(DEFAULT_COMMIT_INTERVAL))
+        .duration("spool_commit_interval")?;
+    c.debug = Some(d.debug.unwrap_or(true));
+    Ok(c)
+}

@@ -1,0 +1,573 @@
+//! `relay.toml`: its shape (serde, unknown keys refused), and its conversion into one core
+//! [`outbound::Config`] per source. The relay checks only what is its own (the TOML shape,
+//! source names and write keys, durations as numbers of seconds); every delivery setting is
+//! checked by the core when the source's `Client` is built, and its error is reported here
+//! under the key it came from (`relay.toml: sources[1].webhooks[0].url: ...`).
+//!
+//! Issue 25's settings are top-level keys beside these (`max_connections`,
+//! `max_header_bytes`, `max_headers`, `header_read_timeout`, `request_timeout`, `tls_cert`,
+//! `tls_key`, `metrics_token`, `log_format`), issue 43's (`write_timeout`, `log_url_paths`,
+//! `forward_allowed_networks`) and issue 44's (`trusted_proxies`, `public_url`); see
+//! docs/relay.md for their defaults.
+
+mod convert;
+pub mod file;
+mod public_url;
+mod toml_keys;
+
+pub use file::{is_redis, is_redis_url, File, SourceFile};
+use file::{Delivery, Seconds};
+use outbound::Config as CoreConfig;
+pub use public_url::PublicUrl;
+use std::collections::HashMap;
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// A config error: the file, the key and what is wrong.
+#[derive(Debug)]
+pub struct ConfigError {
+    pub file: String,
+    pub key: String,
+    pub reason: String,
+}
+
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.key.is_empty() {
+            write!(f, "{}: {}", self.file, self.reason)
+        } else {
+            write!(f, "{}: {}: {}", self.file, self.key, self.reason)
+        }
+    }
+}
+
+impl std::error::Error for ConfigError {}
+
+/// Who keeps a source's settings: `relay.toml` (changed by editing it and SIGHUP), or the
+/// admin API (`control/`, kept in the relay's store).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ManagedBy {
+    File,
+    Api,
+}
+
+impl ManagedBy {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ManagedBy::File => "file",
+            ManagedBy::Api => "api",
+        }
+    }
+}
+
+/// One source, ready to start.
+#[derive(Clone)]
+pub struct Source {
+    pub name: String,
+    pub write_keys: Vec<String>,
+    pub allowed_origins: Vec<String>,
+    /// Where errors of this source's core config are reported (`sources[1]`; the API's
+    /// sources: empty, their fields named from the top of the body).
+    pub key: String,
+    /// The delivery keys this source sets itself (the rest come from the top level).
+    pub own_keys: Vec<&'static str>,
+    pub core: CoreConfig,
+    /// Everything its client is built from (its table, the top-level delivery settings,
+    /// the network rules, `data_dir`): a reload keeps the running client when unchanged.
+    pub fingerprint: u64,
+    pub managed_by: ManagedBy,
+}
+
+/// `at.key`, or `key` alone at the top.
+pub fn join(at: &str, key: &str) -> String {
+    match at.is_empty() {
+        true => key.to_string(),
+        false => format!("{at}.{key}"),
+    }
+}
+
+impl Source {
+    /// The key and reason of a core config error of this source: its own key, or the top
+    /// level's when the value came from there (`sources[1].webhooks[0].url`).
+    pub fn core_error(&self, e: outbound::Error) -> (String, String) {
+        let at = &self.key;
+        match e {
+            outbound::Error::Config { setting, reason } => {
+                let key = match setting.as_str() {
+                    // The forward's settings are the core's ingestion settings.
+                    "write_key" => join(at, "forward.write_key"),
+                    "endpoint" => join(at, "forward.endpoint"),
+                    "write_key/webhooks" => join(at, "webhooks"),
+                    // The spool is data_dir's unless a Redis URL was set.
+                    "spool" if is_redis(&self.core) => match self.own_keys.contains(&"spool") {
+                        true => join(at, "spool"),
+                        false => "spool".to_string(),
+                    },
+                    "spool" => "data_dir".to_string(),
+                    "allowed_networks" => setting,
+                    "endpoint_allowed_networks" => "forward_allowed_networks".to_string(),
+                    "shared_secret" => join(at, "shared_secret"),
+                    s if s.starts_with("webhooks") => join(at, s),
+                    s if self.own_keys.contains(&s) => join(at, s),
+                    // A delivery setting the source did not set came from the top level.
+                    _ => setting,
+                };
+                (key, reason)
+            }
+            outbound::Error::Spool { path, reason } => {
+                ("data_dir".to_string(), format!("spool {path}: {reason}"))
+            }
+            other => (at.clone(), other.to_string()),
+        }
+    }
+
+    /// The core's checks of its settings, before anything running is touched: its client
+    /// built without a spool and without sending, and closed (logging through `log_sink`).
+    pub fn check(&self, log_sink: outbound::LogSink) -> Result<(), (String, String)> {
+        let mut core = self.core.clone();
+        core.spool = None;
+        core.send = false;
+        core.log_sink = Some(log_sink);
+        let client = outbound::Client::new(core).map_err(|e| self.core_error(e))?;
+        let _ = client.close(Some(Duration::ZERO));
+        Ok(())
+    }
+}
+
+/// What a source's conversion takes from the top level: kept, so that a source the admin
+/// API sets later is read as a `[[sources]]` table of this file would be.
+#[derive(Clone, Debug)]
+pub struct Base {
+    top: Delivery,
+    block_private_networks: bool,
+    allowed_networks: Vec<String>,
+    forward_allowed_networks: Vec<String>,
+    log_url_paths: bool,
+    pub data_dir: PathBuf,
+    redis_ack: outbound::RedisAck,
+}
+
+impl Base {
+    /// The fleet's Redis URL when the top level's `spool` is one (its prefix as given, or
+    /// the relay's default): where the API's sources go, with no file source to say it.
+    pub fn fleet_redis(&self) -> Option<PathBuf> {
+        match &self.top.spool {
+            Some(file::Spool::Redis(url)) => {
+                let url = file::source_redis_url(url, "");
+                url.strip_suffix(':').map(PathBuf::from)
+            }
+            _ => None,
+        }
+    }
+
+    /// Source table `s`, its errors keyed under `at` (`sources[1]`; empty for the API).
+    /// Checks what is the relay's own (the name, its write keys present and not empty);
+    /// write keys unique across sources are the caller's to check.
+    pub fn source(
+        &self,
+        s: &SourceFile,
+        at: &str,
+        managed_by: ManagedBy,
+    ) -> Result<Source, (String, String)> {
+        check_name(&s.name).map_err(|why| (join(at, "name"), why))?;
+        if s.write_keys.is_empty() {
+            return Err((
+                join(at, "write_keys"),
+                "at least one write key is needed".into(),
+            ));
+        }
+        for (k, key) in s.write_keys.iter().enumerate() {
+            if key.is_empty() {
+                return Err((
+                    join(at, &format!("write_keys[{k}]")),
+                    "must not be empty".into(),
+                ));
+            }
+        }
+        let own = s.delivery().keys();
+        let mut core = convert::core_config(s, self).map_err(|(k, r)| {
+            // A value from the top level is reported there.
+            match own.iter().any(|o| *o == k) {
+                true => (join(at, &k), r),
+                false => (k, r),
+            }
+        })?;
+        core.redis_ack = self.redis_ack;
+        Ok(Source {
+            name: s.name.clone(),
+            write_keys: s.write_keys.clone(),
+            allowed_origins: s.allowed_origins.clone(),
+            key: at.to_string(),
+            own_keys: own,
+            core,
+            fingerprint: fingerprint(&format!("{s:?}|{self:?}")),
+            managed_by,
+        })
+    }
+}
+
+/// A source name: letters, digits, `-` and `_` (it names state files and Redis keys).
+pub fn check_name(name: &str) -> Result<(), String> {
+    let ok = !name.is_empty()
+        && name.len() <= 64
+        && (name.chars()).all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
+    match ok {
+        true => Ok(()),
+        false => Err(format!(
+            "{name:?} must be 1 to 64 letters, digits, '-' or '_'"
+        )),
+    }
+}
+
+/// How logs are written.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LogFormat {
+    Text,
+    Json,
+}
+
+impl LogFormat {
+    pub fn parse(s: &str) -> Option<LogFormat> {
+        match s {
+            "text" => Some(LogFormat::Text),
+            "json" => Some(LogFormat::Json),
+            _ => None,
+        }
+    }
+}
+
+/// The listener's limits (read at start; a reload does not change them).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Limits {
+    pub max_connections: usize,
+    pub max_header_bytes: usize,
+    pub max_headers: usize,
+    pub header_read_timeout: Duration,
+    pub request_timeout: Duration,
+    pub write_timeout: Duration,
+}
+
+/// `tls_cert` and `tls_key`, resolved against the file's directory.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Tls {
+    pub cert: PathBuf,
+    pub key: PathBuf,
+}
+
+/// The loaded config.
+pub struct Relay {
+    /// The file as named on the command line (for messages).
+    pub file: String,
+    pub listen: String,
+    pub data_dir: PathBuf,
+    pub admin_token: Option<String>,
+    pub shutdown_timeout: Duration,
+    pub close_timeout: Duration,
+    pub limits: Limits,
+    pub tls: Option<Tls>,
+    pub metrics_token: Option<String>,
+    pub log_format: LogFormat,
+    /// A fleet on Redis: when a commit counts as acknowledged.
+    pub redis_ack: outbound::RedisAck,
+    pub sources: Vec<Source>,
+    /// What the API's sources are read with (the top-level delivery settings and rules).
+    pub base: Base,
+    /// `trusted_proxies`, read.
+    pub trusted_proxies: Vec<outbound::Cidr>,
+    pub public_url: Option<PublicUrl>,
+}
+
+impl Relay {
+    /// Reads and checks `path`; every error names the file and the key.
+    pub fn load(path: &Path) -> Result<Relay, ConfigError> {
+        let file = path.display().to_string();
+        let err = |key: &str, reason: String| ConfigError {
+            file: file.clone(),
+            key: key.to_string(),
+            reason,
+        };
+        let text =
+            std::fs::read_to_string(path).map_err(|e| err("", format!("cannot read: {e}")))?;
+        let parsed = File::parse(&file, &text)?;
+        let base_dir = path.parent().unwrap_or(Path::new("."));
+        Relay::from_file(parsed, &file, base_dir)
+    }
+
+    fn from_file(f: File, file: &str, base_dir: &Path) -> Result<Relay, ConfigError> {
+        let err = |key: String, reason: String| ConfigError {
+            file: file.to_string(),
+            key,
+            reason,
+        };
+        let data_dir = if f.data_dir.is_absolute() {
+            f.data_dir.clone()
+        } else {
+            base_dir.join(&f.data_dir)
+        };
+        if f.admin_token.as_deref() == Some("") {
+            return Err(err(
+                "admin_token".into(),
+                "must not be empty (leave it out to turn the admin API off)".into(),
+            ));
+        }
+        if f.sources.is_empty() && f.admin_token.is_none() {
+            // With the admin API on, sources may all come from it.
+            return Err(err(
+                "sources".into(),
+                "at least one [[sources]] is needed (or admin_token, to set them up through \
+                 the admin API)"
+                    .into(),
+            ));
+        }
+        let shutdown_timeout = f
+            .shutdown_timeout
+            .unwrap_or(Seconds(10.0))
+            .duration("shutdown_timeout")
+            .map_err(|(k, r)| err(k, r))?;
+        let close_timeout = f
+            .close_timeout
+            .unwrap_or(Seconds(2.0))
+            .duration("close_timeout")
+            .map_err(|(k, r)| err(k, r))?;
+        let limits = limits(&f).map_err(|(k, r)| err(k, r))?;
+        let tls = match (&f.tls_cert, &f.tls_key) {
+            (None, None) => None,
+            (Some(cert), Some(key)) => Some(Tls {
+                cert: base_dir.join(cert),
+                key: base_dir.join(key),
+            }),
+            (Some(_), None) => {
+                return Err(err(
+                    "tls_key".into(),
+                    "is needed with tls_cert (both or neither)".into(),
+                ))
+            }
+            (None, Some(_)) => {
+                return Err(err(
+                    "tls_cert".into(),
+                    "is needed with tls_key (both or neither)".into(),
+                ))
+            }
+        };
+        if f.metrics_token.as_deref() == Some("") {
+            return Err(err(
+                "metrics_token".into(),
+                "must not be empty (leave it out to use the admin token)".into(),
+            ));
+        }
+        let log_format = match f.log_format.as_deref() {
+            None => LogFormat::Text,
+            Some(v) => LogFormat::parse(v).ok_or_else(|| {
+                err(
+                    "log_format".into(),
+                    format!("{v:?} is not \"text\" or \"json\""),
+                )
+            })?,
+        };
+        let trusted_proxies = (f.trusted_proxies.iter())
+            .map(|n| outbound::Cidr::parse(n.trim()))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|why| err("trusted_proxies".into(), why))?;
+        let public_url = (f.public_url.as_deref())
+            .map(PublicUrl::parse)
+            .transpose()
+            .map_err(|why| err("public_url".into(), why))?;
+        let redis_ack: outbound::RedisAck = match f.redis_ack.as_deref() {
+            None => outbound::RedisAck::Auto,
+            Some(v) => v.parse().map_err(|e: outbound::Error| {
+                let reason = match e {
+                    outbound::Error::Config { reason, .. } => reason,
+                    other => other.to_string(),
+                };
+                err("redis_ack".into(), reason)
+            })?,
+        };
+        let base = Base {
+            top: f.delivery(),
+            block_private_networks: f.block_private_networks,
+            allowed_networks: f.allowed_networks.clone(),
+            forward_allowed_networks: f.forward_allowed_networks.clone(),
+            log_url_paths: f.log_url_paths,
+            data_dir: data_dir.clone(),
+            redis_ack,
+        };
+        let mut names = HashMap::new();
+        let mut keys: HashMap<&str, String> = HashMap::new();
+        let mut sources = Vec::new();
+        for (i, s) in f.sources.iter().enumerate() {
+            let at = format!("sources[{i}]");
+            let source = base
+                .source(s, &at, ManagedBy::File)
+                .map_err(|(k, r)| err(k, r))?;
+            if let Some(first) = names.insert(s.name.as_str(), i) {
+                return Err(err(
+                    format!("{at}.name"),
+                    format!("{:?} is already the name of sources[{first}]", s.name),
+                ));
+            }
+            for (k, key) in s.write_keys.iter().enumerate() {
+                if let Some(owner) = keys.insert(key.as_str(), s.name.clone()) {
+                    return Err(err(
+                        format!("{at}.write_keys[{k}]"),
+                        format!("this write key is already a key of source {owner:?}"),
+                    ));
+                }
+            }
+            sources.push(source);
+        }
+        Ok(Relay {
+            file: file.to_string(),
+            listen: f.listen,
+            data_dir,
+            admin_token: f.admin_token,
+            shutdown_timeout,
+            close_timeout,
+            limits,
+            tls,
+            metrics_token: f.metrics_token,
+            log_format,
+            redis_ack,
+            sources,
+            base,
+            trusted_proxies,
+            public_url,
+        })
+    }
+
+    /// The file and key of a core config error of source `i`
+    /// (`relay.toml: sources[1].webhooks[0].url: ...`).
+    pub fn core_error(&self, i: usize, e: outbound::Error) -> ConfigError {
+        let (key, reason) = self.sources[i].core_error(e);
+        ConfigError {
+            file: self.file.clone(),
+            key,
+            reason,
+        }
+    }
+}
+
+/// The listener's limits, checked.
+fn limits(f: &File) -> Result<Limits, (String, String)> {
+    let positive = |key: &str, v: Option<usize>, default: usize| match v {
+        Some(0) => Err((key.to_string(), "must be at least 1".to_string())),
+        Some(n) => Ok(n),
+        None => Ok(default),
+    };
+    let max_header_bytes = f.max_header_bytes.unwrap_or(16_384);
+    if !(1_024..=1_048_576).contains(&max_header_bytes) {
+        return Err((
+            "max_header_bytes".into(),
+            format!("{max_header_bytes} is not between 1024 and 1048576"),
+        ));
+    }
+    let timeout = |key: &str, v: Option<Seconds>, default: f64| {
+        let d = v.unwrap_or(Seconds(default)).duration(key)?;
+        if d.is_zero() {
+            return Err((key.to_string(), "must be more than 0".to_string()));
+        }
+        Ok(d)
+    };
+    Ok(Limits {
+        max_connections: positive("max_connections", f.max_connections, 10_000)?,
+        max_header_bytes,
+        max_headers: positive("max_headers", f.max_headers, 100)?,
+        header_read_timeout: timeout("header_read_timeout", f.header_read_timeout, 10.0)?,
+        request_timeout: timeout("request_timeout", f.request_timeout, 30.0)?,
+        write_timeout: timeout("write_timeout", f.write_timeout, 10.0)?,
+    })
+}
+
+/// A source's settings as one number, to tell at a reload whether they changed (a hash:
+/// the text it is made of is kilobytes per source, and 10,000 sources keep theirs).
+fn fingerprint(settings: &str) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    settings.hash(&mut h);
+    h.finish()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::file::source_redis_url;
+    use super::*;
+
+    #[test]
+    fn a_sources_redis_prefix_is_the_urls_followed_by_its_name() {
+        let cases = [
+            (
+                "redis://h:6379/0",
+                "redis://h:6379/0?prefix=outbound-relay:web",
+            ),
+            ("redis://h/0?prefix=eu", "redis://h/0?prefix=eu:web"),
+            (
+                "rediss://u:p@h:6380/1?protocol=resp3&prefix=eu",
+                "rediss://u:p@h:6380/1?protocol=resp3&prefix=eu:web",
+            ),
+        ];
+        for (url, want) in cases {
+            assert_eq!(source_redis_url(url, "web"), want, "{url}");
+        }
+    }
+
+    /// The relay's own default (not the core's 20 ms) reaches every source's client, and a
+    /// value set at the top or in a source wins.
+    #[test]
+    fn the_commit_interval_is_the_relays_default_unless_set() {
+        let text = r#"
+            listen = "127.0.0.1:0"
+            [[sources]]
+            name = "a"
+            write_keys = ["wk_a"]
+            [[sources]]
+            name = "b"
+            write_keys = ["wk_b"]
+            spool_commit_interval = 0.005
+        "#;
+        let intervals = |text: &str| -> Vec<Duration> {
+            let file: File = toml::from_str(text).unwrap();
+            let relay = Relay::from_file(file, "relay.toml", Path::new("/tmp")).unwrap();
+            relay
+                .sources
+                .iter()
+                .map(|s| s.core.spool_commit_interval)
+                .collect()
+        };
+        let ms = Duration::from_millis;
+        assert_eq!(intervals(text), [Duration::from_micros(50), ms(5)]);
+        let top = format!("spool_commit_interval = 0.01\n{text}");
+        assert_eq!(intervals(&top), [ms(10), ms(5)]);
+    }
+
+    /// `redis_ack` is read once for the fleet and reaches every source's client; a wrong
+    /// value names the key.
+    #[test]
+    fn redis_ack_reaches_every_source_and_a_wrong_one_names_its_key() {
+        let sources = r#"
+            [[sources]]
+            name = "a"
+            write_keys = ["wk_a"]
+            [[sources]]
+            name = "b"
+            write_keys = ["wk_b"]
+        "#;
+        let load = |top: &str| {
+            let text = format!("listen = \"127.0.0.1:0\"\n{top}\n{sources}");
+            let file: File = toml::from_str(&text).unwrap();
+            Relay::from_file(file, "relay.toml", Path::new("/tmp"))
+        };
+        let relay = load("").unwrap();
+        assert_eq!(relay.redis_ack, outbound::RedisAck::Auto);
+        let relay = load("redis_ack = \"replicas:2\"").unwrap();
+        assert_eq!(relay.redis_ack, outbound::RedisAck::Replicas(2));
+        assert!(relay
+            .sources
+            .iter()
+            .all(|s| s.core.redis_ack == outbound::RedisAck::Replicas(2)));
+        let Err(e) = load("redis_ack = \"disk\"") else {
+            panic!("accepted")
+        };
+        assert_eq!(e.key, "redis_ack");
+        assert!(e.reason.contains("replicas:N"), "{}", e.reason);
+    }
+}

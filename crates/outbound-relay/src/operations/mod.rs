@@ -1,0 +1,10 @@
+//! Running the relay: liveness and readiness (`health`), the metrics registry and
+//! `/metrics` (`metrics`), log lines (`logging`), the open-files limit (`open_files`), free
+//! heap pages back to the system (`memory`), and SIGHUP (`reload`).
+
+pub mod health;
+pub mod logging;
+pub mod memory;
+pub mod metrics;
+pub mod open_files;
+pub mod reload;

@@ -1,0 +1,169 @@
+//! One source name's client across its settings' changes. A request *uses* the client from
+//! the moment it found its source until its events are enqueued and their commit waited
+//! for (a count, no lock); a change swaps the client: new uses wait for the successor, the
+//! uses under way finish on the old client (with the settings they started with), then the
+//! old client hands over (`Client::hand_over`: its requests out come back, the rest stays
+//! in the spool) and the new one, a tenant of the same name, resumes it. Nothing accepted is
+//! lost, nothing in flight is sent twice, and no request is refused for the change.
+
+use outbound::{AudienceSync, Client};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+pub struct Slot {
+    pub name: String,
+    /// `None` while a change is under way.
+    client: arc_swap::ArcSwapOption<Client>,
+    /// Whether the client is on a spool (a change hands over; without one, it closes).
+    spooled: std::sync::atomic::AtomicBool,
+    users: AtomicUsize,
+    /// Closed for good: no successor is coming.
+    closed: std::sync::atomic::AtomicBool,
+    /// Bumped when a change ends: what waiting uses watch.
+    ready: tokio::sync::watch::Sender<u64>,
+    /// Opened at the source's first audience sync (a source costs no open file until
+    /// then); a sync holds it for its whole run (syncs of one source take turns).
+    audiences: Mutex<Option<AudienceSync>>,
+    audiences_path: PathBuf,
+}
+
+/// A use of the slot's client: counted until dropped.
+pub struct Use<'a> {
+    slot: &'a Slot,
+    pub client: Arc<Client>,
+}
+
+impl Drop for Use<'_> {
+    fn drop(&mut self) {
+        self.slot.users.fetch_sub(1, SeqCst);
+    }
+}
+
+impl Slot {
+    pub fn new(name: &str, client: Client, spooled: bool, audiences_path: PathBuf) -> Slot {
+        Slot {
+            name: name.to_string(),
+            client: arc_swap::ArcSwapOption::from_pointee(client),
+            spooled: spooled.into(),
+            users: AtomicUsize::new(0),
+            closed: false.into(),
+            ready: tokio::sync::watch::channel(0).0,
+            audiences: Mutex::new(None),
+            audiences_path,
+        }
+    }
+
+    /// The client, for a use; `None` while a change is under way (see [`Slot::ready`]).
+    pub fn enter(&self) -> Option<Use<'_>> {
+        // Counted before the look: a change that takes the client away first waits for it.
+        self.users.fetch_add(1, SeqCst);
+        match self.client.load_full() {
+            Some(client) => Some(Use { slot: self, client }),
+            None => {
+                self.users.fetch_sub(1, SeqCst);
+                None
+            }
+        }
+    }
+
+    /// Waits (until `deadline`) for a change under way to end; false at the deadline.
+    pub async fn ready(&self, deadline: Instant) -> bool {
+        let mut rx = self.ready.subscribe();
+        while self.client.load().is_none() {
+            if self.closed.load(SeqCst) {
+                return false;
+            }
+            let left = deadline.saturating_duration_since(Instant::now());
+            match tokio::time::timeout(left, rx.changed()).await {
+                Ok(Ok(())) => {}
+                _ => return self.client.load().is_some(),
+            }
+        }
+        true
+    }
+
+    /// [`Slot::enter`], waiting (blocking, until `deadline`) for a change under way.
+    pub fn enter_blocking(&self, deadline: Instant) -> Option<Use<'_>> {
+        loop {
+            if let Some(u) = self.enter() {
+                return Some(u);
+            }
+            if Instant::now() >= deadline || self.closed.load(SeqCst) {
+                return None;
+            }
+            std::thread::sleep(Duration::from_millis(2));
+        }
+    }
+
+    /// The client now, to read (stats, health); `None` during a change.
+    pub fn current(&self) -> Option<Arc<Client>> {
+        self.client.load_full()
+    }
+
+    /// Runs `f` on the source's audience state, opened on first use.
+    pub fn with_audiences<T>(
+        &self,
+        f: impl FnOnce(&mut AudienceSync) -> Result<T, outbound::Error>,
+    ) -> Result<T, outbound::Error> {
+        let mut state = self.audiences.lock().unwrap_or_else(|e| e.into_inner());
+        if state.is_none() {
+            *state = Some(AudienceSync::open(&self.audiences_path)?);
+        }
+        match state.as_mut() {
+            Some(sync) => f(sync),
+            None => unreachable!("opened above"),
+        }
+    }
+
+    /// Replaces the client with what `start` makes, once the old one has handed over (or,
+    /// without a spool, closed within `close_timeout`). When `start` fails, `fallback`
+    /// makes one with the old settings. Blocking: at most the old client's `timeout` and
+    /// a second (its requests out), plus waiting for the uses under way.
+    pub fn switch<E>(
+        &self,
+        close_timeout: Duration,
+        start: impl FnOnce() -> Result<(Client, bool), E>,
+        fallback: impl FnOnce() -> Result<(Client, bool), E>,
+    ) -> Result<(), E> {
+        let old = self.client.swap(None);
+        // The uses under way finish on the old client: enqueue, then the commit wait is
+        // registered. They take moments; one waiting for queue room (`queue_full_wait`)
+        // is ended by the hand-over below, answered as closed.
+        let deadline = Instant::now() + Duration::from_secs(1);
+        while self.users.load(SeqCst) != 0 && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_micros(200));
+        }
+        if let Some(old) = &old {
+            let done = match self.spooled.load(SeqCst) {
+                true => old.hand_over(None),
+                false => old.close(Some(close_timeout)),
+            };
+            if !matches!(done, Ok(true)) {
+                tracing::warn!(source = %self.name, "the old settings' client did not hand over cleanly: {done:?}");
+            }
+        }
+        let result = start().or_else(|e| fallback().map_err(|_| e));
+        let out = match result {
+            Ok((client, spooled)) => {
+                self.spooled.store(spooled, SeqCst);
+                self.client.store(Some(Arc::new(client)));
+                Ok(())
+            }
+            Err(e) => Err(e),
+        };
+        self.ready.send_modify(|n| *n += 1);
+        out
+    }
+
+    /// Closes the client for good (the relay stops, or a removed source has drained),
+    /// within `bound`; what is left stays in the spool.
+    pub fn close(&self, bound: Duration) -> Option<(bool, outbound::Stats)> {
+        self.closed.store(true, SeqCst);
+        let client = self.client.swap(None)?;
+        self.ready.send_modify(|n| *n += 1);
+        let done = client.close(Some(bound));
+        Some((matches!(done, Ok(true)), client.stats()))
+    }
+}

@@ -1,0 +1,189 @@
+//! A tenant's settings changed live (a service's sources): the old tenant hands over to a
+//! new one of its name (`Client::hand_over`), and webhooks that are off
+//! (`Webhook::enabled`). Real receivers on 127.0.0.1, a real spool in a temp directory.
+
+mod support;
+
+use outbound::{Config, Engine, EngineConfig, Message, OutcomeKind, Webhook};
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+use support::{Outcomes, Reply, Server};
+
+struct Dir(std::path::PathBuf);
+
+impl Dir {
+    fn new(name: &str) -> Dir {
+        let p = std::env::temp_dir().join(format!(
+            "outbound-handover-{name}-{}-{}",
+            std::process::id(),
+            fastrand::u64(..)
+        ));
+        std::fs::create_dir_all(&p).unwrap();
+        Dir(p)
+    }
+}
+
+impl Drop for Dir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn engine(dir: &Dir) -> Engine {
+    Engine::new(EngineConfig {
+        spool: Some(dir.0.clone()),
+        spool_commit_interval: Duration::from_millis(2),
+        ..EngineConfig::default()
+    })
+    .unwrap()
+}
+
+fn hooks(webhooks: Vec<Webhook>, outcomes: &Outcomes) -> Config {
+    Config {
+        webhooks,
+        on_outcome: Some(outcomes.callback()),
+        ..Config::default()
+    }
+}
+
+/// How many requests each message id got.
+fn counts(server: &Server) -> HashMap<String, usize> {
+    let mut out = HashMap::new();
+    for r in server.requests() {
+        let id = r.json()["messageId"].as_str().unwrap().to_string();
+        *out.entry(id).or_insert(0) += 1;
+    }
+    out
+}
+
+fn enqueue(client: &outbound::Client, from: usize, n: usize) {
+    for i in from..from + n {
+        let msg = Message::track("u1", "E").message_id(format!("m-{i:03}"));
+        client.enqueue(&msg).unwrap();
+    }
+}
+
+/// Requests out when the old tenant hands over are waited for, not abandoned: the successor
+/// resumes only what had not been delivered, so every message arrives exactly once. (With
+/// `close(Some(ZERO))` in its place, the messages in flight are sent again.)
+#[test]
+fn a_tenant_handed_over_with_requests_out_leaves_its_successor_nothing_to_send_twice() {
+    let dir = Dir::new("inflight");
+    let engine = engine(&dir);
+    // Slow answers: the hand-over meets requests out.
+    let server = Server::start(|_| Reply::After(Duration::from_millis(300), 200));
+    let old = engine
+        .tenant(
+            "src",
+            hooks(vec![Webhook::new(&server.url)], &Outcomes::default()),
+        )
+        .unwrap();
+    enqueue(&old, 0, 60);
+    assert!(
+        server.wait_for(1, Duration::from_secs(10)),
+        "requests are out"
+    );
+    let started = Instant::now();
+    assert!(old.hand_over(None).unwrap(), "every request out came back");
+    assert!(
+        started.elapsed() < Duration::from_secs(3),
+        "no wait for the rest"
+    );
+    let s = old.stats();
+    assert!(s.delivered > 0, "the requests out were kept: {s:?}");
+    assert_eq!(s.delivered + s.spooled, 60, "{s:?}");
+    assert_eq!((s.failed, s.dropped), (0, 0), "{s:?}");
+    let new = engine
+        .tenant(
+            "src",
+            hooks(vec![Webhook::new(&server.url)], &Outcomes::default()),
+        )
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while counts(&server).len() < 60 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(new.flush(Some(Duration::from_secs(30))));
+    assert_eq!(new.stats().resumed, s.spooled);
+    let got = counts(&server);
+    assert_eq!(got.len(), 60, "every message delivered");
+    let twice: Vec<_> = got.iter().filter(|(_, n)| **n > 1).collect();
+    assert!(twice.is_empty(), "sent twice: {twice:?}");
+    assert!(new.close(None).unwrap());
+}
+
+/// A webhook that is off keeps its place and is checked, but receives nothing; turned on in
+/// the successor, it receives what is accepted from then on, and nothing accepted before.
+#[test]
+fn a_webhook_that_is_off_receives_nothing_until_it_is_turned_on() {
+    let dir = Dir::new("enabled");
+    let engine = engine(&dir);
+    let (a, b) = (Server::answering(200), Server::answering(200));
+    let off = vec![Webhook::new(&a.url), Webhook::new(&b.url).enabled(false)];
+    let old = engine
+        .tenant("src", hooks(off, &Outcomes::default()))
+        .unwrap();
+    enqueue(&old, 0, 10);
+    assert!(old.flush(Some(Duration::from_secs(10))));
+    assert!(a.wait_for(10, Duration::from_secs(10)));
+    std::thread::sleep(Duration::from_millis(200));
+    assert_eq!((a.count(), b.count()), (10, 0));
+    assert!(old.hand_over(None).unwrap());
+    let on = vec![Webhook::new(&a.url), Webhook::new(&b.url)];
+    let new = engine
+        .tenant("src", hooks(on, &Outcomes::default()))
+        .unwrap();
+    enqueue(&new, 10, 10);
+    assert!(new.flush(Some(Duration::from_secs(10))));
+    // The first 2xx delivers a message; the other URL's first request may still be out.
+    assert!(a.wait_for(20, Duration::from_secs(10)) && b.wait_for(10, Duration::from_secs(10)));
+    std::thread::sleep(Duration::from_millis(200));
+    assert_eq!(a.count(), 20);
+    let mut ids: Vec<String> = counts(&b).into_keys().collect();
+    ids.sort();
+    let want: Vec<String> = (10..20).map(|i| format!("m-{i:03}")).collect();
+    assert_eq!(ids, want, "only what was accepted once it was on");
+    // Its header and URL are still checked while it is off.
+    let bad = vec![Webhook::new(&a.url), Webhook::new("ftp://x").enabled(false)];
+    let Err(e) = engine.tenant("bad", hooks(bad, &Outcomes::default())) else {
+        panic!("a webhook that is off is checked all the same")
+    };
+    assert!(e.to_string().contains("webhooks[1].url"), "{e}");
+    assert!(new.close(None).unwrap());
+}
+
+/// With every webhook off the client still takes messages (its source stays set up), sends
+/// none, and says so in each outcome; a message pending for a webhook that is turned off is
+/// not sent to it after the hand-over.
+#[test]
+fn with_every_webhook_off_nothing_is_sent_and_pending_messages_end_there() {
+    let dir = Dir::new("alloff");
+    let engine = engine(&dir);
+    let down = Server::answering(503);
+    let outcomes = Outcomes::default();
+    let old = engine
+        .tenant("src", hooks(vec![Webhook::new(&down.url)], &outcomes))
+        .unwrap();
+    enqueue(&old, 0, 5);
+    assert!(down.wait_for(5, Duration::from_secs(10)), "tried, failing");
+    assert!(old.hand_over(None).unwrap());
+    assert_eq!(
+        old.stats().spooled,
+        5,
+        "waiting to retry: left in the spool"
+    );
+    let outcomes = Outcomes::default();
+    let off = vec![Webhook::new(&down.url).enabled(false)];
+    let new = engine.tenant("src", hooks(off, &outcomes)).unwrap();
+    enqueue(&new, 5, 5);
+    let all = outcomes.wait_for(10, Duration::from_secs(10));
+    assert_eq!(all.len(), 10);
+    assert!(
+        all.iter().all(|o| o.kind == OutcomeKind::Dropped),
+        "{all:?}"
+    );
+    std::thread::sleep(Duration::from_millis(300));
+    let sent = down.count();
+    assert_eq!(sent, 5, "no request after it was turned off");
+    assert!(new.close(None).unwrap() || new.stats().dropped == 10);
+}
