@@ -71,9 +71,8 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    // One engine for every source: its I/O threads, one per core (at most 4).
-    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    if let Err(e) = sources::engine::start_engine(&relay, cores.clamp(1, 4)) {
+    // One engine for every source (`io_threads`, `memory_window`).
+    if let Err(e) = sources::engine::start_engine(&relay) {
         eprintln!("{e}");
         return ExitCode::from(2);
     }

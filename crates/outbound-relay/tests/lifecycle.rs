@@ -365,3 +365,48 @@ fn a_source_with_a_forward_sends_batches_to_its_endpoint_with_its_write_key() {
     assert_eq!(hit.json()["batch"][0]["messageId"], "m-0");
     assert_eq!(hooks.wait_for(1)[0].json()["messageId"], "m-0");
 }
+
+#[test]
+fn io_threads_and_memory_window_out_of_range_are_refused_under_their_keys() {
+    for (setting, key) in [
+        ("io_threads = 0", "io_threads"),
+        ("io_threads = 257", "io_threads"),
+        ("memory_window = 0", "memory_window"),
+    ] {
+        let toml = format!("listen = \"127.0.0.1:0\"\n{setting}\n{GOOD_SOURCE}");
+        let (code, err) = refused(&toml);
+        assert_eq!(code, Some(2), "{setting}: {err}");
+        assert!(err.starts_with(&format!("relay.toml: {key}: ")), "{err}");
+    }
+}
+
+#[test]
+fn io_threads_sets_the_engines_threads_and_a_small_memory_window_still_delivers_everything() {
+    let dir = temp_dir();
+    let rx = Receiver::start();
+    let cfg = config(
+        &[("web", "wk_web", &rx)],
+        "io_threads = 7\nmemory_window = 10",
+    );
+    let relay = Relay::start(dir.path(), &cfg);
+    // 500 events: fifty times the window, the rest of the backlog read back from the spool.
+    for from in (0..500).step_by(100) {
+        let a = post(
+            &relay.url("/v1/batch"),
+            &[("Authorization", &basic("wk_web"))],
+            batch(from, 100).as_bytes(),
+        );
+        assert_eq!(a.status, 200, "{}", a.body);
+    }
+    assert_eq!(wait_ids(&rx, 500).len(), 500);
+    let io = std::fs::read_dir(format!("/proc/{}/task", relay.child.id()))
+        .unwrap()
+        .flatten()
+        .filter(|t| {
+            std::fs::read_to_string(t.path().join("comm")).is_ok_and(|c| c.trim() == "outbound-io")
+        })
+        .count();
+    // The runtime's 7 workers, more than the default ever is (its blocking threads, for name
+    // lookups, share the name: at most 2 more, none with literal addresses).
+    assert!((7..=9).contains(&io), "{io} outbound-io threads");
+}

@@ -19,12 +19,16 @@ use std::sync::{Arc, Mutex};
 use std::thread::{JoinHandle, ThreadId};
 use std::time::{Duration, Instant};
 
+/// The most I/O threads an engine may have (more would only add contention on 2 to 64
+/// cores: a request waiting for its answer holds no thread).
+pub const MAX_IO_THREADS: usize = 256;
+
 /// How an [`Engine`] runs.
 #[derive(Clone)]
 pub struct EngineConfig {
     /// Threads of the I/O engine that sends webhook requests (event-driven: a request
     /// waiting for its answer holds none). Default 1; a busy service on several cores may
-    /// want one per core.
+    /// want one per core. 1 to [`MAX_IO_THREADS`].
     pub io_threads: usize,
     /// The spool its tenants share ([`Engine::tenant`]): a directory (SQLite: one file for
     /// every tenant of the process, one group commit per interval for all of them), or a
@@ -50,7 +54,7 @@ pub struct EngineConfig {
     /// Messages the engine holds in memory at once, all tenants on its spool together
     /// (default 100,000; each tenant with messages gets an equal share, at least 256): what
     /// a backlog has beyond its tenant's share waits in the spool and is read back as
-    /// messages end, so a burst costs the window's memory, not the burst's.
+    /// messages end, so a burst costs the window's memory, not the burst's. At least 1.
     pub memory_window: usize,
     /// Logging of the engine's spool (takeovers, failing commits); `None` follows `DEBUG`.
     pub debug: Option<bool>,
@@ -98,7 +102,23 @@ pub struct Engine {
 
 impl Engine {
     /// Starts an engine's threads (and its spool writer, with `spool`).
+    /// Refuses `io_threads` outside 1 to 256 and a `memory_window` of 0, naming the setting.
     pub fn new(config: EngineConfig) -> Result<Engine, Error> {
+        if !(1..=MAX_IO_THREADS).contains(&config.io_threads) {
+            return Err(Error::Config {
+                setting: "io_threads".into(),
+                reason: format!(
+                    "{} is not between 1 and {MAX_IO_THREADS}",
+                    config.io_threads
+                ),
+            });
+        }
+        if config.memory_window == 0 {
+            return Err(Error::Config {
+                setting: "memory_window".into(),
+                reason: "must be at least 1".into(),
+            });
+        }
         let mut core = Core::start(Some(config.io_threads))?;
         if let Some(spool) = &config.spool {
             let (store, max_timeout): (Box<dyn Store>, _) = match spool_target(spool)? {
@@ -116,7 +136,7 @@ impl Engine {
             let mut writer = SpoolWriter::start(
                 store,
                 config.spool_commit_interval,
-                config.memory_window.max(1) as u64,
+                config.memory_window as u64,
                 logger,
                 false,
             )?;

@@ -365,3 +365,46 @@ fn a_client_s_own_spool_of_an_earlier_version_in_a_subdirectory_is_taken_over_by
     assert!(client.close(None).unwrap());
     other.close(Some(Duration::ZERO)).unwrap();
 }
+
+#[test]
+fn an_engine_refuses_no_io_threads_too_many_and_an_empty_window_naming_each() {
+    for (config, setting) in [
+        (
+            EngineConfig {
+                io_threads: 0,
+                ..EngineConfig::default()
+            },
+            "io_threads",
+        ),
+        (
+            EngineConfig {
+                io_threads: outbound::MAX_IO_THREADS + 1,
+                ..EngineConfig::default()
+            },
+            "io_threads",
+        ),
+        (
+            EngineConfig {
+                memory_window: 0,
+                ..EngineConfig::default()
+            },
+            "memory_window",
+        ),
+    ] {
+        match Engine::new(config) {
+            Err(outbound::Error::Config { setting: s, reason }) => {
+                assert_eq!(s, setting, "{reason}")
+            }
+            other => panic!("{setting}: {:?}", other.map(|_| ())),
+        }
+    }
+    // The bounds themselves are fine.
+    for io_threads in [1, outbound::MAX_IO_THREADS] {
+        let engine = Engine::new(EngineConfig {
+            io_threads,
+            memory_window: 1,
+            ..EngineConfig::default()
+        });
+        assert!(engine.is_ok(), "{io_threads}");
+    }
+}

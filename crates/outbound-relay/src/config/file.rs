@@ -368,6 +368,14 @@ with_delivery! {
         /// Read at start (a reload does not change it).
         #[serde(default)]
         pub redis_ack: Option<String>,
+        /// Threads of the I/O engine that sends every source's requests (default: one per
+        /// core, at most 4; 1 to 256). Read at start.
+        #[serde(default)]
+        pub io_threads: Option<usize>,
+        /// Events held in memory at once, every source together (default 100000, at least
+        /// 1); the rest of a backlog waits in the spool. Read at start.
+        #[serde(default)]
+        pub memory_window: Option<usize>,
         /// The sources.
         #[serde(default)]
         pub sources: Vec<SourceFile>,

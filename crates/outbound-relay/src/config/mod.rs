@@ -270,6 +270,10 @@ pub struct Relay {
     pub log_format: LogFormat,
     /// A fleet on Redis: when a commit counts as acknowledged.
     pub redis_ack: outbound::RedisAck,
+    /// The I/O engine's threads (every source's requests).
+    pub io_threads: usize,
+    /// Events in memory at once, every source together.
+    pub memory_window: usize,
     pub sources: Vec<Source>,
     /// What the API's sources are read with (the top-level delivery settings and rules).
     pub base: Base,
@@ -383,6 +387,21 @@ impl Relay {
                 err("redis_ack".into(), reason)
             })?,
         };
+        let io_threads = f.io_threads.unwrap_or_else(default_io_threads);
+        if !(1..=outbound::MAX_IO_THREADS).contains(&io_threads) {
+            return Err(err(
+                "io_threads".into(),
+                format!(
+                    "{io_threads} is not between 1 and {}",
+                    outbound::MAX_IO_THREADS
+                ),
+            ));
+        }
+        let memory_window =
+            (f.memory_window).unwrap_or(outbound::EngineConfig::default().memory_window);
+        if memory_window == 0 {
+            return Err(err("memory_window".into(), "must be at least 1".into()));
+        }
         let base = Base {
             top: f.delivery(),
             block_private_networks: f.block_private_networks,
@@ -428,6 +447,8 @@ impl Relay {
             metrics_token: f.metrics_token,
             log_format,
             redis_ack,
+            io_threads,
+            memory_window,
             sources,
             base,
             trusted_proxies,
@@ -476,6 +497,11 @@ fn limits(f: &File) -> Result<Limits, (String, String)> {
         request_timeout: timeout("request_timeout", f.request_timeout, 30.0)?,
         write_timeout: timeout("write_timeout", f.write_timeout, 10.0)?,
     })
+}
+
+/// One I/O thread per core, at most 4 (past that the relay's request threads want the rest).
+fn default_io_threads() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get().clamp(1, 4))
 }
 
 /// A source's settings as one number, to tell at a reload whether they changed (a hash:

@@ -11,10 +11,10 @@
 //! stops taking events and drains what it accepted. The admin and metrics tokens are
 //! swapped in [`Live`].
 //!
-//! `listen`, the limits, `tls_cert`/`tls_key`, `log_format` and `shutdown_timeout` are read
-//! at start only: an applied reload whose file differs from what the process runs with logs
-//! that the change needs a restart, and otherwise ignores it; a refused reload says nothing
-//! of them.
+//! `listen`, the limits, `tls_cert`/`tls_key`, `log_format`, `shutdown_timeout`,
+//! `io_threads`, `memory_window` and `redis_ack` are read at start only: an applied reload
+//! whose file differs from what the process runs with logs that the change needs a restart,
+//! and otherwise ignores it; a refused reload says nothing of them.
 
 use crate::config::{Limits, LogFormat, Relay, Tls};
 use crate::sources::registry::Registry;
@@ -57,6 +57,8 @@ struct StartOnly {
     /// Who may tell the client's and the relay's own address (`forwarded.rs`), and that
     /// public address: read at start.
     forwarded: String,
+    /// The sources' engine: `io_threads`, `memory_window`, `redis_ack`.
+    engine: String,
 }
 
 impl StartOnly {
@@ -68,6 +70,7 @@ impl StartOnly {
             log_format: (!log_format_given).then_some(r.log_format),
             shutdown_timeout: r.shutdown_timeout,
             forwarded: format!("{:?}|{:?}", r.trusted_proxies, r.public_url),
+            engine: format!("{}|{}|{:?}", r.io_threads, r.memory_window, r.redis_ack),
         }
     }
 }
@@ -138,6 +141,10 @@ impl Reloader {
             (
                 "shutdown_timeout",
                 run.shutdown_timeout != file.shutdown_timeout,
+            ),
+            (
+                "io_threads/memory_window/redis_ack",
+                run.engine != file.engine,
             ),
         ];
         for (key, _) in changed.iter().filter(|(_, c)| *c) {

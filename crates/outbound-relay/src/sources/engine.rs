@@ -14,8 +14,8 @@ static ENGINE: OnceLock<Engine> = OnceLock::new();
 /// The spool the engine's tenants share: `data_dir/spool`, or the fleet's Redis URL.
 static ENGINE_SPOOL: OnceLock<PathBuf> = OnceLock::new();
 
-/// Starts the sources' engine (before the first source): `io_threads` I/O threads, and the
-/// spool the sources share. On a fleet's Redis (the first source whose spool is a Redis
+/// Starts the sources' engine (before the first source): `io_threads` I/O threads, its
+/// `memory_window`, and the spool the sources share. On a fleet's Redis (the first source whose spool is a Redis
 /// URL names it) that is one Redis store for every source on that URL, each a tenant under
 /// its name, the keys under the URL's prefix (default `outbound-relay`): one owner, one
 /// writer, one transaction per interval for all of them. Otherwise `data_dir/spool` (one
@@ -23,7 +23,7 @@ static ENGINE_SPOOL: OnceLock<PathBuf> = OnceLock::new();
 /// earlier versions (`data_dir/spool/<name>`; on Redis the prefixes `P:<name>`) are taken
 /// over by the source of that name. Its commit interval is the shortest any source on it
 /// asks for; on Redis, its `max_timeout` the longest `timeout` of those sources.
-pub fn start_engine(relay: &Relay, io_threads: usize) -> Result<(), ConfigError> {
+pub fn start_engine(relay: &Relay) -> Result<(), ConfigError> {
     let redis = (relay.sources.iter())
         .find_map(|s| fleet_url(&s.name, &s.core))
         .or_else(|| relay.base.fleet_redis());
@@ -41,14 +41,14 @@ pub fn start_engine(relay: &Relay, io_threads: usize) -> Result<(), ConfigError>
         .max()
         .unwrap_or(defaults.max_timeout);
     let engine = Engine::new(EngineConfig {
-        io_threads,
+        io_threads: relay.io_threads,
+        memory_window: relay.memory_window,
         spool: Some(spool.clone()),
         max_timeout,
         redis_ack: relay.redis_ack,
         spool_commit_interval: commit,
         debug: Some(true),
         log_sink: Some(log_sink("-")),
-        ..defaults
     })
     .map_err(|e| ConfigError {
         file: relay.file.clone(),
