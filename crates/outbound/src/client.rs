@@ -505,7 +505,12 @@ impl Client {
     fn encode<O: WriteJson>(&self, msg: &Message<O>) -> Result<Item, O::Error> {
         // Webhooks that are all off take no body: the message is not theirs.
         let hooks_on = self.config.hook_mask() != 0;
-        validate::validate(msg, hooks_on)?;
+        let no_webhooks = match (hooks_on, self.config.webhooks.is_empty()) {
+            (true, _) => None,
+            (false, true) => Some("this client has no webhooks"),
+            (false, false) => Some("every webhook of this client is off (enabled: false)"),
+        };
+        validate::validate(msg, no_webhooks)?;
         let mut made = [0u8; 36];
         let id: &str = match &msg.message_id {
             Some(id) => {

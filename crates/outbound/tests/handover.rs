@@ -185,5 +185,8 @@ fn with_every_webhook_off_nothing_is_sent_and_pending_messages_end_there() {
     std::thread::sleep(Duration::from_millis(300));
     let sent = down.count();
     assert_eq!(sent, 5, "no request after it was turned off");
+    // A delete has nowhere to go, and the error says why.
+    let e = new.enqueue(&Message::delete("u1")).unwrap_err().to_string();
+    assert!(e.contains("every webhook of this client is off"), "{e}");
     assert!(new.close(None).unwrap() || new.stats().dropped == 10);
 }

@@ -8,9 +8,9 @@ fn present(v: &Option<String>) -> bool {
     v.as_deref().is_some_and(|s| !s.is_empty())
 }
 
-/// Checks `msg` against the rules of its call. `has_webhooks` says whether the client can
-/// send `delete` at all (the ingestion API has no such call).
-pub(crate) fn validate<O>(msg: &Message<O>, has_webhooks: bool) -> Result<(), Error> {
+/// Checks `msg` against the rules of its call. `no_webhooks` says why the client cannot send
+/// `delete` at all (the ingestion API has no such call), `None` when it can.
+pub(crate) fn validate<O>(msg: &Message<O>, no_webhooks: Option<&str>) -> Result<(), Error> {
     let call = msg.kind.as_str();
     let missing = |field| Err(Error::MissingField { call, field });
     match msg.kind {
@@ -26,10 +26,10 @@ pub(crate) fn validate<O>(msg: &Message<O>, has_webhooks: bool) -> Result<(), Er
             if !present(&msg.user_id) {
                 return missing("user_id");
             }
-            if !has_webhooks {
+            if let Some(why) = no_webhooks {
                 return Err(Error::invalid(
                     "type",
-                    "delete is sent to webhooks only, and this client has no webhooks",
+                    format!("delete is sent to webhooks only, and {why}"),
                 ));
             }
         }
@@ -114,7 +114,7 @@ mod tests {
     use super::*;
 
     fn err(msg: Message) -> String {
-        validate(&msg, true).unwrap_err().to_string()
+        validate(&msg, None).unwrap_err().to_string()
     }
 
     #[test]
@@ -140,16 +140,16 @@ mod tests {
     #[test]
     fn anonymous_id_alone_is_accepted() {
         for kind in [Kind::Identify, Kind::Page, Kind::Screen] {
-            validate(&Message::new(kind).anonymous_id("a1"), false).unwrap();
+            validate(&Message::new(kind).anonymous_id("a1"), Some("no webhooks")).unwrap();
         }
         validate(
             &Message::new(Kind::Track).anonymous_id("a1").event("E"),
-            false,
+            Some("no webhooks"),
         )
         .unwrap();
         validate(
             &Message::new(Kind::Group).anonymous_id("a1").group_id("g"),
-            false,
+            Some("no webhooks"),
         )
         .unwrap();
     }
@@ -181,7 +181,7 @@ mod tests {
 
     #[test]
     fn delete_without_webhooks_is_refused() {
-        let e = validate(&Message::delete("u"), false)
+        let e = validate(&Message::delete("u"), Some("this client has no webhooks"))
             .unwrap_err()
             .to_string();
         assert!(e.contains("webhooks"), "{e}");
