@@ -4,10 +4,11 @@
 //! Redirects are not followed.
 
 use crate::error::Error;
-use crate::http::attempt::{classify_status, Attempt, MAX_ANSWER};
+use crate::http::attempt::{classify_status, keep_excerpt, Attempt, Seen, MAX_ANSWER};
 use crate::http::connect::{ConnectError, Connector, Target};
 use crate::http::io::Io;
 use crate::http::pool::{Key, Pool, Sender};
+use crate::model::attempts::ErrorClass;
 use crate::model::config::Config;
 use crate::model::outcome::Reason;
 use crate::model::retry::parse_retry_after;
@@ -16,7 +17,7 @@ use http_body_util::{BodyExt, Full};
 use hyper::header::{CONTENT_LENGTH, HOST};
 use hyper_util::rt::TokioIo;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 use ureq::http::{HeaderName, HeaderValue, Method, Request};
 
 /// How one client's webhook requests are made: its connector (TLS roots, guard, proxy), the
@@ -40,21 +41,42 @@ impl Exchange {
     }
 
     /// POSTs `body` to `t` with `headers` (`Host` and `Content-Length` are added) and
-    /// classifies what happened.
+    /// classifies what happened; with what the exchange showed (its duration, status or
+    /// kind of error, and the start of a failure's answer).
     pub(crate) async fn post(
         &self,
         t: &Target,
         headers: &[(HeaderName, HeaderValue)],
         body: Bytes,
-    ) -> Attempt {
-        match tokio::time::timeout(self.timeout, self.exchange(t, headers, body)).await {
+    ) -> (Attempt, Seen) {
+        let started = Instant::now();
+        let mut answer = Answered::default();
+        let exchange = self.exchange(t, headers, body, &mut answer);
+        let attempt = match tokio::time::timeout(self.timeout, exchange).await {
             Ok(attempt) => attempt,
-            Err(_) => Attempt::Retryable {
-                reason: Reason::Timeout,
-                detail: format!("timeout: no complete answer within {:?}", self.timeout),
-                retry_after: None,
+            Err(_) => {
+                answer.error = Some(ErrorClass::Timeout);
+                Attempt::Retryable {
+                    reason: Reason::Timeout,
+                    detail: format!("timeout: no complete answer within {:?}", self.timeout),
+                    retry_after: None,
+                }
+            }
+        };
+        let seen = Seen {
+            took: started.elapsed(),
+            status: answer.status,
+            error: match (&attempt, answer.status) {
+                (Attempt::Success, _) => None,
+                (_, Some(_)) if answer.error.is_none() => None,
+                _ => answer
+                    .error
+                    .or_else(|| Seen::of(&attempt, Duration::ZERO).error),
             },
-        }
+            excerpt: None,
+        };
+        let seen = seen.with_answer(&attempt, answer.excerpt);
+        (attempt, seen)
     }
 
     async fn exchange(
@@ -62,6 +84,7 @@ impl Exchange {
         t: &Target,
         headers: &[(HeaderName, HeaderValue)],
         body: Bytes,
+        seen: &mut Answered,
     ) -> Attempt {
         let key: Key = (self.connector.key(), t.https, t.host.clone(), t.port);
         // A kept-alive connection the receiver closed meanwhile fails before the request is
@@ -75,7 +98,15 @@ impl Exchange {
                     reused = false;
                     match self.open(t).await {
                         Ok(tx) => tx,
-                        Err(e) => return connect_failed(e),
+                        Err(e) => {
+                            seen.error = Some(match &e {
+                                ConnectError::Blocked(_) => ErrorClass::Blocked,
+                                ConnectError::Certificate(_) => ErrorClass::Tls,
+                                ConnectError::Unsupported(_) => ErrorClass::Other,
+                                ConnectError::Io(why) => ErrorClass::of_text(why),
+                            });
+                            return connect_failed(e);
+                        }
                     }
                 }
             };
@@ -84,15 +115,17 @@ impl Exchange {
                     reused = false;
                     continue;
                 }
+                seen.error = Some(ErrorClass::Reset);
                 return retry_connection("connection closed before the request".into());
             }
             let request = match request(t, headers, body.clone()) {
                 Ok(r) => r,
                 Err(e) => {
+                    seen.error = Some(ErrorClass::Other);
                     return Attempt::Permanent {
                         reason: Reason::Other,
                         detail: format!("invalid request: {e}"),
-                    }
+                    };
                 }
             };
             let answer = match tx.send_request(request).await {
@@ -101,32 +134,43 @@ impl Exchange {
                     reused = false;
                     continue;
                 }
-                Err(e) => return retry_connection(describe(&e)),
+                Err(e) => {
+                    seen.error = Some(class_of(&e));
+                    return retry_connection(describe(&e));
+                }
             };
             let status = answer.status().as_u16();
+            seen.status = Some(status);
             let retry_after = answer
                 .headers()
                 .get("retry-after")
                 .and_then(|v| v.to_str().ok())
                 .and_then(parse_retry_after);
             // Read (a bounded part of) the body so the connection can be reused; a body
-            // that drips or never ends is cut off by the timeout or the limit.
+            // that drips or never ends is cut off by the timeout or the limit. A failure's
+            // first bytes are kept for its record.
+            let failed = !(200..300).contains(&status);
             let mut body = answer.into_body();
-            let mut seen = 0u64;
+            let mut read = 0u64;
             let whole = loop {
                 match body.frame().await {
                     None => break true,
                     Some(Ok(frame)) => {
-                        seen += frame.data_ref().map_or(0, |d| d.len() as u64);
-                        if seen > MAX_ANSWER {
+                        let data = frame.data_ref().map_or(&[][..], |d| &d[..]);
+                        if failed {
+                            keep_excerpt(&mut seen.excerpt, data);
+                        }
+                        read += data.len() as u64;
+                        if read > MAX_ANSWER {
                             break false;
                         }
                     }
                     Some(Err(e)) => {
-                        if (200..300).contains(&status) {
+                        if !failed {
                             // The receiver accepted it; a broken body does not undo that.
                             return Attempt::Success;
                         }
+                        seen.error = Some(class_of(&e));
                         return retry_connection(describe(&e));
                     }
                 }
@@ -193,6 +237,41 @@ fn retry_connection(detail: String) -> Attempt {
         detail,
         retry_after: None,
     }
+}
+
+/// What an exchange showed as it went: its answer's status and first bytes, or the kind of
+/// error that ended it.
+#[derive(Default)]
+struct Answered {
+    status: Option<u16>,
+    error: Option<ErrorClass>,
+    excerpt: Vec<u8>,
+}
+
+/// The kind of an error of hyper's: a reset or closed connection by the I/O error under it
+/// (or hyper's own "connection closed before message completed"), else by its words.
+fn class_of(e: &(dyn std::error::Error + 'static)) -> ErrorClass {
+    let mut source = Some(e);
+    while let Some(s) = source {
+        if let Some(io) = s.downcast_ref::<std::io::Error>() {
+            use std::io::ErrorKind::*;
+            match io.kind() {
+                ConnectionReset | ConnectionAborted | BrokenPipe | UnexpectedEof => {
+                    return ErrorClass::Reset
+                }
+                ConnectionRefused => return ErrorClass::Refused,
+                TimedOut => return ErrorClass::Timeout,
+                _ => {}
+            }
+        }
+        source = s.source();
+    }
+    if e.downcast_ref::<hyper::Error>()
+        .is_some_and(|h| h.is_incomplete_message() || h.is_closed())
+    {
+        return ErrorClass::Reset;
+    }
+    ErrorClass::of_text(&describe(e))
 }
 
 /// An error and what caused it, in one line (hyper's own text alone says little: "connection
@@ -277,7 +356,7 @@ mod tests {
         let ex = exchange(&Config::default(), None);
         let t = Target::parse(&url).unwrap();
         for _ in 0..3 {
-            let a = ex.post(&t, &[], Bytes::from_static(b"{}")).await;
+            let a = ex.post(&t, &[], Bytes::from_static(b"{}")).await.0;
             assert_eq!(a, Attempt::Success);
         }
         assert_eq!(conns.load(SeqCst), 1, "one connection for three requests");
@@ -292,7 +371,7 @@ mod tests {
         let t = Target::parse(&url).unwrap();
         for _ in 0..3 {
             assert_eq!(
-                ex.post(&t, &[], Bytes::from_static(b"{}")).await,
+                ex.post(&t, &[], Bytes::from_static(b"{}")).await.0,
                 Attempt::Success
             );
             tokio::time::sleep(Duration::from_millis(50)).await;
@@ -314,7 +393,7 @@ mod tests {
         let ex = exchange(&Config::default(), None);
         let t = Target::parse(&url).unwrap();
         assert_eq!(
-            ex.post(&t, &[], Bytes::from_static(b"{}")).await,
+            ex.post(&t, &[], Bytes::from_static(b"{}")).await.0,
             Attempt::Success
         );
         assert_eq!(
@@ -363,7 +442,7 @@ mod tests {
         let url = url.replace("127.0.0.1", "localhost");
         let t = Target::parse(&url).unwrap();
         assert_eq!(
-            ex.post(&t, &[], Bytes::from_static(b"{}")).await,
+            ex.post(&t, &[], Bytes::from_static(b"{}")).await.0,
             Attempt::Success
         );
         let connect = seen.try_recv().unwrap();
@@ -384,7 +463,7 @@ mod tests {
         let ex = exchange(&config, Some(proxy));
         let t = Target::parse(&url.replace("127.0.0.1", "localhost")).unwrap();
         assert_eq!(
-            ex.post(&t, &[], Bytes::from_static(b"{}")).await,
+            ex.post(&t, &[], Bytes::from_static(b"{}")).await.0,
             Attempt::Success
         );
         let connect = seen.try_recv().unwrap();
@@ -400,7 +479,7 @@ mod tests {
         };
         let (proxy, seen) = self::proxy();
         let ex = exchange(&guarded, Some(proxy));
-        let a = ex.post(&t, &[], Bytes::from_static(b"{}")).await;
+        let a = ex.post(&t, &[], Bytes::from_static(b"{}")).await.0;
         assert!(
             matches!(
                 &a,

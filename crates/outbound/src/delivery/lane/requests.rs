@@ -33,7 +33,7 @@ impl Lane {
         };
         out.io.spawn(async move {
             let _ticket = ticket;
-            let attempt = post(&delivery, lane - 1, &job).await;
+            let (attempt, seen) = post(&delivery, lane - 1, &job).await;
             delivery.logger.log(Level::Debug, || {
                 format!("{}: {attempt:?}", delivery.hooks.label(lane - 1))
             });
@@ -43,6 +43,7 @@ impl Lane {
                 lane,
                 job,
                 attempt,
+                seen,
                 started,
             });
         });
@@ -57,21 +58,21 @@ impl Lane {
 }
 
 /// Signs and sends `job` to webhook `target`.
-async fn post(delivery: &Delivery, target: usize, job: &Job) -> Attempt {
-    let (Job::Hook { id, body, .. }, Some(out)) = (job, &delivery.hooks_out) else {
-        return Attempt::Permanent {
+async fn post(delivery: &Delivery, target: usize, job: &Job) -> (Attempt, Seen) {
+    let refused = |detail: String| {
+        let attempt = Attempt::Permanent {
             reason: Reason::Other,
-            detail: "not a webhook request".into(),
+            detail,
         };
+        let seen = Seen::of(&attempt, Duration::ZERO);
+        (attempt, seen)
+    };
+    let (Job::Hook { id, body, .. }, Some(out)) = (job, &delivery.hooks_out) else {
+        return refused("not a webhook request".into());
     };
     let headers = match delivery.hooks.headers(target, id.as_str(), body) {
         Ok(h) => h,
-        Err(why) => {
-            return Attempt::Permanent {
-                reason: Reason::Other,
-                detail: why.into(),
-            }
-        }
+        Err(why) => return refused(why.into()),
     };
     let bytes = bytes::Bytes::from_owner(body.clone());
     out.exchange

@@ -11,6 +11,7 @@ use crate::delivery::inbox::{Mailbox, SpoolOps};
 use crate::delivery::job::{Batch, Job};
 use crate::delivery::lane::{Delivery, Lane, Report};
 use crate::delivery::shared::Shared;
+use crate::delivery::watch::Answers;
 use crate::http::attempt::Attempt;
 use crate::log::{redact_url, Logger};
 use crate::model::config::Config;
@@ -82,6 +83,13 @@ pub(crate) struct Tenant {
     pub(super) timer_n: u64,
     pub(super) next_housekeeping: Instant,
     pub(super) ticks: u32,
+    /// Keeps dead letters (in its spool's store).
+    pub(super) dead_letters: bool,
+    /// Each URL's last answer excerpt, shared by the records that repeat it.
+    pub(super) answers: Answers,
+    /// Dead letters being replayed, by seq: their replay job (0: none known). Their record
+    /// is the dead letter, so they make no spool ops.
+    pub(super) replays: HashMap<u64, u64>,
 }
 
 impl Tenant {
@@ -116,6 +124,7 @@ impl Tenant {
             let label = format!("webhooks[{i}] {}", redact_url(&hook.url));
             lanes.push(lane(1 + i, label, &report_tx));
         }
+        let dead_letters = config.dead_letters && spool.is_some();
         Tenant {
             shared,
             mailbox,
@@ -136,6 +145,9 @@ impl Tenant {
             timer_n: 0,
             next_housekeeping: Instant::now() + HOUSEKEEPING,
             ticks: 0,
+            dead_letters,
+            answers: Answers::default(),
+            replays: HashMap::default(),
         }
     }
 
@@ -296,7 +308,7 @@ impl Tenant {
                 retry_after: None,
             };
             for job in expired {
-                self.result(i, job, down.clone(), now);
+                self.result(i, job, down.clone(), None, now);
             }
         }
     }
