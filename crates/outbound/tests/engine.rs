@@ -44,7 +44,10 @@ fn clients_on_an_engine_start_no_threads_of_their_own() {
         .map(|_| engine.client(hooks(&server.url, &outcomes)).unwrap())
         .collect();
     let after = threads();
-    assert!(after <= before, "200 clients, not one thread more: {before} -> {after}");
+    assert!(
+        after <= before,
+        "200 clients, not one thread more: {before} -> {after}"
+    );
     for (i, c) in clients.iter().enumerate() {
         c.enqueue(&Message::track(format!("u{i}"), "E")).unwrap();
     }
