@@ -5,6 +5,7 @@
 
 use crate::delivery::scheduler::{Control, Scheduler, Ways};
 use crate::delivery::spooler::{SpoolHandle, Spooler};
+use crate::durable::redis::dead::{RedisDead, WithDead};
 use crate::durable::redis::{RedisStore, TAKEOVER_MARGIN};
 use crate::durable::sqlite::SqliteStore;
 use crate::durable::Store;
@@ -142,11 +143,22 @@ impl SpoolWriter {
         let store: Box<dyn Store> = match spool_target(spool)? {
             SpoolTarget::Dir(dir) => Box::new(SqliteStore::open(dir)?),
             // Taken over once silent for longer than a request can take.
-            SpoolTarget::Redis(redis) => Box::new(RedisStore::open(
-                &redis,
-                config.timeout,
-                config.timeout + TAKEOVER_MARGIN,
-            )?),
+            SpoolTarget::Redis(redis) => {
+                let store: Box<dyn Store> = Box::new(RedisStore::open(
+                    &redis,
+                    config.timeout,
+                    config.timeout + TAKEOVER_MARGIN,
+                )?);
+                match config.dead_letters {
+                    // Its dead letters under keys of their own (`redis/dead.rs`).
+                    true => {
+                        let alive = config.timeout + TAKEOVER_MARGIN;
+                        let dead = RedisDead::open(&redis, config.timeout, alive)?;
+                        Box::new(WithDead::new(store, dead))
+                    }
+                    false => store,
+                }
+            }
         };
         SpoolWriter::start(
             store,

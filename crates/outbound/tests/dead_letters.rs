@@ -2,6 +2,8 @@
 //! each URL's attempts and health, dead letters (kept, listed, limited, surviving a kill)
 //! and their replay (one, and a thousand in the background; a replay cut by a kill).
 
+#[path = "support/redis_server.rs"]
+mod redis_server;
 mod support;
 
 use outbound::{
@@ -416,11 +418,13 @@ fn child_of_the_kill_test() {
         return;
     };
     let outcomes = Outcomes::default();
+    let timeout = std::env::var("DEAD_TIMEOUT_MS").map_or(5_000, |t| t.parse().unwrap());
     let client = Client::new(Config {
         webhooks: vec![Webhook::new(url)],
         spool: Some(PathBuf::from(&spool)),
         dead_letters: true,
         on_outcome: Some(outcomes.callback()),
+        timeout: Duration::from_millis(timeout),
         ..support::config()
     })
     .unwrap();
@@ -436,7 +440,7 @@ fn child_of_the_kill_test() {
     println!("DEAD");
     if std::env::var("DEAD_REPLAY").is_ok() {
         // Once the receiver hangs (the parent says so with a file), replay into it.
-        let go = Path::new(&spool).join("go");
+        let go = PathBuf::from(std::env::var("DEAD_GO").unwrap());
         wait_until("the go", Duration::from_secs(10), || go.exists());
         let job = client.replay_dead_letters(None, None, None).unwrap();
         wait_until("sent", Duration::from_secs(10), || {
@@ -447,7 +451,8 @@ fn child_of_the_kill_test() {
     std::thread::sleep(Duration::from_secs(120));
 }
 
-fn spawn_child(url: &str, spool: &Path, replay: bool) -> std::process::Child {
+/// The child, on `spool`; with `go`, it replays once that file exists.
+fn spawn_child(url: &str, spool: &Path, go: Option<&Path>) -> std::process::Child {
     let mut cmd = std::process::Command::new(std::env::current_exe().unwrap());
     cmd.args([
         "--exact",
@@ -457,11 +462,30 @@ fn spawn_child(url: &str, spool: &Path, replay: bool) -> std::process::Child {
     ])
     .env("DEAD_URL", url)
     .env("DEAD_SPOOL", spool)
+    .env("DEAD_TIMEOUT_MS", "1000")
     .stdout(std::process::Stdio::piped());
-    if replay {
-        cmd.env("DEAD_REPLAY", "1");
+    if let Some(go) = go {
+        cmd.env("DEAD_REPLAY", "1").env("DEAD_GO", go);
     }
     cmd.spawn().unwrap()
+}
+
+/// Kills the child once it replays into a hanging receiver; the ids the receiver answered
+/// 200 for afterwards are counted from the returned index.
+fn kill_mid_replay(url: &str, spool: &Path, status: &AtomicU16, server: &Server) -> usize {
+    let go = temp_dir("go");
+    let mut child = spawn_child(url, spool, Some(&go));
+    read_until(&mut child, "DEAD");
+    status.store(0, SeqCst);
+    std::fs::write(&go, b"").unwrap();
+    read_until(&mut child, "REPLAYING");
+    child.kill().unwrap();
+    child.wait().unwrap();
+    // What the child wrote before it died is read (and hung on) before we count.
+    std::thread::sleep(Duration::from_millis(300));
+    let hung = server.count();
+    status.store(200, SeqCst);
+    hung
 }
 
 fn read_until(child: &mut std::process::Child, word: &str) {
@@ -483,7 +507,7 @@ fn dead_letters_survive_a_kill_and_a_replay_cut_by_one_ends_once() {
     let dir = temp_dir("kill");
     let url = format!("{}/hook", server.url);
     // Killed with its dead letters kept: the next client on the spool lists them.
-    let mut child = spawn_child(&url, &dir, false);
+    let mut child = spawn_child(&url, &dir, None);
     read_until(&mut child, "DEAD");
     child.kill().unwrap();
     child.wait().unwrap();
@@ -501,17 +525,7 @@ fn dead_letters_survive_a_kill_and_a_replay_cut_by_one_ends_once() {
     // Killed mid-replay, the receiver hanging: the next client replays what was marked,
     // each once.
     let dir = temp_dir("kill-replay");
-    let mut child = spawn_child(&url, &dir, true);
-    read_until(&mut child, "DEAD");
-    status.store(0, SeqCst);
-    std::fs::write(dir.join("go"), b"").unwrap();
-    read_until(&mut child, "REPLAYING");
-    child.kill().unwrap();
-    child.wait().unwrap();
-    // What the child wrote before it died is read (and hung on) before we count.
-    std::thread::sleep(Duration::from_millis(300));
-    let hung = server.count();
-    status.store(200, SeqCst);
+    let hung = kill_mid_replay(&url, &dir, &status, &server);
     let outcomes = Outcomes::default();
     let client = Client::new(dead_config(&server, &dir, &outcomes)).unwrap();
     wait_until("the replay to end", Duration::from_secs(30), || {
@@ -524,5 +538,74 @@ fn dead_letters_survive_a_kill_and_a_replay_cut_by_one_ends_once() {
         .all()
         .iter()
         .all(|o| o.kind == OutcomeKind::Delivered));
+    client.close(None).unwrap();
+}
+
+#[test]
+fn on_redis_a_400_is_kept_listed_and_replayed_once() {
+    let redis = redis_server::RedisServer::start();
+    let (server, status) = switchable();
+    let outcomes = Outcomes::default();
+    let client = Client::new(Config {
+        dead_letter_max_bytes: 6_000,
+        ..dead_config(&server, &redis.spool("dl"), &outcomes)
+    })
+    .unwrap();
+    let ids: Vec<String> = (0..30)
+        .map(|i| {
+            client
+                .enqueue(&Message::track(format!("u{i}"), "E"))
+                .unwrap()
+        })
+        .collect();
+    outcomes.wait_for(30, Duration::from_secs(10));
+    wait_until("the dead letters", Duration::from_secs(5), || {
+        client.dead_letter(&ids[29]).unwrap().is_some()
+    });
+    let stats = client.dead_letter_stats().unwrap();
+    assert!(stats.evicted > 0 && stats.bytes <= 6_000, "{stats:?}");
+    let kept = all_dead(&client);
+    assert_eq!(kept.len() as u64, stats.count);
+    let dead = client.dead_letter(&ids[29]).unwrap().unwrap();
+    assert_eq!(dead.reason, Reason::Status(400));
+    assert_eq!(dead.last_attempts[0].answer.as_deref(), Some(ANSWER));
+    assert!(dead.body.is_some());
+    let before = server.count();
+    status.store(200, SeqCst);
+    let job = client.replay_dead_letters(None, None, None).unwrap();
+    assert_eq!(job.total, stats.count);
+    wait_until("the replay", Duration::from_secs(20), || {
+        client.replay_progress(job.id).unwrap().unwrap().done()
+    });
+    let got = delivered(&server, before);
+    assert_eq!(got.len() as u64, stats.count);
+    assert!(got.values().all(|n| *n == 1), "{got:?}");
+    wait_until("the dead letters to leave", Duration::from_secs(5), || {
+        client.dead_letter_stats().unwrap().count == 0
+    });
+    assert!(client.delete_dead_letter(&ids[0]).is_ok_and(|found| !found));
+    client.close(None).unwrap();
+}
+
+#[test]
+fn on_redis_a_replay_cut_by_a_kill_is_taken_over_and_ends_once() {
+    let redis = redis_server::RedisServer::start();
+    let (server, status) = switchable();
+    let url = format!("{}/hook", server.url);
+    let spool = redis.spool("kill");
+    let hung = kill_mid_replay(&url, &spool, &status, &server);
+    let outcomes = Outcomes::default();
+    let client = Client::new(Config {
+        timeout: Duration::from_secs(1),
+        ..dead_config(&server, &spool, &outcomes)
+    })
+    .unwrap();
+    // The child's beat lasts its takeover time (1 s + 10 s).
+    wait_until("the takeover", Duration::from_secs(40), || {
+        client.dead_letter_stats().unwrap().count == 0 && outcomes.all().len() >= 50
+    });
+    let got = delivered(&server, hung);
+    assert_eq!(got.len(), 50, "{got:?}");
+    assert!(got.values().all(|n| *n == 1), "each once: {got:?}");
     client.close(None).unwrap();
 }

@@ -212,6 +212,9 @@ impl Replays {
             feed.due = rows.len() as u64 == room;
             for r in rows {
                 feed.after = Some(r.seq);
+                if r.skip {
+                    continue;
+                }
                 feed.out += 1;
                 t.shared.pending.fetch_add(1, AcqRel);
                 t.shared.counters.resumed.fetch_add(1, Relaxed);

@@ -96,6 +96,8 @@ pub(crate) struct Replay {
     pub mask: u8,
     /// Its place in the order marked rows are handed out ([`DeadLetters::replaying`]).
     pub seq: i64,
+    /// Not to be handed out by this store (another one replays it), only passed.
+    pub skip: bool,
 }
 
 /// Dead letters kept by a store. Used from the spool writer's thread.

@@ -116,6 +116,7 @@ use std::time::{Duration, Instant};
 
 mod commit;
 use commit::Flight;
+pub(crate) mod dead;
 pub(super) mod keys;
 mod resp;
 mod takeover;

@@ -449,6 +449,7 @@ impl DeadLetters for SqliteStore {
                         body: Body::from(r.get::<_, Vec<u8>>(1)?),
                         mask: u8::try_from(r.get::<_, i64>(2)?).unwrap_or(0),
                         seq: r.get(3)?,
+                        skip: false,
                     })
                 },
             )
