@@ -489,14 +489,13 @@ impl Config {
                 crate::model::spool_target::spool_target(spool)?;
             }
         }
-        if self.dead_letters {
-            positive("dead_letter_retention", self.dead_letter_retention)?;
-            if self.dead_letter_max_bytes == 0 {
-                return Err(Error::config(
-                    "dead_letter_max_bytes",
-                    "must be greater than zero",
-                ));
-            }
+        // Checked on or off: a reload's check of a config turns them off (no spool).
+        positive("dead_letter_retention", self.dead_letter_retention)?;
+        if self.dead_letter_max_bytes == 0 {
+            return Err(Error::config(
+                "dead_letter_max_bytes",
+                "must be greater than zero",
+            ));
         }
         if self.shared_secret.as_deref() == Some("") {
             return Err(Error::config(
