@@ -34,6 +34,7 @@ pub async fn handle(
     token: Option<&str>,
     method: &Method,
     path: &str,
+    query: Option<&str>,
     headers: &HeaderMap,
     body: Incoming,
 ) -> Answer {
@@ -59,6 +60,9 @@ pub async fn handle(
                 Ok(v) => audiences(sources, &name, &audience, v).await,
                 Err(a) => a,
             }
+        }
+        (_, ["", "admin", "sources", name, rest @ ..]) if crate::records::serves(rest) => {
+            crate::records::handle(sources, method, name, rest, query, headers, body).await
         }
         _ => reply::error(StatusCode::NOT_FOUND, "no such admin resource"),
     }
@@ -242,7 +246,7 @@ async fn audiences(sources: &Arc<Sources>, name: &str, audience: &str, body: Val
 }
 
 /// `%XX` escapes of a path segment decoded (audience names have spaces).
-fn percent_decode(s: &str) -> String {
+pub(crate) fn percent_decode(s: &str) -> String {
     let hex = |c: u8| (c as char).to_digit(16).map(|d| d as u8);
     let b = s.as_bytes();
     let mut out = Vec::with_capacity(b.len());

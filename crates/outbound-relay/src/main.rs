@@ -8,7 +8,8 @@
 //!
 //! Modules, one concern each: `config` (the file), `sources` (write key → source, clients),
 //! `auth` (keys and tokens), `body` (reading and decoding bodies), `tracking` (the tracking
-//! API), `admin` (the admin API), `reply` (answers), `server` (connections, limits,
+//! API), `admin` (the admin API), `records` (a source's attempts, health and dead letters
+//! on the admin API), `reply` (answers), `server` (connections, limits,
 //! routing, shutdown), `health` (`/healthz`, `/readyz`), `metrics` (`/metrics`), `tls`
 //! (the HTTPS listener), `reload` (SIGHUP), `memory` (free heap pages back to the system).
 
@@ -19,6 +20,7 @@ mod config;
 mod health;
 mod memory;
 mod metrics;
+mod records;
 mod reload;
 mod reply;
 mod server;

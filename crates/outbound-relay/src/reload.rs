@@ -160,6 +160,8 @@ struct Swapped {
 fn check(new: &Relay, i: usize) -> Result<(), ConfigError> {
     let mut core = new.sources[i].core.clone();
     core.spool = None;
+    // Dead letters need the spool left out here (their limits are checked all the same).
+    core.dead_letters = false;
     core.send = false;
     core.log_sink = Some(crate::sources::log_sink(&new.sources[i].name));
     let client = outbound::Client::new(core).map_err(|e| new.core_error(i, e))?;

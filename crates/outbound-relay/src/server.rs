@@ -160,6 +160,7 @@ pub async fn route(state: Arc<State>, req: Request<Incoming>) -> Answer {
             live.admin_token.as_deref(),
             &parts.method,
             path,
+            parts.uri.query(),
             &parts.headers,
             body,
         )
