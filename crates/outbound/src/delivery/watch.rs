@@ -563,6 +563,24 @@ mod tests {
     }
 
     #[test]
+    fn idle_urls_cost_their_health_only() {
+        let _one = lock(&ONE_AT_A_TIME);
+        let before = log_bytes();
+        // 10,000 idle tenants of 5 URLs.
+        let watches: Vec<Watch> = (0..10_000)
+            .map(|i| Watch::new((0..5).map(|j| format!("http://h{i}/{j}")).collect(), &[]))
+            .collect();
+        assert_eq!(log_bytes(), before, "no log before a URL's first attempt");
+        let per_url = std::mem::size_of::<UrlWatch>() + 16;
+        assert!(per_url <= 160, "{per_url} bytes per idle URL");
+        // With the URLs' text: under 10 MiB for 50,000 URLs.
+        let total: usize = (watches.iter().flat_map(|w| w.urls.iter()))
+            .map(|u| per_url + u.url.len())
+            .sum();
+        assert!(total < 10 << 20, "{total} bytes for 50,000 idle URLs");
+    }
+
+    #[test]
     fn all_logs_together_stay_within_the_budget() {
         let _one = lock(&ONE_AT_A_TIME);
         // Enough failing URLs, each with a full log of 1 KiB answers, to spend the budget
