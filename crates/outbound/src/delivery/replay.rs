@@ -199,10 +199,15 @@ impl Replays {
             .map(|(no, _)| *no)
             .collect();
         for no in due {
-            let Some(t) = tenant(no).filter(|t| t.hook_mask != 0) else {
+            let Some(t) = tenant(no) else {
                 continue;
             };
             let feed = self.feeds.get_mut(&no).expect("listed above");
+            if t.hook_mask == 0 {
+                // No webhook to replay to (a forwarding source): nothing to look for.
+                feed.due = false;
+                continue;
+            }
             let queue_room = t.capacity.saturating_sub(t.shared.pending.load(Acquire));
             let room = REPLAY_WINDOW.saturating_sub(feed.out).min(queue_room);
             if room == 0 {
