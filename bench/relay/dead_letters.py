@@ -34,7 +34,7 @@ SECRET = "bench-secret"
 TOKEN = "bench-admin"
 
 
-def accept(a: argparse.Namespace, dead: bool, run: int) -> Tuple[float, str]:
+def accept(a: argparse.Namespace, dead: bool, run: int) -> Tuple[float, float, str]:
     sink = Served(a.tool_bin, "sink")
     src = (f'[[sources]]\nname = "fwd"\nwrite_keys = ["wk_fwd"]\nflush_at = 100\n'
            f'max_queue_size = 200000\ndead_letters = {str(dead).lower()}\n'
@@ -43,14 +43,15 @@ def accept(a: argparse.Namespace, dead: bool, run: int) -> Tuple[float, str]:
     la = loadavg()
     r = load(a.tool_bin, relay.url, "-c", "32", "-batch", "100", "-d", str(a.seconds), "-key", "wk_fwd")
     st = wait_unique(sink, r["events"], 120)
+    us = relay.cpu_s() * 1e6 / max(1, r["events"])
     relay.stop()
     sink.stop()
     if st["unique"] < r["events"] or r["events"] == 0:
         raise RuntimeError(f"accept: {st['unique']} of {r['events']} delivered")
-    return r["events_per_s"], la
+    return r["events_per_s"], us, la
 
 
-def tenants(a: argparse.Namespace, dead: bool, run: int) -> Tuple[float, float, str]:
+def tenants(a: argparse.Namespace, dead: bool, run: int) -> Tuple[float, float, float, str]:
     sink = Served(a.tool_bin, "sink", "-delay", "100ms")
     srcs = []
     for i in range(a.tenants):
@@ -69,12 +70,13 @@ def tenants(a: argparse.Namespace, dead: bool, run: int) -> Tuple[float, float, 
             break
         time.sleep(0.5)
     rss = relay.peak_rss_mib()
+    us = relay.cpu_s() * 1e6 / max(1, st["deliveries"])
     relay.stop()
     sink.stop()
     if st["deliveries"] < 5 * r["events"] or r["events"] == 0:
         raise RuntimeError(f"tenants: {st['deliveries']} of {5 * r['events']} delivered")
     total_s = (st["last_ms"] - r["start_ms"]) / 1000
-    return st["deliveries"] / max(1e-3, total_s), rss, la
+    return st["deliveries"] / max(1e-3, total_s), us, rss, la
 
 
 def admin(relay: Relay, path: str) -> Tuple[float, Any]:
@@ -142,30 +144,36 @@ def main() -> int:
     os.makedirs(a.workdir, exist_ok=True)
     cases = a.cases.split(",")
     rows: List[List[str]] = []
+    # Throughput moves with whatever else the machine runs; the relay's CPU time per event
+    # much less: both are compared, each as the median of the pairs' on/off ratios.
+    def verdict(name: str, rates: List[float], cpus: List[float]) -> None:
+        r, c = statistics.median(rates), statistics.median(cpus)
+        rows.append([f"{name}: median on/off", f"rate {r:.3f}; relay CPU per event {c:.3f}",
+                     "within 5 %", "met" if abs(r - 1) <= 0.05 and c <= 1.05 else "MISSED", ""])
+
     if "accept" in cases:
-        ratios = []
+        rates, cpus = [], []
         for run in range(a.pairs):
-            on, la_on = accept(a, True, run)
-            off, la_off = accept(a, False, run)
-            ratios.append(on / off)
+            on, us_on, la_on = accept(a, True, run)
+            off, us_off, la_off = accept(a, False, run)
+            rates.append(on / off)
+            cpus.append(us_on / us_off)
             rows.append([f"accept pair {run + 1}: dead letters on / off",
-                         f"{fmt(on)} / {fmt(off)} ev/s acked = {on / off:.3f}", "", "",
-                         f"{la_on} / {la_off}"])
-        med = statistics.median(ratios)
-        rows.append(["accept: median on/off", f"{med:.3f}", "within 5 %",
-                     "met" if abs(med - 1) <= 0.05 else "MISSED", ""])
+                         f"{fmt(on)} / {fmt(off)} ev/s acked = {on / off:.3f}; relay CPU "
+                         f"{us_on:.2f} / {us_off:.2f} µs/event", "", "", f"{la_on} / {la_off}"])
+        verdict("accept", rates, cpus)
     if "tenants" in cases:
-        ratios = []
+        rates, cpus = [], []
         for run in range(a.pairs):
-            on, rss_on, la_on = tenants(a, True, run)
-            off, rss_off, la_off = tenants(a, False, run)
-            ratios.append(on / off)
+            on, us_on, rss_on, la_on = tenants(a, True, run)
+            off, us_off, rss_off, la_off = tenants(a, False, run)
+            rates.append(on / off)
+            cpus.append(us_on / us_off)
             rows.append([f"tenants pair {run + 1} ({a.tenants} sources × 5 URLs): on / off",
-                         f"{fmt(on)} / {fmt(off)} deliveries/s = {on / off:.3f}; peak RSS "
-                         f"{rss_on:.0f} / {rss_off:.0f} MiB", "", "", f"{la_on} / {la_off}"])
-        med = statistics.median(ratios)
-        rows.append(["tenants: median on/off", f"{med:.3f}", "within 5 %",
-                     "met" if abs(med - 1) <= 0.05 else "MISSED", ""])
+                         f"{fmt(on)} / {fmt(off)} deliveries/s = {on / off:.3f}; relay CPU "
+                         f"{us_on:.1f} / {us_off:.1f} µs/delivery; peak RSS {rss_on:.0f} / "
+                         f"{rss_off:.0f} MiB", "", "", f"{la_on} / {la_off}"])
+        verdict("tenants", rates, cpus)
     if "list" in cases:
         rows += listing(a)
     print()
