@@ -133,8 +133,43 @@ struct Log {
     touched_ms: i64,
 }
 
+/// A message id as a log keeps it: in place when short (every id we make is 36 bytes), so
+/// recording an attempt allocates nothing for it.
+enum SmallId {
+    Inline([u8; 40], u8),
+    Shared(Arc<str>),
+}
+
+impl SmallId {
+    fn of(id: &str) -> SmallId {
+        match id.len() {
+            n @ 0..=40 => {
+                let mut b = [0u8; 40];
+                b[..n].copy_from_slice(id.as_bytes());
+                SmallId::Inline(b, n as u8)
+            }
+            _ => SmallId::Shared(Arc::from(id)),
+        }
+    }
+
+    fn as_str(&self) -> &str {
+        match self {
+            SmallId::Inline(b, n) => std::str::from_utf8(&b[..usize::from(*n)]).unwrap_or(""),
+            SmallId::Shared(s) => s,
+        }
+    }
+
+    /// Heap bytes it holds.
+    fn heap(&self) -> usize {
+        match self {
+            SmallId::Inline(..) => 0,
+            SmallId::Shared(s) => s.len() + 16,
+        }
+    }
+}
+
 struct Entry {
-    id: Arc<str>,
+    id: SmallId,
     at_ms: i64,
     took: Duration,
     result: AttemptResult,
@@ -147,8 +182,7 @@ struct Entry {
 impl Entry {
     fn bytes(&self) -> usize {
         std::mem::size_of::<Entry>()
-            + 16
-            + self.id.len()
+            + self.id.heap()
             + self.detail.as_ref().map_or(0, |d| d.len())
             + self.answer.as_ref().map_or(0, |a| a.len() + 16)
     }
@@ -253,20 +287,33 @@ impl Answers {
 }
 
 impl UrlWatch {
-    /// Records one attempt; `circuit_open` is the lane's state after it.
-    pub(crate) fn record(self: &Arc<Self>, tried: &WebhookAttempt, circuit_open: bool) {
+    /// Records one attempt of message `id`: `attempt` classified, `seen` what its exchange
+    /// showed, `answer` a failure's excerpt as shared ([`Answers`]); `circuit_open` is the
+    /// lane's state after it.
+    pub(crate) fn record(
+        self: &Arc<Self>,
+        id: &str,
+        attempt: &Attempt,
+        seen: &Seen,
+        answer: Option<Arc<[u8]>>,
+        circuit_open: bool,
+    ) {
         let now_ms = unix_ms(SystemTime::now());
-        let entry = Entry {
-            id: tried.message_id.clone(),
-            at_ms: unix_ms(tried.at),
-            took: tried.duration,
-            result: tried.result,
-            status: tried.status,
-            error: tried.error,
-            detail: (!tried.detail.is_empty()).then(|| tried.detail.as_str().into()),
-            answer: tried.answer.clone(),
+        let (result, detail) = match attempt {
+            Attempt::Success => (AttemptResult::Delivered, None),
+            Attempt::Retryable { detail, .. } => (AttemptResult::Retryable, Some(clip(detail))),
+            Attempt::Permanent { detail, .. } => (AttemptResult::Permanent, Some(clip(detail))),
         };
-        let result = tried.result;
+        let entry = Entry {
+            id: SmallId::of(id),
+            at_ms: now_ms - seen.took.as_millis() as i64,
+            took: seen.took,
+            result,
+            status: seen.status,
+            error: seen.error,
+            detail: detail.map(String::into_boxed_str),
+            answer,
+        };
         let mut over_budget = false;
         {
             let mut s = lock(&self.state);
@@ -302,7 +349,7 @@ impl UrlWatch {
             }
             slot.attempts += 1;
             slot.delivered += u32::from(result == AttemptResult::Delivered);
-            slot.hist[bucket(tried.duration)] += 1;
+            slot.hist[bucket(entry.took)] += 1;
             let mut added = entry.bytes() - std::mem::size_of::<Entry>();
             let mut freed = 0;
             if log.entries.len() >= LOG_ATTEMPTS {
@@ -341,7 +388,7 @@ impl UrlWatch {
             .rev()
             .map(|e| WebhookAttempt {
                 webhook: self.index,
-                message_id: e.id.clone(),
+                message_id: Arc::from(e.id.as_str()),
                 at: time_of(e.at_ms),
                 duration: e.took,
                 result: e.result,
@@ -474,7 +521,7 @@ mod tests {
             .excerpt
             .as_deref()
             .map(|e| Arc::from(&e[..e.len().min(ANSWER_EXCERPT)]));
-        u.record(&tried(0, id, a, seen, answer), open);
+        u.record(&id, a, seen, answer, open);
     }
 
     fn failure(status: u16) -> (Attempt, Seen) {

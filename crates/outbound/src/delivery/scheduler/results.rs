@@ -30,17 +30,18 @@ impl Tenant {
             started,
         } = report;
         self.lanes[lane].finished(&attempt, started, now);
-        // A webhook request's record: in its URL's log, and kept by its message's round
-        // for a dead letter.
+        // A webhook request's record: in its URL's log, and, for a failure with dead letters
+        // on, kept by its message's round for its dead letter.
         let record = match &job {
             Job::Hook { id, .. } if lane > 0 => {
                 let target = lane - 1;
                 let answer = self.answers.share(target, seen.excerpt.as_deref());
-                let record = tried(target, id.to_arc(), &attempt, &seen, answer);
                 if let Some(url) = self.shared.watch.urls.get(target) {
-                    url.record(&record, self.lanes[lane].is_down());
+                    let down = self.lanes[lane].is_down();
+                    url.record(id.as_str(), &attempt, &seen, answer.clone(), down);
                 }
-                Some(record)
+                let keep = self.dead_letters && !matches!(attempt, Attempt::Success);
+                keep.then(|| tried(target, id.to_arc(), &attempt, &seen, answer))
             }
             _ => None,
         };
