@@ -492,4 +492,103 @@ mod tests {
         );
         assert!(seen.try_recv().is_err(), "nothing reached the proxy");
     }
+
+    /// A receiver answering every request with `answer` after reading it, or (`None`)
+    /// closing the connection without a word.
+    fn answering(answer: Option<&'static [u8]>) -> String {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("http://{}/hook", listener.local_addr().unwrap());
+        std::thread::spawn(move || {
+            for conn in listener.incoming() {
+                let Ok(mut s) = conn else { return };
+                std::thread::spawn(move || {
+                    if read_request(&mut s).is_some() {
+                        if let Some(a) = answer {
+                            let _ = s.write_all(a);
+                        }
+                    }
+                });
+            }
+        });
+        url
+    }
+
+    #[tokio::test]
+    async fn an_exchange_shows_its_duration_status_and_the_start_of_a_failure_s_answer() {
+        static BAD: std::sync::OnceLock<Vec<u8>> = std::sync::OnceLock::new();
+        let bad = BAD.get_or_init(|| {
+            let body: Vec<u8> = (0..3000).map(|i| b'a' + (i % 26) as u8).collect();
+            let mut a = format!(
+                "HTTP/1.1 400 Bad Request\r\ncontent-length: {}\r\n\r\n",
+                3000
+            )
+            .into_bytes();
+            a.extend(body);
+            a
+        });
+        let ex = exchange(&Config::default(), None);
+        let t = Target::parse(&answering(Some(bad))).unwrap();
+        let (a, seen) = ex.post(&t, &[], Bytes::from_static(b"{}")).await;
+        // The classification is the one it always was.
+        assert_eq!(a, classify_status(400, None));
+        assert_eq!((seen.status, seen.error), (Some(400), None));
+        assert!(seen.took > Duration::ZERO);
+        let excerpt = seen.excerpt.unwrap();
+        assert_eq!(excerpt.len(), crate::model::attempts::ANSWER_EXCERPT);
+        assert_eq!(&excerpt[..], &bad[bad.len() - 3000..][..excerpt.len()]);
+        // A delivery keeps no answer.
+        let t = Target::parse(&answering(Some(NO_CONTENT))).unwrap();
+        let (a, seen) = ex.post(&t, &[], Bytes::from_static(b"{}")).await;
+        assert_eq!(
+            (a, seen.status, seen.excerpt),
+            (Attempt::Success, Some(204), None)
+        );
+    }
+
+    #[tokio::test]
+    async fn a_failure_without_an_answer_is_classed_refused_reset_timeout_tls_or_blocked() {
+        let class = |ex: Exchange, url: String| async move {
+            let t = Target::parse(&url).unwrap();
+            let (a, seen) = ex.post(&t, &[], Bytes::from_static(b"{}")).await;
+            assert_eq!(seen.status, None, "{a:?}");
+            seen.error
+        };
+        let quick = || Exchange {
+            timeout: Duration::from_millis(300),
+            ..exchange(&Config::default(), None)
+        };
+        // Nothing listens: refused.
+        let closed = TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("http://{}/hook", closed.local_addr().unwrap());
+        drop(closed);
+        assert_eq!(class(quick(), url).await, Some(ErrorClass::Refused));
+        // The receiver reads the request and hangs up: reset.
+        assert_eq!(
+            class(quick(), answering(None)).await,
+            Some(ErrorClass::Reset)
+        );
+        // It never answers: timeout.
+        let silent = TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("http://{}/hook", silent.local_addr().unwrap());
+        assert_eq!(class(quick(), url).await, Some(ErrorClass::Timeout));
+        drop(silent);
+        // HTTPS to a receiver that speaks plain HTTP at once: the handshake fails.
+        let plain = TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("https://{}/hook", plain.local_addr().unwrap());
+        std::thread::spawn(move || {
+            for conn in plain.incoming() {
+                let Ok(mut s) = conn else { return };
+                let _ = s.write_all(b"HTTP/1.1 400 Bad Request\r\ncontent-length: 0\r\n\r\n");
+            }
+        });
+        assert_eq!(class(quick(), url).await, Some(ErrorClass::Tls));
+        // The guard refuses the address: blocked, nothing sent.
+        let guarded = Config {
+            block_private_networks: true,
+            ..Config::default()
+        };
+        let ex = exchange(&guarded, None);
+        let url = answering(Some(NO_CONTENT));
+        assert_eq!(class(ex, url).await, Some(ErrorClass::Blocked));
+    }
 }
