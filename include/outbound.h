@@ -836,6 +836,40 @@ outbound_result outbound_options_set_redis_ack(struct outbound_options *options,
 outbound_result outbound_options_set_spool_commit_interval_ms(struct outbound_options *options,
                                                               uint64_t ms);
 
+// Keeps dead letters (default false): a message whose webhook delivery fails for good
+// (its retry window closed, a permanent 4xx, a 410, the network guard's refusal) is kept in
+// the spool with its body and each URL's last attempt, to be listed and replayed (the
+// Rust and Python APIs and the relay's admin API). Needs `outbound_options_set_spool`;
+// without one `outbound_client_new` refuses it (`OUTBOUND_RESULT_CONFIG`, naming
+// `dead_letters`). Outcomes and counters are the same either way.
+//
+// Returns `OUTBOUND_RESULT_OK`, `_NULL_ARGUMENT` (options), `_PANIC`.
+//
+// # Safety
+// `options` is NULL or a live `outbound_options`.
+outbound_result outbound_options_set_dead_letters(struct outbound_options *options,
+                                                  bool keep);
+
+// How long a dead letter is kept, in milliseconds (default 14 days).
+//
+// Returns `OUTBOUND_RESULT_OK`, `_NULL_ARGUMENT` (options), `_PANIC`. The value is checked
+// by `outbound_client_new` (0 is refused).
+//
+// # Safety
+// `options` is NULL or a live `outbound_options`.
+outbound_result outbound_options_set_dead_letter_retention_ms(struct outbound_options *options,
+                                                              uint64_t ms);
+
+// Bytes of dead letters kept at most (default 256 MiB): past it the oldest are dropped.
+//
+// Returns `OUTBOUND_RESULT_OK`, `_NULL_ARGUMENT` (options), `_PANIC`. The value is checked
+// by `outbound_client_new` (0 is refused).
+//
+// # Safety
+// `options` is NULL or a live `outbound_options`.
+outbound_result outbound_options_set_dead_letter_max_bytes(struct outbound_options *options,
+                                                           uint64_t bytes);
+
 // A batch closes, and is sent, at this many messages (default 20; 1: each message closes
 // its own, and goes in a request of its own). It is also the most messages one request
 // carries, unless `outbound_options_set_max_batch_messages` sets more.

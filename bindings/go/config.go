@@ -137,6 +137,16 @@ type Config struct {
 	// together (default 20 ms, at most 1 s): a power cut loses at most what was accepted
 	// within one interval; Flush commits at once.
 	SpoolCommitInterval time.Duration
+	// DeadLetters keeps, in the Spool, each message whose webhook delivery failed for good
+	// (its retry window closed, a permanent 4xx, a 410, the network guard's refusal), with
+	// its body and each URL's last attempt, to be listed and replayed (the Rust and Python
+	// APIs, and the relay's admin API). Needs Spool: without one it is an ErrConfig naming
+	// dead_letters. Outcomes and counters are the same either way.
+	DeadLetters bool
+	// DeadLetterRetention is how long a dead letter is kept (default 14 days).
+	DeadLetterRetention time.Duration
+	// DeadLetterMaxBytes bounds the dead letters (default 256 MiB): past it the oldest go.
+	DeadLetterMaxBytes int64
 	// DryRun validates and counts messages but sends nothing; each one ends "dropped".
 	DryRun bool
 	// IgnoreProxyEnv stops the client from using HTTP_PROXY / HTTPS_PROXY / ALL_PROXY.
@@ -286,6 +296,26 @@ func newOptions(writeKey string, c Config, handle uintptr, recording bool) (*C.o
 			return dur("SpoolCommitInterval", c.SpoolCommitInterval, func(ms C.uint64_t) C.outbound_result {
 				return C.outbound_options_set_spool_commit_interval_ms(o, ms)
 			})
+		},
+		func() error {
+			if !c.DeadLetters {
+				return nil
+			}
+			return check(C.outbound_options_set_dead_letters(o, true))
+		},
+		func() error {
+			return dur("DeadLetterRetention", c.DeadLetterRetention, func(ms C.uint64_t) C.outbound_result {
+				return C.outbound_options_set_dead_letter_retention_ms(o, ms)
+			})
+		},
+		func() error {
+			if c.DeadLetterMaxBytes == 0 {
+				return nil
+			}
+			if c.DeadLetterMaxBytes < 0 {
+				return configError("DeadLetterMaxBytes", fmt.Sprintf("must not be negative, got %d", c.DeadLetterMaxBytes))
+			}
+			return check(C.outbound_options_set_dead_letter_max_bytes(o, C.uint64_t(c.DeadLetterMaxBytes)))
 		},
 		func() error {
 			return dur(interval.name, interval.value, func(ms C.uint64_t) C.outbound_result { return C.outbound_options_set_flush_interval_ms(o, ms) })

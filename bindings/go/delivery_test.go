@@ -344,3 +344,49 @@ func TestQueueFullWaitWaitsForRoom(t *testing.T) {
 		t.Fatalf("2 hours: %v", err)
 	}
 }
+
+// Dead letters (issue 47) live in the spool: they need one, their limits are the core's
+// checks, and a message a webhook refuses for good stays there (its file outlives Close).
+func TestDeadLettersAreKeptInTheSpoolWhenAsked(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		cfg  outbound.Config
+		text string
+	}{
+		{"no spool", outbound.Config{DeadLetters: true}, "dead_letters"},
+		{"negative max bytes", outbound.Config{DeadLetterMaxBytes: -1}, "DeadLetterMaxBytes"},
+		{"negative retention", outbound.Config{DeadLetterRetention: -time.Second}, "DeadLetterRetention"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.cfg.Webhooks = []outbound.Webhook{{URL: "http://127.0.0.1:9/hook"}}
+			c, err := outbound.NewWithConfig("", tc.cfg)
+			if c != nil || !errors.Is(err, outbound.ErrConfig) || !strings.Contains(err.Error(), tc.text) {
+				t.Fatalf("NewWithConfig = %v, %v; want ErrConfig naming %q", c, err, tc.text)
+			}
+		})
+	}
+	refusing := newReceiver(t)
+	refusing.setStatus(http.StatusBadRequest)
+	filesLeft := func(keep bool) int {
+		spool := filepath.Join(t.TempDir(), "spool")
+		c, err := outbound.NewWithConfig("", outbound.Config{
+			Webhooks: []outbound.Webhook{{URL: refusing.URL + "/hook"}}, Spool: spool,
+			DeadLetters: keep, DeadLetterRetention: time.Hour, DeadLetterMaxBytes: 1 << 20,
+			IgnoreProxyEnv: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		mustEnqueue(t, c, outbound.Track{UserId: "u", Event: "Refused"})
+		if err := c.Close(); !errors.Is(err, outbound.ErrIncomplete) {
+			t.Fatalf("Close = %v, want ErrIncomplete (the message failed)", err)
+		}
+		dbs, _ := filepath.Glob(filepath.Join(spool, "*.db"))
+		return len(dbs)
+	}
+	if n := filesLeft(false); n != 0 {
+		t.Errorf("without dead letters %d spool files were left", n)
+	}
+	if n := filesLeft(true); n != 1 {
+		t.Errorf("with dead letters %d spool files were left, want 1 (its dead letter)", n)
+	}
+}

@@ -78,6 +78,29 @@ def main(base_url: str) -> int:
         delivered: bool = client.flush(timeout=10.0)
         stats: Dict[str, int] = client.stats
         print("queued ids:", ids, "flushed:", delivered, "stats:", stats, client.closed)
+        for attempt in client.webhook_attempts(0)[:3]:
+            print("attempt:", attempt["message_id"], attempt["status"], attempt["error"])
+        print("health:", [h["state"] for h in client.webhook_health()])
+
+    # Dead letters live in the spool: kept, listed, discarded and replayed.
+    spool = f"/tmp/outbound-full-api-{uuid.uuid4()}"
+    with outbound.Client(
+        webhooks=[hook],
+        spool=spool,
+        dead_letters=True,
+        dead_letter_retention=7 * 86400.0,
+        dead_letter_max_bytes=64 << 20,
+        proxy_from_env=False,
+    ) as dead:
+        page = dead.dead_letters(limit=100, since=now - dt.timedelta(days=1))
+        for letter in page["dead_letters"]:
+            print("dead:", letter["message_id"], letter["reason"], letter["last_attempts"])
+        found = dead.dead_letter("some-message-id")
+        replay = dead.replay_dead_letter("some-message-id", webhook=0)
+        deleted: bool = dead.delete_dead_letter("some-message-id")
+        job = dead.replay_dead_letters(since=now - dt.timedelta(hours=1))
+        progress = dead.replay_progress(job["id"])
+        print("dead letters:", found, replay, deleted, progress, dead.dead_letter_stats())
 
     try:
         client.track(user_id="u1", event="Late")

@@ -23,7 +23,7 @@ import os
 import sys
 import uuid
 import weakref
-from datetime import datetime
+from datetime import datetime, timezone
 from types import TracebackType
 from typing import (
     Any,
@@ -207,6 +207,9 @@ class Client:
         spool_max_bytes: int = 1 << 30,
         spool_commit_interval: float = 0.02,
         redis_ack: str = "auto",
+        dead_letters: bool = False,
+        dead_letter_retention: float = 14 * 86400.0,
+        dead_letter_max_bytes: int = 256 << 20,
         on_outcome: Optional[OutcomeCallback] = None,
         debug: Optional[bool] = None,
         send: bool = True,
@@ -247,6 +250,9 @@ class Client:
             spool_max_bytes=spool_max_bytes,
             spool_commit_interval=spool_commit_interval,
             redis_ack=redis_ack,
+            dead_letters=dead_letters,
+            dead_letter_retention=dead_letter_retention,
+            dead_letter_max_bytes=dead_letter_max_bytes,
             on_outcome=None if on_outcome is None else _guarded(on_outcome),
             log_sink=_log_line,
             debug=debug,
@@ -432,6 +438,77 @@ class Client:
         delivered + failed + dropped - queue_full + spooled."""
         return self._native.stats()
 
+    # -- delivery records -------------------------------------------------------------------
+    # Times come as aware UTC datetimes, durations in seconds, answers as bytes.
+
+    def webhook_attempts(self, webhook: int = 0) -> List[Dict[str, Any]]:
+        """Webhook ``webhook``'s last attempts (up to 100, any outcome), newest first:
+        message_id, at, duration, result (delivered, retryable, permanent), status or error
+        (timeout, refused, reset, tls, dns, blocked, ...), detail, and for failures the first
+        1 KiB of the answer. Empty for a URL without recent traffic."""
+        return [_dated(a) for a in self._native.webhook_attempts(webhook)]
+
+    def webhook_health(self) -> List[Dict[str, Any]]:
+        """Each webhook's health: state (healthy, failing, circuit_open, disabled), success
+        rate and p50/p99 latency over 5 minutes, consecutive failures, last error, last
+        success, messages waiting."""
+        return [_dated(h) for h in self._native.webhook_health()]
+
+    def dead_letters(
+        self,
+        *,
+        limit: int = 100,
+        cursor: Optional[str] = None,
+        since: Optional[datetime] = None,
+        until: Optional[datetime] = None,
+    ) -> Dict[str, Any]:
+        """One page of dead letters, newest first (``limit`` 1 to 1,000), without bodies:
+        ``{"dead_letters": [...], "next": cursor or None}``. Needs ``dead_letters=True``."""
+        page = self._native.dead_letters(limit, cursor, _secs(since), _secs(until))
+        page["dead_letters"] = [_dated(d) for d in page["dead_letters"]]
+        return page
+
+    def dead_letter(self, message_id: str) -> Optional[Dict[str, Any]]:
+        """The dead letter of ``message_id`` with its ``body`` (bytes), or None."""
+        found = self._native.dead_letter(message_id)
+        return None if found is None else _dated(found)
+
+    def delete_dead_letter(self, message_id: str) -> bool:
+        """Discards the dead letter of ``message_id``; whether there was one."""
+        return self._native.delete_dead_letter(message_id)
+
+    def replay_dead_letter(
+        self, message_id: str, *, webhook: Optional[int] = None
+    ) -> Optional[Dict[str, Any]]:
+        """Sends a dead letter again through the normal path: same message id, a fresh retry
+        window, signed with the current secret, to every webhook (or ``webhook`` alone). It
+        leaves the dead letters once delivered, and is back if it fails again. Returns the
+        replay's progress, or None when there is no such dead letter or it is being
+        replayed."""
+        p = self._native.replay_dead_letter(message_id, webhook)
+        return None if p is None else _dated(p)
+
+    def replay_dead_letters(
+        self,
+        *,
+        since: Optional[datetime] = None,
+        until: Optional[datetime] = None,
+        webhook: Optional[int] = None,
+    ) -> Dict[str, Any]:
+        """Replays every dead letter that failed in ``[since, until)`` in the background;
+        returns its progress (``id``, ``total``, ``sent``, ``delivered``, ``failed``,
+        ``skipped``, ``done``), to follow with :meth:`replay_progress`."""
+        return _dated(self._native.replay_dead_letters(_secs(since), _secs(until), webhook))
+
+    def replay_progress(self, replay_id: int) -> Optional[Dict[str, Any]]:
+        """How replay ``replay_id`` goes, or None."""
+        p = self._native.replay_progress(replay_id)
+        return None if p is None else _dated(p)
+
+    def dead_letter_stats(self) -> Dict[str, int]:
+        """count, bytes, and how many the limits dropped (evicted, expired)."""
+        return self._native.dead_letter_stats()
+
     def __enter__(self: _C) -> _C:
         return self
 
@@ -443,6 +520,37 @@ class Client:
     ) -> None:
         if not self.closed:
             self.close()
+
+
+#: Keys of the native records that hold Unix seconds.
+_TIMES = ("at", "failed_at", "first_attempt", "last_success", "started")
+
+
+def _when(seconds: float) -> datetime:
+    return datetime.fromtimestamp(seconds, timezone.utc)
+
+
+def _dated(record: Dict[str, Any]) -> Dict[str, Any]:
+    """A native record with its times as aware datetimes (nested attempts too)."""
+    for key in _TIMES:
+        if record.get(key) is not None:
+            record[key] = _when(record[key])
+    if record.get("last_error") is not None:
+        at, why = record["last_error"]
+        record["last_error"] = (_when(at), why)
+    if "last_attempts" in record:
+        record["last_attempts"] = [_dated(a) for a in record["last_attempts"]]
+    return record
+
+
+def _secs(t: Optional[datetime]) -> Optional[float]:
+    if t is None:
+        return None
+    if not isinstance(t, datetime):
+        raise TypeError(f"expected a datetime, got {type(t).__name__}")
+    if t.tzinfo is None:
+        raise ValueError("a naive datetime is ambiguous: give it a timezone")
+    return t.timestamp()
 
 
 class AudienceResult(NamedTuple):

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
 #include <sys/types.h>
 #include <time.h>
 #include <sys/wait.h>
@@ -233,6 +234,9 @@ static void test_every_entry_point_is_null_safe(void) {
     CHECK_RC(outbound_options_set_spool(NULL, "/tmp/x"), N, "options");
     CHECK_RC(outbound_options_set_spool_max_bytes(NULL, 1), N, "options");
     CHECK_RC(outbound_options_set_spool_commit_interval_ms(NULL, 1), N, "options");
+    CHECK_RC(outbound_options_set_dead_letters(NULL, true), N, "options");
+    CHECK_RC(outbound_options_set_dead_letter_retention_ms(NULL, 1), N, "options");
+    CHECK_RC(outbound_options_set_dead_letter_max_bytes(NULL, 1), N, "options");
     CHECK_RC(outbound_options_set_queue_full_wait_ms(NULL, 1), N, "options");
     CHECK_RC(outbound_options_set_debug(NULL, true), N, "options");
     CHECK_RC(outbound_options_set_send(NULL, true), N, "options");
@@ -1275,6 +1279,70 @@ static void test_spool_keeps_what_close_left_for_the_next_client(void) {
     rmdir(spool_dir);
 }
 
+/* Dead letters (issue 47): kept in the spool, so they need one; their limits are checked. */
+static char dead_dir[256];
+static void dead_without_spool(outbound_options *o) {
+    outbound_options_add_webhook(o, hook_url, NULL);
+    outbound_options_set_dead_letters(o, true);
+}
+static void dead_zero_bytes(outbound_options *o) {
+    outbound_options_add_webhook(o, hook_url, NULL);
+    outbound_options_set_dead_letter_max_bytes(o, 0);
+}
+static void dead_zero_retention(outbound_options *o) {
+    outbound_options_add_webhook(o, hook_url, NULL);
+    outbound_options_set_dead_letter_retention_ms(o, 0);
+}
+
+/* Spool files left in `dir` once its client is gone. */
+static int spool_files(const char *dir) {
+    int n = 0;
+    DIR *d = opendir(dir);
+    if (!d) return 0;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        size_t len = strlen(e->d_name);
+        if (len > 3 && strcmp(e->d_name + len - 3, ".db") == 0) n++;
+    }
+    closedir(d);
+    return n;
+}
+
+/* A webhook answering 400 fails a message for good: with dead letters on, the spool keeps
+ * it (its file stays when the client closes); off, nothing is left. */
+static int failed_with_dead_letters(bool keep, int run) {
+    snprintf(dead_dir, sizeof dead_dir, "/tmp/outbound-c-dead-%d-%d", (int)getpid(), run);
+    outbound_options *o = outbound_options_new();
+    CHECK_RC(outbound_options_add_webhook(o, hook_url, NULL), OUTBOUND_RESULT_OK, NULL);
+    CHECK_RC(outbound_options_set_proxy_from_env(o, false), OUTBOUND_RESULT_OK, NULL);
+    CHECK_RC(outbound_options_set_spool(o, dead_dir), OUTBOUND_RESULT_OK, NULL);
+    CHECK_RC(outbound_options_set_dead_letters(o, keep), OUTBOUND_RESULT_OK, NULL);
+    CHECK_RC(outbound_options_set_dead_letter_retention_ms(o, 3600 * 1000), OUTBOUND_RESULT_OK,
+             NULL);
+    CHECK_RC(outbound_options_set_dead_letter_max_bytes(o, 1 << 20), OUTBOUND_RESULT_OK, NULL);
+    outbound_client *c = NULL;
+    CHECK_RC(outbound_client_new(o, &c), OUTBOUND_RESULT_OK, NULL);
+    rx_set_status(rx, 400);
+    CHECK_RC(outbound_track(c, "u", NULL, "Refused", NULL, NULL, NULL, NULL, NULL, NULL, 0, NULL),
+             OUTBOUND_RESULT_OK, NULL);
+    CHECK_RC(outbound_flush(c, 10000), OUTBOUND_RESULT_INCOMPLETE, NULL);
+    outbound_stats st;
+    outbound_client_stats(c, &st);
+    CHECK(st.failed == 1, "failed %llu", (unsigned long long)st.failed);
+    outbound_client_close(c, 1000);
+    outbound_client_free(c);
+    rx_set_status(rx, 200);
+    return spool_files(dead_dir);
+}
+
+static void test_dead_letters_are_kept_in_the_spool_when_asked(void) {
+    expect_config_error(dead_without_spool, "dead_letters");
+    expect_config_error(dead_zero_bytes, "dead_letter_max_bytes");
+    expect_config_error(dead_zero_retention, "dead_letter_retention");
+    CHECK(failed_with_dead_letters(false, 0) == 0, "nothing kept with dead letters off");
+    CHECK(failed_with_dead_letters(true, 1) == 1, "its dead letter keeps the spool's file");
+}
+
 /* The Redis spool (docs/python.md, "A fleet on Redis"): the same setting, a URL. The live part
  * needs OUTBOUND_TEST_REDIS (a redis:// URL; scripts/test-c.sh starts a server for it). */
 static char redis_spool[256];
@@ -1904,6 +1972,7 @@ int main(void) {
     RUN(test_flush_is_bounded_and_loses_nothing);
     RUN(test_close_with_short_timeout_reports_dropped);
     RUN(test_spool_keeps_what_close_left_for_the_next_client);
+    RUN(test_dead_letters_are_kept_in_the_spool_when_asked);
     RUN(test_a_redis_spool_keeps_what_close_left_for_the_next_client);
     RUN(test_redis_ack_forms_are_checked_and_fsync_needs_waitaof);
     RUN(test_sign_and_verify_match_the_published_vector);

@@ -178,11 +178,19 @@ type Client struct {
 	// calls waited for its loop (New sets DefaultQueueFullWait, 5 s). Past it, the call
 	// returns an error wrapping ErrQueueFull and the message is dropped; 0: at once.
 	QueueFullWait time.Duration
-	// Spool keeps every accepted message on disk, or in a Redis shared by a fleet, until its
-	// outcome; RedisAck says when a Redis commit counts. See Config.Spool and
-	// Config.RedisAck in package outbound. Not in v2.
+	// Spool keeps every accepted message on disk (a directory), or in a Redis shared by a
+	// fleet ("redis://host:port/db?prefix=NAME"), until its outcome; RedisAck says when a
+	// Redis commit counts. See Config.Spool and Config.RedisAck in package outbound. Not in
+	// v2.
 	Spool    string
 	RedisAck string
+	// DeadLetters keeps, in the Spool, each message whose delivery to the webhooks failed
+	// for good, to be listed and replayed; DeadLetterRetention (0: 14 days) and
+	// DeadLetterMaxBytes (0: 256 MiB) bound them. Needs Spool. See Config.DeadLetters in
+	// package outbound. Not in v2.
+	DeadLetters         bool
+	DeadLetterRetention time.Duration
+	DeadLetterMaxBytes  int64
 
 	key    string
 	once   sync.Once
@@ -211,7 +219,8 @@ func (c *Client) start() (outbound.Client, error) {
 		config := outbound.Config{Endpoint: c.Endpoint, Verbose: c.Verbose,
 			BatchSize: c.Size, Interval: c.Interval, MaxQueueSize: c.MaxQueueSize,
 			QueueFullWait: c.QueueFullWait, MaxBatchMessages: c.MaxBatchMessages,
-			Spool: c.Spool, RedisAck: c.RedisAck}
+			Spool: c.Spool, RedisAck: c.RedisAck, DeadLetters: c.DeadLetters,
+			DeadLetterRetention: c.DeadLetterRetention, DeadLetterMaxBytes: c.DeadLetterMaxBytes}
 		if c.FlushAt != 0 {
 			config.BatchSize = c.FlushAt
 		}

@@ -471,3 +471,30 @@ func (s *safeBuffer) String() string {
 	defer s.mu.Unlock()
 	return s.b.String()
 }
+
+func TestV2DeadLettersNeedASpoolAndReachTheCore(t *testing.T) {
+	c, _ := newClient(t)
+	c.DeadLetters = true
+	err := c.Track(&analytics.Track{UserId: "u", Event: "E"})
+	if !errors.Is(err, analytics.ErrConfig) || !strings.Contains(err.Error(), "dead_letters") {
+		t.Fatalf("dead letters without a spool: %v", err)
+	}
+	c2, _ := newClient(t)
+	c2.Spool = t.TempDir()
+	c2.DeadLetters = true
+	c2.DeadLetterRetention = time.Hour
+	c2.DeadLetterMaxBytes = 1 << 20
+	if err := c2.Track(&analytics.Track{UserId: "u", Event: "E"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c2.Close(); err != nil {
+		t.Fatal(err)
+	}
+	c3, _ := newClient(t)
+	c3.Spool = t.TempDir()
+	c3.DeadLetterMaxBytes = -1
+	if err := c3.Track(&analytics.Track{UserId: "u", Event: "E"}); !errors.Is(err, analytics.ErrConfig) ||
+		!strings.Contains(err.Error(), "DeadLetterMaxBytes") {
+		t.Fatalf("negative DeadLetterMaxBytes: %v", err)
+	}
+}

@@ -4,11 +4,13 @@
 
 mod convert;
 mod errors;
+mod records;
 
 #[pyo3::pymodule]
 mod _native {
     use crate::convert::{self, CallError, Path};
     use crate::errors::{self, to_py};
+    use crate::records;
     use outbound::{
         Config, Error, Kind, Level, Message, Outcome, RetryPolicy, SignatureError, SignatureScheme,
         Webhook,
@@ -76,7 +78,9 @@ mod _native {
             flush_at, max_batch_messages, flush_interval, max_queue_size, queue_full_wait, timeout, max_retry_duration, gzip,
             ca_certs, workers, max_in_flight, on_outcome, log_sink, debug, send, proxy_from_env,
             block_private_networks, allowed_networks,
-            spool, spool_max_bytes, spool_commit_interval, redis_ack="auto", record=false))]
+            spool, spool_max_bytes, spool_commit_interval, redis_ack="auto",
+            dead_letters=false, dead_letter_retention=14.0 * 86400.0,
+            dead_letter_max_bytes=256 << 20, record=false))]
         #[allow(clippy::too_many_arguments)]
         fn new(
             write_key: Option<String>,
@@ -107,6 +111,9 @@ mod _native {
             spool_max_bytes: u64,
             spool_commit_interval: f64,
             redis_ack: &str,
+            dead_letters: bool,
+            dead_letter_retention: f64,
+            dead_letter_max_bytes: u64,
             record: bool,
         ) -> PyResult<Self> {
             let config = Config {
@@ -153,6 +160,9 @@ mod _native {
                 spool_max_bytes,
                 spool_commit_interval: seconds("spool_commit_interval", spool_commit_interval)?,
                 redis_ack: redis_ack.parse().map_err(to_py)?,
+                dead_letters,
+                dead_letter_retention: seconds("dead_letter_retention", dead_letter_retention)?,
+                dead_letter_max_bytes,
                 ..Config::default()
             };
             if record {
@@ -266,6 +276,111 @@ mod _native {
         #[getter]
         fn spool_ok(&self) -> bool {
             self.inner.spool_ok()
+        }
+
+        /// Webhook `webhook`'s last attempts, newest first.
+        fn webhook_attempts<'py>(
+            &self,
+            py: Python<'py>,
+            webhook: usize,
+        ) -> PyResult<Bound<'py, PyList>> {
+            let list = self.inner.webhook_attempts(webhook).map_err(to_py)?;
+            records::attempts(py, &list)
+        }
+
+        /// Each webhook's health.
+        fn webhook_health<'py>(&self, py: Python<'py>) -> PyResult<Vec<Bound<'py, PyDict>>> {
+            (self.inner.webhook_health().iter())
+                .map(|h| records::health(py, h))
+                .collect()
+        }
+
+        /// A page of dead letters, newest first (times in Unix seconds).
+        #[pyo3(signature = (limit, cursor, since, until))]
+        fn dead_letters<'py>(
+            &self,
+            py: Python<'py>,
+            limit: usize,
+            cursor: Option<String>,
+            since: Option<f64>,
+            until: Option<f64>,
+        ) -> PyResult<Bound<'py, PyDict>> {
+            let q = outbound::DeadLetterQuery {
+                limit,
+                cursor,
+                since: since.and_then(records::time),
+                until: until.and_then(records::time),
+            };
+            let page = py.detach(|| self.inner.dead_letters(&q)).map_err(to_py)?;
+            records::page(py, &page)
+        }
+
+        /// One dead letter with its body, or None.
+        fn dead_letter<'py>(
+            &self,
+            py: Python<'py>,
+            message_id: &str,
+        ) -> PyResult<Option<Bound<'py, PyDict>>> {
+            let found = py
+                .detach(|| self.inner.dead_letter(message_id))
+                .map_err(to_py)?;
+            found.map(|l| records::letter(py, &l)).transpose()
+        }
+
+        /// Discards one dead letter; whether there was one.
+        fn delete_dead_letter(&self, py: Python<'_>, message_id: &str) -> PyResult<bool> {
+            py.detach(|| self.inner.delete_dead_letter(message_id))
+                .map_err(to_py)
+        }
+
+        /// Replays one dead letter; its replay, or None (none, or replaying already).
+        #[pyo3(signature = (message_id, webhook))]
+        fn replay_dead_letter<'py>(
+            &self,
+            py: Python<'py>,
+            message_id: &str,
+            webhook: Option<usize>,
+        ) -> PyResult<Option<Bound<'py, PyDict>>> {
+            let p = py
+                .detach(|| self.inner.replay_dead_letter(message_id, webhook))
+                .map_err(to_py)?;
+            p.map(|p| records::progress(py, &p)).transpose()
+        }
+
+        /// Replays the dead letters of a time range, in the background.
+        #[pyo3(signature = (since, until, webhook))]
+        fn replay_dead_letters<'py>(
+            &self,
+            py: Python<'py>,
+            since: Option<f64>,
+            until: Option<f64>,
+            webhook: Option<usize>,
+        ) -> PyResult<Bound<'py, PyDict>> {
+            let (since, until) = (since.and_then(records::time), until.and_then(records::time));
+            let p = py
+                .detach(|| self.inner.replay_dead_letters(since, until, webhook))
+                .map_err(to_py)?;
+            records::progress(py, &p)
+        }
+
+        /// A replay's progress, or None.
+        fn replay_progress<'py>(
+            &self,
+            py: Python<'py>,
+            replay_id: u64,
+        ) -> PyResult<Option<Bound<'py, PyDict>>> {
+            let p = py
+                .detach(|| self.inner.replay_progress(replay_id))
+                .map_err(to_py)?;
+            p.map(|p| records::progress(py, &p)).transpose()
+        }
+
+        /// How many dead letters are kept, their bytes, and how many the limits dropped.
+        fn dead_letter_stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+            let s = py
+                .detach(|| self.inner.dead_letter_stats())
+                .map_err(to_py)?;
+            records::stats(py, &s)
         }
 
         /// In a forked child: new threads and an empty queue.
@@ -448,6 +563,12 @@ mod _native {
         d.set_item("send", c.send)?;
         d.set_item("proxy_from_env", c.proxy_from_env)?;
         d.set_item("block_private_networks", c.block_private_networks)?;
+        d.set_item("dead_letters", c.dead_letters)?;
+        d.set_item(
+            "dead_letter_retention",
+            c.dead_letter_retention.as_secs_f64(),
+        )?;
+        d.set_item("dead_letter_max_bytes", c.dead_letter_max_bytes)?;
         Ok(d)
     }
 

@@ -218,6 +218,7 @@ pub async fn route(state: Arc<State>, req: Request<Incoming>, arrival: Arrival) 
             live.admin_token.as_deref(),
             &parts.method,
             path,
+            parts.uri.query(),
             &parts.headers,
             body,
         )

@@ -1,19 +1,22 @@
 //! The client handle: validates and serializes on the caller's thread, then hands the bytes
 //! to the scheduler without ever blocking.
 
+use crate::delivery::command::{Answer, Ask};
 use crate::delivery::command::{Command, Item};
 use crate::delivery::inbox::{self, Inbox, TenantSpoolInbox};
 use crate::delivery::lane::{BatchesOut, Budget, Delivery, HooksOut};
 use crate::delivery::scheduler::{Control, Tenant};
 use crate::delivery::shared::Shared;
 use crate::delivery::spooler::{hooks_key, TenantSpool};
+use crate::delivery::watch::{UrlWatch, Watch};
+use crate::durable::dead::DeadLimits;
 use crate::engine::{Core, SpoolWriter};
 use crate::error::Error;
 use crate::http::connect::Target;
 use crate::http::exchange::Exchange;
 use crate::http::recorder::Recorder;
 use crate::http::transport::Transport;
-use crate::log::{Level, Logger};
+use crate::log::{redact_url, Level, Logger};
 use crate::model::config::{Config, SignatureScheme, MAX_WEBHOOKS};
 use crate::model::message::Message;
 use crate::model::outcome::Stats;
@@ -115,7 +118,9 @@ impl Engine {
             hooks_out,
             batches_out,
         });
-        let shared = Arc::new(Shared::default());
+        let urls = config.webhooks.iter().map(|w| redact_url(&w.url)).collect();
+        let blocked: Vec<usize> = config.blocked_webhooks().iter().map(|(i, _)| *i).collect();
+        let shared = Arc::new(Shared::watching(Watch::new(urls, &blocked)));
         let id = core.next_tenant();
         let (inbox, mailbox) = inbox::inbox(id, core.ways.rung.clone());
         let inbox: Inbox = inbox;
@@ -130,6 +135,13 @@ impl Engine {
             (None, Some(own)) => Some(own),
             (None, None) => None,
         };
+        if config.dead_letters && writer.is_none() {
+            return Err(Error::config(
+                "dead_letters",
+                "dead letters are kept in the spool's store: set spool (or use a tenant of \
+                 an engine with one)",
+            ));
+        }
         let added = match writer {
             None => (To::Scheduler(inbox.clone()), None),
             Some(w) => {
@@ -141,6 +153,10 @@ impl Engine {
                     config.max_queue_size as u64,
                     config.hook_mask(),
                     hooks_key(&urls),
+                    config.dead_letters.then_some(DeadLimits {
+                        retention: config.dead_letter_retention,
+                        max_bytes: config.dead_letter_max_bytes,
+                    }),
                 );
                 let ops = w.handle.add(id, spool);
                 (To::Spooler(w.handle.inbox.for_tenant(id)), Some(ops))
@@ -821,6 +837,22 @@ impl Client {
     /// `spool_max_bytes` counts them; 0 without a spool.
     pub fn spool_bytes(&self) -> u64 {
         self.engine.load().shared.spool_bytes.load(Relaxed)
+    }
+
+    /// Its webhook URLs' attempts and health (`deliveries.rs`).
+    pub(crate) fn watched(&self) -> Vec<Arc<UrlWatch>> {
+        self.engine.load().shared.watch.urls.to_vec()
+    }
+
+    /// Asks the spool writer about this client's dead letters (`deliveries.rs`).
+    pub(crate) fn ask(&self, ask: Ask) -> Result<Answer, Error> {
+        let engine = self.engine.load();
+        match &engine.tx {
+            To::Spooler(inbox) if self.config.dead_letters => {
+                inbox.ask(ask, self.config.timeout.max(DEFAULT_WAIT))
+            }
+            _ => Err(Error::config("dead_letters", "off for this client")),
+        }
     }
 
     /// True once `close` was called.

@@ -5,6 +5,7 @@
 
 use crate::delivery::scheduler::{Control, Scheduler, Ways};
 use crate::delivery::spooler::{SpoolHandle, Spooler};
+use crate::durable::redis::dead::{RedisDead, WithDead};
 use crate::durable::redis::{RedisStore, TAKEOVER_MARGIN};
 use crate::durable::sqlite::SqliteStore;
 use crate::durable::Store;
@@ -125,11 +126,14 @@ impl Engine {
                 SpoolTarget::Dir(dir) => (Box::new(SqliteStore::open_shared(dir)?), None),
                 // One owner for every tenant, silent for longer than any of their requests
                 // can take before it is taken over.
+                // Dead letters beside it, for the tenants that keep them (`redis/dead.rs`).
                 SpoolTarget::Redis(redis) => {
                     let t = config.max_timeout;
                     let ack = config.redis_ack;
                     let store = RedisStore::open(&redis, t, t + TAKEOVER_MARGIN, ack)?;
-                    (Box::new(store), Some(t))
+                    let dead = RedisDead::open(&redis, t, t + TAKEOVER_MARGIN)?;
+                    let store: Box<dyn Store> = Box::new(WithDead::new(Box::new(store), dead));
+                    (store, Some(t))
                 }
             };
             let logger = Logger::new(config.debug, config.log_sink.clone());
@@ -194,12 +198,23 @@ impl SpoolWriter {
         let store: Box<dyn Store> = match spool_target(spool)? {
             SpoolTarget::Dir(dir) => Box::new(SqliteStore::open(dir)?),
             // Taken over once silent for longer than a request can take.
-            SpoolTarget::Redis(redis) => Box::new(RedisStore::open(
-                &redis,
-                config.timeout,
-                config.timeout + TAKEOVER_MARGIN,
-                config.redis_ack,
-            )?),
+            SpoolTarget::Redis(redis) => {
+                let store: Box<dyn Store> = Box::new(RedisStore::open(
+                    &redis,
+                    config.timeout,
+                    config.timeout + TAKEOVER_MARGIN,
+                    config.redis_ack,
+                )?);
+                match config.dead_letters {
+                    // Its dead letters under keys of their own (`redis/dead.rs`).
+                    true => {
+                        let alive = config.timeout + TAKEOVER_MARGIN;
+                        let dead = RedisDead::open(&redis, config.timeout, alive)?;
+                        Box::new(WithDead::new(store, dead))
+                    }
+                    false => store,
+                }
+            }
         };
         SpoolWriter::start(
             store,

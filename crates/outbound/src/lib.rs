@@ -32,6 +32,7 @@ mod wire;
 
 pub mod audience;
 mod client;
+mod deliveries;
 mod engine;
 mod error;
 mod log;
@@ -45,9 +46,16 @@ pub use client::{Answers, Client, DEFAULT_WAIT, MAX_MESSAGE_BYTES};
 pub use engine::{Engine, EngineConfig, MAX_IO_THREADS};
 pub use error::Error;
 pub use log::{env_enabled as debug_from_env, Level, LogSink};
+pub use model::attempts::{
+    AttemptResult, ErrorClass, HealthState, WebhookAttempt, WebhookHealth, ANSWER_EXCERPT,
+};
 pub use model::collected::{Collected, Received};
 pub use model::config::{
     Config, OutcomeCallback, RedisAck, RoomWaitHook, SignatureScheme, Webhook, MAX_WEBHOOKS,
+};
+pub use model::dead_letter::{
+    DeadLetter, DeadLetterPage, DeadLetterQuery, DeadLetterStats, ReplayProgress,
+    MAX_PAGE as MAX_DEAD_LETTER_PAGE,
 };
 pub use model::message::{parse_headers, parse_object, Kind, Message, Object};
 pub use model::network_guard::Cidr;

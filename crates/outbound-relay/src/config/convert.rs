@@ -119,5 +119,13 @@ pub(super) fn core_config(s: &SourceFile, base: &Base) -> Result<CoreConfig, (St
         .unwrap_or(Seconds(DEFAULT_COMMIT_INTERVAL))
         .duration("spool_commit_interval")?;
     c.debug = Some(d.debug.unwrap_or(true));
+    // On wherever there is a spool to keep them in.
+    c.dead_letters = d.dead_letters.unwrap_or(c.spool.is_some());
+    if let Some(v) = d.dead_letter_retention {
+        c.dead_letter_retention = v.duration("dead_letter_retention")?;
+    }
+    if let Some(v) = d.dead_letter_max_bytes {
+        c.dead_letter_max_bytes = v;
+    }
     Ok(c)
 }

@@ -168,6 +168,16 @@ macro_rules! with_delivery {
             /// through `tracing` (default true).
             #[serde(default)]
             pub debug: Option<bool>,
+            /// Keep messages whose webhook delivery failed for good, to list and replay
+            /// (default true with a spool; they live in it).
+            #[serde(default)]
+            pub dead_letters: Option<bool>,
+            /// How long a dead letter is kept, seconds (default 14 days).
+            #[serde(default)]
+            pub dead_letter_retention: Option<Seconds>,
+            /// Bytes of dead letters each source keeps at most (default 256 MiB).
+            #[serde(default)]
+            pub dead_letter_max_bytes: Option<u64>,
         }
 
         impl $name {
@@ -193,6 +203,9 @@ macro_rules! with_delivery {
                     spool_max_bytes: self.spool_max_bytes,
                     spool_commit_interval: self.spool_commit_interval,
                     debug: self.debug,
+                    dead_letters: self.dead_letters,
+                    dead_letter_retention: self.dead_letter_retention,
+                    dead_letter_max_bytes: self.dead_letter_max_bytes,
                 }
             }
         }
@@ -222,13 +235,16 @@ pub(crate) struct Delivery {
     pub(crate) spool_max_bytes: Option<u64>,
     pub(crate) spool_commit_interval: Option<Seconds>,
     pub(crate) debug: Option<bool>,
+    pub(crate) dead_letters: Option<bool>,
+    pub(crate) dead_letter_retention: Option<Seconds>,
+    pub(crate) dead_letter_max_bytes: Option<u64>,
 }
 
 impl Delivery {
     /// The keys set at this level.
     pub(crate) fn keys(&self) -> Vec<&'static str> {
         let d = self;
-        let set: [(&'static str, bool); 20] = [
+        let set: [(&'static str, bool); 23] = [
             ("timeout", d.timeout.is_some()),
             ("max_retry_duration", d.max_retry_duration.is_some()),
             ("max_backoff", d.max_backoff.is_some()),
@@ -249,6 +265,9 @@ impl Delivery {
             ("spool_max_bytes", d.spool_max_bytes.is_some()),
             ("spool_commit_interval", d.spool_commit_interval.is_some()),
             ("debug", d.debug.is_some()),
+            ("dead_letters", d.dead_letters.is_some()),
+            ("dead_letter_retention", d.dead_letter_retention.is_some()),
+            ("dead_letter_max_bytes", d.dead_letter_max_bytes.is_some()),
         ];
         set.into_iter()
             .filter(|(_, on)| *on)
@@ -281,7 +300,10 @@ impl Delivery {
             spool,
             spool_max_bytes,
             spool_commit_interval,
-            debug
+            debug,
+            dead_letters,
+            dead_letter_retention,
+            dead_letter_max_bytes
         )
     }
 }

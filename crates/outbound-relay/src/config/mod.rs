@@ -127,6 +127,8 @@ impl Source {
     pub fn check(&self, log_sink: outbound::LogSink) -> Result<(), (String, String)> {
         let mut core = self.core.clone();
         core.spool = None;
+        // Dead letters need the spool left out here (their limits are checked all the same).
+        core.dead_letters = false;
         core.send = false;
         core.log_sink = Some(log_sink);
         let client = outbound::Client::new(core).map_err(|e| self.core_error(e))?;

@@ -6,15 +6,18 @@
 //!   registry (`sources/registry.rs`) and kept in the store (`store/`);
 //! - `resource.rs`: a source's body read as a `[[sources]]` table, and shown;
 //! - `admin.rs`: deletions and audiences;
+//! - `records.rs`: a source's delivery records (each webhook's health and attempts, the
+//!   dead letters and their replay);
 //! - `openapi.rs`: `GET /admin/openapi.json`.
 //!
 //! Every answer is JSON; a refusal is `{"success": false, "message": "...", "field": ...}`,
 //! `field` naming the body's field when one is at fault (a browser console shows it there).
-//! Routes under `/admin/sources/{name}/` that are not ours (issue 47's delivery records go
-//! there) are reached with the same rule: the admin token, or that source's token.
+//! Every route under `/admin/sources/{name}/` is reached with the same rule: the admin
+//! token, or that source's token.
 
 pub mod admin;
 pub mod openapi;
+pub mod records;
 pub mod resource;
 pub mod sources;
 pub mod store;
@@ -50,6 +53,17 @@ pub const ROUTES: &[(&str, &str)] = &[
     ("POST", "/admin/sources/{name}/tokens"),
     ("DELETE", "/admin/sources/{name}/tokens/{id}"),
     ("PUT", "/admin/sources/{name}/audiences/{audience}"),
+    ("GET", "/admin/sources/{name}/health"),
+    ("GET", "/admin/sources/{name}/webhooks/{index}/attempts"),
+    ("GET", "/admin/sources/{name}/dead-letters"),
+    ("POST", "/admin/sources/{name}/dead-letters/replay"),
+    ("GET", "/admin/sources/{name}/dead-letters/replays/{id}"),
+    ("GET", "/admin/sources/{name}/dead-letters/{messageId}"),
+    ("DELETE", "/admin/sources/{name}/dead-letters/{messageId}"),
+    (
+        "POST",
+        "/admin/sources/{name}/dead-letters/{messageId}/replay",
+    ),
     ("POST", "/admin/deletions"),
 ];
 
@@ -223,6 +237,7 @@ pub async fn handle(
     admin_token: Option<&str>,
     method: &Method,
     path: &str,
+    query: Option<&str>,
     headers: &HeaderMap,
     body: Incoming,
 ) -> Answer {
@@ -261,7 +276,6 @@ pub async fn handle(
         }
     }
     let Some((route, params)) = route_of(method, path) else {
-        // Issue 47's routes under /admin/sources/{name}/ go here, past the same checks.
         return reply::error(
             StatusCode::NOT_FOUND,
             "no such admin resource (see /admin/openapi.json)",
@@ -292,6 +306,14 @@ pub async fn handle(
                 Ok(v) => admin::audiences(sources, &name, &audience, v).await,
                 Err(a) => a,
             }
+        }
+        records
+            if records.starts_with("/admin/sources/{name}/health")
+                || records.starts_with("/admin/sources/{name}/webhooks/")
+                || records.starts_with("/admin/sources/{name}/dead-letters") =>
+        {
+            let rest: Vec<&str> = parts.get(4..).unwrap_or_default().to_vec();
+            records::handle(sources, method, &name, &rest, query, headers, body).await
         }
         "/admin/deletions" => match read_json(headers, body).await {
             Ok(v) => admin::deletions(sources, v).await,

@@ -33,7 +33,7 @@ pub fn document() -> Value {
         "info": {
             "title": "outbound-relay admin API",
             "version": outbound::VERSION,
-            "description": "Sources as resources, per-source tokens, deletions and audiences. Every request carries `Authorization: Bearer <token>`: the admin token (`admin_token` in relay.toml), or a source's own token, which reaches that source only. Errors are JSON: `message` (`field: reason`) and `field` when a field of the body is at fault."
+            "description": "Sources as resources, per-source tokens, each source's delivery records (webhook health and attempts, dead letters and their replay), deletions and audiences. Every request carries `Authorization: Bearer <token>`: the admin token (`admin_token` in relay.toml), or a source's own token, which reaches that source only. Errors are JSON: `message` (`field: reason`) and `field` when a field of the body is at fault."
         },
         "security": [{"bearer": []}],
         "paths": {
@@ -69,6 +69,43 @@ pub fn document() -> Value {
                     "requestBody": {"required": true, "content": {"application/json": {"schema": {"type": "object", "required": ["members"], "properties": {"members": {"type": "array", "items": {"type": ["string", "integer"]}}}}}}},
                     "responses": with(json!({"200": {"description": "Synced", "content": {"application/json": {"schema": {"type": "object", "properties": {"success": {"type": "boolean"}, "source": {"type": "string"}, "trait": {"type": "string"}, "joined": {"type": "integer"}, "left": {"type": "integer"}, "unchanged": {"type": "integer"}}}}}}, "404": error("No such source")}))}
             },
+            "/admin/sources/{name}/health": {
+                "parameters": [name_param()],
+                "get": {"summary": "Each webhook's health: state, the last 5 minutes' success rate and p50/p99, failures in a row, messages waiting", "operationId": "getHealth", "responses": with(json!({"200": {"description": "Its webhooks' health", "content": {"application/json": {"schema": {"type": "object", "required": ["source", "webhooks"], "properties": {"source": {"type": "string"}, "webhooks": {"type": "array", "items": {"$ref": "#/components/schemas/Health"}}}}}}}, "404": error("No such source")}))}
+            },
+            "/admin/sources/{name}/webhooks/{index}/attempts": {
+                "parameters": [name_param(), {"name": "index", "in": "path", "required": true, "description": "The webhook's place in the source's `webhooks`, from 0", "schema": {"type": "integer", "minimum": 0}}],
+                "get": {"summary": "The webhook's last 100 attempts, newest first", "operationId": "listAttempts", "responses": with(json!({"200": {"description": "Its attempts", "content": {"application/json": {"schema": {"type": "object", "required": ["source", "webhook", "attempts"], "properties": {"source": {"type": "string"}, "webhook": {"type": "integer"}, "attempts": {"type": "array", "items": {"$ref": "#/components/schemas/Attempt"}}}}}}}, "404": error("No such source or webhook")}))}
+            },
+            "/admin/sources/{name}/dead-letters": {
+                "parameters": [name_param(),
+                    {"name": "limit", "in": "query", "schema": {"type": "integer", "minimum": 1, "maximum": outbound::MAX_DEAD_LETTER_PAGE, "default": 100}},
+                    {"name": "cursor", "in": "query", "description": "`next` of the page before", "schema": {"type": "string"}},
+                    {"name": "since", "in": "query", "description": "Failed at or after (RFC 3339)", "schema": {"type": "string", "format": "date-time"}},
+                    {"name": "until", "in": "query", "description": "Failed before (RFC 3339)", "schema": {"type": "string", "format": "date-time"}}],
+                "get": {"summary": "A page of the source's dead letters, newest first, with its counts", "operationId": "listDeadLetters", "responses": with(json!({"200": {"description": "A page", "content": {"application/json": {"schema": {"type": "object", "required": ["source", "deadLetters", "stats"], "properties": {"source": {"type": "string"}, "deadLetters": {"type": "array", "items": {"$ref": "#/components/schemas/DeadLetter"}}, "next": {"type": ["string", "null"]}, "stats": {"$ref": "#/components/schemas/DeadLetterStats"}}}}}}, "400": error("A bad parameter"), "404": error("No such source, or it keeps no dead letters")}))}
+            },
+            "/admin/sources/{name}/dead-letters/replay": {
+                "parameters": [name_param()],
+                "post": {"summary": "Replay the dead letters that failed in a range of time, in the background", "operationId": "replayDeadLetters",
+                    "requestBody": {"required": false, "content": {"application/json": {"schema": {"type": "object", "properties": {"since": {"type": "string", "format": "date-time"}, "until": {"type": "string", "format": "date-time"}, "webhook": {"description": "Only to this webhook: its index or URL", "type": ["integer", "string"]}}}}}},
+                    "responses": with(json!({"202": {"description": "Started; its progress", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/ReplayProgress"}}}}, "400": error("A bad time or webhook"), "404": error("No such source, or it keeps no dead letters")}))}
+            },
+            "/admin/sources/{name}/dead-letters/replays/{id}": {
+                "parameters": [name_param(), {"name": "id", "in": "path", "required": true, "schema": {"type": "integer"}}],
+                "get": {"summary": "A replay's progress", "operationId": "getReplay", "responses": with(json!({"200": {"description": "Its progress", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/ReplayProgress"}}}}, "404": error("No such replay")}))}
+            },
+            "/admin/sources/{name}/dead-letters/{messageId}": {
+                "parameters": [name_param(), {"name": "messageId", "in": "path", "required": true, "schema": {"type": "string"}}],
+                "get": {"summary": "One dead letter, with its body and last attempts", "operationId": "getDeadLetter", "responses": with(json!({"200": {"description": "The dead letter", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/DeadLetter"}}}}, "404": error("No such dead letter")}))},
+                "delete": {"summary": "Forget a dead letter", "operationId": "deleteDeadLetter", "responses": with(json!({"200": {"description": "Deleted", "content": {"application/json": {"schema": {"type": "object"}}}}, "404": error("No such dead letter")}))}
+            },
+            "/admin/sources/{name}/dead-letters/{messageId}/replay": {
+                "parameters": [name_param(), {"name": "messageId", "in": "path", "required": true, "schema": {"type": "string"}}],
+                "post": {"summary": "Replay one dead letter (same id, signed with the current secret)", "operationId": "replayDeadLetter",
+                    "requestBody": {"required": false, "content": {"application/json": {"schema": {"type": "object", "properties": {"webhook": {"description": "Only to this webhook: its index or URL", "type": ["integer", "string"]}}}}}},
+                    "responses": with(json!({"202": {"description": "Replaying; its progress", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/ReplayProgress"}}}}, "400": error("A bad webhook"), "404": error("No such dead letter"), "409": error("Being replayed already")}))}
+            },
             "/admin/deletions": {"post": {"summary": "Send a user's deletion to the sources' webhooks (admin token only)", "operationId": "deleteUser",
                 "requestBody": {"required": true, "content": {"application/json": {"schema": {"type": "object", "required": ["userId"], "properties": {"userId": {"type": "string", "minLength": 1}, "sources": {"type": "array", "items": {"type": "string"}}}}}}},
                 "responses": with(json!({"200": {"description": "Committed to each source's spool", "content": {"application/json": {"schema": {"type": "object", "properties": {"success": {"type": "boolean"}, "sources": {"type": "array", "items": {"type": "string"}}, "messageIds": {"type": "object", "additionalProperties": {"type": "string"}}}}}}}, "400": error("A bad user id or source")}))}}
@@ -96,6 +133,26 @@ pub fn document() -> Value {
                     "webhooks": {"type": "array", "items": {"$ref": "#/components/schemas/Webhook"}},
                     "has_shared_secret": {"type": "boolean"},
                     "forward": {"type": ["object", "null"], "properties": {"endpoint": {"type": "string"}, "has_write_key": {"type": "boolean"}}}}}]},
+                "Attempt": {"type": "object", "required": ["webhook", "messageId", "at", "durationMs", "result"], "properties": {
+                    "webhook": {"type": "integer"}, "messageId": {"type": "string"}, "at": {"type": "string", "format": "date-time"}, "durationMs": {"type": "number"},
+                    "result": {"enum": ["delivered", "retryable", "permanent"]}, "status": {"type": ["integer", "null"]},
+                    "error": {"enum": ["timeout", "refused", "reset", "tls", "dns", "blocked", "connection", "other", null], "description": "What went wrong without an answer"},
+                    "detail": {"type": "string"}, "answer": {"type": "string", "description": "A failure's answer, its first bytes, as text"}, "answerBase64": {"type": "string", "description": "The same when it is not UTF-8"}}},
+                "Health": {"type": "object", "required": ["webhook", "url", "state"], "properties": {
+                    "webhook": {"type": "integer"}, "url": {"type": "string"}, "state": {"enum": ["healthy", "failing", "circuit_open", "disabled"], "description": "disabled: `block_private_networks` refuses its address"},
+                    "attempts5m": {"type": "integer"}, "delivered5m": {"type": "integer"}, "successRate5m": {"type": ["number", "null"]},
+                    "p50Ms": {"type": ["number", "null"]}, "p99Ms": {"type": ["number", "null"]}, "consecutiveFailures": {"type": "integer"},
+                    "lastError": {"type": ["object", "null"], "properties": {"at": {"type": "string", "format": "date-time"}, "message": {"type": "string"}}},
+                    "lastSuccess": {"type": ["string", "null"], "format": "date-time"}, "waiting": {"type": "integer"}}},
+                "DeadLetter": {"type": "object", "required": ["messageId", "failedAt", "reason", "replaying"], "properties": {
+                    "messageId": {"type": "string"}, "failedAt": {"type": "string", "format": "date-time"}, "reason": {"type": "string"}, "detail": {"type": "string"},
+                    "rounds": {"type": "integer"}, "firstAttemptAt": {"type": ["string", "null"], "format": "date-time"}, "size": {"type": "integer"},
+                    "replaying": {"type": "boolean"}, "lastAttempts": {"type": "array", "items": {"$ref": "#/components/schemas/Attempt"}},
+                    "body": {"description": "The webhook body as sent (JSON)"}}},
+                "DeadLetterStats": {"type": "object", "properties": {"count": {"type": "integer"}, "bytes": {"type": "integer"}, "evicted": {"type": "integer"}, "expired": {"type": "integer"}}},
+                "ReplayProgress": {"type": "object", "required": ["id", "total", "done", "progress"], "properties": {
+                    "id": {"type": "integer"}, "total": {"type": "integer"}, "sent": {"type": "integer"}, "delivered": {"type": "integer"}, "failed": {"type": "integer"},
+                    "skipped": {"type": "integer"}, "done": {"type": "boolean"}, "startedAt": {"type": "string", "format": "date-time"}, "progress": {"type": "string", "description": "This resource's path"}}},
                 "Token": {"type": "object", "required": ["id", "source", "created_ms"], "properties": {"id": {"type": "string"}, "source": {"type": "string"}, "created_ms": {"type": "integer"}}}
             }
         }
@@ -119,7 +176,9 @@ mod tests {
             let sample = template
                 .replace("{name}", "web")
                 .replace("{id}", "t1")
-                .replace("{audience}", "vip");
+                .replace("{audience}", "vip")
+                .replace("{index}", "0")
+                .replace("{messageId}", "m-1");
             let m = Method::from_bytes(method.as_bytes()).unwrap();
             assert_eq!(route_of(&m, &sample).map(|r| r.0), Some(*template));
         }

@@ -37,6 +37,8 @@ pub struct Receiver {
     pub url: String,
     hits: Arc<(Mutex<Vec<Hit>>, Condvar)>,
     pub status: Arc<AtomicU16>,
+    /// The body of its answers when they are not 2xx (empty unless set).
+    pub answer: Arc<Mutex<String>>,
 }
 
 impl Receiver {
@@ -45,14 +47,20 @@ impl Receiver {
         let url = format!("http://{}/hook", listener.local_addr().unwrap());
         let hits: Arc<(Mutex<Vec<Hit>>, Condvar)> = Arc::default();
         let status = Arc::new(AtomicU16::new(200));
-        let (h, st) = (hits.clone(), status.clone());
+        let answer = Arc::new(Mutex::new(String::new()));
+        let (h, st, an) = (hits.clone(), status.clone(), answer.clone());
         std::thread::spawn(move || {
             for stream in listener.incoming().flatten() {
-                let (h, st) = (h.clone(), st.clone());
-                std::thread::spawn(move || serve(stream, &h, &st));
+                let (h, st, an) = (h.clone(), st.clone(), an.clone());
+                std::thread::spawn(move || serve(stream, &h, &st, &an));
             }
         });
-        Receiver { url, hits, status }
+        Receiver {
+            url,
+            hits,
+            status,
+            answer,
+        }
     }
 
     pub fn hits(&self) -> Vec<Hit> {
@@ -81,7 +89,12 @@ impl Receiver {
     }
 }
 
-fn serve(stream: TcpStream, hits: &(Mutex<Vec<Hit>>, Condvar), status: &AtomicU16) {
+fn serve(
+    stream: TcpStream,
+    hits: &(Mutex<Vec<Hit>>, Condvar),
+    status: &AtomicU16,
+    answer: &Mutex<String>,
+) {
     let mut writer = stream.try_clone().unwrap();
     let mut reader = BufReader::new(stream);
     loop {
@@ -123,7 +136,14 @@ fn serve(stream: TcpStream, hits: &(Mutex<Vec<Hit>>, Condvar), status: &AtomicU1
             });
             hits.1.notify_all();
         }
-        let answer = format!("HTTP/1.1 {code} X\r\ncontent-length: 0\r\n\r\n");
+        let text = match code {
+            200..=299 => String::new(),
+            _ => answer.lock().unwrap().clone(),
+        };
+        let answer = format!(
+            "HTTP/1.1 {code} X\r\ncontent-length: {}\r\n\r\n{text}",
+            text.len()
+        );
         if writer.write_all(answer.as_bytes()).is_err() {
             return;
         }

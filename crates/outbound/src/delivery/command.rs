@@ -1,9 +1,17 @@
 //! What flows into the scheduler: accepted messages in their bytes, messages resumed from
-//! the spool, flush and shutdown.
+//! the spool, flush and shutdown; and what a client asks the spool writer of its dead
+//! letters ([`Request`]).
 
+use crate::durable::dead::Pick;
+use crate::durable::TenantNo;
+use crate::error::Error;
+use crate::model::dead_letter::{
+    DeadLetter, DeadLetterPage, DeadLetterQuery, DeadLetterStats, ReplayProgress,
+};
 use crate::wire::ingestion::Element;
 use crate::wire::message_id::MsgId;
 use crate::wire::Body;
+use crossbeam_channel::Sender;
 use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 use std::time::Instant;
@@ -90,6 +98,9 @@ pub(crate) struct Resumed {
     pub hook_mask: u8,
     /// Its first attempt, in an earlier life: the retry window goes on from there.
     pub first: Option<Instant>,
+    /// A dead letter's replay, of this replay job (0: none known): the dead letter is its
+    /// record in the store, not a spooled message.
+    pub replay: Option<u64>,
 }
 
 pub(crate) enum Command {
@@ -104,6 +115,35 @@ pub(crate) enum Command {
     /// left stays in the spool for the next client of the name, and nothing that was in
     /// flight is sent again by it (`Client::hand_over`).
     HandOver,
+}
+
+/// What a client asks of its dead letters.
+pub(crate) enum Ask {
+    List(DeadLetterQuery),
+    Get(String),
+    Delete(String),
+    /// Replay what `pick` names to the webhooks of `mask` (0: all).
+    Replay(Pick, u8),
+    Progress(u64),
+    Stats,
+}
+
+/// The answer to an [`Ask`].
+pub(crate) enum Answer {
+    Page(DeadLetterPage),
+    Letter(Option<Box<DeadLetter>>),
+    Deleted(bool),
+    /// A replay's progress; `None`: nothing was marked (not there, or replaying already),
+    /// or no such replay.
+    Replay(Option<ReplayProgress>),
+    Stats(DeadLetterStats),
+}
+
+/// An [`Ask`] of tenant `tenant`, with where its answer goes.
+pub(crate) struct Request {
+    pub tenant: TenantNo,
+    pub ask: Ask,
+    pub reply: Sender<Result<Answer, Error>>,
 }
 
 #[cfg(test)]

@@ -4,6 +4,7 @@
 //! closes.
 
 use crate::http::attempt::Attempt;
+use crate::model::attempts::WebhookAttempt;
 use crate::model::outcome::Reason;
 use crate::model::retry::RetryPolicy;
 use crate::wire::Body;
@@ -28,6 +29,8 @@ struct Trouble {
     retry_after: Option<Duration>,
     last_error: Option<String>,
     permanent: Option<(Reason, String)>,
+    /// Each URL's last failed attempt, kept for a dead letter (with `dead_letters` on).
+    last: Vec<WebhookAttempt>,
 }
 
 /// Where a message's webhook delivery stands after a result.
@@ -54,6 +57,26 @@ impl Round {
         }
     }
 
+    /// Keeps `tried` as its URL's last attempt (for a dead letter).
+    pub(crate) fn note(&mut self, tried: WebhookAttempt) {
+        let t = self.trouble.get_or_insert_with(Box::default);
+        match t.last.iter_mut().find(|l| l.webhook == tried.webhook) {
+            Some(l) => *l = tried,
+            None => t.last.push(tried),
+        }
+    }
+
+    /// Each URL's last failed attempt noted, by URL.
+    pub(crate) fn last_attempts(&mut self) -> Vec<WebhookAttempt> {
+        let mut last = self
+            .trouble
+            .as_mut()
+            .map(|t| std::mem::take(&mut t.last))
+            .unwrap_or_default();
+        last.sort_by_key(|a| a.webhook);
+        last
+    }
+
     /// Starts a round: the URLs to send to now.
     pub(crate) fn start(&mut self, now: Instant) -> u8 {
         self.first.get_or_insert(now);
@@ -71,7 +94,6 @@ impl Round {
     }
 
     /// URLs still worth trying (this round's and the next's): what a spool keeps.
-    #[allow(dead_code)] // until the spool records it
     pub(crate) fn live_mask(&self) -> u8 {
         self.outstanding | self.retry
     }

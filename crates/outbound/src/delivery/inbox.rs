@@ -29,8 +29,10 @@
 //! before each commit and answers them after it, so a scheduled commit answers it (or the
 //! one right after, when more messages were unread than a group holds).
 
-use crate::delivery::command::Command;
+use crate::delivery::command::{Answer, Ask, Command, Request};
+use crate::durable::dead::DeadOp;
 use crate::durable::{Op, TenantNo};
+use crate::error::Error;
 use crossbeam_channel::{Receiver, Sender, TrySendError};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::SeqCst};
 use std::sync::Arc;
@@ -234,6 +236,7 @@ impl SpoolWake {
 pub(crate) struct SpoolInbox {
     tx: Sender<(TenantNo, Command)>,
     waiters: Sender<(TenantNo, Waiter)>,
+    asks: Sender<Request>,
     bell: Sender<()>,
     wake: Arc<SpoolWake>,
 }
@@ -280,6 +283,8 @@ impl Drop for Waiter {
 /// What the schedulers tell the spool writer: progress and outcomes, and a tenant's end.
 pub(crate) enum SpoolNote {
     Op(Op),
+    /// A dead letter written, or a replayed one delivered: committed with the ops.
+    Dead(DeadOp),
     /// The tenant's scheduler part has ended: every op of it was sent before this.
     Closed(TenantNo),
 }
@@ -299,6 +304,8 @@ pub(crate) struct SpoolMailbox {
     pub commands: Receiver<(TenantNo, Command)>,
     pub ops: Receiver<SpoolNote>,
     pub waiters: Receiver<(TenantNo, Waiter)>,
+    /// Clients' requests about their dead letters: answered at once.
+    pub asks: Receiver<Request>,
     pub bell: Receiver<()>,
     pub wake: Arc<SpoolWake>,
     /// Where new tenants' ways of reporting come from ([`SpoolMailbox::ops_for`]).
@@ -323,6 +330,7 @@ pub(crate) fn spool_inbox() -> (SpoolInbox, SpoolMailbox) {
     let (tx, commands) = crossbeam_channel::unbounded();
     let (ops_tx, ops) = crossbeam_channel::unbounded();
     let (waiters_tx, waiters) = crossbeam_channel::unbounded();
+    let (asks_tx, asks) = crossbeam_channel::unbounded();
     let (bell, bell_rx) = crossbeam_channel::bounded(1);
     let wake = Arc::new(SpoolWake {
         unread: AtomicU64::new(0),
@@ -334,6 +342,7 @@ pub(crate) fn spool_inbox() -> (SpoolInbox, SpoolMailbox) {
         SpoolInbox {
             tx,
             waiters: waiters_tx,
+            asks: asks_tx,
             bell: bell.clone(),
             wake: wake.clone(),
         },
@@ -341,6 +350,7 @@ pub(crate) fn spool_inbox() -> (SpoolInbox, SpoolMailbox) {
             commands,
             ops,
             waiters,
+            asks,
             bell: bell_rx,
             wake,
             ops_tx,
@@ -408,6 +418,30 @@ impl TenantSpoolInbox {
     }
 }
 
+impl TenantSpoolInbox {
+    /// Asks the writer about this tenant's dead letters and waits (at most `wait`) for its
+    /// answer: it answers between commits.
+    pub(crate) fn ask(&self, ask: Ask, wait: std::time::Duration) -> Result<Answer, Error> {
+        let (reply, answer) = crossbeam_channel::bounded(1);
+        let request = Request {
+            tenant: self.tenant,
+            ask,
+            reply,
+        };
+        let gone = || Error::Closed;
+        self.inbox.asks.send(request).map_err(|_| gone())?;
+        ring(&self.inbox.bell);
+        match answer.recv_timeout(wait) {
+            Ok(answer) => answer,
+            Err(crossbeam_channel::RecvTimeoutError::Timeout) => Err(Error::Spool {
+                path: String::new(),
+                reason: format!("the spool writer did not answer within {wait:?}"),
+            }),
+            Err(crossbeam_channel::RecvTimeoutError::Disconnected) => Err(gone()),
+        }
+    }
+}
+
 impl SpoolOps {
     /// The same way in, for tenant `tenant`.
     pub(crate) fn for_tenant(&self, tenant: TenantNo) -> SpoolOps {
@@ -422,6 +456,14 @@ impl SpoolOps {
     /// Progress or an outcome: rings only when no commit is scheduled.
     pub(crate) fn send(&self, op: Op) {
         let _ = self.tx.send(SpoolNote::Op(op));
+        if !self.wake.ops_committing.load(SeqCst) {
+            ring(&self.bell);
+        }
+    }
+
+    /// A dead-letter op: as an op.
+    pub(crate) fn send_dead(&self, op: DeadOp) {
+        let _ = self.tx.send(SpoolNote::Dead(op));
         if !self.wake.ops_committing.load(SeqCst) {
             ring(&self.bell);
         }

@@ -13,6 +13,8 @@ pub(crate) mod fanout;
 pub(crate) mod inbox;
 pub(crate) mod job;
 pub(crate) mod lane;
+pub(crate) mod replay;
 pub(crate) mod scheduler;
 pub(crate) mod shared;
 pub(crate) mod spooler;
+pub(crate) mod watch;

@@ -45,6 +45,8 @@ pub(crate) struct Shared {
     /// rest as dropped itself, so the scheduler counts nothing more.
     abandoned: AtomicBool,
     tally: Mutex<()>,
+    /// Its webhook URLs' attempts and health.
+    pub watch: crate::delivery::watch::Watch,
     /// The waits of `flush` and `close`.
     idle: Signal,
     /// Calls waiting for room in the queue or the spool (`queue_full_wait`).
@@ -101,6 +103,14 @@ impl Signal {
 const ROOM_RECHECK: Duration = Duration::from_millis(50);
 
 impl Shared {
+    /// The shared state of a client whose webhooks `watch` records.
+    pub(crate) fn watching(watch: crate::delivery::watch::Watch) -> Shared {
+        Shared {
+            watch,
+            ..Shared::default()
+        }
+    }
+
     /// Waits until `done` holds or `deadline` passes; true when it holds. `done` is
     /// re-checked whenever the scheduler calls [`notify`](Self::notify).
     pub(crate) fn wait_until(&self, deadline: Instant, done: impl Fn(&Shared) -> bool) -> bool {

@@ -29,7 +29,9 @@
 
 use crate::delivery::command::{Command, Item, Resumed};
 use crate::delivery::inbox::{Inbox, SpoolInbox, SpoolMailbox, SpoolNote, SpoolOps, Waiter};
+use crate::delivery::replay::{self, Replays};
 use crate::delivery::shared::Shared;
+use crate::durable::dead::{DeadLimits, DeadOp};
 use crate::durable::{Cursor, Op, Record, Store, TenantNo, Ticket};
 use crate::log::{Level, Logger};
 use crate::model::timestamp::{instant_of, wall_ms};
@@ -66,6 +68,14 @@ fn earliest(a: Option<Instant>, b: Option<Instant>) -> Option<Instant> {
     a.into_iter().chain(b).min()
 }
 
+/// The tenant a dead-letter op is about.
+fn dead_tenant(op: &DeadOp) -> TenantNo {
+    match op {
+        DeadOp::Put(r) => r.tenant,
+        DeadOp::Delivered { tenant, .. } => *tenant,
+    }
+}
+
 /// A stable hash of the webhook URL list: a spooled URL mask only means something under the
 /// same list.
 pub(crate) fn hooks_key(urls: &[String]) -> u64 {
@@ -91,6 +101,8 @@ pub(crate) struct TenantSpool {
     pub capacity: u64,
     pub hook_mask: u8,
     pub hooks_key: u64,
+    /// Keeps dead letters, within these limits.
+    pub dead: Option<DeadLimits>,
     waiters: Vec<Waiter>,
     /// Messages taken off the channel, ever.
     taken: u64,
@@ -123,6 +135,7 @@ impl TenantSpool {
         capacity: u64,
         hook_mask: u8,
         hooks_key: u64,
+        dead: Option<DeadLimits>,
     ) -> TenantSpool {
         TenantSpool {
             name,
@@ -131,6 +144,7 @@ impl TenantSpool {
             capacity,
             hook_mask,
             hooks_key,
+            dead,
             waiters: Vec::new(),
             taken: 0,
             committed: 0,
@@ -199,6 +213,8 @@ pub(crate) struct Spooler {
     failing: bool,
     /// Tenants whose end came and whose ops are to be committed before they go.
     ending: Vec<TenantNo>,
+    /// Dead letters: clients' requests, replays under way (`replay.rs`).
+    replays: Replays,
 }
 
 /// A group whose commit was started ([`Store::submit`]) and whose messages wait for its
@@ -221,6 +237,8 @@ pub(crate) struct InFlight {
 #[derive(Default)]
 struct Group {
     writes: Vec<Op>,
+    /// Dead letters written and replays settled, in the same commit as `writes`.
+    dead: Vec<DeadOp>,
     waiting: Vec<(TenantNo, Item)>,
     /// Tenants that took messages (their `taken` is noted at the commit), and tenants
     /// whose spool bytes the writes change.
@@ -256,6 +274,7 @@ impl Spooler {
                 active: 0,
                 failing: false,
                 ending: Vec::new(),
+                replays: Replays::default(),
             },
             SpoolHandle {
                 inbox,
@@ -305,6 +324,7 @@ impl Spooler {
             ) && self.ending.is_empty()
                 && !self.stopping
                 && self.control.is_empty()
+                && self.mailbox.asks.is_empty()
             {
                 if self.in_flight.is_some() {
                     // Nothing else to do: the group in flight is settled now rather than
@@ -359,8 +379,17 @@ impl Spooler {
                         group.writes.push(op);
                         progress_at.get_or_insert((last_commit + PROGRESS_EVERY).max(now));
                     }
+                    SpoolNote::Dead(op) => {
+                        self.replays.noted(dead_tenant(&op), &op);
+                        group.dead.push(op);
+                        progress_at.get_or_insert((last_commit + PROGRESS_EVERY).max(now));
+                    }
                     SpoolNote::Closed(no) => self.ending.push(no),
                 }
+            }
+            while let Ok(request) = self.mailbox.asks.try_recv() {
+                let keeps = (self.tenants.get(&request.tenant)).is_some_and(|t| t.dead.is_some());
+                self.replays.answer(&mut *self.store, keeps, request);
             }
             let now = Instant::now();
             let must = !self.ending.is_empty() || self.stopping;
@@ -391,6 +420,16 @@ impl Spooler {
             match c {
                 SpoolControl::Add(no, tenant) => {
                     self.store.register(no, &tenant.name);
+                    if let Some(limits) = tenant.dead {
+                        let kept = match self.store.dead_letters() {
+                            Some(dead) => dead.configure(no, &tenant.name, limits),
+                            None => Ok(()),
+                        };
+                        match kept {
+                            Ok(()) => self.replays.start(no),
+                            Err(e) => self.logger.log(Level::Warn, || e.to_string()),
+                        }
+                    }
                     tenant.shared.spool_failing.store(self.failing, Relaxed);
                     self.tenants.insert(no, tenant);
                 }
@@ -484,8 +523,10 @@ impl Spooler {
     /// wait for it), then settles the group before it: with a store that pipelines (Redis),
     /// this group's transaction is on the wire while the last one's reply comes back.
     fn commit(&mut self, group: &mut Group) {
-        let ticket = (!group.writes.is_empty()).then(|| self.store.submit(&group.writes));
+        let any = !group.writes.is_empty() || !group.dead.is_empty();
+        let ticket = any.then(|| self.store.submit_with(&group.writes, &group.dead));
         group.writes.clear();
+        group.dead.clear();
         // Known at once (SQLite, nothing to write, or nothing sent): nothing to overlap.
         let known = ticket.as_ref().is_none_or(Ticket::is_known);
         let taken = (group.took.drain(..))
@@ -626,6 +667,7 @@ impl Spooler {
         if let Err(e) = self.store.release(no) {
             self.logger.log(Level::Warn, || e.to_string());
         }
+        self.replays.forget(no);
         t.shared.spool_done.store(true, SeqCst);
         t.shared.notify();
         if self.stop_when_empty && self.tenants.is_empty() {
@@ -656,8 +698,12 @@ impl Spooler {
                         t.resume_due = true;
                     }
                 }
+                self.replays.look_again();
             }
             Err(e) => self.logger.log(Level::Warn, || e.to_string()),
+        }
+        if let Err(e) = self.replays.expire(&mut *self.store) {
+            self.logger.log(Level::Warn, || e.to_string());
         }
     }
 
@@ -669,6 +715,19 @@ impl Spooler {
             .collect();
         for no in due {
             self.resume(no);
+        }
+        let tenants = &self.tenants;
+        let tenant = |no| {
+            let t = tenants.get(&no).filter(|t| !t.closing)?;
+            Some(replay::Tenant {
+                shared: &t.shared,
+                scheduler: &t.scheduler,
+                capacity: t.capacity,
+                hook_mask: t.hook_mask,
+            })
+        };
+        if let Err(e) = self.replays.feed(&mut *self.store, tenant) {
+            self.logger.log(Level::Warn, || e.to_string());
         }
     }
 
@@ -723,6 +782,7 @@ impl Spooler {
                 hook: r.hook,
                 hook_mask: mask,
                 first: r.first_ms.map(instant_of),
+                replay: None,
             }));
         }
         if any {
@@ -747,11 +807,16 @@ impl Spooler {
     /// The engine is gone: what is left is committed, and the store closed.
     fn stop(mut self) {
         self.settle();
-        let mut writes = Vec::new();
-        while let Ok(SpoolNote::Op(op)) = self.mailbox.ops.try_recv() {
-            writes.push(op);
+        let (mut writes, mut dead) = (Vec::new(), Vec::new());
+        while let Ok(note) = self.mailbox.ops.try_recv() {
+            match note {
+                SpoolNote::Op(op) => writes.push(op),
+                SpoolNote::Dead(op) => dead.push(op),
+                SpoolNote::Closed(_) => {}
+            }
         }
-        if let Err(e) = self.store.apply(&writes) {
+        let ticket = self.store.submit_with(&writes, &dead);
+        if let Err(e) = self.store.settle(ticket) {
             self.logger.log(Level::Warn, || e.to_string());
         }
         if let Err(e) = self.store.close() {

@@ -6,7 +6,8 @@
 //! `mod.rs` the connection and the heartbeat, `connect.rs` the server or Sentinel's primary
 //! and what a commit waits for (`redis_ack`), `keys.rs` names and entry fields, `commit.rs`
 //! group commits, `tenants.rs` tenants and parked records, `takeover.rs` dead owners'
-//! streams). `fork_gate.rs` keeps `fork()` out of SQLite.
+//! streams, `dead.rs` dead letters). `dead.rs` holds what both engines' dead letters share.
+//! `fork_gate.rs` keeps `fork()` out of SQLite.
 //!
 //! A commit is `apply`, or `submit` then `settle` (pipelined: the spool writer submits the
 //! next group before settling the last). SQLite runs the transaction in `submit`, and the
@@ -21,9 +22,11 @@
 
 use crate::error::Error;
 use crate::wire::Body;
+use dead::{DeadLetters, DeadOp};
 use std::path::PathBuf;
 use std::sync::Arc;
 
+pub(crate) mod dead;
 pub(crate) mod fork_gate;
 pub(crate) mod redis;
 pub(crate) mod sqlite;
@@ -65,6 +68,33 @@ pub(crate) trait Store: Send {
     /// started before it): as [`Store::apply`]'s.
     fn settle(&mut self, ticket: Ticket) -> Result<(), Error> {
         ticket.done.unwrap_or(Ok(()))
+    }
+
+    /// Its dead letters, when it keeps them.
+    fn dead_letters(&mut self) -> Option<&mut dyn DeadLetters> {
+        None
+    }
+
+    /// [`Store::submit`] with dead-letter ops. Default: they are applied first, in a commit
+    /// of their own (a crash between the two keeps a failed message both dead and pending:
+    /// it is delivered again, at least once, never lost); SQLite makes it one transaction.
+    /// A store without dead letters drops them.
+    fn submit_with(&mut self, ops: &[Op], dead: &[DeadOp]) -> Ticket {
+        let failed = match (dead.is_empty(), self.dead_letters()) {
+            (false, Some(d)) => d.apply_dead(dead).err(),
+            _ => None,
+        };
+        let ticket = self.submit(ops);
+        match failed {
+            None => ticket,
+            Some(e) => {
+                let _ = self.settle(ticket);
+                Ticket {
+                    no: 0,
+                    done: Some(Err(e)),
+                }
+            }
+        }
     }
 
     /// The descriptor of the store's lock on its file, if it has one (a forked child closes

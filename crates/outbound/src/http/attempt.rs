@@ -1,7 +1,11 @@
 //! How one HTTP exchange ended, whichever client made it (design §7): success, retryable or
-//! permanent failure, and the rules that sort answers and errors into them.
+//! permanent failure, and the rules that sort answers and errors into them; and what an
+//! attempt's record keeps beside that classification ([`Seen`]: duration, status, the kind
+//! of error, the first bytes of a failure's answer).
 
+use crate::model::attempts::{ErrorClass, ANSWER_EXCERPT};
 use crate::model::outcome::Reason;
+use bytes::Bytes;
 use std::time::Duration;
 
 /// At most this much of a response body is read; the rest is left on the wire (and the
@@ -21,6 +25,61 @@ pub(crate) enum Attempt {
     },
     /// Trying again would not help (other 4xx, 3xx, certificate errors, blocked addresses).
     Permanent { reason: Reason, detail: String },
+}
+
+/// What one exchange showed beside its [`Attempt`]: for the URL's attempt log and a dead
+/// letter's last attempts. The classification never reads it.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Seen {
+    /// From the request's start to its classification.
+    pub took: Duration,
+    /// The answer's status, when one came.
+    pub status: Option<u16>,
+    /// How it failed when no status came (or the guard refused it).
+    pub error: Option<ErrorClass>,
+    /// A failure's answer: its first [`ANSWER_EXCERPT`] bytes.
+    pub excerpt: Option<Bytes>,
+}
+
+impl Seen {
+    /// What can be told of `attempt` alone (a transport that reports no more: ingestion's,
+    /// the recording one): its status or error class from its reason.
+    pub(crate) fn of(attempt: &Attempt, took: Duration) -> Seen {
+        let (status, error) = match attempt {
+            Attempt::Success => (None, None),
+            Attempt::Retryable { reason, detail, .. } | Attempt::Permanent { reason, detail } => {
+                match reason {
+                    Reason::Status(s) => (Some(*s), None),
+                    Reason::Gone => (Some(410), None),
+                    Reason::Timeout => (None, Some(ErrorClass::Timeout)),
+                    Reason::Blocked => (None, Some(ErrorClass::Blocked)),
+                    Reason::Certificate => (None, Some(ErrorClass::Tls)),
+                    Reason::Connection => (None, Some(ErrorClass::of_text(detail))),
+                    _ => (None, Some(ErrorClass::Other)),
+                }
+            }
+        };
+        Seen {
+            took,
+            status,
+            error,
+            excerpt: None,
+        }
+    }
+
+    /// `self` with `excerpt` as the answer's first bytes when the attempt failed.
+    pub(crate) fn with_answer(mut self, attempt: &Attempt, answer: Vec<u8>) -> Seen {
+        if !matches!(attempt, Attempt::Success) && !answer.is_empty() {
+            self.excerpt = Some(Bytes::from(answer));
+        }
+        self
+    }
+}
+
+/// Appends what of `data` still fits in an excerpt to `into`.
+pub(crate) fn keep_excerpt(into: &mut Vec<u8>, data: &[u8]) {
+    let room = ANSWER_EXCERPT.saturating_sub(into.len());
+    into.extend_from_slice(&data[..data.len().min(room)]);
 }
 
 /// What an answer's status means. Redirects are not followed: 3xx is permanent.

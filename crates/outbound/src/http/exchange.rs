@@ -4,11 +4,12 @@
 //! Redirects are not followed.
 
 use crate::error::Error;
-use crate::http::attempt::{classify_status, Attempt, MAX_ANSWER};
+use crate::http::attempt::{classify_status, keep_excerpt, Attempt, Seen, MAX_ANSWER};
 use crate::http::connect::{ConnectError, Connector, Target};
 use crate::http::frames::Frames;
 use crate::http::io::Io;
 use crate::http::pool::{Key, Pool, Sender};
+use crate::model::attempts::ErrorClass;
 use crate::model::config::Config;
 use crate::model::outcome::Reason;
 use crate::model::retry::parse_retry_after;
@@ -16,7 +17,7 @@ use http_body_util::BodyExt;
 use hyper::header::{CONTENT_LENGTH, HOST};
 use hyper_util::rt::TokioIo;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 use ureq::http::{HeaderName, HeaderValue, Method, Request};
 
 /// How one client's webhook requests are made: its connector (TLS roots, guard, proxy), the
@@ -40,21 +41,42 @@ impl Exchange {
     }
 
     /// POSTs `body` to `t` with `headers` (`Host` and `Content-Length` are added) and
-    /// classifies what happened.
+    /// classifies what happened; with what the exchange showed (its duration, status or
+    /// kind of error, and the start of a failure's answer).
     pub(crate) async fn post(
         &self,
         t: &Target,
         headers: &[(HeaderName, HeaderValue)],
         body: Frames,
-    ) -> Attempt {
-        match tokio::time::timeout(self.timeout, self.exchange(t, headers, body)).await {
+    ) -> (Attempt, Seen) {
+        let started = Instant::now();
+        let mut answer = Answered::default();
+        let exchange = self.exchange(t, headers, body, &mut answer);
+        let attempt = match tokio::time::timeout(self.timeout, exchange).await {
             Ok(attempt) => attempt,
-            Err(_) => Attempt::Retryable {
-                reason: Reason::Timeout,
-                detail: format!("timeout: no complete answer within {:?}", self.timeout),
-                retry_after: None,
+            Err(_) => {
+                answer.error = Some(ErrorClass::Timeout);
+                Attempt::Retryable {
+                    reason: Reason::Timeout,
+                    detail: format!("timeout: no complete answer within {:?}", self.timeout),
+                    retry_after: None,
+                }
+            }
+        };
+        let seen = Seen {
+            took: started.elapsed(),
+            status: answer.status,
+            error: match (&attempt, answer.status) {
+                (Attempt::Success, _) => None,
+                (_, Some(_)) if answer.error.is_none() => None,
+                _ => answer
+                    .error
+                    .or_else(|| Seen::of(&attempt, Duration::ZERO).error),
             },
-        }
+            excerpt: None,
+        };
+        let seen = seen.with_answer(&attempt, answer.excerpt);
+        (attempt, seen)
     }
 
     async fn exchange(
@@ -62,6 +84,7 @@ impl Exchange {
         t: &Target,
         headers: &[(HeaderName, HeaderValue)],
         body: Frames,
+        seen: &mut Answered,
     ) -> Attempt {
         let key: Key = (self.connector.key(), t.https, t.host.clone(), t.port);
         // A kept-alive connection the receiver closed meanwhile fails before the request is
@@ -77,7 +100,15 @@ impl Exchange {
                     // state would make every request's future that much larger to move.
                     match Box::pin(self.open(t)).await {
                         Ok(tx) => tx,
-                        Err(e) => return connect_failed(e),
+                        Err(e) => {
+                            seen.error = Some(match &e {
+                                ConnectError::Blocked(_) => ErrorClass::Blocked,
+                                ConnectError::Certificate(_) => ErrorClass::Tls,
+                                ConnectError::Unsupported(_) => ErrorClass::Other,
+                                ConnectError::Io(why) => ErrorClass::of_text(why),
+                            });
+                            return connect_failed(e);
+                        }
                     }
                 }
             };
@@ -86,6 +117,7 @@ impl Exchange {
                     reused = false;
                     continue;
                 }
+                seen.error = Some(ErrorClass::Reset);
                 return retry_connection("connection closed before the request".into());
             }
             let request = request(t, headers, body.clone());
@@ -95,32 +127,43 @@ impl Exchange {
                     reused = false;
                     continue;
                 }
-                Err(e) => return retry_connection(describe(&e)),
+                Err(e) => {
+                    seen.error = Some(class_of(&e));
+                    return retry_connection(describe(&e));
+                }
             };
             let status = answer.status().as_u16();
+            seen.status = Some(status);
             let retry_after = answer
                 .headers()
                 .get("retry-after")
                 .and_then(|v| v.to_str().ok())
                 .and_then(parse_retry_after);
             // Read (a bounded part of) the body so the connection can be reused; a body
-            // that drips or never ends is cut off by the timeout or the limit.
+            // that drips or never ends is cut off by the timeout or the limit. A failure's
+            // first bytes are kept for its record.
+            let failed = !(200..300).contains(&status);
             let mut body = answer.into_body();
-            let mut seen = 0u64;
+            let mut read = 0u64;
             let whole = loop {
                 match body.frame().await {
                     None => break true,
                     Some(Ok(frame)) => {
-                        seen += frame.data_ref().map_or(0, |d| d.len() as u64);
-                        if seen > MAX_ANSWER {
+                        let data = frame.data_ref().map_or(&[][..], |d| &d[..]);
+                        if failed {
+                            keep_excerpt(&mut seen.excerpt, data);
+                        }
+                        read += data.len() as u64;
+                        if read > MAX_ANSWER {
                             break false;
                         }
                     }
                     Some(Err(e)) => {
-                        if (200..300).contains(&status) {
+                        if !failed {
                             // The receiver accepted it; a broken body does not undo that.
                             return Attempt::Success;
                         }
+                        seen.error = Some(class_of(&e));
                         return retry_connection(describe(&e));
                     }
                 }
@@ -188,6 +231,41 @@ fn retry_connection(detail: String) -> Attempt {
     }
 }
 
+/// What an exchange showed as it went: its answer's status and first bytes, or the kind of
+/// error that ended it.
+#[derive(Default)]
+struct Answered {
+    status: Option<u16>,
+    error: Option<ErrorClass>,
+    excerpt: Vec<u8>,
+}
+
+/// The kind of an error of hyper's: a reset or closed connection by the I/O error under it
+/// (or hyper's own "connection closed before message completed"), else by its words.
+fn class_of(e: &(dyn std::error::Error + 'static)) -> ErrorClass {
+    let mut source = Some(e);
+    while let Some(s) = source {
+        if let Some(io) = s.downcast_ref::<std::io::Error>() {
+            use std::io::ErrorKind::*;
+            match io.kind() {
+                ConnectionReset | ConnectionAborted | BrokenPipe | UnexpectedEof => {
+                    return ErrorClass::Reset
+                }
+                ConnectionRefused => return ErrorClass::Refused,
+                TimedOut => return ErrorClass::Timeout,
+                _ => {}
+            }
+        }
+        source = s.source();
+    }
+    if e.downcast_ref::<hyper::Error>()
+        .is_some_and(|h| h.is_incomplete_message() || h.is_closed())
+    {
+        return ErrorClass::Reset;
+    }
+    ErrorClass::of_text(&describe(e))
+}
+
 /// An error and what caused it, in one line (hyper's own text alone says little: "connection
 /// error").
 fn describe(e: &(dyn std::error::Error + 'static)) -> String {
@@ -205,6 +283,7 @@ fn describe(e: &(dyn std::error::Error + 'static)) -> String {
 mod tests {
     use super::*;
     use crate::http::connect::Names;
+    use bytes::Bytes;
     use std::io::{Read, Write};
     use std::net::{TcpListener, TcpStream};
     use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
@@ -273,8 +352,9 @@ mod tests {
         let t = Target::parse(&url).unwrap();
         for _ in 0..3 {
             let a = ex
-                .post(&t, &[], Frames::one(bytes::Bytes::from_static(b"{}")))
-                .await;
+                .post(&t, &[], Frames::one(Bytes::from_static(b"{}")))
+                .await
+                .0;
             assert_eq!(a, Attempt::Success);
         }
         assert_eq!(conns.load(SeqCst), 1, "one connection for three requests");
@@ -289,8 +369,9 @@ mod tests {
         let t = Target::parse(&url).unwrap();
         for _ in 0..3 {
             assert_eq!(
-                ex.post(&t, &[], Frames::one(bytes::Bytes::from_static(b"{}")))
-                    .await,
+                ex.post(&t, &[], Frames::one(Bytes::from_static(b"{}")))
+                    .await
+                    .0,
                 Attempt::Success
             );
             tokio::time::sleep(Duration::from_millis(50)).await;
@@ -312,8 +393,9 @@ mod tests {
         let ex = exchange(&Config::default(), None);
         let t = Target::parse(&url).unwrap();
         assert_eq!(
-            ex.post(&t, &[], Frames::one(bytes::Bytes::from_static(b"{}")))
-                .await,
+            ex.post(&t, &[], Frames::one(Bytes::from_static(b"{}")))
+                .await
+                .0,
             Attempt::Success
         );
         assert_eq!(
@@ -362,8 +444,9 @@ mod tests {
         let url = url.replace("127.0.0.1", "localhost");
         let t = Target::parse(&url).unwrap();
         assert_eq!(
-            ex.post(&t, &[], Frames::one(bytes::Bytes::from_static(b"{}")))
-                .await,
+            ex.post(&t, &[], Frames::one(Bytes::from_static(b"{}")))
+                .await
+                .0,
             Attempt::Success
         );
         let connect = seen.try_recv().unwrap();
@@ -384,8 +467,9 @@ mod tests {
         let ex = exchange(&config, Some(proxy));
         let t = Target::parse(&url.replace("127.0.0.1", "localhost")).unwrap();
         assert_eq!(
-            ex.post(&t, &[], Frames::one(bytes::Bytes::from_static(b"{}")))
-                .await,
+            ex.post(&t, &[], Frames::one(Bytes::from_static(b"{}")))
+                .await
+                .0,
             Attempt::Success
         );
         let connect = seen.try_recv().unwrap();
@@ -402,8 +486,9 @@ mod tests {
         let (proxy, seen) = self::proxy();
         let ex = exchange(&guarded, Some(proxy));
         let a = ex
-            .post(&t, &[], Frames::one(bytes::Bytes::from_static(b"{}")))
-            .await;
+            .post(&t, &[], Frames::one(Bytes::from_static(b"{}")))
+            .await
+            .0;
         assert!(
             matches!(
                 &a,
@@ -415,5 +500,110 @@ mod tests {
             "{a:?}"
         );
         assert!(seen.try_recv().is_err(), "nothing reached the proxy");
+    }
+
+    /// A receiver answering every request with `answer` after reading it, or (`None`)
+    /// closing the connection without a word.
+    fn answering(answer: Option<&'static [u8]>) -> String {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("http://{}/hook", listener.local_addr().unwrap());
+        std::thread::spawn(move || {
+            for conn in listener.incoming() {
+                let Ok(mut s) = conn else { return };
+                std::thread::spawn(move || {
+                    if read_request(&mut s).is_some() {
+                        if let Some(a) = answer {
+                            let _ = s.write_all(a);
+                        }
+                    }
+                });
+            }
+        });
+        url
+    }
+
+    #[tokio::test]
+    async fn an_exchange_shows_its_duration_status_and_the_start_of_a_failure_s_answer() {
+        static BAD: std::sync::OnceLock<Vec<u8>> = std::sync::OnceLock::new();
+        let bad = BAD.get_or_init(|| {
+            let body: Vec<u8> = (0..3000).map(|i| b'a' + (i % 26) as u8).collect();
+            let mut a = format!(
+                "HTTP/1.1 400 Bad Request\r\ncontent-length: {}\r\n\r\n",
+                3000
+            )
+            .into_bytes();
+            a.extend(body);
+            a
+        });
+        let ex = exchange(&Config::default(), None);
+        let t = Target::parse(&answering(Some(bad))).unwrap();
+        let (a, seen) = ex
+            .post(&t, &[], Frames::one(Bytes::from_static(b"{}")))
+            .await;
+        // The classification is the one it always was.
+        assert_eq!(a, classify_status(400, None));
+        assert_eq!((seen.status, seen.error), (Some(400), None));
+        assert!(seen.took > Duration::ZERO);
+        let excerpt = seen.excerpt.unwrap();
+        assert_eq!(excerpt.len(), crate::model::attempts::ANSWER_EXCERPT);
+        assert_eq!(&excerpt[..], &bad[bad.len() - 3000..][..excerpt.len()]);
+        // A delivery keeps no answer.
+        let t = Target::parse(&answering(Some(NO_CONTENT))).unwrap();
+        let (a, seen) = ex
+            .post(&t, &[], Frames::one(Bytes::from_static(b"{}")))
+            .await;
+        assert_eq!(
+            (a, seen.status, seen.excerpt),
+            (Attempt::Success, Some(204), None)
+        );
+    }
+
+    #[tokio::test]
+    async fn a_failure_without_an_answer_is_classed_refused_reset_timeout_tls_or_blocked() {
+        let class = |ex: Exchange, url: String| async move {
+            let t = Target::parse(&url).unwrap();
+            let (a, seen) = ex
+                .post(&t, &[], Frames::one(Bytes::from_static(b"{}")))
+                .await;
+            assert_eq!(seen.status, None, "{a:?}");
+            seen.error
+        };
+        let quick = || Exchange {
+            timeout: Duration::from_millis(300),
+            ..exchange(&Config::default(), None)
+        };
+        // Nothing listens: refused.
+        let closed = TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("http://{}/hook", closed.local_addr().unwrap());
+        drop(closed);
+        assert_eq!(class(quick(), url).await, Some(ErrorClass::Refused));
+        // The receiver reads the request and hangs up: reset.
+        assert_eq!(
+            class(quick(), answering(None)).await,
+            Some(ErrorClass::Reset)
+        );
+        // It never answers: timeout.
+        let silent = TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("http://{}/hook", silent.local_addr().unwrap());
+        assert_eq!(class(quick(), url).await, Some(ErrorClass::Timeout));
+        drop(silent);
+        // HTTPS to a receiver that speaks plain HTTP at once: the handshake fails.
+        let plain = TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("https://{}/hook", plain.local_addr().unwrap());
+        std::thread::spawn(move || {
+            for conn in plain.incoming() {
+                let Ok(mut s) = conn else { return };
+                let _ = s.write_all(b"HTTP/1.1 400 Bad Request\r\ncontent-length: 0\r\n\r\n");
+            }
+        });
+        assert_eq!(class(quick(), url).await, Some(ErrorClass::Tls));
+        // The guard refuses the address: blocked, nothing sent.
+        let guarded = Config {
+            block_private_networks: true,
+            ..Config::default()
+        };
+        let ex = exchange(&guarded, None);
+        let url = answering(Some(NO_CONTENT));
+        assert_eq!(class(ex, url).await, Some(ErrorClass::Blocked));
     }
 }

@@ -228,6 +228,19 @@ pub struct Config {
     /// How often accepted messages are committed to the spool, together (default 20 ms).
     /// A power cut loses at most the messages accepted within one interval.
     pub spool_commit_interval: Duration,
+    /// Keep dead letters: a message whose webhook delivery fails for good (its retry window
+    /// closed, a permanent 4xx, a 410, the network guard's refusal) is kept in the spool's
+    /// store with its body and each URL's last attempt, to be listed and replayed
+    /// ([`Client::dead_letters`](crate::Client::dead_letters),
+    /// [`Client::replay_dead_letter`](crate::Client::replay_dead_letter)). Needs a spool (the
+    /// client's `spool`, or its engine's); off by default (the relay turns it on). The
+    /// outcome callback and the counters are the same either way.
+    pub dead_letters: bool,
+    /// How long a dead letter is kept (default 14 days).
+    pub dead_letter_retention: Duration,
+    /// Bytes of dead letters kept at most (bodies, ids, attempts; default 256 MiB): past it
+    /// the oldest are dropped, and counted (`DeadLetterStats::evicted`).
+    pub dead_letter_max_bytes: u64,
 }
 
 impl Default for Config {
@@ -265,6 +278,9 @@ impl Default for Config {
             redis_ack: RedisAck::Auto,
             spool_max_bytes: 1 << 30,
             spool_commit_interval: Duration::from_millis(20),
+            dead_letters: false,
+            dead_letter_retention: crate::model::dead_letter::DEFAULT_RETENTION,
+            dead_letter_max_bytes: 256 << 20,
         }
     }
 }
@@ -297,6 +313,9 @@ impl fmt::Debug for Config {
             .field("block_private_endpoint", &self.block_private_endpoint)
             .field("endpoint_allowed_networks", &self.endpoint_allowed_networks)
             .field("log_url_paths", &self.log_url_paths)
+            .field("dead_letters", &self.dead_letters)
+            .field("dead_letter_retention", &self.dead_letter_retention)
+            .field("dead_letter_max_bytes", &self.dead_letter_max_bytes)
             .field(
                 "spool",
                 &self
@@ -509,6 +528,14 @@ impl Config {
             if let Some(spool) = &self.spool {
                 crate::model::spool_target::spool_target(spool)?;
             }
+        }
+        // Checked on or off: a reload's check of a config turns them off (no spool).
+        positive("dead_letter_retention", self.dead_letter_retention)?;
+        if self.dead_letter_max_bytes == 0 {
+            return Err(Error::config(
+                "dead_letter_max_bytes",
+                "must be greater than zero",
+            ));
         }
         if self.shared_secret.as_deref() == Some("") {
             return Err(Error::config(

@@ -30,7 +30,7 @@
 
 use crate::delivery::batch::{RequestLimit, Room};
 use crate::delivery::job::Job;
-use crate::http::attempt::Attempt;
+use crate::http::attempt::{Attempt, Seen};
 use crate::http::connect::Target;
 use crate::http::exchange::Exchange;
 use crate::http::transport::Transport;
@@ -134,6 +134,8 @@ pub(crate) struct Report {
     pub lane: usize,
     pub job: Job,
     pub attempt: Attempt,
+    /// What the exchange showed beside its classification (for the URL's attempt log).
+    pub seen: Seen,
     /// When the lane handed it to a worker ([`Lane::start`]).
     pub started: Instant,
 }

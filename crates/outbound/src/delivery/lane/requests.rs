@@ -34,13 +34,14 @@ impl Lane {
         };
         io.spawn(async move {
             let _ticket = ticket;
-            let attempt = post(&delivery, lane, &job).await;
+            let (attempt, seen) = post(&delivery, lane, &job).await;
             // The scheduler gone (closed), nobody waits for it.
             let _ = reports.send(Report {
                 tenant,
                 lane,
                 job,
                 attempt,
+                seen,
                 started,
             });
         });
@@ -55,22 +56,22 @@ impl Lane {
 }
 
 /// Sends `job` from lane `lane`: a batch to ingestion, or a message signed for webhook
-/// `lane - 1`.
-async fn post(delivery: &Delivery, lane: usize, job: &Job) -> Attempt {
+/// `lane - 1`; with what was seen of the exchange (for the URL's attempts and health).
+async fn post(delivery: &Delivery, lane: usize, job: &Job) -> (Attempt, Seen) {
     match job {
         Job::Batch(batch) => {
             let (Some(endpoint), Some(out)) = (&delivery.ingestion, &delivery.batches_out) else {
                 return not_sent("no ingestion endpoint");
             };
             let body = endpoint.frames(batch.msgs.iter().map(|(_, m)| m));
-            let attempt = out
+            let (attempt, seen) = out
                 .exchange
                 .post(&out.target, endpoint.headers(), body)
                 .await;
             delivery.logger.log(Level::Debug, || {
                 format!("ingestion: batch of {}: {attempt:?}", batch.msgs.len())
             });
-            attempt
+            (attempt, seen)
         }
         Job::Hook { id, body, .. } => {
             let Some(out) = &delivery.hooks_out else {
@@ -82,22 +83,24 @@ async fn post(delivery: &Delivery, lane: usize, job: &Job) -> Attempt {
                 Err(why) => return not_sent(why),
             };
             let bytes = bytes::Bytes::from_owner(body.clone());
-            let attempt = out
+            let (attempt, seen) = out
                 .exchange
                 .post(&out.targets[target], &headers, Frames::one(bytes))
                 .await;
             delivery.logger.log(Level::Debug, || {
                 format!("{}: {attempt:?}", delivery.hooks.label(target))
             });
-            attempt
+            (attempt, seen)
         }
         Job::Exit => not_sent("not a request"),
     }
 }
 
-fn not_sent(why: impl Into<String>) -> Attempt {
-    Attempt::Permanent {
+fn not_sent(why: impl Into<String>) -> (Attempt, Seen) {
+    let attempt = Attempt::Permanent {
         reason: Reason::Other,
         detail: why.into(),
-    }
+    };
+    let seen = Seen::of(&attempt, Duration::ZERO);
+    (attempt, seen)
 }

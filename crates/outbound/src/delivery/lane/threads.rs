@@ -193,6 +193,7 @@ fn work(
     // KiB): no allocation, and no fresh memory to fault in.
     let mut batch_body = Vec::new();
     while let Ok((started, job)) = jobs.recv() {
+        let sent = Instant::now();
         let attempt = match &job {
             Job::Exit => return,
             Job::Batch(batch) => {
@@ -245,11 +246,13 @@ fn work(
                 attempt
             }
         };
+        let seen = Seen::of(&attempt, sent.elapsed());
         let report = Report {
             tenant,
             lane,
             job,
             attempt,
+            seen,
             started,
         };
         if reports.send(report).is_err() {

@@ -82,6 +82,10 @@ impl Tenant {
                 detail,
             ),
         }
+        // A replayed dead letter's record is the dead letter (`results.rs` settles it).
+        if !self.replays.is_empty() && self.replays.remove(&seq).is_some() {
+            return;
+        }
         // After the callback: a crash in between makes the next client report it again (at
         // least once), never leaves a message that no process reported.
         self.spool(|| Op::Remove {

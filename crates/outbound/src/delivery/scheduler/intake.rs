@@ -56,6 +56,9 @@ impl Tenant {
         }
         let id = item.msg_id();
         let round = item.hook.map(|body| Round::new(body, self.hook_mask, None));
+        if round.is_some() {
+            self.shared.watch.wait(self.hook_mask);
+        }
         self.tracks
             .insert(seq, Track::new(id, remaining, round, None));
         if let Some(bytes) = item.ingest {
@@ -121,6 +124,12 @@ impl Tenant {
             };
         }
         let has_hook = hook.is_some();
+        if let Some(round) = &hook {
+            self.shared.watch.wait(round.live_mask());
+        }
+        if let Some(job) = r.replay {
+            self.replays.insert(seq, job);
+        }
         let mut track = Track::new(MsgId::Own(r.id), remaining, hook, r.first);
         if let Some(why) = failure {
             track.fail((Reason::Other, why.to_string()));

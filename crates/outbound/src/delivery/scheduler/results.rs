@@ -6,13 +6,17 @@ use super::Tenant;
 use crate::delivery::fanout::Settled;
 use crate::delivery::job::{Batch, Job};
 use crate::delivery::lane::Report;
+use crate::delivery::watch::tried;
+use crate::durable::dead::{attempts_json, DeadOp, DeadRecord};
 use crate::durable::Op;
 use crate::http::attempt::Attempt;
 use crate::log::Level;
+use crate::model::attempts::WebhookAttempt;
+use crate::model::dead_letter::reason_code;
 use crate::model::outcome::Reason;
 use crate::model::timestamp::wall_ms;
 use std::sync::atomic::Ordering::Relaxed;
-use std::time::Instant;
+use std::time::{Instant, SystemTime};
 
 impl Tenant {
     pub(super) fn on_report(&mut self, report: Report) {
@@ -22,9 +26,25 @@ impl Tenant {
             lane,
             job,
             attempt,
+            seen,
             started,
         } = report;
         self.lanes[lane].finished(&attempt, started, now);
+        // A webhook request's record: in its URL's log, and, for a failure with dead letters
+        // on, kept by its message's round for its dead letter.
+        let record = match &job {
+            Job::Hook { id, .. } if lane > 0 => {
+                let target = lane - 1;
+                let answer = self.answers.share(target, seen.excerpt.as_deref());
+                if let Some(url) = self.shared.watch.urls.get(target) {
+                    let down = self.lanes[lane].is_down();
+                    url.record(id.as_str(), &attempt, &seen, answer.clone(), down);
+                }
+                let keep = self.dead_letters && !matches!(attempt, Attempt::Success);
+                keep.then(|| tried(target, id.to_arc(), &attempt, &seen, answer))
+            }
+            _ => None,
+        };
         match &job {
             Job::Batch(b) => {
                 for (seq, _) in &b.msgs {
@@ -36,14 +56,22 @@ impl Tenant {
             }
             Job::Exit => return,
         }
-        self.result(lane, job, attempt, now);
+        self.result(lane, job, attempt, record, now);
     }
 
-    /// What a request's result (or a request that will not be sent) means for its messages.
-    pub(super) fn result(&mut self, lane: usize, job: Job, attempt: Attempt, now: Instant) {
+    /// What a request's result (or a request that will not be sent) means for its messages;
+    /// `record`, a webhook request's (none for one not sent).
+    pub(super) fn result(
+        &mut self,
+        lane: usize,
+        job: Job,
+        attempt: Attempt,
+        record: Option<WebhookAttempt>,
+        now: Instant,
+    ) {
         match job {
             Job::Batch(batch) => self.batch_result(batch, attempt, now),
-            Job::Hook { seq, .. } => self.hook_result(seq, (lane - 1) as u8, attempt, now),
+            Job::Hook { seq, .. } => self.hook_result(seq, (lane - 1) as u8, attempt, record, now),
             Job::Exit => {}
         }
     }
@@ -141,7 +169,14 @@ impl Tenant {
         }
     }
 
-    pub(super) fn hook_result(&mut self, seq: u64, target: u8, attempt: Attempt, now: Instant) {
+    pub(super) fn hook_result(
+        &mut self,
+        seq: u64,
+        target: u8,
+        attempt: Attempt,
+        record: Option<WebhookAttempt>,
+        now: Instant,
+    ) {
         let Some(t) = self.tracks.get_mut(&seq) else {
             return;
         };
@@ -159,11 +194,29 @@ impl Tenant {
                 format!("{label}: permanent failure: {detail}")
             });
         }
+        // A replayed dead letter: its record is the dead letter, not a spooled message.
+        let replay = match self.replays.is_empty() {
+            true => None,
+            false => self.replays.get(&seq).copied(),
+        };
+        if let (true, Some(record), false) = (
+            self.dead_letters,
+            record,
+            matches!(attempt, Attempt::Success),
+        ) {
+            if round.wants(target) {
+                round.note(record);
+            }
+        }
         let before = round.live_mask();
         let settled = round.record(target, attempt, now, &self.policy);
-        if let Some(tx) = &self.spool {
+        let over = matches!(settled, Settled::Delivered | Settled::Failed(..));
+        self.shared.watch.unwait(match over {
+            true => before,
+            false => before & !round.live_mask(),
+        });
+        if let (Some(tx), None) = (&self.spool, replay) {
             let id = &t.id.to_arc();
-            let over = matches!(settled, Settled::Delivered | Settled::Failed(..));
             if over && t.remaining > 1 {
                 // Webhooks done, ingestion not yet: the body leaves the spool.
                 tx.send(Op::HookMask {
@@ -187,6 +240,33 @@ impl Tenant {
                     at_ms,
                 });
             }
+        }
+        // The webhook part failed for good: the message is a dead letter (before its
+        // removal from the spool, in the same commit); a replay delivered leaves them.
+        let dead = match (&settled, &self.spool) {
+            (Settled::Failed(reason, detail), Some(tx)) if self.dead_letters => {
+                Some(DeadOp::Put(Box::new(DeadRecord {
+                    tenant: tx.tenant,
+                    id: t.id.to_arc(),
+                    failed_ms: crate::durable::dead::unix_ms(SystemTime::now()),
+                    reason: reason_code(reason),
+                    detail: format!("webhooks: {detail}"),
+                    rounds: round.attempts,
+                    first_ms: round.first.map(wall_ms),
+                    attempts: attempts_json(&round.last_attempts()),
+                    body: round.body.clone(),
+                    job: replay,
+                })))
+            }
+            (Settled::Delivered, Some(tx)) => replay.map(|job| DeadOp::Delivered {
+                tenant: tx.tenant,
+                id: t.id.to_arc(),
+                job: Some(job),
+            }),
+            _ => None,
+        };
+        if let (Some(op), Some(tx)) = (dead, &self.spool) {
+            tx.send_dead(op);
         }
         match settled {
             Settled::Pending => {}

@@ -51,7 +51,14 @@ impl Tenant {
             }
         }
         left.sort_by_key(|(seq, _, _)| *seq);
+        for t in self.tracks.values() {
+            if let Some(round) = t.round().filter(|_| !t.finished) {
+                self.shared.watch.unwait(round.live_mask());
+            }
+        }
         self.tracks.clear();
+        // Replays left are still marked in the dead letters: the next client replays them.
+        self.replays.clear();
         for (seq, id, in_flight) in left {
             if in_flight {
                 self.shared.counters.landed();

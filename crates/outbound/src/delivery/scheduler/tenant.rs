@@ -11,6 +11,7 @@ use crate::delivery::inbox::{Mailbox, SpoolOps};
 use crate::delivery::job::{Batch, Job};
 use crate::delivery::lane::{Delivery, Lane, Report};
 use crate::delivery::shared::Shared;
+use crate::delivery::watch::Answers;
 use crate::http::attempt::Attempt;
 use crate::log::Logger;
 use crate::model::config::Config;
@@ -85,6 +86,13 @@ pub(crate) struct Tenant {
     /// Handing over to a successor (`Command::HandOver`): no request starts, and the tenant
     /// stops once its requests out are back.
     pub(super) handing_over: bool,
+    /// Keeps dead letters (in its spool's store).
+    pub(super) dead_letters: bool,
+    /// Each URL's last answer excerpt, shared by the records that repeat it.
+    pub(super) answers: Answers,
+    /// Dead letters being replayed, by seq: their replay job (0: none known). Their record
+    /// is the dead letter, so they make no spool ops.
+    pub(super) replays: HashMap<u64, u64>,
 }
 
 impl Tenant {
@@ -118,6 +126,7 @@ impl Tenant {
         for i in 0..config.webhooks.len() {
             lanes.push(lane(1 + i, config.webhook_label(i), &report_tx));
         }
+        let dead_letters = config.dead_letters && spool.is_some();
         Tenant {
             shared,
             mailbox,
@@ -139,6 +148,9 @@ impl Tenant {
             next_housekeeping: Instant::now() + HOUSEKEEPING,
             ticks: 0,
             handing_over: false,
+            dead_letters,
+            answers: Answers::default(),
+            replays: HashMap::default(),
         }
     }
 
@@ -308,7 +320,7 @@ impl Tenant {
                 retry_after: None,
             };
             for job in expired {
-                self.result(i, job, down.clone(), now);
+                self.result(i, job, down.clone(), None, now);
             }
         }
     }

@@ -136,6 +136,7 @@ mod commit;
 use commit::Flight;
 mod connect;
 use connect::{Ack, Target};
+pub(crate) mod dead;
 pub(super) mod keys;
 mod resp;
 mod takeover;

@@ -156,13 +156,14 @@ impl SqliteStore {
         out: &mut Adopted,
     ) -> Result<Fate, Error> {
         let last_seq = self.last_seq;
+        let dead_seq = self.dead.last_seq;
         let conn = self.conn()?;
         let step = match conn.execute("ATTACH DATABASE ?1 AS dead", [rw_uri(db)]) {
             Err(e) => Step::Unreadable(e),
             Ok(_) => {
                 let step = match SqliteStore::check_dead(conn) {
                     Ok(Check::Good(version)) => {
-                        match SqliteStore::move_rows(conn, last_seq, version, legacy) {
+                        match SqliteStore::move_rows(conn, (last_seq, dead_seq), version, legacy) {
                             Ok(moved) => Step::Moved(moved),
                             Err(e) if is_damage(&e) => Step::Damaged(e.to_string()),
                             Err(e) => Step::OwnFailure(e), // our file (disk full, ...)
@@ -183,6 +184,8 @@ impl SqliteStore {
                 self.durable()?;
                 self.count_added(last_seq, out)?;
                 self.last_seq = m.last_seq;
+                // The next file's replays are marked after this one's.
+                self.recount_dead()?;
                 if m.wrong_types > 0 {
                     out.warnings.push((
                         db.to_path_buf(),
@@ -251,11 +254,17 @@ impl SqliteStore {
             1 => COLUMNS.to_string(),
             _ => format!("tenant, {COLUMNS}"),
         };
-        if let Err(e) = conn.prepare(&format!("SELECT {columns} FROM dead.messages")) {
-            if is_damage(&e) {
-                return Err(e);
+        let mut tables = vec![format!("SELECT {columns} FROM dead.messages")];
+        if version >= 3 {
+            tables.push("SELECT tenant, id, body, replay_seq FROM dead.dead_letters".into());
+        }
+        for sql in tables {
+            if let Err(e) = conn.prepare(&sql) {
+                if is_damage(&e) {
+                    return Err(e);
+                }
+                return Ok(Check::Bad(format!("not an outbound spool: {e}")));
             }
-            return Ok(Check::Bad(format!("not an outbound spool: {e}")));
         }
         Ok(Check::Good(version))
     }
@@ -264,7 +273,7 @@ impl SqliteStore {
     /// of schema 1 (before tenants) as tenant `legacy`'s.
     fn move_rows(
         conn: &mut Connection,
-        last_seq: i64,
+        (last_seq, dead_seq): (i64, i64),
         version: i64,
         legacy: &str,
     ) -> rusqlite::Result<Moved> {
@@ -291,6 +300,9 @@ impl SqliteStore {
              FROM dead.messages WHERE {valid} ORDER BY accepted_ms, id"
         );
         tx.execute(&sql, params![last_seq, legacy])?;
+        if version >= 3 {
+            SqliteStore::move_dead_letters(&tx, dead_seq)?;
+        }
         let moved = SqliteStore::added_since(&tx, last_seq)?;
         tx.commit()?;
         Ok(Moved {

@@ -73,9 +73,9 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-/// Value of `meta.schema` in the files this code writes; it adopts these and the version
-/// before (1: no tenants, every record its one client's).
-const SCHEMA_VERSION: i64 = 2;
+/// Value of `meta.schema` in the files this code writes; it adopts these and the versions
+/// before (1: no tenants, every record its one client's; 2: no dead letters).
+const SCHEMA_VERSION: i64 = 3;
 
 /// The page size of our own files (SQLite's default is 4 KiB; see `create_db`).
 const PAGE_SIZE: i64 = 16 * 1024;
@@ -84,10 +84,10 @@ const PAGE_SIZE: i64 = 16 * 1024;
 const PREFIX: &str = "outbound-";
 
 /// Our own file is new at every open, so the schema is created once, in one transaction.
+/// (`dead.rs` adds its table in the same transaction.)
 const SCHEMA: &str = "
-BEGIN;
 CREATE TABLE meta (key TEXT PRIMARY KEY, value ANY) STRICT;
-INSERT INTO meta (key, value) VALUES ('schema', 2);
+INSERT INTO meta (key, value) VALUES ('schema', 3);
 -- A rowid table: appends stay sequential, and our own puts are found by rowid.
 CREATE TABLE messages (
     tenant      TEXT NOT NULL DEFAULT '', -- whose: the name of an engine's client
@@ -105,7 +105,6 @@ CREATE TABLE messages (
 CREATE INDEX messages_resume ON messages (tenant, resume_seq) WHERE resume_seq IS NOT NULL;
 -- Adopted records once per tenant and id (see the module docs on ids).
 CREATE UNIQUE INDEX messages_adopted ON messages (tenant, id) WHERE adopted = 1;
-COMMIT;
 ";
 
 /// The columns a record is made of, as selected from any spool file.
@@ -225,6 +224,8 @@ pub(crate) struct SqliteStore {
     syncer: Option<syncer::Syncer>,
     /// Why an fsync of the WAL failed, once one did: see "Durability" above.
     poisoned: Option<String>,
+    /// The dead letters' limits and counts (`dead.rs`).
+    dead: dead::DeadState,
 }
 
 impl std::fmt::Debug for SqliteStore {
@@ -334,6 +335,7 @@ enum Fate {
 }
 
 mod adopt;
+mod dead;
 mod records;
 mod salvage;
 mod syncer;
@@ -422,6 +424,7 @@ impl SqliteStore {
                     by_name: HashMap::default(),
                     legacy_dirs: false,
                     reported: HashSet::new(),
+                    dead: dead::DeadState::default(),
                 }),
                 Err(e) => {
                     for p in [
@@ -489,7 +492,8 @@ impl SqliteStore {
         let _: i64 = conn
             .pragma_update_and_check(Some("main"), "journal_size_limit", 16 << 20, |r| r.get(0))
             .map_err(err)?;
-        conn.execute_batch(SCHEMA).map_err(err)?;
+        conn.execute_batch(&format!("BEGIN; {SCHEMA} {} COMMIT;", dead::DEAD_SCHEMA))
+            .map_err(err)?;
         // The WAL exists from the schema's commit on; the syncer keeps it open.
         let wal = with_suffix(db_path, "-wal");
         let syncer = OpenOptions::new()
@@ -582,9 +586,13 @@ impl SqliteStore {
             self.lock = None;
             return Err(e);
         }
-        let empty = conn.query_row("SELECT NOT EXISTS (SELECT 1 FROM messages)", [], |r| {
-            r.get::<_, bool>(0)
-        });
+        // Dead letters are kept too: a file holding any stays for the next store.
+        let empty = conn.query_row(
+            "SELECT NOT EXISTS (SELECT 1 FROM messages)
+                AND NOT EXISTS (SELECT 1 FROM dead_letters)",
+            [],
+            |r| r.get::<_, bool>(0),
+        );
         // Closing checkpoints the WAL into the database file (and fsyncs both); the syncer's
         // last fsync has ended before (dropping it waits for its thread).
         self.syncer = None;
@@ -646,14 +654,23 @@ impl Store for SqliteStore {
         Store::settle(self, ticket)
     }
 
-    /// The transaction, then the fsync: asked of the syncer's thread when this disk's fsyncs
-    /// are slow (settled when it ended), else made here (`syncer.rs`).
     fn submit(&mut self, ops: &[Op]) -> Ticket {
-        let done = self.usable().and_then(|()| self.write(ops));
+        Store::submit_with(self, ops, &[])
+    }
+
+    fn dead_letters(&mut self) -> Option<&mut dyn crate::durable::dead::DeadLetters> {
+        Some(self)
+    }
+
+    /// The transaction (the ops, then the dead letters), then the fsync: asked of the
+    /// syncer's thread when this disk's fsyncs are slow (settled when it ended), else made
+    /// here (`syncer.rs`).
+    fn submit_with(&mut self, ops: &[Op], dead: &[crate::durable::dead::DeadOp]) -> Ticket {
+        let done = self.usable().and_then(|()| self.write(ops, dead));
         let syncer = self
             .syncer
             .as_ref()
-            .filter(|_| done.is_ok() && !ops.is_empty());
+            .filter(|_| done.is_ok() && !(ops.is_empty() && dead.is_empty()));
         let Some(syncer) = syncer else {
             return Ticket {
                 no: 0,

@@ -14,7 +14,7 @@ impl SqliteStore {
     }
 
     /// The name records of tenant `no` are kept under (`""` for one never registered).
-    fn name_of(&self, no: TenantNo) -> Arc<str> {
+    pub(super) fn name_of(&self, no: TenantNo) -> Arc<str> {
         self.names
             .get(&no)
             .cloned()
@@ -37,9 +37,13 @@ impl SqliteStore {
     /// `Store::submit` calls it (`mod.rs`), and `Store::settle` waits for the fsync: a name
     /// of its own so that no caller takes it for the durable `Store::apply`. On error nothing
     /// of the batch is applied.
-    pub(super) fn write(&mut self, ops: &[Op]) -> Result<(), Error> {
+    pub(super) fn write(
+        &mut self,
+        ops: &[Op],
+        dead: &[crate::durable::dead::DeadOp],
+    ) -> Result<(), Error> {
         let _gate = fork_gate::hold();
-        if ops.is_empty() {
+        if ops.is_empty() && dead.is_empty() {
             return Ok(());
         }
         let path = self.db_path.clone();
@@ -50,6 +54,8 @@ impl SqliteStore {
         let mut last_seq = self.last_seq;
         let mut counts: Vec<(TenantNo, i64, i64)> = Vec::new();
         let conn = &mut self.conn;
+        let dead_state = &mut self.dead;
+        let dead_before = (!dead.is_empty()).then(|| dead_state.snapshot());
         let result = (|| {
             let conn = conn
                 .as_mut()
@@ -65,9 +71,15 @@ impl SqliteStore {
                 counts: &mut counts,
             };
             batch.apply(&tx, ops).map_err(err)?;
+            if !dead.is_empty() {
+                SqliteStore::write_dead(&tx, names, dead_state, dead).map_err(err)?;
+            }
             tx.commit().map_err(err)?;
             Ok(())
         })();
+        if let (Err(_), Some(before)) = (&result, dead_before) {
+            self.dead.restore(before);
+        }
         if result.is_err() {
             // The transaction rolled back: so does the map.
             for u in undo.into_iter().rev() {

@@ -938,7 +938,7 @@ fn a_file_of_a_newer_schema_is_left_alone_and_reported_once() {
     let db = plant(&db, &dir, "outbound-4-0000000000000004.db");
     Connection::open(&db)
         .unwrap()
-        .execute("UPDATE meta SET value = 3 WHERE key = 'schema'", [])
+        .execute("UPDATE meta SET value = 4 WHERE key = 'schema'", [])
         .unwrap();
     let mut store = SqliteStore::open(&dir).unwrap();
     let adopted = store.adopt().unwrap();

@@ -1,0 +1,258 @@
+//! Issue 47 on the relay (the real binary, real receivers): a source's webhook attempts and
+//! health, its dead letters (on by default), their replay one by one and in bulk with
+//! progress, surviving a SIGKILL, and the settings at the top level and per source.
+
+mod support;
+
+use serde_json::{json, Value};
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+use support::{basic, config, delete, get, post, temp_dir, Receiver, Relay};
+
+const ADMIN: (&str, &str) = ("Authorization", "Bearer adm");
+const ANSWER: &str = r#"{"error":"unknown event"}"#;
+
+fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
+    let end = Instant::now() + Duration::from_secs(30);
+    while !done() {
+        assert!(Instant::now() < end, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn track(relay: &Relay, key: &str, n: usize) {
+    for chunk in (0..n).collect::<Vec<_>>().chunks(100) {
+        let batch: Vec<Value> = chunk
+            .iter()
+            .map(|i| json!({"type": "track", "userId": format!("u{i}"), "event": "Bought"}))
+            .collect();
+        let a = post(
+            &relay.url("/v1/batch"),
+            &[("Authorization", &basic(key))],
+            json!({ "batch": batch }).to_string().as_bytes(),
+        );
+        assert_eq!(a.status, 200, "{}", a.body);
+    }
+}
+
+fn admin_get(relay: &Relay, path: &str) -> (u16, Value) {
+    let a = get(&relay.url(path), &[ADMIN]);
+    let v = serde_json::from_str(&a.body).unwrap_or(Value::Null);
+    (a.status, v)
+}
+
+fn dead_count(relay: &Relay) -> u64 {
+    let (_, v) = admin_get(relay, "/admin/sources/web/dead-letters?limit=1");
+    v["stats"]["count"].as_u64().unwrap_or(0)
+}
+
+/// Every dead letter's id, paging with `limit`.
+fn all_dead(relay: &Relay, limit: usize) -> Vec<String> {
+    let mut ids = Vec::new();
+    let mut cursor: Option<String> = None;
+    loop {
+        let path = match &cursor {
+            Some(c) => format!("/admin/sources/web/dead-letters?limit={limit}&cursor={c}"),
+            None => format!("/admin/sources/web/dead-letters?limit={limit}"),
+        };
+        let (status, v) = admin_get(relay, &path);
+        assert_eq!(status, 200, "{v}");
+        for d in v["deadLetters"].as_array().unwrap() {
+            ids.push(d["messageId"].as_str().unwrap().to_string());
+        }
+        match v["next"].as_str() {
+            Some(next) => cursor = Some(next.to_string()),
+            None => return ids,
+        }
+    }
+}
+
+fn ids_since(rx: &Receiver, from: usize) -> HashMap<String, usize> {
+    let mut ids = HashMap::new();
+    for hit in rx.hits().into_iter().skip(from) {
+        *ids.entry(hit.json()["messageId"].as_str().unwrap().to_string())
+            .or_insert(0) += 1;
+    }
+    ids
+}
+
+#[test]
+fn a_400_is_a_dead_letter_with_its_status_and_answer_and_a_replay_delivers_it_once() {
+    let dir = temp_dir();
+    let rx = Receiver::start();
+    rx.status.store(400, std::sync::atomic::Ordering::SeqCst);
+    *rx.answer.lock().unwrap() = ANSWER.into();
+    let relay = Relay::start(dir.path(), &config(&[("web", "wk_web", &rx)], ""));
+    track(&relay, "wk_web", 1);
+    rx.wait_for(1);
+    wait_until("the dead letter", || dead_count(&relay) == 1);
+    let (status, list) = admin_get(&relay, "/admin/sources/web/dead-letters");
+    assert_eq!(status, 200);
+    let dead = &list["deadLetters"][0];
+    let id = dead["messageId"].as_str().unwrap().to_string();
+    assert_eq!(dead["reason"], "status 400");
+    assert_eq!(dead["replaying"], false);
+    assert_eq!(dead["lastAttempts"][0]["status"], 400);
+    assert_eq!(dead["lastAttempts"][0]["answer"], ANSWER);
+    assert!(dead.get("body").is_none(), "lists leave bodies out");
+    let (status, one) = admin_get(&relay, &format!("/admin/sources/web/dead-letters/{id}"));
+    assert_eq!(status, 200);
+    assert_eq!(one["body"]["messageId"], id.as_str());
+    assert_eq!(one["body"]["event"], "Bought");
+    // The URL's attempts and health.
+    let (status, attempts) = admin_get(&relay, "/admin/sources/web/webhooks/0/attempts");
+    assert_eq!(status, 200);
+    assert_eq!(attempts["attempts"][0]["messageId"], id.as_str());
+    assert_eq!(attempts["attempts"][0]["status"], 400);
+    assert_eq!(attempts["attempts"][0]["answer"], ANSWER);
+    assert!(attempts["attempts"][0]["durationMs"].as_f64().unwrap() > 0.0);
+    assert_eq!(
+        admin_get(&relay, "/admin/sources/web/webhooks/1/attempts").0,
+        404
+    );
+    let (_, health) = admin_get(&relay, "/admin/sources/web/health");
+    assert_eq!(health["webhooks"][0]["state"], "failing");
+    assert_eq!(health["webhooks"][0]["consecutiveFailures"], 1);
+    // The receiver recovers: the replay delivers it once, under the same id, signed.
+    rx.status.store(200, std::sync::atomic::Ordering::SeqCst);
+    let url = relay.url(&format!("/admin/sources/web/dead-letters/{id}/replay"));
+    let a = post(&url, &[ADMIN], b"");
+    assert_eq!(a.status, 202, "{}", a.body);
+    let hit = rx.wait_for(2).remove(1);
+    assert_eq!(hit.json()["messageId"], id.as_str());
+    assert!(outbound::verify(
+        b"s3cret",
+        &hit.body,
+        hit.header("X-Signature").unwrap()
+    ));
+    wait_until("the dead letter to leave", || dead_count(&relay) == 0);
+    let (status, _) = admin_get(&relay, &format!("/admin/sources/web/dead-letters/{id}"));
+    assert_eq!(status, 404);
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(rx.hits().len(), 2, "delivered once");
+    let (_, health) = admin_get(&relay, "/admin/sources/web/health");
+    assert_eq!(health["webhooks"][0]["state"], "healthy");
+    assert_eq!(
+        post(&url, &[ADMIN], b"").status,
+        404,
+        "nothing left to replay"
+    );
+    // Without the admin token: 401.
+    assert_eq!(
+        get(&relay.url("/admin/sources/web/dead-letters"), &[]).status,
+        401
+    );
+}
+
+#[test]
+fn a_bulk_replay_of_a_thousand_runs_in_the_background_with_progress() {
+    let dir = temp_dir();
+    let rx = Receiver::start();
+    rx.status.store(422, std::sync::atomic::Ordering::SeqCst);
+    let relay = Relay::start(dir.path(), &config(&[("web", "wk_web", &rx)], ""));
+    track(&relay, "wk_web", 1000);
+    wait_until("a thousand dead letters", || dead_count(&relay) == 1000);
+    let ids = all_dead(&relay, 300);
+    assert_eq!(ids.len(), 1000);
+    let unique: std::collections::HashSet<_> = ids.iter().collect();
+    assert_eq!(unique.len(), 1000, "pages do not overlap");
+    assert_eq!(
+        admin_get(&relay, "/admin/sources/web/dead-letters?limit=1001").0,
+        400
+    );
+    let before = rx.hits().len();
+    rx.status.store(200, std::sync::atomic::Ordering::SeqCst);
+    let a = post(
+        &relay.url("/admin/sources/web/dead-letters/replay"),
+        &[ADMIN],
+        json!({"since": "2000-01-01T00:00:00Z", "webhook": 0})
+            .to_string()
+            .as_bytes(),
+    );
+    assert_eq!(a.status, 202, "{}", a.body);
+    let job = a.json();
+    assert_eq!(job["total"], 1000);
+    let link = job["progress"].as_str().unwrap().to_string();
+    wait_until("the replay to end", || {
+        admin_get(&relay, &link).1["done"] == true
+    });
+    let (_, p) = admin_get(&relay, &link);
+    assert_eq!(
+        (p["sent"].as_u64(), p["delivered"].as_u64()),
+        (Some(1000), Some(1000))
+    );
+    let got = ids_since(&rx, before);
+    assert_eq!(got.len(), 1000);
+    assert!(got.values().all(|n| *n == 1), "each once");
+    wait_until("the dead letters to leave", || dead_count(&relay) == 0);
+}
+
+#[test]
+fn dead_letters_survive_a_sigkill_and_a_restart() {
+    let dir = temp_dir();
+    let rx = Receiver::start();
+    rx.status.store(410, std::sync::atomic::Ordering::SeqCst);
+    let text = config(&[("web", "wk_web", &rx)], "");
+    let relay = Relay::start(dir.path(), &text);
+    track(&relay, "wk_web", 20);
+    wait_until("twenty dead letters", || dead_count(&relay) == 20);
+    let before = all_dead(&relay, 1000);
+    relay.kill();
+    let relay = Relay::start(dir.path(), &text);
+    wait_until("their adoption", || dead_count(&relay) == 20);
+    assert_eq!(all_dead(&relay, 1000), before);
+    let (_, one) = admin_get(
+        &relay,
+        &format!("/admin/sources/web/dead-letters/{}", before[0]),
+    );
+    assert_eq!(one["reason"], "gone");
+    // Discarded for good.
+    let url = relay.url(&format!("/admin/sources/web/dead-letters/{}", before[0]));
+    assert_eq!(delete(&url, &[ADMIN]).status, 200);
+    assert_eq!(delete(&url, &[ADMIN]).status, 404);
+    assert_eq!(dead_count(&relay), 19);
+}
+
+#[test]
+fn the_settings_are_keys_at_the_top_level_and_per_source() {
+    let dir = temp_dir();
+    let (rx, off) = (Receiver::start(), Receiver::start());
+    rx.status.store(400, std::sync::atomic::Ordering::SeqCst);
+    off.status.store(400, std::sync::atomic::Ordering::SeqCst);
+    // Top level: a small byte limit and a retention; per source: off.
+    let mut text = config(
+        &[("web", "wk_web", &rx), ("quiet", "wk_quiet", &off)],
+        "dead_letter_max_bytes = 3000\ndead_letter_retention = 3600",
+    );
+    text = text.replace(
+        "name = \"quiet\"\n",
+        "name = \"quiet\"\ndead_letters = false\n",
+    );
+    let relay = Relay::start(dir.path(), &text);
+    track(&relay, "wk_web", 30);
+    track(&relay, "wk_quiet", 1);
+    wait_until("the limit", || {
+        let (_, v) = admin_get(&relay, "/admin/sources/web/dead-letters?limit=1");
+        v["stats"]["evicted"].as_u64().unwrap_or(0) > 0
+            && v["stats"]["count"].as_u64().unwrap_or(0) + v["stats"]["evicted"].as_u64().unwrap()
+                == 30
+    });
+    let (_, v) = admin_get(&relay, "/admin/sources/web/dead-letters?limit=1");
+    assert!(v["stats"]["bytes"].as_u64().unwrap() <= 3000, "{v}");
+    off.wait_for(1);
+    let (status, v) = admin_get(&relay, "/admin/sources/quiet/dead-letters");
+    assert_eq!(status, 404, "{v}");
+    assert_eq!(admin_get(&relay, "/admin/sources/nope/dead-letters").0, 404);
+    drop(relay);
+    // A bad value is refused under its key.
+    let bad = config(&[("web", "wk_web", &rx)], "dead_letter_max_bytes = 0");
+    std::fs::write(dir.path().join("relay.toml"), bad).unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_outbound-relay"))
+        .arg("--config")
+        .arg(dir.path().join("relay.toml"))
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("dead_letter_max_bytes"), "{err}");
+}

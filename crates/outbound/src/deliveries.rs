@@ -1,0 +1,158 @@
+//! What a client shows of its webhook deliveries: each URL's last attempts and health
+//! (kept in memory, `delivery/watch.rs`), and its dead letters, with their replay (kept in
+//! the spool's store, `durable/dead.rs`; asked of the spool writer, `delivery/replay.rs`).
+//! A binding or the relay only converts these.
+
+use crate::client::Client;
+use crate::delivery::command::{Answer, Ask};
+use crate::durable::dead::{unix_ms, Pick};
+use crate::error::Error;
+use crate::model::attempts::{WebhookAttempt, WebhookHealth};
+use crate::model::dead_letter::{
+    DeadLetter, DeadLetterPage, DeadLetterQuery, DeadLetterStats, ReplayProgress, MAX_PAGE,
+};
+use std::time::SystemTime;
+
+fn unexpected() -> Error {
+    Error::config("dead_letters", "the spool writer gave an unexpected answer")
+}
+
+impl Client {
+    /// Webhook `webhook`'s last attempts (up to 100, any outcome), newest first: message id,
+    /// time, duration, status or error class, and for failures the first 1 KiB of the
+    /// answer. Kept in memory for URLs with recent traffic (all of a process's logs within
+    /// one budget, the oldest freed first): empty for a URL with none.
+    pub fn webhook_attempts(&self, webhook: usize) -> Result<Vec<WebhookAttempt>, Error> {
+        let urls = self.watched();
+        match urls.get(webhook) {
+            Some(url) => Ok(url.attempts()),
+            None => Err(Error::invalid(
+                "webhook",
+                format!(
+                    "{webhook} is not a webhook of this client (it has {})",
+                    urls.len()
+                ),
+            )),
+        }
+    }
+
+    /// Each webhook URL's health, in the order of `webhooks`: healthy, failing, circuit
+    /// open or disabled; success rate and p50/p99 latency over the last five minutes;
+    /// failures in a row, last error, last success, messages waiting.
+    pub fn webhook_health(&self) -> Vec<WebhookHealth> {
+        self.watched().iter().map(|u| u.health()).collect()
+    }
+
+    /// One page of dead letters (`dead_letters` on), newest first, without bodies.
+    /// `limit` above 1,000 is refused.
+    pub fn dead_letters(&self, query: &DeadLetterQuery) -> Result<DeadLetterPage, Error> {
+        if query.limit == 0 || query.limit > MAX_PAGE {
+            return Err(Error::invalid(
+                "limit",
+                format!("must be 1 to {MAX_PAGE}, got {}", query.limit),
+            ));
+        }
+        match self.ask(Ask::List(query.clone()))? {
+            Answer::Page(page) => Ok(page),
+            _ => Err(unexpected()),
+        }
+    }
+
+    /// The dead letter of message `id`, with its body; `None` when there is none.
+    pub fn dead_letter(&self, id: &str) -> Result<Option<DeadLetter>, Error> {
+        match self.ask(Ask::Get(id.to_string()))? {
+            Answer::Letter(letter) => Ok(letter.map(|l| *l)),
+            _ => Err(unexpected()),
+        }
+    }
+
+    /// Discards the dead letter of message `id`; whether there was one.
+    pub fn delete_dead_letter(&self, id: &str) -> Result<bool, Error> {
+        match self.ask(Ask::Delete(id.to_string()))? {
+            Answer::Deleted(found) => Ok(found),
+            _ => Err(unexpected()),
+        }
+    }
+
+    /// Sends the dead letter of message `id` again through the normal path: the same
+    /// `messageId`, a fresh retry window, signed with the current secret, to every webhook
+    /// (or to `webhook` alone). It stays listed (as replaying) until the replay has an
+    /// outcome: delivered, it leaves the dead letters; failed, it is back with its new
+    /// attempts. Its outcome reaches `on_outcome` and the counters as a resumed message's.
+    /// `None` when there is no such dead letter, or it is being replayed already.
+    pub fn replay_dead_letter(
+        &self,
+        id: &str,
+        webhook: Option<usize>,
+    ) -> Result<Option<ReplayProgress>, Error> {
+        let mask = self.mask(webhook)?;
+        match self.ask(Ask::Replay(Pick::One(id.to_string()), mask))? {
+            Answer::Replay(progress) => Ok(progress),
+            _ => Err(unexpected()),
+        }
+    }
+
+    /// Replays every dead letter that failed at or after `since` and before `until` (either
+    /// open), to every webhook or to `webhook` alone, in the background, a window at a time:
+    /// its progress from [`replay_progress`](Self::replay_progress). Dead letters being
+    /// replayed already are left to that replay. A crash midway loses nothing and sends
+    /// nothing twice beyond at least once: what it marked is replayed by the next client
+    /// on the spool.
+    pub fn replay_dead_letters(
+        &self,
+        since: Option<SystemTime>,
+        until: Option<SystemTime>,
+        webhook: Option<usize>,
+    ) -> Result<ReplayProgress, Error> {
+        let mask = self.mask(webhook)?;
+        let pick = Pick::Range {
+            since: since.map_or(i64::MIN, unix_ms),
+            until: until.map_or(i64::MAX, unix_ms),
+        };
+        match self.ask(Ask::Replay(pick, mask))? {
+            Answer::Replay(Some(progress)) => Ok(progress),
+            // Nothing in the range: a replay with nothing to do.
+            Answer::Replay(None) => Ok(ReplayProgress {
+                id: 0,
+                total: 0,
+                sent: 0,
+                delivered: 0,
+                failed: 0,
+                skipped: 0,
+                started: SystemTime::now(),
+            }),
+            _ => Err(unexpected()),
+        }
+    }
+
+    /// How replay `id` goes (the newest 256 replays of the process are kept).
+    pub fn replay_progress(&self, id: u64) -> Result<Option<ReplayProgress>, Error> {
+        match self.ask(Ask::Progress(id))? {
+            Answer::Replay(progress) => Ok(progress),
+            _ => Err(unexpected()),
+        }
+    }
+
+    /// How many dead letters are kept, their bytes, and how many the limits dropped.
+    pub fn dead_letter_stats(&self) -> Result<DeadLetterStats, Error> {
+        match self.ask(Ask::Stats)? {
+            Answer::Stats(stats) => Ok(stats),
+            _ => Err(unexpected()),
+        }
+    }
+
+    /// The URL mask of a replay to `webhook` (0: all).
+    fn mask(&self, webhook: Option<usize>) -> Result<u8, Error> {
+        match webhook {
+            None => Ok(0),
+            Some(i) if i < self.config().webhooks.len() => Ok(1 << i),
+            Some(i) => Err(Error::invalid(
+                "webhook",
+                format!(
+                    "{i} is not a webhook of this client (it has {})",
+                    self.config().webhooks.len()
+                ),
+            )),
+        }
+    }
+}

@@ -1,0 +1,653 @@
+//! Each webhook URL's recent attempts and health, as the scheduler records them (one write
+//! per answer, under the URL's own lock) and the client reads them (`Client::webhook_attempts`,
+//! `Client::webhook_health`).
+//!
+//! **Memory.** A URL costs ~150 bytes while idle: its health (failures in a row, last error,
+//! last success, messages waiting). Its log (the last [`LOG_ATTEMPTS`] attempts, with up to
+//! 1 KiB of each failure's answer, and five one-minute latency histograms) is made at its
+//! first attempt, and all logs of the process together hold at most [`LOG_BUDGET`] bytes:
+//! past it, the logs touched longest ago are freed whole (their URLs keep their health), so
+//! 10,000 idle tenants of 5 URLs cost ~7 MiB, and a busy process ~[`LOG_BUDGET`] at most,
+//! whatever the number of URLs.
+
+use crate::http::attempt::{Attempt, Seen};
+use crate::model::attempts::{
+    AttemptResult, ErrorClass, HealthState, WebhookAttempt, WebhookHealth, ANSWER_EXCERPT,
+};
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering::Relaxed};
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+/// Attempts a URL's log keeps.
+pub(crate) const LOG_ATTEMPTS: usize = 100;
+/// Bytes every URL log of the process holds at most, together.
+pub(crate) const LOG_BUDGET: usize = 32 << 20;
+/// The window of a URL's rates and latencies, in one-minute steps.
+const MINUTES: usize = 5;
+/// Latency buckets: a quarter of an octave each from 64 µs (the geometric middle of a bucket
+/// is within 10 % of every duration in it), up to ~67 s.
+const BUCKETS: usize = 80;
+const FIRST_BUCKET_US: f64 = 64.0;
+/// An error's words are kept up to this many bytes.
+const DETAIL_MAX: usize = 300;
+
+/// Bytes all logs hold now.
+static LOG_BYTES: AtomicUsize = AtomicUsize::new(0);
+/// Every URL with a log, for freeing the oldest when the budget is spent.
+static LOGS: Mutex<Vec<Weak<UrlWatch>>> = Mutex::new(Vec::new());
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn unix_ms(t: SystemTime) -> i64 {
+    t.duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64)
+}
+
+fn time_of(ms: i64) -> SystemTime {
+    UNIX_EPOCH + Duration::from_millis(ms.max(0) as u64)
+}
+
+/// One client's webhook URLs, in the order of its `webhooks`.
+#[derive(Default)]
+pub(crate) struct Watch {
+    pub urls: Box<[Arc<UrlWatch>]>,
+}
+
+impl Watch {
+    /// A watch for `urls` (as shown: no query string); `disabled[i]` when URL `i` can never
+    /// be reached (the network guard refuses its address).
+    pub(crate) fn new(urls: Vec<String>, disabled: &[usize]) -> Watch {
+        let urls = urls
+            .into_iter()
+            .enumerate()
+            .map(|(i, url)| {
+                Arc::new(UrlWatch {
+                    index: i,
+                    url,
+                    disabled: disabled.contains(&i),
+                    waiting: AtomicU64::new(0),
+                    state: Mutex::new(State::default()),
+                })
+            })
+            .collect();
+        Watch { urls }
+    }
+
+    /// Counts a message as waiting for each URL of `mask`.
+    pub(crate) fn wait(&self, mask: u8) {
+        self.each(mask, |u| {
+            u.waiting.fetch_add(1, Relaxed);
+        });
+    }
+
+    /// A message no longer waits for the URLs of `mask`.
+    pub(crate) fn unwait(&self, mask: u8) {
+        self.each(mask, |u| {
+            let _ = u
+                .waiting
+                .fetch_update(Relaxed, Relaxed, |n| n.checked_sub(1));
+        });
+    }
+
+    fn each(&self, mask: u8, f: impl Fn(&UrlWatch)) {
+        if mask == 0 {
+            return;
+        }
+        for (i, u) in self.urls.iter().enumerate().take(8) {
+            if mask & (1 << i) != 0 {
+                f(u);
+            }
+        }
+    }
+}
+
+/// One webhook URL: its health, and its log while it has traffic.
+pub(crate) struct UrlWatch {
+    index: usize,
+    url: String,
+    disabled: bool,
+    /// Messages still to be delivered to it.
+    pub waiting: AtomicU64,
+    state: Mutex<State>,
+}
+
+#[derive(Default)]
+struct State {
+    consecutive_failures: u32,
+    circuit_open: bool,
+    last_success_ms: Option<i64>,
+    last_error: Option<(i64, Box<str>)>,
+    log: Option<Box<Log>>,
+    /// Listed in [`LOGS`] (while it has a log).
+    listed: bool,
+}
+
+struct Log {
+    entries: VecDeque<Entry>,
+    minutes: [Minute; MINUTES],
+    /// What it counts in [`LOG_BYTES`].
+    bytes: usize,
+    touched_ms: i64,
+}
+
+/// A message id as a log keeps it: in place when short (every id we make is 36 bytes), so
+/// recording an attempt allocates nothing for it.
+enum SmallId {
+    Inline([u8; 40], u8),
+    Shared(Arc<str>),
+}
+
+impl SmallId {
+    fn of(id: &str) -> SmallId {
+        match id.len() {
+            n @ 0..=40 => {
+                let mut b = [0u8; 40];
+                b[..n].copy_from_slice(id.as_bytes());
+                SmallId::Inline(b, n as u8)
+            }
+            _ => SmallId::Shared(Arc::from(id)),
+        }
+    }
+
+    fn as_str(&self) -> &str {
+        match self {
+            SmallId::Inline(b, n) => std::str::from_utf8(&b[..usize::from(*n)]).unwrap_or(""),
+            SmallId::Shared(s) => s,
+        }
+    }
+
+    /// Heap bytes it holds.
+    fn heap(&self) -> usize {
+        match self {
+            SmallId::Inline(..) => 0,
+            SmallId::Shared(s) => s.len() + 16,
+        }
+    }
+}
+
+struct Entry {
+    id: SmallId,
+    at_ms: i64,
+    took: Duration,
+    result: AttemptResult,
+    status: Option<u16>,
+    error: Option<ErrorClass>,
+    detail: Option<Box<str>>,
+    answer: Option<Arc<[u8]>>,
+}
+
+impl Entry {
+    fn bytes(&self) -> usize {
+        std::mem::size_of::<Entry>()
+            + self.id.heap()
+            + self.detail.as_ref().map_or(0, |d| d.len())
+            + self.answer.as_ref().map_or(0, |a| a.len() + 16)
+    }
+}
+
+#[derive(Clone, Copy)]
+struct Minute {
+    /// Unix minute it counts; 0: none yet.
+    minute: i64,
+    attempts: u32,
+    delivered: u32,
+    hist: [u32; BUCKETS],
+}
+
+impl Default for Minute {
+    fn default() -> Self {
+        Minute {
+            minute: 0,
+            attempts: 0,
+            delivered: 0,
+            hist: [0; BUCKETS],
+        }
+    }
+}
+
+fn bucket(took: Duration) -> usize {
+    let us = took.as_secs_f64() * 1e6;
+    if us <= FIRST_BUCKET_US {
+        return 0;
+    }
+    ((us / FIRST_BUCKET_US).log2() * 4.0)
+        .floor()
+        .min((BUCKETS - 1) as f64) as usize
+}
+
+/// A bucket's geometric middle.
+fn bucket_value(b: usize) -> Duration {
+    Duration::from_secs_f64(FIRST_BUCKET_US * 2f64.powf((b as f64 + 0.5) / 4.0) / 1e6)
+}
+
+/// `detail` cut to [`DETAIL_MAX`] bytes at a character boundary.
+fn clip(detail: &str) -> String {
+    let mut end = detail.len().min(DETAIL_MAX);
+    while !detail.is_char_boundary(end) {
+        end -= 1;
+    }
+    detail[..end].to_string()
+}
+
+/// One attempt to webhook `webhook` as a record: `attempt` classified, `seen` what its
+/// exchange showed, `answer` its excerpt as shared (see [`Answers`]).
+pub(crate) fn tried(
+    webhook: usize,
+    id: Arc<str>,
+    attempt: &Attempt,
+    seen: &Seen,
+    answer: Option<Arc<[u8]>>,
+) -> WebhookAttempt {
+    let now = SystemTime::now();
+    let (result, detail) = match attempt {
+        Attempt::Success => (AttemptResult::Delivered, String::new()),
+        Attempt::Retryable { detail, .. } => (AttemptResult::Retryable, clip(detail)),
+        Attempt::Permanent { detail, .. } => (AttemptResult::Permanent, clip(detail)),
+    };
+    WebhookAttempt {
+        webhook,
+        message_id: id,
+        at: now.checked_sub(seen.took).unwrap_or(now),
+        duration: seen.took,
+        result,
+        status: seen.status,
+        error: seen.error,
+        detail,
+        answer,
+    }
+}
+
+/// The last excerpt of each URL's answers, shared by the records of the answers that repeat
+/// it (a receiver's error page is the same for every message that waits to be retried).
+#[derive(Default)]
+pub(crate) struct Answers {
+    last: Vec<Option<Arc<[u8]>>>,
+}
+
+impl Answers {
+    /// `excerpt` (at most [`ANSWER_EXCERPT`] bytes) of URL `webhook`, shared with its last.
+    pub(crate) fn share(&mut self, webhook: usize, excerpt: Option<&[u8]>) -> Option<Arc<[u8]>> {
+        let excerpt = excerpt?;
+        let excerpt = &excerpt[..excerpt.len().min(ANSWER_EXCERPT)];
+        if self.last.len() <= webhook {
+            self.last.resize(webhook + 1, None);
+        }
+        match &self.last[webhook] {
+            Some(last) if **last == *excerpt => Some(last.clone()),
+            _ => {
+                let new: Arc<[u8]> = Arc::from(excerpt);
+                self.last[webhook] = Some(new.clone());
+                Some(new)
+            }
+        }
+    }
+}
+
+impl UrlWatch {
+    /// Records one attempt of message `id`: `attempt` classified, `seen` what its exchange
+    /// showed, `answer` a failure's excerpt as shared ([`Answers`]); `circuit_open` is the
+    /// lane's state after it.
+    pub(crate) fn record(
+        self: &Arc<Self>,
+        id: &str,
+        attempt: &Attempt,
+        seen: &Seen,
+        answer: Option<Arc<[u8]>>,
+        circuit_open: bool,
+    ) {
+        let now_ms = unix_ms(SystemTime::now());
+        let (result, detail) = match attempt {
+            Attempt::Success => (AttemptResult::Delivered, None),
+            Attempt::Retryable { detail, .. } => (AttemptResult::Retryable, Some(clip(detail))),
+            Attempt::Permanent { detail, .. } => (AttemptResult::Permanent, Some(clip(detail))),
+        };
+        let entry = Entry {
+            id: SmallId::of(id),
+            at_ms: now_ms - seen.took.as_millis() as i64,
+            took: seen.took,
+            result,
+            status: seen.status,
+            error: seen.error,
+            detail: detail.map(String::into_boxed_str),
+            answer,
+        };
+        let mut over_budget = false;
+        {
+            let mut s = lock(&self.state);
+            s.circuit_open = circuit_open;
+            match (&entry.detail, result) {
+                (None, _) => {
+                    s.consecutive_failures = 0;
+                    s.last_success_ms = Some(now_ms);
+                }
+                (Some(detail), _) => {
+                    s.consecutive_failures = s.consecutive_failures.saturating_add(1);
+                    s.last_error = Some((now_ms, detail.clone()));
+                }
+            }
+            let log = s.log.get_or_insert_with(|| {
+                let log = Box::new(Log {
+                    entries: VecDeque::with_capacity(LOG_ATTEMPTS),
+                    minutes: [Minute::default(); MINUTES],
+                    bytes: std::mem::size_of::<Log>() + LOG_ATTEMPTS * std::mem::size_of::<Entry>(),
+                    touched_ms: now_ms,
+                });
+                LOG_BYTES.fetch_add(log.bytes, Relaxed);
+                log
+            });
+            log.touched_ms = now_ms;
+            let minute = now_ms.div_euclid(60_000);
+            let slot = &mut log.minutes[minute.rem_euclid(MINUTES as i64) as usize];
+            if slot.minute != minute {
+                *slot = Minute {
+                    minute,
+                    ..Minute::default()
+                };
+            }
+            slot.attempts += 1;
+            slot.delivered += u32::from(result == AttemptResult::Delivered);
+            slot.hist[bucket(entry.took)] += 1;
+            let mut added = entry.bytes() - std::mem::size_of::<Entry>();
+            let mut freed = 0;
+            if log.entries.len() >= LOG_ATTEMPTS {
+                if let Some(old) = log.entries.pop_front() {
+                    freed = old.bytes() - std::mem::size_of::<Entry>();
+                }
+            }
+            log.entries.push_back(entry);
+            if freed > added {
+                LOG_BYTES.fetch_sub(freed - added, Relaxed);
+                log.bytes -= freed - added;
+            } else {
+                added -= freed;
+                log.bytes += added;
+                over_budget = LOG_BYTES.fetch_add(added, Relaxed) + added > LOG_BUDGET;
+            }
+            if !s.listed {
+                s.listed = true;
+                drop(s);
+                lock(&LOGS).push(Arc::downgrade(self));
+            }
+        }
+        if over_budget {
+            free_oldest();
+        }
+    }
+
+    /// Its last attempts, newest first.
+    pub(crate) fn attempts(&self) -> Vec<WebhookAttempt> {
+        let s = lock(&self.state);
+        let Some(log) = &s.log else {
+            return Vec::new();
+        };
+        log.entries
+            .iter()
+            .rev()
+            .map(|e| WebhookAttempt {
+                webhook: self.index,
+                message_id: Arc::from(e.id.as_str()),
+                at: time_of(e.at_ms),
+                duration: e.took,
+                result: e.result,
+                status: e.status,
+                error: e.error,
+                detail: e.detail.as_deref().unwrap_or("").to_string(),
+                answer: e.answer.clone(),
+            })
+            .collect()
+    }
+
+    /// Its health now.
+    pub(crate) fn health(&self) -> WebhookHealth {
+        let s = lock(&self.state);
+        let now_minute = unix_ms(SystemTime::now()).div_euclid(60_000);
+        let mut hist = [0u64; BUCKETS];
+        let (mut attempts, mut delivered) = (0u64, 0u64);
+        for m in s.log.iter().flat_map(|l| l.minutes.iter()) {
+            if m.minute > now_minute - MINUTES as i64 && m.minute <= now_minute {
+                attempts += u64::from(m.attempts);
+                delivered += u64::from(m.delivered);
+                for (h, n) in hist.iter_mut().zip(m.hist) {
+                    *h += u64::from(n);
+                }
+            }
+        }
+        let quantile = |q: f64| -> Option<Duration> {
+            if attempts == 0 {
+                return None;
+            }
+            let rank = ((attempts as f64) * q).ceil().max(1.0) as u64;
+            let mut seen = 0;
+            hist.iter().enumerate().find_map(|(b, n)| {
+                seen += n;
+                (seen >= rank).then(|| bucket_value(b))
+            })
+        };
+        let state = if self.disabled {
+            HealthState::Disabled
+        } else if s.circuit_open {
+            HealthState::CircuitOpen
+        } else if s.consecutive_failures > 0 {
+            HealthState::Failing
+        } else {
+            HealthState::Healthy
+        };
+        WebhookHealth {
+            webhook: self.index,
+            url: self.url.clone(),
+            state,
+            attempts_5m: attempts,
+            delivered_5m: delivered,
+            success_rate_5m: (attempts > 0).then(|| delivered as f64 / attempts as f64),
+            p50_5m: quantile(0.5),
+            p99_5m: quantile(0.99),
+            consecutive_failures: s.consecutive_failures,
+            last_error: s
+                .last_error
+                .as_ref()
+                .map(|(ms, d)| (time_of(*ms), d.to_string())),
+            last_success: s.last_success_ms.map(time_of),
+            waiting: self.waiting.load(Relaxed),
+        }
+    }
+
+    /// Frees its log (its health stays); the bytes it held.
+    fn free_log(&self) -> usize {
+        let mut s = lock(&self.state);
+        s.listed = false;
+        match s.log.take() {
+            Some(log) => {
+                LOG_BYTES.fetch_sub(log.bytes, Relaxed);
+                log.bytes
+            }
+            None => 0,
+        }
+    }
+
+    fn touched_ms(&self) -> Option<i64> {
+        lock(&self.state).log.as_ref().map(|l| l.touched_ms)
+    }
+}
+
+impl Drop for UrlWatch {
+    fn drop(&mut self) {
+        let s = self.state.get_mut().unwrap_or_else(|e| e.into_inner());
+        if let Some(log) = s.log.take() {
+            LOG_BYTES.fetch_sub(log.bytes, Relaxed);
+        }
+    }
+}
+
+/// The budget is spent: frees the logs touched longest ago until a quarter of it is free.
+/// Runs on the scheduler's thread, holding no URL's lock.
+fn free_oldest() {
+    let mut listed = lock(&LOGS);
+    let mut logs: Vec<(i64, Arc<UrlWatch>)> = listed
+        .iter()
+        .filter_map(Weak::upgrade)
+        .filter_map(|u| Some((u.touched_ms()?, u)))
+        .collect();
+    logs.sort_by_key(|(t, _)| *t);
+    let target = LOG_BUDGET / 4 * 3;
+    for (_, u) in &logs {
+        if LOG_BYTES.load(Relaxed) <= target {
+            break;
+        }
+        u.free_log();
+    }
+    listed.retain(|w| w.upgrade().is_some_and(|u| lock(&u.state).listed));
+}
+
+/// Bytes every URL log of the process holds now (tests, and the memory budget's check).
+#[cfg_attr(not(test), allow(dead_code))]
+pub(crate) fn log_bytes() -> usize {
+    LOG_BYTES.load(Relaxed)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::outcome::Reason;
+
+    /// The budget is the process's: a test that spends it must not run beside one that
+    /// reads a log back.
+    static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+
+    fn rec(u: &Arc<UrlWatch>, id: Arc<str>, a: &Attempt, seen: &Seen, open: bool) {
+        let answer = seen
+            .excerpt
+            .as_deref()
+            .map(|e| Arc::from(&e[..e.len().min(ANSWER_EXCERPT)]));
+        u.record(&id, a, seen, answer, open);
+    }
+
+    fn failure(status: u16) -> (Attempt, Seen) {
+        let a = Attempt::Retryable {
+            reason: Reason::Status(status),
+            detail: format!("status {status}"),
+            retry_after: None,
+        };
+        let seen = Seen {
+            took: Duration::from_millis(20),
+            status: Some(status),
+            error: None,
+            excerpt: Some(bytes::Bytes::from(vec![b'x'; 4000])),
+        };
+        (a, seen)
+    }
+
+    #[test]
+    fn a_log_keeps_the_last_hundred_attempts_newest_first() {
+        let _one = lock(&ONE_AT_A_TIME);
+        let w = Watch::new(vec!["http://a/".into()], &[]);
+        let u = &w.urls[0];
+        for i in 0..150 {
+            let seen = Seen {
+                took: Duration::from_millis(i),
+                ..Seen::default()
+            };
+            rec(
+                u,
+                Arc::from(format!("m{i}")),
+                &Attempt::Success,
+                &seen,
+                false,
+            );
+        }
+        let (a, seen) = failure(503);
+        rec(u, Arc::from("bad"), &a, &seen, false);
+        let log = u.attempts();
+        assert_eq!(log.len(), LOG_ATTEMPTS);
+        assert_eq!(&*log[0].message_id, "bad");
+        assert_eq!(log[0].status, Some(503));
+        assert_eq!(
+            log[0].answer.as_ref().map(|a| a.len()),
+            Some(ANSWER_EXCERPT)
+        );
+        assert_eq!(&*log[1].message_id, "m149");
+        assert_eq!(&*log[99].message_id, "m51");
+        let h = u.health();
+        assert_eq!(h.state, HealthState::Failing);
+        assert_eq!(h.consecutive_failures, 1);
+        assert_eq!((h.attempts_5m, h.delivered_5m), (151, 150));
+        // Durations 0..149 ms: the median is ~75 ms, within the buckets' 10 %.
+        let p50 = h.p50_5m.unwrap().as_secs_f64() * 1000.0;
+        assert!((67.0..=83.0).contains(&p50), "{p50}");
+        let p99 = h.p99_5m.unwrap().as_secs_f64() * 1000.0;
+        assert!((133.0..=163.0).contains(&p99), "{p99}");
+    }
+
+    #[test]
+    fn health_moves_with_the_answers_and_the_lane() {
+        let _one = lock(&ONE_AT_A_TIME);
+        let w = Watch::new(vec!["http://a/".into(), "http://b/".into()], &[1]);
+        let u = &w.urls[0];
+        assert_eq!(u.health().state, HealthState::Healthy);
+        let (a, seen) = failure(500);
+        rec(u, Arc::from("1"), &a, &seen, false);
+        assert_eq!(u.health().state, HealthState::Failing);
+        rec(u, Arc::from("2"), &a, &seen, true);
+        assert_eq!(u.health().state, HealthState::CircuitOpen);
+        rec(
+            u,
+            Arc::from("3"),
+            &Attempt::Success,
+            &Seen::default(),
+            false,
+        );
+        let h = u.health();
+        assert_eq!(h.state, HealthState::Healthy);
+        assert!(h.last_success.is_some() && h.last_error.is_some());
+        assert_eq!(w.urls[1].health().state, HealthState::Disabled);
+        w.wait(0b11);
+        w.wait(0b01);
+        w.unwait(0b01);
+        assert_eq!(w.urls[0].health().waiting, 1);
+        assert_eq!(w.urls[1].health().waiting, 1);
+    }
+
+    #[test]
+    fn idle_urls_cost_their_health_only() {
+        let _one = lock(&ONE_AT_A_TIME);
+        let before = log_bytes();
+        // 10,000 idle tenants of 5 URLs.
+        let watches: Vec<Watch> = (0..10_000)
+            .map(|i| Watch::new((0..5).map(|j| format!("http://h{i}/{j}")).collect(), &[]))
+            .collect();
+        assert_eq!(log_bytes(), before, "no log before a URL's first attempt");
+        let per_url = std::mem::size_of::<UrlWatch>() + 16;
+        assert!(per_url <= 160, "{per_url} bytes per idle URL");
+        // With the URLs' text: under 10 MiB for 50,000 URLs.
+        let total: usize = (watches.iter().flat_map(|w| w.urls.iter()))
+            .map(|u| per_url + u.url.len())
+            .sum();
+        assert!(total < 10 << 20, "{total} bytes for 50,000 idle URLs");
+    }
+
+    #[test]
+    fn all_logs_together_stay_within_the_budget() {
+        let _one = lock(&ONE_AT_A_TIME);
+        // Enough failing URLs, each with a full log of 1 KiB answers, to spend the budget
+        // twice over: the oldest logs are freed, their health kept.
+        let per_log = LOG_ATTEMPTS * (ANSWER_EXCERPT + 200);
+        let n = 2 * LOG_BUDGET / per_log + 1;
+        let watches: Vec<Watch> = (0..n)
+            .map(|i| Watch::new(vec![format!("http://h{i}/")], &[]))
+            .collect();
+        let (a, seen) = failure(503);
+        for w in &watches {
+            for j in 0..LOG_ATTEMPTS {
+                rec(&w.urls[0], Arc::from(format!("m{j}")), &a, &seen, false);
+            }
+        }
+        assert!(log_bytes() <= LOG_BUDGET, "{} > {LOG_BUDGET}", log_bytes());
+        let first = &watches[0].urls[0];
+        assert!(first.attempts().is_empty(), "the oldest log was freed");
+        assert_eq!(first.health().consecutive_failures, LOG_ATTEMPTS as u32);
+        assert_eq!(watches[n - 1].urls[0].attempts().len(), LOG_ATTEMPTS);
+        drop(watches);
+    }
+}

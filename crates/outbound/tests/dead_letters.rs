@@ -1,0 +1,611 @@
+//! Issue 47: every delivery visible, nothing discarded. Against real receivers on 127.0.0.1:
+//! each URL's attempts and health, dead letters (kept, listed, limited, surviving a kill)
+//! and their replay (one, and a thousand in the background; a replay cut by a kill).
+
+#[path = "support/redis_server.rs"]
+mod redis_server;
+mod support;
+
+use outbound::{
+    Client, Config, DeadLetterQuery, Engine, EngineConfig, Error, HealthState, Message,
+    OutcomeKind, Reason, Webhook,
+};
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU16, Ordering::SeqCst};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use support::{Outcomes, Reply, Server};
+
+const ANSWER: &[u8] = br#"{"error":"schema: properties.plan must be a string"}"#;
+
+fn temp_dir(name: &str) -> PathBuf {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos();
+    let dir = std::env::temp_dir().join(format!(
+        "outbound-dead-{name}-{}-{nanos}",
+        std::process::id()
+    ));
+    let _ = std::fs::remove_dir_all(&dir);
+    dir
+}
+
+/// A receiver answering what `status` holds now (with `ANSWER` as the body of a failure);
+/// 0: it hangs.
+fn switchable() -> (Server, Arc<AtomicU16>) {
+    let status = Arc::new(AtomicU16::new(400));
+    let s = status.clone();
+    let server = Server::start(move |_| match s.load(SeqCst) {
+        0 => Reply::Hang,
+        200 => Reply::Status(200),
+        st => Reply::Full {
+            status: st,
+            headers: vec![("Content-Type".into(), "application/json".into())],
+            body: ANSWER.to_vec(),
+        },
+    });
+    (server, status)
+}
+
+fn dead_config(server: &Server, spool: &Path, outcomes: &Outcomes) -> Config {
+    Config {
+        webhooks: vec![Webhook::new(format!("{}/hook", server.url))],
+        spool: Some(spool.to_path_buf()),
+        dead_letters: true,
+        on_outcome: Some(outcomes.callback()),
+        max_queue_size: 5_000,
+        retry: outbound::RetryPolicy {
+            base: Duration::from_millis(20),
+            max_backoff: Duration::from_millis(100),
+            max_retry_duration: Duration::from_millis(500),
+            ..Default::default()
+        },
+        ..support::config()
+    }
+}
+
+fn wait_until(what: &str, timeout: Duration, mut done: impl FnMut() -> bool) {
+    let end = Instant::now() + timeout;
+    while !done() {
+        assert!(Instant::now() < end, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// Ids the receiver answered 200 for, with how many times each.
+fn delivered(server: &Server, since: usize) -> HashMap<String, usize> {
+    let mut ids = HashMap::new();
+    for r in server.requests().into_iter().skip(since) {
+        *ids.entry(r.json()["messageId"].as_str().unwrap().to_string())
+            .or_insert(0) += 1;
+    }
+    ids
+}
+
+fn all_dead(client: &Client) -> Vec<outbound::DeadLetter> {
+    let mut out = Vec::new();
+    let mut q = DeadLetterQuery {
+        limit: 1000,
+        ..Default::default()
+    };
+    loop {
+        let page = client.dead_letters(&q).unwrap();
+        out.extend(page.letters);
+        match page.next {
+            Some(next) => q.cursor = Some(next),
+            None => return out,
+        }
+    }
+}
+
+#[test]
+fn a_url_answering_400_makes_a_dead_letter_with_that_status_and_answer() {
+    let (server, _) = switchable();
+    let dir = temp_dir("400");
+    let outcomes = Outcomes::default();
+    let client = Client::new(dead_config(&server, &dir, &outcomes)).unwrap();
+    let id = client
+        .enqueue(&Message::track("u1", "Signed Up").property("plan", 3))
+        .unwrap();
+    let ended = outcomes.wait_for(1, Duration::from_secs(10));
+    assert_eq!(ended[0].kind, OutcomeKind::Failed);
+    assert_eq!(ended[0].reason, Some(Reason::Status(400)));
+    wait_until("its dead letter", Duration::from_secs(5), || {
+        client.dead_letter_stats().unwrap().count == 1
+    });
+    let page = client.dead_letters(&DeadLetterQuery::default()).unwrap();
+    assert_eq!(page.letters.len(), 1);
+    let dead = &page.letters[0];
+    assert_eq!(dead.message_id, id);
+    assert_eq!(dead.reason, Reason::Status(400));
+    assert!(!dead.replaying);
+    assert!(dead.body.is_none(), "lists leave the body out");
+    let last = &dead.last_attempts[0];
+    assert_eq!((last.webhook, last.status), (0, Some(400)));
+    assert_eq!(last.answer.as_deref(), Some(ANSWER));
+    // The one with its body: the webhook body as it was sent.
+    let whole = client.dead_letter(&id).unwrap().unwrap();
+    let sent = &server.requests()[0].body;
+    assert_eq!(whole.body.as_deref(), Some(&sent[..]));
+    assert_eq!(whole.size, sent.len() as u64);
+    // The URL's log and health say the same.
+    let attempts = client.webhook_attempts(0).unwrap();
+    assert_eq!(attempts.len(), 1);
+    assert_eq!(&*attempts[0].message_id, id.as_str());
+    assert_eq!(attempts[0].status, Some(400));
+    assert_eq!(attempts[0].answer.as_deref(), Some(ANSWER));
+    let health = client.webhook_health();
+    assert_eq!(health[0].state, HealthState::Failing);
+    assert_eq!(health[0].consecutive_failures, 1);
+    assert_eq!(health[0].waiting, 0);
+    assert!(client.webhook_attempts(1).is_err());
+    // Discarded, it is gone.
+    assert!(client.delete_dead_letter(&id).unwrap());
+    assert!(!client.delete_dead_letter(&id).unwrap());
+    assert!(client.dead_letter(&id).unwrap().is_none());
+    client.close(None).unwrap();
+}
+
+#[test]
+fn a_replay_after_the_receiver_recovers_delivers_it_once_with_the_same_id() {
+    let (server, status) = switchable();
+    let dir = temp_dir("replay-one");
+    let outcomes = Outcomes::default();
+    let client = Client::new(Config {
+        shared_secret: Some("secret-1".into()),
+        ..dead_config(&server, &dir, &outcomes)
+    })
+    .unwrap();
+    let id = client.enqueue(&Message::track("u1", "Paid")).unwrap();
+    outcomes.wait_for(1, Duration::from_secs(10));
+    wait_until("the dead letter", Duration::from_secs(5), || {
+        client.dead_letter(&id).unwrap().is_some()
+    });
+    let before = server.count();
+    status.store(200, SeqCst);
+    let progress = client.replay_dead_letter(&id, None).unwrap().unwrap();
+    assert_eq!(progress.total, 1);
+    assert!(
+        client.replay_dead_letter(&id, None).unwrap().is_none(),
+        "being replayed already"
+    );
+    let ended = outcomes.wait_for(2, Duration::from_secs(10));
+    assert_eq!(ended[1].kind, OutcomeKind::Delivered);
+    assert_eq!(&*ended[1].message_id, id.as_str());
+    wait_until("the dead letter to leave", Duration::from_secs(5), || {
+        client.dead_letter(&id).unwrap().is_none()
+    });
+    let got = delivered(&server, before);
+    assert_eq!(got.get(&id), Some(&1), "{got:?}");
+    assert_eq!(got.len(), 1);
+    let replayed = &server.requests()[before];
+    assert_eq!(
+        replayed.header("X-Signature"),
+        Some(outbound::sign(b"secret-1", &replayed.body).as_str())
+    );
+    let p = client.replay_progress(progress.id).unwrap().unwrap();
+    assert_eq!((p.sent, p.delivered, p.failed), (1, 1, 0));
+    assert!(p.done());
+    assert!(client
+        .replay_dead_letter("no-such-id", None)
+        .unwrap()
+        .is_none());
+    client.close(None).unwrap();
+}
+
+#[test]
+fn a_replay_that_fails_again_goes_back_into_the_dead_letters() {
+    let (server, _) = switchable();
+    let dir = temp_dir("replay-again");
+    let outcomes = Outcomes::default();
+    let client = Client::new(dead_config(&server, &dir, &outcomes)).unwrap();
+    let id = client.enqueue(&Message::track("u1", "Paid")).unwrap();
+    outcomes.wait_for(1, Duration::from_secs(10));
+    wait_until("the dead letter", Duration::from_secs(5), || {
+        client.dead_letter(&id).unwrap().is_some()
+    });
+    let first = client.dead_letter(&id).unwrap().unwrap();
+    let job = client.replay_dead_letter(&id, Some(0)).unwrap().unwrap();
+    wait_until("the replay to fail", Duration::from_secs(10), || {
+        client.replay_progress(job.id).unwrap().unwrap().failed == 1
+    });
+    wait_until("it to be back", Duration::from_secs(5), || {
+        client
+            .dead_letter(&id)
+            .unwrap()
+            .is_some_and(|d| !d.replaying && d.failed_at > first.failed_at)
+    });
+    assert_eq!(client.dead_letter_stats().unwrap().count, 1);
+    assert_eq!(server.count(), 2);
+    client.close(None).unwrap();
+}
+
+#[test]
+fn a_bulk_replay_of_a_thousand_delivers_each_once_in_the_background() {
+    let (server, status) = switchable();
+    let dir = temp_dir("bulk");
+    let outcomes = Outcomes::default();
+    let client = Client::new(Config {
+        max_queue_size: 300,
+        ..dead_config(&server, &dir, &outcomes)
+    })
+    .unwrap();
+    let mut ids = Vec::new();
+    for i in 0..1000 {
+        while client.stats().queued + client.stats().in_flight > 250 {
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        ids.push(
+            client
+                .enqueue(&Message::track(format!("u{i}"), "Bulk"))
+                .unwrap(),
+        );
+    }
+    outcomes.wait_for(1000, Duration::from_secs(60));
+    wait_until("a thousand dead letters", Duration::from_secs(10), || {
+        client.dead_letter_stats().unwrap().count == 1000
+    });
+    assert_eq!(all_dead(&client).len(), 1000, "paged through");
+    let before = server.count();
+    status.store(200, SeqCst);
+    let job = client.replay_dead_letters(None, None, None).unwrap();
+    assert_eq!(job.total, 1000);
+    wait_until("the replay", Duration::from_secs(60), || {
+        client.replay_progress(job.id).unwrap().unwrap().done()
+    });
+    let p = client.replay_progress(job.id).unwrap().unwrap();
+    assert_eq!(
+        (p.sent, p.delivered, p.failed, p.skipped),
+        (1000, 1000, 0, 0)
+    );
+    let got = delivered(&server, before);
+    assert_eq!(got.len(), 1000);
+    assert!(got.values().all(|n| *n == 1), "each once");
+    assert!(ids.iter().all(|id| got.contains_key(id)));
+    wait_until("the dead letters to empty", Duration::from_secs(5), || {
+        client.dead_letter_stats().unwrap().count == 0
+    });
+    // Within its queue: a replay never held more than max_queue_size.
+    assert_eq!(client.stats().dropped, 0);
+    client.close(None).unwrap();
+}
+
+#[test]
+fn the_byte_limit_and_the_retention_drop_the_oldest_and_count_them() {
+    let (server, _) = switchable();
+    let dir = temp_dir("limits");
+    let outcomes = Outcomes::default();
+    let client = Client::new(Config {
+        dead_letter_max_bytes: 3_000,
+        dead_letter_retention: Duration::from_secs(2),
+        ..dead_config(&server, &dir, &outcomes)
+    })
+    .unwrap();
+    let mut ids = Vec::new();
+    for i in 0..20 {
+        ids.push(
+            client
+                .enqueue(&Message::track(format!("u{i}"), "E"))
+                .unwrap(),
+        );
+        outcomes.wait_for(i + 1, Duration::from_secs(10));
+    }
+    wait_until("the last dead letter", Duration::from_secs(5), || {
+        client.dead_letter(&ids[19]).unwrap().is_some()
+    });
+    let stats = client.dead_letter_stats().unwrap();
+    assert!(stats.bytes <= 3_000, "{stats:?}");
+    assert!(stats.evicted > 0, "{stats:?}");
+    assert_eq!(stats.count + stats.evicted + stats.expired, 20, "{stats:?}");
+    let kept: Vec<String> = all_dead(&client)
+        .into_iter()
+        .map(|d| d.message_id)
+        .collect();
+    let newest: Vec<String> = ids.iter().rev().take(kept.len()).cloned().collect();
+    assert_eq!(kept, newest, "the newest are kept, newest first");
+    // Past the retention (checked every 5 s) every one goes.
+    wait_until("the retention", Duration::from_secs(15), || {
+        client.dead_letter_stats().unwrap().count == 0
+    });
+    assert_eq!(client.dead_letter_stats().unwrap().expired, stats.count);
+    client.close(None).unwrap();
+}
+
+#[test]
+fn health_moves_to_failing_and_back() {
+    let (server, status) = switchable();
+    status.store(503, SeqCst);
+    let dir = temp_dir("health");
+    let outcomes = Outcomes::default();
+    let client = Client::new(Config {
+        retry: outbound::RetryPolicy {
+            base: Duration::from_millis(20),
+            max_backoff: Duration::from_millis(50),
+            max_retry_duration: Duration::from_secs(30),
+            ..Default::default()
+        },
+        ..dead_config(&server, &dir, &outcomes)
+    })
+    .unwrap();
+    assert_eq!(client.webhook_health()[0].state, HealthState::Healthy);
+    client.enqueue(&Message::track("u1", "E")).unwrap();
+    wait_until("failures", Duration::from_secs(5), || {
+        client.webhook_health()[0].consecutive_failures >= 3
+    });
+    let h = &client.webhook_health()[0];
+    assert_eq!(h.state, HealthState::Failing);
+    assert_eq!(h.waiting, 1);
+    assert_eq!(h.success_rate_5m, Some(0.0));
+    assert!(h.last_error.as_ref().unwrap().1.contains("503"), "{h:?}");
+    status.store(200, SeqCst);
+    outcomes.wait_for(1, Duration::from_secs(10));
+    let h = &client.webhook_health()[0];
+    assert_eq!(h.state, HealthState::Healthy);
+    assert_eq!((h.consecutive_failures, h.waiting), (0, 0));
+    assert!(h.last_success.is_some());
+    assert!(h.success_rate_5m.unwrap() > 0.0 && h.success_rate_5m.unwrap() < 1.0);
+    assert!(h.p50_5m.is_some() && h.p99_5m >= h.p50_5m);
+    // Nothing failed for good: no dead letter.
+    assert_eq!(client.dead_letter_stats().unwrap().count, 0);
+    client.close(None).unwrap();
+}
+
+#[test]
+fn dead_letters_need_a_spool() {
+    let err = Client::new(Config {
+        webhooks: vec![Webhook::new("http://127.0.0.1:9/hook")],
+        dead_letters: true,
+        ..support::config()
+    })
+    .err()
+    .unwrap();
+    assert!(
+        matches!(&err, Error::Config { setting, .. } if setting == "dead_letters"),
+        "{err}"
+    );
+    let off = Client::new(Config {
+        webhooks: vec![Webhook::new("http://127.0.0.1:9/hook")],
+        ..support::config()
+    })
+    .unwrap();
+    assert!(matches!(
+        off.dead_letters(&DeadLetterQuery::default()),
+        Err(Error::Config { .. })
+    ));
+    off.close(Some(Duration::ZERO)).unwrap();
+}
+
+#[test]
+fn tenants_of_an_engine_keep_their_own_dead_letters() {
+    let (server, _) = switchable();
+    let dir = temp_dir("tenants");
+    let engine = Engine::new(EngineConfig {
+        spool: Some(dir.clone()),
+        ..EngineConfig::default()
+    })
+    .unwrap();
+    let (oa, ob) = (Outcomes::default(), Outcomes::default());
+    let tenant = |name: &str, o: &Outcomes| {
+        let config = Config {
+            spool: None,
+            ..dead_config(&server, &dir, o)
+        };
+        engine.tenant(name, config).unwrap()
+    };
+    let (a, b) = (tenant("a", &oa), tenant("b", &ob));
+    let ida = a.enqueue(&Message::track("u", "A")).unwrap();
+    let idb = b.enqueue(&Message::track("u", "B")).unwrap();
+    oa.wait_for(1, Duration::from_secs(10));
+    ob.wait_for(1, Duration::from_secs(10));
+    wait_until("both", Duration::from_secs(5), || {
+        a.dead_letter_stats().unwrap().count == 1 && b.dead_letter_stats().unwrap().count == 1
+    });
+    assert!(a.dead_letter(&idb).unwrap().is_none());
+    assert_eq!(all_dead(&b)[0].message_id, idb);
+    assert_eq!(all_dead(&a)[0].message_id, ida);
+    a.close(None).unwrap();
+    b.close(None).unwrap();
+}
+
+/// The child of the kill test: its messages fail into dead letters; then (with
+/// `DEAD_REPLAY`) it starts a replay that the receiver hangs on. It says where it got to on
+/// stdout and waits to be killed.
+#[test]
+fn child_of_the_kill_test() {
+    let (Ok(url), Ok(spool)) = (std::env::var("DEAD_URL"), std::env::var("DEAD_SPOOL")) else {
+        return;
+    };
+    let outcomes = Outcomes::default();
+    let timeout = std::env::var("DEAD_TIMEOUT_MS").map_or(5_000, |t| t.parse().unwrap());
+    let client = Client::new(Config {
+        webhooks: vec![Webhook::new(url)],
+        spool: Some(PathBuf::from(&spool)),
+        dead_letters: true,
+        on_outcome: Some(outcomes.callback()),
+        timeout: Duration::from_millis(timeout),
+        ..support::config()
+    })
+    .unwrap();
+    for i in 0..50 {
+        client
+            .enqueue(&Message::track(format!("u{i}"), "E"))
+            .unwrap();
+    }
+    outcomes.wait_for(50, Duration::from_secs(20));
+    wait_until("dead letters", Duration::from_secs(10), || {
+        client.dead_letter_stats().unwrap().count == 50
+    });
+    println!("DEAD");
+    if std::env::var("DEAD_REPLAY").is_ok() {
+        // Once the receiver hangs (the parent says so with a file), replay into it.
+        let go = PathBuf::from(std::env::var("DEAD_GO").unwrap());
+        wait_until("the go", Duration::from_secs(10), || go.exists());
+        let job = client.replay_dead_letters(None, None, None).unwrap();
+        wait_until("sent", Duration::from_secs(10), || {
+            client.replay_progress(job.id).unwrap().unwrap().sent == 50
+        });
+        println!("REPLAYING");
+    }
+    std::thread::sleep(Duration::from_secs(120));
+}
+
+/// The child, on `spool`; with `go`, it replays once that file exists.
+fn spawn_child(url: &str, spool: &Path, go: Option<&Path>) -> std::process::Child {
+    let mut cmd = std::process::Command::new(std::env::current_exe().unwrap());
+    cmd.args([
+        "--exact",
+        "child_of_the_kill_test",
+        "--nocapture",
+        "--test-threads=1",
+    ])
+    .env("DEAD_URL", url)
+    .env("DEAD_SPOOL", spool)
+    .env("DEAD_TIMEOUT_MS", "1000")
+    .stdout(std::process::Stdio::piped());
+    if let Some(go) = go {
+        cmd.env("DEAD_REPLAY", "1").env("DEAD_GO", go);
+    }
+    cmd.spawn().unwrap()
+}
+
+/// Kills the child once it replays into a hanging receiver; the ids the receiver answered
+/// 200 for afterwards are counted from the returned index.
+fn kill_mid_replay(url: &str, spool: &Path, status: &AtomicU16, server: &Server) -> usize {
+    let go = temp_dir("go");
+    let mut child = spawn_child(url, spool, Some(&go));
+    read_until(&mut child, "DEAD");
+    status.store(0, SeqCst);
+    std::fs::write(&go, b"").unwrap();
+    read_until(&mut child, "REPLAYING");
+    child.kill().unwrap();
+    child.wait().unwrap();
+    // What the child wrote before it died is read (and hung on) before we count.
+    std::thread::sleep(Duration::from_millis(300));
+    let hung = server.count();
+    status.store(200, SeqCst);
+    hung
+}
+
+fn read_until(child: &mut std::process::Child, word: &str) {
+    use std::io::BufRead;
+    let out = child.stdout.as_mut().unwrap();
+    let mut lines = std::io::BufReader::new(out).lines();
+    loop {
+        match lines.next() {
+            Some(Ok(l)) if l.contains(word) => return,
+            Some(_) => {}
+            None => panic!("the child ended before {word}"),
+        }
+    }
+}
+
+#[test]
+fn dead_letters_survive_a_kill_and_a_replay_cut_by_one_ends_once() {
+    let (server, status) = switchable();
+    let dir = temp_dir("kill");
+    let url = format!("{}/hook", server.url);
+    // Killed with its dead letters kept: the next client on the spool lists them.
+    let mut child = spawn_child(&url, &dir, None);
+    read_until(&mut child, "DEAD");
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let outcomes = Outcomes::default();
+    let client = Client::new(dead_config(&server, &dir, &outcomes)).unwrap();
+    wait_until("the adoption", Duration::from_secs(10), || {
+        client.dead_letter_stats().unwrap().count == 50
+    });
+    let ids: Vec<String> = all_dead(&client)
+        .into_iter()
+        .map(|d| d.message_id)
+        .collect();
+    assert_eq!(ids.len(), 50);
+    client.close(None).unwrap();
+    // Killed mid-replay, the receiver hanging: the next client replays what was marked,
+    // each once.
+    let dir = temp_dir("kill-replay");
+    let hung = kill_mid_replay(&url, &dir, &status, &server);
+    let outcomes = Outcomes::default();
+    let client = Client::new(dead_config(&server, &dir, &outcomes)).unwrap();
+    wait_until("the replay to end", Duration::from_secs(30), || {
+        client.dead_letter_stats().unwrap().count == 0 && outcomes.all().len() >= 50
+    });
+    let got = delivered(&server, hung);
+    assert_eq!(got.len(), 50, "{got:?}");
+    assert!(got.values().all(|n| *n == 1), "each once: {got:?}");
+    assert!(outcomes
+        .all()
+        .iter()
+        .all(|o| o.kind == OutcomeKind::Delivered));
+    client.close(None).unwrap();
+}
+
+#[test]
+fn on_redis_a_400_is_kept_listed_and_replayed_once() {
+    let redis = redis_server::RedisServer::start();
+    let (server, status) = switchable();
+    let outcomes = Outcomes::default();
+    let client = Client::new(Config {
+        dead_letter_max_bytes: 6_000,
+        ..dead_config(&server, &redis.spool("dl"), &outcomes)
+    })
+    .unwrap();
+    let ids: Vec<String> = (0..30)
+        .map(|i| {
+            client
+                .enqueue(&Message::track(format!("u{i}"), "E"))
+                .unwrap()
+        })
+        .collect();
+    outcomes.wait_for(30, Duration::from_secs(10));
+    wait_until("the dead letters", Duration::from_secs(5), || {
+        client.dead_letter(&ids[29]).unwrap().is_some()
+    });
+    let stats = client.dead_letter_stats().unwrap();
+    assert!(stats.evicted > 0 && stats.bytes <= 6_000, "{stats:?}");
+    let kept = all_dead(&client);
+    assert_eq!(kept.len() as u64, stats.count);
+    let dead = client.dead_letter(&ids[29]).unwrap().unwrap();
+    assert_eq!(dead.reason, Reason::Status(400));
+    assert_eq!(dead.last_attempts[0].answer.as_deref(), Some(ANSWER));
+    assert!(dead.body.is_some());
+    let before = server.count();
+    status.store(200, SeqCst);
+    let job = client.replay_dead_letters(None, None, None).unwrap();
+    assert_eq!(job.total, stats.count);
+    wait_until("the replay", Duration::from_secs(20), || {
+        client.replay_progress(job.id).unwrap().unwrap().done()
+    });
+    let got = delivered(&server, before);
+    assert_eq!(got.len() as u64, stats.count);
+    assert!(got.values().all(|n| *n == 1), "{got:?}");
+    wait_until("the dead letters to leave", Duration::from_secs(5), || {
+        client.dead_letter_stats().unwrap().count == 0
+    });
+    assert!(client.delete_dead_letter(&ids[0]).is_ok_and(|found| !found));
+    client.close(None).unwrap();
+}
+
+#[test]
+fn on_redis_a_replay_cut_by_a_kill_is_taken_over_and_ends_once() {
+    let redis = redis_server::RedisServer::start();
+    let (server, status) = switchable();
+    let url = format!("{}/hook", server.url);
+    let spool = redis.spool("kill");
+    let hung = kill_mid_replay(&url, &spool, &status, &server);
+    let outcomes = Outcomes::default();
+    let client = Client::new(Config {
+        timeout: Duration::from_secs(1),
+        ..dead_config(&server, &spool, &outcomes)
+    })
+    .unwrap();
+    // The child's beat lasts its takeover time (1 s + 10 s).
+    wait_until("the takeover", Duration::from_secs(40), || {
+        client.dead_letter_stats().unwrap().count == 0 && outcomes.all().len() >= 50
+    });
+    let got = delivered(&server, hung);
+    assert_eq!(got.len(), 50, "{got:?}");
+    assert!(got.values().all(|n| *n == 1), "each once: {got:?}");
+    client.close(None).unwrap();
+}

@@ -1,0 +1,127 @@
+"""Issue 47 through the installed wheel, against a real receiver: a webhook's attempts and
+health, dead letters (with ``dead_letters=True`` and a spool) listed, read, discarded and
+replayed, one and in bulk, and the settings."""
+
+from __future__ import annotations
+
+import time
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from typing import Any, Callable
+
+import pytest
+
+import outbound
+from receiver import SECRET, Receiver
+
+
+def wait(check: Callable[[], bool], timeout: float = 15.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not check():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.02)
+
+
+def dead_client(make_client: Callable[..., outbound.Client], tmp_path: Path, **kw: Any) -> outbound.Client:
+    return make_client(
+        write_key=None,
+        spool=tmp_path / "spool",
+        dead_letters=True,
+        **kw,
+    )
+
+
+def test_a_400_is_a_dead_letter_and_a_replay_delivers_it_once(
+    make_client: Callable[..., outbound.Client], receiver: Receiver, tmp_path: Path
+) -> None:
+    receiver.status["/hook"] = 400
+    client = dead_client(make_client, tmp_path)
+    before = datetime.now(timezone.utc) - timedelta(seconds=1)
+    mid = client.track(user_id="u1", event="Signed Up")
+    assert mid is not None
+    wait(lambda: client.dead_letter_stats()["count"] == 1)
+    page = client.dead_letters(limit=10, since=before)
+    assert page["next"] is None
+    [dead] = page["dead_letters"]
+    assert dead["message_id"] == mid
+    assert dead["reason"] == "status 400"
+    assert dead["body"] is None
+    assert isinstance(dead["failed_at"], datetime) and dead["failed_at"] >= before
+    [last] = dead["last_attempts"]
+    assert (last["webhook"], last["status"], last["result"]) == (0, 400, "permanent")
+    assert last["answer"] == b'{"success":true}'
+    whole = client.dead_letter(mid)
+    assert whole is not None
+    assert whole["body"] == receiver.at("/hook")[0].body
+    # The URL's attempts and health.
+    [tried] = client.webhook_attempts(0)
+    assert (tried["message_id"], tried["status"]) == (mid, 400)
+    assert tried["duration"] > 0
+    [health] = client.webhook_health()
+    assert health["state"] == "failing" and health["consecutive_failures"] == 1
+    assert health["last_error"][0] <= datetime.now(timezone.utc)
+    # Recovered: replayed once, same id, signed with the current secret.
+    receiver.status["/hook"] = 200
+    replay = client.replay_dead_letter(mid)
+    assert replay is not None and replay["total"] == 1
+    assert client.replay_dead_letter(mid) is None, "replaying already"
+    wait(lambda: len(receiver.at("/hook")) == 2)
+    again = receiver.at("/hook")[1]
+    assert again.json["messageId"] == mid
+    assert outbound.verify(SECRET, again.body, again.headers["x-signature"])
+    wait(lambda: client.dead_letter(mid) is None)
+    progress = client.replay_progress(replay["id"])
+    assert progress is not None and progress["done"] and progress["delivered"] == 1
+    assert client.webhook_health()[0]["state"] == "healthy"
+    assert client.dead_letters()["dead_letters"] == []
+    with pytest.raises(outbound.ValidationError):
+        client.webhook_attempts(3)
+
+
+def test_a_bulk_replay_and_discarding(
+    make_client: Callable[..., outbound.Client], receiver: Receiver, tmp_path: Path
+) -> None:
+    receiver.status["/hook"] = 410
+    client = dead_client(make_client, tmp_path)
+    ids = [str(client.track(user_id=f"u{i}", event="E")) for i in range(50)]
+    wait(lambda: client.dead_letter_stats()["count"] == 50)
+    first = client.dead_letters(limit=20)
+    second = client.dead_letters(limit=20, cursor=first["next"])
+    listed = [d["message_id"] for d in first["dead_letters"] + second["dead_letters"]]
+    assert len(set(listed)) == 40
+    assert client.delete_dead_letter(ids[0]) is True
+    assert client.delete_dead_letter(ids[0]) is False
+    receiver.status["/hook"] = 200
+    seen = len(receiver.at("/hook"))
+    job = client.replay_dead_letters(webhook=0)
+    assert job["total"] == 49
+    wait(lambda: (client.replay_progress(job["id"]) or {}).get("done") is True)
+    delivered = [r.json["messageId"] for r in receiver.at("/hook")[seen:]]
+    assert sorted(delivered) == sorted(ids[1:])
+
+
+def test_the_settings_and_their_defaults(
+    make_client: Callable[..., outbound.Client], tmp_path: Path
+) -> None:
+    with pytest.raises(outbound.ConfigError) as err:
+        make_client(write_key=None, dead_letters=True)
+    assert err.value.setting == "dead_letters"
+    with pytest.raises(outbound.ConfigError) as err:
+        dead_client(make_client, tmp_path, dead_letter_max_bytes=0)
+    assert err.value.setting == "dead_letter_max_bytes"
+    with pytest.raises(outbound.ConfigError) as err:
+        dead_client(make_client, tmp_path, dead_letter_retention=0)
+    assert err.value.setting == "dead_letter_retention"
+    client = dead_client(
+        make_client, tmp_path, dead_letter_retention=3600.0, dead_letter_max_bytes=1 << 20
+    )
+    assert client.dead_letter_stats() == {"count": 0, "bytes": 0, "evicted": 0, "expired": 0}
+    off = make_client(write_key=None)
+    with pytest.raises(outbound.ConfigError):
+        off.dead_letters()
+    d = outbound._native.defaults()
+    assert (d["dead_letters"], d["dead_letter_retention"], d["dead_letter_max_bytes"]) == (
+        False,
+        14 * 86400.0,
+        256 << 20,
+    )
