@@ -506,3 +506,31 @@ fn a_client_with_no_destination_is_a_config_error() {
     let e = client(support::config()).err().unwrap();
     assert!(matches!(e, outbound::Error::Config { .. }), "{e}");
 }
+
+#[test]
+fn a_flush_behind_many_unread_messages_sends_them_all() {
+    // Go v2's allocation test: flush_at far above what 500 KB holds and the interval an
+    // hour away, so the calls wake nothing and more wait unread than the scheduler reads at
+    // once; the flush queued behind them (and close) must still reach it and send them all,
+    // in requests within the size limit. It waited for the interval before.
+    let server = Server::answering(200);
+    let client = client(Config {
+        flush_at: 100_000,
+        max_queue_size: 100_000,
+        flush_interval: Duration::from_secs(3600),
+        ..ingestion(&server)
+    })
+    .unwrap();
+    for i in 0..1407 {
+        let m = Message::track(format!("u{i}"), "E")
+            .property("revenue", 49.99)
+            .property("pad", "x".repeat(300));
+        client.enqueue(&m).unwrap();
+    }
+    assert!(client.flush(Some(WAIT)), "the flush reached the scheduler");
+    let sizes = sizes(&server);
+    assert_eq!(sizes.iter().sum::<usize>(), 1407, "{sizes:?}");
+    assert!(sizes.len() >= 2, "split at 500 KB: {sizes:?}");
+    assert!(server.requests().iter().all(|r| r.body.len() <= 500_000));
+    assert!(client.close(Some(WAIT)).unwrap());
+}

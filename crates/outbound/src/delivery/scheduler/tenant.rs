@@ -158,9 +158,7 @@ impl Tenant {
     /// wait: returns when it needs the thread again by itself (`None`: only when something
     /// arrives for it), or `Err` once it read its shutdown (then [`Tenant::shutdown`]).
     pub(super) fn step(&mut self) -> Result<Option<Instant>, ()> {
-        if !self.read_commands() {
-            return Err(());
-        }
+        let mut more = self.read_commands()?;
         loop {
             let now = Instant::now();
             if self.handing_over {
@@ -181,36 +179,41 @@ impl Tenant {
             // Senders ring only for what cannot wait until `deadline` (see `inbox`); a
             // tenant with no deadline is woken by a ring or an answer.
             let published = deadline.unwrap_or_else(|| now + super::IDLE_PUBLISH);
-            if !self.mailbox.wake.must_drain(published, room) {
+            // A read that stopped at `READ_AHEAD` goes on whatever the room says: a command
+            // sent at once (a flush, a close) behind lazy messages rang for all of them, and
+            // waits behind them in the channel.
+            if !more && !self.mailbox.wake.must_drain(published, room) {
                 return Ok(deadline);
             }
-            if !self.read_commands() {
-                return Err(());
-            }
+            more = self.read_commands()?;
         }
     }
 
-    /// Reads up to `READ_AHEAD` waiting commands; false on shutdown.
-    fn read_commands(&mut self) -> bool {
+    /// Reads up to `READ_AHEAD` waiting commands: whether it stopped there (more may wait),
+    /// or `Err` on shutdown.
+    fn read_commands(&mut self) -> Result<bool, ()> {
         let mut taken = 0;
-        let mut go_on = true;
+        let mut result = Ok(true);
         while taken < READ_AHEAD as u64 {
             let cmd = match self.mailbox.commands.try_recv() {
                 Ok(cmd) => cmd,
-                Err(TryRecvError::Empty) => break,
+                Err(TryRecvError::Empty) => {
+                    result = Ok(false);
+                    break;
+                }
                 Err(TryRecvError::Disconnected) => {
-                    go_on = false;
+                    result = Err(());
                     break;
                 }
             };
             taken += 1;
             if !self.command(cmd) {
-                go_on = false;
+                result = Err(());
                 break;
             }
         }
         self.mailbox.wake.taken(taken);
-        go_on
+        result
     }
 
     /// Handles one command; false on shutdown.
