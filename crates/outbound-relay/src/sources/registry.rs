@@ -30,6 +30,9 @@ pub enum Refused {
     Invalid(String, String),
 }
 
+/// Threads that close the sources at shutdown, together.
+const CLOSERS: usize = 16;
+
 pub struct Registry {
     current: ArcSwap<Sources>,
     inner: Mutex<Inner>,
@@ -87,7 +90,7 @@ impl Registry {
         };
         let mut inner = registry.lock();
         for (i, s) in relay.sources.iter().enumerate() {
-            inner.file.insert(s.name.clone(), Arc::new(s.clone()));
+            inner.file.insert(s.name.clone(), s.clone());
             registry
                 .apply(&mut inner, &s.name)
                 .map_err(|e| relay.core_error(i, e))?;
@@ -138,7 +141,7 @@ impl Registry {
         }
         let old: Vec<String> = inner.file.keys().cloned().collect();
         inner.file = (relay.sources.iter())
-            .map(|s| (s.name.clone(), Arc::new(s.clone())))
+            .map(|s| (s.name.clone(), s.clone()))
             .collect();
         inner.file_name = relay.file.clone();
         inner.file_order = relay.sources.iter().map(|s| s.name.clone()).collect();
@@ -371,19 +374,40 @@ impl Registry {
     /// delivered by then stays in the spool for the next start. Returns how long it took.
     pub fn close_all(&self, bound: Duration) -> Duration {
         let started = Instant::now();
+        let deadline = started + bound;
         let slots: Vec<Arc<Slot>> = self.lock().slots.values().cloned().collect();
+        // Every source's deliveries go on, on the shared engine, whether or not a thread
+        // waits for them: one wait for all of them (until none has a message waiting, or the
+        // bound), then each is closed with the time left, by a few threads (a thread per
+        // source would be 10,000 threads at once).
+        let busy = |slot: &Slot| {
+            (slot.current()).is_some_and(|c| {
+                let s = c.stats();
+                s.queued + s.in_flight > 0
+            })
+        };
+        while Instant::now() < deadline && slots.iter().any(|s| busy(s)) {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let next = std::sync::atomic::AtomicUsize::new(0);
+        let closers = slots.len().clamp(1, CLOSERS);
         std::thread::scope(|scope| {
-            for slot in &slots {
-                scope.spawn(move || {
-                    if let Some((all, stats)) = slot.close(bound) {
-                        tracing::info!(
-                            source = %slot.name,
-                            all_delivered = all,
-                            delivered = stats.delivered,
-                            failed = stats.failed,
-                            left_in_spool = stats.spooled,
-                            "source closed"
-                        );
+            for _ in 0..closers {
+                scope.spawn(|| {
+                    while let Some(slot) =
+                        slots.get(next.fetch_add(1, std::sync::atomic::Ordering::Relaxed))
+                    {
+                        let left = deadline.saturating_duration_since(Instant::now());
+                        if let Some((all, stats)) = slot.close(left) {
+                            tracing::info!(
+                                source = %slot.name,
+                                all_delivered = all,
+                                delivered = stats.delivered,
+                                failed = stats.failed,
+                                left_in_spool = stats.spooled,
+                                "source closed"
+                            );
+                        }
                     }
                 });
             }

@@ -698,7 +698,7 @@ impl Spooler {
                         t.resume_due = true;
                     }
                 }
-                self.replays.look_again();
+                self.replays.look_again(adopted.files > 0);
             }
             Err(e) => self.logger.log(Level::Warn, || e.to_string()),
         }

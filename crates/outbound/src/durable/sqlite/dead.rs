@@ -55,6 +55,8 @@ pub(super) struct DeadState {
     counts: HashMap<Arc<str>, DeadLetterStats>,
     /// Highest `replay_seq` given so far.
     pub(super) last_seq: i64,
+    /// `last_seq` was read from the table (at the first registration or adoption).
+    seq_known: bool,
 }
 
 /// What [`DeadState::restore`] puts back.
@@ -226,28 +228,60 @@ impl SqliteStore {
 
     /// Recounts the dead letters of every tenant that keeps them (after an adoption).
     pub(super) fn recount_dead(&mut self) -> Result<(), Error> {
-        let names: Vec<Arc<str>> = self.dead.limits.keys().cloned().collect();
         let path = self.db_path.clone();
+        let err = |e| db_err(&path, e);
         let conn = self.conn()?;
-        let mut counts = Vec::new();
-        for name in names {
-            let (n, b): (i64, i64) = conn
-                .query_row(
-                    "SELECT count(*), coalesce(sum(bytes), 0) FROM dead_letters WHERE tenant = ?1",
-                    [&*name],
-                    |r| Ok((r.get(0)?, r.get(1)?)),
-                )
-                .map_err(|e| db_err(&path, e))?;
-            counts.push((name, n as u64, b as u64));
+        // One pass over the table, whatever the number of tenants.
+        let mut found: HashMap<String, (u64, u64)> = HashMap::default();
+        let mut stmt = conn
+            .prepare_cached(
+                "SELECT tenant, count(*), coalesce(sum(bytes), 0) FROM dead_letters GROUP BY tenant",
+            )
+            .map_err(err)?;
+        let rows = stmt
+            .query_map([], |r| {
+                Ok((
+                    r.get::<_, String>(0)?,
+                    r.get::<_, i64>(1)?,
+                    r.get::<_, i64>(2)?,
+                ))
+            })
+            .map_err(err)?;
+        for row in rows {
+            let (name, n, b) = row.map_err(err)?;
+            found.insert(name, (n as u64, b as u64));
         }
+        drop(stmt);
         let top: Option<i64> = conn
             .query_row("SELECT max(replay_seq) FROM dead_letters", [], |r| r.get(0))
-            .map_err(|e| db_err(&path, e))?;
-        for (name, n, b) in counts {
+            .map_err(err)?;
+        let names: Vec<Arc<str>> = self.dead.limits.keys().cloned().collect();
+        for name in names {
+            let (n, b) = found.get(&*name).copied().unwrap_or((0, 0));
             let c = self.dead.counts.entry(name).or_default();
             (c.count, c.bytes) = (n, b);
         }
         self.dead.last_seq = self.dead.last_seq.max(top.unwrap_or(0));
+        self.dead.seq_known = true;
+        Ok(())
+    }
+
+    /// [`recount_dead`](Self::recount_dead) for one tenant (one that starts keeping dead
+    /// letters: its registration costs one indexed query, not one per tenant).
+    fn recount_dead_of(&mut self, name: &Arc<str>) -> Result<(), Error> {
+        if !self.dead.seq_known {
+            return self.recount_dead();
+        }
+        let path = self.db_path.clone();
+        let conn = self.conn()?;
+        let (n, b): (i64, i64) = conn
+            .prepare_cached(
+                "SELECT count(*), coalesce(sum(bytes), 0) FROM dead_letters WHERE tenant = ?1",
+            )
+            .and_then(|mut s| s.query_row([&**name], |r| Ok((r.get(0)?, r.get(1)?))))
+            .map_err(|e| db_err(&path, e))?;
+        let c = self.dead.counts.entry(name.clone()).or_default();
+        (c.count, c.bytes) = (n as u64, b as u64);
         Ok(())
     }
 
@@ -313,9 +347,9 @@ impl DeadLetters for SqliteStore {
             .get(&no)
             .cloned()
             .unwrap_or_else(|| Arc::from(name));
-        self.dead.limits.insert(name, limits);
+        self.dead.limits.insert(name.clone(), limits);
         let _gate = fork_gate::hold();
-        self.recount_dead()
+        self.recount_dead_of(&name)
     }
 
     fn apply_dead(&mut self, ops: &[DeadOp]) -> Result<(), Error> {
@@ -464,28 +498,27 @@ impl DeadLetters for SqliteStore {
             .iter()
             .map(|(n, l)| (n.clone(), *l))
             .collect();
-        let any = limits
-            .iter()
-            .any(|(n, _)| self.dead.counts.get(n).is_some_and(|c| c.count > 0));
-        if !any {
+        // Only the tenants that hold dead letters (each an indexed query).
+        let limits: Vec<(Arc<str>, DeadLimits)> = (limits.into_iter())
+            .filter(|(n, _)| self.dead.counts.get(n).is_some_and(|c| c.count > 0))
+            .collect();
+        if limits.is_empty() {
             return Ok(());
         }
         self.dead_tx(|tx, _, state| {
             for (name, l) in limits {
                 let before = now_ms.saturating_sub(l.retention.as_millis() as i64);
-                let (n, bytes): (i64, i64) = tx.query_row(
-                    "SELECT count(*), coalesce(sum(bytes), 0) FROM dead_letters
-                     WHERE tenant = ?1 AND failed_ms < ?2",
-                    params![&*name, before],
-                    |r| Ok((r.get(0)?, r.get(1)?)),
-                )?;
+                let (n, bytes): (i64, i64) = tx
+                    .prepare_cached(
+                        "SELECT count(*), coalesce(sum(bytes), 0) FROM dead_letters
+                         WHERE tenant = ?1 AND failed_ms < ?2",
+                    )?
+                    .query_row(params![&*name, before], |r| Ok((r.get(0)?, r.get(1)?)))?;
                 if n == 0 {
                     continue;
                 }
-                tx.execute(
-                    "DELETE FROM dead_letters WHERE tenant = ?1 AND failed_ms < ?2",
-                    params![&*name, before],
-                )?;
+                tx.prepare_cached("DELETE FROM dead_letters WHERE tenant = ?1 AND failed_ms < ?2")?
+                    .execute(params![&*name, before])?;
                 let c = state.counts.entry(name.clone()).or_default();
                 c.count = c.count.saturating_sub(n as u64);
                 c.bytes = c.bytes.saturating_sub(bytes as u64);
