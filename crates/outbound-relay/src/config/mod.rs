@@ -22,6 +22,7 @@ pub use public_url::PublicUrl;
 use std::collections::HashMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
 /// A config error: the file, the key and what is wrong.
@@ -276,7 +277,8 @@ pub struct Relay {
     pub io_threads: usize,
     /// Events in memory at once, every source together.
     pub memory_window: usize,
-    pub sources: Vec<Source>,
+    /// Shared with the registry, which keeps each one it runs (one copy per source).
+    pub sources: Vec<Arc<Source>>,
     /// What the API's sources are read with (the top-level delivery settings and rules).
     pub base: Base,
     /// `trusted_proxies`, read.
@@ -435,7 +437,7 @@ impl Relay {
                     ));
                 }
             }
-            sources.push(source);
+            sources.push(Arc::new(source));
         }
         Ok(Relay {
             file: file.to_string(),

@@ -192,8 +192,9 @@ pub fn reason(e: &Error) -> &'static str {
     }
 }
 
-/// The outcome callback of `source`'s client. Its counters are made here, once, so an
-/// outcome costs an atomic add (no label lookup, no allocation).
+/// The outcome callback of `source`'s client. Each of its series is made at its first
+/// outcome, then kept, so an outcome costs an atomic add (no label lookup, no allocation):
+/// made at start, the nine series of each of 10,000 idle sources were 8.5 MB.
 pub fn on_outcome(source: &str) -> outbound::OutcomeCallback {
     const DESTINATIONS: [&str; 3] = ["all", "webhooks", "ingestion"];
     const KINDS: [OutcomeKind; 3] = [
@@ -201,20 +202,8 @@ pub fn on_outcome(source: &str) -> outbound::OutcomeCallback {
         OutcomeKind::Failed,
         OutcomeKind::Dropped,
     ];
-    let m = metrics();
-    let counters: Vec<Counter> = DESTINATIONS
-        .iter()
-        .flat_map(|d| KINDS.iter().map(move |k| (*d, *k)))
-        .map(|(destination, kind)| {
-            m.outcomes
-                .get_or_create(&OutcomeLabels {
-                    source: source.to_string(),
-                    destination,
-                    outcome: kind.as_str(),
-                })
-                .clone()
-        })
-        .collect();
+    let source: Box<str> = source.into();
+    let counters: [OnceLock<Counter>; 9] = Default::default();
     std::sync::Arc::new(move |o: &Outcome| {
         let d = if o.detail.starts_with("webhook") {
             1
@@ -224,7 +213,18 @@ pub fn on_outcome(source: &str) -> outbound::OutcomeCallback {
             0
         };
         let k = KINDS.iter().position(|k| *k == o.kind).unwrap_or(0);
-        counters[d * KINDS.len() + k].inc();
+        counters[d * KINDS.len() + k]
+            .get_or_init(|| {
+                metrics()
+                    .outcomes
+                    .get_or_create(&OutcomeLabels {
+                        source: source.to_string(),
+                        destination: DESTINATIONS[d],
+                        outcome: KINDS[k].as_str(),
+                    })
+                    .clone()
+            })
+            .inc();
     })
 }
 
@@ -273,6 +273,9 @@ impl Drop for Connection {
 
 /// The text of `GET /metrics`, with the gauges read from `sources` now.
 pub fn render(sources: &Sources) -> String {
+    // One scrape at a time: each fills the per-source gauges and clears them.
+    static RENDER: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _one = RENDER.lock().unwrap_or_else(|e| e.into_inner());
     let m = metrics();
     // A source removed by a reload is no longer shown.
     m.queue_depth.clear();
@@ -294,5 +297,8 @@ pub fn render(sources: &Sources) -> String {
     let mut out = String::new();
     // Writing to a String cannot fail.
     let _ = prometheus_client::encoding::text::encode(&mut out, &m.registry);
+    // Read again at the next scrape: kept, two series of each of 10,000 sources were 2 MB.
+    m.queue_depth.clear();
+    m.spool_bytes.clear();
     out
 }
