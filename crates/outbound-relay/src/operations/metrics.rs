@@ -18,6 +18,7 @@
 //! - `outbound_relay_queue_depth{source}`, `outbound_relay_spool_bytes{source}`, read at
 //!   the scrape from the running sources (the core's `Stats`, the spool's files).
 
+use super::activity::Ended;
 use crate::sources::Sources;
 use outbound::{Error, Outcome, OutcomeKind};
 use prometheus_client::encoding::EncodeLabelSet;
@@ -193,7 +194,8 @@ pub fn reason(e: &Error) -> &'static str {
 }
 
 /// The outcome callback of `source`'s client. Its counters are made here, once, so an
-/// outcome costs an atomic add (no label lookup, no allocation).
+/// outcome costs an atomic add (no label lookup, no allocation), and one more for the
+/// source's last hour (`activity.rs`, the console's chart).
 pub fn on_outcome(source: &str) -> outbound::OutcomeCallback {
     const DESTINATIONS: [&str; 3] = ["all", "webhooks", "ingestion"];
     const KINDS: [OutcomeKind; 3] = [
@@ -215,7 +217,13 @@ pub fn on_outcome(source: &str) -> outbound::OutcomeCallback {
                 .clone()
         })
         .collect();
+    let hour = super::activity::of(source);
     std::sync::Arc::new(move |o: &Outcome| {
+        match o.kind {
+            OutcomeKind::Delivered => hour.record(Ended::Delivered),
+            OutcomeKind::Failed => hour.record(Ended::Failed),
+            _ => {}
+        }
         let d = if o.detail.starts_with("webhook") {
             1
         } else if o.detail.starts_with("ingestion") {
