@@ -3,7 +3,7 @@
 // text: an answer is the receiver's, whatever it holds).
 
 import * as api from './api.js'
-import { h, fill, when, ms } from './dom.js'
+import { h, fill, labelled, when, ms } from './dom.js'
 import { heading, refused } from './source.js'
 
 export function render(main, ctx) {
@@ -16,7 +16,7 @@ export function render(main, ctx) {
     h('div', { class: 'toolbar' }, refresh,
       h('a', { href: `#/sources/${encodeURIComponent(name)}` }, 'Back to health')),
     h('div', { class: 'scroll' }, h('table', { class: 'list attempts' },
-      h('thead', {}, h('tr', {}, ['When', 'Message', 'Result', 'Status', 'Duration', 'Answer'].map((c) => h('th', { scope: 'col' }, c)))),
+      h('thead', {}, h('tr', {}, ['When', 'Message', 'Result', 'Status', 'Duration', 'Answer'].map((c) => h('th', { scope: 'col', class: c === 'Duration' ? 'num' : null }, c)))),
       body)))
 
   async function load() {
@@ -43,6 +43,7 @@ export function render(main, ctx) {
       h('td', {}, a.status ?? a.error ?? '', a.detail ? h('span', { class: 'muted' }, ` ${a.detail}`) : null),
       h('td', { class: 'num' }, ms(a.durationMs)),
       h('td', { class: 'answer' }, excerptOf(a)))))
+    labelled(body.closest('table'))
   }
   refresh.addEventListener('click', load)
   load()

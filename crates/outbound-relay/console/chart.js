@@ -3,7 +3,8 @@
 
 import { h, count, when } from './dom.js'
 
-const W = 600
+// Drawn at the width it is shown (one unit a pixel: its words keep their size from a phone
+// to a desktop); redrawn at each refresh.
 const H = 170
 const LEFT = 40
 const BOTTOM = 20
@@ -16,7 +17,8 @@ function nice(n) {
   return [1, 2, 5, 10].map((m) => m * p).find((v) => v >= n)
 }
 
-export function chart({ delivered, failed, from, bucketSeconds }) {
+export function chart({ delivered, failed, from, bucketSeconds }, width) {
+  const W = Math.max(Math.round(width || 600), 240)
   const n = delivered.length
   const totals = delivered.map((d, i) => d + failed[i])
   const top = nice(Math.max(...totals, 0))

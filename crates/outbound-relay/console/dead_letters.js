@@ -4,7 +4,7 @@
 // background, its progress asked every second until done.
 
 import * as api from './api.js'
-import { h, fill, when, count } from './dom.js'
+import { h, fill, labelled, when, count } from './dom.js'
 import { heading, refused } from './source.js'
 
 const PAGE = 50
@@ -30,7 +30,7 @@ export function render(main, ctx) {
     h('p', { class: 'help' }, 'Your local time. Each is sent again with its messageId, signed with the current secret, to the current webhooks.'))
   fill(main, ...heading(name, 'dead-letters'), stats, findForm, replayForm, progress, detail,
     h('div', { class: 'scroll' }, h('table', { class: 'list dead-letters' },
-      h('thead', {}, h('tr', {}, ['Message', 'Failed at', 'Reason', 'Rounds', ''].map((c) => h('th', { scope: 'col' }, c)))),
+      h('thead', {}, h('tr', {}, ['Message', 'Failed at', 'Reason', 'Rounds', 'Action'].map((c) => h('th', { scope: 'col', class: c === 'Rounds' ? 'num' : null }, c)))),
       body)),
     h('div', { class: 'pager' }, prev, next))
 
@@ -50,6 +50,7 @@ export function render(main, ctx) {
     stats.textContent = `${count(s.count)} dead letters (${count(s.bytes)} bytes) · ${count(s.evicted)} evicted for room · ${count(s.expired)} expired`
     fill(body, page.deadLetters.length ? page.deadLetters.map(row)
       : h('tr', {}, h('td', { colspan: 5 }, cursors.length > 1 ? 'No older dead letter.' : 'No dead letter: everything failed was delivered or replayed.')))
+    labelled(body.closest('table'))
     prev.disabled = cursors.length === 1
     next.disabled = !page.next
     next.dataset.cursor = page.next || ''

@@ -75,3 +75,15 @@ export function excerpt(text, n = 80) {
   if (s.length <= n) return h('code', {}, s)
   return h('details', { class: 'excerpt' }, h('summary', {}, h('code', {}, s.slice(0, n) + '…')), h('pre', {}, s))
 }
+
+// Gives each cell of `table`'s body its column's heading (data-label), which a phone's
+// narrow layout shows before the cell's value, a row a card.
+export function labelled(table) {
+  const heads = [...table.querySelectorAll('thead th')].map((th) => th.textContent)
+  for (const tr of table.querySelectorAll('tbody tr')) {
+    ;[...tr.children].forEach((cell, i) => {
+      if (heads[i] && !cell.hasAttribute('colspan')) cell.setAttribute('data-label', heads[i])
+    })
+  }
+  return table
+}

@@ -34,7 +34,7 @@ function card(hook, config, name) {
   const row = (label, value) => [h('dt', {}, label), h('dd', {}, value)]
   return h('li', { class: 'card webhook', 'data-webhook': hook.webhook },
     h('h3', {}, `Webhook ${hook.webhook + 1} `, on ? badge(hook.state) : h('span', { class: 'badge off' }, 'off')),
-    h('p', { class: 'url' }, h('code', {}, hook.url)),
+    h('p', { class: 'url' }, h('code', {}, config ? config.url : hook.url)),
     h('dl', { class: 'facts' },
       row('Success (5 min)', `${percent(hook.successRate5m)} of ${count(hook.attempts5m)}`),
       row('p50 / p99', `${ms(hook.p50Ms)} / ${ms(hook.p99Ms)}`),
@@ -59,6 +59,10 @@ export function render(main, ctx) {
     h('section', { 'aria-labelledby': 'hour-title' }, h('h2', { id: 'hour-title' }, 'The last hour'), hour))
   let timer = null
   let first = true
+  let last = null
+  // A window resized (a phone turned): the chart drawn again at its new width.
+  const redraw = () => { if (last) fill(hour, chart(last, hour.clientWidth - 24)) }
+  window.addEventListener('resize', redraw)
 
   async function load() {
     clearTimeout(timer)
@@ -80,11 +84,12 @@ export function render(main, ctx) {
       `signing secret ${source.has_shared_secret ? 'set' : 'not set'}`
     fill(hooks, health.webhooks.length ? health.webhooks.map((w) => card(w, source.webhooks[w.webhook], name))
       : h('li', {}, 'This source has no webhook.'))
-    fill(hour, chart(activity))
+    last = activity
+    redraw()
     updated.textContent = ` Updated ${when(new Date().toISOString()).slice(11)}`
     timer = setTimeout(load, EVERY_MS)
   }
   refresh.addEventListener('click', load)
   load()
-  return () => clearTimeout(timer)
+  return () => { clearTimeout(timer); window.removeEventListener('resize', redraw) }
 }

@@ -3,7 +3,7 @@
 // (GET /admin/sources?limit=&after=&q=), so 10,000 sources cost a page each.
 
 import * as api from './api.js'
-import { h, fill, badge, count } from './dom.js'
+import { h, fill, labelled, badge, count } from './dom.js'
 
 const PAGE = 50
 
@@ -59,6 +59,7 @@ export function render(main, ctx) {
           sum.unhealthy > 1 ? h('span', { class: 'muted' }, ` (${sum.unhealthy} not healthy)`) : null),
         h('td', { class: 'num' }, count(sum.waiting)))
     }))
+    labelled(body.closest('table'))
     prev.disabled = pages.length === 1
     next.disabled = !page.next
     next.dataset.after = page.next || ''
