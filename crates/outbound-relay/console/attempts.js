@@ -40,7 +40,7 @@ export function render(main, ctx) {
       h('td', {}, when(a.at)),
       h('td', {}, h('code', {}, a.messageId)),
       h('td', {}, h('span', { class: `result ${a.result}` }, a.result)),
-      h('td', {}, a.status ?? a.error ?? '', a.detail ? h('span', { class: 'muted' }, ` ${a.detail}`) : null),
+      h('td', {}, a.status ?? a.error ?? '', a.detail && a.detail !== `status ${a.status}` ? h('span', { class: 'muted' }, ` ${a.detail}`) : null),
       h('td', { class: 'num' }, ms(a.durationMs)),
       h('td', { class: 'answer' }, excerptOf(a)))))
     labelled(body.closest('table'))

@@ -47,7 +47,7 @@ export function render(main, ctx) {
     }
     if (!ctx.current()) return
     const s = page.stats || {}
-    stats.textContent = `${count(s.count)} dead letters (${count(s.bytes)} bytes) · ${count(s.evicted)} evicted for room · ${count(s.expired)} expired`
+    stats.textContent = `${count(s.count)} dead letter${s.count === 1 ? '' : 's'} (${count(s.bytes)} bytes) · ${count(s.evicted)} evicted for room · ${count(s.expired)} expired`
     fill(body, page.deadLetters.length ? page.deadLetters.map(row)
       : h('tr', {}, h('td', { colspan: 5 }, cursors.length > 1 ? 'No older dead letter.' : 'No dead letter: everything failed was delivered or replayed.')))
     labelled(body.closest('table'))
@@ -83,7 +83,7 @@ export function render(main, ctx) {
       a.answer ? h('pre', { class: 'answer' }, a.answer) : null))
     fill(detail,
       h('h2', { id: 'letter-title' }, 'Dead letter ', h('code', {}, d.messageId)),
-      h('p', {}, `Failed ${when(d.failedAt)}: ${d.reason}${d.detail ? ` (${d.detail})` : ''}; ${count(d.rounds)} rounds; ${count(d.size)} bytes.`),
+      h('p', {}, `Failed ${when(d.failedAt)}: ${d.reason}${d.detail ? ` (${d.detail})` : ''}; ${count(d.rounds)} round${d.rounds === 1 ? '' : 's'}; ${count(d.size)} bytes.`),
       h('div', { class: 'toolbar' },
         h('button', { type: 'button', class: 'primary', disabled: d.replaying, onclick: () => replayOne(d.messageId) }, 'Replay this one'),
         h('button', { type: 'button', class: 'danger', onclick: () => discard(d.messageId) }, 'Discard'),
