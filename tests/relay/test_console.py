@@ -10,8 +10,8 @@ shown beside its field. Event content and answers shown as text, running nothing
 token that reaches its own source only; the policy on every answer, no inline script.
 
 The journey's screenshots, desktop (1280×800) and phone (390×844), are written to
-docs/console/ (OUTBOUND_CONSOLE_SHOTS names another directory), where docs/console.md shows
-them."""
+target/console-shots/ (untracked: a run leaves the clone clean); with
+OUTBOUND_CONSOLE_SHOTS=docs/console they replace the ones docs/console.md shows."""
 
 from __future__ import annotations
 
@@ -36,7 +36,8 @@ import pytest
 from conftest import ADMIN_TOKEN, ROOT, Relay, node_env, start_relay, toml_str
 from receiver import Receiver
 
-SHOTS = Path(os.environ.get("OUTBOUND_CONSOLE_SHOTS") or ROOT / "docs" / "console")
+# Untracked by default: a test run must leave a fresh clone clean (scripts/check-tree.sh).
+SHOTS = Path(os.environ.get("OUTBOUND_CONSOLE_SHOTS") or ROOT / "target" / "console-shots")
 CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
        "connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'")
 # Not "mobile" (Chromium reloads the page when that changes): a 390 px window.
