@@ -91,6 +91,19 @@ SKIP: List[Tuple[str, str, str]] = [
      'new crate would compile the core again)'),
 ]
 
+# A relay on a free port with the admin API on, for blocks that call it: $relay, $ADMIN.
+RELAY_WITH_ADMIN = """cat > relay.toml <<'TOML'
+listen = "127.0.0.1:0"
+data_dir = "data"
+admin_token = "adm"
+allowed_networks = ["127.0.0.0/8"]
+TOML
+outbound-relay --config relay.toml > relay.addr 2> relay.log &
+until [ -s relay.addr ]; do sleep 0.1; done
+relay="http://$(cat relay.addr)"
+ADMIN=adm
+"""
+
 # Per block (doc, text it contains): what a fragment needs around it, and what must arrive.
 # prelude/postlude are in the block's language; expect = {"hook": n, "ingest": n}, the least
 # number of messages the local receivers must have when the block ends.
@@ -193,6 +206,26 @@ SETUP: Dict[Tuple[str, str], Dict[str, Any]] = {
         "expect_out": '{"success":true}',
         "receiver_at": 9000,
         "expect": {"hook": 1},
+    },
+    ("docs/console.md", "$relay/console/"): {"expect_out": '{"caller":"admin","source":null}'},
+    # The admin API's blocks, against a relay started for them ($relay, the admin token in
+    # $ADMIN; for the tokens' block, the source "web" made first and one of its tokens in
+    # $TOKEN).
+    ("docs/relay.md", "curl -sX PUT https://relay.example.com/admin/sources/web"): {
+        "prelude": RELAY_WITH_ADMIN,
+        "edit": [("https://relay.example.com", "$relay")],
+        "postlude": "kill %1; wait\n",
+        "expect_out": '"managed_by":"api"',
+    },
+    ("docs/relay.md", "curl -sX POST https://relay.example.com/admin/sources/web/tokens"): {
+        "prelude": RELAY_WITH_ADMIN
+        + "curl -sf -X PUT \"$relay/admin/sources/web\" -H \"Authorization: Bearer $ADMIN\" "
+        "-d '{\"write_keys\":[\"wk_web_1\"],\"webhooks\":[{\"url\":\"{hook}\"}]}' > /dev/null\n"
+        "TOKEN=$(curl -sf -X POST \"$relay/admin/sources/web/tokens\" -H \"Authorization: Bearer $ADMIN\" "
+        "| python3 -c 'import json, sys; print(json.load(sys.stdin)[\"token\"])')\n",
+        "edit": [("https://relay.example.com", "$relay")],
+        "postlude": "kill %1; wait\n",
+        "expect_out": '{"tokens":[{"id":',
     },
 }
 

@@ -39,6 +39,7 @@ class Receiver:
     delay: Dict[str, float] = field(default_factory=dict)  # path -> seconds before answering
     fail_first: Dict[str, int] = field(default_factory=dict)  # path -> 500s before its status
     script: Dict[str, List[int]] = field(default_factory=dict)  # path -> next statuses, in turn
+    answer: Dict[str, bytes] = field(default_factory=dict)  # path -> body of its answers
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     @property
@@ -87,7 +88,7 @@ def _handler(receiver_ref: List[Receiver]) -> type:
                 scripted = rec.script.get(self.path)
                 status = scripted.pop(0) if scripted else rec.status.get(self.path, 200)
             status = 500 if failing else status
-            payload = b'{"success":true}'
+            payload = rec.answer.get(self.path, b'{"success":true}')
             self.send_response(status)
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(payload)))

@@ -8,11 +8,12 @@
 //!
 //! Folders by concern, each using only those below it (ARCHITECTURE.md, "outbound-relay"):
 //! `server` (connections, routing, shutdown) over `tracking` (Segment's tracking API) and
-//! `control` (the admin API) over `operations` (health, metrics, reload, logging) over
+//! `control` (the admin API) and `console` (its pages for a browser) over `operations` (health, metrics, reload, logging) over
 //! `sources` (the running sources and their live changes) over `http` (answers, bodies,
 //! tokens, TLS) over `config` (relay.toml).
 
 mod config;
+mod console;
 mod control;
 mod http;
 mod operations;

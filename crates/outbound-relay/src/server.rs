@@ -1,6 +1,6 @@
 //! The HTTP server: accepts connections (HTTP/1.1, keep-alive; HTTPS with `tls_cert`),
-//! routes each request to the tracking API, the admin API or the operations routes, and
-//! shuts down in order on SIGTERM/SIGINT: stop accepting, let requests in flight finish
+//! routes each request to the tracking API, the admin API, the console or the operations
+//! routes, and shuts down in order on SIGTERM/SIGINT: stop accepting, let requests in flight finish
 //! (bounded by `shutdown_timeout`), then close every client (bounded too; what is not
 //! delivered stays in the spool for the next start).
 //!
@@ -15,6 +15,7 @@
 //! never changes the sources under a request in flight.
 
 use crate::config::Limits;
+use crate::console;
 use crate::control;
 use crate::http::auth::bearer_is;
 use crate::http::reply::{self, Answer};
@@ -86,6 +87,7 @@ fn route_label(path: &str, method: &Method) -> &'static str {
         "/readyz" => "readyz",
         "/metrics" => "metrics",
         p if p == "/admin" || p.starts_with("/admin/") => "admin",
+        p if console::is_console(p) => "console",
         _ => "other",
     }
 }
@@ -223,6 +225,10 @@ pub async fn route(state: Arc<State>, req: Request<Incoming>, arrival: Arrival) 
             body,
         )
         .await;
+    }
+    if console::is_console(path) {
+        let admin_on = live.admin_token.is_some();
+        return console::answer(&parts.method, path, &parts.headers, admin_on);
     }
     reply::error(StatusCode::NOT_FOUND, "no such path")
 }

@@ -12,7 +12,7 @@ const LAYERS: &[&[&str]] = &[
     &["http"],
     &["sources"],
     &["operations"],
-    &["tracking", "control"],
+    &["tracking", "control", "console"],
     &["server"],
     &["main"],
 ];

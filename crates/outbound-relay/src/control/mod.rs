@@ -45,6 +45,7 @@ const MAX_ADMIN_BODY: usize = 64 * 1024 * 1024;
 /// other (a test checks each is in the OpenAPI document).
 pub const ROUTES: &[(&str, &str)] = &[
     ("GET", "/admin/openapi.json"),
+    ("GET", "/admin/whoami"),
     ("GET", "/admin/sources"),
     ("GET", "/admin/sources/{name}"),
     ("PUT", "/admin/sources/{name}"),
@@ -54,6 +55,7 @@ pub const ROUTES: &[(&str, &str)] = &[
     ("DELETE", "/admin/sources/{name}/tokens/{id}"),
     ("PUT", "/admin/sources/{name}/audiences/{audience}"),
     ("GET", "/admin/sources/{name}/health"),
+    ("GET", "/admin/sources/{name}/activity"),
     ("GET", "/admin/sources/{name}/webhooks/{index}/attempts"),
     ("GET", "/admin/sources/{name}/dead-letters"),
     ("POST", "/admin/sources/{name}/dead-letters/replay"),
@@ -266,7 +268,8 @@ pub async fn handle(
         let admin_only = parts.get(4) == Some(&"audiences")
             || (parts.len() == 4 && *method == Method::DELETE)
             || (parts.get(4) == Some(&"tokens") && *method == Method::POST);
-        let allowed = path == "/admin/openapi.json" || (own_source && !admin_only);
+        let anyone = ["/admin/openapi.json", "/admin/whoami"].contains(&path);
+        let allowed = anyone || (own_source && !admin_only);
         if !allowed {
             tracing::info!(path, source = %own, "admin request refused: a source token reaches its own source only");
             return reply::error(
@@ -284,7 +287,8 @@ pub async fn handle(
     let name = scope.unwrap_or_default();
     match route {
         "/admin/openapi.json" => reply::json(StatusCode::OK, &openapi::document()),
-        "/admin/sources" => sources::list(sources),
+        "/admin/whoami" => sources::whoami(&caller),
+        "/admin/sources" => sources::list(sources, query),
         "/admin/sources/{name}" => match *method {
             Method::GET => sources::get(registry, &name),
             Method::PUT => match read_json(headers, body).await {
@@ -309,6 +313,7 @@ pub async fn handle(
         }
         records
             if records.starts_with("/admin/sources/{name}/health")
+                || records.starts_with("/admin/sources/{name}/activity")
                 || records.starts_with("/admin/sources/{name}/webhooks/")
                 || records.starts_with("/admin/sources/{name}/dead-letters") =>
         {

@@ -28,7 +28,7 @@ pub fn document() -> Value {
     };
     let source_json =
         json!({"application/json": {"schema": {"$ref": "#/components/schemas/Source"}}});
-    json!({
+    let mut doc = json!({
         "openapi": "3.1.0",
         "info": {
             "title": "outbound-relay admin API",
@@ -38,10 +38,6 @@ pub fn document() -> Value {
         "security": [{"bearer": []}],
         "paths": {
             "/admin/openapi.json": {"get": {"summary": "This document", "operationId": "openapi", "responses": with(json!({"200": {"description": "The OpenAPI document", "content": {"application/json": {"schema": {"type": "object"}}}}}))}},
-            "/admin/sources": {"get": {
-                "summary": "Every source (the file's and the API's)", "operationId": "listSources",
-                "responses": with(json!({"200": {"description": "The sources", "content": {"application/json": {"schema": {"type": "object", "required": ["sources"], "properties": {"sources": {"type": "array", "items": {"$ref": "#/components/schemas/Source"}}}}}}}}))
-            }},
             "/admin/sources/{name}": {
                 "parameters": [name_param()],
                 "get": {"summary": "One source", "operationId": "getSource", "responses": with(json!({"200": {"description": "The source", "content": source_json}, "404": error("No such source")}))},
@@ -156,7 +152,68 @@ pub fn document() -> Value {
                 "Token": {"type": "object", "required": ["id", "source", "created_ms"], "properties": {"id": {"type": "string"}, "source": {"type": "string"}, "created_ms": {"type": "integer"}}}
             }
         }
-    })
+    });
+    // Added apart: one json! literal of them all passes the macro's recursion limit.
+    let paths = &mut doc["paths"];
+    paths["/admin/whoami"] = whoami(&with);
+    paths["/admin/sources"] = list_sources(&with);
+    paths["/admin/sources/{name}/activity"] = activity(&with);
+    doc["components"]["schemas"]["SourceSummary"] = source_summary();
+    doc
+}
+
+/// `GET /admin/whoami`: what the token in hand reaches (the console signs in with it).
+fn whoami(with: &dyn Fn(Value) -> Value) -> Value {
+    let who = json!({"type": "object", "required": ["caller", "source"], "properties": {
+        "caller": {"enum": ["admin", "source"]},
+        "source": {"type": ["string", "null"], "description": "A source token's source"},
+        "token": {"type": "string", "description": "A source token's id"}}});
+    json!({"get": {
+        "summary": "What the token in hand reaches: the whole admin API, or one source",
+        "operationId": "whoami",
+        "responses": with(json!({"200": {"description": "The caller", "content": {"application/json": {"schema": who}}}}))}})
+}
+
+/// `GET /admin/sources`: all of them, or a page.
+fn list_sources(with: &dyn Fn(Value) -> Value) -> Value {
+    let item = json!({"allOf": [{"$ref": "#/components/schemas/Source"},
+        {"type": "object", "properties": {"summary": {"$ref": "#/components/schemas/SourceSummary"}}}]});
+    let page = json!({"type": "object", "required": ["sources"], "properties": {
+        "sources": {"type": "array", "items": item},
+        "next": {"type": ["string", "null"], "description": "`after` for the next page (paged requests)"},
+        "matched": {"type": "integer", "description": "Sources matching `q` in all (paged requests)"}}});
+    json!({"get": {
+        "summary": "The sources (the file's and the API's): all, or a page",
+        "description": "With no parameter, every source, the file's in its order then the API's. With any of `limit`, `after`, `q`: a page in name order, each source with its `summary`, `next` (the `after` of the next page, or null) and `matched` (how many match).",
+        "operationId": "listSources",
+        "parameters": [
+            {"name": "limit", "in": "query", "schema": {"type": "integer", "minimum": 1, "maximum": super::sources::MAX_PAGE, "default": 50}},
+            {"name": "after", "in": "query", "description": "The name after which the page starts (`next` of the page before)", "schema": {"type": "string"}},
+            {"name": "q", "in": "query", "description": "Only sources whose name or a webhook URL contains this, ignoring case", "schema": {"type": "string"}}],
+        "responses": with(json!({"200": {"description": "The sources", "content": {"application/json": {"schema": page}}}, "400": error("A bad parameter")}))}})
+}
+
+/// `GET /admin/sources/{name}/activity`.
+fn activity(with: &dyn Fn(Value) -> Value) -> Value {
+    let minutes =
+        json!({"type": "array", "items": {"type": "integer"}, "minItems": 60, "maxItems": 60});
+    let hour = json!({"type": "object", "required": ["source", "from", "to", "bucketSeconds", "delivered", "failed"], "properties": {
+        "source": {"type": "string"},
+        "from": {"type": "string", "format": "date-time", "description": "The start of the oldest minute"},
+        "to": {"type": "string", "format": "date-time", "description": "The end of the minute under way"},
+        "bucketSeconds": {"const": 60}, "delivered": minutes, "failed": minutes}});
+    json!({"parameters": [name_param()], "get": {
+        "summary": "The source's messages delivered and failed (final outcomes: a retry is not a failure) in each minute of the last hour, oldest first; the last minute is the one under way",
+        "operationId": "getActivity",
+        "responses": with(json!({"200": {"description": "60 minutes", "content": {"application/json": {"schema": hour}}}, "404": error("No such source")}))}})
+}
+
+fn source_summary() -> Value {
+    json!({"type": ["object", "null"], "description": "A source at a glance (null while its settings change)", "properties": {
+        "webhooks": {"type": "integer"}, "enabled": {"type": "integer", "description": "Webhooks on"},
+        "state": {"enum": ["healthy", "failing", "circuit_open", "disabled", null], "description": "The worst state of its webhooks that are on (null: none is on)"},
+        "unhealthy": {"type": "integer", "description": "Webhooks on and not healthy"},
+        "waiting": {"type": "integer", "description": "Messages accepted and not yet ended"}}})
 }
 
 #[cfg(test)]

@@ -6,6 +6,8 @@
 //!
 //! - `GET  /admin/sources/{name}/health`: each webhook's health (until `GET
 //!   /admin/sources/{name}` carries it);
+//! - `GET  /admin/sources/{name}/activity`: its messages delivered and failed in each
+//!   minute of the last hour (`operations/activity.rs`);
 //! - `GET  /admin/sources/{name}/webhooks/{index}/attempts`: its last 100 attempts;
 //! - `GET  /admin/sources/{name}/dead-letters?limit=&cursor=&since=&until=`: a page, newest
 //!   first, with the source's counts;
@@ -66,6 +68,7 @@ pub async fn handle(
     let id = |s: &str| body::percent_decode(s);
     match (method, rest) {
         (&Method::GET, ["health"]) => health(&source),
+        (&Method::GET, ["activity"]) => activity(&source.name),
         (&Method::GET, ["webhooks", index, "attempts"]) => attempts(&source, index),
         (&Method::GET, ["dead-letters"]) => match list_query(query) {
             Ok(q) => blocking(source, move |s| list(s, &q)).await,
@@ -113,7 +116,7 @@ pub async fn handle(
                 Err(a) => a,
             }
         }
-        (_, ["health"] | ["webhooks", _, "attempts"]) => {
+        (_, ["health"] | ["activity"] | ["webhooks", _, "attempts"]) => {
             reply::error(StatusCode::METHOD_NOT_ALLOWED, "use GET")
         }
         _ => reply::error(StatusCode::NOT_FOUND, "no such admin resource"),
@@ -238,6 +241,24 @@ fn health(source: &Source) -> Answer {
     reply::json(
         StatusCode::OK,
         &json!({"source": source.name, "webhooks": webhooks}),
+    )
+}
+
+/// The last hour, minute by minute, oldest first (the last minute is the one under way).
+fn activity(name: &str) -> Answer {
+    let s = crate::operations::activity::series(name);
+    let minute = |m: u64| time(SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(m * 60));
+    let last = s.first_minute + s.delivered.len() as u64 - 1;
+    reply::json(
+        StatusCode::OK,
+        &json!({
+            "source": name,
+            "from": minute(s.first_minute),
+            "to": minute(last + 1),
+            "bucketSeconds": 60,
+            "delivered": s.delivered,
+            "failed": s.failed,
+        }),
     )
 }
 

@@ -12,8 +12,9 @@
 use super::{refusal, resource, store, tokens, Caller, Control};
 use crate::http::reply::{self, Answer};
 use crate::sources::registry::{drain_for, Refused, Registry};
-use crate::sources::Sources;
+use crate::sources::{Source, Sources};
 use hyper::StatusCode;
+use outbound::HealthState;
 use serde_json::{json, Value};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -28,11 +29,102 @@ const SELF_SERVICE: [&str; 6] = [
     "name",
 ];
 
-pub fn list(sources: &Sources) -> Answer {
-    let all: Vec<Value> = (sources.list.iter())
-        .map(|s| resource::view(&s.spec))
+/// The most sources one page of `GET /admin/sources?limit=` holds.
+pub const MAX_PAGE: usize = 1000;
+/// A page's size when `limit` is left out of a paged request.
+const DEFAULT_PAGE: usize = 50;
+
+/// `GET /admin/sources`: with no parameter, every source as before (the file's in its
+/// order, then the API's). With any of `limit`, `after`, `q`, a page in name order: the
+/// sources whose name (or a webhook URL) contains `q`, ignoring case, after the name
+/// `after`, at most `limit`, each with its `summary`; `next` is the `after` of the next
+/// page, `matched` how many match in all. A console with 10,000 sources reads 50.
+pub fn list(sources: &Sources, query: Option<&str>) -> Answer {
+    let Some(query) = query.filter(|q| !q.is_empty()) else {
+        let all: Vec<Value> = (sources.list.iter())
+            .map(|s| resource::view(&s.spec))
+            .collect();
+        return reply::json(StatusCode::OK, &json!({"sources": all}));
+    };
+    let (mut limit, mut after, mut q) = (DEFAULT_PAGE, String::new(), String::new());
+    for pair in query.split('&').filter(|p| !p.is_empty()) {
+        let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
+        let v = crate::http::body::percent_decode(&v.replace('+', " "));
+        match k {
+            "limit" => match v.parse::<usize>() {
+                Ok(n @ 1..=MAX_PAGE) => limit = n,
+                _ => {
+                    let why = format!("must be 1 to {MAX_PAGE}");
+                    return refusal(StatusCode::BAD_REQUEST, "limit", &why);
+                }
+            },
+            "after" => after = v,
+            "q" => q = v.to_lowercase(),
+            _ => {
+                let why = "not a parameter (limit, after, q)";
+                return refusal(StatusCode::BAD_REQUEST, k, why);
+            }
+        }
+    }
+    let matches = |s: &Source| {
+        q.is_empty()
+            || s.name.to_lowercase().contains(&q)
+            || (s.spec.core.webhooks.iter()).any(|w| w.url.to_lowercase().contains(&q))
+    };
+    let mut found: Vec<&Arc<Source>> = sources.list.iter().filter(|s| matches(s)).collect();
+    found.sort_unstable_by(|a, b| a.name.cmp(&b.name));
+    let matched = found.len();
+    let start = found.partition_point(|s| s.name.as_str() <= after.as_str());
+    let page = &found[start..(start + limit).min(matched)];
+    let next = (start + limit < matched).then(|| page.last().map(|s| s.name.clone()));
+    let items: Vec<Value> = (page.iter())
+        .map(|s| {
+            let mut v = resource::view(&s.spec);
+            v["summary"] = summary(s);
+            v
+        })
         .collect();
-    reply::json(StatusCode::OK, &json!({"sources": all}))
+    reply::json(
+        StatusCode::OK,
+        &json!({"sources": items, "next": next.flatten(), "matched": matched}),
+    )
+}
+
+/// A source at a glance: its webhooks (all, and on), the worst state of those on, how many
+/// of them are not healthy, and its messages waiting. Null while its settings change.
+fn summary(s: &Source) -> Value {
+    let Some(client) = s.slot.current() else {
+        return Value::Null;
+    };
+    let hooks = &s.spec.core.webhooks;
+    let on: Vec<HealthState> = (client.webhook_health().iter())
+        .filter(|h| hooks.get(h.webhook).is_some_and(|w| w.enabled))
+        .map(|h| h.state)
+        .collect();
+    let worst = [
+        HealthState::Disabled,
+        HealthState::CircuitOpen,
+        HealthState::Failing,
+        HealthState::Healthy,
+    ]
+    .into_iter()
+    .find(|w| on.contains(w));
+    json!({
+        "webhooks": hooks.len(),
+        "enabled": hooks.iter().filter(|w| w.enabled).count(),
+        "state": worst.map(|w| w.as_str()),
+        "unhealthy": on.iter().filter(|s| **s != HealthState::Healthy).count(),
+        "waiting": client.stats().queued,
+    })
+}
+
+/// `GET /admin/whoami`: what the token in hand reaches (the console signs in with it).
+pub fn whoami(caller: &Caller) -> Answer {
+    let who = match caller {
+        Caller::Admin => json!({"caller": "admin", "source": null}),
+        Caller::Source(source, id) => json!({"caller": "source", "source": source, "token": id}),
+    };
+    reply::json(StatusCode::OK, &who)
 }
 
 pub fn get(registry: &Registry, name: &str) -> Answer {

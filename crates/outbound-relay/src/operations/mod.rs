@@ -1,7 +1,9 @@
 //! Running the relay: liveness and readiness (`health`), the metrics registry and
 //! `/metrics` (`metrics`), log lines (`logging`), the open-files limit (`open_files`), free
-//! heap pages back to the system (`memory`), and SIGHUP (`reload`).
+//! heap pages back to the system (`memory`), SIGHUP (`reload`), and each source's last hour
+//! of outcomes, minute by minute (`activity`).
 
+pub mod activity;
 pub mod health;
 pub mod logging;
 pub mod memory;

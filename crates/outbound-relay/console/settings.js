@@ -1,0 +1,203 @@
+// A source's webhooks (URL, headers, on or off) and its signing secret, edited in place and
+// saved with one PUT of the source as the relay showed it, changed. The secret is
+// write-only: the page says whether one is set, and can set a new one or clear it, never
+// show it. A refusal (400) is shown next to the field it names (`webhooks[1].url`).
+
+import * as api from './api.js'
+import { h, fill } from './dom.js'
+import { heading, refused } from './source.js'
+
+const MAX_WEBHOOKS = 5
+let uid = 0
+
+export function render(main, ctx) {
+  const { name } = ctx.params
+  const path = `/sources/${api.enc(name)}`
+  let source = null
+
+  async function load(message) {
+    try {
+      source = await api.get(path)
+    } catch (err) {
+      if (ctx.current()) refused(main, name, err)
+      return
+    }
+    if (ctx.current()) draw(message)
+  }
+
+  function draw(message) {
+    const readOnly = source.managed_by === 'file'
+    const hooks = h('div', { class: 'webhooks' })
+    const formError = h('p', { class: 'error', id: 'form-error', role: 'alert' })
+    const saved = h('p', { class: 'saved', role: 'status' }, message || '')
+    const addHook = h('button', { type: 'button' }, 'Add a webhook')
+    const secret = secretFields(source.has_shared_secret)
+    const fields = h('fieldset', { disabled: readOnly },
+      h('legend', { class: 'sr-only' }, 'Settings of the source'),
+      h('h2', {}, 'Webhooks'), hooks, addHook,
+      h('h2', {}, 'Signing secret'), secret.el,
+      h('div', { class: 'toolbar' }, h('button', { type: 'submit', class: 'primary' }, 'Save')))
+    const form = h('form', { class: 'settings', novalidate: true, 'aria-describedby': 'form-error' }, formError, saved, fields)
+    fill(main, ...heading(name, 'settings'),
+      readOnly ? h('p', { class: 'notice' }, 'This source is managed by relay.toml: change it there (and send the relay SIGHUP). Shown here read-only.') : null,
+      form)
+    source.webhooks.forEach((w) => hooks.appendChild(webhookFields(w)))
+    renumber(hooks)
+    const syncAdd = () => { addHook.disabled = hooks.children.length >= MAX_WEBHOOKS }
+    syncAdd()
+    addHook.addEventListener('click', () => {
+      const el = webhookFields({ url: '', headers: {}, enabled: true })
+      hooks.appendChild(el)
+      renumber(hooks)
+      syncAdd()
+      el.querySelector('input').focus()
+    })
+    hooks.addEventListener('click', (e) => {
+      if (e.target.matches('.remove-webhook')) {
+        e.target.closest('.webhook').remove()
+        renumber(hooks)
+        syncAdd()
+        addHook.focus()
+      }
+    })
+    form.addEventListener('submit', async (e) => {
+      e.preventDefault()
+      clearErrors(form)
+      saved.textContent = ''
+      const body = { ...source }
+      delete body.summary
+      body.webhooks = [...hooks.children].map(readWebhook)
+      const s = secret.value()
+      if (s === null) body.shared_secret = null
+      else if (s !== undefined) body.shared_secret = s
+      try {
+        await api.call('PUT', path, body)
+      } catch (err) {
+        showError(form, formError, err)
+        return
+      }
+      if (ctx.current()) load('Saved: the relay applies it to the events it accepts from now on.')
+    })
+  }
+
+  load()
+  return null
+}
+
+// The fields of one webhook; `data-field` attributes carry the API's names once numbered.
+function webhookFields(w) {
+  const id = ++uid
+  const headers = h('div', { class: 'headers' })
+  const el = h('fieldset', { class: 'webhook' },
+    h('legend', {}, 'Webhook'),
+    h('label', { for: `url-${id}` }, 'URL'),
+    h('input', { id: `url-${id}`, class: 'url', type: 'url', value: w.url, 'data-name': 'url', autocomplete: 'off', spellcheck: 'false' }),
+    h('label', { class: 'check' },
+      h('input', { type: 'checkbox', class: 'enabled', 'data-name': 'enabled', checked: w.enabled !== false }), ' On (off: kept, sent nothing new)'),
+    h('div', { class: 'headers-block', 'data-name': 'headers' },
+      h('p', { class: 'label' }, 'Headers'), headers,
+      h('button', { type: 'button', class: 'add-header' }, 'Add a header')),
+    h('button', { type: 'button', class: 'remove-webhook danger' }, 'Remove this webhook'))
+  for (const [k, v] of Object.entries(w.headers || {})) headers.appendChild(headerRow(k, v))
+  el.querySelector('.add-header').addEventListener('click', () => {
+    const row = headerRow('', '')
+    headers.appendChild(row)
+    row.querySelector('input').focus()
+  })
+  return el
+}
+
+function headerRow(k, v) {
+  const id = ++uid
+  const row = h('div', { class: 'header-row' },
+    h('label', { for: `hk-${id}`, class: 'sr-only' }, 'Header name'),
+    h('input', { id: `hk-${id}`, class: 'header-name', value: k, placeholder: 'Name', autocomplete: 'off' }),
+    h('label', { for: `hv-${id}`, class: 'sr-only' }, 'Header value'),
+    h('input', { id: `hv-${id}`, class: 'header-value', value: v, placeholder: 'Value', autocomplete: 'off' }),
+    h('button', { type: 'button', class: 'quiet' }, 'Remove header'))
+  row.querySelector('button').addEventListener('click', () => row.remove())
+  return row
+}
+
+// Numbers the webhooks' fieldsets and fields as the API names them (webhooks[i].url).
+function renumber(hooks) {
+  ;[...hooks.children].forEach((el, i) => {
+    el.querySelector('legend').textContent = `Webhook ${i + 1}`
+    el.setAttribute('data-field', `webhooks[${i}]`)
+    el.querySelectorAll('[data-name]').forEach((f) => f.setAttribute('data-field', `webhooks[${i}].${f.getAttribute('data-name')}`))
+  })
+}
+
+function readWebhook(el) {
+  const headers = {}
+  el.querySelectorAll('.header-row').forEach((row) => {
+    const k = row.querySelector('.header-name').value.trim()
+    if (k) headers[k] = row.querySelector('.header-value').value
+  })
+  return {
+    url: el.querySelector('input.url').value.trim(),
+    headers,
+    enabled: el.querySelector('input.enabled').checked,
+  }
+}
+
+// Keep, set or clear: the secret itself is never shown.
+function secretFields(isSet) {
+  const id = ++uid
+  const input = h('input', { id: `secret-${id}`, type: 'password', autocomplete: 'new-password', disabled: true, 'data-field': 'shared_secret' })
+  const choice = (value, label, checked) => h('label', { class: 'check' },
+    h('input', { type: 'radio', name: `secret-${id}`, value, checked }), ` ${label}`)
+  const el = h('div', { class: 'secret' },
+    h('p', {}, isSet ? 'A secret is set (it is never shown).' : 'No secret is set: requests are not signed.'),
+    h('div', { role: 'radiogroup', 'aria-label': 'Signing secret' },
+      choice('keep', isSet ? 'Keep it' : 'Leave it unset', true),
+      choice('set', isSet ? 'Replace it with' : 'Set one', false),
+      isSet ? choice('clear', 'Clear it (stop signing)', false) : null),
+    h('label', { for: `secret-${id}`, class: 'sr-only' }, 'New secret'), input)
+  el.addEventListener('change', () => {
+    input.disabled = el.querySelector('input[type=radio]:checked').value !== 'set'
+    if (!input.disabled) input.focus()
+  })
+  return {
+    el,
+    // undefined: keep; null: clear; a string: set.
+    value() {
+      const c = el.querySelector('input[type=radio]:checked').value
+      return c === 'keep' ? undefined : c === 'clear' ? null : input.value
+    },
+  }
+}
+
+function clearErrors(form) {
+  form.querySelectorAll('.field-error').forEach((e) => e.remove())
+  form.querySelectorAll('[aria-invalid]').forEach((e) => e.removeAttribute('aria-invalid'))
+  form.querySelector('#form-error').textContent = ''
+}
+
+// The API's 400 beside the field it names: that field, or the nearest one holding it
+// (`webhooks[0].headers.X-A` → the headers of webhook 1), else at the top of the form.
+function showError(form, top, err) {
+  const strip = (f) => f.replace(/(\.[^.[\]]+|\[\d+\])$/, '')
+  let field = err.field || ''
+  let target = null
+  while (field && !target) {
+    target = [...form.querySelectorAll('[data-field]')].find((e) => e.getAttribute('data-field') === field) || null
+    const shorter = strip(field)
+    field = shorter === field ? '' : shorter
+  }
+  if (!target) {
+    top.textContent = `Not saved: ${err.message}`
+    return
+  }
+  const id = `err-${++uid}`
+  const note = h('p', { class: 'field-error', id }, err.message)
+  const anchor = target.type === 'checkbox' ? target.closest('label') : target
+  anchor.after(note)
+  const input = target.matches('input') ? target : target.querySelector('input')
+  if (input) {
+    input.setAttribute('aria-invalid', 'true')
+    input.setAttribute('aria-describedby', id)
+    input.focus()
+  }
+  top.textContent = 'Not saved: see the field marked below.'
+}

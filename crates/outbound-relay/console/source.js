@@ -1,0 +1,95 @@
+// A source: each webhook's health (state, the last 5 minutes' success rate and p50/p99,
+// messages waiting, the last error) and its messages delivered and failed in each minute of
+// the last hour, asked again every 5 seconds while shown.
+
+import * as api from './api.js'
+import { h, fill, badge, when, ms, percent, count } from './dom.js'
+import { chart } from './chart.js'
+
+const EVERY_MS = 5000
+
+// The source's title and its screens, `active` marked as the current page.
+export function heading(name, active) {
+  const base = `#/sources/${encodeURIComponent(name)}`
+  const tab = (href, label, key) => h('li', {}, h('a', { href, 'aria-current': key === active ? 'page' : null }, label))
+  return [
+    h('h1', {}, name),
+    h('nav', { class: 'tabs', 'aria-label': `Source ${name}` }, h('ul', {},
+      tab(base, 'Health', 'health'),
+      tab(`${base}/dead-letters`, 'Dead letters', 'dead-letters'),
+      tab(`${base}/settings`, 'Webhooks and secret', 'settings'))),
+  ]
+}
+
+// An answer refused (403: another source's, 404: none) in place of the screen.
+export function refused(main, name, err) {
+  fill(main, h('h1', {}, name), h('p', { class: 'error', role: 'alert' },
+    err.status === 403 ? `${err.message}: this token cannot see source “${name}”.`
+      : err.status === 404 ? `No source “${name}” (${err.message}).` : err.message))
+}
+
+function card(hook, config, name) {
+  const on = !config || config.enabled !== false
+  const attempts = `#/sources/${encodeURIComponent(name)}/webhooks/${hook.webhook}`
+  const row = (label, value) => [h('dt', {}, label), h('dd', {}, value)]
+  return h('li', { class: 'card webhook', 'data-webhook': hook.webhook },
+    h('h3', {}, `Webhook ${hook.webhook + 1} `, on ? badge(hook.state) : h('span', { class: 'badge off' }, 'off')),
+    h('p', { class: 'url' }, h('code', {}, config ? config.url : hook.url)),
+    h('dl', { class: 'facts' },
+      row('Success (5 min)', `${percent(hook.successRate5m)} of ${count(hook.attempts5m)}`),
+      row('p50 / p99', `${ms(hook.p50Ms)} / ${ms(hook.p99Ms)}`),
+      row('Waiting', count(hook.waiting)),
+      row('Failures in a row', count(hook.consecutiveFailures)),
+      row('Last success', when(hook.lastSuccess) || '–'),
+      hook.lastError ? row('Last error', [h('span', { class: 'error-text' }, hook.lastError.message), ` (${when(hook.lastError.at)})`]) : null),
+    h('p', {}, h('a', { href: attempts }, 'Recent attempts')))
+}
+
+export function render(main, ctx) {
+  const { name } = ctx.params
+  const path = `/sources/${api.enc(name)}`
+  const hooks = h('ul', { class: 'cards' })
+  const hour = h('div', { class: 'chart' })
+  const meta = h('p', { class: 'meta' })
+  const updated = h('span', { class: 'muted' })
+  const refresh = h('button', { type: 'button' }, 'Refresh')
+  fill(main, ...heading(name, 'health'), meta,
+    h('div', { class: 'toolbar' }, refresh, updated),
+    h('section', { 'aria-labelledby': 'hooks-title' }, h('h2', { id: 'hooks-title' }, 'Webhooks'), hooks),
+    h('section', { 'aria-labelledby': 'hour-title' }, h('h2', { id: 'hour-title' }, 'The last hour'), hour))
+  let timer = null
+  let first = true
+  let last = null
+  // A window resized (a phone turned): the chart drawn again at its new width.
+  const redraw = () => { if (last) fill(hour, chart(last, hour.clientWidth - 24)) }
+  window.addEventListener('resize', redraw)
+
+  async function load() {
+    clearTimeout(timer)
+    let source, health, activity
+    try {
+      [source, health, activity] = await Promise.all([
+        api.get(path), api.get(`${path}/health`), api.get(`${path}/activity`)])
+    } catch (err) {
+      if (!ctx.current()) return
+      if (first) { refused(main, name, err); return }
+      ctx.say(`Could not refresh: ${err.message}`)
+      timer = setTimeout(load, EVERY_MS)
+      return
+    }
+    if (!ctx.current()) return
+    first = false
+    meta.textContent = `${source.managed_by === 'file' ? 'Managed by relay.toml' : 'Managed through the admin API'} · ` +
+      `${source.write_keys.length} write key${source.write_keys.length === 1 ? '' : 's'} · ` +
+      `signing secret ${source.has_shared_secret ? 'set' : 'not set'}`
+    fill(hooks, health.webhooks.length ? health.webhooks.map((w) => card(w, source.webhooks[w.webhook], name))
+      : h('li', {}, 'This source has no webhook.'))
+    last = activity
+    redraw()
+    updated.textContent = ` Updated ${when(new Date().toISOString()).slice(11)}`
+    timer = setTimeout(load, EVERY_MS)
+  }
+  refresh.addEventListener('click', load)
+  load()
+  return () => { clearTimeout(timer); window.removeEventListener('resize', redraw) }
+}

@@ -1,0 +1,671 @@
+"""The console (`/console/`, issue 48) in headless Chromium, driven by puppeteer-core
+(tests/relay/node/console.cjs), against the real relay binary and real receivers on
+127.0.0.1. Its two sources are made through the admin API (a source of relay.toml is
+read-only there), each with a webhook on its own receiver.
+
+What a person does with it, end to end: sign in; see a source's webhook go to failing when
+its receiver refuses; find the dead letter; replay it once the receiver is back and see it
+delivered once; change a webhook's URL in place and see the next event go there; a refusal
+shown beside its field. Event content and answers shown as text, running nothing; a source
+token that reaches its own source only; the policy on every answer, no inline script.
+
+The journey's screenshots, desktop (1280×800) and phone (390×844), are written to
+target/console-shots/ (untracked: a run leaves the clone clean); with
+OUTBOUND_CONSOLE_SHOTS=docs/console they replace the ones docs/console.md shows."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import hashlib
+import hmac
+import json
+import os
+import re
+import signal
+import subprocess
+import threading
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+from typing import Any, Dict, Iterator, List, Optional, Tuple
+
+import pytest
+
+from conftest import ADMIN_TOKEN, ROOT, Relay, node_env, start_relay, toml_str
+from receiver import Receiver
+
+# Untracked by default: a test run must leave a fresh clone clean (scripts/check-tree.sh).
+SHOTS = Path(os.environ.get("OUTBOUND_CONSOLE_SHOTS") or ROOT / "target" / "console-shots")
+CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+       "connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'")
+# Not "mobile" (Chromium reloads the page when that changes): a 390 px window.
+PHONE = {"width": 390, "height": 844, "mobile": False}
+DESKTOP = {"width": 1280, "height": 800, "mobile": False}
+
+
+def api(relay: Relay, method: str, path: str, body: Any = None,
+        token: str = ADMIN_TOKEN) -> Tuple[int, Any]:
+    data = None if body is None else json.dumps(body).encode()
+    req = urllib.request.Request(relay.url + path, data=data, method=method, headers={
+        "Authorization": f"Bearer {token}", "Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(req, timeout=30) as r:
+            text = r.read()
+            return r.status, json.loads(text) if text else None
+    except urllib.error.HTTPError as e:
+        text = e.read()
+        return e.code, json.loads(text) if text else None
+
+
+def track(relay: Relay, key: str, message_id: str, properties: Optional[Dict[str, Any]] = None) -> None:
+    body = json.dumps({"userId": "u1", "event": "Order Completed", "messageId": message_id,
+                       "properties": properties or {"total": 12.5}}).encode()
+    auth = base64.b64encode(f"{key}:".encode()).decode()
+    req = urllib.request.Request(relay.url + "/v1/track", data=body, method="POST", headers={
+        "Authorization": f"Basic {auth}", "Content-Type": "application/json"})
+    with urllib.request.urlopen(req, timeout=30) as r:
+        assert r.status == 200
+
+
+@pytest.fixture
+def console_relay(tmp_path: Path, receivers: List[Receiver]) -> Iterator[Relay]:
+    """A relay with the admin API on and no source in its file; alpha and beta are made
+    through the API."""
+    config = tmp_path / "relay.toml"
+    config.write_text("\n".join([
+        'listen = "127.0.0.1:0"',
+        f"data_dir = {toml_str(str(tmp_path / 'data'))}",
+        f"admin_token = {toml_str(ADMIN_TOKEN)}",
+        'allowed_networks = ["127.0.0.0/8"]',
+        "max_backoff = 0.2",
+    ]) + "\n")
+    relay = start_relay(config, tmp_path / "relay.log")
+    a, b = receivers
+    for name, rx, secret in (("alpha", a, "alpha_SECRET_1"), ("beta", b, "beta_SECRET_2")):
+        status, answer = api(relay, "PUT", f"/admin/sources/{name}", {
+            "write_keys": [f"wk_{name}"], "shared_secret": secret,
+            "webhooks": [{"url": f"{rx.url}/{name}", "headers": {"X-Source": name}}]})
+        assert status == 201, answer
+    yield relay
+    assert relay.stop() == 0, relay.log_text()
+
+
+class Browser:
+    """One Chromium tab of the console (tests/relay/node/console.cjs), a command a line."""
+
+    def __init__(self, tmp_path: Path) -> None:
+        self.log = tmp_path / "console-driver.log"
+        self.proc = subprocess.Popen(
+            ["node", str(ROOT / "tests/relay/node/console.cjs")], stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE, stderr=open(self.log, "wb"), env=dict(os.environ, **node_env()),
+            text=True)
+
+    def __call__(self, op: str, **args: Any) -> Any:
+        assert self.proc.stdin and self.proc.stdout
+        self.proc.stdin.write(json.dumps(dict(args, op=op)) + "\n")
+        self.proc.stdin.flush()
+        line = self.proc.stdout.readline()
+        if not line:
+            raise AssertionError(f"the browser driver ended; its log:\n{self.log.read_text()[-3000:]}")
+        answer = json.loads(line)
+        if not answer["ok"]:
+            raise AssertionError(f"{op} {args}: {answer['error']}")
+        return answer["value"]
+
+    def main_text(self) -> str:
+        return self("text", selector="main")
+
+    def shots(self, name: str) -> None:
+        """The screen as it is, on a desktop and on a phone; on the phone, nothing wider
+        than its window but what scrolls inside its own box."""
+        SHOTS.mkdir(parents=True, exist_ok=True)
+        self("screenshot", path=str(SHOTS / f"{name}-desktop.png"))
+        self("viewport", **PHONE)
+        time.sleep(0.4)
+        wide = self("eval", js="document.documentElement.scrollWidth")
+        assert wide <= PHONE["width"], f"{name}: the page is {wide} px wide on a 390 px phone"
+        self("screenshot", path=str(SHOTS / f"{name}-phone.png"))
+        self("viewport", **DESKTOP)
+        time.sleep(0.2)
+
+    def sign_in(self, relay: Relay, token: str) -> None:
+        self("goto", url=relay.url + "/console/")
+        self("waitText", text="Sign in", selector="main")
+        self("type", selector="#token", text=token)
+        self("click", selector="button[type=submit]")
+
+    def close(self) -> Dict[str, Any]:
+        report = self("report")
+        try:
+            self("close")
+        except AssertionError:
+            pass
+        self.proc.wait(30)
+        return report
+
+
+@pytest.fixture
+def browser(tmp_path: Path) -> Iterator[Browser]:
+    b = Browser(tmp_path)
+    yield b
+    if b.proc.poll() is None:
+        b.proc.kill()
+        b.proc.wait()
+
+
+def assert_clean(report: Dict[str, Any], relay: Relay, token: str) -> None:
+    """Nothing ran that should not have, nothing left the relay's origin, and the token was
+    never in a URL nor in the relay's log."""
+    assert report["dialogs"] == [], report["dialogs"]
+    assert report["pageErrors"] == [], report["pageErrors"]
+    assert report["csp"] == [], f"policy violations: {report['csp']}"
+    assert report["consoleErrors"] == [] or all(
+        "status of 4" in e for e in report["consoleErrors"]), report["consoleErrors"]
+    for r in report["requests"]:
+        url = r.split(" ", 1)[1]
+        assert url.startswith(relay.url + "/") or url.startswith("data:"), f"request outside the relay: {r}"
+        assert token not in url, f"the token in a URL: {r}"
+    assert token not in relay.log.read_text(errors="replace"), "the token in the relay's log"
+
+
+def wait(what: str, done: Any, timeout: float = 30.0) -> None:
+    end = time.monotonic() + timeout
+    while not done():
+        assert time.monotonic() < end, f"timed out waiting for {what}"
+        time.sleep(0.05)
+
+
+def test_console_answers_carry_the_policy_and_the_page_has_no_inline_script(
+        console_relay: Relay) -> None:
+    relay = console_relay
+    for path in ("/console/", "/console/main.js", "/console/console.css", "/console/nope.js"):
+        try:
+            with urllib.request.urlopen(relay.url + path, timeout=10) as r:
+                status, headers, body = r.status, r.headers, r.read().decode()
+        except urllib.error.HTTPError as e:
+            status, headers, body = e.code, e.headers, e.read().decode()
+        assert status == (404 if "nope" in path else 200), path
+        assert headers["Content-Security-Policy"] == CSP, path
+        assert headers["X-Content-Type-Options"] == "nosniff", path
+        assert headers["Referrer-Policy"] == "no-referrer", path
+        assert headers["X-Frame-Options"] == "DENY", path
+        assert headers["Cache-Control"] in ("no-cache", "no-store"), path
+        if path == "/console/":
+            assert headers["Content-Type"].startswith("text/html")
+            html = body.lower()
+            scripts = re.findall(r"<script[^>]*>", html)
+            assert scripts and all(" src=" in s for s in scripts), scripts
+            assert re.search(r"<script[^>]*>\s*[^<\s]", html) is None, "inline script"
+            assert "<style" not in html and " style=" not in html
+            assert re.search(r"\son[a-z]+\s*=", html) is None, "an event handler attribute"
+            assert not re.search(r"(src|href)=\"(https?:)?//", html), "a resource from elsewhere"
+    # The page is the relay's only where the admin API is on; /console redirects to /console/.
+    req = urllib.request.Request(relay.url + "/console", method="GET")
+    opener = urllib.request.build_opener(NoRedirect)
+    try:
+        opener.open(req, timeout=10)
+        raise AssertionError("no redirect")
+    except urllib.error.HTTPError as e:
+        assert e.code == 308 and e.headers["Location"] == "/console/"
+
+
+class NoRedirect(urllib.request.HTTPRedirectHandler):
+    def redirect_request(self, *args: Any, **kwargs: Any) -> None:
+        return None
+
+
+def test_console_operator_journey(console_relay: Relay, receivers: List[Receiver],
+                                  browser: Browser) -> None:
+    relay = console_relay
+    rx_a, rx_b = receivers
+    b = browser
+    b("goto", url=relay.url + "/console/")
+    b("waitText", text="Sign in", selector="main")
+    b.shots("signin")
+    # A wrong token is refused, and said so.
+    b("type", selector="#token", text="not-a-token")
+    b("click", selector="button[type=submit]")
+    b("waitText", text="not accepted", selector="main")
+    b("type", selector="#token", text=ADMIN_TOKEN)
+    b("click", selector="button[type=submit]")
+    b("waitText", text="alpha", selector="table.sources")
+    assert "beta" in b("text", selector="table.sources")
+    assert b("eval", js="sessionStorage.length") == 1
+    assert b("eval", js="location.href") == relay.url + "/console/#/sources"
+    b.shots("sources")
+    # Search asks the relay for the matching page.
+    b("type", selector="#search", text="bet")
+    b("waitText", text="matching", selector="main")
+    listed = b("text", selector="table.sources tbody")
+    assert "beta" in listed and "alpha" not in listed, listed
+    b("type", selector="#search", text="")
+    b("waitText", text="alpha", selector="table.sources")
+
+    # The receiver refuses: the webhook shows failing, with its answer.
+    rx_a.status["/alpha"] = 400
+    rx_a.answer["/alpha"] = b'{"error":"unknown event"}'
+    track(relay, "wk_alpha", "order-1001")
+    b("click", selector="table.sources a", text="alpha")
+    b("waitText", text="failing", selector=".cards", timeout=30000)
+    hook = b("text", selector="li.webhook")
+    assert rx_a.url + "/alpha" in hook and "Failures in a row" in hook, hook
+    b("waitText", text="Failed 1", selector=".legend", timeout=30000)
+    b.shots("source")
+    b("click", selector="li.webhook a", text="Recent attempts")
+    b("waitText", text="order-1001", selector="table.attempts")
+    row = b("text", selector="table.attempts tbody tr")
+    assert "400" in row and "permanent" in row and '{"error":"unknown event"}' in row, row
+    b.shots("attempts")
+
+    # The dead letter, found by its messageId.
+    b("click", selector="nav.tabs a", text="Dead letters")
+    b("waitText", text="order-1001", selector="table.dead-letters")
+    b("type", selector="#find", text="order-1001")
+    b("click", selector="form.search button", text="Find")
+    b("waitText", text="Body as sent", selector="section.detail")
+    detail = b("text", selector="section.detail")
+    assert "status 400" in detail and '"event": "Order Completed"' in detail, detail
+    b.shots("dead-letters")
+
+    # The receiver is back: replayed, delivered once.
+    rx_a.status["/alpha"] = 200
+    before = len(rx_a.at("/alpha"))
+    b("click", selector="section.detail button", text="Replay this one")
+    b("waitText", text="done", selector=".progress", timeout=30000)
+    progress = b("text", selector=".progress")
+    assert "1 delivered" in progress and "0 failed" in progress, progress
+    time.sleep(1.0)  # anything sent twice would be here by now
+    again = [r for r in rx_a.at("/alpha")[before:] if r.json["messageId"] == "order-1001"]
+    assert len(again) == 1, f"replayed {len(again)} times"
+    b("waitText", text="No dead letter", selector="table.dead-letters")
+
+    # The URL changed in place: the next event goes there.
+    b("click", selector="nav.tabs a", text="Webhooks and secret")
+    b("waitText", text="A secret is set", selector="main")
+    b.shots("settings")
+    b("type", selector="input.url", text=rx_b.url + "/moved")
+    b("click", selector="button[type=submit]", text="Save")
+    b("waitText", text="Saved", selector="main")
+    status, source = api(relay, "GET", "/admin/sources/alpha")
+    assert source["webhooks"][0]["url"] == rx_b.url + "/moved" and source["has_shared_secret"], source
+    assert source["webhooks"][0]["headers"] == {"X-Source": "alpha"}, source
+    n_alpha = len(rx_a.at("/alpha"))
+    track(relay, "wk_alpha", "after-move-1")
+    assert rx_b.wait_for(lambda r: len(r.at("/moved")) == 1, 20), rx_b.requests
+    assert rx_b.at("/moved")[0].json["messageId"] == "after-move-1"
+    assert len(rx_a.at("/alpha")) == n_alpha
+
+    # The secret is write-only: replaced, then cleared, never shown.
+    b("click", selector="label.check", text="Replace it with")
+    b("type", selector=".secret input[type=password]", text="NEW_secret_3")
+    b("click", selector="button[type=submit]", text="Save")
+    b("waitText", text="Saved", selector="main")
+    assert "NEW_secret_3" not in b("eval", js="document.documentElement.outerHTML")
+    track(relay, "wk_alpha", "after-secret-1")
+    assert rx_b.wait_for(lambda r: len(r.at("/moved")) == 2, 20), rx_b.requests
+    signed = rx_b.at("/moved")[1]
+    assert signed.headers["x-signature"] == hmac.new(b"NEW_secret_3", signed.body, hashlib.sha1).hexdigest()
+    b("click", selector="label.check", text="Clear it")
+    b("click", selector="button[type=submit]", text="Save")
+    b("waitText", text="No secret is set", selector="main")
+    assert api(relay, "GET", "/admin/sources/alpha")[1]["has_shared_secret"] is False
+    track(relay, "wk_alpha", "after-clear-1")
+    assert rx_b.wait_for(lambda r: len(r.at("/moved")) == 3, 20), rx_b.requests
+    assert "x-signature" not in rx_b.at("/moved")[2].headers
+
+    # A value the relay refuses: its message beside the field it names, nothing changed.
+    b("type", selector="input.url", text="ftp://nowhere.example/x")
+    b("click", selector="button[type=submit]", text="Save")
+    b("waitText", text="Not saved", selector="main")
+    beside = b("eval", js="(() => { const i = document.querySelector('input.url');"
+               " const n = i.nextElementSibling; return [i.getAttribute('data-field'),"
+               " i.getAttribute('aria-invalid'), n && n.className, n && n.textContent,"
+               " document.activeElement === i] })()")
+    assert beside[0] == "webhooks[0].url" and beside[1] == "true", beside
+    assert beside[2] == "field-error" and "webhooks[0].url" in beside[3], beside
+    assert "http" in beside[3] and beside[4], beside
+    assert api(relay, "GET", "/admin/sources/alpha")[1]["webhooks"][0]["url"] == rx_b.url + "/moved"
+    b.shots("settings-refused")
+
+    # Signing out forgets the token: storage, memory, and the screen.
+    b("click", selector="#signout")
+    b("waitText", text="Sign in", selector="main")
+    assert b("eval", js="sessionStorage.length") == 0
+    b("eval", js="location.hash = '#/sources/alpha'")
+    time.sleep(0.5)
+    assert "alpha" not in b.main_text()
+    assert_clean(b.close(), relay, ADMIN_TOKEN)
+
+
+def test_console_keyboard_only(console_relay: Relay, browser: Browser) -> None:
+    """Signed in, a source opened and its tab changed with the keyboard alone; the focus is
+    visible wherever it goes."""
+    relay = console_relay
+    b = browser
+    b("goto", url=relay.url + "/console/")
+    b("waitText", text="Sign in", selector="main")
+    assert b("eval", js="document.activeElement.id") == "token"
+    for ch in ADMIN_TOKEN:
+        b("press", key=ch)
+    b("press", key="Enter")
+    b("waitText", text="alpha", selector="table.sources")
+    # Tab to the first source's link, Enter opens it.
+    for _ in range(40):
+        b("press", key="Tab")
+        focused = b("eval", js="[document.activeElement.tagName, document.activeElement.textContent,"
+                    " getComputedStyle(document.activeElement).outlineStyle]")
+        assert focused[2] != "none", f"no visible focus on {focused}"
+        if focused[0] == "A" and focused[1] == "alpha":
+            break
+    else:
+        raise AssertionError("the source's link was never reached with Tab")
+    b("press", key="Enter")
+    b("waitText", text="Webhook 1", selector=".cards")
+    assert b("eval", js="document.activeElement.tagName") == "H1"
+    assert_clean(b.close(), relay, ADMIN_TOKEN)
+
+
+def test_console_shows_event_content_and_answers_as_text(
+        console_relay: Relay, receivers: List[Receiver], browser: Browser) -> None:
+    relay = console_relay
+    rx_a = receivers[0]
+    script = "<script>window.__pwned = 'script'; alert('script')</script>"
+    img = "<img src=x onerror=\"window.__pwned = 'img'; alert('img')\">"
+    rx_a.status["/alpha"] = 400
+    rx_a.answer["/alpha"] = (img + script).encode()
+    track(relay, "wk_alpha", "xss-1", {"note": script, "picture": img})
+    wait("the dead letter", lambda: api(relay, "GET", "/admin/sources/alpha/dead-letters/xss-1")[0] == 200)
+    b = browser
+    b.sign_in(relay, ADMIN_TOKEN)
+    b("waitText", text="alpha", selector="table.sources")
+    b("eval", js="location.hash = '#/sources/alpha/webhooks/0'")
+    b("waitText", text="xss-1", selector="table.attempts")
+    answer = b("text", selector="table.attempts td.answer")
+    assert img in answer and script in answer, answer
+    b("eval", js="location.hash = '#/sources/alpha/dead-letters'")
+    b("click", selector="table.dead-letters button", text="xss-1")
+    b("waitText", text="Body as sent", selector="section.detail")
+    body = b("text", selector="section.detail pre.body")
+    assert json.dumps(script) in body and json.dumps(img) in body, body
+    b("waitText", text=img, selector="section.detail")
+    b("eval", js="location.hash = '#/sources/alpha'")
+    b("waitText", text="failing", selector=".cards", timeout=30000)
+    time.sleep(0.5)
+    assert b("eval", js="window.__pwned === undefined") is True
+    assert b("count", selector="main script, main img, main iframe") == 0
+    report = b.close()
+    assert not [r for r in report["requests"] if r.endswith("/x")], "the <img> was fetched"
+    assert_clean(report, relay, ADMIN_TOKEN)
+
+
+def test_console_source_token_reaches_its_own_source_only(
+        console_relay: Relay, browser: Browser) -> None:
+    relay = console_relay
+    status, made = api(relay, "POST", "/admin/sources/alpha/tokens")
+    assert status == 201, made
+    token = made["token"]
+    # The API: its own source, nothing else.
+    assert api(relay, "GET", "/admin/whoami", token=token)[1] == {
+        "caller": "source", "source": "alpha", "token": made["id"]}
+    assert api(relay, "GET", "/admin/sources/alpha", token=token)[0] == 200
+    assert api(relay, "GET", "/admin/sources/beta", token=token)[0] == 403
+    assert api(relay, "GET", "/admin/sources/beta/health", token=token)[0] == 403
+    assert api(relay, "GET", "/admin/sources/beta/activity", token=token)[0] == 403
+    assert api(relay, "GET", "/admin/sources?limit=10", token=token)[0] == 403
+    # The console: it lands on its source, with no list of sources.
+    b = browser
+    b.sign_in(relay, token)
+    b("waitText", text="Webhook 1", selector=".cards")
+    assert b("eval", js="location.hash") == "#/sources/alpha"
+    nav = b("text", selector="#nav")
+    assert "Sources" not in nav and "alpha" in nav, nav
+    assert "token of alpha" in b("text", selector="#who")
+    # The list and another source, asked for by their addresses: not shown.
+    b("eval", js="location.hash = '#/sources'")
+    b("waitText", text="Webhook 1", selector=".cards")
+    assert b("eval", js="location.hash") == "#/sources/alpha"
+    b("eval", js="location.hash = '#/sources/beta'")
+    b("waitText", text="cannot see source", selector="main")
+    assert "beta_SECRET" not in b.main_text() and "wk_beta" not in b.main_text()
+    b("eval", js="location.hash = '#/sources/beta/dead-letters'")
+    b("waitText", text="cannot see source", selector="main")
+    # Its own settings: editable, the secret write-only.
+    b("eval", js="location.hash = '#/sources/alpha/settings'")
+    b("waitText", text="A secret is set", selector="main")
+    assert "alpha_SECRET_1" not in b("eval", js="document.documentElement.outerHTML")
+    assert_clean(b.close(), relay, token)
+
+
+def test_console_stays_quick_with_10000_sources(tmp_path: Path, receivers: List[Receiver],
+                                                browser: Browser) -> None:
+    """10,000 sources of one file: the console asks for 50 at a time, and its search is the
+    relay's."""
+    rx = receivers[0]
+    lines = ['listen = "127.0.0.1:0"', f"data_dir = {toml_str(str(tmp_path / 'data'))}",
+             f"admin_token = {toml_str(ADMIN_TOKEN)}", 'allowed_networks = ["127.0.0.0/8"]']
+    for i in range(10_000):
+        lines += ["[[sources]]", f'name = "shop-{i:05}"', f'write_keys = ["wk_{i}"]',
+                  "[[sources.webhooks]]", f'url = "{rx.url}/in"']
+    config = tmp_path / "relay.toml"
+    config.write_text("\n".join(lines) + "\n")
+    started = time.monotonic()
+    relay = start_relay(config, tmp_path / "relay.log", timeout=120)
+    up = time.monotonic() - started
+    try:
+        b = browser
+        started = time.monotonic()
+        b.sign_in(relay, ADMIN_TOKEN)
+        b("waitText", text="Sources 1–50 of 10,000", selector="main")
+        first = time.monotonic() - started
+        assert b("count", selector="table.sources tbody tr") == 50
+        assert "shop-00000" in b("text", selector="table.sources tbody tr")
+        started = time.monotonic()
+        b("click", selector=".pager button", text="Next page")
+        b("waitText", text="Sources 51–100 of 10,000", selector="main")
+        paged = time.monotonic() - started
+        assert "shop-00050" in b("text", selector="table.sources tbody tr")
+        started = time.monotonic()
+        b("type", selector="#search", text="shop-0999")
+        b("waitText", text="of 10 matching", selector="main")
+        searched = time.monotonic() - started
+        assert b("count", selector="table.sources tbody tr") == 10
+        print(f"10,000 sources: up in {up:.1f} s; signed in and the first page shown in "
+              f"{first:.2f} s, the next page in {paged:.2f} s, a search (with its 0.25 s pause) "
+              f"in {searched:.2f} s")
+        assert first < 10 and paged < 5 and searched < 5
+        assert_clean(b.close(), relay, ADMIN_TOKEN)
+    finally:
+        # Stopping 10,000 idle sources is slow in this relay (its own issue, fixed apart
+        # from the console): a generous wait, then SIGKILL, which this test tolerates; any
+        # other end is a failure.
+        started = time.monotonic()
+        status = relay.stop(timeout=180)
+        print(f"10,000 sources: stopped (exit {status}) in {time.monotonic() - started:.1f} s")
+    assert status in (0, -signal.SIGKILL), relay.log_text()
+
+
+def dead_letter_ids(b: Browser) -> List[str]:
+    return b("eval", js="[...document.querySelectorAll('table.dead-letters tbody tr')]"
+             ".map((r) => r.dataset.messageId).filter((id) => id)")
+
+
+def test_console_pages_finds_and_replays_dead_letters(
+        console_relay: Relay, receivers: List[Receiver], browser: Browser) -> None:
+    """120 dead letters: 50 a page, newest first, the relay's cursor to the older ones and
+    back; one on the last page found by its messageId from the first; an unknown one said
+    so; then all of them replayed since a time, with their progress, each delivered once."""
+    relay = console_relay
+    rx_a = receivers[0]
+    rx_a.status["/alpha"] = 400
+    for i in range(120):
+        track(relay, "wk_alpha", f"dl-{i:03}")
+    wait("120 dead letters", lambda: api(relay, "GET", "/admin/sources/alpha/dead-letters?limit=1")[1]
+         ["stats"]["count"] == 120)
+    b = browser
+    b.sign_in(relay, ADMIN_TOKEN)
+    b("waitText", text="alpha", selector="table.sources")
+    b("eval", js="location.hash = '#/sources/alpha/dead-letters'")
+    b("waitText", text="120 dead letters", selector="main")
+    b("waitText", text="dl-", selector="table.dead-letters")
+    first = dead_letter_ids(b)
+    assert len(first) == 50
+    assert b("eval", js="document.querySelector('.pager button:first-child').disabled") is True
+    b("click", selector=".pager button", text="Older")
+    wait("the second page", lambda: dead_letter_ids(b) != first, 10)
+    second = dead_letter_ids(b)
+    b("click", selector=".pager button", text="Older")
+    wait("the third page", lambda: dead_letter_ids(b) != second, 10)
+    third = dead_letter_ids(b)
+    assert len(second) == 50 and len(third) == 20
+    assert sorted(first + second + third) == [f"dl-{i:03}" for i in range(120)]
+    assert b("eval", js="document.querySelector('.pager button:last-child').disabled") is True
+    b("click", selector=".pager button", text="Newer")
+    wait("back to the second page", lambda: dead_letter_ids(b) == second, 10)
+    b("click", selector=".pager button", text="Newer")
+    wait("back to the first page", lambda: dead_letter_ids(b) == first, 10)
+
+    # Found by its messageId, wherever it is: one of the last page's, from the first.
+    wanted = third[-1]
+    assert wanted not in first
+    b("type", selector="#find", text=wanted)
+    b("press", key="Enter")
+    b("waitText", text="Body as sent", selector="section.detail")
+    detail = b("text", selector="section.detail")
+    assert f"Dead letter {wanted}" in detail and "status 400" in detail, detail
+    assert f'"messageId": "{wanted}"' in detail, detail
+    b("type", selector="#find", text="dl-nope")
+    b("press", key="Enter")
+    b("waitText", text="No dead letter with messageId “dl-nope”", selector="section.detail")
+    assert dead_letter_ids(b) == first
+
+    # The receiver is back: every one since an hour ago (the field's default) replayed in
+    # the background, its progress followed to the end, each delivered once.
+    rx_a.status["/alpha"] = 200
+    before = len(rx_a.at("/alpha"))
+    b("click", selector="form.replay-all button", text="Replay since")
+    b("waitText", text="done", selector=".progress", timeout=60000)
+    progress = b("text", selector=".progress")
+    assert "120 in all" in progress and "120 delivered" in progress and "0 failed" in progress, progress
+    b("waitText", text="0 dead letters", selector="main")
+    b("waitText", text="No dead letter", selector="table.dead-letters")
+    time.sleep(1.0)  # anything sent twice would be here by now
+    replayed = sorted(r.json["messageId"] for r in rx_a.at("/alpha")[before:])
+    assert replayed == [f"dl-{i:03}" for i in range(120)], replayed
+    assert_clean(b.close(), relay, ADMIN_TOKEN)
+
+
+class Refuser:
+    """A webhook receiver that answers every request 400 at once (HTTP/1.1, kept alive) and
+    counts them: many times quicker than tests/python/receiver.py, to make 100,000 dead
+    letters in seconds."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.loop = asyncio.new_event_loop()
+        ready = threading.Event()
+
+        def run() -> None:
+            asyncio.set_event_loop(self.loop)
+            self.server = self.loop.run_until_complete(
+                asyncio.start_server(self.handle, "127.0.0.1", 0))
+            ready.set()
+            self.loop.run_forever()
+
+        self.thread = threading.Thread(target=run, daemon=True)
+        self.thread.start()
+        assert ready.wait(10)
+        self.url = "http://127.0.0.1:%d" % self.server.sockets[0].getsockname()[1]
+
+    async def handle(self, r: asyncio.StreamReader, w: asyncio.StreamWriter) -> None:
+        try:
+            while True:
+                head = await r.readuntil(b"\r\n\r\n")
+                size = 0
+                for line in head.split(b"\r\n"):
+                    if line.lower().startswith(b"content-length:"):
+                        size = int(line.split(b":", 1)[1])
+                if size:
+                    await r.readexactly(size)
+                self.count += 1
+                w.write(b"HTTP/1.1 400 Bad Request\r\nContent-Type: text/plain\r\n"
+                        b"Content-Length: 11\r\n\r\nnot wanted\n")
+                await w.drain()
+        except (asyncio.IncompleteReadError, ConnectionError, ValueError):
+            pass
+        finally:
+            w.close()
+
+    def close(self) -> None:
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join(10)
+
+
+def test_console_stays_quick_with_100000_dead_letters(tmp_path: Path, browser: Browser) -> None:
+    """100,000 dead letters of one source: the console shows their count and a page of 50,
+    pages to older ones and finds an old one by its messageId, each in a moment (the relay
+    pages and looks up; the console never holds more than a page)."""
+    n = 100_000
+    refuser = Refuser()
+    config = tmp_path / "relay.toml"
+    config.write_text("\n".join([
+        'listen = "127.0.0.1:0"', f"data_dir = {toml_str(str(tmp_path / 'data'))}",
+        f"admin_token = {toml_str(ADMIN_TOKEN)}", 'allowed_networks = ["127.0.0.0/8"]',
+        "[[sources]]", 'name = "alpha"', 'write_keys = ["wk_alpha"]',
+        "[[sources.webhooks]]", f'url = "{refuser.url}/in"']) + "\n")
+    relay = start_relay(config, tmp_path / "relay.log")
+    try:
+        started = time.monotonic()
+        auth = "Basic " + base64.b64encode(b"wk_alpha:").decode()
+        for at in range(0, n, 500):
+            batch = [{"type": "track", "userId": "u1", "event": "Order Completed",
+                      "messageId": f"dl-{i:06}", "properties": {"n": i}}
+                     for i in range(at, min(n, at + 500))]
+            req = urllib.request.Request(relay.url + "/v1/batch", method="POST",
+                                         data=json.dumps({"batch": batch}).encode(),
+                                         headers={"Authorization": auth,
+                                                  "Content-Type": "application/json"})
+            while True:  # the relay's queue is bounded: a 429 says to send again shortly
+                try:
+                    with urllib.request.urlopen(req, timeout=60) as r:
+                        assert r.status == 200
+                    break
+                except urllib.error.HTTPError as e:
+                    assert e.code == 429, e
+                    time.sleep(0.1)
+        wait(f"{n} dead letters", lambda: api(relay, "GET", "/admin/sources/alpha/dead-letters?limit=1")
+             [1]["stats"]["count"] == n, 240)
+        made = time.monotonic() - started
+
+        b = browser
+        b.sign_in(relay, ADMIN_TOKEN)
+        b("waitText", text="alpha", selector="table.sources")
+        started = time.monotonic()
+        b("eval", js="location.hash = '#/sources/alpha/dead-letters'")
+        b("waitText", text="100,000 dead letters", selector="main")
+        wait("the first page", lambda: len(dead_letter_ids(b)) == 50, 10)
+        first_page = time.monotonic() - started
+        first = dead_letter_ids(b)
+        started = time.monotonic()
+        b("click", selector=".pager button", text="Older")
+        wait("the second page", lambda: dead_letter_ids(b) not in ([], first), 10)
+        paged = time.monotonic() - started
+        second = dead_letter_ids(b)
+        assert len(second) == 50 and not set(first) & set(second)
+        # One of the oldest, 2,000 pages down, by its messageId.
+        started = time.monotonic()
+        b("type", selector="#find", text="dl-000042")
+        b("press", key="Enter")
+        b("waitText", text="Body as sent", selector="section.detail")
+        found = time.monotonic() - started
+        assert '"messageId": "dl-000042"' in b("text", selector="section.detail pre.body")
+        print(f"{n:,} dead letters: made in {made:.1f} s; the first page shown in "
+              f"{first_page:.2f} s, the next in {paged:.2f} s, one found by messageId in "
+              f"{found:.2f} s")
+        assert first_page < 5 and paged < 5 and found < 5
+        assert_clean(b.close(), relay, ADMIN_TOKEN)
+    finally:
+        status = relay.stop(timeout=60)
+        refuser.close()
+    assert status == 0, relay.log_text()
