@@ -8,7 +8,7 @@ use crate::http::attempt::{classify_status, keep_excerpt, Attempt, Seen, MAX_ANS
 use crate::http::connect::{ConnectError, Connector, Target};
 use crate::http::frames::Frames;
 use crate::http::io::Io;
-use crate::http::pool::{Key, Pool, Sender};
+use crate::http::pool::{Key, Pool, Sender, KEEP_PER_HOST};
 use crate::model::attempts::ErrorClass;
 use crate::model::config::Config;
 use crate::model::outcome::Reason;
@@ -26,7 +26,7 @@ pub(crate) struct Exchange {
     connector: Arc<Connector>,
     pool: Arc<Pool>,
     timeout: Duration,
-    /// Idle connections kept per host: as many as may be in flight to it.
+    /// Idle connections kept per host ([`KEEP_PER_HOST`]).
     keep: usize,
 }
 
@@ -36,7 +36,7 @@ impl Exchange {
             connector: io.connector(config)?,
             pool: io.pool.clone(),
             timeout: config.timeout,
-            keep: config.max_in_flight.max(1),
+            keep: KEEP_PER_HOST,
         })
     }
 

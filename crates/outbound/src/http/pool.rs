@@ -12,6 +12,13 @@ use std::time::{Duration, Instant};
 /// and a closed one is found out before it is used).
 pub(crate) const IDLE_FOR: Duration = Duration::from_secs(20);
 
+/// Idle connections kept per host at most: what the engine may have in flight at once
+/// (`PROCESS_REQUESTS`). Many tenants share a host (hooks.zapier.com, or one receiver
+/// behind 1,000 URLs): a cap of one lane's `max_in_flight` closed most connections after
+/// their answer, and each new one cost a handshake on both sides. [`IDLE_FOR`] closes the
+/// ones a burst left.
+pub(crate) const KEEP_PER_HOST: usize = 16_384;
+
 pub(crate) type Sender = SendRequest<Frames>;
 
 /// Connector key and `scheme://host:port`.
