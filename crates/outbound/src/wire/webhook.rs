@@ -7,6 +7,7 @@ use crate::model::message::{Kind, Message, Object};
 use crate::wire::encode::{Obj, Parts};
 use crate::wire::signature;
 use serde_json::Value;
+use std::sync::Arc;
 use ureq::http::{HeaderName, HeaderValue};
 
 /// True unless `integrations` turns webhooks off: `"Webhooks": false`, or `"All": false`
@@ -107,8 +108,8 @@ enum Signer {
 /// The configured webhooks and how to sign for them.
 pub(crate) struct Hooks {
     targets: Vec<Target>,
-    /// Each target as logs show it (`Config::webhook_label`).
-    labels: Vec<String>,
+    /// Each target as logs show it (`Config::webhook_label`), shared with its lane.
+    labels: Vec<Arc<str>>,
     signer: Signer,
     user_agent: HeaderValue,
 }
@@ -126,7 +127,7 @@ impl Hooks {
         };
         Hooks {
             labels: (0..targets.len())
-                .map(|i| config.webhook_label(i))
+                .map(|i| config.webhook_label(i).into())
                 .collect(),
             targets,
             signer,
@@ -136,7 +137,7 @@ impl Hooks {
     }
 
     /// Webhook `target` as logs show it (no path or query: they may hold a token).
-    pub(crate) fn label(&self, target: usize) -> String {
+    pub(crate) fn label(&self, target: usize) -> Arc<str> {
         self.labels[target].clone()
     }
 

@@ -98,7 +98,8 @@ pub(crate) struct Delivery {
     /// its record).
     pub hooks_out: Option<HooksOut>,
     /// Ingestion batches on the I/O engine (none: on worker threads through `transport`).
-    pub batches_out: Option<BatchesOut>,
+    /// Boxed: most of a relay's sources have none.
+    pub batches_out: Option<Box<BatchesOut>>,
 }
 
 /// How the ingestion lane sends on the I/O engine.
@@ -158,7 +159,7 @@ pub(crate) struct Lane {
     delivery: Arc<Delivery>,
     /// The worker threads' queue; made with the first thread (a lane on the I/O engine, or
     /// one that never sent, has none: a channel is half a KiB).
-    jobs: Option<Jobs>,
+    jobs: Option<Box<Jobs>>,
     reports: Sender<Report>,
     ready: VecDeque<Job>,
     /// What one request may carry when batches waiting together join (ingestion).

@@ -20,7 +20,7 @@ impl Lane {
         };
         let jobs = self
             .jobs
-            .get_or_insert_with(crossbeam_channel::unbounded)
+            .get_or_insert_with(|| Box::new(crossbeam_channel::unbounded()))
             .1
             .clone();
         let (delivery, reports, index, tenant) = (
@@ -81,7 +81,7 @@ impl Lane {
             return self.send_on_io(job, now);
         }
         // The lane holds a receiver, so the channel is open.
-        if let Some((jobs, _)) = &self.jobs {
+        if let Some(jobs) = self.jobs.as_ref().map(|j| &j.0) {
             let _ = jobs.send((now, job));
         }
     }
@@ -105,7 +105,7 @@ impl Lane {
             .min(self.budget.fair_share());
         let mut threads = self.threads;
         while threads > want {
-            if let Some((jobs, _)) = &self.jobs {
+            if let Some(jobs) = self.jobs.as_ref().map(|j| &j.0) {
                 let _ = jobs.send((Instant::now(), Job::Exit));
             }
             threads -= 1;
@@ -129,7 +129,7 @@ impl Lane {
     /// Stops every thread of the lane (each after its current request) and returns what was
     /// still waiting.
     pub(crate) fn stop(&mut self) -> Vec<Job> {
-        if let Some((jobs, _)) = &self.jobs {
+        if let Some(jobs) = self.jobs.as_ref().map(|j| &j.0) {
             for _ in 0..self.threads {
                 let _ = jobs.send((Instant::now(), Job::Exit));
             }

@@ -109,11 +109,11 @@ impl Tenant {
         logger: Logger,
     ) -> Self {
         let report_tx = reports;
-        let lane = |index: usize, label: String, tx: &Sender<Report>| {
+        let lane = |index: usize, label: Arc<str>, tx: &Sender<Report>| {
             Lane::new(
                 id,
                 index,
-                label.into(),
+                label,
                 delivery.clone(),
                 tx.clone(),
                 config.workers,
@@ -122,9 +122,12 @@ impl Tenant {
             )
         };
         let mut lanes = Vec::with_capacity(1 + config.webhooks.len());
-        lanes.push(lane(0, "ingestion".into(), &report_tx));
+        // Labels shared: one of the process for ingestion, the hooks' own for the webhooks.
+        static INGESTION: std::sync::OnceLock<Arc<str>> = std::sync::OnceLock::new();
+        let ingestion = INGESTION.get_or_init(|| "ingestion".into()).clone();
+        lanes.push(lane(0, ingestion, &report_tx));
         for i in 0..config.webhooks.len() {
-            lanes.push(lane(1 + i, config.webhook_label(i), &report_tx));
+            lanes.push(lane(1 + i, delivery.hooks.label(i), &report_tx));
         }
         let dead_letters = config.dead_letters && spool.is_some();
         Tenant {
