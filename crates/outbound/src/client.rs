@@ -76,7 +76,7 @@ impl Engine {
         recorder: Option<Arc<Recorder>>,
         tenant: Option<String>,
     ) -> Result<Engine, Error> {
-        let targets = config.check_targets()?;
+        let mut targets = config.check_targets()?;
         // Webhooks go out on the I/O engine (a recording client's requests go to its record).
         let hooks_out = match (&core.io, &recorder, config.webhooks.is_empty()) {
             (Some(io), None, false) => Some(HooksOut {
@@ -86,6 +86,11 @@ impl Engine {
             }),
             _ => None,
         };
+        if hooks_out.is_some() {
+            // Its requests are made from `HooksOut::targets`: the hooks keep no second copy
+            // of each URL (only worker threads post by URL).
+            targets.iter_mut().for_each(|t| t.url = String::new());
+        }
         // Batches go out on the I/O engine too (a recording client's go to its record).
         let batches_out = match (&core.io, &recorder, &config.write_key) {
             (Some(io), None, Some(_)) => Some(Box::new(BatchesOut {

@@ -205,7 +205,8 @@ pub fn on_outcome(source: &str) -> outbound::OutcomeCallback {
         OutcomeKind::Failed,
         OutcomeKind::Dropped,
     ];
-    let counters: [OnceLock<Counter>; 9] = Default::default();
+    // Boxed at the first outcome: an idle source's hook is a few words.
+    let counters: OnceLock<Box<[OnceLock<Counter>; 9]>> = OnceLock::new();
     let hour: OnceLock<Arc<Activity>> = OnceLock::new();
     if let Some(ring) = activity::existing(source) {
         let _ = hour.set(ring);
@@ -228,7 +229,7 @@ pub fn on_outcome(source: &str) -> outbound::OutcomeCallback {
             0
         };
         let k = KINDS.iter().position(|k| *k == o.kind).unwrap_or(0);
-        counters[d * KINDS.len() + k]
+        counters.get_or_init(Box::default)[d * KINDS.len() + k]
             .get_or_init(|| {
                 metrics()
                     .outcomes

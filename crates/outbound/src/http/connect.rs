@@ -23,6 +23,7 @@ use tokio_rustls::client::TlsStream;
 use tokio_rustls::rustls::pki_types::{CertificateDer, ServerName};
 use tokio_rustls::rustls::{ClientConfig, RootCertStore};
 use tokio_rustls::TlsConnector;
+use ureq::http::uri::PathAndQuery;
 use ureq::http::{HeaderValue, Uri};
 
 /// How long a host name's addresses are reused before asking the system again.
@@ -41,8 +42,9 @@ pub(crate) struct Target {
     pub port: u16,
     /// The `Host` header.
     pub authority: HeaderValue,
-    /// Path and query: the request's origin-form target.
-    pub path: Uri,
+    /// Path and query: the request's origin-form target (not a whole `Uri`: 48 bytes less
+    /// for each of a relay's 50,000 URLs).
+    pub path: PathAndQuery,
 }
 
 impl Target {
@@ -75,7 +77,7 @@ impl Target {
                 .trim_end_matches(']'),
         );
         let port = authority.port_u16().unwrap_or(if https { 443 } else { 80 });
-        let path: Uri = uri
+        let path: PathAndQuery = uri
             .path_and_query()
             .map_or("/", |p| p.as_str())
             .parse()

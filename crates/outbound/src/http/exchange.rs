@@ -194,7 +194,7 @@ fn request(t: &Target, headers: &[(HeaderName, HeaderValue)], body: Frames) -> R
     let len = HeaderValue::from(body.len());
     let mut req = Request::new(body);
     *req.method_mut() = Method::POST;
-    *req.uri_mut() = t.path.clone();
+    *req.uri_mut() = t.path.clone().into();
     let map = req.headers_mut();
     map.reserve(headers.len() + 2);
     map.append(HOST, t.authority.clone());

@@ -141,7 +141,8 @@ impl Hooks {
         self.labels[target].clone()
     }
 
-    /// Webhook number `target`'s URL.
+    /// Webhook number `target`'s URL (kept only for a client whose webhooks go out on
+    /// worker threads: a recording client's).
     pub(crate) fn url(&self, target: usize) -> &str {
         &self.targets[target].url
     }
