@@ -707,36 +707,7 @@ impl Client {
                 .wait_until(deadline, |s| s.pending.load(Acquire) == 0)
         };
         engine.tx.send(Command::Shutdown);
-        let mut complete = true;
-        if !on_scheduler {
-            complete = self.wait_for_drain(&engine);
-            // Its lanes' threads that were idle (bounded: one on a hung request is left).
-            let threads = std::mem::take(
-                &mut *engine
-                    .shared
-                    .lane_threads
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner()),
-            );
-            let deadline = Instant::now() + Duration::from_secs(1);
-            for lane in threads {
-                lane.join_idle(deadline);
-            }
-        }
-        if engine.spooled && !on_scheduler {
-            // Its last progress committed (and its own store closed): quick, but bounded
-            // all the same.
-            let end = Instant::now() + self.config.timeout;
-            engine.shared.wait_until(end, |s| s.spool_done.load(SeqCst));
-            if let Some(own) = &engine.own_spool {
-                own.join(end);
-            }
-        }
-        engine.stop_callbacks(complete);
-        self.logger.log(Level::Debug, || {
-            format!("client closed: {:?}", self.stats())
-        });
-        self.logger.stop();
+        let complete = self.finish(&engine, on_scheduler, true, "closed");
         Ok(self.no_losses_since(&engine, before) && complete && idle)
     }
 
@@ -771,9 +742,17 @@ impl Client {
             // Past the answers' bound: end as `close` ends, the requests out abandoned.
             engine.tx.send(Command::Shutdown);
         }
-        let mut complete = settled;
+        Ok(self.finish(&engine, on_scheduler, settled, "handed over"))
+    }
+
+    /// The end that `close` and `hand_over` share, once the shutdown or hand-over was sent:
+    /// waits for the outcomes of what is left, joins the lanes' idle threads (bounded: one
+    /// on a hung request is left), waits for the last spool commit (a successor may take
+    /// the name only once this one's records are released), then stops callbacks and logs.
+    /// Whether everything ended (`complete` so far, and the drain).
+    fn finish(&self, engine: &Engine, on_scheduler: bool, mut complete: bool, how: &str) -> bool {
         if !on_scheduler {
-            complete &= self.wait_for_drain(&engine);
+            complete &= self.wait_for_drain(engine);
             let threads = std::mem::take(
                 &mut *engine
                     .shared
@@ -781,25 +760,23 @@ impl Client {
                     .lock()
                     .unwrap_or_else(|e| e.into_inner()),
             );
-            let end = Instant::now() + Duration::from_secs(1);
+            let deadline = Instant::now() + Duration::from_secs(1);
             for lane in threads {
-                lane.join_idle(end);
+                lane.join_idle(deadline);
             }
-        }
-        if engine.spooled && !on_scheduler {
-            // The successor may take the name only once this one's records are released.
-            let end = Instant::now() + self.config.timeout;
-            engine.shared.wait_until(end, |s| s.spool_done.load(SeqCst));
-            if let Some(own) = &engine.own_spool {
-                own.join(end);
+            if engine.spooled {
+                let end = Instant::now() + self.config.timeout;
+                engine.shared.wait_until(end, |s| s.spool_done.load(SeqCst));
+                if let Some(own) = &engine.own_spool {
+                    own.join(end);
+                }
             }
         }
         engine.stop_callbacks(complete);
-        self.logger.log(Level::Debug, || {
-            format!("client handed over: {:?}", self.stats())
-        });
+        self.logger
+            .log(Level::Debug, || format!("client {how}: {:?}", self.stats()));
         self.logger.stop();
-        Ok(complete)
+        complete
     }
 
     /// Waits for the scheduler to report the outcomes of what is left, for as long as its
