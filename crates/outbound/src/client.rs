@@ -616,7 +616,10 @@ impl Client {
     /// Calls `callback` once every message this client accepted before the call is committed
     /// to the spool (the group commit that holds the last of them; see `spool_commit_interval`),
     /// so it survives a crash of the process: `true` then. `false` when the commit failed
-    /// (the messages go on to delivery, but not from disk) or the client closed first.
+    /// (the messages go on to delivery, but not from disk) or the client closed first. Each
+    /// answer is about its own call: a `true` does not vouch for messages an earlier call
+    /// was answered `false` for (on Redis, a commit that ran unconfirmed can be lost with
+    /// its primary).
     ///
     /// Never blocks: the callback runs later on the spool writer's thread, so it must be
     /// quick (send on a channel, complete a future). Without a `spool` there is nothing to
