@@ -66,7 +66,8 @@ def many(a: argparse.Namespace, n: int, hang: int, tag: str, rows: List[List[str
     """The tenants and wide cases: `n` sources, the first `hang` hanging, under load."""
     sink = Served(a.tool_bin, "sink", "-delay", "100ms")
     healthy = n - hang
-    relay = Relay(a.relay_bin, a.workdir, tag, config(a.workdir, sources(n, hang, sink.url, "s")))
+    relay = Relay(a.relay_bin, a.workdir, tag, config(a.workdir, sources(n, hang, sink.url, "s"),
+                                                      a.extra_config))
     la = loadavg()
     # Events spread over every write key (batches of 10): a healthy source's events reach
     # its 5 URLs, a hanging one's none.
@@ -131,6 +132,9 @@ def main() -> int:
     ap.add_argument("--single-rate", type=int, default=100)
     ap.add_argument("--single-seconds", type=int, default=20)
     ap.add_argument("--json-out")
+    ap.add_argument("--extra-config", default="",
+                    help="lines added to the top of the tenants and wide cases' relay.toml "
+                         "(for experiments; the published figures use none)")
     a = ap.parse_args()
     cases = a.cases.split(",")
     os.makedirs(a.workdir, exist_ok=True)

@@ -1,7 +1,7 @@
 //! The machinery clients share: one scheduler thread and one I/O engine for any number of
 //! clients (tenants). A `Client` made by `Client::new` has an engine of its own; a service
 //! with many sources (outbound-relay) makes one [`Engine`] and a client per source on it
-//! (`Engine::client`, in `client.rs`), so a source is configuration and queues, not threads.
+//! (`Engine::client`, in `client/start.rs`), so a source is configuration and queues, not threads.
 
 use crate::delivery::scheduler::{Control, Scheduler, Ways};
 use crate::delivery::spooler::{SpoolHandle, Spooler};

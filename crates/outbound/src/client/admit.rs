@@ -1,0 +1,275 @@
+//! Calls: each message validated and written once on the caller's thread, checked against
+//! the queue's and the spool's room, and handed on without blocking.
+
+use super::*;
+
+/// Counts an enqueue call as under way while it lives.
+struct CallGuard<'a>(&'a Shared);
+
+impl Drop for CallGuard<'_> {
+    fn drop(&mut self) {
+        self.0.calls.fetch_sub(1, SeqCst);
+    }
+}
+
+impl Client {
+    /// Validates `msg`, writes the body of each destination it goes to, and queues it. Returns the
+    /// message id. Never blocks: a full queue is an immediate [`Error::QueueFull`].
+    pub fn enqueue(&self, msg: &Message) -> Result<String, Error> {
+        self.enqueue_with(msg)
+    }
+
+    /// [`enqueue`](Self::enqueue) for a message whose objects are the caller's own
+    /// ([`WriteJson`]): they are written straight into the bodies, with no intermediate
+    /// JSON value. Errors are the walker's own type, which carries this crate's.
+    pub fn enqueue_with<O: WriteJson>(&self, msg: &Message<O>) -> Result<String, O::Error> {
+        self.enqueue_then(msg, str::to_owned)
+    }
+
+    /// [`enqueue_with`](Self::enqueue_with) that lends the id to `with_id` (called once, on
+    /// success, before the call returns) instead of returning a `String`: a binding that
+    /// copies the id into its caller's buffer allocates nothing for it.
+    pub fn enqueue_then<O: WriteJson, R>(
+        &self,
+        msg: &Message<O>,
+        with_id: impl FnOnce(&str) -> R,
+    ) -> Result<R, O::Error> {
+        let engine = self.engine.load();
+        let shared = &*engine.shared;
+        shared.calls.fetch_add(1, SeqCst);
+        let _call = CallGuard(shared);
+        if shared.closed.load(SeqCst) {
+            return Err(Error::Closed.into());
+        }
+        let item = self.encode(msg)?;
+        self.admit(shared, std::slice::from_ref(&item))?;
+        let answer = with_id(item.id());
+        engine.tx.message(item, self.config.flush_interval);
+        Ok(answer)
+    }
+
+    /// Enqueues `msgs` as one: each is validated and encoded on its own (its answer is its
+    /// id, or its error as from [`enqueue_with`](Self::enqueue_with)), and the valid
+    /// ones are taken all or none. When the queue (or the spool) has no room for all of
+    /// them, none is taken and the error says which limit: a relay answering a batch 429
+    /// then leaves no part of it queued, to be sent twice when the SDK sends it again.
+    /// Never blocks.
+    pub fn enqueue_all<O: WriteJson>(
+        &self,
+        msgs: &[Message<O>],
+    ) -> Result<Answers<O::Error>, Error> {
+        self.enqueue_each(msgs.iter().map(Ok))
+    }
+
+    /// [`enqueue_all`](Self::enqueue_all) for messages made one at a time (a relay reading
+    /// a batch's events): each is encoded and dropped before the next is taken, so one
+    /// message is held at a time rather than all of them, and the next one's allocations
+    /// reuse what the last one freed. An `Err` given is that entry's answer as it is.
+    pub fn enqueue_each<O, M, I>(&self, msgs: I) -> Result<Answers<O::Error>, Error>
+    where
+        O: WriteJson,
+        M: Borrow<Message<O>>,
+        I: IntoIterator<Item = Result<M, O::Error>>,
+    {
+        let engine = self.engine.load();
+        let shared = &*engine.shared;
+        shared.calls.fetch_add(1, SeqCst);
+        let _call = CallGuard(shared);
+        if shared.closed.load(SeqCst) {
+            return Err(Error::Closed);
+        }
+        let msgs = msgs.into_iter();
+        let mut items = Vec::with_capacity(msgs.size_hint().0);
+        let answers: Answers<O::Error> = msgs
+            .map(|msg| {
+                let item = self.encode(msg?.borrow())?;
+                // Shared with the queued message: no copy per message of a batch.
+                let id: Arc<str> = item.id().into();
+                items.push(item);
+                Ok(id)
+            })
+            .collect();
+        self.admit(shared, &items)?;
+        for item in items {
+            engine.tx.message(item, self.config.flush_interval);
+        }
+        Ok(answers)
+    }
+
+    /// Takes room for `items` in the spool's bytes and the queue, all or none; counts them
+    /// accepted, or dropped as queue-full with the limit that refused them. With
+    /// `queue_full_wait`, a full queue or spool is waited on (room comes back at outcomes)
+    /// until that long has passed or the client closes.
+    fn admit(&self, shared: &Shared, items: &[Item]) -> Result<(), Error> {
+        let n = items.len() as u64;
+        let size: u64 = match self.config.spool.is_some() {
+            true => items
+                .iter()
+                .map(|i| {
+                    (i.ingest.as_ref().map_or(0, |b| b.len())
+                        + i.hook.as_ref().map_or(0, |b| b.len())) as u64
+                })
+                .sum(),
+            false => 0,
+        };
+        let wait = self.config.queue_full_wait;
+        let mut deadline = None;
+        let refusal = loop {
+            let refusal = match self.reserve(shared, n, size) {
+                Ok(()) => {
+                    shared.counters.accepted.fetch_add(n, Relaxed);
+                    return Ok(());
+                }
+                Err(refusal) => refusal,
+            };
+            if wait.is_zero() {
+                break refusal;
+            }
+            let deadline = *deadline.get_or_insert_with(|| after(Instant::now(), wait));
+            let mut wait_for_room =
+                || shared.wait_for_room(deadline, || self.fits(shared, n, size));
+            let room = match &self.config.room_wait {
+                Some(hook) => hook(&mut wait_for_room),
+                None => wait_for_room(),
+            };
+            if !room {
+                break refusal;
+            }
+            if shared.closed.load(SeqCst) {
+                return Err(Error::Closed);
+            }
+        };
+        shared.counters.dropped.fetch_add(n, Relaxed);
+        shared.counters.queue_full.fetch_add(n, Relaxed);
+        self.logger.log(Level::Warn, || {
+            let what = match &refusal {
+                Error::SpoolFull { limit } => format!("spool full ({limit} bytes)"),
+                _ => format!("queue full ({})", self.config.max_queue_size),
+            };
+            match items {
+                [one] => format!("{what}: dropped message {}", one.id()),
+                _ => format!("{what}: dropped {n} messages"),
+            }
+        });
+        Err(refusal)
+    }
+
+    /// One try at [`admit`](Self::admit)'s room: `n` queue slots and `size` spool bytes.
+    fn reserve(&self, shared: &Shared, n: u64, size: u64) -> Result<(), Error> {
+        if self.config.spool.is_some() {
+            let limit = self.config.spool_max_bytes;
+            let before = shared.spool_bytes.fetch_add(size, Relaxed);
+            if before + size > limit {
+                shared.spool_bytes.fetch_sub(size, Relaxed);
+                return Err(Error::SpoolFull { limit });
+            }
+        }
+        let capacity = self.config.max_queue_size as u64;
+        // SeqCst: a waiter's look at the queue pairs with `Shared::release` (see there).
+        if shared.pending.fetch_add(n, SeqCst) + n > capacity {
+            shared.pending.fetch_sub(n, SeqCst);
+            shared.spool_bytes.fetch_sub(size, Relaxed);
+            return Err(Error::QueueFull {
+                capacity: self.config.max_queue_size,
+            });
+        }
+        Ok(())
+    }
+
+    /// Whether `n` messages of `size` spool bytes would find room now (a waiter's check).
+    fn fits(&self, shared: &Shared, n: u64, size: u64) -> bool {
+        shared.closed.load(SeqCst)
+            || (shared.pending.load(SeqCst) + n <= self.config.max_queue_size as u64
+                && (self.config.spool.is_none()
+                    || shared.spool_bytes.load(Relaxed) + size <= self.config.spool_max_bytes))
+    }
+
+    fn encode<O: WriteJson>(&self, msg: &Message<O>) -> Result<Item, O::Error> {
+        // Webhooks that are all off take no body: the message is not theirs.
+        let hooks_on = self.config.hook_mask() != 0;
+        let no_webhooks = match (hooks_on, self.config.webhooks.is_empty()) {
+            (true, _) => None,
+            (false, true) => Some("this client has no webhooks"),
+            (false, false) => Some("every webhook of this client is off (enabled: false)"),
+        };
+        validate::validate(msg, no_webhooks)?;
+        let mut made = [0u8; 36];
+        let id: &str = match &msg.message_id {
+            Some(id) => {
+                if hooks_on && self.config.signature_scheme == SignatureScheme::StandardWebhooks {
+                    webhook::check_standard_id(id)?;
+                }
+                id
+            }
+            None => crate::wire::message_id::new_v4(&mut made),
+        };
+        let mut ts = [0u8; timestamp::LEN];
+        timestamp::write(msg.timestamp.unwrap_or_else(timestamp::now), &mut ts)?;
+        let check = |len: usize| -> Result<(), Error> {
+            if len > MAX_MESSAGE_BYTES {
+                Err(Error::MessageTooLarge {
+                    size: len,
+                    limit: MAX_MESSAGE_BYTES,
+                })
+            } else {
+                Ok(())
+            }
+        };
+        // The bodies are written into this thread's buffers and copied once into the bytes
+        // the queue shares (one allocation per body, none for the buffers).
+        let mut scratch = Scratch::take();
+        let parts = Parts::write_in(std::mem::take(&mut scratch.objects), msg)?;
+        let to_ingestion = self.config.write_key.is_some() && msg.kind != crate::Kind::Delete;
+        let mut id_at = None;
+        let hook = match hooks_on && webhook::wanted(msg.integrations.as_ref()) {
+            true => {
+                let out = &mut scratch.body;
+                out.clear();
+                out.reserve(parts.len() + 200);
+                id_at = webhook::encode(msg, &parts, id, &ts, out);
+                check(out.len())?;
+                Some(scratch.body_bytes())
+            }
+            false => None,
+        };
+        // With both destinations, the ingestion element is read from the webhook body when
+        // it holds every byte of it: the message's bytes are stored once.
+        let shared = match (&hook, id_at) {
+            (Some(body), Some(at)) if to_ingestion => Element::in_hook(msg, body, at),
+            _ => None,
+        };
+        let ingest = match (to_ingestion, shared) {
+            (true, Some(element)) => {
+                debug_assert_eq!(element.to_vec(), {
+                    let mut own = Vec::new();
+                    ingestion::encode(msg, &parts, id, &ts, &mut own);
+                    own
+                });
+                Some(element)
+            }
+            (true, None) => {
+                let out = &mut scratch.body;
+                out.clear();
+                out.reserve(parts.len() + 200);
+                id_at = ingestion::encode(msg, &parts, id, &ts, out);
+                check(out.len())?;
+                Some(Element::own(scratch.body_bytes()))
+            }
+            (false, _) => None,
+        };
+        scratch.objects = parts.into_buf();
+        scratch.keep();
+        // The id is kept in the bytes only where they hold it unescaped: the ingestion
+        // element's, or the webhook body when there is none.
+        let id_at = id_at
+            .filter(|_| canonical_json::is_plain(id))
+            .and_then(|at| u16::try_from(at).ok());
+        let body = ingest.as_ref().map(Element::bytes).or(hook.as_ref());
+        Ok(Item {
+            id: Item::id_of(id, body, id_at),
+            ingest,
+            hook,
+            accepted: Instant::now(),
+        })
+    }
+}

@@ -1,0 +1,197 @@
+//! The client handle: validates and serializes on the caller's thread, then hands the bytes
+//! to the scheduler without ever blocking.
+
+use crate::delivery::command::{Answer, Ask};
+use crate::delivery::command::{Command, Item};
+use crate::delivery::inbox::{self, Inbox, TenantSpoolInbox};
+use crate::delivery::lane::{BatchesOut, Budget, Delivery, HooksOut};
+use crate::delivery::scheduler::{Control, Tenant};
+use crate::delivery::shared::Shared;
+use crate::delivery::spooler::{hooks_key, TenantSpool};
+use crate::delivery::watch::{UrlWatch, Watch};
+use crate::durable::dead::DeadLimits;
+use crate::engine::{Core, SpoolWriter};
+use crate::error::Error;
+use crate::http::connect::Target;
+use crate::http::exchange::Exchange;
+use crate::http::recorder::Recorder;
+use crate::http::transport::Transport;
+use crate::log::{redact_url, Level, Logger};
+use crate::model::config::{Config, SignatureScheme, MAX_WEBHOOKS};
+use crate::model::message::Message;
+use crate::model::outcome::Stats;
+use crate::model::retry::after;
+use crate::model::{timestamp, validate};
+use crate::wire::canonical_json::{self, WriteJson};
+use crate::wire::encode::{Parts, Scratch};
+use crate::wire::ingestion::{self, Element, Endpoint};
+use crate::wire::webhook::{self, Hooks};
+use arc_swap::ArcSwap;
+use std::borrow::Borrow;
+use std::sync::atomic::{AtomicU64, Ordering::*};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// Largest serialized message accepted (spec §8: 32 KB).
+pub const MAX_MESSAGE_BYTES: usize = 32 * 1024;
+
+/// How long `flush(None)` and `close(None)` wait at most.
+pub const DEFAULT_WAIT: Duration = Duration::from_secs(30);
+
+/// What [`Client::enqueue_all`] and [`Client::enqueue_each`] answer, one entry per message
+/// in order: its id (shared with the queued message), or why it was not taken.
+pub type Answers<E> = Vec<Result<Arc<str>, E>>;
+
+/// A running client: its part of an engine's scheduler (a tenant) and a delivery lane per
+/// destination, fed by the calls. Dropping it closes it, waiting at most `timeout` for what
+/// is queued.
+pub struct Client {
+    config: Arc<Config>,
+    logger: Logger,
+    engine: ArcSwap<Engine>,
+    /// A recording client's record ([`crate::testing`]): requests go there, not out.
+    recorder: Option<Arc<Recorder>>,
+}
+
+mod admit;
+mod ending;
+mod start;
+
+use start::{Engine, To};
+
+impl Client {
+    /// Checks `config` and starts the client's threads.
+    pub fn new(config: Config) -> Result<Client, Error> {
+        Client::with_recorder(config, None)
+    }
+
+    pub(crate) fn with_recorder(
+        config: Config,
+        recorder: Option<Arc<Recorder>>,
+    ) -> Result<Client, Error> {
+        config.check()?;
+        let core = Arc::new(Core::private(&config, recorder.is_some())?);
+        Client::on_engine(config, core, recorder, None)
+    }
+
+    /// A client on `core` (an [`crate::Engine`]'s, or its own); with `tenant`, on the
+    /// engine's spool under that name.
+    pub(crate) fn on_engine(
+        config: Config,
+        core: Arc<Core>,
+        recorder: Option<Arc<Recorder>>,
+        tenant: Option<String>,
+    ) -> Result<Client, Error> {
+        config.check()?;
+        let logger = Logger::new(config.debug, config.log_sink.clone());
+        let engine = Engine::start(core, &config, &logger, recorder.clone(), tenant)?;
+        logger.log(Level::Debug, || {
+            format!(
+                "client started: ingestion {}, {} webhook(s), flush_at {}, flush_interval {:?}",
+                if config.write_key.is_some() {
+                    "on"
+                } else {
+                    "off"
+                },
+                config.webhooks.len(),
+                config.flush_at,
+                config.flush_interval
+            )
+        });
+        Ok(Client {
+            config: Arc::new(config),
+            logger,
+            engine: ArcSwap::from_pointee(engine),
+            recorder,
+        })
+    }
+
+    /// The configuration the client runs with.
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
+    /// False while the spool cannot be written (a Redis spool's server unreachable, an SQLite
+    /// spool's disk failing): messages accepted meanwhile are held and delivered from memory
+    /// only, until a commit succeeds again (see `Config::spool`; after a failed fsync an
+    /// SQLite spool stays failing until the process restarts). True without a spool. A
+    /// service that promises "acknowledged = durable" answers 503 while this is false.
+    pub fn spool_ok(&self) -> bool {
+        let engine = self.engine.load();
+        !engine.spooled || !engine.shared.spool_failing.load(Relaxed)
+    }
+
+    /// Payload bytes (ids and bodies) this client holds in its spool now, as
+    /// `spool_max_bytes` counts them; 0 without a spool.
+    pub fn spool_bytes(&self) -> u64 {
+        self.engine.load().shared.spool_bytes.load(Relaxed)
+    }
+
+    /// Its webhook URLs' attempts and health (`deliveries.rs`).
+    pub(crate) fn watched(&self) -> Vec<Arc<UrlWatch>> {
+        self.engine.load().shared.watch.urls.to_vec()
+    }
+
+    /// Asks the spool writer about this client's dead letters (`deliveries.rs`).
+    pub(crate) fn ask(&self, ask: Ask) -> Result<Answer, Error> {
+        let engine = self.engine.load();
+        match &engine.tx {
+            To::Spooler(inbox) if self.config.dead_letters => {
+                inbox.ask(ask, self.config.timeout.max(DEFAULT_WAIT))
+            }
+            _ => Err(Error::config("dead_letters", "off for this client")),
+        }
+    }
+
+    /// True once `close` was called.
+    pub fn is_closed(&self) -> bool {
+        self.engine.load().shared.closed.load(SeqCst)
+    }
+
+    /// A snapshot of the counters.
+    pub fn stats(&self) -> Stats {
+        let engine = self.engine.load();
+        engine
+            .shared
+            .counters
+            .snapshot(engine.shared.pending.load(Acquire))
+    }
+
+    /// Call in the child right after `fork()`: the parent's threads do not exist here, so
+    /// the child gets new ones and an empty queue (the parent's queued messages stay the
+    /// parent's to send, so nothing is sent twice). The old generation is leaked on purpose:
+    /// dropping it could wait for threads that will never run.
+    pub fn reset_after_fork(&self) -> Result<(), Error> {
+        let closed = self.is_closed();
+        let lock = (self.engine.load().own_spool.as_ref()).and_then(|s| s.lock_fd);
+        if let Some(fd) = lock {
+            // SAFETY: our inherited copy of the parent's lock descriptor; the parent keeps its own.
+            unsafe { libc::close(fd) };
+        }
+        // The parent's engine threads do not exist here: the child's client gets one of its
+        // own, whichever engine the parent's was on.
+        let core = Arc::new(Core::private(&self.config, self.recorder.is_some())?);
+        // A tenant of a shared spool gets a spool of its own neither: memory only, as the
+        // parent's spool is the parent's.
+        let fresh = Engine::start(
+            core,
+            &self.config,
+            &self.logger,
+            self.recorder.clone(),
+            None,
+        )?;
+        fresh.shared.closed.store(closed, SeqCst);
+        std::mem::forget(self.engine.swap(Arc::new(fresh)));
+        Ok(())
+    }
+}
+
+impl Drop for Client {
+    fn drop(&mut self) {
+        if !self.is_closed() {
+            let _ = self.close(Some(self.config.timeout));
+        }
+    }
+}
+
+const _: () = assert!(MAX_WEBHOOKS <= 8, "webhook masks are u8");

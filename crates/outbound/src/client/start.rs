@@ -1,0 +1,243 @@
+//! A client's generation: its engine, its tenant of the scheduler, its lanes and where its
+//! calls go first (the spool writer or the scheduler).
+
+use super::*;
+
+/// One generation of the client's queue and engine (a forked child gets a new one).
+pub(super) struct Engine {
+    /// The engine this client is a tenant of.
+    pub(super) core: Arc<Core>,
+    /// To the spool writer when there is a spool, else to the scheduler.
+    pub(super) tx: To,
+    pub(super) shared: Arc<Shared>,
+    /// Its own spool writer (`config.spool`); a tenant of the engine's spool has none (boxed:
+    /// 200 bytes each of 10,000 relay sources for nothing).
+    pub(super) own_spool: Option<Box<SpoolWriter>>,
+    /// Whether it has a spool at all.
+    pub(super) spooled: bool,
+}
+
+impl Engine {
+    /// Adds a tenant for `config` to `core`'s scheduler.
+    pub(super) fn start(
+        core: Arc<Core>,
+        config: &Config,
+        logger: &Logger,
+        recorder: Option<Arc<Recorder>>,
+        tenant: Option<String>,
+    ) -> Result<Engine, Error> {
+        let mut targets = config.check_targets()?;
+        // Webhooks go out on the I/O engine (a recording client's requests go to its record).
+        let hooks_out = match (&core.io, &recorder, config.webhooks.is_empty()) {
+            (Some(io), None, false) => Some(HooksOut {
+                io: io.handle(),
+                exchange: Exchange::new(config, io)?,
+                targets: targets_of(config)?,
+            }),
+            _ => None,
+        };
+        if hooks_out.is_some() {
+            // Its requests are made from `HooksOut::targets`: the hooks keep no second copy
+            // of each URL (only worker threads post by URL).
+            targets.iter_mut().for_each(|t| t.url = String::new());
+        }
+        // Batches go out on the I/O engine too (a recording client's go to its record).
+        let batches_out = match (&core.io, &recorder, &config.write_key) {
+            (Some(io), None, Some(_)) => Some(Box::new(BatchesOut {
+                io: io.handle(),
+                // The endpoint's own guard (`block_private_endpoint`), not the webhooks'.
+                exchange: Exchange::new(
+                    &Config {
+                        block_private_networks: config.block_private_endpoint,
+                        allowed_networks: config.endpoint_allowed_networks.clone(),
+                        ..config.clone()
+                    },
+                    io,
+                )?,
+                target: Target::parse(&ingestion::batch_url(config))
+                    .map_err(|why| Error::config("endpoint", why))?,
+            })),
+            _ => None,
+        };
+        let delivery = Arc::new(Delivery {
+            // Batches, and a recording client's requests, go through ureq: an agent only
+            // for a client that has either.
+            transport: match (&recorder, &config.write_key, &batches_out) {
+                (None, None, _) | (None, Some(_), Some(_)) => None,
+                _ => Some(Transport::new(config)?.recording_into(recorder)),
+            },
+            ingestion: Endpoint::new(config),
+            hooks: Hooks::new(config, targets),
+            logger: logger.clone(),
+            budget: Budget::process(),
+            policy: config.retry,
+            hooks_out,
+            batches_out,
+        });
+        let urls = config.webhooks.iter().map(|w| redact_url(&w.url)).collect();
+        let blocked: Vec<usize> = config.blocked_webhooks().iter().map(|(i, _)| *i).collect();
+        let shared = Arc::new(Shared::watching(Watch::new(urls, &blocked)));
+        let id = core.next_tenant();
+        let (inbox, mailbox) = inbox::inbox(id, core.ways.rung.clone());
+        let inbox: Inbox = inbox;
+        // The spool: the engine's, shared by its tenants (under `tenant`'s name), or the
+        // client's own (`config.spool`), or none.
+        let own = match (&tenant, &config.spool) {
+            (None, Some(spool)) => Some(Box::new(SpoolWriter::own(config, spool, logger)?)),
+            _ => None,
+        };
+        let writer = match (&tenant, &own) {
+            (Some(_), _) => core.spool.as_ref(),
+            (None, Some(own)) => Some(&**own),
+            (None, None) => None,
+        };
+        if config.dead_letters && writer.is_none() {
+            return Err(Error::config(
+                "dead_letters",
+                "dead letters are kept in the spool's store: set spool (or use a tenant of \
+                 an engine with one)",
+            ));
+        }
+        let added = match writer {
+            None => (To::Scheduler(inbox.clone()), None),
+            Some(w) => {
+                let urls: Vec<String> = config.webhooks.iter().map(|w| w.url.clone()).collect();
+                let spool = TenantSpool::new(
+                    tenant.clone().unwrap_or_default(),
+                    shared.clone(),
+                    inbox.clone(),
+                    config.max_queue_size as u64,
+                    config.hook_mask(),
+                    hooks_key(&urls),
+                    config.dead_letters.then_some(DeadLimits {
+                        retention: config.dead_letter_retention,
+                        max_bytes: config.dead_letter_max_bytes,
+                    }),
+                );
+                let ops = w.handle.add(id, spool);
+                (To::Spooler(w.handle.inbox.for_tenant(id)), Some(ops))
+            }
+        };
+        let spooled = writer.is_some();
+        let (tx, ops) = added;
+        let tenant = Tenant::new(
+            id,
+            config,
+            shared.clone(),
+            mailbox,
+            delivery,
+            core.ways.reports.clone(),
+            ops,
+            logger.clone(),
+        );
+        // A gone scheduler (impossible while `core` lives) would leave the tenant unrun.
+        let _ = core.ways.control.send(Control::Add(id, Box::new(tenant)));
+        Ok(Engine {
+            core,
+            tx,
+            shared,
+            own_spool: own,
+            spooled,
+        })
+    }
+}
+
+impl Engine {
+    /// True on the scheduler's own thread, i.e. inside an `on_outcome` callback, where
+    /// waiting for the scheduler would wait for ourselves.
+    pub(super) fn on_scheduler(&self) -> bool {
+        self.core.on_scheduler()
+    }
+
+    /// Stops outcome callbacks for good; waits for one that is running (unless called
+    /// from inside it, or it is known to block).
+    pub(super) fn stop_callbacks(&self, wait: bool) {
+        if self.on_scheduler() || !wait {
+            self.shared.callbacks_off.store(true, SeqCst);
+        } else {
+            let _gate = self.shared.gate.lock().unwrap_or_else(|e| e.into_inner());
+            self.shared.callbacks_off.store(true, SeqCst);
+        }
+    }
+}
+
+/// The webhooks' URLs, read once (exactly as many as there are: a relay holds thousands).
+fn targets_of(config: &Config) -> Result<Vec<Target>, Error> {
+    let mut targets = Vec::with_capacity(config.webhooks.len());
+    for w in &config.webhooks {
+        targets.push(Target::parse(&w.url).map_err(|why| Error::config("webhooks", why))?);
+    }
+    Ok(targets)
+}
+
+/// Where commands go first.
+pub(super) enum To {
+    Scheduler(Inbox),
+    /// The spool writer, which passes them on once they are on disk.
+    Spooler(TenantSpoolInbox),
+}
+
+impl To {
+    pub(super) fn send(&self, cmd: Command) {
+        match self {
+            To::Scheduler(inbox) => inbox.send_now(cmd),
+            // The spool writer outlives every open client, so this cannot fail while not closed.
+            To::Spooler(inbox) => inbox.send_now(cmd),
+        }
+    }
+
+    /// An accepted message: a message for ingestion alone waits for its batch to fill or
+    /// for `flush_interval` without waking the scheduler; one for webhooks goes at once.
+    pub(super) fn message(&self, item: Item, flush_interval: Duration) {
+        match self {
+            To::Scheduler(inbox) if item.hook.is_none() => {
+                let due = after(item.accepted, flush_interval);
+                inbox.send_lazy(Command::Message(item), due);
+            }
+            To::Scheduler(inbox) => inbox.send_now(Command::Message(item)),
+            // A webhook message too: it is not delivered before its group's commit.
+            To::Spooler(inbox) => inbox.message(Command::Message(item)),
+        }
+    }
+}
+
+impl crate::Engine {
+    /// A client on this engine: checks `config` as [`Client::new`] does and adds it to the
+    /// engine's scheduler; no thread is started for it (but a spool writer for its own
+    /// `spool`, when set).
+    pub fn client(&self, config: Config) -> Result<Client, Error> {
+        Client::on_engine(config, self.core.clone(), None, None)
+    }
+
+    /// A client on this engine and on its spool (`EngineConfig::spool`), its records kept
+    /// under `name`: what a process left of `name`'s messages is resumed by the next tenant
+    /// of that name. Adds no thread and opens no file. `config.spool` must be unset, and
+    /// names unique among the engine's open tenants.
+    pub fn tenant(&self, name: &str, config: Config) -> Result<Client, Error> {
+        if self.core.spool.is_none() {
+            return Err(Error::config(
+                "spool",
+                "this engine has no spool (EngineConfig::spool): use Engine::client",
+            ));
+        }
+        if config.spool.is_some() {
+            return Err(Error::config(
+                "spool",
+                "a tenant is spooled on its engine's spool; leave its own spool unset",
+            ));
+        }
+        let max = self.core.spool.as_ref().and_then(|w| w.max_timeout);
+        if let Some(max) = max.filter(|max| config.timeout > *max) {
+            return Err(Error::config(
+                "timeout",
+                format!(
+                    "{:?} is longer than the engine's max_timeout ({max:?}): on a Redis spool \
+                     a dead engine is taken over only once none of its requests can still \
+                     be in flight",
+                    config.timeout
+                ),
+            ));
+        }
+        Client::on_engine(config, self.core.clone(), None, Some(name.to_string()))
+    }
+}
