@@ -18,7 +18,7 @@
 //! The spool writer has a way in of the same kind ([`spool_inbox`]): a message or an op
 //! needs it only at its next group commit, so a send rings only when no commit is
 //! scheduled or the group is full; flush and shutdown ring at once. Ops alone schedule a
-//! later commit than messages do (`spooler.rs`, `PROGRESS_EVERY`): an op rings when no
+//! later commit than messages do (`spooler/`, `PROGRESS_EVERY`): an op rings when no
 //! commit at all is scheduled, a message when none of its own is.
 //!
 //! A [`Waiter`] (`Client::when_spooled`) goes to the writer on a channel of its own, with

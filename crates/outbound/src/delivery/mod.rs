@@ -1,5 +1,5 @@
 //! From the queue to an outcome. Owns what flows into the scheduler (`command.rs`) and how a
-//! send wakes it (`inbox.rs`), the spool writer thread (`spooler.rs`, over a `durable::Store`),
+//! send wakes it (`inbox.rs`), the spool writer thread (`spooler/`, over a `durable::Store`),
 //! the scheduler thread (`scheduler/`: intake, dispatch, results, ending, shutdown), the open
 //! ingestion batch (`batch.rs`), one message's webhook rounds (`fanout.rs`), a worker's jobs
 //! (`job.rs`), the per-destination lanes and their threads (`lane/`), and the counters and

@@ -1,5 +1,5 @@
 //! The spool: accepted messages kept until their outcome, behind one trait ([`Store`]), so
-//! the spool writer (`delivery/spooler.rs`) never knows which engine holds them. Engines:
+//! the spool writer (`delivery/spooler/`) never knows which engine holds them. Engines:
 //! `sqlite/` (files in a directory, the embedded default: `mod.rs` the file, `records.rs`
 //! group commits and what is resumable, `syncer.rs` the WAL's fsync, `adopt.rs` dead
 //! owners' files, `salvage.rs` damaged ones) and `redis/` (Redis Streams shared by a fleet:

@@ -534,3 +534,26 @@ fn a_flush_behind_many_unread_messages_sends_them_all() {
     assert!(server.requests().iter().all(|r| r.body.len() <= 500_000));
     assert!(client.close(Some(WAIT)).unwrap());
 }
+
+#[test]
+fn a_client_whose_first_ring_beats_its_registration_still_wakes_the_scheduler() {
+    // A new client's first send can ring before the scheduler has added it (both wait for
+    // the scheduler together, and it may take the ring first); every later send must still
+    // wake it. The bell stayed marked as rung, and a flush waited for the interval.
+    let server = Server::answering(200);
+    for round in 0..200 {
+        let client = client(Config {
+            flush_at: 100_000,
+            flush_interval: Duration::from_secs(3600),
+            ..ingestion(&server)
+        })
+        .unwrap();
+        client.enqueue(&Message::track("u", "E")).unwrap();
+        assert!(
+            client.flush(Some(Duration::from_secs(5))),
+            "round {round}: the flush never reached the scheduler"
+        );
+        client.close(Some(WAIT)).unwrap();
+    }
+    assert_eq!(sizes(&server).iter().sum::<usize>(), 200);
+}

@@ -166,8 +166,12 @@ impl Scheduler {
     fn control(&mut self, c: Control) {
         match c {
             Control::Add(id, tenant) => {
+                // Its first step reads what was sent before it arrived, so its bell is
+                // re-armed: a ring taken before it was known (the scheduler may take a ring
+                // and this Add in either order) left it marked as rung, and every later
+                // send, a flush or a close too, would have rung no more.
+                tenant.mailbox.rearm();
                 self.tenants.insert(id, tenant);
-                // Its first step reads what was sent before it arrived.
                 self.dirty.push(id);
             }
             Control::Stop => self.stopping = true,

@@ -1,0 +1,135 @@
+//! The read-back path: what dead processes and closed clients left is adopted, and parked or
+//! resumed messages are read back from the store tenant by tenant, within their room.
+
+use super::*;
+
+impl Spooler {
+    /// Takes over the files of dead processes and closed clients.
+    pub(super) fn adopt(&mut self) {
+        let result = self.store.adopt();
+        self.failing_now(result.is_err());
+        match result {
+            Ok(adopted) => {
+                for (path, why) in &adopted.warnings {
+                    self.logger
+                        .log(Level::Warn, || format!("spool {}: {why}", path.display()));
+                }
+                if adopted.records > 0 {
+                    self.logger.log(Level::Warn, || {
+                        format!(
+                            "spool: took over {} message(s) from {} file(s)",
+                            adopted.records, adopted.files
+                        )
+                    });
+                }
+                for no in adopted.tenants {
+                    if let Some(t) = self.tenants.get_mut(&no) {
+                        t.resume_due = true;
+                    }
+                }
+                self.replays.look_again(adopted.files > 0);
+            }
+            Err(e) => self.logger.log(Level::Warn, || e.to_string()),
+        }
+        if let Err(e) = self.replays.expire(&mut *self.store) {
+            self.logger.log(Level::Warn, || e.to_string());
+        }
+    }
+
+    /// Reads back what tenants may take now.
+    pub(super) fn resume_all(&mut self) {
+        let due: Vec<TenantNo> = (self.tenants.iter())
+            .filter(|(_, t)| t.resume_due && !t.closing)
+            .map(|(no, _)| *no)
+            .collect();
+        for no in due {
+            self.resume(no);
+        }
+        let tenants = &self.tenants;
+        let tenant = |no| {
+            let t = tenants.get(&no).filter(|t| !t.closing)?;
+            Some(replay::Tenant {
+                shared: &t.shared,
+                scheduler: &t.scheduler,
+                capacity: t.capacity,
+                hook_mask: t.hook_mask,
+            })
+        };
+        if let Err(e) = self.replays.feed(&mut *self.store, tenant) {
+            self.logger.log(Level::Warn, || e.to_string());
+        }
+    }
+
+    /// Passes on the next page of tenant `no`'s resumable messages, as many as it has room
+    /// for (its share of the window; and for adopted ones, its queue).
+    pub(super) fn resume(&mut self, no: TenantNo) {
+        let share = self.share();
+        let Some(t) = self.tenants.get_mut(&no) else {
+            return;
+        };
+        let window_room = share.saturating_sub(t.in_memory);
+        let queue_room = t.capacity.saturating_sub(t.shared.pending.load(Acquire));
+        // Parked messages are in the queue already; adopted ones need a place in it.
+        let room = window_room.min(RESUME_PAGE).min(match t.parked {
+            0 => queue_room,
+            _ => u64::MAX,
+        });
+        if room == 0 {
+            return;
+        }
+        let (records, next) = match self.store.resumable(no, t.cursor.as_ref(), room as usize) {
+            Ok(page) => page,
+            Err(e) => {
+                t.resume_due = false;
+                self.logger.log(Level::Warn, || e.to_string());
+                return;
+            }
+        };
+        t.cursor = next;
+        t.resume_due = records.len() as u64 == room || t.parked > 0;
+        let any = !records.is_empty();
+        for r in records {
+            if r.adopted {
+                t.shared.pending.fetch_add(1, AcqRel);
+                t.shared.counters.resumed.fetch_add(1, Relaxed);
+            } else {
+                t.parked = t.parked.saturating_sub(1);
+                t.unparked_ever += 1;
+            }
+            if t.in_memory == 0 {
+                self.active += 1;
+            }
+            t.in_memory += 1;
+            let mask = if r.hooks_key == t.hooks_key {
+                r.hook_mask & t.hook_mask
+            } else {
+                t.hook_mask
+            };
+            t.scheduler.send_now(Command::Resume(Resumed {
+                id: r.id,
+                ingest: r.ingest,
+                hook: r.hook,
+                hook_mask: mask,
+                first: r.first_ms.map(instant_of),
+                replay: None,
+            }));
+        }
+        if any {
+            // Flushes that waited for these go on after them.
+            let unparked = t.unparked_ever;
+            let (ready, waiting): (Vec<_>, Vec<_>) = std::mem::take(&mut t.flushes)
+                .into_iter()
+                .partition(|(target, _)| *target <= unparked);
+            t.flushes = waiting;
+            for (_, flush) in ready {
+                t.scheduler.send_now(flush);
+            }
+            // Nothing more of them is coming now: their last batch leaves now, not after
+            // flush_interval.
+            t.scheduler.send_now(Command::Flush(None));
+            t.shared
+                .spool_bytes
+                .store(self.store.pending(no).1, Relaxed);
+        }
+    }
+}
