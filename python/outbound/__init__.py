@@ -471,7 +471,9 @@ class Client:
         until: Optional[datetime] = None,
     ) -> Dict[str, Any]:
         """One page of dead letters, newest first (``limit`` 1 to 1,000), without bodies:
-        ``{"dead_letters": [...], "next": cursor or None}``. Needs ``dead_letters=True``."""
+        ``{"dead_letters": [...], "next": cursor or None}``. Needs ``dead_letters=True``.
+        ``cursor`` is the ``next`` of the page before; any other text raises
+        :class:`ValidationError` naming ``cursor``."""
         page = self._native.dead_letters(limit, cursor, _secs(since), _secs(until))
         page["dead_letters"] = [_dated(d) for d in page["dead_letters"]]
         return page
