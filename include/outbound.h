@@ -702,8 +702,8 @@ outbound_result outbound_options_set_write_key(struct outbound_options *options,
 outbound_result outbound_options_set_endpoint(struct outbound_options *options,
                                               const char *endpoint);
 
-// Adds a webhook (at most 5; more is refused by `outbound_client_new`). Each message is
-// POSTed to every webhook.
+// Adds a webhook (at most 5; more is refused by `outbound_client_new`), on: each message is
+// POSTed to every webhook that is on (`outbound_options_set_webhook_enabled` turns one off).
 //
 // - `url`: absolute `http://` or `https://` URL without credentials. Required.
 // - `headers_json`: NULL, or a JSON object of header name to string value, e.g.
@@ -720,6 +720,21 @@ outbound_result outbound_options_set_endpoint(struct outbound_options *options,
 outbound_result outbound_options_add_webhook(struct outbound_options *options,
                                              const char *url,
                                              const char *headers_json);
+
+// Turns webhook `webhook` (its index: 0 for the first `outbound_options_add_webhook`, in the
+// order added) off or on. A webhook is on when added, so callers that never call this keep
+// every webhook on. Off, it stays configured (checked by `outbound_client_new`, counted among
+// the 5, its index kept) but no request goes to it, and a message accepted while it is off
+// is never sent to it.
+//
+// Returns `OUTBOUND_RESULT_OK`, `_NULL_ARGUMENT` (options), `_CONFIG` (no webhook of that
+// index has been added; the text names `webhooks[i].enabled`), `_PANIC`.
+//
+// # Safety
+// `options` is NULL or a live `outbound_options`.
+outbound_result outbound_options_set_webhook_enabled(struct outbound_options *options,
+                                                     size_t webhook,
+                                                     bool enabled);
 
 // Sets the shared secret: webhook requests then carry `X-Signature` (HMAC-SHA1 of the
 // body). NULL unsets it (requests are sent unsigned). The text is copied.

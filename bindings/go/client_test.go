@@ -183,6 +183,39 @@ func TestIntegrationsKeepAMessageFromTheWebhooks(t *testing.T) {
 	}
 }
 
+func TestADisabledWebhookGetsNothingAndTheEnabledOneGetsAll(t *testing.T) {
+	off := newReceiver(t)
+	on := newReceiver(t)
+	c := newClient(t, "", outbound.Config{Webhooks: []outbound.Webhook{
+		{URL: off.URL + "/off", Disabled: true},
+		{URL: on.URL + "/on", Headers: map[string]string{"X-Team": "growth"}},
+	}})
+	const n = 20
+	ids := map[string]bool{}
+	for i := 0; i < n; i++ {
+		ids[mustEnqueue(t, c, outbound.Track{UserId: "u", Event: "E"})] = true
+	}
+	flush(t, c)
+	if s := c.Stats(); s.Delivered != n {
+		t.Errorf("delivered %d of %d (stats %+v)", s.Delivered, n, s)
+	}
+	if err := c.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	got := on.all()
+	if len(got) != n {
+		t.Errorf("the enabled webhook got %d requests, want %d", len(got), n)
+	}
+	for _, m := range on.messages(t) {
+		if !ids[m["messageId"].(string)] {
+			t.Errorf("unexpected message %v", m)
+		}
+	}
+	if reqs := off.all(); len(reqs) != 0 {
+		t.Errorf("the disabled webhook got %d requests", len(reqs))
+	}
+}
+
 func TestRefusedCallsReturnTheCoresCodeAndNameTheField(t *testing.T) {
 	rx := newReceiver(t)
 	c := newClient(t, "wk", outbound.Config{Endpoint: rx.URL})
@@ -273,6 +306,8 @@ func TestConfigurationIsCheckedByTheCore(t *testing.T) {
 	for i := range six {
 		six[i] = outbound.Webhook{URL: "http://127.0.0.1:9/h"}
 	}
+	// A disabled webhook still counts toward the 5.
+	sixOneOff := append(append([]outbound.Webhook(nil), six[:5]...), outbound.Webhook{URL: "http://127.0.0.1:9/off", Disabled: true})
 	cases := []struct {
 		name string
 		key  string
@@ -281,6 +316,7 @@ func TestConfigurationIsCheckedByTheCore(t *testing.T) {
 	}{
 		{"no destination", "", outbound.Config{}, "write key"},
 		{"six webhooks", "", outbound.Config{Webhooks: six}, "webhooks"},
+		{"six webhooks, one disabled", "", outbound.Config{Webhooks: sixOneOff}, "6 given, at most 5"},
 		{"a bad webhook URL", "", outbound.Config{Webhooks: []outbound.Webhook{{URL: "ftp://x"}}}, "webhooks[0]"},
 		{"a reserved header", "", outbound.Config{Webhooks: []outbound.Webhook{{URL: "http://127.0.0.1:9",
 			Headers: map[string]string{"X-Signature": "x"}}}}, "X-Signature"},

@@ -62,7 +62,7 @@ type Config struct {
 	OnOutcome func(Outcome)
 
 	// Webhooks: up to 5 URLs that get every message (one POST each), each with its own
-	// static headers.
+	// static headers; one with Disabled set gets nothing but still counts toward the 5.
 	Webhooks []Webhook
 	// SharedSecret signs webhook requests: X-Signature is the hex HMAC-SHA1 of the body.
 	// With SignatureScheme "standard-webhooks" it is one or more whsec_ secrets separated by
@@ -172,6 +172,11 @@ type Config struct {
 type Webhook struct {
 	URL     string
 	Headers map[string]string
+	// Disabled turns the webhook off: it stays configured (checked, counted among the 5, its
+	// index kept) but no request goes to it, and a message accepted while it is off is never
+	// sent to it. It is "Disabled", not "Enabled", so that the zero value, and every Webhook
+	// literal written before the field existed, keeps the webhook on (the default).
+	Disabled bool
 }
 
 // DefaultCloseTimeout is how long Close waits when Config.CloseTimeout is zero.
@@ -387,8 +392,8 @@ func newOptions(writeKey string, c Config, handle uintptr, recording bool) (*C.o
 			return nil
 		},
 		func() error {
-			for _, w := range c.Webhooks {
-				if err := addWebhook(o, w, check); err != nil {
+			for i, w := range c.Webhooks {
+				if err := addWebhook(o, i, w, check); err != nil {
 					return err
 				}
 			}
@@ -418,7 +423,7 @@ func newOptions(writeKey string, c Config, handle uintptr, recording bool) (*C.o
 	return o, nil
 }
 
-func addWebhook(o *C.outbound_options, w Webhook, check func(C.outbound_result) error) error {
+func addWebhook(o *C.outbound_options, i int, w Webhook, check func(C.outbound_result) error) error {
 	url := C.CString(w.URL)
 	defer C.free(unsafe.Pointer(url))
 	var headers *C.char
@@ -430,7 +435,13 @@ func addWebhook(o *C.outbound_options, w Webhook, check func(C.outbound_result) 
 		headers = C.CString(string(text))
 		defer C.free(unsafe.Pointer(headers))
 	}
-	return check(C.outbound_options_add_webhook(o, url, headers))
+	if err := check(C.outbound_options_add_webhook(o, url, headers)); err != nil {
+		return err
+	}
+	if w.Disabled {
+		return check(C.outbound_options_set_webhook_enabled(o, C.size_t(i), false))
+	}
+	return nil
 }
 
 type named[T comparable] struct {

@@ -30,7 +30,7 @@ def main(base_url: str) -> int:
     def on_outcome(message_id: str, outcome: str, detail: str) -> None:
         outcomes.append((message_id, outcome, detail))
 
-    hook = outbound.Webhook(f"{base_url}/hook", headers={"X-Team": "growth"})
+    hook = outbound.Webhook(f"{base_url}/hook", headers={"X-Team": "growth"}, enabled=True)
     with outbound.Client(
         "WRITE_KEY",
         endpoint=base_url,

@@ -136,22 +136,30 @@ def _strings(values: Sequence[str], setting: str) -> List[str]:
 
 class Webhook:
     """One webhook destination: an absolute http(s) URL and static headers sent with every
-    request to it (checked when the client is built)."""
+    request to it (checked when the client is built).
 
-    __slots__ = ("url", "headers")
+    ``enabled=False`` turns it off: it stays in the client's webhooks (checked, counted among
+    the 5, its index kept for :meth:`Client.webhook_attempts` and the replays) but no request
+    goes to it, and a message accepted while it is off is never sent to it. On by default."""
 
-    def __init__(self, url: str, headers: Optional[Mapping[str, str]] = None) -> None:
+    __slots__ = ("url", "headers", "enabled")
+
+    def __init__(
+        self, url: str, headers: Optional[Mapping[str, str]] = None, *, enabled: bool = True
+    ) -> None:
         self.url = url
         self.headers: Dict[str, str] = dict(headers or {})
+        self.enabled = enabled
 
     def __repr__(self) -> str:
         # Header values may be credentials: show names only.
-        return f"Webhook({self.url!r}, headers={sorted(self.headers)!r})"
+        off = "" if self.enabled else ", enabled=False"
+        return f"Webhook({self.url!r}, headers={sorted(self.headers)!r}{off})"
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Webhook):
             return NotImplemented
-        return (self.url, self.headers) == (other.url, other.headers)
+        return (self.url, self.headers, self.enabled) == (other.url, other.headers, other.enabled)
 
 
 #: Clients that are not closed, for the fork and exit hooks (weak: they never keep one alive).
@@ -231,7 +239,7 @@ class Client:
         self._native = _native.NativeClient(
             write_key=write_key,
             endpoint=endpoint,
-            webhooks=[(h.url, list(h.headers.items())) for h in hooks],
+            webhooks=[(h.url, list(h.headers.items()), bool(h.enabled)) for h in hooks],
             shared_secret=shared_secret,
             signature_scheme=signature_scheme,
             webhook_user_agent=webhook_user_agent,
@@ -463,7 +471,9 @@ class Client:
         until: Optional[datetime] = None,
     ) -> Dict[str, Any]:
         """One page of dead letters, newest first (``limit`` 1 to 1,000), without bodies:
-        ``{"dead_letters": [...], "next": cursor or None}``. Needs ``dead_letters=True``."""
+        ``{"dead_letters": [...], "next": cursor or None}``. Needs ``dead_letters=True``.
+        ``cursor`` is the ``next`` of the page before; any other text raises
+        :class:`ValidationError` naming ``cursor``."""
         page = self._native.dead_letters(limit, cursor, _secs(since), _secs(until))
         page["dead_letters"] = [_dated(d) for d in page["dead_letters"]]
         return page

@@ -36,7 +36,7 @@ class NativeClient:
         *,
         write_key: Optional[str],
         endpoint: str,
-        webhooks: List[Tuple[str, List[Tuple[str, str]]]],
+        webhooks: List[Tuple[str, List[Tuple[str, str]], bool]],
         shared_secret: Optional[str],
         signature_scheme: str,
         webhook_user_agent: str,

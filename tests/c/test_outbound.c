@@ -216,6 +216,7 @@ static void test_every_entry_point_is_null_safe(void) {
     CHECK_RC(outbound_options_set_write_key(NULL, "k"), N, "options");
     CHECK_RC(outbound_options_set_endpoint(NULL, "http://127.0.0.1:1"), N, "options");
     CHECK_RC(outbound_options_add_webhook(NULL, "http://127.0.0.1:1", NULL), N, "options");
+    CHECK_RC(outbound_options_set_webhook_enabled(NULL, 0, false), N, "options");
     CHECK_RC(outbound_options_set_shared_secret(NULL, "s"), N, "options");
     CHECK_RC(outbound_options_set_webhook_user_agent(NULL, "ua"), N, "options");
     CHECK_RC(outbound_options_set_ca_certs(NULL, "x"), N, "options");
@@ -369,6 +370,11 @@ static void expect_config_error(void (*tweak)(outbound_options *), const char *n
 static void six_webhooks(outbound_options *o) {
     for (int i = 0; i < 6; i++) outbound_options_add_webhook(o, hook_url, NULL);
 }
+/* A webhook turned off still counts toward the 5. */
+static void six_webhooks_one_off(outbound_options *o) {
+    for (int i = 0; i < 6; i++) outbound_options_add_webhook(o, hook_url, NULL);
+    CHECK_RC(outbound_options_set_webhook_enabled(o, 5, false), OUTBOUND_RESULT_OK, NULL);
+}
 static void relative_webhook(outbound_options *o) { outbound_options_add_webhook(o, "/x", NULL); }
 static void reserved_header(outbound_options *o) {
     outbound_options_add_webhook(o, hook_url, "{\"Content-Type\":\"text/plain\"}");
@@ -408,6 +414,7 @@ static void test_client_new_names_the_refused_setting(void) {
     outbound_client *c = NULL;
     CHECK_RC(outbound_client_new(o, &c), OUTBOUND_RESULT_CONFIG, "write_key/webhooks");
     expect_config_error(six_webhooks, "6 given, at most 5");
+    expect_config_error(six_webhooks_one_off, "6 given, at most 5");
     expect_config_error(zero_max_in_flight, "max_in_flight: must be at least 1");
     expect_config_error(relative_webhook, "webhooks[0].url");
     expect_config_error(reserved_header, "cannot be overridden");
@@ -643,6 +650,50 @@ static void test_webhooks_are_signed_and_verify_in_c(void) {
     }
     CHECK(saw_delete, "no delete request");
     outbound_client_free(c);
+}
+
+/* Two webhooks to two receivers of their own, the first turned off: the second gets every
+ * message, the first none; a webhook is on when added, and an index not added is refused. */
+static void test_a_disabled_webhook_gets_nothing_and_the_enabled_one_gets_all(void) {
+    receiver *off = rx_start(), *on = rx_start();
+    CHECK(off && on, "receivers");
+    if (!off || !on) {
+        if (off) rx_stop(off);
+        if (on) rx_stop(on);
+        return;
+    }
+    char off_url[80], on_url[80];
+    snprintf(off_url, sizeof off_url, "http://127.0.0.1:%d/off", rx_port(off));
+    snprintf(on_url, sizeof on_url, "http://127.0.0.1:%d/on", rx_port(on));
+    outbound_options *o = outbound_options_new();
+    CHECK_RC(outbound_options_set_webhook_enabled(o, 0, false), OUTBOUND_RESULT_CONFIG,
+             "webhooks[0].enabled: no webhook 0: 0 added");
+    CHECK_RC(outbound_options_add_webhook(o, off_url, NULL), OUTBOUND_RESULT_OK, NULL);
+    CHECK_RC(outbound_options_add_webhook(o, on_url, "{\"X-Team\":\"growth\"}"),
+             OUTBOUND_RESULT_OK, NULL);
+    CHECK_RC(outbound_options_set_webhook_enabled(o, 0, false), OUTBOUND_RESULT_OK, NULL);
+    CHECK_RC(outbound_options_set_webhook_enabled(o, 2, false), OUTBOUND_RESULT_CONFIG,
+             "webhooks[2].enabled: no webhook 2: 2 added");
+    CHECK_RC(outbound_options_set_proxy_from_env(o, false), OUTBOUND_RESULT_OK, NULL);
+    CHECK_RC(outbound_options_set_timeout_ms(o, 20000), OUTBOUND_RESULT_OK, NULL);
+    outbound_client *c = NULL;
+    CHECK_RC(outbound_client_new(o, &c), OUTBOUND_RESULT_OK, NULL);
+    const size_t n = 20;
+    for (size_t i = 0; i < n; i++)
+        CHECK_RC(outbound_track(c, "u", NULL, "E", NULL, NULL, NULL, NULL, NULL, NULL, 0, NULL),
+                 OUTBOUND_RESULT_OK, NULL);
+    CHECK_RC(outbound_flush(c, WAIT_MS), OUTBOUND_RESULT_OK, NULL);
+    outbound_stats st;
+    CHECK_RC(outbound_client_stats(c, &st), OUTBOUND_RESULT_OK, NULL);
+    CHECK(st.delivered == n, "delivered %llu", (unsigned long long)st.delivered);
+    CHECK_RC(outbound_client_close(c, WAIT_MS), OUTBOUND_RESULT_OK, NULL);
+    outbound_client_free(c);
+    CHECK(rx_count(on) == n, "the enabled webhook got %zu of %zu", rx_count(on), n);
+    for (size_t i = 0; i < rx_count(on); i++)
+        CHECK(strcmp(rx_get(on, i)->path, "/on") == 0, "path %s", rx_get(on, i)->path);
+    CHECK(rx_count(off) == 0, "the disabled webhook got %zu", rx_count(off));
+    rx_stop(off);
+    rx_stop(on);
 }
 
 static void standard_webhooks(outbound_options *o) {
@@ -1952,6 +2003,7 @@ int main(void) {
     RUN(test_every_call_reaches_the_ingestion_endpoint);
     RUN(test_enqueue_json_writes_objects_as_the_track_call_does);
     RUN(test_webhooks_are_signed_and_verify_in_c);
+    RUN(test_a_disabled_webhook_gets_nothing_and_the_enabled_one_gets_all);
     RUN(test_standard_webhooks_requests_verify_in_c);
     RUN(test_standard_webhooks_vector_tolerance_and_bad_secrets);
     RUN(test_signature_scheme_names_are_checked);

@@ -89,6 +89,11 @@ def test_a_bulk_replay_and_discarding(
     second = client.dead_letters(limit=20, cursor=first["next"])
     listed = [d["message_id"] for d in first["dead_letters"] + second["dead_letters"]]
     assert len(set(listed)) == 40
+    # A cursor no page gave is refused, naming it (never answered as the first page).
+    for garbage in ("garbage", "", "12", "x.1"):
+        with pytest.raises(outbound.ValidationError, match="is not a page's next") as info:
+            client.dead_letters(limit=20, cursor=garbage)
+        assert info.value.field == "cursor"
     assert client.delete_dead_letter(ids[0]) is True
     assert client.delete_dead_letter(ids[0]) is False
     receiver.status["/hook"] = 200

@@ -52,6 +52,10 @@ def test_spool_error_names_the_setting_and_the_path() -> None:
         ({"write_key": "k", "endpoint": "ftp://x"}, "endpoint", "http"),
         ({"webhooks": ["http://u:p@127.0.0.1/h"]}, "webhooks[0].url", "credentials"),
         ({"webhooks": ["http://127.0.0.1/h"] * 6}, "webhooks", "at most 5"),
+        # A disabled webhook still counts toward the 5.
+        ({"webhooks": ["http://127.0.0.1/h"] * 5 + [outbound.Webhook("http://127.0.0.1/off",
+                                                                      enabled=False)]},
+         "webhooks", "6 given, at most 5"),
         ({"webhooks": [outbound.Webhook("http://127.0.0.1/h", {"Content-Type": "x"})]},
          'webhooks[0].headers["Content-Type"]', "cannot be overridden"),
         ({"webhooks": [outbound.Webhook("http://127.0.0.1/h", {"X-A": "a\r\nb"})]},

@@ -9,7 +9,7 @@ import time
 from typing import Any, Callable, Dict, List, Tuple
 
 import outbound
-from receiver import SECRET, WRITE_KEY, Receiver
+from receiver import SECRET, WRITE_KEY, Receiver, start_receiver
 
 TS = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$")
 UUID4 = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$")
@@ -180,6 +180,35 @@ def test_fan_out_to_several_webhooks(make_client: MakeClient, receiver: Receiver
     for i in range(3):
         [req] = receiver.at(f"/h{i}")
         assert req.json["messageId"] == mid
+
+
+def test_a_disabled_webhook_gets_nothing_and_the_enabled_one_gets_all() -> None:
+    # Two receivers of their own: the disabled webhook's gets no request at all.
+    on, off = start_receiver(), start_receiver()
+    try:
+        client = outbound.Client(
+            webhooks=[
+                outbound.Webhook(off.hook(), enabled=False),
+                outbound.Webhook(on.hook(), headers={"X-Team": "growth"}),
+            ],
+            shared_secret=SECRET,
+            proxy_from_env=False,
+        )
+        n = 20
+        ids = {client.track(user_id="u", event="E", properties={"i": i}) for i in range(n)}
+        assert client.flush(timeout=10)
+        assert client.stats["delivered"] == n
+        client.close(timeout=5)
+        assert {r.json["messageId"] for r in on.at("/hook")} == ids
+        assert len(on.at("/hook")) == n
+        assert off.requests == []
+        assert outbound.Webhook("http://x/h", enabled=False) != outbound.Webhook("http://x/h")
+        assert "enabled=False" in repr(outbound.Webhook("http://x/h", enabled=False))
+        assert outbound.Webhook("http://x/h").enabled is True
+    finally:
+        for rec in (on, off):
+            rec.server.shutdown()
+            rec.server.server_close()
 
 
 def test_gone_410_fails_at_once_with_a_gone_detail(

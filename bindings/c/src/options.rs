@@ -162,8 +162,8 @@ pub unsafe extern "C" fn outbound_options_set_endpoint(
     })
 }
 
-/// Adds a webhook (at most 5; more is refused by `outbound_client_new`). Each message is
-/// POSTed to every webhook.
+/// Adds a webhook (at most 5; more is refused by `outbound_client_new`), on: each message is
+/// POSTed to every webhook that is on (`outbound_options_set_webhook_enabled` turns one off).
 ///
 /// - `url`: absolute `http://` or `https://` URL without credentials. Required.
 /// - `headers_json`: NULL, or a JSON object of header name to string value, e.g.
@@ -191,6 +191,41 @@ pub unsafe extern "C" fn outbound_options_add_webhook(
                     hook.headers = outbound::parse_headers("headers_json", text)?;
                 }
                 c.webhooks.push(hook);
+                Ok(())
+            })
+        }
+    })
+}
+
+/// Turns webhook `webhook` (its index: 0 for the first `outbound_options_add_webhook`, in the
+/// order added) off or on. A webhook is on when added, so callers that never call this keep
+/// every webhook on. Off, it stays configured (checked by `outbound_client_new`, counted among
+/// the 5, its index kept) but no request goes to it, and a message accepted while it is off
+/// is never sent to it.
+///
+/// Returns `OUTBOUND_RESULT_OK`, `_NULL_ARGUMENT` (options), `_CONFIG` (no webhook of that
+/// index has been added; the text names `webhooks[i].enabled`), `_PANIC`.
+///
+/// # Safety
+/// `options` is NULL or a live `outbound_options`.
+#[no_mangle]
+pub unsafe extern "C" fn outbound_options_set_webhook_enabled(
+    options: *mut outbound_options,
+    webhook: usize,
+    enabled: bool,
+) -> outbound_result {
+    // SAFETY: the caller's contract.
+    ffi!({
+        unsafe {
+            with_config(options, |c| {
+                let added = c.webhooks.len();
+                let hook = c.webhooks.get_mut(webhook).ok_or_else(|| {
+                    Failure::Core(outbound::Error::Config {
+                        setting: format!("webhooks[{webhook}].enabled"),
+                        reason: format!("no webhook {webhook}: {added} added"),
+                    })
+                })?;
+                hook.enabled = enabled;
                 Ok(())
             })
         }

@@ -28,6 +28,9 @@ mod _native {
         m.add("__version__", outbound::VERSION)
     }
 
+    /// A webhook as `outbound.Webhook` passes it: URL, static headers in order, on or off.
+    type WebhookArgs = (String, Vec<(String, String)>, bool);
+
     /// The core client. Use `outbound.Client`, which gives every setting its default.
     #[pyclass(frozen, module = "outbound._native")]
     pub struct NativeClient {
@@ -85,7 +88,7 @@ mod _native {
         fn new(
             write_key: Option<String>,
             endpoint: String,
-            webhooks: Vec<(String, Vec<(String, String)>)>,
+            webhooks: Vec<WebhookArgs>,
             shared_secret: Option<String>,
             signature_scheme: &str,
             webhook_user_agent: String,
@@ -121,10 +124,10 @@ mod _native {
                 endpoint,
                 webhooks: webhooks
                     .into_iter()
-                    .map(|(url, headers)| Webhook {
+                    .map(|(url, headers, enabled)| Webhook {
                         url,
                         headers,
-                        enabled: true,
+                        enabled,
                     })
                     .collect(),
                 shared_secret,

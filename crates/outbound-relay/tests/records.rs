@@ -188,6 +188,52 @@ fn a_bulk_replay_of_a_thousand_runs_in_the_background_with_progress() {
 }
 
 #[test]
+fn a_cursor_no_page_gave_is_a_400_naming_cursor() {
+    let dir = temp_dir();
+    let rx = Receiver::start();
+    rx.status.store(400, std::sync::atomic::Ordering::SeqCst);
+    let relay = Relay::start(dir.path(), &config(&[("web", "wk_web", &rx)], ""));
+    track(&relay, "wk_web", 2);
+    wait_until("two dead letters", || dead_count(&relay) == 2);
+    // A page's next goes on to the next page.
+    let (status, first) = admin_get(&relay, "/admin/sources/web/dead-letters?limit=1");
+    assert_eq!(status, 200, "{first}");
+    let next = first["next"].as_str().unwrap().to_string();
+    let (status, second) = admin_get(
+        &relay,
+        &format!("/admin/sources/web/dead-letters?limit=1&cursor={next}"),
+    );
+    assert_eq!(status, 200, "{second}");
+    assert_ne!(
+        second["deadLetters"][0]["messageId"],
+        first["deadLetters"][0]["messageId"]
+    );
+    // Anything else is refused as the other bad parameters are, never answered as page one.
+    let (_, limit) = admin_get(&relay, "/admin/sources/web/dead-letters?limit=0");
+    for garbage in ["garbage", "12", "x.1", "1.", "%ZZ", "1.2.3.4.5.x", ""] {
+        let path = format!("/admin/sources/web/dead-letters?cursor={garbage}");
+        let (status, v) = admin_get(&relay, &path);
+        assert_eq!(status, 400, "{path}: {v}");
+        assert_eq!(v["success"], false, "{v}");
+        let message = v["message"].as_str().unwrap();
+        assert!(message.starts_with("cursor: "), "{message}");
+        assert!(message.contains("is not a page's next"), "{message}");
+        let keys = |o: &Value| o.as_object().unwrap().keys().cloned().collect::<Vec<_>>();
+        assert_eq!(keys(&v), keys(&limit), "the shape of the limit's 400");
+    }
+    // The OpenAPI document lists the 400.
+    let (_, doc) = admin_get(&relay, "/admin/openapi.json");
+    let get = &doc["paths"]["/admin/sources/{name}/dead-letters"]["get"];
+    assert!(
+        get["responses"]["400"]["description"]
+            .as_str()
+            .unwrap()
+            .contains("`cursor`"),
+        "{get}"
+    );
+}
+
+#[test]
 fn dead_letters_survive_a_sigkill_and_a_restart() {
     let dir = temp_dir();
     let rx = Receiver::start();

@@ -352,6 +352,69 @@ fn health_moves_to_failing_and_back() {
     client.close(None).unwrap();
 }
 
+/// Pages through two dead letters one at a time, then asks with cursors no page gave: each
+/// is refused naming `cursor`, never answered as the first page.
+fn cursors_are_pages_nexts_only(client: &Client, outcomes: &Outcomes) {
+    for i in 0..2 {
+        client
+            .enqueue(&Message::track(format!("u{i}"), "E"))
+            .unwrap();
+    }
+    outcomes.wait_for(2, Duration::from_secs(10));
+    wait_until("two dead letters", Duration::from_secs(5), || {
+        client.dead_letter_stats().unwrap().count == 2
+    });
+    let one = DeadLetterQuery {
+        limit: 1,
+        ..Default::default()
+    };
+    let first = client.dead_letters(&one).unwrap();
+    let next = first.next.clone().expect("a next page");
+    let second = client
+        .dead_letters(&DeadLetterQuery {
+            cursor: Some(next),
+            ..one.clone()
+        })
+        .unwrap();
+    assert_eq!(second.letters.len(), 1);
+    assert_ne!(second.letters[0].message_id, first.letters[0].message_id);
+    for garbage in ["garbage", "", "12", "x.1", "1.", ".", "%%%"] {
+        let err = client
+            .dead_letters(&DeadLetterQuery {
+                cursor: Some(garbage.into()),
+                ..one.clone()
+            })
+            .unwrap_err();
+        match &err {
+            Error::InvalidField { field, reason } => {
+                assert_eq!(field, "cursor");
+                assert!(reason.contains("is not a page's next"), "{reason}");
+            }
+            other => panic!("{garbage:?}: {other}"),
+        }
+    }
+}
+
+#[test]
+fn a_cursor_no_page_gave_is_refused_naming_cursor() {
+    let (server, _) = switchable();
+    let dir = temp_dir("cursor");
+    let outcomes = Outcomes::default();
+    let client = Client::new(dead_config(&server, &dir, &outcomes)).unwrap();
+    cursors_are_pages_nexts_only(&client, &outcomes);
+    client.close(None).unwrap();
+}
+
+#[test]
+fn on_redis_a_cursor_no_page_gave_is_refused_naming_cursor() {
+    let redis = redis_server::RedisServer::start();
+    let (server, _) = switchable();
+    let outcomes = Outcomes::default();
+    let client = Client::new(dead_config(&server, &redis.spool("cursor"), &outcomes)).unwrap();
+    cursors_are_pages_nexts_only(&client, &outcomes);
+    client.close(None).unwrap();
+}
+
 #[test]
 fn dead_letters_need_a_spool() {
     let err = Client::new(Config {

@@ -76,10 +76,10 @@ pub fn document() -> Value {
             "/admin/sources/{name}/dead-letters": {
                 "parameters": [name_param(),
                     {"name": "limit", "in": "query", "schema": {"type": "integer", "minimum": 1, "maximum": outbound::MAX_DEAD_LETTER_PAGE, "default": 100}},
-                    {"name": "cursor", "in": "query", "description": "`next` of the page before", "schema": {"type": "string"}},
+                    {"name": "cursor", "in": "query", "description": "`next` of the page before; any other text is a 400 (`cursor: ...`)", "schema": {"type": "string"}},
                     {"name": "since", "in": "query", "description": "Failed at or after (RFC 3339)", "schema": {"type": "string", "format": "date-time"}},
                     {"name": "until", "in": "query", "description": "Failed before (RFC 3339)", "schema": {"type": "string", "format": "date-time"}}],
-                "get": {"summary": "A page of the source's dead letters, newest first, with its counts", "operationId": "listDeadLetters", "responses": with(json!({"200": {"description": "A page", "content": {"application/json": {"schema": {"type": "object", "required": ["source", "deadLetters", "stats"], "properties": {"source": {"type": "string"}, "deadLetters": {"type": "array", "items": {"$ref": "#/components/schemas/DeadLetter"}}, "next": {"type": ["string", "null"]}, "stats": {"$ref": "#/components/schemas/DeadLetterStats"}}}}}}, "400": error("A bad parameter"), "404": error("No such source, or it keeps no dead letters")}))}
+                "get": {"summary": "A page of the source's dead letters, newest first, with its counts", "operationId": "listDeadLetters", "responses": with(json!({"200": {"description": "A page", "content": {"application/json": {"schema": {"type": "object", "required": ["source", "deadLetters", "stats"], "properties": {"source": {"type": "string"}, "deadLetters": {"type": "array", "items": {"$ref": "#/components/schemas/DeadLetter"}}, "next": {"type": ["string", "null"]}, "stats": {"$ref": "#/components/schemas/DeadLetterStats"}}}}}}, "400": error("A bad parameter, named first in `message`: `limit`, `cursor` (not the `next` of a page), `since`, `until`, or one that is not a parameter"), "404": error("No such source, or it keeps no dead letters")}))}
             },
             "/admin/sources/{name}/dead-letters/replay": {
                 "parameters": [name_param()],

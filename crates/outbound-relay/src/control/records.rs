@@ -145,7 +145,8 @@ fn failed(e: Error) -> Answer {
             StatusCode::NOT_FOUND,
             "this source keeps no dead letters (dead_letters = false, or no spool)",
         ),
-        Error::InvalidField { .. } => reply::error(StatusCode::BAD_REQUEST, e.to_string()),
+        // As this module's own refusals: the parameter, then why (`cursor: ...`).
+        Error::InvalidField { field, reason } => bad(format!("{field}: {reason}")),
         _ => reply::error(StatusCode::SERVICE_UNAVAILABLE, e.to_string()),
     }
 }
@@ -332,6 +333,7 @@ fn list_query(query: Option<&str>) -> Result<DeadLetterQuery, Bad> {
                     _ => return Err(format!("limit: must be 1 to {MAX_DEAD_LETTER_PAGE}")),
                 }
             }
+            // Any text: the core refuses one no page gave (`cursor: ...`, a 400).
             "cursor" => q.cursor = Some(v),
             "since" => q.since = Some(parse_time("since", &v)?),
             "until" => q.until = Some(parse_time("until", &v)?),

@@ -3,6 +3,7 @@
 //! pages, replayed one by one or all of a time range (`durable/dead.rs` keeps them,
 //! `delivery/replay.rs` replays them).
 
+use crate::error::Error;
 use crate::model::attempts::WebhookAttempt;
 use crate::model::outcome::Reason;
 use std::time::{Duration, SystemTime};
@@ -53,7 +54,8 @@ pub struct DeadLetterQuery {
     pub until: Option<SystemTime>,
     /// At most this many (1 to [`MAX_PAGE`]; default 100).
     pub limit: usize,
-    /// Where the page starts: the `next` of the page before (`None`: the newest).
+    /// Where the page starts: the `next` of the page before (`None`: the newest). A text
+    /// that is no page's `next` is refused ([`Error::InvalidField`] naming `cursor`).
     pub cursor: Option<String>,
 }
 
@@ -115,6 +117,14 @@ impl ReplayProgress {
     pub fn done(&self) -> bool {
         self.delivered + self.failed + self.skipped >= self.total
     }
+}
+
+/// The refusal of a `cursor` that no page gave.
+pub(crate) fn bad_cursor(text: &str) -> Error {
+    Error::invalid(
+        "cursor",
+        format!("{text:?} is not a page's next (give the next of the page before, or none)"),
+    )
 }
 
 /// A reason as a dead letter's row keeps it (`"status:400"`, `"gone"`, ...).

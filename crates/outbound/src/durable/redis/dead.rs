@@ -24,7 +24,7 @@ use crate::durable::dead::{
 use crate::durable::{Adopted, Cursor, Op, Record, Store, TenantNo, Ticket};
 use crate::error::Error;
 use crate::model::dead_letter::{
-    reason_of, DeadLetter, DeadLetterPage, DeadLetterQuery, DeadLetterStats, MAX_PAGE,
+    bad_cursor, reason_of, DeadLetter, DeadLetterPage, DeadLetterQuery, DeadLetterStats, MAX_PAGE,
 };
 use crate::model::spool_target::RedisSpool;
 use crate::wire::Body;
@@ -402,10 +402,17 @@ impl DeadLetters for RedisDead {
         let k = self.kept(no)?;
         let (t, m, r) = (k.keys.t.clone(), k.keys.m.clone(), k.keys.r.clone());
         let (since, until) = window(q);
-        let cursor = q.cursor.as_deref().and_then(|c| {
-            let (ms, id) = c.split_once('.')?;
-            Some((ms.parse::<i64>().ok()?, id.to_string()))
-        });
+        // A page's cursor: the last letter's failure time and id; any other text is refused.
+        let cursor = match q.cursor.as_deref() {
+            Some(c) => {
+                let read = c
+                    .split_once('.')
+                    .filter(|(_, id)| !id.is_empty())
+                    .and_then(|(ms, id)| Some((ms.parse::<i64>().ok()?, id.to_string())));
+                Some(read.ok_or_else(|| bad_cursor(c))?)
+            }
+            None => None,
+        };
         let limit = q.limit.clamp(1, MAX_PAGE);
         let top = match &cursor {
             Some((ms, _)) => (*ms).min(until.saturating_sub(1)),

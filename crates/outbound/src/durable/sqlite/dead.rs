@@ -10,7 +10,7 @@ use crate::durable::dead::{
     attempts_of, time_of, window, DeadLetters, DeadLimits, DeadOp, Marked, Pick, Replay,
 };
 use crate::model::dead_letter::{
-    reason_of, DeadLetter, DeadLetterPage, DeadLetterQuery, DeadLetterStats, MAX_PAGE,
+    bad_cursor, reason_of, DeadLetter, DeadLetterPage, DeadLetterQuery, DeadLetterStats, MAX_PAGE,
 };
 
 /// The table, in our own file's schema (`mod.rs`, `SCHEMA`).
@@ -334,10 +334,13 @@ fn letter(row: &Row<'_>, with_body: bool) -> rusqlite::Result<DeadLetter> {
 const LETTER: &str =
     "id, failed_ms, reason, detail, rounds, first_ms, attempts, length(body), replay_seq, rowid";
 
-/// A page's cursor: the last row's failure time and rowid.
-fn cursor_of(text: &str) -> Option<(i64, i64)> {
-    let (ms, rowid) = text.split_once('.')?;
-    Some((ms.parse().ok()?, rowid.parse().ok()?))
+/// A page's cursor: the last row's failure time and rowid; any other text is refused.
+fn cursor_of(text: &str) -> Result<(i64, i64), Error> {
+    let read = || {
+        let (ms, rowid) = text.split_once('.')?;
+        Some((ms.parse().ok()?, rowid.parse().ok()?))
+    };
+    read().ok_or_else(|| bad_cursor(text))
 }
 
 impl DeadLetters for SqliteStore {
@@ -360,11 +363,10 @@ impl DeadLetters for SqliteStore {
         let _gate = fork_gate::hold();
         let name = self.name_of(no);
         let (since, until) = window(q);
-        let (at_ms, at_row) = q
-            .cursor
-            .as_deref()
-            .and_then(cursor_of)
-            .unwrap_or((i64::MAX, i64::MAX));
+        let (at_ms, at_row) = match q.cursor.as_deref() {
+            Some(text) => cursor_of(text)?,
+            None => (i64::MAX, i64::MAX),
+        };
         let limit = q.limit.clamp(1, MAX_PAGE);
         let path = self.db_path.clone();
         let err = |e| db_err(&path, e);
