@@ -254,6 +254,89 @@ fn metrics_count_outcomes_per_source_and_destination() {
 }
 
 #[test]
+fn metrics_show_the_dead_letters_each_source_keeps() {
+    let dir = temp_dir();
+    let (ok, gone, quiet) = (Receiver::start(), Receiver::start(), Receiver::start());
+    gone.status.store(410, SeqCst); // refused for good: dead letters (on by default)
+    quiet.status.store(400, SeqCst);
+    let cfg = config(
+        &[
+            ("web", "wk_web", &ok),
+            ("gone", "wk_gone", &gone),
+            ("quiet", "wk_quiet", &quiet),
+        ],
+        "",
+    )
+    .replace(
+        "name = \"quiet\"\n",
+        "name = \"quiet\"\ndead_letters = false\n",
+    );
+    let relay = Relay::start(dir.path(), &cfg);
+    let send = |key: &str, id: &str| {
+        let a = post(
+            &relay.url("/v1/track"),
+            &[("Authorization", &basic(key))],
+            track(id).as_bytes(),
+        );
+        assert_eq!(a.status, 200, "{}", a.body);
+    };
+    for i in 0..3 {
+        send("wk_gone", &format!("g-{i}"));
+    }
+    send("wk_quiet", "q-1");
+    send("wk_web", "w-1");
+    let text = wait_sample(
+        &relay,
+        "adm",
+        "outbound_relay_dead_letters{source=\"gone\"}",
+        3.0,
+    );
+    assert!(
+        text.contains("# TYPE outbound_relay_dead_letters gauge"),
+        "{text}"
+    );
+    let bytes = sample(&text, "outbound_relay_dead_letter_bytes{source=\"gone\"}").unwrap();
+    assert!(bytes > 0.0, "{text}");
+    // A source that keeps them and has none: 0; one that keeps none: not there.
+    assert_eq!(
+        sample(&text, "outbound_relay_dead_letters{source=\"web\"}"),
+        Some(0.0),
+        "{text}"
+    );
+    quiet.wait_for(1);
+    let text = scrape(&relay, "adm");
+    for name in ["dead_letters", "dead_letter_bytes"] {
+        let series = format!("outbound_relay_{name}{{source=\"quiet\"}}");
+        assert_eq!(sample(&text, &series), None, "{text}");
+    }
+    assert!(
+        sample(&text, "outbound_relay_queue_depth{source=\"quiet\"}").is_some(),
+        "{text}"
+    );
+    // One discarded through the admin API: the gauge follows at the next scrape.
+    let page = get(
+        &relay.url("/admin/sources/gone/dead-letters?limit=1"),
+        &[("Authorization", "Bearer adm")],
+    )
+    .json();
+    let id = page["deadLetters"][0]["messageId"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let url = relay.url(&format!("/admin/sources/gone/dead-letters/{id}"));
+    assert_eq!(
+        support::delete(&url, &[("Authorization", "Bearer adm")]).status,
+        200
+    );
+    wait_sample(
+        &relay,
+        "adm",
+        "outbound_relay_dead_letters{source=\"gone\"}",
+        2.0,
+    );
+}
+
+#[test]
 fn metrics_show_queue_depth_spool_size_in_flight_and_latency() {
     let dir = temp_dir();
     let rx = Receiver::start();

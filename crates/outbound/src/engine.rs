@@ -3,6 +3,7 @@
 //! with many sources (outbound-relay) makes one [`Engine`] and a client per source on it
 //! (`Engine::client`, in `client/start.rs`), so a source is configuration and queues, not threads.
 
+use crate::delivery::command::{Answer, Ask};
 use crate::delivery::scheduler::{Control, Scheduler, Ways};
 use crate::delivery::spooler::{SpoolHandle, Spooler};
 use crate::durable::redis::dead::{RedisDead, WithDead};
@@ -13,6 +14,7 @@ use crate::error::Error;
 use crate::http::io::Io;
 use crate::log::Logger;
 use crate::model::config::Config;
+use crate::model::dead_letter::DeadLetterStats;
 use crate::model::spool_target::{spool_target, SpoolTarget};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU32, Ordering::Relaxed};
@@ -151,7 +153,29 @@ impl Engine {
             core: Arc::new(core),
         })
     }
+
+    /// Each tenant on the engine's spool that keeps dead letters, by name, with its counts
+    /// (as [`Client::dead_letter_stats`](crate::Client::dead_letter_stats) gives one
+    /// tenant's), in one question to the spool writer: on SQLite what it keeps counted,
+    /// with no query; on Redis one round trip for all of them. For a service's metrics,
+    /// however many tenants there are. Empty without a spool.
+    pub fn dead_letter_counts(&self) -> Result<Vec<(String, DeadLetterStats)>, Error> {
+        let Some(spool) = &self.core.spool else {
+            return Ok(Vec::new());
+        };
+        match spool.handle.inbox.ask(0, Ask::Counts, COUNTS_WAIT)? {
+            Answer::Counts(counts) => Ok(counts),
+            _ => Err(Error::Spool {
+                path: String::new(),
+                reason: "the spool writer gave an unexpected answer".into(),
+            }),
+        }
+    }
 }
+
+/// How long [`Engine::dead_letter_counts`] waits for the spool writer (it answers between
+/// commits).
+const COUNTS_WAIT: Duration = Duration::from_secs(10);
 
 /// A spool writer thread and its store: an engine's (its tenants share it), or a client's
 /// own (its `spool` setting).

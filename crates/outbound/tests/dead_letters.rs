@@ -472,6 +472,68 @@ fn tenants_of_an_engine_keep_their_own_dead_letters() {
     b.close(None).unwrap();
 }
 
+/// `Engine::dead_letter_counts`: every tenant that keeps dead letters, by name, with the
+/// counts `dead_letter_stats` gives it; one that keeps none is not there.
+fn counts_of_an_engine(spool: PathBuf) {
+    let (server, _) = switchable();
+    let engine = Engine::new(EngineConfig {
+        spool: Some(spool.clone()),
+        ..EngineConfig::default()
+    })
+    .unwrap();
+    let outcomes: Vec<Outcomes> = (0..3).map(|_| Outcomes::default()).collect();
+    let tenant = |name: &str, o: &Outcomes, keeps: bool| {
+        let config = Config {
+            spool: None,
+            dead_letters: keeps,
+            ..dead_config(&server, &spool, o)
+        };
+        engine.tenant(name, config).unwrap()
+    };
+    let a = tenant("a", &outcomes[0], true);
+    let b = tenant("b", &outcomes[1], true);
+    let off = tenant("off", &outcomes[2], false);
+    for i in 0..3 {
+        a.enqueue(&Message::track(format!("u{i}"), "A")).unwrap();
+    }
+    off.enqueue(&Message::track("u", "Off")).unwrap();
+    outcomes[0].wait_for(3, Duration::from_secs(10));
+    outcomes[2].wait_for(1, Duration::from_secs(10));
+    let counts = || -> HashMap<String, outbound::DeadLetterStats> {
+        engine.dead_letter_counts().unwrap().into_iter().collect()
+    };
+    wait_until("a's three", Duration::from_secs(5), || {
+        counts().get("a").is_some_and(|s| s.count == 3)
+    });
+    let now = counts();
+    assert_eq!(now.len(), 2, "{now:?}");
+    assert_eq!(now["a"], a.dead_letter_stats().unwrap());
+    assert!(now["a"].bytes > 0);
+    assert_eq!(now["b"], Default::default());
+    assert!(!now.contains_key("off"), "off keeps none");
+    // One goes: the counts follow.
+    let first = all_dead(&a)[0].message_id.clone();
+    assert!(a.delete_dead_letter(&first).unwrap());
+    assert_eq!(counts()["a"].count, 2);
+    for c in [a, b, off] {
+        c.close(None).unwrap();
+    }
+    // Without a spool: none.
+    let bare = Engine::new(EngineConfig::default()).unwrap();
+    assert!(bare.dead_letter_counts().unwrap().is_empty());
+}
+
+#[test]
+fn an_engine_counts_its_tenants_dead_letters_at_once() {
+    counts_of_an_engine(temp_dir("counts"));
+}
+
+#[test]
+fn on_redis_an_engine_counts_its_tenants_dead_letters_at_once() {
+    let redis = redis_server::RedisServer::start();
+    counts_of_an_engine(redis.spool("counts"));
+}
+
 /// The child of the kill test: its messages fail into dead letters; then (with
 /// `DEAD_REPLAY`) it starts a replay that the receiver hangs on. It says where it got to on
 /// stdout and waits to be killed.

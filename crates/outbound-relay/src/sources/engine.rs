@@ -105,6 +105,12 @@ pub fn log_sink(source: &str) -> LogSink {
     })
 }
 
+/// Each source on the shared spool that keeps dead letters, by name, with its counts: one
+/// question to the spool writer for all of them (`Engine::dead_letter_counts`).
+pub fn dead_letter_counts() -> Result<Vec<(String, outbound::DeadLetterStats)>, outbound::Error> {
+    engine()?.dead_letter_counts()
+}
+
 /// The shared spool: `data_dir/spool`, or the fleet's Redis URL (its prefix as given).
 pub fn shared_spool() -> Option<&'static PathBuf> {
     ENGINE_SPOOL.get()

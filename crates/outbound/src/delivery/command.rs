@@ -126,6 +126,9 @@ pub(crate) enum Ask {
     Replay(Pick, u8),
     Progress(u64),
     Stats,
+    /// Every tenant of the writer that keeps dead letters, by name, with its counts
+    /// (`Engine::dead_letter_counts`; the request's tenant is not looked at).
+    Counts,
 }
 
 /// The answer to an [`Ask`].
@@ -137,6 +140,7 @@ pub(crate) enum Answer {
     /// or no such replay.
     Replay(Option<ReplayProgress>),
     Stats(DeadLetterStats),
+    Counts(Vec<(String, DeadLetterStats)>),
 }
 
 /// An [`Ask`] of tenant `tenant`, with where its answer goes.

@@ -422,15 +422,24 @@ impl TenantSpoolInbox {
     /// Asks the writer about this tenant's dead letters and waits (at most `wait`) for its
     /// answer: it answers between commits.
     pub(crate) fn ask(&self, ask: Ask, wait: std::time::Duration) -> Result<Answer, Error> {
+        self.inbox.ask(self.tenant, ask, wait)
+    }
+}
+
+impl SpoolInbox {
+    /// Asks the writer about tenant `tenant`'s dead letters (or, [`Ask::Counts`], all of
+    /// its tenants') and waits (at most `wait`) for its answer: it answers between commits.
+    pub(crate) fn ask(
+        &self,
+        tenant: TenantNo,
+        ask: Ask,
+        wait: std::time::Duration,
+    ) -> Result<Answer, Error> {
         let (reply, answer) = crossbeam_channel::bounded(1);
-        let request = Request {
-            tenant: self.tenant,
-            ask,
-            reply,
-        };
+        let request = Request { tenant, ask, reply };
         let gone = || Error::Closed;
-        self.inbox.asks.send(request).map_err(|_| gone())?;
-        ring(&self.inbox.bell);
+        self.asks.send(request).map_err(|_| gone())?;
+        ring(&self.bell);
         match answer.recv_timeout(wait) {
             Ok(answer) => answer,
             Err(crossbeam_channel::RecvTimeoutError::Timeout) => Err(Error::Spool {

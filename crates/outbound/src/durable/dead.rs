@@ -135,6 +135,12 @@ pub(crate) trait DeadLetters: Send {
 
     /// Tenant `no`'s counts.
     fn stats(&self, no: TenantNo) -> DeadLetterStats;
+
+    /// The counts of each of `nos`, in their order, at once (a service's scrape of all its
+    /// tenants). Default: [`stats`](Self::stats) of each, which the store keeps counted.
+    fn stats_of(&mut self, nos: &[TenantNo]) -> Result<Vec<DeadLetterStats>, Error> {
+        Ok(nos.iter().map(|no| self.stats(*no)).collect())
+    }
 }
 
 pub(crate) fn unix_ms(t: SystemTime) -> i64 {

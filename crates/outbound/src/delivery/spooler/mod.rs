@@ -27,12 +27,13 @@
 //! it carried goes with the commit after that: the waiters of the one sent in between are
 //! answered `false`, as not everything before them is on disk.
 
-use crate::delivery::command::{Command, Item, Resumed};
+use crate::delivery::command::{Answer, Ask, Command, Item, Resumed};
 use crate::delivery::inbox::{Inbox, SpoolInbox, SpoolMailbox, SpoolNote, SpoolOps, Waiter};
 use crate::delivery::replay::{self, Replays};
 use crate::delivery::shared::Shared;
 use crate::durable::dead::{DeadLimits, DeadOp};
 use crate::durable::{Cursor, Op, Record, Store, TenantNo, Ticket};
+use crate::error::Error;
 use crate::log::{Level, Logger};
 use crate::model::timestamp::{instant_of, wall_ms};
 use crate::wire::ingestion::Element;
@@ -391,6 +392,10 @@ impl Spooler {
                 }
             }
             while let Ok(request) = self.mailbox.asks.try_recv() {
+                if let Ask::Counts = request.ask {
+                    let _ = request.reply.send(self.dead_counts());
+                    continue;
+                }
                 let keeps = (self.tenants.get(&request.tenant)).is_some_and(|t| t.dead.is_some());
                 self.replays.answer(&mut *self.store, keeps, request);
             }
@@ -439,6 +444,22 @@ impl Spooler {
                 SpoolControl::Stop => self.stopping = true,
             }
         }
+    }
+
+    /// Every tenant that keeps dead letters, by name, with its counts ([`Ask::Counts`]): what
+    /// the store keeps counted, all at once.
+    fn dead_counts(&mut self) -> Result<Answer, Error> {
+        let keeping: Vec<(TenantNo, String)> = (self.tenants.iter())
+            .filter(|(_, t)| t.dead.is_some())
+            .map(|(no, t)| (*no, t.name.clone()))
+            .collect();
+        let Some(dead) = self.store.dead_letters() else {
+            return Ok(Answer::Counts(Vec::new()));
+        };
+        let nos: Vec<TenantNo> = keeping.iter().map(|(no, _)| *no).collect();
+        let stats = dead.stats_of(&nos)?;
+        let names = keeping.into_iter().map(|(_, name)| name);
+        Ok(Answer::Counts(names.zip(stats).collect()))
     }
 
     /// The engine is gone: what is left is committed, and the store closed.
