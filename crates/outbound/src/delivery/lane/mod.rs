@@ -139,6 +139,10 @@ pub(crate) struct Report {
     pub seen: Seen,
     /// When the lane handed it to a worker ([`Lane::start`]).
     pub started: Instant,
+    /// How long it waited for its first turn on the I/O engine (zero on a worker thread).
+    pub lag: Duration,
+    /// When it was sent back.
+    pub sent: Instant,
 }
 
 #[derive(Debug, PartialEq, Eq)]

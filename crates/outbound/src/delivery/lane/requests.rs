@@ -34,6 +34,8 @@ impl Lane {
         };
         io.spawn(async move {
             let _ticket = ticket;
+            // How long the I/O engine took to give it a turn.
+            let lag = started.elapsed();
             let (attempt, seen) = post(&delivery, lane, &job).await;
             // The scheduler gone (closed), nobody waits for it.
             let _ = reports.send(Report {
@@ -43,8 +45,18 @@ impl Lane {
                 attempt,
                 seen,
                 started,
+                lag,
+                sent: Instant::now(),
             });
         });
+    }
+
+    /// A request of this lane waited `lag` for the process: the I/O engine's budget of
+    /// requests follows such delays ([`Budget::answered`]).
+    pub(crate) fn answered(&self, lag: Duration, now: Instant) {
+        if self.on_io {
+            self.budget.answered(lag, now);
+        }
     }
 
     /// A request of this lane came back: a lane with none out gives up its seat.

@@ -254,6 +254,8 @@ fn work(
             attempt,
             seen,
             started,
+            lag: Duration::ZERO,
+            sent: Instant::now(),
         };
         if reports.send(report).is_err() {
             return;

@@ -28,8 +28,12 @@ impl Tenant {
             attempt,
             seen,
             started,
+            lag,
+            sent,
         } = report;
         self.lanes[lane].finished(&attempt, started, now);
+        // What the request waited for this process: its first turn, and this look.
+        self.lanes[lane].answered(lag + now.saturating_duration_since(sent), now);
         // A webhook request's record: in its URL's log, and, for a failure with dead letters
         // on, kept by its message's round for its dead letter.
         let record = match &job {
