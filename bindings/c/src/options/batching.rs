@@ -18,14 +18,7 @@ pub unsafe extern "C" fn outbound_options_set_flush_at(
     flush_at: usize,
 ) -> outbound_result {
     // SAFETY: the caller's contract.
-    ffi!({
-        unsafe {
-            with_config(options, |c| {
-                c.flush_at = flush_at;
-                Ok(())
-            })
-        }
-    })
+    ffi!({ unsafe { set(options, |c| c.flush_at = flush_at) } })
 }
 
 /// The most messages one ingestion request may carry when closed batches waiting together
@@ -50,9 +43,8 @@ pub unsafe extern "C" fn outbound_options_set_max_batch_messages(
     // SAFETY: the caller's contract.
     ffi!({
         unsafe {
-            with_config(options, |c| {
-                c.max_batch_messages = (max_batch_messages > 0).then_some(max_batch_messages);
-                Ok(())
+            set(options, |c| {
+                c.max_batch_messages = (max_batch_messages > 0).then_some(max_batch_messages)
             })
         }
     })
@@ -71,14 +63,7 @@ pub unsafe extern "C" fn outbound_options_set_flush_interval_ms(
     ms: u64,
 ) -> outbound_result {
     // SAFETY: the caller's contract.
-    ffi!({
-        unsafe {
-            with_config(options, |c| {
-                c.flush_interval = millis(ms);
-                Ok(())
-            })
-        }
-    })
+    ffi!({ unsafe { set(options, |c| c.flush_interval = millis(ms)) } })
 }
 
 /// Most messages held at once, including those waiting to retry (default 10000). When
@@ -96,14 +81,7 @@ pub unsafe extern "C" fn outbound_options_set_max_queue_size(
     max_queue_size: usize,
 ) -> outbound_result {
     // SAFETY: the caller's contract.
-    ffi!({
-        unsafe {
-            with_config(options, |c| {
-                c.max_queue_size = max_queue_size;
-                Ok(())
-            })
-        }
-    })
+    ffi!({ unsafe { set(options, |c| c.max_queue_size = max_queue_size) } })
 }
 
 /// How long a call waits for room when the queue (`max_queue_size`) or the spool
@@ -124,14 +102,7 @@ pub unsafe extern "C" fn outbound_options_set_queue_full_wait_ms(
     ms: u64,
 ) -> outbound_result {
     // SAFETY: the caller's contract.
-    ffi!({
-        unsafe {
-            with_config(options, |c| {
-                c.queue_full_wait = millis(ms);
-                Ok(())
-            })
-        }
-    })
+    ffi!({ unsafe { set(options, |c| c.queue_full_wait = millis(ms)) } })
 }
 
 /// Bound on one whole HTTP exchange, in milliseconds (default 5000).
@@ -147,14 +118,7 @@ pub unsafe extern "C" fn outbound_options_set_timeout_ms(
     ms: u64,
 ) -> outbound_result {
     // SAFETY: the caller's contract.
-    ffi!({
-        unsafe {
-            with_config(options, |c| {
-                c.timeout = millis(ms);
-                Ok(())
-            })
-        }
-    })
+    ffi!({ unsafe { set(options, |c| c.timeout = millis(ms)) } })
 }
 
 /// First retry backoff ceiling in milliseconds, doubled per attempt (default 500).
@@ -170,14 +134,7 @@ pub unsafe extern "C" fn outbound_options_set_retry_base_ms(
     ms: u64,
 ) -> outbound_result {
     // SAFETY: the caller's contract.
-    ffi!({
-        unsafe {
-            with_config(options, |c| {
-                c.retry.base = millis(ms);
-                Ok(())
-            })
-        }
-    })
+    ffi!({ unsafe { set(options, |c| c.retry.base = millis(ms)) } })
 }
 
 /// Largest retry backoff ceiling in milliseconds (default 10000). A destination that fails
@@ -194,14 +151,7 @@ pub unsafe extern "C" fn outbound_options_set_max_backoff_ms(
     ms: u64,
 ) -> outbound_result {
     // SAFETY: the caller's contract.
-    ffi!({
-        unsafe {
-            with_config(options, |c| {
-                c.retry.max_backoff = millis(ms);
-                Ok(())
-            })
-        }
-    })
+    ffi!({ unsafe { set(options, |c| c.retry.max_backoff = millis(ms)) } })
 }
 
 /// Largest `Retry-After` honoured, in milliseconds (default 600000).
@@ -217,14 +167,7 @@ pub unsafe extern "C" fn outbound_options_set_max_retry_after_ms(
     ms: u64,
 ) -> outbound_result {
     // SAFETY: the caller's contract.
-    ffi!({
-        unsafe {
-            with_config(options, |c| {
-                c.retry.max_retry_after = millis(ms);
-                Ok(())
-            })
-        }
-    })
+    ffi!({ unsafe { set(options, |c| c.retry.max_retry_after = millis(ms)) } })
 }
 
 /// How long after its first attempt a message is retried at most, in milliseconds
@@ -241,14 +184,7 @@ pub unsafe extern "C" fn outbound_options_set_max_retry_duration_ms(
     ms: u64,
 ) -> outbound_result {
     // SAFETY: the caller's contract.
-    ffi!({
-        unsafe {
-            with_config(options, |c| {
-                c.retry.max_retry_duration = millis(ms);
-                Ok(())
-            })
-        }
-    })
+    ffi!({ unsafe { set(options, |c| c.retry.max_retry_duration = millis(ms)) } })
 }
 
 /// Gzip ingestion bodies (default false).
@@ -264,14 +200,7 @@ pub unsafe extern "C" fn outbound_options_set_gzip(
     gzip: bool,
 ) -> outbound_result {
     // SAFETY: the caller's contract.
-    ffi!({
-        unsafe {
-            with_config(options, |c| {
-                c.gzip = gzip;
-                Ok(())
-            })
-        }
-    })
+    ffi!({ unsafe { set(options, |c| c.gzip = gzip) } })
 }
 
 /// Delivery threads each destination keeps ready when idle (default 2); more start on
@@ -288,14 +217,7 @@ pub unsafe extern "C" fn outbound_options_set_workers(
     workers: usize,
 ) -> outbound_result {
     // SAFETY: the caller's contract.
-    ffi!({
-        unsafe {
-            with_config(options, |c| {
-                c.workers = workers;
-                Ok(())
-            })
-        }
-    })
+    ffi!({ unsafe { set(options, |c| c.workers = workers) } })
 }
 
 /// Most requests in flight at once to each destination: the ingestion endpoint, and each
@@ -315,14 +237,7 @@ pub unsafe extern "C" fn outbound_options_set_max_in_flight(
     max_in_flight: usize,
 ) -> outbound_result {
     // SAFETY: the caller's contract.
-    ffi!({
-        unsafe {
-            with_config(options, |c| {
-                c.max_in_flight = max_in_flight;
-                Ok(())
-            })
-        }
-    })
+    ffi!({ unsafe { set(options, |c| c.max_in_flight = max_in_flight) } })
 }
 
 /// Turns runtime logging on or off. Unset, it follows the `DEBUG` environment variable
@@ -339,12 +254,5 @@ pub unsafe extern "C" fn outbound_options_set_debug(
     debug: bool,
 ) -> outbound_result {
     // SAFETY: the caller's contract.
-    ffi!({
-        unsafe {
-            with_config(options, |c| {
-                c.debug = Some(debug);
-                Ok(())
-            })
-        }
-    })
+    ffi!({ unsafe { set(options, |c| c.debug = Some(debug)) } })
 }

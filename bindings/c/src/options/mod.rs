@@ -84,6 +84,20 @@ unsafe fn with_config(
     )
 }
 
+/// [`with_config`] for a setter that cannot fail: `f` sets its field.
+///
+/// # Safety
+/// As [`with_config`].
+unsafe fn set(options: *mut outbound_options, f: impl FnOnce(&mut Config)) -> outbound_result {
+    // SAFETY: the caller's contract.
+    unsafe {
+        with_config(options, |c| {
+            f(c);
+            Ok(())
+        })
+    }
+}
+
 /// Creates options with every default: no destination (set a write key, a webhook or
 /// both), endpoint `https://api.segment.io`, flush_at 20 (also the most messages one
 /// request carries: max_batch_messages unset), flush_interval 5000 ms,

@@ -17,14 +17,7 @@ pub unsafe extern "C" fn outbound_options_set_send(
     send: bool,
 ) -> outbound_result {
     // SAFETY: the caller's contract.
-    ffi!({
-        unsafe {
-            with_config(options, |c| {
-                c.send = send;
-                Ok(())
-            })
-        }
-    })
+    ffi!({ unsafe { set(options, |c| c.send = send) } })
 }
 
 /// Makes `outbound_client_new` build a recording client, for your application's tests
@@ -67,14 +60,7 @@ pub unsafe extern "C" fn outbound_options_set_proxy_from_env(
     proxy_from_env: bool,
 ) -> outbound_result {
     // SAFETY: the caller's contract.
-    ffi!({
-        unsafe {
-            with_config(options, |c| {
-                c.proxy_from_env = proxy_from_env;
-                Ok(())
-            })
-        }
-    })
+    ffi!({ unsafe { set(options, |c| c.proxy_from_env = proxy_from_env) } })
 }
 
 /// Refuses to send webhooks to non-public addresses (default false): loopback, private
@@ -96,14 +82,7 @@ pub unsafe extern "C" fn outbound_options_set_block_private_networks(
     block: bool,
 ) -> outbound_result {
     // SAFETY: the caller's contract.
-    ffi!({
-        unsafe {
-            with_config(options, |c| {
-                c.block_private_networks = block;
-                Ok(())
-            })
-        }
-    })
+    ffi!({ unsafe { set(options, |c| c.block_private_networks = block) } })
 }
 
 /// Adds a network exempt from `outbound_options_set_block_private_networks`, in CIDR

@@ -134,14 +134,7 @@ pub unsafe extern "C" fn outbound_options_set_dead_letters(
     keep: bool,
 ) -> outbound_result {
     // SAFETY: the caller's contract.
-    ffi!({
-        unsafe {
-            with_config(options, |c| {
-                c.dead_letters = keep;
-                Ok(())
-            })
-        }
-    })
+    ffi!({ unsafe { set(options, |c| c.dead_letters = keep) } })
 }
 
 /// How long a dead letter is kept, in milliseconds (default 14 days).
@@ -157,14 +150,7 @@ pub unsafe extern "C" fn outbound_options_set_dead_letter_retention_ms(
     ms: u64,
 ) -> outbound_result {
     // SAFETY: the caller's contract.
-    ffi!({
-        unsafe {
-            with_config(options, |c| {
-                c.dead_letter_retention = millis(ms);
-                Ok(())
-            })
-        }
-    })
+    ffi!({ unsafe { set(options, |c| c.dead_letter_retention = millis(ms)) } })
 }
 
 /// Bytes of dead letters kept at most (default 256 MiB): past it the oldest are dropped.
@@ -180,12 +166,5 @@ pub unsafe extern "C" fn outbound_options_set_dead_letter_max_bytes(
     bytes: u64,
 ) -> outbound_result {
     // SAFETY: the caller's contract.
-    ffi!({
-        unsafe {
-            with_config(options, |c| {
-                c.dead_letter_max_bytes = bytes;
-                Ok(())
-            })
-        }
-    })
+    ffi!({ unsafe { set(options, |c| c.dead_letter_max_bytes = bytes) } })
 }
