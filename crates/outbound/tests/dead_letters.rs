@@ -415,6 +415,45 @@ fn on_redis_a_cursor_no_page_gave_is_refused_naming_cursor() {
     client.close(None).unwrap();
 }
 
+/// A Redis that stops answering (`CLIENT PAUSE ALL`) costs a question about dead letters
+/// the client's `timeout`, and an error naming them; the answers are right again once it
+/// answers.
+#[test]
+fn on_redis_a_stalled_server_fails_a_count_within_the_timeout() {
+    let redis = redis_server::RedisServer::start();
+    let (server, _) = switchable();
+    let outcomes = Outcomes::default();
+    let client = Client::new(Config {
+        timeout: Duration::from_secs(1),
+        ..dead_config(&server, &redis.spool("stall"), &outcomes)
+    })
+    .unwrap();
+    client.enqueue(&Message::track("u1", "E")).unwrap();
+    outcomes.wait_for(1, Duration::from_secs(10));
+    wait_until("its dead letter", Duration::from_secs(5), || {
+        client.dead_letter_stats().unwrap().count == 1
+    });
+    redis::cmd("CLIENT")
+        .arg("PAUSE")
+        .arg(4_000)
+        .arg("ALL")
+        .query::<()>(&mut redis.conn())
+        .unwrap();
+    let asked = Instant::now();
+    let answer = client.dead_letter_stats();
+    let took = asked.elapsed();
+    let err = answer.expect_err("a count from a paused server");
+    assert!(err.to_string().contains("dead letters"), "{err}");
+    assert!(
+        took < Duration::from_millis(2_500),
+        "answered after {took:?}"
+    );
+    wait_until("the count again", Duration::from_secs(10), || {
+        client.dead_letter_stats().is_ok_and(|s| s.count == 1)
+    });
+    client.close(None).unwrap();
+}
+
 #[test]
 fn dead_letters_need_a_spool() {
     let err = Client::new(Config {

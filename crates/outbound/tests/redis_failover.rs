@@ -10,7 +10,7 @@
 mod redis_server;
 mod support;
 
-use outbound::{Client, Config, Message, RedisAck, Webhook};
+use outbound::{Client, Config, DeadLetterQuery, Message, RedisAck, Webhook};
 use redis_server::{RedisSentinel, RedisServer};
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
@@ -50,6 +50,28 @@ fn wait_ready(sentinels: &[RedisSentinel]) {
     panic!("the Sentinels did not see each other and the replica in 30 s");
 }
 
+/// The spool URL of the primary `sentinels` watch, keys under `prefix`.
+fn sentinel_spool(sentinels: &[RedisSentinel], prefix: &str) -> PathBuf {
+    let hosts: Vec<String> = (sentinels.iter())
+        .map(|s| format!("127.0.0.1:{}", s.port))
+        .collect();
+    PathBuf::from(format!(
+        "redis+sentinel://{}/{NAME}/0?prefix={prefix}",
+        hosts.join(",")
+    ))
+}
+
+/// When the Sentinels name `replica` the primary, after its primary was killed at `killed`.
+fn promotion(sentinels: &[RedisSentinel], replica: &RedisServer, killed: Instant) -> Instant {
+    loop {
+        if sentinels[0].primary(NAME) == Some(replica.port) {
+            return Instant::now();
+        }
+        assert!(killed.elapsed() < Duration::from_secs(30), "no promotion");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
 fn client(spool: &Path, url: &str, ack: RedisAck) -> Client {
     Client::new(Config {
         webhooks: vec![Webhook::new(url)],
@@ -83,6 +105,64 @@ fn with_replicas_1_a_failover_is_acknowledged_again_only_once_a_replica_is_back(
 /// a replica). Checks that nothing acknowledged is lost (another client takes everything
 /// over from the new primary); returns how long after the promotion messages were
 /// acknowledged again.
+/// Dead letters live beside the spool: through Sentinel they are written to the primary it
+/// names, and after a failover to the new one, where those written before are still listed.
+#[test]
+fn dead_letters_follow_the_primary_through_a_failover() {
+    let mut primary = RedisServer::start();
+    let replica = RedisServer::replica_of(primary.port);
+    replica.wait_in_sync();
+    let sentinels: Vec<RedisSentinel> = (0..3)
+        .map(|_| RedisSentinel::start(NAME, primary.port))
+        .collect();
+    wait_ready(&sentinels);
+    let refusing = Server::answering(400); // a 400 fails at once: a dead letter
+    let c = Client::new(Config {
+        webhooks: vec![Webhook::new(&refusing.url)],
+        spool: Some(sentinel_spool(&sentinels, "dl")),
+        dead_letters: true,
+        timeout: Duration::from_secs(1),
+        ..Config::default()
+    })
+    .unwrap();
+    let send = |from: usize| {
+        for i in from..from + 5 {
+            c.enqueue(&Message::track("u1", "E").message_id(format!("d-{i}")))
+                .unwrap();
+        }
+    };
+    let count_reaches = |n: u64| {
+        let end = Instant::now() + Duration::from_secs(30);
+        let mut last = None;
+        while Instant::now() < end {
+            match c.dead_letter_stats() {
+                Ok(s) if s.count == n => return,
+                got => last = Some(got),
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        panic!("{n} dead letters not counted in 30 s; last answer: {last:?}");
+    };
+    send(0);
+    count_reaches(5);
+    replica.wait_in_sync();
+    primary.kill(); // SIGKILL
+    promotion(&sentinels, &replica, Instant::now());
+    send(5);
+    count_reaches(10);
+    let page = c
+        .dead_letters(&DeadLetterQuery {
+            limit: 100,
+            ..Default::default()
+        })
+        .unwrap();
+    let mut ids: Vec<String> = page.letters.into_iter().map(|d| d.message_id).collect();
+    ids.sort();
+    let want: Vec<String> = (0..10).map(|i| format!("d-{i}")).collect();
+    assert_eq!(ids, want);
+    c.close(None).unwrap();
+}
+
 fn failover(ack: RedisAck, restart: bool) -> Duration {
     let mut primary = RedisServer::start();
     let replica = RedisServer::replica_of(primary.port);
@@ -91,14 +171,7 @@ fn failover(ack: RedisAck, restart: bool) -> Duration {
         .map(|_| RedisSentinel::start(NAME, primary.port))
         .collect();
     wait_ready(&sentinels);
-    let hosts: Vec<String> = sentinels
-        .iter()
-        .map(|s| format!("127.0.0.1:{}", s.port))
-        .collect();
-    let spool = PathBuf::from(format!(
-        "redis+sentinel://{}/{NAME}/0?prefix=fo",
-        hosts.join(",")
-    ));
+    let spool = sentinel_spool(&sentinels, "fo");
     // A: messages stay pending (its receiver answers 503), acknowledged one at a time.
     let down = Server::answering(503);
     let a = Arc::new(client(&spool, &down.url, ack));
@@ -122,13 +195,7 @@ fn failover(ack: RedisAck, restart: bool) -> Duration {
     std::thread::sleep(Duration::from_secs(1));
     primary.kill(); // SIGKILL
     let killed = Instant::now();
-    let promoted = loop {
-        if sentinels[0].primary(NAME) == Some(replica.port) {
-            break Instant::now();
-        }
-        assert!(killed.elapsed() < Duration::from_secs(30), "no promotion");
-        std::thread::sleep(Duration::from_millis(20));
-    };
+    let promoted = promotion(&sentinels, &replica, killed);
     // Its supervisor restarts the killed server: Sentinel makes it a replica of the new
     // primary, so `replicas:1` can be confirmed again.
     if restart {

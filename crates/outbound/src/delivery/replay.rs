@@ -96,7 +96,7 @@ impl Replays {
             Ask::List(q) => Answer::Page(dead.list(no, &q)?),
             Ask::Get(id) => Answer::Letter(dead.get(no, &id)?.map(Box::new)),
             Ask::Delete(id) => Answer::Deleted(dead.delete(no, &id)?),
-            Ask::Stats => Answer::Stats(dead.stats(no)),
+            Ask::Stats => Answer::Stats(dead.stats(no)?),
             // The writer answers it itself (`spooler.rs`): it knows the tenants' names.
             Ask::Counts => Answer::Counts(Vec::new()),
             Ask::Progress(id) => Answer::Replay(self.progress(id)),

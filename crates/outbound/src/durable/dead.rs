@@ -134,12 +134,12 @@ pub(crate) trait DeadLetters: Send {
     fn expire(&mut self, now_ms: i64) -> Result<(), Error>;
 
     /// Tenant `no`'s counts.
-    fn stats(&self, no: TenantNo) -> DeadLetterStats;
+    fn stats(&mut self, no: TenantNo) -> Result<DeadLetterStats, Error>;
 
     /// The counts of each of `nos`, in their order, at once (a service's scrape of all its
     /// tenants). Default: [`stats`](Self::stats) of each, which the store keeps counted.
     fn stats_of(&mut self, nos: &[TenantNo]) -> Result<Vec<DeadLetterStats>, Error> {
-        Ok(nos.iter().map(|no| self.stats(*no)).collect())
+        nos.iter().map(|no| self.stats(*no)).collect()
     }
 }
 

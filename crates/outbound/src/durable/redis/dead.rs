@@ -18,6 +18,7 @@
 //! removes its record, so a crash between the two keeps it both pending and dead (it is
 //! delivered again, at least once, and its dead letter stays), never neither.
 
+use super::connect::Target;
 use crate::durable::dead::{
     attempts_of, time_of, window, DeadLetters, DeadLimits, DeadOp, DeadRecord, Marked, Pick, Replay,
 };
@@ -73,7 +74,9 @@ struct Kept {
 
 /// The dead letters of a Redis spool's tenants.
 pub(crate) struct RedisDead {
-    client: redis::Client,
+    /// The server, or the primary Sentinel names (`connect.rs`): asked at each connection,
+    /// so dead letters follow a failover as the spool does.
+    target: Target,
     conn: Option<Connection>,
     io_timeout: Duration,
     prefix: String,
@@ -132,12 +135,12 @@ impl RedisDead {
         io_timeout: Duration,
         alive_for: Duration,
     ) -> Result<RedisDead, Error> {
-        let client = redis::Client::open(spool.url.as_str()).map_err(|e| Error::Spool {
+        let target = Target::of(spool).map_err(|reason| Error::Spool {
             path: spool.shown.clone(),
-            reason: format!("not a usable Redis URL: {e}"),
+            reason,
         })?;
         Ok(RedisDead {
-            client,
+            target,
             conn: None,
             io_timeout,
             prefix: spool.prefix.clone(),
@@ -163,14 +166,7 @@ impl RedisDead {
         f: impl FnOnce(&mut Connection) -> redis::RedisResult<T>,
     ) -> Result<T, Error> {
         if self.conn.is_none() {
-            let c = self
-                .client
-                .get_connection_with_timeout(self.io_timeout)
-                .and_then(|c| {
-                    c.set_read_timeout(Some(self.io_timeout))?;
-                    c.set_write_timeout(Some(self.io_timeout))?;
-                    Ok(c)
-                })
+            let c = (self.target.connect(self.io_timeout))
                 .map_err(|e| self.err(format!("cannot connect: {e}")))?;
             self.conn = Some(c);
         }
@@ -608,32 +604,12 @@ impl DeadLetters for RedisDead {
         Ok(())
     }
 
-    fn stats(&self, no: TenantNo) -> DeadLetterStats {
-        let Some(k) = self.tenants.get(&no) else {
-            return DeadLetterStats::default();
-        };
-        // Counted by the server: `stats` takes `&self`, so it asks on a connection of its
-        // own (rare: an operator's question).
-        let (count, bytes) = self
-            .client
-            .get_connection_with_timeout(self.io_timeout)
-            .and_then(|mut c| {
-                let mut pipe = redis::pipe();
-                pipe.zcard(&k.keys.t).get(&k.keys.b);
-                pipe.query::<(u64, Option<i64>)>(&mut c)
-            })
-            .map(|(n, b)| (n, b.unwrap_or(0).max(0) as u64))
-            .unwrap_or((0, 0));
-        DeadLetterStats {
-            count,
-            bytes,
-            evicted: k.evicted,
-            expired: k.expired,
-        }
+    fn stats(&mut self, no: TenantNo) -> Result<DeadLetterStats, Error> {
+        Ok(self.stats_of(&[no])?.pop().unwrap_or_default())
     }
 
-    /// Counted by the server as [`stats`](Self::stats), but every tenant in one pipeline on
-    /// the writer's connection: one round trip however many tenants there are.
+    /// Counted by the server, every tenant in one pipeline on the writer's connection (its
+    /// timeouts bound a stalled server): one round trip however many tenants there are.
     fn stats_of(&mut self, nos: &[TenantNo]) -> Result<Vec<DeadLetterStats>, Error> {
         let mut pipe = redis::pipe();
         let mut asked = 0;

@@ -530,11 +530,10 @@ impl DeadLetters for SqliteStore {
         })
     }
 
-    fn stats(&self, no: TenantNo) -> DeadLetterStats {
-        self.names
-            .get(&no)
+    fn stats(&mut self, no: TenantNo) -> Result<DeadLetterStats, Error> {
+        Ok((self.names.get(&no))
             .and_then(|n| self.dead.counts.get(n))
             .copied()
-            .unwrap_or_default()
+            .unwrap_or_default())
     }
 }
