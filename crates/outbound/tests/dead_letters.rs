@@ -454,6 +454,58 @@ fn on_redis_a_stalled_server_fails_a_count_within_the_timeout() {
     client.close(None).unwrap();
 }
 
+/// A dead letter Redis refuses to write (here its hash is the wrong type) keeps its message
+/// in the stream until it is written: closed before that, the next client resumes the
+/// message, and its letter is kept when it fails again. Nothing is lost in between.
+#[test]
+fn on_redis_a_letter_that_cannot_be_written_keeps_its_message_in_the_stream() {
+    let redis = redis_server::RedisServer::start();
+    let (server, _) = switchable();
+    let spool = redis.spool("hold");
+    let outcomes = Outcomes::default();
+    let a = Client::new(dead_config(&server, &spool, &outcomes)).unwrap();
+    a.enqueue(&Message::track("u1", "E")).unwrap();
+    outcomes.wait_for(1, Duration::from_secs(10));
+    wait_until("the first letter", Duration::from_secs(5), || {
+        a.dead_letter_stats().unwrap().count == 1
+    });
+    let mut c = redis.conn();
+    let letters: Vec<String> = redis::cmd("KEYS")
+        .arg("{hold:dl:*}:m")
+        .query(&mut c)
+        .unwrap();
+    assert_eq!(letters.len(), 1, "{letters:?}");
+    redis::cmd("SET")
+        .arg(&letters[0])
+        .arg("not a hash")
+        .query::<()>(&mut c)
+        .unwrap();
+    let id = a.enqueue(&Message::track("u2", "E")).unwrap();
+    outcomes.wait_for(2, Duration::from_secs(10));
+    std::thread::sleep(Duration::from_millis(500)); // commits go on meanwhile
+    assert!(
+        redis.spooled_ids("hold").contains(&id),
+        "the message left the stream without its letter"
+    );
+    a.close(None).unwrap();
+    assert!(redis.spooled_ids("hold").contains(&id));
+    redis::cmd("DEL")
+        .arg(&letters[0])
+        .query::<()>(&mut c)
+        .unwrap();
+    let outcomes = Outcomes::default();
+    let b = Client::new(dead_config(&server, &spool, &outcomes)).unwrap();
+    wait_until(
+        "its letter, written by the next client",
+        Duration::from_secs(30),
+        || b.dead_letter(&id).unwrap().is_some(),
+    );
+    wait_until("the stream to let it go", Duration::from_secs(5), || {
+        !redis.spooled_ids("hold").contains(&id)
+    });
+    b.close(None).unwrap();
+}
+
 #[test]
 fn dead_letters_need_a_spool() {
     let err = Client::new(Config {

@@ -29,7 +29,7 @@ use crate::model::dead_letter::{
 };
 use crate::model::spool_target::RedisSpool;
 use crate::wire::Body;
-use foldhash::HashMap;
+use foldhash::{HashMap, HashSet};
 use redis::{Commands, Connection};
 use serde_json::{json, Value as Json};
 use std::sync::Arc;
@@ -651,6 +651,10 @@ pub(crate) struct WithDead {
     pub dead: RedisDead,
     /// Dead-letter ops whose write failed: tried again with the next commit.
     unwritten: Vec<DeadOp>,
+    /// The record ops about the messages of `unwritten`'s letters, in their order, held back
+    /// until those are written: a record leaves the stream only once its letter is kept, so a
+    /// crash (or a close) before that resumes the message instead of losing it.
+    held: Vec<Op>,
 }
 
 impl WithDead {
@@ -659,7 +663,28 @@ impl WithDead {
             store,
             dead,
             unwritten: Vec::new(),
+            held: Vec::new(),
         }
+    }
+
+    /// `ops` less those about a message whose letter is unwritten (held back), after the
+    /// ops held before when the letters are written now.
+    fn passing(&mut self, ops: &[Op]) -> Vec<Op> {
+        if self.unwritten.is_empty() {
+            let mut all = std::mem::take(&mut self.held);
+            all.extend_from_slice(ops);
+            return all;
+        }
+        let waiting: HashSet<(TenantNo, &str)> = (self.unwritten.iter())
+            .filter_map(|op| match op {
+                DeadOp::Put(r) => Some((r.tenant, &*r.id)),
+                DeadOp::Delivered { .. } => None,
+            })
+            .collect();
+        let (hold, go): (Vec<Op>, Vec<Op>) =
+            (ops.iter().cloned()).partition(|op| waiting.contains(&(op.tenant(), &**op.id())));
+        self.held.extend(hold);
+        go
     }
 }
 
@@ -684,13 +709,18 @@ impl Store for WithDead {
         Some(&mut self.dead)
     }
     /// The dead letters first (and those a failed write left); kept for the next commit
-    /// when Redis refuses them, while the records' commit goes on.
+    /// when Redis refuses them, while the records' commit goes on without their messages'
+    /// ops ([`passing`](WithDead::passing)).
     fn submit_with(&mut self, ops: &[Op], dead: &[DeadOp]) -> Ticket {
         self.unwritten.extend_from_slice(dead);
         if !self.unwritten.is_empty() && self.dead.apply_dead(&self.unwritten).is_ok() {
             self.unwritten.clear();
         }
-        self.store.submit(ops)
+        if self.unwritten.is_empty() && self.held.is_empty() {
+            return self.store.submit(ops);
+        }
+        let ops = self.passing(ops);
+        self.store.submit(&ops)
     }
     fn lock_fd(&self) -> Option<std::os::fd::RawFd> {
         self.store.lock_fd()
@@ -717,12 +747,16 @@ impl Store for WithDead {
     }
     fn close(self: Box<Self>) -> Result<(), Error> {
         let WithDead {
-            store,
+            mut store,
             mut dead,
             unwritten,
+            held,
         } = *self;
-        if !unwritten.is_empty() {
-            let _ = dead.apply_dead(&unwritten);
+        // Letters still unwritten leave their records in the stream: the next store on it
+        // resumes those messages, and their letters are written when they fail again.
+        if !unwritten.is_empty() && dead.apply_dead(&unwritten).is_ok() && !held.is_empty() {
+            let ticket = store.submit(&held);
+            let _ = store.settle(ticket);
         }
         // The beat goes: its replays are taken over at once by the next store.
         let key = dead.alive_key(&dead.owner);
