@@ -46,6 +46,8 @@ cbindgen --version
 step "build liboutbound"
 cargo build -p outbound-c
 libdir=${CARGO_TARGET_DIR:-target}/debug
+# The programs' rpath: absolute whether CARGO_TARGET_DIR is relative or absolute.
+libdir_abs="$(cd "$libdir" && pwd)"
 ls -l "$libdir/liboutbound.so" "$libdir/liboutbound.a"
 
 step "SONAME (docs/c.md, Versions and the ABI)"
@@ -77,12 +79,12 @@ CFLAGS=(-std=c11 -Wall -Wextra -Wpedantic -Werror -g -O1 -Iinclude -Itests/c)
 STATIC_LIBS=(-lgcc_s -lutil -lrt -lpthread -lm -ldl -lc)
 gcc "${CFLAGS[@]}" -c tests/c/receiver.c -o "$build/receiver.o"
 gcc "${CFLAGS[@]}" tests/c/test_outbound.c "$build/receiver.o" \
-  -L"$libdir" -Wl,-rpath,"$root/$libdir" -loutbound -lpthread -o "$build/test_shared"
+  -L"$libdir" -Wl,-rpath,"$libdir_abs" -loutbound -lpthread -o "$build/test_shared"
 gcc "${CFLAGS[@]}" tests/c/test_outbound.c "$build/receiver.o" \
   "$libdir/liboutbound.a" "${STATIC_LIBS[@]}" -o "$build/test_static"
 gcc "${CFLAGS[@]}" tests/c/receiver_main.c "$build/receiver.o" -lpthread -o "$build/receiver"
 g++ -std=c++11 -Wall -Wextra -Wpedantic -Werror -Iinclude tests/c/header_cpp.cpp \
-  -L"$libdir" -Wl,-rpath,"$root/$libdir" -loutbound -o "$build/header_cpp"
+  -L"$libdir" -Wl,-rpath,"$libdir_abs" -loutbound -o "$build/header_cpp"
 "$build/header_cpp"
 # The header alone, as strict C11 and C++17, with nothing else included before it.
 echo '#include "outbound.h"' | gcc -std=c11 -Wall -Wextra -Wpedantic -Werror -Iinclude -x c -fsyntax-only -
@@ -167,7 +169,7 @@ step "the docs' \"Testing your application\" program builds and runs (under valg
 awk '/^## Testing your application/{s=1} s&&/^```c$/{c=1;next} c&&/^```$/{exit} c{print}' docs/c.md \
   > "$build/doc_testing.c"
 [ -s "$build/doc_testing.c" ] || die "no C block in docs/c.md, Testing your application"
-gcc "${CFLAGS[@]}" "$build/doc_testing.c" -L"$libdir" -Wl,-rpath,"$root/$libdir" -loutbound \
+gcc "${CFLAGS[@]}" "$build/doc_testing.c" -L"$libdir" -Wl,-rpath,"$libdir_abs" -loutbound \
   -o "$build/doc_testing"
 "$build/doc_testing" || die "the docs/c.md Testing your application program failed"
 valgrind -q --error-exitcode=1 --leak-check=full --errors-for-leak-kinds=definite,indirect,possible \
