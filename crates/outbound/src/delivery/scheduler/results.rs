@@ -219,6 +219,34 @@ impl Tenant {
             true => before,
             false => before & !round.live_mask(),
         });
+        // The webhook part failed for good: the message is a dead letter, sent before any op
+        // that drops its body or its record (a Redis store holds those back until the letter
+        // is written); a replay delivered leaves them.
+        let dead = match (&settled, &self.spool) {
+            (Settled::Failed(reason, detail), Some(tx)) if self.dead_letters => {
+                Some(DeadOp::Put(Box::new(DeadRecord {
+                    tenant: tx.tenant,
+                    id: t.id.to_arc(),
+                    failed_ms: crate::durable::dead::unix_ms(SystemTime::now()),
+                    reason: reason_code(reason),
+                    detail: format!("webhooks: {detail}"),
+                    rounds: round.attempts,
+                    first_ms: round.first.map(wall_ms),
+                    attempts: attempts_json(&round.last_attempts()),
+                    body: round.body.clone(),
+                    job: replay,
+                })))
+            }
+            (Settled::Delivered, Some(tx)) => replay.map(|job| DeadOp::Delivered {
+                tenant: tx.tenant,
+                id: t.id.to_arc(),
+                job: Some(job),
+            }),
+            _ => None,
+        };
+        if let (Some(op), Some(tx)) = (dead, &self.spool) {
+            tx.send_dead(op);
+        }
         if let (Some(tx), None) = (&self.spool, replay) {
             let id = &t.id.to_arc();
             if over && t.remaining > 1 {
@@ -244,33 +272,6 @@ impl Tenant {
                     at_ms,
                 });
             }
-        }
-        // The webhook part failed for good: the message is a dead letter (before its
-        // removal from the spool, in the same commit); a replay delivered leaves them.
-        let dead = match (&settled, &self.spool) {
-            (Settled::Failed(reason, detail), Some(tx)) if self.dead_letters => {
-                Some(DeadOp::Put(Box::new(DeadRecord {
-                    tenant: tx.tenant,
-                    id: t.id.to_arc(),
-                    failed_ms: crate::durable::dead::unix_ms(SystemTime::now()),
-                    reason: reason_code(reason),
-                    detail: format!("webhooks: {detail}"),
-                    rounds: round.attempts,
-                    first_ms: round.first.map(wall_ms),
-                    attempts: attempts_json(&round.last_attempts()),
-                    body: round.body.clone(),
-                    job: replay,
-                })))
-            }
-            (Settled::Delivered, Some(tx)) => replay.map(|job| DeadOp::Delivered {
-                tenant: tx.tenant,
-                id: t.id.to_arc(),
-                job: Some(job),
-            }),
-            _ => None,
-        };
-        if let (Some(op), Some(tx)) = (dead, &self.spool) {
-            tx.send_dead(op);
         }
         match settled {
             Settled::Pending => {}
