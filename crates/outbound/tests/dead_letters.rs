@@ -463,7 +463,16 @@ fn on_redis_a_letter_that_cannot_be_written_keeps_its_message_in_the_stream() {
     let (server, _) = switchable();
     let spool = redis.spool("hold");
     let outcomes = Outcomes::default();
-    let a = Client::new(dead_config(&server, &spool, &outcomes)).unwrap();
+    let lines = Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
+    let l = lines.clone();
+    let a = Client::new(Config {
+        debug: Some(true),
+        log_sink: Some(Arc::new(move |_, line: &str| {
+            l.lock().unwrap().push(line.to_string())
+        })),
+        ..dead_config(&server, &spool, &outcomes)
+    })
+    .unwrap();
     a.enqueue(&Message::track("u1", "E")).unwrap();
     outcomes.wait_for(1, Duration::from_secs(10));
     wait_until("the first letter", Duration::from_secs(5), || {

@@ -97,6 +97,12 @@ pub(crate) trait Store: Send {
         }
     }
 
+    /// How many dead-letter ops a refusal left unwritten, and the refusal (a store that writes
+    /// them in its commit has none): their messages stay pending until they are written.
+    fn dead_unwritten(&self) -> Option<(usize, String)> {
+        None
+    }
+
     /// The descriptor of the store's lock on its file, if it has one (a forked child closes
     /// its inherited copy, so the lock goes with the parent).
     fn lock_fd(&self) -> Option<std::os::fd::RawFd> {

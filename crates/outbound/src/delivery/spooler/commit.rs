@@ -92,6 +92,9 @@ impl Spooler {
     pub(super) fn commit(&mut self, group: &mut Group) {
         let any = !group.writes.is_empty() || !group.dead.is_empty();
         let ticket = any.then(|| self.store.submit_with(&group.writes, &group.dead));
+        if any {
+            self.dead_refused_now();
+        }
         group.writes.clear();
         group.dead.clear();
         // Known at once (SQLite, nothing to write, or nothing sent): nothing to overlap.
@@ -154,6 +157,28 @@ impl Spooler {
             }
         }
         ok
+    }
+
+    /// Logs when the store starts or stops holding dead letters it could not write: an
+    /// operator learns why failed events stay pending, and that nothing is lost meanwhile.
+    pub(super) fn dead_refused_now(&mut self) {
+        let now = self.store.dead_unwritten();
+        if now.is_some() == self.dead_refused {
+            return;
+        }
+        self.dead_refused = now.is_some();
+        match now {
+            Some((n, why)) => self.logger.log(Level::Warn, || {
+                format!(
+                    "{why}; {n} dead-letter op(s) kept in memory and tried again at each \
+                     commit; their events stay pending in the spool until they are written"
+                )
+            }),
+            // A warning too: it ends one (and the library has no level between).
+            None => self.logger.log(Level::Warn, || {
+                "dead letters are written again; the events held for them leave the spool".into()
+            }),
+        }
     }
 
     /// Tells every tenant when the spool starts or stops failing.

@@ -215,6 +215,8 @@ pub(crate) struct Spooler {
     active: u64,
     /// Whether the last commit failed (told to every tenant when it changes).
     failing: bool,
+    /// Whether the store holds dead letters it could not write (logged when it changes).
+    dead_refused: bool,
     /// Tenants whose end came and whose ops are to be committed before they go.
     ending: Vec<TenantNo>,
     /// Dead letters: clients' requests, replays under way (`replay.rs`).
@@ -277,6 +279,7 @@ impl Spooler {
                 window,
                 active: 0,
                 failing: false,
+                dead_refused: false,
                 ending: Vec::new(),
                 replays: Replays::default(),
             },

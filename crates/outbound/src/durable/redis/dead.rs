@@ -655,6 +655,8 @@ pub(crate) struct WithDead {
     /// until those are written: a record leaves the stream only once its letter is kept, so a
     /// crash (or a close) before that resumes the message instead of losing it.
     held: Vec<Op>,
+    /// Why `unwritten` is not empty: the last refusal.
+    refused: Option<String>,
 }
 
 impl WithDead {
@@ -664,6 +666,7 @@ impl WithDead {
             dead,
             unwritten: Vec::new(),
             held: Vec::new(),
+            refused: None,
         }
     }
 
@@ -713,14 +716,24 @@ impl Store for WithDead {
     /// ops ([`passing`](WithDead::passing)).
     fn submit_with(&mut self, ops: &[Op], dead: &[DeadOp]) -> Ticket {
         self.unwritten.extend_from_slice(dead);
-        if !self.unwritten.is_empty() && self.dead.apply_dead(&self.unwritten).is_ok() {
-            self.unwritten.clear();
+        if !self.unwritten.is_empty() {
+            match self.dead.apply_dead(&self.unwritten) {
+                Ok(()) => {
+                    self.unwritten.clear();
+                    self.refused = None;
+                }
+                Err(e) => self.refused = Some(e.to_string()),
+            }
         }
         if self.unwritten.is_empty() && self.held.is_empty() {
             return self.store.submit(ops);
         }
         let ops = self.passing(ops);
         self.store.submit(&ops)
+    }
+    fn dead_unwritten(&self) -> Option<(usize, String)> {
+        let why = self.refused.as_ref()?;
+        Some((self.unwritten.len(), why.clone()))
     }
     fn lock_fd(&self) -> Option<std::os::fd::RawFd> {
         self.store.lock_fd()
@@ -751,6 +764,7 @@ impl Store for WithDead {
             mut dead,
             unwritten,
             held,
+            ..
         } = *self;
         // Letters still unwritten leave their records in the stream: the next store on it
         // resumes those messages, and their letters are written when they fail again.
