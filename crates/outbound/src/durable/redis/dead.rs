@@ -655,8 +655,8 @@ pub(crate) struct WithDead {
     /// until those are written: a record leaves the stream only once its letter is kept, so a
     /// crash (or a close) before that resumes the message instead of losing it.
     held: Vec<Op>,
-    /// Why `unwritten` is not empty: the last refusal.
-    refused: Option<String>,
+    /// The last refusal: why `unwritten` is not empty, when it is not.
+    refused: String,
 }
 
 impl WithDead {
@@ -666,7 +666,7 @@ impl WithDead {
             dead,
             unwritten: Vec::new(),
             held: Vec::new(),
-            refused: None,
+            refused: String::new(),
         }
     }
 
@@ -718,11 +718,8 @@ impl Store for WithDead {
         self.unwritten.extend_from_slice(dead);
         if !self.unwritten.is_empty() {
             match self.dead.apply_dead(&self.unwritten) {
-                Ok(()) => {
-                    self.unwritten.clear();
-                    self.refused = None;
-                }
-                Err(e) => self.refused = Some(e.to_string()),
+                Ok(()) => self.unwritten.clear(),
+                Err(e) => self.refused = e.to_string(),
             }
         }
         if self.unwritten.is_empty() && self.held.is_empty() {
@@ -732,8 +729,7 @@ impl Store for WithDead {
         self.store.submit(&ops)
     }
     fn dead_unwritten(&self) -> Option<(usize, String)> {
-        let why = self.refused.as_ref()?;
-        Some((self.unwritten.len(), why.clone()))
+        (!self.unwritten.is_empty()).then(|| (self.unwritten.len(), self.refused.clone()))
     }
     fn lock_fd(&self) -> Option<std::os::fd::RawFd> {
         self.store.lock_fd()
