@@ -297,6 +297,13 @@ fn metrics_show_the_dead_letters_each_source_keeps() {
     );
     let bytes = sample(&text, "outbound_relay_dead_letter_bytes{source=\"gone\"}").unwrap();
     assert!(bytes > 0.0, "{text}");
+    // Every letter was written: none held in memory (the count is the core's,
+    // `Engine::dead_letters_unwritten`, tested with a refusing Redis there).
+    assert_eq!(
+        sample(&text, "outbound_relay_dead_letters_unwritten"),
+        Some(0.0),
+        "{text}"
+    );
     // A source that keeps them and has none: 0; one that keeps none: not there.
     assert_eq!(
         sample(&text, "outbound_relay_dead_letters{source=\"web\"}"),

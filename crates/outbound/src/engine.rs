@@ -171,6 +171,14 @@ impl Engine {
             }),
         }
     }
+
+    /// Dead letters the spool's store refused (on Redis: a key of the wrong type, a full
+    /// server) and holds in memory, tried again at each commit; each one's message stays
+    /// pending in the spool until its letter is written. 0 normally, and without a spool.
+    /// Read without asking the spool writer: as of its last commit.
+    pub fn dead_letters_unwritten(&self) -> usize {
+        (self.core.spool.as_ref()).map_or(0, |s| s.handle.unwritten.load(Relaxed))
+    }
 }
 
 /// How long [`Engine::dead_letter_counts`] waits for the spool writer (it answers between

@@ -515,6 +515,56 @@ fn on_redis_a_letter_that_cannot_be_written_keeps_its_message_in_the_stream() {
     b.close(None).unwrap();
 }
 
+/// `Engine::dead_letters_unwritten`: the letters Redis refuses are counted while they wait
+/// in memory, and the count falls back to 0 once they are written.
+#[test]
+fn on_redis_an_engine_counts_the_letters_it_holds_unwritten() {
+    let redis = redis_server::RedisServer::start();
+    let (server, _) = switchable();
+    let spool = redis.spool("count");
+    let engine = Engine::new(EngineConfig {
+        spool: Some(spool.clone()),
+        ..EngineConfig::default()
+    })
+    .unwrap();
+    let outcomes = Outcomes::default();
+    let config = Config {
+        spool: None,
+        ..dead_config(&server, &spool, &outcomes)
+    };
+    let t = engine.tenant("t", config).unwrap();
+    t.enqueue(&Message::track("u1", "E")).unwrap();
+    outcomes.wait_for(1, Duration::from_secs(10));
+    wait_until("the first letter", Duration::from_secs(5), || {
+        t.dead_letter_stats().unwrap().count == 1
+    });
+    assert_eq!(engine.dead_letters_unwritten(), 0);
+    let mut c = redis.conn();
+    let letters: Vec<String> = redis::cmd("KEYS").arg("*dl*:m").query(&mut c).unwrap();
+    assert_eq!(letters.len(), 1, "{letters:?}");
+    redis::cmd("SET")
+        .arg(&letters[0])
+        .arg("not a hash")
+        .query::<()>(&mut c)
+        .unwrap();
+    t.enqueue(&Message::track("u2", "E")).unwrap();
+    outcomes.wait_for(2, Duration::from_secs(10));
+    wait_until("the refused letter counted", Duration::from_secs(5), || {
+        engine.dead_letters_unwritten() >= 1
+    });
+    redis::cmd("DEL")
+        .arg(&letters[0])
+        .query::<()>(&mut c)
+        .unwrap();
+    // A commit retries it: the next message's brings one.
+    t.enqueue(&Message::track("u3", "E")).unwrap();
+    wait_until("the letter written", Duration::from_secs(10), || {
+        engine.dead_letters_unwritten() == 0
+    });
+    outcomes.wait_for(3, Duration::from_secs(10));
+    t.close(None).unwrap();
+}
+
 #[test]
 fn dead_letters_need_a_spool() {
     let err = Client::new(Config {

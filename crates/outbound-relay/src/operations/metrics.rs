@@ -21,7 +21,11 @@
 //!   dead letters each source that keeps them holds now, and their bytes, read at the scrape
 //!   with one question to the spool writer for every source on the shared spool (the counts
 //!   it keeps: no query per source, so 10,000 sources cost one round trip), and the
-//!   source's own question for a source on a spool of its own.
+//!   source's own question for a source on a spool of its own;
+//! - `outbound_relay_dead_letters_unwritten`: dead letters the shared spool's store refused
+//!   (Redis: a key of the wrong type, a full server) and holds in memory, tried again at each
+//!   commit; their events stay pending in the spool meanwhile. 0 normally: above it, look at
+//!   the spool writer's warning in the log.
 
 use super::activity::{self, Activity, Ended};
 use crate::sources::{engine, Sources};
@@ -79,6 +83,7 @@ struct Metrics {
     spool_bytes: Family<SourceLabel, Gauge>,
     dead_letters: Family<SourceLabel, Gauge>,
     dead_letter_bytes: Family<SourceLabel, Gauge>,
+    dead_letters_unwritten: Gauge,
 }
 
 fn latency_histogram() -> Histogram {
@@ -105,6 +110,7 @@ fn metrics() -> &'static Metrics {
             spool_bytes: Family::default(),
             dead_letters: Family::default(),
             dead_letter_bytes: Family::default(),
+            dead_letters_unwritten: Gauge::default(),
             registry: Registry::default(),
         };
         registry.register(
@@ -166,6 +172,11 @@ fn metrics() -> &'static Metrics {
             "dead_letter_bytes",
             "Bytes of the dead letters kept now (as dead_letter_max_bytes counts them), per source",
             m.dead_letter_bytes.clone(),
+        );
+        registry.register(
+            "dead_letters_unwritten",
+            "Dead letters the shared spool's store refused, held in memory and tried again at each commit (their events stay pending)",
+            m.dead_letters_unwritten.clone(),
         );
         Metrics { registry, ..m }
     })
@@ -348,6 +359,8 @@ pub fn render(sources: &Sources) -> String {
                 .set(d.bytes as i64);
         }
     }
+    m.dead_letters_unwritten
+        .set(engine::dead_letters_unwritten() as i64);
     let mut out = String::new();
     // Writing to a String cannot fail.
     let _ = prometheus_client::encoding::text::encode(&mut out, &m.registry);

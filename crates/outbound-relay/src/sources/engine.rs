@@ -111,6 +111,12 @@ pub fn dead_letter_counts() -> Result<Vec<(String, outbound::DeadLetterStats)>, 
     engine()?.dead_letter_counts()
 }
 
+/// Dead letters the shared spool's store refused and holds in memory
+/// (`Engine::dead_letters_unwritten`); 0 before the engine starts.
+pub fn dead_letters_unwritten() -> usize {
+    engine().map_or(0, |e| e.dead_letters_unwritten())
+}
+
 /// The shared spool: `data_dir/spool`, or the fleet's Redis URL (its prefix as given).
 pub fn shared_spool() -> Option<&'static PathBuf> {
     ENGINE_SPOOL.get()

@@ -163,6 +163,7 @@ impl Spooler {
     /// operator learns why failed events stay pending, and that nothing is lost meanwhile.
     pub(super) fn dead_refused_now(&mut self) {
         let now = self.store.dead_unwritten();
+        (self.unwritten).store(now.as_ref().map_or(0, |(n, _)| *n), Relaxed);
         if now.is_some() == self.dead_refused {
             return;
         }

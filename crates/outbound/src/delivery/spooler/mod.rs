@@ -39,7 +39,7 @@ use crate::model::timestamp::{instant_of, wall_ms};
 use crate::wire::ingestion::Element;
 use crossbeam_channel::{select, Receiver, Sender, TryRecvError};
 use foldhash::HashMap;
-use std::sync::atomic::Ordering::*;
+use std::sync::atomic::{AtomicUsize, Ordering::*};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -179,6 +179,8 @@ pub(crate) struct SpoolHandle {
     control: Sender<SpoolControl>,
     /// How tenants' scheduler parts report (given out per tenant by [`SpoolHandle::add`]).
     ops: SpoolOps,
+    /// Dead letters the store refused and holds in memory now (set by the writer).
+    pub unwritten: Arc<AtomicUsize>,
 }
 
 impl SpoolHandle {
@@ -217,6 +219,8 @@ pub(crate) struct Spooler {
     failing: bool,
     /// Whether the store holds dead letters it could not write (logged when it changes).
     dead_refused: bool,
+    /// How many it holds, for the engine to read without asking ([`SpoolHandle::unwritten`]).
+    unwritten: Arc<AtomicUsize>,
     /// Tenants whose end came and whose ops are to be committed before they go.
     ending: Vec<TenantNo>,
     /// Dead letters: clients' requests, replays under way (`replay.rs`).
@@ -265,6 +269,7 @@ impl Spooler {
         let (inbox, mailbox) = crate::delivery::inbox::spool_inbox();
         let (control_tx, control) = crossbeam_channel::unbounded();
         let ops = mailbox.ops_for(0);
+        let unwritten = Arc::new(AtomicUsize::new(0));
         (
             Spooler {
                 store,
@@ -280,6 +285,7 @@ impl Spooler {
                 active: 0,
                 failing: false,
                 dead_refused: false,
+                unwritten: unwritten.clone(),
                 ending: Vec::new(),
                 replays: Replays::default(),
             },
@@ -287,6 +293,7 @@ impl Spooler {
                 inbox,
                 control: control_tx,
                 ops,
+                unwritten,
             },
         )
     }
