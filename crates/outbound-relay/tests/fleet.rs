@@ -15,7 +15,7 @@ use support::*;
 // killed a moment later, for this one).
 #[path = "../../outbound/tests/support/redis_server.rs"]
 mod redis_server;
-use redis_server::RedisServer;
+use redis_server::{RedisSentinel, RedisServer};
 
 fn redis_url(redis: &RedisServer) -> String {
     redis.spool("fleet").display().to_string()
@@ -295,6 +295,102 @@ fn a_source_made_at_one_relay_takes_events_at_another_within_two_seconds() {
         != 401
     {
         assert!(at.elapsed() < Duration::from_secs(2), "{}", a.log());
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Sends one event to `relay` with `key` until it is answered 200 (within `within`); how
+/// long that took.
+fn accepted_within(relay: &Relay, key: &str, id: usize, within: Duration) -> Duration {
+    let at = Instant::now();
+    let auth = basic(key);
+    loop {
+        let status = post(
+            &relay.url("/v1/batch"),
+            &[("Authorization", &auth)],
+            batch(id, 1).as_bytes(),
+        )
+        .status;
+        if status == 200 {
+            return at.elapsed();
+        }
+        assert!(at.elapsed() < within, "{key}: {status}\n{}", relay.log());
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// On a fleet through Sentinel (`redis+sentinel://`) the admin API's sources live in the
+/// primary the Sentinels name, as the spool does: a source made at relay A takes events at
+/// relay B within 2 s; after the primary is SIGKILLed and its replica promoted, both relays
+/// still know it, and a source made at B takes events at A within 2 s.
+#[test]
+fn through_sentinel_the_fleet_shares_its_sources_and_follows_a_failover() {
+    const NAME: &str = "ctl";
+    let mut primary = RedisServer::start();
+    let replica = RedisServer::replica_of(primary.port);
+    replica.wait_in_sync();
+    let sentinels: Vec<RedisSentinel> = (0..3)
+        .map(|_| RedisSentinel::start(NAME, primary.port))
+        .collect();
+    redis_server::wait_ready(&sentinels, NAME);
+    let rx = Receiver::start();
+    let cfg = format!(
+        "listen = \"127.0.0.1:0\"\ndata_dir = \"data\"\nadmin_token = \"adm\"\n\
+         allowed_networks = [\"127.0.0.0/8\"]\nspool = \"{}\"\ntimeout = 1\n",
+        redis_server::sentinel_url(&sentinels, NAME, "fleet")
+    );
+    let (dir_a, dir_b) = (temp_dir(), temp_dir());
+    let a = Relay::start(dir_a.path(), &cfg);
+    let b = Relay::start(dir_b.path(), &cfg);
+    let make = |at: &Relay, name: &str| {
+        let body = json!({"write_keys": [format!("wk_{name}")], "webhooks": [{"url": rx.url}]});
+        let made = put(
+            &at.url(&format!("/admin/sources/{name}")),
+            &[("Authorization", "Bearer adm")],
+            body.to_string().as_bytes(),
+        );
+        assert_eq!(made.status, 201, "{}\n{}", made.body, at.log());
+    };
+    make(&a, "one");
+    let took = accepted_within(&b, "wk_one", 0, Duration::from_secs(5));
+    assert!(took < Duration::from_secs(2), "took {took:?}");
+    // Kept in the primary, not in a data_dir.
+    let mut c = redis::Client::open(format!("redis://127.0.0.1:{}", primary.port))
+        .unwrap()
+        .get_connection()
+        .unwrap();
+    let stored: Vec<String> = redis::cmd("HKEYS")
+        .arg("fleet:control:sources")
+        .query(&mut c)
+        .unwrap();
+    assert_eq!(stored, ["one"]);
+    replica.wait_in_sync();
+    let killed = Instant::now();
+    primary.kill(); // SIGKILL
+    redis_server::promotion(&sentinels, NAME, &replica, killed);
+    // Both relays acknowledge again on the new primary (their spools' recovery), the first
+    // source still known to them.
+    accepted_within(&a, "wk_one", 1, Duration::from_secs(15));
+    accepted_within(&b, "wk_one", 2, Duration::from_secs(15));
+    let body = json!({"write_keys": ["wk_two"], "webhooks": [{"url": rx.url}]});
+    let made = put(
+        &b.url("/admin/sources/two"),
+        &[("Authorization", "Bearer adm")],
+        body.to_string().as_bytes(),
+    );
+    assert_eq!(made.status, 201, "{}\n{}", made.body, b.log());
+    let took = accepted_within(&a, "wk_two", 3, Duration::from_secs(5));
+    assert!(took < Duration::from_secs(2), "took {took:?}");
+    // Each delivered (at least once: a failover may send again what the old primary had
+    // not passed on as done).
+    let want = HashSet::from(["m-0", "m-1", "m-2", "m-3"].map(String::from));
+    let at = Instant::now();
+    while !delivered(&rx, 0).is_superset(&want) {
+        assert!(
+            at.elapsed() < Duration::from_secs(10),
+            "{:?}",
+            delivered(&rx, 0)
+        );
         std::thread::sleep(Duration::from_millis(20));
     }
 }

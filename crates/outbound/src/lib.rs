@@ -43,6 +43,7 @@ pub use wire::canonical_json;
 
 pub use audience::{parse_members, trait_key, AudienceSync, PendingSync, SyncCounts, TraitCounts};
 pub use client::{Answers, Client, DEFAULT_WAIT, MAX_MESSAGE_BYTES};
+pub use durable::redis::fleet::FleetRedis;
 pub use engine::{Engine, EngineConfig, MAX_IO_THREADS};
 pub use error::Error;
 pub use log::{env_enabled as debug_from_env, Level, LogSink};

@@ -21,55 +21,16 @@ use support::Server;
 
 const NAME: &str = "fo";
 
-/// Waits until every Sentinel knows the replica and the other Sentinels (a failover needs
-/// both).
 fn wait_ready(sentinels: &[RedisSentinel]) {
-    let end = Instant::now() + Duration::from_secs(30);
-    'again: while Instant::now() < end {
-        for s in sentinels {
-            let mut c = redis::Client::open(format!("redis://127.0.0.1:{}", s.port))
-                .unwrap()
-                .get_connection()
-                .unwrap();
-            let info: Vec<String> = redis::cmd("SENTINEL")
-                .arg("master")
-                .arg(NAME)
-                .query(&mut c)
-                .unwrap();
-            let field = |k: &str| {
-                let at = info.iter().position(|f| f == k)?;
-                info.get(at + 1)?.parse::<u32>().ok()
-            };
-            if field("num-slaves") != Some(1) || field("num-other-sentinels") != Some(2) {
-                std::thread::sleep(Duration::from_millis(100));
-                continue 'again;
-            }
-        }
-        return;
-    }
-    panic!("the Sentinels did not see each other and the replica in 30 s");
+    redis_server::wait_ready(sentinels, NAME)
 }
 
-/// The spool URL of the primary `sentinels` watch, keys under `prefix`.
 fn sentinel_spool(sentinels: &[RedisSentinel], prefix: &str) -> PathBuf {
-    let hosts: Vec<String> = (sentinels.iter())
-        .map(|s| format!("127.0.0.1:{}", s.port))
-        .collect();
-    PathBuf::from(format!(
-        "redis+sentinel://{}/{NAME}/0?prefix={prefix}",
-        hosts.join(",")
-    ))
+    PathBuf::from(redis_server::sentinel_url(sentinels, NAME, prefix))
 }
 
-/// When the Sentinels name `replica` the primary, after its primary was killed at `killed`.
 fn promotion(sentinels: &[RedisSentinel], replica: &RedisServer, killed: Instant) -> Instant {
-    loop {
-        if sentinels[0].primary(NAME) == Some(replica.port) {
-            return Instant::now();
-        }
-        assert!(killed.elapsed() < Duration::from_secs(30), "no promotion");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    redis_server::promotion(sentinels, NAME, replica, killed)
 }
 
 fn client(spool: &Path, url: &str, ack: RedisAck) -> Client {

@@ -106,14 +106,10 @@ impl Control {
     /// sources applied and its tokens loaded.
     pub fn open(base: Base, registry: &Registry, fleet: Option<String>) -> Result<Control, String> {
         let store: Box<dyn Store> = match fleet {
-            Some(url) if url.starts_with("redis://") || url.starts_with("rediss://") => {
+            Some(url) if crate::config::is_redis_url(&url) => {
                 Box::new(store::RedisStore::open(&url)?)
             }
-            Some(_) => {
-                tracing::warn!("the admin API's sources are kept in data_dir: a Sentinel spool is not used for them (not built)");
-                Box::new(store::SqliteStore::open(&base.data_dir)?)
-            }
-            None => Box::new(store::SqliteStore::open(&base.data_dir)?),
+            _ => Box::new(store::SqliteStore::open(&base.data_dir)?),
         };
         let control = Control {
             store,

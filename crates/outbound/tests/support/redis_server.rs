@@ -364,3 +364,59 @@ impl Drop for RedisSentinel {
         let _ = std::fs::remove_dir_all(&self.dir);
     }
 }
+
+/// Waits until every Sentinel watching `name` knows the replica and the other Sentinels (a failover needs
+/// both).
+pub fn wait_ready(sentinels: &[RedisSentinel], name: &str) {
+    let end = Instant::now() + Duration::from_secs(30);
+    'again: while Instant::now() < end {
+        for s in sentinels {
+            let mut c = redis::Client::open(format!("redis://127.0.0.1:{}", s.port))
+                .unwrap()
+                .get_connection()
+                .unwrap();
+            let info: Vec<String> = redis::cmd("SENTINEL")
+                .arg("master")
+                .arg(name)
+                .query(&mut c)
+                .unwrap();
+            let field = |k: &str| {
+                let at = info.iter().position(|f| f == k)?;
+                info.get(at + 1)?.parse::<u32>().ok()
+            };
+            if field("num-slaves") != Some(1) || field("num-other-sentinels") != Some(2) {
+                std::thread::sleep(Duration::from_millis(100));
+                continue 'again;
+            }
+        }
+        return;
+    }
+    panic!("the Sentinels did not see each other and the replica in 30 s");
+}
+
+/// The spool URL of the primary `sentinels` watch as `name`, keys under `prefix`.
+pub fn sentinel_url(sentinels: &[RedisSentinel], name: &str, prefix: &str) -> String {
+    let hosts: Vec<String> = (sentinels.iter())
+        .map(|s| format!("127.0.0.1:{}", s.port))
+        .collect();
+    format!(
+        "redis+sentinel://{}/{name}/0?prefix={prefix}",
+        hosts.join(",")
+    )
+}
+
+/// When the Sentinels name `replica` the primary of `name`, after its primary was killed at `killed`.
+pub fn promotion(
+    sentinels: &[RedisSentinel],
+    name: &str,
+    replica: &RedisServer,
+    killed: Instant,
+) -> Instant {
+    loop {
+        if sentinels[0].primary(name) == Some(replica.port) {
+            return Instant::now();
+        }
+        assert!(killed.elapsed() < Duration::from_secs(30), "no promotion");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}

@@ -1,10 +1,13 @@
-//! The store of a fleet: the relay's Redis (`spool = "redis://…"`), under the fleet's prefix
-//! `P`: hashes `P:control:sources`, `P:control:deleted`, `P:control:tokens` and the counter
+//! The store of a fleet: the relay's Redis (`spool = "redis://…"`, or through Sentinel
+//! `redis+sentinel://…`: the primary the Sentinels name, asked again at each connection, so
+//! a failover is followed as the spool follows it), under the fleet's prefix `P`: hashes
+//! `P:control:sources`, `P:control:deleted`, `P:control:tokens` and the counter
 //! `P:control:revision`, each change one MULTI/EXEC. Every relay of the fleet reads the
 //! revision every `POLL` and loads the whole state when it moved, so a source made at one
 //! relay takes events at every other within a second.
 
 use super::{Snapshot, Store, TokenRecord};
+use outbound::FleetRedis;
 use redis::Commands;
 use serde_json::Value;
 use std::collections::HashMap;
@@ -13,11 +16,14 @@ use std::time::Duration;
 
 type Hash = HashMap<String, String>;
 
+/// Each round trip's bound, and a connection's.
+const TIMEOUT: Duration = Duration::from_secs(2);
+
 pub struct RedisStore {
-    client: redis::Client,
     shown: String,
     keys: [String; 4],
-    conn: Mutex<Option<redis::Connection>>,
+    /// How to reach the server, and the connection made (again after an error).
+    conn: Mutex<(FleetRedis, Option<redis::Connection>)>,
 }
 
 fn err(e: impl std::fmt::Display) -> String {
@@ -25,29 +31,22 @@ fn err(e: impl std::fmt::Display) -> String {
 }
 
 impl RedisStore {
-    /// The store on the fleet's Redis `url` (`redis://` or `rediss://`, `?prefix=P`).
+    /// The store on the fleet's Redis `url` (a `spool` URL: `redis://`, `rediss://`,
+    /// `redis+sentinel://`, `rediss+sentinel://`; `?prefix=P`).
     pub fn open(url: &str) -> Result<RedisStore, String> {
-        let (base, query) = url.split_once('?').unwrap_or((url, ""));
+        let (_, query) = url.split_once('?').unwrap_or((url, ""));
         let mut prefix = crate::config::file::DEFAULT_REDIS_PREFIX.to_string();
-        let mut rest = Vec::new();
-        for pair in query.split('&').filter(|p| !p.is_empty()) {
-            match pair.strip_prefix("prefix=") {
-                Some(p) => prefix = p.to_string(),
-                None => rest.push(pair),
+        for pair in query.split('&') {
+            if let Some(p) = pair.strip_prefix("prefix=") {
+                prefix = p.to_string();
             }
         }
-        let url = match rest.is_empty() {
-            true => base.to_string(),
-            false => format!("{base}?{}", rest.join("&")),
-        };
-        let client = redis::Client::open(url.as_str()).map_err(err)?;
-        let host = client.get_connection_info().addr.to_string();
+        let fleet = FleetRedis::open(url).map_err(err)?;
         let k = |s: &str| format!("{prefix}:control:{s}");
         Ok(RedisStore {
-            client,
-            shown: format!("redis {host} prefix {prefix}"),
+            shown: format!("redis {} prefix {prefix}", fleet.location()),
             keys: [k("sources"), k("deleted"), k("tokens"), k("revision")],
-            conn: Mutex::new(None),
+            conn: Mutex::new((fleet, None)),
         })
     }
 
@@ -56,17 +55,13 @@ impl RedisStore {
         &self,
         f: impl FnOnce(&mut redis::Connection) -> redis::RedisResult<T>,
     ) -> Result<T, String> {
-        let mut slot = self.conn.lock().unwrap_or_else(|e| e.into_inner());
-        if slot.is_none() {
-            let conn = self
-                .client
-                .get_connection_with_timeout(Duration::from_secs(2))
-                .map_err(err)?;
-            let _ = conn.set_read_timeout(Some(Duration::from_secs(2)));
-            let _ = conn.set_write_timeout(Some(Duration::from_secs(2)));
-            *slot = Some(conn);
-        }
-        let result = f(slot.as_mut().expect("made above"));
+        let mut held = self.conn.lock().unwrap_or_else(|e| e.into_inner());
+        let (fleet, slot) = &mut *held;
+        let conn = match slot {
+            Some(conn) => conn,
+            None => slot.insert(fleet.connect(TIMEOUT).map_err(err)?),
+        };
+        let result = f(conn);
         if result.is_err() {
             *slot = None;
         }

@@ -137,6 +137,7 @@ use commit::Flight;
 mod connect;
 use connect::{Ack, Target};
 pub(crate) mod dead;
+pub(crate) mod fleet;
 pub(super) mod keys;
 mod resp;
 mod takeover;
