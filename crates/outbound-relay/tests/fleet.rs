@@ -394,3 +394,48 @@ fn through_sentinel_the_fleet_shares_its_sources_and_follows_a_failover() {
         std::thread::sleep(Duration::from_millis(20));
     }
 }
+
+/// A relay whose spool moves from `data_dir` to a fleet's Redis brings the sources and
+/// tokens its admin API made: copied into the fleet's store (never written before), served
+/// at once, and shared with the fleet's other relays.
+#[test]
+fn a_relay_moving_onto_a_fleet_brings_the_sources_its_api_made() {
+    let redis = RedisServer::start();
+    let rx = Receiver::start();
+    let base = "listen = \"127.0.0.1:0\"\ndata_dir = \"data\"\nadmin_token = \"adm\"\n\
+                allowed_networks = [\"127.0.0.0/8\"]\ntimeout = 1\n";
+    let dir = temp_dir();
+    let local = Relay::start(dir.path(), base);
+    let body = json!({"write_keys": ["wk_old"], "webhooks": [{"url": rx.url}]});
+    let made = put(
+        &local.url("/admin/sources/old"),
+        &[("Authorization", "Bearer adm")],
+        body.to_string().as_bytes(),
+    );
+    assert_eq!(made.status, 201, "{}", made.body);
+    let token = post(
+        &local.url("/admin/sources/old/tokens"),
+        &[("Authorization", "Bearer adm")],
+        b"",
+    );
+    assert_eq!(token.status, 201, "{}", token.body);
+    let token = token.json()["token"].as_str().unwrap().to_string();
+    local.kill();
+    let fleet = format!("{base}spool = \"{}\"\n", redis_url(&redis));
+    let moved = Relay::start(dir.path(), &fleet);
+    let other = temp_dir();
+    let sibling = Relay::start(other.path(), &fleet);
+    for relay in [&moved, &sibling] {
+        accepted_within(relay, "wk_old", 0, Duration::from_secs(5));
+        let shown = get(
+            &relay.url("/admin/sources/old"),
+            &[("Authorization", &format!("Bearer {token}"))],
+        );
+        assert_eq!(shown.status, 200, "{}\n{}", shown.body, relay.log());
+    }
+    assert!(
+        moved.log().contains("copied to"),
+        "the move is logged: {}",
+        moved.log()
+    );
+}

@@ -107,7 +107,9 @@ impl Control {
     pub fn open(base: Base, registry: &Registry, fleet: Option<String>) -> Result<Control, String> {
         let store: Box<dyn Store> = match fleet {
             Some(url) if crate::config::is_redis_url(&url) => {
-                Box::new(store::RedisStore::open(&url)?)
+                let fleet = store::RedisStore::open(&url)?;
+                store::import_local(&fleet, &base.data_dir)?;
+                Box::new(fleet)
             }
             _ => Box::new(store::SqliteStore::open(&base.data_dir)?),
         };

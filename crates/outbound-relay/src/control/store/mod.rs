@@ -48,3 +48,43 @@ pub fn now_ms() -> u64 {
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_millis() as u64)
 }
+
+/// A relay that moves onto a fleet's Redis brings the sources it kept in `data_dir` (those
+/// made while its spool was local): copied into `fleet` when the fleet's store was never
+/// written (revision 0), so an upgrade or a move loses none; otherwise the fleet's state
+/// stands and the local file is left unread (logged).
+pub fn import_local(fleet: &dyn Store, data_dir: &std::path::Path) -> Result<(), String> {
+    if !data_dir.join("control.db").exists() {
+        return Ok(());
+    }
+    let local = SqliteStore::open(data_dir)?.load()?;
+    if local.sources.is_empty() && local.deleted.is_empty() && local.tokens.is_empty() {
+        return Ok(());
+    }
+    if fleet.revision()? != 0 {
+        tracing::warn!(
+            "data_dir/control.db holds {} source(s) made while this relay's spool was local: \
+             not read, {} holds the fleet's sources",
+            local.sources.len(),
+            fleet.location()
+        );
+        return Ok(());
+    }
+    let now = now_ms();
+    for (name, body) in &local.sources {
+        fleet.put_source(name, body)?;
+    }
+    for (name, (body, until)) in (local.deleted.iter()).filter(|(_, (_, u))| *u > now) {
+        fleet.delete_source(name, body, *until)?;
+    }
+    for token in local.tokens.values() {
+        fleet.put_token(token)?;
+    }
+    tracing::info!(
+        sources = local.sources.len(),
+        tokens = local.tokens.len(),
+        "the admin API's sources of data_dir/control.db copied to {}",
+        fleet.location()
+    );
+    Ok(())
+}
