@@ -46,6 +46,18 @@
 // NUL. A `message_id` you pass yourself needs `strlen(message_id) + 1`.
 #define OUTBOUND_ID_BUFFER_LEN 37
 
+// A time given or returned as Unix milliseconds that is not there: an open end of a range
+// (`since_ms`, `until_ms`), or a time a record does not have (`first_attempt_ms` of a dead
+// letter never attempted, `last_success_ms` of a URL that never succeeded). `INT64_MIN`.
+#define OUTBOUND_TIME_NONE INT64_MIN
+
+// A duration in microseconds that is not there (the latencies of a URL without attempts in
+// the last five minutes). `UINT64_MAX`.
+#define OUTBOUND_DURATION_NONE UINT64_MAX
+
+// The `webhook` of a replay that goes to every webhook of the client (`SIZE_MAX`).
+#define OUTBOUND_ALL_WEBHOOKS (size_t)UINT64_MAX
+
 // Size of a buffer that holds a signature: 40 hex digits and the NUL.
 #define OUTBOUND_SIGNATURE_BUFFER_LEN 41
 
@@ -171,6 +183,12 @@ typedef struct outbound_audience outbound_audience;
 // must be the last call on it.
 typedef struct outbound_client outbound_client;
 
+// Dead letters: a page, newest first (`outbound_client_dead_letters`), or the one
+// `outbound_client_dead_letter` found (0 or 1). Read with `outbound_dead_letter_list_len` /
+// `_get` / `_next`, release with `outbound_dead_letter_list_free`. A copy, as the attempt
+// list.
+typedef struct outbound_dead_letter_list outbound_dead_letter_list;
+
 // Options for a client. Create with `outbound_options_new`, set with the
 // `outbound_options_set_*` / `outbound_options_add_webhook` functions, then pass to
 // `outbound_client_new` (which takes ownership) or release with `outbound_options_free`.
@@ -183,6 +201,17 @@ typedef struct outbound_options outbound_options;
 // and every pointer read from it stays valid until it is freed. It may be read from several
 // threads at once.
 typedef struct outbound_recording outbound_recording;
+
+// A client's last attempts to one webhook URL, newest first, from
+// `outbound_client_webhook_attempts`; read with `outbound_webhook_attempt_list_len` /
+// `_get`, release with `outbound_webhook_attempt_list_free`. A copy: it does not change and
+// does not depend on the client.
+typedef struct outbound_webhook_attempt_list outbound_webhook_attempt_list;
+
+// Each webhook URL's health, in the order of the webhooks, from
+// `outbound_client_webhook_health`; read with `outbound_webhook_health_list_len` / `_get`,
+// release with `outbound_webhook_health_list_free`. A copy, as the attempt list.
+typedef struct outbound_webhook_health_list outbound_webhook_health_list;
 
 // What one `outbound_audience_sync` sent: one `identify` per joined and per left member.
 typedef struct outbound_audience_counts {
@@ -230,6 +259,137 @@ typedef struct outbound_stats {
     // died) and delivered by this client.
     uint64_t resumed;
 } outbound_stats;
+
+// One request to a webhook URL (`outbound_webhook_attempt_list_get`, or a dead letter's
+// `last_attempts`). Every pointer in it is owned by the list it came from. Its layout is
+// fixed within a series (it is handed out in arrays, `last_attempts`).
+typedef struct outbound_webhook_attempt {
+    // The webhook's index (0 for the first `outbound_options_add_webhook`).
+    size_t webhook;
+    // The message it carried, NUL-terminated.
+    const char *message_id;
+    // When the request went out, in Unix milliseconds.
+    int64_t at_ms;
+    // How long the exchange took (connect, send, answer), in microseconds.
+    uint64_t duration_us;
+    // What it meant for the message: `"delivered"` (2xx), `"retryable"` (5xx, 408, 429,
+    // timeouts, connection errors) or `"permanent"` (other 4xx, 3xx, certificates, blocked).
+    const char *result;
+    // The answer's status; 0 when no answer came.
+    uint16_t status;
+    // How it failed when no status came (or the network guard refused it): `"timeout"`,
+    // `"refused"`, `"reset"`, `"tls"`, `"dns"`, `"blocked"`, `"connection"` or `"other"`;
+    // NULL otherwise.
+    const char *error;
+    // What went wrong, in words (`"status 503"`); `""` for a delivery.
+    const char *detail;
+    // For a failure: the first 1 KiB of the answer's body, followed by a NUL byte not counted
+    // in `answer_len`; NULL when it kept none.
+    const uint8_t *answer;
+    // The length of `answer` in bytes (0 when NULL).
+    size_t answer_len;
+} outbound_webhook_attempt;
+
+// A webhook URL's health (`outbound_webhook_health_list_get`): its state and its last five
+// minutes. Every pointer in it is owned by the list it came from. Later releases may add
+// fields at the end.
+typedef struct outbound_webhook_health {
+    // The webhook's index (0 for the first `outbound_options_add_webhook`).
+    size_t webhook;
+    // Its URL without the query string (it often carries a token), NUL-terminated.
+    const char *url;
+    // `"healthy"`, `"failing"`, `"circuit_open"` (its lane sends one probe at a time) or
+    // `"disabled"` (`block_private_networks` refuses its address whatever DNS says).
+    const char *state;
+    // Requests answered (or failed) in the last five minutes.
+    uint64_t attempts_5m;
+    // Of those, the ones that delivered.
+    uint64_t delivered_5m;
+    // `delivered_5m / attempts_5m`; -1 when `attempts_5m` is 0.
+    double success_rate_5m;
+    // The median duration of those exchanges in microseconds (within 10 %);
+    // `OUTBOUND_DURATION_NONE` without attempts.
+    uint64_t p50_5m_us;
+    // The 99th percentile, as `p50_5m_us`.
+    uint64_t p99_5m_us;
+    // Failed requests since its last success.
+    uint32_t consecutive_failures;
+    // When its last request failed, in Unix milliseconds; `OUTBOUND_TIME_NONE` if none did.
+    int64_t last_error_ms;
+    // Why its last request failed; NULL if none did.
+    const char *last_error;
+    // When its last request succeeded, in Unix milliseconds; `OUTBOUND_TIME_NONE` if none
+    // did.
+    int64_t last_success_ms;
+    // Messages still to be delivered to it (queued, in flight, or waiting to be retried).
+    uint64_t waiting;
+} outbound_webhook_health;
+
+// A message whose webhook delivery failed for good (`outbound_dead_letter_list_get`). Every
+// pointer in it is owned by the list it came from. Later releases may add fields at the end.
+typedef struct outbound_dead_letter {
+    // Its `messageId`, NUL-terminated: a replay sends it again under the same one.
+    const char *message_id;
+    // When it failed, in Unix milliseconds.
+    int64_t failed_at_ms;
+    // Why, as the outcome said it: `"status 400"`, `"gone"`, `"blocked"`, `"expired"`, ...
+    const char *reason;
+    // The outcome's detail (`"webhooks: status 400"`).
+    const char *detail;
+    // Webhook rounds it was sent in.
+    uint32_t rounds;
+    // When its first attempt went out, in Unix milliseconds; `OUTBOUND_TIME_NONE` if never.
+    int64_t first_attempt_ms;
+    // Each URL's last attempt.
+    const struct outbound_webhook_attempt *last_attempts;
+    // How many `last_attempts` holds.
+    size_t last_attempts_len;
+    // The webhook body's length in bytes.
+    uint64_t size;
+    // A replay of it is under way: it leaves the dead letters when the replay delivers it,
+    // and comes back (with the new attempts) if the replay fails.
+    bool replaying;
+    // The webhook body as it was sent, followed by a NUL byte not counted in `body_len` (so
+    // it can be read as a C string): only from `outbound_client_dead_letter`; NULL in a page
+    // of `outbound_client_dead_letters`.
+    const uint8_t *body;
+    // The length of `body` in bytes (0 when NULL).
+    size_t body_len;
+} outbound_dead_letter;
+
+// How a replay goes (`outbound_client_replay_dead_letter`, `_replay_dead_letters`,
+// `_replay_progress`).
+typedef struct outbound_replay_progress {
+    // The replay's number, for `outbound_client_replay_progress` (0: a range with nothing to
+    // replay).
+    uint64_t id;
+    // Dead letters it took (those of its range not already replaying).
+    uint64_t total;
+    // Handed to delivery so far.
+    uint64_t sent;
+    // Delivered: they left the dead letters.
+    uint64_t delivered;
+    // Failed again: back in the dead letters with their new attempts.
+    uint64_t failed;
+    // Gone before their turn (deleted, or dropped by the limits).
+    uint64_t skipped;
+    // When it started, in Unix milliseconds.
+    int64_t started_ms;
+    // Every dead letter it took has an outcome.
+    bool done;
+} outbound_replay_progress;
+
+// A client's dead letters in all (`outbound_client_dead_letter_stats`).
+typedef struct outbound_dead_letter_stats {
+    // Dead letters kept now.
+    uint64_t count;
+    // Their bytes, as `outbound_options_set_dead_letter_max_bytes` counts them.
+    uint64_t bytes;
+    // Dropped, oldest first, to stay within the max bytes (since the spool was opened).
+    uint64_t evicted;
+    // Dropped after the retention (since the spool was opened).
+    uint64_t expired;
+} outbound_dead_letter_stats;
 
 // Called once per accepted message with how it ended.
 //
@@ -665,6 +825,235 @@ outbound_result outbound_client_spool_ok(const struct outbound_client *client,
 // `client` is NULL or live.
 outbound_result outbound_client_reset_after_fork(const struct outbound_client *client);
 
+// Webhook `webhook`'s last attempts (up to 100, any outcome), newest first: message id, time,
+// duration, status or error class, and for failures the first 1 KiB of the answer. Kept in
+// memory for URLs with recent traffic: an empty list for a URL with none. Needs no spool.
+//
+// Ownership: on success `*out` receives a list the caller owns and must release with
+// `outbound_webhook_attempt_list_free`; on failure `*out` is not written.
+//
+// Returns `OUTBOUND_RESULT_OK`, `_NULL_ARGUMENT` (client or out), `_INVALID_FIELD` (no
+// webhook of that index; the text names `webhook`), `_PANIC`.
+//
+// # Safety
+// `client` is NULL or live; `out` is NULL or writable.
+outbound_result outbound_client_webhook_attempts(const struct outbound_client *client,
+                                                 size_t webhook,
+                                                 struct outbound_webhook_attempt_list **out);
+
+// How many attempts the list holds (0 for NULL).
+//
+// # Safety
+// `list` is NULL or live.
+size_t outbound_webhook_attempt_list_len(const struct outbound_webhook_attempt_list *list);
+
+// Attempt `index` of the list (0 is the newest), or NULL when `index` is not below
+// `outbound_webhook_attempt_list_len` or `list` is NULL (`outbound_last_error` says which).
+//
+// Ownership: the attempt belongs to the list; valid until `outbound_webhook_attempt_list_free`.
+//
+// # Safety
+// `list` is NULL or live.
+const struct outbound_webhook_attempt *outbound_webhook_attempt_list_get(const struct outbound_webhook_attempt_list *list,
+                                                                         size_t index);
+
+// Frees an attempt list; every pointer read from it becomes invalid. NULL is a no-op.
+//
+// # Safety
+// `list` is NULL or from `outbound_client_webhook_attempts` and not freed yet.
+void outbound_webhook_attempt_list_free(struct outbound_webhook_attempt_list *list);
+
+// Each webhook URL's health, in the order the webhooks were added: healthy, failing, circuit
+// open or disabled; success rate and p50/p99 latency over the last five minutes; failures in
+// a row, last error, last success, messages waiting. Needs no spool.
+//
+// Ownership: on success `*out` receives a list the caller owns and must release with
+// `outbound_webhook_health_list_free`; on failure `*out` is not written.
+//
+// Returns `OUTBOUND_RESULT_OK`, `_NULL_ARGUMENT` (client or out), `_PANIC`.
+//
+// # Safety
+// `client` is NULL or live; `out` is NULL or writable.
+outbound_result outbound_client_webhook_health(const struct outbound_client *client,
+                                               struct outbound_webhook_health_list **out);
+
+// How many webhooks the health list holds (0 for NULL).
+//
+// # Safety
+// `list` is NULL or live.
+size_t outbound_webhook_health_list_len(const struct outbound_webhook_health_list *list);
+
+// Webhook `index`'s health, or NULL when `index` is not below
+// `outbound_webhook_health_list_len` or `list` is NULL (`outbound_last_error` says which).
+//
+// Ownership: the health belongs to the list; valid until `outbound_webhook_health_list_free`.
+//
+// # Safety
+// `list` is NULL or live.
+const struct outbound_webhook_health *outbound_webhook_health_list_get(const struct outbound_webhook_health_list *list,
+                                                                       size_t index);
+
+// Frees a health list; every pointer read from it becomes invalid. NULL is a no-op.
+//
+// # Safety
+// `list` is NULL or from `outbound_client_webhook_health` and not freed yet.
+void outbound_webhook_health_list_free(struct outbound_webhook_health_list *list);
+
+// One page of dead letters (`outbound_options_set_dead_letters` on), newest first, without
+// their bodies.
+//
+// - `since_ms`, `until_ms`: only those that failed at or after `since_ms` and before
+//   `until_ms` (Unix milliseconds); `OUTBOUND_TIME_NONE` leaves that end open.
+// - `limit`: at most this many, 1 to 1000 (100 is the other APIs' default).
+// - `cursor`: NULL for the newest, or the `outbound_dead_letter_list_next` of the page
+//   before (copied during the call).
+//
+// Ownership: on success `*out` receives a list the caller owns and must release with
+// `outbound_dead_letter_list_free`; on failure `*out` is not written.
+//
+// Returns `OUTBOUND_RESULT_OK`, `_NULL_ARGUMENT` (client or out), `_INVALID_UTF8` (cursor),
+// `_INVALID_FIELD` (`limit` 0 or above 1000, a `cursor` no page gave; the text names the
+// field), `_CONFIG` (dead letters are off for this client), `_SPOOL` (the spool could not
+// be read), `_CLOSED`, `_PANIC`.
+//
+// # Safety
+// `client` is NULL or live; `cursor` is NULL or NUL-terminated; `out` is NULL or writable.
+outbound_result outbound_client_dead_letters(const struct outbound_client *client,
+                                             int64_t since_ms,
+                                             int64_t until_ms,
+                                             size_t limit,
+                                             const char *cursor,
+                                             struct outbound_dead_letter_list **out);
+
+// The dead letter of message `message_id`, with its body: `*out` receives a list holding it,
+// or an empty list when there is none.
+//
+// Ownership: on success `*out` receives a list the caller owns and must release with
+// `outbound_dead_letter_list_free`; on failure `*out` is not written.
+//
+// Returns `OUTBOUND_RESULT_OK`, `_NULL_ARGUMENT` (client, message_id or out),
+// `_INVALID_UTF8`, `_CONFIG` (dead letters are off), `_SPOOL`, `_CLOSED`, `_PANIC`.
+//
+// # Safety
+// `client` is NULL or live; `message_id` is NULL or NUL-terminated; `out` is NULL or
+// writable.
+outbound_result outbound_client_dead_letter(const struct outbound_client *client,
+                                            const char *message_id,
+                                            struct outbound_dead_letter_list **out);
+
+// How many dead letters the list holds (0 for NULL).
+//
+// # Safety
+// `list` is NULL or live.
+size_t outbound_dead_letter_list_len(const struct outbound_dead_letter_list *list);
+
+// Dead letter `index` of the list (0 is the newest), or NULL when `index` is not below
+// `outbound_dead_letter_list_len` or `list` is NULL (`outbound_last_error` says which).
+//
+// Ownership: the dead letter belongs to the list; valid until `outbound_dead_letter_list_free`.
+//
+// # Safety
+// `list` is NULL or live.
+const struct outbound_dead_letter *outbound_dead_letter_list_get(const struct outbound_dead_letter_list *list,
+                                                                 size_t index);
+
+// The cursor of the next page (give it to `outbound_client_dead_letters`), NUL-terminated;
+// NULL when there is no next page, for the list of `outbound_client_dead_letter`, and for a
+// NULL `list` (then `outbound_last_error` says so).
+//
+// Ownership: the text belongs to the list; valid until `outbound_dead_letter_list_free`.
+//
+// # Safety
+// `list` is NULL or live.
+const char *outbound_dead_letter_list_next(const struct outbound_dead_letter_list *list);
+
+// Frees a dead letter list; every pointer read from it becomes invalid. NULL is a no-op.
+//
+// # Safety
+// `list` is NULL or from `outbound_client_dead_letters` / `outbound_client_dead_letter` and
+// not freed yet.
+void outbound_dead_letter_list_free(struct outbound_dead_letter_list *list);
+
+// Discards the dead letter of message `message_id`; `*found` receives whether there was one.
+//
+// Returns `OUTBOUND_RESULT_OK`, `_NULL_ARGUMENT` (client, message_id or found),
+// `_INVALID_UTF8`, `_CONFIG` (dead letters are off), `_SPOOL`, `_CLOSED`, `_PANIC`.
+// `*found` is written only on success.
+//
+// # Safety
+// `client` is NULL or live; `message_id` is NULL or NUL-terminated; `found` is NULL or
+// writable.
+outbound_result outbound_client_delete_dead_letter(const struct outbound_client *client,
+                                                   const char *message_id,
+                                                   bool *found);
+
+// Sends the dead letter of message `message_id` again through the normal path: the same
+// `messageId`, a fresh retry window, signed with the current secret, to every webhook
+// (`webhook` = `OUTBOUND_ALL_WEBHOOKS`) or to webhook `webhook` alone. It stays listed (as
+// replaying) until the replay has an outcome: delivered, it leaves the dead letters; failed,
+// it is back with its new attempts. Its outcome reaches the outcome callback and the
+// counters as a resumed message's.
+//
+// `*found` receives false when there is no such dead letter or it is being replayed already
+// (then `*out` is not written); true with the replay's progress in `*out` otherwise.
+//
+// Returns `OUTBOUND_RESULT_OK`, `_NULL_ARGUMENT` (client, message_id, out or found),
+// `_INVALID_UTF8`, `_INVALID_FIELD` (no webhook of that index; the text names `webhook`),
+// `_CONFIG` (dead letters are off), `_SPOOL`, `_CLOSED`, `_PANIC`. Nothing is written on
+// failure.
+//
+// # Safety
+// `client` is NULL or live; `message_id` is NULL or NUL-terminated; `out` and `found` are
+// NULL or writable.
+outbound_result outbound_client_replay_dead_letter(const struct outbound_client *client,
+                                                   const char *message_id,
+                                                   size_t webhook,
+                                                   struct outbound_replay_progress *out,
+                                                   bool *found);
+
+// Replays every dead letter that failed at or after `since_ms` and before `until_ms` (Unix
+// milliseconds; `OUTBOUND_TIME_NONE` leaves an end open), to every webhook
+// (`OUTBOUND_ALL_WEBHOOKS`) or to webhook `webhook` alone, in the background, a window at a
+// time. `*out` receives its progress (follow it with `outbound_client_replay_progress`); a
+// range with nothing to replay gives a replay of id 0 and total 0, done. Dead letters being
+// replayed already are left to that replay.
+//
+// Returns `OUTBOUND_RESULT_OK`, `_NULL_ARGUMENT` (client or out), `_INVALID_FIELD` (no
+// webhook of that index; the text names `webhook`), `_CONFIG` (dead letters are off),
+// `_SPOOL`, `_CLOSED`, `_PANIC`. `*out` is written only on success.
+//
+// # Safety
+// `client` is NULL or live; `out` is NULL or writable.
+outbound_result outbound_client_replay_dead_letters(const struct outbound_client *client,
+                                                    int64_t since_ms,
+                                                    int64_t until_ms,
+                                                    size_t webhook,
+                                                    struct outbound_replay_progress *out);
+
+// How replay `replay_id` goes (the newest 256 replays of the process are kept): `*found`
+// receives whether it is known, and when it is, `*out` its progress.
+//
+// Returns `OUTBOUND_RESULT_OK`, `_NULL_ARGUMENT` (client, out or found), `_CONFIG` (dead
+// letters are off), `_CLOSED`, `_PANIC`. Nothing is written on failure.
+//
+// # Safety
+// `client` is NULL or live; `out` and `found` are NULL or writable.
+outbound_result outbound_client_replay_progress(const struct outbound_client *client,
+                                                uint64_t replay_id,
+                                                struct outbound_replay_progress *out,
+                                                bool *found);
+
+// Writes to `*out` how many dead letters are kept, their bytes, and how many the limits
+// dropped.
+//
+// Returns `OUTBOUND_RESULT_OK`, `_NULL_ARGUMENT` (client or out), `_CONFIG` (dead letters are
+// off), `_SPOOL`, `_CLOSED`, `_PANIC`. `*out` is written only on success.
+//
+// # Safety
+// `client` is NULL or live; `out` is NULL or writable.
+outbound_result outbound_client_dead_letter_stats(const struct outbound_client *client,
+                                                  struct outbound_dead_letter_stats *out);
+
 // Creates options with every default: no destination (set a write key, a webhook or
 // both), endpoint `https://api.segment.io`, flush_at 20 (also the most messages one
 // request carries: max_batch_messages unset), flush_interval 5000 ms,
@@ -853,10 +1242,11 @@ outbound_result outbound_options_set_spool_commit_interval_ms(struct outbound_op
 
 // Keeps dead letters (default false): a message whose webhook delivery fails for good
 // (its retry window closed, a permanent 4xx, a 410, the network guard's refusal) is kept in
-// the spool with its body and each URL's last attempt, to be listed and replayed (the
-// Rust and Python APIs and the relay's admin API). Needs `outbound_options_set_spool`;
-// without one `outbound_client_new` refuses it (`OUTBOUND_RESULT_CONFIG`, naming
-// `dead_letters`). Outcomes and counters are the same either way.
+// the spool with its body and each URL's last attempt, to be listed and replayed
+// (`outbound_client_dead_letters`, `_replay_dead_letter`, ...). Needs
+// `outbound_options_set_spool`; without one `outbound_client_new` refuses it
+// (`OUTBOUND_RESULT_CONFIG`, naming `dead_letters`). Outcomes and counters are the same
+// either way.
 //
 // Returns `OUTBOUND_RESULT_OK`, `_NULL_ARGUMENT` (options), `_PANIC`.
 //

@@ -139,9 +139,9 @@ type Config struct {
 	SpoolCommitInterval time.Duration
 	// DeadLetters keeps, in the Spool, each message whose webhook delivery failed for good
 	// (its retry window closed, a permanent 4xx, a 410, the network guard's refusal), with
-	// its body and each URL's last attempt, to be listed and replayed (the Rust and Python
-	// APIs, and the relay's admin API). Needs Spool: without one it is an ErrConfig naming
-	// dead_letters. Outcomes and counters are the same either way.
+	// its body and each URL's last attempt, to be listed and replayed through
+	// DeliveryRecords (c.(outbound.DeliveryRecords)). Needs Spool: without one it is an
+	// ErrConfig naming dead_letters. Outcomes and counters are the same either way.
 	DeadLetters bool
 	// DeadLetterRetention is how long a dead letter is kept (default 14 days).
 	DeadLetterRetention time.Duration

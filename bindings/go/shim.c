@@ -58,3 +58,53 @@ outbound_result gob_set_outcome_callback(outbound_options *options, uintptr_t ha
 outbound_result gob_set_log_callback(outbound_options *options, uintptr_t handle) {
     return outbound_options_set_log_callback(options, gob_log, (void *)handle);
 }
+
+static gob_status gob_status_of(outbound_result rc) {
+    gob_status s = {rc, NULL};
+    if (rc != OUTBOUND_RESULT_OK) s.err = gob_last_error();
+    return s;
+}
+
+gob_status gob_webhook_attempts(const outbound_client *client, size_t webhook,
+                                outbound_webhook_attempt_list **out) {
+    return gob_status_of(outbound_client_webhook_attempts(client, webhook, out));
+}
+
+gob_status gob_webhook_health(const outbound_client *client, outbound_webhook_health_list **out) {
+    return gob_status_of(outbound_client_webhook_health(client, out));
+}
+
+gob_status gob_dead_letters(const outbound_client *client, int64_t since_ms, int64_t until_ms,
+                            size_t limit, const char *cursor, outbound_dead_letter_list **out) {
+    return gob_status_of(outbound_client_dead_letters(client, since_ms, until_ms, limit, cursor, out));
+}
+
+gob_status gob_dead_letter(const outbound_client *client, const char *message_id,
+                           outbound_dead_letter_list **out) {
+    return gob_status_of(outbound_client_dead_letter(client, message_id, out));
+}
+
+gob_status gob_delete_dead_letter(const outbound_client *client, const char *message_id,
+                                  bool *found) {
+    return gob_status_of(outbound_client_delete_dead_letter(client, message_id, found));
+}
+
+gob_status gob_replay_dead_letter(const outbound_client *client, const char *message_id,
+                                  size_t webhook, outbound_replay_progress *out, bool *found) {
+    return gob_status_of(outbound_client_replay_dead_letter(client, message_id, webhook, out, found));
+}
+
+gob_status gob_replay_dead_letters(const outbound_client *client, int64_t since_ms,
+                                   int64_t until_ms, size_t webhook,
+                                   outbound_replay_progress *out) {
+    return gob_status_of(outbound_client_replay_dead_letters(client, since_ms, until_ms, webhook, out));
+}
+
+gob_status gob_replay_progress(const outbound_client *client, uint64_t replay_id,
+                               outbound_replay_progress *out, bool *found) {
+    return gob_status_of(outbound_client_replay_progress(client, replay_id, out, found));
+}
+
+gob_status gob_dead_letter_stats(const outbound_client *client, outbound_dead_letter_stats *out) {
+    return gob_status_of(outbound_client_dead_letter_stats(client, out));
+}

@@ -28,4 +28,30 @@ char *gob_last_error(void);
 outbound_result gob_set_outcome_callback(outbound_options *options, uintptr_t handle);
 outbound_result gob_set_log_callback(outbound_options *options, uintptr_t handle);
 
+/* The result of a call whose outputs go through its out-parameters. */
+typedef struct gob_status {
+    outbound_result rc;
+    /* On failure: the text of outbound_last_error, malloc'd (the Go side frees it). */
+    char *err;
+} gob_status;
+
+/* The delivery records (deliveries.go): each calls its outbound_client_ function. */
+gob_status gob_webhook_attempts(const outbound_client *client, size_t webhook,
+                                outbound_webhook_attempt_list **out);
+gob_status gob_webhook_health(const outbound_client *client, outbound_webhook_health_list **out);
+gob_status gob_dead_letters(const outbound_client *client, int64_t since_ms, int64_t until_ms,
+                            size_t limit, const char *cursor, outbound_dead_letter_list **out);
+gob_status gob_dead_letter(const outbound_client *client, const char *message_id,
+                           outbound_dead_letter_list **out);
+gob_status gob_delete_dead_letter(const outbound_client *client, const char *message_id,
+                                  bool *found);
+gob_status gob_replay_dead_letter(const outbound_client *client, const char *message_id,
+                                  size_t webhook, outbound_replay_progress *out, bool *found);
+gob_status gob_replay_dead_letters(const outbound_client *client, int64_t since_ms,
+                                   int64_t until_ms, size_t webhook,
+                                   outbound_replay_progress *out);
+gob_status gob_replay_progress(const outbound_client *client, uint64_t replay_id,
+                               outbound_replay_progress *out, bool *found);
+gob_status gob_dead_letter_stats(const outbound_client *client, outbound_dead_letter_stats *out);
+
 #endif

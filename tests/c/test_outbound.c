@@ -1394,6 +1394,401 @@ static void test_dead_letters_are_kept_in_the_spool_when_asked(void) {
     CHECK(failed_with_dead_letters(true, 1) == 1, "its dead letter keeps the spool's file");
 }
 
+/* ---- delivery records: attempts, health, dead letters and their replay ----------------- */
+
+/* A client with dead letters on, in a spool directory of its own (`run` tells the tests'
+ * directories apart), to the receiver's /hook. */
+static char records_dir[256];
+static outbound_client *records_client(int run) {
+    snprintf(records_dir, sizeof records_dir, "/tmp/outbound-c-records-%d-%d", (int)getpid(), run);
+    outbound_options *o = outbound_options_new();
+    CHECK_RC(outbound_options_add_webhook(o, hook_url, NULL), OUTBOUND_RESULT_OK, NULL);
+    CHECK_RC(outbound_options_set_proxy_from_env(o, false), OUTBOUND_RESULT_OK, NULL);
+    CHECK_RC(outbound_options_set_spool(o, records_dir), OUTBOUND_RESULT_OK, NULL);
+    CHECK_RC(outbound_options_set_spool_commit_interval_ms(o, 10), OUTBOUND_RESULT_OK, NULL);
+    CHECK_RC(outbound_options_set_dead_letters(o, true), OUTBOUND_RESULT_OK, NULL);
+    CHECK_RC(outbound_options_set_timeout_ms(o, 20000), OUTBOUND_RESULT_OK, NULL);
+    outbound_client *c = NULL;
+    CHECK_RC(outbound_client_new(o, &c), OUTBOUND_RESULT_OK, NULL);
+    return c;
+}
+
+/* Frees the client and removes its spool directory. */
+static void records_done(outbound_client *c) {
+    outbound_client_free(c);
+    DIR *d = opendir(records_dir);
+    if (d) {
+        struct dirent *e;
+        char path[600];
+        while ((e = readdir(d)) != NULL) {
+            if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue;
+            snprintf(path, sizeof path, "%s/%s", records_dir, e->d_name);
+            unlink(path);
+        }
+        closedir(d);
+    }
+    rmdir(records_dir);
+    rx_set_status(rx, 200);
+}
+
+static uint64_t dead_count(const outbound_client *c) {
+    outbound_dead_letter_stats s = {0};
+    CHECK_RC(outbound_client_dead_letter_stats(c, &s), OUTBOUND_RESULT_OK, NULL);
+    return s.count;
+}
+
+/* Waits until the client keeps `n` dead letters; 1 when it does. */
+static int wait_dead_count(const outbound_client *c, uint64_t n) {
+    for (int waited = 0; waited < WAIT_MS; waited += 10) {
+        if (dead_count(c) == n) return 1;
+        sleep_ms(10);
+    }
+    return 0;
+}
+
+/* Sends a track with message id `id` while the receiver answers 400, so it fails for good,
+ * and waits for its dead letter (the client keeps `then` dead letters). */
+static void make_dead_letter(outbound_client *c, const char *id, uint64_t then) {
+    rx_set_status(rx, 400);
+    CHECK_RC(outbound_track(c, "u", NULL, "Refused", NULL, NULL, NULL, NULL, id, NULL, 0, NULL),
+             OUTBOUND_RESULT_OK, NULL);
+    CHECK_RC(outbound_flush(c, WAIT_MS), OUTBOUND_RESULT_INCOMPLETE, NULL);
+    CHECK(wait_dead_count(c, then), "%s: %llu dead letters, wanted %llu", id,
+          (unsigned long long)dead_count(c), (unsigned long long)then);
+}
+
+static int64_t now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Waits until replay `id` is done and returns its last progress. */
+static outbound_replay_progress wait_replay(const outbound_client *c, uint64_t id) {
+    outbound_replay_progress p = {0};
+    bool found = false;
+    for (int waited = 0; waited < WAIT_MS; waited += 10) {
+        CHECK_RC(outbound_client_replay_progress(c, id, &p, &found), OUTBOUND_RESULT_OK, NULL);
+        if (!found || p.done) break;
+        sleep_ms(10);
+    }
+    CHECK(found && p.done, "replay %llu: found %d done %d", (unsigned long long)id, found, p.done);
+    return p;
+}
+
+/* A webhook answering 400: the message is one dead letter, listed with its reason, its
+ * attempt (status 400, the answer's start) and, read alone, its body. */
+static void test_a_refused_message_is_a_dead_letter_with_its_attempt_and_body(void) {
+    outbound_client *c = records_client(1);
+    int64_t before = now_ms();
+    make_dead_letter(c, "dl-refused", 1);
+
+    outbound_dead_letter_list *page = NULL;
+    CHECK_RC(outbound_client_dead_letters(c, OUTBOUND_TIME_NONE, OUTBOUND_TIME_NONE, 10, NULL,
+                                          &page),
+             OUTBOUND_RESULT_OK, NULL);
+    CHECK(outbound_dead_letter_list_len(page) == 1, "page of %zu",
+          outbound_dead_letter_list_len(page));
+    const outbound_dead_letter *d = outbound_dead_letter_list_get(page, 0);
+    CHECK(d != NULL, "no dead letter 0: %s", last_error());
+    if (d) {
+        CHECK(strcmp(d->message_id, "dl-refused") == 0, "message_id %s", d->message_id);
+        CHECK(strcmp(d->reason, "status 400") == 0, "reason %s", d->reason);
+        CHECK(strstr(d->detail, "400") != NULL, "detail %s", d->detail);
+        CHECK(d->failed_at_ms >= before - 1000 && d->failed_at_ms <= now_ms() + 1000,
+              "failed_at_ms %lld (started %lld)", (long long)d->failed_at_ms, (long long)before);
+        CHECK(d->first_attempt_ms != OUTBOUND_TIME_NONE && d->first_attempt_ms <= d->failed_at_ms,
+              "first_attempt_ms %lld", (long long)d->first_attempt_ms);
+        CHECK(d->rounds == 1 && !d->replaying && d->size > 0, "rounds %u replaying %d size %llu",
+              d->rounds, d->replaying, (unsigned long long)d->size);
+        CHECK(d->body == NULL && d->body_len == 0, "a page carries no body");
+        CHECK(d->last_attempts_len == 1 && d->last_attempts != NULL, "last attempts %zu",
+              d->last_attempts_len);
+        if (d->last_attempts_len == 1) {
+            const outbound_webhook_attempt *a = &d->last_attempts[0];
+            CHECK(a->webhook == 0 && a->status == 400 && a->error == NULL, "attempt %zu %u %s",
+                  a->webhook, a->status, a->error ? a->error : "(null)");
+            CHECK(strcmp(a->result, "permanent") == 0, "result %s", a->result);
+            CHECK(strcmp(a->message_id, "dl-refused") == 0, "attempt of %s", a->message_id);
+            CHECK(a->answer_len == 2 && memcmp(a->answer, "ok", 3) == 0, "answer %zu",
+                  a->answer_len);
+        }
+    }
+    CHECK(outbound_dead_letter_list_get(page, 1) == NULL, "an index past the end");
+    CHECK(strstr(last_error(), "index 1 is out of range") != NULL, "last error %s", last_error());
+    CHECK(outbound_dead_letter_list_next(page) == NULL, "one page only");
+    outbound_dead_letter_list_free(page);
+
+    outbound_dead_letter_list *one = NULL;
+    CHECK_RC(outbound_client_dead_letter(c, "dl-refused", &one), OUTBOUND_RESULT_OK, NULL);
+    CHECK(outbound_dead_letter_list_len(one) == 1, "found %zu", outbound_dead_letter_list_len(one));
+    d = outbound_dead_letter_list_get(one, 0);
+    if (d) {
+        CHECK(d->body != NULL && d->body_len == d->size && d->body[d->body_len] == 0,
+              "body %zu bytes of %llu", d->body_len, (unsigned long long)d->size);
+        CHECK(d->body && strstr((const char *)d->body, "\"messageId\":\"dl-refused\"") &&
+                  strstr((const char *)d->body, "\"event\":\"Refused\""),
+              "body %s", d->body ? (const char *)d->body : "(null)");
+    }
+    outbound_dead_letter_list_free(one);
+    CHECK_RC(outbound_client_dead_letter(c, "no-such-id", &one), OUTBOUND_RESULT_OK, NULL);
+    CHECK(outbound_dead_letter_list_len(one) == 0, "no such dead letter: an empty list");
+    outbound_dead_letter_list_free(one);
+
+    outbound_dead_letter_stats s = {0};
+    CHECK_RC(outbound_client_dead_letter_stats(c, &s), OUTBOUND_RESULT_OK, NULL);
+    CHECK(s.count == 1 && s.bytes > 0 && s.evicted == 0 && s.expired == 0,
+          "count %llu bytes %llu", (unsigned long long)s.count, (unsigned long long)s.bytes);
+    records_done(c);
+}
+
+/* The URL's attempts and health show the failure (no spool is needed for them). */
+static void test_webhook_attempts_and_health_show_a_failing_url(void) {
+    outbound_client *c = records_client(2);
+    make_dead_letter(c, "att-1", 1);
+    outbound_webhook_attempt_list *attempts = NULL;
+    CHECK_RC(outbound_client_webhook_attempts(c, 0, &attempts), OUTBOUND_RESULT_OK, NULL);
+    CHECK(outbound_webhook_attempt_list_len(attempts) == 1, "%zu attempts",
+          outbound_webhook_attempt_list_len(attempts));
+    const outbound_webhook_attempt *a = outbound_webhook_attempt_list_get(attempts, 0);
+    if (a) {
+        CHECK(strcmp(a->message_id, "att-1") == 0 && a->status == 400, "attempt %s %u",
+              a->message_id, a->status);
+        CHECK(a->at_ms > now_ms() - 60000 && a->duration_us > 0, "at %lld, %llu us",
+              (long long)a->at_ms, (unsigned long long)a->duration_us);
+        CHECK(strcmp(a->detail, "status 400") == 0, "detail %s", a->detail);
+    }
+    outbound_webhook_attempt_list_free(attempts);
+
+    outbound_webhook_health_list *health = NULL;
+    CHECK_RC(outbound_client_webhook_health(c, &health), OUTBOUND_RESULT_OK, NULL);
+    CHECK(outbound_webhook_health_list_len(health) == 1, "%zu urls",
+          outbound_webhook_health_list_len(health));
+    const outbound_webhook_health *h = outbound_webhook_health_list_get(health, 0);
+    if (h) {
+        CHECK(strcmp(h->state, "failing") == 0, "state %s", h->state);
+        CHECK(strncmp(h->url, "http://127.0.0.1:", 17) == 0, "url %s", h->url);
+        CHECK(h->attempts_5m == 1 && h->delivered_5m == 0 && h->success_rate_5m == 0.0,
+              "5m: %llu attempts, %llu delivered, rate %f", (unsigned long long)h->attempts_5m,
+              (unsigned long long)h->delivered_5m, h->success_rate_5m);
+        CHECK(h->p50_5m_us != OUTBOUND_DURATION_NONE && h->p99_5m_us >= h->p50_5m_us,
+              "p50 %llu p99 %llu", (unsigned long long)h->p50_5m_us,
+              (unsigned long long)h->p99_5m_us);
+        CHECK(h->consecutive_failures == 1 && h->last_error != NULL &&
+                  h->last_error_ms != OUTBOUND_TIME_NONE,
+              "failures %u, last error %s", h->consecutive_failures,
+              h->last_error ? h->last_error : "(null)");
+        CHECK(h->last_success_ms == OUTBOUND_TIME_NONE, "never succeeded");
+    }
+    outbound_webhook_health_list_free(health);
+    records_done(c);
+}
+
+/* Replayed once the receiver answers 2xx: delivered once, under the same messageId, and it
+ * leaves the dead letters. */
+static void test_a_replayed_dead_letter_is_delivered_once_and_leaves(void) {
+    outbound_client *c = records_client(3);
+    make_dead_letter(c, "dl-replayed", 1);
+    rx_set_status(rx, 200);
+    size_t sent_before = rx_count_in_bodies(rx, "\"messageId\":\"dl-replayed\"");
+    outbound_replay_progress p = {0};
+    bool found = false;
+    CHECK_RC(outbound_client_replay_dead_letter(c, "dl-replayed", OUTBOUND_ALL_WEBHOOKS, &p,
+                                                &found),
+             OUTBOUND_RESULT_OK, NULL);
+    CHECK(found && p.total == 1 && p.id != 0, "found %d total %llu id %llu", found,
+          (unsigned long long)p.total, (unsigned long long)p.id);
+    p = wait_replay(c, p.id);
+    CHECK(p.delivered == 1 && p.failed == 0 && p.skipped == 0, "delivered %llu failed %llu",
+          (unsigned long long)p.delivered, (unsigned long long)p.failed);
+    CHECK(wait_dead_count(c, 0), "the delivered dead letter left");
+    CHECK(rx_count_in_bodies(rx, "\"messageId\":\"dl-replayed\"") == sent_before + 1,
+          "sent %zu times by the replay",
+          rx_count_in_bodies(rx, "\"messageId\":\"dl-replayed\"") - sent_before);
+    outbound_dead_letter_list *one = NULL;
+    CHECK_RC(outbound_client_dead_letter(c, "dl-replayed", &one), OUTBOUND_RESULT_OK, NULL);
+    CHECK(outbound_dead_letter_list_len(one) == 0, "still a dead letter");
+    outbound_dead_letter_list_free(one);
+    /* Nothing left to replay. */
+    found = true;
+    CHECK_RC(outbound_client_replay_dead_letter(c, "dl-replayed", 0, &p, &found),
+             OUTBOUND_RESULT_OK, NULL);
+    CHECK(!found, "a replay of a dead letter that is gone");
+    outbound_stats st;
+    outbound_client_stats(c, &st);
+    CHECK(st.resumed == 1 && st.delivered == 1, "resumed %llu delivered %llu",
+          (unsigned long long)st.resumed, (unsigned long long)st.delivered);
+    records_done(c);
+}
+
+/* Deleted: gone from the list and the count; a second delete finds nothing. */
+static void test_a_deleted_dead_letter_is_gone(void) {
+    outbound_client *c = records_client(4);
+    make_dead_letter(c, "dl-deleted", 1);
+    bool found = false;
+    CHECK_RC(outbound_client_delete_dead_letter(c, "dl-deleted", &found), OUTBOUND_RESULT_OK, NULL);
+    CHECK(found, "the dead letter was there");
+    CHECK(dead_count(c) == 0, "count %llu after delete", (unsigned long long)dead_count(c));
+    outbound_dead_letter_list *page = NULL;
+    CHECK_RC(outbound_client_dead_letters(c, OUTBOUND_TIME_NONE, OUTBOUND_TIME_NONE, 100, NULL,
+                                          &page),
+             OUTBOUND_RESULT_OK, NULL);
+    CHECK(outbound_dead_letter_list_len(page) == 0, "listed after delete");
+    outbound_dead_letter_list_free(page);
+    CHECK_RC(outbound_client_delete_dead_letter(c, "dl-deleted", &found), OUTBOUND_RESULT_OK, NULL);
+    CHECK(!found, "deleted twice");
+    records_done(c);
+}
+
+/* Two dead letters, one a page: the newest first, then the cursor gives the older. A time
+ * range leaves out what failed outside it. */
+static void test_dead_letter_pages_are_newest_first_with_a_cursor(void) {
+    outbound_client *c = records_client(5);
+    make_dead_letter(c, "dl-older", 1);
+    sleep_ms(5);
+    make_dead_letter(c, "dl-newer", 2);
+    outbound_dead_letter_list *first = NULL, *second = NULL;
+    CHECK_RC(outbound_client_dead_letters(c, OUTBOUND_TIME_NONE, OUTBOUND_TIME_NONE, 1, NULL,
+                                          &first),
+             OUTBOUND_RESULT_OK, NULL);
+    const outbound_dead_letter *d = outbound_dead_letter_list_get(first, 0);
+    CHECK(d && strcmp(d->message_id, "dl-newer") == 0, "first page: %s",
+          d ? d->message_id : "(none)");
+    const char *next = outbound_dead_letter_list_next(first);
+    CHECK(next != NULL, "a next page");
+    if (next) {
+        CHECK_RC(outbound_client_dead_letters(c, OUTBOUND_TIME_NONE, OUTBOUND_TIME_NONE, 1, next,
+                                              &second),
+                 OUTBOUND_RESULT_OK, NULL);
+        d = outbound_dead_letter_list_get(second, 0);
+        CHECK(d && strcmp(d->message_id, "dl-older") == 0, "second page: %s",
+              d ? d->message_id : "(none)");
+        outbound_dead_letter_list_free(second);
+    }
+    /* Only what failed at or after the newer one's time. */
+    const outbound_dead_letter *newer = outbound_dead_letter_list_get(first, 0);
+    int64_t newer_at = newer ? newer->failed_at_ms : 0;
+    outbound_dead_letter_list_free(first);
+    CHECK_RC(outbound_client_dead_letters(c, newer_at, OUTBOUND_TIME_NONE, 10, NULL, &first),
+             OUTBOUND_RESULT_OK, NULL);
+    d = outbound_dead_letter_list_get(first, 0);
+    CHECK(d && strcmp(d->message_id, "dl-newer") == 0, "since: %s", d ? d->message_id : "(none)");
+    outbound_dead_letter_list_free(first);
+    CHECK_RC(outbound_client_dead_letters(c, now_ms() + 3600000, OUTBOUND_TIME_NONE, 10, NULL,
+                                          &first),
+             OUTBOUND_RESULT_OK, NULL);
+    CHECK(outbound_dead_letter_list_len(first) == 0, "none failed in the future");
+    outbound_dead_letter_list_free(first);
+    records_done(c);
+}
+
+/* A range replay takes every dead letter of its range, in the background; an empty range is
+ * a replay with nothing to do. */
+static void test_a_range_replay_delivers_what_failed_in_it(void) {
+    outbound_client *c = records_client(6);
+    make_dead_letter(c, "dl-range-1", 1);
+    make_dead_letter(c, "dl-range-2", 2);
+    rx_set_status(rx, 200);
+    outbound_replay_progress p = {0};
+    CHECK_RC(outbound_client_replay_dead_letters(c, now_ms() + 3600000, OUTBOUND_TIME_NONE,
+                                                 OUTBOUND_ALL_WEBHOOKS, &p),
+             OUTBOUND_RESULT_OK, NULL);
+    CHECK(p.id == 0 && p.total == 0 && p.done, "empty range: id %llu total %llu done %d",
+          (unsigned long long)p.id, (unsigned long long)p.total, p.done);
+    CHECK_RC(outbound_client_replay_dead_letters(c, OUTBOUND_TIME_NONE, now_ms() + 1000, 0, &p),
+             OUTBOUND_RESULT_OK, NULL);
+    CHECK(p.total == 2 && p.id != 0 && p.started_ms > now_ms() - 60000, "total %llu id %llu",
+          (unsigned long long)p.total, (unsigned long long)p.id);
+    p = wait_replay(c, p.id);
+    CHECK(p.delivered == 2 && p.sent == 2, "delivered %llu sent %llu",
+          (unsigned long long)p.delivered, (unsigned long long)p.sent);
+    CHECK(wait_dead_count(c, 0), "both left the dead letters");
+    bool found = true;
+    CHECK_RC(outbound_client_replay_progress(c, 987654, &p, &found), OUTBOUND_RESULT_OK, NULL);
+    CHECK(!found, "an unknown replay");
+    records_done(c);
+}
+
+/* Every bad argument has its code and a last error naming the field; nothing crashes. */
+static void test_delivery_records_refuse_bad_arguments_naming_the_field(void) {
+    const outbound_result N = OUTBOUND_RESULT_NULL_ARGUMENT, F = OUTBOUND_RESULT_INVALID_FIELD;
+    outbound_webhook_attempt_list *attempts = (outbound_webhook_attempt_list *)0x1;
+    outbound_webhook_health_list *health = NULL;
+    outbound_dead_letter_list *list = (outbound_dead_letter_list *)0x1;
+    outbound_replay_progress p;
+    outbound_dead_letter_stats s;
+    bool found;
+    const int64_t NONE = OUTBOUND_TIME_NONE;
+    CHECK_RC(outbound_client_webhook_attempts(NULL, 0, &attempts), N, "client");
+    CHECK(attempts == (outbound_webhook_attempt_list *)0x1, "out written on failure");
+    CHECK_RC(outbound_client_webhook_health(NULL, &health), N, "client");
+    CHECK_RC(outbound_client_dead_letters(NULL, NONE, NONE, 10, NULL, &list), N, "client");
+    CHECK(list == (outbound_dead_letter_list *)0x1, "out written on failure");
+    CHECK_RC(outbound_client_dead_letter(NULL, "m", &list), N, "client");
+    CHECK_RC(outbound_client_delete_dead_letter(NULL, "m", &found), N, "client");
+    CHECK_RC(outbound_client_replay_dead_letter(NULL, "m", 0, &p, &found), N, "client");
+    CHECK_RC(outbound_client_replay_dead_letters(NULL, NONE, NONE, 0, &p), N, "client");
+    CHECK_RC(outbound_client_replay_progress(NULL, 1, &p, &found), N, "client");
+    CHECK_RC(outbound_client_dead_letter_stats(NULL, &s), N, "client");
+    CHECK(outbound_webhook_attempt_list_len(NULL) == 0, "len(NULL)");
+    CHECK(outbound_webhook_attempt_list_get(NULL, 0) == NULL, "get(NULL)");
+    CHECK(outbound_webhook_health_list_len(NULL) == 0, "len(NULL)");
+    CHECK(outbound_webhook_health_list_get(NULL, 0) == NULL, "get(NULL)");
+    CHECK(outbound_dead_letter_list_len(NULL) == 0, "len(NULL)");
+    CHECK(outbound_dead_letter_list_get(NULL, 0) == NULL, "get(NULL)");
+    CHECK(outbound_dead_letter_list_next(NULL) == NULL, "next(NULL)");
+    CHECK(strcmp(last_error(), "list must not be NULL") == 0, "last error %s", last_error());
+    outbound_webhook_attempt_list_free(NULL);
+    outbound_webhook_health_list_free(NULL);
+    outbound_dead_letter_list_free(NULL);
+
+    outbound_client *c = records_client(7);
+    CHECK_RC(outbound_client_webhook_attempts(c, 0, NULL), N, "out");
+    CHECK_RC(outbound_client_webhook_health(c, NULL), N, "out");
+    CHECK_RC(outbound_client_dead_letters(c, NONE, NONE, 10, NULL, NULL), N, "out");
+    CHECK_RC(outbound_client_dead_letter(c, NULL, &list), N, "message_id");
+    CHECK_RC(outbound_client_dead_letter(c, "m", NULL), N, "out");
+    CHECK_RC(outbound_client_delete_dead_letter(c, NULL, &found), N, "message_id");
+    CHECK_RC(outbound_client_delete_dead_letter(c, "m", NULL), N, "found");
+    CHECK_RC(outbound_client_replay_dead_letter(c, NULL, 0, &p, &found), N, "message_id");
+    CHECK_RC(outbound_client_replay_dead_letter(c, "m", 0, NULL, &found), N, "out");
+    CHECK_RC(outbound_client_replay_dead_letter(c, "m", 0, &p, NULL), N, "found");
+    CHECK_RC(outbound_client_replay_dead_letters(c, NONE, NONE, 0, NULL), N, "out");
+    CHECK_RC(outbound_client_replay_progress(c, 1, NULL, &found), N, "out");
+    CHECK_RC(outbound_client_replay_progress(c, 1, &p, NULL), N, "found");
+    CHECK_RC(outbound_client_dead_letter_stats(c, NULL), N, "out");
+    const char bad[] = {'m', (char)0xff, 0};
+    CHECK_RC(outbound_client_dead_letter(c, bad, &list), OUTBOUND_RESULT_INVALID_UTF8,
+             "message_id");
+
+    CHECK_RC(outbound_client_dead_letters(c, NONE, NONE, 0, NULL, &list), F, "limit");
+    CHECK_RC(outbound_client_dead_letters(c, NONE, NONE, 1001, NULL, &list), F, "limit");
+    CHECK(strstr(last_error(), "1001") != NULL, "names the value: %s", last_error());
+    CHECK_RC(outbound_client_dead_letters(c, NONE, NONE, 10, "not-a-cursor", &list), F, "cursor");
+    CHECK(list == (outbound_dead_letter_list *)0x1, "out written on failure");
+    CHECK_RC(outbound_client_webhook_attempts(c, 1, &attempts), F, "webhook");
+    CHECK(strstr(last_error(), "it has 1") != NULL, "says how many: %s", last_error());
+    CHECK_RC(outbound_client_replay_dead_letter(c, "m", 1, &p, &found), F, "webhook");
+    CHECK_RC(outbound_client_replay_dead_letters(c, NONE, NONE, 5, &p), F, "webhook");
+    records_done(c);
+
+    /* A client without dead letters: its attempts and health, but no dead letters. */
+    outbound_options *o = outbound_options_new();
+    outbound_options_add_webhook(o, hook_url, NULL);
+    outbound_client *off = NULL;
+    CHECK_RC(outbound_client_new(o, &off), OUTBOUND_RESULT_OK, NULL);
+    CHECK_RC(outbound_client_webhook_health(off, &health), OUTBOUND_RESULT_OK, NULL);
+    CHECK(outbound_webhook_health_list_len(health) == 1, "health without a spool");
+    outbound_webhook_health_list_free(health);
+    CHECK_RC(outbound_client_webhook_attempts(off, 0, &attempts), OUTBOUND_RESULT_OK, NULL);
+    CHECK(outbound_webhook_attempt_list_len(attempts) == 0, "no attempts yet");
+    outbound_webhook_attempt_list_free(attempts);
+    CHECK_RC(outbound_client_dead_letters(off, NONE, NONE, 10, NULL, &list), OUTBOUND_RESULT_CONFIG,
+             "dead_letters");
+    CHECK_RC(outbound_client_dead_letter_stats(off, &s), OUTBOUND_RESULT_CONFIG, "dead_letters");
+    outbound_client_free(off);
+}
+
 /* The Redis spool (docs/python.md, "A fleet on Redis"): the same setting, a URL. The live part
  * needs OUTBOUND_TEST_REDIS (a redis:// URL; scripts/test-c.sh starts a server for it). */
 static char redis_spool[256];
@@ -2025,6 +2420,13 @@ int main(void) {
     RUN(test_close_with_short_timeout_reports_dropped);
     RUN(test_spool_keeps_what_close_left_for_the_next_client);
     RUN(test_dead_letters_are_kept_in_the_spool_when_asked);
+    RUN(test_a_refused_message_is_a_dead_letter_with_its_attempt_and_body);
+    RUN(test_webhook_attempts_and_health_show_a_failing_url);
+    RUN(test_a_replayed_dead_letter_is_delivered_once_and_leaves);
+    RUN(test_a_deleted_dead_letter_is_gone);
+    RUN(test_dead_letter_pages_are_newest_first_with_a_cursor);
+    RUN(test_a_range_replay_delivers_what_failed_in_it);
+    RUN(test_delivery_records_refuse_bad_arguments_naming_the_field);
     RUN(test_a_redis_spool_keeps_what_close_left_for_the_next_client);
     RUN(test_redis_ack_forms_are_checked_and_fsync_needs_waitaof);
     RUN(test_sign_and_verify_match_the_published_vector);

@@ -19,6 +19,7 @@ mod panic;
 mod audience;
 mod client;
 mod convert;
+mod deliveries;
 mod options;
 mod packed;
 mod recording;
@@ -28,6 +29,7 @@ mod timestamp;
 
 pub use audience::*;
 pub use client::*;
+pub use deliveries::*;
 pub use options::*;
 pub use recording::*;
 pub use result::*;

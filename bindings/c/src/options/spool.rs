@@ -119,10 +119,11 @@ pub unsafe extern "C" fn outbound_options_set_spool_commit_interval_ms(
 
 /// Keeps dead letters (default false): a message whose webhook delivery fails for good
 /// (its retry window closed, a permanent 4xx, a 410, the network guard's refusal) is kept in
-/// the spool with its body and each URL's last attempt, to be listed and replayed (the
-/// Rust and Python APIs and the relay's admin API). Needs `outbound_options_set_spool`;
-/// without one `outbound_client_new` refuses it (`OUTBOUND_RESULT_CONFIG`, naming
-/// `dead_letters`). Outcomes and counters are the same either way.
+/// the spool with its body and each URL's last attempt, to be listed and replayed
+/// (`outbound_client_dead_letters`, `_replay_dead_letter`, ...). Needs
+/// `outbound_options_set_spool`; without one `outbound_client_new` refuses it
+/// (`OUTBOUND_RESULT_CONFIG`, naming `dead_letters`). Outcomes and counters are the same
+/// either way.
 ///
 /// Returns `OUTBOUND_RESULT_OK`, `_NULL_ARGUMENT` (options), `_PANIC`.
 ///
