@@ -123,7 +123,8 @@ const (
 type WebhookHealth struct {
 	// Webhook is the webhook's index in Config.Webhooks.
 	Webhook int
-	// URL is its URL without the query string (it often carries a token).
+	// URL is its URL as logs show it: scheme, host and port, anything after them as "/…"
+	// (a path or query string can carry a token).
 	URL string
 	// State is healthy, failing, circuit open or disabled.
 	State HealthState

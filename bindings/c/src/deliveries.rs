@@ -67,7 +67,8 @@ pub struct outbound_webhook_attempt {
 pub struct outbound_webhook_health {
     /// The webhook's index (0 for the first `outbound_options_add_webhook`).
     pub webhook: usize,
-    /// Its URL without the query string (it often carries a token), NUL-terminated.
+    /// Its URL as logs show it, NUL-terminated: scheme, host and port, anything after them as
+    /// `/…` (a path or query string can carry a token).
     pub url: *const c_char,
     /// `"healthy"`, `"failing"`, `"circuit_open"` (its lane sends one probe at a time) or
     /// `"disabled"` (`block_private_networks` refuses its address whatever DNS says).

@@ -183,7 +183,8 @@ impl HealthState {
 pub struct WebhookHealth {
     /// The webhook's index in the client's `webhooks`.
     pub webhook: usize,
-    /// Its URL, the query string left out (it often carries a token).
+    /// Its URL as logs show it: scheme, host and port, anything after them as `/…` (a path
+    /// or query string can carry a token: Slack keeps its in the path).
     pub url: String,
     /// Healthy, failing, circuit open or disabled.
     pub state: HealthState,
