@@ -90,11 +90,13 @@ fn main() -> ExitCode {
     let fleet = sources::engine::shared_spool()
         .map(|p| p.to_string_lossy().into_owned())
         .filter(|p| config::is_redis_url(p));
+    // Named by the setting that says where it is: the fleet's Redis, or data_dir.
+    let at = if fleet.is_some() { "spool" } else { "data_dir" };
     let control = match control::Control::open(relay.base.clone(), &registry, fleet) {
         Ok(c) => Arc::new(c),
         Err(e) => {
             eprintln!(
-                "{}: data_dir: the admin API's store cannot be opened: {e}",
+                "{}: {at}: the admin API's store cannot be opened: {e}",
                 relay.file
             );
             return ExitCode::from(2);

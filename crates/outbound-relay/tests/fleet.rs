@@ -439,3 +439,74 @@ fn a_relay_moving_onto_a_fleet_brings_the_sources_its_api_made() {
         moved.log()
     );
 }
+
+/// A fleet's admin API store that cannot be read (its sources' hash of the wrong type) stops
+/// the relay at start with exit code 2, the error named by `spool` (where that store is), not
+/// `data_dir`.
+#[test]
+fn an_unreadable_fleet_store_is_refused_at_start_naming_spool() {
+    let redis = RedisServer::start();
+    let mut c = redis.conn();
+    redis::cmd("SET")
+        .arg("fleet:control:sources")
+        .arg("not a hash")
+        .query::<()>(&mut c)
+        .unwrap();
+    let dir = temp_dir();
+    let cfg = format!(
+        "listen = \"127.0.0.1:0\"\ndata_dir = \"data\"\nadmin_token = \"adm\"\n\
+         spool = \"{}\"\n",
+        redis_url(&redis)
+    );
+    std::fs::write(dir.path().join("relay.toml"), cfg).unwrap();
+    let out = std::process::Command::new(relay_bin())
+        .arg("--config")
+        .arg(dir.path().join("relay.toml"))
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("spool: the admin API's store cannot be opened") && err.contains("WRONGTYPE"),
+        "{err}"
+    );
+}
+
+/// One stored source another relay (or a hand) wrote unreadably is skipped and logged; the
+/// others are served, and changes made after it still reach every relay.
+#[test]
+fn an_unreadable_stored_source_is_skipped_and_the_rest_served() {
+    let redis = RedisServer::start();
+    let rx = Receiver::start();
+    let cfg = format!(
+        "listen = \"127.0.0.1:0\"\ndata_dir = \"data\"\nadmin_token = \"adm\"\n\
+         allowed_networks = [\"127.0.0.0/8\"]\nspool = \"{}\"\ntimeout = 1\n",
+        redis_url(&redis)
+    );
+    let (dir_a, dir_b) = (temp_dir(), temp_dir());
+    let a = Relay::start(dir_a.path(), &cfg);
+    let b = Relay::start(dir_b.path(), &cfg);
+    let make = |name: &str| {
+        let body = json!({"write_keys": [format!("wk_{name}")], "webhooks": [{"url": rx.url}]});
+        let made = put(
+            &a.url(&format!("/admin/sources/{name}")),
+            &[("Authorization", "Bearer adm")],
+            body.to_string().as_bytes(),
+        );
+        assert_eq!(made.status, 201, "{}", made.body);
+    };
+    make("good");
+    accepted_within(&b, "wk_good", 0, Duration::from_secs(5));
+    let mut c = redis.conn();
+    redis::pipe()
+        .hset("fleet:control:sources", "broken", "{not json")
+        .incr("fleet:control:revision", 1)
+        .query::<()>(&mut c)
+        .unwrap();
+    make("later");
+    accepted_within(&b, "wk_later", 1, Duration::from_secs(5));
+    accepted_within(&b, "wk_good", 2, Duration::from_secs(5));
+    let log = b.wait_log("\"broken\" cannot be read, skipped");
+    assert!(log.contains("fleet:control:sources"), "{log}");
+}

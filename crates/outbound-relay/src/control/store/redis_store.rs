@@ -30,6 +30,17 @@ fn err(e: impl std::fmt::Display) -> String {
     e.to_string()
 }
 
+/// Field `field` of hash `key` read as JSON; `None`, logged, when it cannot be.
+fn readable<T: serde::de::DeserializeOwned>(key: &str, field: &str, text: &str) -> Option<T> {
+    match serde_json::from_str(text) {
+        Ok(v) => Some(v),
+        Err(e) => {
+            tracing::error!("admin API store: {key} {field:?} cannot be read, skipped: {e}");
+            None
+        }
+    }
+}
+
 impl RedisStore {
     /// The store on the fleet's Redis `url` (a `spool` URL: `redis://`, `rediss://`,
     /// `redis+sentinel://`, `rediss+sentinel://`; `?prefix=P`).
@@ -89,18 +100,24 @@ impl Store for RedisStore {
             revision: rev.unwrap_or(0),
             ..Snapshot::default()
         };
+        // Every relay of the fleet (of any version, or an operator by hand) writes here: an
+        // entry that cannot be read is skipped and logged, so the others are still served
+        // and still followed (the SQLite store is this relay's alone).
         for (name, body) in s {
-            snap.sources
-                .insert(name, serde_json::from_str(&body).map_err(err)?);
+            if let Some(v) = readable(sources, &name, &body) {
+                snap.sources.insert(name, v);
+            }
         }
         for (name, entry) in d {
-            let v: Value = serde_json::from_str(&entry).map_err(err)?;
-            let until = v["until_ms"].as_u64().unwrap_or(0);
-            snap.deleted.insert(name, (v["body"].clone(), until));
+            if let Some(v) = readable::<Value>(deleted, &name, &entry) {
+                let until = v["until_ms"].as_u64().unwrap_or(0);
+                snap.deleted.insert(name, (v["body"].clone(), until));
+            }
         }
         for (id, record) in t {
-            snap.tokens
-                .insert(id, serde_json::from_str(&record).map_err(err)?);
+            if let Some(t) = readable(tokens, &id, &record) {
+                snap.tokens.insert(id, t);
+            }
         }
         Ok(snap)
     }
