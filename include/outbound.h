@@ -290,42 +290,6 @@ typedef struct outbound_webhook_attempt {
     size_t answer_len;
 } outbound_webhook_attempt;
 
-// A webhook URL's health (`outbound_webhook_health_list_get`): its state and its last five
-// minutes. Every pointer in it is owned by the list it came from. Later releases may add
-// fields at the end.
-typedef struct outbound_webhook_health {
-    // The webhook's index (0 for the first `outbound_options_add_webhook`).
-    size_t webhook;
-    // Its URL as logs show it, NUL-terminated: scheme, host and port, anything after them as
-    // `/…` (a path or query string can carry a token).
-    const char *url;
-    // `"healthy"`, `"failing"`, `"circuit_open"` (its lane sends one probe at a time) or
-    // `"disabled"` (`block_private_networks` refuses its address whatever DNS says).
-    const char *state;
-    // Requests answered (or failed) in the last five minutes.
-    uint64_t attempts_5m;
-    // Of those, the ones that delivered.
-    uint64_t delivered_5m;
-    // `delivered_5m / attempts_5m`; -1 when `attempts_5m` is 0.
-    double success_rate_5m;
-    // The median duration of those exchanges in microseconds (within 10 %);
-    // `OUTBOUND_DURATION_NONE` without attempts.
-    uint64_t p50_5m_us;
-    // The 99th percentile, as `p50_5m_us`.
-    uint64_t p99_5m_us;
-    // Failed requests since its last success.
-    uint32_t consecutive_failures;
-    // When its last request failed, in Unix milliseconds; `OUTBOUND_TIME_NONE` if none did.
-    int64_t last_error_ms;
-    // Why its last request failed; NULL if none did.
-    const char *last_error;
-    // When its last request succeeded, in Unix milliseconds; `OUTBOUND_TIME_NONE` if none
-    // did.
-    int64_t last_success_ms;
-    // Messages still to be delivered to it (queued, in flight, or waiting to be retried).
-    uint64_t waiting;
-} outbound_webhook_health;
-
 // A message whose webhook delivery failed for good (`outbound_dead_letter_list_get`). Every
 // pointer in it is owned by the list it came from. Later releases may add fields at the end.
 typedef struct outbound_dead_letter {
@@ -391,6 +355,42 @@ typedef struct outbound_dead_letter_stats {
     // Dropped after the retention (since the spool was opened).
     uint64_t expired;
 } outbound_dead_letter_stats;
+
+// A webhook URL's health (`outbound_webhook_health_list_get`): its state and its last five
+// minutes. Every pointer in it is owned by the list it came from. Later releases may add
+// fields at the end.
+typedef struct outbound_webhook_health {
+    // The webhook's index (0 for the first `outbound_options_add_webhook`).
+    size_t webhook;
+    // Its URL as logs show it, NUL-terminated: scheme, host and port, anything after them as
+    // `/…` (a path or query string can carry a token).
+    const char *url;
+    // `"healthy"`, `"failing"`, `"circuit_open"` (its lane sends one probe at a time) or
+    // `"disabled"` (`block_private_networks` refuses its address whatever DNS says).
+    const char *state;
+    // Requests answered (or failed) in the last five minutes.
+    uint64_t attempts_5m;
+    // Of those, the ones that delivered.
+    uint64_t delivered_5m;
+    // `delivered_5m / attempts_5m`; -1 when `attempts_5m` is 0.
+    double success_rate_5m;
+    // The median duration of those exchanges in microseconds (within 10 %);
+    // `OUTBOUND_DURATION_NONE` without attempts.
+    uint64_t p50_5m_us;
+    // The 99th percentile, as `p50_5m_us`.
+    uint64_t p99_5m_us;
+    // Failed requests since its last success.
+    uint32_t consecutive_failures;
+    // When its last request failed, in Unix milliseconds; `OUTBOUND_TIME_NONE` if none did.
+    int64_t last_error_ms;
+    // Why its last request failed; NULL if none did.
+    const char *last_error;
+    // When its last request succeeded, in Unix milliseconds; `OUTBOUND_TIME_NONE` if none
+    // did.
+    int64_t last_success_ms;
+    // Messages still to be delivered to it (queued, in flight, or waiting to be retried).
+    uint64_t waiting;
+} outbound_webhook_health;
 
 // Called once per accepted message with how it ended.
 //
@@ -826,80 +826,6 @@ outbound_result outbound_client_spool_ok(const struct outbound_client *client,
 // `client` is NULL or live.
 outbound_result outbound_client_reset_after_fork(const struct outbound_client *client);
 
-// Webhook `webhook`'s last attempts (up to 100, any outcome), newest first: message id, time,
-// duration, status or error class, and for failures the first 1 KiB of the answer. Kept in
-// memory for URLs with recent traffic: an empty list for a URL with none. Needs no spool.
-//
-// Ownership: on success `*out` receives a list the caller owns and must release with
-// `outbound_webhook_attempt_list_free`; on failure `*out` is not written.
-//
-// Returns `OUTBOUND_RESULT_OK`, `_NULL_ARGUMENT` (client or out), `_INVALID_FIELD` (no
-// webhook of that index; the text names `webhook`), `_PANIC`.
-//
-// # Safety
-// `client` is NULL or live; `out` is NULL or writable.
-outbound_result outbound_client_webhook_attempts(const struct outbound_client *client,
-                                                 size_t webhook,
-                                                 struct outbound_webhook_attempt_list **out);
-
-// How many attempts the list holds (0 for NULL).
-//
-// # Safety
-// `list` is NULL or live.
-size_t outbound_webhook_attempt_list_len(const struct outbound_webhook_attempt_list *list);
-
-// Attempt `index` of the list (0 is the newest), or NULL when `index` is not below
-// `outbound_webhook_attempt_list_len` or `list` is NULL (`outbound_last_error` says which).
-//
-// Ownership: the attempt belongs to the list; valid until `outbound_webhook_attempt_list_free`.
-//
-// # Safety
-// `list` is NULL or live.
-const struct outbound_webhook_attempt *outbound_webhook_attempt_list_get(const struct outbound_webhook_attempt_list *list,
-                                                                         size_t index);
-
-// Frees an attempt list; every pointer read from it becomes invalid. NULL is a no-op.
-//
-// # Safety
-// `list` is NULL or from `outbound_client_webhook_attempts` and not freed yet.
-void outbound_webhook_attempt_list_free(struct outbound_webhook_attempt_list *list);
-
-// Each webhook URL's health, in the order the webhooks were added: healthy, failing, circuit
-// open or disabled; success rate and p50/p99 latency over the last five minutes; failures in
-// a row, last error, last success, messages waiting. Needs no spool.
-//
-// Ownership: on success `*out` receives a list the caller owns and must release with
-// `outbound_webhook_health_list_free`; on failure `*out` is not written.
-//
-// Returns `OUTBOUND_RESULT_OK`, `_NULL_ARGUMENT` (client or out), `_PANIC`.
-//
-// # Safety
-// `client` is NULL or live; `out` is NULL or writable.
-outbound_result outbound_client_webhook_health(const struct outbound_client *client,
-                                               struct outbound_webhook_health_list **out);
-
-// How many webhooks the health list holds (0 for NULL).
-//
-// # Safety
-// `list` is NULL or live.
-size_t outbound_webhook_health_list_len(const struct outbound_webhook_health_list *list);
-
-// Webhook `index`'s health, or NULL when `index` is not below
-// `outbound_webhook_health_list_len` or `list` is NULL (`outbound_last_error` says which).
-//
-// Ownership: the health belongs to the list; valid until `outbound_webhook_health_list_free`.
-//
-// # Safety
-// `list` is NULL or live.
-const struct outbound_webhook_health *outbound_webhook_health_list_get(const struct outbound_webhook_health_list *list,
-                                                                       size_t index);
-
-// Frees a health list; every pointer read from it becomes invalid. NULL is a no-op.
-//
-// # Safety
-// `list` is NULL or from `outbound_client_webhook_health` and not freed yet.
-void outbound_webhook_health_list_free(struct outbound_webhook_health_list *list);
-
 // One page of dead letters (`outbound_options_set_dead_letters` on), newest first, without
 // their bodies.
 //
@@ -1054,6 +980,80 @@ outbound_result outbound_client_replay_progress(const struct outbound_client *cl
 // `client` is NULL or live; `out` is NULL or writable.
 outbound_result outbound_client_dead_letter_stats(const struct outbound_client *client,
                                                   struct outbound_dead_letter_stats *out);
+
+// Webhook `webhook`'s last attempts (up to 100, any outcome), newest first: message id, time,
+// duration, status or error class, and for failures the first 1 KiB of the answer. Kept in
+// memory for URLs with recent traffic: an empty list for a URL with none. Needs no spool.
+//
+// Ownership: on success `*out` receives a list the caller owns and must release with
+// `outbound_webhook_attempt_list_free`; on failure `*out` is not written.
+//
+// Returns `OUTBOUND_RESULT_OK`, `_NULL_ARGUMENT` (client or out), `_INVALID_FIELD` (no
+// webhook of that index; the text names `webhook`), `_PANIC`.
+//
+// # Safety
+// `client` is NULL or live; `out` is NULL or writable.
+outbound_result outbound_client_webhook_attempts(const struct outbound_client *client,
+                                                 size_t webhook,
+                                                 struct outbound_webhook_attempt_list **out);
+
+// How many attempts the list holds (0 for NULL).
+//
+// # Safety
+// `list` is NULL or live.
+size_t outbound_webhook_attempt_list_len(const struct outbound_webhook_attempt_list *list);
+
+// Attempt `index` of the list (0 is the newest), or NULL when `index` is not below
+// `outbound_webhook_attempt_list_len` or `list` is NULL (`outbound_last_error` says which).
+//
+// Ownership: the attempt belongs to the list; valid until `outbound_webhook_attempt_list_free`.
+//
+// # Safety
+// `list` is NULL or live.
+const struct outbound_webhook_attempt *outbound_webhook_attempt_list_get(const struct outbound_webhook_attempt_list *list,
+                                                                         size_t index);
+
+// Frees an attempt list; every pointer read from it becomes invalid. NULL is a no-op.
+//
+// # Safety
+// `list` is NULL or from `outbound_client_webhook_attempts` and not freed yet.
+void outbound_webhook_attempt_list_free(struct outbound_webhook_attempt_list *list);
+
+// Each webhook URL's health, in the order the webhooks were added: healthy, failing, circuit
+// open or disabled; success rate and p50/p99 latency over the last five minutes; failures in
+// a row, last error, last success, messages waiting. Needs no spool.
+//
+// Ownership: on success `*out` receives a list the caller owns and must release with
+// `outbound_webhook_health_list_free`; on failure `*out` is not written.
+//
+// Returns `OUTBOUND_RESULT_OK`, `_NULL_ARGUMENT` (client or out), `_PANIC`.
+//
+// # Safety
+// `client` is NULL or live; `out` is NULL or writable.
+outbound_result outbound_client_webhook_health(const struct outbound_client *client,
+                                               struct outbound_webhook_health_list **out);
+
+// How many webhooks the health list holds (0 for NULL).
+//
+// # Safety
+// `list` is NULL or live.
+size_t outbound_webhook_health_list_len(const struct outbound_webhook_health_list *list);
+
+// Webhook `index`'s health, or NULL when `index` is not below
+// `outbound_webhook_health_list_len` or `list` is NULL (`outbound_last_error` says which).
+//
+// Ownership: the health belongs to the list; valid until `outbound_webhook_health_list_free`.
+//
+// # Safety
+// `list` is NULL or live.
+const struct outbound_webhook_health *outbound_webhook_health_list_get(const struct outbound_webhook_health_list *list,
+                                                                       size_t index);
+
+// Frees a health list; every pointer read from it becomes invalid. NULL is a no-op.
+//
+// # Safety
+// `list` is NULL or from `outbound_client_webhook_health` and not freed yet.
+void outbound_webhook_health_list_free(struct outbound_webhook_health_list *list);
 
 // Creates options with every default: no destination (set a write key, a webhook or
 // both), endpoint `https://api.segment.io`, flush_at 20 (also the most messages one

@@ -187,7 +187,8 @@ type Client struct {
 	// DeadLetters keeps, in the Spool, each message whose delivery to the webhooks failed
 	// for good, to be listed and replayed; DeadLetterRetention (0: 14 days) and
 	// DeadLetterMaxBytes (0: 256 MiB) bound them. Needs Spool. See Config.DeadLetters in
-	// package outbound. Not in v2.
+	// package outbound. Not in v2. A v2 client has no webhooks (it sends to Endpoint only),
+	// so it keeps none: the setting is here, checked, as in every face.
 	DeadLetters         bool
 	DeadLetterRetention time.Duration
 	DeadLetterMaxBytes  int64

@@ -1,0 +1,250 @@
+//! Each webhook URL's last attempts and its health, as lists C reads (`_len`, `_get`,
+//! `_free`).
+
+use super::*;
+
+/// One request to a webhook URL (`outbound_webhook_attempt_list_get`, or a dead letter's
+/// `last_attempts`). Every pointer in it is owned by the list it came from. Its layout is
+/// fixed within a series (it is handed out in arrays, `last_attempts`).
+#[repr(C)]
+#[derive(Debug)]
+pub struct outbound_webhook_attempt {
+    /// The webhook's index (0 for the first `outbound_options_add_webhook`).
+    pub webhook: usize,
+    /// The message it carried, NUL-terminated.
+    pub message_id: *const c_char,
+    /// When the request went out, in Unix milliseconds.
+    pub at_ms: i64,
+    /// How long the exchange took (connect, send, answer), in microseconds.
+    pub duration_us: u64,
+    /// What it meant for the message: `"delivered"` (2xx), `"retryable"` (5xx, 408, 429,
+    /// timeouts, connection errors) or `"permanent"` (other 4xx, 3xx, certificates, blocked).
+    pub result: *const c_char,
+    /// The answer's status; 0 when no answer came.
+    pub status: u16,
+    /// How it failed when no status came (or the network guard refused it): `"timeout"`,
+    /// `"refused"`, `"reset"`, `"tls"`, `"dns"`, `"blocked"`, `"connection"` or `"other"`;
+    /// NULL otherwise.
+    pub error: *const c_char,
+    /// What went wrong, in words (`"status 503"`); `""` for a delivery.
+    pub detail: *const c_char,
+    /// For a failure: the first 1 KiB of the answer's body, followed by a NUL byte not counted
+    /// in `answer_len`; NULL when it kept none.
+    pub answer: *const u8,
+    /// The length of `answer` in bytes (0 when NULL).
+    pub answer_len: usize,
+}
+
+/// A webhook URL's health (`outbound_webhook_health_list_get`): its state and its last five
+/// minutes. Every pointer in it is owned by the list it came from. Later releases may add
+/// fields at the end.
+#[repr(C)]
+#[derive(Debug)]
+pub struct outbound_webhook_health {
+    /// The webhook's index (0 for the first `outbound_options_add_webhook`).
+    pub webhook: usize,
+    /// Its URL as logs show it, NUL-terminated: scheme, host and port, anything after them as
+    /// `/…` (a path or query string can carry a token).
+    pub url: *const c_char,
+    /// `"healthy"`, `"failing"`, `"circuit_open"` (its lane sends one probe at a time) or
+    /// `"disabled"` (`block_private_networks` refuses its address whatever DNS says).
+    pub state: *const c_char,
+    /// Requests answered (or failed) in the last five minutes.
+    pub attempts_5m: u64,
+    /// Of those, the ones that delivered.
+    pub delivered_5m: u64,
+    /// `delivered_5m / attempts_5m`; -1 when `attempts_5m` is 0.
+    pub success_rate_5m: f64,
+    /// The median duration of those exchanges in microseconds (within 10 %);
+    /// `OUTBOUND_DURATION_NONE` without attempts.
+    pub p50_5m_us: u64,
+    /// The 99th percentile, as `p50_5m_us`.
+    pub p99_5m_us: u64,
+    /// Failed requests since its last success.
+    pub consecutive_failures: u32,
+    /// When its last request failed, in Unix milliseconds; `OUTBOUND_TIME_NONE` if none did.
+    pub last_error_ms: i64,
+    /// Why its last request failed; NULL if none did.
+    pub last_error: *const c_char,
+    /// When its last request succeeded, in Unix milliseconds; `OUTBOUND_TIME_NONE` if none
+    /// did.
+    pub last_success_ms: i64,
+    /// Messages still to be delivered to it (queued, in flight, or waiting to be retried).
+    pub waiting: u64,
+}
+
+/// A client's last attempts to one webhook URL, newest first, from
+/// `outbound_client_webhook_attempts`; read with `outbound_webhook_attempt_list_len` /
+/// `_get`, release with `outbound_webhook_attempt_list_free`. A copy: it does not change and
+/// does not depend on the client.
+pub struct outbound_webhook_attempt_list {
+    items: Vec<outbound_webhook_attempt>,
+    _keep: Keep,
+}
+
+/// Each webhook URL's health, in the order of the webhooks, from
+/// `outbound_client_webhook_health`; read with `outbound_webhook_health_list_len` / `_get`,
+/// release with `outbound_webhook_health_list_free`. A copy, as the attempt list.
+pub struct outbound_webhook_health_list {
+    items: Vec<outbound_webhook_health>,
+    _keep: Keep,
+}
+
+impl PanicValue for *const outbound_webhook_attempt {
+    fn on_panic() -> Self {
+        null()
+    }
+}
+
+impl PanicValue for *const outbound_webhook_health {
+    fn on_panic() -> Self {
+        null()
+    }
+}
+
+/// Webhook `webhook`'s last attempts (up to 100, any outcome), newest first: message id, time,
+/// duration, status or error class, and for failures the first 1 KiB of the answer. Kept in
+/// memory for URLs with recent traffic: an empty list for a URL with none. Needs no spool.
+///
+/// Ownership: on success `*out` receives a list the caller owns and must release with
+/// `outbound_webhook_attempt_list_free`; on failure `*out` is not written.
+///
+/// Returns `OUTBOUND_RESULT_OK`, `_NULL_ARGUMENT` (client or out), `_INVALID_FIELD` (no
+/// webhook of that index; the text names `webhook`), `_PANIC`.
+///
+/// # Safety
+/// `client` is NULL or live; `out` is NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn outbound_client_webhook_attempts(
+    client: *const outbound_client,
+    webhook: usize,
+    out: *mut *mut outbound_webhook_attempt_list,
+) -> outbound_result {
+    ffi!({
+        finish((|| {
+            // SAFETY: the caller's contract.
+            let client = unsafe { client_ref(client) }?;
+            check_out(out, "out")?;
+            let attempts = client.webhook_attempts(webhook)?;
+            let mut keep = Keep::default();
+            let items = attempts.iter().map(|a| keep.attempt(a)).collect();
+            let list = outbound_webhook_attempt_list { items, _keep: keep };
+            // SAFETY: `out` is non-NULL and writable.
+            unsafe { give(out, list) };
+            Ok(())
+        })())
+    })
+}
+
+/// How many attempts the list holds (0 for NULL).
+///
+/// # Safety
+/// `list` is NULL or live.
+#[no_mangle]
+pub unsafe extern "C" fn outbound_webhook_attempt_list_len(
+    list: *const outbound_webhook_attempt_list,
+) -> usize {
+    // SAFETY: the caller's contract.
+    ffi!({ unsafe { len_of(list, |l| l.items.len()) } })
+}
+
+/// Attempt `index` of the list (0 is the newest), or NULL when `index` is not below
+/// `outbound_webhook_attempt_list_len` or `list` is NULL (`outbound_last_error` says which).
+///
+/// Ownership: the attempt belongs to the list; valid until `outbound_webhook_attempt_list_free`.
+///
+/// # Safety
+/// `list` is NULL or live.
+#[no_mangle]
+pub unsafe extern "C" fn outbound_webhook_attempt_list_get(
+    list: *const outbound_webhook_attempt_list,
+    index: usize,
+) -> *const outbound_webhook_attempt {
+    // SAFETY: the caller's contract.
+    ffi!({ unsafe { nth(list, index, |l| &l.items) } })
+}
+
+/// Frees an attempt list; every pointer read from it becomes invalid. NULL is a no-op.
+///
+/// # Safety
+/// `list` is NULL or from `outbound_client_webhook_attempts` and not freed yet.
+#[no_mangle]
+pub unsafe extern "C" fn outbound_webhook_attempt_list_free(
+    list: *mut outbound_webhook_attempt_list,
+) {
+    // SAFETY: the caller's contract.
+    ffi!({ unsafe { free(list) } })
+}
+
+/// Each webhook URL's health, in the order the webhooks were added: healthy, failing, circuit
+/// open or disabled; success rate and p50/p99 latency over the last five minutes; failures in
+/// a row, last error, last success, messages waiting. Needs no spool.
+///
+/// Ownership: on success `*out` receives a list the caller owns and must release with
+/// `outbound_webhook_health_list_free`; on failure `*out` is not written.
+///
+/// Returns `OUTBOUND_RESULT_OK`, `_NULL_ARGUMENT` (client or out), `_PANIC`.
+///
+/// # Safety
+/// `client` is NULL or live; `out` is NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn outbound_client_webhook_health(
+    client: *const outbound_client,
+    out: *mut *mut outbound_webhook_health_list,
+) -> outbound_result {
+    ffi!({
+        finish((|| {
+            // SAFETY: the caller's contract.
+            let client = unsafe { client_ref(client) }?;
+            check_out(out, "out")?;
+            let mut keep = Keep::default();
+            let items = (client.webhook_health().iter())
+                .map(|h| keep.health(h))
+                .collect();
+            let list = outbound_webhook_health_list { items, _keep: keep };
+            // SAFETY: `out` is non-NULL and writable.
+            unsafe { give(out, list) };
+            Ok(())
+        })())
+    })
+}
+
+/// How many webhooks the health list holds (0 for NULL).
+///
+/// # Safety
+/// `list` is NULL or live.
+#[no_mangle]
+pub unsafe extern "C" fn outbound_webhook_health_list_len(
+    list: *const outbound_webhook_health_list,
+) -> usize {
+    // SAFETY: the caller's contract.
+    ffi!({ unsafe { len_of(list, |l| l.items.len()) } })
+}
+
+/// Webhook `index`'s health, or NULL when `index` is not below
+/// `outbound_webhook_health_list_len` or `list` is NULL (`outbound_last_error` says which).
+///
+/// Ownership: the health belongs to the list; valid until `outbound_webhook_health_list_free`.
+///
+/// # Safety
+/// `list` is NULL or live.
+#[no_mangle]
+pub unsafe extern "C" fn outbound_webhook_health_list_get(
+    list: *const outbound_webhook_health_list,
+    index: usize,
+) -> *const outbound_webhook_health {
+    // SAFETY: the caller's contract.
+    ffi!({ unsafe { nth(list, index, |l| &l.items) } })
+}
+
+/// Frees a health list; every pointer read from it becomes invalid. NULL is a no-op.
+///
+/// # Safety
+/// `list` is NULL or from `outbound_client_webhook_health` and not freed yet.
+#[no_mangle]
+pub unsafe extern "C" fn outbound_webhook_health_list_free(
+    list: *mut outbound_webhook_health_list,
+) {
+    // SAFETY: the caller's contract.
+    ffi!({ unsafe { free(list) } })
+}
