@@ -510,3 +510,41 @@ fn an_unreadable_stored_source_is_skipped_and_the_rest_served() {
     let log = b.wait_log("\"broken\" cannot be read, skipped");
     assert!(log.contains("fleet:control:sources"), "{log}");
 }
+
+/// The fleet's Redis down for a few seconds: the relay's follower says so once, not at every
+/// poll, says when it answers again, and then still follows the fleet's changes.
+#[test]
+fn a_redis_outage_is_logged_once_by_the_follower_and_followed_after() {
+    let mut redis = RedisServer::start();
+    let rx = Receiver::start();
+    let cfg = format!(
+        "listen = \"127.0.0.1:0\"\ndata_dir = \"data\"\nadmin_token = \"adm\"\n\
+         allowed_networks = [\"127.0.0.0/8\"]\nspool = \"{}\"\ntimeout = 1\n",
+        redis_url(&redis)
+    );
+    let (dir_a, dir_b) = (temp_dir(), temp_dir());
+    let a = Relay::start(dir_a.path(), &cfg);
+    let b = Relay::start(dir_b.path(), &cfg);
+    redis.kill();
+    std::thread::sleep(Duration::from_secs(3)); // six polls
+    redis.restart();
+    b.wait_log("admin API store answers again");
+    let log = b.log();
+    let down = log.matches("changes made at other relays wait").count();
+    assert_eq!(down, 1, "{log}");
+    let body = json!({"write_keys": ["wk_after"], "webhooks": [{"url": rx.url}]});
+    let at = Instant::now();
+    loop {
+        let made = put(
+            &a.url("/admin/sources/after"),
+            &[("Authorization", "Bearer adm")],
+            body.to_string().as_bytes(),
+        );
+        if made.status == 201 {
+            break;
+        }
+        assert!(at.elapsed() < Duration::from_secs(10), "{}", made.body);
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    accepted_within(&b, "wk_after", 0, Duration::from_secs(15));
+}

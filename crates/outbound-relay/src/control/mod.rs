@@ -153,22 +153,36 @@ impl Control {
 
     /// Polls the store for changes made at another relay of the fleet (Redis only: a local
     /// store changes only here).
+    /// Logged when it starts failing and when it is back, not at every poll (a Redis down
+    /// for an hour would write 7,200 lines).
     pub async fn follow(self: Arc<Self>, registry: Arc<Registry>) {
+        let mut failing = false;
         loop {
             tokio::time::sleep(store::POLL).await;
             let (me, reg) = (self.clone(), registry.clone());
-            let _ = tokio::task::spawn_blocking(move || {
+            let polled = tokio::task::spawn_blocking(move || {
                 let held = me.held.lock().unwrap_or_else(|e| e.into_inner()).revision;
-                match me.store.revision() {
-                    Ok(rev) if rev != held => match me.store.load() {
-                        Ok(snap) => me.adopt(snap, &reg),
-                        Err(e) => tracing::warn!("admin API store: {e}"),
-                    },
-                    Ok(_) => {}
-                    Err(e) => tracing::warn!("admin API store: {e}"),
+                match me.store.revision()? {
+                    rev if rev != held => me.store.load().map(|snap| me.adopt(snap, &reg)),
+                    _ => Ok(()),
                 }
             })
-            .await;
+            .await
+            .unwrap_or_else(|e| Err(e.to_string()));
+            match polled {
+                Err(e) if !failing => {
+                    failing = true;
+                    tracing::warn!(
+                        "admin API store: {e}; changes made at other relays wait until it answers"
+                    );
+                }
+                Err(e) => tracing::debug!("admin API store: {e}"),
+                Ok(()) if failing => {
+                    failing = false;
+                    tracing::info!("admin API store answers again; following the fleet's changes");
+                }
+                Ok(()) => {}
+            }
         }
     }
 
