@@ -409,6 +409,48 @@ fn json_log_format_writes_one_json_object_per_line() {
     }
 }
 
+/// A client refused at every request writes one line every 10 s per kind and source, not one
+/// a request (a revoked key in a million apps, a hostile sender); the metrics count them all,
+/// and the next line says how many were held back.
+#[test]
+fn refusals_repeated_by_a_client_are_logged_once_every_ten_seconds() {
+    let dir = temp_dir();
+    let rx = Receiver::start();
+    let relay = Relay::start(
+        dir.path(),
+        &config(&[("web", "wk_web", &rx)], "metrics_token = \"m\"\n"),
+    );
+    let bad_event = json!({"batch": [{"type": "track", "event": "E"}]}).to_string(); // no user
+    for _ in 0..50 {
+        let a = post(
+            &relay.url("/v1/track"),
+            &[("Authorization", &basic("nope"))],
+            b"{}",
+        );
+        assert_eq!(a.status, 401);
+        let b = post(
+            &relay.url("/v1/batch"),
+            &[("Authorization", &basic("wk_web"))],
+            bad_event.as_bytes(),
+        );
+        assert_eq!(b.status, 200, "{}", b.body);
+    }
+    relay.wait_log("events rejected");
+    let log = relay.log();
+    assert_eq!(
+        log.matches("request refused: unknown write key").count(),
+        1,
+        "{log}"
+    );
+    assert_eq!(log.matches("events rejected").count(), 1, "{log}");
+    // Every one counted.
+    let text = get(&relay.url("/metrics"), &[("Authorization", "Bearer m")]).body;
+    let line = (text.lines())
+        .find(|l| l.starts_with("outbound_relay_events_rejected_total{source=\"web\""))
+        .unwrap_or_else(|| panic!("{text}"));
+    assert!(line.ends_with(" 50"), "{line}");
+}
+
 /// A name carrying CR LF, ESC and NUL, which the core names in its reason (an integration's
 /// name whose value is not true, false or an object): once written raw into the text log,
 /// where it forged a whole line.

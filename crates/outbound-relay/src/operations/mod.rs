@@ -1,10 +1,12 @@
 //! Running the relay: liveness and readiness (`health`), the metrics registry and
-//! `/metrics` (`metrics`), log lines (`logging`), the open-files limit (`open_files`), free
+//! `/metrics` (`metrics`), log lines (`logging`; those about requests at most one of a kind
+//! every 10 s: `log_rate`), the open-files limit (`open_files`), free
 //! heap pages back to the system (`memory`), SIGHUP (`reload`), and each source's last hour
 //! of outcomes, minute by minute (`activity`).
 
 pub mod activity;
 pub mod health;
+pub mod log_rate;
 pub mod logging;
 pub mod memory;
 pub mod metrics;

@@ -25,9 +25,12 @@ pub fn origin(headers: &HeaderMap) -> Result<Option<&str>, Unreadable> {
 
 /// The answer to an [`Unreadable`] origin.
 pub fn refused() -> Answer {
-    tracing::info!(
-        "request refused: an Origin header that cannot be checked (several, or not ASCII)"
-    );
+    if let Some(held) = crate::operations::log_rate::allow("origin_unreadable", "") {
+        tracing::info!(
+            held_back = held,
+            "request refused: an Origin header that cannot be checked (several, or not ASCII)"
+        );
+    }
     reply::error(StatusCode::FORBIDDEN, "origin not allowed")
 }
 
@@ -40,7 +43,13 @@ pub fn preflight(sources: &Sources, headers: &HeaderMap) -> Answer {
         Err(Unreadable) => return refused(),
     };
     if !sources.any_allows_origin(origin) {
-        tracing::info!(origin, "CORS preflight refused: origin not allowed");
+        if let Some(held) = crate::operations::log_rate::allow("preflight_refused", "") {
+            tracing::info!(
+                origin,
+                held_back = held,
+                "CORS preflight refused: origin not allowed"
+            );
+        }
         return reply::error(StatusCode::FORBIDDEN, "origin not allowed");
     }
     let mut r = reply::empty(StatusCode::NO_CONTENT);

@@ -33,6 +33,7 @@ pub use cors::{allow_for_any_source, preflight};
 use crate::http::auth::basic_user;
 use crate::http::body;
 use crate::http::reply::{self, Answer};
+use crate::operations::log_rate::allow;
 use crate::sources::{Source, Sources};
 use events::{read_event, type_value};
 use fields::{Batch, Body, Fields, ParseError};
@@ -214,12 +215,16 @@ fn take(sources: &Sources, r: &Request) -> Took {
         ));
     };
     let Some(source) = sources.by_write_key(&key) else {
-        tracing::info!("request refused: unknown write key");
+        if let Some(held) = allow("unknown_write_key", "") {
+            tracing::info!(held_back = held, "request refused: unknown write key");
+        }
         return Took::Answered(reply::error(StatusCode::UNAUTHORIZED, "unknown write key"));
     };
     if let Some(origin) = &r.origin {
         if !source.allows_origin(origin) {
-            tracing::info!(source = %source.name, origin, "request refused: origin not allowed");
+            if let Some(held) = allow("origin_not_allowed", &source.name) {
+                tracing::info!(source = %source.name, origin, held_back = held, "request refused: origin not allowed");
+            }
             return Took::Answered(reply::error(
                 StatusCode::FORBIDDEN,
                 "origin not allowed for this source",
@@ -233,7 +238,9 @@ fn take(sources: &Sources, r: &Request) -> Took {
     if !client.spool_ok() {
         // Acknowledged means stored: while the spool cannot be written (a Redis spool's
         // server unreachable, a failing disk) the SDK keeps its events and retries.
-        tracing::warn!(source = %source.name, "request refused: the spool cannot be written");
+        if let Some(held) = allow("spool_not_writable", &source.name) {
+            tracing::warn!(source = %source.name, held_back = held, "request refused: the spool cannot be written");
+        }
         return Took::Answered(reply::error(
             StatusCode::SERVICE_UNAVAILABLE,
             "the spool cannot be written now; retry later",
@@ -283,7 +290,9 @@ fn overloaded(source: &Source, e: &Error, events: usize) -> Option<Answer> {
         crate::operations::metrics::reason(e),
         events,
     );
-    tracing::warn!(source = %source.name, "cannot take more: {e}");
+    if let Some(held) = allow("cannot_take_more", &source.name) {
+        tracing::warn!(source = %source.name, held_back = held, "cannot take more: {e}");
+    }
     Some(reply::error(status, e.to_string()))
 }
 
@@ -306,7 +315,9 @@ fn single(source: &Arc<Source>, client: &Client, event: Fields<'_>, received: &R
     }
     crate::operations::metrics::rejected(&source.name, crate::operations::metrics::reason(&e), 1);
     let reason = rejected::bounded(&e);
-    tracing::info!(source = %source.name, reason = %reason, "event rejected");
+    if let Some(held) = allow("event_rejected", &source.name) {
+        tracing::info!(source = %source.name, reason = %reason, held_back = held, "event rejected");
+    }
     let status = match e {
         Error::MessageTooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
         _ => StatusCode::BAD_REQUEST,
@@ -401,7 +412,9 @@ async fn durable(
         _ => true,
     };
     if !committed {
-        tracing::warn!(source = %source.name, "spool commit failed: answered 503");
+        if let Some(held) = allow("commit_failed", &source.name) {
+            tracing::warn!(source = %source.name, held_back = held, "spool commit failed: answered 503");
+        }
         return reply::error(
             StatusCode::SERVICE_UNAVAILABLE,
             "the events could not be committed to disk; send them again",

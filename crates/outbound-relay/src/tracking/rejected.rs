@@ -82,6 +82,10 @@ impl Rejections {
         if self.is_empty() {
             return;
         }
+        // Requests with rejected events, one line every 10 s a source (the metrics count all).
+        let Some(held) = crate::operations::log_rate::allow("events_rejected", source) else {
+            return;
+        };
         let mut kinds = String::new();
         for (kind, n) in &self.kinds {
             let _ = write!(
@@ -101,6 +105,7 @@ impl Rejections {
             accepted,
             kinds = %kinds,
             first = %first,
+            held_back = held,
             "events rejected"
         );
     }
