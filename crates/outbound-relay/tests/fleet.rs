@@ -15,10 +15,20 @@ use support::*;
 // killed a moment later, for this one).
 #[path = "../../outbound/tests/support/redis_server.rs"]
 mod redis_server;
-use redis_server::{RedisSentinel, RedisServer};
+use redis_server::RedisServer;
 
 fn redis_url(redis: &RedisServer) -> String {
     redis.spool("fleet").display().to_string()
+}
+
+/// A relay.toml with no sources of its own: the admin API on (token `adm`), webhooks to
+/// 127.0.0.1 allowed, `timeout` 1 s, and `spool` when given.
+fn api_config(spool: Option<&str>) -> String {
+    let spool = spool.map_or(String::new(), |s| format!("spool = \"{s}\"\n"));
+    format!(
+        "listen = \"127.0.0.1:0\"\ndata_dir = \"data\"\nadmin_token = \"adm\"\n\
+         allowed_networks = [\"127.0.0.0/8\"]\ntimeout = 1\n{spool}"
+    )
 }
 
 fn batch(from: usize, n: usize) -> String {
@@ -241,11 +251,7 @@ fn with_redis_ack_replicas_a_batch_is_acknowledged_only_once_a_replica_has_it() 
 fn a_source_made_at_one_relay_takes_events_at_another_within_two_seconds() {
     let redis = RedisServer::start();
     let rx = Receiver::start();
-    let cfg = format!(
-        "listen = \"127.0.0.1:0\"\ndata_dir = \"data\"\nadmin_token = \"adm\"\n\
-         allowed_networks = [\"127.0.0.0/8\"]\nspool = \"{}\"\ntimeout = 1\n",
-        redis_url(&redis)
-    );
+    let cfg = api_config(Some(&redis_url(&redis)));
     let (dir_a, dir_b) = (temp_dir(), temp_dir());
     let a = Relay::start(dir_a.path(), &cfg);
     let b = Relay::start(dir_b.path(), &cfg);
@@ -326,19 +332,9 @@ fn accepted_within(relay: &Relay, key: &str, id: usize, within: Duration) -> Dur
 #[test]
 fn through_sentinel_the_fleet_shares_its_sources_and_follows_a_failover() {
     const NAME: &str = "ctl";
-    let mut primary = RedisServer::start();
-    let replica = RedisServer::replica_of(primary.port);
-    replica.wait_in_sync();
-    let sentinels: Vec<RedisSentinel> = (0..3)
-        .map(|_| RedisSentinel::start(NAME, primary.port))
-        .collect();
-    redis_server::wait_ready(&sentinels, NAME);
+    let (mut primary, replica, sentinels) = redis_server::sentinel_fleet(NAME);
     let rx = Receiver::start();
-    let cfg = format!(
-        "listen = \"127.0.0.1:0\"\ndata_dir = \"data\"\nadmin_token = \"adm\"\n\
-         allowed_networks = [\"127.0.0.0/8\"]\nspool = \"{}\"\ntimeout = 1\n",
-        redis_server::sentinel_url(&sentinels, NAME, "fleet")
-    );
+    let cfg = api_config(Some(&redis_server::sentinel_url(&sentinels, NAME, "fleet")));
     let (dir_a, dir_b) = (temp_dir(), temp_dir());
     let a = Relay::start(dir_a.path(), &cfg);
     let b = Relay::start(dir_b.path(), &cfg);
@@ -402,10 +398,9 @@ fn through_sentinel_the_fleet_shares_its_sources_and_follows_a_failover() {
 fn a_relay_moving_onto_a_fleet_brings_the_sources_its_api_made() {
     let redis = RedisServer::start();
     let rx = Receiver::start();
-    let base = "listen = \"127.0.0.1:0\"\ndata_dir = \"data\"\nadmin_token = \"adm\"\n\
-                allowed_networks = [\"127.0.0.0/8\"]\ntimeout = 1\n";
+    let base = api_config(None);
     let dir = temp_dir();
-    let local = Relay::start(dir.path(), base);
+    let local = Relay::start(dir.path(), &base);
     let body = json!({"write_keys": ["wk_old"], "webhooks": [{"url": rx.url}]});
     let made = put(
         &local.url("/admin/sources/old"),
@@ -421,7 +416,7 @@ fn a_relay_moving_onto_a_fleet_brings_the_sources_its_api_made() {
     assert_eq!(token.status, 201, "{}", token.body);
     let token = token.json()["token"].as_str().unwrap().to_string();
     local.kill();
-    let fleet = format!("{base}spool = \"{}\"\n", redis_url(&redis));
+    let fleet = api_config(Some(&redis_url(&redis)));
     let moved = Relay::start(dir.path(), &fleet);
     let other = temp_dir();
     let sibling = Relay::start(other.path(), &fleet);
@@ -453,11 +448,7 @@ fn an_unreadable_fleet_store_is_refused_at_start_naming_spool() {
         .query::<()>(&mut c)
         .unwrap();
     let dir = temp_dir();
-    let cfg = format!(
-        "listen = \"127.0.0.1:0\"\ndata_dir = \"data\"\nadmin_token = \"adm\"\n\
-         spool = \"{}\"\n",
-        redis_url(&redis)
-    );
+    let cfg = api_config(Some(&redis_url(&redis)));
     std::fs::write(dir.path().join("relay.toml"), cfg).unwrap();
     let out = std::process::Command::new(relay_bin())
         .arg("--config")
@@ -479,11 +470,7 @@ fn an_unreadable_fleet_store_is_refused_at_start_naming_spool() {
 fn an_unreadable_stored_source_is_skipped_and_the_rest_served() {
     let redis = RedisServer::start();
     let rx = Receiver::start();
-    let cfg = format!(
-        "listen = \"127.0.0.1:0\"\ndata_dir = \"data\"\nadmin_token = \"adm\"\n\
-         allowed_networks = [\"127.0.0.0/8\"]\nspool = \"{}\"\ntimeout = 1\n",
-        redis_url(&redis)
-    );
+    let cfg = api_config(Some(&redis_url(&redis)));
     let (dir_a, dir_b) = (temp_dir(), temp_dir());
     let a = Relay::start(dir_a.path(), &cfg);
     let b = Relay::start(dir_b.path(), &cfg);
@@ -517,11 +504,7 @@ fn an_unreadable_stored_source_is_skipped_and_the_rest_served() {
 fn a_redis_outage_is_logged_once_by_the_follower_and_followed_after() {
     let mut redis = RedisServer::start();
     let rx = Receiver::start();
-    let cfg = format!(
-        "listen = \"127.0.0.1:0\"\ndata_dir = \"data\"\nadmin_token = \"adm\"\n\
-         allowed_networks = [\"127.0.0.0/8\"]\nspool = \"{}\"\ntimeout = 1\n",
-        redis_url(&redis)
-    );
+    let cfg = api_config(Some(&redis_url(&redis)));
     let (dir_a, dir_b) = (temp_dir(), temp_dir());
     let a = Relay::start(dir_a.path(), &cfg);
     let b = Relay::start(dir_b.path(), &cfg);

@@ -21,10 +21,6 @@ use support::Server;
 
 const NAME: &str = "fo";
 
-fn wait_ready(sentinels: &[RedisSentinel]) {
-    redis_server::wait_ready(sentinels, NAME)
-}
-
 fn sentinel_spool(sentinels: &[RedisSentinel], prefix: &str) -> PathBuf {
     PathBuf::from(redis_server::sentinel_url(sentinels, NAME, prefix))
 }
@@ -70,13 +66,7 @@ fn with_replicas_1_a_failover_is_acknowledged_again_only_once_a_replica_is_back(
 /// names, and after a failover to the new one, where those written before are still listed.
 #[test]
 fn dead_letters_follow_the_primary_through_a_failover() {
-    let mut primary = RedisServer::start();
-    let replica = RedisServer::replica_of(primary.port);
-    replica.wait_in_sync();
-    let sentinels: Vec<RedisSentinel> = (0..3)
-        .map(|_| RedisSentinel::start(NAME, primary.port))
-        .collect();
-    wait_ready(&sentinels);
+    let (mut primary, replica, sentinels) = redis_server::sentinel_fleet(NAME);
     let refusing = Server::answering(400); // a 400 fails at once: a dead letter
     let c = Client::new(Config {
         webhooks: vec![Webhook::new(&refusing.url)],
@@ -125,13 +115,7 @@ fn dead_letters_follow_the_primary_through_a_failover() {
 }
 
 fn failover(ack: RedisAck, restart: bool) -> Duration {
-    let mut primary = RedisServer::start();
-    let replica = RedisServer::replica_of(primary.port);
-    replica.wait_in_sync();
-    let sentinels: Vec<RedisSentinel> = (0..3)
-        .map(|_| RedisSentinel::start(NAME, primary.port))
-        .collect();
-    wait_ready(&sentinels);
+    let (mut primary, replica, sentinels) = redis_server::sentinel_fleet(NAME);
     let spool = sentinel_spool(&sentinels, "fo");
     // A: messages stay pending (its receiver answers 503), acknowledged one at a time.
     let down = Server::answering(503);

@@ -365,6 +365,19 @@ impl Drop for RedisSentinel {
     }
 }
 
+/// A primary, a replica in sync with it, and three Sentinels watching it as `name`, ready
+/// for a failover (each knows the replica and the other two).
+pub fn sentinel_fleet(name: &str) -> (RedisServer, RedisServer, Vec<RedisSentinel>) {
+    let primary = RedisServer::start();
+    let replica = RedisServer::replica_of(primary.port);
+    replica.wait_in_sync();
+    let sentinels: Vec<RedisSentinel> = (0..3)
+        .map(|_| RedisSentinel::start(name, primary.port))
+        .collect();
+    wait_ready(&sentinels, name);
+    (primary, replica, sentinels)
+}
+
 /// Waits until every Sentinel watching `name` knows the replica and the other Sentinels (a failover needs
 /// both).
 pub fn wait_ready(sentinels: &[RedisSentinel], name: &str) {
