@@ -28,17 +28,23 @@ pub const DEFAULT_REDIS_PREFIX: &str = "outbound-relay";
 /// within one prefix), and sources never mix.
 pub fn source_redis_url(url: &str, name: &str) -> String {
     let (base, query) = url.split_once('?').unwrap_or((url, ""));
-    let mut prefix = DEFAULT_REDIS_PREFIX.to_string();
-    let mut rest = Vec::new();
-    for pair in query.split('&').filter(|p| !p.is_empty()) {
-        match pair.strip_prefix("prefix=") {
-            Some(p) => prefix = p.to_string(),
-            None => rest.push(pair),
-        }
-    }
-    let own = format!("prefix={prefix}:{name}");
+    let mut rest: Vec<&str> = (query.split('&'))
+        .filter(|p| !p.is_empty() && !p.starts_with("prefix="))
+        .collect();
+    let own = format!("prefix={}:{name}", fleet_prefix(url));
     rest.push(&own);
     format!("{base}?{}", rest.join("&"))
+}
+
+/// The fleet's key prefix in the Redis `url`: its `prefix` (the last one given), else
+/// [`DEFAULT_REDIS_PREFIX`].
+pub fn fleet_prefix(url: &str) -> String {
+    let query = url.split_once('?').map_or("", |(_, q)| q);
+    (query.split('&'))
+        .rev()
+        .find_map(|p| p.strip_prefix("prefix="))
+        .unwrap_or(DEFAULT_REDIS_PREFIX)
+        .to_string()
 }
 
 /// True when the source's spool is a Redis (not a directory under `data_dir`).

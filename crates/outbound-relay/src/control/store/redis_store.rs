@@ -45,13 +45,7 @@ impl RedisStore {
     /// The store on the fleet's Redis `url` (a `spool` URL: `redis://`, `rediss://`,
     /// `redis+sentinel://`, `rediss+sentinel://`; `?prefix=P`).
     pub fn open(url: &str) -> Result<RedisStore, String> {
-        let (_, query) = url.split_once('?').unwrap_or((url, ""));
-        let mut prefix = crate::config::file::DEFAULT_REDIS_PREFIX.to_string();
-        for pair in query.split('&') {
-            if let Some(p) = pair.strip_prefix("prefix=") {
-                prefix = p.to_string();
-            }
-        }
+        let prefix = crate::config::file::fleet_prefix(url);
         let fleet = FleetRedis::open(url).map_err(err)?;
         let k = |s: &str| format!("{prefix}:control:{s}");
         Ok(RedisStore {
