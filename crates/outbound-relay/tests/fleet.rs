@@ -305,6 +305,17 @@ fn a_source_made_at_one_relay_takes_events_at_another_within_two_seconds() {
     }
 }
 
+/// PUTs source `name` at `at` through the admin API (write key `wk_<name>`, one webhook to
+/// `rx`); its answer.
+fn put_source(at: &Relay, name: &str, rx: &Receiver) -> Answer {
+    let body = json!({"write_keys": [format!("wk_{name}")], "webhooks": [{"url": rx.url}]});
+    put(
+        &at.url(&format!("/admin/sources/{name}")),
+        &[("Authorization", "Bearer adm")],
+        body.to_string().as_bytes(),
+    )
+}
+
 /// Sends one event to `relay` with `key` until it is answered 200 (within `within`); how
 /// long that took.
 fn accepted_within(relay: &Relay, key: &str, id: usize, within: Duration) -> Duration {
@@ -339,12 +350,7 @@ fn through_sentinel_the_fleet_shares_its_sources_and_follows_a_failover() {
     let a = Relay::start(dir_a.path(), &cfg);
     let b = Relay::start(dir_b.path(), &cfg);
     let make = |at: &Relay, name: &str| {
-        let body = json!({"write_keys": [format!("wk_{name}")], "webhooks": [{"url": rx.url}]});
-        let made = put(
-            &at.url(&format!("/admin/sources/{name}")),
-            &[("Authorization", "Bearer adm")],
-            body.to_string().as_bytes(),
-        );
+        let made = put_source(at, name, &rx);
         assert_eq!(made.status, 201, "{}\n{}", made.body, at.log());
     };
     make(&a, "one");
@@ -368,13 +374,7 @@ fn through_sentinel_the_fleet_shares_its_sources_and_follows_a_failover() {
     // source still known to them.
     accepted_within(&a, "wk_one", 1, Duration::from_secs(15));
     accepted_within(&b, "wk_one", 2, Duration::from_secs(15));
-    let body = json!({"write_keys": ["wk_two"], "webhooks": [{"url": rx.url}]});
-    let made = put(
-        &b.url("/admin/sources/two"),
-        &[("Authorization", "Bearer adm")],
-        body.to_string().as_bytes(),
-    );
-    assert_eq!(made.status, 201, "{}\n{}", made.body, b.log());
+    make(&b, "two");
     let took = accepted_within(&a, "wk_two", 3, Duration::from_secs(5));
     assert!(took < Duration::from_secs(2), "took {took:?}");
     // Each delivered (at least once: a failover may send again what the old primary had
@@ -401,12 +401,7 @@ fn a_relay_moving_onto_a_fleet_brings_the_sources_its_api_made() {
     let base = api_config(None);
     let dir = temp_dir();
     let local = Relay::start(dir.path(), &base);
-    let body = json!({"write_keys": ["wk_old"], "webhooks": [{"url": rx.url}]});
-    let made = put(
-        &local.url("/admin/sources/old"),
-        &[("Authorization", "Bearer adm")],
-        body.to_string().as_bytes(),
-    );
+    let made = put_source(&local, "old", &rx);
     assert_eq!(made.status, 201, "{}", made.body);
     let token = post(
         &local.url("/admin/sources/old/tokens"),
@@ -475,12 +470,7 @@ fn an_unreadable_stored_source_is_skipped_and_the_rest_served() {
     let a = Relay::start(dir_a.path(), &cfg);
     let b = Relay::start(dir_b.path(), &cfg);
     let make = |name: &str| {
-        let body = json!({"write_keys": [format!("wk_{name}")], "webhooks": [{"url": rx.url}]});
-        let made = put(
-            &a.url(&format!("/admin/sources/{name}")),
-            &[("Authorization", "Bearer adm")],
-            body.to_string().as_bytes(),
-        );
+        let made = put_source(&a, name, &rx);
         assert_eq!(made.status, 201, "{}", made.body);
     };
     make("good");
@@ -515,14 +505,9 @@ fn a_redis_outage_is_logged_once_by_the_follower_and_followed_after() {
     let log = b.log();
     let down = log.matches("changes made at other relays wait").count();
     assert_eq!(down, 1, "{log}");
-    let body = json!({"write_keys": ["wk_after"], "webhooks": [{"url": rx.url}]});
     let at = Instant::now();
     loop {
-        let made = put(
-            &a.url("/admin/sources/after"),
-            &[("Authorization", "Bearer adm")],
-            body.to_string().as_bytes(),
-        );
+        let made = put_source(&a, "after", &rx);
         if made.status == 201 {
             break;
         }

@@ -357,15 +357,28 @@ pub unsafe extern "C" fn outbound_client_replay_dead_letter(
             check_out(found, "found")?;
             let progress = client.replay_dead_letter(id, webhook_of(webhook))?;
             // SAFETY: both non-NULL and writable per the contract.
-            unsafe {
-                if let Some(p) = &progress {
-                    *out = outbound_replay_progress::of(p);
-                }
-                *found = progress.is_some();
-            }
+            unsafe { give_found(progress.as_ref(), out, found) };
             Ok(())
         })())
     })
+}
+
+/// `*found` says whether there is a replay, and `*out` receives its progress when there is.
+///
+/// # Safety
+/// `out` and `found` are non-NULL and writable.
+unsafe fn give_found(
+    progress: Option<&ReplayProgress>,
+    out: *mut outbound_replay_progress,
+    found: *mut bool,
+) {
+    // SAFETY: the caller's contract.
+    unsafe {
+        if let Some(p) = progress {
+            *out = outbound_replay_progress::of(p);
+        }
+        *found = progress.is_some();
+    }
 }
 
 /// Replays every dead letter that failed at or after `since_ms` and before `until_ms` (Unix
@@ -426,12 +439,7 @@ pub unsafe extern "C" fn outbound_client_replay_progress(
             check_out(found, "found")?;
             let progress = client.replay_progress(replay_id)?;
             // SAFETY: both non-NULL and writable per the contract.
-            unsafe {
-                if let Some(p) = &progress {
-                    *out = outbound_replay_progress::of(p);
-                }
-                *found = progress.is_some();
-            }
+            unsafe { give_found(progress.as_ref(), out, found) };
             Ok(())
         })())
     })
