@@ -125,7 +125,8 @@ impl Client {
         }
     }
 
-    /// How replay `id` goes (the newest 256 replays of the process are kept).
+    /// How replay `id` of this client goes (the newest 256 replays of the process are kept);
+    /// another client's replay, or one of a tenant of another name, is not found.
     pub fn replay_progress(&self, id: u64) -> Result<Option<ReplayProgress>, Error> {
         match self.ask(Ask::Progress(id))? {
             Answer::Replay(progress) => Ok(progress),

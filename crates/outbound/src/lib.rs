@@ -52,7 +52,8 @@ pub use model::attempts::{
 };
 pub use model::collected::{Collected, Received};
 pub use model::config::{
-    Config, OutcomeCallback, RedisAck, RoomWaitHook, SignatureScheme, Webhook, MAX_WEBHOOKS,
+    Config, OutcomeCallback, RedisAck, RoomWaitHook, SignatureScheme, Webhook,
+    DEFAULT_MAX_WEBHOOK_HEADERS, DEFAULT_MAX_WEBHOOK_HEADER_BYTES, MAX_WEBHOOKS,
 };
 pub use model::dead_letter::{
     DeadLetter, DeadLetterPage, DeadLetterQuery, DeadLetterStats, ReplayProgress,

@@ -618,6 +618,19 @@ fn tenants_of_an_engine_keep_their_own_dead_letters() {
     assert!(a.dead_letter(&idb).unwrap().is_none());
     assert_eq!(all_dead(&b)[0].message_id, idb);
     assert_eq!(all_dead(&a)[0].message_id, ida);
+    // A replay is its tenant's alone: another finds no such replay, and ids are not a count.
+    let job = a.replay_dead_letters(None, None, None).unwrap();
+    assert_eq!(job.total, 1);
+    assert!(a.replay_progress(job.id).unwrap().is_some());
+    assert!(b.replay_progress(job.id).unwrap().is_none());
+    let next = b.replay_dead_letters(None, None, None).unwrap();
+    assert!(
+        next.id.abs_diff(job.id) > 1_000,
+        "{} then {}",
+        job.id,
+        next.id
+    );
+    assert!(a.replay_progress(next.id).unwrap().is_none());
     a.close(None).unwrap();
     b.close(None).unwrap();
 }

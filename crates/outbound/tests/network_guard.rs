@@ -121,3 +121,40 @@ fn allowed_networks_must_be_networks() {
         }
     }
 }
+
+/// A receiver the guard lets through only by an exception is inside the operator's networks:
+/// its answers stay out of the attempts a tenant reads (the status stays). With the guard
+/// off (a library's own endpoints) they are kept.
+#[test]
+fn answers_of_a_receiver_in_an_allowed_network_are_not_kept_in_attempts() {
+    let server = Server::start(|_| support::Reply::Full {
+        status: 400,
+        headers: Vec::new(),
+        body: b"{\"db_password\":\"hunter2\"}".to_vec(),
+    });
+    let answer_of = |config: Config| {
+        let client = Client::new(config).unwrap();
+        client.enqueue(&Message::identify("u")).unwrap();
+        client.flush(Some(WAIT));
+        let attempts = client.webhook_attempts(0).unwrap();
+        let a = attempts.last().expect("an attempt").clone();
+        (
+            a.status,
+            String::from_utf8_lossy(a.answer.as_deref().unwrap_or(&[])).to_string(),
+        )
+    };
+    let outcomes = Outcomes::default();
+    let (status, answer) = answer_of(Config {
+        allowed_networks: vec!["127.0.0.0/8".into()],
+        ..guarded(&server.url, &outcomes)
+    });
+    assert_eq!(status, Some(400));
+    assert!(!answer.contains("hunter2"), "{answer}");
+    assert!(answer.contains("allowed_networks"), "{answer}");
+    let (status, answer) = answer_of(Config {
+        webhooks: vec![Webhook::new(&server.url)],
+        ..support::config()
+    });
+    assert_eq!(status, Some(400));
+    assert!(answer.contains("hunter2"), "{answer}");
+}

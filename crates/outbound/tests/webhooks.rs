@@ -86,6 +86,41 @@ fn header_names_and_values_must_be_valid() {
 }
 
 #[test]
+fn a_webhook_has_at_most_max_webhook_headers_and_max_webhook_header_bytes() {
+    let hook = |n: usize, value_len: usize| {
+        (0..n).fold(Webhook::new("http://127.0.0.1:1/"), |w, i| {
+            w.header(format!("X-H{i}"), "v".repeat(value_len))
+        })
+    };
+    let at = |w: Webhook, extra: fn(&mut Config)| {
+        let mut config = Config {
+            webhooks: vec![w],
+            ..support::config()
+        };
+        extra(&mut config);
+        config
+    };
+    // The defaults: 20 headers and 8 KiB.
+    assert!(Client::new(at(hook(20, 10), |_| ())).is_ok());
+    let e = config_error(at(hook(21, 10), |_| ()));
+    assert!(
+        e.contains("webhooks[0].headers") && e.contains("at most 20"),
+        "{e}"
+    );
+    let e = config_error(at(hook(2, 4096), |_| ()));
+    assert!(
+        e.contains("max_webhook_header_bytes") && e.contains("8192"),
+        "{e}"
+    );
+    // Both are settings.
+    assert!(Client::new(at(hook(21, 10), |c| c.max_webhook_headers = 21)).is_ok());
+    let e = config_error(at(hook(2, 10), |c| c.max_webhook_headers = 1));
+    assert!(e.contains("at most 1 allowed"), "{e}");
+    let e = config_error(at(hook(1, 10), |c| c.max_webhook_header_bytes = 8));
+    assert!(e.contains("14 bytes"), "{e}");
+}
+
+#[test]
 fn reserved_headers_cannot_be_overridden() {
     for name in [
         "Content-Type",

@@ -55,6 +55,9 @@ struct Feed {
 /// One replay: its marks are `(after, upto]`.
 struct Job {
     tenant: TenantNo,
+    /// Its tenant's name: a client that replaces it (new settings) still finds the job, a
+    /// client of another name does not.
+    name: Box<str>,
     after: i64,
     upto: i64,
     progress: ReplayProgress,
@@ -64,7 +67,17 @@ struct Job {
 pub(crate) struct Replays {
     feeds: HashMap<TenantNo, Feed>,
     jobs: VecDeque<Job>,
-    next_job: u64,
+}
+
+/// A new replay's id: drawn from the OS, so one tenant cannot guess another's (0 is the id
+/// of a replay with nothing to do).
+fn job_id() -> u64 {
+    loop {
+        let id = uuid::Uuid::new_v4().as_u64_pair().0;
+        if id != 0 {
+            return id;
+        }
+    }
 }
 
 fn no_dead_letters() -> Error {
@@ -75,9 +88,10 @@ fn no_dead_letters() -> Error {
 }
 
 impl Replays {
-    /// Answers `req` from `store`; `keeps`: whether its tenant keeps dead letters.
-    pub(crate) fn answer(&mut self, store: &mut dyn Store, keeps: bool, req: Request) {
-        let answer = self.answer_one(store, keeps, req.tenant, req.ask);
+    /// Answers `req` from `store`; `keeps`: whether its tenant keeps dead letters; `name`:
+    /// the name its records are kept under.
+    pub(crate) fn answer(&mut self, store: &mut dyn Store, keeps: bool, name: &str, req: Request) {
+        let answer = self.answer_one(store, keeps, name, req.tenant, req.ask);
         let _ = req.reply.send(answer);
     }
 
@@ -85,6 +99,7 @@ impl Replays {
         &mut self,
         store: &mut dyn Store,
         keeps: bool,
+        name: &str,
         no: TenantNo,
         ask: Ask,
     ) -> Result<Answer, Error> {
@@ -99,15 +114,14 @@ impl Replays {
             Ask::Stats => Answer::Stats(dead.stats(no)?),
             // The writer answers it itself (`spooler.rs`): it knows the tenants' names.
             Ask::Counts => Answer::Counts(Vec::new()),
-            Ask::Progress(id) => Answer::Replay(self.progress(id)),
+            Ask::Progress(id) => Answer::Replay(self.progress(name, id)),
             Ask::Replay(pick, mask) => {
                 let marked = dead.mark_replay(no, &pick, mask)?;
                 if marked.count == 0 {
                     return Ok(Answer::Replay(None));
                 }
-                self.next_job += 1;
                 let progress = ReplayProgress {
-                    id: self.next_job,
+                    id: job_id(),
                     total: marked.count,
                     sent: 0,
                     delivered: 0,
@@ -117,6 +131,7 @@ impl Replays {
                 };
                 self.jobs.push_back(Job {
                     tenant: no,
+                    name: name.into(),
                     after: marked.after,
                     upto: marked.upto,
                     progress,
@@ -130,10 +145,11 @@ impl Replays {
         })
     }
 
-    fn progress(&self, id: u64) -> Option<ReplayProgress> {
+    /// Replay `id` of the tenant named `name`: another tenant's is not found.
+    fn progress(&self, name: &str, id: u64) -> Option<ReplayProgress> {
         self.jobs
             .iter()
-            .find(|j| j.progress.id == id)
+            .find(|j| j.progress.id == id && &*j.name == name)
             .map(|j| j.progress)
     }
 

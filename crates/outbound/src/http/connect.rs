@@ -333,6 +333,19 @@ impl Connector {
         }
     }
 
+    /// Whether `t` is reached only thanks to an exception of the guard (`allowed_networks`):
+    /// such a receiver is inside the operator's networks, and its answers are not kept in
+    /// records a tenant can read. False when the guard is off (the library's own endpoints).
+    pub(crate) async fn excepted(&self, t: &Target) -> bool {
+        let Some(guard) = self.guard.as_ref().filter(|g| g.has_exceptions()) else {
+            return false;
+        };
+        match self.names.resolve(&t.host, t.port).await {
+            Ok(addrs) => addrs.iter().any(|a| guard.excepts(a.ip())),
+            Err(_) => false,
+        }
+    }
+
     /// The addresses of `t` the guard lets us reach: every one must pass, so a name that
     /// also resolves to a private address is refused.
     async fn allowed(&self, t: &Target) -> Result<Arc<[SocketAddr]>, ConnectError> {

@@ -75,6 +75,10 @@ impl Exchange {
             },
             excerpt: None,
         };
+        if !answer.excerpt.is_empty() && self.connector.excepted(t).await {
+            answer.excerpt =
+                b"(not kept: the receiver is in a network allowed by allowed_networks)".to_vec();
+        }
         let seen = seen.with_answer(&attempt, answer.excerpt);
         (attempt, seen)
     }

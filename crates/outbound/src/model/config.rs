@@ -17,6 +17,10 @@ use ureq::http::{HeaderName, HeaderValue, Uri};
 
 /// At most this many webhooks per client (spec §8).
 pub const MAX_WEBHOOKS: usize = 5;
+/// [`Config::max_webhook_headers`]'s default.
+pub const DEFAULT_MAX_WEBHOOK_HEADERS: usize = 20;
+/// [`Config::max_webhook_header_bytes`]'s default.
+pub const DEFAULT_MAX_WEBHOOK_HEADER_BYTES: usize = 8 * 1024;
 
 /// Called once per accepted message with how it ended, on the client's scheduler thread.
 pub type OutcomeCallback = Arc<dyn Fn(&Outcome) + Send + Sync>;
@@ -241,6 +245,11 @@ pub struct Config {
     /// Bytes of dead letters kept at most (bodies, ids, attempts; default 256 MiB): past it
     /// the oldest are dropped, and counted (`DeadLetterStats::evicted`).
     pub dead_letter_max_bytes: u64,
+    /// Static headers one webhook may have at most (default 20).
+    pub max_webhook_headers: usize,
+    /// Bytes of one webhook's static headers at most, names and values (default 8 KiB):
+    /// every request carries them, to a receiver whoever set them chose.
+    pub max_webhook_header_bytes: usize,
 }
 
 impl Default for Config {
@@ -281,6 +290,8 @@ impl Default for Config {
             dead_letters: false,
             dead_letter_retention: crate::model::dead_letter::DEFAULT_RETENTION,
             dead_letter_max_bytes: 256 << 20,
+            max_webhook_headers: DEFAULT_MAX_WEBHOOK_HEADERS,
+            max_webhook_header_bytes: DEFAULT_MAX_WEBHOOK_HEADER_BYTES,
         }
     }
 }
@@ -316,6 +327,8 @@ impl fmt::Debug for Config {
             .field("dead_letters", &self.dead_letters)
             .field("dead_letter_retention", &self.dead_letter_retention)
             .field("dead_letter_max_bytes", &self.dead_letter_max_bytes)
+            .field("max_webhook_headers", &self.max_webhook_headers)
+            .field("max_webhook_header_bytes", &self.max_webhook_header_bytes)
             .field(
                 "spool",
                 &self
@@ -431,6 +444,27 @@ impl Config {
         let mut targets = Vec::with_capacity(self.webhooks.len());
         for (i, hook) in self.webhooks.iter().enumerate() {
             check_url(&format!("webhooks[{i}].url"), &hook.url)?;
+            if hook.headers.len() > self.max_webhook_headers {
+                return Err(Error::config(
+                    format!("webhooks[{i}].headers"),
+                    format!(
+                        "{} headers given, at most {} allowed (max_webhook_headers)",
+                        hook.headers.len(),
+                        self.max_webhook_headers
+                    ),
+                ));
+            }
+            let bytes: usize = (hook.headers.iter()).map(|(k, v)| k.len() + v.len()).sum();
+            if bytes > self.max_webhook_header_bytes {
+                return Err(Error::config(
+                    format!("webhooks[{i}].headers"),
+                    format!(
+                        "{bytes} bytes of names and values, at most {} allowed \
+                         (max_webhook_header_bytes)",
+                        self.max_webhook_header_bytes
+                    ),
+                ));
+            }
             let mut headers = Vec::with_capacity(hook.headers.len());
             for (name, value) in &hook.headers {
                 let setting = format!("webhooks[{i}].headers[{name:?}]");

@@ -120,6 +120,16 @@ impl NetworkGuard {
         }
     }
 
+    /// Whether some network is exempt.
+    pub(crate) fn has_exceptions(&self) -> bool {
+        !self.allowed.is_empty()
+    }
+
+    /// Whether `ip` passes only because an allowed network holds it.
+    pub(crate) fn excepts(&self, ip: IpAddr) -> bool {
+        private_kind(ip).is_some() && self.allowed.iter().any(|c| c.contains(ip))
+    }
+
     /// As [`check`](Self::check), for the address `url`'s host names without a DNS lookup:
     /// an IP literal, or `localhost` (always loopback, RFC 6761). `Ok` for any other name
     /// (judged after resolution, at delivery) and for text that is not a URL.
@@ -137,9 +147,9 @@ impl NetworkGuard {
     }
 }
 
-/// What kind of non-public address `ip` is, or `None` for a public one. IPv6 forms that
-/// carry an IPv4 address (mapped, NAT64, 6to4) are judged by that address, so
-/// `::ffff:127.0.0.1` cannot slip past.
+/// What kind of non-public address `ip` is (the registry entry that names its range), or
+/// `None` for a public one. IPv6 forms that carry an IPv4 address (mapped, compatible, SIIT,
+/// NAT64, 6to4) are judged by that address, so `::ffff:127.0.0.1` cannot slip past.
 pub(crate) fn private_kind(ip: IpAddr) -> Option<&'static str> {
     match ip {
         IpAddr::V4(v4) => private_v4(v4),
@@ -147,50 +157,142 @@ pub(crate) fn private_kind(ip: IpAddr) -> Option<&'static str> {
     }
 }
 
+/// IANA's IPv4 Special-Purpose Address Registry, every entry (whether or not the registry
+/// calls it globally reachable: none is a customer's webhook), and the multicast block. The
+/// first entry holding an address names it, so narrower entries come before wider ones.
+const SPECIAL_V4: &[([u8; 4], u8, &str)] = &[
+    ([0, 0, 0, 0], 8, "unspecified"),
+    ([10, 0, 0, 0], 8, "private (RFC 1918)"),
+    // Carrier-grade NAT, also used inside clouds (100.100.100.200 is a metadata service).
+    ([100, 64, 0, 0], 10, "shared (RFC 6598)"),
+    ([127, 0, 0, 0], 8, "loopback"),
+    // Cloud metadata services live here (169.254.169.254).
+    ([169, 254, 0, 0], 16, "link-local"),
+    ([172, 16, 0, 0], 12, "private (RFC 1918)"),
+    ([192, 0, 0, 0], 24, "IETF protocol assignments (RFC 6890)"),
+    ([192, 0, 2, 0], 24, "documentation (TEST-NET-1, RFC 5737)"),
+    ([192, 31, 196, 0], 24, "AS112 (RFC 7535)"),
+    ([192, 52, 193, 0], 24, "AMT (RFC 7450)"),
+    ([192, 88, 99, 0], 24, "6to4 relay anycast (RFC 7526)"),
+    ([192, 168, 0, 0], 16, "private (RFC 1918)"),
+    ([192, 175, 48, 0], 24, "AS112 direct delegation (RFC 7534)"),
+    ([198, 18, 0, 0], 15, "benchmarking (RFC 2544)"),
+    (
+        [198, 51, 100, 0],
+        24,
+        "documentation (TEST-NET-2, RFC 5737)",
+    ),
+    ([203, 0, 113, 0], 24, "documentation (TEST-NET-3, RFC 5737)"),
+    ([224, 0, 0, 0], 4, "multicast"),
+    ([255, 255, 255, 255], 32, "limited broadcast"),
+    ([240, 0, 0, 0], 4, "reserved (RFC 1112)"),
+];
+
+/// How the guard reads an IPv6 range: refused, or judged by the IPv4 address it carries.
+#[derive(Clone, Copy)]
+enum V6 {
+    Refused(&'static str),
+    /// The IPv4 address is the last 32 bits.
+    Embeds,
+    /// 6to4: the IPv4 address follows the first 16 bits.
+    SixToFour,
+}
+
+/// IANA's IPv6 Special-Purpose Address Registry, every entry, with the forms that carry an
+/// IPv4 address and the deprecated or multicast blocks beside it. Narrower entries first.
+const SPECIAL_V6: &[([u16; 8], u8, V6)] = &[
+    ([0, 0, 0, 0, 0, 0, 0, 0], 128, V6::Refused("unspecified")),
+    ([0, 0, 0, 0, 0, 0, 0, 1], 128, V6::Refused("loopback")),
+    // IPv4-mapped (RFC 4291), SIIT (RFC 2765), IPv4-compatible (deprecated, RFC 4291).
+    ([0, 0, 0, 0, 0, 0xffff, 0, 0], 96, V6::Embeds),
+    ([0, 0, 0, 0, 0xffff, 0, 0, 0], 96, V6::Embeds),
+    ([0, 0, 0, 0, 0, 0, 0, 0], 96, V6::Embeds),
+    // NAT64's well-known prefix (RFC 6052) reaches the IPv4 address it carries.
+    ([0x64, 0xff9b, 0, 0, 0, 0, 0, 0], 96, V6::Embeds),
+    (
+        [0x64, 0xff9b, 1, 0, 0, 0, 0, 0],
+        48,
+        V6::Refused("local-use IPv4/IPv6 translation (RFC 8215)"),
+    ),
+    (
+        [0x100, 0, 0, 0, 0, 0, 0, 0],
+        64,
+        V6::Refused("discard-only (RFC 6666)"),
+    ),
+    (
+        [0x100, 0, 0, 1, 0, 0, 0, 0],
+        64,
+        V6::Refused("dummy prefix (RFC 9780)"),
+    ),
+    // Teredo, benchmarking, AMT, AS112, ORCHID, drone tags: all of 2001::/23.
+    (
+        [0x2001, 0, 0, 0, 0, 0, 0, 0],
+        23,
+        V6::Refused("IETF protocol assignments (RFC 2928)"),
+    ),
+    (
+        [0x2001, 0xdb8, 0, 0, 0, 0, 0, 0],
+        32,
+        V6::Refused("documentation (RFC 3849)"),
+    ),
+    ([0x2002, 0, 0, 0, 0, 0, 0, 0], 16, V6::SixToFour),
+    (
+        [0x2620, 0x4f, 0x8000, 0, 0, 0, 0, 0],
+        48,
+        V6::Refused("AS112 direct delegation (RFC 7534)"),
+    ),
+    (
+        [0x3fff, 0, 0, 0, 0, 0, 0, 0],
+        20,
+        V6::Refused("documentation (RFC 9637)"),
+    ),
+    (
+        [0x5f00, 0, 0, 0, 0, 0, 0, 0],
+        16,
+        V6::Refused("segment routing SIDs (RFC 9602)"),
+    ),
+    // AWS's IPv6 metadata service is fd00:ec2::254.
+    (
+        [0xfc00, 0, 0, 0, 0, 0, 0, 0],
+        7,
+        V6::Refused("unique-local"),
+    ),
+    ([0xfe80, 0, 0, 0, 0, 0, 0, 0], 10, V6::Refused("link-local")),
+    (
+        [0xfec0, 0, 0, 0, 0, 0, 0, 0],
+        10,
+        V6::Refused("site-local (deprecated)"),
+    ),
+    ([0xff00, 0, 0, 0, 0, 0, 0, 0], 8, V6::Refused("multicast")),
+];
+
+fn in_v4(ip: u32, net: [u8; 4], prefix: u8) -> bool {
+    let mask = u32::MAX.checked_shl(32 - u32::from(prefix)).unwrap_or(0);
+    ip & mask == u32::from_be_bytes(net) & mask
+}
+
+fn in_v6(ip: u128, net: [u16; 8], prefix: u8) -> bool {
+    let mask = u128::MAX.checked_shl(128 - u32::from(prefix)).unwrap_or(0);
+    ip & mask == u128::from(Ipv6Addr::from(net)) & mask
+}
+
 fn private_v4(ip: Ipv4Addr) -> Option<&'static str> {
-    let [a, b, ..] = ip.octets();
-    Some(match (a, b) {
-        (0, _) => "unspecified",
-        (127, _) => "loopback",
-        (10, _) | (192, 168) => "private (RFC 1918)",
-        (172, 16..=31) => "private (RFC 1918)",
-        // Cloud metadata services live here (169.254.169.254).
-        (169, 254) => "link-local",
-        // Carrier-grade NAT space, also used inside clouds (100.100.100.200 is a metadata
-        // service).
-        (100, 64..=127) => "shared (RFC 6598)",
-        (224..=239, _) => "multicast",
-        (240..=255, _) => "reserved",
-        _ => return None,
-    })
+    let ip = u32::from(ip);
+    (SPECIAL_V4.iter())
+        .find(|(net, prefix, _)| in_v4(ip, *net, *prefix))
+        .map(|(_, _, kind)| *kind)
 }
 
 fn private_v6(ip: Ipv6Addr) -> Option<&'static str> {
-    if ip.is_unspecified() {
-        return Some("unspecified");
+    let bits = u128::from(ip);
+    let (_, _, how) = SPECIAL_V6
+        .iter()
+        .find(|(net, prefix, _)| in_v6(bits, *net, *prefix))?;
+    match how {
+        V6::Refused(kind) => Some(kind),
+        V6::Embeds => private_v4(Ipv4Addr::from(bits as u32)),
+        V6::SixToFour => private_v4(Ipv4Addr::from((bits >> 80) as u32)),
     }
-    if ip.is_loopback() {
-        return Some("loopback");
-    }
-    if let Some(v4) = ip.to_ipv4_mapped() {
-        return private_v4(v4);
-    }
-    let s = ip.segments();
-    // NAT64 (64:ff9b::/96) and 6to4 (2002::/16) reach the IPv4 address they carry.
-    if s[..6] == [0x64, 0xff9b, 0, 0, 0, 0] {
-        return private_v4(Ipv4Addr::from((u32::from(s[6]) << 16) | u32::from(s[7])));
-    }
-    if s[0] == 0x2002 {
-        return private_v4(Ipv4Addr::from((u32::from(s[1]) << 16) | u32::from(s[2])));
-    }
-    Some(match s[0] {
-        0xfe80..=0xfebf => "link-local",
-        // Unique-local, fc00::/7 (AWS's IPv6 metadata service is fd00:ec2::254).
-        0xfc00..=0xfdff => "unique-local",
-        0xfec0..=0xfeff => "site-local",
-        0xff00..=0xffff => "multicast",
-        _ => return None,
-    })
 }
 
 #[cfg(test)]
@@ -228,6 +330,79 @@ mod tests {
             "1.1.1.1",
             "2606:4700::1111",
             "::ffff:8.8.8.8",
+        ] {
+            assert_eq!(private_kind(ip.parse().unwrap()), None, "{ip}");
+        }
+    }
+
+    #[test]
+    fn every_special_purpose_range_is_refused_from_its_first_to_its_last_address() {
+        for (net, prefix, kind) in SPECIAL_V4 {
+            let first = u32::from_be_bytes(*net);
+            let last = first | u32::MAX.checked_shr(u32::from(*prefix)).unwrap_or(0);
+            for ip in [first, first + (last - first) / 2, last] {
+                let ip = Ipv4Addr::from(ip);
+                assert!(private_kind(ip.into()).is_some(), "{ip} ({kind})");
+                // The same address carried in each IPv6 form is refused too.
+                for carried in [
+                    format!("::ffff:{ip}"),
+                    format!("::ffff:0:{ip}"),
+                    format!("::{ip}"),
+                    format!("64:ff9b::{ip}"),
+                ] {
+                    let v6: Ipv6Addr = carried.parse().unwrap();
+                    assert!(private_kind(v6.into()).is_some(), "{carried}");
+                }
+            }
+        }
+        for (net, prefix, _) in SPECIAL_V6 {
+            let first = u128::from(Ipv6Addr::from(*net));
+            let last = first | u128::MAX.checked_shr(u32::from(*prefix)).unwrap_or(0);
+            for ip in [first, last] {
+                let ip = Ipv6Addr::from(ip);
+                // The forms that carry an address are judged by it: all ones is 255.255.255.255.
+                assert!(private_kind(ip.into()).is_some(), "{ip}");
+            }
+        }
+    }
+
+    #[test]
+    fn the_ranges_a_review_found_open_are_refused() {
+        for (ip, kind) in [
+            ("192.0.0.8", "IETF protocol assignments (RFC 6890)"),
+            ("192.0.2.10", "documentation (TEST-NET-1, RFC 5737)"),
+            ("198.18.0.1", "benchmarking (RFC 2544)"),
+            ("198.19.255.254", "benchmarking (RFC 2544)"),
+            ("198.51.100.7", "documentation (TEST-NET-2, RFC 5737)"),
+            ("203.0.113.9", "documentation (TEST-NET-3, RFC 5737)"),
+            ("255.255.255.255", "limited broadcast"),
+            ("::7f00:1", "loopback"),
+            ("::ffff:0:7f00:1", "loopback"),
+            ("::ffff:0:a9fe:a9fe", "link-local"),
+            ("::c000:208", "documentation (TEST-NET-1, RFC 5737)"),
+            ("2001:db8::1", "documentation (RFC 3849)"),
+            ("2001::1", "IETF protocol assignments (RFC 2928)"),
+            ("2001:2::5", "IETF protocol assignments (RFC 2928)"),
+            ("3fff::1", "documentation (RFC 9637)"),
+            ("100::1", "discard-only (RFC 6666)"),
+            ("64:ff9b:1::a", "local-use IPv4/IPv6 translation (RFC 8215)"),
+            ("5f00::1", "segment routing SIDs (RFC 9602)"),
+        ] {
+            assert_eq!(private_kind(ip.parse().unwrap()), Some(kind), "{ip}");
+        }
+        // Public neighbours of those ranges stay reachable.
+        for ip in [
+            "192.0.3.1",
+            "198.17.255.255",
+            "198.20.0.0",
+            "198.51.101.1",
+            "203.0.114.1",
+            "::808:808",
+            "::ffff:0:808:808",
+            "64:ff9b::808:808",
+            "2001:4860::8888",
+            "2002:808:808::",
+            "2400:cb00::1",
         ] {
             assert_eq!(private_kind(ip.parse().unwrap()), None, "{ip}");
         }

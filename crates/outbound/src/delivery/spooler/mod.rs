@@ -406,8 +406,10 @@ impl Spooler {
                     let _ = request.reply.send(self.dead_counts());
                     continue;
                 }
-                let keeps = (self.tenants.get(&request.tenant)).is_some_and(|t| t.dead.is_some());
-                self.replays.answer(&mut *self.store, keeps, request);
+                let tenant = self.tenants.get(&request.tenant);
+                let keeps = tenant.is_some_and(|t| t.dead.is_some());
+                let name = tenant.map_or("", |t| t.name.as_str());
+                self.replays.answer(&mut *self.store, keeps, name, request);
             }
             let now = Instant::now();
             let must = !self.ending.is_empty() || self.stopping;
