@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
-# What a hostile request costs the relay (bench/relay/hostile_cost.py, issue 43): the CPU time of
-# the worst 500 KB body of each shape (many keys, long keys, deep and wide arrays, a long
-# writeKey, gzip), before and after the write key, on the relay's request threads.
+# What a hostile request costs the relay (bench/relay/hostile_cost.py): the CPU time of the
+# worst 500 KB body of each shape (many keys, long keys, deep and wide arrays, a long
+# writeKey, gzip), before and after the write key, on the relay's request threads. Then
+# (bench/relay/admin_cost.py) the admin API's: the memory and time of the worst source body of
+# each shape, sent with a source's own token and with the admin token, and four at once
+# (within 64 MiB of the idle relay, /healthz answering meanwhile).
 #
 #   scripts/relay-hostile.sh           the release relay, every case 5 times (the median
 #                                      counts; about a minute once built); fails when a shape's
@@ -17,7 +20,7 @@ MODE=full
 case "${1:-}" in
   "") ;;
   --smoke) MODE=smoke ;;
-  -h|--help) sed -n '2,13p' "$0"; exit 0 ;;
+  -h|--help) sed -n '2,16p' "$0"; exit 0 ;;
   *) echo "usage: scripts/relay-hostile.sh [--smoke]" >&2; exit 2 ;;
 esac
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
@@ -25,7 +28,9 @@ cd "$ROOT"
 source scripts/relay-build.sh
 if [ "$MODE" = smoke ]; then
   relay_build debug
-  exec python3 bench/relay/hostile_cost.py --relay-bin "$RELAY" --smoke </dev/null
+  python3 bench/relay/hostile_cost.py --relay-bin "$RELAY" --smoke </dev/null
+  exec python3 bench/relay/admin_cost.py --relay-bin "$RELAY" --smoke </dev/null
 fi
 relay_build release
-exec python3 bench/relay/hostile_cost.py --relay-bin "$RELAY" </dev/null
+python3 bench/relay/hostile_cost.py --relay-bin "$RELAY" </dev/null
+exec python3 bench/relay/admin_cost.py --relay-bin "$RELAY" </dev/null

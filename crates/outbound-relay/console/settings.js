@@ -107,13 +107,17 @@ function webhookFields(w) {
   return el
 }
 
+// A header's value is write-only: a stored one shows as set, and stays unless a new one is
+// typed (for the same URL; the API refuses to keep it for another).
 function headerRow(k, v) {
   const id = ++uid
+  const kept = v !== null && typeof v === 'object' && v.has_value
   const row = h('div', { class: 'header-row' },
     h('label', { for: `hk-${id}`, class: 'sr-only' }, 'Header name'),
     h('input', { id: `hk-${id}`, class: 'header-name', value: k, placeholder: 'Name', autocomplete: 'off' }),
     h('label', { for: `hv-${id}`, class: 'sr-only' }, 'Header value'),
-    h('input', { id: `hv-${id}`, class: 'header-value', value: v, placeholder: 'Value', autocomplete: 'off' }),
+    h('input', { id: `hv-${id}`, class: 'header-value', type: kept ? 'password' : 'text', value: kept ? '' : v,
+      placeholder: kept ? 'Set (hidden): type to replace' : 'Value', autocomplete: 'new-password', 'data-kept': kept ? '1' : '' }),
     h('button', { type: 'button', class: 'quiet' }, 'Remove header'))
   row.querySelector('button').addEventListener('click', () => row.remove())
   return row
@@ -132,7 +136,9 @@ function readWebhook(el) {
   const headers = {}
   el.querySelectorAll('.header-row').forEach((row) => {
     const k = row.querySelector('.header-name').value.trim()
-    if (k) headers[k] = row.querySelector('.header-value').value
+    const value = row.querySelector('.header-value')
+    if (!k) return
+    headers[k] = value.value === '' && value.getAttribute('data-kept') ? { has_value: true } : value.value
   })
   return {
     url: el.querySelector('input.url').value.trim(),

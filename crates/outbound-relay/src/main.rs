@@ -72,6 +72,21 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    match operations::data_dir::secure(&relay.data_dir) {
+        Ok(0) => {}
+        Ok(n) => tracing::warn!(
+            tightened = n,
+            "data_dir: files and directories readable by others were made the relay's own"
+        ),
+        Err(e) => {
+            eprintln!(
+                "{}: data_dir: {}: {e}",
+                relay.file,
+                relay.data_dir.display()
+            );
+            return ExitCode::from(2);
+        }
+    }
     // One engine for every source (`io_threads`, `memory_window`).
     if let Err(e) = sources::engine::start_engine(&relay) {
         eprintln!("{e}");
@@ -176,9 +191,11 @@ fn main() -> ExitCode {
             relay,
             args.log_format.is_some(),
         );
+        let (reg, ctl) = (registry.clone(), control.clone());
         let target = operations::reload::Target {
             registry: registry.clone(),
             live: state.live.clone(),
+            applied: Arc::new(move |new: &config::Relay| ctl.reload(new.base.clone(), &reg)),
         };
         let reloading = tokio::spawn(reloader.run(target, hup));
         let following = match control.shared() {

@@ -163,7 +163,7 @@ pub async fn route(state: Arc<State>, req: Request<Incoming>, arrival: Arrival) 
         ("/healthz", &Method::GET | &Method::HEAD) => return health::healthz(),
         ("/readyz", &Method::GET | &Method::HEAD) => {
             let dir = state.spool_dir.clone();
-            let failing: Vec<String> = (sources.list.iter())
+            let failing: Vec<String> = (sources.iter())
                 .filter(|s| s.slot.current().is_some_and(|c| !c.spool_ok()))
                 .map(|s| s.name.clone())
                 .collect();
@@ -186,13 +186,22 @@ pub async fn route(state: Arc<State>, req: Request<Incoming>, arrival: Arrival) 
                 .flatten()
                 .any(|t| bearer_is(&parts.headers, t))
             {
-                if state.control.is_source_token(&parts.headers) {
-                    return reply::error(
+                if state.control.is_source_token(&parts.headers, &sources) {
+                    let why = "metrics request refused: a source token";
+                    control::log_refused("metrics_forbidden", "", path, why);
+                    return control::refusal(
                         StatusCode::FORBIDDEN,
+                        "authorization",
                         "a source token reaches its own source only",
                     );
                 }
-                return reply::error(StatusCode::UNAUTHORIZED, "metrics or admin token required");
+                let why = "metrics request refused: bad or missing token";
+                control::log_refused("metrics_unauthorized", "", path, why);
+                return control::refusal(
+                    StatusCode::UNAUTHORIZED,
+                    "authorization",
+                    "metrics or admin token required",
+                );
             }
             let sources = sources.clone();
             let text = tokio::task::spawn_blocking(move || metrics::render(&sources))
@@ -264,10 +273,13 @@ async fn answer(state: Arc<State>, req: Request<Incoming>, peer: IpAddr) -> Answ
     let r = match tokio::time::timeout(bound, route(state, req, arrival)).await {
         Ok(r) => r,
         Err(_) => {
-            tracing::info!(
-                route = label,
-                "request timed out after {bound:?}: answered 408"
-            );
+            if let Some(held_back) = crate::operations::log_rate::allow("request_timeout", label) {
+                tracing::info!(
+                    route = label,
+                    held_back,
+                    "request timed out after {bound:?}: answered 408"
+                );
+            }
             let mut r = reply::error(
                 StatusCode::REQUEST_TIMEOUT,
                 format!("the request took longer than {bound:?}"),

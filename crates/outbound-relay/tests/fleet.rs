@@ -255,8 +255,8 @@ fn a_source_made_at_one_relay_takes_events_at_another_within_two_seconds() {
     let (dir_a, dir_b) = (temp_dir(), temp_dir());
     let a = Relay::start(dir_a.path(), &cfg);
     let b = Relay::start(dir_b.path(), &cfg);
-    let body =
-        json!({"write_keys": ["wk_new"], "webhooks": [{"url": rx.url}], "shared_secret": "s"});
+    let body = json!({"write_keys": ["wk_new"], "webhooks": [{"url": rx.url}],
+        "shared_secret": "s", "allowed_networks": ["127.0.0.0/8"]});
     let made = put(
         &a.url("/admin/sources/new"),
         &[("Authorization", "Bearer adm")],
@@ -308,7 +308,8 @@ fn a_source_made_at_one_relay_takes_events_at_another_within_two_seconds() {
 /// PUTs source `name` at `at` through the admin API (write key `wk_<name>`, one webhook to
 /// `rx`); its answer.
 fn put_source(at: &Relay, name: &str, rx: &Receiver) -> Answer {
-    let body = json!({"write_keys": [format!("wk_{name}")], "webhooks": [{"url": rx.url}]});
+    let body = json!({"write_keys": [format!("wk_{name}")], "webhooks": [{"url": rx.url}],
+        "allowed_networks": ["127.0.0.0/8"]});
     put(
         &at.url(&format!("/admin/sources/{name}")),
         &[("Authorization", "Bearer adm")],

@@ -894,13 +894,13 @@ fn a_webhook_the_network_rules_always_block_is_named_at_start_and_at_reload() {
     for part in [
         "WARN",
         "source=web",
-        "webhooks[1]",
-        "http://127.0.0.1:9/in",
+        "relay.toml: sources[0].webhooks[1] http://127.0.0.1:9/… can never be reached",
         "127.0.0.1 is a loopback address",
         "allowed_networks",
     ] {
         assert!(line.contains(part), "{part:?} not in: {line}");
     }
+    assert!(!line.contains("/in"), "the URL's path is logged: {line}");
     // A reload adding a source whose webhook is private says so for that source.
     std::fs::write(
         dir.path().join("relay.toml"),
@@ -918,7 +918,7 @@ fn a_webhook_the_network_rules_always_block_is_named_at_start_and_at_reload() {
     assert!(
         log.lines().any(|l| l.contains("can never be reached")
             && l.contains("source=app")
-            && l.contains("http://[fd00::1]:8080/in")
+            && l.contains("http://[fd00::1]:8080/…")
             && l.contains("fd00::1 is a unique-local address")),
         "{log}"
     );
@@ -935,4 +935,35 @@ fn a_webhook_the_network_rules_always_block_is_named_at_start_and_at_reload() {
     relay.signal(libc::SIGHUP);
     let log = wait_count(&relay, "config reloaded", 2);
     assert_eq!(log.matches("can never be reached").count(), before, "{log}");
+}
+
+/// A URL with credentials is refused, and neither the refusal nor the warning before it
+/// shows them.
+#[test]
+fn credentials_in_a_webhook_url_are_never_logged() {
+    let dir = temp_dir();
+    std::fs::write(
+        dir.path().join("relay.toml"),
+        guarded_config(
+            &[("web", "wk_web", "http://user:pw-9f3a1c@127.0.0.1:9/in")],
+            "",
+        ),
+    )
+    .unwrap();
+    let out = std::process::Command::new(support::relay_bin())
+        .arg("--config")
+        .arg(dir.path().join("relay.toml"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let all = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(all.contains("must not carry credentials"), "{all}");
+    assert!(
+        !all.contains("pw-9f3a1c") && !all.contains("user:pw"),
+        "{all}"
+    );
 }

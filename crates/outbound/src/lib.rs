@@ -46,7 +46,7 @@ pub use client::{Answers, Client, DEFAULT_WAIT, MAX_MESSAGE_BYTES};
 pub use durable::redis::fleet::FleetRedis;
 pub use engine::{Engine, EngineConfig, MAX_IO_THREADS};
 pub use error::Error;
-pub use log::{env_enabled as debug_from_env, Level, LogSink};
+pub use log::{env_enabled as debug_from_env, url_for_log, Level, LogSink};
 pub use model::attempts::{
     AttemptResult, ErrorClass, HealthState, WebhookAttempt, WebhookHealth, ANSWER_EXCERPT,
 };

@@ -34,12 +34,30 @@ pub fn env_enabled() -> bool {
 
 /// A URL as logs show it unless `log_url_paths` is set: its scheme, host and port; anything
 /// after them (a path, a query string, a fragment) is replaced by `/…`, since each can carry
-/// a token (Slack's incoming webhooks keep theirs in the path).
+/// a token (Slack's incoming webhooks keep theirs in the path). Credentials before the host
+/// (`user:password@`) are never shown.
 pub(crate) fn redact_url(url: &str) -> String {
+    url_for_log(url, false)
+}
+
+/// `url` as a log line may show it: never its `user:password@`; its path, query and fragment
+/// only when `whole` (a service's `log_url_paths`), else `/…` in their place. Every URL a
+/// service logs goes through this one function.
+pub fn url_for_log(url: &str, whole: bool) -> String {
     let start = url.find("://").map_or(0, |at| at + 3);
-    match url[start..].find(['/', '?', '#']) {
-        Some(at) if start + at + 1 < url.len() => format!("{}/…", &url[..start + at]),
-        _ => url.to_string(),
+    let rest = &url[start..];
+    let host_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    // The last '@' before the path ends the credentials (a password may hold an '@').
+    let host_start = rest[..host_end].rfind('@').map_or(0, |at| at + 1);
+    let (scheme, host, tail) = (
+        &url[..start],
+        &rest[host_start..host_end],
+        &rest[host_end..],
+    );
+    match tail {
+        "" | "/" => format!("{scheme}{host}{tail}"),
+        _ if whole => format!("{scheme}{host}{tail}"),
+        _ => format!("{scheme}{host}/…"),
     }
 }
 
@@ -112,8 +130,17 @@ mod tests {
             ("http://[::1]:9/a/b", "http://[::1]:9/…"),
             ("https://h.example/", "https://h.example/"),
             ("https://h.example", "https://h.example"),
+            (
+                "https://user:pa@ss@h.example:8443/in",
+                "https://h.example:8443/…",
+            ),
+            ("http://user@h.example", "http://h.example"),
         ] {
             assert_eq!(redact_url(url), shown, "{url}");
         }
+        assert_eq!(
+            url_for_log("https://u:p@h.example/in?q=1", true),
+            "https://h.example/in?q=1"
+        );
     }
 }

@@ -3,7 +3,7 @@
 //! the source's client is built, and its error is reported under the key it came from.
 
 use super::file::{source_redis_url, Delivery, Seconds, SourceFile, Spool};
-use super::Base;
+use super::{Base, ManagedBy};
 use outbound::{Config as CoreConfig, RetryPolicy, SignatureScheme, Webhook};
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -20,10 +20,25 @@ use std::sync::Arc;
 pub const DEFAULT_COMMIT_INTERVAL: f64 = 0.00005;
 
 /// The core's config for source `s`: its own settings over the top level's over the core's
-/// defaults.
-pub(super) fn core_config(s: &SourceFile, base: &Base) -> Result<CoreConfig, (String, String)> {
+/// defaults. The top level's network exceptions reach the file's sources only: a source of
+/// the admin API has the strict guard unless the admin granted it networks of its own.
+/// `tenant` names its part of the spool.
+pub(super) fn core_config(
+    s: &SourceFile,
+    base: &Base,
+    managed_by: ManagedBy,
+    tenant: &str,
+) -> Result<CoreConfig, (String, String)> {
     let d: Delivery = s.delivery().over(&base.top);
     let data_dir = &base.data_dir;
+    let inherited = |top: &Vec<String>| match managed_by {
+        ManagedBy::File => top.clone(),
+        ManagedBy::Api => Vec::new(),
+    };
+    let allowed_networks =
+        (s.allowed_networks.clone()).unwrap_or_else(|| inherited(&base.allowed_networks));
+    let forward_allowed_networks = (s.forward_allowed_networks.clone())
+        .unwrap_or_else(|| inherited(&base.forward_allowed_networks));
     let mut c = CoreConfig {
         webhooks: s
             .webhooks
@@ -40,11 +55,13 @@ pub(super) fn core_config(s: &SourceFile, base: &Base) -> Result<CoreConfig, (St
             .collect(),
         shared_secret: s.shared_secret.clone(),
         block_private_networks: base.block_private_networks,
-        allowed_networks: base.allowed_networks.clone(),
+        allowed_networks,
         // A forward's endpoint is a customer's too once sources are theirs: the same guard.
         block_private_endpoint: base.block_private_networks,
-        endpoint_allowed_networks: base.forward_allowed_networks.clone(),
+        endpoint_allowed_networks: forward_allowed_networks,
         log_url_paths: base.log_url_paths,
+        max_webhook_headers: base.max_webhook_headers,
+        max_webhook_header_bytes: base.max_webhook_header_bytes,
         ..CoreConfig::default()
     };
     if let Some(fw) = &s.forward {
@@ -107,9 +124,9 @@ pub(super) fn core_config(s: &SourceFile, base: &Base) -> Result<CoreConfig, (St
         c.proxy_from_env = v;
     }
     c.spool = match &d.spool {
-        None | Some(Spool::On(true)) => Some(data_dir.join("spool").join(&s.name)),
+        None | Some(Spool::On(true)) => Some(data_dir.join("spool").join(tenant)),
         Some(Spool::On(false)) => None,
-        Some(Spool::Redis(url)) => Some(PathBuf::from(source_redis_url(url, &s.name))),
+        Some(Spool::Redis(url)) => Some(PathBuf::from(source_redis_url(url, tenant))),
     };
     if let Some(v) = d.spool_max_bytes {
         c.spool_max_bytes = v;

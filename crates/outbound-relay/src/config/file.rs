@@ -246,6 +246,45 @@ pub(crate) struct Delivery {
     pub(crate) dead_letter_max_bytes: Option<u64>,
 }
 
+/// Every delivery setting's key, at either level.
+pub const DELIVERY_KEYS: [&str; 23] = [
+    "timeout",
+    "max_retry_duration",
+    "max_backoff",
+    "max_retry_after",
+    "max_in_flight",
+    "workers",
+    "signature_scheme",
+    "webhook_user_agent",
+    "gzip",
+    "flush_at",
+    "max_batch_messages",
+    "flush_interval",
+    "max_queue_size",
+    "queue_full_wait",
+    "ca_certs",
+    "proxy_from_env",
+    "spool",
+    "spool_max_bytes",
+    "spool_commit_interval",
+    "debug",
+    "dead_letters",
+    "dead_letter_retention",
+    "dead_letter_max_bytes",
+];
+
+/// The keys of a `[[sources]]` table besides the delivery settings.
+pub const SOURCE_KEYS: [&str; 8] = [
+    "name",
+    "write_keys",
+    "shared_secret",
+    "allowed_origins",
+    "webhooks",
+    "forward",
+    "allowed_networks",
+    "forward_allowed_networks",
+];
+
 impl Delivery {
     /// The keys set at this level.
     pub(crate) fn keys(&self) -> Vec<&'static str> {
@@ -330,7 +369,8 @@ with_delivery! {
         /// Webhook URLs come from customers: refuse private addresses (default true).
         #[serde(default = "yes")]
         pub block_private_networks: bool,
-        /// Exempt networks (CIDR).
+        /// Networks the webhooks of this file's sources may reach although private (CIDR).
+        /// The admin API's sources get none of them: the admin grants each its own.
         #[serde(default)]
         pub allowed_networks: Vec<String>,
         /// Networks a source's forward endpoint may reach although private (CIDR); the
@@ -404,6 +444,12 @@ with_delivery! {
         /// 1); the rest of a backlog waits in the spool. Read at start.
         #[serde(default)]
         pub memory_window: Option<usize>,
+        /// Static headers one webhook may have at most (default 20).
+        #[serde(default)]
+        pub max_webhook_headers: Option<usize>,
+        /// Bytes of one webhook's static headers at most, names and values (default 8192).
+        #[serde(default)]
+        pub max_webhook_header_bytes: Option<usize>,
         /// The sources.
         #[serde(default)]
         pub sources: Vec<SourceFile>,
@@ -431,6 +477,14 @@ with_delivery! {
         /// Also forward to a Segment-compatible endpoint.
         #[serde(default)]
         pub forward: Option<ForwardFile>,
+        /// Networks this source's webhooks may reach although private (CIDR): for a source
+        /// of this file, instead of the top level's; for one of the admin API, set by the
+        /// admin alone (none by default: the strict guard).
+        #[serde(default)]
+        pub allowed_networks: Option<Vec<String>>,
+        /// The same for its forward's endpoint (instead of `forward_allowed_networks`).
+        #[serde(default)]
+        pub forward_allowed_networks: Option<Vec<String>>,
     }
 }
 

@@ -2,20 +2,15 @@
 //! [`outbound::Config`] per source. The relay checks only what is its own (the TOML shape,
 //! source names and write keys, durations as numbers of seconds); every delivery setting is
 //! checked by the core when the source's `Client` is built, and its error is reported here
-//! under the key it came from (`relay.toml: sources[1].webhooks[0].url: ...`).
-//!
-//! Issue 25's settings are top-level keys beside these (`max_connections`,
-//! `max_header_bytes`, `max_headers`, `header_read_timeout`, `request_timeout`, `tls_cert`,
-//! `tls_key`, `metrics_token`, `log_format`), issue 43's (`write_timeout`, `log_url_paths`,
-//! `forward_allowed_networks`) and issue 44's (`trusted_proxies`, `public_url`); see
-//! docs/relay.md for their defaults.
+//! under the key it came from (`relay.toml: sources[1].webhooks[0].url: ...`). docs/relay.md
+//! lists every key with its default.
 
 mod convert;
 pub mod file;
 mod public_url;
 mod toml_keys;
 
-pub use file::{is_redis, is_redis_url, File, SourceFile};
+pub use file::{is_redis, is_redis_url, File, SourceFile, DELIVERY_KEYS, SOURCE_KEYS};
 use file::{Delivery, Seconds};
 use outbound::Config as CoreConfig;
 pub use public_url::PublicUrl;
@@ -66,6 +61,14 @@ impl ManagedBy {
 #[derive(Clone)]
 pub struct Source {
     pub name: String,
+    /// What tells this source from an earlier one of its name: drawn when the admin API
+    /// creates it; empty for the file's sources (the file is their identity) and for the
+    /// API's made before sources had one.
+    pub id: String,
+    /// Where its events, dead letters, replays and audience state are kept: its name, then
+    /// `.` and its id when it has one, so nothing of a deleted source reaches the next of
+    /// its name (a name cannot hold a `.`).
+    pub tenant: String,
     pub write_keys: Vec<String>,
     pub allowed_origins: Vec<String>,
     /// Where errors of this source's core config are reported (`sources[1]`; the API's
@@ -106,6 +109,14 @@ impl Source {
                         false => "spool".to_string(),
                     },
                     "spool" => "data_dir".to_string(),
+                    "allowed_networks" if self.own_keys.contains(&"allowed_networks") => {
+                        join(at, "allowed_networks")
+                    }
+                    "endpoint_allowed_networks"
+                        if self.own_keys.contains(&"forward_allowed_networks") =>
+                    {
+                        join(at, "forward_allowed_networks")
+                    }
                     "allowed_networks" => setting,
                     "endpoint_allowed_networks" => "forward_allowed_networks".to_string(),
                     "shared_secret" => join(at, "shared_secret"),
@@ -149,9 +160,16 @@ pub struct Base {
     log_url_paths: bool,
     pub data_dir: PathBuf,
     redis_ack: outbound::RedisAck,
+    max_webhook_headers: usize,
+    max_webhook_header_bytes: usize,
 }
 
 impl Base {
+    /// Static headers one webhook may have at most (`max_webhook_headers`).
+    pub fn max_webhook_headers(&self) -> usize {
+        self.max_webhook_headers
+    }
+
     /// The fleet's Redis URL when the top level's `spool` is one (its prefix as given, or
     /// the relay's default): where the API's sources go, with no file source to say it.
     pub fn fleet_redis(&self) -> Option<PathBuf> {
@@ -172,13 +190,32 @@ impl Base {
         s: &SourceFile,
         at: &str,
         managed_by: ManagedBy,
+        id: &str,
     ) -> Result<Source, (String, String)> {
         check_name(&s.name).map_err(|why| (join(at, "name"), why))?;
+        let tenant = match id.is_empty() {
+            true => s.name.clone(),
+            false => format!("{}.{id}", s.name),
+        };
         if s.write_keys.is_empty() {
             return Err((
                 join(at, "write_keys"),
                 "at least one write key is needed".into(),
             ));
+        }
+        let lists = [
+            Some(&s.write_keys),
+            Some(&s.allowed_origins),
+            s.allowed_networks.as_ref(),
+            s.forward_allowed_networks.as_ref(),
+        ];
+        for (key, list) in LIST_KEYS.iter().zip(lists) {
+            if let Some(n) = list.map(Vec::len).filter(|n| *n > MAX_LIST) {
+                return Err((
+                    join(at, key),
+                    format!("{n} given, at most {MAX_LIST} allowed"),
+                ));
+            }
         }
         for (k, key) in s.write_keys.iter().enumerate() {
             if key.is_empty() {
@@ -188,8 +225,10 @@ impl Base {
                 ));
             }
         }
-        let own = s.delivery().keys();
-        let mut core = convert::core_config(s, self).map_err(|(k, r)| {
+        let mut own = s.delivery().keys();
+        own.extend(s.allowed_networks.as_ref().map(|_| "allowed_networks"));
+        own.extend((s.forward_allowed_networks.as_ref()).map(|_| "forward_allowed_networks"));
+        let mut core = convert::core_config(s, self, managed_by, &tenant).map_err(|(k, r)| {
             // A value from the top level is reported there.
             match own.iter().any(|o| *o == k) {
                 true => (join(at, &k), r),
@@ -199,16 +238,29 @@ impl Base {
         core.redis_ack = self.redis_ack;
         Ok(Source {
             name: s.name.clone(),
+            id: id.to_string(),
+            tenant,
             write_keys: s.write_keys.clone(),
             allowed_origins: s.allowed_origins.clone(),
             key: at.to_string(),
             own_keys: own,
             core,
-            fingerprint: fingerprint(&format!("{s:?}|{self:?}")),
+            fingerprint: fingerprint(&format!("{s:?}|{self:?}|{id}")),
             managed_by,
         })
     }
 }
+
+/// A source's lists (write keys, origins, networks) hold at most this many entries: enough
+/// for any rotation or set of sites, and a bound on what one source costs to read.
+pub const MAX_LIST: usize = 10_000;
+/// The settings of a source that are lists.
+pub const LIST_KEYS: [&str; 4] = [
+    "write_keys",
+    "allowed_origins",
+    "allowed_networks",
+    "forward_allowed_networks",
+];
 
 /// A source name: letters, digits, `-` and `_` (it names state files and Redis keys).
 pub fn check_name(name: &str) -> Result<(), String> {
@@ -414,6 +466,10 @@ impl Relay {
             log_url_paths: f.log_url_paths,
             data_dir: data_dir.clone(),
             redis_ack,
+            max_webhook_headers: (f.max_webhook_headers)
+                .unwrap_or(outbound::DEFAULT_MAX_WEBHOOK_HEADERS),
+            max_webhook_header_bytes: (f.max_webhook_header_bytes)
+                .unwrap_or(outbound::DEFAULT_MAX_WEBHOOK_HEADER_BYTES),
         };
         let mut names = HashMap::new();
         let mut keys: HashMap<&str, String> = HashMap::new();
@@ -421,7 +477,7 @@ impl Relay {
         for (i, s) in f.sources.iter().enumerate() {
             let at = format!("sources[{i}]");
             let source = base
-                .source(s, &at, ManagedBy::File)
+                .source(s, &at, ManagedBy::File, "")
                 .map_err(|(k, r)| err(k, r))?;
             if let Some(first) = names.insert(s.name.as_str(), i) {
                 return Err(err(

@@ -30,7 +30,6 @@ pub async fn deletions(sources: &Arc<Sources>, body: Value) -> Answer {
     };
     let targets = match body.get("sources") {
         None | Some(Value::Null) => sources
-            .list
             .iter()
             .filter(|s| s.has_webhooks)
             .cloned()

@@ -38,8 +38,12 @@ use std::sync::{Arc, Mutex, RwLock};
 use store::{Snapshot, Store};
 use tokens::TokenRecord;
 
-/// Largest admin body (an audience of many members).
-const MAX_ADMIN_BODY: usize = 64 * 1024 * 1024;
+/// Largest body of an audience's members (only the admin sends one).
+const MAX_AUDIENCE_BODY: usize = 64 * 1024 * 1024;
+/// Largest body of a deletion.
+const MAX_DELETION_BODY: usize = 64 * 1024;
+/// Paths in log lines: their first bytes (a path is the caller's, and can be kilobytes).
+const LOGGED_PATH: usize = 100;
 
 /// Every route of the admin API: method and path template. The router answers these and no
 /// other (a test checks each is in the OpenAPI document).
@@ -80,7 +84,8 @@ pub enum Caller {
 /// The admin API's state: its store, and what it holds, in memory.
 pub struct Control {
     store: Box<dyn Store>,
-    pub base: Base,
+    /// What the API's sources take from relay.toml's top level (a reload replaces it).
+    base: arc_swap::ArcSwap<Base>,
     /// What the store held at the last load or change.
     held: Mutex<Snapshot>,
     tokens: RwLock<BTreeMap<String, TokenRecord>>,
@@ -115,21 +120,77 @@ impl Control {
         };
         let control = Control {
             store,
-            base,
+            base: arc_swap::ArcSwap::from_pointee(base),
             held: Mutex::new(Snapshot::default()),
             tokens: RwLock::new(BTreeMap::new()),
             changing: tokio::sync::Mutex::new(()),
         };
         let snap = control.store.load()?;
         control.adopt(snap, registry);
+        control.revoke_orphans(registry);
         tracing::info!(store = %control.store.location(), "admin API store open");
         Ok(control)
+    }
+
+    /// What the API's sources take from relay.toml's top level now.
+    pub fn base(&self) -> Arc<Base> {
+        self.base.load_full()
+    }
+
+    /// A reload: the API's sources are read again with relay.toml's new top level (those it
+    /// changes switch to their new settings), and the tokens of the file's sources that left
+    /// it are revoked.
+    pub fn reload(&self, base: Base, registry: &Registry) {
+        self.base.store(Arc::new(base));
+        let snap = self.held().clone();
+        self.adopt(snap, registry);
+        self.revoke_orphans(registry);
+    }
+
+    /// Revokes the tokens whose source is gone: a source of relay.toml that left it (at a
+    /// reload, or while the relay was stopped). Each is logged. The API's sources' tokens go
+    /// with their source's DELETE, and name their source's id besides.
+    fn revoke_orphans(&self, registry: &Registry) {
+        let orphans: Vec<TokenRecord> = {
+            let held = self.held();
+            (held.tokens.values())
+                .filter(|t| {
+                    let api = held.sources.get(&t.source);
+                    let api_id = api.map(|b| b.get("id").and_then(Value::as_str).unwrap_or(""));
+                    let file = registry.file_source(&t.source).is_some();
+                    !file && api_id != Some(t.source_id.as_str())
+                })
+                .cloned()
+                .collect()
+        };
+        for t in orphans {
+            match self.store.delete_token(&t.id) {
+                Ok(_) => {
+                    self.tokens_mut().remove(&t.id);
+                    self.held().tokens.remove(&t.id);
+                    tracing::warn!(source = %t.source, id = %t.id, "source token revoked: its source is no longer in relay.toml nor the admin API");
+                }
+                Err(e) => {
+                    tracing::error!(source = %t.source, id = %t.id, "source token of a source that is gone, not revoked: {e}")
+                }
+            }
+        }
+    }
+
+    fn tokens_mut(&self) -> std::sync::RwLockWriteGuard<'_, BTreeMap<String, TokenRecord>> {
+        self.tokens.write().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// What the store holds of the API's source `name` (secrets included).
+    pub fn stored_source(&self, name: &str) -> Option<Value> {
+        self.held().sources.get(name).cloned()
     }
 
     /// Applies what the store holds: sources, deletions still draining, tokens.
     fn adopt(&self, snap: Snapshot, registry: &Registry) {
         let now = store::now_ms();
-        let read = |name: &String, body: &Value| match resource::load(body, &self.base) {
+        let base = self.base();
+        let read = |name: &String, body: &Value| match resource::load(body, &base) {
             Ok(spec) => Some(spec),
             Err((k, r)) => {
                 tracing::error!(source = %name, "stored source not started: {k}: {r}");
@@ -191,8 +252,14 @@ impl Control {
         self.store.location().starts_with("redis")
     }
 
-    /// The caller of `headers`: the admin token, or a source's token.
-    pub fn caller(&self, headers: &HeaderMap, admin_token: &str) -> Option<Caller> {
+    /// The caller of `headers`: the admin token, or a token of a source running now (of
+    /// `sources`) that was made for that very source, not an earlier one of its name.
+    pub fn caller(
+        &self,
+        headers: &HeaderMap,
+        admin_token: &str,
+        sources: &Sources,
+    ) -> Option<Caller> {
         if bearer_is(headers, admin_token) {
             return Some(Caller::Admin);
         }
@@ -200,14 +267,15 @@ impl Control {
         let (id, secret) = tokens::parse(token)?;
         let tokens = self.tokens.read().unwrap_or_else(|e| e.into_inner());
         let record = tokens.get(id)?;
-        tokens::matches(record, secret)
+        let own = sources.by_name(&record.source)?;
+        (tokens::matches(record, secret) && own.spec.id == record.source_id)
             .then(|| Caller::Source(record.source.clone(), id.to_string()))
     }
 
     /// Whether `headers` carry a valid token of some source (a `/metrics` call with one is
     /// 403, not 401).
-    pub fn is_source_token(&self, headers: &HeaderMap) -> bool {
-        self.caller(headers, "\u{0}")
+    pub fn is_source_token(&self, headers: &HeaderMap, sources: &Sources) -> bool {
+        self.caller(headers, "\u{0}", sources)
             .is_some_and(|c| c != Caller::Admin)
     }
 
@@ -256,15 +324,22 @@ pub async fn handle(
     body: Incoming,
 ) -> Answer {
     let Some(admin_token) = admin_token else {
-        return reply::error(
+        return refusal(
             StatusCode::NOT_FOUND,
+            "path",
             "the admin API is off (no admin_token)",
         );
     };
-    let Some(caller) = control.caller(headers, admin_token) else {
-        tracing::info!(path, "admin request refused: bad or missing token");
-        return reply::error(
+    let Some(caller) = control.caller(headers, admin_token, sources) else {
+        log_refused(
+            "admin_unauthorized",
+            "",
+            path,
+            "admin request refused: bad or missing token",
+        );
+        return refusal(
             StatusCode::UNAUTHORIZED,
+            "authorization",
             "admin token or source token required",
         );
     };
@@ -283,16 +358,23 @@ pub async fn handle(
         let anyone = ["/admin/openapi.json", "/admin/whoami"].contains(&path);
         let allowed = anyone || (own_source && !admin_only);
         if !allowed {
-            tracing::info!(path, source = %own, "admin request refused: a source token reaches its own source only");
-            return reply::error(
+            log_refused(
+                "admin_forbidden",
+                own,
+                path,
+                "admin request refused: a source token reaches its own source only",
+            );
+            return refusal(
                 StatusCode::FORBIDDEN,
+                "authorization",
                 "this token reaches its own source only",
             );
         }
     }
     let Some((route, params)) = route_of(method, path) else {
-        return reply::error(
+        return refusal(
             StatusCode::NOT_FOUND,
+            "path",
             "no such admin resource (see /admin/openapi.json)",
         );
     };
@@ -303,9 +385,9 @@ pub async fn handle(
         "/admin/sources" => sources::list(sources, query),
         "/admin/sources/{name}" => match *method {
             Method::GET => sources::get(registry, &name),
-            Method::PUT => match read_json(headers, body).await {
-                Ok(v) => sources::put(control, registry, &caller, &name, v).await,
-                Err(a) => a,
+            Method::PUT => match body::read(headers, body, resource::MAX_BODY).await {
+                Ok(bytes) => sources::put(control, registry, &caller, &name, bytes).await,
+                Err(e) => refusal(e.status, "", &e.message),
             },
             _ => sources::delete(control, registry, &name).await,
         },
@@ -318,7 +400,7 @@ pub async fn handle(
         }
         "/admin/sources/{name}/audiences/{audience}" => {
             let audience = body::percent_decode(params.get(1).copied().unwrap_or(""));
-            match read_json(headers, body).await {
+            match read_json(headers, body, MAX_AUDIENCE_BODY).await {
                 Ok(v) => admin::audiences(sources, &name, &audience, v).await,
                 Err(a) => a,
             }
@@ -332,7 +414,7 @@ pub async fn handle(
             let rest: Vec<&str> = parts.get(4..).unwrap_or_default().to_vec();
             records::handle(sources, method, &name, &rest, query, headers, body).await
         }
-        "/admin/deletions" => match read_json(headers, body).await {
+        "/admin/deletions" => match read_json(headers, body, MAX_DELETION_BODY).await {
             Ok(v) => admin::deletions(sources, v).await,
             Err(a) => a,
         },
@@ -340,11 +422,15 @@ pub async fn handle(
     }
 }
 
-async fn read_json(headers: &HeaderMap, body: Incoming) -> Result<Value, Answer> {
-    let bytes = body::read(headers, body, MAX_ADMIN_BODY)
+/// A JSON object of at most `limit` bytes (after gzip), parsed off the runtime's threads.
+async fn read_json(headers: &HeaderMap, body: Incoming, limit: usize) -> Result<Value, Answer> {
+    let bytes = body::read(headers, body, limit)
         .await
-        .map_err(|e| reply::error(e.status, e.message))?;
-    match serde_json::from_slice::<Value>(&bytes) {
+        .map_err(|e| refusal(e.status, "", &e.message))?;
+    let parsed = tokio::task::spawn_blocking(move || serde_json::from_slice::<Value>(&bytes))
+        .await
+        .map_err(|e| reply::error(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()))?;
+    match parsed {
         Ok(v @ Value::Object(_)) => Ok(v),
         Ok(_) => Err(refusal(
             StatusCode::BAD_REQUEST,
@@ -359,7 +445,20 @@ async fn read_json(headers: &HeaderMap, body: Incoming) -> Result<Value, Answer>
     }
 }
 
-/// Stored bodies by name, as held now.
-pub(crate) fn stored(control: &Control) -> BTreeMap<String, Value> {
-    control.held().sources.clone()
+/// A line about a refused request: at most one of a `kind` (and `source`) every few seconds,
+/// with how many were held back, and at most the path's first bytes.
+pub fn log_refused(kind: &'static str, source: &str, path: &str, what: &str) {
+    let Some(held_back) = crate::operations::log_rate::allow(kind, source) else {
+        return;
+    };
+    let mut end = path.len().min(LOGGED_PATH);
+    while !path.is_char_boundary(end) {
+        end -= 1;
+    }
+    let cut = if end < path.len() { "…" } else { "" };
+    let path = format!("{}{cut}", &path[..end]);
+    match source {
+        "" => tracing::info!(path, held_back, "{what}"),
+        _ => tracing::info!(path, source, held_back, "{what}"),
+    }
 }

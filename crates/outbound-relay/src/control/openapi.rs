@@ -110,7 +110,10 @@ pub fn document() -> Value {
             "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
             "schemas": {
                 "Error": {"type": "object", "required": ["success", "message"], "properties": {"success": {"const": false}, "message": {"type": "string"}, "field": {"type": ["string", "null"], "description": "The body's field at fault, as relay.toml's errors name it (`webhooks[0].url`)"}}},
-                "Webhook": {"type": "object", "required": ["url"], "properties": {"url": {"type": "string", "format": "uri"}, "headers": {"type": "object", "additionalProperties": {"type": "string"}}, "enabled": {"type": "boolean", "default": true, "description": "Off: kept, but sent nothing new"}}},
+                "Webhook": {"type": "object", "required": ["url"], "properties": {"url": {"type": "string", "format": "uri"},
+                    "headers": {"type": "object", "description": "Write-only values: a string sets one, null clears it, {\"has_value\": true} (as GET shows it) keeps it for the same URL", "additionalProperties": {"oneOf": [{"type": "string"}, {"type": "null"}, {"$ref": "#/components/schemas/HasValue"}]}},
+                    "enabled": {"type": "boolean", "default": true, "description": "Off: kept, but sent nothing new"}}},
+                "HasValue": {"type": "object", "required": ["has_value"], "properties": {"has_value": {"type": "boolean"}}},
                 "Delivery": {"type": "object", "description": "Delivery settings (seconds for durations); unset: the relay's top level", "properties": {
                     "timeout": {"type": "number"}, "max_retry_duration": {"type": "number"}, "max_backoff": {"type": "number"}, "max_retry_after": {"type": "number"},
                     "max_in_flight": {"type": "integer"}, "workers": {"type": "integer"}, "signature_scheme": {"enum": ["x-signature", "standard-webhooks"]},
@@ -118,15 +121,18 @@ pub fn document() -> Value {
                     "flush_interval": {"type": "number"}, "max_queue_size": {"type": "integer"}, "queue_full_wait": {"type": "number"}, "ca_certs": {"type": "string", "description": "PEM text"},
                     "spool_max_bytes": {"type": "integer"}}},
                 "SourceInput": {"allOf": [{"$ref": "#/components/schemas/Delivery"}, {"type": "object", "required": ["write_keys"], "properties": {
-                    "write_keys": {"type": "array", "minItems": 1, "items": {"type": "string", "minLength": 1}},
+                    "write_keys": {"type": "array", "minItems": 1, "maxItems": 10000, "items": {"type": "string", "minLength": 1}},
                     "shared_secret": {"type": ["string", "null"], "writeOnly": true},
                     "allowed_origins": {"type": "array", "items": {"type": "string"}},
                     "webhooks": {"type": "array", "maxItems": 5, "items": {"$ref": "#/components/schemas/Webhook"}},
-                    "forward": {"type": ["object", "null"], "required": [], "properties": {"endpoint": {"type": "string", "format": "uri"}, "write_key": {"type": "string", "writeOnly": true}}}}}]},
+                    "forward": {"type": ["object", "null"], "required": [], "properties": {"endpoint": {"type": "string", "format": "uri"}, "write_key": {"type": "string", "writeOnly": true}}},
+                    "allowed_networks": {"type": "array", "maxItems": 10000, "items": {"type": "string"}, "description": "Private networks its webhooks may reach (CIDR); the admin token alone sets it"},
+                    "forward_allowed_networks": {"type": "array", "maxItems": 10000, "items": {"type": "string"}, "description": "The same for its forward; the admin token alone sets it"}}}]},
                 "Source": {"allOf": [{"$ref": "#/components/schemas/Delivery"}, {"type": "object", "required": ["name", "managed_by", "write_keys", "webhooks", "has_shared_secret"], "properties": {
-                    "name": {"type": "string"}, "managed_by": {"enum": ["file", "api"]},
+                    "name": {"type": "string"}, "id": {"type": ["string", "null"], "description": "Tells it from an earlier source of its name (null: relay.toml's, or made before ids)"}, "managed_by": {"enum": ["file", "api"]},
+                    "allowed_networks": {"type": "array", "items": {"type": "string"}}, "forward_allowed_networks": {"type": "array", "items": {"type": "string"}},
                     "write_keys": {"type": "array", "items": {"type": "string"}}, "allowed_origins": {"type": "array", "items": {"type": "string"}},
-                    "webhooks": {"type": "array", "items": {"$ref": "#/components/schemas/Webhook"}},
+                    "webhooks": {"type": "array", "items": {"type": "object", "properties": {"url": {"type": "string"}, "headers": {"type": "object", "additionalProperties": {"$ref": "#/components/schemas/HasValue"}}, "enabled": {"type": "boolean"}}}},
                     "has_shared_secret": {"type": "boolean"},
                     "forward": {"type": ["object", "null"], "properties": {"endpoint": {"type": "string"}, "has_write_key": {"type": "boolean"}}}}}]},
                 "Attempt": {"type": "object", "required": ["webhook", "messageId", "at", "durationMs", "result"], "properties": {

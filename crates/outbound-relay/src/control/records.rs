@@ -32,9 +32,10 @@ use serde_json::{json, Map, Value};
 use std::sync::Arc;
 use std::time::SystemTime;
 
-/// A source as these routes use it: its name and its client now.
+/// A source as these routes use it: its name, its tenant and its client now.
 struct Source {
     name: String,
+    tenant: String,
     client: Arc<outbound::Client>,
 }
 
@@ -63,12 +64,13 @@ pub async fn handle(
     };
     let source = Arc::new(Source {
         name: running.name.clone(),
+        tenant: running.spec.tenant.clone(),
         client,
     });
     let id = |s: &str| body::percent_decode(s);
     match (method, rest) {
         (&Method::GET, ["health"]) => health(&source),
-        (&Method::GET, ["activity"]) => activity(&source.name),
+        (&Method::GET, ["activity"]) => activity(&source.name, &source.tenant),
         (&Method::GET, ["webhooks", index, "attempts"]) => attempts(&source, index),
         (&Method::GET, ["dead-letters"]) => match list_query(query) {
             Ok(q) => blocking(source, move |s| list(s, &q)).await,
@@ -245,9 +247,10 @@ fn health(source: &Source) -> Answer {
     )
 }
 
-/// The last hour, minute by minute, oldest first (the last minute is the one under way).
-fn activity(name: &str) -> Answer {
-    let s = crate::operations::activity::series(name);
+/// The last hour of source `name` (kept under its `tenant`), minute by minute, oldest first (the
+/// last minute is the one under way).
+fn activity(name: &str, tenant: &str) -> Answer {
+    let s = crate::operations::activity::series(tenant);
     let minute = |m: u64| time(SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(m * 60));
     let last = s.first_minute + s.delivered.len() as u64 - 1;
     reply::json(

@@ -1,94 +1,487 @@
-//! A source as the admin API reads and shows it. A body is read through the same path as a
-//! `[[sources]]` table of `relay.toml` (written out as that table, parsed by the file's
-//! serde shape, converted by `config::Base`, checked by the core), so a refusal names the
-//! field as the file's errors do (`webhooks[0].url: ...`), without the file's `sources[i].`.
+//! A source as the admin API reads and shows it. A PUT body is read in two steps, so that
+//! what a caller may not send costs nothing to refuse:
 //!
-//! Write-only fields (`shared_secret`, `forward.write_key`): never shown; left out of a PUT,
-//! the current value stays; `null` clears it.
+//! 1. [`Fields::scan`]: the body's keys, each value kept as the body's own text. A key that
+//!    is not a source's is refused as it is met, before its value is looked at.
+//! 2. [`read`]: the fields, merged with what is stored, read straight into the file's own
+//!    `[[sources]]` shape (`SourceFile`), so a refusal names the field as the file's errors do
+//!    (`webhooks[0].url: ...`, without the file's `sources[i].`). No intermediate tree of the
+//!    body is built: a value of the wrong type stops the read where it starts.
+//!
+//! Between the two, [`changes_forbidden`] compares what a source's own token sent with what
+//! is stored, by meaning (`2` and `2.0` are one number of seconds).
+//!
+//! Write-only values: `shared_secret`, `forward.write_key` and every webhook header's value
+//! are never shown (`has_shared_secret`, `has_write_key`, `{"has_value": true}` instead). Left
+//! out of a PUT, the secret and the write key stay; `null` clears them. A header given as
+//! `{"has_value": true}` keeps its value, on a webhook whose URL is unchanged.
 
-use crate::config::{self, Base, ManagedBy, SourceFile};
+use crate::config::{self, Base, ManagedBy, SourceFile, DELIVERY_KEYS, SOURCE_KEYS};
+use serde::de::{self, Deserializer, IgnoredAny, MapAccess, Visitor};
+use serde::Deserialize;
+use serde_json::value::RawValue;
 use serde_json::{json, Map, Value};
+use std::borrow::Cow;
+use std::cell::RefCell;
+use std::collections::BTreeMap;
+use std::fmt;
+
+/// Largest body of a source's PUT (after gzip): a source's settings are kilobytes; this
+/// leaves room for thousands of write keys and origins.
+pub const MAX_BODY: usize = 1 << 20;
 
 /// Settings the relay's operator keeps: the storage and its logs, the egress path, and a
 /// file read on the relay's host.
 const OPERATOR_ONLY: [&str; 4] = ["spool", "spool_commit_interval", "debug", "proxy_from_env"];
 /// Read-only fields of an answer, accepted back (a console PUTs what it got) and ignored.
-const SHOWN_ONLY: [&str; 3] = ["managed_by", "has_shared_secret", "name"];
+const SHOWN_ONLY: [&str; 4] = ["managed_by", "has_shared_secret", "name", "id"];
 
 /// A refusal: the field and why.
 pub type Refusal = (String, String);
 
-/// The body of a PUT for source `name`, with what the store holds of it now (`current`):
-/// what to store (secrets included) and the source to run.
+/// A PUT body's fields: each key with its value's text, as sent.
+pub struct Fields<'a> {
+    fields: Vec<(Cow<'a, str>, &'a RawValue)>,
+}
+
+/// Whether `key` may appear in a source's body.
+fn known(key: &str) -> bool {
+    SOURCE_KEYS.contains(&key) || DELIVERY_KEYS.contains(&key) || SHOWN_ONLY.contains(&key)
+}
+
+impl<'a> Fields<'a> {
+    /// The fields of `body`: a JSON object whose keys are a source's, each once.
+    pub fn scan(body: &'a [u8]) -> Result<Fields<'a>, Refusal> {
+        let refused = RefCell::new(None);
+        let seed = FieldsSeed { refused: &refused };
+        let mut de = serde_json::Deserializer::from_slice(body);
+        match de::DeserializeSeed::deserialize(seed, &mut de).and_then(|f| de.end().map(|_| f)) {
+            Ok(fields) => Ok(Fields { fields }),
+            Err(e) => Err(refused
+                .into_inner()
+                .unwrap_or_else(|| (String::new(), format!("body is not valid JSON: {e}")))),
+        }
+    }
+
+    fn get(&self, key: &str) -> Option<&'a RawValue> {
+        (self.fields.iter()).find_map(|(k, v)| (k == key).then_some(*v))
+    }
+
+    fn keys(&self) -> impl Iterator<Item = &str> {
+        self.fields.iter().map(|(k, _)| k.as_ref())
+    }
+}
+
+/// Reads an object's keys one by one and stops at the first that is not a source's; the
+/// refusal goes beside the error (serde's own error cannot carry the field).
+struct FieldsSeed<'r> {
+    refused: &'r RefCell<Option<Refusal>>,
+}
+
+impl<'de> de::DeserializeSeed<'de> for FieldsSeed<'_> {
+    type Value = Vec<(Cow<'de, str>, &'de RawValue)>;
+
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        d.deserialize_map(self)
+    }
+}
+
+impl<'de> Visitor<'de> for FieldsSeed<'_> {
+    type Value = Vec<(Cow<'de, str>, &'de RawValue)>;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a JSON object (a source's settings)")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        let mut out: Vec<(Cow<'de, str>, &'de RawValue)> = Vec::new();
+        while let Some(key) = map.next_key::<Cow<'de, str>>()? {
+            let why = match () {
+                _ if !known(&key) => Some("not a setting of a source"),
+                _ if out.iter().any(|(k, _)| *k == key) => Some("given twice"),
+                _ => None,
+            };
+            if let Some(why) = why {
+                let shown: String = key.chars().take(64).collect();
+                *self.refused.borrow_mut() = Some((shown, why.to_string()));
+                return Err(de::Error::custom(why));
+            }
+            let value: &'de RawValue = map.next_value()?;
+            out.push((key, value));
+        }
+        Ok(out)
+    }
+}
+
+/// Refuses what a source's own token may not do: change a field outside `self_service`
+/// (sending it unchanged is fine: a console PUTs what it read; leaving it out keeps it, see
+/// [`read`]'s `keep_unsent`). Values are compared by meaning, not by spelling.
+pub fn changes_forbidden(
+    fields: &Fields<'_>,
+    current: &Value,
+    self_service: &[&str],
+) -> Result<(), Refusal> {
+    let mine = |k: &str| self_service.contains(&k) || SHOWN_ONLY.contains(&k);
+    let refuse = |k: &str| {
+        Err((
+            k.to_string(),
+            "a source token cannot change this (the admin token can)".to_string(),
+        ))
+    };
+    for (key, raw) in &fields.fields {
+        if !mine(key) && !same_meaning(raw, current.get(key.as_ref())) {
+            return refuse(key);
+        }
+    }
+    Ok(())
+}
+
+/// Whether `raw` says what `current` does. A value far longer than the stored one differs
+/// without being read.
+fn same_meaning(raw: &RawValue, current: Option<&Value>) -> bool {
+    let Some(current) = current.filter(|c| !c.is_null()) else {
+        return raw.get().trim() == "null";
+    };
+    if raw.get().len() > 2 * current.to_string().len() + 1024 {
+        return false;
+    }
+    serde_json::from_str::<Value>(raw.get()).is_ok_and(|v| json_eq(&v, current))
+}
+
+/// JSON equality by meaning: numbers by value (`2` is `2.0`), a null member as none.
+fn json_eq(a: &Value, b: &Value) -> bool {
+    match (a, b) {
+        (Value::Number(x), Value::Number(y)) => x.as_f64() == y.as_f64(),
+        (Value::Array(x), Value::Array(y)) => {
+            x.len() == y.len() && x.iter().zip(y).all(|(a, b)| json_eq(a, b))
+        }
+        (Value::Object(x), Value::Object(y)) => {
+            let set = |m: &Map<String, Value>| m.iter().filter(|(_, v)| !v.is_null()).count();
+            set(x) == set(y)
+                && (x.iter().filter(|(_, v)| !v.is_null()))
+                    .all(|(k, v)| y.get(k).is_some_and(|w| json_eq(v, w)))
+        }
+        _ => a == b,
+    }
+}
+
+/// A webhook as a PUT gives it.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct WebhookBody<'a> {
+    url: String,
+    #[serde(default, borrow)]
+    headers: Option<&'a RawValue>,
+    #[serde(default)]
+    enabled: Option<bool>,
+}
+
+/// A header's value as a PUT gives it.
+enum HeaderBody {
+    Set(String),
+    /// `{"has_value": true}`: the stored value stays.
+    Keep,
+    /// `null`: left out.
+    Clear,
+}
+
+impl<'de> Deserialize<'de> for HeaderBody {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = HeaderBody;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a string, null (to clear it) or {\"has_value\": true} (to keep it)")
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<HeaderBody, E> {
+                Ok(HeaderBody::Set(v.to_string()))
+            }
+            fn visit_unit<E: de::Error>(self) -> Result<HeaderBody, E> {
+                Ok(HeaderBody::Clear)
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<HeaderBody, A::Error> {
+                let mut keep = false;
+                while let Some(k) = map.next_key::<Cow<'de, str>>()? {
+                    match k.as_ref() {
+                        "has_value" => keep = map.next_value::<bool>()?,
+                        _ => return Err(de::Error::unknown_field(&k, &["has_value"])),
+                    }
+                }
+                match keep {
+                    true => Ok(HeaderBody::Keep),
+                    false => Ok(HeaderBody::Clear),
+                }
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+/// A webhook's headers, at most `most` of them (the rest is not read).
+struct HeadersSeed {
+    most: usize,
+}
+
+impl<'de> de::DeserializeSeed<'de> for HeadersSeed {
+    type Value = Vec<(String, HeaderBody)>;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        d.deserialize_map(self)
+    }
+}
+
+impl<'de> Visitor<'de> for HeadersSeed {
+    type Value = Vec<(String, HeaderBody)>;
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("an object of header names and values")
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        let mut out: Vec<(String, HeaderBody)> = Vec::new();
+        while let Some(name) = map.next_key::<String>()? {
+            if out.len() == self.most {
+                let why = format!("at most {} allowed (max_webhook_headers)", self.most);
+                return Err(de::Error::custom(why));
+            }
+            let value = map.next_value::<HeaderBody>()?;
+            out.push((name, value));
+        }
+        Ok(out)
+    }
+}
+
+/// `forward` as a PUT gives it (`write_key` left out: the stored one stays).
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ForwardBody {
+    #[serde(default)]
+    endpoint: Option<String>,
+    #[serde(default)]
+    write_key: Option<String>,
+    #[serde(default)]
+    #[allow(dead_code)]
+    has_write_key: Option<IgnoredAny>,
+}
+
+/// `raw` read as a `T`, an error named `key` and the path inside it.
+fn typed<'a, T: Deserialize<'a>>(key: &str, raw: &'a RawValue) -> Result<T, Refusal> {
+    let mut de = serde_json::Deserializer::from_str(raw.get());
+    serde_path_to_error::deserialize(&mut de).map_err(|e| {
+        let inner = e.path().to_string();
+        let at = match inner.as_str() {
+            "." | "" => key.to_string(),
+            p if p.starts_with('[') => format!("{key}{p}"),
+            p => format!("{key}.{p}"),
+        };
+        (at, e.into_inner().to_string())
+    })
+}
+
+/// Source `name`'s PUT `fields`, with what the store holds of it now (`current`), and its
+/// `id` (drawn for a new source): what to store (secrets included) and the source to run.
+/// `keep_unsent`: the stored fields outside it that the body leaves out stay as they are
+/// (a source's token sends only what it may change); without it, a field left out is unset.
 pub fn read(
     name: &str,
-    body: &Value,
+    id: &str,
+    fields: &Fields<'_>,
     current: Option<&Value>,
+    keep_unsent: Option<&[&str]>,
     base: &Base,
 ) -> Result<(Value, config::Source), Refusal> {
-    let Value::Object(given) = body else {
-        return Err((String::new(), "body must be a JSON object".into()));
-    };
-    if let Some(n) = given.get("name").filter(|n| n.as_str() != Some(name)) {
-        return Err((
-            "name".into(),
-            format!("{n} is not the name in the path ({name:?})"),
-        ));
-    }
-    let mut table = Map::new();
-    for (k, v) in given {
-        if OPERATOR_ONLY.contains(&k.as_str()) {
+    if let Some(n) = fields.get("name") {
+        if serde_json::from_str::<String>(n.get()).ok().as_deref() != Some(name) {
+            let shown: String = n.get().chars().take(80).collect();
             return Err((
-                k.clone(),
+                "name".into(),
+                format!("{shown} is not the name in the path ({name:?})"),
+            ));
+        }
+    }
+    let mut out = Map::new();
+    for key in fields.keys() {
+        if OPERATOR_ONLY.contains(&key) {
+            return Err((
+                key.to_string(),
                 "set in relay.toml by the relay's operator, not through the API".into(),
             ));
         }
-        if k == "ca_certs"
-            && v.as_str()
-                .is_some_and(|t| !t.trim_start().starts_with("-----BEGIN"))
-        {
+    }
+    for (key, raw) in &fields.fields {
+        let key = key.as_ref();
+        if SHOWN_ONLY.contains(&key) || raw.get().trim() == "null" {
+            continue;
+        }
+        let value = match key {
+            "webhooks" => webhooks(raw, current, base)?,
+            "forward" => forward(raw, current)?,
+            "ca_certs" => {
+                let text: String = typed(key, raw)?;
+                if !text.trim_start().starts_with("-----BEGIN") {
+                    return Err((
+                        key.into(),
+                        "must be PEM text through the API (a path would be read on the \
+                         relay's host)"
+                            .into(),
+                    ));
+                }
+                Value::String(text)
+            }
+            // Read into its type first: a value of the wrong shape stops here, unbuilt.
+            _ => check_type(key, raw)?,
+        };
+        out.insert(key.to_string(), value);
+    }
+    if fields.get("shared_secret").is_none() {
+        if let Some(v) = current.and_then(|c| c.get("shared_secret")) {
+            out.insert("shared_secret".into(), v.clone());
+        }
+    }
+    if let (Some(except), Some(Value::Object(stored))) = (keep_unsent, current) {
+        for (key, value) in stored {
+            let unsent = fields.get(key).is_none() && !SHOWN_ONLY.contains(&key.as_str());
+            if unsent && !except.contains(&key.as_str()) {
+                out.insert(key.clone(), value.clone());
+            }
+        }
+    }
+    out.insert("name".into(), Value::String(name.into()));
+    let mut doc = Value::Object(out);
+    let file: SourceFile = serde_path_to_error::deserialize(&doc)
+        .map_err(|e| (e.path().to_string(), e.into_inner().to_string()))?;
+    let source = base.source(&file, "", ManagedBy::Api, id)?;
+    if !id.is_empty() {
+        doc["id"] = Value::String(id.into());
+    }
+    Ok((doc, source))
+}
+
+/// How many items the JSON array `raw` holds, counted without building any (`None`: not an
+/// array).
+fn items(raw: &RawValue) -> Option<usize> {
+    struct Count;
+    impl<'de> Visitor<'de> for Count {
+        type Value = usize;
+        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("an array")
+        }
+        fn visit_seq<A: de::SeqAccess<'de>>(self, mut seq: A) -> Result<usize, A::Error> {
+            let mut n = 0;
+            while seq.next_element::<IgnoredAny>()?.is_some() {
+                n += 1;
+            }
+            Ok(n)
+        }
+    }
+    let mut de = serde_json::Deserializer::from_str(raw.get());
+    de.deserialize_seq(Count).ok()
+}
+
+/// `raw` as a JSON value, once its text has been read as the setting's own type.
+fn check_type(key: &str, raw: &RawValue) -> Result<Value, Refusal> {
+    if config::LIST_KEYS.contains(&key) {
+        if let Some(n) = items(raw).filter(|n| *n > config::MAX_LIST) {
+            let most = config::MAX_LIST;
             return Err((
-                k.clone(),
-                "must be PEM text through the API (a path would be read on the relay's host)"
-                    .into(),
+                key.to_string(),
+                format!("{n} given, at most {most} allowed"),
             ));
         }
-        if !SHOWN_ONLY.contains(&k.as_str()) {
-            table.insert(k.clone(), v.clone());
+    }
+    let keys = match key {
+        "write_keys" => "",
+        _ => "\"write_keys\":[\"-\"],",
+    };
+    let probe = format!("{{\"name\":\"-\",{keys}\"{key}\":{}}}", raw.get());
+    let mut de = serde_json::Deserializer::from_str(&probe);
+    serde_path_to_error::deserialize::<_, SourceFile>(&mut de)
+        .map_err(|e| (e.path().to_string(), e.into_inner().to_string()))?;
+    serde_json::from_str(raw.get()).map_err(|e| (key.to_string(), e.to_string()))
+}
+
+/// The webhooks of a PUT, their headers resolved: a kept value is taken from the stored
+/// webhook at the same place with the same URL, so it never goes to a URL it was not set for.
+fn webhooks(raw: &RawValue, current: Option<&Value>, base: &Base) -> Result<Value, Refusal> {
+    let given: Vec<WebhookBody<'_>> = typed("webhooks", raw)?;
+    let stored = current
+        .and_then(|c| c.get("webhooks"))
+        .and_then(Value::as_array);
+    let mut out = Vec::with_capacity(given.len());
+    for (i, w) in given.into_iter().enumerate() {
+        let at = format!("webhooks[{i}].headers");
+        let headers = match w.headers {
+            None => Vec::new(),
+            Some(raw) => {
+                let seed = HeadersSeed {
+                    most: base.max_webhook_headers(),
+                };
+                let mut de = serde_json::Deserializer::from_str(raw.get());
+                de::DeserializeSeed::deserialize(seed, &mut de)
+                    .map_err(|e| (at.clone(), e.to_string()))?
+            }
+        };
+        let before = (stored.and_then(|s| s.get(i)))
+            .filter(|s| s.get("url").and_then(Value::as_str) == Some(w.url.as_str()))
+            .and_then(|s| s.get("headers"));
+        let mut kept = BTreeMap::new();
+        for (name, value) in headers {
+            let value = match value {
+                HeaderBody::Set(v) => v,
+                HeaderBody::Clear => continue,
+                HeaderBody::Keep => match before.and_then(|b| b.get(&name)).and_then(Value::as_str)
+                {
+                    Some(v) => v.to_string(),
+                    None => {
+                        return Err((
+                            format!("{at}[{name:?}]"),
+                            "no value is kept for this header of a webhook at this URL: give \
+                             its value"
+                                .into(),
+                        ))
+                    }
+                },
+            };
+            kept.insert(name, Value::String(value));
         }
+        let mut hook = json!({"url": w.url, "headers": kept});
+        if let Some(enabled) = w.enabled {
+            hook["enabled"] = Value::Bool(enabled);
+        }
+        out.push(hook);
     }
-    keep_secret(&mut table, current, &["shared_secret"]);
-    if let Some(Value::Object(forward)) = table.get_mut("forward") {
-        forward.remove("has_write_key");
-        let now = current.and_then(|c| c.get("forward"));
-        keep_secret(forward, now, &["write_key"]);
+    Ok(Value::Array(out))
+}
+
+/// `forward` of a PUT: the stored write key stays when it is left out.
+fn forward(raw: &RawValue, current: Option<&Value>) -> Result<Value, Refusal> {
+    let given: ForwardBody = typed("forward", raw)?;
+    let mut out = Map::new();
+    if let Some(e) = given.endpoint {
+        out.insert("endpoint".into(), Value::String(e));
     }
-    strip_nulls(&mut table);
-    let mut stored = table.clone();
-    stored.insert("name".into(), Value::String(name.into()));
-    let stored = Value::Object(stored);
-    let file = parse(&stored)?;
-    let source = base.source(&file, "", ManagedBy::Api)?;
-    Ok((stored, source))
+    let key = given.write_key.map(Value::String).or_else(|| {
+        (current.and_then(|c| c.get("forward")))
+            .and_then(|f| f.get("write_key"))
+            .cloned()
+    });
+    if let Some(k) = key {
+        out.insert("write_key".into(), k);
+    }
+    Ok(Value::Object(out))
 }
 
 /// A stored body back into its source (at start, and a fleet's changes).
 pub fn load(stored: &Value, base: &Base) -> Result<config::Source, Refusal> {
-    base.source(&parse(stored)?, "", ManagedBy::Api)
-}
-
-/// `key` from `current` when the body leaves it out (`null` clears it).
-fn keep_secret(table: &mut Map<String, Value>, current: Option<&Value>, keys: &[&str]) {
-    for key in keys {
-        if !table.contains_key(*key) {
-            if let Some(v) = current.and_then(|c| c.get(*key)) {
-                table.insert(key.to_string(), v.clone());
-            }
-        }
+    let id = stored.get("id").and_then(Value::as_str).unwrap_or("");
+    let mut body = stored.clone();
+    if let Value::Object(map) = &mut body {
+        map.remove("id");
+        strip_nulls(map);
     }
+    let file: SourceFile = serde_path_to_error::deserialize(&body)
+        .map_err(|e| (e.path().to_string(), e.into_inner().to_string()))?;
+    base.source(&file, "", ManagedBy::Api, id)
 }
 
-/// TOML has no null: a null is a value left out.
+/// Bodies stored by earlier versions may hold nulls: a null is a value left out.
 fn strip_nulls(map: &mut Map<String, Value>) {
     map.retain(|_, v| !v.is_null());
     for v in map.values_mut() {
@@ -106,34 +499,20 @@ fn strip_nulls(map: &mut Map<String, Value>) {
     }
 }
 
-/// The body as one `[[sources]]` table of a file, parsed by the file's own shape: its
-/// errors keyed as the file's are, `sources[0].` taken off.
-fn parse(table: &Value) -> Result<SourceFile, Refusal> {
-    let doc = json!({"listen": "-", "sources": [table]});
-    let text = toml::to_string(&doc)
-        .map_err(|e| (String::new(), format!("cannot be read as a source: {e}")))?;
-    match config::File::parse("admin API", &text) {
-        Ok(mut file) => Ok(file.sources.remove(0)),
-        Err(e) => {
-            let key = e.key.strip_prefix("sources[0]").unwrap_or(&e.key);
-            Err((key.trim_start_matches('.').to_string(), e.reason))
-        }
-    }
-}
-
 /// Seconds as the file writes them.
 fn secs(d: std::time::Duration) -> Value {
     json!(d.as_secs_f64())
 }
 
-/// What the API shows of `spec`: every field a PUT takes but the secrets (whether each is
-/// set instead), the delivery settings the source sets itself, and who manages it.
+/// What the API shows of `spec`: every field a PUT takes but the secrets and header values
+/// (whether each is set instead), the delivery settings the source sets itself, and who
+/// manages it.
 pub fn view(spec: &config::Source) -> Value {
     let c = &spec.core;
     let webhooks: Vec<Value> = (c.webhooks.iter())
         .map(|w| {
             let headers: Map<String, Value> = (w.headers.iter())
-                .map(|(k, v)| (k.clone(), Value::String(v.clone())))
+                .map(|(k, _)| (k.clone(), json!({"has_value": true})))
                 .collect();
             json!({"url": w.url, "headers": headers, "enabled": w.enabled})
         })
@@ -144,6 +523,7 @@ pub fn view(spec: &config::Source) -> Value {
         .map(|_| json!({"endpoint": c.endpoint, "has_write_key": true}));
     let mut out = json!({
         "name": spec.name,
+        "id": (!spec.id.is_empty()).then_some(&spec.id),
         "managed_by": spec.managed_by.as_str(),
         "write_keys": spec.write_keys,
         "allowed_origins": spec.allowed_origins,
@@ -175,10 +555,53 @@ pub fn view(spec: &config::Source) -> Value {
             "spool_max_bytes" => json!(c.spool_max_bytes),
             "spool_commit_interval" => secs(c.spool_commit_interval),
             "debug" => json!(c.debug),
+            "dead_letters" => json!(c.dead_letters),
+            "dead_letter_retention" => secs(c.dead_letter_retention),
+            "dead_letter_max_bytes" => json!(c.dead_letter_max_bytes),
+            "allowed_networks" => json!(c.allowed_networks),
+            "forward_allowed_networks" => json!(c.endpoint_allowed_networks),
             // The storage is the operator's: not shown (a Redis URL holds a password).
             _ => continue,
         };
         map.insert(key.to_string(), value);
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_unknown_key_is_refused_before_its_value_is_read() {
+        // The value after "x" is not even JSON: it is never looked at.
+        let body = br#"{"webhooks": [], "x": [0, 0, 0 this is not json"#;
+        let Err((field, why)) = Fields::scan(body) else {
+            panic!("accepted")
+        };
+        assert_eq!(
+            (field.as_str(), why.as_str()),
+            ("x", "not a setting of a source")
+        );
+        let Err((field, why)) = Fields::scan(br#"{"timeout": 1, "timeout": 2}"#) else {
+            panic!("accepted")
+        };
+        assert_eq!((field.as_str(), why.as_str()), ("timeout", "given twice"));
+        assert!(Fields::scan(b"[1]").is_err());
+        assert!(Fields::scan(br#"{"timeout": 1} x"#).is_err());
+    }
+
+    #[test]
+    fn settings_compare_by_meaning() {
+        let current = json!({"timeout": 2.0, "webhooks": [{"url": "u", "headers": {}}]});
+        let same = |body: &[u8]| {
+            let f = Fields::scan(body).unwrap();
+            changes_forbidden(&f, &current, &["webhooks"]).is_ok()
+        };
+        assert!(same(br#"{"timeout": 2, "webhooks": []}"#));
+        assert!(same(br#"{"timeout": 2.0}"#));
+        assert!(!same(br#"{"timeout": 3}"#));
+        assert!(same(br#"{"webhooks": []}"#), "timeout left out stays");
+        assert!(json_eq(&json!({"a": 1, "b": null}), &json!({"a": 1.0})));
+    }
 }

@@ -13,6 +13,7 @@ use super::{refusal, resource, store, tokens, Caller, Control};
 use crate::http::reply::{self, Answer};
 use crate::sources::registry::{drain_for, Refused, Registry};
 use crate::sources::{Source, Sources};
+use hyper::body::Bytes;
 use hyper::StatusCode;
 use outbound::HealthState;
 use serde_json::{json, Value};
@@ -41,9 +42,7 @@ const DEFAULT_PAGE: usize = 50;
 /// page, `matched` how many match in all. A console with 10,000 sources reads 50.
 pub fn list(sources: &Sources, query: Option<&str>) -> Answer {
     let Some(query) = query.filter(|q| !q.is_empty()) else {
-        let all: Vec<Value> = (sources.list.iter())
-            .map(|s| resource::view(&s.spec))
-            .collect();
+        let all: Vec<Value> = (sources.iter()).map(|s| resource::view(&s.spec)).collect();
         return reply::json(StatusCode::OK, &json!({"sources": all}));
     };
     let (mut limit, mut after, mut q) = (DEFAULT_PAGE, String::new(), String::new());
@@ -71,12 +70,19 @@ pub fn list(sources: &Sources, query: Option<&str>) -> Answer {
             || s.name.to_lowercase().contains(&q)
             || (s.spec.core.webhooks.iter()).any(|w| w.url.to_lowercase().contains(&q))
     };
-    let mut found: Vec<&Arc<Source>> = sources.list.iter().filter(|s| matches(s)).collect();
-    found.sort_unstable_by(|a, b| a.name.cmp(&b.name));
-    let matched = found.len();
-    let start = found.partition_point(|s| s.name.as_str() <= after.as_str());
-    let page = &found[start..(start + limit).min(matched)];
-    let next = (start + limit < matched).then(|| page.last().map(|s| s.name.clone()));
+    // In name order from `after`: a page costs its own length, and counting the matches a
+    // pass over the names (none when nothing is searched).
+    let page: Vec<&Arc<Source>> = sources
+        .after(&after)
+        .filter(|s| matches(s))
+        .take(limit)
+        .collect();
+    let matched = match q.is_empty() {
+        true => sources.len(),
+        false => sources.iter().filter(|s| matches(s)).count(),
+    };
+    let more = (page.last()).is_some_and(|last| sources.after(&last.name).any(|s| matches(s)));
+    let next = more.then(|| page.last().map(|s| s.name.clone()));
     let items: Vec<Value> = (page.iter())
         .map(|s| {
             let mut v = resource::view(&s.spec);
@@ -139,22 +145,18 @@ pub fn get(registry: &Registry, name: &str) -> Answer {
 }
 
 fn refused(e: Refused) -> Answer {
-    match e {
-        Refused::File(file) => refusal(
-            StatusCode::CONFLICT,
-            "",
-            &format!("this source is managed by {file}: change it there (and SIGHUP)"),
-        ),
-        Refused::Invalid(field, reason) => refusal(StatusCode::BAD_REQUEST, &field, &reason),
-    }
+    Denied::from(e).answer()
 }
 
+/// `PUT /admin/sources/{name}`. What the body may hold and what the caller may change are
+/// settled first, on the body's keys and values as sent (`resource::Fields`); only then is it
+/// read into a source and applied, off the runtime's threads.
 pub async fn put(
     control: &Arc<Control>,
     registry: &Arc<Registry>,
     caller: &Caller,
     name: &str,
-    body: Value,
+    body: Bytes,
 ) -> Answer {
     if let Err(why) = crate::config::check_name(name) {
         return refusal(StatusCode::BAD_REQUEST, "name", &why);
@@ -162,54 +164,15 @@ pub async fn put(
     if let Some(file) = registry.file_source(name) {
         return refused(Refused::File(file));
     }
-    let _one = control.changing.lock().await;
-    let current = super::stored(control).get(name).cloned();
-    let (stored, spec) = match resource::read(name, &body, current.as_ref(), &control.base) {
-        Ok(read) => read,
-        Err((field, reason)) => return refusal(StatusCode::BAD_REQUEST, &field, &reason),
-    };
-    if let Caller::Source(..) = caller {
-        // What the operator set stays: the write keys and every delivery setting.
-        let Some(current) = &current else {
-            return refusal(
-                StatusCode::FORBIDDEN,
-                "",
-                "a source token cannot create a source",
-            );
-        };
-        let keys = |v: &Value| {
-            v.as_object()
-                .map(|m| m.keys().cloned().collect::<Vec<_>>())
-                .unwrap_or_default()
-        };
-        let mut fields = keys(&stored);
-        fields.extend(keys(current));
-        for f in fields {
-            if !SELF_SERVICE.contains(&f.as_str()) && stored.get(&f) != current.get(&f) {
-                return refusal(
-                    StatusCode::FORBIDDEN,
-                    &f,
-                    "a source token cannot change this (the admin token can)",
-                );
-            }
-        }
+    let own_token = matches!(caller, Caller::Source(..));
+    if let Err(denied) = allowed(control, name, &body, own_token) {
+        return denied.answer();
     }
+    let _one = control.changing.lock().await;
     let (me, reg) = (control.clone(), registry.clone());
     let name2 = name.to_string();
-    let done = tokio::task::spawn_blocking(move || {
-        // The registry checks the values with the core before anything is stored.
-        let created = reg.put(spec)?;
-        me.store
-            .put_source(&name2, &stored)
-            .map_err(|e| Refused::Invalid(String::new(), format!("cannot store: {e}")))?;
-        // The revision is left as it was: the follower reloads (a fleet's change made
-        // meanwhile at another relay is not skipped), and finds ours applied already.
-        let mut held = me.held();
-        held.sources.insert(name2.clone(), stored);
-        held.deleted.remove(&name2);
-        Ok::<_, Refused>(created)
-    })
-    .await;
+    let done =
+        tokio::task::spawn_blocking(move || apply_put(&me, &reg, &name2, &body, own_token)).await;
     match done {
         Ok(Ok(created)) => {
             tracing::info!(source = %name, created, "source set through the admin API");
@@ -223,7 +186,7 @@ pub async fn put(
                 None => reply::ok(),
             }
         }
-        Ok(Err(e)) => refused(e),
+        Ok(Err(denied)) => denied.answer(),
         Err(e) => reply::error(
             StatusCode::INTERNAL_SERVER_ERROR,
             format!("the change failed: {e}"),
@@ -231,30 +194,112 @@ pub async fn put(
     }
 }
 
+/// A PUT refused before anything changed: its status, the field at fault and why.
+struct Denied(StatusCode, String, String);
+
+impl Denied {
+    fn invalid((field, why): resource::Refusal) -> Denied {
+        Denied(StatusCode::BAD_REQUEST, field, why)
+    }
+
+    fn answer(self) -> Answer {
+        refusal(self.0, &self.1, &self.2)
+    }
+}
+
+impl From<Refused> for Denied {
+    fn from(e: Refused) -> Denied {
+        match e {
+            Refused::File(file) => Denied(
+                StatusCode::CONFLICT,
+                String::new(),
+                format!("this source is managed by {file}: change it there (and SIGHUP)"),
+            ),
+            Refused::Invalid(field, why) => Denied(StatusCode::BAD_REQUEST, field, why),
+        }
+    }
+}
+
+/// The PUT of source `name`, under the change lock: read, checked by the core, applied,
+/// stored. True when it made the source.
+fn apply_put(
+    control: &Control,
+    registry: &Registry,
+    name: &str,
+    body: &[u8],
+    own_token: bool,
+) -> Result<bool, Denied> {
+    // Again under the lock: the source may have changed since.
+    allowed(control, name, body, own_token)?;
+    let fields = resource::Fields::scan(body).map_err(Denied::invalid)?;
+    let current = control.stored_source(name);
+    let id = match &current {
+        Some(c) => c
+            .get("id")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string(),
+        None => tokens::random_hex(8)
+            .map_err(|e| Denied::invalid((String::new(), format!("no randomness: {e}"))))?,
+    };
+    let keep = own_token.then_some(&SELF_SERVICE[..]);
+    let base = control.base();
+    let (stored, spec) = resource::read(name, &id, &fields, current.as_ref(), keep, &base)
+        .map_err(Denied::invalid)?;
+    // The registry checks the values with the core before anything is stored.
+    let created = registry.put(spec)?;
+    control
+        .store
+        .put_source(name, &stored)
+        .map_err(|e| Denied::invalid((String::new(), format!("cannot store: {e}"))))?;
+    // The revision is left as it was: the follower reloads (a fleet's change made meanwhile
+    // at another relay is not skipped), and finds ours applied already.
+    control.held().sources.insert(name.to_string(), stored);
+    Ok(created)
+}
+
+/// Whether `body` is a source's, and one its caller may send: a source's own token changes
+/// only what `SELF_SERVICE` names and creates nothing. Cheap: nothing is built from the body.
+fn allowed(control: &Control, name: &str, body: &[u8], own_token: bool) -> Result<(), Denied> {
+    let fields = resource::Fields::scan(body).map_err(Denied::invalid)?;
+    if !own_token {
+        return Ok(());
+    }
+    let Some(current) = control.stored_source(name) else {
+        return Err(Denied(
+            StatusCode::FORBIDDEN,
+            String::new(),
+            "a source token cannot create a source".into(),
+        ));
+    };
+    resource::changes_forbidden(&fields, &current, &SELF_SERVICE)
+        .map_err(|(field, why)| Denied(StatusCode::FORBIDDEN, field, why))
+}
+
 pub async fn delete(control: &Arc<Control>, registry: &Arc<Registry>, name: &str) -> Answer {
     if let Some(file) = registry.file_source(name) {
         return refused(Refused::File(file));
     }
     let _one = control.changing.lock().await;
-    let Some(stored) = super::stored(control).get(name).cloned() else {
+    let Some(stored) = control.stored_source(name) else {
         return refusal(
             StatusCode::NOT_FOUND,
             "",
             &format!("{name:?} is not a source"),
         );
     };
-    let drain = match resource::load(&stored, &control.base) {
-        Ok(spec) => drain_for(&spec),
-        Err(_) => Duration::from_secs(4 * 3600 + 600),
+    let (drain, tenant) = match resource::load(&stored, &control.base()) {
+        Ok(spec) => (drain_for(&spec), spec.tenant),
+        Err(_) => (Duration::from_secs(4 * 3600 + 600), name.to_string()),
     };
     let (me, reg, name2) = (control.clone(), registry.clone(), name.to_string());
     let done = tokio::task::spawn_blocking(move || {
         let until_ms = store::now_ms() + drain.as_millis() as u64;
-        me.store.delete_source(&name2, &stored, until_ms)?;
+        me.store.delete_source(&name2, &tenant, &stored, until_ms)?;
         let _ = reg.remove(&name2, Instant::now() + drain);
         let mut held = me.held();
         held.sources.remove(&name2);
-        held.deleted.insert(name2.clone(), (stored, until_ms));
+        held.deleted.insert(tenant, (stored, until_ms));
         held.tokens.retain(|_, t| t.source != name2);
         let mut tokens = me.tokens.write().unwrap_or_else(|e| e.into_inner());
         tokens.retain(|_, t| t.source != name2);
@@ -282,14 +327,14 @@ fn token_view(t: &tokens::TokenRecord) -> Value {
 }
 
 pub async fn new_token(control: &Arc<Control>, registry: &Registry, name: &str) -> Answer {
-    if registry.current().by_name(name).is_none() {
+    let Some(source) = registry.current().by_name(name).cloned() else {
         return refusal(
             StatusCode::NOT_FOUND,
             "",
             &format!("{name:?} is not a source"),
         );
-    }
-    let (record, token) = match tokens::make(name, store::now_ms()) {
+    };
+    let (record, token) = match tokens::make(name, &source.spec.id, store::now_ms()) {
         Ok(made) => made,
         Err(e) => {
             return reply::error(

@@ -1,6 +1,7 @@
 //! Per-source tokens, for self-service: `obt_<id>_<secret>`, shown once when made; the store
-//! keeps the id, the source and the SHA-256 of the secret, never the token. A token reads and
-//! changes its own source (not its write keys, nor the operator's settings) and nothing else.
+//! keeps the id, the source (its name and id) and the SHA-256 of the secret, never the token.
+//! A token reads and changes its own source (not its write keys, nor the operator's settings)
+//! and nothing else: a later source of the same name is not its own.
 
 use crate::http::auth::ct_eq;
 use serde::{Deserialize, Serialize};
@@ -11,6 +12,10 @@ use std::io::Read;
 pub struct TokenRecord {
     pub id: String,
     pub source: String,
+    /// The id of the source it was made for (empty for a source of relay.toml, and for the
+    /// admin API's made before sources had ids).
+    #[serde(default)]
+    pub source_id: String,
     /// Hex SHA-256 of the secret part.
     pub hash: String,
     /// Unix milliseconds.
@@ -19,7 +24,8 @@ pub struct TokenRecord {
 
 const PREFIX: &str = "obt_";
 
-fn random_hex(bytes: usize) -> std::io::Result<String> {
+/// `bytes` random bytes from the OS, in hex.
+pub fn random_hex(bytes: usize) -> std::io::Result<String> {
     let mut buf = vec![0u8; bytes];
     std::fs::File::open("/dev/urandom")?.read_exact(&mut buf)?;
     Ok(buf.iter().map(|b| format!("{b:02x}")).collect())
@@ -32,13 +38,15 @@ fn hash(secret: &str) -> String {
         .collect()
 }
 
-/// A new token of `source`: its record, and the token itself (shown once).
-pub fn make(source: &str, now_ms: u64) -> std::io::Result<(TokenRecord, String)> {
+/// A new token of source `source` (whose id is `source_id`): its record, and the token itself
+/// (shown once).
+pub fn make(source: &str, source_id: &str, now_ms: u64) -> std::io::Result<(TokenRecord, String)> {
     let (id, secret) = (random_hex(8)?, random_hex(32)?);
     let token = format!("{PREFIX}{id}_{secret}");
     let record = TokenRecord {
         id,
         source: source.to_string(),
+        source_id: source_id.to_string(),
         hash: hash(&secret),
         created_ms: now_ms,
     };
@@ -61,7 +69,7 @@ mod tests {
 
     #[test]
     fn a_token_matches_only_its_own_secret_and_is_not_stored() {
-        let (record, token) = make("web", 1).unwrap();
+        let (record, token) = make("web", "", 1).unwrap();
         let (id, secret) = parse(&token).unwrap();
         assert_eq!(id, record.id);
         assert!(matches(&record, secret));

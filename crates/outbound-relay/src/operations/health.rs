@@ -34,14 +34,18 @@ fn spool_writable(spool_dir: &Path) -> std::io::Result<()> {
 /// sources whose spool cannot be written now (a Redis spool's server unreachable).
 ///
 /// The answer says which check failed (`check`: `spool_dir` or `source_spools`) and why, but
-/// names no source and no path: it is open to anyone. The log line names them.
+/// names no source and no path: it is open to anyone. The log line names them, at most once
+/// every few seconds (a balancer probes often).
 pub fn readyz(spool_dir: &Path, failing: &[String]) -> Answer {
     let failed = match spool_writable(spool_dir) {
         Err(e) => {
-            tracing::warn!(
-                "readyz: spool directory {} is not writable: {e}",
-                spool_dir.display()
-            );
+            if let Some(held_back) = super::log_rate::allow("readyz_spool_dir", "") {
+                tracing::warn!(
+                    held_back,
+                    "readyz: spool directory {} is not writable: {e}",
+                    spool_dir.display()
+                );
+            }
             let why = if e.raw_os_error() == Some(libc::EMFILE) {
                 "the process has no file descriptor left (max_connections and the open-files \
                  limit)"
@@ -55,10 +59,13 @@ pub fn readyz(spool_dir: &Path, failing: &[String]) -> Answer {
             ))
         }
         Ok(()) if !failing.is_empty() => {
-            tracing::warn!(
-                "readyz: the spool of {} cannot be written",
-                failing.join(", ")
-            );
+            if let Some(held_back) = super::log_rate::allow("readyz_source_spools", "") {
+                tracing::warn!(
+                    held_back,
+                    "readyz: the spool of {} cannot be written",
+                    failing.join(", ")
+                );
+            }
             let n = failing.len();
             let s = if n == 1 { "" } else { "s" };
             Some((

@@ -227,9 +227,10 @@ pub fn reason(e: &Error) -> &'static str {
 /// The outcome callback of `source`'s client. Each of its series is made at its first
 /// outcome, then kept, so an outcome costs an atomic add (no label lookup, no allocation):
 /// made at start, the nine series of each of 10,000 idle sources were 8.5 MB. So is the
-/// source's last hour (`activity.rs`, the console's chart), unless a client of its name
-/// already has one (a settings change keeps its hour).
-pub fn on_outcome(source: &str) -> outbound::OutcomeCallback {
+/// source's last hour (`activity.rs`, the console's chart), kept under its `tenant`, unless
+/// a client of that tenant already has one (a settings change keeps its hour; a new source
+/// of an old name starts its own).
+pub fn on_outcome(source: &str, tenant: &str) -> outbound::OutcomeCallback {
     const DESTINATIONS: [&str; 3] = ["all", "webhooks", "ingestion"];
     const KINDS: [OutcomeKind; 3] = [
         OutcomeKind::Delivered,
@@ -239,10 +240,11 @@ pub fn on_outcome(source: &str) -> outbound::OutcomeCallback {
     // Boxed at the first outcome: an idle source's hook is a few words.
     let counters: OnceLock<Box<[OnceLock<Counter>; 9]>> = OnceLock::new();
     let hour: OnceLock<Arc<Activity>> = OnceLock::new();
-    if let Some(ring) = activity::existing(source) {
+    if let Some(ring) = activity::existing(tenant) {
         let _ = hour.set(ring);
     }
     let source: Box<str> = source.into();
+    let tenant: Box<str> = tenant.into();
     std::sync::Arc::new(move |o: &Outcome| {
         let ended = match o.kind {
             OutcomeKind::Delivered => Some(Ended::Delivered),
@@ -250,7 +252,7 @@ pub fn on_outcome(source: &str) -> outbound::OutcomeCallback {
             _ => None,
         };
         if let Some(ended) = ended {
-            hour.get_or_init(|| activity::of(&source)).record(ended);
+            hour.get_or_init(|| activity::of(&tenant)).record(ended);
         }
         let d = if o.detail.starts_with("webhook") {
             1
@@ -332,7 +334,7 @@ pub fn render(sources: &Sources) -> String {
     let dead: HashMap<String, DeadLetterStats> = (engine::dead_letter_counts().ok())
         .map(|counts| counts.into_iter().collect())
         .unwrap_or_default();
-    for s in &sources.list {
+    for s in sources.iter() {
         let label = SourceLabel {
             source: s.name.clone(),
         };
@@ -352,7 +354,7 @@ pub fn render(sources: &Sources) -> String {
             true => client.dead_letter_stats().ok(),
             false => None,
         };
-        if let Some(d) = dead.get(&s.name).copied().or_else(own) {
+        if let Some(d) = dead.get(&s.spec.tenant).copied().or_else(own) {
             m.dead_letters.get_or_create(&label).set(d.count as i64);
             m.dead_letter_bytes
                 .get_or_create(&label)

@@ -1,10 +1,12 @@
 //! Running the relay: liveness and readiness (`health`), the metrics registry and
 //! `/metrics` (`metrics`), log lines (`logging`; those about requests at most one of a kind
 //! every 10 s: `log_rate`), the open-files limit (`open_files`), free
-//! heap pages back to the system (`memory`), SIGHUP (`reload`), and each source's last hour
-//! of outcomes, minute by minute (`activity`).
+//! heap pages back to the system (`memory`), SIGHUP (`reload`), each source's last hour
+//! of outcomes, minute by minute (`activity`), and `data_dir` kept the process's own
+//! (`data_dir`).
 
 pub mod activity;
+pub mod data_dir;
 pub mod health;
 pub mod log_rate;
 pub mod logging;

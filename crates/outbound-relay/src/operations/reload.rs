@@ -11,6 +11,10 @@
 //! stops taking events and drains what it accepted. The admin and metrics tokens are
 //! swapped in [`Live`].
 //!
+//! The admin API's sources take the file's top level too: every setting they inherit (the
+//! delivery settings, the network guard) applies to them at once, as to the file's sources;
+//! the tokens of a file source that left the file are revoked.
+//!
 //! `listen`, the limits, `tls_cert`/`tls_key`, `log_format`, `shutdown_timeout`,
 //! `io_threads`, `memory_window` and `redis_ack` are read at start only: an applied reload
 //! whose file differs from what the process runs with logs that the change needs a restart,
@@ -34,6 +38,9 @@ pub struct Live {
 pub struct Target {
     pub registry: Arc<Registry>,
     pub live: Arc<ArcSwap<Live>>,
+    /// Called with each applied file: the admin API's sources take its top level too (the
+    /// layer above gives it).
+    pub applied: Arc<dyn Fn(&Relay) + Send + Sync>,
 }
 
 /// What the running relay was started or last reloaded with.
@@ -117,6 +124,7 @@ impl Reloader {
                     admin_token: new.admin_token.clone(),
                     metrics_token: new.metrics_token.clone(),
                 }));
+                (state.applied)(&new);
                 tracing::info!(added, changed, kept, removed, "config reloaded");
                 self.warn_restart_only(&new);
                 self.current = new;

@@ -25,12 +25,12 @@ static ENGINE_SPOOL: OnceLock<PathBuf> = OnceLock::new();
 /// asks for; on Redis, its `max_timeout` the longest `timeout` of those sources.
 pub fn start_engine(relay: &Relay) -> Result<(), ConfigError> {
     let redis = (relay.sources.iter())
-        .find_map(|s| fleet_url(&s.name, &s.core))
+        .find_map(|s| fleet_url(&s.tenant, &s.core))
         .or_else(|| relay.base.fleet_redis());
     let spool = redis.unwrap_or_else(|| relay.data_dir.join("spool"));
     let _ = ENGINE_SPOOL.set(spool.clone());
     let on_it: Vec<&outbound::Config> = (relay.sources.iter())
-        .filter(|s| on_shared_spool(&relay.data_dir, &s.name, &s.core))
+        .filter(|s| on_shared_spool(&relay.data_dir, &s.tenant, &s.core))
         .map(|s| &s.core)
         .collect();
     let defaults = EngineConfig::default();
@@ -76,21 +76,21 @@ fn redis_spool(p: &std::path::Path) -> bool {
     crate::config::is_redis_url(&p.to_string_lossy())
 }
 
-/// The fleet's Redis URL of source `name` whose spool is on Redis: its spool setting with
-/// the fleet's prefix (`config::source_redis_url` adds `:<name>` to it last).
-fn fleet_url(name: &str, core: &outbound::Config) -> Option<PathBuf> {
+/// The fleet's Redis URL of a source whose spool is on Redis, under `tenant`: its spool
+/// setting with the fleet's prefix (`config::source_redis_url` adds `:<tenant>` to it last).
+fn fleet_url(tenant: &str, core: &outbound::Config) -> Option<PathBuf> {
     let spool = core.spool.as_ref().filter(|p| redis_spool(p))?;
     let text = spool.to_str()?;
-    text.strip_suffix(&format!(":{name}")).map(PathBuf::from)
+    text.strip_suffix(&format!(":{tenant}")).map(PathBuf::from)
 }
 
-/// Whether source `name`'s client goes on the engine's spool: its `spool` is the default,
-/// under `data_dir`, on an engine on `data_dir`; or the fleet's Redis, on an engine on
-/// that Redis (not memory only, not another Redis).
-fn on_shared_spool(data_dir: &std::path::Path, name: &str, core: &outbound::Config) -> bool {
+/// Whether the client of a source (under `tenant`) goes on the engine's spool: its `spool`
+/// is the default, under `data_dir`, on an engine on `data_dir`; or the fleet's Redis, on an
+/// engine on that Redis (not memory only, not another Redis).
+fn on_shared_spool(data_dir: &std::path::Path, tenant: &str, core: &outbound::Config) -> bool {
     match ENGINE_SPOOL.get() {
-        Some(url) if redis_spool(url) => fleet_url(name, core).as_ref() == Some(url),
-        _ => core.spool.as_ref() == Some(&data_dir.join("spool").join(name)),
+        Some(url) if redis_spool(url) => fleet_url(tenant, core).as_ref() == Some(url),
+        _ => core.spool.as_ref() == Some(&data_dir.join("spool").join(tenant)),
     }
 }
 
@@ -122,19 +122,19 @@ pub fn shared_spool() -> Option<&'static PathBuf> {
     ENGINE_SPOOL.get()
 }
 
-/// Starts the client of source `name` with `core` (a tenant of the shared spool when its
-/// spool is the shared one); true when it is on a spool.
+/// Starts a source's client with `core`: a tenant of the shared spool under `tenant` when
+/// its spool is the shared one; true when it is on a spool.
 pub fn start_client(
     data_dir: &std::path::Path,
-    name: &str,
+    tenant: &str,
     mut core: outbound::Config,
 ) -> Result<(Client, bool), outbound::Error> {
-    let shared = on_shared_spool(data_dir, name, &core);
+    let shared = on_shared_spool(data_dir, tenant, &core);
     let spooled = shared || core.spool.is_some();
     let client = match shared {
         true => {
             core.spool = None;
-            engine().and_then(|engine| engine.tenant(name, core))
+            engine().and_then(|engine| engine.tenant(tenant, core))
         }
         false => engine().and_then(|engine| engine.client(core)),
     }?;

@@ -7,6 +7,11 @@
 //! a local spool ends at once; on a fleet's Redis, where a dead sibling's events of its name
 //! may still be taken over, at the end the caller gives (the API's deletions keep it for the
 //! source's `max_retry_duration` and 10 minutes).
+//!
+//! A source's client, drain and records belong to its *tenant* (`config::Source::tenant`:
+//! its name, and its id when the admin API made it), not to its name: a source deleted and
+//! made again under the same name is a new tenant, which inherits nothing of the old one
+//! while that one drains beside it.
 
 use super::engine::{log_sink, shared_spool, start_client};
 use super::slot::Slot;
@@ -18,8 +23,9 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-/// Makes each source's outcome callback (the metrics' counters), given by the layer above.
-pub type OutcomeHook = fn(&str) -> outbound::OutcomeCallback;
+/// Makes each source's outcome callback (the metrics' counters), given by the layer above:
+/// from its name and its tenant.
+pub type OutcomeHook = fn(&str, &str) -> outbound::OutcomeCallback;
 
 /// Why a change of the API's sources was refused.
 #[derive(Debug)]
@@ -47,15 +53,36 @@ struct Inner {
     /// The file's names in its order (lists show them so, then the API's by name).
     file_order: Vec<String>,
     api: BTreeMap<String, Arc<config::Source>>,
-    /// The version running of each source in the set.
+    /// Each write key's source, file and API together (a new key is looked up, not compared
+    /// with every source's).
+    owners: HashMap<String, String>,
+    /// The version running of each source in the set, by name.
     running: BTreeMap<String, Arc<Source>>,
-    /// Every open client, draining ones too.
+    /// Every open client, draining ones too, by tenant.
     slots: HashMap<String, Arc<Slot>>,
-    /// Removed sources still delivering, and when their drain ends at the latest.
+    /// Removed sources still delivering, by tenant, and when their drain ends at the latest.
     draining: HashMap<String, Instant>,
-    /// The last version of each removed source: requests that loaded a set holding it may
-    /// still use it, and a drain does not end before they are done.
+    /// The last version of each removed source, by tenant: requests that loaded a set
+    /// holding it may still use it, and a drain does not end before they are done.
     retired: HashMap<String, Arc<Source>>,
+}
+
+impl Inner {
+    /// `owners` made again from the file's and the API's sources.
+    fn index_keys(&mut self) {
+        self.owners = (self.file.values().chain(self.api.values()))
+            .flat_map(|s| s.write_keys.iter().map(|k| (k.clone(), s.name.clone())))
+            .collect();
+    }
+
+    /// The running version of `name` leaves the set: it drains until `until`.
+    fn retire(&mut self, name: &str, until: Option<Instant>) {
+        if let Some(old) = self.running.remove(name) {
+            let until = until.unwrap_or_else(|| Instant::now() + drain_for(&old.spec));
+            self.draining.insert(old.spec.tenant.clone(), until);
+            self.retired.insert(old.spec.tenant.clone(), old);
+        }
+    }
 }
 
 /// How long a removed source keeps delivering at most: its retry window, and a margin.
@@ -80,6 +107,7 @@ impl Registry {
                 file: BTreeMap::new(),
                 file_order: relay.sources.iter().map(|s| s.name.clone()).collect(),
                 api: BTreeMap::new(),
+                owners: HashMap::new(),
                 running: BTreeMap::new(),
                 slots: HashMap::new(),
                 draining: HashMap::new(),
@@ -95,6 +123,7 @@ impl Registry {
                 .apply(&mut inner, &s.name)
                 .map_err(|e| relay.core_error(i, e))?;
         }
+        inner.index_keys();
         registry.publish(&inner);
         drop(inner);
         Ok(registry)
@@ -156,6 +185,7 @@ impl Registry {
                 tracing::error!(source = %name, "cannot start: {e}");
             }
         }
+        inner.index_keys();
         self.publish(&inner);
         Ok(counts)
     }
@@ -169,21 +199,30 @@ impl Registry {
             return Err(Refused::File(inner.file_name.clone()));
         }
         for (k, key) in spec.write_keys.iter().enumerate() {
-            let owner = (inner.file.values().chain(inner.api.values()))
-                .find(|s| s.name != spec.name && s.write_keys.contains(key));
-            if let Some(owner) = owner {
-                return Err(Refused::Invalid(
-                    format!("write_keys[{k}]"),
-                    format!("this write key is already a key of source {:?}", owner.name),
-                ));
+            match inner.owners.get(key) {
+                Some(owner) if *owner != spec.name => {
+                    return Err(Refused::Invalid(
+                        format!("write_keys[{k}]"),
+                        format!("this write key is already a key of source {owner:?}"),
+                    ))
+                }
+                _ => {}
             }
         }
         spec.check(log_sink(&spec.name))
             .map_err(|(k, r)| Refused::Invalid(k, r))?;
         let name = spec.name.clone();
-        let created = inner.api.insert(name.clone(), Arc::new(spec)).is_none();
+        let spec = Arc::new(spec);
+        let old = inner.api.insert(name.clone(), spec.clone());
+        for key in old.iter().flat_map(|o| o.write_keys.iter()) {
+            inner.owners.remove(key);
+        }
+        for key in &spec.write_keys {
+            inner.owners.insert(key.clone(), name.clone());
+        }
+        let created = old.is_none();
         let applied = self.apply(&mut inner, &name);
-        self.publish(&inner);
+        self.publish_one(&inner, &name);
         applied.map_err(|e| Refused::Invalid(String::new(), e.to_string()))?;
         Ok(created)
     }
@@ -195,12 +234,14 @@ impl Registry {
         if inner.file.contains_key(name) {
             return Err(Refused::File(inner.file_name.clone()));
         }
-        if inner.api.remove(name).is_none() {
+        let Some(old) = inner.api.remove(name) else {
             return Ok(false);
+        };
+        for key in &old.write_keys {
+            inner.owners.remove(key);
         }
-        let _ = self.apply(&mut inner, name);
-        inner.draining.insert(name.to_string(), until);
-        self.publish(&inner);
+        inner.retire(name, Some(until));
+        self.publish_one(&inner, name);
         Ok(true)
     }
 
@@ -238,6 +279,11 @@ impl Registry {
             .cloned()
             .collect();
         inner.api = api;
+        inner.index_keys();
+        // Deleted at another relay: it delivers what it accepted here, as one deleted here.
+        for name in removed {
+            inner.retire(&name, None);
+        }
         names.sort();
         names.dedup();
         for name in names {
@@ -245,19 +291,15 @@ impl Registry {
                 tracing::error!(source = %name, "cannot start: {e}");
             }
         }
-        for name in removed {
-            let until = Instant::now() + Duration::from_secs(600);
-            inner.draining.entry(name).or_insert(until);
-        }
         for (spec, until) in drains {
-            if inner.slots.contains_key(&spec.name) || inner.running.contains_key(&spec.name) {
+            if inner.slots.contains_key(&spec.tenant) {
                 continue;
             }
-            match self.open_slot(&spec) {
+            match self.open_slot(&spec, &inner.file_name) {
                 Ok(slot) => {
                     tracing::info!(source = %spec.name, "deleted source draining: delivering what it accepted");
-                    inner.slots.insert(spec.name.clone(), Arc::new(slot));
-                    inner.draining.insert(spec.name.clone(), until);
+                    inner.slots.insert(spec.tenant.clone(), Arc::new(slot));
+                    inner.draining.insert(spec.tenant.clone(), until);
                 }
                 Err(e) => tracing::error!(source = %spec.name, "cannot drain: {e}"),
             }
@@ -269,38 +311,39 @@ impl Registry {
     fn apply(&self, inner: &mut Inner, name: &str) -> Result<(), outbound::Error> {
         let desired = (inner.file.get(name).cloned()).or_else(|| inner.api.get(name).cloned());
         let Some(spec) = desired else {
-            if let Some(old) = inner.running.remove(name) {
-                let until = Instant::now() + drain_for(&old.spec);
-                inner.draining.insert(name.to_string(), until);
-                inner.retired.insert(name.to_string(), old);
-            }
+            inner.retire(name, None);
             return Ok(());
         };
         if (inner.running.get(name)).is_some_and(|r| r.spec.fingerprint == spec.fingerprint) {
             return Ok(());
         }
-        let slot = match inner.slots.get(name).cloned() {
+        // Another source of this name runs: it drains on its own, this one starts afresh.
+        if (inner.running.get(name)).is_some_and(|r| r.spec.tenant != spec.tenant) {
+            inner.retire(name, None);
+        }
+        let file = inner.file_name.clone();
+        let slot = match inner.slots.get(&spec.tenant).cloned() {
             Some(slot) => {
                 // The settings it ran with, should the new ones not start after all.
                 let old = (inner.running.get(name)).map(|r| r.spec.clone());
                 slot.switch(
                     inner.close_timeout,
-                    || self.client(&spec),
+                    || self.client(&spec, &file),
                     || match &old {
-                        Some(old) => self.client(old),
-                        None => self.client(&spec),
+                        Some(old) => self.client(old, &file),
+                        None => self.client(&spec, &file),
                     },
                 )?;
                 slot
             }
             None => {
-                let slot = Arc::new(self.open_slot(&spec)?);
-                inner.slots.insert(name.to_string(), slot.clone());
+                let slot = Arc::new(self.open_slot(&spec, &file)?);
+                inner.slots.insert(spec.tenant.clone(), slot.clone());
                 slot
             }
         };
-        inner.draining.remove(name);
-        inner.retired.remove(name);
+        inner.draining.remove(&spec.tenant);
+        inner.retired.remove(&spec.tenant);
         let source = Source {
             name: name.to_string(),
             slot,
@@ -312,33 +355,51 @@ impl Registry {
     }
 
     /// Source `spec`'s client (the outcome hook and logs its own).
-    fn client(&self, spec: &config::Source) -> Result<(outbound::Client, bool), outbound::Error> {
+    /// Source `spec`'s client; `file` names relay.toml in what it logs.
+    fn client(
+        &self,
+        spec: &config::Source,
+        file: &str,
+    ) -> Result<(outbound::Client, bool), outbound::Error> {
         // Said at each start: otherwise only the delivery failures would tell, after every
         // event was acknowledged.
         for (k, why) in spec.core.blocked_webhooks() {
             let at = config::join(&spec.key, &format!("webhooks[{k}]"));
-            let url = &spec.core.webhooks[k].url;
+            let at = match spec.managed_by {
+                config::ManagedBy::File => format!("{file}: {at}"),
+                config::ManagedBy::Api => at,
+            };
+            let url = outbound::url_for_log(&spec.core.webhooks[k].url, spec.core.log_url_paths);
             tracing::warn!(source = %spec.name, "{at} {url} can never be reached: {why}");
         }
         let mut core = spec.core.clone();
         core.log_sink = Some(log_sink(&spec.name));
-        core.on_outcome = Some((self.outcomes)(&spec.name));
-        start_client(&self.data_dir, &spec.name, core)
+        core.on_outcome = Some((self.outcomes)(&spec.name, &spec.tenant));
+        start_client(&self.data_dir, &spec.tenant, core)
     }
 
-    fn open_slot(&self, spec: &config::Source) -> Result<Slot, outbound::Error> {
-        let (client, spooled) = self.client(spec)?;
-        let audiences = (self.data_dir.join("audiences")).join(format!("{}.db", spec.name));
+    fn open_slot(&self, spec: &config::Source, file: &str) -> Result<Slot, outbound::Error> {
+        let (client, spooled) = self.client(spec, file)?;
+        let audiences = (self.data_dir.join("audiences")).join(format!("{}.db", spec.tenant));
         Ok(Slot::new(&spec.name, client, spooled, audiences))
     }
 
+    /// Publishes every running source (a reload, a fleet's changes).
     fn publish(&self, inner: &Inner) {
-        let first = (inner.file_order.iter()).filter_map(|n| inner.running.get(n));
-        let rest = (inner.running.iter())
-            .filter(|(n, _)| !inner.file.contains_key(*n))
-            .map(|(_, s)| s);
-        let list = first.chain(rest).cloned().collect();
-        self.current.store(Arc::new(Sources::new(list)));
+        let list = inner.running.values().cloned().collect();
+        let set = Sources::new(list, inner.file_order.clone());
+        self.current.store(Arc::new(set));
+    }
+
+    /// Publishes source `name` as it runs now, or its absence: the set is the last one with
+    /// that one change, whatever the number of sources.
+    fn publish_one(&self, inner: &Inner, name: &str) {
+        let now = self.current.load();
+        let next = match inner.running.get(name) {
+            Some(s) => now.with(s.clone()),
+            None => now.without(name),
+        };
+        self.current.store(Arc::new(next));
     }
 
     /// Ends the drains that are over: idle on a local spool, or past their end.
@@ -347,24 +408,24 @@ impl Registry {
         let local = !shared_spool().is_some_and(|p| config::is_redis_url(&p.to_string_lossy()));
         let now = Instant::now();
         let over: Vec<String> = (inner.draining.iter())
-            .filter(|(name, until)| {
-                let idle = (inner.slots.get(*name).and_then(|s| s.current())).is_none_or(|c| {
+            .filter(|(tenant, until)| {
+                let idle = (inner.slots.get(*tenant).and_then(|s| s.current())).is_none_or(|c| {
                     let s = c.stats();
                     s.queued == 0 && s.in_flight == 0
                 });
                 // No request holds a set with it any more (ours is the last reference).
-                let unheld = (inner.retired.get(*name)).is_none_or(|s| Arc::strong_count(s) == 1);
+                let unheld = (inner.retired.get(*tenant)).is_none_or(|s| Arc::strong_count(s) == 1);
                 now >= **until || (local && idle && unheld)
             })
-            .map(|(name, _)| name.clone())
+            .map(|(tenant, _)| tenant.clone())
             .collect();
         let bound = inner.close_timeout;
-        for name in over {
-            inner.draining.remove(&name);
-            inner.retired.remove(&name);
-            if let Some(slot) = inner.slots.remove(&name) {
+        for tenant in over {
+            inner.draining.remove(&tenant);
+            inner.retired.remove(&tenant);
+            if let Some(slot) = inner.slots.remove(&tenant) {
                 if let Some((all, stats)) = slot.close(bound) {
-                    tracing::info!(source = %name, all_delivered = all, delivered = stats.delivered, left_in_spool = stats.spooled, "removed source drained: closed");
+                    tracing::info!(source = %slot.name, all_delivered = all, delivered = stats.delivered, left_in_spool = stats.spooled, "removed source drained: closed");
                 }
             }
         }

@@ -70,10 +70,11 @@ pub(crate) struct Replays {
 }
 
 /// A new replay's id: drawn from the OS, so one tenant cannot guess another's (0 is the id
-/// of a replay with nothing to do).
+/// of a replay with nothing to do). 53 bits: a JSON number every reader (a browser's
+/// JavaScript too) holds exactly.
 fn job_id() -> u64 {
     loop {
-        let id = uuid::Uuid::new_v4().as_u64_pair().0;
+        let id = uuid::Uuid::new_v4().as_u64_pair().0 >> 11;
         if id != 0 {
             return id;
         }

@@ -657,9 +657,9 @@ impl Config {
     /// Webhook `i` as log lines show it (`webhooks[0] https://hooks.example.com/…`).
     pub(crate) fn webhook_label(&self, i: usize) -> String {
         let url = &self.webhooks[i].url;
-        match self.log_url_paths {
-            true => format!("webhooks[{i}] {url}"),
-            false => format!("webhooks[{i}] {}", crate::log::redact_url(url)),
-        }
+        format!(
+            "webhooks[{i}] {}",
+            crate::log::url_for_log(url, self.log_url_paths)
+        )
     }
 }

@@ -23,7 +23,9 @@ pub struct Snapshot {
     pub revision: u64,
     /// Name → the stored body (secrets included).
     pub sources: BTreeMap<String, Value>,
-    /// Deleted sources still draining: name → (body, until, Unix ms).
+    /// Deleted sources still draining: tenant (`config::Source::tenant`) → (body, until,
+    /// Unix ms). Each deleted source has its own, so a new source of its name never ends
+    /// the drain of the one before.
     pub deleted: BTreeMap<String, (Value, u64)>,
     pub tokens: BTreeMap<String, TokenRecord>,
 }
@@ -33,10 +35,18 @@ pub trait Store: Send + Sync {
     fn location(&self) -> String;
     fn load(&self) -> Result<Snapshot, String>;
     fn revision(&self) -> Result<u64, String>;
-    /// Sets source `name` (and forgets a deletion of that name).
+    /// Sets source `name` (and forgets a deletion kept under that name: a source made before
+    /// sources had ids, whose tenant is its name).
     fn put_source(&self, name: &str, body: &Value) -> Result<(), String>;
-    /// Deletes source `name`, kept as draining until `until_ms`, and its tokens.
-    fn delete_source(&self, name: &str, body: &Value, until_ms: u64) -> Result<(), String>;
+    /// Deletes source `name`, kept as draining under `tenant` until `until_ms`, and its
+    /// tokens.
+    fn delete_source(
+        &self,
+        name: &str,
+        tenant: &str,
+        body: &Value,
+        until_ms: u64,
+    ) -> Result<(), String>;
     fn put_token(&self, token: &TokenRecord) -> Result<(), String>;
     /// False when there was none.
     fn delete_token(&self, id: &str) -> Result<bool, String>;
@@ -75,7 +85,8 @@ pub fn import_local(fleet: &dyn Store, data_dir: &std::path::Path) -> Result<(),
         fleet.put_source(name, body)?;
     }
     for (name, (body, until)) in (local.deleted.iter()).filter(|(_, (_, u))| *u > now) {
-        fleet.delete_source(name, body, *until)?;
+        // Keyed by the tenant it drains, as the local store kept it.
+        fleet.delete_source(name, name, body, *until)?;
     }
     for token in local.tokens.values() {
         fleet.put_token(token)?;

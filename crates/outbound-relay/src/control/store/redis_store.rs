@@ -134,7 +134,13 @@ impl Store for RedisStore {
         })
     }
 
-    fn delete_source(&self, name: &str, body: &Value, until_ms: u64) -> Result<(), String> {
+    fn delete_source(
+        &self,
+        name: &str,
+        tenant: &str,
+        body: &Value,
+        until_ms: u64,
+    ) -> Result<(), String> {
         let [sources, deleted, tokens, revision] = &self.keys;
         let all: HashMap<String, String> = self.with(|c| c.hgetall(tokens))?;
         let ids: Vec<&String> = (all.iter())
@@ -144,7 +150,7 @@ impl Store for RedisStore {
         let entry = serde_json::json!({"body": body, "until_ms": until_ms}).to_string();
         self.with(|c| {
             let mut p = redis::pipe();
-            p.atomic().hdel(sources, name).hset(deleted, name, entry);
+            p.atomic().hdel(sources, name).hset(deleted, tenant, entry);
             for id in &ids {
                 p.hdel(tokens, *id);
             }

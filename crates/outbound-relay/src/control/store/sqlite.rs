@@ -129,12 +129,18 @@ impl Store for SqliteStore {
         })
     }
 
-    fn delete_source(&self, name: &str, body: &Value, until_ms: u64) -> Result<(), String> {
+    fn delete_source(
+        &self,
+        name: &str,
+        tenant: &str,
+        body: &Value,
+        until_ms: u64,
+    ) -> Result<(), String> {
         self.change(|tx| {
             tx.execute("DELETE FROM sources WHERE name = ?1", params![name])?;
             tx.execute(
                 "INSERT OR REPLACE INTO deleted (name, body, until_ms) VALUES (?1, ?2, ?3)",
-                params![name, body.to_string(), until_ms as i64],
+                params![tenant, body.to_string(), until_ms as i64],
             )?;
             let ids: Vec<String> = {
                 let mut stmt = tx.prepare("SELECT id, record FROM tokens")?;
