@@ -555,6 +555,32 @@ fn webhook_url_paths_are_logged_only_with_log_url_paths() {
     }
 }
 
+/// A receiver refusing every event writes one line per URL and kind every 10 s, not one per
+/// event; the outcomes count every one.
+#[test]
+fn failed_deliveries_are_logged_once_a_window_not_once_an_event() {
+    let dir = temp_dir();
+    let rx = Receiver::start();
+    rx.status.store(400, SeqCst);
+    let relay = Relay::start(dir.path(), &config(&[("web", "wk_web", &rx)], ""));
+    let events: Vec<String> = (0..2000)
+        .map(|i| format!(r#"{{"type":"track","userId":"u","event":"E","messageId":"f-{i}"}}"#))
+        .collect();
+    for chunk in events.chunks(500) {
+        let body = format!(r#"{{"batch":[{}]}}"#, chunk.join(","));
+        let a = post(
+            &relay.url("/v1/batch"),
+            &[("Authorization", &basic("wk_web"))],
+            body.as_bytes(),
+        );
+        assert_eq!(a.status, 200, "{}", a.body);
+    }
+    rx.wait_for(2000);
+    std::thread::sleep(Duration::from_millis(300));
+    let lines = relay.log().matches("permanent failure").count();
+    assert!((1..=2).contains(&lines), "{lines} lines: {}", relay.log());
+}
+
 #[test]
 fn no_write_key_secret_or_token_appears_in_logs_or_metrics() {
     let dir = temp_dir();

@@ -1,9 +1,11 @@
 //! Runtime logs, off unless asked for (`debug`, or `DEBUG` containing `analytics` or `*`).
 //! Secrets never reach a log line: nothing here is given the write key or the shared secret.
 
+use std::collections::HashMap;
 use std::fmt;
 use std::sync::atomic::{AtomicBool, Ordering::SeqCst};
 use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 /// Severity of a log line.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -61,10 +63,18 @@ pub fn url_for_log(url: &str, whole: bool) -> String {
     }
 }
 
+/// The shortest time between two lines of one kind about one destination
+/// ([`Logger::log_every`]).
+pub(crate) const EVERY: Duration = Duration::from_secs(10);
+
+/// When each kind of line last went out, and how many were held back since.
+type Held = HashMap<String, (Instant, u64)>;
+
 #[derive(Clone)]
 pub(crate) struct Logger {
     enabled: bool,
     sink: Option<LogSink>,
+    held: Arc<Mutex<Held>>,
     /// The sink runs holding this lock, and not once `stop` set the flag: after a client
     /// is closed no thread of it calls the sink (a C caller may free its `userdata`).
     stopped: Arc<(Mutex<()>, AtomicBool)>,
@@ -81,8 +91,42 @@ impl Logger {
         Logger {
             enabled: debug.unwrap_or_else(env_enabled),
             sink,
+            held: Arc::default(),
             stopped: Arc::default(),
         }
+    }
+
+    /// As [`log`](Self::log), at most once every [`EVERY`] per `kind` (a destination and
+    /// what happened to it): a receiver refusing every message would otherwise write a line
+    /// per message. The next line says how many were held back; the outcomes and counters
+    /// have every one.
+    pub(crate) fn log_every(&self, level: Level, kind: &str, f: impl FnOnce() -> String) {
+        if !self.enabled {
+            return;
+        }
+        let now = Instant::now();
+        let held_back = {
+            let mut held = self.held.lock().unwrap_or_else(|e| e.into_inner());
+            match held.get_mut(kind) {
+                Some((at, n)) if now.duration_since(*at) < EVERY => {
+                    *n += 1;
+                    return;
+                }
+                Some((at, n)) => {
+                    *at = now;
+                    std::mem::take(n)
+                }
+                None => {
+                    // Bounded by the destinations a client has, times the kinds of line.
+                    held.insert(kind.to_string(), (now, 0));
+                    0
+                }
+            }
+        };
+        self.log(level, || match held_back {
+            0 => f(),
+            n => format!("{} ({n} more like it held back)", f()),
+        });
     }
 
     /// Logs the line `f` makes; `f` runs only when logging is on.
@@ -112,6 +156,33 @@ impl Logger {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn one_line_of_a_kind_every_ten_seconds_then_the_count_held_back() {
+        let lines: Arc<Mutex<Vec<String>>> = Arc::default();
+        let got = lines.clone();
+        let sink: LogSink = Arc::new(move |_, line: &str| got.lock().unwrap().push(line.into()));
+        let logger = Logger::new(Some(true), Some(sink));
+        for i in 0..2000 {
+            logger.log_every(Level::Warn, "webhooks[0]:permanent", || {
+                format!("failed {i}")
+            });
+        }
+        logger.log_every(Level::Warn, "webhooks[1]:permanent", || "other".into());
+        assert_eq!(*lines.lock().unwrap(), ["failed 0", "other"]);
+        // A window later: the next line says how many were left out.
+        let past = Instant::now() - EVERY - Duration::from_millis(1);
+        for entry in logger.held.lock().unwrap().values_mut() {
+            entry.0 = past;
+        }
+        logger.log_every(Level::Warn, "webhooks[0]:permanent", || {
+            "failed 2000".into()
+        });
+        assert_eq!(
+            lines.lock().unwrap().last().unwrap(),
+            "failed 2000 (1999 more like it held back)"
+        );
+    }
 
     #[test]
     fn urls_in_logs_keep_only_their_scheme_host_and_port() {

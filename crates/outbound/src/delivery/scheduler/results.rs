@@ -103,9 +103,10 @@ impl Tenant {
                 self.lanes[0].push_front(half(batch.msgs));
             }
             Attempt::Permanent { reason, detail } => {
-                self.logger.log(Level::Warn, || {
-                    format!("ingestion: batch of {} failed: {detail}", batch.msgs.len())
-                });
+                self.logger
+                    .log_every(Level::Warn, "ingestion:permanent", || {
+                        format!("ingestion: batch of {} failed: {detail}", batch.msgs.len())
+                    });
                 for (seq, bytes) in &batch.msgs {
                     let failure = Some((reason.clone(), format!("ingestion: {detail}")));
                     self.ingest_done(*seq, bytes, failure);
@@ -132,7 +133,7 @@ impl Tenant {
                         "ingestion: expired after {} attempts; last: {detail}",
                         batch.attempts
                     );
-                    self.logger.log(Level::Warn, || detail.clone());
+                    (self.logger).log_every(Level::Warn, "ingestion:expired", || detail.clone());
                     for (seq, bytes) in &batch.msgs {
                         self.ingest_done(*seq, bytes, Some((Reason::Expired, detail.clone())));
                     }
@@ -194,7 +195,8 @@ impl Tenant {
         };
         if let Attempt::Permanent { detail, .. } = &attempt {
             let label = &self.lanes[1 + target as usize].label;
-            self.logger.log(Level::Warn, || {
+            let kind = format!("webhooks[{target}]:permanent");
+            self.logger.log_every(Level::Warn, &kind, || {
                 format!("{label}: permanent failure: {detail}")
             });
         }
@@ -284,7 +286,7 @@ impl Tenant {
                 t.end_round();
                 let detail = format!("webhooks: {detail}");
                 if reason == Reason::Expired {
-                    self.logger.log(Level::Warn, || detail.clone());
+                    (self.logger).log_every(Level::Warn, "webhooks:expired", || detail.clone());
                 }
                 self.dest_done(seq, Some((reason, detail)));
             }
