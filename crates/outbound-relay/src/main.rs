@@ -21,7 +21,7 @@ mod server;
 mod sources;
 mod tracking;
 
-use clap::Parser;
+use clap::{Parser, Subcommand};
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -31,18 +31,35 @@ use std::sync::Arc;
 #[derive(Parser)]
 #[command(version, about)]
 struct Args {
+    #[command(subcommand)]
+    command: Option<Command>,
     /// The config file (TOML); see docs/relay.md.
-    #[arg(long, short = 'c')]
-    config: PathBuf,
+    #[arg(long, short = 'c', global = true)]
+    config: Option<PathBuf>,
     /// `text` (human-readable lines) or `json` (one JSON object a line); overrides the
     /// file's `log_format`.
     #[arg(long, value_parser = ["text", "json"])]
     log_format: Option<String>,
 }
 
+#[derive(Subcommand)]
+enum Command {
+    /// Checks the config file as a start would, starting nothing: prints every error (named
+    /// by its place in the file) and every warning; exits 0 when the relay would start, 2
+    /// when not.
+    Check,
+}
+
 fn main() -> ExitCode {
     let args = Args::parse();
-    let relay = match config::Relay::load(&args.config) {
+    let Some(path) = args.config.clone() else {
+        eprintln!("outbound-relay: --config FILE is needed (see --help)");
+        return ExitCode::from(2);
+    };
+    if let Some(Command::Check) = args.command {
+        return check(&path);
+    }
+    let relay = match config::Relay::load(&path) {
         Ok(r) => r,
         Err(e) => {
             eprintln!("{e}");
@@ -186,11 +203,8 @@ fn main() -> ExitCode {
             tls = relay.tls.is_some(),
             "outbound-relay listening"
         );
-        let reloader = operations::reload::Reloader::new(
-            args.config.clone(),
-            relay,
-            args.log_format.is_some(),
-        );
+        let reloader =
+            operations::reload::Reloader::new(path.clone(), relay, args.log_format.is_some());
         let (reg, ctl) = (registry.clone(), control.clone());
         let target = operations::reload::Target {
             registry: registry.clone(),
@@ -230,4 +244,36 @@ fn main() -> ExitCode {
     let took = registry.close_all(close_timeout);
     tracing::info!(?took, "stopped");
     ExitCode::SUCCESS
+}
+
+/// `outbound-relay check`: the report on stdout (errors and warnings on stderr), 0 or 2.
+fn check(path: &std::path::Path) -> ExitCode {
+    let report = operations::check::check(path);
+    for w in &report.warnings {
+        eprintln!("warning: {w}");
+    }
+    for e in &report.errors {
+        eprintln!("error: {e}");
+    }
+    match report.errors.len() {
+        0 => {
+            println!(
+                "{}: ok ({} source{} in the file, {} warning{})",
+                path.display(),
+                report.sources,
+                if report.sources == 1 { "" } else { "s" },
+                report.warnings.len(),
+                if report.warnings.len() == 1 { "" } else { "s" },
+            );
+            ExitCode::SUCCESS
+        }
+        n => {
+            println!(
+                "{}: {n} error{}: the relay would not start",
+                path.display(),
+                if n == 1 { "" } else { "s" }
+            );
+            ExitCode::from(2)
+        }
+    }
 }

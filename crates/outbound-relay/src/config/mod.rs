@@ -355,6 +355,17 @@ impl Relay {
     }
 
     fn from_file(f: File, file: &str, base_dir: &Path) -> Result<Relay, ConfigError> {
+        Relay::read(f, file, base_dir, None)
+    }
+
+    /// [`Relay::from_file`]; with `more`, the refusals of sources go there instead, and the
+    /// relay holds the sources that were read.
+    fn read(
+        f: File,
+        file: &str,
+        base_dir: &Path,
+        more: Option<&mut Vec<ConfigError>>,
+    ) -> Result<Relay, ConfigError> {
         let err = |key: String, reason: String| ConfigError {
             file: file.to_string(),
             key,
@@ -471,29 +482,15 @@ impl Relay {
             max_webhook_header_bytes: (f.max_webhook_header_bytes)
                 .unwrap_or(outbound::DEFAULT_MAX_WEBHOOK_HEADER_BYTES),
         };
-        let mut names = HashMap::new();
-        let mut keys: HashMap<&str, String> = HashMap::new();
-        let mut sources = Vec::new();
-        for (i, s) in f.sources.iter().enumerate() {
-            let at = format!("sources[{i}]");
-            let source = base
-                .source(s, &at, ManagedBy::File, "")
-                .map_err(|(k, r)| err(k, r))?;
-            if let Some(first) = names.insert(s.name.as_str(), i) {
-                return Err(err(
-                    format!("{at}.name"),
-                    format!("{:?} is already the name of sources[{first}]", s.name),
-                ));
-            }
-            for (k, key) in s.write_keys.iter().enumerate() {
-                if let Some(owner) = keys.insert(key.as_str(), s.name.clone()) {
-                    return Err(err(
-                        format!("{at}.write_keys[{k}]"),
-                        format!("this write key is already a key of source {owner:?}"),
-                    ));
+        let (sources, errors) = file_sources(&f, &base);
+        let mut errors = errors.into_iter().map(|(k, r)| err(k, r));
+        match more {
+            Some(more) => more.extend(errors),
+            None => {
+                if let Some(first) = errors.next() {
+                    return Err(first);
                 }
             }
-            sources.push(Arc::new(source));
         }
         Ok(Relay {
             file: file.to_string(),
@@ -526,6 +523,57 @@ impl Relay {
             reason,
         }
     }
+}
+
+/// The file's sources, each read and checked against the others; every refusal (key,
+/// reason), in the file's order.
+fn file_sources(f: &File, base: &Base) -> (Vec<Arc<Source>>, Vec<(String, String)>) {
+    let mut names = HashMap::new();
+    let mut keys: HashMap<&str, String> = HashMap::new();
+    let (mut sources, mut errors) = (Vec::new(), Vec::new());
+    for (i, s) in f.sources.iter().enumerate() {
+        let at = format!("sources[{i}]");
+        let source = match base.source(s, &at, ManagedBy::File, "") {
+            Ok(source) => source,
+            Err(e) => {
+                errors.push(e);
+                continue;
+            }
+        };
+        if let Some(first) = names.insert(s.name.as_str(), i) {
+            errors.push((
+                format!("{at}.name"),
+                format!("{:?} is already the name of sources[{first}]", s.name),
+            ));
+        }
+        for (k, key) in s.write_keys.iter().enumerate() {
+            if let Some(owner) = keys.insert(key.as_str(), s.name.clone()) {
+                errors.push((
+                    format!("{at}.write_keys[{k}]"),
+                    format!("this write key is already a key of source {owner:?}"),
+                ));
+            }
+        }
+        sources.push(Arc::new(source));
+    }
+    (sources, errors)
+}
+
+/// What `outbound-relay check` reads of a file: the relay with the sources that could be read,
+/// and every refusal of the others (a start stops at the first); `Err` when the file itself
+/// cannot be read.
+pub fn load_all(path: &Path) -> Result<(Relay, Vec<ConfigError>), ConfigError> {
+    let file = path.display().to_string();
+    let text = std::fs::read_to_string(path).map_err(|e| ConfigError {
+        file: file.clone(),
+        key: String::new(),
+        reason: format!("cannot read: {e}"),
+    })?;
+    let parsed = File::parse(&file, &text)?;
+    let mut more = Vec::new();
+    let base_dir = path.parent().unwrap_or(Path::new("."));
+    let relay = Relay::read(parsed, &file, base_dir, Some(&mut more))?;
+    Ok((relay, more))
 }
 
 /// The listener's limits, checked.

@@ -18,6 +18,8 @@
 pub mod admin;
 pub mod openapi;
 pub mod records;
+#[cfg(test)]
+mod reference;
 pub mod resource;
 pub mod sources;
 pub mod store;

@@ -21,7 +21,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// Fields a source's own token may change (besides repeating the rest unchanged).
-const SELF_SERVICE: [&str; 6] = [
+pub(crate) const SELF_SERVICE: [&str; 6] = [
     "webhooks",
     "shared_secret",
     "signature_scheme",

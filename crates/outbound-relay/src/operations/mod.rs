@@ -2,10 +2,11 @@
 //! `/metrics` (`metrics`), log lines (`logging`; those about requests at most one of a kind
 //! every 10 s: `log_rate`), the open-files limit (`open_files`), free
 //! heap pages back to the system (`memory`), SIGHUP (`reload`), each source's last hour
-//! of outcomes, minute by minute (`activity`), and `data_dir` kept the process's own
-//! (`data_dir`).
+//! of outcomes, minute by minute (`activity`), `data_dir` kept the process's own
+//! (`data_dir`), and `outbound-relay check` (`check`).
 
 pub mod activity;
+pub mod check;
 pub mod data_dir;
 pub mod health;
 pub mod log_rate;

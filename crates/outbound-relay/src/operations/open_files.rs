@@ -19,9 +19,38 @@ pub enum Fitted {
     Raised(u64, u64),
 }
 
+/// Whether [`fit`] would succeed, changing nothing (`outbound-relay check`).
+pub fn would_fit(max_connections: usize) -> Result<(), String> {
+    limit_for(max_connections).map(|_| ())
+}
+
 /// Raises the soft open-files limit to what `max_connections` needs, when it is lower; the
 /// error is the reason the relay cannot start (for `max_connections`).
 pub fn fit(max_connections: usize) -> Result<Fitted, String> {
+    let (soft, limit) = match limit_for(max_connections)? {
+        Need::Enough(soft) => return Ok(Fitted::Already(soft)),
+        Need::Raise(soft, limit) => (soft, limit),
+    };
+    let needed = limit.rlim_cur;
+    // SAFETY: setrlimit reads the struct it is given.
+    if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &limit) } != 0 {
+        return Err(format!(
+            "{max_connections} connections need {needed} open files, over the soft limit of \
+             {soft}, which could not be raised: {}",
+            std::io::Error::last_os_error()
+        ));
+    }
+    Ok(Fitted::Raised(soft, needed))
+}
+
+/// What the limit is and what it must become.
+enum Need {
+    Enough(u64),
+    /// The soft limit now, and the limit to set.
+    Raise(u64, libc::rlimit),
+}
+
+fn limit_for(max_connections: usize) -> Result<Need, String> {
     let needed = max_connections as u64 + RESERVE;
     let mut limit = libc::rlimit {
         rlim_cur: 0,
@@ -36,7 +65,7 @@ pub fn fit(max_connections: usize) -> Result<Fitted, String> {
     }
     let (soft, hard): (u64, u64) = (limit.rlim_cur, limit.rlim_max);
     if soft >= needed {
-        return Ok(Fitted::Already(soft));
+        return Ok(Need::Enough(soft));
     }
     if hard < needed {
         return Err(format!(
@@ -47,13 +76,5 @@ pub fn fit(max_connections: usize) -> Result<Fitted, String> {
         ));
     }
     limit.rlim_cur = needed;
-    // SAFETY: setrlimit reads the struct it is given.
-    if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &limit) } != 0 {
-        return Err(format!(
-            "{max_connections} connections need {needed} open files, over the soft limit of \
-             {soft}, which could not be raised: {}",
-            std::io::Error::last_os_error()
-        ));
-    }
-    Ok(Fitted::Raised(soft, needed))
+    Ok(Need::Raise(soft, limit))
 }
