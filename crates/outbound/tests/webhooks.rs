@@ -120,6 +120,48 @@ fn a_webhook_has_at_most_max_webhook_headers_and_max_webhook_header_bytes() {
     assert!(e.contains("14 bytes"), "{e}");
 }
 
+/// `Client::validate` refuses what `Client::new` refuses, with the same words.
+#[test]
+fn validate_refuses_what_new_refuses() {
+    let bad = [
+        Config {
+            webhooks: vec![Webhook::new("ftp://x")],
+            ..support::config()
+        },
+        Config {
+            webhooks: vec![Webhook::new("http://127.0.0.1:1/").header("Bad Header", "v")],
+            ..support::config()
+        },
+        Config {
+            webhooks: vec![Webhook::new("http://127.0.0.1:1/")],
+            ca_certs: Some(
+                "-----BEGIN CERTIFICATE-----\nnot base64\n-----END CERTIFICATE-----\n".into(),
+            ),
+            ..support::config()
+        },
+        Config {
+            webhooks: vec![Webhook::new("http://127.0.0.1:1/")],
+            block_private_networks: true,
+            allowed_networks: vec!["10.0.0.0/33".into()],
+            ..support::config()
+        },
+        Config {
+            webhooks: vec![Webhook::new("http://127.0.0.1:1/")],
+            timeout: Duration::ZERO,
+            ..support::config()
+        },
+    ];
+    for config in bad {
+        let said = Client::validate(&config).expect_err("refused").to_string();
+        assert_eq!(said, config_error(config));
+    }
+    let good = Config {
+        webhooks: vec![Webhook::new("http://127.0.0.1:1/").header("X-Team", "a")],
+        ..support::config()
+    };
+    assert!(Client::validate(&good).is_ok());
+}
+
 #[test]
 fn reserved_headers_cannot_be_overridden() {
     for name in [

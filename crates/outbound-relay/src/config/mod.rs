@@ -134,18 +134,10 @@ impl Source {
         }
     }
 
-    /// The core's checks of its settings, before anything running is touched: its client
-    /// built without a spool and without sending, and closed (logging through `log_sink`).
-    pub fn check(&self, log_sink: outbound::LogSink) -> Result<(), (String, String)> {
-        let mut core = self.core.clone();
-        core.spool = None;
-        // Dead letters need the spool left out here (their limits are checked all the same).
-        core.dead_letters = false;
-        core.send = false;
-        core.log_sink = Some(log_sink);
-        let client = outbound::Client::new(core).map_err(|e| self.core_error(e))?;
-        let _ = client.close(Some(Duration::ZERO));
-        Ok(())
+    /// The core's checks of its settings, before anything running is touched
+    /// (`Client::validate`: nothing is started).
+    pub fn check(&self) -> Result<(), (String, String)> {
+        outbound::Client::validate(&self.core).map_err(|e| self.core_error(e))
     }
 }
 

@@ -43,10 +43,9 @@ pub fn check(path: &Path) -> Report {
     if let Err(why) = super::open_files::would_fit(relay.limits.max_connections) {
         report.errors.push(error("max_connections".into(), why));
     }
-    // The core's own checks of each source, as its client would be built (quietly).
-    let quiet: outbound::LogSink = std::sync::Arc::new(|_, _| {});
+    // The core's own checks of each source, as its client would be built.
     for source in &relay.sources {
-        if let Err((key, reason)) = source.check(quiet.clone()) {
+        if let Err((key, reason)) = source.check() {
             report.errors.push(error(key, reason));
             continue;
         }

@@ -157,7 +157,7 @@ impl Registry {
                 Some(r) if r.spec.fingerprint == s.fingerprint => counts[2] += 1,
                 r => {
                     counts[usize::from(r.is_some())] += 1;
-                    s.check(log_sink(&s.name))
+                    s.check()
                         .map_err(|(key, reason)| ConfigError {
                             file: relay.file.clone(),
                             key,
@@ -209,8 +209,7 @@ impl Registry {
                 _ => {}
             }
         }
-        spec.check(log_sink(&spec.name))
-            .map_err(|(k, r)| Refused::Invalid(k, r))?;
+        spec.check().map_err(|(k, r)| Refused::Invalid(k, r))?;
         let name = spec.name.clone();
         let spec = Arc::new(spec);
         let old = inner.api.insert(name.clone(), spec.clone());

@@ -65,6 +65,14 @@ impl Client {
         Client::with_recorder(config, None)
     }
 
+    /// Checks `config` as [`Client::new`] would and starts nothing (no thread, no connection,
+    /// no spool): a service checks its customers' settings with it before it builds their
+    /// clients. The same error `Client::new` gives, or `Ok`. Whether `dead_letters` has a
+    /// spool to keep them in depends on where the client is built, and is not checked.
+    pub fn validate(config: &Config) -> Result<(), Error> {
+        start::validate(config)
+    }
+
     pub(crate) fn with_recorder(
         config: Config,
         recorder: Option<Arc<Recorder>>,

@@ -162,6 +162,29 @@ impl Engine {
 }
 
 /// The webhooks' URLs, read once (exactly as many as there are: a relay holds thousands).
+/// What [`Client::new`] refuses of `config`, found without starting anything: no thread, no
+/// connection, no spool opened. (A client that keeps dead letters also needs a spool, its own
+/// or its engine's: that depends on where it is built, and is not checked here.)
+pub(super) fn validate(config: &Config) -> Result<(), Error> {
+    config.check()?;
+    config.check_targets()?;
+    targets_of(config)?;
+    if let Some(pem) = &config.ca_certs {
+        let mut roots = tokio_rustls::rustls::RootCertStore::empty();
+        for cert in crate::http::transport::load_pem(pem)? {
+            let der = tokio_rustls::rustls::pki_types::CertificateDer::from(cert.der().to_vec());
+            roots
+                .add(der)
+                .map_err(|e| Error::config("ca_certs", format!("invalid certificate: {e}")))?;
+        }
+    }
+    if config.write_key.is_some() {
+        Target::parse(&ingestion::batch_url(config))
+            .map_err(|why| Error::config("endpoint", why))?;
+    }
+    Ok(())
+}
+
 fn targets_of(config: &Config) -> Result<Vec<Target>, Error> {
     let mut targets = Vec::with_capacity(config.webhooks.len());
     for w in &config.webhooks {
