@@ -24,7 +24,8 @@ export DEBIAN_FRONTEND=noninteractive PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_INP
 
 # Pinned; bump together with the tests.
 NPM_PKGS=(@segment/analytics-next@1.84.3 @segment/analytics-node@3.1.0 puppeteer-core@25.16.0)
-PY_PKGS=(segment-analytics-python==2.4.0 pytest==9.2.0 pytest-timeout==2.4.0 openapi-spec-validator==0.9.0)
+PY_PKGS=(segment-analytics-python==2.4.0 pytest==9.2.0 pytest-timeout==2.4.0 openapi-spec-validator==0.9.0
+  openapi-python-client==0.29.1)
 
 apt_updated=
 apt_install() {

@@ -107,7 +107,7 @@ def listing(a: argparse.Namespace) -> List[List[str]]:
     # A cursor 1,000 deep, and a window in the middle.
     _, first = admin(relay, "/admin/sources/dead/dead-letters?limit=1000")
     deep = urllib.parse.quote(first["next"])
-    mid = first["deadLetters"][500]["failedAt"]
+    mid = first["dead_letters"][500]["failed_at"]
     cases = [("first page of 100", "/admin/sources/dead/dead-letters"),
              ("first page of 1,000", "/admin/sources/dead/dead-letters?limit=1000"),
              ("page of 1,000 after a cursor", f"/admin/sources/dead/dead-letters?limit=1000&cursor={deep}"),

@@ -38,10 +38,10 @@ export function render(main, ctx) {
     }
     fill(body, page.attempts.map((a) => h('tr', { class: a.result },
       h('td', {}, when(a.at)),
-      h('td', {}, h('code', {}, a.messageId)),
+      h('td', {}, h('code', {}, a.message_id)),
       h('td', {}, h('span', { class: `result ${a.result}` }, a.result)),
       h('td', {}, a.status ?? a.error ?? '', a.detail && a.detail !== `status ${a.status}` ? h('span', { class: 'muted' }, ` ${a.detail}`) : null),
-      h('td', { class: 'num' }, ms(a.durationMs)),
+      h('td', { class: 'num' }, ms(a.duration_ms)),
       h('td', { class: 'answer' }, excerptOf(a)))))
     labelled(body.closest('table'))
   }
@@ -52,6 +52,6 @@ export function render(main, ctx) {
 
 function excerptOf(a) {
   if (a.answer !== undefined) return h('pre', { class: 'answer' }, a.answer)
-  if (a.answerBase64 !== undefined) return h('span', { class: 'muted' }, `(not text: ${a.answerBase64.length} base64 characters)`)
+  if (a.answer_base64 !== undefined) return h('span', { class: 'muted' }, `(not text: ${a.answer_base64.length} base64 characters)`)
   return ''
 }

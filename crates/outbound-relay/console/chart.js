@@ -17,7 +17,7 @@ function nice(n) {
   return [1, 2, 5, 10].map((m) => m * p).find((v) => v >= n)
 }
 
-export function chart({ delivered, failed, from, bucketSeconds }, width) {
+export function chart({ delivered, failed, from, bucket_seconds }, width) {
   const W = Math.max(Math.round(width || 600), 240)
   const n = delivered.length
   const totals = delivered.map((d, i) => d + failed[i])
@@ -34,7 +34,7 @@ export function chart({ delivered, failed, from, bucketSeconds }, width) {
   for (let i = 0; i < n; i++) {
     const x = LEFT + i * slot + 1
     const w = Math.max(slot - 2, 1)
-    const at = when(new Date(start + i * bucketSeconds * 1000).toISOString()).slice(11, 16)
+    const at = when(new Date(start + i * bucket_seconds * 1000).toISOString()).slice(11, 16)
     const tip = h('title', {}, `${at}: ${delivered[i]} delivered, ${failed[i]} failed`)
     const g = h('g', { class: 'minute' }, tip)
     // An empty minute still answers a pointer (its title) through an invisible bar.

@@ -48,7 +48,7 @@ export function render(main, ctx) {
     if (!ctx.current()) return
     const s = page.stats || {}
     stats.textContent = `${count(s.count)} dead letter${s.count === 1 ? '' : 's'} (${count(s.bytes)} bytes) · ${count(s.evicted)} evicted for room · ${count(s.expired)} expired`
-    fill(body, page.deadLetters.length ? page.deadLetters.map(row)
+    fill(body, page.dead_letters.length ? page.dead_letters.map(row)
       : h('tr', {}, h('td', { colspan: 5 }, cursors.length > 1 ? 'No older dead letter.' : 'No dead letter: everything failed was delivered or replayed.')))
     labelled(body.closest('table'))
     prev.disabled = cursors.length === 1
@@ -57,12 +57,12 @@ export function render(main, ctx) {
   }
 
   function row(d) {
-    return h('tr', { 'data-message-id': d.messageId },
-      h('th', { scope: 'row' }, h('button', { type: 'button', class: 'link', onclick: () => open(d.messageId) }, d.messageId)),
-      h('td', {}, when(d.failedAt)),
+    return h('tr', { 'data-message-id': d.message_id },
+      h('th', { scope: 'row' }, h('button', { type: 'button', class: 'link', onclick: () => open(d.message_id) }, d.message_id)),
+      h('td', {}, when(d.failed_at)),
       h('td', {}, d.reason, d.replaying ? h('span', { class: 'badge replaying' }, 'replaying') : null),
       h('td', { class: 'num' }, count(d.rounds)),
-      h('td', {}, h('button', { type: 'button', disabled: d.replaying, onclick: () => replayOne(d.messageId) }, 'Replay')))
+      h('td', {}, h('button', { type: 'button', disabled: d.replaying, onclick: () => replayOne(d.message_id) }, 'Replay')))
   }
 
   async function open(id) {
@@ -78,15 +78,15 @@ export function render(main, ctx) {
     }
     if (!ctx.current()) return
     detail.hidden = false
-    const attempts = (d.lastAttempts || []).map((a) => h('li', {},
+    const attempts = (d.last_attempts || []).map((a) => h('li', {},
       `${when(a.at)} webhook ${a.webhook + 1}: ${a.status ?? a.error ?? a.result}`,
       a.answer ? h('pre', { class: 'answer' }, a.answer) : null))
     fill(detail,
-      h('h2', { id: 'letter-title' }, 'Dead letter ', h('code', {}, d.messageId)),
-      h('p', {}, `Failed ${when(d.failedAt)}: ${d.reason}${d.detail ? ` (${d.detail})` : ''}; ${count(d.rounds)} round${d.rounds === 1 ? '' : 's'}; ${count(d.size)} bytes.`),
+      h('h2', { id: 'letter-title' }, 'Dead letter ', h('code', {}, d.message_id)),
+      h('p', {}, `Failed ${when(d.failed_at)}: ${d.reason}${d.detail ? ` (${d.detail})` : ''}; ${count(d.rounds)} round${d.rounds === 1 ? '' : 's'}; ${count(d.size)} bytes.`),
       h('div', { class: 'toolbar' },
-        h('button', { type: 'button', class: 'primary', disabled: d.replaying, onclick: () => replayOne(d.messageId) }, 'Replay this one'),
-        h('button', { type: 'button', class: 'danger', onclick: () => discard(d.messageId) }, 'Discard'),
+        h('button', { type: 'button', class: 'primary', disabled: d.replaying, onclick: () => replayOne(d.message_id) }, 'Replay this one'),
+        h('button', { type: 'button', class: 'danger', onclick: () => discard(d.message_id) }, 'Discard'),
         h('button', { type: 'button', onclick: () => { detail.hidden = true } }, 'Close')),
       h('h3', {}, 'Last attempts'), h('ul', { class: 'attempts' }, attempts),
       h('h3', {}, 'Body as sent'),

@@ -36,12 +36,12 @@ function card(hook, config, name) {
     h('h3', {}, `Webhook ${hook.webhook + 1} `, on ? badge(hook.state) : h('span', { class: 'badge off' }, 'off')),
     h('p', { class: 'url' }, h('code', {}, config ? config.url : hook.url)),
     h('dl', { class: 'facts' },
-      row('Success (5 min)', `${percent(hook.successRate5m)} of ${count(hook.attempts5m)}`),
-      row('p50 / p99', `${ms(hook.p50Ms)} / ${ms(hook.p99Ms)}`),
+      row('Success (5 min)', `${percent(hook.success_rate_5m)} of ${count(hook.attempts_5m)}`),
+      row('p50 / p99', `${ms(hook.p50_ms)} / ${ms(hook.p99_ms)}`),
       row('Waiting', count(hook.waiting)),
-      row('Failures in a row', count(hook.consecutiveFailures)),
-      row('Last success', when(hook.lastSuccess) || '–'),
-      hook.lastError ? row('Last error', [h('span', { class: 'error-text' }, hook.lastError.message), ` (${when(hook.lastError.at)})`]) : null),
+      row('Failures in a row', count(hook.consecutive_failures)),
+      row('Last success', when(hook.last_success) || '–'),
+      hook.last_error ? row('Last error', [h('span', { class: 'error-text' }, hook.last_error.message), ` (${when(hook.last_error.at)})`]) : null),
     h('p', {}, h('a', { href: attempts }, 'Recent attempts')))
 }
 

@@ -29,11 +29,13 @@ use crate::tracking::forwarded::{Facts, PublicUrl};
 use crate::tracking::settings;
 use crate::tracking::telemetry;
 use arc_swap::ArcSwap;
+use axum::extract::State as AxState;
 use hyper::body::Incoming;
+use hyper::header::HeaderMap;
 use hyper::header::{HeaderValue, CONNECTION, CONTENT_LENGTH, CONTENT_TYPE};
 use hyper::server::conn::http1;
 use hyper::service::service_fn;
-use hyper::{Method, Request, StatusCode};
+use hyper::{Method, Request, StatusCode, Uri};
 use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::server::graceful::{GracefulShutdown, Watcher};
 use outbound::{Cidr, OffsetDateTime, Received};
@@ -70,17 +72,11 @@ pub struct Arrival {
     pub deadline: Instant,
 }
 
-/// The metrics label of a path.
-fn route_label(path: &str, method: &Method) -> &'static str {
+/// The metrics label of a request whose answer did not come in time (every other answer
+/// carries its route's [`Label`]).
+fn timeout_label(path: &str) -> &'static str {
     if tracking::endpoint(path).is_some() || telemetry::is_telemetry(path) {
-        return match (method, telemetry::is_telemetry(path)) {
-            (&Method::OPTIONS, _) => "preflight",
-            (_, true) => "telemetry",
-            _ => "tracking",
-        };
-    }
-    if settings::write_key_of(path).is_some() {
-        return "settings";
+        return "tracking";
     }
     match path {
         "/healthz" => "healthz",
@@ -88,18 +84,127 @@ fn route_label(path: &str, method: &Method) -> &'static str {
         "/metrics" => "metrics",
         p if p == "/admin" || p.starts_with("/admin/") => "admin",
         p if console::is_console(p) => "console",
+        p if settings::write_key_of(p).is_some() => "settings",
         _ => "other",
     }
 }
 
-/// One request, routed.
-pub async fn route(state: Arc<State>, req: Request<Incoming>, arrival: Arrival) -> Answer {
+/// The metrics label of an answer: which route answered it.
+#[derive(Clone, Copy)]
+struct Label(&'static str);
+
+fn labelled(label: &'static str, mut answer: Answer) -> Answer {
+    answer.extensions_mut().insert(Label(label));
+    answer
+}
+
+/// Every route of the relay: the admin API (typed, with its document: `control::router`),
+/// the operations routes, and by path the rest: Segment's tracking API, its settings and
+/// telemetry paths (which the SDKs write in several forms), and the console.
+pub fn app(state: Arc<State>) -> axum::Router {
+    use axum::routing::get;
+    let admin = control::router(
+        state.control.clone(),
+        state.registry.clone(),
+        state.live.clone(),
+    )
+    .method_not_allowed_fallback(|| async { use_method("a method this route takes") })
+    .layer(axum::middleware::map_response(
+        |r: axum::response::Response| async {
+            let mut r = r;
+            r.extensions_mut().insert(Label("admin"));
+            r
+        },
+    ));
+    let use_get = || async { labelled("other", use_method("GET")) };
+    axum::Router::new()
+        .route("/healthz", get(healthz).head(healthz).fallback(use_get))
+        .route("/readyz", get(readyz).head(readyz).fallback(use_get))
+        .route("/metrics", get(metrics_text).fallback(use_get))
+        .fallback(by_path)
+        .with_state(state)
+        .merge(admin)
+}
+
+fn use_method(which: &str) -> Answer {
+    reply::error(StatusCode::METHOD_NOT_ALLOWED, format!("use {which}"))
+}
+
+async fn healthz() -> Answer {
+    labelled("healthz", health::healthz())
+}
+
+async fn readyz(AxState(state): AxState<Arc<State>>) -> Answer {
+    let sources = state.registry.current();
+    let dir = state.spool_dir.clone();
+    let failing: Vec<String> = (sources.iter())
+        .filter(|s| s.slot.current().is_some_and(|c| !c.spool_ok()))
+        .map(|s| s.name.clone())
+        .collect();
+    let answer = tokio::task::spawn_blocking(move || health::readyz(&dir, &failing))
+        .await
+        .unwrap_or_else(|_| {
+            reply::error(StatusCode::SERVICE_UNAVAILABLE, "readiness check failed")
+        });
+    labelled("readyz", answer)
+}
+
+async fn metrics_text(AxState(state): AxState<Arc<State>>, uri: Uri, headers: HeaderMap) -> Answer {
     let live = state.live.load_full();
+    let sources = state.registry.current();
+    let path = uri.path();
+    let tokens = [live.metrics_token.as_deref(), live.admin_token.as_deref()];
+    if tokens.iter().all(Option::is_none) {
+        let off = "/metrics is off (no metrics_token or admin_token)";
+        return labelled(
+            "metrics",
+            control::refusal(StatusCode::NOT_FOUND, "path", off),
+        );
+    }
+    if !tokens.iter().flatten().any(|t| bearer_is(&headers, t)) {
+        if state.control.is_source_token(&headers, &sources) {
+            let why = "metrics request refused: a source token";
+            control::log_refused("metrics_forbidden", "", path, why);
+            let answer = control::refusal(
+                StatusCode::FORBIDDEN,
+                "authorization",
+                "a source token reaches its own source only",
+            );
+            return labelled("metrics", answer);
+        }
+        let why = "metrics request refused: bad or missing token";
+        control::log_refused("metrics_unauthorized", "", path, why);
+        let answer = control::refusal(
+            StatusCode::UNAUTHORIZED,
+            "authorization",
+            "metrics or admin token required",
+        );
+        return labelled("metrics", answer);
+    }
+    let text = tokio::task::spawn_blocking(move || metrics::render(&sources))
+        .await
+        .unwrap_or_default();
+    let mut r = Answer::new(text.into());
+    r.headers_mut().insert(
+        CONTENT_TYPE,
+        HeaderValue::from_static("application/openmetrics-text; version=1.0.0; charset=utf-8"),
+    );
+    labelled("metrics", r)
+}
+
+/// What no typed route takes, by its path: Segment's tracking API (its paths are written in
+/// several forms: `/v1/t`, `/v1/track/`), its settings and telemetry paths, the console, an
+/// unknown admin path (after the token is checked), or 404.
+async fn by_path(
+    AxState(state): AxState<Arc<State>>,
+    axum::Extension(arrival): axum::Extension<Arrival>,
+    req: axum::extract::Request,
+) -> Answer {
     let sources = state.registry.current();
     let (parts, body) = req.into_parts();
     let path = parts.uri.path();
     if let Some(endpoint) = tracking::endpoint(path) {
-        return match parts.method {
+        let answer = match parts.method {
             Method::POST => {
                 // A declared length over the limit is refused before the body is taken in:
                 // what arrives is read and thrown away (at most twice the limit, within
@@ -115,15 +220,15 @@ pub async fn route(state: Arc<State>, req: Request<Incoming>, arrival: Arrival) 
                         2 * tracking::MAX_BODY_BYTES,
                         state.limits.request_timeout,
                     ));
-                    return reply::error(
-                        StatusCode::PAYLOAD_TOO_LARGE,
-                        format!(
-                            "body is over the limit of {} bytes",
-                            tracking::MAX_BODY_BYTES
-                        ),
+                    let too_large = format!(
+                        "body is over the limit of {} bytes",
+                        tracking::MAX_BODY_BYTES
+                    );
+                    return labelled(
+                        "tracking",
+                        reply::error(StatusCode::PAYLOAD_TOO_LARGE, too_large),
                     );
                 }
-                let sources = sources.clone();
                 let facts = Facts {
                     peer: arrival.peer,
                     headers: &parts.headers,
@@ -136,20 +241,26 @@ pub async fn route(state: Arc<State>, req: Request<Incoming>, arrival: Arrival) 
                 let (headers, deadline) = (&parts.headers, arrival.deadline);
                 tracking::handle(sources, endpoint, headers, body, received, deadline).await
             }
-            Method::OPTIONS => tracking::preflight(&sources, &parts.headers),
-            _ => reply::error(StatusCode::METHOD_NOT_ALLOWED, "use POST"),
+            Method::OPTIONS => {
+                return labelled("preflight", tracking::preflight(&sources, &parts.headers))
+            }
+            _ => use_method("POST"),
         };
+        return labelled("tracking", answer);
     }
     if telemetry::is_telemetry(path) {
         return match parts.method {
-            Method::POST => telemetry::drop(&sources, &parts.headers, body).await,
-            Method::OPTIONS => tracking::preflight(&sources, &parts.headers),
-            _ => reply::error(StatusCode::METHOD_NOT_ALLOWED, "use POST"),
+            Method::POST => labelled(
+                "telemetry",
+                telemetry::drop(&sources, &parts.headers, body).await,
+            ),
+            Method::OPTIONS => labelled("preflight", tracking::preflight(&sources, &parts.headers)),
+            _ => labelled("telemetry", use_method("POST")),
         };
     }
     if let Some(key) = settings::write_key_of(path) {
         if !matches!(parts.method, Method::GET | Method::HEAD) {
-            return reply::error(StatusCode::METHOD_NOT_ALLOWED, "use GET");
+            return labelled("settings", use_method("GET"));
         }
         let facts = Facts {
             peer: arrival.peer,
@@ -157,94 +268,32 @@ pub async fn route(state: Arc<State>, req: Request<Incoming>, arrival: Arrival) 
             trusted: &state.trusted_proxies,
         };
         let public = facts.public(state.public_url.as_ref(), state.tls.is_some());
-        return settings::answer(&sources, key, public);
-    }
-    match (path, &parts.method) {
-        ("/healthz", &Method::GET | &Method::HEAD) => return health::healthz(),
-        ("/readyz", &Method::GET | &Method::HEAD) => {
-            let dir = state.spool_dir.clone();
-            let failing: Vec<String> = (sources.iter())
-                .filter(|s| s.slot.current().is_some_and(|c| !c.spool_ok()))
-                .map(|s| s.name.clone())
-                .collect();
-            return tokio::task::spawn_blocking(move || health::readyz(&dir, &failing))
-                .await
-                .unwrap_or_else(|_| {
-                    reply::error(StatusCode::SERVICE_UNAVAILABLE, "readiness check failed")
-                });
-        }
-        ("/metrics", &Method::GET) => {
-            let tokens = [live.metrics_token.as_deref(), live.admin_token.as_deref()];
-            if tokens.iter().all(Option::is_none) {
-                return reply::error(
-                    StatusCode::NOT_FOUND,
-                    "/metrics is off (no metrics_token or admin_token)",
-                );
-            }
-            if !tokens
-                .iter()
-                .flatten()
-                .any(|t| bearer_is(&parts.headers, t))
-            {
-                if state.control.is_source_token(&parts.headers, &sources) {
-                    let why = "metrics request refused: a source token";
-                    control::log_refused("metrics_forbidden", "", path, why);
-                    return control::refusal(
-                        StatusCode::FORBIDDEN,
-                        "authorization",
-                        "a source token reaches its own source only",
-                    );
-                }
-                let why = "metrics request refused: bad or missing token";
-                control::log_refused("metrics_unauthorized", "", path, why);
-                return control::refusal(
-                    StatusCode::UNAUTHORIZED,
-                    "authorization",
-                    "metrics or admin token required",
-                );
-            }
-            let sources = sources.clone();
-            let text = tokio::task::spawn_blocking(move || metrics::render(&sources))
-                .await
-                .unwrap_or_default();
-            let mut r = Answer::new(text.into());
-            r.headers_mut().insert(
-                CONTENT_TYPE,
-                HeaderValue::from_static(
-                    "application/openmetrics-text; version=1.0.0; charset=utf-8",
-                ),
-            );
-            return r;
-        }
-        ("/healthz" | "/readyz" | "/metrics", _) => {
-            return reply::error(StatusCode::METHOD_NOT_ALLOWED, "use GET")
-        }
-        _ => {}
+        return labelled("settings", settings::answer(&sources, key, public));
     }
     if path == "/admin" || path.starts_with("/admin/") {
-        return control::handle(
+        let live = state.live.load();
+        let answer = control::unknown(
             &state.control,
-            &state.registry,
             &sources,
             live.admin_token.as_deref(),
-            &parts.method,
-            path,
-            parts.uri.query(),
             &parts.headers,
-            body,
-        )
-        .await;
+            path,
+        );
+        return labelled("admin", answer);
     }
     if console::is_console(path) {
-        let admin_on = live.admin_token.is_some();
-        return console::answer(&parts.method, path, &parts.headers, admin_on);
+        let admin_on = state.live.load().admin_token.is_some();
+        return labelled(
+            "console",
+            console::answer(&parts.method, path, &parts.headers, admin_on),
+        );
     }
-    reply::error(StatusCode::NOT_FOUND, "no such path")
+    labelled("other", reply::error(StatusCode::NOT_FOUND, "no such path"))
 }
 
 /// Reads and drops at most `most` bytes of `body` within `bound`; then the body is dropped
 /// (hyper closes the connection after the answer).
-async fn discard(mut body: Incoming, most: usize, bound: Duration) {
+async fn discard(mut body: axum::body::Body, most: usize, bound: Duration) {
     use http_body_util::BodyExt;
     let _ = tokio::time::timeout(bound, async {
         let mut seen = 0usize;
@@ -258,21 +307,40 @@ async fn discard(mut body: Incoming, most: usize, bound: Duration) {
     .await;
 }
 
-/// [`route`] within `request_timeout`, counted and timed.
-async fn answer(state: Arc<State>, req: Request<Incoming>, peer: IpAddr) -> Answer {
+/// A request through the routes within `request_timeout`, counted and timed.
+async fn answer(
+    state: Arc<State>,
+    app: axum::Router,
+    req: Request<Incoming>,
+    peer: IpAddr,
+) -> axum::response::Response {
+    use axum::response::IntoResponse;
+    use tower::ServiceExt;
     let _in_flight = metrics::InFlight::start();
     let started = Instant::now();
     let at = OffsetDateTime::now_utc();
-    let label = route_label(req.uri().path(), req.method());
     let bound = state.limits.request_timeout;
     let arrival = Arrival {
         peer,
         at,
         deadline: started + bound,
     };
-    let r = match tokio::time::timeout(bound, route(state, req, arrival)).await {
-        Ok(r) => r,
+    let path = req.uri().path().to_string();
+    let mut req = req.map(axum::body::Body::new);
+    req.extensions_mut().insert(arrival);
+    let routed = async move {
+        match app.oneshot(req).await {
+            Ok(r) => r,
+            Err(never) => match never {},
+        }
+    };
+    let (r, label) = match tokio::time::timeout(bound, routed).await {
+        Ok(r) => {
+            let label = r.extensions().get::<Label>().map_or("other", |l| l.0);
+            (r, label)
+        }
         Err(_) => {
+            let label = timeout_label(&path);
             if let Some(held_back) = crate::operations::log_rate::allow("request_timeout", label) {
                 tracing::info!(
                     route = label,
@@ -286,7 +354,7 @@ async fn answer(state: Arc<State>, req: Request<Incoming>, peer: IpAddr) -> Answ
             );
             r.headers_mut()
                 .insert(CONNECTION, HeaderValue::from_static("close"));
-            r
+            (r.into_response(), label)
         }
     };
     metrics::request(label, r.status().as_u16(), started.elapsed());
@@ -294,14 +362,19 @@ async fn answer(state: Arc<State>, req: Request<Incoming>, peer: IpAddr) -> Answ
 }
 
 /// Serves one connection (plain or TLS) with the listener's limits.
-async fn connection<I>(io: I, state: Arc<State>, watcher: Watcher, peer: std::net::SocketAddr)
-where
+async fn connection<I>(
+    io: I,
+    state: Arc<State>,
+    app: axum::Router,
+    watcher: Watcher,
+    peer: std::net::SocketAddr,
+) where
     I: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
     let limits = state.limits.clone();
     let service = service_fn(move |req| {
-        let state = state.clone();
-        async move { Ok::<_, Infallible>(answer(state, req, peer.ip()).await) }
+        let (state, app) = (state.clone(), app.clone());
+        async move { Ok::<_, Infallible>(answer(state, app, req, peer.ip()).await) }
     });
     let conn = http1::Builder::new()
         .timer(TokioTimer::new())
@@ -325,6 +398,7 @@ pub async fn serve(
     stop: impl std::future::Future<Output = ()>,
     grace: Duration,
 ) -> bool {
+    let app = app(state.clone());
     let graceful = GracefulShutdown::new();
     let permits = Arc::new(Semaphore::new(state.limits.max_connections));
     let mut failures = AcceptFailures::default();
@@ -350,18 +424,18 @@ pub async fn serve(
                     }
                 };
                 let _ = stream.set_nodelay(true);
-                let state = state.clone();
+                let (state, app) = (state.clone(), app.clone());
                 let watcher = graceful.watcher();
                 tokio::spawn(async move {
                     let _permit = permit;
                     let _open = metrics::Connection::open();
                     match state.tls.clone() {
-                        None => connection(stream, state, watcher, peer).await,
+                        None => connection(stream, state, app, watcher, peer).await,
                         Some(acceptor) => {
                             // The handshake is part of the head: same bound.
                             let bound = state.limits.header_read_timeout;
                             match tokio::time::timeout(bound, acceptor.accept(stream)).await {
-                                Ok(Ok(tls)) => connection(tls, state, watcher, peer).await,
+                                Ok(Ok(tls)) => connection(tls, state, app, watcher, peer).await,
                                 Ok(Err(e)) => tracing::debug!(%peer, "TLS handshake failed: {e}"),
                                 Err(_) => tracing::debug!(%peer, "TLS handshake timed out"),
                             }

@@ -14,7 +14,7 @@ fn admin_requests_without_the_bearer_token_are_401_and_send_nothing() {
     let dir = temp_dir();
     let rx = Receiver::start();
     let relay = Relay::start(dir.path(), &config(&[("web", "wk_web", &rx)], ""));
-    let body = json!({"userId": "u1"}).to_string();
+    let body = json!({"user_id": "u1"}).to_string();
     for auth in [
         None,
         Some("Bearer wrong"),
@@ -46,7 +46,7 @@ fn a_deletion_goes_to_every_source_with_webhooks_and_the_answer_names_them() {
     let a = post(
         &relay.url("/admin/deletions"),
         &[ADMIN],
-        json!({"userId": "u-gone"}).to_string().as_bytes(),
+        json!({"user_id": "u-gone"}).to_string().as_bytes(),
     );
     assert_eq!(a.status, 200, "{}", a.body);
     assert_eq!(a.json()["sources"], json!(["web", "ios"]));
@@ -74,7 +74,7 @@ fn a_deletion_for_named_sources_reaches_only_those() {
     let a = post(
         &relay.url("/admin/deletions"),
         &[ADMIN],
-        json!({"userId": "u1", "sources": ["ios"]})
+        json!({"user_id": "u1", "sources": ["ios"]})
             .to_string()
             .as_bytes(),
     );
@@ -88,7 +88,7 @@ fn a_deletion_for_named_sources_reaches_only_those() {
     let a = post(
         &relay.url("/admin/deletions"),
         &[ADMIN],
-        json!({"userId": "u1", "sources": ["nope"]})
+        json!({"user_id": "u1", "sources": ["nope"]})
             .to_string()
             .as_bytes(),
     );

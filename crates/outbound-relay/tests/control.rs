@@ -439,7 +439,7 @@ fn a_source_token_reaches_its_own_source_only() {
         delete(&relay.url("/admin/sources/shop"), &h),
         delete(&relay.url("/admin/sources/web"), &h),
         get(&relay.url("/admin/sources"), &h),
-        post(&relay.url("/admin/deletions"), &h, br#"{"userId":"u1"}"#),
+        post(&relay.url("/admin/deletions"), &h, br#"{"user_id":"u1"}"#),
         put(
             &relay.url("/admin/sources/web/audiences/vip"),
             &h,

@@ -326,7 +326,7 @@ fn metrics_show_the_dead_letters_each_source_keeps() {
         &[("Authorization", "Bearer adm")],
     )
     .json();
-    let id = page["deadLetters"][0]["messageId"]
+    let id = page["dead_letters"][0]["message_id"]
         .as_str()
         .unwrap()
         .to_string();
@@ -630,7 +630,7 @@ fn no_write_key_secret_or_token_appears_in_logs_or_metrics() {
     assert_eq!(post(&url, &[], in_body.to_string().as_bytes()).status, 200);
     // Admin: a wrong token, then a deletion.
     let admin_url = relay.url("/admin/deletions");
-    let del = br#"{"userId":"u1"}"#;
+    let del = br#"{"user_id":"u1"}"#;
     assert_eq!(
         post(
             &admin_url,

@@ -57,8 +57,8 @@ fn all_dead(relay: &Relay, limit: usize) -> Vec<String> {
         };
         let (status, v) = admin_get(relay, &path);
         assert_eq!(status, 200, "{v}");
-        for d in v["deadLetters"].as_array().unwrap() {
-            ids.push(d["messageId"].as_str().unwrap().to_string());
+        for d in v["dead_letters"].as_array().unwrap() {
+            ids.push(d["message_id"].as_str().unwrap().to_string());
         }
         match v["next"].as_str() {
             Some(next) => cursor = Some(next.to_string()),
@@ -93,12 +93,12 @@ fn a_400_is_a_dead_letter_with_its_status_and_answer_and_a_replay_delivers_it_on
     wait_until("the dead letter", || dead_count(&relay) == 1);
     let (status, list) = admin_get(&relay, "/admin/sources/web/dead-letters");
     assert_eq!(status, 200);
-    let dead = &list["deadLetters"][0];
-    let id = dead["messageId"].as_str().unwrap().to_string();
+    let dead = &list["dead_letters"][0];
+    let id = dead["message_id"].as_str().unwrap().to_string();
     assert_eq!(dead["reason"], "status 400");
     assert_eq!(dead["replaying"], false);
-    assert_eq!(dead["lastAttempts"][0]["status"], 400);
-    assert_eq!(dead["lastAttempts"][0]["answer"], ANSWER);
+    assert_eq!(dead["last_attempts"][0]["status"], 400);
+    assert_eq!(dead["last_attempts"][0]["answer"], ANSWER);
     assert!(dead.get("body").is_none(), "lists leave bodies out");
     let (status, one) = admin_get(&relay, &format!("/admin/sources/web/dead-letters/{id}"));
     assert_eq!(status, 200);
@@ -107,17 +107,17 @@ fn a_400_is_a_dead_letter_with_its_status_and_answer_and_a_replay_delivers_it_on
     // The URL's attempts and health.
     let (status, attempts) = admin_get(&relay, "/admin/sources/web/webhooks/0/attempts");
     assert_eq!(status, 200);
-    assert_eq!(attempts["attempts"][0]["messageId"], id.as_str());
+    assert_eq!(attempts["attempts"][0]["message_id"], id.as_str());
     assert_eq!(attempts["attempts"][0]["status"], 400);
     assert_eq!(attempts["attempts"][0]["answer"], ANSWER);
-    assert!(attempts["attempts"][0]["durationMs"].as_f64().unwrap() > 0.0);
+    assert!(attempts["attempts"][0]["duration_ms"].as_f64().unwrap() > 0.0);
     assert_eq!(
         admin_get(&relay, "/admin/sources/web/webhooks/1/attempts").0,
         404
     );
     let (_, health) = admin_get(&relay, "/admin/sources/web/health");
     assert_eq!(health["webhooks"][0]["state"], "failing");
-    assert_eq!(health["webhooks"][0]["consecutiveFailures"], 1);
+    assert_eq!(health["webhooks"][0]["consecutive_failures"], 1);
     // The receiver recovers: the replay delivers it once, under the same id, signed.
     rx.status.store(200, std::sync::atomic::Ordering::SeqCst);
     let url = relay.url(&format!("/admin/sources/web/dead-letters/{id}/replay"));
@@ -210,8 +210,8 @@ fn a_cursor_no_page_gave_is_a_400_naming_cursor() {
     );
     assert_eq!(status, 200, "{second}");
     assert_ne!(
-        second["deadLetters"][0]["messageId"],
-        first["deadLetters"][0]["messageId"]
+        second["dead_letters"][0]["message_id"],
+        first["dead_letters"][0]["message_id"]
     );
     // Anything else is refused as the other bad parameters are, never answered as page one.
     let (_, limit) = admin_get(&relay, "/admin/sources/web/dead-letters?limit=0");

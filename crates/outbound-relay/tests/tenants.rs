@@ -520,19 +520,19 @@ fn what_a_source_token_can_do_route_by_route() {
         ),
         (
             "GET",
-            "/admin/sources/{name}/dead-letters/{messageId}",
+            "/admin/sources/{name}/dead-letters/{message_id}",
             404,
             403,
         ),
         (
             "DELETE",
-            "/admin/sources/{name}/dead-letters/{messageId}",
+            "/admin/sources/{name}/dead-letters/{message_id}",
             404,
             403,
         ),
         (
             "POST",
-            "/admin/sources/{name}/dead-letters/{messageId}/replay",
+            "/admin/sources/{name}/dead-letters/{message_id}/replay",
             404,
             403,
         ),
@@ -562,7 +562,7 @@ fn what_a_source_token_can_do_route_by_route() {
                 .replace("{id}", "1234")
                 .replace("{audience}", "vip")
                 .replace("{index}", "0")
-                .replace("{messageId}", "m-none");
+                .replace("{message_id}", "m-none");
             let url = relay.url(&path);
             let body = match (*method, path.ends_with(&format!("/{source}"))) {
                 ("PUT", true) => own_body.as_bytes(),

@@ -48,15 +48,6 @@ pub enum ManagedBy {
     Api,
 }
 
-impl ManagedBy {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ManagedBy::File => "file",
-            ManagedBy::Api => "api",
-        }
-    }
-}
-
 /// One source, ready to start.
 #[derive(Clone)]
 pub struct Source {

@@ -1,6 +1,6 @@
 //! What the admin API sends through the sources (admin token only):
 //!
-//! - `POST /admin/deletions` `{"userId":"u1","sources":["web"]}`: a core `delete` to each
+//! - `POST /admin/deletions` `{"user_id":"u1","sources":["web"]}`: a core `delete` to each
 //!   named source (every source with webhooks when `sources` is left out), answered once
 //!   each is committed to its spool;
 //! - `PUT /admin/sources/{name}/audiences/{audience}` `{"members":["u1",...]}`: the core's
@@ -11,53 +11,64 @@
 //!
 //! The routes and who may call them are `mod.rs`'s.
 
+use super::auth::Admin;
+use super::schema::{Audience, AudienceSynced, Deletion, DeletionSent, Refusal};
+use super::{answer, read_json, refusal, Api};
 use crate::http::reply::{self, Answer};
-use crate::sources::Sources;
-use hyper::StatusCode;
+use axum::extract::{Path, State};
+use axum::http::{HeaderMap, StatusCode};
 use outbound::{Error, Message};
-use serde_json::{json, Value};
-use std::sync::Arc;
+use serde_json::json;
 
-pub async fn deletions(sources: &Arc<Sources>, body: Value) -> Answer {
-    let user_id = match body.get("userId") {
-        Some(Value::String(u)) if !u.is_empty() => u.clone(),
-        _ => {
-            return reply::error(
-                StatusCode::BAD_REQUEST,
-                "userId (a non-empty string) is required",
-            )
-        }
+/// Largest body of an audience's members (only the admin sends one).
+const MAX_AUDIENCE_BODY: usize = 64 * 1024 * 1024;
+/// Largest body of a deletion.
+const MAX_DELETION_BODY: usize = 64 * 1024;
+
+/// `POST /admin/deletions` (the admin token): a user's deletion to the sources' webhooks,
+/// answered once committed to each source's spool.
+#[utoipa::path(post, path = "/admin/deletions", operation_id = "delete_user", tag = "deletions", request_body = Deletion,
+    responses((status = 200, description = "Committed to each source's spool", body = DeletionSent),
+        (status = 400, description = "A bad user id or source", body = Refusal)))]
+pub async fn deletions(
+    State(api): State<Api>,
+    _: Admin,
+    headers: HeaderMap,
+    body: axum::body::Body,
+) -> Answer {
+    let asked: Deletion = match read_json(&headers, body, MAX_DELETION_BODY).await {
+        Ok(d) => d,
+        Err(a) => return a,
     };
-    let targets = match body.get("sources") {
-        None | Some(Value::Null) => sources
+    let sources = api.sources();
+    if asked.user_id.is_empty() {
+        return refusal(StatusCode::BAD_REQUEST, "user_id", "must not be empty");
+    }
+    let user_id = asked.user_id;
+    let targets = match asked.sources {
+        None => sources
             .iter()
             .filter(|s| s.has_webhooks)
             .cloned()
             .collect::<Vec<_>>(),
-        Some(Value::Array(names)) => {
+        Some(names) => {
             let mut targets = Vec::new();
-            for n in names {
-                let Some(source) = n.as_str().and_then(|n| sources.by_name(n)) else {
-                    return reply::error(
+            for (i, n) in names.iter().enumerate() {
+                let field = format!("sources[{i}]");
+                let Some(source) = sources.by_name(n) else {
+                    return refusal(
                         StatusCode::BAD_REQUEST,
-                        format!("sources: {n} is not a source"),
+                        &field,
+                        &format!("{n:?} is not a source"),
                     );
                 };
                 if !source.has_webhooks {
-                    return reply::error(
-                        StatusCode::BAD_REQUEST,
-                        format!("sources: {:?} has no webhooks to notify", source.name),
-                    );
+                    let why = format!("{n:?} has no webhooks to notify");
+                    return refusal(StatusCode::BAD_REQUEST, &field, &why);
                 }
                 targets.push(source.clone());
             }
             targets
-        }
-        Some(_) => {
-            return reply::error(
-                StatusCode::BAD_REQUEST,
-                "sources must be an array of source names",
-            )
         }
     };
     // Sources and user id were checked above: a bad request has sent nothing.
@@ -109,26 +120,44 @@ pub async fn deletions(sources: &Arc<Sources>, body: Value) -> Answer {
             );
         }
     }
-    let names: Vec<&str> = sent.iter().map(|(s, _)| s.name.as_str()).collect();
-    let ids: serde_json::Map<String, Value> = sent
-        .iter()
-        .map(|(s, id)| (s.name.clone(), Value::String(id.clone())))
-        .collect();
+    let names: Vec<String> = sent.iter().map(|(s, _)| s.name.clone()).collect();
     tracing::info!(sources = ?names, "deletion sent");
-    reply::json(
-        StatusCode::OK,
-        &json!({"success": true, "sources": names, "messageIds": ids}),
-    )
+    let done = DeletionSent {
+        success: true,
+        sources: names,
+        message_ids: (sent.iter())
+            .map(|(s, id)| (s.name.clone(), id.clone()))
+            .collect(),
+    };
+    answer(StatusCode::OK, &done)
 }
 
-pub async fn audiences(sources: &Arc<Sources>, name: &str, audience: &str, body: Value) -> Answer {
-    let Some(source) = sources.by_name(name).cloned() else {
+/// `PUT /admin/sources/{name}/audiences/{audience}` (the admin token): the audience's members
+/// now; an identify for each change of membership.
+#[utoipa::path(put, path = "/admin/sources/{name}/audiences/{audience}", operation_id = "sync_audience", tag = "audiences",
+    params(("name" = String, Path), ("audience" = String, Path)), request_body = Audience,
+    responses((status = 200, description = "Synced", body = AudienceSynced),
+        (status = 404, description = "No such source", body = Refusal)))]
+pub async fn audiences(
+    State(api): State<Api>,
+    _: Admin,
+    Path(params): Path<(String, String)>,
+    headers: HeaderMap,
+    body: axum::body::Body,
+) -> Answer {
+    let (name, audience) = params;
+    let Some(source) = api.sources().by_name(&name).cloned() else {
         return reply::error(StatusCode::NOT_FOUND, format!("{name:?} is not a source"));
     };
+    let body: serde_json::Value = match read_json(&headers, body, MAX_AUDIENCE_BODY).await {
+        Ok(v) => v,
+        Err(a) => return a,
+    };
     let Some(members) = body.get("members") else {
-        return reply::error(
+        return refusal(
             StatusCode::BAD_REQUEST,
-            "members (an array of user ids) is required",
+            "members",
+            "an array of user ids is required",
         );
     };
     // The core reads the member list (strings or integers) and names a bad entry.
@@ -171,17 +200,15 @@ pub async fn audiences(sources: &Arc<Sources>, name: &str, audience: &str, body:
                 left = counts.left,
                 "audience synced"
             );
-            reply::json(
-                StatusCode::OK,
-                &json!({
-                    "success": true,
-                    "source": name,
-                    "trait": key,
-                    "joined": counts.joined,
-                    "left": counts.left,
-                    "unchanged": counts.unchanged,
-                }),
-            )
+            let synced = AudienceSynced {
+                success: true,
+                source: name,
+                trait_key: key,
+                joined: counts.joined,
+                left: counts.left,
+                unchanged: counts.unchanged,
+            };
+            answer(StatusCode::OK, &synced)
         }
         Ok(Err(e)) => {
             let status = match e {

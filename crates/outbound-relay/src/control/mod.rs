@@ -1,93 +1,78 @@
-//! The control plane: the admin API under `/admin/` (on only with `admin_token`).
+//! The control plane: the admin API under `/admin/` (on only with `admin_token`), one axum
+//! router per resource, merged here:
 //!
-//! - `mod.rs`: who calls (the admin token, or a source's own token: `tokens.rs`), what each
-//!   may reach, and the routes (one table, [`ROUTES`], that the OpenAPI document covers);
-//! - `sources.rs`: sources as resources (list, get, put, delete), applied live by the
-//!   registry (`sources/registry.rs`) and kept in the store (`store/`);
-//! - `resource.rs`: a source's body read as a `[[sources]]` table, and shown;
+//! - `auth.rs`: who calls (the admin token, or a source's own token: `tokens.rs`), checked for
+//!   every `/admin/` request before its route; each route declares what it needs as an
+//!   extractor (`Admin`, `OwnSource`, `Caller`);
+//! - `sources.rs`: sources as resources (list, get, put, delete), applied live by the registry
+//!   (`sources/registry.rs`) and kept in the store (`store/`); `resource.rs` reads a source's
+//!   body and shows a source;
+//! - `tokens.rs`: a source's tokens;
 //! - `admin.rs`: deletions and audiences;
-//! - `records.rs`: a source's delivery records (each webhook's health and attempts, the
-//!   dead letters and their replay);
-//! - `openapi.rs`: `GET /admin/openapi.json`.
+//! - `records.rs`: a source's delivery records (each webhook's health and attempts, the dead
+//!   letters and their replay);
+//! - `schema.rs`: every body as a type; `openapi.rs`: the document generated from them and
+//!   from each route's declaration (`GET /admin/openapi.json`).
 //!
 //! Every answer is JSON; a refusal is `{"success": false, "message": "...", "field": ...}`,
-//! `field` naming the body's field when one is at fault (a browser console shows it there).
-//! Every route under `/admin/sources/{name}/` is reached with the same rule: the admin
-//! token, or that source's token.
+//! `field` naming what is at fault: the body's field (as relay.toml names it), `authorization`
+//! or `path`.
 
 pub mod admin;
+pub mod auth;
 pub mod openapi;
 pub mod records;
 #[cfg(test)]
 mod reference;
 pub mod resource;
+pub mod schema;
 pub mod sources;
 pub mod store;
 pub mod tokens;
 
 use crate::config::Base;
-use crate::http::auth::{bearer_is, bearer_token};
 use crate::http::body;
 use crate::http::reply::{self, Answer};
+use crate::operations::reload::Live;
 use crate::sources::registry::Registry;
 use crate::sources::Sources;
-use hyper::body::Incoming;
-use hyper::header::HeaderMap;
-use hyper::{Method, StatusCode};
-use serde_json::{json, Value};
+use arc_swap::ArcSwap;
+use axum::http::{HeaderMap, StatusCode};
+use serde::Serialize;
+use serde_json::Value;
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, RwLock};
 use store::{Snapshot, Store};
 use tokens::TokenRecord;
 
-/// Largest body of an audience's members (only the admin sends one).
-const MAX_AUDIENCE_BODY: usize = 64 * 1024 * 1024;
-/// Largest body of a deletion.
-const MAX_DELETION_BODY: usize = 64 * 1024;
+pub use auth::{unknown, Caller};
+
 /// Paths in log lines: their first bytes (a path is the caller's, and can be kilobytes).
 const LOGGED_PATH: usize = 100;
 
-/// Every route of the admin API: method and path template. The router answers these and no
-/// other (a test checks each is in the OpenAPI document).
-pub const ROUTES: &[(&str, &str)] = &[
-    ("GET", "/admin/openapi.json"),
-    ("GET", "/admin/whoami"),
-    ("GET", "/admin/sources"),
-    ("GET", "/admin/sources/{name}"),
-    ("PUT", "/admin/sources/{name}"),
-    ("DELETE", "/admin/sources/{name}"),
-    ("GET", "/admin/sources/{name}/tokens"),
-    ("POST", "/admin/sources/{name}/tokens"),
-    ("DELETE", "/admin/sources/{name}/tokens/{id}"),
-    ("PUT", "/admin/sources/{name}/audiences/{audience}"),
-    ("GET", "/admin/sources/{name}/health"),
-    ("GET", "/admin/sources/{name}/activity"),
-    ("GET", "/admin/sources/{name}/webhooks/{index}/attempts"),
-    ("GET", "/admin/sources/{name}/dead-letters"),
-    ("POST", "/admin/sources/{name}/dead-letters/replay"),
-    ("GET", "/admin/sources/{name}/dead-letters/replays/{id}"),
-    ("GET", "/admin/sources/{name}/dead-letters/{messageId}"),
-    ("DELETE", "/admin/sources/{name}/dead-letters/{messageId}"),
-    (
-        "POST",
-        "/admin/sources/{name}/dead-letters/{messageId}/replay",
-    ),
-    ("POST", "/admin/deletions"),
-];
+/// What the admin API's handlers share.
+#[derive(Clone)]
+pub struct Api {
+    pub control: Arc<Control>,
+    pub registry: Arc<Registry>,
+    /// The admin token now (a reload replaces it).
+    pub live: Arc<ArcSwap<Live>>,
+    /// `GET /admin/openapi.json`'s answer, made once.
+    pub document: Arc<str>,
+}
 
-/// Who is calling.
-#[derive(Clone, Debug, PartialEq)]
-pub enum Caller {
-    Admin,
-    /// A token of this source (its id).
-    Source(String, String),
+impl Api {
+    /// The running sources, as this request sees them.
+    pub fn sources(&self) -> Arc<Sources> {
+        self.registry.current()
+    }
 }
 
 /// The admin API's state: its store, and what it holds, in memory.
 pub struct Control {
     store: Box<dyn Store>,
     /// What the API's sources take from relay.toml's top level (a reload replaces it).
-    base: arc_swap::ArcSwap<Base>,
+    base: ArcSwap<Base>,
     /// What the store held at the last load or change.
     held: Mutex<Snapshot>,
     tokens: RwLock<BTreeMap<String, TokenRecord>>,
@@ -101,11 +86,42 @@ pub fn refusal(status: StatusCode, field: &str, reason: &str) -> Answer {
         true => reason.to_string(),
         false => format!("{field}: {reason}"),
     };
-    let field = (!field.is_empty()).then_some(field);
-    reply::json(
-        status,
-        &json!({"success": false, "message": message, "field": field}),
-    )
+    let field = (!field.is_empty()).then(|| field.to_string());
+    let body = schema::Refusal {
+        success: false,
+        message,
+        field,
+    };
+    answer(status, &body)
+}
+
+/// A request refused before its route's work: the status, what is at fault (the body's
+/// field, `authorization`, `path`; empty: nothing in particular) and why.
+pub struct Denied(pub StatusCode, pub String, pub String);
+
+impl Denied {
+    /// A 400 naming `field`.
+    pub fn invalid((field, why): (String, String)) -> Denied {
+        Denied(StatusCode::BAD_REQUEST, field, why)
+    }
+
+    pub fn answer(self) -> Answer {
+        refusal(self.0, &self.1, &self.2)
+    }
+}
+
+impl axum::response::IntoResponse for Denied {
+    fn into_response(self) -> axum::response::Response {
+        self.answer().into_response()
+    }
+}
+
+/// `status` with `body` as JSON.
+pub fn answer<T: Serialize>(status: StatusCode, body: &T) -> Answer {
+    match serde_json::to_value(body) {
+        Ok(v) => reply::json(status, &v),
+        Err(e) => reply::error(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
+    }
 }
 
 impl Control {
@@ -122,7 +138,7 @@ impl Control {
         };
         let control = Control {
             store,
-            base: arc_swap::ArcSwap::from_pointee(base),
+            base: ArcSwap::from_pointee(base),
             held: Mutex::new(Snapshot::default()),
             tokens: RwLock::new(BTreeMap::new()),
             changing: tokio::sync::Mutex::new(()),
@@ -262,16 +278,7 @@ impl Control {
         admin_token: &str,
         sources: &Sources,
     ) -> Option<Caller> {
-        if bearer_is(headers, admin_token) {
-            return Some(Caller::Admin);
-        }
-        let token = bearer_token(headers)?;
-        let (id, secret) = tokens::parse(token)?;
-        let tokens = self.tokens.read().unwrap_or_else(|e| e.into_inner());
-        let record = tokens.get(id)?;
-        let own = sources.by_name(&record.source)?;
-        (tokens::matches(record, secret) && own.spec.id == record.source_id)
-            .then(|| Caller::Source(record.source.clone(), id.to_string()))
+        auth::caller_of(self, headers, admin_token, sources)
     }
 
     /// Whether `headers` carry a valid token of some source (a `/metrics` call with one is
@@ -286,165 +293,57 @@ impl Control {
     }
 }
 
-/// The template of `path` for `method` among [`ROUTES`], with the path's parameters.
-pub fn route_of<'p>(method: &Method, path: &'p str) -> Option<(&'static str, Vec<&'p str>)> {
-    let parts: Vec<&str> = path.trim_end_matches('/').split('/').collect();
-    ROUTES.iter().find_map(|(m, template)| {
-        if *m != method.as_str() {
-            return None;
-        }
-        let t: Vec<&str> = template.split('/').collect();
-        if t.len() != parts.len() {
-            return None;
-        }
-        let mut params = Vec::new();
-        for (a, b) in t.iter().zip(&parts) {
-            if a.starts_with('{') {
-                if b.is_empty() {
-                    return None;
-                }
-                params.push(*b);
-            } else if a != b {
-                return None;
-            }
-        }
-        Some((*template, params))
-    })
+/// The admin API's routes, with the document made from their declarations: paths under
+/// `/admin/`, every request authenticated first (`auth::authenticate`).
+pub fn router(
+    control: Arc<Control>,
+    registry: Arc<Registry>,
+    live: Arc<ArcSwap<Live>>,
+) -> axum::Router {
+    let (routes, document) = openapi::routes();
+    let api = Api {
+        control,
+        registry,
+        live,
+        document: document.into(),
+    };
+    routes
+        .layer(axum::middleware::from_fn_with_state(
+            api.clone(),
+            auth::authenticate,
+        ))
+        .with_state(api)
 }
 
-/// A request under `/admin/`.
-#[allow(clippy::too_many_arguments)]
-pub async fn handle(
-    control: &Arc<Control>,
-    registry: &Arc<Registry>,
-    sources: &Arc<Sources>,
-    admin_token: Option<&str>,
-    method: &Method,
-    path: &str,
-    query: Option<&str>,
+/// A JSON object of at most `limit` bytes (after gzip), parsed off the runtime's threads
+/// into `T`; a refusal names the field at fault (`webhook`, `since`).
+pub async fn read_json<T: serde::de::DeserializeOwned + Send + 'static>(
     headers: &HeaderMap,
-    body: Incoming,
-) -> Answer {
-    let Some(admin_token) = admin_token else {
-        return refusal(
-            StatusCode::NOT_FOUND,
-            "path",
-            "the admin API is off (no admin_token)",
-        );
-    };
-    let Some(caller) = control.caller(headers, admin_token, sources) else {
-        log_refused(
-            "admin_unauthorized",
-            "",
-            path,
-            "admin request refused: bad or missing token",
-        );
-        return refusal(
-            StatusCode::UNAUTHORIZED,
-            "authorization",
-            "admin token or source token required",
-        );
-    };
-    // What a source's token may reach: its own source and what is under it.
-    let parts: Vec<&str> = path.trim_end_matches('/').split('/').collect();
-    let scope = match parts.as_slice() {
-        ["", "admin", "sources", name, ..] => Some(crate::http::body::percent_decode(name)),
-        _ => None,
-    };
-    if let Caller::Source(own, _) = &caller {
-        // Its own source, but not deleting it, its audiences or making tokens.
-        let own_source = scope.as_deref() == Some(own.as_str());
-        let admin_only = parts.get(4) == Some(&"audiences")
-            || (parts.len() == 4 && *method == Method::DELETE)
-            || (parts.get(4) == Some(&"tokens") && *method == Method::POST);
-        let anyone = ["/admin/openapi.json", "/admin/whoami"].contains(&path);
-        let allowed = anyone || (own_source && !admin_only);
-        if !allowed {
-            log_refused(
-                "admin_forbidden",
-                own,
-                path,
-                "admin request refused: a source token reaches its own source only",
-            );
-            return refusal(
-                StatusCode::FORBIDDEN,
-                "authorization",
-                "this token reaches its own source only",
-            );
-        }
-    }
-    let Some((route, params)) = route_of(method, path) else {
-        return refusal(
-            StatusCode::NOT_FOUND,
-            "path",
-            "no such admin resource (see /admin/openapi.json)",
-        );
-    };
-    let name = scope.unwrap_or_default();
-    match route {
-        "/admin/openapi.json" => reply::json(StatusCode::OK, &openapi::document()),
-        "/admin/whoami" => sources::whoami(&caller),
-        "/admin/sources" => sources::list(sources, query),
-        "/admin/sources/{name}" => match *method {
-            Method::GET => sources::get(registry, &name),
-            Method::PUT => match body::read(headers, body, resource::MAX_BODY).await {
-                Ok(bytes) => sources::put(control, registry, &caller, &name, bytes).await,
-                Err(e) => refusal(e.status, "", &e.message),
-            },
-            _ => sources::delete(control, registry, &name).await,
-        },
-        "/admin/sources/{name}/tokens" => match *method {
-            Method::POST => sources::new_token(control, registry, &name).await,
-            _ => sources::list_tokens(control, &name),
-        },
-        "/admin/sources/{name}/tokens/{id}" => {
-            sources::revoke_token(control, &name, params.get(1).copied().unwrap_or("")).await
-        }
-        "/admin/sources/{name}/audiences/{audience}" => {
-            let audience = body::percent_decode(params.get(1).copied().unwrap_or(""));
-            match read_json(headers, body, MAX_AUDIENCE_BODY).await {
-                Ok(v) => admin::audiences(sources, &name, &audience, v).await,
-                Err(a) => a,
-            }
-        }
-        records
-            if records.starts_with("/admin/sources/{name}/health")
-                || records.starts_with("/admin/sources/{name}/activity")
-                || records.starts_with("/admin/sources/{name}/webhooks/")
-                || records.starts_with("/admin/sources/{name}/dead-letters") =>
-        {
-            let rest: Vec<&str> = parts.get(4..).unwrap_or_default().to_vec();
-            records::handle(sources, method, &name, &rest, query, headers, body).await
-        }
-        "/admin/deletions" => match read_json(headers, body, MAX_DELETION_BODY).await {
-            Ok(v) => admin::deletions(sources, v).await,
-            Err(a) => a,
-        },
-        _ => reply::error(StatusCode::NOT_FOUND, "no such admin resource"),
-    }
-}
-
-/// A JSON object of at most `limit` bytes (after gzip), parsed off the runtime's threads.
-async fn read_json(headers: &HeaderMap, body: Incoming, limit: usize) -> Result<Value, Answer> {
+    body: axum::body::Body,
+    limit: usize,
+) -> Result<T, Answer> {
     let bytes = body::read(headers, body, limit)
         .await
         .map_err(|e| refusal(e.status, "", &e.message))?;
-    let parsed = tokio::task::spawn_blocking(move || serde_json::from_slice::<Value>(&bytes))
-        .await
-        .map_err(|e| reply::error(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()))?;
-    match parsed {
-        Ok(v @ Value::Object(_)) => Ok(v),
-        Ok(_) => Err(refusal(
-            StatusCode::BAD_REQUEST,
-            "",
-            "body must be a JSON object",
-        )),
-        Err(e) => Err(refusal(
-            StatusCode::BAD_REQUEST,
-            "",
-            &format!("body is not valid JSON: {e}"),
-        )),
-    }
+    let parsed = tokio::task::spawn_blocking(move || -> Result<T, (String, String)> {
+        // An empty body is an empty object (a replay with no range).
+        let text: &[u8] = match bytes.iter().all(u8::is_ascii_whitespace) {
+            true => b"{}",
+            false => &bytes,
+        };
+        let mut de = serde_json::Deserializer::from_slice(text);
+        let v: T = serde_path_to_error::deserialize(&mut de).map_err(|e| {
+            let path = e.path().to_string();
+            let field = if path == "." { String::new() } else { path };
+            (field, e.into_inner().to_string())
+        })?;
+        de.end()
+            .map_err(|e| (String::new(), format!("body is not valid JSON: {e}")))?;
+        Ok(v)
+    })
+    .await
+    .map_err(|e| reply::error(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()))?;
+    parsed.map_err(|(field, why)| refusal(StatusCode::BAD_REQUEST, &field, &why))
 }
 
 /// A line about a refused request: at most one of a `kind` (and `source`) every few seconds,

@@ -1,34 +1,32 @@
-//! Delivery records of a source, on the admin API (the admin token or the source's own, as
-//! `mod.rs` checks them):
-//! each webhook's attempts and health, the dead letters and their replay. The core keeps
-//! and decides everything (`Client::webhook_attempts`, `webhook_health`, `dead_letters`,
-//! `replay_dead_letters`, ...); this module maps it to HTTP and JSON.
+//! Delivery records of a source, on the admin API (the admin token or the source's own):
+//! each webhook's attempts and health, its last hour, the dead letters and their replay. The
+//! core keeps and decides everything (`Client::webhook_attempts`, `webhook_health`,
+//! `dead_letters`, `replay_dead_letters`, ...); this module maps it to HTTP and JSON.
 //!
-//! - `GET  /admin/sources/{name}/health`: each webhook's health (until `GET
-//!   /admin/sources/{name}` carries it);
+//! - `GET  /admin/sources/{name}/health`: each webhook's health;
 //! - `GET  /admin/sources/{name}/activity`: its messages delivered and failed in each
 //!   minute of the last hour (`operations/activity.rs`);
 //! - `GET  /admin/sources/{name}/webhooks/{index}/attempts`: its last 100 attempts;
 //! - `GET  /admin/sources/{name}/dead-letters?limit=&cursor=&since=&until=`: a page, newest
 //!   first, with the source's counts;
-//! - `GET | DELETE /admin/sources/{name}/dead-letters/{messageId}`;
-//! - `POST /admin/sources/{name}/dead-letters/{messageId}/replay` `{"webhook"?}`;
+//! - `GET | DELETE /admin/sources/{name}/dead-letters/{message_id}`;
+//! - `POST /admin/sources/{name}/dead-letters/{message_id}/replay` `{"webhook"?}`;
 //! - `POST /admin/sources/{name}/dead-letters/replay` `{"since"?, "until"?, "webhook"?}`: in
 //!   the background, 202 with the progress resource
 //!   `GET /admin/sources/{name}/dead-letters/replays/{id}`.
 
+use super::auth::OwnSource;
+use super::schema::{self, Refusal, ReplayOne, ReplayRequest, WebhookRef};
+use super::{answer, read_json, refusal, Api, Denied};
 use crate::http::body;
 use crate::http::reply::{self, Answer};
-use crate::sources::Sources;
+use axum::extract::{Path, RawQuery, State};
+use axum::http::{HeaderMap, StatusCode};
 use base64::Engine as _;
-use hyper::body::Incoming;
-use hyper::header::HeaderMap;
-use hyper::{Method, StatusCode};
 use outbound::{
     DeadLetter, DeadLetterQuery, DeadLetterStats, Error, ReplayProgress, WebhookAttempt,
     WebhookHealth, MAX_DEAD_LETTER_PAGE,
 };
-use serde_json::{json, Map, Value};
 use std::sync::Arc;
 use std::time::SystemTime;
 
@@ -42,87 +40,23 @@ struct Source {
 /// Largest body of a replay request.
 const MAX_BODY: usize = 64 * 1024;
 
-/// Answers a request under `/admin/sources/{name}/` (`rest`: the segments after the name).
-pub async fn handle(
-    sources: &Arc<Sources>,
-    method: &Method,
-    name: &str,
-    rest: &[&str],
-    query: Option<&str>,
-    headers: &HeaderMap,
-    body: Incoming,
-) -> Answer {
+/// The source the path names, with its client now (a live change swaps it; these calls
+/// read, or replay through, either).
+fn source(api: &Api, name: &str) -> Result<Arc<Source>, Denied> {
+    let sources = api.sources();
     let Some(running) = sources.by_name(name) else {
-        return reply::error(StatusCode::NOT_FOUND, format!("{name:?} is not a source"));
+        let why = format!("{name:?} is not a source");
+        return Err(Denied(StatusCode::NOT_FOUND, String::new(), why));
     };
-    // Its client now (a live change swaps it; these calls read, or replay through, either).
     let Some(client) = running.slot.current() else {
-        return reply::error(
-            StatusCode::SERVICE_UNAVAILABLE,
-            format!("{name:?} is being changed; ask again"),
-        );
+        let why = format!("{name:?} is being changed; ask again");
+        return Err(Denied(StatusCode::SERVICE_UNAVAILABLE, String::new(), why));
     };
-    let source = Arc::new(Source {
+    Ok(Arc::new(Source {
         name: running.name.clone(),
         tenant: running.spec.tenant.clone(),
         client,
-    });
-    let id = |s: &str| body::percent_decode(s);
-    match (method, rest) {
-        (&Method::GET, ["health"]) => health(&source),
-        (&Method::GET, ["activity"]) => activity(&source.name, &source.tenant),
-        (&Method::GET, ["webhooks", index, "attempts"]) => attempts(&source, index),
-        (&Method::GET, ["dead-letters"]) => match list_query(query) {
-            Ok(q) => blocking(source, move |s| list(s, &q)).await,
-            Err(why) => bad(why),
-        },
-        (&Method::POST, ["dead-letters", "replay"]) => match read(headers, body).await {
-            Ok(v) => blocking(source, move |s| replay_range(s, &v)).await,
-            Err(a) => a,
-        },
-        (&Method::GET, ["dead-letters", "replays", job]) => {
-            let Ok(job) = job.parse::<u64>() else {
-                return reply::error(StatusCode::NOT_FOUND, "no such replay");
-            };
-            blocking(source, move |s| match s.client.replay_progress(job) {
-                Ok(Some(p)) => reply::json(StatusCode::OK, &progress(&s.name, &p)),
-                Ok(None) => reply::error(StatusCode::NOT_FOUND, "no such replay"),
-                Err(e) => failed(e),
-            })
-            .await
-        }
-        (&Method::GET, ["dead-letters", message]) => {
-            let message = id(message);
-            blocking(source, move |s| match s.client.dead_letter(&message) {
-                Ok(Some(d)) => reply::json(StatusCode::OK, &letter(&d)),
-                Ok(None) => reply::error(StatusCode::NOT_FOUND, "no such dead letter"),
-                Err(e) => failed(e),
-            })
-            .await
-        }
-        (&Method::DELETE, ["dead-letters", message]) => {
-            let message = id(message);
-            blocking(source, move |s| {
-                match s.client.delete_dead_letter(&message) {
-                    Ok(true) => reply::ok(),
-                    Ok(false) => reply::error(StatusCode::NOT_FOUND, "no such dead letter"),
-                    Err(e) => failed(e),
-                }
-            })
-            .await
-        }
-        (&Method::POST, ["dead-letters", message, "replay"]) => {
-            let message = id(message);
-            match read(headers, body).await {
-                Ok(v) => blocking(source, move |s| replay_one(s, &message, &v)).await,
-                Err(a) => a,
-            }
-        }
-        (_, ["health"] | ["activity"] | ["webhooks", _, "attempts"]) => {
-            reply::error(StatusCode::METHOD_NOT_ALLOWED, "use GET")
-        }
-        _ => reply::error(StatusCode::NOT_FOUND, "no such admin resource"),
-    }
+    }))
 }
 
 /// Runs a call of the core that waits (on the spool writer) off the async workers.
@@ -143,188 +77,227 @@ async fn blocking(
 /// A core error as an answer.
 fn failed(e: Error) -> Answer {
     match &e {
-        Error::Config { setting, .. } if setting == "dead_letters" => reply::error(
+        Error::Config { setting, .. } if setting == "dead_letters" => refusal(
             StatusCode::NOT_FOUND,
+            "",
             "this source keeps no dead letters (dead_letters = false, or no spool)",
         ),
-        // As this module's own refusals: the parameter, then why (`cursor: ...`).
-        Error::InvalidField { field, reason } => bad(format!("{field}: {reason}")),
+        Error::InvalidField { field, reason } => refusal(StatusCode::BAD_REQUEST, field, reason),
         _ => reply::error(StatusCode::SERVICE_UNAVAILABLE, e.to_string()),
     }
 }
 
-/// A JSON object body; an empty body is `{}`.
-async fn read(headers: &HeaderMap, body: Incoming) -> Result<Value, Answer> {
-    let bytes = body::read(headers, body, MAX_BODY)
-        .await
-        .map_err(|e| reply::error(e.status, e.message))?;
-    if bytes.iter().all(u8::is_ascii_whitespace) {
-        return Ok(json!({}));
-    }
-    match serde_json::from_slice::<Value>(&bytes) {
-        Ok(v @ Value::Object(_)) => Ok(v),
-        _ => Err(reply::error(
-            StatusCode::BAD_REQUEST,
-            "body must be a JSON object",
-        )),
-    }
+fn time(t: SystemTime) -> Option<String> {
+    outbound::timestamp::format(outbound::OffsetDateTime::from(t)).ok()
 }
 
-fn time(t: SystemTime) -> Value {
-    outbound::timestamp::format(outbound::OffsetDateTime::from(t))
-        .map_or(Value::Null, Value::String)
+/// Why a request is refused (400): the parameter or field, and why.
+type Refused = (&'static str, String);
+
+fn bad((field, why): Refused) -> Answer {
+    refusal(StatusCode::BAD_REQUEST, field, &why)
 }
 
-/// Why a request is refused (400).
-type Bad = String;
-
-fn bad(why: Bad) -> Answer {
-    reply::error(StatusCode::BAD_REQUEST, why)
-}
-
-fn parse_time(key: &str, text: &str) -> Result<SystemTime, Bad> {
+fn parse_time(key: &'static str, text: &str) -> Result<SystemTime, Refused> {
     outbound::timestamp::parse(text)
         .map(SystemTime::from)
-        .map_err(|_| format!("{key}: {text:?} is not an RFC 3339 time (2026-11-27T09:30:00Z)"))
+        .map_err(|_| {
+            let why = format!("{text:?} is not an RFC 3339 time (2026-11-27T09:30:00Z)");
+            (key, why)
+        })
 }
 
-fn ms(d: std::time::Duration) -> Value {
-    json!((d.as_secs_f64() * 1000.0 * 1000.0).round() / 1000.0)
+fn ms(d: std::time::Duration) -> f64 {
+    (d.as_secs_f64() * 1000.0 * 1000.0).round() / 1000.0
 }
 
-/// An attempt as JSON: the answer as text when it is UTF-8, else in base64.
-fn attempt(a: &WebhookAttempt) -> Value {
-    let mut o = Map::new();
-    o.insert("webhook".into(), json!(a.webhook));
-    o.insert("messageId".into(), json!(&*a.message_id));
-    o.insert("at".into(), time(a.at));
-    o.insert("durationMs".into(), ms(a.duration));
-    o.insert("result".into(), json!(a.result.as_str()));
-    o.insert("status".into(), json!(a.status));
-    o.insert("error".into(), json!(a.error.map(|e| e.as_str())));
-    if !a.detail.is_empty() {
-        o.insert("detail".into(), json!(a.detail));
+/// An attempt: the answer as text when it is UTF-8, else in base64.
+fn attempt(a: &WebhookAttempt) -> schema::Attempt {
+    let text = a.answer.as_deref().map(std::str::from_utf8);
+    schema::Attempt {
+        webhook: a.webhook,
+        message_id: a.message_id.to_string(),
+        at: time(a.at),
+        duration_ms: ms(a.duration),
+        result: a.result.as_str().to_string(),
+        status: a.status,
+        error: a.error.map(|e| e.as_str().to_string()),
+        detail: (!a.detail.is_empty()).then(|| a.detail.clone()),
+        answer: match text {
+            Some(Ok(t)) => Some(t.to_string()),
+            _ => None,
+        },
+        answer_base64: match (text, &a.answer) {
+            (Some(Err(_)), Some(bytes)) => {
+                Some(base64::engine::general_purpose::STANDARD.encode(bytes))
+            }
+            _ => None,
+        },
     }
-    if let Some(answer) = &a.answer {
-        match std::str::from_utf8(answer) {
-            Ok(text) => o.insert("answer".into(), json!(text)),
-            Err(_) => o.insert(
-                "answerBase64".into(),
-                json!(base64::engine::general_purpose::STANDARD.encode(answer)),
-            ),
-        };
+}
+
+fn health_of(h: &WebhookHealth) -> schema::Health {
+    schema::Health {
+        webhook: h.webhook,
+        url: h.url.clone(),
+        state: h.state.as_str().to_string(),
+        attempts_5m: h.attempts_5m,
+        delivered_5m: h.delivered_5m,
+        success_rate_5m: h.success_rate_5m,
+        p50_ms: h.p50_5m.map(ms),
+        p99_ms: h.p99_5m.map(ms),
+        consecutive_failures: u64::from(h.consecutive_failures),
+        last_error: (h.last_error.as_ref()).map(|(at, why)| schema::LastError {
+            at: time(*at),
+            message: why.clone(),
+        }),
+        last_success: h.last_success.and_then(time),
+        waiting: h.waiting,
     }
-    Value::Object(o)
 }
 
-fn health_json(h: &WebhookHealth) -> Value {
-    json!({
-        "webhook": h.webhook,
-        "url": h.url,
-        "state": h.state.as_str(),
-        "attempts5m": h.attempts_5m,
-        "delivered5m": h.delivered_5m,
-        "successRate5m": h.success_rate_5m,
-        "p50Ms": h.p50_5m.map(ms),
-        "p99Ms": h.p99_5m.map(ms),
-        "consecutiveFailures": h.consecutive_failures,
-        "lastError": h.last_error.as_ref().map(|(at, why)| json!({"at": time(*at), "message": why})),
-        "lastSuccess": h.last_success.map(time),
-        "waiting": h.waiting,
-    })
-}
-
-fn health(source: &Source) -> Answer {
-    let webhooks: Vec<Value> = source
+/// `GET /admin/sources/{name}/health`: each webhook's state, the last 5 minutes' success
+/// rate and p50/p99, failures in a row, messages waiting.
+#[utoipa::path(get, path = "/admin/sources/{name}/health", operation_id = "get_health", tag = "records",
+    params(("name" = String, Path)),
+    responses((status = 200, description = "Its webhooks' health", body = schema::SourceHealth),
+        (status = 404, description = "No such source", body = Refusal)))]
+pub async fn health(State(api): State<Api>, own: OwnSource) -> Answer {
+    let source = match source(&api, &own.name) {
+        Ok(s) => s,
+        Err(denied) => return denied.answer(),
+    };
+    let webhooks = source
         .client
         .webhook_health()
         .iter()
-        .map(health_json)
+        .map(health_of)
         .collect();
-    reply::json(
-        StatusCode::OK,
-        &json!({"source": source.name, "webhooks": webhooks}),
-    )
+    let health = schema::SourceHealth {
+        source: source.name.clone(),
+        webhooks,
+    };
+    answer(StatusCode::OK, &health)
 }
 
-/// The last hour of source `name` (kept under its `tenant`), minute by minute, oldest first (the
-/// last minute is the one under way).
-fn activity(name: &str, tenant: &str) -> Answer {
-    let s = crate::operations::activity::series(tenant);
+/// `GET /admin/sources/{name}/activity`: the source's messages delivered and failed (final
+/// outcomes: a retry is not a failure) in each minute of the last hour, oldest first; the
+/// last minute is the one under way.
+#[utoipa::path(get, path = "/admin/sources/{name}/activity", operation_id = "get_activity", tag = "records",
+    params(("name" = String, Path)),
+    responses((status = 200, description = "60 minutes", body = schema::Activity),
+        (status = 404, description = "No such source", body = Refusal)))]
+pub async fn activity(State(api): State<Api>, own: OwnSource) -> Answer {
+    let source = match source(&api, &own.name) {
+        Ok(s) => s,
+        Err(denied) => return denied.answer(),
+    };
+    let s = crate::operations::activity::series(&source.tenant);
     let minute = |m: u64| time(SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(m * 60));
     let last = s.first_minute + s.delivered.len() as u64 - 1;
-    reply::json(
-        StatusCode::OK,
-        &json!({
-            "source": name,
-            "from": minute(s.first_minute),
-            "to": minute(last + 1),
-            "bucketSeconds": 60,
-            "delivered": s.delivered,
-            "failed": s.failed,
-        }),
-    )
+    let hour = schema::Activity {
+        source: source.name.clone(),
+        from: minute(s.first_minute),
+        to: minute(last + 1),
+        bucket_seconds: 60,
+        delivered: s.delivered.to_vec(),
+        failed: s.failed.to_vec(),
+    };
+    answer(StatusCode::OK, &hour)
 }
 
-fn attempts(source: &Source, index: &str) -> Answer {
+/// `GET /admin/sources/{name}/webhooks/{index}/attempts`: the webhook's last 100 attempts,
+/// newest first.
+#[utoipa::path(get, path = "/admin/sources/{name}/webhooks/{index}/attempts", operation_id = "list_attempts", tag = "records",
+    params(("name" = String, Path),
+        ("index" = usize, Path, description = "The webhook's place in the source's `webhooks`, from 0")),
+    responses((status = 200, description = "Its attempts", body = schema::Attempts),
+        (status = 404, description = "No such source or webhook", body = Refusal)))]
+pub async fn attempts(
+    State(api): State<Api>,
+    own: OwnSource,
+    Path(params): Path<(String, String)>,
+) -> Answer {
+    let (_, index) = params;
+    let source = match source(&api, &own.name) {
+        Ok(s) => s,
+        Err(denied) => return denied.answer(),
+    };
+    let no_such = || refusal(StatusCode::NOT_FOUND, "index", "no such webhook");
     let Ok(index) = index.parse::<usize>() else {
-        return reply::error(StatusCode::NOT_FOUND, "no such webhook");
+        return no_such();
     };
     match source.client.webhook_attempts(index) {
         Ok(list) => {
-            let list: Vec<Value> = list.iter().map(attempt).collect();
-            reply::json(
-                StatusCode::OK,
-                &json!({"source": source.name, "webhook": index, "attempts": list}),
-            )
+            let list = schema::Attempts {
+                source: source.name.clone(),
+                webhook: index,
+                attempts: list.iter().map(attempt).collect(),
+            };
+            answer(StatusCode::OK, &list)
         }
-        Err(_) => reply::error(StatusCode::NOT_FOUND, "no such webhook"),
+        Err(_) => no_such(),
     }
 }
 
 /// A dead letter; with its body (as JSON, it is the webhook body as sent) when it has one.
-fn letter(d: &DeadLetter) -> Value {
-    let mut o = Map::new();
-    o.insert("messageId".into(), json!(d.message_id));
-    o.insert("failedAt".into(), time(d.failed_at));
-    o.insert("reason".into(), json!(d.reason.to_string()));
-    o.insert("detail".into(), json!(d.detail));
-    o.insert("rounds".into(), json!(d.rounds));
-    o.insert(
-        "firstAttemptAt".into(),
-        d.first_attempt.map_or(Value::Null, time),
-    );
-    o.insert("size".into(), json!(d.size));
-    o.insert("replaying".into(), json!(d.replaying));
-    let last: Vec<Value> = d.last_attempts.iter().map(attempt).collect();
-    o.insert("lastAttempts".into(), Value::Array(last));
-    if let Some(body) = &d.body {
-        let v =
-            serde_json::from_slice(body).unwrap_or_else(|_| json!(String::from_utf8_lossy(body)));
-        o.insert("body".into(), v);
+fn letter(d: &DeadLetter) -> schema::DeadLetter {
+    schema::DeadLetter {
+        message_id: d.message_id.clone(),
+        failed_at: time(d.failed_at),
+        reason: d.reason.to_string(),
+        detail: d.detail.clone(),
+        rounds: d.rounds,
+        first_attempt_at: d.first_attempt.and_then(time),
+        size: d.size,
+        replaying: d.replaying,
+        last_attempts: d.last_attempts.iter().map(attempt).collect(),
+        body: (d.body.as_ref()).map(|body| {
+            serde_json::from_slice(body)
+                .unwrap_or_else(|_| serde_json::json!(String::from_utf8_lossy(body)))
+        }),
     }
-    Value::Object(o)
 }
 
-fn stats(s: &DeadLetterStats) -> Value {
-    json!({"count": s.count, "bytes": s.bytes, "evicted": s.evicted, "expired": s.expired})
+fn stats(s: &DeadLetterStats) -> schema::DeadLetterStats {
+    schema::DeadLetterStats {
+        count: s.count,
+        bytes: s.bytes,
+        evicted: s.evicted,
+        expired: s.expired,
+    }
 }
 
-fn progress(source: &str, p: &ReplayProgress) -> Value {
-    json!({
-        "id": p.id,
-        "total": p.total,
-        "sent": p.sent,
-        "delivered": p.delivered,
-        "failed": p.failed,
-        "skipped": p.skipped,
-        "done": p.done(),
-        "startedAt": time(p.started),
-        "progress": format!("/admin/sources/{source}/dead-letters/replays/{}", p.id),
-    })
+fn progress(source: &str, p: &ReplayProgress) -> schema::ReplayProgress {
+    schema::ReplayProgress {
+        id: p.id,
+        total: p.total,
+        sent: p.sent,
+        delivered: p.delivered,
+        failed: p.failed,
+        skipped: p.skipped,
+        done: p.done(),
+        started_at: time(p.started),
+        progress: format!("/admin/sources/{source}/dead-letters/replays/{}", p.id),
+    }
 }
 
-fn list_query(query: Option<&str>) -> Result<DeadLetterQuery, Bad> {
+/// The query of a dead-letter page.
+#[derive(utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+#[allow(dead_code)]
+pub struct PageQuery {
+    /// 1 to 1,000 (default 100).
+    limit: Option<usize>,
+    /// `next` of the page before; any other text is a 400 (`cursor: ...`).
+    cursor: Option<String>,
+    /// Failed at or after (RFC 3339).
+    since: Option<String>,
+    /// Failed before (RFC 3339).
+    until: Option<String>,
+}
+
+fn list_query(query: Option<&str>) -> Result<DeadLetterQuery, Refused> {
     let mut q = DeadLetterQuery::default();
     for pair in query.unwrap_or("").split('&').filter(|p| !p.is_empty()) {
         let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
@@ -333,7 +306,10 @@ fn list_query(query: Option<&str>) -> Result<DeadLetterQuery, Bad> {
             "limit" => {
                 q.limit = match v.parse::<usize>() {
                     Ok(n @ 1..=MAX_DEAD_LETTER_PAGE) => n,
-                    _ => return Err(format!("limit: must be 1 to {MAX_DEAD_LETTER_PAGE}")),
+                    _ => {
+                        let why = format!("must be 1 to {MAX_DEAD_LETTER_PAGE}");
+                        return Err(("limit", why));
+                    }
                 }
             }
             // Any text: the core refuses one no page gave (`cursor: ...`, a 400).
@@ -341,91 +317,244 @@ fn list_query(query: Option<&str>) -> Result<DeadLetterQuery, Bad> {
             "since" => q.since = Some(parse_time("since", &v)?),
             "until" => q.until = Some(parse_time("until", &v)?),
             _ => {
-                return Err(format!(
-                    "{k}: not a parameter (limit, cursor, since, until)"
-                ))
+                let why = format!("{k:?} is not a parameter (limit, cursor, since, until)");
+                return Err(("", why));
             }
         }
     }
     Ok(q)
 }
 
-fn list(source: &Source, q: &DeadLetterQuery) -> Answer {
-    let page = match source.client.dead_letters(q) {
-        Ok(page) => page,
-        Err(e) => return failed(e),
+/// `GET /admin/sources/{name}/dead-letters`: a page of the source's dead letters, newest
+/// first, with its counts.
+#[utoipa::path(get, path = "/admin/sources/{name}/dead-letters", operation_id = "list_dead_letters", tag = "records",
+    params(("name" = String, Path), PageQuery),
+    responses((status = 200, description = "A page", body = schema::DeadLetterPage),
+        (status = 400, description = "A bad parameter, named by `field`: `limit`, `cursor` (not the `next` of a page), `since`, `until`, or one that is not a parameter", body = Refusal),
+        (status = 404, description = "No such source, or it keeps no dead letters", body = Refusal)))]
+pub async fn dead_letters(
+    State(api): State<Api>,
+    own: OwnSource,
+    RawQuery(query): RawQuery,
+) -> Answer {
+    let source = match source(&api, &own.name) {
+        Ok(s) => s,
+        Err(denied) => return denied.answer(),
     };
-    let counts = match source.client.dead_letter_stats() {
-        Ok(s) => stats(&s),
-        Err(e) => return failed(e),
+    let q = match list_query(query.as_deref()) {
+        Ok(q) => q,
+        Err(why) => return bad(why),
     };
-    let letters: Vec<Value> = page.letters.iter().map(letter).collect();
-    reply::json(
-        StatusCode::OK,
-        &json!({"source": source.name, "deadLetters": letters, "next": page.next, "stats": counts}),
-    )
+    blocking(source, move |s| {
+        let page = match s.client.dead_letters(&q) {
+            Ok(page) => page,
+            Err(e) => return failed(e),
+        };
+        let counts = match s.client.dead_letter_stats() {
+            Ok(c) => stats(&c),
+            Err(e) => return failed(e),
+        };
+        let page = schema::DeadLetterPage {
+            source: s.name.clone(),
+            dead_letters: page.letters.iter().map(letter).collect(),
+            next: page.next,
+            stats: counts,
+        };
+        answer(StatusCode::OK, &page)
+    })
+    .await
+}
+
+/// `GET /admin/sources/{name}/dead-letters/{message_id}`: one dead letter, with its body and
+/// last attempts.
+#[utoipa::path(get, path = "/admin/sources/{name}/dead-letters/{message_id}", operation_id = "get_dead_letter", tag = "records",
+    params(("name" = String, Path), ("message_id" = String, Path)),
+    responses((status = 200, description = "The dead letter", body = schema::DeadLetter),
+        (status = 404, description = "No such dead letter", body = Refusal)))]
+pub async fn dead_letter(
+    State(api): State<Api>,
+    own: OwnSource,
+    Path(params): Path<(String, String)>,
+) -> Answer {
+    let (_, id) = params;
+    let source = match source(&api, &own.name) {
+        Ok(s) => s,
+        Err(denied) => return denied.answer(),
+    };
+    blocking(source, move |s| match s.client.dead_letter(&id) {
+        Ok(Some(d)) => answer(StatusCode::OK, &letter(&d)),
+        Ok(None) => no_such_letter(),
+        Err(e) => failed(e),
+    })
+    .await
+}
+
+fn no_such_letter() -> Answer {
+    refusal(StatusCode::NOT_FOUND, "message_id", "no such dead letter")
+}
+
+/// `DELETE /admin/sources/{name}/dead-letters/{message_id}`: forgotten.
+#[utoipa::path(delete, path = "/admin/sources/{name}/dead-letters/{message_id}", operation_id = "delete_dead_letter", tag = "records",
+    params(("name" = String, Path), ("message_id" = String, Path)),
+    responses((status = 200, description = "Deleted", body = schema::Done),
+        (status = 404, description = "No such dead letter", body = Refusal)))]
+pub async fn delete_dead_letter(
+    State(api): State<Api>,
+    own: OwnSource,
+    Path(params): Path<(String, String)>,
+) -> Answer {
+    let (_, id) = params;
+    let source = match source(&api, &own.name) {
+        Ok(s) => s,
+        Err(denied) => return denied.answer(),
+    };
+    blocking(source, move |s| match s.client.delete_dead_letter(&id) {
+        Ok(true) => reply::ok(),
+        Ok(false) => no_such_letter(),
+        Err(e) => failed(e),
+    })
+    .await
 }
 
 /// The webhook a replay names: its index, or its URL.
-fn webhook(source: &Source, body: &Value) -> Result<Option<usize>, Bad> {
+fn webhook(source: &Source, named: Option<&WebhookRef>) -> Result<Option<usize>, Refused> {
     let hooks = &source.client.config().webhooks;
-    match body.get("webhook") {
-        None | Some(Value::Null) => Ok(None),
-        Some(Value::Number(n)) => match n.as_u64().map(|i| i as usize) {
-            Some(i) if i < hooks.len() => Ok(Some(i)),
-            _ => Err(format!(
-                "webhook: {n} is not a webhook of this source (it has {})",
-                hooks.len()
-            )),
+    match named {
+        None => Ok(None),
+        Some(WebhookRef::Index(i)) => match usize::try_from(*i) {
+            Ok(i) if i < hooks.len() => Ok(Some(i)),
+            _ => {
+                let why = format!(
+                    "{i} is not a webhook of this source (it has {})",
+                    hooks.len()
+                );
+                Err(("webhook", why))
+            }
         },
-        Some(Value::String(url)) => match hooks.iter().position(|h| &h.url == url) {
+        Some(WebhookRef::Url(url)) => match hooks.iter().position(|h| &h.url == url) {
             Some(i) => Ok(Some(i)),
-            None => Err("webhook: not a URL of this source's webhooks".into()),
+            None => Err(("webhook", "not a URL of this source's webhooks".into())),
         },
-        Some(_) => Err("webhook: an index (0-based) or one of the source's webhook URLs".into()),
     }
 }
 
-fn replay_one(source: &Source, id: &str, body: &Value) -> Answer {
-    let hook = match webhook(source, body) {
-        Ok(h) => h,
-        Err(why) => return bad(why),
+/// `POST /admin/sources/{name}/dead-letters/{message_id}/replay`: one dead letter again (same
+/// id, signed with the current secret).
+#[utoipa::path(post, path = "/admin/sources/{name}/dead-letters/{message_id}/replay", operation_id = "replay_dead_letter", tag = "records",
+    params(("name" = String, Path), ("message_id" = String, Path)), request_body = ReplayOne,
+    responses((status = 202, description = "Replaying; its progress", body = schema::ReplayProgress),
+        (status = 400, description = "A bad webhook", body = Refusal),
+        (status = 404, description = "No such dead letter", body = Refusal),
+        (status = 409, description = "Being replayed already", body = Refusal)))]
+pub async fn replay_one(
+    State(api): State<Api>,
+    own: OwnSource,
+    Path(params): Path<(String, String)>,
+    headers: HeaderMap,
+    body: axum::body::Body,
+) -> Answer {
+    let (_, id) = params;
+    let source = match source(&api, &own.name) {
+        Ok(s) => s,
+        Err(denied) => return denied.answer(),
     };
-    match source.client.replay_dead_letter(id, hook) {
-        Ok(Some(p)) => {
-            tracing::info!(source = %source.name, message_id = %id, "dead letter replayed");
-            reply::json(StatusCode::ACCEPTED, &progress(&source.name, &p))
-        }
-        Ok(None) => match source.client.dead_letter(id) {
-            Ok(Some(_)) => reply::error(StatusCode::CONFLICT, "this dead letter is being replayed"),
-            Ok(None) => reply::error(StatusCode::NOT_FOUND, "no such dead letter"),
+    let asked: ReplayOne = match read_json(&headers, body, MAX_BODY).await {
+        Ok(r) => r,
+        Err(a) => return a,
+    };
+    blocking(source, move |s| {
+        let hook = match webhook(s, asked.webhook.as_ref()) {
+            Ok(h) => h,
+            Err(why) => return bad(why),
+        };
+        match s.client.replay_dead_letter(&id, hook) {
+            Ok(Some(p)) => {
+                tracing::info!(source = %s.name, message_id = %id, "dead letter replayed");
+                answer(StatusCode::ACCEPTED, &progress(&s.name, &p))
+            }
+            Ok(None) => match s.client.dead_letter(&id) {
+                Ok(Some(_)) => refusal(
+                    StatusCode::CONFLICT,
+                    "message_id",
+                    "this dead letter is being replayed",
+                ),
+                Ok(None) => no_such_letter(),
+                Err(e) => failed(e),
+            },
             Err(e) => failed(e),
-        },
-        Err(e) => failed(e),
-    }
+        }
+    })
+    .await
 }
 
-fn replay_range(source: &Source, body: &Value) -> Answer {
-    let at = |key: &str| -> Result<Option<SystemTime>, Bad> {
-        match body.get(key) {
-            None | Some(Value::Null) => Ok(None),
-            Some(Value::String(t)) => parse_time(key, t).map(Some),
-            Some(_) => Err(format!("{key}: an RFC 3339 time (2026-11-27T09:30:00Z)")),
+/// `POST /admin/sources/{name}/dead-letters/replay`: every dead letter that failed in a range
+/// of time again, in the background.
+#[utoipa::path(post, path = "/admin/sources/{name}/dead-letters/replay", operation_id = "replay_dead_letters", tag = "records",
+    params(("name" = String, Path)), request_body = ReplayRequest,
+    responses((status = 202, description = "Started; its progress", body = schema::ReplayProgress),
+        (status = 400, description = "A bad time or webhook", body = Refusal),
+        (status = 404, description = "No such source, or it keeps no dead letters", body = Refusal)))]
+pub async fn replay_range(
+    State(api): State<Api>,
+    own: OwnSource,
+    headers: HeaderMap,
+    body: axum::body::Body,
+) -> Answer {
+    let source = match source(&api, &own.name) {
+        Ok(s) => s,
+        Err(denied) => return denied.answer(),
+    };
+    let asked: ReplayRequest = match read_json(&headers, body, MAX_BODY).await {
+        Ok(r) => r,
+        Err(a) => return a,
+    };
+    blocking(source, move |s| {
+        let at = |key: &'static str, t: &Option<String>| -> Result<Option<SystemTime>, Refused> {
+            t.as_deref().map(|t| parse_time(key, t)).transpose()
+        };
+        let (since, until) = match (at("since", &asked.since), at("until", &asked.until)) {
+            (Ok(a), Ok(b)) => (a, b),
+            (Err(why), _) | (_, Err(why)) => return bad(why),
+        };
+        let hook = match webhook(s, asked.webhook.as_ref()) {
+            Ok(h) => h,
+            Err(why) => return bad(why),
+        };
+        match s.client.replay_dead_letters(since, until, hook) {
+            Ok(p) => {
+                tracing::info!(source = %s.name, total = p.total, "dead letters replayed");
+                answer(StatusCode::ACCEPTED, &progress(&s.name, &p))
+            }
+            Err(e) => failed(e),
         }
+    })
+    .await
+}
+
+/// `GET /admin/sources/{name}/dead-letters/replays/{id}`: a replay's progress (of this
+/// source's: another's is not found).
+#[utoipa::path(get, path = "/admin/sources/{name}/dead-letters/replays/{id}", operation_id = "get_replay", tag = "records",
+    params(("name" = String, Path), ("id" = u64, Path)),
+    responses((status = 200, description = "Its progress", body = schema::ReplayProgress),
+        (status = 404, description = "No such replay", body = Refusal)))]
+pub async fn replay_progress(
+    State(api): State<Api>,
+    own: OwnSource,
+    Path(params): Path<(String, String)>,
+) -> Answer {
+    let (_, job) = params;
+    let source = match source(&api, &own.name) {
+        Ok(s) => s,
+        Err(denied) => return denied.answer(),
     };
-    let (since, until) = match (at("since"), at("until")) {
-        (Ok(s), Ok(u)) => (s, u),
-        (Err(why), _) | (_, Err(why)) => return bad(why),
+    let no_such = || refusal(StatusCode::NOT_FOUND, "id", "no such replay");
+    let Ok(job) = job.parse::<u64>() else {
+        return no_such();
     };
-    let hook = match webhook(source, body) {
-        Ok(h) => h,
-        Err(why) => return bad(why),
-    };
-    match source.client.replay_dead_letters(since, until, hook) {
-        Ok(p) => {
-            tracing::info!(source = %source.name, total = p.total, "dead letters replayed");
-            reply::json(StatusCode::ACCEPTED, &progress(&source.name, &p))
-        }
+    blocking(source, move |s| match s.client.replay_progress(job) {
+        Ok(Some(p)) => answer(StatusCode::OK, &progress(&s.name, &p)),
+        Ok(None) => no_such(),
         Err(e) => failed(e),
-    }
+    })
+    .await
 }

@@ -16,6 +16,7 @@
 //! out of a PUT, the secret and the write key stay; `null` clears them. A header given as
 //! `{"has_value": true}` keeps its value, on a webhook whose URL is unchanged.
 
+use super::schema;
 use crate::config::{self, Base, ManagedBy, SourceFile, DELIVERY_KEYS, SOURCE_KEYS};
 use serde::de::{self, Deserializer, IgnoredAny, MapAccess, Visitor};
 use serde::Deserialize;
@@ -500,72 +501,70 @@ fn strip_nulls(map: &mut Map<String, Value>) {
 }
 
 /// Seconds as the file writes them.
-fn secs(d: std::time::Duration) -> Value {
-    json!(d.as_secs_f64())
+fn secs(d: std::time::Duration) -> f64 {
+    d.as_secs_f64()
 }
 
 /// What the API shows of `spec`: every field a PUT takes but the secrets and header values
 /// (whether each is set instead), the delivery settings the source sets itself, and who
 /// manages it.
-pub fn view(spec: &config::Source) -> Value {
+pub fn view(spec: &config::Source) -> schema::Source {
     let c = &spec.core;
-    let webhooks: Vec<Value> = (c.webhooks.iter())
-        .map(|w| {
-            let headers: Map<String, Value> = (w.headers.iter())
-                .map(|(k, _)| (k.clone(), json!({"has_value": true})))
-                .collect();
-            json!({"url": w.url, "headers": headers, "enabled": w.enabled})
+    let webhooks = (c.webhooks.iter())
+        .map(|w| schema::WebhookView {
+            url: w.url.clone(),
+            headers: (w.headers.iter())
+                .map(|(k, _)| (k.clone(), schema::HasValue { has_value: true }))
+                .collect(),
+            enabled: w.enabled,
         })
         .collect();
-    let forward = c
-        .write_key
-        .as_ref()
-        .map(|_| json!({"endpoint": c.endpoint, "has_write_key": true}));
-    let mut out = json!({
-        "name": spec.name,
-        "id": (!spec.id.is_empty()).then_some(&spec.id),
-        "managed_by": spec.managed_by.as_str(),
-        "write_keys": spec.write_keys,
-        "allowed_origins": spec.allowed_origins,
-        "webhooks": webhooks,
-        "has_shared_secret": c.shared_secret.is_some(),
-        "forward": forward,
+    let forward = c.write_key.as_ref().map(|_| schema::ForwardView {
+        endpoint: c.endpoint.clone(),
+        has_write_key: true,
     });
-    let Value::Object(map) = &mut out else {
-        unreachable!("an object")
+    let own = |key: &str| spec.own_keys.contains(&key);
+    let pick = |key: &str, v: f64| own(key).then_some(v);
+    let delivery = schema::Delivery {
+        timeout: pick("timeout", secs(c.timeout)),
+        max_retry_duration: pick("max_retry_duration", secs(c.retry.max_retry_duration)),
+        max_backoff: pick("max_backoff", secs(c.retry.max_backoff)),
+        max_retry_after: pick("max_retry_after", secs(c.retry.max_retry_after)),
+        max_in_flight: own("max_in_flight").then_some(c.max_in_flight),
+        workers: own("workers").then_some(c.workers),
+        signature_scheme: own("signature_scheme").then(|| c.signature_scheme.as_str().into()),
+        webhook_user_agent: own("webhook_user_agent").then(|| c.webhook_user_agent.clone()),
+        gzip: own("gzip").then_some(c.gzip),
+        flush_at: own("flush_at").then_some(c.flush_at),
+        max_batch_messages: own("max_batch_messages")
+            .then_some(c.max_batch_messages)
+            .flatten(),
+        flush_interval: pick("flush_interval", secs(c.flush_interval)),
+        max_queue_size: own("max_queue_size").then_some(c.max_queue_size),
+        queue_full_wait: pick("queue_full_wait", secs(c.queue_full_wait)),
+        ca_certs: own("ca_certs").then(|| c.ca_certs.clone()).flatten(),
+        spool_max_bytes: own("spool_max_bytes").then_some(c.spool_max_bytes),
+        dead_letters: own("dead_letters").then_some(c.dead_letters),
+        dead_letter_retention: pick("dead_letter_retention", secs(c.dead_letter_retention)),
+        dead_letter_max_bytes: own("dead_letter_max_bytes").then_some(c.dead_letter_max_bytes),
+        allowed_networks: own("allowed_networks").then(|| c.allowed_networks.clone()),
+        forward_allowed_networks: own("forward_allowed_networks")
+            .then(|| c.endpoint_allowed_networks.clone()),
     };
-    for key in &spec.own_keys {
-        let value = match *key {
-            "timeout" => secs(c.timeout),
-            "max_retry_duration" => secs(c.retry.max_retry_duration),
-            "max_backoff" => secs(c.retry.max_backoff),
-            "max_retry_after" => secs(c.retry.max_retry_after),
-            "max_in_flight" => json!(c.max_in_flight),
-            "workers" => json!(c.workers),
-            "signature_scheme" => json!(c.signature_scheme.as_str()),
-            "webhook_user_agent" => json!(c.webhook_user_agent),
-            "gzip" => json!(c.gzip),
-            "flush_at" => json!(c.flush_at),
-            "max_batch_messages" => json!(c.max_batch_messages),
-            "flush_interval" => secs(c.flush_interval),
-            "max_queue_size" => json!(c.max_queue_size),
-            "queue_full_wait" => secs(c.queue_full_wait),
-            "ca_certs" => json!(c.ca_certs),
-            "proxy_from_env" => json!(c.proxy_from_env),
-            "spool_max_bytes" => json!(c.spool_max_bytes),
-            "spool_commit_interval" => secs(c.spool_commit_interval),
-            "debug" => json!(c.debug),
-            "dead_letters" => json!(c.dead_letters),
-            "dead_letter_retention" => secs(c.dead_letter_retention),
-            "dead_letter_max_bytes" => json!(c.dead_letter_max_bytes),
-            "allowed_networks" => json!(c.allowed_networks),
-            "forward_allowed_networks" => json!(c.endpoint_allowed_networks),
-            // The storage is the operator's: not shown (a Redis URL holds a password).
-            _ => continue,
-        };
-        map.insert(key.to_string(), value);
+    schema::Source {
+        name: spec.name.clone(),
+        id: (!spec.id.is_empty()).then(|| spec.id.clone()),
+        managed_by: match spec.managed_by {
+            ManagedBy::File => schema::ManagedBy::File,
+            ManagedBy::Api => schema::ManagedBy::Api,
+        },
+        write_keys: spec.write_keys.clone(),
+        allowed_origins: spec.allowed_origins.clone(),
+        webhooks,
+        has_shared_secret: c.shared_secret.is_some(),
+        forward,
+        delivery,
     }
-    out
 }
 
 #[cfg(test)]

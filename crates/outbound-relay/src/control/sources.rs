@@ -1,6 +1,6 @@
 //! Sources as resources: `GET /admin/sources`, `GET`/`PUT`/`DELETE /admin/sources/{name}`,
-//! and the source's tokens. A change is stored first, then applied live, and answered once
-//! it applies: events accepted after the answer go by the new settings.
+//! and `GET /admin/whoami`. A change is stored first, then applied live, and answered once it
+//! applies: events accepted after the answer go by the new settings.
 //!
 //! - PUT: 201 created or 200 replaced, with the source as GET shows it; 400 naming the field
 //!   (nothing stored, nothing changed); 409 for a source of `relay.toml`; a source's token
@@ -9,14 +9,17 @@
 //!   accepted (it drains, `sources/registry.rs`), kept so across restarts until the end
 //!   of its retry window and 10 minutes.
 
-use super::{refusal, resource, store, tokens, Caller, Control};
+use super::auth::{Admin, OwnSource};
+use super::schema::{self, Listed, Refusal, SourceList, Summary, Whoami};
+use super::{answer, refusal, resource, store, tokens, Api, Caller, Control, Denied};
+use crate::http::body;
 use crate::http::reply::{self, Answer};
 use crate::sources::registry::{drain_for, Refused, Registry};
-use crate::sources::{Source, Sources};
-use hyper::body::Bytes;
-use hyper::StatusCode;
+use crate::sources::Source;
+use axum::extract::{RawQuery, State};
+use axum::http::{HeaderMap, StatusCode};
 use outbound::HealthState;
-use serde_json::{json, Value};
+use serde_json::Value;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -35,20 +38,48 @@ pub const MAX_PAGE: usize = 1000;
 /// A page's size when `limit` is left out of a paged request.
 const DEFAULT_PAGE: usize = 50;
 
-/// `GET /admin/sources`: with no parameter, every source as before (the file's in its
-/// order, then the API's). With any of `limit`, `after`, `q`, a page in name order: the
-/// sources whose name (or a webhook URL) contains `q`, ignoring case, after the name
-/// `after`, at most `limit`, each with its `summary`; `next` is the `after` of the next
-/// page, `matched` how many match in all. A console with 10,000 sources reads 50.
-pub fn list(sources: &Sources, query: Option<&str>) -> Answer {
+/// The query of `GET /admin/sources` (any of them makes it a page).
+#[derive(utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+#[allow(dead_code)]
+pub struct ListQuery {
+    /// 1 to 1,000 (default 50).
+    limit: Option<usize>,
+    /// The name after which the page starts (`next` of the page before).
+    after: Option<String>,
+    /// Only sources whose name or a webhook URL contains this, ignoring case.
+    q: Option<String>,
+}
+
+/// `GET /admin/sources`: with no parameter, every source (the file's in its order, then the
+/// API's). With any of `limit`, `after`, `q`, a page in name order: the sources whose name
+/// (or a webhook URL) contains `q`, ignoring case, after the name `after`, at most `limit`,
+/// each with its `summary`; `next` is the `after` of the next page, `matched` how many match
+/// in all. A console with 10,000 sources reads 50.
+#[utoipa::path(get, path = "/admin/sources", operation_id = "list_sources", tag = "sources", params(ListQuery),
+    responses((status = 200, description = "The sources", body = SourceList),
+        (status = 400, description = "A bad parameter", body = Refusal)))]
+pub async fn list(State(api): State<Api>, _: Admin, RawQuery(query): RawQuery) -> Answer {
+    let sources = api.sources();
     let Some(query) = query.filter(|q| !q.is_empty()) else {
-        let all: Vec<Value> = (sources.iter()).map(|s| resource::view(&s.spec)).collect();
-        return reply::json(StatusCode::OK, &json!({"sources": all}));
+        let all: Vec<Listed> = (sources.iter())
+            .map(|s| Listed {
+                source: resource::view(&s.spec),
+                summary: None,
+            })
+            .collect();
+        let matched = all.len();
+        let list = SourceList {
+            sources: all,
+            next: None,
+            matched,
+        };
+        return answer(StatusCode::OK, &list);
     };
     let (mut limit, mut after, mut q) = (DEFAULT_PAGE, String::new(), String::new());
     for pair in query.split('&').filter(|p| !p.is_empty()) {
         let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
-        let v = crate::http::body::percent_decode(&v.replace('+', " "));
+        let v = body::percent_decode(&v.replace('+', " "));
         match k {
             "limit" => match v.parse::<usize>() {
                 Ok(n @ 1..=MAX_PAGE) => limit = n,
@@ -82,26 +113,25 @@ pub fn list(sources: &Sources, query: Option<&str>) -> Answer {
         false => sources.iter().filter(|s| matches(s)).count(),
     };
     let more = (page.last()).is_some_and(|last| sources.after(&last.name).any(|s| matches(s)));
-    let next = more.then(|| page.last().map(|s| s.name.clone()));
-    let items: Vec<Value> = (page.iter())
-        .map(|s| {
-            let mut v = resource::view(&s.spec);
-            v["summary"] = summary(s);
-            v
+    let next = more.then(|| page.last().map(|s| s.name.clone())).flatten();
+    let items = (page.iter())
+        .map(|s| Listed {
+            source: resource::view(&s.spec),
+            summary: summary(s),
         })
         .collect();
-    reply::json(
-        StatusCode::OK,
-        &json!({"sources": items, "next": next.flatten(), "matched": matched}),
-    )
+    let list = SourceList {
+        sources: items,
+        next,
+        matched,
+    };
+    answer(StatusCode::OK, &list)
 }
 
 /// A source at a glance: its webhooks (all, and on), the worst state of those on, how many
-/// of them are not healthy, and its messages waiting. Null while its settings change.
-fn summary(s: &Source) -> Value {
-    let Some(client) = s.slot.current() else {
-        return Value::Null;
-    };
+/// of them are not healthy, and its messages waiting. None while its settings change.
+fn summary(s: &Source) -> Option<Summary> {
+    let client = s.slot.current()?;
     let hooks = &s.spec.core.webhooks;
     let on: Vec<HealthState> = (client.webhook_health().iter())
         .filter(|h| hooks.get(h.webhook).is_some_and(|w| w.enabled))
@@ -115,33 +145,51 @@ fn summary(s: &Source) -> Value {
     ]
     .into_iter()
     .find(|w| on.contains(w));
-    json!({
-        "webhooks": hooks.len(),
-        "enabled": hooks.iter().filter(|w| w.enabled).count(),
-        "state": worst.map(|w| w.as_str()),
-        "unhealthy": on.iter().filter(|s| **s != HealthState::Healthy).count(),
-        "waiting": client.stats().queued,
+    Some(Summary {
+        webhooks: hooks.len(),
+        enabled: hooks.iter().filter(|w| w.enabled).count(),
+        state: worst.map(|w| w.as_str().to_string()),
+        unhealthy: on.iter().filter(|s| **s != HealthState::Healthy).count(),
+        waiting: client.stats().queued,
     })
 }
 
 /// `GET /admin/whoami`: what the token in hand reaches (the console signs in with it).
-pub fn whoami(caller: &Caller) -> Answer {
+#[utoipa::path(get, path = "/admin/whoami", operation_id = "whoami", tag = "sources",
+    responses((status = 200, description = "The caller", body = Whoami)))]
+pub async fn whoami(caller: Caller) -> Answer {
     let who = match caller {
-        Caller::Admin => json!({"caller": "admin", "source": null}),
-        Caller::Source(source, id) => json!({"caller": "source", "source": source, "token": id}),
+        Caller::Admin => Whoami {
+            caller: schema::CallerKind::Admin,
+            source: None,
+            token: None,
+        },
+        Caller::Source(source, id) => Whoami {
+            caller: schema::CallerKind::Source,
+            source: Some(source),
+            token: Some(id),
+        },
     };
-    reply::json(StatusCode::OK, &who)
+    answer(StatusCode::OK, &who)
 }
 
-pub fn get(registry: &Registry, name: &str) -> Answer {
-    match registry.current().by_name(name) {
-        Some(s) => reply::json(StatusCode::OK, &resource::view(&s.spec)),
-        None => refusal(
-            StatusCode::NOT_FOUND,
-            "",
-            &format!("{name:?} is not a source"),
-        ),
+/// `GET /admin/sources/{name}`.
+#[utoipa::path(get, path = "/admin/sources/{name}", operation_id = "get_source", tag = "sources", params(("name" = String, Path)),
+    responses((status = 200, description = "The source", body = schema::Source),
+        (status = 404, description = "No such source", body = Refusal)))]
+pub async fn get(State(api): State<Api>, own: OwnSource) -> Answer {
+    match api.sources().by_name(&own.name) {
+        Some(s) => answer(StatusCode::OK, &resource::view(&s.spec)),
+        None => not_a_source(&own.name),
     }
+}
+
+pub(super) fn not_a_source(name: &str) -> Answer {
+    refusal(
+        StatusCode::NOT_FOUND,
+        "",
+        &format!("{name:?} is not a source"),
+    )
 }
 
 fn refused(e: Refused) -> Answer {
@@ -150,14 +198,27 @@ fn refused(e: Refused) -> Answer {
 
 /// `PUT /admin/sources/{name}`. What the body may hold and what the caller may change are
 /// settled first, on the body's keys and values as sent (`resource::Fields`); only then is it
-/// read into a source and applied, off the runtime's threads.
+/// read into a source and applied, off the runtime's threads. The body may be 1 MiB once
+/// inflated.
+#[utoipa::path(put, path = "/admin/sources/{name}", operation_id = "put_source", tag = "sources", params(("name" = String, Path)),
+    request_body = schema::SourceInput,
+    responses((status = 200, description = "Replaced", body = schema::Source),
+        (status = 201, description = "Created", body = schema::Source),
+        (status = 400, description = "A value the core refuses, named by `field`; nothing changed", body = Refusal),
+        (status = 409, description = "The source is managed by relay.toml", body = Refusal),
+        (status = 413, description = "Over 1 MiB", body = Refusal)))]
 pub async fn put(
-    control: &Arc<Control>,
-    registry: &Arc<Registry>,
-    caller: &Caller,
-    name: &str,
-    body: Bytes,
+    State(api): State<Api>,
+    own: OwnSource,
+    headers: HeaderMap,
+    body: axum::body::Body,
 ) -> Answer {
+    let body = match body::read(&headers, body, resource::MAX_BODY).await {
+        Ok(bytes) => bytes,
+        Err(e) => return refusal(e.status, "", &e.message),
+    };
+    let (control, registry) = (&api.control, &api.registry);
+    let (caller, name) = (&own.caller, own.name.as_str());
     if let Err(why) = crate::config::check_name(name) {
         return refusal(StatusCode::BAD_REQUEST, "name", &why);
     }
@@ -182,7 +243,7 @@ pub async fn put(
                 StatusCode::OK
             };
             match registry.current().by_name(name) {
-                Some(s) => reply::json(status, &resource::view(&s.spec)),
+                Some(s) => answer(status, &resource::view(&s.spec)),
                 None => reply::ok(),
             }
         }
@@ -191,19 +252,6 @@ pub async fn put(
             StatusCode::INTERNAL_SERVER_ERROR,
             format!("the change failed: {e}"),
         ),
-    }
-}
-
-/// A PUT refused before anything changed: its status, the field at fault and why.
-struct Denied(StatusCode, String, String);
-
-impl Denied {
-    fn invalid((field, why): resource::Refusal) -> Denied {
-        Denied(StatusCode::BAD_REQUEST, field, why)
-    }
-
-    fn answer(self) -> Answer {
-        refusal(self.0, &self.1, &self.2)
     }
 }
 
@@ -276,7 +324,18 @@ fn allowed(control: &Control, name: &str, body: &[u8], own_token: bool) -> Resul
         .map_err(|(field, why)| Denied(StatusCode::FORBIDDEN, field, why))
 }
 
-pub async fn delete(control: &Arc<Control>, registry: &Arc<Registry>, name: &str) -> Answer {
+/// `DELETE /admin/sources/{name}` (the admin token): its write keys are refused at once, what
+/// it accepted is still delivered.
+#[utoipa::path(delete, path = "/admin/sources/{name}", operation_id = "delete_source", tag = "sources", params(("name" = String, Path)),
+    responses((status = 204, description = "Deleted; draining"),
+        (status = 404, description = "No such source", body = Refusal),
+        (status = 409, description = "The source is managed by relay.toml", body = Refusal)))]
+pub async fn delete(
+    State(api): State<Api>,
+    _: Admin,
+    axum::extract::Path(name): axum::extract::Path<String>,
+) -> Answer {
+    let (control, registry, name) = (&api.control, &api.registry, name.as_str());
     if let Some(file) = registry.file_source(name) {
         return refused(Refused::File(file));
     }
@@ -320,75 +379,4 @@ pub async fn delete(control: &Arc<Control>, registry: &Arc<Registry>, name: &str
             format!("the change failed: {e}"),
         ),
     }
-}
-
-fn token_view(t: &tokens::TokenRecord) -> Value {
-    json!({"id": t.id, "source": t.source, "created_ms": t.created_ms})
-}
-
-pub async fn new_token(control: &Arc<Control>, registry: &Registry, name: &str) -> Answer {
-    let Some(source) = registry.current().by_name(name).cloned() else {
-        return refusal(
-            StatusCode::NOT_FOUND,
-            "",
-            &format!("{name:?} is not a source"),
-        );
-    };
-    let (record, token) = match tokens::make(name, &source.spec.id, store::now_ms()) {
-        Ok(made) => made,
-        Err(e) => {
-            return reply::error(
-                StatusCode::INTERNAL_SERVER_ERROR,
-                format!("no randomness: {e}"),
-            )
-        }
-    };
-    let me = control.clone();
-    let r = record.clone();
-    let stored = tokio::task::spawn_blocking(move || me.store.put_token(&r)).await;
-    if !matches!(stored, Ok(Ok(()))) {
-        return reply::error(
-            StatusCode::SERVICE_UNAVAILABLE,
-            "the token could not be stored",
-        );
-    }
-    (control.tokens.write().unwrap_or_else(|e| e.into_inner()))
-        .insert(record.id.clone(), record.clone());
-    control
-        .held()
-        .tokens
-        .insert(record.id.clone(), record.clone());
-    tracing::info!(source = %name, id = %record.id, "source token made");
-    let mut view = token_view(&record);
-    view["token"] = Value::String(token);
-    reply::json(StatusCode::CREATED, &view)
-}
-
-pub fn list_tokens(control: &Control, name: &str) -> Answer {
-    let tokens = control.tokens.read().unwrap_or_else(|e| e.into_inner());
-    let mut own: Vec<&tokens::TokenRecord> = tokens.values().filter(|t| t.source == name).collect();
-    own.sort_by_key(|t| (t.created_ms, t.id.clone()));
-    let own: Vec<Value> = own.into_iter().map(token_view).collect();
-    reply::json(StatusCode::OK, &json!({"tokens": own}))
-}
-
-pub async fn revoke_token(control: &Arc<Control>, name: &str, id: &str) -> Answer {
-    let known = (control.tokens.read().unwrap_or_else(|e| e.into_inner()))
-        .get(id)
-        .is_some_and(|t| t.source == name);
-    if !known {
-        return refusal(StatusCode::NOT_FOUND, "", "no such token of this source");
-    }
-    let (me, id2) = (control.clone(), id.to_string());
-    let gone = tokio::task::spawn_blocking(move || me.store.delete_token(&id2)).await;
-    if !matches!(gone, Ok(Ok(_))) {
-        return reply::error(
-            StatusCode::SERVICE_UNAVAILABLE,
-            "the token could not be revoked",
-        );
-    }
-    (control.tokens.write().unwrap_or_else(|e| e.into_inner())).remove(id);
-    control.held().tokens.remove(id);
-    tracing::info!(source = %name, id, "source token revoked");
-    reply::empty(StatusCode::NO_CONTENT)
 }

@@ -3,7 +3,13 @@
 //! A token reads and changes its own source (not its write keys, nor the operator's settings)
 //! and nothing else: a later source of the same name is not its own.
 
+use super::auth::{Admin, OwnSource};
+use super::schema::{NewToken, Refusal, Token, TokenList};
+use super::{answer, refusal, sources::not_a_source, store, Api};
 use crate::http::auth::ct_eq;
+use crate::http::reply::{self, Answer};
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use std::io::Read;
@@ -61,6 +67,103 @@ pub fn parse(token: &str) -> Option<(&str, &str)> {
 /// Whether `secret` is the one `record` was made with (constant time in its length).
 pub fn matches(record: &TokenRecord, secret: &str) -> bool {
     ct_eq(record.hash.as_bytes(), hash(secret).as_bytes())
+}
+
+fn view(t: &TokenRecord) -> Token {
+    Token {
+        id: t.id.clone(),
+        source: t.source.clone(),
+        created_ms: t.created_ms,
+    }
+}
+
+/// `POST /admin/sources/{name}/tokens` (the admin token): a new token, shown once.
+#[utoipa::path(post, path = "/admin/sources/{name}/tokens", operation_id = "create_token", tag = "tokens",
+    params(("name" = String, Path)),
+    responses((status = 201, description = "The token, in `token`: shown this once", body = NewToken),
+        (status = 404, description = "No such source", body = Refusal)))]
+pub async fn create(State(api): State<Api>, _: Admin, Path(name): Path<String>) -> Answer {
+    let Some(source) = api.sources().by_name(&name).cloned() else {
+        return not_a_source(&name);
+    };
+    let (record, token) = match make(&name, &source.spec.id, store::now_ms()) {
+        Ok(made) => made,
+        Err(e) => {
+            return reply::error(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                format!("no randomness: {e}"),
+            )
+        }
+    };
+    let control = api.control.clone();
+    let r = record.clone();
+    let stored = tokio::task::spawn_blocking(move || control.store.put_token(&r)).await;
+    if !matches!(stored, Ok(Ok(()))) {
+        return reply::error(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "the token could not be stored",
+        );
+    }
+    let control = &api.control;
+    control
+        .tokens_mut()
+        .insert(record.id.clone(), record.clone());
+    (control.held().tokens).insert(record.id.clone(), record.clone());
+    tracing::info!(source = %name, id = %record.id, "source token made");
+    let made = NewToken {
+        id: record.id,
+        source: record.source,
+        created_ms: record.created_ms,
+        token,
+    };
+    answer(StatusCode::CREATED, &made)
+}
+
+/// `GET /admin/sources/{name}/tokens`: its tokens (never the token itself).
+#[utoipa::path(get, path = "/admin/sources/{name}/tokens", operation_id = "list_tokens", tag = "tokens",
+    params(("name" = String, Path)),
+    responses((status = 200, description = "Its tokens", body = TokenList)))]
+pub async fn list(State(api): State<Api>, own: OwnSource) -> Answer {
+    let tokens = api.control.tokens.read().unwrap_or_else(|e| e.into_inner());
+    let mut mine: Vec<&TokenRecord> = (tokens.values()).filter(|t| t.source == own.name).collect();
+    mine.sort_by_key(|t| (t.created_ms, t.id.clone()));
+    let list = TokenList {
+        tokens: mine.into_iter().map(view).collect(),
+    };
+    answer(StatusCode::OK, &list)
+}
+
+/// `DELETE /admin/sources/{name}/tokens/{id}`: revoked (by the admin token, or a token of
+/// that source).
+#[utoipa::path(delete, path = "/admin/sources/{name}/tokens/{id}", operation_id = "revoke_token", tag = "tokens",
+    params(("name" = String, Path), ("id" = String, Path)),
+    responses((status = 204, description = "Revoked"),
+        (status = 404, description = "No such token of this source", body = Refusal)))]
+pub async fn revoke(
+    State(api): State<Api>,
+    own: OwnSource,
+    Path(params): Path<(String, String)>,
+) -> Answer {
+    let (_, id) = params;
+    let control = &api.control;
+    let known = (control.tokens.read().unwrap_or_else(|e| e.into_inner()))
+        .get(&id)
+        .is_some_and(|t| t.source == own.name);
+    if !known {
+        return refusal(StatusCode::NOT_FOUND, "", "no such token of this source");
+    }
+    let (me, id2) = (control.clone(), id.clone());
+    let gone = tokio::task::spawn_blocking(move || me.store.delete_token(&id2)).await;
+    if !matches!(gone, Ok(Ok(_))) {
+        return reply::error(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "the token could not be revoked",
+        );
+    }
+    control.tokens_mut().remove(&id);
+    control.held().tokens.remove(&id);
+    tracing::info!(source = %own.name, id, "source token revoked");
+    reply::empty(StatusCode::NO_CONTENT)
 }
 
 #[cfg(test)]

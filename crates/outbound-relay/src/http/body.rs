@@ -9,7 +9,7 @@
 //! body is read.
 
 use http_body_util::{BodyExt, Limited};
-use hyper::body::{Bytes, Incoming};
+use hyper::body::Bytes;
 use hyper::header::{HeaderMap, CONTENT_ENCODING};
 use hyper::StatusCode;
 use std::io::Read;
@@ -29,7 +29,11 @@ fn too_large(limit: usize) -> BodyError {
 }
 
 /// The body's bytes, decoded, at most `limit` of them before and after decoding.
-pub async fn read(headers: &HeaderMap, body: Incoming, limit: usize) -> Result<Bytes, BodyError> {
+pub async fn read<B>(headers: &HeaderMap, body: B, limit: usize) -> Result<Bytes, BodyError>
+where
+    B: hyper::body::Body<Data = Bytes>,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
     let raw = match Limited::new(body, limit).collect().await {
         Ok(collected) => collected.to_bytes(),
         Err(e) if e.is::<http_body_util::LengthLimitError>() => return Err(too_large(limit)),

@@ -37,7 +37,7 @@ use crate::operations::log_rate::allow;
 use crate::sources::{Source, Sources};
 use events::{read_event, type_value};
 use fields::{Batch, Body, Fields, ParseError};
-use hyper::body::{Bytes, Incoming};
+use hyper::body::Bytes;
 use hyper::header::HeaderMap;
 use hyper::StatusCode;
 use outbound::{Client, Error, Received, MAX_BATCH_BYTES, MAX_BATCH_EVENTS};
@@ -115,7 +115,7 @@ pub async fn handle(
     sources: Arc<Sources>,
     endpoint: Endpoint,
     headers: &HeaderMap,
-    body: Incoming,
+    body: axum::body::Body,
     received: Received,
     deadline: Instant,
 ) -> Answer {

@@ -8,7 +8,7 @@ use crate::http::body;
 use crate::http::reply::{self, Answer};
 use crate::sources::Sources;
 use crate::tracking::allow_for_any_source;
-use hyper::body::Incoming;
+
 use hyper::header::HeaderMap;
 
 /// Largest telemetry body read (analytics.js sends at most 20 counters).
@@ -21,7 +21,7 @@ pub fn is_telemetry(path: &str) -> bool {
 
 /// The answer to a telemetry `POST`: its body read (within a bound, so the connection can be
 /// kept) and dropped.
-pub async fn drop(sources: &Sources, headers: &HeaderMap, body: Incoming) -> Answer {
+pub async fn drop(sources: &Sources, headers: &HeaderMap, body: axum::body::Body) -> Answer {
     let _ = body::read(headers, body, MAX_BODY).await;
     crate::operations::metrics::telemetry_dropped();
     allow_for_any_source(sources, headers, reply::ok())

@@ -1,0 +1,476 @@
+//! The admin API's bodies as types: what each route takes and answers. The OpenAPI document is
+//! generated from them (`openapi.rs`), so it says what the code does. Every field is
+//! snake_case, as relay.toml's keys are (a source's body is a `[[sources]]` table as JSON).
+
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use utoipa::ToSchema;
+
+/// A refusal: `message` (`field: reason` when a field is at fault) and the field.
+#[derive(Serialize, ToSchema)]
+pub struct Refusal {
+    /// Always false.
+    pub success: bool,
+    pub message: String,
+    /// The body's field (as relay.toml names it: `webhooks[0].url`), the header
+    /// (`authorization`) or `path` at fault; null when none is.
+    pub field: Option<String>,
+}
+
+/// `{"success": true}`.
+#[derive(Serialize, ToSchema)]
+pub struct Done {
+    pub success: bool,
+}
+
+/// Who the token in hand is.
+#[derive(Serialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum CallerKind {
+    Admin,
+    Source,
+}
+
+/// What the token in hand reaches.
+#[derive(Serialize, ToSchema)]
+pub struct Whoami {
+    pub caller: CallerKind,
+    /// A source token's source.
+    pub source: Option<String>,
+    /// A source token's id.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub token: Option<String>,
+}
+
+/// Who keeps a source's settings.
+#[derive(Serialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ManagedBy {
+    /// relay.toml (changed there, and SIGHUP).
+    File,
+    /// The admin API.
+    Api,
+}
+
+/// A write-only value, as shown: whether one is set.
+#[derive(Serialize, Deserialize, ToSchema)]
+pub struct HasValue {
+    pub has_value: bool,
+}
+
+/// A webhook as shown: its headers' values are write-only.
+#[derive(Serialize, ToSchema)]
+pub struct WebhookView {
+    pub url: String,
+    pub headers: BTreeMap<String, HasValue>,
+    pub enabled: bool,
+}
+
+/// A forward as shown.
+#[derive(Serialize, ToSchema)]
+pub struct ForwardView {
+    pub endpoint: String,
+    pub has_write_key: bool,
+}
+
+/// The delivery settings a source sets itself (unset: relay.toml's top level decides, and
+/// the field is left out). Durations in seconds.
+#[derive(Serialize, Default, ToSchema)]
+pub struct Delivery {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub timeout: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_retry_duration: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_backoff: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_retry_after: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_in_flight: Option<usize>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub workers: Option<usize>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub signature_scheme: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub webhook_user_agent: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gzip: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub flush_at: Option<usize>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_batch_messages: Option<usize>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub flush_interval: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_queue_size: Option<usize>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub queue_full_wait: Option<f64>,
+    /// PEM text.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ca_certs: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub spool_max_bytes: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dead_letters: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dead_letter_retention: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dead_letter_max_bytes: Option<u64>,
+    /// Private networks its webhooks may reach (CIDR); the admin's to grant.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub allowed_networks: Option<Vec<String>>,
+    /// The same for its forward endpoint.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub forward_allowed_networks: Option<Vec<String>>,
+}
+
+/// A source as the API shows it: every field a PUT takes but the write-only values (whether
+/// each is set instead).
+#[derive(Serialize, ToSchema)]
+pub struct Source {
+    pub name: String,
+    /// Tells it from an earlier source of its name (null: relay.toml's, or made before
+    /// sources had ids).
+    pub id: Option<String>,
+    pub managed_by: ManagedBy,
+    pub write_keys: Vec<String>,
+    pub allowed_origins: Vec<String>,
+    pub webhooks: Vec<WebhookView>,
+    pub has_shared_secret: bool,
+    pub forward: Option<ForwardView>,
+    #[serde(flatten)]
+    pub delivery: Delivery,
+}
+
+/// A source at a glance.
+#[derive(Serialize, ToSchema)]
+pub struct Summary {
+    pub webhooks: usize,
+    /// Webhooks on.
+    pub enabled: usize,
+    /// The worst state of its webhooks that are on (null: none is on).
+    pub state: Option<String>,
+    /// Webhooks on and not healthy.
+    pub unhealthy: usize,
+    /// Messages accepted and not yet ended.
+    pub waiting: u64,
+}
+
+/// A source in a list: with its summary when the list is paged (left out while its settings
+/// change).
+#[derive(Serialize, ToSchema)]
+pub struct Listed {
+    #[serde(flatten)]
+    pub source: Source,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub summary: Option<Summary>,
+}
+
+/// The sources: all of them, or a page.
+#[derive(Serialize, ToSchema)]
+pub struct SourceList {
+    pub sources: Vec<Listed>,
+    /// `after` for the next page (null: the last page, or not paged).
+    pub next: Option<String>,
+    /// How many match `q` in all.
+    pub matched: usize,
+}
+
+/// A webhook of a PUT: a header's value is a string, null (cleared) or `{"has_value": true}`
+/// (kept, for the same URL).
+#[derive(Deserialize, ToSchema)]
+#[allow(dead_code)]
+pub struct WebhookInput {
+    pub url: String,
+    #[serde(default)]
+    pub headers: BTreeMap<String, HeaderInput>,
+    #[serde(default)]
+    pub enabled: Option<bool>,
+}
+
+/// A header's value in a PUT.
+#[derive(Deserialize, ToSchema)]
+#[serde(untagged)]
+#[allow(dead_code)]
+pub enum HeaderInput {
+    Value(String),
+    Kept(HasValue),
+}
+
+/// The forward of a PUT (`write_key` left out: it stays).
+#[derive(Deserialize, ToSchema)]
+#[allow(dead_code)]
+pub struct ForwardInput {
+    pub endpoint: Option<String>,
+    pub write_key: Option<String>,
+}
+
+/// A source's body in a PUT: the fields of a `[[sources]]` table of relay.toml. Read in two
+/// steps (`resource.rs`): its keys before any value, then into the file's own shape, so this
+/// type documents it and a test keeps the two in step. Write-only fields left out keep their
+/// value; `null` clears them.
+#[derive(Deserialize, ToSchema)]
+#[allow(dead_code)]
+pub struct SourceInput {
+    /// The name in the path (optional).
+    pub name: Option<String>,
+    pub write_keys: Vec<String>,
+    pub shared_secret: Option<String>,
+    pub allowed_origins: Option<Vec<String>>,
+    pub webhooks: Option<Vec<WebhookInput>>,
+    pub forward: Option<ForwardInput>,
+    pub timeout: Option<f64>,
+    pub max_retry_duration: Option<f64>,
+    pub max_backoff: Option<f64>,
+    pub max_retry_after: Option<f64>,
+    pub max_in_flight: Option<usize>,
+    pub workers: Option<usize>,
+    pub signature_scheme: Option<String>,
+    pub webhook_user_agent: Option<String>,
+    pub gzip: Option<bool>,
+    pub flush_at: Option<usize>,
+    pub max_batch_messages: Option<usize>,
+    pub flush_interval: Option<f64>,
+    pub max_queue_size: Option<usize>,
+    pub queue_full_wait: Option<f64>,
+    /// PEM text (a path would be read on the relay's host).
+    pub ca_certs: Option<String>,
+    pub spool_max_bytes: Option<u64>,
+    pub dead_letters: Option<bool>,
+    pub dead_letter_retention: Option<f64>,
+    pub dead_letter_max_bytes: Option<u64>,
+    /// The admin token alone sets it.
+    pub allowed_networks: Option<Vec<String>>,
+    /// The admin token alone sets it.
+    pub forward_allowed_networks: Option<Vec<String>>,
+    /// Shown by GET; ignored.
+    pub id: Option<String>,
+    /// Shown by GET; ignored.
+    pub managed_by: Option<String>,
+    /// Shown by GET; ignored.
+    pub has_shared_secret: Option<bool>,
+}
+
+/// A token as listed (never the token itself).
+#[derive(Serialize, ToSchema)]
+pub struct Token {
+    pub id: String,
+    pub source: String,
+    /// Unix milliseconds.
+    pub created_ms: u64,
+}
+
+/// A source's tokens.
+#[derive(Serialize, ToSchema)]
+pub struct TokenList {
+    pub tokens: Vec<Token>,
+}
+
+/// A token just made: the token itself is shown this once.
+#[derive(Serialize, ToSchema)]
+pub struct NewToken {
+    pub id: String,
+    pub source: String,
+    pub created_ms: u64,
+    pub token: String,
+}
+
+/// A webhook's last error.
+#[derive(Serialize, ToSchema)]
+pub struct LastError {
+    pub at: Option<String>,
+    pub message: String,
+}
+
+/// A webhook's health.
+#[derive(Serialize, ToSchema)]
+pub struct Health {
+    pub webhook: usize,
+    /// Scheme, host and port.
+    pub url: String,
+    /// `healthy`, `failing`, `circuit_open`, or `disabled` (the network guard refuses it).
+    pub state: String,
+    pub attempts_5m: u64,
+    pub delivered_5m: u64,
+    pub success_rate_5m: Option<f64>,
+    pub p50_ms: Option<f64>,
+    pub p99_ms: Option<f64>,
+    pub consecutive_failures: u64,
+    pub last_error: Option<LastError>,
+    pub last_success: Option<String>,
+    pub waiting: u64,
+}
+
+/// A source's webhooks' health.
+#[derive(Serialize, ToSchema)]
+pub struct SourceHealth {
+    pub source: String,
+    pub webhooks: Vec<Health>,
+}
+
+/// A source's last hour, minute by minute, oldest first (the last minute is the one under
+/// way); final outcomes (a retry is not a failure).
+#[derive(Serialize, ToSchema)]
+pub struct Activity {
+    pub source: String,
+    /// The start of the oldest minute.
+    pub from: Option<String>,
+    /// The end of the minute under way.
+    pub to: Option<String>,
+    pub bucket_seconds: u64,
+    pub delivered: Vec<u64>,
+    pub failed: Vec<u64>,
+}
+
+/// One attempt to a webhook.
+#[derive(Serialize, ToSchema)]
+pub struct Attempt {
+    pub webhook: usize,
+    pub message_id: String,
+    pub at: Option<String>,
+    pub duration_ms: f64,
+    /// `delivered`, `retryable` or `permanent`.
+    pub result: String,
+    pub status: Option<u16>,
+    /// What went wrong without an answer: `timeout`, `refused`, `reset`, `tls`, `dns`,
+    /// `blocked`, `connection`, `other`.
+    pub error: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub detail: Option<String>,
+    /// A failure's answer, its first bytes, as text.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub answer: Option<String>,
+    /// The same when it is not UTF-8.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub answer_base64: Option<String>,
+}
+
+/// A webhook's last attempts, newest first.
+#[derive(Serialize, ToSchema)]
+pub struct Attempts {
+    pub source: String,
+    pub webhook: usize,
+    pub attempts: Vec<Attempt>,
+}
+
+/// A dead letter.
+#[derive(Serialize, ToSchema)]
+pub struct DeadLetter {
+    pub message_id: String,
+    pub failed_at: Option<String>,
+    pub reason: String,
+    pub detail: String,
+    pub rounds: u32,
+    pub first_attempt_at: Option<String>,
+    pub size: u64,
+    pub replaying: bool,
+    pub last_attempts: Vec<Attempt>,
+    /// The webhook body as sent (JSON); one dead letter's only, not a page's.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub body: Option<serde_json::Value>,
+}
+
+/// How many dead letters a source keeps.
+#[derive(Serialize, ToSchema)]
+pub struct DeadLetterStats {
+    pub count: u64,
+    pub bytes: u64,
+    pub evicted: u64,
+    pub expired: u64,
+}
+
+/// A page of dead letters, newest first.
+#[derive(Serialize, ToSchema)]
+pub struct DeadLetterPage {
+    pub source: String,
+    pub dead_letters: Vec<DeadLetter>,
+    /// `cursor` of the next page.
+    pub next: Option<String>,
+    pub stats: DeadLetterStats,
+}
+
+/// How a replay goes.
+#[derive(Serialize, ToSchema)]
+pub struct ReplayProgress {
+    pub id: u64,
+    pub total: u64,
+    pub sent: u64,
+    pub delivered: u64,
+    pub failed: u64,
+    pub skipped: u64,
+    pub done: bool,
+    pub started_at: Option<String>,
+    /// This resource's path.
+    pub progress: String,
+}
+
+/// A webhook named by its index (from 0) or its URL.
+#[derive(Deserialize, ToSchema)]
+#[serde(untagged)]
+pub enum WebhookRef {
+    Index(u64),
+    Url(String),
+}
+
+/// What a replay sends: every dead letter that failed in a range of time (either end open),
+/// to every webhook or one.
+#[derive(Deserialize, Default, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ReplayRequest {
+    /// Failed at or after (RFC 3339).
+    #[serde(default)]
+    pub since: Option<String>,
+    /// Failed before (RFC 3339).
+    #[serde(default)]
+    pub until: Option<String>,
+    #[serde(default)]
+    pub webhook: Option<WebhookRef>,
+}
+
+/// One dead letter's replay: to every webhook or one.
+#[derive(Deserialize, Default, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ReplayOne {
+    #[serde(default)]
+    pub webhook: Option<WebhookRef>,
+}
+
+/// A user's deletion.
+#[derive(Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Deletion {
+    pub user_id: String,
+    /// The sources to notify (left out: every source with a webhook on).
+    #[serde(default)]
+    pub sources: Option<Vec<String>>,
+}
+
+/// A deletion committed to each source's spool.
+#[derive(Serialize, ToSchema)]
+pub struct DeletionSent {
+    pub success: bool,
+    pub sources: Vec<String>,
+    /// Each source's `delete` message id.
+    pub message_ids: BTreeMap<String, String>,
+}
+
+/// An audience's members: user ids, strings or integers.
+#[derive(Deserialize, ToSchema)]
+#[allow(dead_code)]
+pub struct Audience {
+    #[schema(value_type = Vec<serde_json::Value>)]
+    pub members: serde_json::Value,
+}
+
+/// An audience synced.
+#[derive(Serialize, ToSchema)]
+pub struct AudienceSynced {
+    pub success: bool,
+    pub source: String,
+    /// The trait each identify carried (the audience's name, snake_cased).
+    #[serde(rename = "trait")]
+    pub trait_key: String,
+    pub joined: u64,
+    pub left: u64,
+    pub unchanged: u64,
+}
