@@ -1,31 +1,16 @@
-//! `outbound-relay --config relay.toml`: the seed's Webhooks destination as a service.
-//! Segment's tracking API in (web, mobile and server SDKs), each source's own core `Client`
-//! out (its signed webhooks, optionally a forward to a Segment-compatible endpoint), every
-//! acknowledged event committed to the spool first.
+//! `outbound-relay --config relay.toml`: the relay as a process (the library, `lib.rs`, is
+//! the relay). This file keeps what belongs to a process: its arguments, its logging, its
+//! open-files limit and file mode, the signals (SIGTERM/SIGINT stop, SIGHUP reloads), and
+//! the address printed on stdout.
 //!
 //! The first line of standard output is the bound address (`127.0.0.1:43211`), flushed at
 //! once, so `listen = "127.0.0.1:0"` works in tests; logs go to standard error.
-//!
-//! Folders by concern, each using only those below it (ARCHITECTURE.md, "outbound-relay"):
-//! `server` (connections, routing, shutdown) over `tracking` (Segment's tracking API) and
-//! `control` (the admin API) and `console` (its pages for a browser) over `operations` (health, metrics, reload, logging) over
-//! `sources` (the running sources and their live changes) over `http` (answers, bodies,
-//! tokens, TLS) over `config` (relay.toml).
-
-mod config;
-mod console;
-mod control;
-mod http;
-mod operations;
-mod server;
-mod sources;
-mod tracking;
 
 use clap::{Parser, Subcommand};
+use outbound_relay::{config, operations, App, Signals};
 use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::sync::Arc;
 
 /// outbound-relay: Segment's tracking API in, signed webhooks out.
 #[derive(Parser)]
@@ -66,71 +51,19 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let format = args
-        .log_format
-        .as_deref()
+    let format = (args.log_format.as_deref())
         .and_then(config::LogFormat::parse)
         .unwrap_or(relay.log_format);
     operations::logging::init(format);
-    match operations::open_files::fit(relay.limits.max_connections) {
-        Ok(operations::open_files::Fitted::Raised(from, to)) => {
-            tracing::info!(from, to, "open-files soft limit raised for max_connections")
-        }
-        Ok(operations::open_files::Fitted::Already(_)) => {}
-        Err(reason) => {
-            eprintln!("{}: max_connections: {reason}", relay.file);
-            return ExitCode::from(2);
-        }
-    }
-    let tls = match http::tls::acceptor(&relay) {
-        Ok(t) => t,
-        Err(e) => {
-            eprintln!("{e}");
-            return ExitCode::from(2);
-        }
-    };
-    match operations::data_dir::secure(&relay.data_dir) {
-        Ok(0) => {}
-        Ok(n) => tracing::warn!(
-            tightened = n,
-            "data_dir: files and directories readable by others were made the relay's own"
-        ),
-        Err(e) => {
-            eprintln!(
-                "{}: data_dir: {}: {e}",
-                relay.file,
-                relay.data_dir.display()
-            );
-            return ExitCode::from(2);
-        }
-    }
-    // One engine for every source (`io_threads`, `memory_window`).
-    if let Err(e) = sources::engine::start_engine(&relay) {
-        eprintln!("{e}");
+    if let Err(why) = process_limits(&relay) {
+        eprintln!("{why}");
         return ExitCode::from(2);
     }
-    // Clients start before the server (they open the spools and resume what is in them):
-    // the file's sources, then the admin API's from its store.
-    let registry = match sources::registry::Registry::start(&relay, operations::metrics::on_outcome)
-    {
-        Ok(r) => Arc::new(r),
+    // Clients start before the server (they open the spools and resume what is in them).
+    let app = match App::start(&relay) {
+        Ok(app) => app,
         Err(e) => {
             eprintln!("{e}");
-            return ExitCode::from(2);
-        }
-    };
-    let fleet = sources::engine::shared_spool()
-        .map(|p| p.to_string_lossy().into_owned())
-        .filter(|p| config::is_redis_url(p));
-    // Named by the setting that says where it is: the fleet's Redis, or data_dir.
-    let at = if fleet.is_some() { "spool" } else { "data_dir" };
-    let control = match control::Control::open(relay.base.clone(), &registry, fleet) {
-        Ok(c) => Arc::new(c),
-        Err(e) => {
-            eprintln!(
-                "{}: {at}: the admin API's store cannot be opened: {e}",
-                relay.file
-            );
             return ExitCode::from(2);
         }
     };
@@ -146,108 +79,99 @@ fn main() -> ExitCode {
         }
     };
     operations::memory::start();
-    let grace = relay.shutdown_timeout;
-    let close_timeout = relay.close_timeout;
-    let file = relay.file.clone();
-    let listen = relay.listen.clone();
-    let state = Arc::new(server::State {
-        registry: registry.clone(),
-        control: control.clone(),
-        live: Arc::new(arc_swap::ArcSwap::from_pointee(server::Live {
-            admin_token: relay.admin_token.clone(),
-            metrics_token: relay.metrics_token.clone(),
-        })),
-        spool_dir: relay.data_dir.join("spool"),
-        limits: relay.limits.clone(),
-        tls,
-        trusted_proxies: relay.trusted_proxies.clone(),
-        public_url: relay.public_url.clone(),
-    });
-    let served = runtime.block_on(async {
-        let listener = match tokio::net::TcpListener::bind(&listen).await {
-            Ok(l) => l,
-            Err(e) => {
-                eprintln!("{file}: listen: cannot listen on {listen:?}: {e}");
-                return None;
-            }
-        };
-        let addr = match listener.local_addr() {
-            Ok(a) => a,
-            Err(e) => {
-                eprintln!("{file}: listen: {e}");
-                return None;
-            }
-        };
-        let signals = match server::Signals::install() {
-            Ok(s) => s,
-            Err(e) => {
-                eprintln!("cannot catch SIGTERM/SIGINT: {e}");
-                return None;
-            }
-        };
-        let hup = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup()) {
-            Ok(h) => h,
-            Err(e) => {
-                eprintln!("cannot catch SIGHUP: {e}");
-                return None;
-            }
-        };
-        let mut out = std::io::stdout().lock();
-        let _ = writeln!(out, "{addr}");
-        let _ = out.flush();
-        drop(out);
-        tracing::info!(
-            %addr,
-            sources = relay.sources.len(),
-            admin = relay.admin_token.is_some(),
-            tls = relay.tls.is_some(),
-            "outbound-relay listening"
-        );
-        let reloader =
-            operations::reload::Reloader::new(path.clone(), relay, args.log_format.is_some());
-        let (reg, ctl) = (registry.clone(), control.clone());
-        let target = operations::reload::Target {
-            registry: registry.clone(),
-            live: state.live.clone(),
-            applied: Arc::new(move |new: &config::Relay| ctl.reload(new.base.clone(), &reg)),
-        };
-        let reloading = tokio::spawn(reloader.run(target, hup));
-        let following = match control.shared() {
-            true => Some(tokio::spawn(control.clone().follow(registry.clone()))),
-            false => None,
-        };
-        // Removed sources drain; each second the ones done are closed.
-        let reg = registry.clone();
-        let draining = tokio::spawn(async move {
-            loop {
-                tokio::time::sleep(std::time::Duration::from_secs(1)).await;
-                let reg = reg.clone();
-                let _ = tokio::task::spawn_blocking(move || reg.tick()).await;
-            }
-        });
-        let finished = server::serve(listener, state.clone(), signals.wait(), grace).await;
-        reloading.abort();
-        draining.abort();
-        if let Some(f) = following {
-            f.abort();
-        }
-        Some(finished)
-    });
+    let served = runtime.block_on(serve(&app, relay, path, args.log_format.is_some()));
     let Some(finished) = served else {
         return ExitCode::FAILURE;
     };
     if !finished {
-        tracing::warn!("requests still in flight after {grace:?}: closing anyway");
+        tracing::warn!("requests still in flight at the end of shutdown_timeout: closing anyway");
     }
     // The runtime's tasks are done or abandoned; the clients close on this thread.
     runtime.shutdown_timeout(std::time::Duration::from_millis(100));
-    let took = registry.close_all(close_timeout);
+    let took = app.close();
     tracing::info!(?took, "stopped");
     ExitCode::SUCCESS
 }
 
+/// The process's open-files limit for `max_connections`, and its file mode for `data_dir`.
+fn process_limits(relay: &config::Relay) -> Result<(), String> {
+    match operations::open_files::fit(relay.limits.max_connections) {
+        Ok(operations::open_files::Fitted::Raised(from, to)) => {
+            tracing::info!(from, to, "open-files soft limit raised for max_connections")
+        }
+        Ok(operations::open_files::Fitted::Already(_)) => {}
+        Err(reason) => return Err(format!("{}: max_connections: {reason}", relay.file)),
+    }
+    match operations::data_dir::secure(&relay.data_dir) {
+        Ok(0) => Ok(()),
+        Ok(n) => {
+            tracing::warn!(
+                tightened = n,
+                "data_dir: files and directories readable by others were made the relay's own"
+            );
+            Ok(())
+        }
+        Err(e) => Err(format!(
+            "{}: data_dir: {}: {e}",
+            relay.file,
+            relay.data_dir.display()
+        )),
+    }
+}
+
+/// Listens, prints the address, and serves until SIGTERM or SIGINT, reloading at each
+/// SIGHUP; `None` when it could not start.
+async fn serve(app: &App, relay: config::Relay, path: PathBuf, format_given: bool) -> Option<bool> {
+    let (file, listen) = (relay.file.clone(), relay.listen.clone());
+    let listener = match tokio::net::TcpListener::bind(&listen).await {
+        Ok(l) => l,
+        Err(e) => {
+            eprintln!("{file}: listen: cannot listen on {listen:?}: {e}");
+            return None;
+        }
+    };
+    let addr = match listener.local_addr() {
+        Ok(a) => a,
+        Err(e) => {
+            eprintln!("{file}: listen: {e}");
+            return None;
+        }
+    };
+    // Installed before the address is printed: a signal sent right after it is ours.
+    let signals = match Signals::install() {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("cannot catch SIGTERM/SIGINT: {e}");
+            return None;
+        }
+    };
+    let hup = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup()) {
+        Ok(h) => h,
+        Err(e) => {
+            eprintln!("cannot catch SIGHUP: {e}");
+            return None;
+        }
+    };
+    let mut out = std::io::stdout().lock();
+    let _ = writeln!(out, "{addr}");
+    let _ = out.flush();
+    drop(out);
+    tracing::info!(
+        %addr,
+        sources = relay.sources.len(),
+        admin = relay.admin_token.is_some(),
+        tls = relay.tls.is_some(),
+        "outbound-relay listening"
+    );
+    let (reloader, target) = app.reloader(path, relay, format_given);
+    let reloading = tokio::spawn(reloader.run(target, hup));
+    let finished = app.serve(listener, signals.wait()).await;
+    reloading.abort();
+    Some(finished)
+}
+
 /// `outbound-relay check`: the report on stdout (errors and warnings on stderr), 0 or 2.
-fn check(path: &std::path::Path) -> ExitCode {
+fn check(path: &Path) -> ExitCode {
     let report = operations::check::check(path);
     for w in &report.warnings {
         eprintln!("warning: {w}");
@@ -255,15 +179,16 @@ fn check(path: &std::path::Path) -> ExitCode {
     for e in &report.errors {
         eprintln!("error: {e}");
     }
+    let plural = |n: usize| if n == 1 { "" } else { "s" };
     match report.errors.len() {
         0 => {
             println!(
                 "{}: ok ({} source{} in the file, {} warning{})",
                 path.display(),
                 report.sources,
-                if report.sources == 1 { "" } else { "s" },
+                plural(report.sources),
                 report.warnings.len(),
-                if report.warnings.len() == 1 { "" } else { "s" },
+                plural(report.warnings.len()),
             );
             ExitCode::SUCCESS
         }
@@ -271,7 +196,7 @@ fn check(path: &std::path::Path) -> ExitCode {
             println!(
                 "{}: {n} error{}: the relay would not start",
                 path.display(),
-                if n == 1 { "" } else { "s" }
+                plural(n)
             );
             ExitCode::from(2)
         }

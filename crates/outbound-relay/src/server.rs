@@ -62,6 +62,10 @@ pub struct State {
     /// Whose `X-Forwarded-*` headers count (`forwarded.rs`).
     pub trusted_proxies: Vec<Cidr>,
     pub public_url: Option<PublicUrl>,
+    /// The relay's counters, log rate and activity.
+    pub ops: crate::operations::Ops,
+    /// The engine every source runs on.
+    pub engine: Arc<crate::sources::engine::SharedEngine>,
 }
 
 /// A request's arrival: from where, when, and when `request_timeout` answers it.
@@ -107,6 +111,7 @@ pub fn app(state: Arc<State>) -> axum::Router {
         state.control.clone(),
         state.registry.clone(),
         state.live.clone(),
+        state.ops.clone(),
     )
     .method_not_allowed_fallback(|| async { use_method("a method this route takes") })
     .layer(axum::middleware::map_response(
@@ -141,7 +146,8 @@ async fn readyz(AxState(state): AxState<Arc<State>>) -> Answer {
         .filter(|s| s.slot.current().is_some_and(|c| !c.spool_ok()))
         .map(|s| s.name.clone())
         .collect();
-    let answer = tokio::task::spawn_blocking(move || health::readyz(&dir, &failing))
+    let rate = state.ops.log_rate.clone();
+    let answer = tokio::task::spawn_blocking(move || health::readyz(&dir, &failing, &rate))
         .await
         .unwrap_or_else(|_| {
             reply::error(StatusCode::SERVICE_UNAVAILABLE, "readiness check failed")
@@ -164,7 +170,7 @@ async fn metrics_text(AxState(state): AxState<Arc<State>>, uri: Uri, headers: He
     if !tokens.iter().flatten().any(|t| bearer_is(&headers, t)) {
         if state.control.is_source_token(&headers, &sources) {
             let why = "metrics request refused: a source token";
-            control::log_refused("metrics_forbidden", "", path, why);
+            control::log_refused(&state.ops.log_rate, "metrics_forbidden", "", path, why);
             let answer = control::refusal(
                 StatusCode::FORBIDDEN,
                 "authorization",
@@ -173,7 +179,7 @@ async fn metrics_text(AxState(state): AxState<Arc<State>>, uri: Uri, headers: He
             return labelled("metrics", answer);
         }
         let why = "metrics request refused: bad or missing token";
-        control::log_refused("metrics_unauthorized", "", path, why);
+        control::log_refused(&state.ops.log_rate, "metrics_unauthorized", "", path, why);
         let answer = control::refusal(
             StatusCode::UNAUTHORIZED,
             "authorization",
@@ -181,7 +187,8 @@ async fn metrics_text(AxState(state): AxState<Arc<State>>, uri: Uri, headers: He
         );
         return labelled("metrics", answer);
     }
-    let text = tokio::task::spawn_blocking(move || metrics::render(&sources))
+    let (m, engine) = (state.ops.metrics.clone(), state.engine.clone());
+    let text = tokio::task::spawn_blocking(move || metrics::render(&m, &sources, &engine))
         .await
         .unwrap_or_default();
     let mut r = Answer::new(text.into());
@@ -239,10 +246,15 @@ async fn by_path(
                     client_ip: Some(facts.client_ip()),
                 };
                 let (headers, deadline) = (&parts.headers, arrival.deadline);
-                tracking::handle(sources, endpoint, headers, body, received, deadline).await
+                let ops = &state.ops;
+                tracking::handle(ops, sources, endpoint, headers, body, received, deadline).await
             }
             Method::OPTIONS => {
-                return labelled("preflight", tracking::preflight(&sources, &parts.headers))
+                let rate = &state.ops.log_rate;
+                return labelled(
+                    "preflight",
+                    tracking::preflight(rate, &sources, &parts.headers),
+                );
             }
             _ => use_method("POST"),
         };
@@ -252,9 +264,12 @@ async fn by_path(
         return match parts.method {
             Method::POST => labelled(
                 "telemetry",
-                telemetry::drop(&sources, &parts.headers, body).await,
+                telemetry::drop(&state.ops, &sources, &parts.headers, body).await,
             ),
-            Method::OPTIONS => labelled("preflight", tracking::preflight(&sources, &parts.headers)),
+            Method::OPTIONS => labelled(
+                "preflight",
+                tracking::preflight(&state.ops.log_rate, &sources, &parts.headers),
+            ),
             _ => labelled("telemetry", use_method("POST")),
         };
     }
@@ -273,6 +288,7 @@ async fn by_path(
     if path == "/admin" || path.starts_with("/admin/") {
         let live = state.live.load();
         let answer = control::unknown(
+            &state.ops.log_rate,
             &state.control,
             &sources,
             live.admin_token.as_deref(),
@@ -316,7 +332,7 @@ async fn answer(
 ) -> axum::response::Response {
     use axum::response::IntoResponse;
     use tower::ServiceExt;
-    let _in_flight = metrics::InFlight::start();
+    let _in_flight = state.ops.metrics.in_flight();
     let started = Instant::now();
     let at = OffsetDateTime::now_utc();
     let bound = state.limits.request_timeout;
@@ -341,7 +357,7 @@ async fn answer(
         }
         Err(_) => {
             let label = timeout_label(&path);
-            if let Some(held_back) = crate::operations::log_rate::allow("request_timeout", label) {
+            if let Some(held_back) = state.ops.log_rate.allow("request_timeout", label) {
                 tracing::info!(
                     route = label,
                     held_back,
@@ -357,7 +373,10 @@ async fn answer(
             (r.into_response(), label)
         }
     };
-    metrics::request(label, r.status().as_u16(), started.elapsed());
+    state
+        .ops
+        .metrics
+        .request(label, r.status().as_u16(), started.elapsed());
     r
 }
 
@@ -428,7 +447,7 @@ pub async fn serve(
                 let watcher = graceful.watcher();
                 tokio::spawn(async move {
                     let _permit = permit;
-                    let _open = metrics::Connection::open();
+                    let _open = state.ops.metrics.connection();
                     match state.tls.clone() {
                         None => connection(stream, state, app, watcher, peer).await,
                         Some(acceptor) => {

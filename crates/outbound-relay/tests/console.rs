@@ -7,12 +7,12 @@ mod support;
 
 use serde_json::{json, Value};
 use std::time::{Duration, Instant};
-use support::{basic, config, get, post, temp_dir, Receiver, Relay};
+use support::{basic, config, get, post, temp_dir, Addr, InProcess, Receiver};
 
 const ADMIN: (&str, &str) = ("Authorization", "Bearer adm");
 const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
 
-fn admin_get(relay: &Relay, path: &str) -> (u16, Value) {
+fn admin_get(relay: &impl Addr, path: &str) -> (u16, Value) {
     let a = get(&relay.url(path), &[ADMIN]);
     (
         a.status,
@@ -49,7 +49,7 @@ fn many(n: usize, rx: &Receiver) -> String {
 fn sources_come_in_pages_in_name_order_searched_by_name_or_url_among_10000() {
     let dir = temp_dir();
     let rx = Receiver::start();
-    let relay = Relay::start(dir.path(), &many(10_000, &rx));
+    let relay = InProcess::start(dir.path(), &many(10_000, &rx));
     // The form without parameters: every source, in the file's order, no summary, one page.
     let (status, all) = admin_get(&relay, "/admin/sources");
     assert_eq!(status, 200);
@@ -120,7 +120,7 @@ fn sources_come_in_pages_in_name_order_searched_by_name_or_url_among_10000() {
     );
 }
 
-fn track(relay: &Relay, key: &str, n: usize) {
+fn track(relay: &impl Addr, key: &str, n: usize) {
     for _ in 0..n {
         let a = post(
             &relay.url("/v1/track"),
@@ -154,7 +154,7 @@ fn totals(v: &Value) -> (u64, u64) {
 fn a_sources_last_hour_counts_what_was_delivered_and_what_failed_minute_by_minute() {
     let dir = temp_dir();
     let (rx, other) = (Receiver::start(), Receiver::start());
-    let relay = Relay::start(
+    let relay = InProcess::start(
         dir.path(),
         &config(&[("web", "wk_web", &rx), ("app", "wk_app", &other)], ""),
     );
@@ -214,7 +214,7 @@ fn a_sources_last_hour_counts_what_was_delivered_and_what_failed_minute_by_minut
 fn whoami_names_what_the_token_reaches() {
     let dir = temp_dir();
     let rx = Receiver::start();
-    let relay = Relay::start(dir.path(), &config(&[("web", "wk_web", &rx)], ""));
+    let relay = InProcess::start(dir.path(), &config(&[("web", "wk_web", &rx)], ""));
     let (status, me) = admin_get(&relay, "/admin/whoami");
     assert_eq!(status, 200);
     assert_eq!(me, serde_json::json!({"caller": "admin", "source": null}));
@@ -236,7 +236,7 @@ fn whoami_names_what_the_token_reaches() {
 fn the_console_is_served_with_its_policy_where_the_admin_api_is_on() {
     let dir = temp_dir();
     let rx = Receiver::start();
-    let relay = Relay::start(dir.path(), &config(&[("web", "wk_web", &rx)], ""));
+    let relay = InProcess::start(dir.path(), &config(&[("web", "wk_web", &rx)], ""));
     let page = get(&relay.url("/console/"), &[]);
     assert_eq!(page.status, 200);
     assert!(page
@@ -283,7 +283,7 @@ fn the_console_is_served_with_its_policy_where_the_admin_api_is_on() {
     // Without admin_token there is no admin API, and no console.
     let dir = temp_dir();
     let off = config(&[("web", "wk_web", &rx)], "").replace("admin_token = \"adm\"\n", "");
-    let relay = Relay::start(dir.path(), &off);
+    let relay = InProcess::start(dir.path(), &off);
     let page = get(&relay.url("/console/"), &[]);
     assert_eq!(page.status, 404);
     assert!(page.body.contains("admin_token"), "{}", page.body);

@@ -9,16 +9,16 @@ mod support;
 use outbound::timestamp;
 use serde_json::{json, Value};
 use std::time::Duration;
-use support::{basic, config, get, post, temp_dir, Receiver, Relay};
+use support::{basic, config, get, post, temp_dir, Addr, InProcess, Receiver};
 
-fn start(extra: &str) -> (tempfile::TempDir, Receiver, Relay) {
+fn start(extra: &str) -> (tempfile::TempDir, Receiver, InProcess) {
     let dir = temp_dir();
     let rx = Receiver::start();
-    let relay = Relay::start(dir.path(), &config(&[("web", "wk_web", &rx)], extra));
+    let relay = InProcess::start(dir.path(), &config(&[("web", "wk_web", &rx)], extra));
     (dir, rx, relay)
 }
 
-fn send(relay: &Relay, path: &str, headers: &[(&str, &str)], body: &Value) -> Value {
+fn send(relay: &impl Addr, path: &str, headers: &[(&str, &str)], body: &Value) -> Value {
     let auth = basic("wk_web");
     let mut all = vec![("Authorization", auth.as_str())];
     all.extend_from_slice(headers);
@@ -73,7 +73,7 @@ fn the_settings_document_names_no_secret() {
         "[[sources.webhooks]]",
         "[sources.forward]\nendpoint = \"https://api.segment.io\"\nwrite_key = \"SECRET-fwd\"\n[[sources.webhooks]]",
     );
-    let relay = Relay::start(dir.path(), &cfg);
+    let relay = InProcess::start(dir.path(), &cfg);
     let a = get(&relay.url("/v1/projects/wk_web/settings"), &[]);
     assert_eq!(a.status, 200, "{}", a.body);
     for secret in ["s3cret", "SECRET-fwd", "SECRET-prom", "adm", "growth"] {

@@ -6,7 +6,7 @@ mod support;
 
 use serde_json::{json, Value};
 use std::time::{Duration, Instant};
-use support::{basic, delete, get, post, put, temp_dir, Answer, Receiver, Relay};
+use support::{basic, delete, get, post, put, temp_dir, Addr, Answer, InProcess, Receiver, Relay};
 
 const ADMIN: (&str, &str) = ("Authorization", "Bearer adm");
 
@@ -29,7 +29,7 @@ fn bearer(token: &str) -> String {
     format!("Bearer {token}")
 }
 
-fn make_token(relay: &Relay, source: &str) -> String {
+fn make_token(relay: &impl Addr, source: &str) -> String {
     let made = post(
         &relay.url(&format!("/admin/sources/{source}/tokens")),
         &[ADMIN],
@@ -39,7 +39,7 @@ fn make_token(relay: &Relay, source: &str) -> String {
     made.json()["token"].as_str().unwrap().to_string()
 }
 
-fn put_as(relay: &Relay, auth: &str, name: &str, body: &Value) -> Answer {
+fn put_as(relay: &impl Addr, auth: &str, name: &str, body: &Value) -> Answer {
     put(
         &relay.url(&format!("/admin/sources/{name}")),
         &[("Authorization", auth)],
@@ -47,7 +47,7 @@ fn put_as(relay: &Relay, auth: &str, name: &str, body: &Value) -> Answer {
     )
 }
 
-fn send(relay: &Relay, key: &str, id: &str) -> u16 {
+fn send(relay: &impl Addr, key: &str, id: &str) -> u16 {
     let body = json!({"batch": [{"type": "track", "userId": "u1", "event": "E", "messageId": id}]});
     post(
         &relay.url("/v1/batch"),
@@ -65,7 +65,7 @@ fn until(what: &str, mut done: impl FnMut() -> bool) {
     }
 }
 
-fn dead_count(relay: &Relay, auth: &str, source: &str) -> u64 {
+fn dead_count(relay: &impl Addr, auth: &str, source: &str) -> u64 {
     let a = get(
         &relay.url(&format!("/admin/sources/{source}/dead-letters?limit=1")),
         &[("Authorization", auth)],
@@ -414,7 +414,7 @@ fn header_values_are_write_only() {
 fn a_webhooks_headers_are_bounded() {
     let rx = Receiver::start();
     let dir = temp_dir();
-    let relay = Relay::start(dir.path(), &top("max_webhook_headers = 3"));
+    let relay = InProcess::start(dir.path(), &top("max_webhook_headers = 3"));
     let headers = |n: usize, len: usize| -> Value {
         (0..n)
             .map(|i| (format!("X-H{i}"), json!("v".repeat(len))))
@@ -448,7 +448,7 @@ fn a_webhooks_headers_are_bounded() {
 fn settings_compare_by_meaning_not_spelling() {
     let rx = Receiver::start();
     let dir = temp_dir();
-    let relay = Relay::start(dir.path(), &top(""));
+    let relay = InProcess::start(dir.path(), &top(""));
     let body = json!({"write_keys": ["wk_api"], "webhooks": [{"url": rx.url}], "timeout": 2});
     assert_eq!(put_as(&relay, "Bearer adm", "api", &body).status, 201);
     let token = bearer(&make_token(&relay, "api"));
@@ -477,7 +477,7 @@ fn what_a_source_token_can_do_route_by_route() {
         file_source("web", &rx),
         file_source("shop", &rx)
     );
-    let relay = Relay::start(dir.path(), &config);
+    let relay = InProcess::start(dir.path(), &config);
     let token = bearer(&make_token(&relay, "web"));
     let own_body = get(&relay.url("/admin/sources/web"), &[ADMIN]).body;
     // (method, path template, status on its own source, status on another's).

@@ -4,14 +4,14 @@ mod support;
 
 use serde_json::{json, Value};
 use std::io::Write;
-use support::{basic, config, get, options, post, temp_dir, Receiver, Relay};
+use support::{basic, config, get, options, post, temp_dir, Addr, InProcess, Receiver};
 
 const JSON: (&str, &str) = ("Content-Type", "application/json");
 
-fn one_source() -> (tempfile::TempDir, Receiver, Relay) {
+fn one_source() -> (tempfile::TempDir, Receiver, InProcess) {
     let dir = temp_dir();
     let rx = Receiver::start();
-    let relay = Relay::start(dir.path(), &config(&[("web", "wk_web_1", &rx)], ""));
+    let relay = InProcess::start(dir.path(), &config(&[("web", "wk_web_1", &rx)], ""));
     (dir, rx, relay)
 }
 
@@ -349,7 +349,7 @@ fn a_batch_with_invalid_events_accepts_the_valid_ones_and_names_the_rest_by_inde
 fn two_sources_reach_only_their_own_webhooks() {
     let dir = temp_dir();
     let (web, ios) = (Receiver::start(), Receiver::start());
-    let relay = Relay::start(
+    let relay = InProcess::start(
         dir.path(),
         &config(&[("web", "wk_web", &web), ("ios", "wk_ios", &ios)], ""),
     );
@@ -462,7 +462,7 @@ fn queue_full_wait_holds_a_batch_until_there_is_room() {
     let dir = temp_dir();
     let rx = Receiver::start();
     rx.status.store(503, std::sync::atomic::Ordering::SeqCst);
-    let relay = Relay::start(
+    let relay = InProcess::start(
         dir.path(),
         &config(
             &[("web", "wk_web_1", &rx)],
@@ -514,7 +514,7 @@ fn a_batch_without_room_is_429_whole_and_arrives_once_when_sent_again() {
     let dir = temp_dir();
     let rx = Receiver::start();
     rx.status.store(503, std::sync::atomic::Ordering::SeqCst);
-    let relay = Relay::start(
+    let relay = InProcess::start(
         dir.path(),
         &config(&[("web", "wk_web_1", &rx)], "max_queue_size = 5"),
     );
@@ -613,7 +613,7 @@ fn the_forward_carries_at_most_flush_at_events_per_request() {
     let dir = temp_dir();
     let (hooks, segment) = (Receiver::start(), Receiver::start());
     let cfg = forwarding(&hooks, &segment, "flush_at = 5\nflush_interval = 1");
-    let relay = Relay::start(dir.path(), &cfg);
+    let relay = InProcess::start(dir.path(), &cfg);
     let a = post(
         &relay.url("/v1/batch"),
         &[JSON, ("Authorization", &basic("wk_web"))],
@@ -629,7 +629,7 @@ fn a_source_s_max_batch_messages_lets_forwarded_batches_join_up_to_it() {
     let dir = temp_dir();
     let (hooks, segment) = (Receiver::start(), Receiver::start());
     let cfg = forwarding(&hooks, &segment, "flush_at = 5\nmax_batch_messages = 15");
-    let relay = Relay::start(dir.path(), &cfg);
+    let relay = InProcess::start(dir.path(), &cfg);
     let a = post(
         &relay.url("/v1/batch"),
         &[JSON, ("Authorization", &basic("wk_web"))],

@@ -12,6 +12,7 @@
 use super::{log_refused, refusal, tokens, Api, Control, Denied};
 use crate::http::auth::{bearer_is, bearer_token};
 use crate::http::reply::Answer;
+use crate::operations::log_rate::LogRate;
 use crate::sources::Sources;
 use axum::extract::{FromRequestParts, Path, Request, State};
 use axum::http::request::Parts;
@@ -64,6 +65,7 @@ pub async fn authenticate(State(api): State<Api>, mut req: Request, next: Next) 
     let Some(caller) = api.control.caller(req.headers(), admin_token, &sources) else {
         let path = req.uri().path();
         log_refused(
+            &api.ops.log_rate,
             "admin_unauthorized",
             "",
             path,
@@ -77,12 +79,20 @@ pub async fn authenticate(State(api): State<Api>, mut req: Request, next: Next) 
         .into_response();
     };
     req.extensions_mut().insert(caller);
+    // For the extractors' refusals.
+    req.extensions_mut().insert(api.ops.log_rate.clone());
     next.run(req).await
 }
 
 /// A refusal of a source token where it may not go.
 fn forbidden(parts: &Parts, own: &str) -> Denied {
+    let rate = parts
+        .extensions
+        .get::<LogRate>()
+        .cloned()
+        .unwrap_or_default();
     log_refused(
+        &rate,
         "admin_forbidden",
         own,
         parts.uri.path(),
@@ -147,6 +157,7 @@ impl<S: Send + Sync> FromRequestParts<S> for OwnSource {
 /// An `/admin/` path no route takes: authenticated as every other (404 with the admin API
 /// off, 401 without a valid token), then 404.
 pub fn unknown(
+    rate: &LogRate,
     control: &Control,
     sources: &Sources,
     admin_token: Option<&str>,
@@ -162,6 +173,7 @@ pub fn unknown(
     };
     if control.caller(headers, admin_token, sources).is_none() {
         log_refused(
+            rate,
             "admin_unauthorized",
             "",
             path,

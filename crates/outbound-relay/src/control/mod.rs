@@ -33,7 +33,9 @@ pub mod tokens;
 use crate::config::Base;
 use crate::http::body;
 use crate::http::reply::{self, Answer};
+use crate::operations::log_rate::LogRate;
 use crate::operations::reload::Live;
+use crate::operations::Ops;
 use crate::sources::registry::Registry;
 use crate::sources::Sources;
 use arc_swap::ArcSwap;
@@ -57,6 +59,8 @@ pub struct Api {
     pub registry: Arc<Registry>,
     /// The admin token now (a reload replaces it).
     pub live: Arc<ArcSwap<Live>>,
+    /// The relay's counters, log rate and activity.
+    pub ops: Ops,
     /// `GET /admin/openapi.json`'s answer, made once.
     pub document: Arc<str>,
 }
@@ -299,12 +303,14 @@ pub fn router(
     control: Arc<Control>,
     registry: Arc<Registry>,
     live: Arc<ArcSwap<Live>>,
+    ops: Ops,
 ) -> axum::Router {
     let (routes, document) = openapi::routes();
     let api = Api {
         control,
         registry,
         live,
+        ops,
         document: document.into(),
     };
     routes
@@ -348,8 +354,8 @@ pub async fn read_json<T: serde::de::DeserializeOwned + Send + 'static>(
 
 /// A line about a refused request: at most one of a `kind` (and `source`) every few seconds,
 /// with how many were held back, and at most the path's first bytes.
-pub fn log_refused(kind: &'static str, source: &str, path: &str, what: &str) {
-    let Some(held_back) = crate::operations::log_rate::allow(kind, source) else {
+pub fn log_refused(rate: &LogRate, kind: &'static str, source: &str, path: &str, what: &str) {
+    let Some(held_back) = rate.allow(kind, source) else {
         return;
     };
     let mut end = path.len().min(LOGGED_PATH);

@@ -192,7 +192,7 @@ pub async fn activity(State(api): State<Api>, own: OwnSource) -> Answer {
         Ok(s) => s,
         Err(denied) => return denied.answer(),
     };
-    let s = crate::operations::activity::series(&source.tenant);
+    let s = api.ops.activities.series(&source.tenant);
     let minute = |m: u64| time(SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(m * 60));
     let last = s.first_minute + s.delivered.len() as u64 - 1;
     let hour = schema::Activity {

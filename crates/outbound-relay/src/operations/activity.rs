@@ -12,7 +12,7 @@
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, OnceLock, Weak};
+use std::sync::{Arc, Mutex, Weak};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 /// Minutes kept: one hour.
@@ -125,44 +125,46 @@ struct Index {
     pruned_at: usize,
 }
 
-fn index() -> &'static Mutex<Index> {
-    static INDEX: OnceLock<Mutex<Index>> = OnceLock::new();
-    INDEX.get_or_init(Mutex::default)
-}
+/// Every source's ring, by tenant: the relay's own (no process global), shared by the
+/// outcome hooks that fill them and the admin API that reads them.
+#[derive(Clone, Default)]
+pub struct Activities(Arc<Mutex<Index>>);
 
-/// The ring of `source` if one is alive (a client of its name holds it).
-pub fn existing(source: &str) -> Option<Arc<Activity>> {
-    let index = index().lock().unwrap_or_else(|e| e.into_inner());
-    index.rings.get(source).and_then(Weak::upgrade)
-}
-
-/// The ring of `source`, made if none is alive (a client's outcome hook holds it).
-pub fn of(source: &str) -> Arc<Activity> {
-    let mut index = index().lock().unwrap_or_else(|e| e.into_inner());
-    if let Some(ring) = index.rings.get(source).and_then(Weak::upgrade) {
-        return ring;
+impl Activities {
+    fn index(&self) -> std::sync::MutexGuard<'_, Index> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner())
     }
-    if index.rings.len() >= 2 * index.pruned_at.max(64) {
-        index.rings.retain(|_, w| w.strong_count() > 0);
-        index.pruned_at = index.rings.len();
-    }
-    let ring = Arc::new(Activity::new());
-    index
-        .rings
-        .insert(source.to_string(), Arc::downgrade(&ring));
-    ring
-}
 
-/// The last hour of `source` (every minute 0 when nothing of it ended, or it has no ring).
-pub fn series(source: &str) -> Series {
-    let ring = (index().lock().unwrap_or_else(|e| e.into_inner()))
-        .rings
-        .get(source)
-        .and_then(Weak::upgrade);
-    let minute = now_minute();
-    match ring {
-        Some(r) => r.series_at(minute),
-        None => Activity::new().series_at(minute),
+    /// The ring of `tenant` if one is alive (a client of it holds it).
+    pub fn existing(&self, tenant: &str) -> Option<Arc<Activity>> {
+        self.index().rings.get(tenant).and_then(Weak::upgrade)
+    }
+
+    /// The ring of `tenant`, made if none is alive (a client's outcome hook holds it).
+    pub fn of(&self, tenant: &str) -> Arc<Activity> {
+        let mut index = self.index();
+        if let Some(ring) = index.rings.get(tenant).and_then(Weak::upgrade) {
+            return ring;
+        }
+        if index.rings.len() >= 2 * index.pruned_at.max(64) {
+            index.rings.retain(|_, w| w.strong_count() > 0);
+            index.pruned_at = index.rings.len();
+        }
+        let ring = Arc::new(Activity::new());
+        index
+            .rings
+            .insert(tenant.to_string(), Arc::downgrade(&ring));
+        ring
+    }
+
+    /// The last hour of `tenant` (every minute 0 when nothing of it ended, or it has no ring).
+    pub fn series(&self, tenant: &str) -> Series {
+        let ring = self.existing(tenant);
+        let minute = now_minute();
+        match ring {
+            Some(r) => r.series_at(minute),
+            None => Activity::new().series_at(minute),
+        }
     }
 }
 
@@ -209,12 +211,13 @@ mod tests {
 
     #[test]
     fn a_ring_lives_while_a_hook_holds_it() {
-        let ring = of("activity-test-a");
+        let all = Activities::default();
+        let ring = all.of("activity-test-a");
         ring.record(Ended::Failed);
-        assert_eq!(series("activity-test-a").failed.iter().sum::<u64>(), 1);
-        assert!(Arc::ptr_eq(&ring, &of("activity-test-a")));
+        assert_eq!(all.series("activity-test-a").failed.iter().sum::<u64>(), 1);
+        assert!(Arc::ptr_eq(&ring, &all.of("activity-test-a")));
         drop(ring);
-        assert_eq!(series("activity-test-a").failed.iter().sum::<u64>(), 0);
+        assert_eq!(all.series("activity-test-a").failed.iter().sum::<u64>(), 0);
     }
 
     #[test]

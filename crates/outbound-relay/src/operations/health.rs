@@ -36,10 +36,10 @@ fn spool_writable(spool_dir: &Path) -> std::io::Result<()> {
 /// The answer says which check failed (`check`: `spool_dir` or `source_spools`) and why, but
 /// names no source and no path: it is open to anyone. The log line names them, at most once
 /// every few seconds (a balancer probes often).
-pub fn readyz(spool_dir: &Path, failing: &[String]) -> Answer {
+pub fn readyz(spool_dir: &Path, failing: &[String], rate: &super::log_rate::LogRate) -> Answer {
     let failed = match spool_writable(spool_dir) {
         Err(e) => {
-            if let Some(held_back) = super::log_rate::allow("readyz_spool_dir", "") {
+            if let Some(held_back) = rate.allow("readyz_spool_dir", "") {
                 tracing::warn!(
                     held_back,
                     "readyz: spool directory {} is not writable: {e}",
@@ -59,7 +59,7 @@ pub fn readyz(spool_dir: &Path, failing: &[String]) -> Answer {
             ))
         }
         Ok(()) if !failing.is_empty() => {
-            if let Some(held_back) = super::log_rate::allow("readyz_source_spools", "") {
+            if let Some(held_back) = rate.allow("readyz_source_spools", "") {
                 tracing::warn!(
                     held_back,
                     "readyz: the spool of {} cannot be written",

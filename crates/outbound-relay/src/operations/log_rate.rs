@@ -4,7 +4,7 @@
 //! otherwise write a line per request. The metrics count every one.
 
 use std::collections::HashMap;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 /// The shortest time between two lines of a kind and source.
@@ -12,32 +12,34 @@ pub const EVERY: Duration = Duration::from_secs(10);
 
 /// When each kind and source last had a line, and how many were held back since.
 type Last = HashMap<&'static str, HashMap<String, (Instant, u64)>>;
-static LAST: Mutex<Option<Last>> = Mutex::new(None);
 
-/// `Some(held back)` when a line of `kind` about `source` may be written now (the caller
-/// writes it, saying how many were held back before it); `None` when it is held back.
-pub fn allow(kind: &'static str, source: &str) -> Option<u64> {
-    allow_at(kind, source, Instant::now())
-}
+/// The relay's record of its request lines (its own, no process global).
+#[derive(Clone, Default)]
+pub struct LogRate(Arc<Mutex<Last>>);
 
-fn allow_at(kind: &'static str, source: &str, now: Instant) -> Option<u64> {
-    let mut last = LAST.lock().unwrap_or_else(|e| e.into_inner());
-    let of_kind = last
-        .get_or_insert_with(HashMap::new)
-        .entry(kind)
-        .or_default();
-    // Found without a new String: this runs for every refused request.
-    let Some((at, held)) = of_kind.get_mut(source) else {
-        of_kind.insert(source.to_string(), (now, 0));
-        return Some(0);
-    };
-    if now.duration_since(*at) < EVERY {
-        *held += 1;
-        return None;
+impl LogRate {
+    /// `Some(held back)` when a line of `kind` about `source` may be written now (the caller
+    /// writes it, saying how many were held back before it); `None` when it is held back.
+    pub fn allow(&self, kind: &'static str, source: &str) -> Option<u64> {
+        self.allow_at(kind, source, Instant::now())
     }
-    let before = *held;
-    (*at, *held) = (now, 0);
-    Some(before)
+
+    fn allow_at(&self, kind: &'static str, source: &str, now: Instant) -> Option<u64> {
+        let mut last = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        let of_kind = last.entry(kind).or_default();
+        // Found without a new String: this runs for every refused request.
+        let Some((at, held)) = of_kind.get_mut(source) else {
+            of_kind.insert(source.to_string(), (now, 0));
+            return Some(0);
+        };
+        if now.duration_since(*at) < EVERY {
+            *held += 1;
+            return None;
+        }
+        let before = *held;
+        (*at, *held) = (now, 0);
+        Some(before)
+    }
 }
 
 #[cfg(test)]
@@ -46,6 +48,8 @@ mod tests {
 
     #[test]
     fn one_line_a_kind_and_source_every_ten_seconds_with_the_count_held_back() {
+        let rate = LogRate::default();
+        let allow_at = |k, s, t| rate.allow_at(k, s, t);
         let t0 = Instant::now();
         assert_eq!(allow_at("test-kind", "a", t0), Some(0));
         for i in 1..=5 {

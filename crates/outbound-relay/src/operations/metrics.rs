@@ -1,7 +1,7 @@
 //! `GET /metrics`: the relay's counters in the OpenMetrics text format Prometheus scrapes
 //! (prometheus-client).
 //!
-//! One registry for the process (a reload keeps the counters). Labels are source names,
+//! One registry for the relay (a reload keeps the counters), owned by it: no process global. Labels are source names,
 //! destinations, outcomes, reasons, routes and statuses: never a write key, a secret or a
 //! token, and never free text (a label set stays small whatever the clients send).
 //!
@@ -27,8 +27,9 @@
 //!   commit; their events stay pending in the spool meanwhile. 0 normally: above it, look at
 //!   the spool writer's warning in the log.
 
-use super::activity::{self, Activity, Ended};
-use crate::sources::{engine, Sources};
+use super::activity::{Activities, Activity, Ended};
+use crate::sources::engine::SharedEngine;
+use crate::sources::Sources;
 use outbound::{DeadLetterStats, Error, Outcome, OutcomeKind};
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
@@ -69,7 +70,11 @@ struct RouteLabel {
     route: &'static str,
 }
 
-struct Metrics {
+/// The relay's counters and gauges (cheap to clone: one registry shared).
+#[derive(Clone)]
+pub struct Metrics(Arc<Inner>);
+
+struct Inner {
     registry: Registry,
     accepted: Family<SourceLabel, Counter>,
     rejected: Family<RejectedLabels, Counter>,
@@ -84,6 +89,8 @@ struct Metrics {
     dead_letters: Family<SourceLabel, Gauge>,
     dead_letter_bytes: Family<SourceLabel, Gauge>,
     dead_letters_unwritten: Gauge,
+    /// One scrape at a time.
+    rendering: std::sync::Mutex<()>,
 }
 
 fn latency_histogram() -> Histogram {
@@ -93,11 +100,10 @@ fn latency_histogram() -> Histogram {
     ])
 }
 
-fn metrics() -> &'static Metrics {
-    static M: OnceLock<Metrics> = OnceLock::new();
-    M.get_or_init(|| {
+impl Default for Metrics {
+    fn default() -> Self {
         let mut registry = Registry::with_prefix("outbound_relay");
-        let m = Metrics {
+        let m = Inner {
             accepted: Family::default(),
             rejected: Family::default(),
             outcomes: Family::default(),
@@ -111,6 +117,7 @@ fn metrics() -> &'static Metrics {
             dead_letters: Family::default(),
             dead_letter_bytes: Family::default(),
             dead_letters_unwritten: Gauge::default(),
+            rendering: std::sync::Mutex::new(()),
             registry: Registry::default(),
         };
         registry.register(
@@ -178,34 +185,34 @@ fn metrics() -> &'static Metrics {
             "Dead letters the shared spool's store refused, held in memory and tried again at each commit (their events stay pending)",
             m.dead_letters_unwritten.clone(),
         );
-        Metrics { registry, ..m }
-    })
+        Metrics(Arc::new(Inner { registry, ..m }))
+    }
 }
 
-/// `n` events of `source` acknowledged.
-pub fn accepted(source: &str, n: usize) {
-    metrics()
-        .accepted
-        .get_or_create(&SourceLabel {
-            source: source.to_string(),
-        })
-        .inc_by(n as u64);
-}
+impl Metrics {
+    /// `n` events of `source` acknowledged.
+    pub fn accepted(&self, source: &str, n: usize) {
+        (self.0.accepted)
+            .get_or_create(&SourceLabel {
+                source: source.to_string(),
+            })
+            .inc_by(n as u64);
+    }
 
-/// One request of an SDK's telemetry, dropped.
-pub fn telemetry_dropped() {
-    metrics().telemetry.inc();
-}
+    /// One request of an SDK's telemetry, dropped.
+    pub fn telemetry_dropped(&self) {
+        self.0.telemetry.inc();
+    }
 
-/// `events` events of `source` refused for `reason` (a fixed word, see [`reason`]).
-pub fn rejected(source: &str, reason: &'static str, events: usize) {
-    metrics()
-        .rejected
-        .get_or_create(&RejectedLabels {
-            source: source.to_string(),
-            reason,
-        })
-        .inc_by(events as u64);
+    /// `events` events of `source` refused for `reason` (a fixed word, see [`reason`]).
+    pub fn rejected(&self, source: &str, reason: &'static str, events: usize) {
+        (self.0.rejected)
+            .get_or_create(&RejectedLabels {
+                source: source.to_string(),
+                reason,
+            })
+            .inc_by(events as u64);
+    }
 }
 
 /// The label of a core error.
@@ -230,7 +237,12 @@ pub fn reason(e: &Error) -> &'static str {
 /// source's last hour (`activity.rs`, the console's chart), kept under its `tenant`, unless
 /// a client of that tenant already has one (a settings change keeps its hour; a new source
 /// of an old name starts its own).
-pub fn on_outcome(source: &str, tenant: &str) -> outbound::OutcomeCallback {
+pub fn on_outcome(
+    metrics: &Metrics,
+    activities: &Activities,
+    source: &str,
+    tenant: &str,
+) -> outbound::OutcomeCallback {
     const DESTINATIONS: [&str; 3] = ["all", "webhooks", "ingestion"];
     const KINDS: [OutcomeKind; 3] = [
         OutcomeKind::Delivered,
@@ -240,9 +252,10 @@ pub fn on_outcome(source: &str, tenant: &str) -> outbound::OutcomeCallback {
     // Boxed at the first outcome: an idle source's hook is a few words.
     let counters: OnceLock<Box<[OnceLock<Counter>; 9]>> = OnceLock::new();
     let hour: OnceLock<Arc<Activity>> = OnceLock::new();
-    if let Some(ring) = activity::existing(tenant) {
+    if let Some(ring) = activities.existing(tenant) {
         let _ = hour.set(ring);
     }
+    let (metrics, activities) = (metrics.clone(), activities.clone());
     let source: Box<str> = source.into();
     let tenant: Box<str> = tenant.into();
     std::sync::Arc::new(move |o: &Outcome| {
@@ -252,7 +265,7 @@ pub fn on_outcome(source: &str, tenant: &str) -> outbound::OutcomeCallback {
             _ => None,
         };
         if let Some(ended) = ended {
-            hour.get_or_init(|| activity::of(&tenant)).record(ended);
+            hour.get_or_init(|| activities.of(&tenant)).record(ended);
         }
         let d = if o.detail.starts_with("webhook") {
             1
@@ -264,8 +277,7 @@ pub fn on_outcome(source: &str, tenant: &str) -> outbound::OutcomeCallback {
         let k = KINDS.iter().position(|k| *k == o.kind).unwrap_or(0);
         counters.get_or_init(Box::default)[d * KINDS.len() + k]
             .get_or_init(|| {
-                metrics()
-                    .outcomes
+                (metrics.0.outcomes)
                     .get_or_create(&OutcomeLabels {
                         source: source.to_string(),
                         destination: DESTINATIONS[d],
@@ -277,61 +289,65 @@ pub fn on_outcome(source: &str, tenant: &str) -> outbound::OutcomeCallback {
     })
 }
 
-/// One answered request.
-pub fn request(route: &'static str, status: u16, took: Duration) {
-    let m = metrics();
-    m.requests
-        .get_or_create(&RequestLabels { route, status })
-        .inc();
-    m.latency
-        .get_or_create(&RouteLabel { route })
-        .observe(took.as_secs_f64());
+impl Metrics {
+    /// One answered request.
+    pub fn request(&self, route: &'static str, status: u16, took: Duration) {
+        let m = &self.0;
+        m.requests
+            .get_or_create(&RequestLabels { route, status })
+            .inc();
+        m.latency
+            .get_or_create(&RouteLabel { route })
+            .observe(took.as_secs_f64());
+    }
+
+    /// A request being handled, until the guard drops.
+    pub fn in_flight(&self) -> InFlight {
+        self.0.in_flight.inc();
+        InFlight(self.clone())
+    }
+
+    /// An open client connection, until the guard drops.
+    pub fn connection(&self) -> Connection {
+        self.0.connections.inc();
+        Connection(self.clone())
+    }
 }
 
 /// Held while a request is handled.
-pub struct InFlight(());
-
-impl InFlight {
-    pub fn start() -> InFlight {
-        metrics().in_flight.inc();
-        InFlight(())
-    }
-}
+pub struct InFlight(Metrics);
 
 impl Drop for InFlight {
     fn drop(&mut self) {
-        metrics().in_flight.dec();
+        self.0 .0.in_flight.dec();
     }
 }
 
-/// Held while a connection is open.
-pub struct Connection(());
-
-impl Connection {
-    pub fn open() -> Connection {
-        metrics().connections.inc();
-        Connection(())
-    }
-}
+/// Held while a client connection is open.
+pub struct Connection(Metrics);
 
 impl Drop for Connection {
     fn drop(&mut self) {
-        metrics().connections.dec();
+        self.0 .0.connections.dec();
     }
 }
 
-/// The text of `GET /metrics`, with the gauges read from `sources` now.
-pub fn render(sources: &Sources) -> String {
+/// The text of `GET /metrics`, with the gauges read from `sources` (and the `engine` they
+/// run on) now.
+pub fn render(metrics: &Metrics, sources: &Sources, engine: &SharedEngine) -> String {
     // One scrape at a time: each fills the per-source gauges and clears them.
-    static RENDER: std::sync::Mutex<()> = std::sync::Mutex::new(());
-    let _one = RENDER.lock().unwrap_or_else(|e| e.into_inner());
-    let m = metrics();
+    let _one = metrics
+        .0
+        .rendering
+        .lock()
+        .unwrap_or_else(|e| e.into_inner());
+    let m = &*metrics.0;
     // A source removed by a reload is no longer shown.
     clear(m);
     // The dead letters of every source on the shared spool, at once (a source of that name
     // changing this moment has two tenants for a while: they count the same letters). When
     // the writer does not answer, they are left out of this scrape rather than shown as 0.
-    let dead: HashMap<String, DeadLetterStats> = (engine::dead_letter_counts().ok())
+    let dead: HashMap<String, DeadLetterStats> = (engine.dead_letter_counts().ok())
         .map(|counts| counts.into_iter().collect())
         .unwrap_or_default();
     for s in sources.iter() {
@@ -362,7 +378,7 @@ pub fn render(sources: &Sources) -> String {
         }
     }
     m.dead_letters_unwritten
-        .set(engine::dead_letters_unwritten() as i64);
+        .set(engine.dead_letters_unwritten() as i64);
     let mut out = String::new();
     // Writing to a String cannot fail.
     let _ = prometheus_client::encoding::text::encode(&mut out, &m.registry);
@@ -372,7 +388,7 @@ pub fn render(sources: &Sources) -> String {
 }
 
 /// Empties the per-source gauges (filled at each scrape).
-fn clear(m: &Metrics) {
+fn clear(m: &Inner) {
     m.queue_depth.clear();
     m.spool_bytes.clear();
     m.dead_letters.clear();

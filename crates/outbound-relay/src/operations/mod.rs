@@ -15,3 +15,20 @@ pub mod memory;
 pub mod metrics;
 pub mod open_files;
 pub mod reload;
+
+/// What the relay keeps of its own running (no process globals): counters and gauges, the
+/// request lines' rate, each source's last hour. Cheap to clone.
+#[derive(Clone, Default)]
+pub struct Ops {
+    pub metrics: metrics::Metrics,
+    pub log_rate: log_rate::LogRate,
+    pub activities: activity::Activities,
+}
+
+impl Ops {
+    /// The outcome callback of a source's client (`metrics::on_outcome`), from its name and
+    /// its tenant.
+    pub fn on_outcome(&self, source: &str, tenant: &str) -> outbound::OutcomeCallback {
+        metrics::on_outcome(&self.metrics, &self.activities, source, tenant)
+    }
+}

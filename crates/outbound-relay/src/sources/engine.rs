@@ -5,14 +5,15 @@
 use crate::config::{ConfigError, Relay};
 use outbound::{Client, Engine, EngineConfig, Level, LogSink};
 use std::path::PathBuf;
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
 /// The engine every source's client runs on: one scheduler thread and the I/O threads for
-/// all of them, however many sources there are (a source adds no thread).
-static ENGINE: OnceLock<Engine> = OnceLock::new();
-
-/// The spool the engine's tenants share: `data_dir/spool`, or the fleet's Redis URL.
-static ENGINE_SPOOL: OnceLock<PathBuf> = OnceLock::new();
+/// all of them, however many sources there are (a source adds no thread), and the spool they
+/// share (`data_dir/spool`, or the fleet's Redis URL).
+pub struct SharedEngine {
+    engine: Engine,
+    spool: PathBuf,
+}
 
 /// Starts the sources' engine (before the first source): `io_threads` I/O threads, its
 /// `memory_window`, and the spool the sources share. On a fleet's Redis (the first source whose spool is a Redis
@@ -23,14 +24,13 @@ static ENGINE_SPOOL: OnceLock<PathBuf> = OnceLock::new();
 /// earlier versions (`data_dir/spool/<name>`; on Redis the prefixes `P:<name>`) are taken
 /// over by the source of that name. Its commit interval is the shortest any source on it
 /// asks for; on Redis, its `max_timeout` the longest `timeout` of those sources.
-pub fn start_engine(relay: &Relay) -> Result<(), ConfigError> {
+pub fn start_engine(relay: &Relay) -> Result<SharedEngine, ConfigError> {
     let redis = (relay.sources.iter())
         .find_map(|s| fleet_url(&s.tenant, &s.core))
         .or_else(|| relay.base.fleet_redis());
     let spool = redis.unwrap_or_else(|| relay.data_dir.join("spool"));
-    let _ = ENGINE_SPOOL.set(spool.clone());
     let on_it: Vec<&outbound::Config> = (relay.sources.iter())
-        .filter(|s| on_shared_spool(&relay.data_dir, &s.tenant, &s.core))
+        .filter(|s| on_shared_spool(&spool, &relay.data_dir, &s.tenant, &s.core))
         .map(|s| &s.core)
         .collect();
     let defaults = EngineConfig::default();
@@ -64,12 +64,7 @@ pub fn start_engine(relay: &Relay) -> Result<(), ConfigError> {
             false => format!("spool {}: {e}", spool.display()),
         },
     })?;
-    let _ = ENGINE.set(engine);
-    Ok(())
-}
-
-fn engine() -> Result<&'static Engine, outbound::Error> {
-    ENGINE.get().ok_or(outbound::Error::Closed)
+    Ok(SharedEngine { engine, spool })
 }
 
 fn redis_spool(p: &std::path::Path) -> bool {
@@ -87,10 +82,61 @@ fn fleet_url(tenant: &str, core: &outbound::Config) -> Option<PathBuf> {
 /// Whether the client of a source (under `tenant`) goes on the engine's spool: its `spool`
 /// is the default, under `data_dir`, on an engine on `data_dir`; or the fleet's Redis, on an
 /// engine on that Redis (not memory only, not another Redis).
-fn on_shared_spool(data_dir: &std::path::Path, tenant: &str, core: &outbound::Config) -> bool {
-    match ENGINE_SPOOL.get() {
-        Some(url) if redis_spool(url) => fleet_url(tenant, core).as_ref() == Some(url),
-        _ => core.spool.as_ref() == Some(&data_dir.join("spool").join(tenant)),
+fn on_shared_spool(
+    spool: &std::path::Path,
+    data_dir: &std::path::Path,
+    tenant: &str,
+    core: &outbound::Config,
+) -> bool {
+    match redis_spool(spool) {
+        true => fleet_url(tenant, core).as_deref() == Some(spool),
+        false => core.spool.as_ref() == Some(&data_dir.join("spool").join(tenant)),
+    }
+}
+
+impl SharedEngine {
+    /// Each source on the shared spool that keeps dead letters, by tenant, with its counts:
+    /// one question to the spool writer for all of them (`Engine::dead_letter_counts`).
+    pub fn dead_letter_counts(
+        &self,
+    ) -> Result<Vec<(String, outbound::DeadLetterStats)>, outbound::Error> {
+        self.engine.dead_letter_counts()
+    }
+
+    /// Dead letters the shared spool's store refused and holds in memory
+    /// (`Engine::dead_letters_unwritten`).
+    pub fn dead_letters_unwritten(&self) -> usize {
+        self.engine.dead_letters_unwritten()
+    }
+
+    /// The shared spool: `data_dir/spool`, or the fleet's Redis URL (its prefix as given).
+    pub fn spool(&self) -> &PathBuf {
+        &self.spool
+    }
+
+    /// Whether the shared spool is a fleet's Redis.
+    pub fn on_redis(&self) -> bool {
+        redis_spool(&self.spool)
+    }
+
+    /// Starts a source's client with `core`: a tenant of the shared spool under `tenant` when
+    /// its spool is the shared one; true when it is on a spool.
+    pub fn start_client(
+        &self,
+        data_dir: &std::path::Path,
+        tenant: &str,
+        mut core: outbound::Config,
+    ) -> Result<(Client, bool), outbound::Error> {
+        let shared = on_shared_spool(&self.spool, data_dir, tenant, &core);
+        let spooled = shared || core.spool.is_some();
+        let client = match shared {
+            true => {
+                core.spool = None;
+                self.engine.tenant(tenant, core)
+            }
+            false => self.engine.client(core),
+        }?;
+        Ok((client, spooled))
     }
 }
 
@@ -103,40 +149,4 @@ pub fn log_sink(source: &str) -> LogSink {
         Level::Warn => tracing::warn!(target: "outbound", source = %source, "{line}"),
         Level::Debug => tracing::debug!(target: "outbound", source = %source, "{line}"),
     })
-}
-
-/// Each source on the shared spool that keeps dead letters, by name, with its counts: one
-/// question to the spool writer for all of them (`Engine::dead_letter_counts`).
-pub fn dead_letter_counts() -> Result<Vec<(String, outbound::DeadLetterStats)>, outbound::Error> {
-    engine()?.dead_letter_counts()
-}
-
-/// Dead letters the shared spool's store refused and holds in memory
-/// (`Engine::dead_letters_unwritten`); 0 before the engine starts.
-pub fn dead_letters_unwritten() -> usize {
-    engine().map_or(0, |e| e.dead_letters_unwritten())
-}
-
-/// The shared spool: `data_dir/spool`, or the fleet's Redis URL (its prefix as given).
-pub fn shared_spool() -> Option<&'static PathBuf> {
-    ENGINE_SPOOL.get()
-}
-
-/// Starts a source's client with `core`: a tenant of the shared spool under `tenant` when
-/// its spool is the shared one; true when it is on a spool.
-pub fn start_client(
-    data_dir: &std::path::Path,
-    tenant: &str,
-    mut core: outbound::Config,
-) -> Result<(Client, bool), outbound::Error> {
-    let shared = on_shared_spool(data_dir, tenant, &core);
-    let spooled = shared || core.spool.is_some();
-    let client = match shared {
-        true => {
-            core.spool = None;
-            engine().and_then(|engine| engine.tenant(tenant, core))
-        }
-        false => engine().and_then(|engine| engine.client(core)),
-    }?;
-    Ok((client, spooled))
 }

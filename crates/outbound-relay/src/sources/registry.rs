@@ -13,7 +13,7 @@
 //! made again under the same name is a new tenant, which inherits nothing of the old one
 //! while that one drains beside it.
 
-use super::engine::{log_sink, shared_spool, start_client};
+use super::engine::{log_sink, SharedEngine};
 use super::slot::Slot;
 use super::{Source, Sources};
 use crate::config::{self, ConfigError, Relay};
@@ -25,7 +25,7 @@ use std::time::{Duration, Instant};
 
 /// Makes each source's outcome callback (the metrics' counters), given by the layer above:
 /// from its name and its tenant.
-pub type OutcomeHook = fn(&str, &str) -> outbound::OutcomeCallback;
+pub type OutcomeHook = Arc<dyn Fn(&str, &str) -> outbound::OutcomeCallback + Send + Sync>;
 
 /// Why a change of the API's sources was refused.
 #[derive(Debug)]
@@ -44,6 +44,7 @@ pub struct Registry {
     inner: Mutex<Inner>,
     data_dir: PathBuf,
     outcomes: OutcomeHook,
+    engine: Arc<SharedEngine>,
 }
 
 struct Inner {
@@ -92,7 +93,11 @@ pub fn drain_for(spec: &config::Source) -> Duration {
 
 impl Registry {
     /// Starts the file's sources (each client opens and resumes its part of the spool).
-    pub fn start(relay: &Relay, outcomes: OutcomeHook) -> Result<Registry, ConfigError> {
+    pub fn start(
+        relay: &Relay,
+        engine: Arc<SharedEngine>,
+        outcomes: OutcomeHook,
+    ) -> Result<Registry, ConfigError> {
         let audiences = relay.data_dir.join("audiences");
         std::fs::create_dir_all(&audiences).map_err(|e| ConfigError {
             file: relay.file.clone(),
@@ -115,6 +120,7 @@ impl Registry {
             }),
             data_dir: relay.data_dir.clone(),
             outcomes,
+            engine,
         };
         let mut inner = registry.lock();
         for (i, s) in relay.sources.iter().enumerate() {
@@ -374,7 +380,7 @@ impl Registry {
         let mut core = spec.core.clone();
         core.log_sink = Some(log_sink(&spec.name));
         core.on_outcome = Some((self.outcomes)(&spec.name, &spec.tenant));
-        start_client(&self.data_dir, &spec.tenant, core)
+        self.engine.start_client(&self.data_dir, &spec.tenant, core)
     }
 
     fn open_slot(&self, spec: &config::Source, file: &str) -> Result<Slot, outbound::Error> {
@@ -404,7 +410,7 @@ impl Registry {
     /// Ends the drains that are over: idle on a local spool, or past their end.
     pub fn tick(&self) {
         let mut inner = self.lock();
-        let local = !shared_spool().is_some_and(|p| config::is_redis_url(&p.to_string_lossy()));
+        let local = !self.engine.on_redis();
         let now = Instant::now();
         let over: Vec<String> = (inner.draining.iter())
             .filter(|(tenant, until)| {

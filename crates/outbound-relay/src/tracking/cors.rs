@@ -2,6 +2,7 @@
 //! (`OPTIONS`), and the header that lets a page read an answer.
 
 use crate::http::reply::{self, Answer};
+use crate::operations::log_rate::LogRate;
 use crate::sources::Sources;
 use hyper::header::{HeaderMap, HeaderValue, ORIGIN};
 use hyper::StatusCode;
@@ -24,8 +25,8 @@ pub fn origin(headers: &HeaderMap) -> Result<Option<&str>, Unreadable> {
 }
 
 /// The answer to an [`Unreadable`] origin.
-pub fn refused() -> Answer {
-    if let Some(held) = crate::operations::log_rate::allow("origin_unreadable", "") {
+pub fn refused(rate: &LogRate) -> Answer {
+    if let Some(held) = rate.allow("origin_unreadable", "") {
         tracing::info!(
             held_back = held,
             "request refused: an Origin header that cannot be checked (several, or not ASCII)"
@@ -36,14 +37,14 @@ pub fn refused() -> Answer {
 
 /// The CORS preflight (`OPTIONS`): no write key yet, so any source's `allowed_origins`
 /// will do; the POST is checked against its own source.
-pub fn preflight(sources: &Sources, headers: &HeaderMap) -> Answer {
+pub fn preflight(rate: &LogRate, sources: &Sources, headers: &HeaderMap) -> Answer {
     let origin = match origin(headers) {
         Ok(Some(origin)) => origin,
         Ok(None) => return reply::empty(StatusCode::NO_CONTENT),
-        Err(Unreadable) => return refused(),
+        Err(Unreadable) => return refused(rate),
     };
     if !sources.any_allows_origin(origin) {
-        if let Some(held) = crate::operations::log_rate::allow("preflight_refused", "") {
+        if let Some(held) = rate.allow("preflight_refused", "") {
             tracing::info!(
                 origin,
                 held_back = held,

@@ -33,7 +33,8 @@ pub use cors::{allow_for_any_source, preflight};
 use crate::http::auth::basic_user;
 use crate::http::body;
 use crate::http::reply::{self, Answer};
-use crate::operations::log_rate::allow;
+use crate::operations::metrics::reason;
+use crate::operations::Ops;
 use crate::sources::{Source, Sources};
 use events::{read_event, type_value};
 use fields::{Batch, Body, Fields, ParseError};
@@ -81,6 +82,8 @@ pub fn endpoint(path: &str) -> Option<Endpoint> {
 
 /// A request, its body read: what its CPU work needs, owned (it may run on another thread).
 struct Request {
+    /// The relay's counters and log rate.
+    ops: Ops,
     endpoint: Endpoint,
     bytes: Bytes,
     /// The Basic-auth user name, if any.
@@ -112,6 +115,7 @@ enum Took {
 
 /// `POST` to a tracking path.
 pub async fn handle(
+    ops: &Ops,
     sources: Arc<Sources>,
     endpoint: Endpoint,
     headers: &HeaderMap,
@@ -121,13 +125,14 @@ pub async fn handle(
 ) -> Answer {
     let origin = match cors::origin(headers) {
         Ok(origin) => origin.map(str::to_owned),
-        Err(cors::Unreadable) => return cors::refused(),
+        Err(cors::Unreadable) => return cors::refused(&ops.log_rate),
     };
     let bytes = match body::read(headers, body, MAX_BODY_BYTES).await {
         Ok(b) => b,
         Err(e) => return reply::error(e.status, e.message),
     };
     let request = Request {
+        ops: ops.clone(),
         endpoint,
         bytes,
         key: basic_user(headers),
@@ -166,7 +171,7 @@ pub async fn handle(
         }
     }
     let mut answer = match taken {
-        Took::Enqueued(enqueued) => finish(enqueued).await,
+        Took::Enqueued(enqueued) => finish(ops, enqueued).await,
         Took::Answered(answer) => return answer,
         Took::Changing(_) => unreachable!("waited above"),
     };
@@ -215,14 +220,14 @@ fn take(sources: &Sources, r: &Request) -> Took {
         ));
     };
     let Some(source) = sources.by_write_key(&key) else {
-        if let Some(held) = allow("unknown_write_key", "") {
+        if let Some(held) = r.ops.log_rate.allow("unknown_write_key", "") {
             tracing::info!(held_back = held, "request refused: unknown write key");
         }
         return Took::Answered(reply::error(StatusCode::UNAUTHORIZED, "unknown write key"));
     };
     if let Some(origin) = &r.origin {
         if !source.allows_origin(origin) {
-            if let Some(held) = allow("origin_not_allowed", &source.name) {
+            if let Some(held) = r.ops.log_rate.allow("origin_not_allowed", &source.name) {
                 tracing::info!(source = %source.name, origin, held_back = held, "request refused: origin not allowed");
             }
             return Took::Answered(reply::error(
@@ -238,7 +243,7 @@ fn take(sources: &Sources, r: &Request) -> Took {
     if !client.spool_ok() {
         // Acknowledged means stored: while the spool cannot be written (a Redis spool's
         // server unreachable, a failing disk) the SDK keeps its events and retries.
-        if let Some(held) = allow("spool_not_writable", &source.name) {
+        if let Some(held) = r.ops.log_rate.allow("spool_not_writable", &source.name) {
             tracing::warn!(source = %source.name, held_back = held, "request refused: the spool cannot be written");
         }
         return Took::Answered(reply::error(
@@ -257,20 +262,20 @@ fn take(sources: &Sources, r: &Request) -> Took {
         Endpoint::Single(kind) => {
             let mut event = fields;
             event.set("type", type_value(kind));
-            single(source, client, event, &r.received)
+            single(&r.ops, source, client, event, &r.received)
         }
-        Endpoint::Batch => batch(source, client, fields, events, &r.received),
+        Endpoint::Batch => batch(&r.ops, source, client, fields, events, &r.received),
     }
 }
 
 /// The answer once the events taken are committed, with a batch's rejected events.
-async fn finish(t: Enqueued) -> Answer {
-    let answer = durable(&t.source, t.accepted, t.commit).await;
+async fn finish(ops: &Ops, t: Enqueued) -> Answer {
+    let answer = durable(ops, &t.source, t.accepted, t.commit).await;
     let Some(rejected) = t.rejected else {
         return answer;
     };
-    rejected.count_in_metrics(&t.source.name);
-    rejected.log(&t.source.name, t.accepted);
+    rejected.count_in_metrics(&ops.metrics, &t.source.name);
+    rejected.log(&ops.log_rate, &t.source.name, t.accepted);
     if answer.status() != StatusCode::OK || rejected.is_empty() {
         return answer;
     }
@@ -279,24 +284,26 @@ async fn finish(t: Enqueued) -> Answer {
 
 /// The answer to an enqueue error that is about the relay, not the events: all `events` of the
 /// request are refused (and counted so).
-fn overloaded(source: &Source, e: &Error, events: usize) -> Option<Answer> {
+fn overloaded(ops: &Ops, source: &Source, e: &Error, events: usize) -> Option<Answer> {
     let status = match e {
         Error::QueueFull { .. } | Error::SpoolFull { .. } => StatusCode::TOO_MANY_REQUESTS,
         Error::Closed | Error::Spool { .. } => StatusCode::SERVICE_UNAVAILABLE,
         _ => return None,
     };
-    crate::operations::metrics::rejected(
-        &source.name,
-        crate::operations::metrics::reason(e),
-        events,
-    );
-    if let Some(held) = allow("cannot_take_more", &source.name) {
+    ops.metrics.rejected(&source.name, reason(e), events);
+    if let Some(held) = ops.log_rate.allow("cannot_take_more", &source.name) {
         tracing::warn!(source = %source.name, held_back = held, "cannot take more: {e}");
     }
     Some(reply::error(status, e.to_string()))
 }
 
-fn single(source: &Arc<Source>, client: &Client, event: Fields<'_>, received: &Received) -> Took {
+fn single(
+    ops: &Ops,
+    source: &Arc<Source>,
+    client: &Client,
+    event: Fields<'_>,
+    received: &Received,
+) -> Took {
     let result =
         read_event(&event, &mut String::new(), received).and_then(|msg| client.enqueue_with(&msg));
     let e = match result {
@@ -310,22 +317,23 @@ fn single(source: &Arc<Source>, client: &Client, event: Fields<'_>, received: &R
         }
         Err(e) => e,
     };
-    if let Some(answer) = overloaded(source, &e, 1) {
+    if let Some(answer) = overloaded(ops, source, &e, 1) {
         return Took::Answered(answer);
     }
-    crate::operations::metrics::rejected(&source.name, crate::operations::metrics::reason(&e), 1);
-    let reason = rejected::bounded(&e);
-    if let Some(held) = allow("event_rejected", &source.name) {
-        tracing::info!(source = %source.name, reason = %reason, held_back = held, "event rejected");
+    ops.metrics.rejected(&source.name, reason(&e), 1);
+    let why = rejected::bounded(&e);
+    if let Some(held) = ops.log_rate.allow("event_rejected", &source.name) {
+        tracing::info!(source = %source.name, reason = %why, held_back = held, "event rejected");
     }
     let status = match e {
         Error::MessageTooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
         _ => StatusCode::BAD_REQUEST,
     };
-    Took::Answered(reply::error(status, reason))
+    Took::Answered(reply::error(status, why))
 }
 
 fn batch(
+    ops: &Ops,
     source: &Arc<Source>,
     client: &Client,
     mut obj: Fields<'_>,
@@ -377,16 +385,16 @@ fn batch(
             for (index, answer) in indexes.into_iter().zip(answers) {
                 match answer {
                     Ok(_) => accepted += 1,
-                    Err(e) => rejected.add(index, crate::operations::metrics::reason(&e), &e),
+                    Err(e) => rejected.add(index, reason(&e), &e),
                 }
             }
         }
         Err(e) => {
-            rejected.count_in_metrics(&source.name);
+            rejected.count_in_metrics(&ops.metrics, &source.name);
             // A closed client refuses before it reads any event: then every object counts.
             let refused = if read == 0 { indexes.len() } else { read_ok };
             return Took::Answered(
-                overloaded(source, &e, refused).unwrap_or_else(|| {
+                overloaded(ops, source, &e, refused).unwrap_or_else(|| {
                     reply::error(StatusCode::SERVICE_UNAVAILABLE, e.to_string())
                 }),
             );
@@ -403,6 +411,7 @@ fn batch(
 /// 200 once the `accepted` events just enqueued are committed to the source's spool (at
 /// once when none were, or without a spool); 503 when the commit failed.
 async fn durable(
+    ops: &Ops,
     source: &Arc<Source>,
     accepted: usize,
     commit: Option<tokio::sync::oneshot::Receiver<bool>>,
@@ -412,7 +421,7 @@ async fn durable(
         _ => true,
     };
     if !committed {
-        if let Some(held) = allow("commit_failed", &source.name) {
+        if let Some(held) = ops.log_rate.allow("commit_failed", &source.name) {
             tracing::warn!(source = %source.name, held_back = held, "spool commit failed: answered 503");
         }
         return reply::error(
@@ -420,7 +429,7 @@ async fn durable(
             "the events could not be committed to disk; send them again",
         );
     }
-    crate::operations::metrics::accepted(&source.name, accepted);
+    ops.metrics.accepted(&source.name, accepted);
     reply::ok()
 }
 

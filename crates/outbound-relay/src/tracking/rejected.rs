@@ -70,20 +70,20 @@ impl Rejections {
     }
 
     /// Counts them in the metrics, one call per kind.
-    pub fn count_in_metrics(&self, source: &str) {
+    pub fn count_in_metrics(&self, metrics: &crate::operations::metrics::Metrics, source: &str) {
         for (kind, n) in &self.kinds {
-            crate::operations::metrics::rejected(source, kind, *n);
+            metrics.rejected(source, kind, *n);
         }
     }
 
     /// One log line for the request: how many, of which kinds, and the first few by place and
     /// reason (logs escape what a reason holds: `logging.rs`).
-    pub fn log(&self, source: &str, accepted: usize) {
+    pub fn log(&self, rate: &crate::operations::log_rate::LogRate, source: &str, accepted: usize) {
         if self.is_empty() {
             return;
         }
         // Requests with rejected events, one line every 10 s a source (the metrics count all).
-        let Some(held) = crate::operations::log_rate::allow("events_rejected", source) else {
+        let Some(held) = rate.allow("events_rejected", source) else {
             return;
         };
         let mut kinds = String::new();

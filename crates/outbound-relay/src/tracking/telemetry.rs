@@ -21,8 +21,13 @@ pub fn is_telemetry(path: &str) -> bool {
 
 /// The answer to a telemetry `POST`: its body read (within a bound, so the connection can be
 /// kept) and dropped.
-pub async fn drop(sources: &Sources, headers: &HeaderMap, body: axum::body::Body) -> Answer {
+pub async fn drop(
+    ops: &crate::operations::Ops,
+    sources: &Sources,
+    headers: &HeaderMap,
+    body: axum::body::Body,
+) -> Answer {
     let _ = body::read(headers, body, MAX_BODY).await;
-    crate::operations::metrics::telemetry_dropped();
+    ops.metrics.telemetry_dropped();
     allow_for_any_source(sources, headers, reply::ok())
 }

@@ -445,3 +445,76 @@ pub fn config(sources: &[(&str, &str, &Receiver)], extra: &str) -> String {
     }
     c
 }
+
+/// Where a relay answers: one run as its own process ([`Relay`]), or in this one
+/// ([`InProcess`]).
+pub trait Addr {
+    fn url(&self, path: &str) -> String;
+}
+
+impl Addr for Relay {
+    fn url(&self, path: &str) -> String {
+        Relay::url(self, path)
+    }
+}
+
+/// A relay run in this test's process (`outbound_relay::App`), on its own runtime thread:
+/// for tests that need no process boundary (no signal, no kill, no log read).
+pub struct InProcess {
+    /// `host:port`.
+    pub addr: String,
+    stop: Option<std::sync::mpsc::Sender<()>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl InProcess {
+    /// Writes `config` as `relay.toml` in `dir` and starts a relay on it in this process.
+    pub fn start(dir: &Path, config: &str) -> InProcess {
+        let path = dir.join("relay.toml");
+        std::fs::write(&path, config).unwrap();
+        let relay = outbound_relay::Relay::load(&path).unwrap();
+        let (addr_tx, addr_rx) = std::sync::mpsc::channel();
+        let (stop_tx, stop_rx) = std::sync::mpsc::channel::<()>();
+        let thread = std::thread::spawn(move || {
+            let app = outbound_relay::App::start(&relay).unwrap();
+            let rt = tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(2)
+                .enable_all()
+                .build()
+                .unwrap();
+            rt.block_on(async {
+                let listener = tokio::net::TcpListener::bind(&relay.listen).await.unwrap();
+                addr_tx
+                    .send(listener.local_addr().unwrap().to_string())
+                    .unwrap();
+                let stop = async move {
+                    let _ = tokio::task::spawn_blocking(move || stop_rx.recv()).await;
+                };
+                app.serve(listener, stop).await;
+            });
+            rt.shutdown_timeout(Duration::from_millis(100));
+            app.close();
+        });
+        let addr = addr_rx.recv_timeout(Duration::from_secs(30)).unwrap();
+        InProcess {
+            addr,
+            stop: Some(stop_tx),
+            thread: Some(thread),
+        }
+    }
+}
+
+impl Addr for InProcess {
+    fn url(&self, path: &str) -> String {
+        format!("http://{}{path}", self.addr)
+    }
+}
+
+impl Drop for InProcess {
+    fn drop(&mut self) {
+        drop(self.stop.take());
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
