@@ -1056,8 +1056,9 @@ const struct outbound_webhook_health *outbound_webhook_health_list_get(const str
 void outbound_webhook_health_list_free(struct outbound_webhook_health_list *list);
 
 // Creates options with every default: no destination (set a write key, a webhook or
-// both), endpoint `https://api.segment.io`, flush_at 20 (also the most messages one
-// request carries: max_batch_messages unset), flush_interval 5000 ms,
+// both; each webhook with at most 20 static headers of 8192 bytes), endpoint
+// `https://api.segment.io`, flush_at 20 (also the most messages one request carries:
+// max_batch_messages unset), flush_interval 5000 ms,
 // max_queue_size 10000 (a full queue refuses at once), timeout 5000 ms, max_retry_duration 4 h, gzip off, 2 workers and
 // at most 512 requests in flight per destination, sending on, proxy from the environment, logging per `DEBUG`.
 //
@@ -1098,7 +1099,9 @@ outbound_result outbound_options_set_endpoint(struct outbound_options *options,
 // - `url`: absolute `http://` or `https://` URL without credentials. Required.
 // - `headers_json`: NULL, or a JSON object of header name to string value, e.g.
 //   `{"Authorization":"Bearer t","X-Team":"growth"}`, added to every request to this URL.
-//   Names and values are checked by `outbound_client_new`.
+//   Names and values are checked by `outbound_client_new`, as are their number
+//   (`outbound_options_set_max_webhook_headers`, 20 by default) and bytes
+//   (`outbound_options_set_max_webhook_header_bytes`, 8192 by default).
 //
 // Both texts are copied. On failure nothing is added.
 //
@@ -1125,6 +1128,29 @@ outbound_result outbound_options_add_webhook(struct outbound_options *options,
 outbound_result outbound_options_set_webhook_enabled(struct outbound_options *options,
                                                      size_t webhook,
                                                      bool enabled);
+
+// Static headers one webhook may have at most (default 20). `outbound_client_new` refuses a
+// webhook with more: `OUTBOUND_RESULT_CONFIG`, the text naming `webhooks[i].headers` and
+// `max_webhook_headers`. 0: no webhook may have a static header.
+//
+// Returns `OUTBOUND_RESULT_OK`, `_NULL_ARGUMENT` (options), `_PANIC`.
+//
+// # Safety
+// `options` is NULL or a live `outbound_options`.
+outbound_result outbound_options_set_max_webhook_headers(struct outbound_options *options,
+                                                         size_t max_webhook_headers);
+
+// Bytes of one webhook's static headers at most, names and values together (default 8192):
+// every request to the webhook carries them. `outbound_client_new` refuses a webhook with
+// more: `OUTBOUND_RESULT_CONFIG`, the text naming `webhooks[i].headers` and
+// `max_webhook_header_bytes`.
+//
+// Returns `OUTBOUND_RESULT_OK`, `_NULL_ARGUMENT` (options), `_PANIC`.
+//
+// # Safety
+// `options` is NULL or a live `outbound_options`.
+outbound_result outbound_options_set_max_webhook_header_bytes(struct outbound_options *options,
+                                                              size_t bytes);
 
 // Sets the shared secret: webhook requests then carry `X-Signature` (HMAC-SHA1 of the
 // body). NULL unsets it (requests are sent unsigned). The text is copied.

@@ -342,6 +342,50 @@ func TestConfigurationIsCheckedByTheCore(t *testing.T) {
 	}
 }
 
+func TestAWebhookHasAtMostMaxWebhookHeadersAndMaxWebhookHeaderBytes(t *testing.T) {
+	// A webhook with n static headers X-H0..X-H{n-1}, each value valueLen bytes.
+	hook := func(n, valueLen int) outbound.Webhook {
+		h := map[string]string{}
+		for i := 0; i < n; i++ {
+			h[fmt.Sprintf("X-H%d", i)] = strings.Repeat("v", valueLen)
+		}
+		return outbound.Webhook{URL: "http://127.0.0.1:9/h", Headers: h}
+	}
+	accepted := func(name string, cfg outbound.Config) {
+		t.Helper()
+		c, err := outbound.NewWithConfig("", cfg)
+		if err != nil {
+			t.Fatalf("%s: NewWithConfig = %v", name, err)
+		}
+		_ = c.Close()
+	}
+	refused := func(name string, cfg outbound.Config, text string) {
+		t.Helper()
+		c, err := outbound.NewWithConfig("", cfg)
+		if c != nil || !errors.Is(err, outbound.ErrConfig) || !strings.Contains(err.Error(), text) {
+			t.Fatalf("%s: NewWithConfig = %v, %v; want ErrConfig naming %q", name, c, err, text)
+		}
+	}
+	hooks := func(w ...outbound.Webhook) []outbound.Webhook { return w }
+
+	// The defaults: 20 headers, 8192 bytes of names and values.
+	accepted("20 headers", outbound.Config{Webhooks: hooks(hook(20, 10))})
+	refused("21 headers", outbound.Config{Webhooks: hooks(hook(21, 10))},
+		"webhooks[0].headers: 21 headers given, at most 20 allowed (max_webhook_headers)")
+	refused("8200 bytes", outbound.Config{Webhooks: hooks(hook(2, 4096))},
+		"webhooks[0].headers: 8200 bytes of names and values, at most 8192 allowed (max_webhook_header_bytes)")
+	// Raised, they accept what the defaults refuse; lowered, they refuse less.
+	accepted("21 headers allowed", outbound.Config{Webhooks: hooks(hook(21, 10)), MaxWebhookHeaders: 21})
+	accepted("8200 bytes allowed", outbound.Config{Webhooks: hooks(hook(2, 4096)), MaxWebhookHeaderBytes: 8200})
+	refused("2 headers, 1 allowed", outbound.Config{Webhooks: hooks(hook(1, 10), hook(2, 10)), MaxWebhookHeaders: 1},
+		"webhooks[1].headers: 2 headers given, at most 1 allowed (max_webhook_headers)")
+	refused("14 bytes, 13 allowed", outbound.Config{Webhooks: hooks(hook(1, 10)), MaxWebhookHeaderBytes: 13},
+		"14 bytes of names and values, at most 13 allowed (max_webhook_header_bytes)")
+	// Negative numbers have no C form: refused by their Go names.
+	refused("negative headers", outbound.Config{Webhooks: hooks(hook(0, 0)), MaxWebhookHeaders: -1}, "MaxWebhookHeaders")
+	refused("negative bytes", outbound.Config{Webhooks: hooks(hook(0, 0)), MaxWebhookHeaderBytes: -1}, "MaxWebhookHeaderBytes")
+}
+
 func TestNewWithAnEmptyWriteKeyReturnsAClientThatReportsWhy(t *testing.T) {
 	c := outbound.New("")
 	if err := c.Enqueue(outbound.Track{UserId: "u", Event: "E"}); !errors.Is(err, outbound.ErrConfig) {

@@ -77,6 +77,15 @@ type Config struct {
 	SignatureScheme string
 	// WebhookUserAgent is the User-Agent of webhook requests (default "Outbound/1.0").
 	WebhookUserAgent string
+	// MaxWebhookHeaders is the most static headers one webhook may have (default 20):
+	// NewWithConfig refuses a webhook with more, an ErrConfig naming webhooks[i].headers
+	// and max_webhook_headers.
+	MaxWebhookHeaders int
+	// MaxWebhookHeaderBytes bounds one webhook's static headers, names and values together
+	// (default 8192 bytes), which every request to it carries: NewWithConfig refuses a
+	// webhook with more, an ErrConfig naming webhooks[i].headers and
+	// max_webhook_header_bytes.
+	MaxWebhookHeaderBytes int
 
 	// MaxQueueSize bounds the messages held at once, retries included (default 10000).
 	// When full, Enqueue returns ErrQueueFull at once, unless QueueFullWait is set.
@@ -168,7 +177,8 @@ type Config struct {
 }
 
 // Webhook is one webhook URL (absolute http or https, no credentials) and the static headers
-// added to every request to it.
+// added to every request to it (at most Config.MaxWebhookHeaders of them, of
+// Config.MaxWebhookHeaderBytes bytes of names and values).
 type Webhook struct {
 	URL     string
 	Headers map[string]string
@@ -264,6 +274,16 @@ func newOptions(writeKey string, c Config, handle uintptr, recording bool) (*C.o
 		},
 		func() error {
 			return str(func(s *C.char) C.outbound_result { return C.outbound_options_set_ca_certs(o, s) }, c.CACerts)
+		},
+		func() error {
+			return count("MaxWebhookHeaders", c.MaxWebhookHeaders, func(n C.size_t) C.outbound_result {
+				return C.outbound_options_set_max_webhook_headers(o, n)
+			})
+		},
+		func() error {
+			return count("MaxWebhookHeaderBytes", c.MaxWebhookHeaderBytes, func(n C.size_t) C.outbound_result {
+				return C.outbound_options_set_max_webhook_header_bytes(o, n)
+			})
 		},
 		func() error {
 			return count(flushAt.name, flushAt.value, func(n C.size_t) C.outbound_result { return C.outbound_options_set_flush_at(o, n) })

@@ -136,7 +136,8 @@ def _strings(values: Sequence[str], setting: str) -> List[str]:
 
 class Webhook:
     """One webhook destination: an absolute http(s) URL and static headers sent with every
-    request to it (checked when the client is built).
+    request to it (checked when the client is built, within the client's
+    ``max_webhook_headers`` and ``max_webhook_header_bytes``).
 
     ``enabled=False`` turns it off: it stays in the client's webhooks (checked, counted among
     the 5, its index kept for :meth:`Client.webhook_attempts` and the replays) but no request
@@ -179,6 +180,10 @@ class Client:
     nothing. Use it as a context manager, or call :meth:`close`; at interpreter exit open
     clients are closed with at most ``atexit_timeout`` seconds of waiting each.
 
+    Each webhook carries at most ``max_webhook_headers`` (20) static headers, of at most
+    ``max_webhook_header_bytes`` (8192) bytes of names and values together; a webhook with
+    more is a :class:`ConfigError` naming ``webhooks[i].headers`` and the setting.
+
     A batch is sent at ``flush_at`` messages (or ``flush_interval`` seconds after its
     first), and ``flush_at`` is also the most messages one request carries: with
     ``flush_at=1`` every message goes in a request of its own. ``max_batch_messages``
@@ -200,6 +205,8 @@ class Client:
         shared_secret: Optional[str] = None,
         signature_scheme: SignatureScheme = "x-signature",
         webhook_user_agent: str = "Outbound/1.0",
+        max_webhook_headers: int = 20,
+        max_webhook_header_bytes: int = 8192,
         flush_at: int = 20,
         max_batch_messages: Optional[int] = None,
         flush_interval: float = 5.0,
@@ -261,6 +268,8 @@ class Client:
             dead_letters=dead_letters,
             dead_letter_retention=dead_letter_retention,
             dead_letter_max_bytes=dead_letter_max_bytes,
+            max_webhook_headers=max_webhook_headers,
+            max_webhook_header_bytes=max_webhook_header_bytes,
             on_outcome=None if on_outcome is None else _guarded(on_outcome),
             log_sink=_log_line,
             debug=debug,

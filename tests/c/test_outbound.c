@@ -217,6 +217,8 @@ static void test_every_entry_point_is_null_safe(void) {
     CHECK_RC(outbound_options_set_endpoint(NULL, "http://127.0.0.1:1"), N, "options");
     CHECK_RC(outbound_options_add_webhook(NULL, "http://127.0.0.1:1", NULL), N, "options");
     CHECK_RC(outbound_options_set_webhook_enabled(NULL, 0, false), N, "options");
+    CHECK_RC(outbound_options_set_max_webhook_headers(NULL, 1), N, "options");
+    CHECK_RC(outbound_options_set_max_webhook_header_bytes(NULL, 1), N, "options");
     CHECK_RC(outbound_options_set_shared_secret(NULL, "s"), N, "options");
     CHECK_RC(outbound_options_set_webhook_user_agent(NULL, "ua"), N, "options");
     CHECK_RC(outbound_options_set_ca_certs(NULL, "x"), N, "options");
@@ -425,6 +427,73 @@ static void test_client_new_names_the_refused_setting(void) {
     expect_config_error(missing_ca_file, "ca_certs");
     expect_config_error(broken_ca_pem, "ca_certs");
     expect_config_error(empty_write_key, "write_key");
+}
+
+/* A webhook with `n` static headers X-H0..X-H{n-1}, each value `value_len` bytes of 'v'. */
+static void add_webhook_with_headers(outbound_options *o, int n, int value_len) {
+    size_t cap = 16 + (size_t)n * (size_t)(value_len + 16);
+    char *json = malloc(cap);
+    size_t at = 0;
+    json[at++] = '{';
+    for (int i = 0; i < n; i++) {
+        at += (size_t)snprintf(json + at, cap - at, "%s\"X-H%d\":\"", i ? "," : "", i);
+        memset(json + at, 'v', (size_t)value_len);
+        at += (size_t)value_len;
+        json[at++] = '"';
+    }
+    json[at++] = '}';
+    json[at] = '\0';
+    CHECK_RC(outbound_options_add_webhook(o, hook_url, json), OUTBOUND_RESULT_OK, NULL);
+    free(json);
+}
+static void twenty_headers(outbound_options *o) { add_webhook_with_headers(o, 20, 10); }
+static void twenty_one_headers(outbound_options *o) { add_webhook_with_headers(o, 21, 10); }
+static void twenty_one_headers_allowed(outbound_options *o) {
+    add_webhook_with_headers(o, 21, 10);
+    CHECK_RC(outbound_options_set_max_webhook_headers(o, 21), OUTBOUND_RESULT_OK, NULL);
+}
+static void one_header_none_allowed(outbound_options *o) {
+    add_webhook_with_headers(o, 0, 0);
+    add_webhook_with_headers(o, 1, 10);
+    CHECK_RC(outbound_options_set_max_webhook_headers(o, 0), OUTBOUND_RESULT_OK, NULL);
+}
+/* Two headers of 4 + 4096 bytes each: 8200 bytes of names and values. */
+static void header_bytes_over_8192(outbound_options *o) { add_webhook_with_headers(o, 2, 4096); }
+static void header_bytes_allowed(outbound_options *o) {
+    add_webhook_with_headers(o, 2, 4096);
+    CHECK_RC(outbound_options_set_max_webhook_header_bytes(o, 8200), OUTBOUND_RESULT_OK, NULL);
+}
+static void header_bytes_lowered(outbound_options *o) {
+    add_webhook_with_headers(o, 1, 10);
+    CHECK_RC(outbound_options_set_max_webhook_header_bytes(o, 13), OUTBOUND_RESULT_OK, NULL);
+}
+
+static void expect_client(void (*tweak)(outbound_options *)) {
+    outbound_options *o = outbound_options_new();
+    tweak(o);
+    outbound_client *c = NULL;
+    CHECK_RC(outbound_client_new(o, &c), OUTBOUND_RESULT_OK, NULL);
+    CHECK(c != NULL, "no client");
+    outbound_client_free(c);
+}
+
+static void test_a_webhook_has_at_most_max_webhook_headers_and_max_webhook_header_bytes(void) {
+    /* The defaults: 20 headers, 8192 bytes of names and values. */
+    expect_client(twenty_headers);
+    expect_config_error(twenty_one_headers,
+                        "webhooks[0].headers: 21 headers given, at most 20 allowed "
+                        "(max_webhook_headers)");
+    expect_config_error(header_bytes_over_8192,
+                        "webhooks[0].headers: 8200 bytes of names and values, at most 8192 "
+                        "allowed (max_webhook_header_bytes)");
+    /* Raised, they accept what the defaults refuse; lowered, they refuse less. */
+    expect_client(twenty_one_headers_allowed);
+    expect_client(header_bytes_allowed);
+    expect_config_error(one_header_none_allowed,
+                        "webhooks[1].headers: 1 headers given, at most 0 allowed "
+                        "(max_webhook_headers)");
+    expect_config_error(header_bytes_lowered, "14 bytes of names and values, at most 13 allowed "
+                                              "(max_webhook_header_bytes)");
 }
 
 static const char TEST_CA[] =
@@ -2394,6 +2463,7 @@ int main(void) {
     RUN(test_every_entry_point_is_null_safe);
     RUN(test_options_refuse_invalid_utf8_and_bad_header_json);
     RUN(test_client_new_names_the_refused_setting);
+    RUN(test_a_webhook_has_at_most_max_webhook_headers_and_max_webhook_header_bytes);
     RUN(test_ca_pem_text_is_accepted_and_plain_http_still_delivers);
     RUN(test_every_call_reaches_the_ingestion_endpoint);
     RUN(test_enqueue_json_writes_objects_as_the_track_call_does);

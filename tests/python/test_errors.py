@@ -72,6 +72,42 @@ def test_config_errors_name_the_setting(kw: Dict[str, Any], setting: str, messag
     assert str(info.value).startswith(f"invalid configuration {setting}:")
 
 
+def test_a_webhook_has_at_most_max_webhook_headers_and_max_webhook_header_bytes() -> None:
+    def hook(n: int, value_len: int = 10) -> outbound.Webhook:
+        return outbound.Webhook(
+            "http://127.0.0.1:9/h", {f"X-H{i}": "v" * value_len for i in range(n)}
+        )
+
+    def refused(setting: str, **kw: Any) -> str:
+        with pytest.raises(outbound.ConfigError) as info:
+            outbound.Client(send=False, **kw)
+        assert info.value.setting == setting
+        return str(info.value)
+
+    def accepted(**kw: Any) -> None:
+        outbound.Client(send=False, **kw).close(timeout=1)
+
+    # The defaults: 20 headers, 8192 bytes of names and values.
+    assert outbound._native.defaults()["max_webhook_headers"] == 20
+    assert outbound._native.defaults()["max_webhook_header_bytes"] == 8192
+    accepted(webhooks=[hook(20)])
+    text = refused("webhooks[0].headers", webhooks=[hook(21)])
+    assert "21 headers given, at most 20 allowed (max_webhook_headers)" in text
+    text = refused("webhooks[0].headers", webhooks=[hook(2, 4096)])
+    assert "8200 bytes of names and values, at most 8192 allowed" in text
+    assert "(max_webhook_header_bytes)" in text
+    # Raised, they accept what the defaults refuse; lowered, they refuse less.
+    accepted(webhooks=[hook(21)], max_webhook_headers=21)
+    accepted(webhooks=[hook(2, 4096)], max_webhook_header_bytes=8200)
+    text = refused("webhooks[1].headers", webhooks=[hook(0), hook(1)], max_webhook_headers=0)
+    assert "at most 0 allowed (max_webhook_headers)" in text
+    text = refused("webhooks[0].headers", webhooks=[hook(1)], max_webhook_header_bytes=13)
+    assert "14 bytes of names and values, at most 13 allowed" in text
+    # A negative bound is refused by name, not taken as 0.
+    refused("max_webhook_headers", webhooks=[hook(0)], max_webhook_headers=-1)
+    refused("max_webhook_header_bytes", webhooks=[hook(0)], max_webhook_header_bytes=-1)
+
+
 def test_a_single_webhook_string_is_refused() -> None:
     with pytest.raises(TypeError, match="list of Webhook"):
         outbound.Client(webhooks="http://127.0.0.1/h")  # type: ignore[arg-type]

@@ -192,6 +192,12 @@ type Client struct {
 	DeadLetters         bool
 	DeadLetterRetention time.Duration
 	DeadLetterMaxBytes  int64
+	// MaxWebhookHeaders (0: 20) and MaxWebhookHeaderBytes (0: 8192 bytes of names and
+	// values) bound the static headers of one webhook. See Config.MaxWebhookHeaders in
+	// package outbound. Not in v2. A v2 client has no webhooks, so they bound nothing: the
+	// settings are here, checked, as in every face.
+	MaxWebhookHeaders     int
+	MaxWebhookHeaderBytes int
 
 	key    string
 	once   sync.Once
@@ -217,23 +223,29 @@ func New(key string) *Client {
 // start builds the core client from the fields, once.
 func (c *Client) start() (outbound.Client, error) {
 	c.once.Do(func() {
-		config := outbound.Config{Endpoint: c.Endpoint, Verbose: c.Verbose,
-			BatchSize: c.Size, Interval: c.Interval, MaxQueueSize: c.MaxQueueSize,
-			QueueFullWait: c.QueueFullWait, MaxBatchMessages: c.MaxBatchMessages,
-			Spool: c.Spool, RedisAck: c.RedisAck, DeadLetters: c.DeadLetters,
-			DeadLetterRetention: c.DeadLetterRetention, DeadLetterMaxBytes: c.DeadLetterMaxBytes}
-		if c.FlushAt != 0 {
-			config.BatchSize = c.FlushAt
-		}
-		if c.FlushAfter != 0 {
-			config.Interval = c.FlushAfter
-		}
-		if c.Logger != nil {
-			config.Logger = outbound.StdLogger(c.Logger)
-		}
-		c.core, c.err = outbound.NewWithConfig(c.key, config)
+		c.core, c.err = outbound.NewWithConfig(c.key, c.config())
 	})
 	return c.core, c.err
+}
+
+// config is the fields as package outbound's settings.
+func (c *Client) config() outbound.Config {
+	config := outbound.Config{Endpoint: c.Endpoint, Verbose: c.Verbose,
+		BatchSize: c.Size, Interval: c.Interval, MaxQueueSize: c.MaxQueueSize,
+		QueueFullWait: c.QueueFullWait, MaxBatchMessages: c.MaxBatchMessages,
+		Spool: c.Spool, RedisAck: c.RedisAck, DeadLetters: c.DeadLetters,
+		DeadLetterRetention: c.DeadLetterRetention, DeadLetterMaxBytes: c.DeadLetterMaxBytes,
+		MaxWebhookHeaders: c.MaxWebhookHeaders, MaxWebhookHeaderBytes: c.MaxWebhookHeaderBytes}
+	if c.FlushAt != 0 {
+		config.BatchSize = c.FlushAt
+	}
+	if c.FlushAfter != 0 {
+		config.Interval = c.FlushAfter
+	}
+	if c.Logger != nil {
+		config.Logger = outbound.StdLogger(c.Logger)
+	}
+	return config
 }
 
 // Identify queues an "identify" message.

@@ -3,6 +3,7 @@ package analytics_test
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"log"
 	"reflect"
 	"slices"
@@ -496,5 +497,70 @@ func TestV2DeadLettersNeedASpoolAndReachTheCore(t *testing.T) {
 	if err := c3.Track(&analytics.Track{UserId: "u", Event: "E"}); !errors.Is(err, analytics.ErrConfig) ||
 		!strings.Contains(err.Error(), "DeadLetterMaxBytes") {
 		t.Fatalf("negative DeadLetterMaxBytes: %v", err)
+	}
+}
+
+// A v2 client has no webhooks, so the bounds of their headers bound nothing in it; the
+// settings its fields give the core do, as the core's webhooks show, and a negative one is
+// refused by its name.
+func TestV2MaxWebhookHeadersAndMaxWebhookHeaderBytesReachTheCore(t *testing.T) {
+	// The core's settings of c, with a webhook of n static headers of valueLen bytes each.
+	withHook := func(c *analytics.Client, n, valueLen int) outbound.Config {
+		cfg := analytics.CoreConfig(c)
+		h := map[string]string{}
+		for i := 0; i < n; i++ {
+			h[fmt.Sprintf("X-H%d", i)] = strings.Repeat("v", valueLen)
+		}
+		cfg.Webhooks = []outbound.Webhook{{URL: "http://127.0.0.1:9/h", Headers: h}}
+		return cfg
+	}
+	built := func(cfg outbound.Config, text string) {
+		t.Helper()
+		core, err := outbound.NewWithConfig("", cfg)
+		if text == "" {
+			if err != nil {
+				t.Fatalf("NewWithConfig = %v", err)
+			}
+			_ = core.Close()
+			return
+		}
+		if core != nil || !errors.Is(err, outbound.ErrConfig) || !strings.Contains(err.Error(), text) {
+			t.Fatalf("NewWithConfig = %v, %v; want ErrConfig naming %q", core, err, text)
+		}
+	}
+	c := analytics.New(writeKey)
+	// The defaults: 20 headers, 8192 bytes of names and values.
+	built(withHook(c, 20, 10), "")
+	built(withHook(c, 21, 10), "webhooks[0].headers: 21 headers given, at most 20 allowed (max_webhook_headers)")
+	built(withHook(c, 2, 4096), "webhooks[0].headers: 8200 bytes of names and values, at most 8192 allowed (max_webhook_header_bytes)")
+	// Raised, they accept what the defaults refuse.
+	c.MaxWebhookHeaders = 21
+	c.MaxWebhookHeaderBytes = 8200
+	built(withHook(c, 21, 10), "")
+	built(withHook(c, 2, 4096), "")
+
+	// The client itself, without webhooks: set, it works; negative, its calls say why.
+	c2, _ := newClient(t)
+	c2.MaxWebhookHeaders = 1
+	c2.MaxWebhookHeaderBytes = 16
+	if err := c2.Track(&analytics.Track{UserId: "u", Event: "E"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c2.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		set  func(*analytics.Client)
+	}{
+		{"MaxWebhookHeaders", func(c *analytics.Client) { c.MaxWebhookHeaders = -1 }},
+		{"MaxWebhookHeaderBytes", func(c *analytics.Client) { c.MaxWebhookHeaderBytes = -1 }},
+	} {
+		c, _ := newClient(t)
+		tc.set(c)
+		if err := c.Track(&analytics.Track{UserId: "u", Event: "E"}); !errors.Is(err, analytics.ErrConfig) ||
+			!strings.Contains(err.Error(), tc.name) {
+			t.Fatalf("negative %s: %v", tc.name, err)
+		}
 	}
 }

@@ -49,6 +49,13 @@ mod _native {
         usize::try_from(v).unwrap_or(0)
     }
 
+    /// A bound where 0 is a value of its own (no header at all): below zero is refused
+    /// naming the setting, not made 0.
+    fn limit(setting: &str, v: i64) -> PyResult<usize> {
+        usize::try_from(v)
+            .map_err(|_| errors::config(setting, format!("must not be negative, got {v}")))
+    }
+
     /// Runs the callback with the GIL on the scheduler thread. The Python layer wraps user
     /// callbacks so their exceptions are logged; anything escaping that is reported as
     /// unraisable. Nothing runs once the interpreter is shutting down.
@@ -83,7 +90,10 @@ mod _native {
             block_private_networks, allowed_networks,
             spool, spool_max_bytes, spool_commit_interval, redis_ack="auto",
             dead_letters=false, dead_letter_retention=14.0 * 86400.0,
-            dead_letter_max_bytes=256 << 20, record=false))]
+            dead_letter_max_bytes=256 << 20,
+            max_webhook_headers=outbound::DEFAULT_MAX_WEBHOOK_HEADERS as i64,
+            max_webhook_header_bytes=outbound::DEFAULT_MAX_WEBHOOK_HEADER_BYTES as i64,
+            record=false))]
         #[allow(clippy::too_many_arguments)]
         fn new(
             write_key: Option<String>,
@@ -117,6 +127,8 @@ mod _native {
             dead_letters: bool,
             dead_letter_retention: f64,
             dead_letter_max_bytes: u64,
+            max_webhook_headers: i64,
+            max_webhook_header_bytes: i64,
             record: bool,
         ) -> PyResult<Self> {
             let config = Config {
@@ -166,6 +178,11 @@ mod _native {
                 dead_letters,
                 dead_letter_retention: seconds("dead_letter_retention", dead_letter_retention)?,
                 dead_letter_max_bytes,
+                max_webhook_headers: limit("max_webhook_headers", max_webhook_headers)?,
+                max_webhook_header_bytes: limit(
+                    "max_webhook_header_bytes",
+                    max_webhook_header_bytes,
+                )?,
                 ..Config::default()
             };
             if record {
@@ -572,6 +589,8 @@ mod _native {
             c.dead_letter_retention.as_secs_f64(),
         )?;
         d.set_item("dead_letter_max_bytes", c.dead_letter_max_bytes)?;
+        d.set_item("max_webhook_headers", c.max_webhook_headers)?;
+        d.set_item("max_webhook_header_bytes", c.max_webhook_header_bytes)?;
         Ok(d)
     }
 

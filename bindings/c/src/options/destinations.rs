@@ -1,5 +1,6 @@
-//! Where messages go: the ingestion write key and endpoint, the webhooks (each on or off),
-//! their secret, signature scheme, user agent and extra trusted roots.
+//! Where messages go: the ingestion write key and endpoint, the webhooks (each on or off)
+//! and the bounds of their static headers, their secret, signature scheme, user agent and
+//! extra trusted roots.
 
 use super::*;
 
@@ -54,7 +55,9 @@ pub unsafe extern "C" fn outbound_options_set_endpoint(
 /// - `url`: absolute `http://` or `https://` URL without credentials. Required.
 /// - `headers_json`: NULL, or a JSON object of header name to string value, e.g.
 ///   `{"Authorization":"Bearer t","X-Team":"growth"}`, added to every request to this URL.
-///   Names and values are checked by `outbound_client_new`.
+///   Names and values are checked by `outbound_client_new`, as are their number
+///   (`outbound_options_set_max_webhook_headers`, 20 by default) and bytes
+///   (`outbound_options_set_max_webhook_header_bytes`, 8192 by default).
 ///
 /// Both texts are copied. On failure nothing is added.
 ///
@@ -116,6 +119,41 @@ pub unsafe extern "C" fn outbound_options_set_webhook_enabled(
             })
         }
     })
+}
+
+/// Static headers one webhook may have at most (default 20). `outbound_client_new` refuses a
+/// webhook with more: `OUTBOUND_RESULT_CONFIG`, the text naming `webhooks[i].headers` and
+/// `max_webhook_headers`. 0: no webhook may have a static header.
+///
+/// Returns `OUTBOUND_RESULT_OK`, `_NULL_ARGUMENT` (options), `_PANIC`.
+///
+/// # Safety
+/// `options` is NULL or a live `outbound_options`.
+#[no_mangle]
+pub unsafe extern "C" fn outbound_options_set_max_webhook_headers(
+    options: *mut outbound_options,
+    max_webhook_headers: usize,
+) -> outbound_result {
+    // SAFETY: the caller's contract.
+    ffi!({ unsafe { set(options, |c| c.max_webhook_headers = max_webhook_headers) } })
+}
+
+/// Bytes of one webhook's static headers at most, names and values together (default 8192):
+/// every request to the webhook carries them. `outbound_client_new` refuses a webhook with
+/// more: `OUTBOUND_RESULT_CONFIG`, the text naming `webhooks[i].headers` and
+/// `max_webhook_header_bytes`.
+///
+/// Returns `OUTBOUND_RESULT_OK`, `_NULL_ARGUMENT` (options), `_PANIC`.
+///
+/// # Safety
+/// `options` is NULL or a live `outbound_options`.
+#[no_mangle]
+pub unsafe extern "C" fn outbound_options_set_max_webhook_header_bytes(
+    options: *mut outbound_options,
+    bytes: usize,
+) -> outbound_result {
+    // SAFETY: the caller's contract.
+    ffi!({ unsafe { set(options, |c| c.max_webhook_header_bytes = bytes) } })
 }
 
 /// Sets the shared secret: webhook requests then carry `X-Signature` (HMAC-SHA1 of the

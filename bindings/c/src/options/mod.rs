@@ -99,8 +99,9 @@ unsafe fn set(options: *mut outbound_options, f: impl FnOnce(&mut Config)) -> ou
 }
 
 /// Creates options with every default: no destination (set a write key, a webhook or
-/// both), endpoint `https://api.segment.io`, flush_at 20 (also the most messages one
-/// request carries: max_batch_messages unset), flush_interval 5000 ms,
+/// both; each webhook with at most 20 static headers of 8192 bytes), endpoint
+/// `https://api.segment.io`, flush_at 20 (also the most messages one request carries:
+/// max_batch_messages unset), flush_interval 5000 ms,
 /// max_queue_size 10000 (a full queue refuses at once), timeout 5000 ms, max_retry_duration 4 h, gzip off, 2 workers and
 /// at most 512 requests in flight per destination, sending on, proxy from the environment, logging per `DEBUG`.
 ///
