@@ -477,6 +477,13 @@ impl Subscription {
         Subscription::new(s)
     }
 
+    /// The same subscription with batches signed as `signature` says (Segment's settings have
+    /// no such field: [`Subscription::from_segment`] signs whole bodies).
+    pub fn with_batch_signature(mut self, signature: BatchSignature) -> Subscription {
+        self.batch_signature = signature;
+        self
+    }
+
     /// The subscription's name.
     pub fn name(&self) -> &str {
         &self.name
