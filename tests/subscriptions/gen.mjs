@@ -307,12 +307,12 @@ function directive(depth, tags) {
       return { '@replace': o }
     }
     case '@merge':
-      return { '@merge': { ...(chance(0.9) ? { direction: pick(['left', 'right', 'right', 'LEFT']) } : {}),
+      return { '@merge': { ...(chance(0.9) ? { direction: chance(0.95) ? pick(['left', 'right', 'right', 'LEFT']) : { '@template': 'left' } } : {}),
         objects: some(1 + int(3), () => chance(0.5) ? object(2, 1 + int(3)) : { '@path': pick(['$.properties', '$.traits', '$.context.app', '$.properties.tags', '$.userId', '$.properties.nested']) }) } }
     case '@json':
       return { '@json': { mode: pick(['encode', 'encode', 'decode', 'decode', 'bogus']), value: chance(0.8) ? { '@path': PATH_ARGS() } : pick([...STRINGS, { a: 1 }]) } }
     case '@flatten':
-      return { '@flatten': { separator: pick(['.', '_', '/', '']), value: { '@path': pick(['$.properties', '$.properties.nested', '$.context', '$.properties.items', '$.properties.tags', '$.userId']) }, ...(chance(0.3) ? { omitArrays: chance(0.5) } : {}) } }
+      return { '@flatten': { separator: chance(0.95) ? pick(['.', '_', '/', '']) : { '@path': pick(['$.type', '$.properties.total']) }, value: { '@path': pick(['$.properties', '$.properties.nested', '$.context', '$.properties.items', '$.properties.tags', '$.userId']) }, ...(chance(0.3) ? { omitArrays: chance(0.5) } : {}) } }
     case '@excludeWhenNull':
       return { '@excludeWhenNull': chance(0.8) ? { '@path': pick(['$.properties', '$.properties.email', '$.traits', '$.properties.nested', '$.properties.missing']) } : v() }
     case '@transform':
@@ -345,7 +345,8 @@ function invalidDirective(tags) {
 function mapValue(depth, tags) {
   const r = rand()
   if (depth > 3 || r < 0.25) return value(2)
-  if (r < 0.9) return directive(depth, tags)
+  if (r < 0.88) return directive(depth, tags)
+  if (r < 0.9) { tags.add('dir:_metadata'); return { ...directive(depth, tags), _metadata: { label: 'x' } } }
   if (r < 0.95) return [mapValue(depth + 1, tags), directive(depth + 1, tags)]
   return { inner: directive(depth + 1, tags), k: value(2) }
 }
@@ -442,7 +443,12 @@ async function main() {
     state = hash(`${seed}/${index}`)
     const tags = new Set()
     const batch = chance(0.2)
-    const events = some(batch ? 2 + int(5) : 1 + int(3), event)
+    const texts = some(batch ? 2 + int(5) : 1 + int(3), () => {
+      const text = JSON.stringify(event())
+      // Numbers JSON.stringify never writes, in the event's text: big integers, -0, 1.0, 1E2.
+      return chance(0.1) ? text.replace(/"(total|price|count)":-?[0-9][0-9.eE+-]*/, (_, k) => `"${k}":${pick(['12345678901234567890', '9007199254740993', '-0', '1.0', '1E2', '-1.50e-3', '100000000000000000000000'])}`) : text
+    })
+    const events = texts.map((t) => JSON.parse(t))
     const subscribe = chance(0.85) ? wellFormed(tags, events) : mutated(tags, events)
     const mapping = { url: `http://127.0.0.1:9/hooks/${int(100)}${chance(0.2) ? '?k=v' : ''}`, method: chance(0.97) ? pick(['POST', 'PUT', 'PATCH']) : pick(['GET', 'post']) }
     const headers = batch && chance(0.7) ? { 'X-Source': 'outbound' } : headersMapping(tags)
@@ -450,9 +456,11 @@ async function main() {
     mapping.data = dataMapping(tags)
     if (batch) { mapping.enable_batching = true; mapping.batch_size = 100; tags.add('batch') }
     const secret = chance(0.7) ? pick(['s3cret', 'whsec-like', 'ü-secret']) : null
+    if (texts.some((t, i) => t !== JSON.stringify(events[i]))) tags.add('event:raw-numbers')
     const c = { seed, index, tags: [...tags].sort(), subscribe, mapping, secret, batch, events }
     c.segment = await runSegment(c)
-    const line = JSON.stringify(c) + '\n'
+    // The events as their text was, so the Rust side reads the same numbers Segment's JSON.parse read.
+    const line = JSON.stringify({ ...c, events: '@EVENTS@' }).replace('"@EVENTS@"', () => `[${texts.join(',')}]`) + '\n'
     if (!out.write(line)) await new Promise((r) => out.once('drain', r))
   }
   if (out !== process.stdout) out.end()
