@@ -545,6 +545,10 @@ impl Subscription {
         };
         let body = match &self.data {
             Data::Fixed(body) => body.as_ref().map(Cow::Borrowed),
+            Data::Mapped(m) if m.is_object() => {
+                check_event(event)?;
+                m.json(event).map_err(EventError::Mapping)?
+            }
             Data::Mapped(m) => request::body(event_value(m, event)?).map_err(field_error)?,
         };
         let headers = match body {
@@ -582,13 +586,19 @@ impl Subscription {
 }
 
 fn event_value<'a>(m: &'a Mapping, event: &'a Value) -> Result<V<'a>, EventError> {
-    if !event.is_object() {
-        return Err(EventError::Mapping(MappingError {
-            path: String::new(),
-            reason: "data must be an object".into(),
-        }));
-    }
+    check_event(event)?;
     m.resolve(event).map_err(EventError::Mapping)
+}
+
+/// mapping-kit maps objects only.
+fn check_event(event: &Value) -> Result<(), EventError> {
+    if event.is_object() {
+        return Ok(());
+    }
+    Err(EventError::Mapping(MappingError {
+        path: String::new(),
+        reason: "data must be an object".into(),
+    }))
 }
 
 /// The first of `keys` present in `m`, with its key (the first key when none is).

@@ -112,32 +112,57 @@ fn path<'a>(start: V<'a>, p: &Path) -> Result<V<'a>, Thrown> {
 }
 
 fn compare(actual: &V<'_>, op: Op, expected: &fql::Expected) -> bool {
-    let number =
-        |test: fn(f64, f64) -> bool| actual.as_num().is_some_and(|a| test(a, expected.number));
-    let text = |test: fn(&Units, &Units) -> bool| match actual_text(actual) {
-        Some(a) => test(&a, &Units::of(&expected.text)),
-        None => false,
-    };
     match op {
-        Op::Eq => text(|a, e| a.eq(e)),
-        Op::Ne => !text(|a, e| a.eq(e)),
-        Op::NumberEq => number(|a, e| a == e),
-        Op::NumberNe => number(|a, e| a != e),
-        Op::Lt => number(|a, e| a < e),
-        Op::Le => number(|a, e| a <= e),
-        Op::Gt => number(|a, e| a > e),
-        Op::Ge => number(|a, e| a >= e),
-        Op::Contains => text(|a, e| a.contains(e)),
-        Op::NotContains => text(|a, e| !a.contains(e)),
-        Op::StartsWith => text(|a, e| a.starts_with(e)),
-        Op::NotStartsWith => text(|a, e| !a.starts_with(e)),
-        Op::EndsWith => text(|a, e| a.ends_with(e)),
-        Op::NotEndsWith => text(|a, e| !a.ends_with(e)),
         Op::Exists => !actual.is_nullish(),
         Op::NotExists => actual.is_nullish(),
         Op::IsTrue => actual.as_bool() == Some(true),
         Op::IsFalse => actual.as_bool() == Some(false),
+        Op::NumberEq | Op::NumberNe | Op::Lt | Op::Le | Op::Gt | Op::Ge => {
+            let Some(a) = actual.as_num() else {
+                return false;
+            };
+            let e = expected.number;
+            match op {
+                Op::NumberEq => a == e,
+                Op::NumberNe => a != e,
+                Op::Lt => a < e,
+                Op::Le => a <= e,
+                Op::Gt => a > e,
+                _ => a >= e,
+            }
+        }
+        Op::Ne => !text(actual, Op::Eq, &expected.text),
         Op::Other => false,
+        _ => text(actual, op, &expected.text),
+    }
+}
+
+/// A string operator: false unless `actual` is a string.
+fn text(actual: &V<'_>, op: Op, expected: &Text) -> bool {
+    if let (V::Str(_) | V::Ref(Value::String(_)), Text::Str(e)) = (actual, expected) {
+        let a = actual.as_str().expect("a string");
+        return match op {
+            Op::Eq => a == e,
+            Op::Contains => a.contains(e.as_str()),
+            Op::NotContains => !a.contains(e.as_str()),
+            Op::StartsWith => a.starts_with(e.as_str()),
+            Op::NotStartsWith => !a.starts_with(e.as_str()),
+            Op::EndsWith => a.ends_with(e.as_str()),
+            _ => !a.ends_with(e.as_str()),
+        };
+    }
+    let Some(a) = actual_text(actual) else {
+        return false;
+    };
+    let e = Units::of(expected);
+    match op {
+        Op::Eq => a.eq(&e),
+        Op::Contains => a.contains(&e),
+        Op::NotContains => !a.contains(&e),
+        Op::StartsWith => a.starts_with(&e),
+        Op::NotStartsWith => !a.starts_with(&e),
+        Op::EndsWith => a.ends_with(&e),
+        _ => !a.ends_with(&e),
     }
 }
 

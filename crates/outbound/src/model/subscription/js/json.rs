@@ -45,7 +45,7 @@ fn owned(v: &V<'_>) -> Option<Value> {
                 .collect(),
         ),
         V::Obj(o) => {
-            let mut map = Map::new();
+            let mut map = Map::with_capacity(o.len());
             for (k, item) in o.iter() {
                 if let Some(j) = owned(item) {
                     map.insert(k.to_string(), j);

@@ -96,6 +96,16 @@ impl<'a> Obj<'a> {
         self.entries.iter().map(|(k, v)| (k, v))
     }
 
+    pub(crate) fn with_capacity(n: usize) -> Obj<'a> {
+        Obj {
+            entries: Vec::with_capacity(n),
+        }
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.entries.len()
+    }
+
     pub(crate) fn into_entries(self) -> Vec<(Cow<'a, str>, V<'a>)> {
         self.entries
     }
@@ -328,6 +338,12 @@ impl<'a> V<'a> {
     /// `v[key]` on a value that is neither `undefined` nor `null` (callers check truthiness
     /// first, as Segment's `prev && prev[key]` does).
     pub(crate) fn get(&self, key: &str) -> Result<V<'a>, Thrown> {
+        // The common step of a path: an event's object and a key it has.
+        if let V::Ref(Value::Object(map)) = self {
+            if let Some(v) = own(map, key) {
+                return Ok(V::Ref(v));
+            }
+        }
         match self {
             V::Undefined | V::Null | V::Ref(Value::Null) => Err(Thrown::new(format!(
                 "Cannot read properties of {} (reading '{key}')",
@@ -361,7 +377,7 @@ impl<'a> V<'a> {
                     None => inherited(Proto::Array, key),
                 },
             }),
-            V::Ref(Value::Object(map)) => Ok(match map.get(key) {
+            V::Ref(Value::Object(map)) => Ok(match own(map, key) {
                 Some(v) => V::Ref(v),
                 None => inherited(Proto::Object, key),
             }),
@@ -441,6 +457,16 @@ impl<'a> V<'a> {
             }
             V::Proto(p) => *p != Proto::Object,
         })
+    }
+}
+
+/// `map[key]`. An event's objects hold a few keys each: comparing them costs less than
+/// hashing the key, so small maps are scanned.
+fn own<'m>(map: &'m Map<String, Value>, key: &str) -> Option<&'m Value> {
+    if map.len() <= 16 {
+        map.iter().find(|(k, _)| k.as_str() == key).map(|(_, v)| v)
+    } else {
+        map.get(key)
     }
 }
 

@@ -444,7 +444,7 @@ pub(crate) fn resolve<'a>(node: &'a Node, payload: &V<'a>) -> Resolved<'a> {
             .collect::<Result<_, _>>()
             .map(V::Arr),
         Node::Object(entries) => {
-            let mut o = Obj::default();
+            let mut o = Obj::with_capacity(entries.len());
             for (k, child) in entries {
                 o.set(Cow::Borrowed(k), resolve(child, payload)?);
             }

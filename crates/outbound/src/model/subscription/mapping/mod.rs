@@ -9,7 +9,7 @@ pub(crate) mod validate;
 
 use super::js::{json, V};
 use directives::Node;
-use serde_json::Value;
+use serde_json::{Map, Value};
 use std::borrow::Cow;
 use std::fmt;
 
@@ -76,8 +76,32 @@ impl Mapping {
                 ),
             });
         }
-        let v = self.resolve(event)?;
-        Ok(json::to_json(&v))
+        self.json(event)
+    }
+
+    /// The mapped value as JSON. A mapping that is an object (the usual `data`) is written
+    /// straight into the JSON object, its keys already in JavaScript's order and distinct.
+    pub(crate) fn json<'a>(
+        &'a self,
+        event: &'a Value,
+    ) -> Result<Option<Cow<'a, Value>>, MappingError> {
+        let Node::Object(entries) = &self.node else {
+            return Ok(json::to_json(&self.resolve(event)?));
+        };
+        let payload = V::Ref(event);
+        let mut map = Map::with_capacity(entries.len());
+        for (key, child) in entries {
+            let v = directives::resolve(child, &payload).map_err(directives::Fault::into_error)?;
+            if let Some(j) = json::to_json(&v) {
+                map.insert(key.clone(), j.into_owned());
+            }
+        }
+        Ok(Some(Cow::Owned(Value::Object(map))))
+    }
+
+    /// Whether the mapping is a plain object (its value is always an object).
+    pub(crate) fn is_object(&self) -> bool {
+        matches!(self.node, Node::Object(_))
     }
 
     /// Whether the mapping holds no directive: its value is the same for every event.
