@@ -12,7 +12,7 @@ import fs from 'node:fs'
 import path from 'node:path'
 
 const require = createRequire(import.meta.url)
-const { parseFql, validate } = require('@segment/destination-subscriptions')
+const { parseFql, validate, generateFql } = require('@segment/destination-subscriptions')
 const core = require('@segment/actions-core')
 const coreDir = path.dirname(require.resolve('@segment/actions-core'))
 const mappingValidate = require(path.join(coreDir, 'mapping-kit', 'validate.js')).default
@@ -227,6 +227,44 @@ function wellFormed(tags, events) {
   const j = join()
   if (n > 1) tags.add(j.trim() === 'and' ? 'fql:and' : 'fql:or')
   return conds.join(chance(0.85) ? j : join())
+}
+
+// Triggers as Segment's UI writes them: a condition tree given to its generateFql.
+const UI_FIELDS = ['event-type', 'event', 'event', 'name', 'userId', 'event-property', 'event-property', 'event-trait', 'event-context']
+const UI_NAMES = {
+  'event-property': ['total', 'price', 'name', 'sku', 'tags', 'items.length', 'nested.a.b', 'a b', 'émoji', 'x-y', 'flag', 'email', 'count', 'product 1.price'],
+  'event-trait': ['plan', 'email', 'a b', 'total'],
+  'event-context': ['app.name', 'app.version', 'library.name', 'locale', 'ip']
+}
+const UI_OPS = {
+  'event-type': ['=', '!='],
+  event: ['=', '!=', 'contains', 'not_contains', 'starts_with', 'not_starts_with', 'ends_with', 'not_ends_with'],
+  name: ['=', '!=', 'contains', 'starts_with', 'exists', 'not_exists'],
+  userId: ['=', '!=', 'exists', 'not_exists', 'is_true', 'is_false', 'contains'],
+  property: ['=', '!=', '<', '<=', '>', '>=', 'number_equals', 'number_not_equals', 'contains', 'not_contains', 'starts_with', 'not_starts_with', 'ends_with', 'not_ends_with', 'exists', 'not_exists', 'is_true', 'is_false']
+}
+function uiCondition(tags, events) {
+  const type = pick(UI_FIELDS)
+  const ops = UI_OPS[type] ?? UI_OPS.property
+  const operator = pick(ops)
+  tags.add(`ui:${operator}`)
+  const e = events && chance(0.5) ? pick(events) : null
+  const numeric = ['<', '<=', '>', '>=', 'number_equals', 'number_not_equals'].includes(operator)
+  let value
+  if (type === 'event-type') value = e ? e.type : pick(TYPES)
+  else if (type === 'event') value = e && typeof e.event === 'string' && chance(0.7) ? [...e.event].slice(0, operator === '=' || operator === '!=' ? 99 : 1 + int(4)).join('') : pick(EVENTS)
+  else if (numeric) value = pick([0, 1, 5, 10, 25, 42, 99.5, -2.5, 100, 1000])
+  else value = pick([...STRINGS, ...NAMES, 'u1', 'pro'])
+  const node = { type, operator }
+  if (!['exists', 'not_exists', 'is_true', 'is_false'].includes(operator)) node.value = value
+  if (type.startsWith('event-') && type !== 'event-type') node.name = pick(UI_NAMES[type])
+  return node
+}
+function uiTrigger(tags, events) {
+  tags.add('fql:ui')
+  const children = some(1 + int(3), () => uiCondition(tags, events))
+  if (chance(0.3)) children.push({ type: 'group', operator: pick(['and', 'or']), children: some(2 + int(2), () => uiCondition(tags, events)) })
+  return generateFql({ type: 'group', operator: pick(['and', 'or']), children })
 }
 
 const NOISE = ['foo', 'toString', 'and', 'or', '!', ',', '[', ']', '(', ')', '()', '1.2.3', '5.', '-', '+5', '"x"', "'y'", 'null', '=', '\r', 'é', '\\', 'contains', 'match(event', 'type', 'properties.x>5', '!=x']
@@ -449,7 +487,8 @@ async function main() {
       return chance(0.1) ? text.replace(/"(total|price|count)":-?[0-9][0-9.eE+-]*/, (_, k) => `"${k}":${pick(['12345678901234567890', '9007199254740993', '-0', '1.0', '1E2', '-1.50e-3', '100000000000000000000000'])}`) : text
     })
     const events = texts.map((t) => JSON.parse(t))
-    const subscribe = chance(0.85) ? wellFormed(tags, events) : mutated(tags, events)
+    const r = rand()
+    const subscribe = r < 0.45 ? wellFormed(tags, events) : r < 0.85 ? uiTrigger(tags, events) : mutated(tags, events)
     const mapping = { url: `http://127.0.0.1:9/hooks/${int(100)}${chance(0.2) ? '?k=v' : ''}`, method: chance(0.97) ? pick(['POST', 'PUT', 'PATCH']) : pick(['GET', 'post']) }
     const headers = batch && chance(0.7) ? { 'X-Source': 'outbound' } : headersMapping(tags)
     if (headers !== undefined) mapping.headers = headers
