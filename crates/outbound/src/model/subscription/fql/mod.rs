@@ -524,11 +524,12 @@ fn parse_level(tokens: &mut VecDeque<Tok>, depth: usize) -> Result<Option<Node>,
                     )
                 })?;
                 let value = tokens.pop_front().ok_or_else(|| {
-                    refuse(
-                        token.at,
-                        token.value.clone(),
-                        format!("a value after `{} {}`", token.value, op.value),
-                    )
+                    let expected = if op.kind == Kind::Eos {
+                        format!("an operator and a value after `{}`", token.value)
+                    } else {
+                        format!("a value after `{} {}`", token.value, op.value)
+                    };
+                    refuse(token.at, token.value.clone(), expected)
                 })?;
                 if let Some(c) = condition(start, &token.value, &op, &value) {
                     nodes.push(Node::Cond(c));
