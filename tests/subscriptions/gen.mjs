@@ -9,7 +9,13 @@
 
 import { createRequire } from 'node:module'
 import fs from 'node:fs'
+import net from 'node:net'
 import path from 'node:path'
+
+// Nothing connects anywhere: a socket opened by mistake fails the run instead of leaving.
+net.Socket.prototype.connect = function () {
+  throw new Error('gen.mjs opens no connection')
+}
 
 const require = createRequire(import.meta.url)
 const { parseFql, validate, generateFql } = require('@segment/destination-subscriptions')
