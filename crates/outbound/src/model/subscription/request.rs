@@ -45,7 +45,7 @@ fn is_object(v: &V<'_>) -> bool {
 
 /// The request body: `JSON.stringify(data)`, or none when `data` is dropped.
 pub(crate) fn body<'a>(data: V<'a>) -> Result<Option<Cow<'a, Value>>, FieldError> {
-    Ok(object_field("data", data)?.and_then(|v| json::to_json(&v)))
+    Ok(object_field("data", data)?.and_then(|v| json::output(&v)))
 }
 
 /// The mapped headers as node-fetch sends them: names in lower case (node-fetch validates
@@ -59,6 +59,10 @@ pub(crate) fn headers(v: V<'_>) -> Result<(Vec<(String, String)>, bool), FieldEr
     };
     let mut out: Vec<(String, String)> = Vec::new();
     for (name, value) in v.entries().unwrap_or_default() {
+        // Gone with mapping-kit's copy of the result (see `json::output`).
+        if name == json::PROTO {
+            continue;
+        }
         let text = value
             .to_js_string()
             .map_err(|Thrown(m)| field_error(&format!("headers.{name}"), m))?;

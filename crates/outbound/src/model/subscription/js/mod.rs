@@ -199,24 +199,6 @@ impl RealType {
 }
 
 impl<'a> V<'a> {
-    /// A value parsed by us (`JSON.parse` in `@json`), owned.
-    pub(crate) fn from_json(v: Value) -> V<'static> {
-        match v {
-            Value::Null => V::Null,
-            Value::Bool(b) => V::Bool(b),
-            Value::Number(n) => V::Num(n.as_f64().unwrap_or(f64::NAN)),
-            Value::String(s) => V::Str(Cow::Owned(s)),
-            Value::Array(items) => V::Arr(items.into_iter().map(V::from_json).collect()),
-            Value::Object(map) => {
-                let mut o = Obj::default();
-                for (k, v) in map {
-                    o.set(Cow::Owned(k), V::from_json(v));
-                }
-                V::Obj(o)
-            }
-        }
-    }
-
     /// The value with borrowed JSON looked through: what kind of JavaScript value it is.
     pub(crate) fn type_of(&self) -> TypeOf {
         match self {

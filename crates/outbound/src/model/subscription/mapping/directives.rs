@@ -446,7 +446,11 @@ pub(crate) fn resolve<'a>(node: &'a Node, payload: &V<'a>) -> Resolved<'a> {
         Node::Object(entries) => {
             let mut o = Obj::with_capacity(entries.len());
             for (k, child) in entries {
-                o.set(Cow::Borrowed(k), resolve(child, payload)?);
+                let v = resolve(child, payload)?;
+                // `resolved.__proto__ = v` sets a prototype, not a property.
+                if k != json::PROTO {
+                    o.set(Cow::Borrowed(k), v);
+                }
             }
             Ok(V::Obj(o))
         }
@@ -572,7 +576,7 @@ fn run<'a>(d: &'a Directive, payload: &V<'a>) -> Resolved<'a> {
                     json::stringify(&v).map_or(V::Undefined, |s| V::Str(Cow::Owned(s)))
                 }
                 JsonMode::Decode => match v.as_str().map(json::parse) {
-                    Some(Some(parsed)) => V::from_json(parsed),
+                    Some(Some(parsed)) => parsed,
                     _ => v,
                 },
                 JsonMode::Other => V::Undefined,
@@ -711,7 +715,7 @@ fn flatten<'a>(input: &V<'a>, prefix: &str, sep: &str, omit_arrays: bool, out: &
 /// One source of `Object.assign({}, …sources)`: its own enumerable properties.
 fn assign<'a>(out: &mut Obj<'a>, source: &V<'a>) {
     if let Some(entries) = source.entries() {
-        for (k, v) in entries {
+        for (k, v) in entries.into_iter().filter(|(k, _)| k != json::PROTO) {
             out.set(k, v);
         }
     } else if let Some(items) = source.items() {
@@ -747,7 +751,7 @@ fn remove_undefined(v: V<'_>) -> V<'_> {
         V::Obj(o) => {
             let mut out = Obj::default();
             for (k, item) in o.into_entries() {
-                if !item.is_undefined() {
+                if !item.is_undefined() && k != json::PROTO {
                     out.set(k, remove_undefined(item));
                 }
             }
@@ -766,6 +770,9 @@ fn clean_nulls(v: V<'_>) -> V<'_> {
     }
     let mut out = Obj::default();
     for (k, item) in v.entries().unwrap_or_default() {
+        if k == json::PROTO {
+            continue;
+        }
         let item = if item.real_type() == RealType::Null {
             V::Undefined
         } else if item.real_type() == RealType::Object {

@@ -86,13 +86,13 @@ impl Mapping {
         event: &'a Value,
     ) -> Result<Option<Cow<'a, Value>>, MappingError> {
         let Node::Object(entries) = &self.node else {
-            return Ok(json::to_json(&self.resolve(event)?));
+            return Ok(json::output(&self.resolve(event)?));
         };
         let payload = V::Ref(event);
         let mut map = Map::with_capacity(entries.len());
         for (key, child) in entries {
             let v = directives::resolve(child, &payload).map_err(directives::Fault::into_error)?;
-            if let Some(j) = json::to_json(&v) {
+            if let Some(j) = json::output(&v) {
                 map.insert(key.clone(), j.into_owned());
             }
         }
