@@ -150,7 +150,7 @@ function fqlValue() {
 const PATHS = () => pick([
   `properties.${pick(['total', 'price', 'sku', 'name', 'email', 'count', 'flag', 'tags', 'empty', '0'])}`,
   'properties.items.length', 'properties.tags.length', 'properties.nested.a.b', 'properties.name.length',
-  'properties.a\\ b', 'properties.tags.\\0', 'properties.name.\\1', 'properties.constructor', 'properties.toString',
+  'properties.a\\ b', 'properties.tags.\\0', 'properties.__proto__', 'properties.__proto__.polluted', 'properties.name.\\1', 'properties.constructor', 'properties.toString',
   `traits.${pick(['plan', 'email', 'name', 'total'])}`, 'context.app.name', 'context.app.version', 'context.library.name',
   'context.locale', 'context.ip'
 ])
@@ -301,7 +301,7 @@ const PATH_ARGS = () => pick([
   '$.properties.tags', '$.properties.tags[0]', '$.properties.tags.length', '$.properties.items', '$.properties.items[1].sku',
   "$.properties['a b']", '$.properties.nested.a.b', '$.properties.nested', '$.properties.missing.x', '$.properties.email',
   '$.properties.empty', '$.traits', '$.traits.plan', '$.context.app.name', '$.context', '$.properties.name.length',
-  '$.properties.constructor', '$.properties.total.toFixed', 'properties.total', '$.properties.json', '$.properties.0'
+  '$.properties.constructor', '$.properties.total.toFixed', '$.properties.__proto__', '$.properties.__proto__.polluted', 'properties.total', '$.properties.json', '$.properties.0'
 ])
 const TEMPLATE_KEYS = () => pick(['userId', 'event', 'type', 'properties.total', 'properties.name', 'properties.tags', 'properties.items',
   'properties.nested', ' properties.price ', 'context.app.name', 'traits.plan', 'properties.missing', 'properties.email', '', 'properties.items[0].sku', 'properties.constructor'])
@@ -317,6 +317,10 @@ function template(tags) {
   })
   return parts.join(pick(['', ' ', '-']))
 }
+
+// Texts for @json's decode that JSON.parse reads in its own way.
+const JSON_TEXTS = ['1e400', '[-1e400, 1e-400]', ' {"b":1,"a":[2],"1":3} ', '-0', '1E2', '{"a":1,"a":2}', '[1,]', '01', '"\\u00e9\\ud83d\\ude00"',
+  '"\\ud800"', '{"__proto__":1}', '[[[[[[[[[[[[[[[[[[[[1]]]]]]]]]]]]]]]]]]]]', '"\\/"', 'nul', '{"a":\t1}']
 
 function directive(depth, tags) {
   const d = pick(['@path', '@path', '@path', '@template', '@template', '@if', '@literal', '@arrayPath', '@case', '@replace', '@merge', '@json', '@flatten', '@excludeWhenNull', '@transform'])
@@ -354,7 +358,7 @@ function directive(depth, tags) {
       return { '@merge': { ...(chance(0.9) ? { direction: chance(0.95) ? pick(['left', 'right', 'right', 'LEFT']) : { '@template': 'left' } } : {}),
         objects: some(1 + int(3), () => chance(0.5) ? object(2, 1 + int(3)) : { '@path': pick(['$.properties', '$.traits', '$.context.app', '$.properties.tags', '$.userId', '$.properties.nested']) }) } }
     case '@json':
-      return { '@json': { mode: pick(['encode', 'encode', 'decode', 'decode', 'bogus']), value: chance(0.8) ? { '@path': PATH_ARGS() } : pick([...STRINGS, { a: 1 }]) } }
+      return { '@json': { mode: pick(['encode', 'encode', 'decode', 'decode', 'bogus']), value: chance(0.7) ? { '@path': PATH_ARGS() } : pick([...STRINGS, { a: 1 }, ...JSON_TEXTS]) } }
     case '@flatten':
       return { '@flatten': { separator: chance(0.95) ? pick(['.', '_', '/', '']) : { '@path': pick(['$.type', '$.properties.total']) }, value: { '@path': pick(['$.properties', '$.properties.nested', '$.context', '$.properties.items', '$.properties.tags', '$.userId']) }, ...(chance(0.3) ? { omitArrays: chance(0.5) } : {}) } }
     case '@excludeWhenNull':
@@ -488,7 +492,12 @@ async function main() {
     const tags = new Set()
     const batch = chance(0.2)
     const texts = some(batch ? 2 + int(5) : 1 + int(3), () => {
-      const text = JSON.stringify(event())
+      let text = JSON.stringify(event())
+      // An own `__proto__` key, which only JSON.parse makes.
+      if (chance(0.05)) {
+        const own = `"__proto__":${pick(['{"polluted":true}', '1', 'null'])}`
+        text = text.replace(/"properties":\{(\}?)/, (_, empty) => `"properties":{${own}${empty ? '}' : ','}`)
+      }
       // Numbers JSON.stringify never writes, in the event's text: big integers, -0, 1.0, 1E2.
       return chance(0.1) ? text.replace(/"(total|price|count)":-?[0-9][0-9.eE+-]*/, (_, k) => `"${k}":${pick(['12345678901234567890', '9007199254740993', '-0', '1.0', '1E2', '-1.50e-3', '100000000000000000000000'])}`) : text
     })

@@ -105,6 +105,12 @@ fn classify(case: &Value, check: Check, segment_text: &str) -> Option<&'static s
     if check == Check::Batch && segment_text.starts_with("batch fails: ") {
         return Some("batch-mapping-error");
     }
+    let events_text = case["events"].to_string();
+    if (events_text.contains("__proto__") || mapping_text.contains("__proto__"))
+        && matches!(check, Check::Transform | Check::Request | Check::Batch)
+    {
+        return Some("proto-key");
+    }
     None
 }
 
