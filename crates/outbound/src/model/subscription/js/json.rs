@@ -45,10 +45,17 @@ pub(crate) fn output<'a>(v: &V<'a>) -> Option<Cow<'a, Value>> {
 /// The key `Object.assign` and property assignment do not copy.
 pub(crate) const PROTO: &str = "__proto__";
 
+/// One pass over the keys, descending only into containers: the default body is the whole
+/// event, scanned once per event.
 fn has_proto_key(v: &Value) -> bool {
     match v {
-        Value::Object(m) => m.keys().any(|k| k == PROTO) || m.values().any(has_proto_key),
-        Value::Array(items) => items.iter().any(has_proto_key),
+        Value::Object(m) => m.iter().any(|(k, v)| {
+            (k.len() == PROTO.len() && k == PROTO)
+                || (matches!(v, Value::Object(_) | Value::Array(_)) && has_proto_key(v))
+        }),
+        Value::Array(items) => items
+            .iter()
+            .any(|v| matches!(v, Value::Object(_) | Value::Array(_)) && has_proto_key(v)),
         _ => false,
     }
 }
