@@ -161,7 +161,8 @@ enum Data {
 pub struct Mapped<'a> {
     /// The mapped headers, names in lower case. The sender adds `content-type:
     /// application/json` when there is a body (a mapped one is left out then), its
-    /// `user-agent` unless one is here, and `x-signature` when [`Mapped::signed`].
+    /// `user-agent` unless one is here, and `x-signature` when [`Mapped::signed`]. Values hold
+    /// tab and U+0020–U+00FF only: each character goes out as one byte (Latin-1), as Node sends it.
     pub headers: Cow<'a, [(String, String)]>,
     /// The body, written as canonical JSON (`None`: the request has none).
     pub body: Option<Cow<'a, Value>>,

@@ -224,3 +224,11 @@ fn first_element_signing_covers_the_first_body_only() {
     let (body, signed) = s.batch_body(&[Some(b"{\"a\":1}"), Some(b"{}")], false);
     assert_eq!(&body[signed.unwrap()], b"{\"a\":1}");
 }
+
+#[test]
+fn subscriptions_can_be_shared_between_threads() {
+    fn shared<T: Send + Sync>() {}
+    shared::<Subscription>();
+    shared::<Trigger>();
+    shared::<Mapping>();
+}
