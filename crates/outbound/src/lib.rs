@@ -38,6 +38,7 @@ mod error;
 mod log;
 pub mod testing;
 
+pub use model::subscription;
 pub use model::timestamp;
 pub use wire::canonical_json;
 

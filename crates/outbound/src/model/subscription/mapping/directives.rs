@@ -1,0 +1,786 @@
+//! mapping-kit's `resolve` and its directives, compiled once from the mapping JSON and run per
+//! event. What a directive decides from its own arguments alone (`@if` without `exists` or
+//! `blank`, `@merge` without `direction`) is decided at compile time into a node that throws
+//! when reached, as Segment's does on every event that reaches it; what depends on the event
+//! runs per event, in the order Segment runs it.
+
+use super::super::js::{self, json, string, truthy, Obj, RealType, Thrown, TypeOf, V};
+use super::text::{self, PathSpec, Piece, Replace};
+use super::{validate, MappingError};
+use serde_json::{Map, Value};
+use std::borrow::Cow;
+
+/// A compiled mapping value.
+#[derive(Debug, Clone)]
+pub(crate) enum Node {
+    /// A value with no directive anywhere in it: it resolves to itself.
+    Const(Value),
+    /// A missing argument (`undefined`).
+    Undefined,
+    /// A plain object, its keys in JavaScript's order.
+    Object(Vec<(String, Node)>),
+    Array(Vec<Node>),
+    Directive(Box<Directive>),
+}
+
+/// A directive and where it is in the mapping (for errors).
+#[derive(Debug, Clone)]
+pub(crate) struct Directive {
+    path: String,
+    kind: Kind,
+}
+
+#[derive(Debug, Clone)]
+enum Kind {
+    /// Throws this message when reached.
+    Fail(String),
+    If {
+        blank: bool,
+        test: Node,
+        then: Option<Node>,
+        otherwise: Option<Node>,
+    },
+    Case {
+        operator: CaseOp,
+        value: Option<Node>,
+    },
+    Replace {
+        value: Option<Node>,
+        first: Option<Result<Replace, String>>,
+        second: Option<Result<Replace, String>>,
+    },
+    ArrayPath {
+        root: Root,
+        shape: Option<Node>,
+    },
+    Path(Arg<PathSpec>),
+    Template(Arg<Template>),
+    Literal(Node),
+    Flatten {
+        separator: Node,
+        value: Node,
+        omit_arrays: bool,
+    },
+    Json {
+        mode: JsonMode,
+        value: Node,
+    },
+    Merge {
+        direction: Node,
+        objects: Result<Vec<Node>, String>,
+    },
+    Transform {
+        apply: Result<Node, String>,
+        mapping: Node,
+    },
+    ExcludeWhenNull(Node),
+}
+
+/// A string argument: read at compile time when it is a string, else resolved per event.
+#[derive(Debug, Clone)]
+enum Arg<T> {
+    Fixed(T),
+    Resolved(Node),
+}
+
+/// A template read at compile time: its first pass, and its second when the first changes
+/// nothing (the second pass runs over the first's output).
+#[derive(Debug, Clone)]
+struct Template {
+    first: Vec<Piece>,
+    second: Option<Vec<Piece>>,
+}
+
+impl Template {
+    fn new(t: &str) -> Template {
+        let first = text::scan(t, 3);
+        let fixed = !first.iter().any(|p| matches!(p, Piece::Key(_)));
+        Template {
+            first,
+            second: fixed.then(|| text::scan(t, 2)),
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+enum Root {
+    Path(PathSpec),
+    Resolved(Node),
+}
+
+#[derive(Debug, Clone, Copy)]
+enum CaseOp {
+    Lower,
+    Upper,
+    Other,
+}
+
+#[derive(Debug, Clone, Copy)]
+enum JsonMode {
+    Encode,
+    Decode,
+    Other,
+}
+
+/// A failure while resolving: where in the mapping and what Segment's code would throw.
+#[derive(Debug, Clone)]
+pub(crate) struct Fault {
+    pub(crate) path: String,
+    pub(crate) message: String,
+}
+
+impl Fault {
+    pub(crate) fn into_error(self) -> MappingError {
+        MappingError {
+            path: self.path,
+            reason: self.message,
+        }
+    }
+}
+
+type Resolved<'a> = Result<V<'a>, Fault>;
+
+/// `isDirective` of mapping-kit: an object with an `@` key and no other keys but `_metadata`.
+fn is_directive(m: &Map<String, Value>) -> bool {
+    m.keys().any(|k| k.starts_with('@')) && m.keys().all(|k| k.starts_with('@') || k == "_metadata")
+}
+
+fn has_directive(v: &Value) -> bool {
+    match v {
+        Value::Object(m) => is_directive(m) || m.values().any(has_directive),
+        Value::Array(items) => items.iter().any(has_directive),
+        _ => false,
+    }
+}
+
+/// `path.key`, or `key` at the top.
+fn join(path: &str, key: &str) -> String {
+    if path.is_empty() {
+        key.to_owned()
+    } else {
+        format!("{path}.{key}")
+    }
+}
+
+/// Compiles `v`, found at `path` in the mapping. `@liquid` anywhere is refused.
+pub(crate) fn compile(v: &Value, path: &str) -> Result<Node, MappingError> {
+    Ok(match v {
+        _ if !has_directive(v) => Node::Const(v.clone()),
+        Value::Array(items) => Node::Array(
+            items
+                .iter()
+                .enumerate()
+                .map(|(i, item)| compile(item, &join(path, &i.to_string())))
+                .collect::<Result<_, _>>()?,
+        ),
+        Value::Object(m) if is_directive(m) => {
+            let name = m
+                .keys()
+                .find(|k| k.starts_with('@'))
+                .expect("a directive key");
+            let at = join(path, name);
+            if name == "@liquid" {
+                return Err(MappingError {
+                    path: at,
+                    reason: "@liquid is not supported".into(),
+                });
+            }
+            Node::Directive(Box::new(Directive {
+                kind: directive(name, &m[name.as_str()], &at)?,
+                path: at,
+            }))
+        }
+        Value::Object(m) => Node::Object(
+            js::js_entries(m)
+                .map(|(k, item)| Ok((k.clone(), compile(item, &join(path, k))?)))
+                .collect::<Result<_, MappingError>>()?,
+        ),
+        _ => Node::Const(v.clone()),
+    })
+}
+
+fn opt(m: &Map<String, Value>, key: &str, path: &str) -> Result<Node, MappingError> {
+    match m.get(key) {
+        Some(v) => compile(v, &join(path, key)),
+        None => Ok(Node::Undefined),
+    }
+}
+
+fn field_truthy(m: &Map<String, Value>, key: &str) -> bool {
+    m.get(key).is_some_and(truthy)
+}
+
+fn fail(message: impl Into<String>) -> Kind {
+    Kind::Fail(message.into())
+}
+
+fn directive(name: &str, arg: &Value, path: &str) -> Result<Kind, MappingError> {
+    let obj = arg.as_object();
+    Ok(match name {
+        "@if" => {
+            let Some(m) = obj else {
+                return Ok(fail("@if requires an object with an \"exists\" key"));
+            };
+            if !field_truthy(m, "exists") && !field_truthy(m, "blank") {
+                return Ok(fail("@if requires an \"exists\" key or a \"blank\" key"));
+            }
+            let blank = !m.contains_key("exists");
+            Kind::If {
+                blank,
+                test: opt(m, if blank { "blank" } else { "exists" }, path)?,
+                then: m
+                    .contains_key("then")
+                    .then(|| opt(m, "then", path))
+                    .transpose()?,
+                otherwise: field_truthy(m, "else")
+                    .then(|| opt(m, "else", path))
+                    .transpose()?,
+            }
+        }
+        "@case" => {
+            let Some(m) = obj else {
+                return Ok(fail("@case requires an object with a \"operator\" key"));
+            };
+            if !field_truthy(m, "operator") {
+                return Ok(fail("@case requires a \"operator\" key"));
+            }
+            Kind::Case {
+                operator: match m.get("operator").and_then(Value::as_str) {
+                    Some("lower") => CaseOp::Lower,
+                    Some("upper") => CaseOp::Upper,
+                    _ => CaseOp::Other,
+                },
+                value: field_truthy(m, "value")
+                    .then(|| opt(m, "value", path))
+                    .transpose()?,
+            }
+        }
+        "@replace" => {
+            let Some(m) = obj else {
+                return Ok(fail("@replace requires an object with a \"pattern\" key"));
+            };
+            if !field_truthy(m, "pattern") {
+                return Ok(fail("@replace requires a \"pattern\" key"));
+            }
+            // Segment fills these defaults in (on the mapping itself) before using them.
+            let or = |key: &str, default: Value| match m.get(key) {
+                None | Some(Value::Null) => default,
+                Some(v) => v.clone(),
+            };
+            let replacement = or("replacement", Value::from(""));
+            let ignore_case = or("ignorecase", Value::Bool(false));
+            let global = or("global", Value::Bool(true));
+            let first = match (m.get("pattern"), &replacement, &ignore_case, &global) {
+                (Some(Value::String(p)), Value::String(r), Value::Bool(i), Value::Bool(g)) => {
+                    Some(Replace::new(p, r, *g, *i))
+                }
+                _ => None,
+            };
+            let second = match (
+                m.get("pattern2"),
+                or("replacement2", Value::from("")),
+                &first,
+            ) {
+                (Some(Value::String(p)), Value::String(r), Some(_)) if !p.is_empty() => {
+                    Some(Replace::new(
+                        p,
+                        &r,
+                        global == Value::Bool(true),
+                        ignore_case == Value::Bool(true),
+                    ))
+                }
+                _ => None,
+            };
+            Kind::Replace {
+                value: field_truthy(m, "value")
+                    .then(|| opt(m, "value", path))
+                    .transpose()?,
+                first,
+                second,
+            }
+        }
+        "@arrayPath" => {
+            let Value::Array(items) = arg else {
+                return Ok(fail(format!(
+                    "@arrayPath expected array, got {}",
+                    real_type_of_json(arg)
+                )));
+            };
+            let root = match items.first() {
+                Some(Value::String(p)) => Root::Path(text::path_arg(p)),
+                Some(other) => Root::Resolved(compile(other, &join(path, "0"))?),
+                None => Root::Resolved(Node::Undefined),
+            };
+            let shape = match items.get(1) {
+                Some(s @ Value::Object(m)) if !m.is_empty() => Some(compile(s, &join(path, "1"))?),
+                _ => None,
+            };
+            Kind::ArrayPath { root, shape }
+        }
+        "@path" => Kind::Path(match arg {
+            Value::String(p) => Arg::Fixed(text::path_arg(p)),
+            other => Arg::Resolved(compile(other, path)?),
+        }),
+        "@template" => Kind::Template(match arg {
+            Value::String(t) => Arg::Fixed(Template::new(t)),
+            other => Arg::Resolved(compile(other, path)?),
+        }),
+        "@literal" => Kind::Literal(compile(arg, path)?),
+        "@flatten" => {
+            let Some(m) = obj else {
+                return Ok(fail("@flatten requires an object with a \"separator\" key"));
+            };
+            if !field_truthy(m, "separator") {
+                return Ok(fail("@flatten requires a \"separator\" key"));
+            }
+            Kind::Flatten {
+                separator: opt(m, "separator", path)?,
+                value: opt(m, "value", path)?,
+                omit_arrays: field_truthy(m, "omitArrays"),
+            }
+        }
+        "@json" => {
+            let Some(m) = obj else {
+                return Ok(fail("@json requires an object with a \"value\" key"));
+            };
+            if !field_truthy(m, "mode") {
+                return Ok(fail("@json requires a \"mode\" key"));
+            }
+            if !field_truthy(m, "value") {
+                return Ok(fail("@json requires a \"value\" key"));
+            }
+            Kind::Json {
+                mode: match m.get("mode").and_then(Value::as_str) {
+                    Some("encode") => JsonMode::Encode,
+                    Some("decode") => JsonMode::Decode,
+                    _ => JsonMode::Other,
+                },
+                value: opt(m, "value", path)?,
+            }
+        }
+        "@merge" => {
+            let Some(m) = obj else {
+                return Ok(fail(
+                    "@merge requires an object with an \"objects\" key and a \"direction\" key",
+                ));
+            };
+            if !field_truthy(m, "direction") {
+                return Ok(fail("@merge requires a \"direction\" key"));
+            }
+            let objects = match m.get("objects") {
+                Some(Value::Array(items)) if truthy(&m["objects"]) => Ok(items
+                    .iter()
+                    .enumerate()
+                    .map(|(i, o)| compile(o, &join(&join(path, "objects"), &i.to_string())))
+                    .collect::<Result<_, _>>()?),
+                Some(v) if truthy(v) => Err(format!(
+                    "@merge: expected opts.array, got {}",
+                    type_of_json(v)
+                )),
+                _ => Err("@merge requires a \"objects\" key".to_owned()),
+            };
+            Kind::Merge {
+                direction: opt(m, "direction", path)?,
+                objects,
+            }
+        }
+        "@transform" => {
+            let Some(m) = obj else {
+                return Ok(fail(
+                    "@transform requires an object with an \"apply\" key and a \"mapping\" key",
+                ));
+            };
+            if !field_truthy(m, "mapping") {
+                return Ok(fail("@transform requires a \"mapping\" key"));
+            }
+            if !field_truthy(m, "apply") {
+                return Ok(fail("@transform requires a \"apply\" key"));
+            }
+            let Some(apply) = m["apply"].as_object() else {
+                return Ok(fail("@transform \"apply\" key should be an object"));
+            };
+            let apply = if apply.contains_key("__segment_internal_directive") {
+                Err("a root directive (__segment_internal_directive) in @transform is not supported".to_owned())
+            } else {
+                // Segment validates `apply` as a mapping of its own each time it runs.
+                match validate::validate(&m["apply"], &[]).into_iter().next() {
+                    Some(e) => Err(format!("/{} {}.", e.path.replace('.', "/"), e.reason)),
+                    None => Ok(compile(&m["apply"], &join(path, "apply"))?),
+                }
+            };
+            Kind::Transform {
+                apply,
+                mapping: opt(m, "mapping", path)?,
+            }
+        }
+        "@excludeWhenNull" => Kind::ExcludeWhenNull(compile(arg, path)?),
+        other => fail(format!("{other} is not a valid directive, got undefined")),
+    })
+}
+
+fn real_type_of_json(v: &Value) -> &'static str {
+    V::Ref(v).real_type().name()
+}
+
+fn type_of_json(v: &Value) -> &'static str {
+    match V::Ref(v).type_of() {
+        TypeOf::Object => "object",
+        TypeOf::Boolean => "boolean",
+        TypeOf::Number => "number",
+        TypeOf::String => "string",
+        TypeOf::Function => "function",
+        TypeOf::Undefined => "undefined",
+    }
+}
+
+/// `resolve(mapping, payload)`.
+pub(crate) fn resolve<'a>(node: &'a Node, payload: &V<'a>) -> Resolved<'a> {
+    match node {
+        Node::Const(v) => Ok(V::Ref(v)),
+        Node::Undefined => Ok(V::Undefined),
+        Node::Array(items) => items
+            .iter()
+            .map(|i| resolve(i, payload))
+            .collect::<Result<_, _>>()
+            .map(V::Arr),
+        Node::Object(entries) => {
+            let mut o = Obj::with_capacity(entries.len());
+            for (k, child) in entries {
+                let v = resolve(child, payload)?;
+                // `resolved.__proto__ = v` sets a prototype, not a property.
+                if k != json::PROTO {
+                    o.set(Cow::Borrowed(k), v);
+                }
+            }
+            Ok(V::Obj(o))
+        }
+        Node::Directive(d) => run(d, payload),
+    }
+}
+
+fn run<'a>(d: &'a Directive, payload: &V<'a>) -> Resolved<'a> {
+    let thrown = |t: Thrown| Fault {
+        path: d.path.clone(),
+        message: t.0,
+    };
+    let throw = |m: &str| Fault {
+        path: d.path.clone(),
+        message: m.to_owned(),
+    };
+    match &d.kind {
+        Kind::Fail(m) => Err(throw(m)),
+        Kind::If {
+            blank,
+            test,
+            then,
+            otherwise,
+        } => {
+            let v = resolve(test, payload)?;
+            let hit = !v.is_nullish() && (!blank || !v.loosely_empty().map_err(thrown)?);
+            match (hit, then, otherwise) {
+                (true, Some(t), _) => resolve(t, payload),
+                (false, _, Some(e)) => resolve(e, payload),
+                _ => Ok(V::Undefined),
+            }
+        }
+        Kind::Case { operator, value } => {
+            let Some(value) = value else {
+                return Ok(V::Undefined);
+            };
+            let v = resolve(value, payload)?;
+            match (v.as_str(), operator) {
+                (Some(s), CaseOp::Lower) => Ok(V::Str(Cow::Owned(string::lower(s)))),
+                (Some(s), CaseOp::Upper) => Ok(V::Str(Cow::Owned(string::upper(s)))),
+                (Some(_), CaseOp::Other) => Err(throw(
+                    "operator key should have a value of \"lower\" or \"upper\"",
+                )),
+                (None, _) => Ok(v),
+            }
+        }
+        Kind::Replace {
+            value,
+            first,
+            second,
+        } => {
+            let Some(value) = value else {
+                return Ok(V::Undefined);
+            };
+            let v = resolve(value, payload)?;
+            let text = match v.type_of() {
+                TypeOf::Boolean | TypeOf::Number => Some(v.to_js_string().map_err(thrown)?),
+                TypeOf::String => v.as_str().map(str::to_owned),
+                _ => None,
+            };
+            let (Some(text), Some(first)) = (text, first) else {
+                return Ok(V::Str(Cow::Borrowed("")));
+            };
+            let mut out = first.as_ref().map_err(|m| throw(m))?.apply(&text);
+            if let Some(second) = second {
+                out = second.as_ref().map_err(|m| throw(m))?.apply(&out);
+            }
+            Ok(V::Str(Cow::Owned(out)))
+        }
+        Kind::ArrayPath { root, shape } => {
+            let r = match root {
+                Root::Path(p) => get(payload, p).map_err(thrown)?,
+                Root::Resolved(n) => resolve(n, payload)?,
+            };
+            match (r.real_type(), shape) {
+                (RealType::Object | RealType::Array, Some(shape)) => {
+                    let items = r.items().unwrap_or_else(|| vec![r.clone()]);
+                    items
+                        .iter()
+                        .map(|item| resolve(shape, item))
+                        .collect::<Result<_, _>>()
+                        .map(V::Arr)
+                }
+                _ => Ok(r),
+            }
+        }
+        Kind::Path(arg) => match arg {
+            Arg::Fixed(p) => get(payload, p).map_err(thrown),
+            Arg::Resolved(n) => {
+                let s = string_arg("@path", resolve(n, payload)?).map_err(thrown)?;
+                get(payload, &text::path_arg(&s)).map_err(thrown)
+            }
+        },
+        Kind::Template(arg) => {
+            let out = match arg {
+                Arg::Fixed(t) => render(t, payload),
+                Arg::Resolved(n) => {
+                    let s = string_arg("@template", resolve(n, payload)?).map_err(thrown)?;
+                    render(&Template::new(&s), payload)
+                }
+            };
+            out.map(|s| V::Str(Cow::Owned(s))).map_err(thrown)
+        }
+        Kind::Literal(n) => resolve(n, payload),
+        Kind::Flatten {
+            separator,
+            value,
+            omit_arrays,
+        } => {
+            let sep = resolve(separator, payload)?;
+            let Some(sep) = sep.as_str().map(str::to_owned) else {
+                return Err(throw("@flatten requires a string separator"));
+            };
+            let v = resolve(value, payload)?;
+            let mut out = Obj::default();
+            flatten(&v, "", &sep, *omit_arrays, &mut out);
+            Ok(V::Obj(out))
+        }
+        Kind::Json { mode, value } => {
+            let v = resolve(value, payload)?;
+            Ok(match mode {
+                JsonMode::Encode => {
+                    json::stringify(&v).map_or(V::Undefined, |s| V::Str(Cow::Owned(s)))
+                }
+                JsonMode::Decode => match v.as_str().map(json::parse) {
+                    Some(Some(parsed)) => parsed,
+                    _ => v,
+                },
+                JsonMode::Other => V::Undefined,
+            })
+        }
+        Kind::Merge { direction, objects } => {
+            let dir = resolve(direction, payload)?;
+            let nodes = objects.as_ref().map_err(|m| throw(m))?;
+            let mut sources = nodes
+                .iter()
+                .map(|n| resolve(n, payload))
+                .collect::<Result<Vec<_>, _>>()?;
+            if dir.as_str() == Some("left") {
+                sources.reverse();
+            }
+            let mut out = Obj::default();
+            for s in &sources {
+                assign(&mut out, s);
+            }
+            Ok(V::Obj(out))
+        }
+        Kind::Transform { apply, mapping } => {
+            // `transform(mapping, data = {})`: an undefined payload is an empty object.
+            let empty = V::Obj(Obj::default());
+            let payload = if payload.is_undefined() {
+                &empty
+            } else {
+                payload
+            };
+            if payload.real_type() != RealType::Object {
+                return Err(throw(&format!(
+                    "data must be an object, got {}",
+                    payload.real_type().name()
+                )));
+            }
+            let apply = apply.as_ref().map_err(|m| throw(m))?;
+            let new_payload = remove_undefined(resolve(apply, payload)?);
+            resolve(mapping, &new_payload)
+        }
+        Kind::ExcludeWhenNull(n) => {
+            let v = resolve(n, payload)?;
+            Ok(match v {
+                V::Null | V::Ref(Value::Null) => V::Undefined,
+                other => clean_nulls(other),
+            })
+        }
+    }
+}
+
+/// `registerStringDirective`'s check.
+fn string_arg(name: &str, v: V<'_>) -> Result<String, Thrown> {
+    match (v.type_of(), v.as_str()) {
+        (TypeOf::String, Some(s)) => Ok(s.to_owned()),
+        _ => Err(Thrown::new(format!(
+            "{name}: expected string, got {}",
+            v.real_type().name()
+        ))),
+    }
+}
+
+/// actions-core's `get`: each step `prev && prev[key]`.
+pub(crate) fn get<'a>(payload: &V<'a>, path: &PathSpec) -> Result<V<'a>, Thrown> {
+    let PathSpec::Keys(keys) = path else {
+        return Ok(payload.clone());
+    };
+    let mut keys = keys.iter();
+    let Some(first) = keys.next() else {
+        return Ok(payload.clone());
+    };
+    if !payload.truthy() {
+        return Ok(payload.clone());
+    }
+    let mut at = payload.get(first)?;
+    for key in keys {
+        if !at.truthy() {
+            break;
+        }
+        at = at.get(key)?;
+    }
+    Ok(at)
+}
+
+/// `render`: the `{{{…}}}` pass, then the `{{…}}` pass over its result.
+fn render(t: &Template, data: &V<'_>) -> Result<String, Thrown> {
+    let once = fill(&t.first, data)?;
+    match &t.second {
+        Some(second) => fill(second, data),
+        None => fill(&text::scan(&once, 2), data),
+    }
+}
+
+fn fill(pieces: &[Piece], data: &V<'_>) -> Result<String, Thrown> {
+    let mut out = String::new();
+    for p in pieces {
+        match p {
+            Piece::Text(t) => out.push_str(t),
+            Piece::Key(path) => {
+                let v = get(data, path)?;
+                if !v.is_nullish() {
+                    v.write_string(&mut out)?;
+                }
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// `flattenObject`.
+fn flatten<'a>(input: &V<'a>, prefix: &str, sep: &str, omit_arrays: bool, out: &mut Obj<'a>) {
+    let entries = match input.real_type() {
+        RealType::Object => input.entries(),
+        RealType::Array if !omit_arrays => input.items().map(|items| {
+            items
+                .into_iter()
+                .enumerate()
+                .map(|(i, v)| (Cow::Owned(i.to_string()), v))
+                .collect()
+        }),
+        _ => None,
+    };
+    match entries {
+        Some(entries) => {
+            for (k, v) in entries {
+                let key = if prefix.is_empty() {
+                    k.into_owned()
+                } else {
+                    format!("{prefix}{sep}{k}")
+                };
+                flatten(&v, &key, sep, omit_arrays, out);
+            }
+        }
+        None => out.set(Cow::Owned(prefix.to_owned()), input.clone()),
+    }
+}
+
+/// One source of `Object.assign({}, …sources)`: its own enumerable properties.
+fn assign<'a>(out: &mut Obj<'a>, source: &V<'a>) {
+    if let Some(entries) = source.entries() {
+        for (k, v) in entries.into_iter().filter(|(k, _)| k != json::PROTO) {
+            out.set(k, v);
+        }
+    } else if let Some(items) = source.items() {
+        for (i, v) in items.into_iter().enumerate() {
+            out.set(Cow::Owned(i.to_string()), v);
+        }
+    } else if source.type_of() == TypeOf::String {
+        let s = source.as_str().unwrap_or_default();
+        if let V::Lone(u) = source {
+            out.set(Cow::Borrowed("0"), V::Lone(*u));
+            return;
+        }
+        let mut i = 0;
+        for c in s.chars() {
+            let mut units = [0u16; 2];
+            for u in c.encode_utf16(&mut units).iter() {
+                let v = if c.len_utf16() == 1 {
+                    V::Str(Cow::Owned(c.to_string()))
+                } else {
+                    V::Lone(*u)
+                };
+                out.set(Cow::Owned(i.to_string()), v);
+                i += 1;
+            }
+        }
+    }
+}
+
+/// `removeUndefined`: plain objects lose their `undefined` values, arrays keep theirs.
+fn remove_undefined(v: V<'_>) -> V<'_> {
+    match v {
+        V::Arr(items) => V::Arr(items.into_iter().map(remove_undefined).collect()),
+        V::Obj(o) => {
+            let mut out = Obj::default();
+            for (k, item) in o.into_entries() {
+                if !item.is_undefined() && k != json::PROTO {
+                    out.set(k, remove_undefined(item));
+                }
+            }
+            V::Obj(out)
+        }
+        V::Proto(js::Proto::Object) => V::Obj(Obj::default()),
+        V::Proto(js::Proto::Array) => V::Arr(Vec::new()),
+        other => other,
+    }
+}
+
+/// `cleanNulls`: in plain objects, `null` values become `undefined`, nested objects too.
+fn clean_nulls(v: V<'_>) -> V<'_> {
+    if v.real_type() != RealType::Object {
+        return v;
+    }
+    let mut out = Obj::default();
+    for (k, item) in v.entries().unwrap_or_default() {
+        if k == json::PROTO {
+            continue;
+        }
+        let item = if item.real_type() == RealType::Null {
+            V::Undefined
+        } else if item.real_type() == RealType::Object {
+            clean_nulls(item)
+        } else {
+            item
+        };
+        out.set(k, item);
+    }
+    V::Obj(out)
+}
