@@ -31,9 +31,10 @@ use std::sync::Arc;
 #[derive(Parser)]
 #[command(version, about)]
 struct Args {
-    /// The config file (TOML); see docs/relay.md.
+    /// The config file (TOML); see docs/relay.md. `OUTBOUND_RELAY_*` variables override its
+    /// top-level keys; without it, they are the whole config (docs/deploy.md).
     #[arg(long, short = 'c')]
-    config: PathBuf,
+    config: Option<PathBuf>,
     /// `text` (human-readable lines) or `json` (one JSON object a line); overrides the
     /// file's `log_format`.
     #[arg(long, value_parser = ["text", "json"])]
@@ -42,7 +43,7 @@ struct Args {
 
 fn main() -> ExitCode {
     let args = Args::parse();
-    let relay = match config::Relay::load(&args.config) {
+    let relay = match config::Relay::load(args.config.as_deref()) {
         Ok(r) => r,
         Err(e) => {
             eprintln!("{e}");
@@ -55,13 +56,17 @@ fn main() -> ExitCode {
         .and_then(config::LogFormat::parse)
         .unwrap_or(relay.log_format);
     operations::logging::init(format);
+    config::env::warn_unknown();
     match operations::open_files::fit(relay.limits.max_connections) {
         Ok(operations::open_files::Fitted::Raised(from, to)) => {
             tracing::info!(from, to, "open-files soft limit raised for max_connections")
         }
         Ok(operations::open_files::Fitted::Already(_)) => {}
         Err(reason) => {
-            eprintln!("{}: max_connections: {reason}", relay.file);
+            eprintln!(
+                "{}",
+                config::env::named(&relay.file, "max_connections", reason)
+            );
             return ExitCode::from(2);
         }
     }
@@ -95,10 +100,8 @@ fn main() -> ExitCode {
     let control = match control::Control::open(relay.base.clone(), &registry, fleet) {
         Ok(c) => Arc::new(c),
         Err(e) => {
-            eprintln!(
-                "{}: {at}: the admin API's store cannot be opened: {e}",
-                relay.file
-            );
+            let why = format!("the admin API's store cannot be opened: {e}");
+            eprintln!("{}", config::env::named(&relay.file, at, why));
             return ExitCode::from(2);
         }
     };
@@ -135,7 +138,8 @@ fn main() -> ExitCode {
         let listener = match tokio::net::TcpListener::bind(&listen).await {
             Ok(l) => l,
             Err(e) => {
-                eprintln!("{file}: listen: cannot listen on {listen:?}: {e}");
+                let why = format!("cannot listen on {listen:?}: {e}");
+                eprintln!("{}", config::env::named(&file, "listen", why));
                 return None;
             }
         };

@@ -11,6 +11,7 @@
 //! docs/relay.md for their defaults.
 
 mod convert;
+pub mod env;
 pub mod file;
 mod public_url;
 mod toml_keys;
@@ -287,19 +288,11 @@ pub struct Relay {
 }
 
 impl Relay {
-    /// Reads and checks `path`; every error names the file and the key.
-    pub fn load(path: &Path) -> Result<Relay, ConfigError> {
-        let file = path.display().to_string();
-        let err = |key: &str, reason: String| ConfigError {
-            file: file.clone(),
-            key: key.to_string(),
-            reason,
-        };
-        let text =
-            std::fs::read_to_string(path).map_err(|e| err("", format!("cannot read: {e}")))?;
-        let parsed = File::parse(&file, &text)?;
-        let base_dir = path.parent().unwrap_or(Path::new("."));
-        Relay::from_file(parsed, &file, base_dir)
+    /// Reads and checks `path` (or, with none, the environment alone) under the
+    /// `OUTBOUND_RELAY_*` variables (`env.rs`); every error names the file and the key, or the
+    /// variable.
+    pub fn load(path: Option<&Path>) -> Result<Relay, ConfigError> {
+        env::load(path)
     }
 
     fn from_file(f: File, file: &str, base_dir: &Path) -> Result<Relay, ConfigError> {
@@ -464,11 +457,8 @@ impl Relay {
     /// (`relay.toml: sources[1].webhooks[0].url: ...`).
     pub fn core_error(&self, i: usize, e: outbound::Error) -> ConfigError {
         let (key, reason) = self.sources[i].core_error(e);
-        ConfigError {
-            file: self.file.clone(),
-            key,
-            reason,
-        }
+        // A top-level value the environment set is named by its variable.
+        env::named(&self.file, &key, reason)
     }
 }
 
