@@ -65,9 +65,11 @@ need_cargo_deb() {
 # helm, built from the Go module proxy.
 need_helm() {
   HELM="$DT/go/bin/helm"
-  if ! "$HELM" version --template '{{.Version}}' 2>/dev/null | grep -qx "$HELM_VERSION"; then
-    echo "--- deploy-env: go install helm.sh/helm/v3/cmd/helm@$HELM_VERSION"
+  # A binary built by `go install` reports no patch version of its own: a stamp says which.
+  if [ ! -x "$HELM" ] || [ "$(cat "$DT/go/helm.version" 2>/dev/null)" != "$HELM_VERSION" ]; then
+    echo "--- deploy-env: go install helm.sh/helm/v3/cmd/helm@$HELM_VERSION (minutes, once)"
     GOBIN="$DT/go/bin" GOFLAGS=-mod=mod go install "helm.sh/helm/v3/cmd/helm@$HELM_VERSION"
+    echo "$HELM_VERSION" >"$DT/go/helm.version"
   fi
 }
 
