@@ -5,8 +5,9 @@ OUTBOUND_RELAY_ADMIN_TOKEN_FILE), the listen address from OUTBOUND_RELAY_LISTEN.
 
 1. Segment's Python SDK sends every call type through it while the webhook answers 503, so
    what it acknowledged waits in the spool; `podman stop` (SIGTERM) must drain and exit 0.
-2. A new container on the same volume, the webhook back: every acknowledged event arrives,
-   its X-Signature verified.
+2. The volume backed up (`podman volume export`) and restored into a new one (`podman volume
+   import`); a new container on it, the webhook back: every acknowledged event arrives, its
+   X-Signature verified.
 3. The SDK sends again and the container is SIGKILLed mid-stream and started again on the
    volume (the SDK retries meanwhile): every acknowledged event arrives.
 
@@ -63,9 +64,9 @@ url = "http://127.0.0.1:{receiver.port}/hook"
     run("podman", "secret", "create", f"{tag}-admin", str(work / "admin"))
     name = f"{tag}-relay"
 
-    def start() -> None:
+    def start(volume: str) -> None:
         run("podman", "run", "-d", "--name", name, "--network", "host",
-            "-v", f"{tag}:/var/lib/outbound-relay",
+            "-v", f"{volume}:/var/lib/outbound-relay",
             "-v", f"{config}:/etc/outbound-relay/relay.toml:ro",
             "--secret", f"{tag}-secret,target=web-shared-secret,uid=10001,mode=0400",
             "--secret", f"{tag}-admin,target=admin-token,uid=10001,mode=0400",
@@ -80,7 +81,7 @@ url = "http://127.0.0.1:{receiver.port}/hook"
 
     ok = True
     try:
-        start()
+        start(tag)
         user = run("podman", "inspect", "--format", "{{.Config.User}}", name).strip()
         status, who = http_get(base + "/admin/whoami", ADMIN)
         print(f"container {name}: user {user}, /readyz 200, admin token from its file: {status} {who}")
@@ -102,12 +103,17 @@ url = "http://127.0.0.1:{receiver.port}/hook"
         ok &= drained and len(receiver.delivered) == 0
         run("podman", "rm", name)
 
-        # 2. A new container on the same volume delivers them.
+        # 2. The stopped relay's volume backed up and restored into a new volume (as
+        # docs/deploy.md says); a new container on it delivers them.
+        backup = work / "data_dir.tar"
+        run("podman", "volume", "export", tag, "--output", str(backup))
+        run("podman", "volume", "create", f"{tag}-restored")
+        run("podman", "volume", "import", f"{tag}-restored", str(backup))
         receiver.status = 200
-        start()
+        start(f"{tag}-restored")
         missing = receiver.wait_for(acked1, 60)
-        ok &= report("after SIGTERM and a new container on the volume", acked1, missing,
-                     receiver.bad_signatures)
+        ok &= report("after SIGTERM, a backup of the volume restored into a new one, and a new "
+                     "container on it", acked1, missing, receiver.bad_signatures)
 
         # 3. SIGKILL mid-stream; the SDK retries while it is down.
         sending = threading.Thread(target=sender.send, args=(400, "kill", 0.005))
@@ -117,7 +123,7 @@ url = "http://127.0.0.1:{receiver.port}/hook"
         run("podman", "kill", "--signal", "KILL", name)
         run("podman", "wait", name, check=False)
         run("podman", "rm", name)
-        start()
+        start(f"{tag}-restored")
         sending.join()
         sender.flush()
         acked2 = sender.acknowledged() - acked1
@@ -131,7 +137,7 @@ url = "http://127.0.0.1:{receiver.port}/hook"
         ok &= code == "0"
     finally:
         run("podman", "rm", "-f", name, check=False)
-        run("podman", "volume", "rm", "-f", tag, check=False)
+        run("podman", "volume", "rm", "-f", tag, f"{tag}-restored", check=False)
         run("podman", "secret", "rm", f"{tag}-secret", f"{tag}-admin", check=False)
     print("image test:", "OK" if ok else "FAILED")
     return 0 if ok else 1
