@@ -478,6 +478,31 @@ mod tests {
         assert_eq!(ours, file_keys);
     }
 
+    /// docs/deploy.md's table names every variable with its key, and no other.
+    #[test]
+    fn the_docs_table_names_every_variable_and_its_key() {
+        let doc = include_str!("../../../../docs/deploy.md");
+        let tick = |c: &str| Some(c.strip_prefix('`')?.strip_suffix('`')?.to_string());
+        let mut rows: Vec<(String, String)> = doc
+            .lines()
+            .filter_map(|l| {
+                let cells: Vec<&str> = l.split('|').map(str::trim).collect();
+                let (var, key) = (tick(cells.get(1)?)?, tick(cells.get(2)?)?);
+                var.starts_with(PREFIX).then_some((var, key))
+            })
+            .collect();
+        let mut want: Vec<(String, String)> = KEYS
+            .iter()
+            .map(|(k, _)| (var_name(k), k.to_string()))
+            .collect();
+        for k in TOP_SECRET_FILES {
+            want.push((format!("{}_FILE", var_name(k)), format!("{k}_file")));
+        }
+        rows.sort();
+        want.sort();
+        assert_eq!(rows, want);
+    }
+
     #[test]
     fn a_variable_overrides_the_files_value_and_converts_by_kind() {
         let dir = tempfile::tempdir().unwrap();
