@@ -5,14 +5,19 @@
 # module proxy); no container registry is used, so every image is built FROM scratch or, for
 # the systemd test, from a Debian root filesystem made by debootstrap from the apt mirror.
 #
-# After sourcing: $ROOT (the repository, cd'd there), $DT (.tools/deploy), CONTAINERS_CONF
-# exported, and the functions need_podman, need_cargo_deb, need_helm, need_validate,
-# need_compose, need_systemd_image.
+# Tools that take minutes to build (helm from source, cargo-deb) and the root filesystem are
+# kept per machine, in $OUTBOUND_DEPLOY_CACHE (default ~/.cache/outbound-deploy), so a fresh
+# clone on the same machine (CI's) does not build them again; the rest per clone.
+#
+# After sourcing: $ROOT (the repository, cd'd there), $DT (.tools/deploy), $DC (the machine's
+# cache), CONTAINERS_CONF exported, and the functions need_podman, need_cargo_deb, need_helm,
+# need_validate, need_compose, need_systemd_image.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
 DT="$ROOT/.tools/deploy"
-mkdir -p "$DT"
+DC="${OUTBOUND_DEPLOY_CACHE:-$HOME/.cache/outbound-deploy}"
+mkdir -p "$DT" "$DC"
 export DEBIAN_FRONTEND=noninteractive PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_INPUT=1
 
 # Pinned; bump together with the tests.
@@ -51,25 +56,25 @@ CONF
   export CONTAINERS_CONF="$DT/containers.conf"
 }
 
-# cargo-deb, into .tools/deploy/cargo (its own target dir: the relay's builds are not touched).
+# cargo-deb (its own target dir: the relay's builds are not touched).
 need_cargo_deb() {
-  CARGO_DEB="$DT/cargo/bin/cargo-deb"
+  CARGO_DEB="$DC/cargo/bin/cargo-deb"
   if [ "$("$CARGO_DEB" --version 2>/dev/null | awk '{print $2}')" != "$CARGO_DEB_VERSION" ]; then
     echo "--- deploy-env: cargo install cargo-deb@$CARGO_DEB_VERSION"
-    CARGO_TARGET_DIR="$DT/cargo/build" cargo install --quiet --locked --root "$DT/cargo" \
+    CARGO_TARGET_DIR="$DC/cargo/build" cargo install --quiet --locked --root "$DC/cargo" \
       "cargo-deb@$CARGO_DEB_VERSION"
-    rm -rf "$DT/cargo/build"
+    rm -rf "$DC/cargo/build"
   fi
 }
 
 # helm, built from the Go module proxy.
 need_helm() {
-  HELM="$DT/go/bin/helm"
+  HELM="$DC/go/bin/helm"
   # A binary built by `go install` reports no patch version of its own: a stamp says which.
-  if [ ! -x "$HELM" ] || [ "$(cat "$DT/go/helm.version" 2>/dev/null)" != "$HELM_VERSION" ]; then
+  if [ ! -x "$HELM" ] || [ "$(cat "$DC/go/helm.version" 2>/dev/null)" != "$HELM_VERSION" ]; then
     echo "--- deploy-env: go install helm.sh/helm/v3/cmd/helm@$HELM_VERSION (minutes, once)"
-    GOBIN="$DT/go/bin" GOFLAGS=-mod=mod go install "helm.sh/helm/v3/cmd/helm@$HELM_VERSION"
-    echo "$HELM_VERSION" >"$DT/go/helm.version"
+    GOBIN="$DC/go/bin" GOFLAGS=-mod=mod go install "helm.sh/helm/v3/cmd/helm@$HELM_VERSION"
+    echo "$HELM_VERSION" >"$DC/go/helm.version"
   fi
 }
 
@@ -92,15 +97,15 @@ need_compose() { need_python_tools; PODMAN_COMPOSE="$DT/venv/bin/podman-compose"
 need_systemd_image() {
   need_podman
   if podman image exists "$SYSTEMD_IMAGE"; then return; fi
-  local tarball="$DT/rootfs-$DEBIAN_SUITE.tar"
+  local tarball="$DC/rootfs-$DEBIAN_SUITE.tar"
   if [ ! -s "$tarball" ]; then
     command -v debootstrap >/dev/null || { echo "--- deploy-env: apt-get install debootstrap"; deploy_apt debootstrap; }
-    local dir="$DT/rootfs-$DEBIAN_SUITE.tmp"
+    local dir="$DC/rootfs-$DEBIAN_SUITE.tmp"
     rm -rf "$dir"
     echo "--- deploy-env: debootstrap $DEBIAN_SUITE (minbase + systemd) from $DEBIAN_MIRROR"
     debootstrap --variant=minbase --include=systemd,systemd-sysv,procps \
-      "$DEBIAN_SUITE" "$dir" "$DEBIAN_MIRROR" >"$DT/debootstrap.log" 2>&1 \
-      || { tail -n 30 "$DT/debootstrap.log" >&2; exit 1; }
+      "$DEBIAN_SUITE" "$dir" "$DEBIAN_MIRROR" >"$DC/debootstrap.log" 2>&1 \
+      || { tail -n 30 "$DC/debootstrap.log" >&2; exit 1; }
     # Only what a systemd container needs: no getty on a console it does not have.
     rm -f "$dir"/etc/systemd/system/getty.target.wants/* "$dir"/var/cache/apt/archives/*.deb
     tar -C "$dir" -cf "$tarball.part" . && mv "$tarball.part" "$tarball"
@@ -108,4 +113,17 @@ need_systemd_image() {
   fi
   echo "--- deploy-env: podman import $tarball as $SYSTEMD_IMAGE"
   podman import --change 'CMD ["/sbin/init"]' "$tarball" "$SYSTEMD_IMAGE" >/dev/null
+}
+
+# The build the image, the package and the fleet are made from: release (what users get),
+# or OUTBOUND_DEPLOY_PROFILE=debug, the dev build the test command already has (no release
+# build; the image's size is then not the release's). Sets RELAY and DEPLOY_PROFILE.
+deploy_relay() {
+  DEPLOY_PROFILE="${OUTBOUND_DEPLOY_PROFILE:-release}"
+  case "$DEPLOY_PROFILE" in
+    release|debug) ;;
+    *) echo "OUTBOUND_DEPLOY_PROFILE must be release or debug" >&2; exit 2 ;;
+  esac
+  source "$ROOT/scripts/relay-build.sh"
+  relay_build "$DEPLOY_PROFILE" >&2
 }
