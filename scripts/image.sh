@@ -100,8 +100,16 @@ LABEL org.opencontainers.image.title="outbound-relay" \\
       org.opencontainers.image.licenses="MIT OR Apache-2.0"
 EOF
 echo "--- podman build $IMAGE (FROM scratch)"
+old_id="$(podman image inspect --format '{{.Id}}' "$IMAGE" 2>/dev/null || true)"
 podman build --quiet --no-cache --network none -t "$IMAGE" -f "$ctx/Containerfile" "$ctx" >/dev/null
 [[ "$tag" == *-custom ]] || podman tag "$IMAGE" localhost/outbound-relay:latest
+# Only this build's image and archive are kept: one per commit would fill the disk.
+new_id="$(podman image inspect --format '{{.Id}}' "$IMAGE")"
+for other in $(podman images --format '{{.Repository}}:{{.Tag}}' localhost/outbound-relay); do
+  case "$other" in *:latest|"$IMAGE") ;; *) podman rmi "$other" >/dev/null 2>&1 || true ;; esac
+done
+if [ -n "$old_id" ] && [ "$old_id" != "$new_id" ]; then podman rmi "$old_id" >/dev/null 2>&1 || true; fi
+find "$ROOT/dist/image" -name 'outbound-relay-*.oci.tar' ! -name "$(basename "$ARCHIVE")" -delete
 rm -f "$ARCHIVE"
 podman save --quiet --format oci-archive -o "$ARCHIVE" "$IMAGE"
 size_of

@@ -16,6 +16,15 @@ if ! command -v redis-server >/dev/null || ! command -v redis-cli >/dev/null; th
 fi
 ctx="$(mktemp -d)"
 trap 'rm -rf "$ctx"' EXIT
+# Builds $2 from $1, removing the image it replaces (a rebuild would leave it untagged).
+build() {
+  local old
+  old="$(podman image inspect --format '{{.Id}}' "$2" 2>/dev/null || true)"
+  podman build --quiet --network none -t "$2" "$1" >/dev/null
+  if [ -n "$old" ] && [ "$old" != "$(podman image inspect --format '{{.Id}}' "$2")" ]; then
+    podman rmi "$old" >/dev/null 2>&1 || true
+  fi
+}
 
 # Redis: both binaries and what they link.
 fs="$ctx/redis/rootfs"
@@ -46,7 +55,7 @@ EXPOSE 6379 26379
 ENV PATH=/usr/local/bin
 ENTRYPOINT ["/usr/local/bin/redis-server"]
 CF
-podman build --quiet --network none -t localhost/outbound-redis:latest "$ctx/redis" >/dev/null
+build "$ctx/redis" localhost/outbound-redis:latest
 echo "--- localhost/outbound-redis:latest ($(redis-server --version | awk '{print $3}'))"
 
 # The receiver: a static Go binary.
@@ -61,5 +70,5 @@ USER 65534:65534
 EXPOSE 8080
 ENTRYPOINT ["/receiver"]
 CF
-podman build --quiet --network none -t localhost/outbound-receiver:latest "$ctx/receiver" >/dev/null
+build "$ctx/receiver" localhost/outbound-receiver:latest
 echo "--- localhost/outbound-receiver:latest"
