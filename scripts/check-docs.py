@@ -92,6 +92,9 @@ SKIP: List[Tuple[str, str, str]] = [
     ('docs/go.md', 'err := outbound.VerifyStandard(',
      'lines of your HTTP handler (r, rawBody, handler are its own): '
      'bindings/go/standard_webhooks_test.go tests them'),
+    ('docs/deploy.md', '<!-- deploy:',
+     'podman, systemd, helm and podman-compose commands: scripts/test-deploy.sh runs each in '
+     'the test named in the comment above the block (its own names, ports and secrets)'),
     ('docs/rust.md', '[dependencies]',
      'a Cargo.toml fragment: the Rust blocks are built against the same crate instead (a '
      'new crate would compile the core again)'),

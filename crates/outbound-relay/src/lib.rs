@@ -124,7 +124,7 @@ impl App {
     /// `log_format_given`: the command line chose the log format.
     pub fn reloader(
         &self,
-        path: PathBuf,
+        path: Option<PathBuf>,
         current: Relay,
         log_format_given: bool,
     ) -> (operations::reload::Reloader, operations::reload::Target) {

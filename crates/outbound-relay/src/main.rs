@@ -18,7 +18,8 @@ use std::process::ExitCode;
 struct Args {
     #[command(subcommand)]
     command: Option<Command>,
-    /// The config file (TOML); see docs/relay.md.
+    /// The config file (TOML); see docs/relay.md. `OUTBOUND_RELAY_*` variables override its
+    /// top-level keys; without it, they are the whole config (docs/deploy.md).
     #[arg(long, short = 'c', global = true)]
     config: Option<PathBuf>,
     /// `text` (human-readable lines) or `json` (one JSON object a line); overrides the
@@ -37,14 +38,15 @@ enum Command {
 
 fn main() -> ExitCode {
     let args = Args::parse();
-    let Some(path) = args.config.clone() else {
-        eprintln!("outbound-relay: --config FILE is needed (see --help)");
-        return ExitCode::from(2);
-    };
+    let path = args.config.clone();
     if let Some(Command::Check) = args.command {
+        let Some(path) = path else {
+            eprintln!("outbound-relay check: --config FILE is needed (see --help)");
+            return ExitCode::from(2);
+        };
         return check(&path);
     }
-    let relay = match config::Relay::load(&path) {
+    let relay = match config::Relay::load(path.as_deref()) {
         Ok(r) => r,
         Err(e) => {
             eprintln!("{e}");
@@ -55,6 +57,7 @@ fn main() -> ExitCode {
         .and_then(config::LogFormat::parse)
         .unwrap_or(relay.log_format);
     operations::logging::init(format);
+    config::env::warn_unknown();
     if let Err(why) = process_limits(&relay) {
         eprintln!("{why}");
         return ExitCode::from(2);
@@ -100,7 +103,10 @@ fn process_limits(relay: &config::Relay) -> Result<(), String> {
             tracing::info!(from, to, "open-files soft limit raised for max_connections")
         }
         Ok(operations::open_files::Fitted::Already(_)) => {}
-        Err(reason) => return Err(format!("{}: max_connections: {reason}", relay.file)),
+        Err(reason) => {
+            let named = config::env::named(&relay.file, "max_connections", reason);
+            return Err(named.to_string());
+        }
     }
     match operations::data_dir::secure(&relay.data_dir) {
         Ok(0) => Ok(()),
@@ -121,12 +127,18 @@ fn process_limits(relay: &config::Relay) -> Result<(), String> {
 
 /// Listens, prints the address, and serves until SIGTERM or SIGINT, reloading at each
 /// SIGHUP; `None` when it could not start.
-async fn serve(app: &App, relay: config::Relay, path: PathBuf, format_given: bool) -> Option<bool> {
+async fn serve(
+    app: &App,
+    relay: config::Relay,
+    path: Option<PathBuf>,
+    format_given: bool,
+) -> Option<bool> {
     let (file, listen) = (relay.file.clone(), relay.listen.clone());
     let listener = match tokio::net::TcpListener::bind(&listen).await {
         Ok(l) => l,
         Err(e) => {
-            eprintln!("{file}: listen: cannot listen on {listen:?}: {e}");
+            let why = format!("cannot listen on {listen:?}: {e}");
+            eprintln!("{}", config::env::named(&file, "listen", why));
             return None;
         }
     };

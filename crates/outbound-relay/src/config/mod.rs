@@ -6,6 +6,7 @@
 //! lists every key with its default.
 
 mod convert;
+pub mod env;
 pub mod file;
 mod public_url;
 mod toml_keys;
@@ -322,21 +323,14 @@ pub struct Relay {
 }
 
 impl Relay {
-    /// Reads and checks `path`; every error names the file and the key.
-    pub fn load(path: &Path) -> Result<Relay, ConfigError> {
-        let file = path.display().to_string();
-        let err = |key: &str, reason: String| ConfigError {
-            file: file.clone(),
-            key: key.to_string(),
-            reason,
-        };
-        let text =
-            std::fs::read_to_string(path).map_err(|e| err("", format!("cannot read: {e}")))?;
-        let parsed = File::parse(&file, &text)?;
-        let base_dir = path.parent().unwrap_or(Path::new("."));
-        Relay::from_file(parsed, &file, base_dir)
+    /// Reads and checks `path` (or, with none, the environment alone) under the
+    /// `OUTBOUND_RELAY_*` variables (`env.rs`); every error names the file and the key, or the
+    /// variable.
+    pub fn load(path: Option<&Path>) -> Result<Relay, ConfigError> {
+        env::load(path)
     }
 
+    #[cfg(test)]
     fn from_file(f: File, file: &str, base_dir: &Path) -> Result<Relay, ConfigError> {
         Relay::read(f, file, base_dir, None)
     }
@@ -500,11 +494,8 @@ impl Relay {
     /// (`relay.toml: sources[1].webhooks[0].url: ...`).
     pub fn core_error(&self, i: usize, e: outbound::Error) -> ConfigError {
         let (key, reason) = self.sources[i].core_error(e);
-        ConfigError {
-            file: self.file.clone(),
-            key,
-            reason,
-        }
+        // A top-level value the environment set is named by its variable.
+        env::named(&self.file, &key, reason)
     }
 }
 
@@ -542,21 +533,11 @@ fn file_sources(f: &File, base: &Base) -> (Vec<Arc<Source>>, Vec<(String, String
     (sources, errors)
 }
 
-/// What `outbound-relay check` reads of a file: the relay with the sources that could be read,
-/// and every refusal of the others (a start stops at the first); `Err` when the file itself
-/// cannot be read.
+/// What `outbound-relay check` reads of a file (with the environment's overrides, as a start
+/// reads it): the relay with the sources that could be read, and every refusal of the others
+/// (a start stops at the first); `Err` when the file itself cannot be read.
 pub fn load_all(path: &Path) -> Result<(Relay, Vec<ConfigError>), ConfigError> {
-    let file = path.display().to_string();
-    let text = std::fs::read_to_string(path).map_err(|e| ConfigError {
-        file: file.clone(),
-        key: String::new(),
-        reason: format!("cannot read: {e}"),
-    })?;
-    let parsed = File::parse(&file, &text)?;
-    let mut more = Vec::new();
-    let base_dir = path.parent().unwrap_or(Path::new("."));
-    let relay = Relay::read(parsed, &file, base_dir, Some(&mut more))?;
-    Ok((relay, more))
+    env::load_all(Some(path))
 }
 
 /// The listener's limits, checked.

@@ -79,6 +79,16 @@ mod tests {
         for k in source.difference(&delivery) {
             want.insert(("source".into(), k.clone()));
         }
+        // Secrets read from files: read into their key before the file's shape sees them.
+        use crate::config::env::{SOURCE_SECRET_FILES, TOP_SECRET_FILES};
+        want.extend(
+            TOP_SECRET_FILES
+                .iter()
+                .map(|k| ("top".to_string(), format!("{k}_file"))),
+        );
+        want.extend(
+            (SOURCE_SECRET_FILES.iter()).map(|k| ("source".to_string(), format!("{k}_file"))),
+        );
         want.extend(webhook.iter().map(|k| ("webhook".to_string(), k.clone())));
         want.extend(forward.iter().map(|k| ("forward".to_string(), k.clone())));
         assert!(

@@ -44,7 +44,8 @@ pub struct Target {
 
 /// What the running relay was started or last reloaded with.
 pub struct Reloader {
-    path: PathBuf,
+    /// The config file; none when the environment is the whole config.
+    path: Option<PathBuf>,
     current: Relay,
     /// The settings read at start only, as this process runs them: each reload's file is
     /// compared with these, so a change undone by a later reload is no change.
@@ -111,7 +112,7 @@ impl StartOnly {
 
 impl Reloader {
     /// `log_format_given`: the command line chose the log format, whatever the file says.
-    pub fn new(path: PathBuf, current: Relay, log_format_given: bool) -> Reloader {
+    pub fn new(path: Option<PathBuf>, current: Relay, log_format_given: bool) -> Reloader {
         let running = StartOnly::of(&current, log_format_given);
         Reloader {
             path,
@@ -138,7 +139,7 @@ impl Reloader {
 
     /// One reload; every refusal is logged with its reason.
     pub fn reload(&mut self, state: &Target) {
-        let new = match Relay::load(&self.path) {
+        let new = match Relay::load(self.path.as_deref()) {
             Ok(r) => r,
             Err(e) => {
                 tracing::error!("config reload refused, the running config stays: {e}");

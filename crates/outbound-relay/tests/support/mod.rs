@@ -472,7 +472,7 @@ impl InProcess {
     pub fn start(dir: &Path, config: &str) -> InProcess {
         let path = dir.join("relay.toml");
         std::fs::write(&path, config).unwrap();
-        let relay = outbound_relay::Relay::load(&path).unwrap();
+        let relay = outbound_relay::Relay::load(Some(&path)).unwrap();
         let (addr_tx, addr_rx) = std::sync::mpsc::channel();
         let (stop_tx, stop_rx) = std::sync::mpsc::channel::<()>();
         let thread = std::thread::spawn(move || {

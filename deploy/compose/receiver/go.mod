@@ -1,0 +1,3 @@
+module outbound.invalid/deploy/compose/receiver
+
+go 1.22
