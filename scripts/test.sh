@@ -26,7 +26,7 @@ run() {
   timings+=("$(( $(date +%s) - t0 )) s  $*  (target/ $(du -sh "${CARGO_TARGET_DIR:-target}" 2>/dev/null | cut -f1), $(df -h --output=avail . | tail -n1 | tr -d ' ') free)")
   return "$status"
 }
-for part in rust c go python relay; do
+for part in rust c go python relay subscriptions; do
   run "scripts/test-$part.sh"
 done
 # The fault soak, the kill tests (the library's, the relay's, Redis's), Redis's failover, the
@@ -60,15 +60,20 @@ group load "scripts/relay-bench.sh --smoke" "scripts/relay-soak.sh --smoke" \
   "scripts/relay-tenants.sh --smoke" "scripts/relay-hostile.sh --smoke" \
   "scripts/bench.sh --smoke" &
 load=$!
+# The deploy tests (image, package, chart, compose fleet) on the dev build the relay tests
+# made: they mostly wait on containers, so they run beside the smoke passes.
+group deploy "env OUTBOUND_DEPLOY_PROFILE=debug scripts/test-deploy.sh" &
+deploy=$!
 t0=$(date +%s)
 failed=0
 wait "$chaos" || failed=1
 wait "$load" || failed=1
-for name in chaos load; do
+wait "$deploy" || failed=1
+for name in chaos load deploy; do
   cat "$smokes/$name.log"
   [ -f "$smokes/$name.timings" ] && mapfile -t -O "${#timings[@]}" timings < "$smokes/$name.timings"
 done
-timings+=("$(( $(date +%s) - t0 )) s  the smoke passes (two groups side by side)")
+timings+=("$(( $(date +%s) - t0 )) s  the smoke passes and the deploy tests (three groups side by side)")
 rm -rf "$smokes"
 if [ "$failed" -ne 0 ]; then
   printf '%s\n' "${timings[@]}"
