@@ -70,11 +70,12 @@ SKIP: List[Tuple[str, str, str]] = [
     ('docs/relay.md', '{"integrations":{"Segment.io":{"apiKey":"wk_web_1"',
      "the settings document's shape, abridged ({...}): crates/outbound-relay/tests/"
      "segment_api.rs checks the relay's answer field by field"),
-    ('docs/relay.md', 'cargo install --path crates/outbound-relay',
+    ('docs/relay.md', '--path crates/outbound-relay',
      "release build and install into ~/.cargo/bin; the README's relay block runs the same "
      'binary on a config'),
     ('docs/python.md', 'import sqlite3, sys',
-     "needs a running client's spool file: tests/python/test_spool.py runs it on one"),
+     "needs a spool file no client holds: tests/python/test_spool.py runs it on what close() "
+     "left"),
     ('docs/receivers.md', '<!-- file:',
      'a file under examples/receivers/: tests/python/test_receivers.py checks the block is '
      'the file and runs it against real requests'),
@@ -133,6 +134,24 @@ SETUP: Dict[Tuple[str, str], Dict[str, Any]] = {
         "               'webhook-signature': outbound.sign_standard_webhook(\n"
         "                   'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw', 'msg_1', _ts, request_body_bytes)}\n",
         "postlude": "assert ok\nclient.close()\n",
+    },
+    # Inspecting a spool: run while the client runs, with messages pending for a closed port;
+    # the page's claims checked beside it: no -shm file, another process is locked out.
+    ("docs/python.md", "print(client.dead_letter_stats())"): {
+        "prelude": "import os, subprocess, sys, tempfile, time\nimport outbound\n"
+        "_spool = tempfile.mkdtemp()\n"
+        "client = outbound.Client(webhooks=['http://127.0.0.1:9/in'], spool=_spool, dead_letters=True)\n"
+        "for _ in range(5):\n    client.track(user_id='u1', event='E')\n"
+        "time.sleep(0.5)  # committed (every 20 ms)\n",
+        "postlude": "assert s['queued'] + s['in_flight'] == 5, s\n"
+        "_files = os.listdir(_spool)\n"
+        "assert not [f for f in _files if f.endswith('-shm')], _files\n"
+        "_db = os.path.join(_spool, next(f for f in _files if f.endswith('.db')))\n"
+        "_r = subprocess.run([sys.executable, '-c', 'import sqlite3, sys; sqlite3.connect("
+        "f\"file:{sys.argv[1]}?mode=ro\", uri=True).execute(\"SELECT 1 FROM messages\")', _db],"
+        " capture_output=True, text=True)\n"
+        "assert 'database is locked' in _r.stderr, (_r.returncode, _r.stderr)\n"
+        "client.close(timeout=0)\n",
     },
     ("docs/python.md", "from outbound.testing import RecordingClient"): {
         "prelude": "def signup(client, user_id):  # the code under test\n"
