@@ -2,6 +2,7 @@
 """Runs the code blocks of README.md and docs/*.md as written, against receivers on 127.0.0.1.
 
     scripts/check-docs.py --part python|c|go|rust|relay [--part ...] [--list]
+    scripts/check-docs.py --text     the user docs' text alone, nothing run (see check_text)
 
 Each block belongs to a part (its language; a shell or TOML block to the section it is in),
 and each scripts/test-<part>.sh runs its own part, with what that part builds at hand:
@@ -218,16 +219,19 @@ SETUP: Dict[Tuple[str, str], Dict[str, Any]] = {
     ("docs/rust.md", "Err(Error::MissingField { call, field })"): {"expect": {"hook": 1}},
     ("README.md", "cat > relay.toml <<'TOML'"): {
         # Built by scripts/test-relay.sh and on PATH here; the server line starts it in the
-        # background (in a terminal it runs in the foreground and curl goes in another one).
+        # background (in a terminal it runs in the foreground and curl goes in another one),
+        # its output kept out of the clone. Run from the clone's root, as the README says:
+        # what it leaves there must be ignored by git (from_root).
         "edit": [
             ("cargo build --release -p outbound-relay", "true"),
-            ("cargo install --path crates/outbound-relay", "true"),
+            ("cargo install --locked --path crates/outbound-relay", "true"),
             ("outbound-relay --config relay.toml    #",
-             "outbound-relay --config relay.toml > relay.addr 2> relay.log & sleep 0.2; "
-             "until [ -s relay.addr ]; do sleep 0.1; done; cat relay.addr  #"),
+             'outbound-relay --config relay.toml > "$DOCS_TMP/relay.addr" 2> "$DOCS_TMP/relay.log" & '
+             'sleep 0.2; until [ -s "$DOCS_TMP/relay.addr" ]; do sleep 0.1; done; cat "$DOCS_TMP/relay.addr"  #'),
         ],
         "postlude": "echo; kill %1; wait\n",
         "fixed_ports": True,
+        "from_root": ["relay.toml", "outbound-relay-data"],
         "expect_out": '{"success":true}',
         "receiver_at": 9000,
         "expect": {"hook": 1},
@@ -555,12 +559,44 @@ def check(parts: List[str], netns: bool) -> int:
     return 1 if failed else 0
 
 
+# The docs users read (ARCHITECTURE.md and CHANGELOG.md are the project's own; bench/log/ is
+# where history goes).
+USER_DOCS = ["README.md", "BENCHMARKS.md"] + sorted(glob.glob("docs/*.md", root_dir=ROOT))
+
+# Words of our own history that mean nothing to a user: the tracker's numbers (there is no
+# public tracker), the labels of internal runs and of the machines they ran on.
+HISTORY = re.compile(r"\b(issues? #?\d+|stop \d+|machine [AB]\b)", re.IGNORECASE)
+
+
+def check_text() -> int:
+    """The user docs' text: every `cargo install` has --locked (without it cargo ignores
+    Cargo.lock, takes newer dependencies than the ones tested and builds everything again),
+    and no line carries our history (HISTORY)."""
+    bad = []
+    for doc in USER_DOCS:
+        for n, line in enumerate(open(os.path.join(ROOT, doc), encoding="utf-8"), 1):
+            if re.search(r"\bcargo install\b", line) and "--locked" not in line:
+                bad.append(f"{doc}:{n}: `cargo install` without --locked: {line.strip()}")
+            for m in HISTORY.finditer(line):
+                bad.append(f"{doc}:{n}: {m.group(0)!r} is our history, not the user's "
+                           f"(it goes to bench/log/ or git): {line.strip()}")
+    for b in bad:
+        print(f"FAIL  {b}", file=sys.stderr)
+    print(f"docs' text: {len(USER_DOCS)} user docs, {len(bad)} problems")
+    return 1 if bad else 0
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--part", action="append", required=True,
-                    choices=["python", "c", "go", "rust", "relay"])
+    ap.add_argument("--part", action="append", choices=["python", "c", "go", "rust", "relay"])
     ap.add_argument("--list", action="store_true", help="list the blocks and what happens to each")
+    ap.add_argument("--text", action="store_true",
+                    help="check the user docs' text (cargo install --locked, no history); runs nothing")
     a = ap.parse_args()
+    if a.text:
+        return check_text()
+    if not a.part:
+        ap.error("--part or --text is required")
     if a.list:
         for b in blocks():
             if part_of(b) in a.part:

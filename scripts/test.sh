@@ -26,6 +26,8 @@ run() {
   timings+=("$(( $(date +%s) - t0 )) s  $*  (target/ $(du -sh "${CARGO_TARGET_DIR:-target}" 2>/dev/null | cut -f1), $(df -h --output=avail . | tail -n1 | tr -d ' ') free)")
   return "$status"
 }
+# The user docs' text first (seconds): cargo install --locked, no history of ours.
+run python3 scripts/check-docs.py --text
 for part in rust c go python relay; do
   run "scripts/test-$part.sh"
 done
