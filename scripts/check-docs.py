@@ -467,8 +467,45 @@ def run_rust(src: str, s: Dict[str, Any], d: str, rx: Receivers) -> str:
     return run(["./block"] + (["--test-threads=1"] if test else []), d)
 
 
+def git_status() -> List[str]:
+    """Every path git shows in the clone, untracked (??) and ignored (!!) ones too."""
+    out = subprocess.run(["git", "status", "--porcelain", "--ignored"], cwd=ROOT, capture_output=True,
+                         text=True, check=True).stdout
+    return out.splitlines()
+
+
+def from_root(run_block: Callable[[str], str], creates: List[str]) -> str:
+    """Runs a block in the clone's root, as the README says to, and fails if what it leaves
+    there shows in `git status` (untracked, not ignored); then removes what it is known to
+    make (`creates`; anything else new is only named: another process may have made it)."""
+    mine = [p for p in creates if os.path.lexists(os.path.join(ROOT, p))]
+    if mine:
+        raise Skip(f"{', '.join(mine)} already in the clone's root: not overwritten")
+    before = set(git_status())
+    try:
+        out = run_block(ROOT)
+        made = [line for line in git_status() if line not in before]
+        shown = [line for line in made if not line.startswith("!! ")]
+        if shown:
+            raise RuntimeError("run from the clone's root, it leaves files git shows "
+                               f"(add them to .gitignore, or write elsewhere): {shown}")
+    finally:
+        for path in creates:
+            full = os.path.join(ROOT, path)
+            if os.path.isdir(full) and not os.path.islink(full):
+                shutil.rmtree(full, ignore_errors=True)
+            elif os.path.lexists(full):
+                os.remove(full)
+    return out
+
+
 def run_sh(src: str, s: Dict[str, Any], d: str, rx: Receivers) -> str:
-    cwd = d
+    if s.get("from_root"):
+        return from_root(lambda root: run_sh_in(src, s, d, rx, root), list(s["from_root"]))
+    return run_sh_in(src, s, d, rx, d)
+
+
+def run_sh_in(src: str, s: Dict[str, Any], d: str, rx: Receivers, cwd: str) -> str:
     if "pip install" in src:  # into a fresh environment, then import it from elsewhere
         if "--find-links dist " in src:  # "from the clone's root"
             if not glob.glob(os.path.join(ROOT, "dist", "outbound_events-*.whl")):
@@ -485,6 +522,7 @@ def run_sh(src: str, s: Dict[str, Any], d: str, rx: Receivers) -> str:
     env = go_env()
     relay = os.environ.get("OUTBOUND_RELAY_BIN", os.path.join(ROOT, "target/debug/outbound-relay"))
     env["PATH"] = os.path.dirname(os.path.abspath(relay)) + ":" + os.environ["PATH"]
+    env["DOCS_TMP"] = d
     out = run(["bash", os.path.join(d, "block.sh")], cwd, env)
     if s.get("expect_out") and str(s["expect_out"]) not in out:
         raise RuntimeError(f"the output lacks {s['expect_out']}:\n{out}")
