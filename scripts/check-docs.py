@@ -77,13 +77,22 @@ SKIP: List[Tuple[str, str, str]] = [
     ('docs/python.md', 'import sqlite3, sys',
      "needs a spool file no client holds: tests/python/test_spool.py runs it on what close() "
      "left"),
+    ('docs/operations.md', 'kill -STOP',
+     'tests/relay/test_operations.py runs this block as written (paths replaced) on a relay '
+     'acknowledging events, then restores the copy'),
+    ('docs/operations.md', '.backup',
+     'tests/relay/test_operations.py runs this block as written (paths replaced) while a relay '
+     'runs'),
+    ('docs/operations.md', '"allowed_networks":[',
+     'tests/relay/test_operations.py runs this block (host, source and network replaced) on a '
+     'relay upgraded from an earlier build'),
     ('docs/receivers.md', '<!-- file:',
      'a file under examples/receivers/: tests/python/test_receivers.py checks the block is '
      'the file and runs it against real requests'),
     ('docs/receivers.md', '<!-- body:',
      'a body, not code: tests/python/test_receivers.py compares it with what the client '
      'sends'),
-    ('docs/c.md', 'liboutbound.so.0.1.0 ',
+    ('docs/c.md', 'liboutbound.so     -> liboutbound.so.0.',
      'a listing of installed files, not code'),
     ('docs/go.md', 'func TestSignupNotifiesTheCustomer',
      'the test of that name in bindings/go/testing_test.go: scripts/test-go.sh checks they '
@@ -303,7 +312,7 @@ def part_of(b: Block) -> str:
     if b.lang == "toml":
         return "rust" if b.doc == "docs/rust.md" else "relay"
     topic = b.doc + " " + b.section
-    for part, words in (("relay", ("relay",)), ("c", ("docs/c.md", "from C")),
+    for part, words in (("relay", ("relay", "docs/operations.md")), ("c", ("docs/c.md", "from C")),
                         ("go", ("from Go",)), ("python", ("python", "Python", "Two commands"))):
         if any(w in topic for w in words):
             return part

@@ -54,6 +54,12 @@ fi
 
 if [ -n "$DEMO" ]; then echo "--- relay-env: ready (the demo's SDK only)"; exit 0; fi
 
+# sqlite3, the command docs/operations.md backs control.db up with (tests/relay/test_operations.py).
+if ! command -v sqlite3 >/dev/null; then
+  echo "--- relay-env: apt-get install sqlite3"
+  apt_install sqlite3
+fi
+
 # 2. Chromium (Debian's build; puppeteer-core drives it, nothing is downloaded by npm).
 if ! command -v chromium >/dev/null; then
   echo "--- relay-env: apt-get install chromium"
