@@ -26,6 +26,10 @@ run() {
   timings+=("$(( $(date +%s) - t0 )) s  $*  (target/ $(du -sh "${CARGO_TARGET_DIR:-target}" 2>/dev/null | cut -f1), $(df -h --output=avail . | tail -n1 | tr -d ' ') free)")
   return "$status"
 }
+# The user docs' text first (seconds): cargo install --locked, no history of ours; and one
+# version in every face the sources state (the wheel and the relay: scripts/test-relay.sh).
+run python3 scripts/check-docs.py --text
+run python3 scripts/check-version.py
 for part in rust c go python relay subscriptions; do
   run "scripts/test-$part.sh"
 done
