@@ -62,7 +62,7 @@ group chaos "scripts/soak.sh --smoke" "scripts/killtest.sh --smoke" \
 chaos=$!
 group load "scripts/relay-bench.sh --smoke" "scripts/relay-soak.sh --smoke" \
   "scripts/relay-tenants.sh --smoke" "scripts/relay-hostile.sh --smoke" \
-  "scripts/bench.sh --smoke" &
+  "scripts/relay-control-plane.sh --smoke" "scripts/bench.sh --smoke" &
 load=$!
 # The deploy tests (image, package, chart, compose fleet) on the dev build the relay tests
 # made: they mostly wait on containers, so they run beside the smoke passes.
