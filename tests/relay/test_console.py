@@ -323,8 +323,10 @@ def test_console_operator_journey(console_relay: Relay, receivers: List[Receiver
     assert rx_b.wait_for(lambda r: len(r.at("/moved")) == 3, 20), rx_b.requests
     assert "x-signature" not in rx_b.at("/moved")[2].headers
 
-    # A value the relay refuses: its message beside the field it names, nothing changed.
+    # A value the relay refuses: its message beside the field it names, nothing changed (the
+    # header's value typed again: a kept value stays with the URL it was set for).
     b("type", selector="input.url", text="ftp://nowhere.example/x")
+    b("type", selector="input.header-value", text="alpha")
     b("click", selector="button[type=submit]", text="Save")
     b("waitText", text="Not saved", selector="main")
     beside = b("eval", js="(() => { const i = document.querySelector('input.url');"
@@ -344,6 +346,47 @@ def test_console_operator_journey(console_relay: Relay, receivers: List[Receiver
     b("eval", js="location.hash = '#/sources/alpha'")
     time.sleep(0.5)
     assert "alpha" not in b.main_text()
+    assert_clean(b.close(), relay, ADMIN_TOKEN)
+
+
+def test_console_save_does_not_undo_a_change_made_meanwhile(
+        console_relay: Relay, receivers: List[Receiver], browser: Browser) -> None:
+    """The settings are open in the console when a script adds a webhook through the API.
+    The console's save is refused (412: it sends the ETag it read as If-Match) and says what
+    changed, keeping the edit in the form, instead of removing the webhook added meanwhile."""
+    relay = console_relay
+    rx_b = receivers[1]
+    b = browser
+    b.sign_in(relay, ADMIN_TOKEN)
+    b("waitText", text="alpha", selector="table.sources")
+    b("eval", js="location.hash = '#/sources/alpha/settings'")
+    b("waitText", text="A secret is set", selector="main")
+    # Meanwhile a script sends the source back with one more webhook.
+    _, source = api(relay, "GET", "/admin/sources/alpha")
+    added = f"{rx_b.url}/added"
+    status, _ = api(relay, "PUT", "/admin/sources/alpha",
+                    dict(source, webhooks=source["webhooks"] + [{"url": added}]))
+    assert status == 200
+    # The console's edit: webhook 1 turned off, saved.
+    b("click", selector="label.check", text="On (off")
+    b("click", selector="button[type=submit]", text="Save")
+    b("waitText", text="changed since you opened this page", selector="main", timeout=10000)
+    said = b("text", selector=".conflict")
+    assert f"Webhook 2 added: {added}" in said, said
+    _, now = api(relay, "GET", "/admin/sources/alpha")
+    assert [w["url"] for w in now["webhooks"]] == [source["webhooks"][0]["url"], added], now
+    assert now["webhooks"][0]["enabled"] is True, "the stale save changed nothing"
+    # The edit is still in the form; the current settings on request.
+    assert b("eval", js="document.querySelector('input.enabled').checked") is False
+    b("click", selector=".conflict button", text="Show the current settings")
+    b("waitText", text="Webhook 2", selector="form.settings")
+    assert b("count", selector="form.settings fieldset.webhook") == 2
+    # Saved from the current settings: applied, both webhooks kept.
+    b("click", selector="label.check", text="On (off")
+    b("click", selector="button[type=submit]", text="Save")
+    b("waitText", text="Saved", selector="main")
+    _, now = api(relay, "GET", "/admin/sources/alpha")
+    assert [w["enabled"] for w in now["webhooks"]] == [False, True], now
     assert_clean(b.close(), relay, ADMIN_TOKEN)
 
 

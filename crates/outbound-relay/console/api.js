@@ -36,8 +36,14 @@ export function onRefused(f) { refused.push(f) }
 
 // `method` `path` (under /admin) with an optional JSON body; the answer's JSON, or throws an
 // ApiError with the API's message and the field it names.
-export async function call(method, path, body) {
-  const headers = { Authorization: `Bearer ${token}` }
+export async function call(method, path, body, extra) {
+  return (await exchange(method, path, body, extra)).data
+}
+
+// The same, with the answer's ETag: { data, etag }. `extra`: more request headers
+// (If-Match). A refusal's ApiError carries the ETag too (a 412 gives the source's tag now).
+export async function exchange(method, path, body, extra) {
+  const headers = { ...(extra || {}), Authorization: `Bearer ${token}` }
   if (body !== undefined) headers['Content-Type'] = 'application/json'
   // Relative to /console/, so a relay served under a path prefix works too.
   const res = await fetch(`../admin${path}`, {
@@ -52,8 +58,13 @@ export async function call(method, path, body) {
   let data = null
   try { data = text ? JSON.parse(text) : null } catch { data = { message: text } }
   if (res.status === 401 && token) refused.forEach((f) => f())
-  if (!res.ok) throw new ApiError(res.status, data)
-  return data
+  const etag = res.headers.get('ETag')
+  if (!res.ok) {
+    const err = new ApiError(res.status, data)
+    err.etag = etag
+    throw err
+  }
+  return { data, etag }
 }
 
 export const get = (path) => call('GET', path)

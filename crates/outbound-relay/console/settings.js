@@ -13,16 +13,46 @@ let uid = 0
 export function render(main, ctx) {
   const { name } = ctx.params
   const path = `/sources/${api.enc(name)}`
+  // The source as last read, and its ETag: a save is applied only if nobody changed it since
+  // (If-Match); otherwise the relay answers 412 and the page says what changed.
   let source = null
+  let etag = null
 
   async function load(message) {
     try {
-      source = await api.get(path)
+      ({ data: source, etag } = await api.exchange('GET', path))
     } catch (err) {
       if (ctx.current()) refused(main, name, err)
       return
     }
     if (ctx.current()) draw(message)
+  }
+
+  // A save refused as stale (412): the source read again and what changed shown; the form
+  // keeps the user's edits, and a save from here on replaces the source as it is now.
+  async function conflict(form) {
+    const box = form.querySelector('.conflict')
+    let now
+    try {
+      now = await api.exchange('GET', path)
+    } catch (err) {
+      fill(box, h('p', {}, err.status === 404 ? 'Not saved: this source was deleted since you opened this page.'
+        : `Not saved: this source was changed since you opened this page, and cannot be read again (${err.message}).`))
+      box.hidden = false
+      return
+    }
+    if (!ctx.current()) return
+    const changes = differences(source, now.data)
+    source = now.data
+    etag = now.etag
+    fill(box,
+      h('h2', { id: 'conflict-title', tabindex: '-1' }, 'Not saved: this source was changed since you opened this page'),
+      h('ul', {}, changes.map((c) => h('li', {}, c))),
+      h('p', {}, 'Your edits are still in the form. Save again to replace those changes with what the form holds, or:'),
+      h('button', { type: 'button', class: 'reload', onclick: () => load('Showing the current settings; your edits were dropped.') },
+        'Show the current settings (drop my edits)'))
+    box.hidden = false
+    box.querySelector('h2').focus()
   }
 
   function draw(message) {
@@ -37,7 +67,8 @@ export function render(main, ctx) {
       h('h2', {}, 'Webhooks'), hooks, addHook,
       h('h2', {}, 'Signing secret'), secret.el,
       h('div', { class: 'toolbar' }, h('button', { type: 'submit', class: 'primary' }, 'Save')))
-    const form = h('form', { class: 'settings', novalidate: true, 'aria-describedby': 'form-error' }, formError, saved, fields)
+    const box = h('section', { class: 'conflict', role: 'alert', hidden: true, 'aria-labelledby': 'conflict-title' })
+    const form = h('form', { class: 'settings', novalidate: true, 'aria-describedby': 'form-error' }, formError, saved, box, fields)
     fill(main, ...heading(name, 'settings'),
       readOnly ? h('p', { class: 'notice' }, 'This source is managed by relay.toml: change it there (and send the relay SIGHUP). Shown here read-only.') : null,
       form)
@@ -70,10 +101,12 @@ export function render(main, ctx) {
       const s = secret.value()
       if (s === null) body.shared_secret = null
       else if (s !== undefined) body.shared_secret = s
+      box.hidden = true
       try {
-        await api.call('PUT', path, body)
+        await api.call('PUT', path, body, etag ? { 'If-Match': etag } : undefined)
       } catch (err) {
-        showError(form, formError, err)
+        if (err.status === 412) conflict(form)
+        else showError(form, formError, err)
         return
       }
       if (ctx.current()) load('Saved: the relay applies it to the events it accepts from now on.')
@@ -206,4 +239,35 @@ function showError(form, top, err) {
     input.focus()
   }
   top.textContent = 'Not saved: see the field marked below.'
+}
+
+// What changed between two readings of a source, in words (never a secret: the API shows
+// none, only whether each is set).
+export function differences(before, after) {
+  const out = []
+  const a = before.webhooks || []
+  const b = after.webhooks || []
+  for (let i = 0; i < Math.max(a.length, b.length); i++) {
+    const n = `Webhook ${i + 1}`
+    const x = a[i]
+    const y = b[i]
+    if (!x) { out.push(`${n} added: ${y.url}${y.enabled === false ? ' (off)' : ''}`); continue }
+    if (!y) { out.push(`${n} removed (it was ${x.url})`); continue }
+    if (x.url !== y.url) out.push(`${n}: its URL is now ${y.url} (it was ${x.url})`)
+    if ((x.enabled !== false) !== (y.enabled !== false)) out.push(`${n} turned ${y.enabled === false ? 'off' : 'on'}`)
+    const hx = Object.keys(x.headers || {}).sort().join(', ')
+    const hy = Object.keys(y.headers || {}).sort().join(', ')
+    if (hx !== hy) out.push(`${n}: its headers are now ${hy || 'none'} (they were ${hx || 'none'})`)
+  }
+  if (before.has_shared_secret !== after.has_shared_secret) {
+    out.push(after.has_shared_secret ? 'A signing secret was set' : 'The signing secret was cleared')
+  }
+  const shown = (s) => JSON.stringify(s === undefined ? null : s)
+  const skip = new Set(['webhooks', 'has_shared_secret', 'summary'])
+  const keys = new Set([...Object.keys(before), ...Object.keys(after)])
+  for (const k of [...keys].sort()) {
+    if (!skip.has(k) && shown(before[k]) !== shown(after[k])) out.push(`${k} changed`)
+  }
+  if (!out.length) out.push('A change that is not shown here: a secret or a header\'s value replaced.')
+  return out
 }

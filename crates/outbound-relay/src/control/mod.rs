@@ -20,6 +20,7 @@
 
 pub mod admin;
 pub mod auth;
+pub mod conditional;
 pub mod openapi;
 pub mod records;
 #[cfg(test)]

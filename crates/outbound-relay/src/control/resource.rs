@@ -36,6 +36,9 @@ pub const MAX_BODY: usize = 1 << 20;
 const OPERATOR_ONLY: [&str; 4] = ["spool", "spool_commit_interval", "debug", "proxy_from_env"];
 /// Read-only fields of an answer, accepted back (a console PUTs what it got) and ignored.
 const SHOWN_ONLY: [&str; 4] = ["managed_by", "has_shared_secret", "name", "id"];
+/// What the store keeps beside a source's settings: its revision, counted up at each PUT
+/// (the ETag a conditional write names).
+const REVISION: &str = "revision";
 
 /// A refusal: the field and why.
 pub type Refusal = (String, String);
@@ -338,7 +341,8 @@ pub fn read(
     }
     if let (Some(except), Some(Value::Object(stored))) = (keep_unsent, current) {
         for (key, value) in stored {
-            let unsent = fields.get(key).is_none() && !SHOWN_ONLY.contains(&key.as_str());
+            let unsent =
+                fields.get(key).is_none() && !SHOWN_ONLY.contains(&key.as_str()) && key != REVISION;
             if unsent && !except.contains(&key.as_str()) {
                 out.insert(key.clone(), value.clone());
             }
@@ -352,7 +356,32 @@ pub fn read(
     if !id.is_empty() {
         doc["id"] = Value::String(id.into());
     }
+    doc[REVISION] = Value::from(current.map_or(0, revision) + 1);
     Ok((doc, source))
+}
+
+/// A stored source's revision (0: stored by a version that kept none).
+pub fn revision(stored: &Value) -> u64 {
+    stored.get(REVISION).and_then(Value::as_u64).unwrap_or(0)
+}
+
+/// The ETag of a stored source: its id and revision, so a source made again under its name
+/// never matches a tag of the one before.
+pub fn etag(stored: &Value) -> String {
+    let id = stored.get("id").and_then(Value::as_str).unwrap_or("");
+    format!("\"{id}.{}\"", revision(stored))
+}
+
+/// The ETag of a source of relay.toml: the start of a SHA-256 of what GET shows (its
+/// secrets are not in it, so the tag tells nothing of them).
+pub fn shown_etag(shown: &schema::Source) -> String {
+    use sha2::{Digest, Sha256};
+    let text = serde_json::to_vec(shown).unwrap_or_default();
+    let hex: String = Sha256::digest(&text)[..8]
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    format!("\"f{hex}\"")
 }
 
 /// How many items the JSON array `raw` holds, counted without building any (`None`: not an
@@ -475,6 +504,7 @@ pub fn load(stored: &Value, base: &Base) -> Result<config::Source, Refusal> {
     let mut body = stored.clone();
     if let Value::Object(map) = &mut body {
         map.remove("id");
+        map.remove(REVISION);
         strip_nulls(map);
     }
     let file: SourceFile = serde_path_to_error::deserialize(&body)

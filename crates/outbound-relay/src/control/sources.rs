@@ -10,6 +10,7 @@
 //!   of its retry window and 10 minutes.
 
 use super::auth::{Admin, OwnSource};
+use super::conditional::{with_etag, Condition, Stale};
 use super::schema::{self, Listed, Refusal, SourceList, Summary, Whoami};
 use super::{answer, refusal, resource, store, tokens, Api, Caller, Control, Denied};
 use crate::http::body;
@@ -175,12 +176,24 @@ pub async fn whoami(caller: Caller) -> Answer {
 
 /// `GET /admin/sources/{name}`.
 #[utoipa::path(get, path = "/admin/sources/{name}", operation_id = "get_source", tag = "sources", params(("name" = String, Path)),
-    responses((status = 200, description = "The source", body = schema::Source),
+    responses((status = 200, description = "The source", body = schema::Source,
+            headers(("etag" = String, description = "Its revision: send it back in `If-Match` to change or delete it only if nobody did since"))),
         (status = 404, description = "No such source", body = Refusal)))]
 pub async fn get(State(api): State<Api>, own: OwnSource) -> Answer {
-    match api.sources().by_name(&own.name) {
-        Some(s) => answer(StatusCode::OK, &resource::view(&s.spec)),
-        None => not_a_source(&own.name),
+    let Some(s) = api.sources().by_name(&own.name).cloned() else {
+        return not_a_source(&own.name);
+    };
+    let shown = resource::view(&s.spec);
+    let tag = etag_of(&api.control, &own.name, &shown);
+    with_etag(answer(StatusCode::OK, &shown), tag.as_deref())
+}
+
+/// The ETag of source `name` as `shown`: its stored revision (the API's), or a hash of what
+/// is shown (relay.toml's).
+fn etag_of(control: &Control, name: &str, shown: &schema::Source) -> Option<String> {
+    match shown.managed_by {
+        schema::ManagedBy::File => Some(resource::shown_etag(shown)),
+        schema::ManagedBy::Api => control.stored_source(name).map(|s| resource::etag(&s)),
     }
 }
 
@@ -200,12 +213,17 @@ fn refused(e: Refused) -> Answer {
 /// settled first, on the body's keys and values as sent (`resource::Fields`); only then is it
 /// read into a source and applied, off the runtime's threads. The body may be 1 MiB once
 /// inflated.
-#[utoipa::path(put, path = "/admin/sources/{name}", operation_id = "put_source", tag = "sources", params(("name" = String, Path)),
+#[utoipa::path(put, path = "/admin/sources/{name}", operation_id = "put_source", tag = "sources",
+    params(("name" = String, Path), ("if-match" = Option<String>, Header, description = "The ETag of a GET: applied only if the source is still at it (else 412); `*`: only if it exists"),
+        ("if-none-match" = Option<String>, Header, description = "`*`: created only, never replacing a source of this name (else 412)")),
     request_body = schema::SourceInput,
-    responses((status = 200, description = "Replaced", body = schema::Source),
-        (status = 201, description = "Created", body = schema::Source),
+    responses((status = 200, description = "Replaced", body = schema::Source,
+            headers(("etag" = String, description = "Its new revision"))),
+        (status = 201, description = "Created", body = schema::Source,
+            headers(("etag" = String, description = "Its revision"))),
         (status = 400, description = "A value the core refuses, named by `field`; nothing changed", body = Refusal),
         (status = 409, description = "The source is managed by relay.toml", body = Refusal),
+        (status = 412, description = "`If-Match` names a revision the source is no longer at (or `If-None-Match: *` and it exists): nothing changed; the `ETag` header gives its revision now", body = Refusal),
         (status = 413, description = "Over 1 MiB", body = Refusal)))]
 pub async fn put(
     State(api): State<Api>,
@@ -229,25 +247,30 @@ pub async fn put(
     if let Err(denied) = allowed(control, name, &body, own_token) {
         return denied.answer();
     }
+    let condition = Condition::of(&headers);
     let _one = control.changing.lock().await;
     let (me, reg) = (control.clone(), registry.clone());
     let name2 = name.to_string();
-    let done =
-        tokio::task::spawn_blocking(move || apply_put(&me, &reg, &name2, &body, own_token)).await;
+    let done = tokio::task::spawn_blocking(move || {
+        apply_put(&me, &reg, &name2, &body, own_token, &condition)
+    })
+    .await;
     match done {
-        Ok(Ok(created)) => {
-            tracing::info!(source = %name, created, "source set through the admin API");
-            let status = if created {
+        Ok(Ok(put)) => {
+            tracing::info!(source = %name, created = put.created, "source set through the admin API");
+            let status = if put.created {
                 StatusCode::CREATED
             } else {
                 StatusCode::OK
             };
-            match registry.current().by_name(name) {
+            let shown = match registry.current().by_name(name) {
                 Some(s) => answer(status, &resource::view(&s.spec)),
                 None => reply::ok(),
-            }
+            };
+            with_etag(shown, Some(&put.etag))
         }
-        Ok(Err(denied)) => denied.answer(),
+        Ok(Err(NotApplied::Denied(denied))) => denied.answer(),
+        Ok(Err(NotApplied::Stale(stale))) => stale.answer(),
         Err(e) => reply::error(
             StatusCode::INTERNAL_SERVER_ERROR,
             format!("the change failed: {e}"),
@@ -268,19 +291,48 @@ impl From<Refused> for Denied {
     }
 }
 
-/// The PUT of source `name`, under the change lock: read, checked by the core, applied,
-/// stored. True when it made the source.
+/// Why a PUT was not applied.
+enum NotApplied {
+    Denied(Denied),
+    Stale(Stale),
+}
+
+/// A PUT applied.
+struct Put {
+    created: bool,
+    /// The source's ETag now.
+    etag: String,
+}
+
+/// The PUT of source `name`, under the change lock: its condition checked against the
+/// store (a fleet's change made a moment ago at another relay included), read, checked by
+/// the core, applied, stored.
 fn apply_put(
     control: &Control,
     registry: &Registry,
     name: &str,
     body: &[u8],
     own_token: bool,
-) -> Result<bool, Denied> {
+    condition: &Condition,
+) -> Result<Put, NotApplied> {
+    let cannot = |e: String| Denied::invalid((String::new(), format!("cannot store: {e}")));
+    let current = (control.store.source(name)).map_err(|e| NotApplied::Denied(cannot(e)))?;
+    (condition.check(name, current.as_ref().map(resource::etag).as_deref()))
+        .map_err(NotApplied::Stale)?;
+    apply_checked(control, registry, name, body, own_token, current).map_err(NotApplied::Denied)
+}
+
+fn apply_checked(
+    control: &Control,
+    registry: &Registry,
+    name: &str,
+    body: &[u8],
+    own_token: bool,
+    current: Option<Value>,
+) -> Result<Put, Denied> {
     // Again under the lock: the source may have changed since.
     allowed(control, name, body, own_token)?;
     let fields = resource::Fields::scan(body).map_err(Denied::invalid)?;
-    let current = control.stored_source(name);
     let id = match &current {
         Some(c) => c
             .get("id")
@@ -300,10 +352,11 @@ fn apply_put(
         .store
         .put_source(name, &stored)
         .map_err(|e| Denied::invalid((String::new(), format!("cannot store: {e}"))))?;
+    let etag = resource::etag(&stored);
     // The revision is left as it was: the follower reloads (a fleet's change made meanwhile
     // at another relay is not skipped), and finds ours applied already.
     control.held().sources.insert(name.to_string(), stored);
-    Ok(created)
+    Ok(Put { created, etag })
 }
 
 /// Whether `body` is a source's, and one its caller may send: a source's own token changes
@@ -326,21 +379,38 @@ fn allowed(control: &Control, name: &str, body: &[u8], own_token: bool) -> Resul
 
 /// `DELETE /admin/sources/{name}` (the admin token): its write keys are refused at once, what
 /// it accepted is still delivered.
-#[utoipa::path(delete, path = "/admin/sources/{name}", operation_id = "delete_source", tag = "sources", params(("name" = String, Path)),
+#[utoipa::path(delete, path = "/admin/sources/{name}", operation_id = "delete_source", tag = "sources",
+    params(("name" = String, Path),
+        ("if-match" = Option<String>, Header, description = "The ETag of a GET: deleted only if the source is still at it (else 412)")),
     responses((status = 204, description = "Deleted; draining"),
         (status = 404, description = "No such source", body = Refusal),
-        (status = 409, description = "The source is managed by relay.toml", body = Refusal)))]
+        (status = 409, description = "The source is managed by relay.toml", body = Refusal),
+        (status = 412, description = "`If-Match` names a revision the source is no longer at: nothing deleted", body = Refusal)))]
 pub async fn delete(
     State(api): State<Api>,
     _: Admin,
+    headers: HeaderMap,
     axum::extract::Path(name): axum::extract::Path<String>,
 ) -> Answer {
     let (control, registry, name) = (&api.control, &api.registry, name.as_str());
     if let Some(file) = registry.file_source(name) {
         return refused(Refused::File(file));
     }
+    let condition = Condition::of(&headers);
     let _one = control.changing.lock().await;
-    let Some(stored) = control.stored_source(name) else {
+    let (me, name2) = (control.clone(), name.to_string());
+    let stored = match tokio::task::spawn_blocking(move || me.store.source(&name2)).await {
+        Ok(Ok(stored)) => stored,
+        Ok(Err(e)) => {
+            let why = format!("cannot read the store: {e}");
+            return reply::error(StatusCode::SERVICE_UNAVAILABLE, why);
+        }
+        Err(e) => return reply::error(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
+    };
+    if let Err(stale) = condition.check(name, stored.as_ref().map(resource::etag).as_deref()) {
+        return stale.answer();
+    }
+    let Some(stored) = stored else {
         return refusal(
             StatusCode::NOT_FOUND,
             "",

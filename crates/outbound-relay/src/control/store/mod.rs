@@ -35,6 +35,8 @@ pub trait Store: Send + Sync {
     fn location(&self) -> String;
     fn load(&self) -> Result<Snapshot, String>;
     fn revision(&self) -> Result<u64, String>;
+    /// Source `name` as stored now (the fleet's copy, not this relay's last load of it).
+    fn source(&self, name: &str) -> Result<Option<Value>, String>;
     /// Sets source `name` (and forgets a deletion kept under that name: a source made before
     /// sources had ids, whose tenant is its name).
     fn put_source(&self, name: &str, body: &Value) -> Result<(), String>;

@@ -122,6 +122,13 @@ impl Store for RedisStore {
             .map(|r| r.unwrap_or(0))
     }
 
+    fn source(&self, name: &str) -> Result<Option<Value>, String> {
+        let key = &self.keys[0];
+        let body: Option<String> = self.with(|c| c.hget(key, name))?;
+        body.map(|b| serde_json::from_str(&b).map_err(err))
+            .transpose()
+    }
+
     fn put_source(&self, name: &str, body: &Value) -> Result<(), String> {
         let [sources, deleted, _, revision] = &self.keys;
         self.with(|c| {

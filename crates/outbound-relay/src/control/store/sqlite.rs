@@ -117,6 +117,20 @@ impl Store for SqliteStore {
         .map_err(err)
     }
 
+    fn source(&self, name: &str) -> Result<Option<Value>, String> {
+        let conn = self.conn.lock().unwrap_or_else(|e| e.into_inner());
+        let body: Option<String> = conn
+            .query_row(
+                "SELECT body FROM sources WHERE name = ?1",
+                params![name],
+                |r| r.get(0),
+            )
+            .optional()
+            .map_err(err)?;
+        body.map(|b| serde_json::from_str(&b).map_err(err))
+            .transpose()
+    }
+
     fn put_source(&self, name: &str, body: &Value) -> Result<(), String> {
         self.change(|tx| {
             tx.execute(
