@@ -390,6 +390,55 @@ def test_console_save_does_not_undo_a_change_made_meanwhile(
     assert_clean(b.close(), relay, ADMIN_TOKEN)
 
 
+def test_console_audit_trail_says_who_changed_what(
+        console_relay: Relay, receivers: List[Receiver], browser: Browser) -> None:
+    """A change saved in the console, a token made and a dead letter discarded by a source's
+    token: the audit screen lists each with who, when and what (field names, no secret);
+    the source's token sees its own source's entries only."""
+    relay = console_relay
+    rx_a = receivers[0]
+    b = browser
+    b.sign_in(relay, ADMIN_TOKEN)
+    b("waitText", text="alpha", selector="table.sources")
+    b("eval", js="location.hash = '#/sources/alpha/settings'")
+    b("waitText", text="A secret is set", selector="main")
+    b("click", selector="label.check", text="Replace it with")
+    b("type", selector=".secret input[type=password]", text="AUDIT_secret_9")
+    b("click", selector="button[type=submit]", text="Save")
+    b("waitText", text="Saved", selector="main")
+    status, made = api(relay, "POST", "/admin/sources/alpha/tokens")
+    assert status == 201
+    token = made["token"]
+    rx_a.status["/alpha"] = 400
+    track(relay, "wk_alpha", "audit-1")
+    wait("the dead letter", lambda: api(relay, "GET", "/admin/sources/alpha/dead-letters/audit-1")[0] == 200)
+    assert api(relay, "DELETE", "/admin/sources/alpha/dead-letters/audit-1", token=token)[0] == 200
+    api(relay, "PUT", "/admin/sources/beta", dict(api(relay, "GET", "/admin/sources/beta")[1],
+                                                   allowed_origins=["https://b.example"]))
+    b("click", selector="#nav a", text="Audit trail")
+    b("waitText", text="dead letter discarded", selector="table.audit")
+    rows = b("eval", js="[...document.querySelectorAll('table.audit tbody tr')].map((r) => r.innerText)")
+    assert len(rows) == 6, rows  # alpha and beta made, alpha changed, a token, a discard, beta changed
+    assert "token " + made["id"] + " of alpha" in rows[1] and "audit-1" in rows[1], rows[1]
+    assert "admin token" in rows[2] and made["id"] in rows[2], rows[2]
+    assert "settings changed" in rows[3] and "shared_secret" in rows[3], rows[3]
+    assert "allowed_origins" in rows[0] and "beta" in rows[0], rows[0]
+    assert "AUDIT_secret_9" not in b("eval", js="document.documentElement.outerHTML")
+    b.shots("audit")
+    b("click", selector="#signout")
+    # The source's token: its own source's entries, on its source's Audit tab.
+    b.sign_in(relay, token)
+    b("waitText", text="Webhook 1", selector=".cards")
+    b("click", selector="nav.tabs a", text="Audit")
+    b("waitText", text="dead letter discarded", selector="table.audit")
+    mine = b("eval", js="[...document.querySelectorAll('table.audit tbody tr')].map((r) => r.innerText)")
+    assert len(mine) == 4 and not any("beta" in r for r in mine), mine
+    b("eval", js="location.hash = '#/audit'")
+    b("waitText", text="Webhook 1", selector=".cards")
+    assert b("eval", js="location.hash") == "#/sources/alpha"
+    assert_clean(b.close(), relay, token)
+
+
 def test_console_keyboard_only(console_relay: Relay, browser: Browser) -> None:
     """Signed in, a source opened and its tab changed with the keyboard alone; the focus is
     visible wherever it goes."""

@@ -137,5 +137,8 @@ def _call_every_route(admin, relay: Relay, rx) -> set:
     sent = call("deletions", "delete_user", 200, body=models.Deletion(user_id="u1"))
     assert sent.sources == ["gen"]
     call("tokens", "revoke_token", 204, name="gen", id=token.id)
+    trail = call("audit", "list_audit", 200, limit=100)
+    assert [e.action for e in trail.entries][:2] == ["token.revoked", "user.deleted"], trail
+    assert trail.entries[-1].action == "source.created" and trail.next_ is None
     call("sources", "delete_source", 204, name="gen")
     return called

@@ -87,3 +87,25 @@ export function labelled(table) {
   }
   return table
 }
+
+// A field as the API names it (`webhooks[1].headers["X-A"]`), in words, webhooks counted from
+// 1 as the page numbers them: "Webhook 2, header “X-A”".
+export function fieldLabel(field) {
+  if (!field) return ''
+  const m = /^webhooks\[(\d+)\](?:\.(url|enabled|headers))?(?:\[("(?:[^"\\]|\\.)*")\])?$/.exec(field)
+  if (!m) return field
+  const n = `Webhook ${Number(m[1]) + 1}`
+  if (m[3]) {
+    let name = m[3]
+    try { name = JSON.parse(m[3]) } catch { /* shown as sent */ }
+    return `${n}, header “${name}”`
+  }
+  return { url: `${n}, URL`, enabled: `${n}, on or off`, headers: `${n}, headers` }[m[2]] || n
+}
+
+// A refusal's message with its field in words (`webhooks[0].url: …` → `Webhook 1, URL: …`).
+export function refusalText(err) {
+  const msg = String(err.message || '')
+  if (err.field && msg.startsWith(`${err.field}: `)) return `${fieldLabel(err.field)}: ${msg.slice(err.field.length + 2)}`
+  return msg
+}

@@ -10,6 +10,7 @@ import * as source from './source.js'
 import * as attempts from './attempts.js'
 import * as deadLetters from './dead_letters.js'
 import * as settings from './settings.js'
+import * as audit from './audit.js'
 
 const main = document.getElementById('main')
 const nav = document.getElementById('nav')
@@ -31,7 +32,8 @@ function go(hash) {
 
 // The route of the fragment: [screen, params].
 function parse(hash) {
-  const parts = hash.replace(/^#\/?/, '').split('/').filter(Boolean).map(decodeURIComponent)
+  const parts = hash.replace(/^#\/?/, '').split('?')[0].split('/').filter(Boolean).map(decodeURIComponent)
+  if (parts[0] === 'audit' && parts.length === 1) return ['audit', {}]
   if (parts[0] !== 'sources') return ['home', {}]
   if (parts.length === 1) return ['sources', {}]
   const name = parts[1]
@@ -39,15 +41,17 @@ function parse(hash) {
   if (parts[2] === 'webhooks' && parts.length === 4) return ['attempts', { name, index: Number(parts[3]) }]
   if (parts[2] === 'dead-letters') return ['deadLetters', { name }]
   if (parts[2] === 'settings') return ['settings', { name }]
+  if (parts[2] === 'audit') return ['audit', { name }]
   return ['home', {}]
 }
 
-const SCREENS = { sources, source, attempts, deadLetters, settings }
+const SCREENS = { sources, source, attempts, deadLetters, settings, audit }
 
 function header() {
   const admin = session && session.caller === 'admin'
   fill(nav, session ? h('ul', {},
     admin ? h('li', {}, h('a', { href: '#/sources' }, 'Sources')) : null,
+    admin ? h('li', {}, h('a', { href: '#/audit' }, 'Audit trail')) : null,
     !admin ? h('li', {}, h('a', { href: `#/sources/${encodeURIComponent(session.source)}` }, session.source)) : null,
   ) : null)
   who.textContent = !session ? '' : admin ? 'admin token' : `token of ${session.source}`
@@ -67,7 +71,7 @@ async function route() {
   }
   header()
   let [screen, params] = parse(location.hash)
-  if (screen === 'home' || (screen === 'sources' && session.caller !== 'admin')) {
+  if (screen === 'home' || ((screen === 'sources' || (screen === 'audit' && !params.name)) && session.caller !== 'admin')) {
     // A source's token has no list: it lands on its own source.
     go(session.caller === 'admin' ? '#/sources' : `#/sources/${encodeURIComponent(session.source)}`)
     return

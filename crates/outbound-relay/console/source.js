@@ -17,7 +17,8 @@ export function heading(name, active) {
     h('nav', { class: 'tabs', 'aria-label': `Source ${name}` }, h('ul', {},
       tab(base, 'Health', 'health'),
       tab(`${base}/dead-letters`, 'Dead letters', 'dead-letters'),
-      tab(`${base}/settings`, 'Webhooks and secret', 'settings'))),
+      tab(`${base}/settings`, 'Webhooks and secret', 'settings'),
+      tab(`${base}/audit`, 'Audit', 'audit'))),
   ]
 }
 

@@ -48,6 +48,7 @@ const FILES: &[(&str, &str, &[u8])] = &[
     asset!("attempts.js", JS),
     asset!("dead_letters.js", JS),
     asset!("settings.js", JS),
+    asset!("audit.js", JS),
 ];
 
 /// Whether `path` is the console's.

@@ -62,8 +62,8 @@ impl App {
             Some(engine.spool().to_string_lossy().into_owned()).filter(|p| config::is_redis_url(p));
         // Named by the setting that says where it is: the fleet's Redis, or data_dir.
         let at = if fleet.is_some() { "spool" } else { "data_dir" };
-        let control =
-            control::Control::open(relay.base.clone(), &registry, fleet).map_err(|e| {
+        let control = control::Control::open(relay.base.clone(), relay.audit, &registry, fleet)
+            .map_err(|e| {
                 format!(
                     "{}: {at}: the admin API's store cannot be opened: {e}",
                     relay.file
@@ -136,7 +136,7 @@ impl App {
         let target = operations::reload::Target {
             registry: self.state.registry.clone(),
             live: self.state.live.clone(),
-            applied: Arc::new(move |new: &Relay| ctl.reload(new.base.clone(), &reg)),
+            applied: Arc::new(move |new: &Relay| ctl.reload(new.base.clone(), new.audit, &reg)),
         };
         let reloader = operations::reload::Reloader::new(path, current, log_format_given);
         (reloader, target)

@@ -72,6 +72,8 @@ pub const KEYS: &[(&str, Kind)] = &[
     ("metrics_top_sources", Kind::Count),
     ("max_webhook_headers", Kind::Count),
     ("max_webhook_header_bytes", Kind::Count),
+    ("audit_max_entries", Kind::Count),
+    ("audit_retention", Kind::Seconds),
     ("timeout", Kind::Seconds),
     ("max_retry_duration", Kind::Seconds),
     ("max_backoff", Kind::Seconds),

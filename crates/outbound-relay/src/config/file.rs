@@ -458,6 +458,13 @@ with_delivery! {
         /// Bytes of one webhook's static headers at most, names and values (default 8192).
         #[serde(default)]
         pub max_webhook_header_bytes: Option<usize>,
+        /// The admin API's audit trail keeps at most this many entries, the oldest going
+        /// first (default 100000).
+        #[serde(default)]
+        pub audit_max_entries: Option<usize>,
+        /// ... and none older than this, seconds (default 90 days).
+        #[serde(default)]
+        pub audit_retention: Option<Seconds>,
         /// The sources.
         #[serde(default)]
         pub sources: Vec<SourceFile>,

@@ -294,6 +294,25 @@ pub struct Tls {
     pub key: PathBuf,
 }
 
+/// How much of the admin API's audit trail is kept (`audit_max_entries`, `audit_retention`).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct AuditLimits {
+    pub max_entries: usize,
+    pub retention: Duration,
+}
+
+/// The most entries `audit_max_entries` may keep.
+pub const MAX_AUDIT_ENTRIES: usize = 10_000_000;
+
+impl Default for AuditLimits {
+    fn default() -> AuditLimits {
+        AuditLimits {
+            max_entries: 100_000,
+            retention: Duration::from_secs(90 * 24 * 3600),
+        }
+    }
+}
+
 /// The loaded config.
 pub struct Relay {
     /// The file as named on the command line (for messages).
@@ -317,6 +336,8 @@ pub struct Relay {
     pub metrics_sources: Vec<String>,
     /// How many more, the most waiting at a scrape, get gauges of their own.
     pub metrics_top_sources: usize,
+    /// The audit trail's bounds.
+    pub audit: AuditLimits,
     /// Shared with the registry, which keeps each one it runs (one copy per source).
     pub sources: Vec<Arc<Source>>,
     /// What the API's sources are read with (the top-level delivery settings and rules).
@@ -450,6 +471,7 @@ impl Relay {
         if memory_window == 0 {
             return Err(err("memory_window".into(), "must be at least 1".into()));
         }
+        let audit = audit_limits(&f).map_err(|(k, r)| err(k, r))?;
         let base = Base {
             top: f.delivery(),
             block_private_networks: f.block_private_networks,
@@ -489,6 +511,7 @@ impl Relay {
             memory_window,
             metrics_sources: f.metrics_sources.clone(),
             metrics_top_sources: f.metrics_top_sources.unwrap_or(10),
+            audit,
             sources,
             base,
             trusted_proxies,
@@ -503,6 +526,27 @@ impl Relay {
         // A top-level value the environment set is named by its variable.
         env::named(&self.file, &key, reason)
     }
+}
+
+/// `audit_max_entries` and `audit_retention`, checked.
+fn audit_limits(f: &File) -> Result<AuditLimits, (String, String)> {
+    let default = AuditLimits::default();
+    let max_entries = f.audit_max_entries.unwrap_or(default.max_entries);
+    if !(1..=MAX_AUDIT_ENTRIES).contains(&max_entries) {
+        let why = format!("{max_entries} is not between 1 and {MAX_AUDIT_ENTRIES}");
+        return Err(("audit_max_entries".into(), why));
+    }
+    let retention = match f.audit_retention {
+        Some(s) => s.duration("audit_retention")?,
+        None => default.retention,
+    };
+    if retention.is_zero() {
+        return Err(("audit_retention".into(), "must be more than 0".into()));
+    }
+    Ok(AuditLimits {
+        max_entries,
+        retention,
+    })
 }
 
 /// The file's sources, each read and checked against the others; every refusal (key,

@@ -11,9 +11,10 @@
 //!
 //! The routes and who may call them are `mod.rs`'s.
 
+use super::audit::Record;
 use super::auth::Admin;
-use super::schema::{Audience, AudienceSynced, Deletion, DeletionSent, Refusal};
-use super::{answer, read_json, refusal, Api};
+use super::schema::{Audience, AudienceSynced, AuditDetail, Deletion, DeletionSent, Refusal};
+use super::{answer, read_json, refusal, Api, Caller};
 use crate::http::reply::{self, Answer};
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode};
@@ -122,6 +123,17 @@ pub async fn deletions(
     }
     let names: Vec<String> = sent.iter().map(|(s, _)| s.name.clone()).collect();
     tracing::info!(sources = ?names, "deletion sent");
+    // One entry per source: each source's own trail shows the deletion sent to it.
+    for (source, id) in &sent {
+        let detail = AuditDetail {
+            user_id: Some(user_id.clone()),
+            message_id: Some(id.clone()),
+            ..AuditDetail::default()
+        };
+        let key = Some((source.name.as_str(), source.spec.id.as_str()));
+        api.audit(&Caller::Admin, Record::new("user.deleted", key, detail))
+            .await;
+    }
     let done = DeletionSent {
         success: true,
         sources: names,
@@ -166,6 +178,7 @@ pub async fn audiences(
         Err(e) => return reply::error(StatusCode::BAD_REQUEST, e.to_string()),
     };
     let audience = audience.to_string();
+    let audience_name = audience.clone();
     // SQLite and the queue-room waits are blocking: off the async workers.
     let run = tokio::task::spawn_blocking(move || {
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
@@ -200,6 +213,15 @@ pub async fn audiences(
                 left = counts.left,
                 "audience synced"
             );
+            let detail = AuditDetail {
+                audience: Some(audience_name.clone()),
+                joined: Some(counts.joined),
+                left: Some(counts.left),
+                ..AuditDetail::default()
+            };
+            let (source, id) = api.source_key(&name);
+            let record = Record::new("audience.synced", Some((&source, &id)), detail);
+            api.audit(&Caller::Admin, record).await;
             let synced = AudienceSynced {
                 success: true,
                 source: name,

@@ -19,6 +19,7 @@
 //! or `path`.
 
 pub mod admin;
+pub mod audit;
 pub mod auth;
 pub mod conditional;
 pub mod openapi;
@@ -31,7 +32,7 @@ pub mod sources;
 pub mod store;
 pub mod tokens;
 
-use crate::config::Base;
+use crate::config::{AuditLimits, Base};
 use crate::http::body;
 use crate::http::reply::{self, Answer};
 use crate::operations::log_rate::LogRate;
@@ -83,6 +84,8 @@ pub struct Control {
     tokens: RwLock<BTreeMap<String, TokenRecord>>,
     /// One change at a time (the store and the registry in step).
     changing: tokio::sync::Mutex<()>,
+    /// What the audit trail keeps (a reload replaces it).
+    audit_limits: ArcSwap<AuditLimits>,
 }
 
 /// A refusal as JSON: `message` (`field: reason` when a field is at fault) and `field`.
@@ -132,7 +135,12 @@ pub fn answer<T: Serialize>(status: StatusCode, body: &T) -> Answer {
 impl Control {
     /// The store (the fleet's Redis when the relay's spool is one, else `data_dir`), its
     /// sources applied and its tokens loaded.
-    pub fn open(base: Base, registry: &Registry, fleet: Option<String>) -> Result<Control, String> {
+    pub fn open(
+        base: Base,
+        audit: AuditLimits,
+        registry: &Registry,
+        fleet: Option<String>,
+    ) -> Result<Control, String> {
         let store: Box<dyn Store> = match fleet {
             Some(url) if crate::config::is_redis_url(&url) => {
                 let fleet = store::RedisStore::open(&url)?;
@@ -147,6 +155,7 @@ impl Control {
             held: Mutex::new(Snapshot::default()),
             tokens: RwLock::new(BTreeMap::new()),
             changing: tokio::sync::Mutex::new(()),
+            audit_limits: ArcSwap::from_pointee(audit),
         };
         let snap = control.store.load()?;
         control.adopt(snap, registry);
@@ -163,8 +172,9 @@ impl Control {
     /// A reload: the API's sources are read again with relay.toml's new top level (those it
     /// changes switch to their new settings), and the tokens of the file's sources that left
     /// it are revoked.
-    pub fn reload(&self, base: Base, registry: &Registry) {
+    pub fn reload(&self, base: Base, audit: AuditLimits, registry: &Registry) {
         self.base.store(Arc::new(base));
+        self.audit_limits.store(Arc::new(audit));
         let snap = self.held().clone();
         self.adopt(snap, registry);
         self.revoke_orphans(registry);
@@ -192,6 +202,18 @@ impl Control {
                     self.tokens_mut().remove(&t.id);
                     self.held().tokens.remove(&t.id);
                     tracing::warn!(source = %t.source, id = %t.id, "source token revoked: its source is no longer in relay.toml nor the admin API");
+                    let detail = schema::AuditDetail {
+                        token: Some(t.id.clone()),
+                        reason: Some(
+                            "its source is no longer in relay.toml nor the admin API".into(),
+                        ),
+                        ..schema::AuditDetail::default()
+                    };
+                    let source = Some((t.source.as_str(), t.source_id.as_str()));
+                    self.record(
+                        &audit::By::Relay,
+                        audit::Record::new("token.revoked", source, detail),
+                    );
                 }
                 Err(e) => {
                     tracing::error!(source = %t.source, id = %t.id, "source token of a source that is gone, not revoked: {e}")
@@ -243,6 +265,9 @@ impl Control {
         let mut failing = false;
         loop {
             tokio::time::sleep(store::POLL).await;
+            // Not between a change's write to the store and its note in memory: a snapshot
+            // read before the write would undo the change here until the next poll.
+            let _one = self.changing.lock().await;
             let (me, reg) = (self.clone(), registry.clone());
             let polled = tokio::task::spawn_blocking(move || {
                 let held = me.held.lock().unwrap_or_else(|e| e.into_inner()).revision;

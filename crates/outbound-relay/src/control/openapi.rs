@@ -5,7 +5,7 @@
 
 use super::auth::Caller;
 use super::schema::Refusal;
-use super::{admin, records, sources, tokens, Api};
+use super::{admin, audit, records, sources, tokens, Api};
 use crate::http::reply::Answer;
 use axum::extract::State;
 use axum::http::header::CONTENT_TYPE;
@@ -62,6 +62,7 @@ pub fn routes() -> (axum::Router<Api>, String) {
         .routes(routes!(records::replay_progress))
         .routes(routes!(records::dead_letter, records::delete_dead_letter))
         .routes(routes!(records::replay_one))
+        .routes(routes!(audit::list))
         .split_for_parts();
     finish(&mut doc);
     let text = doc
@@ -158,6 +159,6 @@ mod tests {
                 assert!(op["responses"]["401"].is_object(), "{method} {path}");
             }
         }
-        assert_eq!(ids.len(), 20);
+        assert_eq!(ids.len(), 21);
     }
 }

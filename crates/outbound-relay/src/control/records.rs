@@ -15,9 +15,10 @@
 //!   the background, 202 with the progress resource
 //!   `GET /admin/sources/{name}/dead-letters/replays/{id}`.
 
+use super::audit::{By, Record};
 use super::auth::OwnSource;
-use super::schema::{self, Refusal, ReplayOne, ReplayRequest, WebhookRef};
-use super::{answer, read_json, refusal, Api, Denied};
+use super::schema::{self, AuditDetail, Refusal, ReplayOne, ReplayRequest, WebhookRef};
+use super::{answer, read_json, refusal, Api, Caller, Control, Denied};
 use crate::http::body;
 use crate::http::reply::{self, Answer};
 use axum::extract::{Path, RawQuery, State};
@@ -33,8 +34,24 @@ use std::time::SystemTime;
 /// A source as these routes use it: its name, its tenant and its client now.
 struct Source {
     name: String,
+    /// Its id (empty for relay.toml's).
+    id: String,
     tenant: String,
     client: Arc<outbound::Client>,
+}
+
+impl Source {
+    /// Records `action` done to this source by `caller` (blocking: the store is written).
+    fn record(
+        &self,
+        control: &Control,
+        caller: &Caller,
+        action: &'static str,
+        detail: AuditDetail,
+    ) {
+        let record = Record::new(action, Some((&self.name, &self.id)), detail);
+        control.record(&By::Caller(caller), record);
+    }
 }
 
 /// Largest body of a replay request.
@@ -54,6 +71,7 @@ fn source(api: &Api, name: &str) -> Result<Arc<Source>, Denied> {
     };
     Ok(Arc::new(Source {
         name: running.name.clone(),
+        id: running.spec.id.clone(),
         tenant: running.spec.tenant.clone(),
         client,
     }))
@@ -408,12 +426,28 @@ pub async fn delete_dead_letter(
         Ok(s) => s,
         Err(denied) => return denied.answer(),
     };
+    let (control, caller) = (api.control.clone(), own.caller.clone());
     blocking(source, move |s| match s.client.delete_dead_letter(&id) {
-        Ok(true) => reply::ok(),
+        Ok(true) => {
+            let detail = AuditDetail {
+                message_id: Some(id.clone()),
+                ..AuditDetail::default()
+            };
+            s.record(&control, &caller, "dead_letter.discarded", detail);
+            reply::ok()
+        }
         Ok(false) => no_such_letter(),
         Err(e) => failed(e),
     })
     .await
+}
+
+/// A replay's webhook as the request named it, for the audit trail.
+fn named(w: Option<&WebhookRef>) -> Option<String> {
+    w.map(|w| match w {
+        WebhookRef::Index(i) => i.to_string(),
+        WebhookRef::Url(u) => u.clone(),
+    })
 }
 
 /// The webhook a replay names: its index, or its URL.
@@ -462,6 +496,7 @@ pub async fn replay_one(
         Ok(r) => r,
         Err(a) => return a,
     };
+    let (control, caller) = (api.control.clone(), own.caller.clone());
     blocking(source, move |s| {
         let hook = match webhook(s, asked.webhook.as_ref()) {
             Ok(h) => h,
@@ -470,6 +505,13 @@ pub async fn replay_one(
         match s.client.replay_dead_letter(&id, hook) {
             Ok(Some(p)) => {
                 tracing::info!(source = %s.name, message_id = %id, "dead letter replayed");
+                let detail = AuditDetail {
+                    message_id: Some(id.clone()),
+                    webhook: named(asked.webhook.as_ref()),
+                    total: Some(p.total),
+                    ..AuditDetail::default()
+                };
+                s.record(&control, &caller, "dead_letter.replayed", detail);
                 answer(StatusCode::ACCEPTED, &progress(&s.name, &p))
             }
             Ok(None) => match s.client.dead_letter(&id) {
@@ -508,6 +550,7 @@ pub async fn replay_range(
         Ok(r) => r,
         Err(a) => return a,
     };
+    let (control, caller) = (api.control.clone(), own.caller.clone());
     blocking(source, move |s| {
         let at = |key: &'static str, t: &Option<String>| -> Result<Option<SystemTime>, Refused> {
             t.as_deref().map(|t| parse_time(key, t)).transpose()
@@ -523,6 +566,14 @@ pub async fn replay_range(
         match s.client.replay_dead_letters(since, until, hook) {
             Ok(p) => {
                 tracing::info!(source = %s.name, total = p.total, "dead letters replayed");
+                let detail = AuditDetail {
+                    webhook: named(asked.webhook.as_ref()),
+                    since: asked.since.clone(),
+                    until: asked.until.clone(),
+                    total: Some(p.total),
+                    ..AuditDetail::default()
+                };
+                s.record(&control, &caller, "dead_letters.replayed", detail);
                 answer(StatusCode::ACCEPTED, &progress(&s.name, &p))
             }
             Err(e) => failed(e),

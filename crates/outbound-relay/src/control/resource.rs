@@ -360,6 +360,75 @@ pub fn read(
     Ok((doc, source))
 }
 
+/// The fields a PUT changed, from what was stored to what is (`None`: it made the source),
+/// by name only: `webhooks[1]` (added or removed), `webhooks[0].url`, `webhooks[0].enabled`,
+/// `webhooks[0].headers["X-Team"]`, `shared_secret`, `forward.write_key`, `timeout`. Values
+/// compare by meaning; a secret's value is never in what this gives.
+pub fn changed_fields(before: Option<&Value>, after: &Value) -> Vec<String> {
+    let empty = Value::Object(Map::new());
+    let before = before.unwrap_or(&empty);
+    let keys = |v: &Value| -> Vec<String> {
+        v.as_object()
+            .map(|m| m.keys().cloned().collect())
+            .unwrap_or_default()
+    };
+    let mut names: Vec<String> = keys(before);
+    names.extend(keys(after).into_iter().filter(|k| before.get(k).is_none()));
+    names.sort();
+    let mut out = Vec::new();
+    let skip = ["id", "name", REVISION];
+    for key in names.iter().filter(|k| !skip.contains(&k.as_str())) {
+        let (a, b) = (before.get(key), after.get(key));
+        let null = Value::Null;
+        match key.as_str() {
+            "webhooks" => {
+                let list =
+                    |v: Option<&Value>| v.and_then(Value::as_array).cloned().unwrap_or_default();
+                let (a, b) = (list(a), list(b));
+                for i in 0..a.len().max(b.len()) {
+                    let (x, y) = (a.get(i), b.get(i));
+                    let (Some(x), Some(y)) = (x, y) else {
+                        out.push(format!("webhooks[{i}]"));
+                        continue;
+                    };
+                    if x.get("url") != y.get("url") {
+                        out.push(format!("webhooks[{i}].url"));
+                    }
+                    let on = |w: &Value| w.get("enabled").and_then(Value::as_bool).unwrap_or(true);
+                    if on(x) != on(y) {
+                        out.push(format!("webhooks[{i}].enabled"));
+                    }
+                    let hx = x.get("headers").and_then(Value::as_object);
+                    let hy = y.get("headers").and_then(Value::as_object);
+                    let mut hn: Vec<&String> =
+                        hx.iter().chain(hy.iter()).flat_map(|m| m.keys()).collect();
+                    hn.sort();
+                    hn.dedup();
+                    for h in hn {
+                        if hx.and_then(|m| m.get(h)) != hy.and_then(|m| m.get(h)) {
+                            out.push(format!("webhooks[{i}].headers[{h:?}]"));
+                        }
+                    }
+                }
+            }
+            "forward" => match (a, b) {
+                (Some(x), Some(y)) if !x.is_null() && !y.is_null() => {
+                    for k in ["endpoint", "write_key"] {
+                        if x.get(k) != y.get(k) {
+                            out.push(format!("forward.{k}"));
+                        }
+                    }
+                }
+                _ if json_eq(a.unwrap_or(&null), b.unwrap_or(&null)) => {}
+                _ => out.push("forward".into()),
+            },
+            _ if json_eq(a.unwrap_or(&null), b.unwrap_or(&null)) => {}
+            _ => out.push(key.clone()),
+        }
+    }
+    out
+}
+
 /// A stored source's revision (0: stored by a version that kept none).
 pub fn revision(stored: &Value) -> u64 {
     stored.get(REVISION).and_then(Value::as_u64).unwrap_or(0)
@@ -618,6 +687,37 @@ mod tests {
         assert_eq!((field.as_str(), why.as_str()), ("timeout", "given twice"));
         assert!(Fields::scan(b"[1]").is_err());
         assert!(Fields::scan(br#"{"timeout": 1} x"#).is_err());
+    }
+
+    #[test]
+    fn a_change_is_named_by_its_fields_never_by_a_secrets_value() {
+        let before = json!({"name": "web", "id": "a", "revision": 1, "write_keys": ["k"],
+            "shared_secret": "old-SECRET", "timeout": 2,
+            "webhooks": [{"url": "https://a/", "headers": {"X-Key": "v1", "X-Same": "s"}},
+                         {"url": "https://b/"}],
+            "forward": {"endpoint": "https://f/", "write_key": "wk-SECRET"}});
+        let after = json!({"name": "web", "id": "a", "revision": 2, "write_keys": ["k"],
+            "shared_secret": "new-SECRET", "timeout": 2.0,
+            "webhooks": [{"url": "https://a/", "headers": {"X-Key": "v2", "X-Same": "s"},
+                          "enabled": false}],
+            "forward": {"endpoint": "https://f/", "write_key": "wk2-SECRET"}});
+        let changed = changed_fields(Some(&before), &after);
+        assert_eq!(
+            changed,
+            [
+                "forward.write_key",
+                "shared_secret",
+                "webhooks[0].enabled",
+                "webhooks[0].headers[\"X-Key\"]",
+                "webhooks[1]"
+            ]
+        );
+        assert!(!changed.concat().contains("SECRET") && !changed.concat().contains("v2"));
+        let made = changed_fields(None, &after);
+        assert!(
+            made.contains(&"webhooks[0]".to_string()) && made.contains(&"write_keys".to_string())
+        );
+        assert!(changed_fields(Some(&after), &after).is_empty());
     }
 
     #[test]

@@ -474,3 +474,90 @@ pub struct AudienceSynced {
     pub left: u64,
     pub unchanged: u64,
 }
+
+/// Who did what an audit entry records.
+#[derive(Serialize, Deserialize, Debug, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Actor {
+    /// The admin token.
+    Admin,
+    /// A source's token.
+    Source,
+    /// The relay itself (a token revoked because its source left relay.toml).
+    Relay,
+}
+
+/// Who: the admin token, a source's token (its id and source), or the relay.
+#[derive(Serialize, Deserialize, ToSchema)]
+pub struct AuditBy {
+    pub caller: Actor,
+    /// A source token's source.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub source: Option<String>,
+    /// A source token's id.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub token: Option<String>,
+}
+
+/// The facts of an action (each where it applies; never a secret's value).
+#[derive(Serialize, Deserialize, Default, Clone, ToSchema)]
+pub struct AuditDetail {
+    /// A source's PUT: the fields that changed, by name (`webhooks[1].url`,
+    /// `webhooks[0].headers["X-Team"]`, `shared_secret`), never their values.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub changed: Option<Vec<String>>,
+    /// A token made or revoked: its id.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub token: Option<String>,
+    /// A dead letter discarded or replayed; a deletion's message.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message_id: Option<String>,
+    /// A replay to one webhook (as the request named it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub webhook: Option<String>,
+    /// A replay's range (RFC 3339; either end open).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub since: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub until: Option<String>,
+    /// How many a replay sent again.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub total: Option<u64>,
+    /// A user's deletion.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub user_id: Option<String>,
+    /// An audience synced, and its changes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub audience: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub joined: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub left: Option<u64>,
+    /// Why the relay did it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+}
+
+/// One entry of the audit trail.
+#[derive(Serialize, ToSchema)]
+pub struct AuditEntry {
+    /// Its place in the trail (`before` of a page starting after it).
+    pub id: String,
+    pub at: Option<String>,
+    pub by: AuditBy,
+    /// `source.created`, `source.updated`, `source.deleted`, `token.created`,
+    /// `token.revoked`, `dead_letter.discarded`, `dead_letter.replayed`,
+    /// `dead_letters.replayed`, `user.deleted`, `audience.synced`.
+    pub action: String,
+    /// The source it was done to (null: none in particular).
+    pub source: Option<String>,
+    pub detail: AuditDetail,
+}
+
+/// A page of the audit trail, newest first.
+#[derive(Serialize, ToSchema)]
+pub struct AuditPage {
+    pub entries: Vec<AuditEntry>,
+    /// `before` of the next (older) page; null: the last.
+    pub next: Option<String>,
+}

@@ -9,9 +9,10 @@
 //!   accepted (it drains, `sources/registry.rs`), kept so across restarts until the end
 //!   of its retry window and 10 minutes.
 
+use super::audit::Record;
 use super::auth::{Admin, OwnSource};
 use super::conditional::{with_etag, Condition, Stale};
-use super::schema::{self, Listed, Refusal, SourceList, Summary, Whoami};
+use super::schema::{self, AuditDetail, Listed, Refusal, SourceList, Summary, Whoami};
 use super::{answer, refusal, resource, store, tokens, Api, Caller, Control, Denied};
 use crate::http::body;
 use crate::http::reply::{self, Answer};
@@ -258,6 +259,16 @@ pub async fn put(
     match done {
         Ok(Ok(put)) => {
             tracing::info!(source = %name, created = put.created, "source set through the admin API");
+            let action = match put.created {
+                true => "source.created",
+                false => "source.updated",
+            };
+            let detail = AuditDetail {
+                changed: Some(put.changed),
+                ..AuditDetail::default()
+            };
+            let record = Record::new(action, Some((name, &put.id)), detail);
+            api.audit(&own.caller, record).await;
             let status = if put.created {
                 StatusCode::CREATED
             } else {
@@ -302,6 +313,10 @@ struct Put {
     created: bool,
     /// The source's ETag now.
     etag: String,
+    /// Its id.
+    id: String,
+    /// The fields it changed, by name (`resource::changed_fields`).
+    changed: Vec<String>,
 }
 
 /// The PUT of source `name`, under the change lock: its condition checked against the
@@ -353,10 +368,16 @@ fn apply_checked(
         .put_source(name, &stored)
         .map_err(|e| Denied::invalid((String::new(), format!("cannot store: {e}"))))?;
     let etag = resource::etag(&stored);
+    let changed = resource::changed_fields(current.as_ref(), &stored);
     // The revision is left as it was: the follower reloads (a fleet's change made meanwhile
     // at another relay is not skipped), and finds ours applied already.
     control.held().sources.insert(name.to_string(), stored);
-    Ok(Put { created, etag })
+    Ok(Put {
+        created,
+        etag,
+        id,
+        changed,
+    })
 }
 
 /// Whether `body` is a source's, and one its caller may send: a source's own token changes
@@ -417,6 +438,7 @@ pub async fn delete(
             &format!("{name:?} is not a source"),
         );
     };
+    let id = (stored.get("id").and_then(Value::as_str).unwrap_or("")).to_string();
     let (drain, tenant) = match resource::load(&stored, &control.base()) {
         Ok(spec) => (drain_for(&spec), spec.tenant),
         Err(_) => (Duration::from_secs(4 * 3600 + 600), name.to_string()),
@@ -438,6 +460,8 @@ pub async fn delete(
     match done {
         Ok(Ok(())) => {
             tracing::info!(source = %name, "source deleted through the admin API: draining");
+            let record = Record::new("source.deleted", Some((name, &id)), AuditDetail::default());
+            api.audit(&Caller::Admin, record).await;
             reply::empty(StatusCode::NO_CONTENT)
         }
         Ok(Err(e)) => reply::error(

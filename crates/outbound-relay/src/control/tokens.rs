@@ -3,8 +3,9 @@
 //! A token reads and changes its own source (not its write keys, nor the operator's settings)
 //! and nothing else: a later source of the same name is not its own.
 
-use super::auth::{Admin, OwnSource};
-use super::schema::{NewToken, Refusal, Token, TokenList};
+use super::audit::Record;
+use super::auth::OwnSource;
+use super::schema::{AuditDetail, NewToken, Refusal, Token, TokenList};
 use super::{answer, refusal, sources::not_a_source, store, Api};
 use crate::http::auth::ct_eq;
 use crate::http::reply::{self, Answer};
@@ -77,12 +78,14 @@ fn view(t: &TokenRecord) -> Token {
     }
 }
 
-/// `POST /admin/sources/{name}/tokens` (the admin token): a new token, shown once.
+/// `POST /admin/sources/{name}/tokens` (the admin token, or a token of that source: a
+/// customer makes its own, say to rotate): a new token, shown once.
 #[utoipa::path(post, path = "/admin/sources/{name}/tokens", operation_id = "create_token", tag = "tokens",
     params(("name" = String, Path)),
     responses((status = 201, description = "The token, in `token`: shown this once", body = NewToken),
         (status = 404, description = "No such source", body = Refusal)))]
-pub async fn create(State(api): State<Api>, _: Admin, Path(name): Path<String>) -> Answer {
+pub async fn create(State(api): State<Api>, own: OwnSource) -> Answer {
+    let name = own.name.clone();
     let Some(source) = api.sources().by_name(&name).cloned() else {
         return not_a_source(&name);
     };
@@ -97,6 +100,7 @@ pub async fn create(State(api): State<Api>, _: Admin, Path(name): Path<String>) 
     };
     let control = api.control.clone();
     let r = record.clone();
+    let one = api.control.changing.lock().await;
     let stored = tokio::task::spawn_blocking(move || control.store.put_token(&r)).await;
     if !matches!(stored, Ok(Ok(()))) {
         return reply::error(
@@ -109,7 +113,14 @@ pub async fn create(State(api): State<Api>, _: Admin, Path(name): Path<String>) 
         .tokens_mut()
         .insert(record.id.clone(), record.clone());
     (control.held().tokens).insert(record.id.clone(), record.clone());
+    drop(one);
     tracing::info!(source = %name, id = %record.id, "source token made");
+    let detail = AuditDetail {
+        token: Some(record.id.clone()),
+        ..AuditDetail::default()
+    };
+    let audit = Record::new("token.created", Some((&name, &source.spec.id)), detail);
+    api.audit(&own.caller, audit).await;
     let made = NewToken {
         id: record.id,
         source: record.source,
@@ -153,6 +164,7 @@ pub async fn revoke(
         return refusal(StatusCode::NOT_FOUND, "", "no such token of this source");
     }
     let (me, id2) = (control.clone(), id.clone());
+    let one = control.changing.lock().await;
     let gone = tokio::task::spawn_blocking(move || me.store.delete_token(&id2)).await;
     if !matches!(gone, Ok(Ok(_))) {
         return reply::error(
@@ -162,7 +174,15 @@ pub async fn revoke(
     }
     control.tokens_mut().remove(&id);
     control.held().tokens.remove(&id);
+    drop(one);
     tracing::info!(source = %own.name, id, "source token revoked");
+    let detail = AuditDetail {
+        token: Some(id.clone()),
+        ..AuditDetail::default()
+    };
+    let (name, source_id) = api.source_key(&own.name);
+    let audit = Record::new("token.revoked", Some((&name, &source_id)), detail);
+    api.audit(&own.caller, audit).await;
     reply::empty(StatusCode::NO_CONTENT)
 }
 

@@ -10,6 +10,7 @@ pub use redis_store::RedisStore;
 pub use sqlite::SqliteStore;
 
 use super::tokens::TokenRecord;
+use crate::config::AuditLimits;
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -29,6 +30,19 @@ pub struct Snapshot {
     pub deleted: BTreeMap<String, (Value, u64)>,
     pub tokens: BTreeMap<String, TokenRecord>,
 }
+
+/// A page of the audit trail to read: newest first, before the entry `before` (a `next` of
+/// the page before), of one source (its name: every source of that name, or with an id the
+/// one that has it) or of all.
+#[derive(Clone, Debug, Default)]
+pub struct AuditQuery {
+    pub before: Option<String>,
+    pub limit: usize,
+    pub source: Option<(String, Option<String>)>,
+}
+
+/// Audit entries, newest first, each with its id (the cursor of the entries after it).
+pub type AuditEntries = Vec<(String, Value)>;
 
 pub trait Store: Send + Sync {
     /// Where it is, for logs (no password).
@@ -50,6 +64,13 @@ pub trait Store: Send + Sync {
         until_ms: u64,
     ) -> Result<(), String>;
     fn put_token(&self, token: &TokenRecord) -> Result<(), String>;
+    /// Appends `entry` (JSON with `at_ms`, `source` and `source_id`) to the audit trail, then
+    /// drops what `limits` no longer keeps (the oldest first). The revision is not moved:
+    /// an entry changes nothing the relays run.
+    fn append_audit(&self, entry: &Value, limits: &AuditLimits) -> Result<(), String>;
+    /// A page of the audit trail (at most `limit` entries); `None` when `before` is no id
+    /// of this store's.
+    fn audit(&self, query: &AuditQuery) -> Result<Option<AuditEntries>, String>;
     /// False when there was none.
     fn delete_token(&self, id: &str) -> Result<bool, String>;
 }

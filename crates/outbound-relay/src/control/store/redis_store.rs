@@ -6,7 +6,8 @@
 //! revision every `POLL` and loads the whole state when it moved, so a source made at one
 //! relay takes events at every other within a second.
 
-use super::{Snapshot, Store, TokenRecord};
+use super::{AuditEntries, AuditQuery, Snapshot, Store, TokenRecord};
+use crate::config::AuditLimits;
 use outbound::FleetRedis;
 use redis::Commands;
 use serde_json::Value;
@@ -22,6 +23,8 @@ const TIMEOUT: Duration = Duration::from_secs(2);
 pub struct RedisStore {
     shown: String,
     keys: [String; 4],
+    /// The audit trail: a stream (`P:control:audit`), each entry one field `e`.
+    audit: String,
     /// How to reach the server, and the connection made (again after an error).
     conn: Mutex<(FleetRedis, Option<redis::Connection>)>,
 }
@@ -51,6 +54,7 @@ impl RedisStore {
         Ok(RedisStore {
             shown: format!("redis {} prefix {prefix}", fleet.location()),
             keys: [k("sources"), k("deleted"), k("tokens"), k("revision")],
+            audit: k("audit"),
             conn: Mutex::new((fleet, None)),
         })
     }
@@ -175,6 +179,84 @@ impl Store for RedisStore {
                 .incr(revision, 1)
                 .query::<()>(c)
         })
+    }
+
+    fn append_audit(&self, entry: &Value, limits: &AuditLimits) -> Result<(), String> {
+        let at = entry["at_ms"].as_u64().unwrap_or(0);
+        let cutoff = at.saturating_sub(limits.retention.as_millis() as u64);
+        let key = &self.audit;
+        self.with(|c| {
+            redis::pipe()
+                .cmd("XADD")
+                .arg(key)
+                .arg("MAXLEN")
+                .arg("=")
+                .arg(limits.max_entries)
+                .arg("*")
+                .arg("e")
+                .arg(entry.to_string())
+                .ignore()
+                .cmd("XTRIM")
+                .arg(key)
+                .arg("MINID")
+                .arg("=")
+                .arg(cutoff)
+                .ignore()
+                .query::<()>(c)
+        })
+    }
+
+    fn audit(&self, q: &AuditQuery) -> Result<Option<AuditEntries>, String> {
+        let valid = |id: &str| {
+            let (ms, seq) = id.split_once('-').unwrap_or((id, "0"));
+            ms.parse::<u64>().is_ok() && seq.parse::<u64>().is_ok()
+        };
+        let mut end = match &q.before {
+            None => "+".to_string(),
+            Some(b) if valid(b) => format!("({b}"),
+            Some(_) => return Ok(None),
+        };
+        // Filtered by source in the relay: chunks of the stream until the page is full (the
+        // trail is bounded, so is the walk).
+        let chunk = (q.limit * 4).clamp(64, 1024);
+        let mut out = Vec::new();
+        loop {
+            type Entry = (String, HashMap<String, String>);
+            let page: Vec<Entry> = self.with(|c| {
+                redis::cmd("XREVRANGE")
+                    .arg(&self.audit)
+                    .arg(&end)
+                    .arg("-")
+                    .arg("COUNT")
+                    .arg(chunk)
+                    .query(c)
+            })?;
+            let full = page.len() == chunk;
+            for (id, fields) in &page {
+                let Some(v) = fields
+                    .get("e")
+                    .and_then(|e| readable::<Value>(&self.audit, id, e))
+                else {
+                    continue;
+                };
+                let mine = q.source.as_ref().is_none_or(|(name, sid)| {
+                    v["source"].as_str() == Some(name)
+                        && sid
+                            .as_ref()
+                            .is_none_or(|s| v["source_id"].as_str() == Some(s))
+                });
+                if mine {
+                    out.push((id.clone(), v));
+                    if out.len() == q.limit {
+                        return Ok(Some(out));
+                    }
+                }
+            }
+            match (full, page.last()) {
+                (true, Some((last, _))) => end = format!("({last}"),
+                _ => return Ok(Some(out)),
+            }
+        }
     }
 
     fn delete_token(&self, id: &str) -> Result<bool, String> {

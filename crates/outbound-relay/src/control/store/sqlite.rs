@@ -1,7 +1,8 @@
 //! The store of one relay: `data_dir/control.db`, SQLite (bundled, as the spool's), one
 //! transaction per change.
 
-use super::{Snapshot, Store, TokenRecord};
+use super::{AuditEntries, AuditQuery, Snapshot, Store, TokenRecord};
+use crate::config::AuditLimits;
 use rusqlite::{params, Connection, OptionalExtension};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -17,6 +18,10 @@ CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL);
 CREATE TABLE IF NOT EXISTS sources (name TEXT PRIMARY KEY, body TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS deleted (name TEXT PRIMARY KEY, body TEXT NOT NULL, until_ms INTEGER NOT NULL);
 CREATE TABLE IF NOT EXISTS tokens (id TEXT PRIMARY KEY, record TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS audit (id INTEGER PRIMARY KEY AUTOINCREMENT, at_ms INTEGER NOT NULL,
+  source TEXT, source_id TEXT, entry TEXT NOT NULL);
+CREATE INDEX IF NOT EXISTS audit_by_source ON audit (source, id);
+CREATE INDEX IF NOT EXISTS audit_by_time ON audit (at_ms);
 INSERT OR IGNORE INTO meta (key, value) VALUES ('revision', 0);
 ";
 
@@ -183,6 +188,63 @@ impl Store for SqliteStore {
             )?;
             Ok(())
         })
+    }
+
+    fn append_audit(&self, entry: &Value, limits: &AuditLimits) -> Result<(), String> {
+        let at = entry["at_ms"].as_i64().unwrap_or(0);
+        let cutoff = at.saturating_sub(limits.retention.as_millis() as i64);
+        let mut conn = self.conn.lock().unwrap_or_else(|e| e.into_inner());
+        let tx = conn.transaction().map_err(err)?;
+        tx.execute(
+            "INSERT INTO audit (at_ms, source, source_id, entry) VALUES (?1, ?2, ?3, ?4)",
+            params![
+                at,
+                entry["source"].as_str(),
+                entry["source_id"].as_str(),
+                entry.to_string()
+            ],
+        )
+        .map_err(err)?;
+        // Ids only grow: those more than `max_entries` below the newest are the oldest.
+        let newest = tx.last_insert_rowid();
+        tx.execute(
+            "DELETE FROM audit WHERE id <= ?1 OR at_ms < ?2",
+            params![newest - limits.max_entries as i64, cutoff],
+        )
+        .map_err(err)?;
+        tx.commit().map_err(err)
+    }
+
+    fn audit(&self, q: &AuditQuery) -> Result<Option<AuditEntries>, String> {
+        let before = match &q.before {
+            None => i64::MAX,
+            Some(b) => match b.parse::<i64>() {
+                Ok(n) => n,
+                Err(_) => return Ok(None),
+            },
+        };
+        let (source, id) = match &q.source {
+            Some((s, id)) => (Some(s.as_str()), id.as_deref()),
+            None => (None, None),
+        };
+        let conn = self.conn.lock().unwrap_or_else(|e| e.into_inner());
+        let mut stmt = conn
+            .prepare(
+                "SELECT id, entry FROM audit WHERE id < ?1 AND (?2 IS NULL OR source = ?2)
+                 AND (?3 IS NULL OR source_id = ?3) ORDER BY id DESC LIMIT ?4",
+            )
+            .map_err(err)?;
+        let rows = stmt
+            .query_map(params![before, source, id, q.limit as i64], |r| {
+                Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?))
+            })
+            .map_err(err)?;
+        let mut out = Vec::new();
+        for row in rows {
+            let (id, entry) = row.map_err(err)?;
+            out.push((id.to_string(), serde_json::from_str(&entry).map_err(err)?));
+        }
+        Ok(Some(out))
     }
 
     fn delete_token(&self, id: &str) -> Result<bool, String> {
