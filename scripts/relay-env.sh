@@ -6,6 +6,7 @@
 #   @segment/analytics-next               npm, into .tools/relay/node (analytics.js, loaded from
 #   @segment/analytics-node                 node_modules by a local page, never from a CDN)
 #   puppeteer-core                        npm, drives the system chromium (no browser download)
+#   axe-core                              npm, the accessibility rules the console test runs in the page
 #   segment-analytics-python, pytest      PyPI, into .tools/relay/venv (with outbound's wheel:
 #                                           scripts/test-relay.sh installs it there)
 #   analytics-go v3                       the Go module proxy (tests/relay/go has its go.mod)
@@ -24,7 +25,7 @@ mkdir -p "$T"
 export DEBIAN_FRONTEND=noninteractive PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_INPUT=1
 
 # Pinned; bump together with the tests.
-NPM_PKGS=(@segment/analytics-next@1.84.3 @segment/analytics-node@3.1.0 puppeteer-core@25.16.0)
+NPM_PKGS=(@segment/analytics-next@1.84.3 @segment/analytics-node@3.1.0 puppeteer-core@25.16.0 axe-core@4.14.1)
 PY_DEMO_PKGS=(segment-analytics-python==2.4.0)
 PY_PKGS=("${PY_DEMO_PKGS[@]}" pytest==9.2.0 pytest-timeout==2.4.0 openapi-spec-validator==0.9.0
   openapi-python-client==0.29.1)

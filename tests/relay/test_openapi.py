@@ -126,6 +126,9 @@ def _call_every_route(admin, relay: Relay, rx) -> set:
     assert health.webhooks[0].consecutive_failures >= 1
     assert call("records", "list_attempts", 200, name="gen", index=0).attempts[0].status == 400
     assert len(call("records", "get_activity", 200, name="gen").failed) == 60
+    counted = call("records", "replay_dead_letters", 200, name="gen",
+                   body=models.ReplayRequest(dry_run=True))
+    assert counted.total == 1, counted
     one = call("records", "replay_dead_letter", 202, name="gen", message_id="gen-1",
                body=models.ReplayOne())
     assert call("records", "get_replay", 200, name="gen", id=one.id).total == 1

@@ -1,24 +1,42 @@
-// A source's dead letters: its counts, a page at a time (newest first, 50 a page, the
-// relay pages: 100,000 cost a page each), one found by its messageId, one opened with its
-// body and last attempts, replayed or discarded, and every one since a time replayed in the
-// background, its progress asked every second until done.
+// A source's dead letters: its counts, a page at a time (newest first, 50 a page, 20 on a
+// phone; the relay pages: 100,000 cost a page each), one found by its messageId, one opened
+// with its body and last attempts, replayed or discarded (asked first), and every one since
+// a time replayed in the background (its count asked of the relay first, then confirmed),
+// its progress asked every second until done. Each action's result is shown next to its
+// button; a replay's progress outlives the screen (it is followed again on return).
 
 import * as api from './api.js'
 import { h, fill, labelled, when, count } from './dom.js'
 import { heading, refused } from './source.js'
+import { confirmAction } from './dialog.js'
 
 const PAGE = 50
+const PHONE_PAGE = 20
+
+// The replays under way or last finished, by source: kept while the page is open, so
+// leaving the screen and coming back shows them where they are.
+const replays = new Map()
+
+// A reason in words: "expired" here is the retry window's end (not the dead letters
+// removed after their retention, which the counts call so).
+export function reasonText(reason) {
+  if (reason === 'expired') return 'gave up: retry window ended'
+  if (reason === 'blocked') return 'blocked by the network rules'
+  if (reason === 'gone') return 'gone (410: the receiver asked to stop)'
+  return reason
+}
 
 export function render(main, ctx) {
   const { name } = ctx.params
   const base = `/sources/${api.enc(name)}/dead-letters`
+  const size = window.matchMedia('(max-width: 700px)').matches ? PHONE_PAGE : PAGE
   let cursors = [null]
   let polling = null
   const stats = h('p', { class: 'meta', role: 'status' })
   const body = h('tbody')
   const prev = h('button', { type: 'button', disabled: true }, 'Newer')
   const next = h('button', { type: 'button', disabled: true }, 'Older')
-  const detail = h('section', { class: 'detail', 'aria-live': 'polite', hidden: true, 'aria-labelledby': 'letter-title' })
+  const detail = h('section', { class: 'detail', hidden: true, 'aria-labelledby': 'letter-title' })
   const progress = h('div', { class: 'progress', role: 'status', 'aria-live': 'polite' })
   const find = h('input', { id: 'find', type: 'search', autocomplete: 'off', spellcheck: 'false' })
   const findForm = h('form', { class: 'search', role: 'search' },
@@ -26,16 +44,17 @@ export function render(main, ctx) {
   const since = h('input', { id: 'since', type: 'datetime-local', step: 1, required: true })
   const replayForm = h('form', { class: 'replay-all' },
     h('label', { for: 'since' }, 'Replay every dead letter that failed since'), since,
-    h('button', { type: 'submit', class: 'primary' }, 'Replay since'),
-    h('p', { class: 'help' }, 'Your local time. Each is sent again with its messageId, signed with the current secret, to the current webhooks.'))
-  fill(main, ...heading(name, 'dead-letters'), stats, findForm, replayForm, progress, detail,
+    h('button', { type: 'submit', class: 'primary' }, 'Replay since…'),
+    h('p', { class: 'help' }, 'Your local time. The relay counts them first and you confirm. Each is sent again with its messageId, signed with the current secret, to the current webhooks.'),
+    progress)
+  fill(main, ...heading(name, 'dead-letters'), stats, findForm, replayForm, detail,
     h('div', { class: 'scroll' }, h('table', { class: 'list dead-letters' },
-      h('thead', {}, h('tr', {}, ['Message', 'Failed at', 'Reason', 'Rounds', 'Action'].map((c) => h('th', { scope: 'col', class: c === 'Rounds' ? 'num' : null }, c)))),
+      h('thead', {}, h('tr', {}, ['Message', 'Failed at', 'Why', 'Rounds', 'Action'].map((c) => h('th', { scope: 'col', class: c === 'Rounds' ? 'num' : null }, c)))),
       body)),
     h('div', { class: 'pager' }, prev, next))
 
   async function load() {
-    const params = new URLSearchParams({ limit: String(PAGE) })
+    const params = new URLSearchParams({ limit: String(size) })
     const cursor = cursors[cursors.length - 1]
     if (cursor) params.set('cursor', cursor)
     let page
@@ -47,7 +66,8 @@ export function render(main, ctx) {
     }
     if (!ctx.current()) return
     const s = page.stats || {}
-    stats.textContent = `${count(s.count)} dead letter${s.count === 1 ? '' : 's'} (${count(s.bytes)} bytes) · ${count(s.evicted)} evicted for room · ${count(s.expired)} expired`
+    stats.textContent = `${count(s.count)} dead letter${s.count === 1 ? '' : 's'} (${count(s.bytes)} bytes) · ` +
+      `${count(s.evicted)} removed for room · ${count(s.expired)} removed after their retention`
     fill(body, page.dead_letters.length ? page.dead_letters.map(row)
       : h('tr', {}, h('td', { colspan: 5 }, cursors.length > 1 ? 'No older dead letter.' : 'No dead letter: everything failed was delivered or replayed.')))
     labelled(body.closest('table'))
@@ -57,12 +77,15 @@ export function render(main, ctx) {
   }
 
   function row(d) {
+    const result = h('span', { class: 'result', role: 'status' })
+    const replay = h('button', { type: 'button', disabled: d.replaying }, 'Replay')
+    replay.addEventListener('click', () => replayOne(d.message_id, [replay], result))
     return h('tr', { 'data-message-id': d.message_id },
       h('th', { scope: 'row' }, h('button', { type: 'button', class: 'link', onclick: () => open(d.message_id) }, d.message_id)),
       h('td', {}, when(d.failed_at)),
-      h('td', {}, d.reason, d.replaying ? h('span', { class: 'badge replaying' }, 'replaying') : null),
+      h('td', {}, reasonText(d.reason), d.replaying ? h('span', { class: 'badge replaying' }, 'replaying') : null),
       h('td', { class: 'num' }, count(d.rounds)),
-      h('td', {}, h('button', { type: 'button', disabled: d.replaying, onclick: () => replayOne(d.message_id) }, 'Replay')))
+      h('td', {}, replay, result))
   }
 
   async function open(id) {
@@ -72,8 +95,9 @@ export function render(main, ctx) {
     } catch (err) {
       if (!ctx.current()) return
       detail.hidden = false
-      fill(detail, h('h2', { id: 'letter-title' }, 'Not found'),
+      fill(detail, h('h2', { id: 'letter-title', tabindex: '-1' }, 'Not found'),
         h('p', { class: 'error' }, err.status === 404 ? `No dead letter with messageId “${id}”.` : err.message))
+      detail.querySelector('h2').focus()
       return
     }
     if (!ctx.current()) return
@@ -81,57 +105,83 @@ export function render(main, ctx) {
     const attempts = (d.last_attempts || []).map((a) => h('li', {},
       `${when(a.at)} webhook ${a.webhook + 1}: ${a.status ?? a.error ?? a.result}`,
       a.answer ? h('pre', { class: 'answer' }, a.answer) : null))
+    const result = h('p', { class: 'result', role: 'status', 'aria-live': 'polite' })
+    const replay = h('button', { type: 'button', class: 'primary', disabled: d.replaying }, 'Replay this one')
+    const discardIt = h('button', { type: 'button', class: 'danger', disabled: d.replaying }, 'Discard…')
+    replay.addEventListener('click', () => replayOne(d.message_id, [replay, discardIt], result))
+    discardIt.addEventListener('click', () => discard(d.message_id, [replay, discardIt], result))
     fill(detail,
-      h('h2', { id: 'letter-title' }, 'Dead letter ', h('code', {}, d.message_id)),
-      h('p', {}, `Failed ${when(d.failed_at)}: ${d.reason}${d.detail ? ` (${d.detail})` : ''}; ${count(d.rounds)} round${d.rounds === 1 ? '' : 's'}; ${count(d.size)} bytes.`),
-      h('div', { class: 'toolbar' },
-        h('button', { type: 'button', class: 'primary', disabled: d.replaying, onclick: () => replayOne(d.message_id) }, 'Replay this one'),
-        h('button', { type: 'button', class: 'danger', onclick: () => discard(d.message_id) }, 'Discard'),
-        h('button', { type: 'button', onclick: () => { detail.hidden = true } }, 'Close')),
+      h('h2', { id: 'letter-title', tabindex: '-1' }, 'Dead letter ', h('code', {}, d.message_id)),
+      h('p', {}, `Failed ${when(d.failed_at)}: ${reasonText(d.reason)}${d.detail ? ` (${d.detail})` : ''}; ${count(d.rounds)} round${d.rounds === 1 ? '' : 's'}; ${count(d.size)} bytes.`),
+      h('div', { class: 'toolbar' }, replay, discardIt,
+        h('button', { type: 'button', onclick: () => { detail.hidden = true } }, 'Close'), result),
       h('h3', {}, 'Last attempts'), h('ul', { class: 'attempts' }, attempts),
-      h('h3', {}, 'Body as sent'),
-      h('pre', { class: 'body' }, JSON.stringify(d.body, null, 2)))
-    detail.querySelector('h2').setAttribute('tabindex', '-1')
+      h('h3', { id: 'body-title' }, 'Body as sent'),
+      // Scrolls inside its box: a tab stop, so the keyboard scrolls it too.
+      h('pre', { class: 'body', tabindex: '0', role: 'region', 'aria-labelledby': 'body-title' }, JSON.stringify(d.body, null, 2)))
     detail.querySelector('h2').focus()
   }
 
-  async function replayOne(id) {
+  // The buttons of a letter being replayed are disabled (a second replay would be refused),
+  // and what happened is said next to them.
+  async function replayOne(id, buttons, result) {
+    buttons.forEach((b) => { b.disabled = true })
+    result.textContent = 'Replaying…'
     try {
       const p = await api.call('POST', `${base}/${api.enc(id)}/replay`, {})
-      follow(p, `Replaying ${id}`)
+      if (!ctx.current()) return
+      result.textContent = `Replay of ${id} started.`
+      follow(p, `Replaying ${id}`, result)
     } catch (err) {
-      ctx.say(`Replay refused: ${err.message}`)
+      if (!ctx.current()) return
+      result.textContent = `Replay refused: ${err.message}`
+      if (err.status !== 409) buttons.forEach((b) => { b.disabled = false })
     }
   }
 
-  async function discard(id) {
+  async function discard(id, buttons, result) {
+    const yes = await confirmAction({
+      title: `Discard dead letter ${id}?`,
+      lines: ['1 dead letter is deleted for good: it can no longer be replayed.', 'Its receivers are not told.'],
+      action: 'Discard it',
+    })
+    if (!yes) { result.textContent = 'Not discarded.'; return }
     try {
       await api.call('DELETE', `${base}/${api.enc(id)}`)
-      detail.hidden = true
-      ctx.say(`Dead letter ${id} discarded.`)
-      load()
     } catch (err) {
-      ctx.say(`Discard refused: ${err.message}`)
+      result.textContent = `Discard refused: ${err.message}`
+      return
     }
+    buttons.forEach((b) => { b.disabled = true })
+    result.textContent = `Dead letter ${id} discarded.`
+    ctx.say(`Dead letter ${id} discarded.`)
+    load()
   }
 
-  // A replay's progress, asked every second until it is done.
-  function follow(p, label) {
+  const show = (q) => fill(progress, h('p', { class: q.done ? 'done' : '' },
+    `${q.label}: ${q.done ? 'done' : 'under way'} · ${count(q.total)} in all · ${count(q.sent)} sent · ` +
+    `${count(q.delivered)} delivered · ${count(q.failed)} failed · ${count(q.skipped)} skipped`))
+
+  // A replay's progress, asked every second until it is done (also after the screen is
+  // left and shown again: the replay is the relay's, and goes on meanwhile).
+  function follow(p, label, near) {
     clearTimeout(polling)
-    const show = (q) => fill(progress, h('p', { class: q.done ? 'done' : '' },
-      `${label}: ${q.done ? 'done' : 'under way'} · ${count(q.total)} in all · ${count(q.sent)} sent · ` +
-      `${count(q.delivered)} delivered · ${count(q.failed)} failed · ${count(q.skipped)} skipped`))
-    show(p)
+    const kept = { ...p, label }
+    replays.set(name, kept)
+    show(kept)
+    ;(near || progress).scrollIntoView({ block: 'nearest' })
     load()
     const tick = async () => {
       if (!ctx.current()) return
       try {
         const q = await api.get(`${base}/replays/${p.id}`)
         if (!ctx.current()) return
-        show(q)
+        const now = { ...q, label }
+        replays.set(name, now)
+        show(now)
         if (q.done) { load(); return }
       } catch (err) {
-        ctx.say(`Progress unavailable: ${err.message}`)
+        progress.textContent = `Progress unavailable: ${err.message}`
         return
       }
       polling = setTimeout(tick, 1000)
@@ -152,16 +202,40 @@ export function render(main, ctx) {
   replayForm.addEventListener('submit', async (e) => {
     e.preventDefault()
     const at = new Date(since.value)
-    if (!since.value || Number.isNaN(at.getTime())) { ctx.say('Choose a time to replay from.'); since.focus(); return }
+    if (!since.value || Number.isNaN(at.getTime())) { progress.textContent = 'Choose a time to replay from.'; since.focus(); return }
+    const range = { since: at.toISOString() }
+    let n
     try {
-      const p = await api.call('POST', `${base}/replay`, { since: at.toISOString() })
-      follow(p, `Replay since ${when(at.toISOString())}`)
+      n = (await api.call('POST', `${base}/replay`, { ...range, dry_run: true })).total
     } catch (err) {
-      ctx.say(`Replay refused: ${err.message}`)
+      progress.textContent = `Replay refused: ${err.message}`
+      return
+    }
+    if (!ctx.current()) return
+    if (n === 0) { progress.textContent = `No dead letter failed since ${when(range.since)}: nothing to replay.`; return }
+    const yes = await confirmAction({
+      title: `Replay ${count(n)} dead letter${n === 1 ? '' : 's'}?`,
+      lines: [`Every dead letter that failed since ${when(range.since)}: ${count(n)}.`,
+        'Each is sent again with its messageId (receivers that deduplicate take it once), signed with the current secret, to the current webhooks.'],
+      action: `Replay ${count(n)}`,
+      danger: false,
+    })
+    if (!yes) { progress.textContent = 'Not replayed.'; return }
+    try {
+      const p = await api.call('POST', `${base}/replay`, range)
+      follow(p, `Replay since ${when(range.since)}`)
+    } catch (err) {
+      progress.textContent = `Replay refused: ${err.message}`
     }
   })
   next.addEventListener('click', () => { cursors.push(next.dataset.cursor); load() })
   prev.addEventListener('click', () => { if (cursors.length > 1) { cursors.pop(); load() } })
   load()
+  // A replay of this source under way when the screen was left: followed again.
+  const under = replays.get(name)
+  if (under) {
+    show(under)
+    if (!under.done) follow(under, under.label)
+  }
   return () => clearTimeout(polling)
 }

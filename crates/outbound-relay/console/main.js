@@ -11,6 +11,7 @@ import * as attempts from './attempts.js'
 import * as deadLetters from './dead_letters.js'
 import * as settings from './settings.js'
 import * as audit from './audit.js'
+import * as tokens from './lifecycle.js'
 
 const main = document.getElementById('main')
 const nav = document.getElementById('nav')
@@ -42,10 +43,11 @@ function parse(hash) {
   if (parts[2] === 'dead-letters') return ['deadLetters', { name }]
   if (parts[2] === 'settings') return ['settings', { name }]
   if (parts[2] === 'audit') return ['audit', { name }]
+  if (parts[2] === 'tokens') return ['tokens', { name }]
   return ['home', {}]
 }
 
-const SCREENS = { sources, source, attempts, deadLetters, settings, audit }
+const SCREENS = { sources, source, attempts, deadLetters, settings, audit, tokens }
 
 function header() {
   const admin = session && session.caller === 'admin'
@@ -95,7 +97,7 @@ async function signedIn(token) {
     api.forget()
     throw err
   }
-  session = { caller: me.caller, source: me.source }
+  session = { caller: me.caller, source: me.source, token: me.token || null }
   go(me.caller === 'admin' ? '#/sources' : `#/sources/${encodeURIComponent(me.source)}`)
 }
 
@@ -118,7 +120,7 @@ async function start() {
   if (api.remembered()) {
     try {
       const me = await api.get('/whoami')
-      session = { caller: me.caller, source: me.source }
+      session = { caller: me.caller, source: me.source, token: me.token || null }
     } catch {
       api.forget()
     }

@@ -1,11 +1,16 @@
 // A source's webhooks (URL, headers, on or off) and its signing secret, edited in place and
 // saved with one PUT of the source as the relay showed it, changed. The secret is
 // write-only: the page says whether one is set, and can set a new one or clear it, never
-// show it. A refusal (400) is shown next to the field it names (`webhooks[1].url`).
+// show it. A refusal (400) is shown next to the field it names (`webhooks[1].url`,
+// `webhooks[1].headers["X-A"]`), in words that count webhooks from 1 as the page does.
+// Settings that can never deliver are said before the save, which then asks again. What a
+// save did is said next to its button.
 
 import * as api from './api.js'
-import { h, fill } from './dom.js'
+import { h, fill, fieldLabel, refusalText } from './dom.js'
 import { heading, refused } from './source.js'
+import { deleteSource } from './lifecycle.js'
+import { problems } from './warnings.js'
 
 const MAX_WEBHOOKS = 5
 let uid = 0
@@ -18,14 +23,18 @@ export function render(main, ctx) {
   let source = null
   let etag = null
 
-  async function load(message) {
+  // `focusSave`: after a save, the keyboard stays at the Save button (the form is drawn
+  // again), its result beside it.
+  async function load(message, focusSave) {
     try {
       ({ data: source, etag } = await api.exchange('GET', path))
     } catch (err) {
       if (ctx.current()) refused(main, name, err)
       return
     }
-    if (ctx.current()) draw(message)
+    if (!ctx.current()) return
+    draw(message)
+    if (focusSave) main.querySelector('form.settings button[type=submit]').focus({ preventScroll: true })
   }
 
   // A save refused as stale (412): the source read again and what changed shown; the form
@@ -59,19 +68,39 @@ export function render(main, ctx) {
     const readOnly = source.managed_by === 'file'
     const hooks = h('div', { class: 'webhooks' })
     const formError = h('p', { class: 'error', id: 'form-error', role: 'alert' })
-    const saved = h('p', { class: 'saved', role: 'status' }, message || '')
+    const saved = h('p', { class: 'saved', role: 'status', 'aria-live': 'polite' }, message || '')
     const addHook = h('button', { type: 'button' }, 'Add a webhook')
     const secret = secretFields(source.has_shared_secret)
+    const save = h('button', { type: 'submit', class: 'primary' }, 'Save')
+    // Settings that can never deliver, said before the save (beside its button).
+    const warned = h('section', { class: 'warnings', hidden: true, 'aria-labelledby': 'warn-title' })
+    const box = h('section', { class: 'conflict', role: 'alert', hidden: true, 'aria-labelledby': 'conflict-title' })
     const fields = h('fieldset', { disabled: readOnly },
       h('legend', { class: 'sr-only' }, 'Settings of the source'),
       h('h2', {}, 'Webhooks'), hooks, addHook,
       h('h2', {}, 'Signing secret'), secret.el,
-      h('div', { class: 'toolbar' }, h('button', { type: 'submit', class: 'primary' }, 'Save')))
-    const box = h('section', { class: 'conflict', role: 'alert', hidden: true, 'aria-labelledby': 'conflict-title' })
-    const form = h('form', { class: 'settings', novalidate: true, 'aria-describedby': 'form-error' }, formError, saved, box, fields)
+      formError, box, warned,
+      h('div', { class: 'toolbar' }, save, saved))
+    const form = h('form', { class: 'settings', novalidate: true, 'aria-describedby': 'form-error' }, fields)
+    let acknowledged = null
+    const keys = h('section', { 'aria-labelledby': 'keys-title', class: 'keys' },
+      h('h2', { id: 'keys-title' }, 'Write keys'),
+      h('p', { class: 'help' }, 'What its SDKs send (not secrets: they are in every page that loads an SDK).'),
+      h('ul', { class: 'write-keys' }, source.write_keys.map((k) => h('li', {}, h('code', {}, k)))))
+    const gone = h('p', { class: 'result', role: 'status', 'aria-live': 'polite' })
+    const removable = ctx.session.caller === 'admin' && !readOnly
+    const remove = removable ? h('section', { 'aria-labelledby': 'delete-title', class: 'danger-zone' },
+      h('h2', { id: 'delete-title' }, 'Delete this source'),
+      h('p', { class: 'help' }, 'Its write keys are refused at once; what it accepted is still delivered.'),
+      h('div', { class: 'toolbar' },
+        h('button', { type: 'button', class: 'danger', onclick: async () => {
+          gone.textContent = ''
+          const said = await deleteSource(ctx, name, etag, source.write_keys.length)
+          if (said && ctx.current()) gone.textContent = said
+        } }, 'Delete this source…'), gone)) : null
     fill(main, ...heading(name, 'settings'),
       readOnly ? h('p', { class: 'notice' }, 'This source is managed by relay.toml: change it there (and send the relay SIGHUP). Shown here read-only.') : null,
-      form)
+      form, keys, remove)
     source.webhooks.forEach((w) => hooks.appendChild(webhookFields(w)))
     renumber(hooks)
     const syncAdd = () => { addHook.disabled = hooks.children.length >= MAX_WEBHOOKS }
@@ -94,6 +123,7 @@ export function render(main, ctx) {
     form.addEventListener('submit', async (e) => {
       e.preventDefault()
       clearErrors(form)
+      renumber(hooks)
       saved.textContent = ''
       const body = { ...source }
       delete body.summary
@@ -102,15 +132,36 @@ export function render(main, ctx) {
       if (s === null) body.shared_secret = null
       else if (s !== undefined) body.shared_secret = s
       box.hidden = true
+      // Said once; saved when asked again with the same problems.
+      const found = problems(body, source, s)
+      const key = JSON.stringify(found)
+      if (found.length && acknowledged !== key) {
+        acknowledged = key
+        fill(warned,
+          h('h2', { id: 'warn-title', tabindex: '-1' }, found.length === 1 ? 'This can never deliver:' : 'These can never deliver:'),
+          h('ul', {}, found.map((p) => h('li', {}, p))),
+          h('p', {}, 'Change them, or press Save again to save as it is.'))
+        warned.hidden = false
+        save.textContent = 'Save anyway'
+        warned.querySelector('h2').focus()
+        return
+      }
+      warned.hidden = true
+      save.textContent = 'Save'
+      saved.textContent = 'Saving…'
       try {
         await api.call('PUT', path, body, etag ? { 'If-Match': etag } : undefined)
       } catch (err) {
+        saved.textContent = ''
         if (err.status === 412) conflict(form)
         else showError(form, formError, err)
         return
       }
-      if (ctx.current()) load('Saved: the relay applies it to the events it accepts from now on.')
+      if (ctx.current()) await load('Saved: the relay applies it to the events it accepts from now on.', true)
     })
+    if (message) {
+      saved.scrollIntoView({ block: 'nearest' })
+    }
   }
 
   load()
@@ -156,12 +207,17 @@ function headerRow(k, v) {
   return row
 }
 
-// Numbers the webhooks' fieldsets and fields as the API names them (webhooks[i].url).
+// Numbers the webhooks' fieldsets and fields as the API names them (webhooks[i].url; a
+// header's value `webhooks[i].headers["X-A"]`, as a refusal names it).
 function renumber(hooks) {
   ;[...hooks.children].forEach((el, i) => {
     el.querySelector('legend').textContent = `Webhook ${i + 1}`
     el.setAttribute('data-field', `webhooks[${i}]`)
     el.querySelectorAll('[data-name]').forEach((f) => f.setAttribute('data-field', `webhooks[${i}].${f.getAttribute('data-name')}`))
+    el.querySelectorAll('.header-row').forEach((row) => {
+      const k = row.querySelector('.header-name').value.trim()
+      row.querySelector('.header-value').setAttribute('data-field', `webhooks[${i}].headers[${JSON.stringify(k)}]`)
+    })
   })
 }
 
@@ -213,10 +269,11 @@ function clearErrors(form) {
   form.querySelector('#form-error').textContent = ''
 }
 
-// The API's 400 beside the field it names: that field, or the nearest one holding it
-// (`webhooks[0].headers.X-A` → the headers of webhook 1), else at the top of the form.
+// The API's 400 beside the field it names: that field (a header's value by its name,
+// `webhooks[1].headers["Bad Header:"]`), or the nearest one holding it (`webhooks[0]` →
+// webhook 1), else above the Save button.
 function showError(form, top, err) {
-  const strip = (f) => f.replace(/(\.[^.[\]]+|\[\d+\])$/, '')
+  const strip = (f) => f.replace(/(\.[^.[\]]+|\[(\d+|"(?:[^"\\]|\\.)*")\])$/, '')
   let field = err.field || ''
   let target = null
   while (field && !target) {
@@ -225,12 +282,13 @@ function showError(form, top, err) {
     field = shorter === field ? '' : shorter
   }
   if (!target) {
-    top.textContent = `Not saved: ${err.message}`
+    top.textContent = `Not saved: ${refusalText(err)}`
     return
   }
   const id = `err-${++uid}`
-  const note = h('p', { class: 'field-error', id }, err.message)
-  const anchor = target.type === 'checkbox' ? target.closest('label') : target
+  const note = h('p', { class: 'field-error', id }, refusalText(err))
+  const anchor = target.type === 'checkbox' ? target.closest('label')
+    : target.classList.contains('header-value') ? target.closest('.header-row') : target
   anchor.after(note)
   const input = target.matches('input') ? target : target.querySelector('input')
   if (input) {
@@ -238,7 +296,7 @@ function showError(form, top, err) {
     input.setAttribute('aria-describedby', id)
     input.focus()
   }
-  top.textContent = 'Not saved: see the field marked below.'
+  top.textContent = `Not saved: see ${fieldLabel(err.field) || 'the field marked'} above.`
 }
 
 // What changed between two readings of a source, in words (never a secret: the API shows

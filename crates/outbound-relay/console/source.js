@@ -18,6 +18,7 @@ export function heading(name, active) {
       tab(base, 'Health', 'health'),
       tab(`${base}/dead-letters`, 'Dead letters', 'dead-letters'),
       tab(`${base}/settings`, 'Webhooks and secret', 'settings'),
+      tab(`${base}/tokens`, 'Tokens', 'tokens'),
       tab(`${base}/audit`, 'Audit', 'audit'))),
   ]
 }

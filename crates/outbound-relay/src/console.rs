@@ -49,6 +49,9 @@ const FILES: &[(&str, &str, &[u8])] = &[
     asset!("dead_letters.js", JS),
     asset!("settings.js", JS),
     asset!("audit.js", JS),
+    asset!("dialog.js", JS),
+    asset!("lifecycle.js", JS),
+    asset!("warnings.js", JS),
 ];
 
 /// Whether `path` is the console's.

@@ -26,8 +26,9 @@ fn names(page: &Value) -> Vec<String> {
         .collect()
 }
 
-/// 10,000 sources of one file (their names not in name order), one receiver for all.
-fn many(n: usize, rx: &Receiver) -> String {
+/// 10,000 sources of one file (their names not in name order), one receiver for all but
+/// every thousandth (`s-00007`, `s-01007`, ...), whose webhook is `special`'s.
+fn many(n: usize, rx: &Receiver, special: &Receiver) -> String {
     let mut c = String::from(
         "listen = \"127.0.0.1:0\"\ndata_dir = \"data\"\nadmin_token = \"adm\"\n\
          allowed_networks = [\"127.0.0.0/8\"]\n",
@@ -35,11 +36,13 @@ fn many(n: usize, rx: &Receiver) -> String {
     for i in 0..n {
         // s-07321-..: reversed order in the file, so the list's name order is the relay's.
         let k = n - 1 - i;
-        let hook = if k % 1000 == 7 { "special" } else { "hook" };
+        let url = match k % 1000 == 7 {
+            true => format!("{}/special", special.url.trim_end_matches("/hook")),
+            false => rx.url.clone(),
+        };
         c.push_str(&format!(
             "[[sources]]\nname = \"s-{k:05}\"\nwrite_keys = [\"wk_{k}\"]\n\
-             [[sources.webhooks]]\nurl = \"{}/{hook}\"\n",
-            rx.url.trim_end_matches("/hook")
+             [[sources.webhooks]]\nurl = \"{url}\"\n"
         ));
     }
     c
@@ -48,8 +51,11 @@ fn many(n: usize, rx: &Receiver) -> String {
 #[test]
 fn sources_come_in_pages_in_name_order_searched_by_name_or_url_among_10000() {
     let dir = temp_dir();
-    let rx = Receiver::start();
-    let relay = InProcess::start(dir.path(), &many(10_000, &rx));
+    let (rx, refuser) = (Receiver::start(), Receiver::start());
+    refuser
+        .status
+        .store(400, std::sync::atomic::Ordering::SeqCst);
+    let relay = InProcess::start(dir.path(), &many(10_000, &rx, &refuser));
     // The form without parameters: every source, in the file's order, no summary, one page.
     let (status, all) = admin_get(&relay, "/admin/sources");
     assert_eq!(status, 200);
@@ -115,8 +121,87 @@ fn sources_come_in_pages_in_name_order_searched_by_name_or_url_among_10000() {
     assert_eq!((status, bad["field"].as_str()), (400, Some("limit")));
     let (status, bad) = admin_get(&relay, "/admin/sources?page=2");
     assert_eq!((status, bad["field"].as_str()), (400, Some("page")));
+    // Sorted and filtered on the relay: s-00007 refuses 3 events, s-02007 2 and s-01007 1
+    // (each a dead letter, its webhook failing); every other source has none and is healthy.
+    for (key, n) in [("wk_7", 3), ("wk_2007", 2), ("wk_1007", 1)] {
+        track(&relay, key, n);
+    }
+    wait_until("6 dead letters", || {
+        let (_, top) = admin_get(&relay, "/admin/sources?sort=dead_letters&limit=3");
+        let counts: Vec<u64> = (top["sources"].as_array().unwrap().iter())
+            .map(|s| s["summary"]["dead_letters"].as_u64().unwrap())
+            .collect();
+        counts == [3, 2, 1]
+    });
+    let worst = ["s-00007", "s-02007", "s-01007"];
+    let mut by_name: Vec<String> = all_names.clone();
+    by_name.sort();
+    let rest = || {
+        by_name
+            .iter()
+            .filter(|n| !worst.contains(&n.as_str()))
+            .cloned()
+    };
+    let expect: Vec<String> = worst.iter().map(|n| n.to_string()).chain(rest()).collect();
+    // Paged in that order, any page size: every source once, in the order asked.
+    for (sort, want) in [("dead_letters", &expect), ("waiting", &by_name)] {
+        let mut seen = Vec::new();
+        let mut after = String::new();
+        loop {
+            let url = format!("/admin/sources?sort={sort}&limit=700&after={after}");
+            let (status, page) = admin_get(&relay, &url);
+            assert_eq!(status, 200, "{page}");
+            assert_eq!(page["matched"], 10_000);
+            seen.extend(names(&page));
+            match page["next"].as_str() {
+                Some(next) => after = next.replace(':', "%3A"),
+                None => break,
+            }
+        }
+        assert_eq!(&seen, want, "sorted by {sort}");
+    }
+    // Ascending: the fewest first, ties by name, so the three come last in their order.
+    let (_, up) = admin_get(
+        &relay,
+        "/admin/sources?sort=dead_letters&order=asc&limit=1000&after=0%3As-09990",
+    );
+    assert_eq!(names(&up)[9..], ["s-01007", "s-02007", "s-00007"]);
+    // The failure rate and the state put the refused three first; a state filter finds them.
+    let started = Instant::now();
+    let (_, rate) = admin_get(&relay, "/admin/sources?sort=failure_rate&limit=3");
+    let sorted_took = started.elapsed();
+    assert_eq!(names(&rate).len(), 3);
+    assert!(
+        names(&rate).iter().all(|n| worst.contains(&n.as_str())),
+        "{rate}"
+    );
+    assert_eq!(rate["sources"][0]["summary"]["failure_rate_5m"], 1.0);
+    let (_, state) = admin_get(&relay, "/admin/sources?sort=state&limit=3");
+    assert!(
+        names(&state).iter().all(|n| worst.contains(&n.as_str())),
+        "{state}"
+    );
+    let (_, failing) = admin_get(&relay, "/admin/sources?state=failing,circuit_open&q=s-0");
+    assert_eq!(failing["matched"], 3);
+    assert_eq!(names(&failing), ["s-00007", "s-01007", "s-02007"]);
+    let (_, healthy) = admin_get(&relay, "/admin/sources?state=healthy&limit=2");
+    assert_eq!(healthy["matched"], 9_997);
+    assert_eq!(healthy["sources"][0]["summary"]["untried"], 1);
+    for (bad, field) in [
+        ("sort=size", "sort"),
+        ("state=red", "state"),
+        ("order=up", "order"),
+        ("sort=waiting&after=s-1", "after"),
+    ] {
+        let (status, refused) = admin_get(&relay, &format!("/admin/sources?{bad}"));
+        assert_eq!(
+            (status, refused["field"].as_str()),
+            (400, Some(field)),
+            "{bad}"
+        );
+    }
     eprintln!(
-        "10,000 sources: a page of 500 at most {slowest:?}, the console's first page of 50 in {first_took:?} (debug build)"
+        "10,000 sources: a page of 500 at most {slowest:?}, the console's first page of 50 in {first_took:?}, a sorted page in {sorted_took:?} (debug build)"
     );
 }
 
@@ -296,7 +381,7 @@ fn the_console_is_served_with_its_policy_where_the_admin_api_is_on() {
 fn a_scrape_stays_small_with_10000_sources() {
     let dir = temp_dir();
     let rx = Receiver::start();
-    let config = many(10_000, &rx).replace(
+    let config = many(10_000, &rx, &rx).replace(
         "admin_token = \"adm\"\n",
         "admin_token = \"adm\"\nmetrics_sources = [\"s-00042\"]\nmetrics_top_sources = 3\n",
     );

@@ -7,12 +7,17 @@
 // text} (the field is emptied first); click {selector, text?} (the first element matching
 // selector whose text contains text); press {key}; waitText {text, selector?, timeout?};
 // waitGone {selector}; text {selector}; count {selector}; eval {js} (an expression's value);
-// screenshot {path}; report (what the page did: dialogs, errors, CSP violations, every
-// request); close. Answers {"ok": true, "value": ...} or {"ok": false, "error": ...}.
+// screenshot {path}; axe (axe-core's rules run on the page as it is: each violation's id,
+// impact, help and first nodes); report (what the page did: dialogs, errors, CSP
+// violations, every request); close. Answers {"ok": true, "value": ...} or {"ok": false,
+// "error": ...}.
 //
 // The page's dialogs (alert, confirm) are recorded and dismissed; a test asserts there
-// were none. Nothing here changes what the page may run: the console's own policy applies.
+// were none. Nothing here changes what the page may run: the console's own policy applies
+// (axe-core is evaluated through the DevTools protocol, as the driver's own code is, and
+// fetches nothing).
 'use strict'
+const fs = require('fs')
 const readline = require('readline')
 const puppeteer = require('puppeteer-core')
 
@@ -86,6 +91,18 @@ async function main() {
     count: async ({ selector }) => (await page.$$(selector)).length,
     eval: async ({ js }) => page.evaluate(js),
     screenshot: async ({ path, fullPage }) => { await page.screenshot({ path, fullPage: fullPage !== false }) },
+    axe: async () => {
+      if (!(await page.evaluate(() => typeof window.axe === 'object'))) {
+        await page.evaluate(fs.readFileSync(require.resolve('axe-core/axe.min.js'), 'utf8'))
+      }
+      return page.evaluate(async () => {
+        const r = await window.axe.run(document, { resultTypes: ['violations'] })
+        return r.violations.map((v) => ({
+          id: v.id, impact: v.impact, help: v.help,
+          nodes: v.nodes.slice(0, 5).map((n) => n.target.join(' ')),
+        }))
+      })
+    },
     report: async () => seen,
     close: async () => { await browser.close(); process.exit(0) },
   }

@@ -22,6 +22,7 @@ pub mod admin;
 pub mod audit;
 pub mod auth;
 pub mod conditional;
+pub mod listing;
 pub mod openapi;
 pub mod records;
 #[cfg(test)]

@@ -5,7 +5,7 @@
 
 use super::auth::Caller;
 use super::schema::Refusal;
-use super::{admin, audit, records, sources, tokens, Api};
+use super::{admin, audit, listing, records, sources, tokens, Api};
 use crate::http::reply::Answer;
 use axum::extract::State;
 use axum::http::header::CONTENT_TYPE;
@@ -48,7 +48,7 @@ pub fn routes() -> (axum::Router<Api>, String) {
     let (router, mut doc) = OpenApiRouter::with_openapi(Doc::openapi())
         .routes(routes!(document))
         .routes(routes!(sources::whoami))
-        .routes(routes!(sources::list))
+        .routes(routes!(listing::list))
         .routes(routes!(sources::get, sources::put, sources::delete))
         .routes(routes!(tokens::list, tokens::create))
         .routes(routes!(tokens::revoke))

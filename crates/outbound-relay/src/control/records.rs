@@ -534,6 +534,7 @@ pub async fn replay_one(
 #[utoipa::path(post, path = "/admin/sources/{name}/dead-letters/replay", operation_id = "replay_dead_letters", tag = "records",
     params(("name" = String, Path)), request_body = ReplayRequest,
     responses((status = 202, description = "Started; its progress", body = schema::ReplayProgress),
+        (status = 200, description = "A dry run: how many it would send", body = schema::ReplayCount),
         (status = 400, description = "A bad time or webhook", body = Refusal),
         (status = 404, description = "No such source, or it keeps no dead letters", body = Refusal)))]
 pub async fn replay_range(
@@ -563,6 +564,12 @@ pub async fn replay_range(
             Ok(h) => h,
             Err(why) => return bad(why),
         };
+        if asked.dry_run {
+            return match would_replay(s, since, until) {
+                Ok(total) => answer(StatusCode::OK, &schema::ReplayCount { total }),
+                Err(e) => failed(e),
+            };
+        }
         match s.client.replay_dead_letters(since, until, hook) {
             Ok(p) => {
                 tracing::info!(source = %s.name, total = p.total, "dead letters replayed");
@@ -580,6 +587,30 @@ pub async fn replay_range(
         }
     })
     .await
+}
+
+/// How many dead letters a replay of `since`..`until` would send: those of the range not
+/// being replayed already, counted a page at a time (the core keeps no count by time).
+fn would_replay(
+    s: &Source,
+    since: Option<SystemTime>,
+    until: Option<SystemTime>,
+) -> Result<u64, Error> {
+    let mut q = DeadLetterQuery {
+        limit: MAX_DEAD_LETTER_PAGE,
+        since,
+        until,
+        ..DeadLetterQuery::default()
+    };
+    let mut total = 0;
+    loop {
+        let page = s.client.dead_letters(&q)?;
+        total += page.letters.iter().filter(|d| !d.replaying).count() as u64;
+        match page.next {
+            Some(next) => q.cursor = Some(next),
+            None => return Ok(total),
+        }
+    }
 }
 
 /// `GET /admin/sources/{name}/dead-letters/replays/{id}`: a replay's progress (of this

@@ -152,8 +152,17 @@ pub struct Summary {
     pub state: Option<String>,
     /// Webhooks on and not healthy.
     pub unhealthy: usize,
+    /// Webhooks on that were never tried (no attempt since the relay started): `healthy`
+    /// says nothing of them yet.
+    pub untried: usize,
     /// Messages accepted and not yet ended.
     pub waiting: u64,
+    /// Dead letters kept (null: it keeps none).
+    pub dead_letters: Option<u64>,
+    /// Attempts of its webhooks that are on, in the last 5 minutes.
+    pub attempts_5m: u64,
+    /// The share of those that failed, 0 to 1 (null: none was made).
+    pub failure_rate_5m: Option<f64>,
 }
 
 /// A source in a list: with its summary when the list is paged (left out while its settings
@@ -425,6 +434,17 @@ pub struct ReplayRequest {
     pub until: Option<String>,
     #[serde(default)]
     pub webhook: Option<WebhookRef>,
+    /// Only count what it would send (200 with `total`), sending nothing: what a console
+    /// shows before it asks.
+    #[serde(default)]
+    pub dry_run: bool,
+}
+
+/// What a replay would send (a dry run).
+#[derive(Serialize, ToSchema)]
+pub struct ReplayCount {
+    /// Dead letters of the range not being replayed already.
+    pub total: u64,
 }
 
 /// One dead letter's replay: to every webhook or one.

@@ -1,6 +1,6 @@
-//! Sources as resources: `GET /admin/sources`, `GET`/`PUT`/`DELETE /admin/sources/{name}`,
-//! and `GET /admin/whoami`. A change is stored first, then applied live, and answered once it
-//! applies: events accepted after the answer go by the new settings.
+//! Sources as resources: `GET`/`PUT`/`DELETE /admin/sources/{name}` (the list is
+//! `listing.rs`'s), and `GET /admin/whoami`. A change is stored first, then applied live,
+//! and answered once it applies: events accepted after the answer go by the new settings.
 //!
 //! - PUT: 201 created or 200 replaced, with the source as GET shows it; 400 naming the field
 //!   (nothing stored, nothing changed); 409 for a source of `relay.toml`; a source's token
@@ -12,17 +12,14 @@
 use super::audit::Record;
 use super::auth::{Admin, OwnSource};
 use super::conditional::{with_etag, Condition, Stale};
-use super::schema::{self, AuditDetail, Listed, Refusal, SourceList, Summary, Whoami};
+use super::schema::{self, AuditDetail, Refusal, Whoami};
 use super::{answer, refusal, resource, store, tokens, Api, Caller, Control, Denied};
 use crate::http::body;
 use crate::http::reply::{self, Answer};
 use crate::sources::registry::{drain_for, Refused, Registry};
-use crate::sources::Source;
-use axum::extract::{RawQuery, State};
+use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
-use outbound::HealthState;
 use serde_json::Value;
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// Fields a source's own token may change (besides repeating the rest unchanged).
@@ -34,127 +31,6 @@ pub(crate) const SELF_SERVICE: [&str; 6] = [
     "forward",
     "name",
 ];
-
-/// The most sources one page of `GET /admin/sources?limit=` holds.
-pub const MAX_PAGE: usize = 1000;
-/// A page's size when `limit` is left out of a paged request.
-const DEFAULT_PAGE: usize = 50;
-
-/// The query of `GET /admin/sources` (any of them makes it a page).
-#[derive(utoipa::IntoParams)]
-#[into_params(parameter_in = Query)]
-#[allow(dead_code)]
-pub struct ListQuery {
-    /// 1 to 1,000 (default 50).
-    limit: Option<usize>,
-    /// The name after which the page starts (`next` of the page before).
-    after: Option<String>,
-    /// Only sources whose name or a webhook URL contains this, ignoring case.
-    q: Option<String>,
-}
-
-/// `GET /admin/sources`: with no parameter, every source (the file's in its order, then the
-/// API's). With any of `limit`, `after`, `q`, a page in name order: the sources whose name
-/// (or a webhook URL) contains `q`, ignoring case, after the name `after`, at most `limit`,
-/// each with its `summary`; `next` is the `after` of the next page, `matched` how many match
-/// in all. A console with 10,000 sources reads 50.
-#[utoipa::path(get, path = "/admin/sources", operation_id = "list_sources", tag = "sources", params(ListQuery),
-    responses((status = 200, description = "The sources", body = SourceList),
-        (status = 400, description = "A bad parameter", body = Refusal)))]
-pub async fn list(State(api): State<Api>, _: Admin, RawQuery(query): RawQuery) -> Answer {
-    let sources = api.sources();
-    let Some(query) = query.filter(|q| !q.is_empty()) else {
-        let all: Vec<Listed> = (sources.iter())
-            .map(|s| Listed {
-                source: resource::view(&s.spec),
-                summary: None,
-            })
-            .collect();
-        let matched = all.len();
-        let list = SourceList {
-            sources: all,
-            next: None,
-            matched,
-        };
-        return answer(StatusCode::OK, &list);
-    };
-    let (mut limit, mut after, mut q) = (DEFAULT_PAGE, String::new(), String::new());
-    for pair in query.split('&').filter(|p| !p.is_empty()) {
-        let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
-        let v = body::percent_decode(&v.replace('+', " "));
-        match k {
-            "limit" => match v.parse::<usize>() {
-                Ok(n @ 1..=MAX_PAGE) => limit = n,
-                _ => {
-                    let why = format!("must be 1 to {MAX_PAGE}");
-                    return refusal(StatusCode::BAD_REQUEST, "limit", &why);
-                }
-            },
-            "after" => after = v,
-            "q" => q = v.to_lowercase(),
-            _ => {
-                let why = "not a parameter (limit, after, q)";
-                return refusal(StatusCode::BAD_REQUEST, k, why);
-            }
-        }
-    }
-    let matches = |s: &Source| {
-        q.is_empty()
-            || s.name.to_lowercase().contains(&q)
-            || (s.spec.core.webhooks.iter()).any(|w| w.url.to_lowercase().contains(&q))
-    };
-    // In name order from `after`: a page costs its own length, and counting the matches a
-    // pass over the names (none when nothing is searched).
-    let page: Vec<&Arc<Source>> = sources
-        .after(&after)
-        .filter(|s| matches(s))
-        .take(limit)
-        .collect();
-    let matched = match q.is_empty() {
-        true => sources.len(),
-        false => sources.iter().filter(|s| matches(s)).count(),
-    };
-    let more = (page.last()).is_some_and(|last| sources.after(&last.name).any(|s| matches(s)));
-    let next = more.then(|| page.last().map(|s| s.name.clone())).flatten();
-    let items = (page.iter())
-        .map(|s| Listed {
-            source: resource::view(&s.spec),
-            summary: summary(s),
-        })
-        .collect();
-    let list = SourceList {
-        sources: items,
-        next,
-        matched,
-    };
-    answer(StatusCode::OK, &list)
-}
-
-/// A source at a glance: its webhooks (all, and on), the worst state of those on, how many
-/// of them are not healthy, and its messages waiting. None while its settings change.
-fn summary(s: &Source) -> Option<Summary> {
-    let client = s.slot.current()?;
-    let hooks = &s.spec.core.webhooks;
-    let on: Vec<HealthState> = (client.webhook_health().iter())
-        .filter(|h| hooks.get(h.webhook).is_some_and(|w| w.enabled))
-        .map(|h| h.state)
-        .collect();
-    let worst = [
-        HealthState::Disabled,
-        HealthState::CircuitOpen,
-        HealthState::Failing,
-        HealthState::Healthy,
-    ]
-    .into_iter()
-    .find(|w| on.contains(w));
-    Some(Summary {
-        webhooks: hooks.len(),
-        enabled: hooks.iter().filter(|w| w.enabled).count(),
-        state: worst.map(|w| w.as_str().to_string()),
-        unhealthy: on.iter().filter(|s| **s != HealthState::Healthy).count(),
-        waiting: client.stats().queued,
-    })
-}
 
 /// `GET /admin/whoami`: what the token in hand reaches (the console signs in with it).
 #[utoipa::path(get, path = "/admin/whoami", operation_id = "whoami", tag = "sources",

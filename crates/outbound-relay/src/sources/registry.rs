@@ -139,6 +139,11 @@ impl Registry {
         self.inner.lock().unwrap_or_else(|e| e.into_inner())
     }
 
+    /// The engine every source runs on.
+    pub fn engine(&self) -> &Arc<SharedEngine> {
+        &self.engine
+    }
+
     /// The set a request sees (loaded once per request).
     pub fn current(&self) -> Arc<Sources> {
         self.current.load_full()
