@@ -285,6 +285,9 @@ def test_console_operator_journey(console_relay: Relay, receivers: List[Receiver
     rx_a.status["/alpha"] = 200
     before = len(rx_a.at("/alpha"))
     b("click", selector="section.detail button", text="Replay this one")
+    # Its buttons are disabled at once: a second replay would be refused.
+    assert b("eval", js="[...document.querySelectorAll('section.detail button')].filter((x) =>"
+             " /Replay this one|Discard/.test(x.textContent)).every((x) => x.disabled)") is True
     b("waitText", text="done", selector=".progress", timeout=30000)
     progress = b("text", selector=".progress")
     assert "1 delivered" in progress and "0 failed" in progress, progress
@@ -647,6 +650,69 @@ def test_console_source_list_refreshes_filters_sorts_and_keeps_its_place(
     assert_clean(b.close(), relay, ADMIN_TOKEN)
 
 
+def test_console_says_each_fact_once_in_one_time_format_without_a_pointer(
+        console_relay: Relay, receivers: List[Receiver], browser: Browser) -> None:
+    """A webhook never tried reads "not tried yet", not "healthy"; a timeout's Status cell
+    says "timeout" once; a long answer opens with the keyboard and nothing scrolls in its own
+    box; the chart's values are a table too; every time on a screen has one format; a phone
+    shows attempts 25 at a time."""
+    relay = console_relay
+    rx_a, rx_b = receivers
+    b = browser
+    b.sign_in(relay, ADMIN_TOKEN)
+    b("waitText", text="alpha", selector="table.sources")
+    b("eval", js="location.hash = '#/sources/beta'")
+    b("waitText", text="Webhook 1", selector=".cards")
+    card = b("text", selector="li.webhook")
+    assert "not tried yet" in card and "healthy" not in card, card
+    # A timeout: its Status cell says so once.
+    _, beta = api(relay, "GET", "/admin/sources/beta")
+    assert api(relay, "PUT", "/admin/sources/beta", dict(beta, timeout=0.5, max_retry_duration=1))[0] == 200
+    rx_b.delay["/beta"] = 1.5
+    track(relay, "wk_beta", "slow-1")
+    wait("a timeout", lambda: any(a.get("error") == "timeout" for a in
+                                  api(relay, "GET", "/admin/sources/beta/webhooks/0/attempts")[1]["attempts"]))
+    b("eval", js="location.hash = '#/sources/beta/webhooks/0'")
+    b("waitText", text="slow-1", selector="table.attempts")
+    cell = b("text", selector="table.attempts tbody tr td:nth-child(4)")
+    assert cell.startswith("timeout") and cell.lower().count("timeout") == 1, cell
+    # Many attempts with a long answer each: on a phone 25 at a time; the answer's rest
+    # behind a disclosure; no box that scrolls by itself.
+    rx_a.status["/alpha"] = 400
+    rx_a.answer["/alpha"] = json.dumps({"error": "refused", "why": "x" * 400}).encode()
+    for i in range(40):
+        track(relay, "wk_alpha", f"long-{i}")
+    wait("40 attempts", lambda: len(api(relay, "GET", "/admin/sources/alpha/webhooks/0/attempts")[1]["attempts"]) >= 40)
+    b("viewport", **PHONE)
+    b("eval", js="location.hash = '#/sources/alpha/webhooks/0'")
+    b("waitText", text="long-", selector="table.attempts")
+    assert b("count", selector="table.attempts tbody tr") == 25
+    b("click", selector=".pager button", text="Show 15 more")
+    wait("all 40", lambda: b("count", selector="table.attempts tbody tr") == 40)
+    b("viewport", **DESKTOP)
+    scrolling = b("eval", js="[...document.querySelectorAll('main *')].filter((e) => {"
+                  " const o = getComputedStyle(e).overflowY; return (o === 'auto' || o === 'scroll')"
+                  " && e.scrollHeight > e.clientHeight + 1 && e.tabIndex < 0 }).length")
+    assert scrolling == 0, f"{scrolling} boxes scroll without a tab stop"
+    b("eval", js="document.querySelector('details.answer summary').focus()")
+    b("press", key="Enter")
+    assert b("eval", js="document.querySelector('details.answer').open") is True
+    assert "x" * 400 in b("text", selector="details.answer[open] pre.whole")
+    b.shots("attempts-long")
+    # The chart's values without a pointer; one time format on the screen.
+    b("eval", js="location.hash = '#/sources/alpha'")
+    b("waitText", text="Failed 40", selector=".legend", timeout=30000)
+    b("click", selector="details.minutes summary")
+    failed = b("eval", js="[...document.querySelectorAll('details.minutes tbody tr td:nth-child(3)')]"
+               ".reduce((n, td) => n + Number(td.textContent.replace(/,/g, '')), 0)")
+    assert failed == 40, failed
+    text = b.main_text()
+    stamps = re.findall(r"\d\d:\d\d(?::\d\d)?", text)
+    full = re.findall(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d", text)
+    assert stamps and len(stamps) == len(full), (stamps, full)
+    assert_clean(b.close(), relay, ADMIN_TOKEN)
+
+
 def test_console_keyboard_only(console_relay: Relay, browser: Browser) -> None:
     """Signed in, a source opened and its tab changed with the keyboard alone; the focus is
     visible wherever it goes."""
@@ -873,6 +939,12 @@ def test_console_pages_finds_and_replays_dead_letters(
     time.sleep(0.5)
     assert len(rx_a.at("/alpha")) == before, "sent before it was confirmed"
     b("click", selector="dialog button", text="Replay 120")
+    # Left and come back to: the replay's progress is still there.
+    b("waitText", text="Replay since", selector=".progress")
+    b("click", selector="nav.tabs a", text="Health")
+    b("waitText", text="Webhook 1", selector=".cards")
+    b("click", selector="nav.tabs a", text="Dead letters")
+    b("waitText", text="120 in all", selector=".progress")
     b("waitText", text="done", selector=".progress", timeout=60000)
     progress = b("text", selector=".progress")
     assert "120 in all" in progress and "120 delivered" in progress and "0 failed" in progress, progress

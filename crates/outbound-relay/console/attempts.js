@@ -1,23 +1,76 @@
 // A webhook's last 100 attempts, newest first: when, the message, the result, the status or
 // what failed without one, how long it took, and the first bytes of a failure's answer (as
-// text: an answer is the receiver's, whatever it holds).
+// text: an answer is the receiver's, whatever it holds). 25 at a time on a phone, more on
+// request. A long answer shows its start, the rest behind a disclosure: no box scrolls, so
+// nothing needs a tab stop of its own to be read.
 
 import * as api from './api.js'
 import { h, fill, labelled, when, ms } from './dom.js'
 import { heading, refused } from './source.js'
 
+const PHONE_ROWS = 25
+const SHORT = 160
+
+// The status cell: the status, or what failed without one, then the detail when it adds
+// something ("timeout: operation timed out" after "timeout" reads "operation timed out").
+export function statusText(a) {
+  const head = a.status !== null && a.status !== undefined ? String(a.status) : (a.error || '')
+  let detail = (a.detail || '').trim()
+  for (const said of [`status ${a.status}`, head]) {
+    if (said && detail.toLowerCase().startsWith(said.toLowerCase())) detail = detail.slice(said.length).replace(/^[:\s]+/, '')
+  }
+  return [head, detail ? h('span', { class: 'muted' }, ` ${detail}`) : null]
+}
+
+function answerOf(a) {
+  if (a.answer !== undefined) {
+    const text = a.answer
+    if (text.length <= SHORT) return h('pre', { class: 'answer' }, text)
+    return h('details', { class: 'answer' },
+      h('summary', {}, h('pre', { class: 'answer' }, `${text.slice(0, SHORT)}…`), h('span', { class: 'more' }, `the whole answer (${text.length} characters)`)),
+      h('pre', { class: 'answer whole' }, text))
+  }
+  if (a.answer_base64 !== undefined) return h('span', { class: 'muted' }, `(not text: ${a.answer_base64.length} base64 characters)`)
+  return ''
+}
+
 export function render(main, ctx) {
   const { name, index } = ctx.params
   const body = h('tbody')
   const refresh = h('button', { type: 'button' }, 'Refresh')
+  const more = h('button', { type: 'button', hidden: true }, 'Show more')
   const url = h('p', { class: 'url' })
+  const asOf = h('span', { class: 'muted as-of' })
+  const phone = window.matchMedia('(max-width: 700px)').matches
+  let shown = phone ? PHONE_ROWS : Infinity
+  let rows = []
   fill(main, ...heading(name, 'health'),
     h('h2', {}, `Webhook ${index + 1}: recent attempts`), url,
     h('div', { class: 'toolbar' }, refresh,
-      h('a', { href: `#/sources/${encodeURIComponent(name)}` }, 'Back to health')),
+      h('a', { href: `#/sources/${encodeURIComponent(name)}` }, 'Back to health'), asOf),
     h('div', { class: 'scroll' }, h('table', { class: 'list attempts' },
       h('thead', {}, h('tr', {}, ['When', 'Message', 'Result', 'Status', 'Duration', 'Answer'].map((c) => h('th', { scope: 'col', class: c === 'Duration' ? 'num' : null }, c)))),
-      body)))
+      body)),
+    h('div', { class: 'pager' }, more))
+
+  function draw() {
+    if (!rows.length) {
+      fill(body, h('tr', {}, h('td', { colspan: 6 }, 'No attempt yet (or none since it was last idle).')))
+      more.hidden = true
+      return
+    }
+    fill(body, rows.slice(0, shown).map((a) => h('tr', { class: a.result },
+      h('td', {}, when(a.at)),
+      h('td', {}, h('code', {}, a.message_id)),
+      h('td', {}, h('span', { class: `result ${a.result}` }, a.result)),
+      h('td', {}, statusText(a)),
+      h('td', { class: 'num' }, ms(a.duration_ms)),
+      h('td', { class: 'answer' }, answerOf(a)))))
+    labelled(body.closest('table'))
+    const left = rows.length - Math.min(shown, rows.length)
+    more.hidden = left === 0
+    more.textContent = `Show ${Math.min(left, PHONE_ROWS)} more (${left} not shown)`
+  }
 
   async function load() {
     let page, source
@@ -32,26 +85,12 @@ export function render(main, ctx) {
     if (!ctx.current()) return
     const hook = source.webhooks[index]
     fill(url, h('code', {}, hook ? hook.url : ''))
-    if (!page.attempts.length) {
-      fill(body, h('tr', {}, h('td', { colspan: 6 }, 'No attempt yet (or none since it was last idle).')))
-      return
-    }
-    fill(body, page.attempts.map((a) => h('tr', { class: a.result },
-      h('td', {}, when(a.at)),
-      h('td', {}, h('code', {}, a.message_id)),
-      h('td', {}, h('span', { class: `result ${a.result}` }, a.result)),
-      h('td', {}, a.status ?? a.error ?? '', a.detail && a.detail !== `status ${a.status}` ? h('span', { class: 'muted' }, ` ${a.detail}`) : null),
-      h('td', { class: 'num' }, ms(a.duration_ms)),
-      h('td', { class: 'answer' }, excerptOf(a)))))
-    labelled(body.closest('table'))
+    asOf.textContent = `as of ${when(new Date().toISOString())}`
+    rows = page.attempts
+    draw()
   }
   refresh.addEventListener('click', load)
+  more.addEventListener('click', () => { shown += PHONE_ROWS; draw() })
   load()
   return null
-}
-
-function excerptOf(a) {
-  if (a.answer !== undefined) return h('pre', { class: 'answer' }, a.answer)
-  if (a.answer_base64 !== undefined) return h('span', { class: 'muted' }, `(not text: ${a.answer_base64.length} base64 characters)`)
-  return ''
 }

@@ -34,7 +34,7 @@ export function chart({ delivered, failed, from, bucket_seconds }, width) {
   for (let i = 0; i < n; i++) {
     const x = LEFT + i * slot + 1
     const w = Math.max(slot - 2, 1)
-    const at = when(new Date(start + i * bucket_seconds * 1000).toISOString()).slice(11, 16)
+    const at = when(new Date(start + i * bucket_seconds * 1000).toISOString())
     const tip = h('title', {}, `${at}: ${delivered[i]} delivered, ${failed[i]} failed`)
     const g = h('g', { class: 'minute' }, tip)
     // An empty minute still answers a pointer (its title) through an invisible bar.
@@ -51,11 +51,23 @@ export function chart({ delivered, failed, from, bucket_seconds }, width) {
   const svg = h('svg', {
     viewBox: `0 0 ${W} ${H}`, role: 'img', 'aria-labelledby': 'chart-title', class: 'hour',
   }, h('title', { id: 'chart-title' }, `${summary} (per minute)`), ...grid, ...bars, ...axis)
+  // The values without a pointer: each minute that had an outcome, in a table behind a
+  // disclosure (keyboard, touch and screen readers alike).
+  const busy = delivered.map((d, i) => [i, d, failed[i]]).filter(([, d, f]) => d || f)
+  const minutes = h('details', { class: 'minutes' },
+    h('summary', {}, `Minute by minute (${busy.length} minute${busy.length === 1 ? '' : 's'} with messages)`),
+    busy.length ? h('table', { class: 'list minute-table' },
+      h('thead', {}, h('tr', {}, ['Minute', 'Delivered', 'Failed'].map((c, k) => h('th', { scope: 'col', class: k ? 'num' : null }, c)))),
+      h('tbody', {}, busy.reverse().map(([i, d, f]) => h('tr', {},
+        h('td', {}, when(new Date(start + i * bucket_seconds * 1000).toISOString())),
+        h('td', { class: 'num' }, count(d)), h('td', { class: 'num' }, count(f))))))
+      : h('p', {}, 'No message ended in the last hour.'))
   return [
     svg,
     h('p', { class: 'legend' },
       h('span', { class: 'key delivered' }), `Delivered ${count(sumD)}`, ' ',
       h('span', { class: 'key failed' }), `Failed ${count(sumF)}`,
       h('span', { class: 'muted' }, ' · messages that ended each minute; a retry is not a failure')),
+    minutes,
   ]
 }

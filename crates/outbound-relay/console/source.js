@@ -3,7 +3,7 @@
 // the last hour, asked again every 5 seconds while shown.
 
 import * as api from './api.js'
-import { h, fill, badge, when, ms, percent, count } from './dom.js'
+import { h, fill, badge, when, ms, percent, count, labelled } from './dom.js'
 import { chart } from './chart.js'
 
 const EVERY_MS = 5000
@@ -30,12 +30,21 @@ export function refused(main, name, err) {
       : err.status === 404 ? `No source “${name}” (${err.message}).` : err.message))
 }
 
+// Whether a webhook has never been tried (since the relay started): "healthy" would say
+// what nobody knows yet.
+export function untried(hook) {
+  return hook.attempts_5m === 0 && !hook.last_success && !hook.last_error
+}
+
 function card(hook, config, name) {
   const on = !config || config.enabled !== false
   const attempts = `#/sources/${encodeURIComponent(name)}/webhooks/${hook.webhook}`
   const row = (label, value) => [h('dt', {}, label), h('dd', {}, value)]
+  const state = !on ? h('span', { class: 'badge off' }, 'off')
+    : hook.state === 'healthy' && untried(hook) ? h('span', { class: 'badge none' }, 'not tried yet')
+      : badge(hook.state)
   return h('li', { class: 'card webhook', 'data-webhook': hook.webhook },
-    h('h3', {}, `Webhook ${hook.webhook + 1} `, on ? badge(hook.state) : h('span', { class: 'badge off' }, 'off')),
+    h('h3', {}, `Webhook ${hook.webhook + 1} `, state),
     h('p', { class: 'url' }, h('code', {}, config ? config.url : hook.url)),
     h('dl', { class: 'facts' },
       row('Success (5 min)', `${percent(hook.success_rate_5m)} of ${count(hook.attempts_5m)}`),
@@ -53,7 +62,7 @@ export function render(main, ctx) {
   const hooks = h('ul', { class: 'cards' })
   const hour = h('div', { class: 'chart' })
   const meta = h('p', { class: 'meta' })
-  const updated = h('span', { class: 'muted' })
+  const updated = h('span', { class: 'muted as-of' })
   const refresh = h('button', { type: 'button' }, 'Refresh')
   fill(main, ...heading(name, 'health'), meta,
     h('div', { class: 'toolbar' }, refresh, updated),
@@ -63,7 +72,19 @@ export function render(main, ctx) {
   let first = true
   let last = null
   // A window resized (a phone turned): the chart drawn again at its new width.
-  const redraw = () => { if (last) fill(hour, chart(last, hour.clientWidth - 24)) }
+  // The minutes' table stays open, and keeps the focus, across refreshes.
+  const redraw = () => {
+    if (!last) return
+    const was = hour.querySelector('details.minutes')
+    const open = !!(was && was.open)
+    const focused = !!(was && was.contains(document.activeElement))
+    fill(hour, chart(last, hour.clientWidth - 24))
+    const now = hour.querySelector('details.minutes')
+    now.open = open
+    const table = now.querySelector('table')
+    if (table) labelled(table)
+    if (focused) now.querySelector('summary').focus({ preventScroll: true })
+  }
   window.addEventListener('resize', redraw)
 
   async function load() {
@@ -88,7 +109,7 @@ export function render(main, ctx) {
       : h('li', {}, 'This source has no webhook.'))
     last = activity
     redraw()
-    updated.textContent = ` Updated ${when(new Date().toISOString()).slice(11)}`
+    updated.textContent = ` as of ${when(new Date().toISOString())}`
     timer = setTimeout(load, EVERY_MS)
   }
   refresh.addEventListener('click', load)
