@@ -713,6 +713,58 @@ def test_console_says_each_fact_once_in_one_time_format_without_a_pointer(
     assert_clean(b.close(), relay, ADMIN_TOKEN)
 
 
+def test_console_shows_the_operators_alerts_sent_as_signed_webhooks(
+        tmp_path: Path, receivers: List[Receiver], browser: Browser) -> None:
+    """alert_url set: a source's dead letters past alert_dead_letters is sent to the
+    operator's receiver on 127.0.0.1, signed with X-Signature (checked here with the
+    operator's secret); the console's Alerts screen lists it with where alerts go, and the
+    source's Health screen its own."""
+    rx_a, ops = receivers
+    secret = "ops_SECRET_alerts_0123456789"
+    config = tmp_path / "relay.toml"
+    config.write_text("\n".join([
+        'listen = "127.0.0.1:0"',
+        f"data_dir = {toml_str(str(tmp_path / 'data'))}",
+        f"admin_token = {toml_str(ADMIN_TOKEN)}",
+        "block_private_networks = false",
+        f"alert_url = {toml_str(ops.url + '/ops')}",
+        f"alert_secret = {toml_str(secret)}",
+        'alert_signature_scheme = "x-signature"',
+        "alert_dead_letters = 2",
+        "alert_interval = 0.2",
+    ]) + "\n")
+    relay = start_relay(config, tmp_path / "relay.log")
+    try:
+        status, _ = api(relay, "PUT", "/admin/sources/alpha", {
+            "write_keys": ["wk_alpha"], "allowed_networks": ["127.0.0.0/8"],
+            "webhooks": [{"url": f"{rx_a.url}/alpha"}]})
+        assert status == 201
+        rx_a.status["/alpha"] = 400
+        for i in range(2):
+            track(relay, "wk_alpha", f"alerting-{i}")
+        assert ops.wait_for(lambda r: len(r.at("/ops")) >= 1, 30), relay.log_text()
+        sent = ops.at("/ops")[0]
+        assert sent.headers["x-signature"] == hmac.new(secret.encode(), sent.body, hashlib.sha1).hexdigest()
+        assert sent.json["event"] == "source.dead_letters_above", sent.json
+        assert sent.json["properties"]["source"] == "alpha" and sent.json["properties"]["dead_letters"] == 2
+        b = browser
+        b.sign_in(relay, ADMIN_TOKEN)
+        b("waitText", text="alpha", selector="table.sources")
+        b("click", selector="#nav a", text="Alerts")
+        b("waitText", text="dead letters over the threshold", selector="table.alerts")
+        where = b("text", selector="main .meta")
+        assert ops.url in where and "healthy" in where, where
+        assert "2 dead letters (threshold 2)" in b("text", selector="table.alerts")
+        b.shots("alerts")
+        b("click", selector="table.alerts a", text="alpha")
+        b("waitText", text="Recent alerts", selector="main")
+        assert "dead letters over the threshold" in b("text", selector=".recent-alerts")
+        assert_clean(b.close(), relay, ADMIN_TOKEN)
+        assert secret not in relay.log.read_text(errors="replace")
+    finally:
+        assert relay.stop() == 0, relay.log_text()
+
+
 def test_console_keyboard_only(console_relay: Relay, browser: Browser) -> None:
     """Signed in, a source opened and its tab changed with the keyboard alone; the focus is
     visible wherever it goes."""

@@ -143,5 +143,7 @@ def _call_every_route(admin, relay: Relay, rx) -> set:
     trail = call("audit", "list_audit", 200, limit=100)
     assert [e.action for e in trail.entries][:2] == ["token.revoked", "user.deleted"], trail
     assert trail.entries[-1].action == "source.created" and trail.next_ is None
+    alerts = call("alerts", "list_alerts", 200)
+    assert alerts.on is False and alerts.alerts == [], alerts
     call("sources", "delete_source", 204, name="gen")
     return called

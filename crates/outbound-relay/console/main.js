@@ -12,6 +12,7 @@ import * as deadLetters from './dead_letters.js'
 import * as settings from './settings.js'
 import * as audit from './audit.js'
 import * as tokens from './lifecycle.js'
+import * as alerts from './alerts.js'
 
 const main = document.getElementById('main')
 const nav = document.getElementById('nav')
@@ -35,6 +36,7 @@ function go(hash) {
 function parse(hash) {
   const parts = hash.replace(/^#\/?/, '').split('?')[0].split('/').filter(Boolean).map(decodeURIComponent)
   if (parts[0] === 'audit' && parts.length === 1) return ['audit', {}]
+  if (parts[0] === 'alerts' && parts.length === 1) return ['alerts', {}]
   if (parts[0] !== 'sources') return ['home', {}]
   if (parts.length === 1) return ['sources', {}]
   const name = parts[1]
@@ -47,12 +49,13 @@ function parse(hash) {
   return ['home', {}]
 }
 
-const SCREENS = { sources, source, attempts, deadLetters, settings, audit, tokens }
+const SCREENS = { sources, source, attempts, deadLetters, settings, audit, tokens, alerts }
 
 function header() {
   const admin = session && session.caller === 'admin'
   fill(nav, session ? h('ul', {},
     admin ? h('li', {}, h('a', { href: '#/sources' }, 'Sources')) : null,
+    admin ? h('li', {}, h('a', { href: '#/alerts' }, 'Alerts')) : null,
     admin ? h('li', {}, h('a', { href: '#/audit' }, 'Audit trail')) : null,
     !admin ? h('li', {}, h('a', { href: `#/sources/${encodeURIComponent(session.source)}` }, session.source)) : null,
   ) : null)
@@ -73,7 +76,8 @@ async function route() {
   }
   header()
   let [screen, params] = parse(location.hash)
-  if (screen === 'home' || ((screen === 'sources' || (screen === 'audit' && !params.name)) && session.caller !== 'admin')) {
+  const adminOnly = screen === 'sources' || screen === 'alerts' || (screen === 'audit' && !params.name)
+  if (screen === 'home' || (adminOnly && session.caller !== 'admin')) {
     // A source's token has no list: it lands on its own source.
     go(session.caller === 'admin' ? '#/sources' : `#/sources/${encodeURIComponent(session.source)}`)
     return

@@ -5,6 +5,7 @@
 import * as api from './api.js'
 import { h, fill, badge, when, ms, percent, count, labelled } from './dom.js'
 import { chart } from './chart.js'
+import { recentAlerts } from './alerts.js'
 
 const EVERY_MS = 5000
 
@@ -64,10 +65,12 @@ export function render(main, ctx) {
   const meta = h('p', { class: 'meta' })
   const updated = h('span', { class: 'muted as-of' })
   const refresh = h('button', { type: 'button' }, 'Refresh')
+  const alertsBox = h('section', { class: 'recent-alerts' })
   fill(main, ...heading(name, 'health'), meta,
     h('div', { class: 'toolbar' }, refresh, updated),
     h('section', { 'aria-labelledby': 'hooks-title' }, h('h2', { id: 'hooks-title' }, 'Webhooks'), hooks),
-    h('section', { 'aria-labelledby': 'hour-title' }, h('h2', { id: 'hour-title' }, 'The last hour'), hour))
+    h('section', { 'aria-labelledby': 'hour-title' }, h('h2', { id: 'hour-title' }, 'The last hour'), hour),
+    alertsBox)
   let timer = null
   let first = true
   let last = null
@@ -109,6 +112,7 @@ export function render(main, ctx) {
       : h('li', {}, 'This source has no webhook.'))
     last = activity
     redraw()
+    recentAlerts(alertsBox, name, ctx.current)
     updated.textContent = ` as of ${when(new Date().toISOString())}`
     timer = setTimeout(load, EVERY_MS)
   }

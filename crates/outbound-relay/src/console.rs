@@ -52,6 +52,7 @@ const FILES: &[(&str, &str, &[u8])] = &[
     asset!("dialog.js", JS),
     asset!("lifecycle.js", JS),
     asset!("warnings.js", JS),
+    asset!("alerts.js", JS),
 ];
 
 /// Whether `path` is the console's.

@@ -58,6 +58,10 @@ impl App {
         let registry = sources::registry::Registry::start(relay, engine.clone(), outcomes)
             .map_err(|e| e.to_string())?;
         let registry = Arc::new(registry);
+        if let Some(settings) = &relay.alerts {
+            (ops.alerts.start(settings, &engine))
+                .map_err(|e| format!("{}: alert_url: the alerts cannot start: {e}", relay.file))?;
+        }
         let fleet =
             Some(engine.spool().to_string_lossy().into_owned()).filter(|p| config::is_redis_url(p));
         // Named by the setting that says where it is: the fleet's Redis, or data_dir.
@@ -115,8 +119,10 @@ impl App {
                 let _ = tokio::task::spawn_blocking(move || reg.tick()).await;
             }
         });
+        let alerting = tokio::spawn(state.ops.alerts.clone().run(state.registry.clone()));
         let finished = server::serve(listener, state.clone(), stop, self.grace).await;
         draining.abort();
+        alerting.abort();
         if let Some(f) = following {
             f.abort();
         }
@@ -145,6 +151,12 @@ impl App {
     /// Closes every source's client within `close_timeout` (what is not delivered by then
     /// stays in the spool for the next start); blocking. How long it took.
     pub fn close(&self) -> Duration {
-        self.state.registry.close_all(self.close_timeout)
+        let took = self.state.registry.close_all(self.close_timeout);
+        let left = self.close_timeout.saturating_sub(took);
+        self.state
+            .ops
+            .alerts
+            .close(left.max(Duration::from_millis(100)));
+        took
     }
 }

@@ -539,6 +539,8 @@ fn what_a_source_token_can_do_route_by_route() {
         ("POST", "/admin/deletions", 403, 403),
         // Its own source's entries (`?source=` another's: 403, tests/audit.rs).
         ("GET", "/admin/audit", 200, 200),
+        // Its own source's alerts, without the operator's URL (tests/alerts.rs).
+        ("GET", "/admin/alerts", 200, 200),
     ];
     let doc = get(&relay.url("/admin/openapi.json"), &[ADMIN]).json();
     let mut documented: Vec<(String, String)> = Vec::new();

@@ -74,6 +74,13 @@ pub const KEYS: &[(&str, Kind)] = &[
     ("max_webhook_header_bytes", Kind::Count),
     ("audit_max_entries", Kind::Count),
     ("audit_retention", Kind::Seconds),
+    ("alert_url", Kind::Text),
+    ("alert_secret", Kind::Text),
+    ("alert_signature_scheme", Kind::Text),
+    ("alert_dead_letters", Kind::Count),
+    ("alert_waiting", Kind::Count),
+    ("alert_spool_percent", Kind::Count),
+    ("alert_interval", Kind::Seconds),
     ("timeout", Kind::Seconds),
     ("max_retry_duration", Kind::Seconds),
     ("max_backoff", Kind::Seconds),
@@ -100,7 +107,7 @@ pub const KEYS: &[(&str, Kind)] = &[
 ];
 
 /// The keys whose value a file may give by naming a file that holds it (`admin_token_file`).
-pub const TOP_SECRET_FILES: &[&str] = &["admin_token", "metrics_token"];
+pub const TOP_SECRET_FILES: &[&str] = &["admin_token", "metrics_token", "alert_secret"];
 /// The same for a source.
 pub const SOURCE_SECRET_FILES: &[&str] = &["shared_secret"];
 

@@ -465,6 +465,27 @@ with_delivery! {
         /// ... and none older than this, seconds (default 90 days).
         #[serde(default)]
         pub audit_retention: Option<Seconds>,
+        /// The operator's alerts go to this URL, as signed webhooks (off when left out).
+        #[serde(default)]
+        pub alert_url: Option<String>,
+        /// Signs them (required with `alert_url`).
+        #[serde(default)]
+        pub alert_secret: Option<String>,
+        /// `"standard-webhooks"` (default) or `"x-signature"`.
+        #[serde(default)]
+        pub alert_signature_scheme: Option<String>,
+        /// A source's dead letters at which it alerts (default 100).
+        #[serde(default)]
+        pub alert_dead_letters: Option<u64>,
+        /// A source's messages waiting at which it alerts (default 10000).
+        #[serde(default)]
+        pub alert_waiting: Option<u64>,
+        /// The share of a source's `spool_max_bytes`, percent, at which it alerts (default 80).
+        #[serde(default)]
+        pub alert_spool_percent: Option<u64>,
+        /// How often the sources are looked at, seconds (default 5).
+        #[serde(default)]
+        pub alert_interval: Option<Seconds>,
         /// The sources.
         #[serde(default)]
         pub sources: Vec<SourceFile>,

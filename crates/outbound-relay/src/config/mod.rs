@@ -313,6 +313,23 @@ impl Default for AuditLimits {
     }
 }
 
+/// The operator's alerts (`alert_*`): where they go, how they are signed, and the
+/// thresholds that send them.
+#[derive(Clone, Debug, PartialEq)]
+pub struct AlertSettings {
+    pub url: String,
+    pub secret: String,
+    pub scheme: outbound::SignatureScheme,
+    /// A source's dead letters at which it alerts.
+    pub dead_letters: u64,
+    /// A source's messages waiting at which it alerts.
+    pub waiting: u64,
+    /// The share of its `spool_max_bytes`, percent, at which it alerts.
+    pub spool_percent: u64,
+    /// How often the sources are looked at.
+    pub interval: Duration,
+}
+
 /// The loaded config.
 pub struct Relay {
     /// The file as named on the command line (for messages).
@@ -338,6 +355,8 @@ pub struct Relay {
     pub metrics_top_sources: usize,
     /// The audit trail's bounds.
     pub audit: AuditLimits,
+    /// The operator's alerts (off: `None`).
+    pub alerts: Option<AlertSettings>,
     /// Shared with the registry, which keeps each one it runs (one copy per source).
     pub sources: Vec<Arc<Source>>,
     /// What the API's sources are read with (the top-level delivery settings and rules).
@@ -472,6 +491,7 @@ impl Relay {
             return Err(err("memory_window".into(), "must be at least 1".into()));
         }
         let audit = audit_limits(&f).map_err(|(k, r)| err(k, r))?;
+        let alerts = alert_settings(&f).map_err(|(k, r)| err(k, r))?;
         let base = Base {
             top: f.delivery(),
             block_private_networks: f.block_private_networks,
@@ -512,6 +532,7 @@ impl Relay {
             metrics_sources: f.metrics_sources.clone(),
             metrics_top_sources: f.metrics_top_sources.unwrap_or(10),
             audit,
+            alerts,
             sources,
             base,
             trusted_proxies,
@@ -525,6 +546,89 @@ impl Relay {
         let (key, reason) = self.sources[i].core_error(e);
         // A top-level value the environment set is named by its variable.
         env::named(&self.file, &key, reason)
+    }
+}
+
+/// The `alert_*` keys, checked (the URL and secret as the core checks a webhook's).
+fn alert_settings(f: &File) -> Result<Option<AlertSettings>, (String, String)> {
+    let Some(url) = f.alert_url.clone() else {
+        let given = [
+            ("alert_secret", f.alert_secret.is_some()),
+            ("alert_signature_scheme", f.alert_signature_scheme.is_some()),
+            ("alert_dead_letters", f.alert_dead_letters.is_some()),
+            ("alert_waiting", f.alert_waiting.is_some()),
+            ("alert_spool_percent", f.alert_spool_percent.is_some()),
+            ("alert_interval", f.alert_interval.is_some()),
+        ];
+        return match given.iter().find(|(_, set)| *set) {
+            Some((key, _)) => Err((key.to_string(), "has no effect without alert_url".into())),
+            None => Ok(None),
+        };
+    };
+    let Some(secret) = f.alert_secret.clone().filter(|s| !s.is_empty()) else {
+        let why = "is needed with alert_url: alerts are signed";
+        return Err(("alert_secret".into(), why.into()));
+    };
+    let scheme = match f.alert_signature_scheme.as_deref() {
+        None => outbound::SignatureScheme::StandardWebhooks,
+        Some(v) => outbound::SignatureScheme::parse(v)
+            .map_err(|e| ("alert_signature_scheme".to_string(), e.to_string()))?,
+    };
+    let at_least_one = |key: &str, v: Option<u64>, default: u64| match v.unwrap_or(default) {
+        0 => Err((key.to_string(), "must be at least 1".to_string())),
+        n => Ok(n),
+    };
+    let spool_percent = at_least_one("alert_spool_percent", f.alert_spool_percent, 80)?;
+    if spool_percent > 100 {
+        return Err((
+            "alert_spool_percent".into(),
+            format!("{spool_percent} is over 100"),
+        ));
+    }
+    let interval = match f.alert_interval {
+        Some(s) => s.duration("alert_interval")?,
+        None => Duration::from_secs(5),
+    };
+    if interval < Duration::from_millis(100) {
+        return Err(("alert_interval".into(), "must be at least 0.1".into()));
+    }
+    let settings = AlertSettings {
+        url,
+        secret,
+        scheme,
+        dead_letters: at_least_one("alert_dead_letters", f.alert_dead_letters, 100)?,
+        waiting: at_least_one("alert_waiting", f.alert_waiting, 10_000)?,
+        spool_percent,
+        interval,
+    };
+    outbound::Client::validate(&settings.client_config()).map_err(|e| match e {
+        outbound::Error::Config { setting, reason } => {
+            let key = match setting.as_str() {
+                s if s.starts_with("webhooks") => "alert_url",
+                "shared_secret" => "alert_secret",
+                _ => "alert_url",
+            };
+            (key.to_string(), reason)
+        }
+        other => ("alert_url".to_string(), other.to_string()),
+    })?;
+    Ok(Some(settings))
+}
+
+impl AlertSettings {
+    /// The core's config of the client that sends the alerts: one webhook, the operator's
+    /// URL (the operator's own, so the guard on private networks is off for it), signed with
+    /// the operator's secret; its spool is the engine's (the caller makes it a tenant).
+    pub fn client_config(&self) -> CoreConfig {
+        CoreConfig {
+            webhooks: vec![outbound::Webhook::new(self.url.clone())],
+            shared_secret: Some(self.secret.clone()),
+            signature_scheme: self.scheme,
+            block_private_networks: false,
+            debug: Some(true),
+            dead_letters: false,
+            ..CoreConfig::default()
+        }
     }
 }
 

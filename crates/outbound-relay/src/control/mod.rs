@@ -19,6 +19,7 @@
 //! or `path`.
 
 pub mod admin;
+pub mod alerts;
 pub mod audit;
 pub mod auth;
 pub mod conditional;

@@ -5,7 +5,7 @@
 
 use super::auth::Caller;
 use super::schema::Refusal;
-use super::{admin, audit, listing, records, sources, tokens, Api};
+use super::{admin, alerts, audit, listing, records, sources, tokens, Api};
 use crate::http::reply::Answer;
 use axum::extract::State;
 use axum::http::header::CONTENT_TYPE;
@@ -63,6 +63,7 @@ pub fn routes() -> (axum::Router<Api>, String) {
         .routes(routes!(records::dead_letter, records::delete_dead_letter))
         .routes(routes!(records::replay_one))
         .routes(routes!(audit::list))
+        .routes(routes!(alerts::list))
         .split_for_parts();
     finish(&mut doc);
     let text = doc
@@ -159,6 +160,6 @@ mod tests {
                 assert!(op["responses"]["401"].is_object(), "{method} {path}");
             }
         }
-        assert_eq!(ids.len(), 21);
+        assert_eq!(ids.len(), 22);
     }
 }

@@ -581,3 +581,31 @@ pub struct AuditPage {
     /// `before` of the next (older) page; null: the last.
     pub next: Option<String>,
 }
+
+/// An alert sent to the operator's URL.
+#[derive(Serialize, ToSchema)]
+pub struct AlertView {
+    pub at: Option<String>,
+    /// `webhook.circuit_opened`, `webhook.circuit_closed`, `source.dead_letters_above`,
+    /// `source.dead_letters_below`, `source.waiting_above`, `source.waiting_below`,
+    /// `source.spool_near_full`, `source.spool_ok`.
+    pub event: String,
+    pub source: String,
+    /// Its id at the operator's URL (`webhook-id`).
+    pub message_id: String,
+    /// Its facts, as sent: the webhook and URL, the value and the threshold, the relay.
+    #[schema(value_type = Object)]
+    pub properties: serde_json::Value,
+}
+
+/// The alerts this relay sent, newest first.
+#[derive(Serialize, ToSchema)]
+pub struct AlertList {
+    /// Whether alerts are on (`alert_url` in relay.toml).
+    pub on: bool,
+    /// Where they go, as logs show a URL (the admin token only).
+    pub url: Option<String>,
+    /// That URL's health (the admin token only).
+    pub state: Option<String>,
+    pub alerts: Vec<AlertView>,
+}

@@ -3,9 +3,10 @@
 //! every 10 s: `log_rate`), the open-files limit (`open_files`), free
 //! heap pages back to the system (`memory`), SIGHUP (`reload`), each source's last hour
 //! of outcomes, minute by minute (`activity`), `data_dir` kept the process's own
-//! (`data_dir`), and `outbound-relay check` (`check`).
+//! (`data_dir`), `outbound-relay check` (`check`), and the operator's alerts (`alerts`).
 
 pub mod activity;
+pub mod alerts;
 pub mod check;
 pub mod data_dir;
 pub mod health;
@@ -23,6 +24,8 @@ pub struct Ops {
     pub metrics: metrics::Metrics,
     pub log_rate: log_rate::LogRate,
     pub activities: activity::Activities,
+    /// The operator's alerts (off without `alert_url`).
+    pub alerts: alerts::Alerts,
 }
 
 impl Ops {

@@ -140,6 +140,17 @@ impl SharedEngine {
     }
 }
 
+impl SharedEngine {
+    /// A client of the relay's own (not a source's) on the shared spool, under `tenant`.
+    pub fn tenant_client(
+        &self,
+        tenant: &str,
+        core: outbound::Config,
+    ) -> Result<Client, outbound::Error> {
+        self.engine.tenant(tenant, core)
+    }
+}
+
 /// The core's log lines, through `tracing` with the source's name (`-` for the engine's
 /// own; the core never writes a key or a secret into them). Every client the relay builds
 /// logs through it, so nothing reaches stderr around the chosen log format.
