@@ -82,7 +82,7 @@ export function render(main, ctx) {
       return
     }
     if (!ctx.current()) return
-    fill(where, list.on ? ['Alerts go to ', h('code', {}, list.url || ''), ', signed: ', badge(list.state)]
+    fill(where, list.on ? ['Alerts go to ', h('code', {}, list.url || ''), ', signed with alert_secret. That URL: ', badge(list.state)]
       : 'Alerts are off: set alert_url and alert_secret in relay.toml (and restart) to have them sent.')
     asOf.textContent = `as of ${when(new Date().toISOString())}`
     fill(t.body, list.alerts.length ? rows(list.alerts, true) : h('tr', {}, h('td', { colspan: 4 }, 'No alert sent.')))

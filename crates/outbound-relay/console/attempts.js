@@ -1,6 +1,6 @@
 // A webhook's last 100 attempts, newest first: when, the message, the result, the status or
 // what failed without one, how long it took, and the first bytes of a failure's answer (as
-// text: an answer is the receiver's, whatever it holds). 25 at a time on a phone, more on
+// text: an answer is the receiver's, whatever it holds). 10 at a time on a phone, more on
 // request. A long answer shows its start, the rest behind a disclosure: no box scrolls, so
 // nothing needs a tab stop of its own to be read.
 
@@ -8,7 +8,7 @@ import * as api from './api.js'
 import { h, fill, labelled, when, ms } from './dom.js'
 import { heading, refused } from './source.js'
 
-const PHONE_ROWS = 25
+const PHONE_ROWS = 10
 const SHORT = 160
 
 // The status cell: the status, or what failed without one, then the detail when it adds
