@@ -106,6 +106,9 @@ SKIP: List[Tuple[str, str, str]] = [
     ('docs/deploy.md', '<!-- deploy:',
      'podman, systemd, helm and podman-compose commands: scripts/test-deploy.sh runs each in '
      'the test named in the comment above the block (its own names, ports and secrets)'),
+    ('docs/relay.md', '"event":"webhook.circuit_opened"',
+     "an alert's body as the operator's URL receives it: crates/outbound-relay/tests/alerts.rs "
+     'checks each alert field by field, and its signature'),
     ('docs/rust.md', '[dependencies]',
      'a Cargo.toml fragment: the Rust blocks are built against the same crate instead (a '
      'new crate would compile the core again)'),
@@ -252,6 +255,13 @@ SETUP: Dict[Tuple[str, str], Dict[str, Any]] = {
     # The admin API's blocks, against a relay started for them ($relay, the admin token in
     # $ADMIN; for the tokens' block, the source "web" made first and one of its tokens in
     # $TOKEN).
+    ("docs/relay.md", "curl -s \"https://relay.example.com/admin/audit?limit=2\""): {
+        "prelude": RELAY_WITH_ADMIN + "curl -sX PUT \"$relay/admin/sources/web\" -H \"Authorization: Bearer $ADMIN\" "
+        "-d '{\"write_keys\":[\"wk_web\"],\"webhooks\":[{\"url\":\"{hook}\"}]}' > /dev/null\n",
+        "edit": [("https://relay.example.com", "$relay")],
+        "postlude": "kill %1; wait\n",
+        "expect_out": '"action":"source.created"',
+    },
     ("docs/relay.md", "curl -sX PUT https://relay.example.com/admin/sources/web"): {
         "prelude": RELAY_WITH_ADMIN,
         "edit": [("https://relay.example.com", "$relay")],
