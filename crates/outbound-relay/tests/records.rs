@@ -307,3 +307,56 @@ fn the_settings_are_keys_at_the_top_level_and_per_source() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("dead_letter_max_bytes"), "{err}");
 }
+
+/// Issue 59: a saved edit of one source wiped another's attempts (100 to 0). A source's
+/// records are its own client's: a change to another source leaves its attempts and health
+/// as they were.
+#[test]
+fn a_change_to_one_source_leaves_anothers_attempts_and_health() {
+    let dir = temp_dir();
+    let (rx, other) = (Receiver::start(), Receiver::start());
+    rx.status.store(400, std::sync::atomic::Ordering::SeqCst);
+    let relay = Relay::start(dir.path(), &config(&[], "block_private_networks = false"));
+    let body = |key: &str, rx: &Receiver, header: Option<&str>| {
+        let headers = match header {
+            Some(v) => json!({ "X-Team": v }),
+            None => json!({}),
+        };
+        json!({"write_keys": [key], "shared_secret": "s3cret",
+               "webhooks": [{"url": rx.url, "headers": headers}]})
+        .to_string()
+    };
+    for (name, key, r) in [("kept", "wk_kept", &rx), ("edited", "wk_edited", &other)] {
+        let url = relay.url(&format!("/admin/sources/{name}"));
+        let a = support::put(&url, &[ADMIN], body(key, r, None).as_bytes());
+        assert_eq!(a.status, 201, "{}", a.body);
+    }
+    track(&relay, "wk_kept", 3);
+    rx.wait_for(3);
+    let attempts = || {
+        let (status, v) = admin_get(&relay, "/admin/sources/kept/webhooks/0/attempts");
+        assert_eq!(status, 200, "{v}");
+        v["attempts"].as_array().unwrap().len()
+    };
+    wait_until("three attempts", || attempts() == 3);
+    let (_, before) = admin_get(&relay, "/admin/sources/kept/health");
+    assert_eq!(before["webhooks"][0]["state"], "failing", "{before}");
+    assert_eq!(before["webhooks"][0]["consecutive_failures"], 3, "{before}");
+    assert!(before["webhooks"][0]["last_error"].is_object(), "{before}");
+    // Another source gets a header, as a console save would send it.
+    let url = relay.url("/admin/sources/edited");
+    let a = support::put(
+        &url,
+        &[ADMIN],
+        body("wk_edited", &other, Some("growth")).as_bytes(),
+    );
+    assert_eq!(a.status, 200, "{}", a.body);
+    assert_eq!(attempts(), 3);
+    let (_, after) = admin_get(&relay, "/admin/sources/kept/health");
+    assert_eq!(after["webhooks"][0]["state"], "failing", "{after}");
+    assert_eq!(after["webhooks"][0]["consecutive_failures"], 3, "{after}");
+    assert_eq!(
+        after["webhooks"][0]["last_error"],
+        before["webhooks"][0]["last_error"]
+    );
+}
