@@ -4,9 +4,11 @@
 #   scripts/relay-tenants.sh           one measured run on the release relay (about 4 minutes
 #                                      on 2 cores): 10,000 idle sources x 5 URLs (ready time,
 #                                      RSS, threads); 200 sources x 5 URLs answering after
-#                                      100 ms + 20 hanging under 10,000 events/s; 2,000
-#                                      sources x 5 URLs with 10 % hanging; single events to one
-#                                      signed URL (send -> URL latency). Writes
+#                                      100 ms + 20 hanging under 10,000 events/s, then a bare
+#                                      one-thread hyper client on the same receiver with as
+#                                      many connections (the relay's rate as a percentage of
+#                                      it); 2,000 sources x 5 URLs with 10 % hanging; single
+#                                      events to one signed URL (send -> URL latency). Writes
 #                                      bench/results/relay-tenants.json
 #   scripts/relay-tenants.sh --smoke   every case, tiny, on the dev build; checks the
 #                                      benchmark works; part of scripts/test.sh
@@ -19,7 +21,7 @@ MODE=full
 case "${1:-}" in
   "") ;;
   --smoke) MODE=smoke ;;
-  -h|--help) sed -n '2,16p' "$0"; exit 0 ;;
+  -h|--help) sed -n '2,18p' "$0"; exit 0 ;;
   *) echo "usage: scripts/relay-tenants.sh [--smoke]" >&2; exit 2 ;;
 esac
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
@@ -34,8 +36,11 @@ echo "--- building the load generator and receivers (bench/relay/loadgen)"
 source scripts/relay-build.sh
 profile=release
 if [ "$MODE" = smoke ]; then profile=debug; fi
+relay_build "$profile" --example bare_hyper_client   # the tenants case's yardstick
 relay_build "$profile"
-ARGS=(--relay-bin "$RELAY" --tool-bin "$BUILD/relaybench-tenants" --workdir "$BUILD/relay-tenants")
+BARE="${CARGO_TARGET_DIR:-$ROOT/target}/$profile/examples/bare_hyper_client"
+ARGS=(--relay-bin "$RELAY" --tool-bin "$BUILD/relaybench-tenants" --bare-bin "$BARE"
+  --workdir "$BUILD/relay-tenants")
 echo "--- bench/relay/tenants.py $MODE ($(nproc) cores; load average: $(cut -d' ' -f1-3 /proc/loadavg))"
 if [ "$MODE" = smoke ]; then
   echo "--- smoke: a dev build and tiny cases: the figures below are no measurement"

@@ -19,7 +19,9 @@
 //	                 the chaos flags draw the fault soak's faults per request. POST
 //	                 /hang/<any> never answers (until the client goes). An event with a "t0"
 //	                 stamp has its latency (arrival - t0) recorded. GET /_stats (with the
-//	                 latencies' p50/p99), /_wait?n=N&timeout=S, /_bitmap (the bitmap's
+//	                 latencies' p50/p99; and the open connections and the /hang/ requests
+//	                 held, sampled every 10 ms, as sums over the samples: two readings give
+//	                 their averages between), /_wait?n=N&timeout=S, /_bitmap (the bitmap's
 //	                 bytes), /_reset.
 //	relaybench trivial
 //	                 the loopback yardstick: reads each request and answers 200
@@ -388,6 +390,7 @@ type sink struct {
 	unique      int64
 	first, last int64           // unix ms of the first and last new id
 	deliveries  atomic.Int64    // 2xx answers to /hook/*
+	hookBytes   atomic.Int64    // their bodies' bytes
 	batches     atomic.Int64    // 2xx answers to /v1/batch
 	ids         atomic.Int64    // ids taken, duplicates included
 	faults      [4]atomic.Int64 // 503, reset, stall, bad path
@@ -395,8 +398,15 @@ type sink struct {
 	maxInflight atomic.Int64
 	cond        *sync.Cond
 	hangs       atomic.Int64 // requests to /hang/* (never answered)
+	hangHeld    atomic.Int64 // of them, held now
+	conns       atomic.Int64 // connections open now
 	latMu       sync.Mutex
 	lats        []int32 // microseconds from an event's t0 to its arrival (at most 5 M kept)
+	// Samples of conns and hangHeld: what a client keeps open, which the bare client of
+	// bench/relay/tenants.py is given (a peak would count the start's burst).
+	samples atomic.Int64
+	connSum atomic.Int64
+	hangSum atomic.Int64
 }
 
 var stampKey = []byte(`"t0":`)
@@ -523,9 +533,11 @@ func runSink(args []string) {
 			s.mu.Lock()
 			out := map[string]any{"unique": s.unique, "first_ms": s.first, "last_ms": s.last,
 				"lat_p50_ms": p50, "lat_p99_ms": p99, "lat_n": n, "hangs": s.hangs.Load(),
-				"deliveries": s.deliveries.Load(), "batches": s.batches.Load(), "ids": s.ids.Load(),
+				"deliveries": s.deliveries.Load(), "hook_bytes": s.hookBytes.Load(), "batches": s.batches.Load(), "ids": s.ids.Load(),
 				"f503": s.faults[0].Load(), "resets": s.faults[1].Load(), "stalls": s.faults[2].Load(),
-				"max_inflight": s.maxInflight.Load(), "cpu_s": cpuSeconds()}
+				"max_inflight": s.maxInflight.Load(), "cpu_s": cpuSeconds(),
+				"conns": s.conns.Load(), "samples": s.samples.Load(), "conn_sum": s.connSum.Load(),
+				"hang_sum": s.hangSum.Load()}
 			s.mu.Unlock()
 			_ = json.NewEncoder(w).Encode(out)
 			return
@@ -538,6 +550,7 @@ func runSink(args []string) {
 			s.latMu.Unlock()
 			s.hangs.Store(0)
 			s.deliveries.Store(0)
+			s.hookBytes.Store(0)
 			s.batches.Store(0)
 			s.ids.Store(0)
 			s.maxInflight.Store(0)
@@ -583,7 +596,9 @@ func runSink(args []string) {
 		if strings.HasPrefix(r.URL.Path, "/hang/") {
 			// Past any timeout: answered never, the connection held until the client goes.
 			s.hangs.Add(1)
+			s.hangHeld.Add(1)
 			<-r.Context().Done()
+			s.hangHeld.Add(-1)
 			return
 		}
 		hook := strings.HasPrefix(r.URL.Path, "/hook/")
@@ -637,6 +652,7 @@ func runSink(args []string) {
 		s.stamped(body)
 		if hook {
 			s.deliveries.Add(1)
+			s.hookBytes.Add(int64(len(body)))
 		} else {
 			s.batches.Add(1)
 		}
@@ -645,7 +661,22 @@ func runSink(args []string) {
 	}
 	ln := listen()
 	go untilStdinCloses()
-	srv := &http.Server{Handler: http.HandlerFunc(handler), MaxHeaderBytes: 1 << 16}
+	go func() {
+		for range time.Tick(10 * time.Millisecond) {
+			s.connSum.Add(s.conns.Load())
+			s.hangSum.Add(s.hangHeld.Load())
+			s.samples.Add(1)
+		}
+	}()
+	srv := &http.Server{Handler: http.HandlerFunc(handler), MaxHeaderBytes: 1 << 16,
+		ConnState: func(_ net.Conn, st http.ConnState) {
+			switch st {
+			case http.StateNew:
+				s.conns.Add(1)
+			case http.StateClosed, http.StateHijacked:
+				s.conns.Add(-1)
+			}
+		}}
 	_ = srv.Serve(ln)
 }
 
