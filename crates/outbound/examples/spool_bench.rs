@@ -95,12 +95,6 @@ fn threads(tick: f64) -> BTreeMap<u64, (String, f64)> {
         let cpu = (fields[11].parse::<f64>().unwrap_or(0.0)
             + fields[12].parse::<f64>().unwrap_or(0.0))
             / tick;
-        // Receiver threads and lane workers are pooled under a few names.
-        let name = if name.starts_with("outbound-lane") {
-            "lane".into()
-        } else {
-            name
-        };
         out.insert(tid, (name, cpu));
     }
     out

@@ -277,7 +277,7 @@ pub(crate) struct Core {
     pub(crate) ways: Ways,
     /// An engine of one client (`Client::new`), not an [`Engine`]'s.
     pub(crate) private: bool,
-    /// The webhooks' I/O threads; `None` for a private engine whose client has no webhook.
+    /// The I/O threads; `None` for a private engine whose client sends nowhere.
     pub(crate) io: Option<Io>,
     /// The spool its tenants share.
     pub(crate) spool: Option<SpoolWriter>,
@@ -309,11 +309,10 @@ impl Core {
         })
     }
 
-    /// An engine for one client (what `Client::new` makes): one I/O thread, none for a
-    /// recording client (its requests go to its record, on worker threads).
-    pub(crate) fn private(config: &Config, recording: bool) -> Result<Core, Error> {
+    /// An engine for one client (what `Client::new` makes): one I/O thread.
+    pub(crate) fn private(config: &Config) -> Result<Core, Error> {
         let sends = !config.webhooks.is_empty() || config.write_key.is_some();
-        let mut core = Core::start((sends && !recording).then_some(1))?;
+        let mut core = Core::start(sends.then_some(1))?;
         core.private = true;
         Ok(core)
     }

@@ -9,11 +9,11 @@ pub use crate::model::spool_target::RedisAck;
 use base64::engine::general_purpose::{GeneralPurpose, GeneralPurposeConfig};
 use base64::engine::DecodePaddingMode;
 use base64::{alphabet, Engine as _};
+use http::{HeaderName, HeaderValue, Uri};
 use std::fmt;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
-use ureq::http::{HeaderName, HeaderValue, Uri};
 
 /// At most this many webhooks per client (spec §8).
 pub const MAX_WEBHOOKS: usize = 5;
@@ -160,18 +160,19 @@ pub struct Config {
     pub gzip: bool,
     /// Extra trusted roots: PEM text, or the path of a PEM file.
     pub ca_certs: Option<String>,
-    /// Delivery threads each destination keeps ready when idle; more start on demand, up to
-    /// `max_in_flight`.
+    /// Requests each destination may have out at once however quickly it answers (its
+    /// share of the client's quick requests is never below this); more start on demand,
+    /// up to `max_in_flight`.
     pub workers: usize,
     /// Most requests in flight at once to each destination (ingestion, and each webhook URL
-    /// on its own): a lane grows its threads with demand up to this, so a slow destination
-    /// uses its own budget and never another's. Default 512: a receiver that stalls 5 % of
-    /// requests for the whole 5 s timeout holds 250 slots at 1,000 requests/s. Requests that
-    /// are answered quickly are kept to 16 out at once, shared by the destinations with
-    /// work (at least 8 each); a destination that has never answered gets 8: more would
-    /// only pile up stalled requests. All clients of a process together run at most 4,096
-    /// delivery threads (plus one per destination), each destination at most an equal
-    /// share: past that, requests wait for a thread instead of starting one.
+    /// on its own), so a slow destination uses its own budget and never another's. Default
+    /// 512: a receiver that stalls 5 % of requests for the whole 5 s timeout holds 250 slots
+    /// at 1,000 requests/s. Requests that are answered quickly are kept to 16 out at once,
+    /// shared by the destinations with work (at least 8 each); a destination that has never
+    /// answered gets 8: more would only pile up stalled requests. All clients of a process
+    /// together have at most 16,384 requests out (less while requests wait on the process
+    /// itself), each destination at most an equal share: past that, requests wait for one
+    /// of the destination's own to come back.
     pub max_in_flight: usize,
     /// Called with each message's outcome.
     pub on_outcome: Option<OutcomeCallback>,
@@ -362,12 +363,8 @@ const MIN_STANDARD_KEY: usize = 24;
 /// ...and longer than this (the spec: at most 512 bits).
 const MAX_STANDARD_KEY: usize = 64;
 
-/// A webhook after its checks: parsed headers, ready to send.
-#[derive(Clone, Debug)]
-pub(crate) struct Target {
-    pub url: String,
-    pub headers: Vec<(HeaderName, HeaderValue)>,
-}
+/// A webhook's own headers after its checks: parsed, ready to send.
+pub(crate) type StaticHeaders = Vec<(HeaderName, HeaderValue)>;
 
 /// The prefix of a Standard Webhooks secret as shown to customers (`whsec_<base64>`).
 const SECRET_PREFIX: &str = "whsec_";
@@ -431,7 +428,9 @@ pub(crate) fn check_url(setting: &str, url: &str) -> Result<Uri, Error> {
 }
 
 impl Config {
-    pub(crate) fn check_targets(&self) -> Result<Vec<Target>, Error> {
+    /// Checks the webhooks (how many, their URLs, their static headers) and gives each
+    /// one's static headers, parsed.
+    pub(crate) fn check_webhooks(&self) -> Result<Vec<StaticHeaders>, Error> {
         if self.webhooks.len() > MAX_WEBHOOKS {
             return Err(Error::config(
                 "webhooks",
@@ -488,10 +487,7 @@ impl Config {
                 })?;
                 headers.push((parsed, value));
             }
-            targets.push(Target {
-                url: hook.url.clone(),
-                headers,
-            });
+            targets.push(headers);
         }
         Ok(targets)
     }

@@ -1,7 +1,6 @@
-// The ingestion destination (design §5) against a real HTTP server on 127.0.0.1: included by
-// `tests/ingestion.rs` (a client of its own: batches on worker threads) and
-// `tests/ingestion_engine.rs` (an engine's client: batches on the I/O engine), each with its
-// own `client(config)`: every rule holds on both.
+// The ingestion destination against a real HTTP server on 127.0.0.1: included by
+// `tests/ingestion.rs` (a client of its own) and `tests/ingestion_engine.rs` (an engine's
+// client, as a relay's source), each with its own `client(config)`: every rule holds on both.
 
 use outbound::{json, Config, Message, OutcomeKind, Reason};
 use std::io::Read;

@@ -1,18 +1,12 @@
-//! The process's budget of lane threads. Every client of a process (the relay runs one per
-//! source) draws its lane threads from one budget, so a thousand slow URLs cannot start
-//! threads until the system refuses: on a stock Linux the memory-map limit (65,530 maps,
-//! about four per thread) is reached near 16,000 threads, and the next allocation anywhere
-//! in the process aborts it. At the budget a request waits at the head of its lane for one
-//! of the lane's own threads to come back, and a lane holds at most a fair share.
+//! The process's budget of requests in flight. Every client of a process (the relay runs one
+//! per source) draws its requests from one budget, so a thousand slow URLs cannot hold
+//! connections and buffers without bound. At the budget a request waits at the head of its
+//! lane for one of the lane's own requests to come back, and a lane holds at most a fair
+//! share.
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::Relaxed};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
-
-/// Lane threads one process runs at most: 100 ms answers at 40,000 requests/s, at about
-/// 75 KiB of memory each (the touched stack and the connection's buffers; 9,135 threads
-/// were 693 MiB in the relay's tenants benchmark).
-pub(crate) const PROCESS_LANE_THREADS: usize = 4096;
 
 /// Webhook requests in flight at once in one process at most (each a connection and its
 /// buffers, about 40 KB in the relay's tenants benchmark): 100 ms answers at 160,000
@@ -38,24 +32,24 @@ const MIN_SAMPLES: u32 = 32;
 /// Delays in powers of two of microseconds, up to 2^24 µs (17 s).
 const LAG_BUCKETS: usize = 25;
 
-/// Threads (or requests) alive and lanes holding them, against a limit.
+/// Requests out and lanes holding them, against a limit.
 pub(crate) struct Budget {
     /// The most it ever allows.
     max: usize,
-    /// What it allows now: `max`, or for requests what [`Gradient`] sets.
+    /// What it allows now ([`Gradient`] sets it).
     limit: AtomicUsize,
     live: AtomicUsize,
-    /// Lanes holding at least one thread: the fair share divides the limit among them.
+    /// Lanes holding at least one place: the fair share divides the limit among them.
     lanes: AtomicUsize,
     /// A lane was refused a place since the last period (by the limit or its share of it).
     refused: AtomicBool,
     gradient: Mutex<Gradient>,
 }
 
-/// One thread's place in the budget, given back when the thread ends (dropped with it).
+/// One request's place in the budget, given back when the request ends (dropped with it).
 pub(crate) struct Ticket(&'static Budget);
 
-/// A lane's place among the lanes holding threads, while it holds any.
+/// A lane's place among the lanes holding places, while it holds any.
 pub(crate) struct Seat(&'static Budget);
 
 /// The budget of requests follows the process's own delays. With 1,000 URLs answering after
@@ -131,6 +125,8 @@ impl Gradient {
 }
 
 impl Budget {
+    /// A budget that allows `limit` from the start (tests).
+    #[cfg(test)]
     pub(crate) const fn new(limit: usize) -> Budget {
         Budget::starting_at(limit, limit)
     }
@@ -147,20 +143,14 @@ impl Budget {
         }
     }
 
-    /// The one every client of the process shares.
-    pub(crate) fn process() -> &'static Budget {
-        static PROCESS: Budget = Budget::new(PROCESS_LANE_THREADS);
-        &PROCESS
-    }
-
-    /// Webhook requests in flight on the I/O engines of the process: each holds a
+    /// Requests in flight on the I/O engines of the process: each holds a
     /// connection and its buffers, and the lanes with requests out share them fairly.
     pub(crate) fn requests() -> &'static Budget {
         static REQUESTS: Budget = Budget::starting_at(PROCESS_REQUESTS, START_REQUESTS);
         &REQUESTS
     }
 
-    /// What one lane may hold: an equal part of the limit among the lanes holding threads,
+    /// What one lane may hold: an equal part of the limit among the lanes holding places,
     /// at least one.
     pub(crate) fn fair_share(&self) -> usize {
         (self.limit() / self.lanes.load(Relaxed).max(1)).max(1)
@@ -171,8 +161,8 @@ impl Budget {
         self.limit.load(Relaxed)
     }
 
-    /// A request came back at `now` after waiting `lag` for the process (the budget of
-    /// requests only): every [`PERIOD`], with enough of them, the limit follows ([`Gradient`]).
+    /// A request came back at `now` after waiting `lag` for the process: every [`PERIOD`],
+    /// with enough of them, the limit follows ([`Gradient`]).
     pub(crate) fn answered(&self, lag: Duration, now: Instant) {
         let live = self.live.load(Relaxed);
         // One scheduler thread per engine answers; another one's period can wait.
@@ -191,8 +181,8 @@ impl Budget {
         g.since = Some(now);
     }
 
-    /// Whether a lane holding `held` threads may start one more: its first always (every
-    /// lane must move, so the limit is exceeded by at most one thread per lane), the next
+    /// Whether a lane holding `held` places may take one more: its first always (every
+    /// lane must move, so the limit is exceeded by at most one request per lane), the next
     /// ones within the limit and the lane's fair share.
     pub(crate) fn may_grow(&self, held: usize) -> bool {
         let ok = self.allows(held, self.live.load(Relaxed));
@@ -202,12 +192,12 @@ impl Budget {
         ok
     }
 
-    /// The rule of [`may_grow`](Self::may_grow) with `live` threads alive.
+    /// The rule of [`may_grow`](Self::may_grow) with `live` places taken.
     fn allows(&self, held: usize, live: usize) -> bool {
         held == 0 || (held < self.fair_share() && live < self.limit())
     }
 
-    /// A place for one more thread of a lane holding `held`, if [`may_grow`](Self::may_grow)
+    /// A place for one more request of a lane holding `held`, if [`may_grow`](Self::may_grow)
     /// (checked again here, atomically: other clients draw from the same budget).
     pub(crate) fn acquire(&'static self, held: usize) -> Option<Ticket> {
         let mut live = self.live.load(Relaxed);
@@ -226,13 +216,13 @@ impl Budget {
         }
     }
 
-    /// Counts a lane among those holding threads until the seat is dropped.
+    /// Counts a lane among those holding places until the seat is dropped.
     pub(crate) fn seat(&'static self) -> Seat {
         self.lanes.fetch_add(1, Relaxed);
         Seat(self)
     }
 
-    /// Threads alive.
+    /// Places taken.
     #[cfg(test)]
     pub(crate) fn live(&self) -> usize {
         self.live.load(Relaxed)
@@ -260,19 +250,22 @@ mod tests {
     }
 
     #[test]
-    fn threads_stop_at_the_limit_and_come_back_when_one_ends() {
+    fn places_stop_at_the_limit_and_come_back_when_one_ends() {
         let b = budget(4);
         let _seat = b.seat();
         let tickets: Vec<Ticket> = (0..4).map(|held| b.acquire(held).unwrap()).collect();
-        assert!(b.acquire(4).is_none(), "a fifth thread over the limit of 4");
+        assert!(
+            b.acquire(4).is_none(),
+            "a fifth request over the limit of 4"
+        );
         assert!(!b.may_grow(4));
         drop(tickets);
-        assert_eq!(b.live(), 0, "each ended thread gives its place back");
+        assert_eq!(b.live(), 0, "each ended request gives its place back");
         assert!(b.acquire(0).is_some());
     }
 
     #[test]
-    fn a_lane_s_first_thread_is_never_refused() {
+    fn a_lane_s_first_request_is_never_refused() {
         let b = budget(2);
         let _seats = [b.seat(), b.seat()];
         let _full: Vec<Ticket> = (0..2).map(|_| b.acquire(0).unwrap()).collect();
@@ -284,7 +277,7 @@ mod tests {
     }
 
     #[test]
-    fn lanes_holding_threads_share_the_limit() {
+    fn lanes_holding_places_share_the_limit() {
         let b = budget(12);
         let seats: Vec<Seat> = (0..3).map(|_| b.seat()).collect();
         assert_eq!(b.fair_share(), 4);

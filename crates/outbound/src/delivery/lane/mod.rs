@@ -1,70 +1,62 @@
 //! Delivery lanes: one per destination (ingestion, and each webhook URL). A lane owns its
-//! queue of requests, its own worker threads and the destination's health, so a slow or
-//! failing destination never delays another one (design §9).
+//! queue of requests and the destination's health, and its requests go out on the I/O
+//! engine (`requests.rs`), so a slow or failing destination never delays another one.
 //!
-//! - Threads grow with demand: a request waiting while every thread of the lane is busy
-//!   starts a new one, up to `max_in_flight`, as long as fewer than its share of [`BRISK`]
-//!   (see [`share_brisk`]) of the requests out are younger than [`SLOW_AFTER`] or
-//!   unanswered by a receiver that has answered nothing since they left. A receiver that
-//!   answers quickly is kept busy by a few threads (hundreds of threads on one fast
+//! - Requests out grow with demand, up to `max_in_flight`, as long as fewer than its share
+//!   of [`BRISK`] (see [`share_brisk`]) of the requests out are younger than [`SLOW_AFTER`]
+//!   or unanswered by a receiver that has answered nothing since they left. A receiver
+//!   that answers quickly is kept busy by a few requests at once (hundreds on one fast
 //!   receiver cost more CPU in switching than they gain; too few leave both sides waking up
 //!   for every request); requests that hang or take long while the receiver answers others
 //!   count as slow and make room for more, so a receiver that stalls some requests still
 //!   gets the others. A receiver that has never answered (a black hole, a port that accepts
-//!   and stays silent) gets [`SILENT`]: more would only pile up stalled requests, their
-//!   threads and their bodies. Threads idle for a whole trim period exit.
+//!   and stays silent) gets [`SILENT`]: more would only pile up stalled requests and their
+//!   bodies.
 //! - Batches fill requests, within the [`RequestLimit`] (`max_batch_messages`, `flush_at`
 //!   unless set): while a request out is younger than [`SLOW_AFTER`], new batches that one
 //!   request could still join wait for it, then go out together (see `fill_room`).
-//! - Every lane of every client in the process draws its threads from one [`Budget`]
-//!   ([`budget`]): past it, or past its fair share of it, a lane waits for its own threads
+//! - Every lane of every client in the process draws its requests from one [`Budget`]
+//!   ([`budget`]): past it, or past its fair share of it, a lane waits for its own requests
 //!   to come back instead of starting more, so many slow destinations slow down rather than
 //!   exhaust the process.
 //! - Health: after [`TRIP_AFTER`] retryable failures in a row and no success for
-//!   [`TRIP_QUIET`], the lane
-//!   holds back and sends one probe at a time, spaced by a growing, jittered backoff, until a
-//!   request succeeds. A dead receiver then sees a trickle of probes, not every queued
-//!   message's retries (no retry storm).
+//!   [`TRIP_QUIET`], the lane holds back and sends one probe at a time, spaced by a
+//!   growing, jittered backoff, until a request succeeds. A dead receiver then sees a
+//!   trickle of probes, not every queued message's retries (no retry storm).
 //! - `Retry-After` on a response pauses the whole lane: the server spoke for itself, not for
 //!   one message.
 
 use crate::delivery::batch::{RequestLimit, Room};
 use crate::delivery::job::Job;
 use crate::http::attempt::{Attempt, Seen};
-use crate::http::connect::Target;
 use crate::http::exchange::Exchange;
-use crate::http::transport::Transport;
 use crate::log::{Level, Logger};
 use crate::model::outcome::Reason;
 use crate::model::retry::{after, RetryPolicy};
 use crate::wire::ingestion::Endpoint;
 use crate::wire::webhook::Hooks;
 pub(crate) use budget::Budget;
-use budget::Seat;
-use crossbeam_channel::{Receiver, Sender};
+use budget::{Seat, Ticket};
+use crossbeam_channel::Sender;
 use std::collections::{BTreeMap, VecDeque};
 use std::ops::Bound::{Excluded, Unbounded};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-pub(crate) use threads::LaneThreads;
 
 /// Retryable failures in a row after which a lane holds back to one probe at a time...
 pub(crate) const TRIP_AFTER: u32 = 20;
 /// ...when nothing succeeded for this long either: timeouts of requests that stalled together
 /// come back together, and must not hold back a receiver that answers everything else.
 pub(crate) const TRIP_QUIET: Duration = Duration::from_secs(1);
-/// Requests out at once, not counting slow ones, beyond which a client's lanes add no
-/// thread, shared by the lanes with work, at least [`SILENT`] each ([`share_brisk`])...
-/// (Signed webhooks on loopback, alternating: to one URL 16 delivered 10-26 % more per
-/// second than 8, at less CPU per delivery on both sides, and 32 was no better; to five
-/// URLs 8 each did 4-9 % better than 16 each.)
+/// Requests out at once, not counting slow ones, beyond which a client's lanes start no
+/// more, shared by the lanes with work, at least [`SILENT`] each ([`share_brisk`])...
+/// (measured: BENCHMARKS.md, "Requests out per destination").
 pub(crate) const BRISK: usize = 16;
 /// ...and what a lane gets before its destination has answered anything.
 pub(crate) const SILENT: usize = 8;
 
 /// Shares [`BRISK`] among the lanes with work (requests out or waiting), at least
-/// [`SILENT`] each: what costs CPU is every brisk thread of the client switching, not each
-/// lane's.
+/// [`SILENT`] each: what costs CPU is every brisk request of the client, not each lane's.
 pub(crate) fn share_brisk(lanes: &mut [Lane]) {
     let with_work = lanes
         .iter()
@@ -78,38 +70,26 @@ pub(crate) fn share_brisk(lanes: &mut [Lane]) {
 /// ...where a request out for this long counts as slow.
 pub(crate) const SLOW_AFTER: Duration = Duration::from_millis(25);
 
-/// A lane's queue to its worker threads: when each job was handed over, and the job.
-type Jobs = (Sender<(Instant, Job)>, Receiver<(Instant, Job)>);
-
-/// What every lane's workers share: the transport and both destinations.
+/// What every lane of a client shares: how requests are made and sent.
 pub(crate) struct Delivery {
-    /// Ingestion batches (worker threads), and every request of a recording client; `None`
-    /// for a client with neither (a relay source with webhooks only: an agent per source
-    /// would cost its memory for nothing).
-    pub transport: Option<Transport>,
     pub ingestion: Option<Endpoint>,
     pub hooks: Hooks,
     pub logger: Logger,
-    /// Where the ingestion lane's threads come from: [`Budget::process`] but in tests.
+    /// Where requests hold their place while out: [`Budget::requests`] but in tests.
     pub budget: &'static Budget,
     /// Backoff and retry window (the lanes' probes and `Retry-After` caps).
     pub policy: RetryPolicy,
-    /// Webhook requests on the I/O engine (none for a recording client, whose requests go to
-    /// its record).
+    /// Webhook requests on the I/O engine.
     pub hooks_out: Option<HooksOut>,
-    /// Ingestion batches on the I/O engine (none: on worker threads through `transport`).
-    /// Boxed: most of a relay's sources have none.
+    /// Ingestion batches on the I/O engine. Boxed: most of a relay's sources have none.
     pub batches_out: Option<Box<BatchesOut>>,
 }
 
-/// How the ingestion lane sends on the I/O engine.
+/// How the ingestion lane sends on the I/O engine: to `{endpoint}/v1/batch`, with its own
+/// network guard (`Exchange::ingestion`).
 pub(crate) struct BatchesOut {
     pub io: tokio::runtime::Handle,
-    /// Its own connector: ingestion is the operator's endpoint, not behind the webhooks'
-    /// network guard.
     pub exchange: Exchange,
-    /// `{endpoint}/v1/batch`, read once.
-    pub target: Target,
 }
 
 impl Delivery {
@@ -120,12 +100,11 @@ impl Delivery {
 }
 
 /// How webhook lanes send: requests spawned on the I/O engine, each holding a place in the
-/// budget of requests in flight ([`Budget::requests`]) while it is out.
+/// budget of requests in flight ([`Budget::requests`]) while it is out; webhook `i` is the
+/// exchange's URL `i`.
 pub(crate) struct HooksOut {
     pub io: tokio::runtime::Handle,
     pub exchange: Exchange,
-    /// Webhook `i`'s URL, read once.
-    pub targets: Vec<Target>,
 }
 
 /// A finished request, back to the scheduler.
@@ -137,9 +116,9 @@ pub(crate) struct Report {
     pub attempt: Attempt,
     /// What the exchange showed beside its classification (for the URL's attempt log).
     pub seen: Seen,
-    /// When the lane handed it to a worker ([`Lane::start`]).
+    /// When the lane handed it to the I/O engine ([`Lane::start`]).
     pub started: Instant,
-    /// How long it waited for its first turn on the I/O engine (zero on a worker thread).
+    /// How long it waited for its first turn on the I/O engine.
     pub lag: Duration,
     /// When it was sent back.
     pub sent: Instant,
@@ -161,9 +140,6 @@ pub(crate) struct Lane {
     tenant: u32,
     index: usize,
     delivery: Arc<Delivery>,
-    /// The worker threads' queue; made with the first thread (a lane on the I/O engine, or
-    /// one that never sent, has none: a channel is half a KiB).
-    jobs: Option<Box<Jobs>>,
     reports: Sender<Report>,
     ready: VecDeque<Job>,
     /// What one request may carry when batches waiting together join (ingestion).
@@ -171,24 +147,17 @@ pub(crate) struct Lane {
     busy: usize,
     /// When each request out was started (a count per instant).
     out: BTreeMap<Instant, u32>,
-    threads: usize,
-    /// The lane's threads not yet joined (some may have exited after a trim).
-    handles: Vec<std::thread::JoinHandle<()>>,
-    /// The process's lane threads, shared with every client ([`budget`]).
+    /// The process's budget of requests, shared with every client ([`budget`]).
     budget: &'static Budget,
-    /// Counts this lane among those holding threads, while `threads > 0`.
+    /// Counts this lane among those with requests out, while it has any.
     seat: Option<Seat>,
-    /// The system refused the last thread (logged once per run of refusals).
-    refused: bool,
-    /// A webhook lane on the I/O engine: no threads; a request holds a place in the
-    /// engine's budget of requests instead (taken by `make_room`, kept by the request).
-    on_io: bool,
-    ticket: Option<budget::Ticket>,
-    /// Most requests out at once since the last trim.
-    peak: usize,
+    /// A place in the budget for the next request (taken by `make_room`, kept by the
+    /// request while it is out).
+    ticket: Option<Ticket>,
     /// This lane's part of [`BRISK`] ([`share_brisk`]).
     share: usize,
-    min_threads: usize,
+    /// Requests out at once the lane always allows (`workers`), within `cap`.
+    floor: usize,
     cap: usize,
     failures: u32,
     last_success: Option<Instant>,
@@ -206,39 +175,26 @@ impl Lane {
         label: Arc<str>,
         delivery: Arc<Delivery>,
         reports: Sender<Report>,
-        min_threads: usize,
+        floor: usize,
         cap: usize,
         limit: RequestLimit,
     ) -> Lane {
-        let on_io = match index {
-            0 => delivery.batches_out.is_some(),
-            _ => delivery.hooks_out.is_some(),
-        };
-        let budget = match on_io {
-            true => Budget::requests(),
-            false => delivery.budget,
-        };
+        let budget = delivery.budget;
         Lane {
             label,
             tenant,
             index,
             delivery,
-            jobs: None,
             reports,
             ready: VecDeque::new(),
             limit,
             busy: 0,
             out: BTreeMap::new(),
-            threads: 0,
-            handles: Vec::new(),
             budget,
             seat: None,
-            refused: false,
-            on_io,
             ticket: None,
-            peak: 0,
             share: BRISK,
-            min_threads: min_threads.min(cap),
+            floor: floor.min(cap),
             cap,
             failures: 0,
             last_success: None,
@@ -276,7 +232,7 @@ impl Lane {
         }
         if self.held_back(now) || self.fill_room(now).is_some() {
             // Enough requests are moving, or the young one out will take what waits: this
-            // one waits for a thread, or a request, to come back.
+            // one waits for a request to come back.
             return None;
         }
         let mut job = self.ready.pop_front()?;
@@ -309,35 +265,20 @@ impl Lane {
         Some((self.limit.room(&self.ready)?, turns))
     }
 
-    /// Whether the next request would need a new thread that the lane does not add yet.
+    /// Whether the next request waits: [`brisk`](Self::brisk) requests out are moving
+    /// (not known to be slow), or the process's [`Budget`] has no place for it. The moving
+    /// ones are counted only when it matters (fewer out than the brisk share cannot be too
+    /// many moving): the count walks the requests out, and this runs at every turn of the
+    /// scheduler.
     fn held_back(&self, now: Instant) -> bool {
-        self.holds_now(now)
-    }
-
-    /// The rule of both: with `busy` requests out, `moving` of them not known to be slow, a
-    /// further one waits when every thread is busy and [`brisk`](Self::brisk) are moving,
-    /// or the process's [`Budget`] has no thread for it.
-    fn holds(&self, busy: usize, moving: usize) -> bool {
-        if self.on_io {
-            // No thread to wait for: only the brisk share and the budget of requests.
-            return moving >= self.brisk() || !self.budget.may_grow(busy);
-        }
-        busy >= self.threads && (moving >= self.brisk() || !self.budget.may_grow(self.threads))
-    }
-
-    /// [`holds`](Self::holds) with the requests out now, counting the moving ones only when
-    /// it matters (fewer out than the brisk share cannot be too many moving): the count
-    /// walks the requests out, and this runs at every turn of the scheduler.
-    fn holds_now(&self, now: Instant) -> bool {
-        let brisk = self.brisk();
-        let moving = match self.busy < brisk {
+        let moving = match self.busy < self.brisk() {
             true => self.busy,
             false => self.moving(now),
         };
-        self.holds(self.busy, moving)
+        moving >= self.brisk() || !self.budget.may_grow(self.busy)
     }
 
-    /// Requests out that are not slow beyond which the lane adds no thread: its share of
+    /// Requests out that are not slow beyond which the lane starts no more: its share of
     /// [`BRISK`], or [`SILENT`] while the destination has answered nothing.
     fn brisk(&self) -> usize {
         let n = if self.last_answer.is_some() {
@@ -345,7 +286,7 @@ impl Lane {
         } else {
             SILENT
         };
-        n.max(self.min_threads)
+        n.max(self.floor)
     }
 
     /// Before this instant, a request out is slow: out for [`SLOW_AFTER`], and answered
@@ -366,30 +307,33 @@ impl Lane {
         }
     }
 
-    /// Whether housekeeping has anything to do here: threads to let go, or requests waiting
-    /// on a down destination to check against their window.
     /// Requests out now.
     pub(crate) fn busy(&self) -> usize {
         self.busy
     }
 
+    /// Whether housekeeping has anything to do here: requests waiting on a down destination
+    /// to check against their window.
     pub(crate) fn needs_housekeeping(&self) -> bool {
-        self.threads > 0 || !self.handles.is_empty() || (self.is_down() && !self.ready.is_empty())
+        self.is_down() && !self.ready.is_empty()
     }
 
     /// Takes out the waiting requests that `keep` refuses (messages past their window while
     /// the destination is down).
     pub(crate) fn drain_waiting(&mut self, mut keep: impl FnMut(&Job) -> bool) -> Vec<Job> {
         let mut out = Vec::new();
-        self.ready.retain_mut(|job| {
-            if keep(job) {
-                true
-            } else {
-                out.push(std::mem::replace(job, Job::Exit));
-                false
+        for job in std::mem::take(&mut self.ready) {
+            match keep(&job) {
+                true => self.ready.push_back(job),
+                false => out.push(job),
             }
-        });
+        }
         out
+    }
+
+    /// Ends the lane: what was still waiting (the requests out are the I/O engine's).
+    pub(crate) fn stop(&mut self) -> Vec<Job> {
+        self.ready.drain(..).collect()
     }
 }
 
@@ -398,4 +342,3 @@ mod health;
 mod requests;
 #[cfg(test)]
 mod tests;
-mod threads;

@@ -23,11 +23,9 @@ mod watermark;
 
 pub(crate) use tenant::Tenant;
 
-/// How often a tenant with threads to let go, or waiting requests of a down destination to
-/// check against their retry window, looks after them.
+/// How often a tenant with waiting requests of a down destination checks them against their
+/// retry window.
 const HOUSEKEEPING: Duration = Duration::from_secs(1);
-/// Lane threads idle for this many housekeeping rounds exit.
-const TRIM_EVERY: u32 = 5;
 /// Commands of one tenant read in one go before its requests are handed out.
 const READ_AHEAD: usize = 512;
 /// What a tenant with no deadline publishes as its wake-up (see `inbox`): so far that

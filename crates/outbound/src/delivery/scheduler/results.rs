@@ -58,7 +58,6 @@ impl Tenant {
             Job::Hook { seq, .. } => {
                 self.request_ended(*seq);
             }
-            Job::Exit => return,
         }
         self.result(lane, job, attempt, record, now);
     }
@@ -76,7 +75,6 @@ impl Tenant {
         match job {
             Job::Batch(batch) => self.batch_result(batch, attempt, now),
             Job::Hook { seq, .. } => self.hook_result(seq, (lane - 1) as u8, attempt, record, now),
-            Job::Exit => {}
         }
     }
 

@@ -9,19 +9,10 @@ use crate::model::outcome::{OutcomeKind, Reason};
 
 impl Tenant {
     pub(super) fn shutdown(mut self) {
-        // Threads finish the request they are on (bounded by `timeout`) and exit; the
-        // client joins them (the scheduler thread serves other tenants meanwhile).
+        // Requests out are left to the I/O engine (their messages end here as in flight).
         let mut waiting: Vec<Job> = Vec::new();
         for lane in &mut self.lanes {
             waiting.extend(lane.stop());
-        }
-        {
-            let mut threads = self
-                .shared
-                .lane_threads
-                .lock()
-                .unwrap_or_else(|e| e.into_inner());
-            threads.extend(self.lanes.iter_mut().map(|l| l.take_threads()));
         }
         let mut left: Vec<(u64, MsgId, bool)> = self
             .tracks

@@ -4,7 +4,7 @@
 //! results of both destinations into exactly one outcome per message. It never touches the
 //! network, and never blocks: the scheduler thread runs it in steps between other tenants'.
 
-use super::{HOUSEKEEPING, READ_AHEAD, TRIM_EVERY};
+use super::{HOUSEKEEPING, READ_AHEAD};
 use crate::delivery::batch::{Batcher, RequestLimit};
 use crate::delivery::command::Command;
 use crate::delivery::inbox::{Mailbox, SpoolOps};
@@ -82,7 +82,6 @@ pub(crate) struct Tenant {
     pub(super) timers: BinaryHeap<Timer>,
     pub(super) timer_n: u64,
     pub(super) next_housekeeping: Instant,
-    pub(super) ticks: u32,
     /// Handing over to a successor (`Command::HandOver`): no request starts, and the tenant
     /// stops once its requests out are back.
     pub(super) handing_over: bool,
@@ -149,7 +148,6 @@ impl Tenant {
             timers: BinaryHeap::new(),
             timer_n: 0,
             next_housekeeping: Instant::now() + HOUSEKEEPING,
-            ticks: 0,
             handing_over: false,
             dead_letters,
             answers: Answers::default(),
@@ -295,15 +293,9 @@ impl Tenant {
         }
     }
 
-    /// Lets idle threads go, and ends requests waiting on a down destination whose
-    /// message's retry window has closed (they would otherwise wait for the destination).
+    /// Ends requests waiting on a down destination whose message's retry window has closed
+    /// (they would otherwise wait for the destination).
     fn housekeeping(&mut self, now: Instant) {
-        self.ticks += 1;
-        if self.ticks.is_multiple_of(TRIM_EVERY) {
-            for lane in &mut self.lanes {
-                lane.trim();
-            }
-        }
         let policy = self.policy;
         for i in 0..self.lanes.len() {
             if !self.lanes[i].is_down() {
@@ -318,7 +310,6 @@ impl Tenant {
                     .get(seq)
                     .and_then(Track::round)
                     .is_some_and(|r| r.expired(now, &policy)),
-                Job::Exit => true,
             });
             let down = Attempt::Retryable {
                 reason: Reason::Connection,
