@@ -465,7 +465,7 @@ typedef struct outbound_recorded_outcome {
 extern "C" {
 #endif // __cplusplus
 
-// The library's version as a NUL-terminated string (`"0.1.0"`).
+// The library's version as a NUL-terminated string (`"0.2.0"`).
 //
 // Ownership: the returned pointer is static; do not free it.
 const char *outbound_version(void);

@@ -34,6 +34,22 @@ fi
 out="$ROOT/dist"
 rm -rf "$out"
 sysroot=$(rustc --print sysroot)
+# maturin builds with --target and zig's C compiler and linker for glibc 2.17 (environment
+# variables it gives cargo). A cargo shim records that environment per target, so
+# scripts/cargo-as-wheel.py can build the relay with it and reuse every crate built here.
+target_dir="$(cargo metadata --format-version 1 --no-deps | "$PY" -c 'import json, sys; print(json.load(sys.stdin)["target_directory"])')"
+env_dir="$target_dir/wheel-env"
+shim="$(mktemp -d)"
+trap 'rm -rf "$shim"' EXIT
+cat >"$shim/cargo" <<'SHIM'
+#!/usr/bin/env bash
+[ "${1:-}" = rustc ] && env -0 >"$OUTBOUND_WHEEL_ENV_OUT"
+exec "$OUTBOUND_REAL_CARGO" "$@"
+SHIM
+chmod +x "$shim/cargo"
+mkdir -p "$env_dir"
+env -0 >"$shim/before"
+real_cargo="$(command -v cargo)"
 built=()
 for arch in x86_64 aarch64; do
   target="$arch-unknown-linux-gnu"
@@ -43,8 +59,20 @@ for arch in x86_64 aarch64; do
     continue
   fi
   echo "--- building the $arch wheel (maturin --release --strip --zig, manylinux2014)"
-  "$PY" -m maturin build --release --strip --zig --compatibility manylinux2014 \
+  PATH="$shim:$PATH" OUTBOUND_REAL_CARGO="$real_cargo" OUTBOUND_WHEEL_ENV_OUT="$shim/$target" \
+    "$PY" -m maturin build --release --strip --zig --compatibility manylinux2014 \
     --target "$target" --interpreter "$PY" --out "$out"
+  "$PY" - "$shim/before" "$shim/$target" "$env_dir/$target.json" <<'DIFF'
+import json, sys
+def read(path):
+    items = open(path, "rb").read().decode("utf-8", "surrogateescape").split("\0")
+    return dict(i.split("=", 1) for i in items if "=" in i)
+before, during = read(sys.argv[1]), read(sys.argv[2])
+ours = {"PATH", "OUTBOUND_REAL_CARGO", "OUTBOUND_WHEEL_ENV_OUT", "_", "SHLVL", "PWD", "OLDPWD"}
+env = {k: v for k, v in during.items() if before.get(k) != v and k not in ours}
+unset = sorted(k for k in before if k not in during and k not in ours)
+json.dump({"set": env, "unset": unset}, open(sys.argv[3], "w"), indent=1, sort_keys=True)
+DIFF
   built+=("$arch")
 done
 [ "${#built[@]}" -gt 0 ] || { echo "build-wheel: no wheel could be built" >&2; exit 1; }

@@ -2,6 +2,7 @@
 """Runs the code blocks of README.md and docs/*.md as written, against receivers on 127.0.0.1.
 
     scripts/check-docs.py --part python|c|go|rust|relay [--part ...] [--list]
+    scripts/check-docs.py --text     the user docs' text alone, nothing run (see check_text)
 
 Each block belongs to a part (its language; a shell or TOML block to the section it is in),
 and each scripts/test-<part>.sh runs its own part, with what that part builds at hand:
@@ -70,18 +71,28 @@ SKIP: List[Tuple[str, str, str]] = [
     ('docs/relay.md', '{"integrations":{"Segment.io":{"apiKey":"wk_web_1"',
      "the settings document's shape, abridged ({...}): crates/outbound-relay/tests/"
      "segment_api.rs checks the relay's answer field by field"),
-    ('docs/relay.md', 'cargo install --path crates/outbound-relay',
+    ('docs/relay.md', '--path crates/outbound-relay',
      "release build and install into ~/.cargo/bin; the README's relay block runs the same "
      'binary on a config'),
     ('docs/python.md', 'import sqlite3, sys',
-     "needs a running client's spool file: tests/python/test_spool.py runs it on one"),
+     "needs a spool file no client holds: tests/python/test_spool.py runs it on what close() "
+     "left"),
+    ('docs/operations.md', 'kill -STOP',
+     'tests/relay/test_operations.py runs this block as written (paths replaced) on a relay '
+     'acknowledging events, then restores the copy'),
+    ('docs/operations.md', '.backup',
+     'tests/relay/test_operations.py runs this block as written (paths replaced) while a relay '
+     'runs'),
+    ('docs/operations.md', '"allowed_networks":[',
+     'tests/relay/test_operations.py runs this block (host, source and network replaced) on a '
+     'relay upgraded from an earlier build'),
     ('docs/receivers.md', '<!-- file:',
      'a file under examples/receivers/: tests/python/test_receivers.py checks the block is '
      'the file and runs it against real requests'),
     ('docs/receivers.md', '<!-- body:',
      'a body, not code: tests/python/test_receivers.py compares it with what the client '
      'sends'),
-    ('docs/c.md', 'liboutbound.so.0.1.0 ',
+    ('docs/c.md', 'liboutbound.so     -> liboutbound.so.0.',
      'a listing of installed files, not code'),
     ('docs/go.md', 'func TestSignupNotifiesTheCustomer',
      'the test of that name in bindings/go/testing_test.go: scripts/test-go.sh checks they '
@@ -136,6 +147,24 @@ SETUP: Dict[Tuple[str, str], Dict[str, Any]] = {
         "               'webhook-signature': outbound.sign_standard_webhook(\n"
         "                   'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw', 'msg_1', _ts, request_body_bytes)}\n",
         "postlude": "assert ok\nclient.close()\n",
+    },
+    # Inspecting a spool: run while the client runs, with messages pending for a closed port;
+    # the page's claims checked beside it: no -shm file, another process is locked out.
+    ("docs/python.md", "print(client.dead_letter_stats())"): {
+        "prelude": "import os, subprocess, sys, tempfile, time\nimport outbound\n"
+        "_spool = tempfile.mkdtemp()\n"
+        "client = outbound.Client(webhooks=['http://127.0.0.1:9/in'], spool=_spool, dead_letters=True)\n"
+        "for _ in range(5):\n    client.track(user_id='u1', event='E')\n"
+        "time.sleep(0.5)  # committed (every 20 ms)\n",
+        "postlude": "assert s['queued'] + s['in_flight'] == 5, s\n"
+        "_files = os.listdir(_spool)\n"
+        "assert not [f for f in _files if f.endswith('-shm')], _files\n"
+        "_db = os.path.join(_spool, next(f for f in _files if f.endswith('.db')))\n"
+        "_r = subprocess.run([sys.executable, '-c', 'import sqlite3, sys; sqlite3.connect("
+        "f\"file:{sys.argv[1]}?mode=ro\", uri=True).execute(\"SELECT 1 FROM messages\")', _db],"
+        " capture_output=True, text=True)\n"
+        "assert 'database is locked' in _r.stderr, (_r.returncode, _r.stderr)\n"
+        "client.close(timeout=0)\n",
     },
     ("docs/python.md", "from outbound.testing import RecordingClient"): {
         "prelude": "def signup(client, user_id):  # the code under test\n"
@@ -202,16 +231,19 @@ SETUP: Dict[Tuple[str, str], Dict[str, Any]] = {
     ("docs/rust.md", "Err(Error::MissingField { call, field })"): {"expect": {"hook": 1}},
     ("README.md", "cat > relay.toml <<'TOML'"): {
         # Built by scripts/test-relay.sh and on PATH here; the server line starts it in the
-        # background (in a terminal it runs in the foreground and curl goes in another one).
+        # background (in a terminal it runs in the foreground and curl goes in another one),
+        # its output kept out of the clone. Run from the clone's root, as the README says:
+        # what it leaves there must be ignored by git (from_root).
         "edit": [
             ("cargo build --release -p outbound-relay", "true"),
-            ("cargo install --path crates/outbound-relay", "true"),
+            ("cargo install --locked --path crates/outbound-relay", "true"),
             ("outbound-relay --config relay.toml    #",
-             "outbound-relay --config relay.toml > relay.addr 2> relay.log & sleep 0.2; "
-             "until [ -s relay.addr ]; do sleep 0.1; done; cat relay.addr  #"),
+             'outbound-relay --config relay.toml > "$DOCS_TMP/relay.addr" 2> "$DOCS_TMP/relay.log" & '
+             'sleep 0.2; until [ -s "$DOCS_TMP/relay.addr" ]; do sleep 0.1; done; cat "$DOCS_TMP/relay.addr"  #'),
         ],
         "postlude": "echo; kill %1; wait\n",
         "fixed_ports": True,
+        "from_root": ["relay.toml", "outbound-relay-data"],
         "expect_out": '{"success":true}',
         "receiver_at": 9000,
         "expect": {"hook": 1},
@@ -283,7 +315,7 @@ def part_of(b: Block) -> str:
     if b.lang == "toml":
         return "rust" if b.doc == "docs/rust.md" else "relay"
     topic = b.doc + " " + b.section
-    for part, words in (("relay", ("relay",)), ("c", ("docs/c.md", "from C")),
+    for part, words in (("relay", ("relay", "docs/operations.md")), ("c", ("docs/c.md", "from C")),
                         ("go", ("from Go",)), ("python", ("python", "Python", "Two commands"))):
         if any(w in topic for w in words):
             return part
@@ -447,8 +479,45 @@ def run_rust(src: str, s: Dict[str, Any], d: str, rx: Receivers) -> str:
     return run(["./block"] + (["--test-threads=1"] if test else []), d)
 
 
+def git_status() -> List[str]:
+    """Every path git shows in the clone, untracked (??) and ignored (!!) ones too."""
+    out = subprocess.run(["git", "status", "--porcelain", "--ignored"], cwd=ROOT, capture_output=True,
+                         text=True, check=True).stdout
+    return out.splitlines()
+
+
+def from_root(run_block: Callable[[str], str], creates: List[str]) -> str:
+    """Runs a block in the clone's root, as the README says to, and fails if what it leaves
+    there shows in `git status` (untracked, not ignored); then removes what it is known to
+    make (`creates`; anything else new is only named: another process may have made it)."""
+    mine = [p for p in creates if os.path.lexists(os.path.join(ROOT, p))]
+    if mine:
+        raise Skip(f"{', '.join(mine)} already in the clone's root: not overwritten")
+    before = set(git_status())
+    try:
+        out = run_block(ROOT)
+        made = [line for line in git_status() if line not in before]
+        shown = [line for line in made if not line.startswith("!! ")]
+        if shown:
+            raise RuntimeError("run from the clone's root, it leaves files git shows "
+                               f"(add them to .gitignore, or write elsewhere): {shown}")
+    finally:
+        for path in creates:
+            full = os.path.join(ROOT, path)
+            if os.path.isdir(full) and not os.path.islink(full):
+                shutil.rmtree(full, ignore_errors=True)
+            elif os.path.lexists(full):
+                os.remove(full)
+    return out
+
+
 def run_sh(src: str, s: Dict[str, Any], d: str, rx: Receivers) -> str:
-    cwd = d
+    if s.get("from_root"):
+        return from_root(lambda root: run_sh_in(src, s, d, rx, root), list(s["from_root"]))
+    return run_sh_in(src, s, d, rx, d)
+
+
+def run_sh_in(src: str, s: Dict[str, Any], d: str, rx: Receivers, cwd: str) -> str:
     if "pip install" in src:  # into a fresh environment, then import it from elsewhere
         if "--find-links dist " in src:  # "from the clone's root"
             if not glob.glob(os.path.join(ROOT, "dist", "outbound_events-*.whl")):
@@ -465,6 +534,7 @@ def run_sh(src: str, s: Dict[str, Any], d: str, rx: Receivers) -> str:
     env = go_env()
     relay = os.environ.get("OUTBOUND_RELAY_BIN", os.path.join(ROOT, "target/debug/outbound-relay"))
     env["PATH"] = os.path.dirname(os.path.abspath(relay)) + ":" + os.environ["PATH"]
+    env["DOCS_TMP"] = d
     out = run(["bash", os.path.join(d, "block.sh")], cwd, env)
     if s.get("expect_out") and str(s["expect_out"]) not in out:
         raise RuntimeError(f"the output lacks {s['expect_out']}:\n{out}")
@@ -539,12 +609,44 @@ def check(parts: List[str], netns: bool) -> int:
     return 1 if failed else 0
 
 
+# The docs users read (ARCHITECTURE.md and CHANGELOG.md are the project's own; bench/log/ is
+# where history goes).
+USER_DOCS = ["README.md", "BENCHMARKS.md"] + sorted(glob.glob("docs/*.md", root_dir=ROOT))
+
+# Words of our own history that mean nothing to a user: the tracker's numbers (there is no
+# public tracker), the labels of internal runs and of the machines they ran on.
+HISTORY = re.compile(r"\b(issues? #?\d+|stop \d+|machine [AB]\b)", re.IGNORECASE)
+
+
+def check_text() -> int:
+    """The user docs' text: every `cargo install` has --locked (without it cargo ignores
+    Cargo.lock, takes newer dependencies than the ones tested and builds everything again),
+    and no line carries our history (HISTORY)."""
+    bad = []
+    for doc in USER_DOCS:
+        for n, line in enumerate(open(os.path.join(ROOT, doc), encoding="utf-8"), 1):
+            if re.search(r"\bcargo install\b", line) and "--locked" not in line:
+                bad.append(f"{doc}:{n}: `cargo install` without --locked: {line.strip()}")
+            for m in HISTORY.finditer(line):
+                bad.append(f"{doc}:{n}: {m.group(0)!r} is our history, not the user's "
+                           f"(it goes to bench/log/ or git): {line.strip()}")
+    for b in bad:
+        print(f"FAIL  {b}", file=sys.stderr)
+    print(f"docs' text: {len(USER_DOCS)} user docs, {len(bad)} problems")
+    return 1 if bad else 0
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--part", action="append", required=True,
-                    choices=["python", "c", "go", "rust", "relay"])
+    ap.add_argument("--part", action="append", choices=["python", "c", "go", "rust", "relay"])
     ap.add_argument("--list", action="store_true", help="list the blocks and what happens to each")
+    ap.add_argument("--text", action="store_true",
+                    help="check the user docs' text (cargo install --locked, no history); runs nothing")
     a = ap.parse_args()
+    if a.text:
+        return check_text()
+    if not a.part:
+        ap.error("--part or --text is required")
     if a.list:
         for b in blocks():
             if part_of(b) in a.part:

@@ -18,7 +18,7 @@ trap 'rm -rf "$tmp"' EXIT
 for wheel in "$@"; do
   name=$(basename "$wheel")
   bad() { echo "check-wheel: $name: $*" >&2; exit 1; }
-  # outbound_events-0.1.0-cp310-abi3-manylinux2014_x86_64.manylinux_2_17_x86_64.whl
+  # outbound_events-0.2.0-cp310-abi3-manylinux2014_x86_64.manylinux_2_17_x86_64.whl
   [[ "$name" =~ ^outbound_events-[0-9][^-]*-cp310-abi3-manylinux2014_(x86_64|aarch64)\.manylinux_2_17_(x86_64|aarch64)\.whl$ ]] \
     || bad "not an outbound_events cp310-abi3 manylinux2014 / manylinux_2_17 wheel name"
   arch=${BASH_REMATCH[1]}

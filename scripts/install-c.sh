@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # Installs the C library into a prefix:
 #   PREFIX/include/outbound.h
-#   PREFIX/lib/liboutbound.so.0.1.0           (the shared library; SONAME liboutbound.so.0.1)
-#   PREFIX/lib/liboutbound.so.0.1 -> liboutbound.so.0.1.0   (what programs load)
-#   PREFIX/lib/liboutbound.so -> liboutbound.so.0.1         (what -loutbound finds)
+#   PREFIX/lib/liboutbound.so.0.2.0           (the shared library; SONAME liboutbound.so.0.2)
+#   PREFIX/lib/liboutbound.so.0.2 -> liboutbound.so.0.2.0   (what programs load)
+#   PREFIX/lib/liboutbound.so -> liboutbound.so.0.2         (what -loutbound finds)
 #   PREFIX/lib/liboutbound.a
 #   PREFIX/lib/pkgconfig/outbound.pc         (links liboutbound.so)
 #   PREFIX/lib/pkgconfig/outbound-static.pc  (links liboutbound.a and its system libraries)
-# (0.1 stands for the version's compatible series: see "Versions and the ABI" in docs/c.md.)
+# (0.2 stands for the version's compatible series: see "Versions and the ABI" in docs/c.md.)
 #
 # Usage: scripts/install-c.sh PREFIX        (builds with cargo --release first)
 #        OUTBOUND_C_PROFILE=debug scripts/install-c.sh PREFIX   (installs the debug build)

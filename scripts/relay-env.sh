@@ -11,11 +11,12 @@
 #   analytics-go v3                       the Go module proxy (tests/relay/go has its go.mod)
 #   com.segment.analytics.kotlin:core     Maven Central, with Maven (apt-get when missing),
 #                                           into .tools/relay/m2 (tests/relay/kotlin/pom.xml)
-# `--python-only` installs only the venv (scripts/demo.sh needs no browser).
+# `--demo` installs only segment-analytics-python into the venv: what scripts/demo.sh runs (no
+# browser, no pytest).
 # Works with CI=true, as root, without standard input. Exits non-zero when an install fails.
 set -euo pipefail
-ONLY_PYTHON=
-[ "${1:-}" = --python-only ] && ONLY_PYTHON=1
+DEMO=
+[ "${1:-}" = --demo ] && DEMO=1
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
 T="$ROOT/.tools/relay"
@@ -24,8 +25,10 @@ export DEBIAN_FRONTEND=noninteractive PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_INP
 
 # Pinned; bump together with the tests.
 NPM_PKGS=(@segment/analytics-next@1.84.3 @segment/analytics-node@3.1.0 puppeteer-core@25.16.0)
-PY_PKGS=(segment-analytics-python==2.4.0 pytest==9.2.0 pytest-timeout==2.4.0 openapi-spec-validator==0.9.0
+PY_DEMO_PKGS=(segment-analytics-python==2.4.0)
+PY_PKGS=("${PY_DEMO_PKGS[@]}" pytest==9.2.0 pytest-timeout==2.4.0 openapi-spec-validator==0.9.0
   openapi-python-client==0.29.1)
+[ -n "$DEMO" ] && PY_PKGS=("${PY_DEMO_PKGS[@]}")
 
 apt_updated=
 apt_install() {
@@ -38,14 +41,25 @@ if [ ! -x "$T/venv/bin/python" ]; then
   echo "--- relay-env: creating $T/venv"
   "${PYTHON:-python3}" -m venv "$T/venv"
 fi
-want="${PY_PKGS[*]}"
-if [ "$(cat "$T/venv/.installed" 2>/dev/null)" != "$want" ]; then
-  echo "--- relay-env: pip install ${PY_PKGS[*]}"
-  "$T/venv/bin/python" -m pip install --quiet "${PY_PKGS[@]}"
-  echo "$want" >"$T/venv/.installed"
+# .installed lists the pins installed so far: pip runs only for a missing one.
+installed=" $(cat "$T/venv/.installed" 2>/dev/null || true) "
+missing=()
+for pkg in "${PY_PKGS[@]}"; do
+  [[ "$installed" == *" $pkg "* ]] || missing+=("$pkg")
+done
+if [ "${#missing[@]}" -gt 0 ]; then
+  echo "--- relay-env: pip install ${missing[*]}"
+  "$T/venv/bin/python" -m pip install --quiet "${missing[@]}"
+  printf '%s\n' $installed "${missing[@]}" | sort -u | tr '\n' ' ' >"$T/venv/.installed"
 fi
 
-if [ -n "$ONLY_PYTHON" ]; then echo "--- relay-env: ready (python only)"; exit 0; fi
+if [ -n "$DEMO" ]; then echo "--- relay-env: ready (the demo's SDK only)"; exit 0; fi
+
+# sqlite3, the command docs/operations.md backs control.db up with (tests/relay/test_operations.py).
+if ! command -v sqlite3 >/dev/null; then
+  echo "--- relay-env: apt-get install sqlite3"
+  apt_install sqlite3
+fi
 
 # 2. Chromium (Debian's build; puppeteer-core drives it, nothing is downloaded by npm).
 if ! command -v chromium >/dev/null; then

@@ -232,6 +232,8 @@ for doc in README.md docs/c.md; do
     rm -f quickstart
     bash -c "$line" || die "$doc: this line fails from the repository root: $line"
     [ -x quickstart ] || die "$doc: $line made no ./quickstart"
+    # Following the docs from the root leaves the clone clean: ./quickstart is ignored.
+    [ -z "$(git status --porcelain -- quickstart)" ] || die "$doc: ./quickstart shows in git status"
   done < "$build/doc_cc.sh"
   rm -f quickstart
   echo "$doc: its $(wc -l < "$build/doc_cc.sh") cc lines build from the repository root"

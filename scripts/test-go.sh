@@ -82,6 +82,14 @@ step "the README's Go quickstart is examples/go/main.go"
 awk '/^## Use from Go/{s=1} s&&/^```go$/{c=1;next} c&&/^```$/{exit} c{print}' README.md > "$out"
 cmp -s "$out" examples/go/main.go || die "the Go example in README.md (## Use from Go) differs from examples/go/main.go"
 echo "README.md: same as examples/go/main.go"
+# Built as its header says (go build -o quickstart ., in examples/go): the binary must not
+# show in git status (.gitignore), so following the README leaves the clone clean.
+rm -f examples/go/quickstart
+(cd examples/go && go build -o quickstart .) || die "examples/go: go build -o quickstart . fails"
+shown=$(git status --porcelain -- examples/go)
+rm -f examples/go/quickstart
+[ -z "$shown" ] || die "examples/go: after go build -o quickstart ., git status shows: $shown"
+echo "examples/go: go build -o quickstart . leaves git status clean"
 
 step "docs/go.md's Testing your application block is a test in bindings/go/testing_test.go"
 awk '/^## Testing your application/{s=1} s&&/^```go$/{c=1;next} c&&/^```$/{exit} c{print}' docs/go.md > "$out"

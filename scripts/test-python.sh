@@ -8,7 +8,8 @@
 #
 # OUTBOUND_WHEEL=debug tests a debug build instead (faster to rebuild while developing).
 set -euo pipefail
-source "$(dirname "$0")/python-env.sh"   # sets ROOT (and cd's there), PY, WHEEL
+# The test tools too (pytest, mypy, ...): the demo installs only what builds the wheel.
+OUTBOUND_VENV_TESTS=1 source "$(dirname "$0")/python-env.sh"   # sets ROOT (and cd's there), PY, WHEEL
 export OUTBOUND_WHEEL="${OUTBOUND_WHEEL:-release}" OUTBOUND_TEST_WHEEL="$ROOT/$WHEEL"
 
 missing=()

@@ -46,6 +46,9 @@ OUTBOUND_WHEEL="${OUTBOUND_WHEEL:-release}" source scripts/python-env.sh   # WHE
 echo "--- installing $WHEEL into $T/venv"
 "$T/venv/bin/python" -m pip install --quiet --force-reinstall --no-deps "$WHEEL"
 
+echo "--- one version in every face: the sources, the wheel, outbound-relay --version"
+python3 scripts/check-version.py --python "$T/venv/bin/python" --relay "$RELAY"
+
 echo "--- the docs' relay blocks, run as written (scripts/check-docs.py)"
 python3 scripts/check-docs.py --part relay
 

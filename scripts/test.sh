@@ -26,6 +26,10 @@ run() {
   timings+=("$(( $(date +%s) - t0 )) s  $*  (target/ $(du -sh "${CARGO_TARGET_DIR:-target}" 2>/dev/null | cut -f1), $(df -h --output=avail . | tail -n1 | tr -d ' ') free)")
   return "$status"
 }
+# The user docs' text first (seconds): cargo install --locked, no history of ours; and one
+# version in every face the sources state (the wheel and the relay: scripts/test-relay.sh).
+run python3 scripts/check-docs.py --text
+run python3 scripts/check-version.py
 for part in rust c go python relay subscriptions; do
   run "scripts/test-$part.sh"
 done
@@ -58,7 +62,7 @@ group chaos "scripts/soak.sh --smoke" "scripts/killtest.sh --smoke" \
 chaos=$!
 group load "scripts/relay-bench.sh --smoke" "scripts/relay-soak.sh --smoke" \
   "scripts/relay-tenants.sh --smoke" "scripts/relay-hostile.sh --smoke" \
-  "scripts/bench.sh --smoke" &
+  "scripts/relay-control-plane.sh --smoke" "scripts/bench.sh --smoke" &
 load=$!
 # The deploy tests (image, package, chart, compose fleet) on the dev build the relay tests
 # made: they mostly wait on containers, so they run beside the smoke passes.

@@ -159,7 +159,7 @@ static void mark(void) { requests_before = rx_count(rx); }
 /* ---- tests ------------------------------------------------------------------------------ */
 
 static void test_version_and_result_strings(void) {
-    CHECK(strcmp(outbound_version(), "0.1.0") == 0, "version %s", outbound_version());
+    CHECK(strcmp(outbound_version(), "0.2.0") == 0, "version %s", outbound_version());
     for (unsigned code = 0; code <= OUTBOUND_RESULT_NOT_RECORDING; code++) {
         const char *s = outbound_result_str(code);
         CHECK(s != NULL && strncmp(s, "OUTBOUND_RESULT_", 16) == 0, "code %u: %s", code, s);
@@ -571,7 +571,7 @@ static void test_every_call_reaches_the_ingestion_endpoint(void) {
               r->method, r->path);
         CHECK(rx_header(r, "Authorization", auth, sizeof auth) && strcmp(auth, "Basic d2s6") == 0,
               "authorization %s", auth);
-        CHECK(rx_header(r, "User-Agent", ua, sizeof ua) && strcmp(ua, "outbound/0.1.0") == 0,
+        CHECK(rx_header(r, "User-Agent", ua, sizeof ua) && strcmp(ua, "outbound/0.2.0") == 0,
               "user agent %s", ua);
         const char *want[] = {"\"type\":\"identify\"", "\"type\":\"track\"", "\"type\":\"page\"",
                               "\"type\":\"screen\"", "\"type\":\"group\"", "\"type\":\"alias\"",

@@ -38,7 +38,7 @@ pub use timestamp::*;
 
 use std::ffi::c_char;
 
-/// The library's version as a NUL-terminated string (`"0.1.0"`).
+/// The library's version as a NUL-terminated string (`"0.2.0"`).
 ///
 /// Ownership: the returned pointer is static; do not free it.
 #[no_mangle]

@@ -47,6 +47,10 @@ impl App {
         // One engine for every source (`io_threads`, `memory_window`).
         let engine = Arc::new(sources::engine::start_engine(relay).map_err(|e| e.to_string())?);
         let ops = operations::Ops::default();
+        ops.metrics.set_per_source(operations::metrics::PerSource {
+            named: relay.metrics_sources.iter().cloned().collect(),
+            top: relay.metrics_top_sources,
+        });
         let hook_ops = ops.clone();
         let outcomes: sources::registry::OutcomeHook =
             Arc::new(move |source: &str, tenant: &str| hook_ops.on_outcome(source, tenant));

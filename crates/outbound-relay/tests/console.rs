@@ -288,3 +288,50 @@ fn the_console_is_served_with_its_policy_where_the_admin_api_is_on() {
     assert_eq!(page.status, 404);
     assert!(page.body.contains("admin_token"), "{}", page.body);
 }
+
+/// `/metrics` does not grow with the sources: every source but those `metrics_sources`
+/// names (and, for the gauges, the `metrics_top_sources` most waiting) is counted under
+/// `source="_other"`.
+#[test]
+fn a_scrape_stays_small_with_10000_sources() {
+    let dir = temp_dir();
+    let rx = Receiver::start();
+    let config = many(10_000, &rx).replace(
+        "admin_token = \"adm\"\n",
+        "admin_token = \"adm\"\nmetrics_sources = [\"s-00042\"]\nmetrics_top_sources = 3\n",
+    );
+    let relay = InProcess::start(dir.path(), &config);
+    for key in ["wk_42", "wk_43"] {
+        let a = post(
+            &relay.url("/v1/track"),
+            &[("Authorization", &basic(key))],
+            br#"{"userId":"u","event":"E"}"#,
+        );
+        assert_eq!(a.status, 200, "{}", a.body);
+    }
+    let scrape = get(&relay.url("/metrics"), &[ADMIN]);
+    assert_eq!(scrape.status, 200);
+    let text = &scrape.body;
+    assert!(text.len() < 20_000, "{} bytes", text.len());
+    assert!(
+        text.contains(r#"outbound_relay_events_accepted_total{source="s-00042"} 1"#),
+        "{text}"
+    );
+    assert!(
+        text.contains(r#"outbound_relay_events_accepted_total{source="_other"} 1"#),
+        "{text}"
+    );
+    // Gauges: the named source, the three most waiting, and the rest together.
+    let depth = text
+        .lines()
+        .filter(|l| l.starts_with("outbound_relay_queue_depth{"))
+        .count();
+    assert!(
+        (2..=5).contains(&depth),
+        "{depth} queue_depth series: {text}"
+    );
+    assert!(
+        text.contains(r#"outbound_relay_queue_depth{source="_other"}"#),
+        "{text}"
+    );
+}

@@ -68,6 +68,8 @@ pub const KEYS: &[(&str, Kind)] = &[
     ("redis_ack", Kind::Text),
     ("io_threads", Kind::Count),
     ("memory_window", Kind::Count),
+    ("metrics_sources", Kind::List),
+    ("metrics_top_sources", Kind::Count),
     ("max_webhook_headers", Kind::Count),
     ("max_webhook_header_bytes", Kind::Count),
     ("timeout", Kind::Seconds),

@@ -444,6 +444,14 @@ with_delivery! {
         /// 1); the rest of a backlog waits in the spool. Read at start.
         #[serde(default)]
         pub memory_window: Option<usize>,
+        /// Sources whose metrics have series of their own (the rest are counted together
+        /// under `source="_other"`).
+        #[serde(default)]
+        pub metrics_sources: Vec<String>,
+        /// This many sources more, the most waiting at a scrape, get gauges of their own
+        /// (default 10).
+        #[serde(default)]
+        pub metrics_top_sources: Option<usize>,
         /// Static headers one webhook may have at most (default 20).
         #[serde(default)]
         pub max_webhook_headers: Option<usize>,

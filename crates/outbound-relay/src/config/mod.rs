@@ -313,6 +313,10 @@ pub struct Relay {
     pub io_threads: usize,
     /// Events in memory at once, every source together.
     pub memory_window: usize,
+    /// Sources whose metrics have series of their own.
+    pub metrics_sources: Vec<String>,
+    /// How many more, the most waiting at a scrape, get gauges of their own.
+    pub metrics_top_sources: usize,
     /// Shared with the registry, which keeps each one it runs (one copy per source).
     pub sources: Vec<Arc<Source>>,
     /// What the API's sources are read with (the top-level delivery settings and rules).
@@ -483,6 +487,8 @@ impl Relay {
             redis_ack,
             io_threads,
             memory_window,
+            metrics_sources: f.metrics_sources.clone(),
+            metrics_top_sources: f.metrics_top_sources.unwrap_or(10),
             sources,
             base,
             trusted_proxies,

@@ -1,7 +1,13 @@
 //! `GET /metrics`: the relay's counters in the OpenMetrics text format Prometheus scrapes
 //! (prometheus-client).
 //!
-//! One registry for the relay (a reload keeps the counters), owned by it: no process global. Labels are source names,
+//! One registry for the relay (a reload keeps the counters), owned by it: no process global.
+//!
+//! A scrape's size does not grow with the number of sources: the `source` label is a source's
+//! name only for the sources relay.toml's `metrics_sources` names (counters and gauges) and,
+//! for the gauges, the `metrics_top_sources` sources with the most events waiting at that
+//! scrape; every other source is counted under `source="_other"`. Each source's own view stays
+//! in the admin API (`/admin/sources/{name}/health`, `/activity`). Labels are source names,
 //! destinations, outcomes, reasons, routes and statuses: never a write key, a secret or a
 //! token, and never free text (a label set stays small whatever the clients send).
 //!
@@ -74,7 +80,20 @@ struct RouteLabel {
 #[derive(Clone)]
 pub struct Metrics(Arc<Inner>);
 
+/// The `source` label of every source with no series of its own.
+pub const OTHER: &str = "_other";
+
+/// Which sources have series of their own.
+#[derive(Clone, Debug, Default)]
+pub struct PerSource {
+    /// Named by the operator: counters and gauges of their own.
+    pub named: std::collections::HashSet<String>,
+    /// This many more, the most waiting at a scrape, get gauges of their own.
+    pub top: usize,
+}
+
 struct Inner {
+    per_source: arc_swap::ArcSwap<PerSource>,
     registry: Registry,
     accepted: Family<SourceLabel, Counter>,
     rejected: Family<RejectedLabels, Counter>,
@@ -104,6 +123,7 @@ impl Default for Metrics {
     fn default() -> Self {
         let mut registry = Registry::with_prefix("outbound_relay");
         let m = Inner {
+            per_source: arc_swap::ArcSwap::from_pointee(PerSource::default()),
             accepted: Family::default(),
             rejected: Family::default(),
             outcomes: Family::default(),
@@ -190,11 +210,26 @@ impl Default for Metrics {
 }
 
 impl Metrics {
+    /// Which sources have series of their own (at start, and at each reload).
+    pub fn set_per_source(&self, per_source: PerSource) {
+        self.0.per_source.store(Arc::new(per_source));
+    }
+
+    /// The `source` label of `source`'s counters: its name when the operator named it.
+    fn label(&self, source: &str) -> String {
+        match self.0.per_source.load().named.contains(source) {
+            true => source.to_string(),
+            false => OTHER.to_string(),
+        }
+    }
+}
+
+impl Metrics {
     /// `n` events of `source` acknowledged.
     pub fn accepted(&self, source: &str, n: usize) {
         (self.0.accepted)
             .get_or_create(&SourceLabel {
-                source: source.to_string(),
+                source: self.label(source),
             })
             .inc_by(n as u64);
     }
@@ -208,7 +243,7 @@ impl Metrics {
     pub fn rejected(&self, source: &str, reason: &'static str, events: usize) {
         (self.0.rejected)
             .get_or_create(&RejectedLabels {
-                source: source.to_string(),
+                source: self.label(source),
                 reason,
             })
             .inc_by(events as u64);
@@ -256,7 +291,9 @@ pub fn on_outcome(
         let _ = hour.set(ring);
     }
     let (metrics, activities) = (metrics.clone(), activities.clone());
-    let source: Box<str> = source.into();
+    // Named sources' series are their own; the rest share `_other`'s (the label is decided
+    // when the client starts: a change of `metrics_sources` needs a restart).
+    let source: Box<str> = metrics.label(source).into();
     let tenant: Box<str> = tenant.into();
     std::sync::Arc::new(move |o: &Outcome| {
         let ended = match o.kind {
@@ -350,19 +387,16 @@ pub fn render(metrics: &Metrics, sources: &Sources, engine: &SharedEngine) -> St
     let dead: HashMap<String, DeadLetterStats> = (engine.dead_letter_counts().ok())
         .map(|counts| counts.into_iter().collect())
         .unwrap_or_default();
+    let per_source = m.per_source.load();
+    // Every source's gauges, then the named ones and the most waiting shown on their own, the
+    // rest summed under `_other`.
+    let mut rows: Vec<(&str, [i64; 4])> = Vec::with_capacity(sources.len());
     for s in sources.iter() {
-        let label = SourceLabel {
-            source: s.name.clone(),
-        };
         // A source whose settings are changing this moment shows at the next scrape.
         let Some(client) = s.slot.current() else {
             continue;
         };
         let stats = client.stats();
-        m.queue_depth.get_or_create(&label).set(stats.queued as i64);
-        m.spool_bytes
-            .get_or_create(&label)
-            .set(client.spool_bytes() as i64);
         // A source on a spool of its own answers for itself (a tenant of the shared spool
         // has none in its config: it is in `dead`, or left out with all of them).
         let config = client.config();
@@ -370,12 +404,38 @@ pub fn render(metrics: &Metrics, sources: &Sources, engine: &SharedEngine) -> St
             true => client.dead_letter_stats().ok(),
             false => None,
         };
-        if let Some(d) = dead.get(&s.spec.tenant).copied().or_else(own) {
-            m.dead_letters.get_or_create(&label).set(d.count as i64);
-            m.dead_letter_bytes
-                .get_or_create(&label)
-                .set(d.bytes as i64);
+        let d = dead.get(&s.spec.tenant).copied().or_else(own);
+        rows.push((
+            s.name.as_str(),
+            [
+                stats.queued as i64,
+                client.spool_bytes() as i64,
+                d.map_or(-1, |d| d.count as i64),
+                d.map_or(-1, |d| d.bytes as i64),
+            ],
+        ));
+    }
+    let top = per_source.top.min(rows.len());
+    if top > 0 {
+        rows.select_nth_unstable_by(top - 1, |a, b| b.1[0].cmp(&a.1[0]));
+    }
+    let mut other = [0i64; 4];
+    let mut other_dead = false;
+    for (i, (name, v)) in rows.iter().enumerate() {
+        if i < top || per_source.named.contains(*name) {
+            set_gauges(m, name, v);
+        } else {
+            for (o, x) in other.iter_mut().zip(v) {
+                *o += (*x).max(0);
+            }
+            other_dead |= v[2] >= 0;
         }
+    }
+    if !other_dead {
+        other[2] = -1;
+    }
+    if rows.len() > top {
+        set_gauges(m, OTHER, &other);
     }
     m.dead_letters_unwritten
         .set(engine.dead_letters_unwritten() as i64);
@@ -385,6 +445,20 @@ pub fn render(metrics: &Metrics, sources: &Sources, engine: &SharedEngine) -> St
     // Read again at the next scrape: kept, two series of each of 10,000 sources were 2 MB.
     clear(m);
     out
+}
+
+/// One source's (or `_other`'s) gauges: waiting, spool bytes, dead letters and their bytes
+/// (-1: it keeps none).
+fn set_gauges(m: &Inner, source: &str, v: &[i64; 4]) {
+    let label = SourceLabel {
+        source: source.to_string(),
+    };
+    m.queue_depth.get_or_create(&label).set(v[0]);
+    m.spool_bytes.get_or_create(&label).set(v[1]);
+    if v[2] >= 0 {
+        m.dead_letters.get_or_create(&label).set(v[2]);
+        m.dead_letter_bytes.get_or_create(&label).set(v[3]);
+    }
 }
 
 /// Empties the per-source gauges (filled at each scrape).

@@ -54,7 +54,7 @@ pub struct Reloader {
 
 /// The keys of relay.toml a reload does not apply (what [`StartOnly`] holds): docs/relay.md's
 /// reference says so of each, checked by a test.
-pub const START_ONLY_KEYS: [&str; 17] = [
+pub const START_ONLY_KEYS: [&str; 19] = [
     "listen",
     "data_dir",
     "max_connections",
@@ -72,6 +72,8 @@ pub const START_ONLY_KEYS: [&str; 17] = [
     "io_threads",
     "memory_window",
     "redis_ack",
+    "metrics_sources",
+    "metrics_top_sources",
 ];
 
 /// The settings a reload cannot apply, each key of [`START_ONLY_KEYS`] with its value as
@@ -102,6 +104,8 @@ impl StartOnly {
                 "io_threads" => r.io_threads.to_string(),
                 "memory_window" => r.memory_window.to_string(),
                 "redis_ack" => format!("{:?}", r.redis_ack),
+                "metrics_sources" => format!("{:?}", r.metrics_sources),
+                "metrics_top_sources" => r.metrics_top_sources.to_string(),
                 // Every key of the list has its arm (the reload tests go through each).
                 other => format!("unknown start-only key {other}"),
             }

@@ -430,10 +430,16 @@ pub fn basic(key: &str) -> String {
 /// `127.0.0.0/8` allowed (to webhooks and forwards), admin token `adm`, plus `extra`
 /// top-level lines.
 pub fn config(sources: &[(&str, &str, &Receiver)], extra: &str) -> String {
+    // Every source's metrics under its own name, as the tests read them.
+    let named: Vec<String> = sources.iter().map(|(n, _, _)| format!("{n:?}")).collect();
+    let metrics = match extra.contains("metrics_sources") {
+        true => String::new(),
+        false => format!("metrics_sources = [{}]\n", named.join(", ")),
+    };
     let mut c = format!(
         "listen = \"127.0.0.1:0\"\ndata_dir = \"data\"\nadmin_token = \"adm\"\n\
          allowed_networks = [\"127.0.0.0/8\"]\nforward_allowed_networks = [\"127.0.0.0/8\"]\n\
-         max_backoff = 0.2\n{extra}\n"
+         max_backoff = 0.2\n{metrics}{extra}\n"
     );
     for (name, key, receiver) in sources {
         c.push_str(&format!(
