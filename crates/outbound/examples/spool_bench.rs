@@ -27,14 +27,15 @@ fn main() {
         let dir = std::env::temp_dir().join(format!("outbound-spool-bench-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         let before = threads(tick);
-        let client = Client::new(Config {
-            write_key: Some("bench".into()),
-            endpoint: format!("http://127.0.0.1:{port}"),
-            max_queue_size: n as usize + 1000,
-            proxy_from_env: false,
-            debug: Some(false),
-            spool: spool.then(|| dir.clone()),
-            ..Config::default()
+        let client = Client::new({
+            let mut c = Config::default()
+                .write_key("bench")
+                .endpoint(format!("http://127.0.0.1:{port}"))
+                .max_queue_size(n as usize + 1000)
+                .proxy_from_env(false)
+                .debug(false);
+            c.spool = spool.then(|| dir.clone().into());
+            c
         })
         .expect("client");
         let start = Instant::now();

@@ -15,8 +15,7 @@ use crate::http::io::Io;
 use crate::log::Logger;
 use crate::model::config::Config;
 use crate::model::dead_letter::DeadLetterStats;
-use crate::model::spool_target::{spool_target, SpoolTarget};
-use std::path::PathBuf;
+use crate::model::spool::{RedisSpool, Spool};
 use std::sync::atomic::{AtomicU32, Ordering::Relaxed};
 use std::sync::{Arc, Mutex};
 use std::thread::{JoinHandle, ThreadId};
@@ -42,7 +41,7 @@ pub struct EngineConfig {
     /// `max_timeout` + 10 s), each tenant's by the tenant of its name. The per-client
     /// spools of earlier versions are taken over too: subdirectories named after their
     /// client, or on Redis the prefixes `P:NAME` (as outbound-relay named a source's).
-    pub spool: Option<PathBuf>,
+    pub spool: Option<Spool>,
     /// On a Redis spool: the longest `timeout` its tenants may have (default 5 s, the
     /// core's default), which bounds each round trip to Redis too. Nothing a dead engine
     /// sent can still be in flight once it has been silent this long plus 10 s, and only
@@ -124,12 +123,14 @@ impl Engine {
         }
         let mut core = Core::start(Some(config.io_threads))?;
         if let Some(spool) = &config.spool {
-            let (store, max_timeout): (Box<dyn Store>, _) = match spool_target(spool)? {
-                SpoolTarget::Dir(dir) => (Box::new(SqliteStore::open_shared(dir)?), None),
+            spool.check()?;
+            let (store, max_timeout): (Box<dyn Store>, _) = match spool {
+                Spool::Directory(dir) => (Box::new(SqliteStore::open_shared(dir)?), None),
                 // One owner for every tenant, silent for longer than any of their requests
                 // can take before it is taken over.
                 // Dead letters beside it, for the tenants that keep them (`redis/dead.rs`).
-                SpoolTarget::Redis(redis) => {
+                Spool::Redis(url) => {
+                    let redis = RedisSpool::parse(url)?;
                     let t = config.max_timeout;
                     let ack = config.redis_ack;
                     let store = RedisStore::open(&redis, t, t + TAKEOVER_MARGIN, ack)?;
@@ -224,13 +225,15 @@ impl SpoolWriter {
     /// A client's own spool, as its `spool` setting names it.
     pub(crate) fn own(
         config: &Config,
-        spool: &std::path::Path,
+        spool: &Spool,
         logger: &Logger,
     ) -> Result<SpoolWriter, Error> {
-        let store: Box<dyn Store> = match spool_target(spool)? {
-            SpoolTarget::Dir(dir) => Box::new(SqliteStore::open(dir)?),
+        spool.check()?;
+        let store: Box<dyn Store> = match spool {
+            Spool::Directory(dir) => Box::new(SqliteStore::open(dir)?),
             // Taken over once silent for longer than a request can take.
-            SpoolTarget::Redis(redis) => {
+            Spool::Redis(url) => {
+                let redis = RedisSpool::parse(url)?;
                 let store: Box<dyn Store> = Box::new(RedisStore::open(
                     &redis,
                     config.timeout,

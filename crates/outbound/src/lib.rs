@@ -7,12 +7,12 @@
 //!
 //! ```no_run
 //! use outbound::{Client, Config, Message, Webhook};
-//! let client = Client::new(Config {
-//!     write_key: Some("WRITE_KEY".into()),
-//!     webhooks: vec![Webhook::new("https://example.com/hook").header("X-Team", "growth")],
-//!     shared_secret: Some("s3cret".into()),
-//!     ..Config::default()
-//! })?;
+//! let client = Client::new(
+//!     Config::default()
+//!         .write_key("WRITE_KEY")
+//!         .webhooks(vec![Webhook::new("https://example.com/hook").header("X-Team", "growth")])
+//!         .shared_secret("s3cret"),
+//! )?;
 //! let id = client.enqueue(&Message::track("u1", "Signed Up").property("plan", "pro"))?;
 //! client.close(None)?;
 //! # Ok::<(), outbound::Error>(())
@@ -64,6 +64,7 @@ pub use model::message::{parse_headers, parse_object, Kind, Message, Object};
 pub use model::network_guard::Cidr;
 pub use model::outcome::{Outcome, OutcomeKind, Reason, Stats};
 pub use model::retry::RetryPolicy;
+pub use model::spool::{RedisUrl, Spool};
 pub use serde_json::{json, Value};
 pub use time::OffsetDateTime;
 pub use wire::ingestion::{MAX_BATCH_BYTES, MAX_BATCH_EVENTS};

@@ -10,11 +10,11 @@
 //! ```
 //! use outbound::{testing, Config, Message, Webhook};
 //!
-//! let (client, recording) = testing::recording(Config {
-//!     webhooks: vec![Webhook::new("https://hooks.example.com/in")],
-//!     shared_secret: Some("s3cret".into()),
-//!     ..Config::default()
-//! })?;
+//! let (client, recording) = testing::recording(
+//!     Config::default()
+//!         .webhooks(vec![Webhook::new("https://hooks.example.com/in")])
+//!         .shared_secret("s3cret"),
+//! )?;
 //! client.enqueue(&Message::track("u1", "Signed Up"))?;
 //! assert!(client.flush(None));
 //! let sent = &recording.requests()[0];

@@ -40,11 +40,9 @@ fn threads() -> usize {
 }
 
 fn hooks(url: &str, outcomes: &Outcomes) -> Config {
-    Config {
-        webhooks: vec![Webhook::new(url)],
-        on_outcome: Some(outcomes.callback()),
-        ..Config::default()
-    }
+    Config::default()
+        .webhooks(vec![Webhook::new(url)])
+        .on_outcome(outcomes.callback())
 }
 
 #[test]
@@ -84,10 +82,7 @@ fn a_hanging_client_does_not_hold_up_another_on_the_same_engine() {
     let engine = Engine::new(EngineConfig::default()).unwrap();
     let (stuck, fine) = (Outcomes::default(), Outcomes::default());
     let slow = engine
-        .client(Config {
-            timeout: Duration::from_secs(3),
-            ..hooks(&hang.url, &stuck)
-        })
+        .client(hooks(&hang.url, &stuck).timeout(Duration::from_secs(3)))
         .unwrap();
     for i in 0..200 {
         slow.enqueue(&Message::track(format!("u{i}"), "E")).unwrap();
@@ -177,7 +172,7 @@ impl Drop for Dir {
 
 fn spooled(dir: &Dir, window: usize) -> Engine {
     Engine::new(EngineConfig {
-        spool: Some(dir.0.clone()),
+        spool: Some(dir.0.clone().into()),
         spool_commit_interval: Duration::from_millis(5),
         memory_window: window,
         ..EngineConfig::default()
@@ -275,10 +270,7 @@ fn a_backlog_past_the_memory_window_waits_in_the_spool_and_all_of_it_is_delivere
     let client = engine
         .tenant(
             "burst",
-            Config {
-                max_queue_size: 10_000,
-                ..hooks(&server.url, &outcomes)
-            },
+            hooks(&server.url, &outcomes).max_queue_size(10_000),
         )
         .unwrap();
     for i in 0..3_000 {
@@ -337,11 +329,7 @@ fn a_client_s_own_spool_of_an_earlier_version_in_a_subdirectory_is_taken_over_by
     let dir = Dir::new("legacy");
     // What a relay of the version before tenants left: a spool per source, by name.
     let legacy = dir.0.join("checkout");
-    let old = outbound::Client::new(Config {
-        spool: Some(legacy),
-        ..hooks(NOWHERE, &Outcomes::default())
-    })
-    .unwrap();
+    let old = outbound::Client::new(hooks(NOWHERE, &Outcomes::default()).spool(legacy)).unwrap();
     for i in 0..5 {
         old.enqueue(&Message::track("u1", "E").message_id(format!("old-{i}")))
             .unwrap();

@@ -7,7 +7,7 @@
 //! answer would hold the spool writer for the system's TCP timeout.
 
 use super::*;
-use crate::model::spool_target::{RedisAck, Sentinels};
+use crate::model::spool::{RedisAck, Sentinels};
 
 /// Where connections go.
 pub(super) enum Target {

@@ -27,7 +27,7 @@ use crate::error::Error;
 use crate::model::dead_letter::{
     bad_cursor, reason_of, DeadLetter, DeadLetterPage, DeadLetterQuery, DeadLetterStats, MAX_PAGE,
 };
-use crate::model::spool_target::RedisSpool;
+use crate::model::spool::RedisSpool;
 use crate::wire::Body;
 use foldhash::{HashMap, HashSet};
 use redis::{Commands, Connection};

@@ -3,8 +3,7 @@
 
 use super::connect::Target;
 use crate::error::Error;
-use crate::model::spool_target::{spool_target, SpoolTarget};
-use std::path::Path;
+use crate::model::spool::{RedisSpool, Spool};
 use std::time::Duration;
 
 /// The Redis a fleet's `spool` URL names (`redis://`, `rediss://`, `redis+sentinel://`,
@@ -22,9 +21,10 @@ pub struct FleetRedis {
 impl FleetRedis {
     /// Reads `url` as a `spool` setting; an error names `spool`.
     pub fn open(url: &str) -> Result<FleetRedis, Error> {
-        let SpoolTarget::Redis(spool) = spool_target(Path::new(url))? else {
+        let Spool::Redis(url) = Spool::from(url) else {
             return Err(Error::config("spool", "not a Redis URL"));
         };
+        let spool = RedisSpool::parse(&url)?;
         let target = Target::of(&spool).map_err(|e| Error::config("spool", e))?;
         Ok(FleetRedis {
             target,

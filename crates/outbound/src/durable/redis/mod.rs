@@ -125,7 +125,7 @@
 
 use crate::durable::{Adopted, Cursor, Op, Record, Store, TenantNo, Ticket};
 use crate::error::Error;
-use crate::model::spool_target::RedisSpool;
+use crate::model::spool::RedisSpool;
 use foldhash::HashMap;
 use redis::{Connection, ConnectionLike, Pipeline, Value};
 use std::collections::{BTreeMap, HashSet, VecDeque};
@@ -270,7 +270,7 @@ pub(crate) struct RedisStore {
     /// When a commit that writes new records counts as acknowledged (`connect.rs`): as
     /// asked, and as it is now (`Auto` is looked at again on each new connection and at
     /// each adoption pass); the last change of it, to report.
-    asked: crate::model::spool_target::RedisAck,
+    asked: crate::model::spool::RedisAck,
     ack: Ack,
     ack_changed: Option<String>,
     recheck: bool,
@@ -340,7 +340,7 @@ impl RedisStore {
         spool: &RedisSpool,
         io_timeout: Duration,
         takeover_after: Duration,
-        ack: crate::model::spool_target::RedisAck,
+        ack: crate::model::spool::RedisAck,
     ) -> Result<RedisStore, Error> {
         let target = Target::of(spool).map_err(|reason| Error::Spool {
             path: spool.shown.clone(),
@@ -422,7 +422,7 @@ impl RedisStore {
                 Ok(c) => {
                     self.conn = Some(c);
                     // Another server, maybe (a failover): `Auto` looks at it again.
-                    self.recheck = self.asked == crate::model::spool_target::RedisAck::Auto;
+                    self.recheck = self.asked == crate::model::spool::RedisAck::Auto;
                     self.retry_at = None;
                     self.retry_wait = RETRY_MIN;
                 }

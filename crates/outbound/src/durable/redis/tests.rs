@@ -2,9 +2,8 @@
 //! progress carried through a takeover, living owners left alone, racing adopters.
 
 use super::*;
-use crate::model::spool_target::{spool_target, RedisAck, SpoolTarget};
+use crate::model::spool::{RedisAck, RedisSpool, Spool};
 use crate::wire::Body;
-use std::path::Path;
 
 // The same starter as the integration tests: a free port, retried if another test takes
 // it first, and the server recognised by its pid.
@@ -31,9 +30,10 @@ impl Server {
 
     fn store_acking(&self, takeover_after: Duration, ack: RedisAck) -> Result<RedisStore, Error> {
         let url = format!("redis://127.0.0.1:{}/0?prefix=unit", self.port);
-        let SpoolTarget::Redis(spool) = spool_target(Path::new(&url)).unwrap() else {
+        let Spool::Redis(url) = Spool::from(url) else {
             unreachable!()
         };
+        let spool = RedisSpool::parse(&url).unwrap();
         // Redis may still be loading its AOF: try for a moment.
         let end = Instant::now() + Duration::from_secs(5);
         loop {

@@ -5,15 +5,16 @@ use crate::log::LogSink;
 use crate::model::network_guard::NetworkGuard;
 use crate::model::outcome::Outcome;
 use crate::model::retry::RetryPolicy;
-pub use crate::model::spool_target::RedisAck;
+pub use crate::model::spool::{RedisAck, Spool};
 use base64::engine::general_purpose::{GeneralPurpose, GeneralPurposeConfig};
 use base64::engine::DecodePaddingMode;
 use base64::{alphabet, Engine as _};
 use http::{HeaderName, HeaderValue, Uri};
 use std::fmt;
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
+
+mod setters;
 
 /// At most this many webhooks per client (spec §8).
 pub const MAX_WEBHOOKS: usize = 5;
@@ -106,8 +107,11 @@ impl SignatureScheme {
 }
 
 /// Everything a client can be told. `Config::default()` sends nowhere; set a `write_key`
-/// (ingestion), `webhooks`, or both.
+/// (ingestion), `webhooks`, or both, with the setter of each field
+/// (`Config::default().write_key("k").flush_at(50)`): new fields come with defaults, so no
+/// caller breaks when one is added.
 #[derive(Clone)]
+#[non_exhaustive]
 pub struct Config {
     /// Source write key: enables the ingestion destination.
     pub write_key: Option<String>,
@@ -221,7 +225,7 @@ pub struct Config {
     /// - `redis+sentinel://[user:password@]host[:port][,host[:port]...]/MASTER[/db][?prefix=NAME
     ///   &sentinel_password=P]` (`rediss+sentinel://` for TLS): the same on the primary the
     ///   Sentinels name (asked at each connection, so a failover is followed).
-    pub spool: Option<PathBuf>,
+    pub spool: Option<Spool>,
     /// On a Redis spool: when a commit counts as acknowledged ([`RedisAck`]; default
     /// `Auto`: the safe one the deployment allows). A commit whose confirmation does not
     /// come within half of `timeout` is not acknowledged (`Client::when_spooled` answers
@@ -330,16 +334,7 @@ impl fmt::Debug for Config {
             .field("dead_letter_max_bytes", &self.dead_letter_max_bytes)
             .field("max_webhook_headers", &self.max_webhook_headers)
             .field("max_webhook_header_bytes", &self.max_webhook_header_bytes)
-            .field(
-                "spool",
-                &self
-                    .spool
-                    .as_deref()
-                    .map(|p| match crate::model::spool_target::spool_target(p) {
-                        Ok(crate::model::spool_target::SpoolTarget::Redis(r)) => r.shown,
-                        _ => p.display().to_string(),
-                    }),
-            )
+            .field("spool", &self.spool)
             .field("redis_ack", &self.redis_ack)
             .finish_non_exhaustive()
     }
@@ -556,7 +551,7 @@ impl Config {
                 ));
             }
             if let Some(spool) = &self.spool {
-                crate::model::spool_target::spool_target(spool)?;
+                spool.check()?;
             }
         }
         // Checked on or off: a reload's check of a config turns them off (no spool).
