@@ -6,16 +6,13 @@
 use crate::delivery::command::{Answer, Ask};
 use crate::delivery::scheduler::{Control, Scheduler, Ways};
 use crate::delivery::spooler::{SpoolHandle, Spooler};
-use crate::durable::redis::dead::{RedisDead, WithDead};
-use crate::durable::redis::{RedisStore, TAKEOVER_MARGIN};
-use crate::durable::sqlite::SqliteStore;
-use crate::durable::Store;
+use crate::durable::{open, Store};
 use crate::error::Error;
 use crate::http::io::Io;
 use crate::log::Logger;
 use crate::model::config::Config;
 use crate::model::dead_letter::DeadLetterStats;
-use crate::model::spool::{RedisSpool, Spool};
+use crate::model::spool::Spool;
 use std::sync::atomic::{AtomicU32, Ordering::Relaxed};
 use std::sync::{Arc, Mutex};
 use std::thread::{JoinHandle, ThreadId};
@@ -123,22 +120,7 @@ impl Engine {
         }
         let mut core = Core::start(Some(config.io_threads))?;
         if let Some(spool) = &config.spool {
-            spool.check()?;
-            let (store, max_timeout): (Box<dyn Store>, _) = match spool {
-                Spool::Directory(dir) => (Box::new(SqliteStore::open_shared(dir)?), None),
-                // One owner for every tenant, silent for longer than any of their requests
-                // can take before it is taken over.
-                // Dead letters beside it, for the tenants that keep them (`redis/dead.rs`).
-                Spool::Redis(url) => {
-                    let redis = RedisSpool::parse(url)?;
-                    let t = config.max_timeout;
-                    let ack = config.redis_ack;
-                    let store = RedisStore::open(&redis, t, t + TAKEOVER_MARGIN, ack)?;
-                    let dead = RedisDead::open(&redis, t, t + TAKEOVER_MARGIN)?;
-                    let store: Box<dyn Store> = Box::new(WithDead::new(Box::new(store), dead));
-                    (store, Some(t))
-                }
-            };
+            let (store, max_timeout) = open::engines(spool, config.max_timeout, config.redis_ack)?;
             let logger = Logger::new(config.debug, config.log_sink.clone());
             let mut writer = SpoolWriter::start(
                 store,
@@ -228,29 +210,7 @@ impl SpoolWriter {
         spool: &Spool,
         logger: &Logger,
     ) -> Result<SpoolWriter, Error> {
-        spool.check()?;
-        let store: Box<dyn Store> = match spool {
-            Spool::Directory(dir) => Box::new(SqliteStore::open(dir)?),
-            // Taken over once silent for longer than a request can take.
-            Spool::Redis(url) => {
-                let redis = RedisSpool::parse(url)?;
-                let store: Box<dyn Store> = Box::new(RedisStore::open(
-                    &redis,
-                    config.timeout,
-                    config.timeout + TAKEOVER_MARGIN,
-                    config.redis_ack,
-                )?);
-                match config.dead_letters {
-                    // Its dead letters under keys of their own (`redis/dead.rs`).
-                    true => {
-                        let alive = config.timeout + TAKEOVER_MARGIN;
-                        let dead = RedisDead::open(&redis, config.timeout, alive)?;
-                        Box::new(WithDead::new(store, dead))
-                    }
-                    false => store,
-                }
-            }
-        };
+        let store = open::clients(spool, config.timeout, config.redis_ack, config.dead_letters)?;
         SpoolWriter::start(
             store,
             config.spool_commit_interval,

@@ -137,8 +137,10 @@ fn a_client_closed_leaves_the_others_running() {
 }
 
 /// A directory removed at the end of the test.
+#[cfg(feature = "sqlite")]
 struct Dir(std::path::PathBuf);
 
+#[cfg(feature = "sqlite")]
 impl Dir {
     fn new(name: &str) -> Dir {
         let p = std::env::temp_dir().join(format!(
@@ -164,12 +166,14 @@ impl Dir {
     }
 }
 
+#[cfg(feature = "sqlite")]
 impl Drop for Dir {
     fn drop(&mut self) {
         let _ = std::fs::remove_dir_all(&self.0);
     }
 }
 
+#[cfg(feature = "sqlite")]
 fn spooled(dir: &Dir, window: usize) -> Engine {
     Engine::new(EngineConfig {
         spool: Some(dir.0.clone().into()),
@@ -181,8 +185,10 @@ fn spooled(dir: &Dir, window: usize) -> Engine {
 }
 
 /// Port 9 (discard) is closed here: every attempt fails and is retried, so messages stay.
+#[cfg(feature = "sqlite")]
 const NOWHERE: &str = "http://127.0.0.1:9/hook";
 
+#[cfg(feature = "sqlite")]
 fn sent_ids(server: &Server) -> Vec<String> {
     let mut ids: Vec<String> = server
         .requests()
@@ -193,6 +199,7 @@ fn sent_ids(server: &Server) -> Vec<String> {
     ids
 }
 
+#[cfg(feature = "sqlite")]
 #[test]
 fn tenants_share_one_spool_file_and_each_resumes_its_own_after_a_restart() {
     let _one = serial();
@@ -260,6 +267,7 @@ fn tenants_share_one_spool_file_and_each_resumes_its_own_after_a_restart() {
     assert!(dir.files().is_empty(), "nothing left: {:?}", dir.files());
 }
 
+#[cfg(feature = "sqlite")]
 #[test]
 fn a_backlog_past_the_memory_window_waits_in_the_spool_and_all_of_it_is_delivered_once() {
     let _one = serial();
@@ -291,6 +299,7 @@ fn a_backlog_past_the_memory_window_waits_in_the_spool_and_all_of_it_is_delivere
     assert!(client.close(None).unwrap());
 }
 
+#[cfg(feature = "sqlite")]
 #[test]
 fn a_tenant_closed_with_a_backlog_leaves_it_to_the_next_tenant_of_its_name() {
     let _one = serial();
@@ -323,6 +332,7 @@ fn a_tenant_closed_with_a_backlog_leaves_it_to_the_next_tenant_of_its_name() {
     assert!(new.close(None).unwrap());
 }
 
+#[cfg(feature = "sqlite")]
 #[test]
 fn a_client_s_own_spool_of_an_earlier_version_in_a_subdirectory_is_taken_over_by_its_tenant() {
     let _one = serial();
