@@ -8,15 +8,14 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::Relaxed};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-/// Webhook requests in flight at once in one process at most (each a connection and its
-/// buffers, about 40 KB in the relay's tenants benchmark): 100 ms answers at 160,000
-/// requests/s. What the budget allows is less while requests wait on the process itself:
-/// see [`Gradient`].
+/// Requests in flight at once in one process at most (each holds a connection and its
+/// buffers; BENCHMARKS.md, "Budget of requests"). What the budget allows is less while
+/// requests wait on the process itself: see [`Gradient`].
 pub(crate) const PROCESS_REQUESTS: usize = 16_384;
 
 /// Where the budget of requests starts: a burst to many slow URLs at start would otherwise
-/// put ~10,000 requests out before the first period tells (the tenants benchmark), and it
-/// reaches [`PROCESS_REQUESTS`] in 3 s when the process keeps up.
+/// put most of [`PROCESS_REQUESTS`] out before the first period tells, and it reaches
+/// [`PROCESS_REQUESTS`] in 3 s when the process keeps up.
 pub(crate) const START_REQUESTS: usize = 4096;
 /// The least the budget of requests allows (a lane's first request is never refused anyway).
 pub(crate) const FLOOR_REQUESTS: usize = 1024;
@@ -50,21 +49,18 @@ pub(crate) struct Budget {
 pub(crate) struct Ticket(&'static Budget);
 
 /// A lane's place among the lanes holding places, while it holds any.
-pub(crate) struct Seat(&'static Budget);
+pub(crate) struct ShareMember(&'static Budget);
 
-/// The budget of requests follows the process's own delays. With 1,000 URLs answering after
-/// 100 ms on 2 cores, the lanes' own rules put ~13,000 requests out (700 MiB of connections
-/// and buffers) where fewer carried as much: past what the process can serve, more requests
-/// out only wait longer for it, and cost CPU in the waiting. How long a request waits for the
+/// The budget of requests follows the process's own delays: past what the process can
+/// serve, more requests out only wait longer for it, and cost memory and CPU in the waiting
+/// (BENCHMARKS.md, "Budget of requests"). How long a request waits for the
 /// process (the I/O engine's first turn after its lane handed it over, and the scheduler's
 /// look at its answer) says so whatever its receiver does: a slow or stalling receiver, a
 /// hang or a timeout does not move it. Above [`SHRINK_ABOVE`] (the median of a period) the
 /// budget comes down to under what was out, then by an eighth a period, never below
 /// [`FLOOR_REQUESTS`] nor two a lane with requests out; below [`GROW_BELOW`], when it refused
 /// a lane in the period, it grows by an eighth, up to [`PROCESS_REQUESTS`]; in between it
-/// stays. (Measured, the tenants benchmark: a band of 1 to 4 ms kept ~2,000 out and
-/// delivered 40 % less; 4 to 16 ms and 8 to 32 ms kept 3,000 to 5,800 out and delivered as
-/// much as the fixed budget or more, at 400 MiB instead of 700.) A process not pressed for
+/// stays (the band: BENCHMARKS.md, "Budget of requests"). A process not pressed for
 /// requests never reaches the budget, whatever its delays.
 struct Gradient {
     since: Option<Instant>,
@@ -216,10 +212,10 @@ impl Budget {
         }
     }
 
-    /// Counts a lane among those holding places until the seat is dropped.
-    pub(crate) fn seat(&'static self) -> Seat {
+    /// Counts a lane among those holding places until its membership is dropped.
+    pub(crate) fn member(&'static self) -> ShareMember {
         self.lanes.fetch_add(1, Relaxed);
-        Seat(self)
+        ShareMember(self)
     }
 
     /// Places taken.
@@ -235,7 +231,7 @@ impl Drop for Ticket {
     }
 }
 
-impl Drop for Seat {
+impl Drop for ShareMember {
     fn drop(&mut self) {
         self.0.lanes.fetch_sub(1, Relaxed);
     }
@@ -252,7 +248,7 @@ mod tests {
     #[test]
     fn places_stop_at_the_limit_and_come_back_when_one_ends() {
         let b = budget(4);
-        let _seat = b.seat();
+        let _member = b.member();
         let tickets: Vec<Ticket> = (0..4).map(|held| b.acquire(held).unwrap()).collect();
         assert!(
             b.acquire(4).is_none(),
@@ -267,7 +263,7 @@ mod tests {
     #[test]
     fn a_lane_s_first_request_is_never_refused() {
         let b = budget(2);
-        let _seats = [b.seat(), b.seat()];
+        let _members = [b.member(), b.member()];
         let _full: Vec<Ticket> = (0..2).map(|_| b.acquire(0).unwrap()).collect();
         assert!(b.acquire(1).is_none(), "full");
         assert!(
@@ -279,14 +275,14 @@ mod tests {
     #[test]
     fn lanes_holding_places_share_the_limit() {
         let b = budget(12);
-        let seats: Vec<Seat> = (0..3).map(|_| b.seat()).collect();
+        let members: Vec<ShareMember> = (0..3).map(|_| b.member()).collect();
         assert_eq!(b.fair_share(), 4);
         assert!(b.acquire(3).is_some());
         assert!(
             b.acquire(4).is_none(),
             "a lane past its share of 12 among 3"
         );
-        drop(seats);
+        drop(members);
         assert_eq!(b.fair_share(), 12, "alone, a lane may hold the whole limit");
     }
 
@@ -307,7 +303,7 @@ mod tests {
     #[test]
     fn requests_that_wait_on_the_process_bring_the_budget_down_to_under_what_was_out() {
         let b = budget(PROCESS_REQUESTS);
-        let _seat = b.seat();
+        let _member = b.member();
         let _out = out(b, 8_000);
         let mut t = Instant::now();
         let (limit, next) = period(b, t, MIN_SAMPLES, Duration::from_millis(100));
@@ -325,7 +321,7 @@ mod tests {
     #[test]
     fn prompt_turns_grow_a_budget_that_holds_lanes_back_and_only_then() {
         let b = budget(PROCESS_REQUESTS);
-        let _seat = b.seat();
+        let _member = b.member();
         b.limit.store(2_000, Relaxed);
         let t = Instant::now();
         // 500 out of 2,000: the budget refused nobody, so it stays.
@@ -350,7 +346,7 @@ mod tests {
     #[test]
     fn between_the_bounds_or_with_few_answers_the_budget_stays() {
         let b = budget(PROCESS_REQUESTS);
-        let _seat = b.seat();
+        let _member = b.member();
         let _all = out(b, PROCESS_REQUESTS);
         b.limit.store(4_000, Relaxed);
         let t = Instant::now();
@@ -375,13 +371,13 @@ mod tests {
     #[test]
     fn the_budget_never_comes_below_two_requests_a_lane() {
         let b = budget(PROCESS_REQUESTS);
-        let seats: Vec<Seat> = (0..3_000).map(|_| b.seat()).collect();
+        let members: Vec<ShareMember> = (0..3_000).map(|_| b.member()).collect();
         let _out = out(b, 5_000);
         let mut t = Instant::now();
         for _ in 0..40 {
             t = period(b, t, MIN_SAMPLES, Duration::from_millis(100)).1;
         }
         assert_eq!(b.limit(), 6_000, "3,000 lanes with requests out");
-        drop(seats);
+        drop(members);
     }
 }

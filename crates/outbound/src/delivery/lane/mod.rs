@@ -30,16 +30,15 @@ use crate::delivery::batch::{RequestLimit, Room};
 use crate::delivery::job::Job;
 use crate::http::attempt::{Attempt, Seen};
 use crate::http::exchange::Exchange;
-use crate::log::{Level, Logger};
-use crate::model::outcome::Reason;
+use crate::log::Logger;
 use crate::model::retry::{after, RetryPolicy};
 use crate::wire::ingestion::Endpoint;
 use crate::wire::webhook::Hooks;
 pub(crate) use budget::Budget;
-use budget::{Seat, Ticket};
 use crossbeam_channel::Sender;
-use std::collections::{BTreeMap, VecDeque};
-use std::ops::Bound::{Excluded, Unbounded};
+use health::Health;
+use requests::Requests;
+use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -60,11 +59,11 @@ pub(crate) const SILENT: usize = 8;
 pub(crate) fn share_brisk(lanes: &mut [Lane]) {
     let with_work = lanes
         .iter()
-        .filter(|l| l.busy > 0 || !l.ready.is_empty())
+        .filter(|l| l.requests.busy > 0 || !l.waiting.is_empty())
         .count();
     let share = (BRISK / with_work.max(1)).max(SILENT);
     for lane in lanes {
-        lane.share = share;
+        lane.requests.share = share;
     }
 }
 /// ...where a request out for this long counts as slow.
@@ -124,16 +123,8 @@ pub(crate) struct Report {
     pub sent: Instant,
 }
 
-#[derive(Debug, PartialEq, Eq)]
-enum Health {
-    /// Requests flow freely.
-    Up,
-    /// Failing: nothing is sent before `until`, then one probe.
-    Down { until: Instant, opens: u32 },
-    /// One probe is out; its result decides.
-    Probing { opens: u32 },
-}
-
+/// One destination's queue of requests, its requests out ([`Requests`]) and its health as
+/// its answers show it ([`Health`]).
 pub(crate) struct Lane {
     /// The destination as logs show it (no query string).
     pub label: Arc<str>,
@@ -141,30 +132,12 @@ pub(crate) struct Lane {
     index: usize,
     delivery: Arc<Delivery>,
     reports: Sender<Report>,
-    ready: VecDeque<Job>,
+    /// Requests not sent yet, in order.
+    waiting: VecDeque<Job>,
     /// What one request may carry when batches waiting together join (ingestion).
     limit: RequestLimit,
-    busy: usize,
-    /// When each request out was started (a count per instant).
-    out: BTreeMap<Instant, u32>,
-    /// The process's budget of requests, shared with every client ([`budget`]).
-    budget: &'static Budget,
-    /// Counts this lane among those with requests out, while it has any.
-    seat: Option<Seat>,
-    /// A place in the budget for the next request (taken by `make_room`, kept by the
-    /// request while it is out).
-    ticket: Option<Ticket>,
-    /// This lane's part of [`BRISK`] ([`share_brisk`]).
-    share: usize,
-    /// Requests out at once the lane always allows (`workers`), within `cap`.
-    floor: usize,
-    cap: usize,
-    failures: u32,
-    last_success: Option<Instant>,
-    /// When the destination last answered anything (a timeout is no answer).
-    last_answer: Option<Instant>,
+    requests: Requests,
     health: Health,
-    paused_until: Option<Instant>,
 }
 
 impl Lane {
@@ -179,66 +152,46 @@ impl Lane {
         cap: usize,
         limit: RequestLimit,
     ) -> Lane {
-        let budget = delivery.budget;
+        let requests = Requests::new(delivery.budget, floor, cap);
         Lane {
             label,
             tenant,
             index,
             delivery,
             reports,
-            ready: VecDeque::new(),
+            waiting: VecDeque::new(),
             limit,
-            busy: 0,
-            out: BTreeMap::new(),
-            budget,
-            seat: None,
-            ticket: None,
-            share: BRISK,
-            floor: floor.min(cap),
-            cap,
-            failures: 0,
-            last_success: None,
-            last_answer: None,
-            health: Health::Up,
-            paused_until: None,
+            requests,
+            health: Health::default(),
         }
     }
 
     /// Queues a request behind the others.
     pub(crate) fn push(&mut self, job: Job) {
-        self.ready.push_back(job);
+        self.waiting.push_back(job);
     }
 
     /// Queues a request ahead of the others (the halves of a split batch).
     pub(crate) fn push_front(&mut self, job: Job) {
-        self.ready.push_front(job);
+        self.waiting.push_front(job);
     }
 
-    /// The next request this lane may send now: under the in-flight cap, not paused, and one
-    /// probe at a time while the destination is down.
+    /// The next request this lane may send now: under the in-flight cap, not paused, one
+    /// probe at a time while the destination is down, and not held for the requests out.
     pub(crate) fn take(&mut self, now: Instant) -> Option<Job> {
-        if self.ready.is_empty() || self.busy >= self.cap {
+        if self.waiting.is_empty() || self.requests.at_cap() || !self.health.may_send(now) {
             return None;
         }
-        if self.paused_until.is_some_and(|t| now < t) {
-            return None;
-        }
-        match self.health {
-            Health::Up => {}
-            // The probe's turn; `start` marks it out (a request taken but not started, its
-            // message settled meanwhile, must not leave the lane waiting for a result).
-            Health::Down { until, .. } if now >= until => {}
-            Health::Down { .. } | Health::Probing { .. } => return None,
-        }
-        if self.held_back(now) || self.fill_room(now).is_some() {
+        let answered = self.health.last_answer;
+        if self.requests.held_back(now, answered) || self.fill_room(now).is_some() {
             // Enough requests are moving, or the young one out will take what waits: this
             // one waits for a request to come back.
             return None;
         }
-        let mut job = self.ready.pop_front()?;
+        let mut job = self.waiting.pop_front()?;
         if let Job::Batch(batch) = &mut job {
             // The batches behind it go with it, within what one request may carry.
-            self.limit.join_waiting(batch, &mut self.ready);
+            self.limit.join_waiting(batch, &mut self.waiting);
         }
         Some(job)
     }
@@ -248,83 +201,108 @@ impl Lane {
     /// [`RequestLimit`]), they wait for it to come back and then go out together, instead
     /// of a request each. With `max_batch_messages` above `flush_at`, a receiver that
     /// answers quickly then gets a few full requests rather than many of `flush_at`
-    /// messages (measured with the Go bench's ingestion: a fifth of the requests, a third
-    /// less CPU per message on both sides); by default only batches closed short of
-    /// `flush_at` can wait, and a full one never does. A slow request out (past
-    /// [`SLOW_AFTER`]) and a backlog of more than one request start more requests as
-    /// before, so neither a stalled request nor a burst is held up. `Some((room, t))`:
-    /// held until `t` (when the youngest request out turns slow), or an answer, whichever
-    /// comes first; `room`, what that request's successor could still take beyond what
-    /// waits ([`RequestLimit::room`]): the scheduler's room.
+    /// messages (fewer requests, less CPU per message on both sides: BENCHMARKS.md,
+    /// "Joined batches"); by default only batches closed short of `flush_at` can wait, and
+    /// a full one never does. A slow request out (past [`SLOW_AFTER`]) and a backlog of
+    /// more than one request start more requests as before, so neither a stalled request
+    /// nor a burst is held up. `Some((room, t))`: held until `t` (when the youngest request
+    /// out turns slow), or an answer, whichever comes first; `room`, what that request's
+    /// successor could still take beyond what waits ([`RequestLimit::room`]): the
+    /// scheduler's room.
     pub(crate) fn fill_room(&self, now: Instant) -> Option<(Room, Instant)> {
-        let (newest, _) = self.out.last_key_value()?;
-        let turns = after(*newest, SLOW_AFTER);
+        let turns = after(self.requests.newest()?, SLOW_AFTER);
         if turns <= now {
             return None;
         }
-        Some((self.limit.room(&self.ready)?, turns))
+        Some((self.limit.room(&self.waiting)?, turns))
     }
 
-    /// Whether the next request waits: [`brisk`](Self::brisk) requests out are moving
-    /// (not known to be slow), or the process's [`Budget`] has no place for it. The moving
-    /// ones are counted only when it matters (fewer out than the brisk share cannot be too
-    /// many moving): the count walks the requests out, and this runs at every turn of the
-    /// scheduler.
-    fn held_back(&self, now: Instant) -> bool {
-        let moving = match self.busy < self.brisk() {
-            true => self.busy,
-            false => self.moving(now),
-        };
-        moving >= self.brisk() || !self.budget.may_grow(self.busy)
+    /// Takes a place in the process's budget for a request from [`take`](Self::take); false
+    /// when there is none for this lane now: the request should wait, and the lane's own
+    /// answers give it another chance.
+    pub(crate) fn make_room(&mut self) -> bool {
+        self.requests.reserve()
     }
 
-    /// Requests out that are not slow beyond which the lane starts no more: its share of
-    /// [`BRISK`], or [`SILENT`] while the destination has answered nothing.
-    fn brisk(&self) -> usize {
-        let n = if self.last_answer.is_some() {
-            self.share
-        } else {
-            SILENT
-        };
-        n.max(self.floor)
+    /// Sends a request from [`take`](Self::take), given a place by
+    /// [`make_room`](Self::make_room), on the I/O engine; its [`Report`] comes back on the
+    /// scheduler's channel.
+    pub(crate) fn start(&mut self, job: Job, now: Instant) {
+        self.health.probe_sent();
+        let ticket = self.requests.started(now);
+        requests::send(
+            self.delivery.clone(),
+            self.reports.clone(),
+            (self.tenant, self.index),
+            job,
+            now,
+            ticket,
+        );
     }
 
-    /// Before this instant, a request out is slow: out for [`SLOW_AFTER`], and answered
-    /// around (the destination answered since it left). `None`: none is.
-    fn slow_before(&self, now: Instant) -> Option<Instant> {
-        Some(now.checked_sub(SLOW_AFTER)?.min(self.last_answer?))
+    /// A request of this lane, started at `started`, came back at `now`: frees its place
+    /// and updates the destination's health.
+    pub(crate) fn finished(&mut self, attempt: &Attempt, started: Instant, now: Instant) {
+        self.requests.ended(started);
+        let policy = &self.delivery.policy;
+        self.health
+            .answered(attempt, now, policy, &self.delivery.logger, &self.label);
     }
 
-    /// Requests out that are not slow (see [`slow_before`](Self::slow_before)).
-    fn moving(&self, now: Instant) -> usize {
-        match self.slow_before(now) {
-            Some(cutoff) => self
-                .out
-                .range((Excluded(cutoff), Unbounded))
-                .map(|(_, n)| *n as usize)
-                .sum(),
-            None => self.busy,
+    /// A request of this lane waited `lag` for the process: the budget of requests follows
+    /// such delays ([`Budget::answered`]).
+    pub(crate) fn answered(&self, lag: Duration, now: Instant) {
+        self.requests.budget.answered(lag, now);
+    }
+
+    /// When this lane may send again although nothing else happens (a pause, a probe, or
+    /// requests out turning slow, which makes room for another).
+    pub(crate) fn wake_at(&self, now: Instant) -> Option<Instant> {
+        if self.waiting.is_empty() {
+            return None;
         }
+        let answered = self.health.last_answer;
+        let up = !self.health.is_down();
+        if up && !self.requests.at_cap() && self.requests.held_back(now, answered) {
+            // The next request out answered around to turn slow; the rest wait for an
+            // answer, and an answer wakes the scheduler anyway.
+            if let Some(t) = self.requests.turns_slow(now, answered) {
+                return Some(self.health.paused_until.map_or(t, |p| p.max(t)));
+            }
+        }
+        let probe = match self.health.probe_at() {
+            Some(until) => Some(until),
+            None => self.fill_room(now).map(|(_, turns)| turns),
+        };
+        match (probe, self.health.paused_until) {
+            (Some(a), Some(b)) => Some(a.max(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// True while the destination is taken as down.
+    pub(crate) fn is_down(&self) -> bool {
+        self.health.is_down()
     }
 
     /// Requests out now.
     pub(crate) fn busy(&self) -> usize {
-        self.busy
+        self.requests.busy
     }
 
     /// Whether housekeeping has anything to do here: requests waiting on a down destination
     /// to check against their window.
     pub(crate) fn needs_housekeeping(&self) -> bool {
-        self.is_down() && !self.ready.is_empty()
+        self.is_down() && !self.waiting.is_empty()
     }
 
     /// Takes out the waiting requests that `keep` refuses (messages past their window while
     /// the destination is down).
     pub(crate) fn drain_waiting(&mut self, mut keep: impl FnMut(&Job) -> bool) -> Vec<Job> {
         let mut out = Vec::new();
-        for job in std::mem::take(&mut self.ready) {
+        for job in std::mem::take(&mut self.waiting) {
             match keep(&job) {
-                true => self.ready.push_back(job),
+                true => self.waiting.push_back(job),
                 false => out.push(job),
             }
         }
@@ -333,7 +311,7 @@ impl Lane {
 
     /// Ends the lane: what was still waiting (the requests out are the I/O engine's).
     pub(crate) fn stop(&mut self) -> Vec<Job> {
-        self.ready.drain(..).collect()
+        self.waiting.drain(..).collect()
     }
 }
 

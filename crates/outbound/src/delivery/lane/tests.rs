@@ -4,6 +4,7 @@
 use super::*;
 use crate::delivery::batch::RequestLimit;
 use crate::delivery::job::Batch;
+use crate::model::outcome::Reason;
 use crate::wire::ingestion::{Element, MAX_BATCH_BYTES};
 use crate::wire::message_id::MsgId;
 use crate::wire::Body;
@@ -69,7 +70,7 @@ fn take_respects_the_in_flight_cap() {
     }
     for _ in 0..2 {
         let j = l.take(now).unwrap();
-        l.busy += 1; // as `start` would, without a thread
+        l.requests.busy += 1; // as `start` would, without sending
         drop(j);
     }
     assert!(l.take(now).is_none(), "third request over the cap of 2");
@@ -85,7 +86,7 @@ fn a_run_of_failures_holds_the_lane_to_one_probe() {
         l.push(hook(i));
     }
     for _ in 0..TRIP_AFTER {
-        l.busy += 1;
+        l.requests.busy += 1;
         l.finished(&fail(), now, now);
     }
     assert!(l.is_down());
@@ -123,7 +124,7 @@ fn successes_between_failures_keep_the_lane_up() {
     let (mut l, _rx) = lane(100);
     let now = Instant::now();
     for round in 0..100 {
-        l.busy += 1;
+        l.requests.busy += 1;
         if round % 10 == 9 {
             l.finished(&Attempt::Success, now, now);
         } else {
@@ -137,17 +138,17 @@ fn successes_between_failures_keep_the_lane_up() {
 fn a_burst_of_timeouts_beside_successes_does_not_hold_the_lane() {
     let (mut l, _rx) = lane(100);
     let now = Instant::now();
-    l.busy += 1;
+    l.requests.busy += 1;
     l.finished(&Attempt::Success, now, now);
     for _ in 0..(TRIP_AFTER * 5) {
-        l.busy += 1;
+        l.requests.busy += 1;
         l.finished(&fail(), now + TRIP_QUIET / 2, now + TRIP_QUIET / 2);
     }
     assert!(
         !l.is_down(),
         "a success half a second ago: the receiver answers"
     );
-    l.busy += 1;
+    l.requests.busy += 1;
     l.finished(&fail(), now + TRIP_QUIET, now + TRIP_QUIET);
     assert!(l.is_down(), "nothing but failures for a whole second");
 }
@@ -157,7 +158,7 @@ fn retry_after_pauses_the_lane() {
     let (mut l, _rx) = lane(100);
     let now = Instant::now();
     l.push(hook(1));
-    l.busy += 1;
+    l.requests.busy += 1;
     l.finished(
         &Attempt::Retryable {
             reason: crate::Reason::Status(429),
@@ -176,8 +177,8 @@ fn retry_after_pauses_the_lane() {
 fn start(l: &mut Lane, at: Instant) -> bool {
     match l.take(at) {
         Some(_) => {
-            l.busy += 1;
-            *l.out.entry(at).or_default() += 1;
+            l.requests.busy += 1;
+            *l.requests.out.entry(at).or_default() += 1;
             true
         }
         None => false,
@@ -214,7 +215,7 @@ fn by_default_full_batches_go_out_at_once_behind_a_young_request() {
     let (mut l, _rx) = lane(100);
     l.limit = RequestLimit { messages: 1 }; // flush_at 1, max_batch_messages unset
     let now = Instant::now();
-    l.last_answer = Some(now);
+    l.health.last_answer = Some(now);
     l.push(batch(0));
     let job = l.take(now).unwrap();
     assert!(l.make_room());
@@ -240,7 +241,7 @@ fn batches_fill_one_request_while_a_young_one_is_out() {
     let (mut l, _rx) = lane(100);
     l.limit = JOINING;
     let now = Instant::now();
-    l.last_answer = Some(now); // a receiver that answers
+    l.health.last_answer = Some(now); // a receiver that answers
     for i in 0..40 {
         l.push(batch(i));
     }
@@ -308,7 +309,7 @@ fn batches_fill_one_request_while_a_young_one_is_out() {
     // A retry keeps its own request and is not held.
     let (mut l, _rx) = lane(100);
     l.limit = JOINING;
-    l.last_answer = Some(now);
+    l.health.last_answer = Some(now);
     l.push(batch(1));
     let job = l.take(now).unwrap();
     assert!(l.make_room());
@@ -339,7 +340,7 @@ fn a_lane_starts_requests_beyond_brisk_only_while_requests_out_are_slow() {
     // One comes back quickly: the receiver answers, so the lane goes up to BRISK.
     l.finished(&Attempt::Success, now, now);
     assert_eq!(burst(&mut l, now), BRISK - (SILENT - 1));
-    assert_eq!(l.busy, BRISK);
+    assert_eq!(l.requests.busy, BRISK);
     assert!(!start(&mut l, now), "BRISK out, none slow");
     assert_eq!(
         l.wake_at(now),
@@ -350,7 +351,7 @@ fn a_lane_starts_requests_beyond_brisk_only_while_requests_out_are_slow() {
     let later = now + SLOW_AFTER;
     let more = burst(&mut l, later);
     assert_eq!(more, BRISK);
-    assert_eq!(l.busy, 2 * BRISK);
+    assert_eq!(l.requests.busy, 2 * BRISK);
     // The slow ones come back: the brisk ones hold the lane at BRISK again.
     for _ in 0..BRISK {
         l.finished(&Attempt::Success, now, later);
@@ -366,25 +367,31 @@ fn lanes_with_work_share_brisk_at_least_silent_each() {
     let lanes = |n: usize| (0..n).map(|_| lane(100).0).collect::<Vec<_>>();
     let mut ls = lanes(6);
     share_brisk(&mut ls);
-    assert!(ls.iter().all(|l| l.share == BRISK), "no work: a lane alone");
+    assert!(
+        ls.iter().all(|l| l.requests.share == BRISK),
+        "no work: a lane alone"
+    );
     ls[2].push(hook(1));
     share_brisk(&mut ls);
     assert!(
-        ls.iter().all(|l| l.share == BRISK),
+        ls.iter().all(|l| l.requests.share == BRISK),
         "one lane with work has it all"
     );
-    ls[4].busy = 1;
+    ls[4].requests.busy = 1;
     share_brisk(&mut ls);
-    assert!(ls.iter().all(|l| l.share == BRISK / 2));
+    assert!(ls.iter().all(|l| l.requests.share == BRISK / 2));
     for l in &mut ls {
-        l.busy = 1;
+        l.requests.busy = 1;
     }
     share_brisk(&mut ls);
-    assert!(ls.iter().all(|l| l.share == SILENT), "never below SILENT");
+    assert!(
+        ls.iter().all(|l| l.requests.share == SILENT),
+        "never below SILENT"
+    );
     // The share is what an answering lane holds to.
     let (mut l, _rx) = lane(100);
-    l.last_answer = Some(Instant::now());
-    l.share = SILENT;
+    l.health.last_answer = Some(Instant::now());
+    l.requests.share = SILENT;
     for i in 0..40 {
         l.push(hook(i));
     }
@@ -470,7 +477,7 @@ fn lanes_stop_at_the_process_s_budget_of_requests_and_share_it() {
     let budget: &'static Budget = Box::leak(Box::new(Budget::new(3)));
     let (mut a, rx_a) = lane_in(100, budget, out());
     let (mut b, rx_b) = lane_in(100, budget, out());
-    a.last_answer = Some(Instant::now());
+    a.health.last_answer = Some(Instant::now());
     let now = Instant::now();
     for i in 0..10 {
         a.push(hook(i));
