@@ -4,7 +4,7 @@
 //! (`Engine::client`, in `client/start.rs`), so a source is configuration and queues, not threads.
 
 use crate::delivery::command::{Answer, Ask};
-use crate::delivery::scheduler::{Control, Scheduler, Ways};
+use crate::delivery::scheduler::{Control, Scheduler, SchedulerChannels};
 use crate::delivery::spooler::{SpoolHandle, Spooler};
 use crate::durable::{open, Store};
 use crate::error::Error;
@@ -235,9 +235,9 @@ impl SpoolWriter {
     }
 }
 
-/// The engine's threads and the ways into them.
+/// The engine's threads and the channels into them.
 pub(crate) struct Core {
-    pub(crate) ways: Ways,
+    pub(crate) channels: SchedulerChannels,
     /// An engine of one client (`Client::new`), not an [`Engine`]'s.
     pub(crate) private: bool,
     /// The I/O threads; `None` for a private engine whose client sends nowhere.
@@ -252,7 +252,7 @@ pub(crate) struct Core {
 impl Core {
     /// Starts the scheduler thread, and `io_threads` I/O threads when given.
     pub(crate) fn start(io_threads: Option<usize>) -> Result<Core, Error> {
-        let (scheduler, ways) = Scheduler::new();
+        let (scheduler, channels) = Scheduler::new();
         let io = match io_threads {
             Some(n) => Some(Io::start(n, "outbound-io")?),
             None => None,
@@ -262,7 +262,7 @@ impl Core {
             .spawn(move || scheduler.run())
             .map_err(|e| Error::config("workers", format!("cannot start a thread: {e}")))?;
         Ok(Core {
-            ways,
+            channels,
             private: false,
             io,
             spool: None,
@@ -301,7 +301,7 @@ impl Drop for Core {
                 spool.join(Instant::now() + Duration::from_secs(5));
             }
         }
-        let _ = self.ways.control.send(Control::Stop);
+        let _ = self.channels.control.send(Control::Stop);
         let handle = self
             .scheduler
             .get_mut()

@@ -64,7 +64,7 @@ impl Engine {
         let blocked: Vec<usize> = config.blocked_webhooks().iter().map(|(i, _)| *i).collect();
         let shared = Arc::new(Shared::watching(Watch::new(urls, &blocked)));
         let id = core.next_tenant();
-        let (inbox, mailbox) = inbox::inbox(id, core.ways.rung.clone());
+        let (inbox, mailbox) = inbox::inbox(id, core.channels.rung.clone());
         let inbox: Inbox = inbox;
         // The spool: the engine's, shared by its tenants (under `tenant`'s name), or the
         // client's own (`config.spool`), or none.
@@ -112,12 +112,15 @@ impl Engine {
             shared.clone(),
             mailbox,
             delivery,
-            core.ways.reports.clone(),
+            core.channels.reports.clone(),
             ops,
             logger.clone(),
         );
         // A gone scheduler (impossible while `core` lives) would leave the tenant unrun.
-        let _ = core.ways.control.send(Control::Add(id, Box::new(tenant)));
+        let _ = core
+            .channels
+            .control
+            .send(Control::Add(id, Box::new(tenant)));
         Ok(Engine {
             core,
             tx,

@@ -18,6 +18,7 @@ mod intake;
 mod results;
 mod shutdown;
 mod tenant;
+mod timers;
 mod track;
 mod watermark;
 
@@ -58,15 +59,16 @@ pub(crate) struct Scheduler {
     dirty: Vec<u32>,
 }
 
-/// The ways into a scheduler thread: its rings, its reports, its control.
-pub(crate) struct Ways {
+/// The channels into a scheduler thread: tenants whose inbox rang, the requests' reports,
+/// control.
+pub(crate) struct SchedulerChannels {
     pub rung: Sender<u32>,
     pub reports: Sender<Report>,
     pub control: Sender<Control>,
 }
 
 impl Scheduler {
-    pub(crate) fn new() -> (Scheduler, Ways) {
+    pub(crate) fn new() -> (Scheduler, SchedulerChannels) {
         let (rung_tx, rung) = crossbeam_channel::unbounded();
         let (reports_tx, reports) = crossbeam_channel::unbounded();
         let (control_tx, control) = crossbeam_channel::unbounded();
@@ -81,7 +83,7 @@ impl Scheduler {
                 stopping: false,
                 dirty: Vec::new(),
             },
-            Ways {
+            SchedulerChannels {
                 rung: rung_tx,
                 reports: reports_tx,
                 control: control_tx,
