@@ -29,6 +29,7 @@ use std::sync::Arc;
 pub(crate) mod dead;
 #[cfg(feature = "sqlite")]
 pub(crate) mod fork_gate;
+pub(crate) mod names;
 pub(crate) mod open;
 #[cfg(feature = "redis")]
 pub(crate) mod redis;
