@@ -29,10 +29,13 @@ impl TenantNames {
         name
     }
 
-    /// Tenant `no` closed: its number and name part.
+    /// Tenant `no` closed: its number and name part (the name stays another tenant's if it
+    /// was registered again meanwhile).
     pub(crate) fn forget(&mut self, no: TenantNo) {
         if let Some(name) = self.names.remove(&no) {
-            self.numbers.remove(&name);
+            if self.numbers.get(&name) == Some(&no) {
+                self.numbers.remove(&name);
+            }
         }
     }
 

@@ -1,7 +1,7 @@
 //! [`FleetRedis`]: the Redis of a fleet's `spool` URL, reached as the spool reaches it
 //! (`connect.rs`), for a service that keeps state of its own beside the spool.
 
-use super::connect::Target;
+use super::connect::RedisServer;
 use crate::error::Error;
 use crate::model::spool::{RedisSpool, Spool};
 use std::time::Duration;
@@ -14,7 +14,7 @@ use std::time::Duration;
 /// parameters (`prefix`, `sentinel_password`) are read as the spool reads them; the keys
 /// written are the caller's.
 pub struct FleetRedis {
-    target: Target,
+    target: RedisServer,
     shown: String,
 }
 
@@ -25,7 +25,7 @@ impl FleetRedis {
             return Err(Error::config("spool", "not a Redis URL"));
         };
         let spool = RedisSpool::parse(&url)?;
-        let target = Target::of(&spool).map_err(|e| Error::config("spool", e))?;
+        let target = RedisServer::of(&spool).map_err(|e| Error::config("spool", e))?;
         Ok(FleetRedis {
             target,
             shown: spool.shown,
