@@ -14,5 +14,9 @@ cargo fmt --all --check
 cargo clippy --workspace --all-targets -- -D warnings
 # The relay's fuzz loop runs in scripts/test-relay.sh, where its time and count are printed.
 cargo test --workspace -- --skip random_requests_never_crash_the_relay
+# The core without its optional parts (the SQLite and Redis spools, audience sync): it
+# builds, and its tests that need none of them pass.
+cargo build -p outbound --no-default-features
+cargo test -p outbound --no-default-features
 # The Rust blocks of README.md and docs/rust.md, compiled against the crate and run as written.
 python3 scripts/check-docs.py --part rust

@@ -13,7 +13,7 @@ mod _native {
     use crate::records;
     use outbound::{
         Config, Error, Kind, Level, Message, Outcome, RetryPolicy, SignatureError, SignatureScheme,
-        Webhook,
+        Spool, Webhook,
     };
     use pyo3::prelude::*;
     use pyo3::types::{PyByteArray, PyBytes, PyDict, PyList, PyString};
@@ -131,60 +131,56 @@ mod _native {
             max_webhook_header_bytes: i64,
             record: bool,
         ) -> PyResult<Self> {
-            let config = Config {
-                write_key,
-                endpoint,
-                webhooks: webhooks
-                    .into_iter()
-                    .map(|(url, headers, enabled)| Webhook {
-                        url,
-                        headers,
-                        enabled,
-                    })
-                    .collect(),
-                shared_secret,
-                signature_scheme: SignatureScheme::parse(signature_scheme).map_err(to_py)?,
-                webhook_user_agent,
-                flush_at: count(flush_at),
-                max_batch_messages: max_batch_messages.map(count),
-                flush_interval: seconds("flush_interval", flush_interval)?,
-                max_queue_size: count(max_queue_size),
-                queue_full_wait: seconds("queue_full_wait", queue_full_wait)?,
-                // A call waiting for room lets the GIL go: outcomes (the callback, the log
-                // sink) need it to free the room.
-                room_wait: Some(Arc::new(|wait: &mut (dyn FnMut() -> bool + Send)| {
-                    Python::attach(|py| py.detach(wait))
-                })),
-                timeout: seconds("timeout", timeout)?,
-                retry: RetryPolicy {
-                    max_retry_duration: seconds("max_retry_duration", max_retry_duration)?,
-                    ..RetryPolicy::default()
-                },
-                gzip,
-                ca_certs,
-                workers: count(workers),
-                max_in_flight: count(max_in_flight),
-                on_outcome: on_outcome.map(outcome_callback),
-                debug,
-                log_sink: log_sink.map(self::log_sink),
-                send,
-                proxy_from_env,
-                block_private_networks,
-                allowed_networks,
-                spool,
-                spool_max_bytes,
-                spool_commit_interval: seconds("spool_commit_interval", spool_commit_interval)?,
-                redis_ack: redis_ack.parse().map_err(to_py)?,
-                dead_letters,
-                dead_letter_retention: seconds("dead_letter_retention", dead_letter_retention)?,
-                dead_letter_max_bytes,
-                max_webhook_headers: limit("max_webhook_headers", max_webhook_headers)?,
-                max_webhook_header_bytes: limit(
-                    "max_webhook_header_bytes",
-                    max_webhook_header_bytes,
-                )?,
-                ..Config::default()
+            let mut config = Config::default();
+            config.write_key = write_key;
+            config.endpoint = endpoint;
+            config.webhooks = webhooks
+                .into_iter()
+                .map(|(url, headers, enabled)| Webhook {
+                    url,
+                    headers,
+                    enabled,
+                })
+                .collect();
+            config.shared_secret = shared_secret;
+            config.signature_scheme = SignatureScheme::parse(signature_scheme).map_err(to_py)?;
+            config.webhook_user_agent = webhook_user_agent;
+            config.flush_at = count(flush_at);
+            config.max_batch_messages = max_batch_messages.map(count);
+            config.flush_interval = seconds("flush_interval", flush_interval)?;
+            config.max_queue_size = count(max_queue_size);
+            config.queue_full_wait = seconds("queue_full_wait", queue_full_wait)?;
+            // A call waiting for room lets the GIL go: outcomes (the callback, the log
+            // sink) need it to free the room.
+            config.room_wait = Some(Arc::new(|wait: &mut (dyn FnMut() -> bool + Send)| {
+                Python::attach(|py| py.detach(wait))
+            }));
+            config.timeout = seconds("timeout", timeout)?;
+            config.retry = RetryPolicy {
+                max_retry_duration: seconds("max_retry_duration", max_retry_duration)?,
+                ..RetryPolicy::default()
             };
+            config.gzip = gzip;
+            config.ca_certs = ca_certs;
+            config.workers = count(workers);
+            config.max_in_flight = count(max_in_flight);
+            config.on_outcome = on_outcome.map(outcome_callback);
+            config.debug = debug;
+            config.log_sink = log_sink.map(self::log_sink);
+            config.send = send;
+            config.proxy_from_env = proxy_from_env;
+            config.block_private_networks = block_private_networks;
+            config.allowed_networks = allowed_networks;
+            config.spool = spool.map(Spool::from);
+            config.spool_max_bytes = spool_max_bytes;
+            config.spool_commit_interval = seconds("spool_commit_interval", spool_commit_interval)?;
+            config.redis_ack = redis_ack.parse().map_err(to_py)?;
+            config.dead_letters = dead_letters;
+            config.dead_letter_retention = seconds("dead_letter_retention", dead_letter_retention)?;
+            config.dead_letter_max_bytes = dead_letter_max_bytes;
+            config.max_webhook_headers = limit("max_webhook_headers", max_webhook_headers)?;
+            config.max_webhook_header_bytes =
+                limit("max_webhook_header_bytes", max_webhook_header_bytes)?;
             if record {
                 let (inner, recording) = outbound::testing::recording(config).map_err(to_py)?;
                 return Ok(NativeClient {

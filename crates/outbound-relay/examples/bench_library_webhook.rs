@@ -16,13 +16,11 @@ fn main() {
         .trim_end_matches('/');
     let n: u64 = args.get(2).and_then(|s| s.parse().ok()).unwrap_or(100_000);
     let secret = args.get(3).cloned().unwrap_or_else(|| "s".into());
-    let config = Config {
-        webhooks: vec![Webhook::new(format!("{base}/hook/lib"))],
-        shared_secret: Some(secret),
-        max_queue_size: n as usize + 1,
-        block_private_networks: false,
-        ..Config::default()
-    };
+    let config = Config::default()
+        .webhooks(vec![Webhook::new(format!("{base}/hook/lib"))])
+        .shared_secret(secret)
+        .max_queue_size(n as usize + 1)
+        .block_private_networks(false);
     let client = Client::new(config).expect("client");
     let start = Instant::now();
     for k in 0..n {

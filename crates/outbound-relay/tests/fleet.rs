@@ -172,11 +172,11 @@ fn a_dead_relay_of_the_version_before_tenants_is_taken_over_by_source() {
     let redis = RedisServer::start();
     // Its keys, as that version's per-source client wrote them (closed with events pending:
     // its heartbeat gone, its stream left).
-    let old = outbound::Client::new(outbound::Config {
-        spool: Some(redis.spool("fleet:web")),
-        webhooks: vec![outbound::Webhook::new("http://127.0.0.1:9/hook")],
-        ..outbound::Config::default()
-    })
+    let old = outbound::Client::new(
+        outbound::Config::default()
+            .spool(redis.spool("fleet:web"))
+            .webhooks(vec![outbound::Webhook::new("http://127.0.0.1:9/hook")]),
+    )
     .unwrap();
     for i in 0..5 {
         let msg = outbound::Message::track("u1", "E").message_id(format!("old-{i}"));

@@ -35,14 +35,14 @@ fn main() {
 
     let seen = Arc::new(Seen::default());
     let port = receiver(seen.clone());
-    let client = Client::new(Config {
-        write_key: Some("bench".into()),
-        endpoint: format!("http://127.0.0.1:{port}"),
-        flush_at: 100,
-        proxy_from_env: false,
-        debug: Some(false),
-        ..Config::default()
-    })
+    let client = Client::new(
+        Config::default()
+            .write_key("bench")
+            .endpoint(format!("http://127.0.0.1:{port}"))
+            .flush_at(100)
+            .proxy_from_env(false)
+            .debug(false),
+    )
     .expect("client");
 
     let dir = std::env::temp_dir().join(format!("outbound-audience-bench-{}", std::process::id()));

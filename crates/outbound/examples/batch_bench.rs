@@ -36,15 +36,16 @@ fn main() {
         std::thread::sleep(Duration::from_micros(delay_us));
     });
     let engine = on_engine.then(|| outbound::Engine::new(outbound::EngineConfig::default()));
-    let config = Config {
-        write_key: Some("bench".into()),
-        endpoint: format!("http://127.0.0.1:{port}"),
-        flush_at: flush_at as usize,
-        max_batch_messages: (max > 0).then_some(max as usize),
-        max_queue_size: n as usize + 1000,
-        proxy_from_env: false,
-        debug: Some(false),
-        ..Config::default()
+    let config = {
+        let mut c = Config::default()
+            .write_key("bench")
+            .endpoint(format!("http://127.0.0.1:{port}"))
+            .flush_at(flush_at as usize)
+            .max_queue_size(n as usize + 1000)
+            .proxy_from_env(false)
+            .debug(false);
+        c.max_batch_messages = (max > 0).then_some(max as usize);
+        c
     };
     let client = match engine {
         Some(engine) => engine.expect("engine").client(config),

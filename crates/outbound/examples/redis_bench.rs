@@ -46,14 +46,15 @@ fn main() {
             ))),
             _ => None,
         };
-        let client = Client::new(Config {
-            write_key: Some("bench".into()),
-            endpoint: format!("http://127.0.0.1:{port}"),
-            max_queue_size: n as usize + 1000,
-            proxy_from_env: false,
-            debug: Some(false),
-            spool,
-            ..Config::default()
+        let client = Client::new({
+            let mut c = Config::default()
+                .write_key("bench")
+                .endpoint(format!("http://127.0.0.1:{port}"))
+                .max_queue_size(n as usize + 1000)
+                .proxy_from_env(false)
+                .debug(false);
+            c.spool = spool.map(Into::into);
+            c
         })
         .expect("client");
         let before_redis = redis.info();

@@ -27,14 +27,15 @@ fn main() {
         let dir = std::env::temp_dir().join(format!("outbound-spool-bench-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         let before = threads(tick);
-        let client = Client::new(Config {
-            write_key: Some("bench".into()),
-            endpoint: format!("http://127.0.0.1:{port}"),
-            max_queue_size: n as usize + 1000,
-            proxy_from_env: false,
-            debug: Some(false),
-            spool: spool.then(|| dir.clone()),
-            ..Config::default()
+        let client = Client::new({
+            let mut c = Config::default()
+                .write_key("bench")
+                .endpoint(format!("http://127.0.0.1:{port}"))
+                .max_queue_size(n as usize + 1000)
+                .proxy_from_env(false)
+                .debug(false);
+            c.spool = spool.then(|| dir.clone().into());
+            c
         })
         .expect("client");
         let start = Instant::now();
@@ -95,12 +96,6 @@ fn threads(tick: f64) -> BTreeMap<u64, (String, f64)> {
         let cpu = (fields[11].parse::<f64>().unwrap_or(0.0)
             + fields[12].parse::<f64>().unwrap_or(0.0))
             / tick;
-        // Receiver threads and lane workers are pooled under a few names.
-        let name = if name.starts_with("outbound-lane") {
-            "lane".into()
-        } else {
-            name
-        };
         out.insert(tid, (name, cpu));
     }
     out

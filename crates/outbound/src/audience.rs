@@ -40,7 +40,7 @@
 //!
 //! ```no_run
 //! use outbound::{AudienceSync, Client, Config};
-//! let client = Client::new(Config { write_key: Some("KEY".into()), ..Config::default() })?;
+//! let client = Client::new(Config::default().write_key("KEY"))?;
 //! let mut sync = AudienceSync::open("audiences.db")?;
 //! let counts = sync.sync_audience(&client, "High Value Users", ["u1", "u2"])?;
 //! assert_eq!((counts.joined, counts.left), (2, 0));

@@ -4,19 +4,15 @@
 //! (`Engine::client`, in `client/start.rs`), so a source is configuration and queues, not threads.
 
 use crate::delivery::command::{Answer, Ask};
-use crate::delivery::scheduler::{Control, Scheduler, Ways};
+use crate::delivery::scheduler::{Control, Scheduler, SchedulerChannels};
 use crate::delivery::spooler::{SpoolHandle, Spooler};
-use crate::durable::redis::dead::{RedisDead, WithDead};
-use crate::durable::redis::{RedisStore, TAKEOVER_MARGIN};
-use crate::durable::sqlite::SqliteStore;
-use crate::durable::Store;
+use crate::durable::{open, Store};
 use crate::error::Error;
 use crate::http::io::Io;
 use crate::log::Logger;
 use crate::model::config::Config;
 use crate::model::dead_letter::DeadLetterStats;
-use crate::model::spool_target::{spool_target, SpoolTarget};
-use std::path::PathBuf;
+use crate::model::spool::Spool;
 use std::sync::atomic::{AtomicU32, Ordering::Relaxed};
 use std::sync::{Arc, Mutex};
 use std::thread::{JoinHandle, ThreadId};
@@ -42,7 +38,7 @@ pub struct EngineConfig {
     /// `max_timeout` + 10 s), each tenant's by the tenant of its name. The per-client
     /// spools of earlier versions are taken over too: subdirectories named after their
     /// client, or on Redis the prefixes `P:NAME` (as outbound-relay named a source's).
-    pub spool: Option<PathBuf>,
+    pub spool: Option<Spool>,
     /// On a Redis spool: the longest `timeout` its tenants may have (default 5 s, the
     /// core's default), which bounds each round trip to Redis too. Nothing a dead engine
     /// sent can still be in flight once it has been silent this long plus 10 s, and only
@@ -124,20 +120,7 @@ impl Engine {
         }
         let mut core = Core::start(Some(config.io_threads))?;
         if let Some(spool) = &config.spool {
-            let (store, max_timeout): (Box<dyn Store>, _) = match spool_target(spool)? {
-                SpoolTarget::Dir(dir) => (Box::new(SqliteStore::open_shared(dir)?), None),
-                // One owner for every tenant, silent for longer than any of their requests
-                // can take before it is taken over.
-                // Dead letters beside it, for the tenants that keep them (`redis/dead.rs`).
-                SpoolTarget::Redis(redis) => {
-                    let t = config.max_timeout;
-                    let ack = config.redis_ack;
-                    let store = RedisStore::open(&redis, t, t + TAKEOVER_MARGIN, ack)?;
-                    let dead = RedisDead::open(&redis, t, t + TAKEOVER_MARGIN)?;
-                    let store: Box<dyn Store> = Box::new(WithDead::new(Box::new(store), dead));
-                    (store, Some(t))
-                }
-            };
+            let (store, max_timeout) = open::engines(spool, config.max_timeout, config.redis_ack)?;
             let logger = Logger::new(config.debug, config.log_sink.clone());
             let mut writer = SpoolWriter::start(
                 store,
@@ -224,30 +207,10 @@ impl SpoolWriter {
     /// A client's own spool, as its `spool` setting names it.
     pub(crate) fn own(
         config: &Config,
-        spool: &std::path::Path,
+        spool: &Spool,
         logger: &Logger,
     ) -> Result<SpoolWriter, Error> {
-        let store: Box<dyn Store> = match spool_target(spool)? {
-            SpoolTarget::Dir(dir) => Box::new(SqliteStore::open(dir)?),
-            // Taken over once silent for longer than a request can take.
-            SpoolTarget::Redis(redis) => {
-                let store: Box<dyn Store> = Box::new(RedisStore::open(
-                    &redis,
-                    config.timeout,
-                    config.timeout + TAKEOVER_MARGIN,
-                    config.redis_ack,
-                )?);
-                match config.dead_letters {
-                    // Its dead letters under keys of their own (`redis/dead.rs`).
-                    true => {
-                        let alive = config.timeout + TAKEOVER_MARGIN;
-                        let dead = RedisDead::open(&redis, config.timeout, alive)?;
-                        Box::new(WithDead::new(store, dead))
-                    }
-                    false => store,
-                }
-            }
-        };
+        let store = open::clients(spool, config.timeout, config.redis_ack, config.dead_letters)?;
         SpoolWriter::start(
             store,
             config.spool_commit_interval,
@@ -272,12 +235,12 @@ impl SpoolWriter {
     }
 }
 
-/// The engine's threads and the ways into them.
+/// The engine's threads and the channels into them.
 pub(crate) struct Core {
-    pub(crate) ways: Ways,
+    pub(crate) channels: SchedulerChannels,
     /// An engine of one client (`Client::new`), not an [`Engine`]'s.
     pub(crate) private: bool,
-    /// The webhooks' I/O threads; `None` for a private engine whose client has no webhook.
+    /// The I/O threads; `None` for a private engine whose client sends nowhere.
     pub(crate) io: Option<Io>,
     /// The spool its tenants share.
     pub(crate) spool: Option<SpoolWriter>,
@@ -289,7 +252,7 @@ pub(crate) struct Core {
 impl Core {
     /// Starts the scheduler thread, and `io_threads` I/O threads when given.
     pub(crate) fn start(io_threads: Option<usize>) -> Result<Core, Error> {
-        let (scheduler, ways) = Scheduler::new();
+        let (scheduler, channels) = Scheduler::new();
         let io = match io_threads {
             Some(n) => Some(Io::start(n, "outbound-io")?),
             None => None,
@@ -299,7 +262,7 @@ impl Core {
             .spawn(move || scheduler.run())
             .map_err(|e| Error::config("workers", format!("cannot start a thread: {e}")))?;
         Ok(Core {
-            ways,
+            channels,
             private: false,
             io,
             spool: None,
@@ -309,11 +272,10 @@ impl Core {
         })
     }
 
-    /// An engine for one client (what `Client::new` makes): one I/O thread, none for a
-    /// recording client (its requests go to its record, on worker threads).
-    pub(crate) fn private(config: &Config, recording: bool) -> Result<Core, Error> {
+    /// An engine for one client (what `Client::new` makes): one I/O thread.
+    pub(crate) fn private(config: &Config) -> Result<Core, Error> {
         let sends = !config.webhooks.is_empty() || config.write_key.is_some();
-        let mut core = Core::start((sends && !recording).then_some(1))?;
+        let mut core = Core::start(sends.then_some(1))?;
         core.private = true;
         Ok(core)
     }
@@ -339,7 +301,7 @@ impl Drop for Core {
                 spool.join(Instant::now() + Duration::from_secs(5));
             }
         }
-        let _ = self.ways.control.send(Control::Stop);
+        let _ = self.channels.control.send(Control::Stop);
         let handle = self
             .scheduler
             .get_mut()

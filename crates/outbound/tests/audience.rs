@@ -67,12 +67,10 @@ impl Receiver {
 }
 
 fn config(rx: &Receiver) -> Config {
-    Config {
-        webhooks: vec![Webhook::new(rx.url())],
-        proxy_from_env: false,
-        debug: Some(false),
-        ..Config::default()
-    }
+    Config::default()
+        .webhooks(vec![Webhook::new(rx.url())])
+        .proxy_from_env(false)
+        .debug(false)
 }
 
 fn client(rx: &Receiver) -> Client {
@@ -419,12 +417,12 @@ fn crash_child() {
         return;
     };
     let (url, path) = arg.split_once('|').unwrap();
-    let client = Client::new(Config {
-        webhooks: vec![Webhook::new(url)],
-        proxy_from_env: false,
-        debug: Some(false),
-        ..Config::default()
-    })
+    let client = Client::new(
+        Config::default()
+            .webhooks(vec![Webhook::new(url)])
+            .proxy_from_env(false)
+            .debug(false),
+    )
     .unwrap();
     let mut sync = AudienceSync::open(path).unwrap();
     let _pending = sync.emit_audience(&client, "VIP", ["u2", "u3"]).unwrap();
@@ -435,11 +433,11 @@ fn crash_child() {
 #[test]
 fn queue_full_mid_sync_returns_the_error_and_saves_nothing() {
     let stuck = Receiver::hanging();
-    let stuck_client = Client::new(Config {
-        max_queue_size: 2,
-        timeout: Duration::from_secs(30),
-        ..config(&stuck)
-    })
+    let stuck_client = Client::new(
+        config(&stuck)
+            .max_queue_size(2)
+            .timeout(Duration::from_secs(30)),
+    )
     .unwrap();
     let mut sync = AudienceSync::in_memory().unwrap();
     sync.set_queue_wait(Duration::from_millis(100));
@@ -474,11 +472,7 @@ fn closed_client_returns_closed_and_saves_nothing() {
 #[test]
 fn sync_larger_than_the_queue_waits_for_room_and_sends_everything() {
     let rx = Receiver::start();
-    let client = Client::new(Config {
-        max_queue_size: 5,
-        ..config(&rx)
-    })
-    .unwrap();
+    let client = Client::new(config(&rx).max_queue_size(5)).unwrap();
     let members: Vec<String> = (0..200).map(|i| format!("u{i:03}")).collect();
     let mut sync = AudienceSync::in_memory().unwrap();
     let counts = sync.sync_audience(&client, "VIP", &members).unwrap();
@@ -490,15 +484,15 @@ fn sync_larger_than_the_queue_waits_for_room_and_sends_everything() {
 #[test]
 fn sync_closes_a_partial_batch_when_flush_at_exceeds_the_queue() {
     let rx = Receiver::start();
-    let client = Client::new(Config {
-        write_key: Some("wk".into()),
-        endpoint: format!("http://127.0.0.1:{}", rx.port),
-        webhooks: Vec::new(),
-        flush_at: 50,
-        flush_interval: Duration::from_secs(600),
-        max_queue_size: 5,
-        ..config(&rx)
-    })
+    let client = Client::new(
+        config(&rx)
+            .write_key("wk")
+            .endpoint(format!("http://127.0.0.1:{}", rx.port))
+            .webhooks(Vec::new())
+            .flush_at(50)
+            .flush_interval(Duration::from_secs(600))
+            .max_queue_size(5),
+    )
     .unwrap();
     let mut sync = AudienceSync::in_memory().unwrap();
     sync.set_queue_wait(Duration::from_secs(5)); // far less than flush_interval

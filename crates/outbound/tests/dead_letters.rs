@@ -50,20 +50,18 @@ fn switchable() -> (Server, Arc<AtomicU16>) {
 }
 
 fn dead_config(server: &Server, spool: &Path, outcomes: &Outcomes) -> Config {
-    Config {
-        webhooks: vec![Webhook::new(format!("{}/hook", server.url))],
-        spool: Some(spool.to_path_buf()),
-        dead_letters: true,
-        on_outcome: Some(outcomes.callback()),
-        max_queue_size: 5_000,
-        retry: outbound::RetryPolicy {
+    support::config()
+        .webhooks(vec![Webhook::new(format!("{}/hook", server.url))])
+        .spool(spool.to_path_buf())
+        .dead_letters(true)
+        .on_outcome(outcomes.callback())
+        .max_queue_size(5_000)
+        .retry(outbound::RetryPolicy {
             base: Duration::from_millis(20),
             max_backoff: Duration::from_millis(100),
             max_retry_duration: Duration::from_millis(500),
             ..Default::default()
-        },
-        ..support::config()
-    }
+        })
 }
 
 fn wait_until(what: &str, timeout: Duration, mut done: impl FnMut() -> bool) {
@@ -153,11 +151,8 @@ fn a_replay_after_the_receiver_recovers_delivers_it_once_with_the_same_id() {
     let (server, status) = switchable();
     let dir = temp_dir("replay-one");
     let outcomes = Outcomes::default();
-    let client = Client::new(Config {
-        shared_secret: Some("secret-1".into()),
-        ..dead_config(&server, &dir, &outcomes)
-    })
-    .unwrap();
+    let client =
+        Client::new(dead_config(&server, &dir, &outcomes).shared_secret("secret-1")).unwrap();
     let id = client.enqueue(&Message::track("u1", "Paid")).unwrap();
     outcomes.wait_for(1, Duration::from_secs(10));
     wait_until("the dead letter", Duration::from_secs(5), || {
@@ -227,11 +222,7 @@ fn a_bulk_replay_of_a_thousand_delivers_each_once_in_the_background() {
     let (server, status) = switchable();
     let dir = temp_dir("bulk");
     let outcomes = Outcomes::default();
-    let client = Client::new(Config {
-        max_queue_size: 300,
-        ..dead_config(&server, &dir, &outcomes)
-    })
-    .unwrap();
+    let client = Client::new(dead_config(&server, &dir, &outcomes).max_queue_size(300)).unwrap();
     let mut ids = Vec::new();
     for i in 0..1000 {
         while client.stats().queued + client.stats().in_flight > 250 {
@@ -277,11 +268,11 @@ fn the_byte_limit_and_the_retention_drop_the_oldest_and_count_them() {
     let (server, _) = switchable();
     let dir = temp_dir("limits");
     let outcomes = Outcomes::default();
-    let client = Client::new(Config {
-        dead_letter_max_bytes: 3_000,
-        dead_letter_retention: Duration::from_secs(2),
-        ..dead_config(&server, &dir, &outcomes)
-    })
+    let client = Client::new(
+        dead_config(&server, &dir, &outcomes)
+            .dead_letter_max_bytes(3_000)
+            .dead_letter_retention(Duration::from_secs(2)),
+    )
     .unwrap();
     let mut ids = Vec::new();
     for i in 0..20 {
@@ -319,15 +310,14 @@ fn health_moves_to_failing_and_back() {
     status.store(503, SeqCst);
     let dir = temp_dir("health");
     let outcomes = Outcomes::default();
-    let client = Client::new(Config {
-        retry: outbound::RetryPolicy {
+    let client = Client::new(
+        dead_config(&server, &dir, &outcomes).retry(outbound::RetryPolicy {
             base: Duration::from_millis(20),
             max_backoff: Duration::from_millis(50),
             max_retry_duration: Duration::from_secs(30),
             ..Default::default()
-        },
-        ..dead_config(&server, &dir, &outcomes)
-    })
+        }),
+    )
     .unwrap();
     assert_eq!(client.webhook_health()[0].state, HealthState::Healthy);
     client.enqueue(&Message::track("u1", "E")).unwrap();
@@ -423,10 +413,9 @@ fn on_redis_a_stalled_server_fails_a_count_within_the_timeout() {
     let redis = redis_server::RedisServer::start();
     let (server, _) = switchable();
     let outcomes = Outcomes::default();
-    let client = Client::new(Config {
-        timeout: Duration::from_secs(1),
-        ..dead_config(&server, &redis.spool("stall"), &outcomes)
-    })
+    let client = Client::new(
+        dead_config(&server, &redis.spool("stall"), &outcomes).timeout(Duration::from_secs(1)),
+    )
     .unwrap();
     client.enqueue(&Message::track("u1", "E")).unwrap();
     outcomes.wait_for(1, Duration::from_secs(10));
@@ -465,13 +454,13 @@ fn on_redis_a_letter_that_cannot_be_written_keeps_its_message_in_the_stream() {
     let outcomes = Outcomes::default();
     let lines = Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
     let l = lines.clone();
-    let a = Client::new(Config {
-        debug: Some(true),
-        log_sink: Some(Arc::new(move |_, line: &str| {
-            l.lock().unwrap().push(line.to_string())
-        })),
-        ..dead_config(&server, &spool, &outcomes)
-    })
+    let a = Client::new(
+        dead_config(&server, &spool, &outcomes)
+            .debug(true)
+            .log_sink(Arc::new(move |_, line: &str| {
+                l.lock().unwrap().push(line.to_string())
+            })),
+    )
     .unwrap();
     a.enqueue(&Message::track("u1", "E")).unwrap();
     outcomes.wait_for(1, Duration::from_secs(10));
@@ -523,14 +512,15 @@ fn on_redis_an_engine_counts_the_letters_it_holds_unwritten() {
     let (server, _) = switchable();
     let spool = redis.spool("count");
     let engine = Engine::new(EngineConfig {
-        spool: Some(spool.clone()),
+        spool: Some(spool.clone().into()),
         ..EngineConfig::default()
     })
     .unwrap();
     let outcomes = Outcomes::default();
-    let config = Config {
-        spool: None,
-        ..dead_config(&server, &spool, &outcomes)
+    let config = {
+        let mut c = dead_config(&server, &spool, &outcomes);
+        c.spool = None;
+        c
     };
     let t = engine.tenant("t", config).unwrap();
     t.enqueue(&Message::track("u1", "E")).unwrap();
@@ -567,22 +557,20 @@ fn on_redis_an_engine_counts_the_letters_it_holds_unwritten() {
 
 #[test]
 fn dead_letters_need_a_spool() {
-    let err = Client::new(Config {
-        webhooks: vec![Webhook::new("http://127.0.0.1:9/hook")],
-        dead_letters: true,
-        ..support::config()
-    })
+    let err = Client::new(
+        support::config()
+            .webhooks(vec![Webhook::new("http://127.0.0.1:9/hook")])
+            .dead_letters(true),
+    )
     .err()
     .unwrap();
     assert!(
         matches!(&err, Error::Config { setting, .. } if setting == "dead_letters"),
         "{err}"
     );
-    let off = Client::new(Config {
-        webhooks: vec![Webhook::new("http://127.0.0.1:9/hook")],
-        ..support::config()
-    })
-    .unwrap();
+    let off =
+        Client::new(support::config().webhooks(vec![Webhook::new("http://127.0.0.1:9/hook")]))
+            .unwrap();
     assert!(matches!(
         off.dead_letters(&DeadLetterQuery::default()),
         Err(Error::Config { .. })
@@ -595,15 +583,16 @@ fn tenants_of_an_engine_keep_their_own_dead_letters() {
     let (server, _) = switchable();
     let dir = temp_dir("tenants");
     let engine = Engine::new(EngineConfig {
-        spool: Some(dir.clone()),
+        spool: Some(dir.clone().into()),
         ..EngineConfig::default()
     })
     .unwrap();
     let (oa, ob) = (Outcomes::default(), Outcomes::default());
     let tenant = |name: &str, o: &Outcomes| {
-        let config = Config {
-            spool: None,
-            ..dead_config(&server, &dir, o)
+        let config = {
+            let mut c = dead_config(&server, &dir, o);
+            c.spool = None;
+            c
         };
         engine.tenant(name, config).unwrap()
     };
@@ -640,16 +629,16 @@ fn tenants_of_an_engine_keep_their_own_dead_letters() {
 fn counts_of_an_engine(spool: PathBuf) {
     let (server, _) = switchable();
     let engine = Engine::new(EngineConfig {
-        spool: Some(spool.clone()),
+        spool: Some(spool.clone().into()),
         ..EngineConfig::default()
     })
     .unwrap();
     let outcomes: Vec<Outcomes> = (0..3).map(|_| Outcomes::default()).collect();
     let tenant = |name: &str, o: &Outcomes, keeps: bool| {
-        let config = Config {
-            spool: None,
-            dead_letters: keeps,
-            ..dead_config(&server, &spool, o)
+        let config = {
+            let mut c = dead_config(&server, &spool, o).dead_letters(keeps);
+            c.spool = None;
+            c
         };
         engine.tenant(name, config).unwrap()
     };
@@ -707,14 +696,14 @@ fn child_of_the_kill_test() {
     };
     let outcomes = Outcomes::default();
     let timeout = std::env::var("DEAD_TIMEOUT_MS").map_or(5_000, |t| t.parse().unwrap());
-    let client = Client::new(Config {
-        webhooks: vec![Webhook::new(url)],
-        spool: Some(PathBuf::from(&spool)),
-        dead_letters: true,
-        on_outcome: Some(outcomes.callback()),
-        timeout: Duration::from_millis(timeout),
-        ..support::config()
-    })
+    let client = Client::new(
+        support::config()
+            .webhooks(vec![Webhook::new(url)])
+            .spool(PathBuf::from(&spool))
+            .dead_letters(true)
+            .on_outcome(outcomes.callback())
+            .timeout(Duration::from_millis(timeout)),
+    )
     .unwrap();
     for i in 0..50 {
         client
@@ -834,10 +823,9 @@ fn on_redis_a_400_is_kept_listed_and_replayed_once() {
     let redis = redis_server::RedisServer::start();
     let (server, status) = switchable();
     let outcomes = Outcomes::default();
-    let client = Client::new(Config {
-        dead_letter_max_bytes: 6_000,
-        ..dead_config(&server, &redis.spool("dl"), &outcomes)
-    })
+    let client = Client::new(
+        dead_config(&server, &redis.spool("dl"), &outcomes).dead_letter_max_bytes(6_000),
+    )
     .unwrap();
     let ids: Vec<String> = (0..30)
         .map(|i| {
@@ -883,11 +871,9 @@ fn on_redis_a_replay_cut_by_a_kill_is_taken_over_and_ends_once() {
     let spool = redis.spool("kill");
     let hung = kill_mid_replay(&url, &spool, &status, &server);
     let outcomes = Outcomes::default();
-    let client = Client::new(Config {
-        timeout: Duration::from_secs(1),
-        ..dead_config(&server, &spool, &outcomes)
-    })
-    .unwrap();
+    let client =
+        Client::new(dead_config(&server, &spool, &outcomes).timeout(Duration::from_secs(1)))
+            .unwrap();
     // The child's beat lasts its takeover time (1 s + 10 s).
     wait_until("the takeover", Duration::from_secs(40), || {
         client.dead_letter_stats().unwrap().count == 0 && outcomes.all().len() >= 50

@@ -40,11 +40,9 @@ fn threads() -> usize {
 }
 
 fn hooks(url: &str, outcomes: &Outcomes) -> Config {
-    Config {
-        webhooks: vec![Webhook::new(url)],
-        on_outcome: Some(outcomes.callback()),
-        ..Config::default()
-    }
+    Config::default()
+        .webhooks(vec![Webhook::new(url)])
+        .on_outcome(outcomes.callback())
 }
 
 #[test]
@@ -84,10 +82,7 @@ fn a_hanging_client_does_not_hold_up_another_on_the_same_engine() {
     let engine = Engine::new(EngineConfig::default()).unwrap();
     let (stuck, fine) = (Outcomes::default(), Outcomes::default());
     let slow = engine
-        .client(Config {
-            timeout: Duration::from_secs(3),
-            ..hooks(&hang.url, &stuck)
-        })
+        .client(hooks(&hang.url, &stuck).timeout(Duration::from_secs(3)))
         .unwrap();
     for i in 0..200 {
         slow.enqueue(&Message::track(format!("u{i}"), "E")).unwrap();
@@ -142,8 +137,10 @@ fn a_client_closed_leaves_the_others_running() {
 }
 
 /// A directory removed at the end of the test.
+#[cfg(feature = "sqlite")]
 struct Dir(std::path::PathBuf);
 
+#[cfg(feature = "sqlite")]
 impl Dir {
     fn new(name: &str) -> Dir {
         let p = std::env::temp_dir().join(format!(
@@ -169,15 +166,17 @@ impl Dir {
     }
 }
 
+#[cfg(feature = "sqlite")]
 impl Drop for Dir {
     fn drop(&mut self) {
         let _ = std::fs::remove_dir_all(&self.0);
     }
 }
 
+#[cfg(feature = "sqlite")]
 fn spooled(dir: &Dir, window: usize) -> Engine {
     Engine::new(EngineConfig {
-        spool: Some(dir.0.clone()),
+        spool: Some(dir.0.clone().into()),
         spool_commit_interval: Duration::from_millis(5),
         memory_window: window,
         ..EngineConfig::default()
@@ -186,8 +185,10 @@ fn spooled(dir: &Dir, window: usize) -> Engine {
 }
 
 /// Port 9 (discard) is closed here: every attempt fails and is retried, so messages stay.
+#[cfg(feature = "sqlite")]
 const NOWHERE: &str = "http://127.0.0.1:9/hook";
 
+#[cfg(feature = "sqlite")]
 fn sent_ids(server: &Server) -> Vec<String> {
     let mut ids: Vec<String> = server
         .requests()
@@ -198,6 +199,7 @@ fn sent_ids(server: &Server) -> Vec<String> {
     ids
 }
 
+#[cfg(feature = "sqlite")]
 #[test]
 fn tenants_share_one_spool_file_and_each_resumes_its_own_after_a_restart() {
     let _one = serial();
@@ -265,6 +267,7 @@ fn tenants_share_one_spool_file_and_each_resumes_its_own_after_a_restart() {
     assert!(dir.files().is_empty(), "nothing left: {:?}", dir.files());
 }
 
+#[cfg(feature = "sqlite")]
 #[test]
 fn a_backlog_past_the_memory_window_waits_in_the_spool_and_all_of_it_is_delivered_once() {
     let _one = serial();
@@ -275,10 +278,7 @@ fn a_backlog_past_the_memory_window_waits_in_the_spool_and_all_of_it_is_delivere
     let client = engine
         .tenant(
             "burst",
-            Config {
-                max_queue_size: 10_000,
-                ..hooks(&server.url, &outcomes)
-            },
+            hooks(&server.url, &outcomes).max_queue_size(10_000),
         )
         .unwrap();
     for i in 0..3_000 {
@@ -299,6 +299,7 @@ fn a_backlog_past_the_memory_window_waits_in_the_spool_and_all_of_it_is_delivere
     assert!(client.close(None).unwrap());
 }
 
+#[cfg(feature = "sqlite")]
 #[test]
 fn a_tenant_closed_with_a_backlog_leaves_it_to_the_next_tenant_of_its_name() {
     let _one = serial();
@@ -331,17 +332,14 @@ fn a_tenant_closed_with_a_backlog_leaves_it_to_the_next_tenant_of_its_name() {
     assert!(new.close(None).unwrap());
 }
 
+#[cfg(feature = "sqlite")]
 #[test]
 fn a_client_s_own_spool_of_an_earlier_version_in_a_subdirectory_is_taken_over_by_its_tenant() {
     let _one = serial();
     let dir = Dir::new("legacy");
     // What a relay of the version before tenants left: a spool per source, by name.
     let legacy = dir.0.join("checkout");
-    let old = outbound::Client::new(Config {
-        spool: Some(legacy),
-        ..hooks(NOWHERE, &Outcomes::default())
-    })
-    .unwrap();
+    let old = outbound::Client::new(hooks(NOWHERE, &Outcomes::default()).spool(legacy)).unwrap();
     for i in 0..5 {
         old.enqueue(&Message::track("u1", "E").message_id(format!("old-{i}")))
             .unwrap();

@@ -31,7 +31,7 @@ impl Drop for Dir {
 
 fn engine(dir: &Dir) -> Engine {
     Engine::new(EngineConfig {
-        spool: Some(dir.0.clone()),
+        spool: Some(dir.0.clone().into()),
         spool_commit_interval: Duration::from_millis(2),
         ..EngineConfig::default()
     })
@@ -39,11 +39,9 @@ fn engine(dir: &Dir) -> Engine {
 }
 
 fn hooks(webhooks: Vec<Webhook>, outcomes: &Outcomes) -> Config {
-    Config {
-        webhooks,
-        on_outcome: Some(outcomes.callback()),
-        ..Config::default()
-    }
+    Config::default()
+        .webhooks(webhooks)
+        .on_outcome(outcomes.callback())
 }
 
 /// How many requests each message id got.

@@ -3,7 +3,7 @@
 
 mod support;
 
-use outbound::{Client, Config, Message, OutcomeKind, Webhook};
+use outbound::{Client, Message, OutcomeKind, Webhook};
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::SeqCst};
 use std::sync::Arc;
@@ -47,11 +47,11 @@ fn slow_server(each: Duration) -> (Server, Concurrency) {
 /// A client with one webhook on `server` (one request per message: ingestion joins waiting
 /// batches, so a lane's growth is seen through a webhook lane).
 fn hook_client(server: &Server, timeout: Duration) -> Client {
-    Client::new(Config {
-        webhooks: vec![Webhook::new(format!("{}/hook", server.url))],
-        timeout,
-        ..config()
-    })
+    Client::new(
+        config()
+            .webhooks(vec![Webhook::new(format!("{}/hook", server.url))])
+            .timeout(timeout),
+    )
     .unwrap()
 }
 
@@ -98,12 +98,12 @@ fn a_receiver_that_answers_nothing_gets_a_few_requests_not_hundreds() {
 fn max_in_flight_caps_each_destination() {
     let _serial = serial();
     let (server, c) = slow_server(Duration::from_millis(50));
-    let client = Client::new(Config {
-        flush_at: 1,
-        max_in_flight: 8,
-        webhooks: vec![Webhook::new(format!("{}/hook", server.url))],
-        ..ingestion(&server)
-    })
+    let client = Client::new(
+        ingestion(&server)
+            .flush_at(1)
+            .max_in_flight(8)
+            .webhooks(vec![Webhook::new(format!("{}/hook", server.url))]),
+    )
     .unwrap();
     for i in 0..100 {
         client.enqueue(&Message::identify(format!("u{i}"))).unwrap();
@@ -123,11 +123,11 @@ fn a_dead_receiver_gets_probes_not_a_retry_storm_and_recovers() {
     let up = Arc::new(AtomicBool::new(false));
     let u = up.clone();
     let server = Server::start(move |_| Reply::Status(if u.load(SeqCst) { 200 } else { 503 }));
-    let client = Client::new(Config {
-        webhooks: vec![Webhook::new(format!("{}/hook", server.url))],
-        max_queue_size: 5000,
-        ..config()
-    })
+    let client = Client::new(
+        config()
+            .webhooks(vec![Webhook::new(format!("{}/hook", server.url))])
+            .max_queue_size(5000),
+    )
     .unwrap();
     let n = 1000;
     for i in 0..n {
@@ -164,11 +164,7 @@ fn retry_after_holds_the_whole_destination() {
             Reply::Status(200)
         }
     });
-    let client = Client::new(Config {
-        flush_at: 1,
-        ..ingestion(&server)
-    })
-    .unwrap();
+    let client = Client::new(ingestion(&server).flush_at(1)).unwrap();
     client.enqueue(&Message::identify("first")).unwrap();
     assert!(server.wait_for(1, Duration::from_secs(5)));
     std::thread::sleep(Duration::from_millis(100));
@@ -194,14 +190,14 @@ fn close_ends_50k_messages_pending_on_a_dead_receiver_each_exactly_once() {
         format!("http://{}", l.local_addr().unwrap())
     };
     let outcomes = Outcomes::default();
-    let client = Client::new(Config {
-        write_key: Some("wk".into()),
-        endpoint: dead.clone(),
-        webhooks: vec![Webhook::new(format!("{dead}/hook"))],
-        max_queue_size: 60_000,
-        on_outcome: Some(outcomes.callback()),
-        ..config()
-    })
+    let client = Client::new(
+        config()
+            .write_key("wk")
+            .endpoint(dead.clone())
+            .webhooks(vec![Webhook::new(format!("{dead}/hook"))])
+            .max_queue_size(60_000)
+            .on_outcome(outcomes.callback()),
+    )
     .unwrap();
     let n = 50_000;
     let mut ids = HashSet::new();
@@ -240,16 +236,16 @@ fn a_slow_url_still_gets_every_message_a_fast_url_delivered() {
     let _s = serial();
     let fast = Server::answering(200);
     let slow = Server::start(|_| Reply::After(Duration::from_millis(100), 503));
-    let client = Client::new(Config {
-        webhooks: vec![
-            Webhook::new(format!("{}/fast", fast.url)),
-            Webhook::new(format!("{}/slow", slow.url)),
-        ],
-        // One request at a time to each URL: the slow URL's lane backs up.
-        max_in_flight: 1,
-        workers: 1,
-        ..config()
-    })
+    // One request at a time to each URL: the slow URL's lane backs up.
+    let client = Client::new(
+        config()
+            .webhooks(vec![
+                Webhook::new(format!("{}/fast", fast.url)),
+                Webhook::new(format!("{}/slow", slow.url)),
+            ])
+            .max_in_flight(1)
+            .workers(1),
+    )
     .unwrap();
     for i in 0..10 {
         client

@@ -1,4 +1,4 @@
-//! The ingestion destination, a client of its own (batches on worker threads): the cases of
+//! The ingestion destination, a client of its own (an engine of its own): the cases of
 //! `cases/ingestion.rs`.
 
 mod support;

@@ -3,7 +3,7 @@
 
 mod support;
 
-use outbound::{Client, Config, Message, Webhook};
+use outbound::{Client, Message, Webhook};
 use std::time::{Duration, Instant};
 use support::{ingestion, Reply, Server};
 
@@ -35,15 +35,15 @@ fn deliver_all(n: usize, stalled: Option<&Server>) -> Duration {
     if let Some(s) = stalled {
         webhooks.insert(0, Webhook::new(format!("{}/stalled", s.url)));
     }
-    let client = Client::new(Config {
-        webhooks,
-        timeout: Duration::from_secs(5),
-        // Each URL's own budget; smaller than the default so the test's own server threads
-        // for the stalled connections stay cheap on 2 cores.
-        max_in_flight: 64,
-        max_queue_size: n * 2,
-        ..ingestion(&ingest)
-    })
+    // Each URL's own budget; smaller than the default so the test's own server threads for
+    // the stalled connections stay cheap on 2 cores.
+    let client = Client::new(
+        ingestion(&ingest)
+            .webhooks(webhooks)
+            .timeout(Duration::from_secs(5))
+            .max_in_flight(64)
+            .max_queue_size(n * 2),
+    )
     .unwrap();
     let start = Instant::now();
     for i in 0..n {

@@ -2,7 +2,7 @@
 
 mod support;
 
-use outbound::{Client, Config, Error, Message, OutcomeKind, Reason};
+use outbound::{Client, Error, Message, OutcomeKind, Reason};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use support::{ingestion, Outcomes, Reply, Server};
@@ -10,12 +10,10 @@ use support::{ingestion, Outcomes, Reply, Server};
 #[test]
 fn a_full_queue_rejects_without_blocking() {
     let server = Server::start(|_| Reply::Hang);
-    let config = Config {
-        max_queue_size: 50,
-        flush_at: 10,
-        timeout: Duration::from_secs(30),
-        ..ingestion(&server)
-    };
+    let config = ingestion(&server)
+        .max_queue_size(50)
+        .flush_at(10)
+        .timeout(Duration::from_secs(30));
     let client = Client::new(config).unwrap();
     let start = Instant::now();
     let mut full = 0;
@@ -42,12 +40,12 @@ fn a_full_queue_rejects_without_blocking() {
 #[test]
 fn queue_full_wait_waits_for_room() {
     let server = Server::start(|_| Reply::After(Duration::from_millis(300), 200));
-    let client = Client::new(Config {
-        max_queue_size: 2,
-        flush_at: 1,
-        queue_full_wait: Duration::from_secs(10),
-        ..ingestion(&server)
-    })
+    let client = Client::new(
+        ingestion(&server)
+            .max_queue_size(2)
+            .flush_at(1)
+            .queue_full_wait(Duration::from_secs(10)),
+    )
     .unwrap();
     let start = Instant::now();
     for i in 0..4 {
@@ -65,12 +63,12 @@ fn queue_full_wait_waits_for_room() {
     client.close(None).unwrap();
 
     let server = Server::start(|_| Reply::Hang);
-    let client = Client::new(Config {
-        max_queue_size: 1,
-        queue_full_wait: Duration::from_millis(200),
-        timeout: Duration::from_secs(30),
-        ..ingestion(&server)
-    })
+    let client = Client::new(
+        ingestion(&server)
+            .max_queue_size(1)
+            .queue_full_wait(Duration::from_millis(200))
+            .timeout(Duration::from_secs(30)),
+    )
     .unwrap();
     client.enqueue(&Message::identify("a")).unwrap();
     let start = Instant::now();
@@ -87,12 +85,9 @@ fn queue_full_wait_waits_for_room() {
     assert_eq!((s.accepted, s.dropped, s.queue_full), (1, 1, 1));
     assert!(!client.close(Some(Duration::from_millis(200))).unwrap());
 
-    let e = Client::new(Config {
-        queue_full_wait: Duration::from_secs(3601),
-        ..ingestion(&server)
-    })
-    .err()
-    .unwrap();
+    let e = Client::new(ingestion(&server).queue_full_wait(Duration::from_secs(3601)))
+        .err()
+        .unwrap();
     assert!(
         matches!(&e, Error::Config { setting, .. } if setting == "queue_full_wait"),
         "{e}"
@@ -104,12 +99,12 @@ fn queue_full_wait_waits_for_room() {
 fn close_ends_a_wait_for_room() {
     let server = Server::start(|_| Reply::Hang);
     let client = Arc::new(
-        Client::new(Config {
-            max_queue_size: 1,
-            queue_full_wait: Duration::from_secs(60),
-            timeout: Duration::from_secs(30),
-            ..ingestion(&server)
-        })
+        Client::new(
+            ingestion(&server)
+                .max_queue_size(1)
+                .queue_full_wait(Duration::from_secs(60))
+                .timeout(Duration::from_secs(30)),
+        )
         .unwrap(),
     );
     client.enqueue(&Message::identify("a")).unwrap();
@@ -138,11 +133,7 @@ fn close_ends_a_wait_for_room() {
 #[test]
 fn enqueue_each_answers_in_order_and_passes_errors_through() {
     let server = Server::start(|_| Reply::Status(200));
-    let client = Client::new(Config {
-        max_queue_size: 3,
-        ..ingestion(&server)
-    })
-    .unwrap();
+    let client = Client::new(ingestion(&server).max_queue_size(3)).unwrap();
     let given = vec![
         Ok(Message::identify("a").message_id("m-a")),
         Err(Error::InvalidField {
@@ -166,11 +157,7 @@ fn enqueue_each_answers_in_order_and_passes_errors_through() {
     assert_eq!((s.accepted, s.delivered), (2, 2));
     // No room for three: none is taken, as with `enqueue_all`.
     let three = (0..3).map(|i| Ok::<_, Error>(Message::identify(format!("u{i}"))));
-    let held = Client::new(Config {
-        max_queue_size: 2,
-        ..ingestion(&server)
-    })
-    .unwrap();
+    let held = Client::new(ingestion(&server).max_queue_size(2)).unwrap();
     assert_eq!(
         held.enqueue_each(three).unwrap_err(),
         Error::QueueFull { capacity: 2 }
@@ -186,11 +173,11 @@ fn enqueue_each_answers_in_order_and_passes_errors_through() {
 #[test]
 fn enqueue_all_takes_a_batch_whole_or_not_at_all() {
     let server = Server::start(|_| Reply::Hang);
-    let client = Client::new(Config {
-        max_queue_size: 10,
-        timeout: Duration::from_secs(30),
-        ..ingestion(&server)
-    })
+    let client = Client::new(
+        ingestion(&server)
+            .max_queue_size(10)
+            .timeout(Duration::from_secs(30)),
+    )
     .unwrap();
     for i in 0..7 {
         client.enqueue(&Message::identify(format!("u{i}"))).unwrap();
@@ -225,11 +212,7 @@ fn enqueue_all_takes_a_batch_whole_or_not_at_all() {
 #[test]
 fn flush_is_bounded_and_says_whether_all_was_delivered() {
     let server = Server::start(|_| Reply::Hang);
-    let client = Client::new(Config {
-        timeout: Duration::from_secs(30),
-        ..ingestion(&server)
-    })
-    .unwrap();
+    let client = Client::new(ingestion(&server).timeout(Duration::from_secs(30))).unwrap();
     client.enqueue(&Message::identify("u")).unwrap();
     let start = Instant::now();
     assert!(!client.flush(Some(Duration::from_millis(300))));
@@ -250,11 +233,11 @@ fn flush_is_bounded_and_says_whether_all_was_delivered() {
 fn flush_reports_a_failure_that_ended_before_it_was_called_once() {
     let server = Server::answering(400);
     let outcomes = Outcomes::default();
-    let client = Client::new(Config {
-        flush_at: 1,
-        on_outcome: Some(outcomes.callback()),
-        ..ingestion(&server)
-    })
+    let client = Client::new(
+        ingestion(&server)
+            .flush_at(1)
+            .on_outcome(outcomes.callback()),
+    )
     .unwrap();
     client.enqueue(&Message::identify("u")).unwrap();
     // The failure lands before the call.
@@ -279,12 +262,10 @@ fn flush_reports_a_failure_that_ended_before_it_was_called_once() {
 fn close_is_bounded_and_drops_what_is_left_as_closed() {
     let server = Server::start(|_| Reply::Hang);
     let outcomes = Outcomes::default();
-    let config = Config {
-        timeout: Duration::from_secs(30),
-        flush_at: 1,
-        on_outcome: Some(outcomes.callback()),
-        ..ingestion(&server)
-    };
+    let config = ingestion(&server)
+        .timeout(Duration::from_secs(30))
+        .flush_at(1)
+        .on_outcome(outcomes.callback());
     let client = Client::new(config).unwrap();
     for i in 0..3 {
         client.enqueue(&Message::identify(format!("u{i}"))).unwrap();
@@ -320,12 +301,7 @@ fn close_twice_and_enqueue_after_close_are_closed_errors() {
 fn dropping_a_client_whose_receiver_hangs_returns_within_its_timeout() {
     let server = Server::start(|_| Reply::Hang);
     let timeout = Duration::from_millis(800);
-    let client = Client::new(Config {
-        timeout,
-        flush_at: 1,
-        ..ingestion(&server)
-    })
-    .unwrap();
+    let client = Client::new(ingestion(&server).timeout(timeout).flush_at(1)).unwrap();
     client.enqueue(&Message::identify("u")).unwrap();
     assert!(server.wait_for(1, Duration::from_secs(5)));
     let start = Instant::now();
@@ -342,11 +318,11 @@ fn callers_on_many_threads_all_get_outcomes() {
     let server = Server::answering(200);
     let outcomes = Outcomes::default();
     let client = Arc::new(
-        Client::new(Config {
-            flush_at: 25,
-            on_outcome: Some(outcomes.callback()),
-            ..ingestion(&server)
-        })
+        Client::new(
+            ingestion(&server)
+                .flush_at(25)
+                .on_outcome(outcomes.callback()),
+        )
         .unwrap(),
     );
     let threads: Vec<_> = (0..4)
@@ -376,12 +352,7 @@ fn callers_on_many_threads_all_get_outcomes() {
 #[test]
 fn send_false_validates_and_counts_but_sends_nothing() {
     let server = Server::answering(200);
-    let client = Client::new(Config {
-        send: false,
-        flush_at: 1,
-        ..ingestion(&server)
-    })
-    .unwrap();
+    let client = Client::new(ingestion(&server).send(false).flush_at(1)).unwrap();
     client.enqueue(&Message::identify("u")).unwrap();
     assert!(client
         .enqueue(&Message::new(outbound::Kind::Track).user_id("u"))
@@ -394,16 +365,17 @@ fn send_false_validates_and_counts_but_sends_nothing() {
 fn logging_client(server: &Server, debug: Option<bool>) -> (Client, Arc<Mutex<Vec<String>>>) {
     let lines = Arc::new(Mutex::new(Vec::new()));
     let l = lines.clone();
-    let config = Config {
-        write_key: Some("wk_SECRET_1234".into()),
-        flush_at: 1,
-        debug,
-        log_sink: Some(Arc::new(move |level: outbound::Level, line: &str| {
-            l.lock()
-                .unwrap()
-                .push(format!("{}: {line}", level.as_str()))
-        })),
-        ..ingestion(server)
+    let config = {
+        let mut c = ingestion(server)
+            .write_key("wk_SECRET_1234")
+            .flush_at(1)
+            .log_sink(Arc::new(move |level: outbound::Level, line: &str| {
+                l.lock()
+                    .unwrap()
+                    .push(format!("{}: {line}", level.as_str()))
+            }));
+        c.debug = debug;
+        c
     };
     (Client::new(config).unwrap(), lines)
 }
@@ -457,16 +429,14 @@ fn close_reports_every_outcome_before_it_returns_even_past_its_timeout() {
     let server = Server::start(|_| Reply::Hang);
     let calls = Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let c = calls.clone();
-    let config = Config {
-        timeout: Duration::from_secs(30),
-        flush_at: 1,
-        // A slow callback: reporting 20 drops takes 1 s, far past close's deadline.
-        on_outcome: Some(Arc::new(move |_: &outbound::Outcome| {
+    // A slow callback: reporting 20 drops takes 1 s, far past close's deadline.
+    let config = ingestion(&server)
+        .timeout(Duration::from_secs(30))
+        .flush_at(1)
+        .on_outcome(Arc::new(move |_: &outbound::Outcome| {
             std::thread::sleep(Duration::from_millis(50));
             c.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-        })),
-        ..ingestion(&server)
-    };
+        }));
     let client = Client::new(config).unwrap();
     for i in 0..20 {
         client.enqueue(&Message::identify(format!("u{i}"))).unwrap();
@@ -487,17 +457,15 @@ fn close_stops_waiting_for_a_callback_that_blocks_and_still_counts_everything() 
     let server = Server::start(|_| Reply::Hang);
     let calls = Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let c = calls.clone();
-    let config = Config {
-        timeout: Duration::from_secs(1),
-        flush_at: 1,
-        // The first callback blocks for 3 s: longer than the client's timeout.
-        on_outcome: Some(Arc::new(move |_: &outbound::Outcome| {
+    // The first callback blocks for 3 s: longer than the client's timeout.
+    let config = ingestion(&server)
+        .timeout(Duration::from_secs(1))
+        .flush_at(1)
+        .on_outcome(Arc::new(move |_: &outbound::Outcome| {
             if c.fetch_add(1, std::sync::atomic::Ordering::SeqCst) == 0 {
                 std::thread::sleep(Duration::from_secs(3));
             }
-        })),
-        ..ingestion(&server)
-    };
+        }));
     let client = Client::new(config).unwrap();
     for i in 0..20 {
         client.enqueue(&Message::identify(format!("u{i}"))).unwrap();
@@ -526,18 +494,17 @@ fn flush_and_close_from_inside_a_callback_return_at_once() {
     let slot: Arc<std::sync::OnceLock<std::sync::Weak<Client>>> = Arc::default();
     let seen = Arc::new(Mutex::new(Vec::new()));
     let (s, seen2) = (slot.clone(), seen.clone());
-    let config = Config {
-        flush_at: 1,
-        on_outcome: Some(Arc::new(move |_: &outbound::Outcome| {
-            if let Some(client) = s.get().and_then(|w| w.upgrade()) {
-                let start = Instant::now();
-                client.flush(Some(Duration::from_secs(10)));
-                let closed = client.close(Some(Duration::from_secs(10))).is_ok();
-                seen2.lock().unwrap().push((start.elapsed(), closed));
-            }
-        })),
-        ..ingestion(&server)
-    };
+    let config =
+        ingestion(&server)
+            .flush_at(1)
+            .on_outcome(Arc::new(move |_: &outbound::Outcome| {
+                if let Some(client) = s.get().and_then(|w| w.upgrade()) {
+                    let start = Instant::now();
+                    client.flush(Some(Duration::from_secs(10)));
+                    let closed = client.close(Some(Duration::from_secs(10))).is_ok();
+                    seen2.lock().unwrap().push((start.elapsed(), closed));
+                }
+            }));
     let client = Arc::new(Client::new(config).unwrap());
     slot.set(Arc::downgrade(&client)).unwrap();
     client.enqueue(&Message::identify("u")).unwrap();
@@ -556,10 +523,7 @@ fn flush_and_close_from_inside_a_callback_return_at_once() {
 #[test]
 fn huge_timeouts_do_not_panic() {
     let server = Server::answering(200);
-    let config = Config {
-        flush_interval: Duration::MAX,
-        ..ingestion(&server)
-    };
+    let config = ingestion(&server).flush_interval(Duration::MAX);
     let client = Client::new(config).unwrap();
     client.enqueue(&Message::identify("u")).unwrap();
     assert!(client.flush(Some(Duration::MAX)));
@@ -571,15 +535,13 @@ fn no_log_line_reaches_the_sink_after_close_returns() {
     let server = Server::start(|_| Reply::Hang);
     let lines = Arc::new(Mutex::new(Vec::<String>::new()));
     let l = lines.clone();
-    let config = Config {
-        timeout: Duration::from_millis(600),
-        flush_at: 1,
-        debug: Some(true),
-        log_sink: Some(Arc::new(move |_, line: &str| {
+    let config = ingestion(&server)
+        .timeout(Duration::from_millis(600))
+        .flush_at(1)
+        .debug(true)
+        .log_sink(Arc::new(move |_, line: &str| {
             l.lock().unwrap().push(line.to_string())
-        })),
-        ..ingestion(&server)
-    };
+        }));
     let client = Client::new(config).unwrap();
     client.enqueue(&Message::identify("u")).unwrap();
     assert!(server.wait_for(1, Duration::from_secs(5)));
@@ -619,12 +581,12 @@ fn close_ends_each_ingestion_message_once_under_its_id_wherever_it_waits() {
     // the open batch.
     let hang = Server::start(|_| Reply::Hang);
     let outcomes = Outcomes::default();
-    let client = Client::new(Config {
-        timeout: Duration::from_secs(30),
-        flush_at: 2,
-        on_outcome: Some(outcomes.callback()),
-        ..ingestion(&hang)
-    })
+    let client = Client::new(
+        ingestion(&hang)
+            .timeout(Duration::from_secs(30))
+            .flush_at(2)
+            .on_outcome(outcomes.callback()),
+    )
     .unwrap();
     // 8 batches of 2 out: what the lane gives a receiver that has never answered. One at a
     // time, each seen out before the next is made.
@@ -669,11 +631,11 @@ fn close_ends_each_ingestion_message_once_under_its_id_wherever_it_waits() {
     // Waiting to retry after 503s.
     let failing = Server::answering(503);
     let outcomes = Outcomes::default();
-    let client = Client::new(Config {
-        flush_at: 5,
-        on_outcome: Some(outcomes.callback()),
-        ..ingestion(&failing)
-    })
+    let client = Client::new(
+        ingestion(&failing)
+            .flush_at(5)
+            .on_outcome(outcomes.callback()),
+    )
     .unwrap();
     let mut ids = tracks(&client, 10, "Retries");
     assert!(

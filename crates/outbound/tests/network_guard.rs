@@ -12,12 +12,10 @@ use support::{Outcomes, Server};
 const WAIT: Duration = Duration::from_secs(10);
 
 fn guarded(url: &str, outcomes: &Outcomes) -> Config {
-    Config {
-        webhooks: vec![Webhook::new(url)],
-        block_private_networks: true,
-        on_outcome: Some(outcomes.callback()),
-        ..support::config()
-    }
+    support::config()
+        .webhooks(vec![Webhook::new(url)])
+        .block_private_networks(true)
+        .on_outcome(outcomes.callback())
 }
 
 #[test]
@@ -62,11 +60,9 @@ fn a_name_that_resolves_to_loopback_is_blocked_after_resolution() {
 fn an_allowed_network_is_delivered_to() {
     let server = Server::answering(200);
     let outcomes = Outcomes::default();
-    let client = Client::new(Config {
-        allowed_networks: vec!["127.0.0.0/8".into()],
-        ..guarded(&server.url, &outcomes)
-    })
-    .unwrap();
+    let client =
+        Client::new(guarded(&server.url, &outcomes).allowed_networks(vec!["127.0.0.0/8".into()]))
+            .unwrap();
     client.enqueue(&Message::identify("u")).unwrap();
     assert!(client.flush(Some(WAIT)));
     assert_eq!(server.count(), 1);
@@ -78,12 +74,12 @@ fn ingestion_is_not_guarded() {
     let ingestion = Server::answering(200);
     let hook = Server::answering(200);
     let outcomes = Outcomes::default();
-    let client = Client::new(Config {
-        write_key: Some("wk".into()),
-        endpoint: ingestion.url.clone(),
-        flush_at: 1,
-        ..guarded(&hook.url, &outcomes)
-    })
+    let client = Client::new(
+        guarded(&hook.url, &outcomes)
+            .write_key("wk")
+            .endpoint(ingestion.url.clone())
+            .flush_at(1),
+    )
     .unwrap();
     client.enqueue(&Message::identify("u")).unwrap();
     assert!(!client.flush(Some(WAIT)));
@@ -96,11 +92,7 @@ fn ingestion_is_not_guarded() {
 fn off_by_default() {
     assert!(!Config::default().block_private_networks);
     let server = Server::answering(200);
-    let client = Client::new(Config {
-        webhooks: vec![Webhook::new(&server.url)],
-        ..support::config()
-    })
-    .unwrap();
+    let client = Client::new(support::config().webhooks(vec![Webhook::new(&server.url)])).unwrap();
     client.enqueue(&Message::identify("u")).unwrap();
     assert!(client.flush(Some(WAIT)));
     assert_eq!(server.count(), 1);
@@ -109,10 +101,10 @@ fn off_by_default() {
 #[test]
 fn allowed_networks_must_be_networks() {
     for bad in ["10.0.0.0/33", "intranet", "10.0.0/8"] {
-        match Client::new(Config {
-            allowed_networks: vec![bad.into()],
-            ..guarded("http://127.0.0.1:1/h", &Outcomes::default())
-        }) {
+        match Client::new(
+            guarded("http://127.0.0.1:1/h", &Outcomes::default())
+                .allowed_networks(vec![bad.into()]),
+        ) {
             Err(e @ Error::Config { .. }) => {
                 assert!(e.to_string().contains("allowed_networks"), "{e}")
             }
@@ -144,17 +136,12 @@ fn answers_of_a_receiver_in_an_allowed_network_are_not_kept_in_attempts() {
         )
     };
     let outcomes = Outcomes::default();
-    let (status, answer) = answer_of(Config {
-        allowed_networks: vec!["127.0.0.0/8".into()],
-        ..guarded(&server.url, &outcomes)
-    });
+    let (status, answer) =
+        answer_of(guarded(&server.url, &outcomes).allowed_networks(vec!["127.0.0.0/8".into()]));
     assert_eq!(status, Some(400));
     assert!(!answer.contains("hunter2"), "{answer}");
     assert!(answer.contains("allowed_networks"), "{answer}");
-    let (status, answer) = answer_of(Config {
-        webhooks: vec![Webhook::new(&server.url)],
-        ..support::config()
-    });
+    let (status, answer) = answer_of(support::config().webhooks(vec![Webhook::new(&server.url)]));
     assert_eq!(status, Some(400));
     assert!(answer.contains("hunter2"), "{answer}");
 }

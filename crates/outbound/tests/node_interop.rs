@@ -104,13 +104,11 @@ fn the_spec_node_receiver_verifies_every_signature_of_every_call_type() {
         .expect("receiver prints its port")
         .parse()
         .unwrap();
-    let config = Config {
-        webhooks: vec![Webhook::new(format!("http://127.0.0.1:{port}/hook"))],
-        shared_secret: Some(SECRET.into()),
-        max_queue_size: 2000,
-        proxy_from_env: false,
-        ..Config::default()
-    };
+    let config = Config::default()
+        .webhooks(vec![Webhook::new(format!("http://127.0.0.1:{port}/hook"))])
+        .shared_secret(SECRET)
+        .max_queue_size(2000)
+        .proxy_from_env(false);
     let client = Client::new(config).unwrap();
     let mut gen = Gen::new(42);
     for i in 0..N {

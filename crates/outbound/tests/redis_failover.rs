@@ -30,15 +30,15 @@ fn promotion(sentinels: &[RedisSentinel], replica: &RedisServer, killed: Instant
 }
 
 fn client(spool: &Path, url: &str, ack: RedisAck) -> Client {
-    Client::new(Config {
-        webhooks: vec![Webhook::new(url)],
-        spool: Some(spool.to_path_buf()),
-        redis_ack: ack,
-        timeout: Duration::from_secs(1),
-        max_queue_size: 50_000,
-        debug: Some(std::env::var("FAILOVER_DEBUG").is_ok()),
-        ..Config::default()
-    })
+    Client::new(
+        Config::default()
+            .webhooks(vec![Webhook::new(url)])
+            .spool(spool.to_path_buf())
+            .redis_ack(ack)
+            .timeout(Duration::from_secs(1))
+            .max_queue_size(50_000)
+            .debug(std::env::var("FAILOVER_DEBUG").is_ok()),
+    )
     .unwrap()
 }
 
@@ -68,13 +68,13 @@ fn with_replicas_1_a_failover_is_acknowledged_again_only_once_a_replica_is_back(
 fn dead_letters_follow_the_primary_through_a_failover() {
     let (mut primary, replica, sentinels) = redis_server::sentinel_fleet(NAME);
     let refusing = Server::answering(400); // a 400 fails at once: a dead letter
-    let c = Client::new(Config {
-        webhooks: vec![Webhook::new(&refusing.url)],
-        spool: Some(sentinel_spool(&sentinels, "dl")),
-        dead_letters: true,
-        timeout: Duration::from_secs(1),
-        ..Config::default()
-    })
+    let c = Client::new(
+        Config::default()
+            .webhooks(vec![Webhook::new(&refusing.url)])
+            .spool(sentinel_spool(&sentinels, "dl"))
+            .dead_letters(true)
+            .timeout(Duration::from_secs(1)),
+    )
     .unwrap();
     let send = |from: usize| {
         for i in from..from + 5 {

@@ -17,14 +17,12 @@ use support::{ingestion, Outcomes, Reply, Server};
 /// An ingestion client of `server` spooling to `redis` under `prefix`. A 1 s request
 /// timeout makes the takeover threshold 11 s.
 fn on_redis(server: &Server, redis: &RedisServer, prefix: &str) -> Config {
-    Config {
-        spool: Some(redis.spool(prefix)),
-        timeout: Duration::from_secs(1),
-        max_queue_size: 50_000,
-        flush_at: 100,
-        flush_interval: Duration::from_millis(50),
-        ..ingestion(server)
-    }
+    ingestion(server)
+        .spool(redis.spool(prefix))
+        .timeout(Duration::from_secs(1))
+        .max_queue_size(50_000)
+        .flush_at(100)
+        .flush_interval(Duration::from_millis(50))
 }
 
 fn batch_ids(r: &support::Request) -> Vec<String> {
@@ -100,11 +98,7 @@ fn in_a_burst_of_pipelined_commits_nothing_is_attempted_or_reported_spooled_befo
     let redis = Arc::new(RedisServer::start());
     // Kept in Redis: every attempt fails and is retried later.
     let (server, checked, missing) = checking_receiver(&redis, "burst", 503);
-    let client = Client::new(Config {
-        flush_at: 1000,
-        ..on_redis(&server, &redis, "burst")
-    })
-    .unwrap();
+    let client = Client::new(on_redis(&server, &redis, "burst").flush_at(1000)).unwrap();
     let ids: Vec<String> = (0..N)
         .map(|i| {
             client
@@ -153,10 +147,9 @@ fn a_message_leaves_redis_at_its_outcome_and_a_closed_client_leaves_no_key() {
 fn after_flush_returns_everything_accepted_before_it_is_in_redis() {
     let redis = RedisServer::start();
     let server = Server::answering(503);
-    let client = Client::new(Config {
-        spool_commit_interval: Duration::from_millis(500),
-        ..on_redis(&server, &redis, "flush")
-    })
+    let client = Client::new(
+        on_redis(&server, &redis, "flush").spool_commit_interval(Duration::from_millis(500)),
+    )
     .unwrap();
     let ids: HashSet<String> = (0..1000)
         .map(|i| {
@@ -180,13 +173,12 @@ fn after_flush_returns_everything_accepted_before_it_is_in_redis() {
 fn the_retry_window_goes_on_from_the_first_attempt_across_processes() {
     let redis = RedisServer::start();
     let server = Server::answering(503);
-    let window = |c: Config| Config {
-        retry: outbound::RetryPolicy {
+    let window = |c: Config| {
+        let retry = outbound::RetryPolicy {
             max_retry_duration: Duration::from_secs(2),
             ..c.retry
-        },
-        flush_at: 1,
-        ..c
+        };
+        c.retry(retry).flush_at(1)
     };
     let a = Client::new(window(on_redis(&server, &redis, "window"))).unwrap();
     let id = a.enqueue(&Message::identify("u")).unwrap();
@@ -198,11 +190,9 @@ fn the_retry_window_goes_on_from_the_first_attempt_across_processes() {
     std::thread::sleep(Duration::from_millis(2200));
     let outcomes = Outcomes::default();
     let start = Instant::now();
-    let b = Client::new(Config {
-        on_outcome: Some(outcomes.callback()),
-        ..window(on_redis(&server, &redis, "window"))
-    })
-    .unwrap();
+    let b =
+        Client::new(window(on_redis(&server, &redis, "window")).on_outcome(outcomes.callback()))
+            .unwrap();
     let seen = outcomes.wait_for(1, Duration::from_secs(10));
     assert_eq!(seen.len(), 1);
     assert_eq!(&*seen[0].message_id, id.as_str());
@@ -286,11 +276,7 @@ fn a_sigkilled_process_s_10000_pending_messages_are_delivered_by_a_living_one() 
     let up = Server::answering(200);
     let outcomes = Outcomes::default();
     // The survivor lives from the start: it must not take over a living process's messages.
-    let b = Client::new(Config {
-        on_outcome: Some(outcomes.callback()),
-        ..on_redis(&up, &redis, "kill")
-    })
-    .unwrap();
+    let b = Client::new(on_redis(&up, &redis, "kill").on_outcome(outcomes.callback())).unwrap();
     let mut child = std::process::Command::new(std::env::current_exe().unwrap())
         .args(["killed_redis_child", "--exact", "--ignored", "--nocapture"])
         .env(
@@ -365,15 +351,15 @@ fn killed_redis_child() {
         parts.next().unwrap(),
         parts.next().unwrap().parse::<usize>().unwrap(),
     );
-    let client = Client::new(Config {
-        write_key: Some("wk".into()),
-        endpoint: url.into(),
-        spool: Some(spool.into()),
-        timeout: Duration::from_secs(1),
-        max_queue_size: 50_000,
-        flush_at: 100,
-        ..support::config()
-    })
+    let client = Client::new(
+        support::config()
+            .write_key("wk")
+            .endpoint(url)
+            .spool(spool)
+            .timeout(Duration::from_secs(1))
+            .max_queue_size(50_000)
+            .flush_at(100),
+    )
     .unwrap();
     for i in 0..n {
         let id = client
@@ -467,11 +453,7 @@ fn redis_restarted_mid_run_loses_nothing_accepted() {
     }
     let up = Server::answering(200);
     let outcomes = Outcomes::default();
-    let b = Client::new(Config {
-        on_outcome: Some(outcomes.callback()),
-        ..on_redis(&up, &redis, "restart")
-    })
-    .unwrap();
+    let b = Client::new(on_redis(&up, &redis, "restart").on_outcome(outcomes.callback())).unwrap();
     let seen = outcomes.wait_for(ids.len(), Duration::from_secs(30));
     let delivered: HashSet<String> = seen
         .iter()
@@ -497,11 +479,7 @@ fn with_redis_unreachable_calls_are_held_in_memory_within_max_queue_size() {
     let status = Arc::new(AtomicU16::new(503));
     let s = status.clone();
     let server = Server::start(move |_| Reply::Status(s.load(SeqCst)));
-    let client = Client::new(Config {
-        max_queue_size: 100,
-        ..on_redis(&server, &redis, "down")
-    })
-    .unwrap();
+    let client = Client::new(on_redis(&server, &redis, "down").max_queue_size(100)).unwrap();
     redis.kill();
     let (mut ok, mut full) = (0, 0);
     let slowest = Mutex::new(Duration::ZERO);

@@ -22,7 +22,7 @@ const KILL_ENV: &str = "OUTBOUND_REDIS_TENANTS_KILL";
 /// An engine on `redis` under `prefix`, tenants' timeouts up to 1 s (takeover after 11 s).
 fn engine(spool: PathBuf, window: usize) -> Engine {
     Engine::new(EngineConfig {
-        spool: Some(spool),
+        spool: Some(spool.into()),
         max_timeout: Duration::from_secs(1),
         spool_commit_interval: Duration::from_millis(5),
         memory_window: window,
@@ -32,13 +32,11 @@ fn engine(spool: PathBuf, window: usize) -> Engine {
 }
 
 fn hooks(url: &str, outcomes: &Outcomes) -> Config {
-    Config {
-        webhooks: vec![Webhook::new(url)],
-        on_outcome: Some(outcomes.callback()),
-        timeout: Duration::from_secs(1),
-        max_queue_size: 20_000,
-        ..Config::default()
-    }
+    Config::default()
+        .webhooks(vec![Webhook::new(url)])
+        .on_outcome(outcomes.callback())
+        .timeout(Duration::from_secs(1))
+        .max_queue_size(20_000)
 }
 
 /// The ids a webhook receiver got, in the order it got them.
@@ -59,10 +57,7 @@ fn sorted(mut v: Vec<String>) -> Vec<String> {
 fn a_tenant_with_a_longer_timeout_than_the_engine_allows_is_refused() {
     let redis = RedisServer::start();
     let engine = engine(redis.spool("long"), 1_000);
-    let config = Config {
-        timeout: Duration::from_secs(2),
-        ..hooks(NOWHERE, &Outcomes::default())
-    };
+    let config = hooks(NOWHERE, &Outcomes::default()).timeout(Duration::from_secs(2));
     let Err(e) = engine.tenant("a", config) else {
         panic!("accepted")
     };
@@ -231,11 +226,9 @@ fn a_client_s_own_prefix_of_the_version_before_tenants_is_taken_over_by_its_tena
     let redis = RedisServer::start();
     // What a relay of the version before tenants left: source "checkout" spooled under
     // prefix fleet:checkout, closed with messages pending (its heartbeat gone).
-    let old = Client::new(Config {
-        spool: Some(redis.spool("fleet:checkout")),
-        ..hooks(NOWHERE, &Outcomes::default())
-    })
-    .unwrap();
+    let old =
+        Client::new(hooks(NOWHERE, &Outcomes::default()).spool(redis.spool("fleet:checkout")))
+            .unwrap();
     for i in 0..5 {
         old.enqueue(&Message::track("u1", "E").message_id(format!("old-{i}")))
             .unwrap();

@@ -4,7 +4,7 @@
 
 mod support;
 
-use outbound::{Client, Config, Error, Message, OutcomeKind};
+use outbound::{Client, Error, Message, OutcomeKind};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 use support::{ingestion, Outcomes, Server};
@@ -60,10 +60,7 @@ fn a_rediss_spool_checks_the_certificate_and_then_works() {
     }
     let spool = format!("rediss://127.0.0.1:{port}/0?prefix=tls");
     let down = Server::answering(503);
-    let config = |server: &Server| Config {
-        spool: Some(spool.clone().into()),
-        ..ingestion(server)
-    };
+    let config = |server: &Server| ingestion(server).spool(spool.clone());
 
     // Our CA is not among the system's roots: refused.
     std::env::remove_var("SSL_CERT_FILE");
@@ -84,11 +81,7 @@ fn a_rediss_spool_checks_the_certificate_and_then_works() {
     assert_eq!(a.stats().spooled, 1);
     let up = Server::answering(200);
     let outcomes = Outcomes::default();
-    let b = Client::new(Config {
-        on_outcome: Some(outcomes.callback()),
-        ..config(&up)
-    })
-    .unwrap();
+    let b = Client::new(config(&up).on_outcome(outcomes.callback())).unwrap();
     let seen = outcomes.wait_for(1, Duration::from_secs(20));
     assert_eq!(seen.len(), 1);
     assert_eq!(&*seen[0].message_id, id.as_str());

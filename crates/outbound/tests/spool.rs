@@ -12,12 +12,10 @@ use std::time::{Duration, Instant};
 use support::{ingestion, Outcomes, Reply, Server};
 
 fn spooled(server: &Server, dir: &Path) -> Config {
-    Config {
-        spool: Some(dir.to_path_buf()),
-        webhooks: vec![Webhook::new(format!("{}/hook", server.url))],
-        max_queue_size: 50_000,
-        ..ingestion(server)
-    }
+    ingestion(server)
+        .spool(dir.to_path_buf())
+        .webhooks(vec![Webhook::new(format!("{}/hook", server.url))])
+        .max_queue_size(50_000)
 }
 
 /// Ids of the messages a server took: from batch bodies and webhook bodies.
@@ -64,11 +62,7 @@ fn messages_left_by_close_are_delivered_by_the_next_client() {
     let s = status.clone();
     let server = Server::start(move |_| Reply::Status(s.load(SeqCst)));
     let first = Outcomes::default();
-    let a = Client::new(Config {
-        on_outcome: Some(first.callback()),
-        ..spooled(&server, &dir)
-    })
-    .unwrap();
+    let a = Client::new(spooled(&server, &dir).on_outcome(first.callback())).unwrap();
     let ids: HashSet<String> = (0..200)
         .map(|i| {
             a.enqueue(&Message::track(format!("u{i}"), "Spooled"))
@@ -89,11 +83,7 @@ fn messages_left_by_close_are_delivered_by_the_next_client() {
     status.store(200, SeqCst);
     let before = server.count();
     let second = Outcomes::default();
-    let b = Client::new(Config {
-        on_outcome: Some(second.callback()),
-        ..spooled(&server, &dir)
-    })
-    .unwrap();
+    let b = Client::new(spooled(&server, &dir).on_outcome(second.callback())).unwrap();
     let seen = second.wait_for(200, Duration::from_secs(20));
     assert_eq!(seen.len(), 200);
     assert!(
@@ -137,14 +127,12 @@ fn a_second_client_on_the_same_spool_is_refused_naming_the_path() {
 fn the_retry_window_goes_on_from_the_first_attempt_across_restarts() {
     let dir = temp_dir("window");
     let server = Server::answering(503);
-    let window = |c: Config| Config {
-        retry: outbound::RetryPolicy {
+    let window = |c: Config| {
+        let retry = outbound::RetryPolicy {
             max_retry_duration: Duration::from_secs(2),
             ..c.retry
-        },
-        webhooks: vec![],
-        flush_at: 1,
-        ..c
+        };
+        c.retry(retry).webhooks(vec![]).flush_at(1)
     };
     let a = Client::new(window(spooled(&server, &dir))).unwrap();
     let id = a.enqueue(&Message::identify("u")).unwrap();
@@ -159,11 +147,7 @@ fn the_retry_window_goes_on_from_the_first_attempt_across_restarts() {
     std::thread::sleep(Duration::from_millis(2200));
     let outcomes = Outcomes::default();
     let start = Instant::now();
-    let b = Client::new(Config {
-        on_outcome: Some(outcomes.callback()),
-        ..window(spooled(&server, &dir))
-    })
-    .unwrap();
+    let b = Client::new(window(spooled(&server, &dir)).on_outcome(outcomes.callback())).unwrap();
     let seen = outcomes.wait_for(1, Duration::from_secs(10));
     assert_eq!(seen.len(), 1);
     assert_eq!(&*seen[0].message_id, id.as_str());
@@ -179,11 +163,7 @@ fn the_retry_window_goes_on_from_the_first_attempt_across_restarts() {
 fn spool_max_bytes_refuses_new_calls_as_queue_full() {
     let dir = temp_dir("full");
     let server = Server::answering(503);
-    let client = Client::new(Config {
-        spool_max_bytes: 4_000,
-        ..spooled(&server, &dir)
-    })
-    .unwrap();
+    let client = Client::new(spooled(&server, &dir).spool_max_bytes(4_000)).unwrap();
     let mut refused = 0;
     for i in 0..50 {
         match client.enqueue(&Message::track(format!("u{i}"), "Big")) {
@@ -246,11 +226,7 @@ fn a_sigkilled_process_loses_nothing_it_flushed_to_the_spool() {
 
     let up = Server::answering(200);
     let outcomes = Outcomes::default();
-    let client = Client::new(Config {
-        on_outcome: Some(outcomes.callback()),
-        ..spooled(&up, &dir)
-    })
-    .unwrap();
+    let client = Client::new(spooled(&up, &dir).on_outcome(outcomes.callback())).unwrap();
     let seen = outcomes.wait_for(1000, Duration::from_secs(120));
     let delivered: HashSet<String> = seen
         .iter()
@@ -272,13 +248,13 @@ fn killed_child() {
         return;
     };
     let (url, dir) = arg.split_once('|').unwrap();
-    let client = Client::new(Config {
-        write_key: Some("wk".into()),
-        endpoint: url.into(),
-        webhooks: vec![Webhook::new(format!("{url}/hook"))],
-        spool: Some(dir.into()),
-        ..support::config()
-    })
+    let client = Client::new(
+        support::config()
+            .write_key("wk")
+            .endpoint(url)
+            .webhooks(vec![Webhook::new(format!("{url}/hook"))])
+            .spool(dir),
+    )
     .unwrap();
     for i in 0..1000 {
         let id = client
@@ -329,16 +305,16 @@ fn delivered_child() {
     };
     let (url, dir) = arg.split_once('|').unwrap();
     let outcomes = Outcomes::default();
-    let client = Client::new(Config {
-        write_key: Some("wk".into()),
-        endpoint: url.into(),
-        webhooks: vec![Webhook::new(format!("{url}/hook"))],
-        spool: Some(dir.into()),
-        spool_commit_interval: Duration::from_millis(1),
-        flush_at: 1,
-        on_outcome: Some(outcomes.callback()),
-        ..support::config()
-    })
+    let client = Client::new(
+        support::config()
+            .write_key("wk")
+            .endpoint(url)
+            .webhooks(vec![Webhook::new(format!("{url}/hook"))])
+            .spool(dir)
+            .spool_commit_interval(Duration::from_millis(1))
+            .flush_at(1)
+            .on_outcome(outcomes.callback()),
+    )
     .unwrap();
     for i in 0..100 {
         client
@@ -366,13 +342,13 @@ fn a_resumed_message_goes_only_to_the_webhook_urls_still_worth_trying() {
     let s1 = status1.clone();
     let gone = Server::answering(404);
     let flaky = Server::start(move |_| Reply::Status(s1.load(SeqCst)));
-    let hooks = |c: Config| Config {
-        write_key: None,
-        webhooks: vec![
+    let hooks = |c: Config| {
+        let mut c = c.webhooks(vec![
             Webhook::new(format!("{}/zero", gone.url)),
             Webhook::new(format!("{}/one", flaky.url)),
-        ],
-        ..c
+        ]);
+        c.write_key = None;
+        c
     };
     let a = Client::new(hooks(spooled(&flaky, &dir))).unwrap();
     let id = a.enqueue(&Message::identify("u")).unwrap();
@@ -385,11 +361,7 @@ fn a_resumed_message_goes_only_to_the_webhook_urls_still_worth_trying() {
     let before = gone.count();
     status1.store(200, SeqCst);
     let outcomes = Outcomes::default();
-    let b = Client::new(Config {
-        on_outcome: Some(outcomes.callback()),
-        ..hooks(spooled(&flaky, &dir))
-    })
-    .unwrap();
+    let b = Client::new(hooks(spooled(&flaky, &dir)).on_outcome(outcomes.callback())).unwrap();
     let seen = outcomes.wait_for(1, Duration::from_secs(10));
     assert_eq!(seen.len(), 1);
     assert_eq!(
@@ -409,13 +381,10 @@ fn a_message_its_integrations_send_nowhere_ends_at_once_with_a_spool() {
     let dir = temp_dir("filtered");
     let server = Server::answering(200);
     let outcomes = Outcomes::default();
-    let client = Client::new(Config {
-        on_outcome: Some(outcomes.callback()),
-        // Webhooks only: ingestion takes every message (the endpoint applies integrations).
-        write_key: None,
-        ..spooled(&server, &dir)
-    })
-    .unwrap();
+    // Webhooks only: ingestion takes every message (the endpoint applies integrations).
+    let mut config = spooled(&server, &dir).on_outcome(outcomes.callback());
+    config.write_key = None;
+    let client = Client::new(config).unwrap();
     let mut msg = Message::identify("u");
     msg.integrations = Some(outbound::parse_object("integrations", r#"{"All": false}"#).unwrap());
     client.enqueue(&msg).unwrap();
@@ -436,11 +405,8 @@ fn a_child_forked_while_the_spool_commits_gets_a_client_of_its_own() {
     let dir = temp_dir("fork");
     let server = Server::start(|_| Reply::Status(200));
     let client = Arc::new(
-        Client::new(Config {
-            spool_commit_interval: Duration::from_millis(1),
-            ..spooled(&server, &dir)
-        })
-        .unwrap(),
+        Client::new(spooled(&server, &dir).spool_commit_interval(Duration::from_millis(1)))
+            .unwrap(),
     );
     // A steady stream of calls and removals keeps the spool thread committing.
     let stop = Arc::new(AtomicBool::new(false));

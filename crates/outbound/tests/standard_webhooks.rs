@@ -19,11 +19,12 @@ const NEW: &str = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
 const OLD: &str = "whsec_QUJDREVGR0hJSktMTU5PUFFSU1RVVldY";
 
 fn standard(url: &str, secret: Option<&str>) -> Config {
-    Config {
-        webhooks: vec![Webhook::new(url)],
-        shared_secret: secret.map(Into::into),
-        signature_scheme: SignatureScheme::StandardWebhooks,
-        ..support::config()
+    {
+        let mut c = support::config()
+            .webhooks(vec![Webhook::new(url)])
+            .signature_scheme(SignatureScheme::StandardWebhooks);
+        c.shared_secret = secret.map(Into::into);
+        c
     }
 }
 
@@ -116,11 +117,9 @@ fn the_body_is_the_same_bytes_under_both_schemes() {
         .timestamp(ts);
     for config in [
         standard(&server.url, Some(NEW)),
-        Config {
-            webhooks: vec![Webhook::new(&server.url)],
-            shared_secret: Some("s3cret".into()),
-            ..support::config()
-        },
+        support::config()
+            .webhooks(vec![Webhook::new(&server.url)])
+            .shared_secret("s3cret"),
     ] {
         let client = Client::new(config).unwrap();
         client.enqueue(&msg).unwrap();
@@ -197,21 +196,21 @@ fn secrets_must_be_whsec_base64_of_24_to_64_bytes() {
     // Without the prefix is accepted, as by the spec's libraries.
     assert!(Client::new(standard(url, Some(&NEW[6..]))).is_ok());
     // The seed's scheme keeps taking any text.
-    assert!(Client::new(Config {
-        webhooks: vec![Webhook::new(url)],
-        shared_secret: Some("whsec_!!!".into()),
-        ..support::config()
-    })
+    assert!(Client::new(
+        support::config()
+            .webhooks(vec![Webhook::new(url)])
+            .shared_secret("whsec_!!!")
+    )
     .is_ok());
 }
 
 #[test]
 fn the_signature_headers_cannot_be_set_by_a_webhook() {
     for name in ["webhook-id", "Webhook-Timestamp", "WEBHOOK-SIGNATURE"] {
-        let e = config_error(Config {
-            webhooks: vec![Webhook::new("http://127.0.0.1:1/h").header(name, "x")],
-            ..support::config()
-        });
+        let e = config_error(
+            support::config()
+                .webhooks(vec![Webhook::new("http://127.0.0.1:1/h").header(name, "x")]),
+        );
         assert!(e.contains("cannot be overridden"), "{name}: {e}");
     }
 }
@@ -245,11 +244,7 @@ fn a_message_id_that_cannot_be_a_webhook_id_is_refused_at_the_call() {
         .enqueue(&Message::identify("u").message_id("msg_2KWPBgLlAfxdpx2AI54pPJ85f4W"))
         .is_ok());
     // The seed's scheme has no such rule.
-    let plain = Client::new(Config {
-        webhooks: vec![Webhook::new(&server.url)],
-        ..support::config()
-    })
-    .unwrap();
+    let plain = Client::new(support::config().webhooks(vec![Webhook::new(&server.url)])).unwrap();
     assert!(plain
         .enqueue(&Message::identify("u").message_id("a.b"))
         .is_ok());

@@ -12,14 +12,12 @@ use support::Server;
 const WAIT: Duration = Duration::from_secs(10);
 
 fn both(endpoint: &str, hook: &str) -> Config {
-    Config {
-        write_key: Some("wk_test".into()),
-        endpoint: endpoint.into(),
-        webhooks: vec![Webhook::new(hook).header("X-Team", "growth")],
-        shared_secret: Some("s3cret".into()),
-        flush_at: 1,
-        ..support::config()
-    }
+    support::config()
+        .write_key("wk_test")
+        .endpoint(endpoint)
+        .webhooks(vec![Webhook::new(hook).header("X-Team", "growth")])
+        .shared_secret("s3cret")
+        .flush_at(1)
 }
 
 fn message() -> Message {
@@ -92,12 +90,12 @@ fn records_the_bytes_the_real_client_sends_and_sends_nothing() {
 
 #[test]
 fn standard_webhooks_headers_are_recorded_and_verify() {
-    let (client, recording) = testing::recording(Config {
-        webhooks: vec![Webhook::new("https://hooks.example.com/in")],
-        shared_secret: Some("whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw".into()),
-        signature_scheme: SignatureScheme::StandardWebhooks,
-        ..support::config()
-    })
+    let (client, recording) = testing::recording(
+        support::config()
+            .webhooks(vec![Webhook::new("https://hooks.example.com/in")])
+            .shared_secret("whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw")
+            .signature_scheme(SignatureScheme::StandardWebhooks),
+    )
     .unwrap();
     let id = client.enqueue(&Message::identify("u1")).unwrap();
     assert!(client.flush(Some(WAIT)));
@@ -118,10 +116,9 @@ fn standard_webhooks_headers_are_recorded_and_verify() {
 
 #[test]
 fn respond_with_plays_failures_through_the_real_rules() {
-    let (client, recording) = testing::recording(Config {
-        webhooks: vec![Webhook::new("https://hooks.example.com/in")],
-        ..support::config()
-    })
+    let (client, recording) = testing::recording(
+        support::config().webhooks(vec![Webhook::new("https://hooks.example.com/in")]),
+    )
     .unwrap();
     recording.respond_with(410);
     client.enqueue(&Message::identify("u1")).unwrap();
@@ -142,11 +139,11 @@ fn respond_with_plays_failures_through_the_real_rules() {
 #[test]
 fn calls_are_checked_as_by_the_real_client_and_the_callback_still_runs() {
     let seen = support::Outcomes::default();
-    let (client, recording) = testing::recording(Config {
-        webhooks: vec![Webhook::new("https://hooks.example.com/in")],
-        on_outcome: Some(seen.callback()),
-        ..support::config()
-    })
+    let (client, recording) = testing::recording(
+        support::config()
+            .webhooks(vec![Webhook::new("https://hooks.example.com/in")])
+            .on_outcome(seen.callback()),
+    )
     .unwrap();
     assert!(matches!(
         client.enqueue(&Message::track("u1", "")),
@@ -175,11 +172,11 @@ fn one_outcome(client: &Client, seen: &support::Outcomes) -> (OutcomeKind, Optio
 fn the_network_guard_refuses_a_webhook_as_the_real_client_does() {
     let server = Server::answering(200);
     let hook = format!("{}/hook", server.url); // http://127.0.0.1:PORT/hook
-    let guarded = |seen: &support::Outcomes| Config {
-        webhooks: vec![Webhook::new(&hook)],
-        block_private_networks: true,
-        on_outcome: Some(seen.callback()),
-        ..support::config()
+    let guarded = |seen: &support::Outcomes| {
+        support::config()
+            .webhooks(vec![Webhook::new(&hook)])
+            .block_private_networks(true)
+            .on_outcome(seen.callback())
     };
     let real_seen = support::Outcomes::default();
     let real = Client::new(guarded(&real_seen)).unwrap();
@@ -206,11 +203,8 @@ fn the_network_guard_refuses_a_webhook_as_the_real_client_does() {
 
     // allowed_networks makes the exception for both.
     let seen = support::Outcomes::default();
-    let (client, recording) = testing::recording(Config {
-        allowed_networks: vec!["127.0.0.0/8".into()],
-        ..guarded(&seen)
-    })
-    .unwrap();
+    let (client, recording) =
+        testing::recording(guarded(&seen).allowed_networks(vec!["127.0.0.0/8".into()])).unwrap();
     client.enqueue(&Message::identify("u1")).unwrap();
     assert!(client.flush(Some(WAIT)));
     assert_eq!(recording.requests().len(), 1);

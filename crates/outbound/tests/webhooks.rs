@@ -14,10 +14,7 @@ use support::{Outcomes, Reply, Server};
 const WAIT: Duration = Duration::from_secs(10);
 
 fn hooks(urls: &[&str]) -> Config {
-    Config {
-        webhooks: urls.iter().map(|u| Webhook::new(*u)).collect(),
-        ..support::config()
-    }
+    support::config().webhooks(urls.iter().map(|u| Webhook::new(*u)).collect())
 }
 
 fn obj(v: outbound::Value) -> Object {
@@ -73,10 +70,8 @@ fn header_names_and_values_must_be_valid() {
         ("", "v"),
     ];
     for (name, value) in bad {
-        let config = Config {
-            webhooks: vec![Webhook::new("http://127.0.0.1:1/").header(name, value)],
-            ..support::config()
-        };
+        let config = support::config()
+            .webhooks(vec![Webhook::new("http://127.0.0.1:1/").header(name, value)]);
         let e = config_error(config);
         assert!(
             e.contains("webhooks[0].headers"),
@@ -93,10 +88,7 @@ fn a_webhook_has_at_most_max_webhook_headers_and_max_webhook_header_bytes() {
         })
     };
     let at = |w: Webhook, extra: fn(&mut Config)| {
-        let mut config = Config {
-            webhooks: vec![w],
-            ..support::config()
-        };
+        let mut config = support::config().webhooks(vec![w]);
         extra(&mut config);
         config
     };
@@ -124,41 +116,28 @@ fn a_webhook_has_at_most_max_webhook_headers_and_max_webhook_header_bytes() {
 #[test]
 fn validate_refuses_what_new_refuses() {
     let bad = [
-        Config {
-            webhooks: vec![Webhook::new("ftp://x")],
-            ..support::config()
-        },
-        Config {
-            webhooks: vec![Webhook::new("http://127.0.0.1:1/").header("Bad Header", "v")],
-            ..support::config()
-        },
-        Config {
-            webhooks: vec![Webhook::new("http://127.0.0.1:1/")],
-            ca_certs: Some(
-                "-----BEGIN CERTIFICATE-----\nnot base64\n-----END CERTIFICATE-----\n".into(),
-            ),
-            ..support::config()
-        },
-        Config {
-            webhooks: vec![Webhook::new("http://127.0.0.1:1/")],
-            block_private_networks: true,
-            allowed_networks: vec!["10.0.0.0/33".into()],
-            ..support::config()
-        },
-        Config {
-            webhooks: vec![Webhook::new("http://127.0.0.1:1/")],
-            timeout: Duration::ZERO,
-            ..support::config()
-        },
+        support::config().webhooks(vec![Webhook::new("ftp://x")]),
+        support::config().webhooks(vec![
+            Webhook::new("http://127.0.0.1:1/").header("Bad Header", "v")
+        ]),
+        support::config()
+            .webhooks(vec![Webhook::new("http://127.0.0.1:1/")])
+            .ca_certs("-----BEGIN CERTIFICATE-----\nnot base64\n-----END CERTIFICATE-----\n"),
+        support::config()
+            .webhooks(vec![Webhook::new("http://127.0.0.1:1/")])
+            .block_private_networks(true)
+            .allowed_networks(vec!["10.0.0.0/33".into()]),
+        support::config()
+            .webhooks(vec![Webhook::new("http://127.0.0.1:1/")])
+            .timeout(Duration::ZERO),
     ];
     for config in bad {
         let said = Client::validate(&config).expect_err("refused").to_string();
         assert_eq!(said, config_error(config));
     }
-    let good = Config {
-        webhooks: vec![Webhook::new("http://127.0.0.1:1/").header("X-Team", "a")],
-        ..support::config()
-    };
+    let good = support::config().webhooks(vec![
+        Webhook::new("http://127.0.0.1:1/").header("X-Team", "a")
+    ]);
     assert!(Client::validate(&good).is_ok());
 }
 
@@ -172,10 +151,8 @@ fn reserved_headers_cannot_be_overridden() {
         "Connection",
         "X-Signature",
     ] {
-        let config = Config {
-            webhooks: vec![Webhook::new("http://127.0.0.1:1/").header(name, "v")],
-            ..support::config()
-        };
+        let config =
+            support::config().webhooks(vec![Webhook::new("http://127.0.0.1:1/").header(name, "v")]);
         let e = config_error(config);
         assert!(e.contains("cannot be overridden"), "{name}: {e}");
     }
@@ -186,13 +163,11 @@ fn reserved_headers_cannot_be_overridden() {
 #[test]
 fn requests_carry_user_agent_content_type_static_headers_and_signature() {
     let server = Server::answering(200);
-    let config = Config {
-        webhooks: vec![Webhook::new(format!("{}/hooks/in?src=1", server.url))
+    let config = support::config()
+        .webhooks(vec![Webhook::new(format!("{}/hooks/in?src=1", server.url))
             .header("X-Team", "growth")
-            .header("Authorization", "Bearer t")],
-        shared_secret: Some("abc123".into()),
-        ..support::config()
-    };
+            .header("Authorization", "Bearer t")])
+        .shared_secret("abc123");
     let client = Client::new(config).unwrap();
     client.enqueue(&Message::track("u", "E")).unwrap();
     assert!(client.flush(Some(WAIT)));
@@ -215,10 +190,7 @@ fn requests_carry_user_agent_content_type_static_headers_and_signature() {
 #[test]
 fn no_secret_means_no_signature_header_and_user_agent_is_configurable() {
     let server = Server::answering(200);
-    let config = Config {
-        webhook_user_agent: "Acme/2.0".into(),
-        ..hooks(&[&server.url])
-    };
+    let config = hooks(&[&server.url]).webhook_user_agent("Acme/2.0");
     let client = Client::new(config).unwrap();
     client.enqueue(&Message::identify("u")).unwrap();
     assert!(client.flush(Some(WAIT)));
@@ -349,11 +321,7 @@ fn integrations_decide_whether_webhooks_get_the_message() {
     for (ints, sent) in cases {
         let server = Server::answering(200);
         let outcomes = Outcomes::default();
-        let client = Client::new(Config {
-            on_outcome: Some(outcomes.callback()),
-            ..hooks(&[&server.url])
-        })
-        .unwrap();
+        let client = Client::new(hooks(&[&server.url]).on_outcome(outcomes.callback())).unwrap();
         client
             .enqueue(&Message::track("u", "E").integrations(obj(ints.clone())))
             .unwrap();
@@ -375,11 +343,8 @@ fn one_success_delivers_and_the_failing_url_is_not_retried() {
     let bad = Server::answering(500);
     let good = Server::answering(200);
     let outcomes = Outcomes::default();
-    let client = Client::new(Config {
-        on_outcome: Some(outcomes.callback()),
-        ..hooks(&[&bad.url, &good.url])
-    })
-    .unwrap();
+    let client =
+        Client::new(hooks(&[&bad.url, &good.url]).on_outcome(outcomes.callback())).unwrap();
     client.enqueue(&Message::identify("u")).unwrap();
     assert!(client.flush(Some(WAIT)));
     std::thread::sleep(Duration::from_millis(500));
@@ -399,11 +364,7 @@ fn all_failing_with_5xx_are_retried_until_one_succeeds() {
         })
     });
     let outcomes = Outcomes::default();
-    let client = Client::new(Config {
-        on_outcome: Some(outcomes.callback()),
-        ..hooks(&[&a.url, &b.url])
-    })
-    .unwrap();
+    let client = Client::new(hooks(&[&a.url, &b.url]).on_outcome(outcomes.callback())).unwrap();
     client.enqueue(&Message::identify("u")).unwrap();
     assert!(client.flush(Some(WAIT)));
     assert_eq!(outcomes.all()[0].kind, OutcomeKind::Delivered);
@@ -435,11 +396,7 @@ fn all_urls_failing_permanently_fails_the_message() {
     let a = Server::answering(404);
     let b = Server::answering(401);
     let outcomes = Outcomes::default();
-    let client = Client::new(Config {
-        on_outcome: Some(outcomes.callback()),
-        ..hooks(&[&a.url, &b.url])
-    })
-    .unwrap();
+    let client = Client::new(hooks(&[&a.url, &b.url]).on_outcome(outcomes.callback())).unwrap();
     client.enqueue(&Message::identify("u")).unwrap();
     assert!(!client.flush(Some(WAIT)));
     let o = &outcomes.all()[0];
@@ -451,11 +408,7 @@ fn all_urls_failing_permanently_fails_the_message() {
 fn gone_410_fails_at_once_with_its_own_reason_and_is_not_retried() {
     let gone = Server::answering(410);
     let outcomes = Outcomes::default();
-    let client = Client::new(Config {
-        on_outcome: Some(outcomes.callback()),
-        ..hooks(&[&gone.url])
-    })
-    .unwrap();
+    let client = Client::new(hooks(&[&gone.url]).on_outcome(outcomes.callback())).unwrap();
     client.enqueue(&Message::identify("u")).unwrap();
     assert!(!client.flush(Some(WAIT)));
     std::thread::sleep(Duration::from_millis(300));
@@ -480,11 +433,7 @@ fn five_urls_are_sent_concurrently() {
         .map(|_| Server::start(|_| Reply::After(Duration::from_millis(600), 500)))
         .collect();
     let urls: Vec<&str> = servers.iter().map(|s| s.url.as_str()).collect();
-    let client = Client::new(Config {
-        workers: 1,
-        ..hooks(&urls)
-    })
-    .unwrap();
+    let client = Client::new(hooks(&urls).workers(1)).unwrap();
     let start = Instant::now();
     client.enqueue(&Message::identify("u")).unwrap();
     for s in &servers {
@@ -515,14 +464,14 @@ fn a_receiver_sleeping_past_the_timeout_is_cut_off_and_retried() {
     let outcomes = Outcomes::default();
     let lines = Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
     let l = lines.clone();
-    let client = Client::new(Config {
-        on_outcome: Some(outcomes.callback()),
-        debug: Some(true),
-        log_sink: Some(Arc::new(move |_, line: &str| {
-            l.lock().unwrap().push(line.to_string())
-        })),
-        ..hooks(&[&server.url])
-    })
+    let client = Client::new(
+        hooks(&[&server.url])
+            .on_outcome(outcomes.callback())
+            .debug(true)
+            .log_sink(Arc::new(move |_, line: &str| {
+                l.lock().unwrap().push(line.to_string())
+            })),
+    )
     .unwrap();
     assert_eq!(
         client.config().timeout,
@@ -556,11 +505,7 @@ fn a_body_dripping_a_byte_a_second_is_cut_off() {
             Reply::Status(200)
         }
     });
-    let client = Client::new(Config {
-        timeout: Duration::from_millis(1500),
-        ..hooks(&[&server.url])
-    })
-    .unwrap();
+    let client = Client::new(hooks(&[&server.url]).timeout(Duration::from_millis(1500))).unwrap();
     client.enqueue(&Message::identify("u")).unwrap();
     // The drip is a 200: headers came, so whether it counts depends on reading the body.
     // Either way the exchange must end at the timeout, not after 100 s.
@@ -614,11 +559,7 @@ fn a_redirect_is_not_followed_and_fails_permanently() {
         body: vec![],
     });
     let outcomes = Outcomes::default();
-    let client = Client::new(Config {
-        on_outcome: Some(outcomes.callback()),
-        ..hooks(&[&redirect.url])
-    })
-    .unwrap();
+    let client = Client::new(hooks(&[&redirect.url]).on_outcome(outcomes.callback())).unwrap();
     client.enqueue(&Message::identify("u")).unwrap();
     assert!(!client.flush(Some(WAIT)));
     assert_eq!(outcomes.all()[0].reason, Some(Reason::Status(302)));
@@ -632,11 +573,7 @@ fn a_self_signed_certificate_is_a_certificate_error_and_no_request_is_sent() {
     let (cert, key) = support::self_signed();
     let server = Server::start_tls(vec![cert], key, |_| Reply::Status(200));
     let outcomes = Outcomes::default();
-    let client = Client::new(Config {
-        on_outcome: Some(outcomes.callback()),
-        ..hooks(&[&server.url])
-    })
-    .unwrap();
+    let client = Client::new(hooks(&[&server.url]).on_outcome(outcomes.callback())).unwrap();
     client.enqueue(&Message::identify("u")).unwrap();
     assert!(!client.flush(Some(WAIT)));
     let o = &outcomes.all()[0];
@@ -658,20 +595,15 @@ fn a_certificate_from_a_ca_given_in_ca_certs_is_trusted() {
     std::fs::write(&path, &ca_pem).unwrap();
     for ca in [ca_pem.clone(), path.to_string_lossy().into_owned()] {
         let outcomes = Outcomes::default();
-        let config = Config {
-            ca_certs: Some(ca),
-            on_outcome: Some(outcomes.callback()),
-            ..hooks(&[&server.url])
-        };
+        let config = hooks(&[&server.url])
+            .ca_certs(ca)
+            .on_outcome(outcomes.callback());
         let client = Client::new(config).unwrap();
         client.enqueue(&Message::identify("u")).unwrap();
         assert!(client.flush(Some(WAIT)), "{:?}", outcomes.all());
     }
     assert_eq!(server.count(), 2);
-    let e = config_error(Config {
-        ca_certs: Some("/nonexistent/ca.pem".into()),
-        ..hooks(&[&server.url])
-    });
+    let e = config_error(hooks(&[&server.url]).ca_certs("/nonexistent/ca.pem"));
     assert!(e.contains("ca_certs"), "{e}");
 }
 
@@ -687,11 +619,11 @@ fn server_errors_are_retried_with_backoff_until_the_window_expires() {
         max_retry_duration: Duration::from_millis(800),
         ..Default::default()
     };
-    let client = Client::new(Config {
-        retry,
-        on_outcome: Some(outcomes.callback()),
-        ..hooks(&[&server.url])
-    })
+    let client = Client::new(
+        hooks(&[&server.url])
+            .retry(retry)
+            .on_outcome(outcomes.callback()),
+    )
     .unwrap();
     client.enqueue(&Message::identify("u")).unwrap();
     let o = &outcomes.wait_for(1, WAIT)[0];
@@ -730,13 +662,11 @@ fn retry_after_on_a_webhook_is_honoured() {
 fn delete_sends_the_delete_body_to_every_webhook_but_not_to_ingestion() {
     let hook = Server::answering(200);
     let ingest = Server::answering(200);
-    let config = Config {
-        write_key: Some("wk".into()),
-        endpoint: ingest.url.clone(),
-        flush_at: 1,
-        shared_secret: Some("s".into()),
-        ..hooks(&[&hook.url])
-    };
+    let config = hooks(&[&hook.url])
+        .write_key("wk")
+        .endpoint(ingest.url.clone())
+        .flush_at(1)
+        .shared_secret("s");
     let client = Client::new(config).unwrap();
     client.enqueue(&Message::delete("u9")).unwrap();
     assert!(client.flush(Some(WAIT)));
@@ -763,13 +693,11 @@ fn both_destinations_must_deliver_for_a_delivered_outcome() {
     let hook = Server::answering(200);
     let ingest = Server::answering(400);
     let outcomes = Outcomes::default();
-    let config = Config {
-        write_key: Some("wk".into()),
-        endpoint: ingest.url.clone(),
-        flush_at: 1,
-        on_outcome: Some(outcomes.callback()),
-        ..hooks(&[&hook.url])
-    };
+    let config = hooks(&[&hook.url])
+        .write_key("wk")
+        .endpoint(ingest.url.clone())
+        .flush_at(1)
+        .on_outcome(outcomes.callback());
     let client = Client::new(config).unwrap();
     client.enqueue(&Message::identify("u")).unwrap();
     assert!(!client.flush(Some(WAIT)));

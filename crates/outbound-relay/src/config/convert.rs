@@ -5,7 +5,6 @@
 use super::file::{source_redis_url, Delivery, Seconds, SourceFile, Spool};
 use super::{Base, ManagedBy};
 use outbound::{Config as CoreConfig, RetryPolicy, SignatureScheme, Webhook};
-use std::path::PathBuf;
 use std::sync::Arc;
 
 /// The relay's group commit interval unless set (seconds): an acknowledgement waits for the
@@ -39,31 +38,26 @@ pub(super) fn core_config(
         (s.allowed_networks.clone()).unwrap_or_else(|| inherited(&base.allowed_networks));
     let forward_allowed_networks = (s.forward_allowed_networks.clone())
         .unwrap_or_else(|| inherited(&base.forward_allowed_networks));
-    let mut c = CoreConfig {
-        webhooks: s
-            .webhooks
-            .iter()
-            .map(|w| Webhook {
-                url: w.url.clone(),
-                enabled: w.enabled,
-                headers: w
-                    .headers
-                    .iter()
-                    .map(|(k, v)| (k.clone(), v.clone()))
-                    .collect(),
-            })
-            .collect(),
-        shared_secret: s.shared_secret.clone(),
-        block_private_networks: base.block_private_networks,
-        allowed_networks,
+    let webhooks = (s.webhooks.iter())
+        .map(|w| Webhook {
+            url: w.url.clone(),
+            enabled: w.enabled,
+            headers: (w.headers.iter())
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect(),
+        })
+        .collect();
+    let mut c = CoreConfig::default()
+        .webhooks(webhooks)
+        .block_private_networks(base.block_private_networks)
+        .allowed_networks(allowed_networks)
         // A forward's endpoint is a customer's too once sources are theirs: the same guard.
-        block_private_endpoint: base.block_private_networks,
-        endpoint_allowed_networks: forward_allowed_networks,
-        log_url_paths: base.log_url_paths,
-        max_webhook_headers: base.max_webhook_headers,
-        max_webhook_header_bytes: base.max_webhook_header_bytes,
-        ..CoreConfig::default()
-    };
+        .block_private_endpoint(base.block_private_networks)
+        .endpoint_allowed_networks(forward_allowed_networks)
+        .log_url_paths(base.log_url_paths)
+        .max_webhook_headers(base.max_webhook_headers)
+        .max_webhook_header_bytes(base.max_webhook_header_bytes);
+    c.shared_secret = s.shared_secret.clone();
     if let Some(fw) = &s.forward {
         c.write_key = Some(fw.write_key.clone());
         if let Some(endpoint) = &fw.endpoint {
@@ -124,9 +118,9 @@ pub(super) fn core_config(
         c.proxy_from_env = v;
     }
     c.spool = match &d.spool {
-        None | Some(Spool::On(true)) => Some(data_dir.join("spool").join(tenant)),
+        None | Some(Spool::On(true)) => Some(data_dir.join("spool").join(tenant).into()),
         Some(Spool::On(false)) => None,
-        Some(Spool::Redis(url)) => Some(PathBuf::from(source_redis_url(url, tenant))),
+        Some(Spool::Redis(url)) => Some(source_redis_url(url, tenant).into()),
     };
     if let Some(v) = d.spool_max_bytes {
         c.spool_max_bytes = v;

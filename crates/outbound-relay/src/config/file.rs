@@ -49,9 +49,7 @@ pub fn fleet_prefix(url: &str) -> String {
 
 /// True when the source's spool is a Redis (not a directory under `data_dir`).
 pub fn is_redis(core: &CoreConfig) -> bool {
-    core.spool
-        .as_ref()
-        .is_some_and(|p| is_redis_url(&p.to_string_lossy()))
+    core.spool.as_ref().is_some_and(outbound::Spool::is_redis)
 }
 
 /// True for a Redis spool URL: `redis://`, `rediss://`, or through Sentinel

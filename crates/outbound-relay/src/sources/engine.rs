@@ -43,7 +43,7 @@ pub fn start_engine(relay: &Relay) -> Result<SharedEngine, ConfigError> {
     let engine = Engine::new(EngineConfig {
         io_threads: relay.io_threads,
         memory_window: relay.memory_window,
-        spool: Some(spool.clone()),
+        spool: Some(spool.clone().into()),
         max_timeout,
         redis_ack: relay.redis_ack,
         spool_commit_interval: commit,
@@ -74,9 +74,12 @@ fn redis_spool(p: &std::path::Path) -> bool {
 /// The fleet's Redis URL of a source whose spool is on Redis, under `tenant`: its spool
 /// setting with the fleet's prefix (`config::source_redis_url` adds `:<tenant>` to it last).
 fn fleet_url(tenant: &str, core: &outbound::Config) -> Option<PathBuf> {
-    let spool = core.spool.as_ref().filter(|p| redis_spool(p))?;
-    let text = spool.to_str()?;
-    text.strip_suffix(&format!(":{tenant}")).map(PathBuf::from)
+    let Some(outbound::Spool::Redis(url)) = &core.spool else {
+        return None;
+    };
+    url.expose()
+        .strip_suffix(&format!(":{tenant}"))
+        .map(PathBuf::from)
 }
 
 /// Whether the client of a source (under `tenant`) goes on the engine's spool: its `spool`
@@ -90,7 +93,7 @@ fn on_shared_spool(
 ) -> bool {
     match redis_spool(spool) {
         true => fleet_url(tenant, core).as_deref() == Some(spool),
-        false => core.spool.as_ref() == Some(&data_dir.join("spool").join(tenant)),
+        false => core.spool == Some(data_dir.join("spool").join(tenant).into()),
     }
 }
 

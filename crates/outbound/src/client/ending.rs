@@ -140,24 +140,13 @@ impl Client {
     }
 
     /// The end that `close` and `hand_over` share, once the shutdown or hand-over was sent:
-    /// waits for the outcomes of what is left, joins the lanes' idle threads (bounded: one
-    /// on a hung request is left), waits for the last spool commit (a successor may take
-    /// the name only once this one's records are released), then stops callbacks and logs.
+    /// waits for the outcomes of what is left, waits for the last spool commit (a successor
+    /// may take the name only once this one's records are released), then stops callbacks
+    /// and logs.
     /// Whether everything ended (`complete` so far, and the drain).
     fn finish(&self, engine: &Engine, on_scheduler: bool, mut complete: bool, how: &str) -> bool {
         if !on_scheduler {
             complete &= self.wait_for_drain(engine);
-            let threads = std::mem::take(
-                &mut *engine
-                    .shared
-                    .lane_threads
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner()),
-            );
-            let deadline = Instant::now() + Duration::from_secs(1);
-            for lane in threads {
-                lane.join_idle(deadline);
-            }
             if engine.spooled {
                 let end = Instant::now() + self.config.timeout;
                 engine.shared.wait_until(end, |s| s.spool_done.load(SeqCst));

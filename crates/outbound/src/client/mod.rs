@@ -15,7 +15,6 @@ use crate::error::Error;
 use crate::http::connect::Target;
 use crate::http::exchange::Exchange;
 use crate::http::recorder::Recorder;
-use crate::http::transport::Transport;
 use crate::log::{redact_url, Level, Logger};
 use crate::model::config::{Config, SignatureScheme, MAX_WEBHOOKS};
 use crate::model::message::Message;
@@ -78,7 +77,7 @@ impl Client {
         recorder: Option<Arc<Recorder>>,
     ) -> Result<Client, Error> {
         config.check()?;
-        let core = Arc::new(Core::private(&config, recorder.is_some())?);
+        let core = Arc::new(Core::private(&config)?);
         Client::on_engine(config, core, recorder, None)
     }
 
@@ -178,7 +177,7 @@ impl Client {
         }
         // The parent's engine threads do not exist here: the child's client gets one of its
         // own, whichever engine the parent's was on.
-        let core = Arc::new(Core::private(&self.config, self.recorder.is_some())?);
+        let core = Arc::new(Core::private(&self.config)?);
         // A tenant of a shared spool gets a spool of its own neither: memory only, as the
         // parent's spool is the parent's.
         let fresh = Engine::start(

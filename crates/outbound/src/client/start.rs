@@ -26,50 +26,36 @@ impl Engine {
         recorder: Option<Arc<Recorder>>,
         tenant: Option<String>,
     ) -> Result<Engine, Error> {
-        let mut targets = config.check_targets()?;
-        // Webhooks go out on the I/O engine (a recording client's requests go to its record).
-        let hooks_out = match (&core.io, &recorder, config.webhooks.is_empty()) {
-            (Some(io), None, false) => Some(HooksOut {
-                io: io.handle(),
-                exchange: Exchange::new(config, io)?,
-                targets: targets_of(config)?,
-            }),
-            _ => None,
+        let targets = config.check_webhooks()?;
+        // Requests go out on the I/O engine (a recording client's go to its record there).
+        let io = core.io.as_ref();
+        let hooks_out = match io.filter(|_| !config.webhooks.is_empty()) {
+            Some(io) => {
+                let urls: Vec<&str> = config.webhooks.iter().map(|w| w.url.as_str()).collect();
+                Some(HooksOut {
+                    io: io.handle(),
+                    exchange: Exchange::webhooks(config, io, &urls, recorder.as_ref())?,
+                })
+            }
+            None => None,
         };
-        if hooks_out.is_some() {
-            // Its requests are made from `HooksOut::targets`: the hooks keep no second copy
-            // of each URL (only worker threads post by URL).
-            targets.iter_mut().for_each(|t| t.url = String::new());
-        }
-        // Batches go out on the I/O engine too (a recording client's go to its record).
-        let batches_out = match (&core.io, &recorder, &config.write_key) {
-            (Some(io), None, Some(_)) => Some(Box::new(BatchesOut {
+        let batches_out = match io.filter(|_| config.write_key.is_some()) {
+            Some(io) => Some(Box::new(BatchesOut {
                 io: io.handle(),
-                // The endpoint's own guard (`block_private_endpoint`), not the webhooks'.
-                exchange: Exchange::new(
-                    &Config {
-                        block_private_networks: config.block_private_endpoint,
-                        allowed_networks: config.endpoint_allowed_networks.clone(),
-                        ..config.clone()
-                    },
+                exchange: Exchange::ingestion(
+                    config,
                     io,
+                    &ingestion::batch_url(config),
+                    recorder.as_ref(),
                 )?,
-                target: Target::parse(&ingestion::batch_url(config))
-                    .map_err(|why| Error::config("endpoint", why))?,
             })),
-            _ => None,
+            None => None,
         };
         let delivery = Arc::new(Delivery {
-            // Batches, and a recording client's requests, go through ureq: an agent only
-            // for a client that has either.
-            transport: match (&recorder, &config.write_key, &batches_out) {
-                (None, None, _) | (None, Some(_), Some(_)) => None,
-                _ => Some(Transport::new(config)?.recording_into(recorder)),
-            },
             ingestion: Endpoint::new(config),
             hooks: Hooks::new(config, targets),
             logger: logger.clone(),
-            budget: Budget::process(),
+            budget: Budget::requests(),
             policy: config.retry,
             hooks_out,
             batches_out,
@@ -78,7 +64,7 @@ impl Engine {
         let blocked: Vec<usize> = config.blocked_webhooks().iter().map(|(i, _)| *i).collect();
         let shared = Arc::new(Shared::watching(Watch::new(urls, &blocked)));
         let id = core.next_tenant();
-        let (inbox, mailbox) = inbox::inbox(id, core.ways.rung.clone());
+        let (inbox, mailbox) = inbox::inbox(id, core.channels.rung.clone());
         let inbox: Inbox = inbox;
         // The spool: the engine's, shared by its tenants (under `tenant`'s name), or the
         // client's own (`config.spool`), or none.
@@ -126,12 +112,15 @@ impl Engine {
             shared.clone(),
             mailbox,
             delivery,
-            core.ways.reports.clone(),
+            core.channels.reports.clone(),
             ops,
             logger.clone(),
         );
         // A gone scheduler (impossible while `core` lives) would leave the tenant unrun.
-        let _ = core.ways.control.send(Control::Add(id, Box::new(tenant)));
+        let _ = core
+            .channels
+            .control
+            .send(Control::Add(id, Box::new(tenant)));
         Ok(Engine {
             core,
             tx,
@@ -167,16 +156,10 @@ impl Engine {
 /// or its engine's: that depends on where it is built, and is not checked here.)
 pub(super) fn validate(config: &Config) -> Result<(), Error> {
     config.check()?;
-    config.check_targets()?;
+    config.check_webhooks()?;
     targets_of(config)?;
     if let Some(pem) = &config.ca_certs {
-        let mut roots = tokio_rustls::rustls::RootCertStore::empty();
-        for cert in crate::http::transport::load_pem(pem)? {
-            let der = tokio_rustls::rustls::pki_types::CertificateDer::from(cert.der().to_vec());
-            roots
-                .add(der)
-                .map_err(|e| Error::config("ca_certs", format!("invalid certificate: {e}")))?;
-        }
+        crate::http::pem::roots(Some(pem))?;
     }
     if config.write_key.is_some() {
         Target::parse(&ingestion::batch_url(config))

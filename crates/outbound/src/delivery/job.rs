@@ -1,5 +1,4 @@
-//! What a lane's worker is given: a batch for ingestion, or one POST of a message to a
-//! webhook URL.
+//! What a lane sends: a batch for ingestion, or one POST of a message to a webhook URL.
 
 use crate::wire::ingestion::Element;
 use crate::wire::message_id::MsgId;
@@ -30,7 +29,7 @@ impl Batch {
     }
 }
 
-/// One request for a lane's worker.
+/// One request of a lane.
 pub(crate) enum Job {
     Batch(Batch),
     Hook {
@@ -42,6 +41,4 @@ pub(crate) enum Job {
         /// message meanwhile (every URL gets each message once; only retries stop).
         first: bool,
     },
-    /// Ends the worker that takes it (the lane shrinks).
-    Exit,
 }

@@ -35,8 +35,6 @@ pub(crate) struct Shared {
     /// With a spool: the writer has committed this client's last progress and outcomes
     /// after its end.
     pub spool_done: AtomicBool,
-    /// Its lanes' threads, for `close` to join (the scheduler thread does not wait).
-    pub lane_threads: Mutex<Vec<crate::delivery::lane::LaneThreads>>,
     /// Outcome callbacks run holding `gate`, and only while this is false; `close` sets it
     /// under the gate, so no callback runs after `close` returns (C `userdata` may be freed).
     pub callbacks_off: AtomicBool,

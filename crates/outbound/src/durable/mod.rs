@@ -27,8 +27,13 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 pub(crate) mod dead;
+#[cfg(feature = "sqlite")]
 pub(crate) mod fork_gate;
+pub(crate) mod names;
+pub(crate) mod open;
+#[cfg(feature = "redis")]
 pub(crate) mod redis;
+#[cfg(feature = "sqlite")]
 pub(crate) mod sqlite;
 
 /// A tenant's number in this process (an engine's client); the store keeps records under

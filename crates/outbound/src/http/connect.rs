@@ -6,9 +6,12 @@
 
 use crate::error::Error;
 use crate::http::attempt::certificate_problem;
+use crate::http::pem;
+use crate::http::proxy::Proxy;
 use crate::model::config::Config;
 use crate::model::network_guard::{Blocked, NetworkGuard};
-use base64::Engine as _;
+use ::http::uri::PathAndQuery;
+use ::http::{HeaderValue, Uri};
 use std::collections::HashMap;
 use std::hash::{Hash, Hasher};
 use std::io;
@@ -20,11 +23,9 @@ use std::time::{Duration, Instant};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadBuf};
 use tokio::net::TcpStream;
 use tokio_rustls::client::TlsStream;
-use tokio_rustls::rustls::pki_types::{CertificateDer, ServerName};
-use tokio_rustls::rustls::{ClientConfig, RootCertStore};
+use tokio_rustls::rustls::pki_types::ServerName;
+use tokio_rustls::rustls::ClientConfig;
 use tokio_rustls::TlsConnector;
-use ureq::http::uri::PathAndQuery;
-use ureq::http::{HeaderValue, Uri};
 
 /// How long a host name's addresses are reused before asking the system again.
 const NAME_TTL: Duration = Duration::from_secs(60);
@@ -48,17 +49,12 @@ pub(crate) struct Target {
 }
 
 impl Target {
-    /// A URI naming the host, as the proxy's `NO_PROXY` rules take it (made only when a
-    /// proxy is set: a target keeps no copy of its whole URL).
-    fn host_uri(&self) -> Uri {
-        let scheme = if self.https { "https" } else { "http" };
-        let host = match self.host.contains(':') {
-            true => format!("[{}]", self.host),
-            false => self.host.to_string(),
-        };
-        format!("{scheme}://{host}:{}/", self.port)
-            .parse()
-            .unwrap_or_default()
+    /// The host as a URL writes it (IPv6 in brackets), as `NO_PROXY` entries are written.
+    fn url_host(&self) -> std::borrow::Cow<'_, str> {
+        match self.host.contains(':') {
+            true => format!("[{}]", self.host).into(),
+            false => (*self.host).into(),
+        }
     }
 
     /// `url` was checked when the client was built (absolute http or https, no credentials).
@@ -216,14 +212,6 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// The environment's proxy, as a CONNECT tunnel (what the ingestion's ureq client does too).
-#[derive(Debug)]
-struct Proxy {
-    setting: ureq::Proxy,
-    /// `Proxy-Authorization` for the CONNECT, when the proxy URL carries credentials.
-    auth: Option<String>,
-}
-
 /// How one client's webhooks connect: its TLS roots, its network guard, its proxy. Clients
 /// with the same settings share connections ([`Connector::key`]).
 pub(crate) struct Connector {
@@ -239,12 +227,14 @@ impl Connector {
     /// What tells connectors apart: settings that decide where a connection may go and
     /// whom it trusts. Connectors with equal keys are interchangeable (an engine builds one
     /// per key: the roots alone are ~150 certificates parsed).
-    pub(crate) fn key_of(config: &Config, proxy: Option<&ureq::Proxy>) -> u64 {
+    pub(crate) fn key_of(config: &Config, proxy: Option<&Proxy>) -> u64 {
         let mut key = std::hash::DefaultHasher::new();
         config.ca_certs.hash(&mut key);
         config.block_private_networks.hash(&mut key);
         config.allowed_networks.hash(&mut key);
-        proxy.map(|p| p.uri().to_string()).hash(&mut key);
+        proxy
+            .map(|p| (&p.scheme, &p.host, p.port, &p.auth))
+            .hash(&mut key);
         key.finish()
     }
 
@@ -253,38 +243,17 @@ impl Connector {
     pub(crate) fn with_proxy(
         config: &Config,
         names: Arc<Names>,
-        proxy: Option<ureq::Proxy>,
+        proxy: Option<Proxy>,
     ) -> Result<Connector, Error> {
-        let mut roots = RootCertStore::empty();
-        for der in webpki_root_certs::TLS_SERVER_ROOT_CERTS {
-            // A root the parser does not take is left out, as webpki-roots users do.
-            let _ = roots.add(der.clone());
-        }
-        if let Some(pem) = &config.ca_certs {
-            for cert in crate::http::transport::load_pem(pem)? {
-                roots
-                    .add(CertificateDer::from(cert.der().to_vec()))
-                    .map_err(|e| Error::config("ca_certs", format!("invalid certificate: {e}")))?;
-            }
-        }
+        let roots = pem::roots(config.ca_certs.as_deref())?;
         let provider = Arc::new(tokio_rustls::rustls::crypto::ring::default_provider());
         let tls = ClientConfig::builder_with_provider(provider)
             .with_safe_default_protocol_versions()
             .map_err(|e| Error::config("ca_certs", format!("TLS: {e}")))?
             .with_root_certificates(roots)
             .with_no_client_auth();
-        let proxy = proxy.map(|setting| {
-            let auth = setting.username().map(|user| {
-                let pair = format!("{user}:{}", setting.password().unwrap_or(""));
-                format!(
-                    "Basic {}",
-                    base64::engine::general_purpose::STANDARD.encode(pair)
-                )
-            });
-            Proxy { setting, auth }
-        });
         let guard = config.network_guard()?;
-        let key = Connector::key_of(config, proxy.as_ref().map(|p| &p.setting));
+        let key = Connector::key_of(config, proxy.as_ref());
         Ok(Connector {
             tls: TlsConnector::from(Arc::new(tls)),
             guard,
@@ -305,7 +274,7 @@ impl Connector {
         let proxy = self
             .proxy
             .as_ref()
-            .filter(|p| !p.setting.is_no_proxy(&t.host_uri()));
+            .filter(|p| !p.bypassed_by(&t.url_host()));
         let tcp = match proxy {
             None => {
                 let addrs = self.allowed(t).await?;
@@ -362,10 +331,10 @@ impl Connector {
     /// address the guard approved (the proxy gets an IP, not a name it would resolve again);
     /// the proxy itself is the operator's and is not checked.
     async fn tunnel(&self, p: &Proxy, t: &Target) -> Result<TcpStream, ConnectError> {
-        if p.setting.protocol() != ureq::ProxyProtocol::Http {
+        if p.scheme != "http" {
             return Err(ConnectError::Unsupported(format!(
-                "the proxy {} is not an http:// CONNECT proxy (the only kind webhooks use)",
-                p.setting.uri()
+                "the proxy {} is not an http:// CONNECT proxy (the only kind requests use)",
+                p.label()
             )));
         }
         let to = match &self.guard {
@@ -379,10 +348,7 @@ impl Connector {
             None if t.host.contains(':') => format!("[{}]:{}", t.host, t.port),
             None => format!("{}:{}", t.host, t.port),
         };
-        let addrs = self
-            .names
-            .resolve(p.setting.host(), p.setting.port())
-            .await?;
+        let addrs = self.names.resolve(&p.host, p.port).await?;
         let mut tcp = dial(&addrs).await?;
         let mut head = format!("CONNECT {to} HTTP/1.1\r\nHost: {to}\r\n");
         if let Some(auth) = &p.auth {
@@ -412,11 +378,8 @@ impl Connector {
 }
 
 /// The environment's proxy for a client with `proxy_from_env`.
-pub(crate) fn env_proxy(config: &Config) -> Option<ureq::Proxy> {
-    config
-        .proxy_from_env
-        .then(ureq::Proxy::try_from_env)
-        .flatten()
+pub(crate) fn env_proxy(config: &Config) -> Option<Proxy> {
+    config.proxy_from_env.then(Proxy::from_env).flatten()
 }
 
 /// TCP to the first of `addrs` that answers.

@@ -1,7 +1,8 @@
-//! One webhook POST on the I/O engine, classified (`attempt.rs`): a kept-alive connection
-//! or a new one (`connect.rs`), hyper's HTTP/1.1 client on it, the whole exchange (lookup,
-//! connect, TLS, request, answer and the first 64 KiB of its body) within `timeout`.
-//! Redirects are not followed.
+//! One request out, classified (`attempt.rs`): over the network (a kept-alive connection or
+//! a new one from `connect.rs`, hyper's HTTP/1.1 client on it, the whole exchange within
+//! `timeout`: lookup, connect, TLS, request, answer and the first 64 KiB of its body), or
+//! into a recording client's record (`recorder.rs`) with the same headers, body bytes and
+//! network guard. Redirects are not followed.
 
 use crate::error::Error;
 use crate::http::attempt::{classify_status, keep_excerpt, Attempt, Seen, MAX_ANSWER};
@@ -9,20 +10,111 @@ use crate::http::connect::{ConnectError, Connector, Target};
 use crate::http::frames::Frames;
 use crate::http::io::Io;
 use crate::http::pool::{Key, Pool, Sender, KEEP_PER_HOST};
+use crate::http::recorder::{Destination, Record, Recorder};
 use crate::model::attempts::ErrorClass;
 use crate::model::config::Config;
 use crate::model::outcome::Reason;
 use crate::model::retry::parse_retry_after;
+use ::http::{HeaderName, HeaderValue, Method, Request};
 use http_body_util::BodyExt;
 use hyper::header::{CONTENT_LENGTH, HOST};
 use hyper_util::rt::TokioIo;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use ureq::http::{HeaderName, HeaderValue, Method, Request};
 
-/// How one client's webhook requests are made: its connector (TLS roots, guard, proxy), the
-/// engine's pool, its timeout.
+/// How one client's requests of one kind (its batches, or its webhooks) go out: to each of
+/// its URLs, read once, over the network or into its record.
 pub(crate) struct Exchange {
+    /// The URLs [`post`](Self::post) is given the index of.
+    targets: Vec<Target>,
+    via: Via,
+}
+
+enum Via {
+    Network(Network),
+    /// A recording client's: nothing is sent.
+    Record(Record),
+}
+
+impl Exchange {
+    /// Webhook requests to `urls` (webhook `i` is `post`'s `to == i`), under the client's
+    /// network guard (`block_private_networks`); into `record` when given.
+    pub(crate) fn webhooks(
+        config: &Config,
+        io: &Io,
+        urls: &[&str],
+        record: Option<&Arc<Recorder>>,
+    ) -> Result<Exchange, Error> {
+        Exchange::new(config, io, urls, Destination::Webhook, record)
+    }
+
+    /// Batch requests to `url` (`to == 0`), under the endpoint's own guard
+    /// (`block_private_endpoint`, `endpoint_allowed_networks`), not the webhooks'.
+    pub(crate) fn ingestion(
+        config: &Config,
+        io: &Io,
+        url: &str,
+        record: Option<&Arc<Recorder>>,
+    ) -> Result<Exchange, Error> {
+        let endpoint = Config {
+            block_private_networks: config.block_private_endpoint,
+            allowed_networks: config.endpoint_allowed_networks.clone(),
+            ..config.clone()
+        };
+        Exchange::new(&endpoint, io, &[url], Destination::Ingestion, record)
+    }
+
+    fn new(
+        config: &Config,
+        io: &Io,
+        urls: &[&str],
+        destination: Destination,
+        record: Option<&Arc<Recorder>>,
+    ) -> Result<Exchange, Error> {
+        let setting = match destination {
+            Destination::Webhook => "webhooks",
+            Destination::Ingestion => "endpoint",
+        };
+        let mut targets = Vec::with_capacity(urls.len());
+        for url in urls {
+            targets.push(Target::parse(url).map_err(|why| Error::config(setting, why))?);
+        }
+        let via = match record {
+            Some(recorder) => Via::Record(Record::new(
+                recorder.clone(),
+                destination,
+                config.network_guard()?,
+                urls,
+            )),
+            None => Via::Network(Network {
+                connector: io.connector(config)?,
+                pool: io.pool.clone(),
+                timeout: config.timeout,
+                keep: KEEP_PER_HOST,
+            }),
+        };
+        Ok(Exchange { targets, via })
+    }
+
+    /// POSTs `body` to URL `to` with `headers` (`Host` and `Content-Length` are added) and
+    /// classifies what happened; with what the exchange showed (its duration, status or
+    /// kind of error, and the start of a failure's answer).
+    pub(crate) async fn post(
+        &self,
+        to: usize,
+        headers: &[(HeaderName, HeaderValue)],
+        body: Frames,
+    ) -> (Attempt, Seen) {
+        match &self.via {
+            Via::Record(r) => r.post(to, headers, body),
+            Via::Network(n) => n.post(&self.targets[to], headers, body).await,
+        }
+    }
+}
+
+/// How requests go over the network: the client's connector (TLS roots, guard, proxy),
+/// the engine's pool, the client's timeout.
+struct Network {
     connector: Arc<Connector>,
     pool: Arc<Pool>,
     timeout: Duration,
@@ -30,20 +122,8 @@ pub(crate) struct Exchange {
     keep: usize,
 }
 
-impl Exchange {
-    pub(crate) fn new(config: &Config, io: &Io) -> Result<Exchange, Error> {
-        Ok(Exchange {
-            connector: io.connector(config)?,
-            pool: io.pool.clone(),
-            timeout: config.timeout,
-            keep: KEEP_PER_HOST,
-        })
-    }
-
-    /// POSTs `body` to `t` with `headers` (`Host` and `Content-Length` are added) and
-    /// classifies what happened; with what the exchange showed (its duration, status or
-    /// kind of error, and the start of a failure's answer).
-    pub(crate) async fn post(
+impl Network {
+    async fn post(
         &self,
         t: &Target,
         headers: &[(HeaderName, HeaderValue)],
@@ -287,6 +367,7 @@ fn describe(e: &(dyn std::error::Error + 'static)) -> String {
 mod tests {
     use super::*;
     use crate::http::connect::Names;
+    use crate::http::proxy::Proxy;
     use bytes::Bytes;
     use std::io::{Read, Write};
     use std::net::{TcpListener, TcpStream};
@@ -336,8 +417,8 @@ mod tests {
         (url, conns)
     }
 
-    fn exchange(config: &Config, proxy: Option<ureq::Proxy>) -> Exchange {
-        Exchange {
+    fn exchange(config: &Config, proxy: Option<Proxy>) -> Network {
+        Network {
             connector: Arc::new(
                 Connector::with_proxy(config, Arc::new(Names::default()), proxy).unwrap(),
             ),
@@ -411,7 +492,7 @@ mod tests {
 
     /// A CONNECT proxy on 127.0.0.1 that tunnels to the address it is asked for and reports
     /// each CONNECT line.
-    fn proxy() -> (ureq::Proxy, std::sync::mpsc::Receiver<String>) {
+    fn proxy() -> (Proxy, std::sync::mpsc::Receiver<String>) {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let url = format!("http://{}", listener.local_addr().unwrap());
         let (tx, rx) = std::sync::mpsc::channel();
@@ -437,7 +518,7 @@ mod tests {
                 std::thread::spawn(move || std::io::copy(&mut u, &mut c));
             }
         });
-        (ureq::Proxy::new(&url).unwrap(), rx)
+        (Proxy::parse(&url).unwrap(), rx)
     }
 
     #[tokio::test]
@@ -564,7 +645,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_failure_without_an_answer_is_classed_refused_reset_timeout_tls_or_blocked() {
-        let class = |ex: Exchange, url: String| async move {
+        let class = |ex: Network, url: String| async move {
             let t = Target::parse(&url).unwrap();
             let (a, seen) = ex
                 .post(&t, &[], Frames::one(Bytes::from_static(b"{}")))
@@ -572,7 +653,7 @@ mod tests {
             assert_eq!(seen.status, None, "{a:?}");
             seen.error
         };
-        let quick = || Exchange {
+        let quick = || Network {
             timeout: Duration::from_millis(300),
             ..exchange(&Config::default(), None)
         };
@@ -609,5 +690,81 @@ mod tests {
         let ex = exchange(&guarded, None);
         let url = answering(Some(NO_CONTENT));
         assert_eq!(class(ex, url).await, Some(ErrorClass::Blocked));
+    }
+
+    fn post_once(io: &Io, ex: &Exchange) -> (Attempt, Seen) {
+        let body = Frames::one(Bytes::from_static(b"{}"));
+        io.handle().block_on(ex.post(0, &[], body))
+    }
+
+    /// `block_private_endpoint` puts the ingestion endpoint behind the guard, with its own
+    /// exceptions; the webhooks' exceptions do not apply to it.
+    #[test]
+    fn the_endpoint_guard_refuses_a_private_endpoint_unless_its_network_is_allowed() {
+        let io = Io::start(1, "outbound-test").unwrap();
+        let (url, conns) = receiver(NO_CONTENT, usize::MAX);
+        let config = |endpoint_allowed: &[&str]| Config {
+            write_key: Some("wk".into()),
+            block_private_networks: true,
+            allowed_networks: vec!["127.0.0.0/8".into()],
+            block_private_endpoint: true,
+            endpoint_allowed_networks: endpoint_allowed.iter().map(|n| n.to_string()).collect(),
+            proxy_from_env: false,
+            timeout: Duration::from_secs(2),
+            ..Config::default()
+        };
+        let refused = Exchange::ingestion(&config(&[]), &io, &url, None).unwrap();
+        let (a, _) = post_once(&io, &refused);
+        assert!(
+            matches!(&a, Attempt::Permanent { reason: Reason::Blocked, detail }
+                if detail.starts_with("blocked: 127.0.0.1 is a loopback address")),
+            "{a:?}"
+        );
+        assert_eq!(conns.load(SeqCst), 0);
+        let allowed = Exchange::ingestion(&config(&["127.0.0.0/8"]), &io, &url, None).unwrap();
+        assert_eq!(post_once(&io, &allowed).0, Attempt::Success);
+        assert_eq!(conns.load(SeqCst), 1);
+    }
+
+    /// A recording exchange keeps what the network one would send (the headers given, the
+    /// body's bytes, the URL as given), under the same guard, and sends nothing.
+    #[test]
+    fn a_recording_exchange_records_under_the_guard_and_sends_nothing() {
+        let io = Io::start(1, "outbound-test").unwrap();
+        let (url, conns) = receiver(NO_CONTENT, usize::MAX);
+        let recorder = Arc::new(Recorder::default());
+        let guarded = Config {
+            block_private_networks: true,
+            ..Config::default()
+        };
+        let ex = Exchange::webhooks(&guarded, &io, &[&url], Some(&recorder)).unwrap();
+        let (a, seen) = post_once(&io, &ex);
+        assert!(
+            matches!(&a, Attempt::Permanent { reason: Reason::Blocked, detail }
+                if detail.starts_with("blocked: 127.0.0.1 is a loopback address")),
+            "{a:?}"
+        );
+        assert_eq!(seen.error, Some(ErrorClass::Blocked));
+        assert!(
+            recorder.requests.lock().unwrap().is_empty(),
+            "nothing recorded"
+        );
+        let ex = Exchange::webhooks(&Config::default(), &io, &[&url], Some(&recorder)).unwrap();
+        let mut body = Frames::one(Bytes::from_static(b"{\"a\""));
+        body.push(Bytes::from_static(b":1}"));
+        let headers = [(
+            HeaderName::from_static("x-team"),
+            HeaderValue::from_static("growth"),
+        )];
+        let (a, _) = io.handle().block_on(ex.post(0, &headers, body));
+        assert_eq!(a, Attempt::Success);
+        let recorded = recorder.requests.lock().unwrap().clone();
+        assert_eq!(recorded.len(), 1);
+        assert_eq!(recorded[0].url, url);
+        assert_eq!(recorded[0].body, b"{\"a\":1}");
+        assert_eq!(recorded[0].header("X-Team"), Some("growth"));
+        assert_eq!(recorded[0].destination, Destination::Webhook);
+        std::thread::sleep(Duration::from_millis(50));
+        assert_eq!(conns.load(SeqCst), 0, "nothing sent");
     }
 }

@@ -1,9 +1,9 @@
 //! HTTP and TLS: one request out, its answer classified (`attempt.rs`: success, retryable,
-//! permanent). Two clients: webhooks on the I/O engine (`io.rs`: a small tokio runtime;
-//! `exchange.rs` one request, `connect.rs` lookups, the network guard, the proxy and TLS,
-//! `pool.rs` keep-alive), and ingestion batches on ureq (`transport.rs`, with `tcp.rs` and
-//! `one_write.rs` for fewer system calls); and the recording transport of `testing`
-//! (`recorder.rs`). It knows nothing of messages: it posts bytes with headers to a URL.
+//! permanent). Every request, ingestion batches and webhooks alike, goes out on the I/O
+//! engine (`io.rs`: a small tokio runtime): `exchange.rs` one request, `connect.rs` lookups,
+//! the network guard, the proxy (`proxy.rs`) and TLS (`pem.rs`: extra roots), `pool.rs`
+//! keep-alive; a recording client's requests go to its record instead (`recorder.rs`). It
+//! knows nothing of messages: it posts bytes with headers to a URL.
 //!
 //! May use: `model/` (the settings, `Reason`, the network guard, `Retry-After` parsing) and
 //! the leaves.
@@ -13,8 +13,7 @@ pub(crate) mod connect;
 pub(crate) mod exchange;
 pub(crate) mod frames;
 pub(crate) mod io;
-pub(crate) mod one_write;
+pub(crate) mod pem;
 pub(crate) mod pool;
+pub(crate) mod proxy;
 pub(crate) mod recorder;
-pub(crate) mod tcp;
-pub(crate) mod transport;

@@ -1,11 +1,17 @@
-//! Where a recording client's requests go instead of the network ([`crate::testing`]):
-//! each request kept with its exact body and the headers outbound sets. A webhook request
-//! first meets the client's network guard, as a sent one would: refused, it is not recorded.
+//! Where a recording client's requests go instead of the network ([`crate::testing`]): each
+//! request kept with its exact body and the headers outbound sets, at the place it would be
+//! sent (`exchange.rs`). A request first meets the network guard its exchange has, judged on
+//! the addresses its URL names (no lookup): refused, it is not recorded, as nothing would be
+//! sent.
 
-use crate::model::network_guard::{Blocked, NetworkGuard};
+use crate::http::attempt::{classify_status, Attempt, Seen};
+use crate::http::frames::Frames;
+use crate::model::network_guard::NetworkGuard;
+use crate::model::outcome::Reason;
+use ::http::{HeaderName, HeaderValue};
 use std::sync::atomic::{AtomicU16, Ordering};
-use std::sync::Mutex;
-use ureq::http::{HeaderName, HeaderValue};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 /// Which destination a recorded request was for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -41,65 +47,86 @@ impl Request {
     }
 }
 
+/// A recording client's record of requests, shared by its exchanges and its `Recording`.
 #[derive(Debug, Default)]
 pub(crate) struct Recorder {
     pub(crate) requests: Mutex<Vec<Request>>,
     /// The status every recorded request is answered with (0: 200).
     pub(crate) status: AtomicU16,
-    /// The client's `block_private_networks` guard. The recorder resolves no name, so it
-    /// judges the addresses a URL names itself (`NetworkGuard::check_url`).
-    guard: Option<NetworkGuard>,
 }
 
 impl Recorder {
-    pub(crate) fn new(guard: Option<NetworkGuard>) -> Recorder {
-        Recorder {
-            guard,
-            ..Recorder::default()
-        }
-    }
-
-    /// Records a webhook request, unless the network guard refuses its URL (then nothing
-    /// is recorded, as nothing would be sent).
-    pub(crate) fn record_hook(
-        &self,
-        url: &str,
-        headers: &[(HeaderName, HeaderValue)],
-        body: &[u8],
-    ) -> Result<u16, Blocked> {
-        if let Some(guard) = &self.guard {
-            guard.check_url(url)?;
-        }
-        Ok(self.record(Destination::Webhook, url, headers, body))
-    }
-
     /// Records one request and gives the status it is answered with.
-    pub(crate) fn record(
-        &self,
-        destination: Destination,
-        url: &str,
-        headers: &[(HeaderName, HeaderValue)],
-        body: &[u8],
-    ) -> u16 {
-        let headers = headers
-            .iter()
-            .map(|(k, v)| {
-                (
-                    k.as_str().to_owned(),
-                    String::from_utf8_lossy(v.as_bytes()).into_owned(),
-                )
-            })
-            .collect();
-        lock(&self.requests).push(Request {
-            destination,
-            url: url.to_owned(),
-            headers,
-            body: body.to_vec(),
-        });
+    fn record(&self, request: Request) -> u16 {
+        lock(&self.requests).push(request);
         match self.status.load(Ordering::SeqCst) {
             0 => 200,
             s => s,
         }
+    }
+}
+
+/// Where one exchange's requests are recorded: the client's record, what they are for, the
+/// exchange's network guard, and its URLs as the client was given them.
+pub(crate) struct Record {
+    recorder: Arc<Recorder>,
+    destination: Destination,
+    guard: Option<NetworkGuard>,
+    urls: Vec<Box<str>>,
+}
+
+impl Record {
+    pub(crate) fn new(
+        recorder: Arc<Recorder>,
+        destination: Destination,
+        guard: Option<NetworkGuard>,
+        urls: &[&str],
+    ) -> Record {
+        Record {
+            recorder,
+            destination,
+            guard,
+            urls: urls.iter().map(|u| Box::from(*u)).collect(),
+        }
+    }
+
+    /// Records a POST of `body` to URL `to`, unless the guard refuses the addresses the URL
+    /// names (then nothing is recorded, as nothing would be sent).
+    pub(crate) fn post(
+        &self,
+        to: usize,
+        headers: &[(HeaderName, HeaderValue)],
+        mut body: Frames,
+    ) -> (Attempt, Seen) {
+        let url = &self.urls[to];
+        if let Some(blocked) = self.guard.as_ref().and_then(|g| g.check_url(url).err()) {
+            let attempt = Attempt::Permanent {
+                reason: Reason::Blocked,
+                detail: blocked.to_string(),
+            };
+            let seen = Seen::of(&attempt, Duration::ZERO);
+            return (attempt, seen);
+        }
+        let mut bytes = Vec::with_capacity(body.len() as usize);
+        while let Some(piece) = body.pop() {
+            bytes.extend_from_slice(&piece);
+        }
+        let headers = headers
+            .iter()
+            .map(|(k, v)| {
+                let value = String::from_utf8_lossy(v.as_bytes()).into_owned();
+                (k.as_str().to_owned(), value)
+            })
+            .collect();
+        let status = self.recorder.record(Request {
+            destination: self.destination,
+            url: url.to_string(),
+            headers,
+            body: bytes,
+        });
+        let attempt = classify_status(status, None);
+        let seen = Seen::of(&attempt, Duration::ZERO);
+        (attempt, seen)
     }
 }
 

@@ -1,7 +1,7 @@
 //! The model: what a call is and what may be asked of the client. Owns the message
 //! (`message.rs`), the rules of each call (`validate.rs`), the settings and their checks
 //! (`config.rs`), which addresses a webhook may reach (`network_guard.rs`), the retry policy
-//! (`retry.rs`), what a `spool` setting names (`spool_target.rs`: a directory or a Redis URL), timestamps (`timestamp.rs`), how a message ends (`outcome.rs`), what a client shows of
+//! (`retry.rs`), what a `spool` setting names (`spool.rs`: a directory or a Redis URL), timestamps (`timestamp.rs`), how a message ends (`outcome.rs`), what a client shows of
 //! its webhook deliveries (`attempts.rs`: attempts and health; `dead_letter.rs`) and what a
 //! collector of Segment's tracking API adds to a message it receives (`collected.rs`), and
 //! subscriptions, Segment's Webhooks (Actions): which events an endpoint gets and how
@@ -18,7 +18,7 @@ pub(crate) mod message;
 pub(crate) mod network_guard;
 pub(crate) mod outcome;
 pub(crate) mod retry;
-pub(crate) mod spool_target;
+pub(crate) mod spool;
 pub mod subscription;
 pub mod timestamp;
 pub(crate) mod validate;

@@ -4,17 +4,17 @@
 //! When customers give the URLs, a URL (or a DNS name) pointing at the sender's own network —
 //! loopback, private ranges, link-local with the cloud metadata service at 169.254.169.254 —
 //! would let them make the sender call its own internal services (carrying the forward's
-//! write key, for an endpoint). The I/O engine (`http/connect.rs`) and the ureq transport
-//! (`http/transport.rs`) ask [`NetworkGuard::check`] after every DNS resolution, for every
-//! address, before any connection. A URL whose host is an address needs no resolution:
-//! [`NetworkGuard::check_url`] judges it from the text, for the recording transport (which
-//! looks nothing up) and for a configuration's webhooks that can never be reached
+//! write key, for an endpoint). The I/O engine (`http/connect.rs`) asks
+//! [`NetworkGuard::check`] after every DNS resolution, for every address, before any
+//! connection. A URL whose host is an address needs no resolution:
+//! [`NetworkGuard::check_url`] judges it from the text, for a recording client (which looks
+//! nothing up) and for a configuration's webhooks that can never be reached
 //! (`Config::blocked_webhooks`).
 
 use crate::error::Error;
+use http::Uri;
 use std::fmt;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
-use ureq::http::Uri;
 
 /// A network in CIDR notation (`10.1.0.0/16`, `fd00::/8`; a bare address is one host). Also
 /// what the relay's `trusted_proxies` are read as.

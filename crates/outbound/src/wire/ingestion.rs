@@ -8,8 +8,8 @@ use crate::wire::frames::Frames;
 use crate::wire::Body;
 use base64::Engine as _;
 use bytes::Bytes;
-use std::io::{Read, Write};
-use ureq::http::{HeaderName, HeaderValue};
+use http::{HeaderName, HeaderValue};
+use std::io::Write;
 
 /// A batch body never exceeds this many bytes (before gzip).
 pub const MAX_BATCH_BYTES: usize = 500_000;
@@ -204,9 +204,8 @@ pub(crate) fn batch_url(config: &Config) -> String {
     format!("{}/v1/batch", config.endpoint.trim_end_matches('/'))
 }
 
-/// Where and how batches are sent.
+/// How batches are sent: their headers and encoding.
 pub(crate) struct Endpoint {
-    url: String,
     headers: Vec<(HeaderName, HeaderValue)>,
     gzip: bool,
 }
@@ -236,15 +235,9 @@ impl Endpoint {
             ));
         }
         Some(Endpoint {
-            url: batch_url(config),
             headers,
             gzip: config.gzip,
         })
-    }
-
-    /// Where batches go: `{endpoint}/v1/batch`.
-    pub(crate) fn url(&self) -> &str {
-        &self.url
     }
 
     /// The headers of every batch: write key, user agent, content type (and encoding).
@@ -259,19 +252,29 @@ impl Endpoint {
         body: &mut Vec<u8>,
         msgs: impl ExactSizeIterator<Item = &'a Element> + Clone,
     ) {
-        let mut reader = BatchReader::new(msgs);
         body.clear();
-        body.reserve(reader.len());
-        // Reading from memory cannot fail.
-        let _ = reader.read_to_end(body);
+        body.reserve(body_len(msgs.len(), msgs.clone().map(Element::len).sum()));
+        body.extend_from_slice(b"{\"batch\":[");
+        for (i, m) in msgs.enumerate() {
+            if i > 0 {
+                body.push(b',');
+            }
+            m.write_to(body);
+        }
+        body.extend_from_slice(b"],\"sentAt\":\"");
+        let mut sent_at = [0u8; timestamp::LEN];
+        // The clock is always within 0000..9999.
+        let _ = timestamp::write(timestamp::now(), &mut sent_at);
+        body.extend_from_slice(&sent_at);
+        body.extend_from_slice(b"\"}");
         if self.gzip {
             *body = gzip(body);
         }
     }
 
-    /// One batch's body for the I/O engine: made whole, as [`body`](Self::body) makes it
-    /// (measured under callgrind: a piece per message, each a reference to its chunk, cost
-    /// 7 % more instructions than this copy for batches of 250, and saved none at 20).
+    /// One batch's body as the I/O engine sends it: made whole, as [`body`](Self::body)
+    /// makes it (a piece per message, each a reference to its chunk, cost more
+    /// instructions than this copy: BENCHMARKS.md, "Batch bodies").
     pub(crate) fn frames<'a>(
         &self,
         msgs: impl ExactSizeIterator<Item = &'a Element> + Clone,
@@ -280,157 +283,10 @@ impl Endpoint {
         self.body(&mut body, msgs);
         Frames::one(Bytes::from(body))
     }
-
-    /// One batch's body as a request reads it: the bytes of [`body`](Self::body), never whole
-    /// in memory. `None` with gzip, which needs the whole body before its length is known.
-    pub(crate) fn reader<'a, I>(&self, msgs: I) -> Option<BatchReader<'a, I>>
-    where
-        I: ExactSizeIterator<Item = &'a Element> + Clone,
-    {
-        (!self.gzip).then(|| BatchReader::new(msgs))
-    }
 }
 
-/// A batch's body read in pieces, straight from the messages' chunks into the reader's buffer
-/// (a connection's output buffer). Why: a backlog's requests carry up to 500,000 bytes each,
-/// and a copy of each body made before sending held the queue's bytes twice while they were
-/// out (6 such bodies at the Go bench's peak: 3 MB beside 3.5 MB of chunks).
-pub(crate) struct BatchReader<'a, I> {
-    msgs: I,
-    len: usize,
-    /// Bytes read so far.
-    given: usize,
-    sent_at: [u8; timestamp::LEN],
-    step: Step,
-    /// An element whose comma is being read.
-    pending: Option<&'a Element>,
-    /// What is left of the piece being read.
-    piece: Piece<'a>,
-    /// Bytes that are not in a chunk as they are sent: the head, a comma, the tail, an
-    /// element built from a webhook body.
-    stage: Vec<u8>,
-}
-
-#[derive(Clone, Copy, PartialEq)]
-enum Step {
-    Head,
-    First,
-    Rest,
-    Done,
-}
-
-enum Piece<'a> {
-    /// The rest of an element's own bytes.
-    Own(&'a [u8]),
-    /// `stage` from this offset.
-    Staged(usize),
-}
-
-impl<'a, I: ExactSizeIterator<Item = &'a Element> + Clone> BatchReader<'a, I> {
-    fn new(msgs: I) -> Self {
-        let len = body_len(msgs.len(), msgs.clone().map(Element::len).sum());
-        let mut sent_at = [0u8; timestamp::LEN];
-        // The clock is always within 0000..9999.
-        let _ = timestamp::write(timestamp::now(), &mut sent_at);
-        BatchReader {
-            msgs,
-            len,
-            given: 0,
-            sent_at,
-            step: Step::Head,
-            pending: None,
-            piece: Piece::Staged(0),
-            stage: Vec::new(),
-        }
-    }
-
-    /// The body's length in bytes (its `Content-Length`).
-    pub(crate) fn len(&self) -> usize {
-        self.len
-    }
-
-    /// Moves to the next piece; false at the end.
-    fn advance(&mut self) -> bool {
-        self.stage.clear();
-        self.piece = Piece::Staged(0);
-        if let Some(m) = self.pending.take() {
-            self.element(m);
-            return true;
-        }
-        match self.step {
-            Step::Head => {
-                self.stage.extend_from_slice(b"{\"batch\":[");
-                self.step = Step::First;
-            }
-            Step::First | Step::Rest => match self.msgs.next() {
-                Some(m) if self.step == Step::Rest => {
-                    self.stage.push(b',');
-                    self.pending = Some(m);
-                }
-                Some(m) => {
-                    self.step = Step::Rest;
-                    self.element(m);
-                }
-                None => {
-                    self.stage.extend_from_slice(b"],\"sentAt\":\"");
-                    self.stage.extend_from_slice(&self.sent_at);
-                    self.stage.extend_from_slice(b"\"}");
-                    self.step = Step::Done;
-                }
-            },
-            Step::Done => return false,
-        }
-        true
-    }
-
-    fn element(&mut self, m: &'a Element) {
-        if m.id_key == 0 {
-            self.piece = Piece::Own(&m.bytes);
-        } else {
-            m.write_to(&mut self.stage);
-        }
-    }
-}
-
-impl<'a, I: ExactSizeIterator<Item = &'a Element> + Clone> Read for BatchReader<'a, I> {
-    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        let mut n = 0;
-        while n < buf.len() {
-            let rest = match self.piece {
-                Piece::Own(bytes) => bytes,
-                Piece::Staged(at) => &self.stage[at..],
-            };
-            if rest.is_empty() {
-                if self.advance() {
-                    continue;
-                }
-                // ureq refuses a body longer than its length, but waits for the rest of a
-                // shorter one: a body that ends short is an error, never a hang.
-                if self.given + n != self.len {
-                    return Err(std::io::Error::other(format!(
-                        "a batch body of {} bytes, not the {} its length said",
-                        self.given + n,
-                        self.len
-                    )));
-                }
-                break;
-            }
-            let k = rest.len().min(buf.len() - n);
-            buf[n..n + k].copy_from_slice(&rest[..k]);
-            n += k;
-            match &mut self.piece {
-                Piece::Own(bytes) => *bytes = &bytes[k..],
-                Piece::Staged(at) => *at += k,
-            }
-        }
-        self.given += n;
-        Ok(n)
-    }
-}
-
-/// Out of line: the encoder's state is tens of KiB, and inlined into `Endpoint::send` it
-/// made every delivery thread's frame 66 KiB even without gzip (512 stalled threads: +32 MiB
-/// of stack touched).
+/// Out of line: the encoder's state is tens of KiB, which inlined would enlarge the stack
+/// frame of every batch built, gzip or not.
 #[inline(never)]
 fn gzip(body: &[u8]) -> Vec<u8> {
     let mut enc = flate2::write::GzEncoder::new(
@@ -493,7 +349,7 @@ mod tests {
     }
 
     #[test]
-    fn a_batch_read_in_pieces_is_the_whole_body() {
+    fn a_batch_body_joins_its_elements_read_from_either_bytes() {
         use crate::wire::encode::Parts;
         let ts = b"2026-11-21T09:30:00.123Z";
         let mut elements = Vec::new();
@@ -544,40 +400,29 @@ mod tests {
                     joined.join(",")
                 )
             );
-            for piece in [1, 3, 7, 64, 1 << 20] {
-                let mut reader = endpoint.reader(msgs.iter()).expect("no gzip");
-                assert_eq!(reader.len(), whole.len(), "{n} messages");
-                let mut read = Vec::new();
-                let mut buf = vec![0; piece];
-                loop {
-                    let k = reader.read(&mut buf).unwrap();
-                    if k == 0 {
-                        break;
-                    }
-                    read.extend_from_slice(&buf[..k]);
-                }
-                // The same bytes but the sending time, read anew.
-                assert_eq!(read.len(), whole.len(), "{n} messages, pieces of {piece}");
-                let cut = whole.len() - timestamp::LEN - 2;
-                assert_eq!(read[..cut], whole[..cut], "{n} messages, pieces of {piece}");
-                assert!(read.ends_with(b"\"}"));
-            }
+            assert_eq!(
+                whole.len(),
+                body_len(n, msgs.iter().map(Element::len).sum())
+            );
         }
-        // A length that the bytes do not reach is an error, not a wait for more.
-        let mut reader = endpoint.reader(elements.iter()).unwrap();
-        reader.len += 1;
-        let e = reader.read_to_end(&mut Vec::new()).unwrap_err();
-        assert!(e.to_string().contains("not the"), "{e}");
         let gzip = Endpoint::new(&Config {
             write_key: Some("k".into()),
             gzip: true,
             ..Config::default()
         })
         .unwrap();
-        assert!(
-            gzip.reader(elements.iter()).is_none(),
-            "gzip needs the whole body"
-        );
+        let mut zipped = Vec::new();
+        gzip.body(&mut zipped, elements.iter());
+        let mut unzipped = Vec::new();
+        std::io::Read::read_to_end(
+            &mut flate2::read::GzDecoder::new(&zipped[..]),
+            &mut unzipped,
+        )
+        .unwrap();
+        let mut plain = Vec::new();
+        endpoint.body(&mut plain, elements.iter());
+        let cut = plain.len() - timestamp::LEN - 2;
+        assert_eq!(unzipped[..cut], plain[..cut], "the same body, compressed");
     }
 
     #[test]

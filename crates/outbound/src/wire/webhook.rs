@@ -2,13 +2,13 @@
 //! message to each of up to 5 URLs.
 
 use crate::error::Error;
-use crate::model::config::{standard_keys, Config, SignatureScheme, Target};
+use crate::model::config::{standard_keys, Config, SignatureScheme, StaticHeaders};
 use crate::model::message::{Kind, Message, Object};
 use crate::wire::encode::{Obj, Parts};
 use crate::wire::signature;
+use http::{HeaderName, HeaderValue};
 use serde_json::Value;
 use std::sync::Arc;
-use ureq::http::{HeaderName, HeaderValue};
 
 /// True unless `integrations` turns webhooks off: `"Webhooks": false`, or `"All": false`
 /// without `"Webhooks": true` (or options). Names are case-sensitive.
@@ -107,7 +107,8 @@ enum Signer {
 
 /// The configured webhooks and how to sign for them.
 pub(crate) struct Hooks {
-    targets: Vec<Target>,
+    /// Each webhook's own headers.
+    headers: Vec<StaticHeaders>,
     /// Each target as logs show it (`Config::webhook_label`), shared with its lane.
     labels: Vec<Arc<str>>,
     signer: Signer,
@@ -116,7 +117,7 @@ pub(crate) struct Hooks {
 
 impl Hooks {
     /// `config` has passed its checks (a Standard Webhooks secret parses).
-    pub(crate) fn new(config: &Config, targets: Vec<Target>) -> Hooks {
+    pub(crate) fn new(config: &Config, headers: Vec<StaticHeaders>) -> Hooks {
         let secret = config.shared_secret.as_deref();
         let signer = match (config.signature_scheme, secret) {
             (SignatureScheme::XSignature, None) => Signer::None,
@@ -126,10 +127,10 @@ impl Hooks {
             }
         };
         Hooks {
-            labels: (0..targets.len())
+            labels: (0..headers.len())
                 .map(|i| config.webhook_label(i).into())
                 .collect(),
-            targets,
+            headers,
             signer,
             user_agent: HeaderValue::from_str(&config.webhook_user_agent)
                 .unwrap_or_else(|_| HeaderValue::from_static("Outbound/1.0")),
@@ -141,12 +142,6 @@ impl Hooks {
         self.labels[target].clone()
     }
 
-    /// Webhook number `target`'s URL (kept only for a client whose webhooks go out on
-    /// worker threads: a recording client's).
-    pub(crate) fn url(&self, target: usize) -> &str {
-        &self.targets[target].url
-    }
-
     /// The headers of one POST of `body` (message `id`) to webhook number `target`: user
     /// agent, content type, the webhook's own, and the signature of this attempt. An error
     /// is a permanent failure of the message at every URL (its detail).
@@ -156,8 +151,8 @@ impl Hooks {
         id: &str,
         body: &[u8],
     ) -> Result<Vec<(HeaderName, HeaderValue)>, &'static str> {
-        let t = &self.targets[target];
-        let mut headers = Vec::with_capacity(t.headers.len() + 5);
+        let own = &self.headers[target];
+        let mut headers = Vec::with_capacity(own.len() + 5);
         headers.push((
             HeaderName::from_static("user-agent"),
             self.user_agent.clone(),
@@ -166,7 +161,7 @@ impl Hooks {
             HeaderName::from_static("content-type"),
             HeaderValue::from_static("application/json"),
         ));
-        headers.extend(t.headers.iter().cloned());
+        headers.extend(own.iter().cloned());
         match &self.signer {
             Signer::None => {}
             Signer::XSignature(secret) => {

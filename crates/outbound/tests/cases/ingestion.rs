@@ -1,7 +1,6 @@
-// The ingestion destination (design §5) against a real HTTP server on 127.0.0.1: included by
-// `tests/ingestion.rs` (a client of its own: batches on worker threads) and
-// `tests/ingestion_engine.rs` (an engine's client: batches on the I/O engine), each with its
-// own `client(config)`: every rule holds on both.
+// The ingestion destination against a real HTTP server on 127.0.0.1: included by
+// `tests/ingestion.rs` (a client of its own) and `tests/ingestion_engine.rs` (an engine's
+// client, as a relay's source), each with its own `client(config)`: every rule holds on both.
 
 use outbound::{json, Config, Message, OutcomeKind, Reason};
 use std::io::Read;
@@ -13,10 +12,7 @@ const WAIT: Duration = Duration::from_secs(10);
 #[test]
 fn posts_batches_to_v1_batch_with_auth_user_agent_and_content_type() {
     let server = Server::answering(200);
-    let client = client(Config {
-        flush_at: 1,
-        ..ingestion(&server)
-    })
+    let client = client(ingestion(&server).flush_at(1))
     .unwrap();
     client.enqueue(&Message::track("u1", "Signed Up")).unwrap();
     assert!(client.flush(Some(WAIT)));
@@ -41,11 +37,7 @@ fn posts_batches_to_v1_batch_with_auth_user_agent_and_content_type() {
 #[test]
 fn endpoint_with_trailing_slash_still_posts_to_v1_batch() {
     let server = Server::answering(200);
-    let config = Config {
-        endpoint: format!("{}/", server.url),
-        flush_at: 1,
-        ..ingestion(&server)
-    };
+    let config = ingestion(&server).endpoint(format!("{}/", server.url)).flush_at(1);
     let client = client(config).unwrap();
     client.enqueue(&Message::identify("u1")).unwrap();
     assert!(client.flush(Some(WAIT)));
@@ -55,10 +47,7 @@ fn endpoint_with_trailing_slash_still_posts_to_v1_batch() {
 #[test]
 fn body_is_batch_and_sent_at_with_each_message() {
     let server = Server::answering(200);
-    let client = client(Config {
-        flush_at: 2,
-        ..ingestion(&server)
-    })
+    let client = client(ingestion(&server).flush_at(2))
     .unwrap();
     let ts = outbound::timestamp::parse("2026-11-21T11:30:00.123+02:00").unwrap();
     let id = client
@@ -109,10 +98,7 @@ fn default_message_id_is_a_fresh_uuid_v4() {
 #[test]
 fn context_library_is_always_ours() {
     let server = Server::answering(200);
-    let client = client(Config {
-        flush_at: 1,
-        ..ingestion(&server)
-    })
+    let client = client(ingestion(&server).flush_at(1))
     .unwrap();
     let ctx = json!({"library": {"name": "spoof"}, "ip": "10.0.0.1"});
     client
@@ -137,11 +123,7 @@ fn sizes(server: &Server) -> Vec<usize> {
 fn by_default_a_request_carries_at_most_flush_at_messages() {
     // Issue 42's first case: 12 calls in a row, no flush, the interval a minute away.
     let server = Server::answering(200);
-    let client = client(Config {
-        flush_at: 5,
-        flush_interval: Duration::from_secs(60),
-        ..ingestion(&server)
-    })
+    let client = client(ingestion(&server).flush_at(5).flush_interval(Duration::from_secs(60)))
     .unwrap();
     for i in 0..12 {
         client
@@ -174,11 +156,7 @@ fn with_flush_at_1_a_bad_answer_fails_only_its_own_message() {
         }
     });
     let outcomes = support::Outcomes::default();
-    let client = client(Config {
-        flush_at: 1,
-        on_outcome: Some(outcomes.callback()),
-        ..ingestion(&server)
-    })
+    let client = client(ingestion(&server).flush_at(1).on_outcome(outcomes.callback()))
     .unwrap();
     for i in 0..6 {
         client
@@ -213,12 +191,7 @@ fn max_batch_messages_lets_waiting_batches_join_up_to_it() {
         }
         Reply::Status(200)
     });
-    let client = client(Config {
-        flush_at: 5,
-        max_batch_messages: Some(15),
-        max_in_flight: 1,
-        ..ingestion(&server)
-    })
+    let client = client(ingestion(&server).flush_at(5).max_batch_messages(15).max_in_flight(1))
     .unwrap();
     for i in 0..50 {
         client
@@ -236,11 +209,7 @@ fn max_batch_messages_lets_waiting_batches_join_up_to_it() {
 #[test]
 fn max_batch_messages_below_flush_at_is_a_config_error_naming_it() {
     let server = Server::answering(200);
-    let err = client(Config {
-        flush_at: 20,
-        max_batch_messages: Some(19),
-        ..ingestion(&server)
-    })
+    let err = client(ingestion(&server).flush_at(20).max_batch_messages(19))
     .err()
     .expect("refused");
     match err {
@@ -254,11 +223,7 @@ fn with_joining_on_closed_batches_wait_for_a_young_request_and_go_out_together()
     // The lane's fill rule, with joining on: while a request sent under 25 ms ago is out,
     // closed batches that fit in one request wait for it, then go in one request.
     let server = Server::start(|_| Reply::After(Duration::from_millis(15), 200));
-    let client = client(Config {
-        flush_at: 1,
-        max_batch_messages: Some(1_000),
-        ..ingestion(&server)
-    })
+    let client = client(ingestion(&server).flush_at(1).max_batch_messages(1_000))
     .unwrap();
     // One message every 2 ms: without the rule each would go alone (a thread is free).
     for i in 0..20 {
@@ -294,11 +259,7 @@ fn with_joining_on_batches_behind_a_stalled_request_leave_once_it_turns_slow() {
             Reply::Status(200)
         }
     });
-    let client = client(Config {
-        flush_at: 5,
-        max_batch_messages: Some(100),
-        ..ingestion(&server)
-    })
+    let client = client(ingestion(&server).flush_at(5).max_batch_messages(100))
     .unwrap();
     for i in 0..5 {
         client
@@ -329,11 +290,7 @@ fn with_joining_on_batches_behind_a_stalled_request_leave_once_it_turns_slow() {
 #[test]
 fn no_body_exceeds_500000_bytes() {
     let server = Server::answering(200);
-    let client = client(Config {
-        flush_at: 1000,
-        max_queue_size: 1000,
-        ..ingestion(&server)
-    })
+    let client = client(ingestion(&server).flush_at(1000).max_queue_size(1000))
     .unwrap();
     let filler = "x".repeat(20_000);
     for i in 0..100 {
@@ -372,12 +329,7 @@ fn with_joining_on_batches_that_wait_for_a_connection_go_out_together() {
         std::thread::sleep(Duration::from_millis(100));
         support::Reply::Status(200)
     });
-    let client = client(Config {
-        flush_at: 20,
-        max_batch_messages: Some(100_000),
-        max_queue_size: 5_000,
-        ..ingestion(&server)
-    })
+    let client = client(ingestion(&server).flush_at(20).max_batch_messages(100_000).max_queue_size(5_000))
     .unwrap();
     let mut ids: Vec<String> = (0..4_000)
         .map(|i| {
@@ -421,10 +373,7 @@ fn with_joining_on_batches_that_wait_for_a_connection_go_out_together() {
 fn a_lone_message_waits_for_flush_interval() {
     let server = Server::answering(200);
     let interval = Duration::from_millis(700);
-    let client = client(Config {
-        flush_interval: interval,
-        ..ingestion(&server)
-    })
+    let client = client(ingestion(&server).flush_interval(interval))
     .unwrap();
     let sent = Instant::now();
     client.enqueue(&Message::identify("u")).unwrap();
@@ -465,11 +414,7 @@ fn oversized_message_is_rejected_at_the_call_and_the_others_go_out() {
 #[test]
 fn gzip_bodies_decode_to_the_same_json() {
     let server = Server::answering(200);
-    let client = client(Config {
-        gzip: true,
-        flush_at: 3,
-        ..ingestion(&server)
-    })
+    let client = client(ingestion(&server).gzip(true).flush_at(3))
     .unwrap();
     for i in 0..3 {
         client
@@ -514,12 +459,7 @@ fn a_flush_behind_many_unread_messages_sends_them_all() {
     // once; the flush queued behind them (and close) must still reach it and send them all,
     // in requests within the size limit. It waited for the interval before.
     let server = Server::answering(200);
-    let client = client(Config {
-        flush_at: 100_000,
-        max_queue_size: 100_000,
-        flush_interval: Duration::from_secs(3600),
-        ..ingestion(&server)
-    })
+    let client = client(ingestion(&server).flush_at(100_000).max_queue_size(100_000).flush_interval(Duration::from_secs(3600)))
     .unwrap();
     for i in 0..1407 {
         let m = Message::track(format!("u{i}"), "E")
@@ -542,11 +482,7 @@ fn a_client_whose_first_ring_beats_its_registration_still_wakes_the_scheduler() 
     // wake it. The bell stayed marked as rung, and a flush waited for the interval.
     let server = Server::answering(200);
     for round in 0..200 {
-        let client = client(Config {
-            flush_at: 100_000,
-            flush_interval: Duration::from_secs(3600),
-            ..ingestion(&server)
-        })
+        let client = client(ingestion(&server).flush_at(100_000).flush_interval(Duration::from_secs(3600)))
         .unwrap();
         client.enqueue(&Message::track("u", "E")).unwrap();
         assert!(

@@ -2,7 +2,7 @@
 // `tests/retries.rs` (a client of its own) and `tests/retries_engine.rs` (an engine's
 // client), each with its own `new_client(config)`.
 
-use outbound::{Client, Config, Message, OutcomeKind, Reason, RetryPolicy};
+use outbound::{Client, Message, OutcomeKind, Reason, RetryPolicy};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -23,11 +23,7 @@ fn scripted(statuses: &'static [u16]) -> Server {
 }
 
 fn client(server: &Server, outcomes: &Outcomes) -> Client {
-    new_client(Config {
-        flush_at: 1,
-        on_outcome: Some(outcomes.callback()),
-        ..ingestion(server)
-    })
+    new_client(ingestion(server).flush_at(1).on_outcome(outcomes.callback()))
     .unwrap()
 }
 
@@ -97,13 +93,7 @@ fn connection_refused_is_retried() {
         .unwrap()
         .port();
     let outcomes = Outcomes::default();
-    let config = Config {
-        write_key: Some("wk".into()),
-        endpoint: format!("http://127.0.0.1:{port}"),
-        flush_at: 1,
-        on_outcome: Some(outcomes.callback()),
-        ..support::config()
-    };
+    let config = support::config().write_key("wk").endpoint(format!("http://127.0.0.1:{port}")).flush_at(1).on_outcome(outcomes.callback());
     let client = new_client(config).unwrap();
     client.enqueue(&Message::identify("u")).unwrap();
     std::thread::sleep(Duration::from_millis(300));
@@ -130,16 +120,9 @@ fn a_receiver_slower_than_timeout_is_a_timeout_and_retried() {
     let outcomes = Outcomes::default();
     let logs = Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
     let l = logs.clone();
-    let config = Config {
-        timeout: Duration::from_millis(500),
-        flush_at: 1,
-        on_outcome: Some(outcomes.callback()),
-        debug: Some(true),
-        log_sink: Some(Arc::new(move |_, line: &str| {
+    let config = ingestion(&server).timeout(Duration::from_millis(500)).flush_at(1).on_outcome(outcomes.callback()).debug(true).log_sink(Arc::new(move |_, line: &str| {
             l.lock().unwrap().push(line.to_string())
-        })),
-        ..ingestion(&server)
-    };
+        }));
     let client = new_client(config).unwrap();
     client.enqueue(&Message::identify("u")).unwrap();
     assert!(client.flush(Some(WAIT)));
@@ -158,17 +141,12 @@ fn a_receiver_slower_than_timeout_is_a_timeout_and_retried() {
 fn retries_stop_after_max_retry_duration_as_expired() {
     let server = Server::answering(503);
     let outcomes = Outcomes::default();
-    let config = Config {
-        flush_at: 1,
-        on_outcome: Some(outcomes.callback()),
-        retry: RetryPolicy {
+    let config = ingestion(&server).flush_at(1).on_outcome(outcomes.callback()).retry(RetryPolicy {
             base: Duration::from_millis(20),
             max_backoff: Duration::from_millis(50),
             max_retry_duration: Duration::from_millis(600),
             ..Default::default()
-        },
-        ..ingestion(&server)
-    };
+        });
     let client = new_client(config).unwrap();
     client.enqueue(&Message::identify("u")).unwrap();
     let got = outcomes.wait_for(1, WAIT);
@@ -192,11 +170,7 @@ fn a_413_on_a_batch_splits_it_until_every_message_is_delivered() {
         Reply::Status(if n > 2 { 413 } else { 200 })
     });
     let outcomes = Outcomes::default();
-    let config = Config {
-        flush_at: 7,
-        on_outcome: Some(outcomes.callback()),
-        ..ingestion(&server)
-    };
+    let config = ingestion(&server).flush_at(7).on_outcome(outcomes.callback());
     let client = new_client(config).unwrap();
     for i in 0..7 {
         client.enqueue(&Message::identify(format!("u{i}"))).unwrap();

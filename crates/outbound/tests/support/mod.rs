@@ -297,25 +297,19 @@ impl Outcomes {
 
 /// A config for tests: no proxy from the environment, fast retries.
 pub fn config() -> outbound::Config {
-    outbound::Config {
-        proxy_from_env: false,
-        debug: Some(false),
-        retry: outbound::RetryPolicy {
+    outbound::Config::default()
+        .proxy_from_env(false)
+        .debug(false)
+        .retry(outbound::RetryPolicy {
             base: Duration::from_millis(20),
             max_backoff: Duration::from_millis(200),
             ..Default::default()
-        },
-        ..Default::default()
-    }
+        })
 }
 
 /// An ingestion client for `server`.
 pub fn ingestion(server: &Server) -> outbound::Config {
-    outbound::Config {
-        write_key: Some("wk_test".into()),
-        endpoint: server.url.clone(),
-        ..config()
-    }
+    config().write_key("wk_test").endpoint(server.url.clone())
 }
 
 /// A test CA and a leaf for 127.0.0.1 signed by it: (ca_pem, leaf_der, leaf_key_der).

@@ -1,28 +1,21 @@
-//! The process's budget of lane threads. Every client of a process (the relay runs one per
-//! source) draws its lane threads from one budget, so a thousand slow URLs cannot start
-//! threads until the system refuses: on a stock Linux the memory-map limit (65,530 maps,
-//! about four per thread) is reached near 16,000 threads, and the next allocation anywhere
-//! in the process aborts it. At the budget a request waits at the head of its lane for one
-//! of the lane's own threads to come back, and a lane holds at most a fair share.
+//! The process's budget of requests in flight. Every client of a process (the relay runs one
+//! per source) draws its requests from one budget, so a thousand slow URLs cannot hold
+//! connections and buffers without bound. At the budget a request waits at the head of its
+//! lane for one of the lane's own requests to come back, and a lane holds at most a fair
+//! share.
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::Relaxed};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-/// Lane threads one process runs at most: 100 ms answers at 40,000 requests/s, at about
-/// 75 KiB of memory each (the touched stack and the connection's buffers; 9,135 threads
-/// were 693 MiB in the relay's tenants benchmark).
-pub(crate) const PROCESS_LANE_THREADS: usize = 4096;
-
-/// Webhook requests in flight at once in one process at most (each a connection and its
-/// buffers, about 40 KB in the relay's tenants benchmark): 100 ms answers at 160,000
-/// requests/s. What the budget allows is less while requests wait on the process itself:
-/// see [`Gradient`].
+/// Requests in flight at once in one process at most (each holds a connection and its
+/// buffers; BENCHMARKS.md, "Budget of requests"). What the budget allows is less while
+/// requests wait on the process itself: see [`Gradient`].
 pub(crate) const PROCESS_REQUESTS: usize = 16_384;
 
 /// Where the budget of requests starts: a burst to many slow URLs at start would otherwise
-/// put ~10,000 requests out before the first period tells (the tenants benchmark), and it
-/// reaches [`PROCESS_REQUESTS`] in 3 s when the process keeps up.
+/// put most of [`PROCESS_REQUESTS`] out before the first period tells, and it reaches
+/// [`PROCESS_REQUESTS`] in 3 s when the process keeps up.
 pub(crate) const START_REQUESTS: usize = 4096;
 /// The least the budget of requests allows (a lane's first request is never refused anyway).
 pub(crate) const FLOOR_REQUESTS: usize = 1024;
@@ -38,39 +31,36 @@ const MIN_SAMPLES: u32 = 32;
 /// Delays in powers of two of microseconds, up to 2^24 µs (17 s).
 const LAG_BUCKETS: usize = 25;
 
-/// Threads (or requests) alive and lanes holding them, against a limit.
+/// Requests out and lanes holding them, against a limit.
 pub(crate) struct Budget {
     /// The most it ever allows.
     max: usize,
-    /// What it allows now: `max`, or for requests what [`Gradient`] sets.
+    /// What it allows now ([`Gradient`] sets it).
     limit: AtomicUsize,
     live: AtomicUsize,
-    /// Lanes holding at least one thread: the fair share divides the limit among them.
+    /// Lanes holding at least one place: the fair share divides the limit among them.
     lanes: AtomicUsize,
     /// A lane was refused a place since the last period (by the limit or its share of it).
     refused: AtomicBool,
     gradient: Mutex<Gradient>,
 }
 
-/// One thread's place in the budget, given back when the thread ends (dropped with it).
+/// One request's place in the budget, given back when the request ends (dropped with it).
 pub(crate) struct Ticket(&'static Budget);
 
-/// A lane's place among the lanes holding threads, while it holds any.
-pub(crate) struct Seat(&'static Budget);
+/// A lane's place among the lanes holding places, while it holds any.
+pub(crate) struct ShareMember(&'static Budget);
 
-/// The budget of requests follows the process's own delays. With 1,000 URLs answering after
-/// 100 ms on 2 cores, the lanes' own rules put ~13,000 requests out (700 MiB of connections
-/// and buffers) where fewer carried as much: past what the process can serve, more requests
-/// out only wait longer for it, and cost CPU in the waiting. How long a request waits for the
+/// The budget of requests follows the process's own delays: past what the process can
+/// serve, more requests out only wait longer for it, and cost memory and CPU in the waiting
+/// (BENCHMARKS.md, "Budget of requests"). How long a request waits for the
 /// process (the I/O engine's first turn after its lane handed it over, and the scheduler's
 /// look at its answer) says so whatever its receiver does: a slow or stalling receiver, a
 /// hang or a timeout does not move it. Above [`SHRINK_ABOVE`] (the median of a period) the
 /// budget comes down to under what was out, then by an eighth a period, never below
 /// [`FLOOR_REQUESTS`] nor two a lane with requests out; below [`GROW_BELOW`], when it refused
 /// a lane in the period, it grows by an eighth, up to [`PROCESS_REQUESTS`]; in between it
-/// stays. (Measured, the tenants benchmark: a band of 1 to 4 ms kept ~2,000 out and
-/// delivered 40 % less; 4 to 16 ms and 8 to 32 ms kept 3,000 to 5,800 out and delivered as
-/// much as the fixed budget or more, at 400 MiB instead of 700.) A process not pressed for
+/// stays (the band: BENCHMARKS.md, "Budget of requests"). A process not pressed for
 /// requests never reaches the budget, whatever its delays.
 struct Gradient {
     since: Option<Instant>,
@@ -131,6 +121,8 @@ impl Gradient {
 }
 
 impl Budget {
+    /// A budget that allows `limit` from the start (tests).
+    #[cfg(test)]
     pub(crate) const fn new(limit: usize) -> Budget {
         Budget::starting_at(limit, limit)
     }
@@ -147,20 +139,14 @@ impl Budget {
         }
     }
 
-    /// The one every client of the process shares.
-    pub(crate) fn process() -> &'static Budget {
-        static PROCESS: Budget = Budget::new(PROCESS_LANE_THREADS);
-        &PROCESS
-    }
-
-    /// Webhook requests in flight on the I/O engines of the process: each holds a
+    /// Requests in flight on the I/O engines of the process: each holds a
     /// connection and its buffers, and the lanes with requests out share them fairly.
     pub(crate) fn requests() -> &'static Budget {
         static REQUESTS: Budget = Budget::starting_at(PROCESS_REQUESTS, START_REQUESTS);
         &REQUESTS
     }
 
-    /// What one lane may hold: an equal part of the limit among the lanes holding threads,
+    /// What one lane may hold: an equal part of the limit among the lanes holding places,
     /// at least one.
     pub(crate) fn fair_share(&self) -> usize {
         (self.limit() / self.lanes.load(Relaxed).max(1)).max(1)
@@ -171,8 +157,8 @@ impl Budget {
         self.limit.load(Relaxed)
     }
 
-    /// A request came back at `now` after waiting `lag` for the process (the budget of
-    /// requests only): every [`PERIOD`], with enough of them, the limit follows ([`Gradient`]).
+    /// A request came back at `now` after waiting `lag` for the process: every [`PERIOD`],
+    /// with enough of them, the limit follows ([`Gradient`]).
     pub(crate) fn answered(&self, lag: Duration, now: Instant) {
         let live = self.live.load(Relaxed);
         // One scheduler thread per engine answers; another one's period can wait.
@@ -191,8 +177,8 @@ impl Budget {
         g.since = Some(now);
     }
 
-    /// Whether a lane holding `held` threads may start one more: its first always (every
-    /// lane must move, so the limit is exceeded by at most one thread per lane), the next
+    /// Whether a lane holding `held` places may take one more: its first always (every
+    /// lane must move, so the limit is exceeded by at most one request per lane), the next
     /// ones within the limit and the lane's fair share.
     pub(crate) fn may_grow(&self, held: usize) -> bool {
         let ok = self.allows(held, self.live.load(Relaxed));
@@ -202,12 +188,12 @@ impl Budget {
         ok
     }
 
-    /// The rule of [`may_grow`](Self::may_grow) with `live` threads alive.
+    /// The rule of [`may_grow`](Self::may_grow) with `live` places taken.
     fn allows(&self, held: usize, live: usize) -> bool {
         held == 0 || (held < self.fair_share() && live < self.limit())
     }
 
-    /// A place for one more thread of a lane holding `held`, if [`may_grow`](Self::may_grow)
+    /// A place for one more request of a lane holding `held`, if [`may_grow`](Self::may_grow)
     /// (checked again here, atomically: other clients draw from the same budget).
     pub(crate) fn acquire(&'static self, held: usize) -> Option<Ticket> {
         let mut live = self.live.load(Relaxed);
@@ -226,13 +212,13 @@ impl Budget {
         }
     }
 
-    /// Counts a lane among those holding threads until the seat is dropped.
-    pub(crate) fn seat(&'static self) -> Seat {
+    /// Counts a lane among those holding places until its membership is dropped.
+    pub(crate) fn member(&'static self) -> ShareMember {
         self.lanes.fetch_add(1, Relaxed);
-        Seat(self)
+        ShareMember(self)
     }
 
-    /// Threads alive.
+    /// Places taken.
     #[cfg(test)]
     pub(crate) fn live(&self) -> usize {
         self.live.load(Relaxed)
@@ -245,7 +231,7 @@ impl Drop for Ticket {
     }
 }
 
-impl Drop for Seat {
+impl Drop for ShareMember {
     fn drop(&mut self) {
         self.0.lanes.fetch_sub(1, Relaxed);
     }
@@ -260,21 +246,24 @@ mod tests {
     }
 
     #[test]
-    fn threads_stop_at_the_limit_and_come_back_when_one_ends() {
+    fn places_stop_at_the_limit_and_come_back_when_one_ends() {
         let b = budget(4);
-        let _seat = b.seat();
+        let _member = b.member();
         let tickets: Vec<Ticket> = (0..4).map(|held| b.acquire(held).unwrap()).collect();
-        assert!(b.acquire(4).is_none(), "a fifth thread over the limit of 4");
+        assert!(
+            b.acquire(4).is_none(),
+            "a fifth request over the limit of 4"
+        );
         assert!(!b.may_grow(4));
         drop(tickets);
-        assert_eq!(b.live(), 0, "each ended thread gives its place back");
+        assert_eq!(b.live(), 0, "each ended request gives its place back");
         assert!(b.acquire(0).is_some());
     }
 
     #[test]
-    fn a_lane_s_first_thread_is_never_refused() {
+    fn a_lane_s_first_request_is_never_refused() {
         let b = budget(2);
-        let _seats = [b.seat(), b.seat()];
+        let _members = [b.member(), b.member()];
         let _full: Vec<Ticket> = (0..2).map(|_| b.acquire(0).unwrap()).collect();
         assert!(b.acquire(1).is_none(), "full");
         assert!(
@@ -284,16 +273,16 @@ mod tests {
     }
 
     #[test]
-    fn lanes_holding_threads_share_the_limit() {
+    fn lanes_holding_places_share_the_limit() {
         let b = budget(12);
-        let seats: Vec<Seat> = (0..3).map(|_| b.seat()).collect();
+        let members: Vec<ShareMember> = (0..3).map(|_| b.member()).collect();
         assert_eq!(b.fair_share(), 4);
         assert!(b.acquire(3).is_some());
         assert!(
             b.acquire(4).is_none(),
             "a lane past its share of 12 among 3"
         );
-        drop(seats);
+        drop(members);
         assert_eq!(b.fair_share(), 12, "alone, a lane may hold the whole limit");
     }
 
@@ -314,7 +303,7 @@ mod tests {
     #[test]
     fn requests_that_wait_on_the_process_bring_the_budget_down_to_under_what_was_out() {
         let b = budget(PROCESS_REQUESTS);
-        let _seat = b.seat();
+        let _member = b.member();
         let _out = out(b, 8_000);
         let mut t = Instant::now();
         let (limit, next) = period(b, t, MIN_SAMPLES, Duration::from_millis(100));
@@ -332,7 +321,7 @@ mod tests {
     #[test]
     fn prompt_turns_grow_a_budget_that_holds_lanes_back_and_only_then() {
         let b = budget(PROCESS_REQUESTS);
-        let _seat = b.seat();
+        let _member = b.member();
         b.limit.store(2_000, Relaxed);
         let t = Instant::now();
         // 500 out of 2,000: the budget refused nobody, so it stays.
@@ -357,7 +346,7 @@ mod tests {
     #[test]
     fn between_the_bounds_or_with_few_answers_the_budget_stays() {
         let b = budget(PROCESS_REQUESTS);
-        let _seat = b.seat();
+        let _member = b.member();
         let _all = out(b, PROCESS_REQUESTS);
         b.limit.store(4_000, Relaxed);
         let t = Instant::now();
@@ -382,13 +371,13 @@ mod tests {
     #[test]
     fn the_budget_never_comes_below_two_requests_a_lane() {
         let b = budget(PROCESS_REQUESTS);
-        let seats: Vec<Seat> = (0..3_000).map(|_| b.seat()).collect();
+        let members: Vec<ShareMember> = (0..3_000).map(|_| b.member()).collect();
         let _out = out(b, 5_000);
         let mut t = Instant::now();
         for _ in 0..40 {
             t = period(b, t, MIN_SAMPLES, Duration::from_millis(100)).1;
         }
         assert_eq!(b.limit(), 6_000, "3,000 lanes with requests out");
-        drop(seats);
+        drop(members);
     }
 }

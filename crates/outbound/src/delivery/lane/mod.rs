@@ -1,115 +1,94 @@
 //! Delivery lanes: one per destination (ingestion, and each webhook URL). A lane owns its
-//! queue of requests, its own worker threads and the destination's health, so a slow or
-//! failing destination never delays another one (design §9).
+//! queue of requests and the destination's health, and its requests go out on the I/O
+//! engine (`requests.rs`), so a slow or failing destination never delays another one.
 //!
-//! - Threads grow with demand: a request waiting while every thread of the lane is busy
-//!   starts a new one, up to `max_in_flight`, as long as fewer than its share of [`BRISK`]
-//!   (see [`share_brisk`]) of the requests out are younger than [`SLOW_AFTER`] or
-//!   unanswered by a receiver that has answered nothing since they left. A receiver that
-//!   answers quickly is kept busy by a few threads (hundreds of threads on one fast
+//! - Requests out grow with demand, up to `max_in_flight`, as long as fewer than its share
+//!   of [`BRISK`] (see [`share_brisk`]) of the requests out are younger than [`SLOW_AFTER`]
+//!   or unanswered by a receiver that has answered nothing since they left. A receiver
+//!   that answers quickly is kept busy by a few requests at once (hundreds on one fast
 //!   receiver cost more CPU in switching than they gain; too few leave both sides waking up
 //!   for every request); requests that hang or take long while the receiver answers others
 //!   count as slow and make room for more, so a receiver that stalls some requests still
 //!   gets the others. A receiver that has never answered (a black hole, a port that accepts
-//!   and stays silent) gets [`SILENT`]: more would only pile up stalled requests, their
-//!   threads and their bodies. Threads idle for a whole trim period exit.
+//!   and stays silent) gets [`SILENT`]: more would only pile up stalled requests and their
+//!   bodies.
 //! - Batches fill requests, within the [`RequestLimit`] (`max_batch_messages`, `flush_at`
 //!   unless set): while a request out is younger than [`SLOW_AFTER`], new batches that one
 //!   request could still join wait for it, then go out together (see `fill_room`).
-//! - Every lane of every client in the process draws its threads from one [`Budget`]
-//!   ([`budget`]): past it, or past its fair share of it, a lane waits for its own threads
+//! - Every lane of every client in the process draws its requests from one [`Budget`]
+//!   ([`budget`]): past it, or past its fair share of it, a lane waits for its own requests
 //!   to come back instead of starting more, so many slow destinations slow down rather than
 //!   exhaust the process.
 //! - Health: after [`TRIP_AFTER`] retryable failures in a row and no success for
-//!   [`TRIP_QUIET`], the lane
-//!   holds back and sends one probe at a time, spaced by a growing, jittered backoff, until a
-//!   request succeeds. A dead receiver then sees a trickle of probes, not every queued
-//!   message's retries (no retry storm).
+//!   [`TRIP_QUIET`], the lane holds back and sends one probe at a time, spaced by a
+//!   growing, jittered backoff, until a request succeeds. A dead receiver then sees a
+//!   trickle of probes, not every queued message's retries (no retry storm).
 //! - `Retry-After` on a response pauses the whole lane: the server spoke for itself, not for
 //!   one message.
 
 use crate::delivery::batch::{RequestLimit, Room};
 use crate::delivery::job::Job;
 use crate::http::attempt::{Attempt, Seen};
-use crate::http::connect::Target;
 use crate::http::exchange::Exchange;
-use crate::http::transport::Transport;
-use crate::log::{Level, Logger};
-use crate::model::outcome::Reason;
+use crate::log::Logger;
 use crate::model::retry::{after, RetryPolicy};
 use crate::wire::ingestion::Endpoint;
 use crate::wire::webhook::Hooks;
 pub(crate) use budget::Budget;
-use budget::Seat;
-use crossbeam_channel::{Receiver, Sender};
-use std::collections::{BTreeMap, VecDeque};
-use std::ops::Bound::{Excluded, Unbounded};
+use crossbeam_channel::Sender;
+use health::Health;
+use requests::Requests;
+use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-pub(crate) use threads::LaneThreads;
 
 /// Retryable failures in a row after which a lane holds back to one probe at a time...
 pub(crate) const TRIP_AFTER: u32 = 20;
 /// ...when nothing succeeded for this long either: timeouts of requests that stalled together
 /// come back together, and must not hold back a receiver that answers everything else.
 pub(crate) const TRIP_QUIET: Duration = Duration::from_secs(1);
-/// Requests out at once, not counting slow ones, beyond which a client's lanes add no
-/// thread, shared by the lanes with work, at least [`SILENT`] each ([`share_brisk`])...
-/// (Signed webhooks on loopback, alternating: to one URL 16 delivered 10-26 % more per
-/// second than 8, at less CPU per delivery on both sides, and 32 was no better; to five
-/// URLs 8 each did 4-9 % better than 16 each.)
+/// Requests out at once, not counting slow ones, beyond which a client's lanes start no
+/// more, shared by the lanes with work, at least [`SILENT`] each ([`share_brisk`])...
+/// (measured: BENCHMARKS.md, "Requests out per destination").
 pub(crate) const BRISK: usize = 16;
 /// ...and what a lane gets before its destination has answered anything.
 pub(crate) const SILENT: usize = 8;
 
 /// Shares [`BRISK`] among the lanes with work (requests out or waiting), at least
-/// [`SILENT`] each: what costs CPU is every brisk thread of the client switching, not each
-/// lane's.
+/// [`SILENT`] each: what costs CPU is every brisk request of the client, not each lane's.
 pub(crate) fn share_brisk(lanes: &mut [Lane]) {
     let with_work = lanes
         .iter()
-        .filter(|l| l.busy > 0 || !l.ready.is_empty())
+        .filter(|l| l.requests.busy > 0 || !l.waiting.is_empty())
         .count();
     let share = (BRISK / with_work.max(1)).max(SILENT);
     for lane in lanes {
-        lane.share = share;
+        lane.requests.share = share;
     }
 }
 /// ...where a request out for this long counts as slow.
 pub(crate) const SLOW_AFTER: Duration = Duration::from_millis(25);
 
-/// A lane's queue to its worker threads: when each job was handed over, and the job.
-type Jobs = (Sender<(Instant, Job)>, Receiver<(Instant, Job)>);
-
-/// What every lane's workers share: the transport and both destinations.
+/// What every lane of a client shares: how requests are made and sent.
 pub(crate) struct Delivery {
-    /// Ingestion batches (worker threads), and every request of a recording client; `None`
-    /// for a client with neither (a relay source with webhooks only: an agent per source
-    /// would cost its memory for nothing).
-    pub transport: Option<Transport>,
     pub ingestion: Option<Endpoint>,
     pub hooks: Hooks,
     pub logger: Logger,
-    /// Where the ingestion lane's threads come from: [`Budget::process`] but in tests.
+    /// Where requests hold their place while out: [`Budget::requests`] but in tests.
     pub budget: &'static Budget,
     /// Backoff and retry window (the lanes' probes and `Retry-After` caps).
     pub policy: RetryPolicy,
-    /// Webhook requests on the I/O engine (none for a recording client, whose requests go to
-    /// its record).
+    /// Webhook requests on the I/O engine.
     pub hooks_out: Option<HooksOut>,
-    /// Ingestion batches on the I/O engine (none: on worker threads through `transport`).
-    /// Boxed: most of a relay's sources have none.
+    /// Ingestion batches on the I/O engine. Boxed: most of a relay's sources have none.
     pub batches_out: Option<Box<BatchesOut>>,
 }
 
-/// How the ingestion lane sends on the I/O engine.
+/// How the ingestion lane sends on the I/O engine: to `{endpoint}/v1/batch`, with its own
+/// network guard (`Exchange::ingestion`).
 pub(crate) struct BatchesOut {
     pub io: tokio::runtime::Handle,
-    /// Its own connector: ingestion is the operator's endpoint, not behind the webhooks'
-    /// network guard.
     pub exchange: Exchange,
-    /// `{endpoint}/v1/batch`, read once.
-    pub target: Target,
 }
 
 impl Delivery {
@@ -120,12 +99,11 @@ impl Delivery {
 }
 
 /// How webhook lanes send: requests spawned on the I/O engine, each holding a place in the
-/// budget of requests in flight ([`Budget::requests`]) while it is out.
+/// budget of requests in flight ([`Budget::requests`]) while it is out; webhook `i` is the
+/// exchange's URL `i`.
 pub(crate) struct HooksOut {
     pub io: tokio::runtime::Handle,
     pub exchange: Exchange,
-    /// Webhook `i`'s URL, read once.
-    pub targets: Vec<Target>,
 }
 
 /// A finished request, back to the scheduler.
@@ -137,65 +115,29 @@ pub(crate) struct Report {
     pub attempt: Attempt,
     /// What the exchange showed beside its classification (for the URL's attempt log).
     pub seen: Seen,
-    /// When the lane handed it to a worker ([`Lane::start`]).
+    /// When the lane handed it to the I/O engine ([`Lane::start`]).
     pub started: Instant,
-    /// How long it waited for its first turn on the I/O engine (zero on a worker thread).
+    /// How long it waited for its first turn on the I/O engine.
     pub lag: Duration,
     /// When it was sent back.
     pub sent: Instant,
 }
 
-#[derive(Debug, PartialEq, Eq)]
-enum Health {
-    /// Requests flow freely.
-    Up,
-    /// Failing: nothing is sent before `until`, then one probe.
-    Down { until: Instant, opens: u32 },
-    /// One probe is out; its result decides.
-    Probing { opens: u32 },
-}
-
+/// One destination's queue of requests, its requests out ([`Requests`]) and its health as
+/// its answers show it ([`Health`]).
 pub(crate) struct Lane {
     /// The destination as logs show it (no query string).
     pub label: Arc<str>,
     tenant: u32,
     index: usize,
     delivery: Arc<Delivery>,
-    /// The worker threads' queue; made with the first thread (a lane on the I/O engine, or
-    /// one that never sent, has none: a channel is half a KiB).
-    jobs: Option<Box<Jobs>>,
     reports: Sender<Report>,
-    ready: VecDeque<Job>,
+    /// Requests not sent yet, in order.
+    waiting: VecDeque<Job>,
     /// What one request may carry when batches waiting together join (ingestion).
     limit: RequestLimit,
-    busy: usize,
-    /// When each request out was started (a count per instant).
-    out: BTreeMap<Instant, u32>,
-    threads: usize,
-    /// The lane's threads not yet joined (some may have exited after a trim).
-    handles: Vec<std::thread::JoinHandle<()>>,
-    /// The process's lane threads, shared with every client ([`budget`]).
-    budget: &'static Budget,
-    /// Counts this lane among those holding threads, while `threads > 0`.
-    seat: Option<Seat>,
-    /// The system refused the last thread (logged once per run of refusals).
-    refused: bool,
-    /// A webhook lane on the I/O engine: no threads; a request holds a place in the
-    /// engine's budget of requests instead (taken by `make_room`, kept by the request).
-    on_io: bool,
-    ticket: Option<budget::Ticket>,
-    /// Most requests out at once since the last trim.
-    peak: usize,
-    /// This lane's part of [`BRISK`] ([`share_brisk`]).
-    share: usize,
-    min_threads: usize,
-    cap: usize,
-    failures: u32,
-    last_success: Option<Instant>,
-    /// When the destination last answered anything (a timeout is no answer).
-    last_answer: Option<Instant>,
+    requests: Requests,
     health: Health,
-    paused_until: Option<Instant>,
 }
 
 impl Lane {
@@ -206,83 +148,50 @@ impl Lane {
         label: Arc<str>,
         delivery: Arc<Delivery>,
         reports: Sender<Report>,
-        min_threads: usize,
+        floor: usize,
         cap: usize,
         limit: RequestLimit,
     ) -> Lane {
-        let on_io = match index {
-            0 => delivery.batches_out.is_some(),
-            _ => delivery.hooks_out.is_some(),
-        };
-        let budget = match on_io {
-            true => Budget::requests(),
-            false => delivery.budget,
-        };
+        let requests = Requests::new(delivery.budget, floor, cap);
         Lane {
             label,
             tenant,
             index,
             delivery,
-            jobs: None,
             reports,
-            ready: VecDeque::new(),
+            waiting: VecDeque::new(),
             limit,
-            busy: 0,
-            out: BTreeMap::new(),
-            threads: 0,
-            handles: Vec::new(),
-            budget,
-            seat: None,
-            refused: false,
-            on_io,
-            ticket: None,
-            peak: 0,
-            share: BRISK,
-            min_threads: min_threads.min(cap),
-            cap,
-            failures: 0,
-            last_success: None,
-            last_answer: None,
-            health: Health::Up,
-            paused_until: None,
+            requests,
+            health: Health::default(),
         }
     }
 
     /// Queues a request behind the others.
     pub(crate) fn push(&mut self, job: Job) {
-        self.ready.push_back(job);
+        self.waiting.push_back(job);
     }
 
     /// Queues a request ahead of the others (the halves of a split batch).
     pub(crate) fn push_front(&mut self, job: Job) {
-        self.ready.push_front(job);
+        self.waiting.push_front(job);
     }
 
-    /// The next request this lane may send now: under the in-flight cap, not paused, and one
-    /// probe at a time while the destination is down.
+    /// The next request this lane may send now: under the in-flight cap, not paused, one
+    /// probe at a time while the destination is down, and not held for the requests out.
     pub(crate) fn take(&mut self, now: Instant) -> Option<Job> {
-        if self.ready.is_empty() || self.busy >= self.cap {
+        if self.waiting.is_empty() || self.requests.at_cap() || !self.health.may_send(now) {
             return None;
         }
-        if self.paused_until.is_some_and(|t| now < t) {
-            return None;
-        }
-        match self.health {
-            Health::Up => {}
-            // The probe's turn; `start` marks it out (a request taken but not started, its
-            // message settled meanwhile, must not leave the lane waiting for a result).
-            Health::Down { until, .. } if now >= until => {}
-            Health::Down { .. } | Health::Probing { .. } => return None,
-        }
-        if self.held_back(now) || self.fill_room(now).is_some() {
+        let answered = self.health.last_answer;
+        if self.requests.held_back(now, answered) || self.fill_room(now).is_some() {
             // Enough requests are moving, or the young one out will take what waits: this
-            // one waits for a thread, or a request, to come back.
+            // one waits for a request to come back.
             return None;
         }
-        let mut job = self.ready.pop_front()?;
+        let mut job = self.waiting.pop_front()?;
         if let Job::Batch(batch) = &mut job {
             // The batches behind it go with it, within what one request may carry.
-            self.limit.join_waiting(batch, &mut self.ready);
+            self.limit.join_waiting(batch, &mut self.waiting);
         }
         Some(job)
     }
@@ -292,104 +201,117 @@ impl Lane {
     /// [`RequestLimit`]), they wait for it to come back and then go out together, instead
     /// of a request each. With `max_batch_messages` above `flush_at`, a receiver that
     /// answers quickly then gets a few full requests rather than many of `flush_at`
-    /// messages (measured with the Go bench's ingestion: a fifth of the requests, a third
-    /// less CPU per message on both sides); by default only batches closed short of
-    /// `flush_at` can wait, and a full one never does. A slow request out (past
-    /// [`SLOW_AFTER`]) and a backlog of more than one request start more requests as
-    /// before, so neither a stalled request nor a burst is held up. `Some((room, t))`:
-    /// held until `t` (when the youngest request out turns slow), or an answer, whichever
-    /// comes first; `room`, what that request's successor could still take beyond what
-    /// waits ([`RequestLimit::room`]): the scheduler's room.
+    /// messages (fewer requests, less CPU per message on both sides: BENCHMARKS.md,
+    /// "Joined batches"); by default only batches closed short of `flush_at` can wait, and
+    /// a full one never does. A slow request out (past [`SLOW_AFTER`]) and a backlog of
+    /// more than one request start more requests as before, so neither a stalled request
+    /// nor a burst is held up. `Some((room, t))`: held until `t` (when the youngest request
+    /// out turns slow), or an answer, whichever comes first; `room`, what that request's
+    /// successor could still take beyond what waits ([`RequestLimit::room`]): the
+    /// scheduler's room.
     pub(crate) fn fill_room(&self, now: Instant) -> Option<(Room, Instant)> {
-        let (newest, _) = self.out.last_key_value()?;
-        let turns = after(*newest, SLOW_AFTER);
+        let turns = after(self.requests.newest()?, SLOW_AFTER);
         if turns <= now {
             return None;
         }
-        Some((self.limit.room(&self.ready)?, turns))
+        Some((self.limit.room(&self.waiting)?, turns))
     }
 
-    /// Whether the next request would need a new thread that the lane does not add yet.
-    fn held_back(&self, now: Instant) -> bool {
-        self.holds_now(now)
+    /// Takes a place in the process's budget for a request from [`take`](Self::take); false
+    /// when there is none for this lane now: the request should wait, and the lane's own
+    /// answers give it another chance.
+    pub(crate) fn make_room(&mut self) -> bool {
+        self.requests.reserve()
     }
 
-    /// The rule of both: with `busy` requests out, `moving` of them not known to be slow, a
-    /// further one waits when every thread is busy and [`brisk`](Self::brisk) are moving,
-    /// or the process's [`Budget`] has no thread for it.
-    fn holds(&self, busy: usize, moving: usize) -> bool {
-        if self.on_io {
-            // No thread to wait for: only the brisk share and the budget of requests.
-            return moving >= self.brisk() || !self.budget.may_grow(busy);
+    /// Sends a request from [`take`](Self::take), given a place by
+    /// [`make_room`](Self::make_room), on the I/O engine; its [`Report`] comes back on the
+    /// scheduler's channel.
+    pub(crate) fn start(&mut self, job: Job, now: Instant) {
+        self.health.probe_sent();
+        let ticket = self.requests.started(now);
+        requests::send(
+            self.delivery.clone(),
+            self.reports.clone(),
+            (self.tenant, self.index),
+            job,
+            now,
+            ticket,
+        );
+    }
+
+    /// A request of this lane, started at `started`, came back at `now`: frees its place
+    /// and updates the destination's health.
+    pub(crate) fn finished(&mut self, attempt: &Attempt, started: Instant, now: Instant) {
+        self.requests.ended(started);
+        let policy = &self.delivery.policy;
+        self.health
+            .answered(attempt, now, policy, &self.delivery.logger, &self.label);
+    }
+
+    /// A request of this lane waited `lag` for the process: the budget of requests follows
+    /// such delays ([`Budget::answered`]).
+    pub(crate) fn answered(&self, lag: Duration, now: Instant) {
+        self.requests.budget.answered(lag, now);
+    }
+
+    /// When this lane may send again although nothing else happens (a pause, a probe, or
+    /// requests out turning slow, which makes room for another).
+    pub(crate) fn wake_at(&self, now: Instant) -> Option<Instant> {
+        if self.waiting.is_empty() {
+            return None;
         }
-        busy >= self.threads && (moving >= self.brisk() || !self.budget.may_grow(self.threads))
-    }
-
-    /// [`holds`](Self::holds) with the requests out now, counting the moving ones only when
-    /// it matters (fewer out than the brisk share cannot be too many moving): the count
-    /// walks the requests out, and this runs at every turn of the scheduler.
-    fn holds_now(&self, now: Instant) -> bool {
-        let brisk = self.brisk();
-        let moving = match self.busy < brisk {
-            true => self.busy,
-            false => self.moving(now),
+        let answered = self.health.last_answer;
+        let up = !self.health.is_down();
+        if up && !self.requests.at_cap() && self.requests.held_back(now, answered) {
+            // The next request out answered around to turn slow; the rest wait for an
+            // answer, and an answer wakes the scheduler anyway.
+            if let Some(t) = self.requests.turns_slow(now, answered) {
+                return Some(self.health.paused_until.map_or(t, |p| p.max(t)));
+            }
+        }
+        let probe = match self.health.probe_at() {
+            Some(until) => Some(until),
+            None => self.fill_room(now).map(|(_, turns)| turns),
         };
-        self.holds(self.busy, moving)
-    }
-
-    /// Requests out that are not slow beyond which the lane adds no thread: its share of
-    /// [`BRISK`], or [`SILENT`] while the destination has answered nothing.
-    fn brisk(&self) -> usize {
-        let n = if self.last_answer.is_some() {
-            self.share
-        } else {
-            SILENT
-        };
-        n.max(self.min_threads)
-    }
-
-    /// Before this instant, a request out is slow: out for [`SLOW_AFTER`], and answered
-    /// around (the destination answered since it left). `None`: none is.
-    fn slow_before(&self, now: Instant) -> Option<Instant> {
-        Some(now.checked_sub(SLOW_AFTER)?.min(self.last_answer?))
-    }
-
-    /// Requests out that are not slow (see [`slow_before`](Self::slow_before)).
-    fn moving(&self, now: Instant) -> usize {
-        match self.slow_before(now) {
-            Some(cutoff) => self
-                .out
-                .range((Excluded(cutoff), Unbounded))
-                .map(|(_, n)| *n as usize)
-                .sum(),
-            None => self.busy,
+        match (probe, self.health.paused_until) {
+            (Some(a), Some(b)) => Some(a.max(b)),
+            (a, b) => a.or(b),
         }
     }
 
-    /// Whether housekeeping has anything to do here: threads to let go, or requests waiting
-    /// on a down destination to check against their window.
+    /// True while the destination is taken as down.
+    pub(crate) fn is_down(&self) -> bool {
+        self.health.is_down()
+    }
+
     /// Requests out now.
     pub(crate) fn busy(&self) -> usize {
-        self.busy
+        self.requests.busy
     }
 
+    /// Whether housekeeping has anything to do here: requests waiting on a down destination
+    /// to check against their window.
     pub(crate) fn needs_housekeeping(&self) -> bool {
-        self.threads > 0 || !self.handles.is_empty() || (self.is_down() && !self.ready.is_empty())
+        self.is_down() && !self.waiting.is_empty()
     }
 
     /// Takes out the waiting requests that `keep` refuses (messages past their window while
     /// the destination is down).
     pub(crate) fn drain_waiting(&mut self, mut keep: impl FnMut(&Job) -> bool) -> Vec<Job> {
         let mut out = Vec::new();
-        self.ready.retain_mut(|job| {
-            if keep(job) {
-                true
-            } else {
-                out.push(std::mem::replace(job, Job::Exit));
-                false
+        for job in std::mem::take(&mut self.waiting) {
+            match keep(&job) {
+                true => self.waiting.push_back(job),
+                false => out.push(job),
             }
-        });
+        }
         out
+    }
+
+    /// Ends the lane: what was still waiting (the requests out are the I/O engine's).
+    pub(crate) fn stop(&mut self) -> Vec<Job> {
+        self.waiting.drain(..).collect()
     }
 }
 
@@ -398,4 +320,3 @@ mod health;
 mod requests;
 #[cfg(test)]
 mod tests;
-mod threads;

@@ -1,31 +1,33 @@
-//! The lane's rules, one per test, on real threads (no network).
+//! The lane's rules, one per test (no network: a lane without an I/O engine counts its
+//! requests out and sends nothing; one test records them).
 
 use super::*;
 use crate::delivery::batch::RequestLimit;
 use crate::delivery::job::Batch;
+use crate::model::outcome::Reason;
 use crate::wire::ingestion::{Element, MAX_BATCH_BYTES};
 use crate::wire::message_id::MsgId;
 use crate::wire::Body;
+use crossbeam_channel::Receiver;
 
 fn lane(cap: usize) -> (Lane, Receiver<Report>) {
-    lane_in(cap, Budget::process())
+    lane_in(cap, Box::leak(Box::new(Budget::new(4096))), None)
 }
 
-/// A lane drawing its threads from `budget`.
-fn lane_in(cap: usize, budget: &'static Budget) -> (Lane, Receiver<Report>) {
+/// A lane drawing its places from `budget`, sending into `out` (none: sending nothing).
+fn lane_in(cap: usize, budget: &'static Budget, out: Option<HooksOut>) -> (Lane, Receiver<Report>) {
     let config = crate::Config {
         webhooks: vec![crate::Webhook::new("http://127.0.0.1:9/x?token=secret")],
         ..Default::default()
     };
-    let targets = config.check_targets().unwrap();
+    let headers = config.check_webhooks().unwrap();
     let delivery = Arc::new(Delivery {
-        transport: Some(Transport::new(&config).unwrap()),
         ingestion: None,
-        hooks: Hooks::new(&config, targets),
+        hooks: Hooks::new(&config, headers),
         logger: Logger::new(Some(false), None),
         budget,
         policy: RetryPolicy::default(),
-        hooks_out: None,
+        hooks_out: out,
         batches_out: None,
     });
     let (tx, rx) = crossbeam_channel::unbounded();
@@ -68,7 +70,7 @@ fn take_respects_the_in_flight_cap() {
     }
     for _ in 0..2 {
         let j = l.take(now).unwrap();
-        l.busy += 1; // as `start` would, without a thread
+        l.requests.busy += 1; // as `start` would, without sending
         drop(j);
     }
     assert!(l.take(now).is_none(), "third request over the cap of 2");
@@ -84,7 +86,7 @@ fn a_run_of_failures_holds_the_lane_to_one_probe() {
         l.push(hook(i));
     }
     for _ in 0..TRIP_AFTER {
-        l.busy += 1;
+        l.requests.busy += 1;
         l.finished(&fail(), now, now);
     }
     assert!(l.is_down());
@@ -122,7 +124,7 @@ fn successes_between_failures_keep_the_lane_up() {
     let (mut l, _rx) = lane(100);
     let now = Instant::now();
     for round in 0..100 {
-        l.busy += 1;
+        l.requests.busy += 1;
         if round % 10 == 9 {
             l.finished(&Attempt::Success, now, now);
         } else {
@@ -136,17 +138,17 @@ fn successes_between_failures_keep_the_lane_up() {
 fn a_burst_of_timeouts_beside_successes_does_not_hold_the_lane() {
     let (mut l, _rx) = lane(100);
     let now = Instant::now();
-    l.busy += 1;
+    l.requests.busy += 1;
     l.finished(&Attempt::Success, now, now);
     for _ in 0..(TRIP_AFTER * 5) {
-        l.busy += 1;
+        l.requests.busy += 1;
         l.finished(&fail(), now + TRIP_QUIET / 2, now + TRIP_QUIET / 2);
     }
     assert!(
         !l.is_down(),
         "a success half a second ago: the receiver answers"
     );
-    l.busy += 1;
+    l.requests.busy += 1;
     l.finished(&fail(), now + TRIP_QUIET, now + TRIP_QUIET);
     assert!(l.is_down(), "nothing but failures for a whole second");
 }
@@ -156,7 +158,7 @@ fn retry_after_pauses_the_lane() {
     let (mut l, _rx) = lane(100);
     let now = Instant::now();
     l.push(hook(1));
-    l.busy += 1;
+    l.requests.busy += 1;
     l.finished(
         &Attempt::Retryable {
             reason: crate::Reason::Status(429),
@@ -171,37 +173,12 @@ fn retry_after_pauses_the_lane() {
     assert!(l.take(now + Duration::from_secs(3)).is_some());
 }
 
-#[test]
-fn threads_grow_with_demand_and_trim_when_idle() {
-    let (mut l, rx) = lane(8);
-    let now = Instant::now();
-    for i in 0..5 {
-        l.push(hook(i));
-    }
-    while let Some(job) = l.take(now) {
-        assert!(l.make_room());
-        l.start(job, now);
-    }
-    assert_eq!(l.threads, 5, "one thread per request out");
-    for _ in 0..5 {
-        let report = rx.recv_timeout(Duration::from_secs(10)).unwrap();
-        l.finished(&report.attempt, report.started, now);
-    }
-    l.trim();
-    assert_eq!(l.threads, 5, "busy peak since the last trim is kept");
-    l.trim();
-    assert_eq!(l.threads, 1, "idle for a whole period: back to the minimum");
-    l.stop();
-}
-
-/// What [`Lane::start`] does to the counts, without threads (`threads` follows `busy`):
-/// true when the lane let a request go.
+/// What [`Lane::start`] does to the counts: true when the lane let a request go.
 fn start(l: &mut Lane, at: Instant) -> bool {
     match l.take(at) {
         Some(_) => {
-            l.busy += 1;
-            l.threads = l.threads.max(l.busy);
-            *l.out.entry(at).or_default() += 1;
+            l.requests.busy += 1;
+            *l.requests.out.entry(at).or_default() += 1;
             true
         }
         None => false,
@@ -238,7 +215,7 @@ fn by_default_full_batches_go_out_at_once_behind_a_young_request() {
     let (mut l, _rx) = lane(100);
     l.limit = RequestLimit { messages: 1 }; // flush_at 1, max_batch_messages unset
     let now = Instant::now();
-    l.last_answer = Some(now);
+    l.health.last_answer = Some(now);
     l.push(batch(0));
     let job = l.take(now).unwrap();
     assert!(l.make_room());
@@ -264,7 +241,7 @@ fn batches_fill_one_request_while_a_young_one_is_out() {
     let (mut l, _rx) = lane(100);
     l.limit = JOINING;
     let now = Instant::now();
-    l.last_answer = Some(now); // a receiver that answers
+    l.health.last_answer = Some(now); // a receiver that answers
     for i in 0..40 {
         l.push(batch(i));
     }
@@ -332,7 +309,7 @@ fn batches_fill_one_request_while_a_young_one_is_out() {
     // A retry keeps its own request and is not held.
     let (mut l, _rx) = lane(100);
     l.limit = JOINING;
-    l.last_answer = Some(now);
+    l.health.last_answer = Some(now);
     l.push(batch(1));
     let job = l.take(now).unwrap();
     assert!(l.make_room());
@@ -344,7 +321,7 @@ fn batches_fill_one_request_while_a_young_one_is_out() {
 }
 
 #[test]
-fn a_lane_adds_threads_beyond_brisk_only_while_requests_out_are_slow() {
+fn a_lane_starts_requests_beyond_brisk_only_while_requests_out_are_slow() {
     let (mut l, _rx) = lane(100);
     let now = Instant::now();
     for i in 0..40 {
@@ -362,28 +339,26 @@ fn a_lane_adds_threads_beyond_brisk_only_while_requests_out_are_slow() {
     );
     // One comes back quickly: the receiver answers, so the lane goes up to BRISK.
     l.finished(&Attempt::Success, now, now);
-    l.threads = SILENT;
     assert_eq!(burst(&mut l, now), BRISK - (SILENT - 1));
-    assert_eq!(l.busy, BRISK);
+    assert_eq!(l.requests.busy, BRISK);
     assert!(!start(&mut l, now), "BRISK out, none slow");
     assert_eq!(
         l.wake_at(now),
         Some(now + SLOW_AFTER),
         "answered around: the lane looks again when they turn slow"
     );
-    // Those requests are now slow (a stalling receiver): room for BRISK more threads.
+    // Those requests are now slow (a stalling receiver): room for BRISK more.
     let later = now + SLOW_AFTER;
     let more = burst(&mut l, later);
     assert_eq!(more, BRISK);
-    assert_eq!(l.busy, 2 * BRISK);
+    assert_eq!(l.requests.busy, 2 * BRISK);
     // The slow ones come back: the brisk ones hold the lane at BRISK again.
     for _ in 0..BRISK {
         l.finished(&Attempt::Success, now, later);
     }
-    l.threads = l.busy;
     assert!(
         !start(&mut l, later),
-        "BRISK brisk requests out: no new thread"
+        "BRISK brisk requests out: no new request"
     );
 }
 
@@ -392,25 +367,31 @@ fn lanes_with_work_share_brisk_at_least_silent_each() {
     let lanes = |n: usize| (0..n).map(|_| lane(100).0).collect::<Vec<_>>();
     let mut ls = lanes(6);
     share_brisk(&mut ls);
-    assert!(ls.iter().all(|l| l.share == BRISK), "no work: a lane alone");
+    assert!(
+        ls.iter().all(|l| l.requests.share == BRISK),
+        "no work: a lane alone"
+    );
     ls[2].push(hook(1));
     share_brisk(&mut ls);
     assert!(
-        ls.iter().all(|l| l.share == BRISK),
+        ls.iter().all(|l| l.requests.share == BRISK),
         "one lane with work has it all"
     );
-    ls[4].busy = 1;
+    ls[4].requests.busy = 1;
     share_brisk(&mut ls);
-    assert!(ls.iter().all(|l| l.share == BRISK / 2));
+    assert!(ls.iter().all(|l| l.requests.share == BRISK / 2));
     for l in &mut ls {
-        l.busy = 1;
+        l.requests.busy = 1;
     }
     share_brisk(&mut ls);
-    assert!(ls.iter().all(|l| l.share == SILENT), "never below SILENT");
+    assert!(
+        ls.iter().all(|l| l.requests.share == SILENT),
+        "never below SILENT"
+    );
     // The share is what an answering lane holds to.
     let (mut l, _rx) = lane(100);
-    l.last_answer = Some(Instant::now());
-    l.share = SILENT;
+    l.health.last_answer = Some(Instant::now());
+    l.requests.share = SILENT;
     for i in 0..40 {
         l.push(hook(i));
     }
@@ -430,7 +411,7 @@ fn a_receiver_that_answers_nothing_gets_silent_requests_and_no_more() {
     let later = now + Duration::from_secs(2);
     assert!(
         !start(&mut l, later),
-        "no answer since they left: no more threads"
+        "no answer since they left: no more requests"
     );
     assert_eq!(
         l.wake_at(later),
@@ -444,8 +425,7 @@ fn a_receiver_that_answers_nothing_gets_silent_requests_and_no_more() {
         retry_after: None,
     };
     l.finished(&timeout, now, later);
-    l.threads = SILENT;
-    assert!(start(&mut l, later), "its thread takes the next request");
+    assert!(start(&mut l, later), "its place goes to the next request");
     assert!(!start(&mut l, later), "and the lane stays at SILENT");
     // Any answer (a 503 here) shows the receiver alive: the requests that left before it
     // count as slow and make room.
@@ -465,11 +445,14 @@ fn a_receiver_that_answers_nothing_gets_silent_requests_and_no_more() {
     );
 }
 
-/// Starts every request the lane lets go now, on real threads; how many.
+/// Starts every request the lane lets go now; how many.
 fn start_all(l: &mut Lane, now: Instant) -> usize {
     let mut n = 0;
     while let Some(job) = l.take(now) {
-        assert!(l.make_room(), "take let it go, so a thread is there for it");
+        if !l.make_room() {
+            l.push_front(job);
+            break;
+        }
         l.start(job, now);
         n += 1;
     }
@@ -477,44 +460,49 @@ fn start_all(l: &mut Lane, now: Instant) -> usize {
 }
 
 #[test]
-fn lanes_stop_at_the_process_s_thread_budget_and_trim_to_a_fair_share() {
+fn lanes_stop_at_the_process_s_budget_of_requests_and_share_it() {
+    let io = crate::http::io::Io::start(1, "outbound-test").unwrap();
+    let recorder = Arc::new(crate::http::recorder::Recorder::default());
+    let out = || {
+        let config = crate::Config::default();
+        let url = "http://127.0.0.1:9/x";
+        let exchange =
+            crate::http::exchange::Exchange::webhooks(&config, &io, &[url], Some(&recorder))
+                .unwrap();
+        Some(HooksOut {
+            io: io.handle(),
+            exchange,
+        })
+    };
     let budget: &'static Budget = Box::leak(Box::new(Budget::new(3)));
-    let (mut a, rx_a) = lane_in(100, budget);
-    let (mut b, rx_b) = lane_in(100, budget);
+    let (mut a, rx_a) = lane_in(100, budget, out());
+    let (mut b, rx_b) = lane_in(100, budget, out());
+    a.health.last_answer = Some(Instant::now());
     let now = Instant::now();
     for i in 0..10 {
         a.push(hook(i));
         b.push(hook(i));
     }
-    assert_eq!(start_all(&mut a, now), 3, "the budget is 3 threads");
+    assert_eq!(start_all(&mut a, now), 3, "the budget is 3 requests");
     assert_eq!(
         start_all(&mut b, now),
         1,
-        "a lane's first thread is never refused"
+        "a lane's first request is never refused"
     );
-    assert_eq!(budget.live(), 4);
-    // The receiver (port 9) refuses: each answer frees a thread, which serves its own lane.
+    // Recorded (the record answers 200): each answer gives its place back.
     for (l, rx, n) in [(&mut a, &rx_a, 3), (&mut b, &rx_b, 1)] {
         for _ in 0..n {
             let r = rx.recv_timeout(Duration::from_secs(10)).unwrap();
+            assert_eq!(r.attempt, Attempt::Success);
             l.finished(&r.attempt, r.started, now);
         }
     }
+    assert_eq!(budget.live(), 0, "every place given back");
+    assert_eq!(recorder.requests.lock().unwrap().len(), 4);
     assert_eq!(
         start_all(&mut b, now),
-        1,
-        "b still holds one: its share of 3 among 2"
+        3,
+        "alone, a lane may hold the whole budget"
     );
-    a.trim();
-    assert_eq!(a.threads, 1, "a comes down to its fair share");
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while budget.live() > 2 {
-        assert!(Instant::now() < deadline, "a's extra threads did not exit");
-        std::thread::sleep(Duration::from_millis(5));
-    }
-    for l in [&mut a, &mut b] {
-        l.stop();
-        l.take_threads()
-            .join_idle(Instant::now() + Duration::from_secs(10));
-    }
+    assert_eq!(start_all(&mut a, now), 1, "and the other still moves");
 }

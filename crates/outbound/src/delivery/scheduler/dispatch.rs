@@ -27,13 +27,9 @@ impl Tenant {
                         continue;
                     }
                 }
-                if matches!(job, Job::Exit) {
-                    continue;
-                }
                 if !self.lanes[i].make_room() {
-                    // No thread for it now (the process's budget is spent, or the system
-                    // refused one; the lane logs the latter): it waits at the head of its
-                    // lane for the lane's next answer or the next housekeeping.
+                    // No place for it in the process's budget of requests now: it waits at
+                    // the head of its lane for the lane's next answer.
                     self.lanes[i].push_front(job);
                     break;
                 }
@@ -44,7 +40,6 @@ impl Tenant {
                         }
                     }
                     Job::Hook { seq, .. } => self.request_started(*seq, None),
-                    Job::Exit => {}
                 }
                 self.lanes[i].start(job, now);
             }

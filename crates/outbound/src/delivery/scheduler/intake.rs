@@ -20,7 +20,7 @@ impl Tenant {
         let seq = self.next_seq;
         self.next_seq += 1;
         self.watermark.accept();
-        if !self.send {
+        if !self.rules.send {
             return self.report(
                 Some(seq),
                 || item.msg_id().to_arc(),
@@ -55,9 +55,11 @@ impl Tenant {
             }
         }
         let id = item.msg_id();
-        let round = item.hook.map(|body| Round::new(body, self.hook_mask, None));
+        let round = item
+            .hook
+            .map(|body| Round::new(body, self.rules.hook_mask, None));
         if round.is_some() {
-            self.shared.watch.wait(self.hook_mask);
+            self.shared.watch.wait(self.rules.hook_mask);
         }
         self.tracks
             .insert(seq, Track::new(id, remaining, round, None));
@@ -80,7 +82,7 @@ impl Tenant {
         self.watermark.accept();
         let mut failure = None;
         let ingest = match r.ingest {
-            Some(_) if !self.has_ingestion => {
+            Some(_) if !self.rules.has_ingestion => {
                 failure =
                     Some("resumed from the spool for ingestion, but this client has no write key");
                 None
@@ -89,10 +91,10 @@ impl Tenant {
         };
         // Webhooks that are all off (`Webhook::enabled`) end a resumed webhook part without
         // a failure, as a mask that no URL is left in does.
-        let hooks_off = self.hook_mask == 0 && self.lanes.len() > 1;
+        let hooks_off = self.rules.hook_mask == 0 && self.lanes.len() > 1;
         let hook = match r.hook {
             Some(_) if hooks_off => None,
-            Some(_) if self.hook_mask == 0 => {
+            Some(_) if self.rules.hook_mask == 0 => {
                 failure
                     .get_or_insert("resumed from the spool for webhooks, but this client has none");
                 None

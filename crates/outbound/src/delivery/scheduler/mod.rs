@@ -18,16 +18,15 @@ mod intake;
 mod results;
 mod shutdown;
 mod tenant;
+mod timers;
 mod track;
 mod watermark;
 
 pub(crate) use tenant::Tenant;
 
-/// How often a tenant with threads to let go, or waiting requests of a down destination to
-/// check against their retry window, looks after them.
+/// How often a tenant with waiting requests of a down destination checks them against their
+/// retry window.
 const HOUSEKEEPING: Duration = Duration::from_secs(1);
-/// Lane threads idle for this many housekeeping rounds exit.
-const TRIM_EVERY: u32 = 5;
 /// Commands of one tenant read in one go before its requests are handed out.
 const READ_AHEAD: usize = 512;
 /// What a tenant with no deadline publishes as its wake-up (see `inbox`): so far that
@@ -60,15 +59,16 @@ pub(crate) struct Scheduler {
     dirty: Vec<u32>,
 }
 
-/// The ways into a scheduler thread: its rings, its reports, its control.
-pub(crate) struct Ways {
+/// The channels into a scheduler thread: tenants whose inbox rang, the requests' reports,
+/// control.
+pub(crate) struct SchedulerChannels {
     pub rung: Sender<u32>,
     pub reports: Sender<Report>,
     pub control: Sender<Control>,
 }
 
 impl Scheduler {
-    pub(crate) fn new() -> (Scheduler, Ways) {
+    pub(crate) fn new() -> (Scheduler, SchedulerChannels) {
         let (rung_tx, rung) = crossbeam_channel::unbounded();
         let (reports_tx, reports) = crossbeam_channel::unbounded();
         let (control_tx, control) = crossbeam_channel::unbounded();
@@ -83,7 +83,7 @@ impl Scheduler {
                 stopping: false,
                 dirty: Vec::new(),
             },
-            Ways {
+            SchedulerChannels {
                 rung: rung_tx,
                 reports: reports_tx,
                 control: control_tx,

@@ -1,7 +1,7 @@
 //! Requests coming back: what each result means for the messages it carried (retry,
 //! progress for the spool, or the end of a destination).
 
-use super::tenant::Due;
+use super::timers::Due;
 use super::Tenant;
 use crate::delivery::fanout::Settled;
 use crate::delivery::job::{Batch, Job};
@@ -44,7 +44,7 @@ impl Tenant {
                     let down = self.lanes[lane].is_down();
                     url.record(id.as_str(), &attempt, &seen, answer.clone(), down);
                 }
-                let keep = self.dead_letters && !matches!(attempt, Attempt::Success);
+                let keep = self.rules.dead_letters && !matches!(attempt, Attempt::Success);
                 keep.then(|| tried(target, id.to_arc(), &attempt, &seen, answer))
             }
             _ => None,
@@ -58,7 +58,6 @@ impl Tenant {
             Job::Hook { seq, .. } => {
                 self.request_ended(*seq);
             }
-            Job::Exit => return,
         }
         self.result(lane, job, attempt, record, now);
     }
@@ -76,7 +75,6 @@ impl Tenant {
         match job {
             Job::Batch(batch) => self.batch_result(batch, attempt, now),
             Job::Hook { seq, .. } => self.hook_result(seq, (lane - 1) as u8, attempt, record, now),
-            Job::Exit => {}
         }
     }
 
@@ -116,7 +114,11 @@ impl Tenant {
                 detail,
                 retry_after,
                 ..
-            } => match self.policy.next(batch.attempts, first, now, retry_after) {
+            } => match self
+                .rules
+                .policy
+                .next(batch.attempts, first, now, retry_after)
+            {
                 Some(at) => {
                     self.logger.log(Level::Debug, || {
                         format!(
@@ -126,7 +128,7 @@ impl Tenant {
                         )
                     });
                     self.shared.counters.retries.fetch_add(1, Relaxed);
-                    self.schedule(at, Due::Batch(batch));
+                    self.timers.set(at, Due::Batch(batch));
                 }
                 None => {
                     let detail = format!(
@@ -189,7 +191,7 @@ impl Tenant {
             return;
         }
         // The fields themselves, not `round_mut`: `t.id` is read while the round is held.
-        let Some(round) = t.more.as_mut().and_then(|m| m.hook.as_mut()) else {
+        let Some(round) = t.extras.as_mut().and_then(|m| m.hook.as_mut()) else {
             // Already delivered through another URL.
             return;
         };
@@ -206,7 +208,7 @@ impl Tenant {
             false => self.replays.get(&seq).copied(),
         };
         if let (true, Some(record), false) = (
-            self.dead_letters,
+            self.rules.dead_letters,
             record,
             matches!(attempt, Attempt::Success),
         ) {
@@ -215,7 +217,7 @@ impl Tenant {
             }
         }
         let before = round.live_mask();
-        let settled = round.record(target, attempt, now, &self.policy);
+        let settled = round.record(target, attempt, now, &self.rules.policy);
         let over = matches!(settled, Settled::Delivered | Settled::Failed(..));
         self.shared.watch.unwait(match over {
             true => before,
@@ -225,7 +227,7 @@ impl Tenant {
         // that drops its body or its record (a Redis store holds those back until the letter
         // is written); a replay delivered leaves them.
         let dead = match (&settled, &self.spool) {
-            (Settled::Failed(reason, detail), Some(tx)) if self.dead_letters => {
+            (Settled::Failed(reason, detail), Some(tx)) if self.rules.dead_letters => {
                 Some(DeadOp::Put(Box::new(DeadRecord {
                     tenant: tx.tenant,
                     id: t.id.to_arc(),
@@ -277,7 +279,7 @@ impl Tenant {
         }
         match settled {
             Settled::Pending => {}
-            Settled::Retry(at) => self.schedule(at, Due::HookRound(seq)),
+            Settled::Retry(at) => self.timers.set(at, Due::HookRound(seq)),
             Settled::Delivered => {
                 t.end_round();
                 self.dest_done(seq, None);

@@ -1,6 +1,6 @@
 //! Shutdown: what is left ends (dropped, or spooled), every outcome reported once.
 
-use super::tenant::Due;
+use super::timers::Due;
 use super::track::{lone, MsgId};
 use super::Tenant;
 use crate::delivery::command::Command;
@@ -9,19 +9,10 @@ use crate::model::outcome::{OutcomeKind, Reason};
 
 impl Tenant {
     pub(super) fn shutdown(mut self) {
-        // Threads finish the request they are on (bounded by `timeout`) and exit; the
-        // client joins them (the scheduler thread serves other tenants meanwhile).
+        // Requests out are left to the I/O engine (their messages end here as in flight).
         let mut waiting: Vec<Job> = Vec::new();
         for lane in &mut self.lanes {
             waiting.extend(lane.stop());
-        }
-        {
-            let mut threads = self
-                .shared
-                .lane_threads
-                .lock()
-                .unwrap_or_else(|e| e.into_inner());
-            threads.extend(self.lanes.iter_mut().map(|l| l.take_threads()));
         }
         let mut left: Vec<(u64, MsgId, bool)> = self
             .tracks
@@ -31,14 +22,14 @@ impl Tenant {
             .collect();
         // Lone messages: in flight, in the open batch, waiting in the lane, waiting to retry.
         left.extend(self.flying.drain().map(|(seq, b)| (seq, lone(&b), true)));
-        let timers = std::mem::take(&mut self.timers).into_iter();
+        let timers = self.timers.take_all();
         let batches = waiting
             .into_iter()
             .filter_map(|job| match job {
                 Job::Batch(b) => Some(b),
                 _ => None,
             })
-            .chain(timers.filter_map(|t| match t.due {
+            .chain(timers.filter_map(|due| match due {
                 Due::Batch(b) => Some(b),
                 Due::HookRound(_) => None,
             }))

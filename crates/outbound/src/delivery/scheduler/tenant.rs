@@ -4,11 +4,11 @@
 //! results of both destinations into exactly one outcome per message. It never touches the
 //! network, and never blocks: the scheduler thread runs it in steps between other tenants'.
 
-use super::{HOUSEKEEPING, READ_AHEAD, TRIM_EVERY};
+use super::{HOUSEKEEPING, READ_AHEAD};
 use crate::delivery::batch::{Batcher, RequestLimit};
 use crate::delivery::command::Command;
 use crate::delivery::inbox::{Mailbox, SpoolOps};
-use crate::delivery::job::{Batch, Job};
+use crate::delivery::job::Job;
 use crate::delivery::lane::{Delivery, Lane, Report};
 use crate::delivery::shared::Shared;
 use crate::delivery::watch::Answers;
@@ -20,43 +20,26 @@ use crate::model::retry::{after, RetryPolicy};
 use crate::wire::ingestion::Element;
 use crossbeam_channel::{Sender, TryRecvError};
 use foldhash::HashMap;
-use std::cmp::Ordering;
-use std::collections::BinaryHeap;
 use std::sync::atomic::Ordering::*;
 use std::sync::Arc;
 use std::time::Instant;
 
+use super::timers::{Due, Timers};
 use super::track::Track;
 use super::watermark::Watermark;
 
-/// What a retry timer starts when it falls due.
-pub(super) enum Due {
-    Batch(Batch),
-    HookRound(u64),
-}
-
-pub(super) struct Timer {
-    pub(super) at: Instant,
-    pub(super) n: u64,
-    pub(super) due: Due,
-}
-
-impl PartialEq for Timer {
-    fn eq(&self, o: &Self) -> bool {
-        (self.at, self.n) == (o.at, o.n)
-    }
-}
-impl Eq for Timer {}
-impl PartialOrd for Timer {
-    fn partial_cmp(&self, o: &Self) -> Option<Ordering> {
-        Some(self.cmp(o))
-    }
-}
-impl Ord for Timer {
-    // Reversed: BinaryHeap is a max-heap and we want the earliest first.
-    fn cmp(&self, o: &Self) -> Ordering {
-        (o.at, o.n).cmp(&(self.at, self.n))
-    }
+/// What a tenant's settings decide, read at every message.
+#[derive(Clone, Copy)]
+pub(super) struct Rules {
+    /// Backoff and retry window.
+    pub(super) policy: RetryPolicy,
+    /// False: messages are counted and dropped (`Config::send`).
+    pub(super) send: bool,
+    /// The webhooks a message goes to (the enabled ones).
+    pub(super) hook_mask: u8,
+    pub(super) has_ingestion: bool,
+    /// Keeps dead letters (in its spool's store).
+    pub(super) dead_letters: bool,
 }
 
 pub(crate) struct Tenant {
@@ -65,10 +48,7 @@ pub(crate) struct Tenant {
     /// Lane 0 is ingestion, lane 1 + i is webhook i.
     pub(super) lanes: Vec<Lane>,
     pub(super) batcher: Batcher,
-    pub(super) policy: RetryPolicy,
-    pub(super) send: bool,
-    pub(super) hook_mask: u8,
-    pub(super) has_ingestion: bool,
+    pub(super) rules: Rules,
     /// Progress and outcomes for the spool writer, when there is a spool.
     pub(super) spool: Option<SpoolOps>,
     pub(super) on_outcome: Option<crate::model::config::OutcomeCallback>,
@@ -79,15 +59,11 @@ pub(crate) struct Tenant {
     pub(super) flying: HashMap<u64, Element>,
     pub(super) next_seq: u64,
     pub(super) watermark: Watermark,
-    pub(super) timers: BinaryHeap<Timer>,
-    pub(super) timer_n: u64,
+    pub(super) timers: Timers,
     pub(super) next_housekeeping: Instant,
-    pub(super) ticks: u32,
     /// Handing over to a successor (`Command::HandOver`): no request starts, and the tenant
     /// stops once its requests out are back.
     pub(super) handing_over: bool,
-    /// Keeps dead letters (in its spool's store).
-    pub(super) dead_letters: bool,
     /// Each URL's last answer excerpt, shared by the records that repeat it.
     pub(super) answers: Answers,
     /// Dead letters being replayed, by seq: their replay job (0: none known). Their record
@@ -135,10 +111,13 @@ impl Tenant {
             mailbox,
             lanes,
             batcher: Batcher::new(config.flush_at, config.flush_interval),
-            policy: config.retry,
-            send: config.send,
-            hook_mask: config.hook_mask(),
-            has_ingestion: config.write_key.is_some(),
+            rules: Rules {
+                policy: config.retry,
+                send: config.send,
+                hook_mask: config.hook_mask(),
+                has_ingestion: config.write_key.is_some(),
+                dead_letters,
+            },
             spool,
             on_outcome: config.on_outcome.clone(),
             logger,
@@ -146,12 +125,9 @@ impl Tenant {
             flying: HashMap::default(),
             next_seq: 0,
             watermark: Watermark::default(),
-            timers: BinaryHeap::new(),
-            timer_n: 0,
+            timers: Timers::default(),
             next_housekeeping: Instant::now() + HOUSEKEEPING,
-            ticks: 0,
             handing_over: false,
-            dead_letters,
             answers: Answers::default(),
             replays: HashMap::default(),
         }
@@ -256,8 +232,8 @@ impl Tenant {
     fn next_deadline(&mut self, now: Instant) -> Option<Instant> {
         let mut at: Option<Instant> = None;
         let mut sooner = |t: Instant| at = Some(at.map_or(t, |a| a.min(t)));
-        if let Some(t) = self.timers.peek() {
-            sooner(t.at);
+        if let Some(t) = self.timers.next() {
+            sooner(t);
         }
         if let Some(d) = self.batcher.deadline() {
             sooner(d);
@@ -282,9 +258,8 @@ impl Tenant {
         if self.batcher.deadline().is_some_and(|d| d <= now) {
             self.close_batch(now);
         }
-        while self.timers.peek().is_some_and(|t| t.at <= now) {
-            let timer = self.timers.pop().expect("peeked");
-            match timer.due {
+        while let Some(due) = self.timers.pop_due(now) {
+            match due {
                 Due::Batch(batch) => self.lanes[0].push(Job::Batch(batch)),
                 Due::HookRound(seq) => self.start_round(seq, now),
             }
@@ -295,16 +270,10 @@ impl Tenant {
         }
     }
 
-    /// Lets idle threads go, and ends requests waiting on a down destination whose
-    /// message's retry window has closed (they would otherwise wait for the destination).
+    /// Ends requests waiting on a down destination whose message's retry window has closed
+    /// (they would otherwise wait for the destination).
     fn housekeeping(&mut self, now: Instant) {
-        self.ticks += 1;
-        if self.ticks.is_multiple_of(TRIM_EVERY) {
-            for lane in &mut self.lanes {
-                lane.trim();
-            }
-        }
-        let policy = self.policy;
+        let policy = self.rules.policy;
         for i in 0..self.lanes.len() {
             if !self.lanes[i].is_down() {
                 continue;
@@ -318,7 +287,6 @@ impl Tenant {
                     .get(seq)
                     .and_then(Track::round)
                     .is_some_and(|r| r.expired(now, &policy)),
-                Job::Exit => true,
             });
             let down = Attempt::Retryable {
                 reason: Reason::Connection,
@@ -329,14 +297,5 @@ impl Tenant {
                 self.result(i, job, down.clone(), None, now);
             }
         }
-    }
-
-    pub(super) fn schedule(&mut self, at: Instant, due: Due) {
-        self.timer_n += 1;
-        self.timers.push(Timer {
-            at,
-            n: self.timer_n,
-            due,
-        });
     }
 }

@@ -24,7 +24,7 @@ pub(super) struct Track {
     pub(super) id: MsgId,
     /// What few messages have: boxed, since every accepted message has a `Track` until its
     /// outcome (the queue's memory is mostly these and the bytes).
-    pub(super) more: Option<Box<More>>,
+    pub(super) extras: Option<Box<TrackExtras>>,
     /// Requests out for this message now.
     pub(super) requests: u32,
     /// Destinations still to finish.
@@ -35,8 +35,8 @@ pub(super) struct Track {
 
 /// A `Track`'s rarer parts: a webhook round under way, a failure to report, an earlier life.
 #[derive(Default)]
-pub(super) struct More {
-    /// Boxed: failures are rare, and a webhook message holds a `More` until its outcome.
+pub(super) struct TrackExtras {
+    /// Boxed: failures are rare, and a webhook message holds a `TrackExtras` until its outcome.
     pub(super) failure: Option<Box<(Reason, String)>>,
     pub(super) hook: Option<Round>,
     /// A resumed message's first attempt (its ingestion retry window goes on from there).
@@ -50,8 +50,8 @@ impl Track {
         hook: Option<Round>,
         since: Option<Instant>,
     ) -> Track {
-        let more = (hook.is_some() || since.is_some()).then(|| {
-            Box::new(More {
+        let extras = (hook.is_some() || since.is_some()).then(|| {
+            Box::new(TrackExtras {
                 failure: None,
                 hook,
                 since,
@@ -59,7 +59,7 @@ impl Track {
         });
         Track {
             id,
-            more,
+            extras,
             requests: 0,
             remaining,
             finished: false,
@@ -67,40 +67,40 @@ impl Track {
     }
 
     pub(super) fn round(&self) -> Option<&Round> {
-        self.more.as_ref()?.hook.as_ref()
+        self.extras.as_ref()?.hook.as_ref()
     }
 
     pub(super) fn round_mut(&mut self) -> Option<&mut Round> {
-        self.more.as_mut()?.hook.as_mut()
+        self.extras.as_mut()?.hook.as_mut()
     }
 
     pub(super) fn end_round(&mut self) {
-        if let Some(more) = &mut self.more {
-            more.hook = None;
+        if let Some(extras) = &mut self.extras {
+            extras.hook = None;
         }
     }
 
     pub(super) fn since(&self) -> Option<Instant> {
-        self.more.as_ref()?.since
+        self.extras.as_ref()?.since
     }
 
     /// Keeps the first failure of its destinations.
     pub(super) fn fail(&mut self, failure: (Reason, String)) {
-        self.more
+        self.extras
             .get_or_insert_with(Box::default)
             .failure
             .get_or_insert_with(|| Box::new(failure));
     }
 
     pub(super) fn take_failure(&mut self) -> Option<(Reason, String)> {
-        self.more.as_mut()?.failure.take().map(|f| *f)
+        self.extras.as_mut()?.failure.take().map(|f| *f)
     }
 }
 
-// A `Track` lives for every queued message, a `More` for each with webhooks: keep them
+// A `Track` lives for every queued message, a `TrackExtras` for each with webhooks: keep them
 // small.
 const _: () = assert!(std::mem::size_of::<Track>() <= 40);
-const _: () = assert!(std::mem::size_of::<More>() <= 72);
+const _: () = assert!(std::mem::size_of::<TrackExtras>() <= 72);
 
 #[cfg(test)]
 mod tests {

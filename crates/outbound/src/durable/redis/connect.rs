@@ -1,16 +1,20 @@
 //! Reaching Redis: the server the URL names, or the primary the Sentinels name (asked at
-//! each connection, so a failover is followed); and what the server is checked for when
-//! the store opens: a version with XAUTOCLAIM, and what `redis_ack` asks of it.
+//! each connection, so a failover is followed); the store's connection (`Link`: made again
+//! when lost, after a wait); what the server is checked for when the store opens (a version
+//! with XAUTOCLAIM), and what `redis_ack` asks of each commit (`Acks`).
 //!
 //! The Sentinels are asked here rather than through the redis crate's `sentinel` module:
 //! its blocking client connects without a timeout, and one Sentinel host that does not
 //! answer would hold the spool writer for the system's TCP timeout.
 
-use super::*;
-use crate::model::spool_target::{RedisAck, Sentinels};
+use super::{describe, keys, RedisStore};
+use crate::error::Error;
+use crate::model::spool::{RedisAck, RedisSpool, Sentinels};
+use redis::{Connection, ConnectionLike, Value};
+use std::time::{Duration, Instant};
 
 /// Where connections go.
-pub(super) enum Target {
+pub(super) enum RedisServer {
     /// The server the URL names.
     Direct(redis::Client),
     /// The primary the Sentinels name; `node` is its URL's settings (user, password, db,
@@ -21,6 +25,103 @@ pub(super) enum Target {
         node: redis::ConnectionInfo,
         next: usize,
     },
+}
+
+/// Waits between attempts to reach a Redis that did not answer.
+const RETRY_MIN: Duration = Duration::from_millis(200);
+const RETRY_MAX: Duration = Duration::from_secs(5);
+
+/// A store's connection to its server: made again when lost, after a wait that doubles
+/// while the server does not answer.
+pub(super) struct Link {
+    pub(super) server: RedisServer,
+    pub(super) conn: Option<Connection>,
+    /// When a Redis that did not answer may be tried again, and the next wait.
+    pub(super) retry_at: Option<Instant>,
+    retry_wait: Duration,
+    /// Bounds every round trip.
+    pub(super) io_timeout: Duration,
+    /// The URL as logs and errors show it (no password).
+    pub(super) shown: String,
+}
+
+impl Link {
+    pub(super) fn new(server: RedisServer, io_timeout: Duration, shown: String) -> Link {
+        Link {
+            server,
+            conn: None,
+            retry_at: None,
+            retry_wait: RETRY_MIN,
+            io_timeout,
+            shown,
+        }
+    }
+
+    pub(super) fn err(&self, reason: impl Into<String>) -> Error {
+        Error::Spool {
+            path: self.shown.clone(),
+            reason: reason.into(),
+        }
+    }
+
+    pub(super) fn is_connected(&self) -> bool {
+        self.conn.is_some()
+    }
+
+    /// Whether the connection is there and open.
+    pub(super) fn is_open(&self) -> bool {
+        self.conn.as_ref().is_some_and(|c| c.is_open())
+    }
+
+    /// Makes the connection; fails at once while a server that did not answer is left
+    /// alone.
+    pub(super) fn connect(&mut self) -> Result<(), Error> {
+        if let Some(at) = self.retry_at {
+            let left = at.saturating_duration_since(Instant::now());
+            if !left.is_zero() {
+                return Err(self.err(format!(
+                    "unreachable; trying again in {} ms",
+                    left.as_millis()
+                )));
+            }
+        }
+        match self.server.connect(self.io_timeout) {
+            Ok(c) => {
+                self.conn = Some(c);
+                self.retry_at = None;
+                self.retry_wait = RETRY_MIN;
+                Ok(())
+            }
+            Err(e) => {
+                self.back_off();
+                Err(self.err(format!("cannot connect: {e}")))
+            }
+        }
+    }
+
+    /// The connection made by [`connect`](Self::connect).
+    pub(super) fn connected(&mut self) -> Result<&mut Connection, Error> {
+        match self.conn.as_mut() {
+            Some(c) => Ok(c),
+            None => Err(Error::Spool {
+                path: self.shown.clone(),
+                reason: "not connected".into(),
+            }),
+        }
+    }
+
+    /// Drops the connection; it is made again after a wait.
+    pub(super) fn lose(&mut self) {
+        self.conn = None;
+        self.back_off();
+    }
+
+    /// The next connection attempt waits, twice as long as the last (up to the server's
+    /// most).
+    fn back_off(&mut self) {
+        self.retry_at = Some(Instant::now() + self.retry_wait);
+        self.retry_wait = (self.retry_wait * 2).min(self.server.retry_max());
+    }
 }
 
 /// When a commit counts as acknowledged, as the store opened with it.
@@ -43,19 +144,79 @@ impl std::fmt::Display for Ack {
     }
 }
 
-impl Target {
+/// When a commit that writes new records counts as acknowledged: as asked, and as it is
+/// now (`Auto` is looked at again on each new connection and at each adoption pass); the
+/// last change of it, to report.
+pub(super) struct Acks {
+    pub(super) asked: RedisAck,
+    pub(super) now: Ack,
+    pub(super) changed: Option<String>,
+    pub(super) recheck: bool,
+}
+
+impl Acks {
+    /// As `asked`, memory until the server is looked at.
+    pub(super) fn new(asked: RedisAck) -> Acks {
+        Acks {
+            asked,
+            now: Ack::Memory,
+            changed: None,
+            recheck: false,
+        }
+    }
+
+    /// A new connection may reach another server (a failover): `Auto` looks at it again.
+    pub(super) fn reconnected(&mut self) {
+        self.recheck = self.asked == RedisAck::Auto;
+    }
+
+    /// The confirmation a transaction that writes new records waits for, if any: one
+    /// command after its EXEC, blocking at most half of `io_timeout` (so its answer comes
+    /// before the connection's read times out).
+    pub(super) fn wait_cmd(&self, io_timeout: Duration) -> Option<redis::Cmd> {
+        let ms = wait_ms(io_timeout);
+        match self.now {
+            Ack::Memory => None,
+            Ack::Replicas(n) => Some(redis::cmd("WAIT").arg(n).arg(ms).to_owned()),
+            Ack::Fsync => Some(redis::cmd("WAITAOF").arg(1).arg(0).arg(ms).to_owned()),
+        }
+    }
+
+    /// Whether `reply` to [`wait_cmd`](Self::wait_cmd) confirms the commit; why not.
+    pub(super) fn confirmed(&self, reply: &Value, io_timeout: Duration) -> Result<(), String> {
+        let ms = wait_ms(io_timeout);
+        match (self.now, reply) {
+            (Ack::Replicas(n), Value::Int(k)) if *k >= i64::from(n) => Ok(()),
+            (Ack::Replicas(n), Value::Int(k)) => Err(format!(
+                "not acknowledged: {k} of {n} replica(s) confirmed the commit within {ms} ms"
+            )),
+            (Ack::Fsync, Value::Array(v)) if matches!(v.first(), Some(Value::Int(1..))) => Ok(()),
+            (Ack::Fsync, Value::Array(_)) => Err(format!(
+                "not acknowledged: the AOF fsync was not confirmed within {ms} ms"
+            )),
+            (_, other) => Err(format!("not acknowledged: {}", describe(other))),
+        }
+    }
+}
+
+/// How long a confirmation blocks, in ms: half of the I/O timeout.
+fn wait_ms(io_timeout: Duration) -> u64 {
+    (io_timeout.as_millis() as u64 / 2).max(1)
+}
+
+impl RedisServer {
     /// The target of `spool`'s URL.
-    pub fn of(spool: &RedisSpool) -> Result<Target, String> {
+    pub fn of(spool: &RedisSpool) -> Result<RedisServer, String> {
         let client = redis::Client::open(spool.url.as_str())
             .map_err(|e| format!("not a usable Redis URL: {e}"))?;
         let Some(Sentinels { nodes, master }) = &spool.sentinel else {
-            return Ok(Target::Direct(client));
+            return Ok(RedisServer::Direct(client));
         };
         let nodes = (nodes.iter())
             .map(|n| redis::Client::open(n.as_str()))
             .collect::<Result<Vec<_>, _>>()
             .map_err(|e| format!("not a usable Sentinel address: {e}"))?;
-        Ok(Target::Sentinel {
+        Ok(RedisServer::Sentinel {
             nodes,
             master: master.clone(),
             node: client.get_connection_info().clone(),
@@ -67,16 +228,16 @@ impl Target {
     /// new primary is found within a second of its promotion.
     pub fn retry_max(&self) -> Duration {
         match self {
-            Target::Direct(_) => RETRY_MAX,
-            Target::Sentinel { .. } => Duration::from_secs(1),
+            RedisServer::Direct(_) => RETRY_MAX,
+            RedisServer::Sentinel { .. } => Duration::from_secs(1),
         }
     }
 
     /// A new connection, every round trip bounded by `timeout`.
     pub fn connect(&mut self, timeout: Duration) -> Result<Connection, String> {
         match self {
-            Target::Direct(client) => open(client, timeout).map_err(|e| e.to_string()),
-            Target::Sentinel {
+            RedisServer::Direct(client) => open(client, timeout).map_err(|e| e.to_string()),
+            RedisServer::Sentinel {
                 nodes,
                 master,
                 node,
@@ -181,22 +342,22 @@ impl RedisStore {
     /// a primary just promoted, and at each adoption pass), so that commits are confirmed
     /// as the deployment now allows; a change is noted, for the log.
     pub(super) fn recheck_ack(&mut self) -> Result<(), Error> {
-        self.recheck = false;
-        if self.asked != RedisAck::Auto {
+        self.acks.recheck = false;
+        if self.acks.asked != RedisAck::Auto {
             return Ok(());
         }
         let now = self.check_server(RedisAck::Auto)?;
-        if now != self.ack {
-            self.ack_changed = Some(format!(
+        if now != self.acks.now {
+            self.acks.changed = Some(format!(
                 "redis_ack = \"auto\": a commit now counts once {} (it was {})",
                 match now {
                     Ack::Memory => "in Redis's memory: the primary has no replica".to_string(),
                     Ack::Replicas(n) => format!("on {n} replica(s)"),
                     Ack::Fsync => "in the AOF on disk".to_string(),
                 },
-                self.ack
+                self.acks.now
             ));
-            self.ack = now;
+            self.acks.now = now;
         }
         Ok(())
     }
@@ -244,34 +405,6 @@ impl RedisStore {
             RedisAck::Auto if replicas >= 1 => Ok(Ack::Replicas(1)),
             RedisAck::Auto if has_waitaof && aof => Ok(Ack::Fsync),
             RedisAck::Auto => Ok(Ack::Memory),
-        }
-    }
-
-    /// The confirmation a transaction that writes new records waits for, if any: one
-    /// command after its EXEC, blocking at most half of the I/O timeout (so its answer
-    /// comes before the connection's read times out).
-    pub(super) fn wait_cmd(&self) -> Option<redis::Cmd> {
-        let ms = (self.io_timeout.as_millis() as u64 / 2).max(1);
-        match self.ack {
-            Ack::Memory => None,
-            Ack::Replicas(n) => Some(redis::cmd("WAIT").arg(n).arg(ms).to_owned()),
-            Ack::Fsync => Some(redis::cmd("WAITAOF").arg(1).arg(0).arg(ms).to_owned()),
-        }
-    }
-
-    /// Whether `reply` to [`RedisStore::wait_cmd`] confirms the commit; why not.
-    pub(super) fn confirmed(&self, reply: &Value) -> Result<(), String> {
-        let ms = (self.io_timeout.as_millis() as u64 / 2).max(1);
-        match (self.ack, reply) {
-            (Ack::Replicas(n), Value::Int(k)) if *k >= i64::from(n) => Ok(()),
-            (Ack::Replicas(n), Value::Int(k)) => Err(format!(
-                "not acknowledged: {k} of {n} replica(s) confirmed the commit within {ms} ms"
-            )),
-            (Ack::Fsync, Value::Array(v)) if matches!(v.first(), Some(Value::Int(1..))) => Ok(()),
-            (Ack::Fsync, Value::Array(_)) => Err(format!(
-                "not acknowledged: the AOF fsync was not confirmed within {ms} ms"
-            )),
-            (_, other) => Err(format!("not acknowledged: {}", describe(other))),
         }
     }
 }

@@ -18,7 +18,7 @@
 //! removes its record, so a crash between the two keeps it both pending and dead (it is
 //! delivered again, at least once, and its dead letter stays), never neither.
 
-use super::connect::Target;
+use super::connect::RedisServer;
 use crate::durable::dead::{
     attempts_of, time_of, window, DeadLetters, DeadLimits, DeadOp, DeadRecord, Marked, Pick, Replay,
 };
@@ -27,7 +27,7 @@ use crate::error::Error;
 use crate::model::dead_letter::{
     bad_cursor, reason_of, DeadLetter, DeadLetterPage, DeadLetterQuery, DeadLetterStats, MAX_PAGE,
 };
-use crate::model::spool_target::RedisSpool;
+use crate::model::spool::RedisSpool;
 use crate::wire::Body;
 use foldhash::{HashMap, HashSet};
 use redis::{Commands, Connection};
@@ -65,7 +65,7 @@ impl Keys {
 }
 
 /// A tenant that keeps dead letters.
-struct Kept {
+struct DeadLetterTenant {
     keys: Keys,
     limits: DeadLimits,
     evicted: u64,
@@ -76,7 +76,7 @@ struct Kept {
 pub(crate) struct RedisDead {
     /// The server, or the primary Sentinel names (`connect.rs`): asked at each connection,
     /// so dead letters follow a failover as the spool does.
-    target: Target,
+    target: RedisServer,
     conn: Option<Connection>,
     io_timeout: Duration,
     prefix: String,
@@ -84,7 +84,7 @@ pub(crate) struct RedisDead {
     owner: String,
     /// How long a beat lasts: the spool's takeover time (`timeout` + 10 s).
     alive_for: Duration,
-    tenants: HashMap<TenantNo, Kept>,
+    tenants: HashMap<TenantNo, DeadLetterTenant>,
     beat_at: Option<Instant>,
 }
 
@@ -135,7 +135,7 @@ impl RedisDead {
         io_timeout: Duration,
         alive_for: Duration,
     ) -> Result<RedisDead, Error> {
-        let target = Target::of(spool).map_err(|reason| Error::Spool {
+        let target = RedisServer::of(spool).map_err(|reason| Error::Spool {
             path: spool.shown.clone(),
             reason,
         })?;
@@ -198,7 +198,7 @@ impl RedisDead {
         Ok(())
     }
 
-    fn kept(&self, no: TenantNo) -> Result<&Kept, Error> {
+    fn kept(&self, no: TenantNo) -> Result<&DeadLetterTenant, Error> {
         self.tenants
             .get(&no)
             .ok_or_else(|| self.err("this tenant keeps no dead letters"))
@@ -338,7 +338,7 @@ impl DeadLetters for RedisDead {
     fn configure(&mut self, no: TenantNo, name: &str, limits: DeadLimits) -> Result<(), Error> {
         self.tenants.insert(
             no,
-            Kept {
+            DeadLetterTenant {
                 keys: Keys::of(&self.prefix, name),
                 limits,
                 evicted: 0,

@@ -1,10 +1,9 @@
 //! [`FleetRedis`]: the Redis of a fleet's `spool` URL, reached as the spool reaches it
 //! (`connect.rs`), for a service that keeps state of its own beside the spool.
 
-use super::connect::Target;
+use super::connect::RedisServer;
 use crate::error::Error;
-use crate::model::spool_target::{spool_target, SpoolTarget};
-use std::path::Path;
+use crate::model::spool::{RedisSpool, Spool};
 use std::time::Duration;
 
 /// The Redis a fleet's `spool` URL names (`redis://`, `rediss://`, `redis+sentinel://`,
@@ -15,17 +14,18 @@ use std::time::Duration;
 /// parameters (`prefix`, `sentinel_password`) are read as the spool reads them; the keys
 /// written are the caller's.
 pub struct FleetRedis {
-    target: Target,
+    target: RedisServer,
     shown: String,
 }
 
 impl FleetRedis {
     /// Reads `url` as a `spool` setting; an error names `spool`.
     pub fn open(url: &str) -> Result<FleetRedis, Error> {
-        let SpoolTarget::Redis(spool) = spool_target(Path::new(url))? else {
+        let Spool::Redis(url) = Spool::from(url) else {
             return Err(Error::config("spool", "not a Redis URL"));
         };
-        let target = Target::of(&spool).map_err(|e| Error::config("spool", e))?;
+        let spool = RedisSpool::parse(&url)?;
+        let target = RedisServer::of(&spool).map_err(|e| Error::config("spool", e))?;
         Ok(FleetRedis {
             target,
             shown: spool.shown,

@@ -123,19 +123,20 @@
 //! was written is delivered again by its adopter, and a process frozen for longer than `T`
 //! (a stopped VM) comes back to find its messages taken over, and may deliver them too.
 
+use crate::durable::names::TenantNames;
 use crate::durable::{Adopted, Cursor, Op, Record, Store, TenantNo, Ticket};
 use crate::error::Error;
-use crate::model::spool_target::RedisSpool;
+use crate::model::spool::{RedisAck, RedisSpool};
 use foldhash::HashMap;
 use redis::{Connection, ConnectionLike, Pipeline, Value};
-use std::collections::{BTreeMap, HashSet, VecDeque};
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 mod commit;
-use commit::Flight;
+use commit::Commits;
 mod connect;
-use connect::{Ack, Target};
+use connect::{Ack, Acks, Link, RedisServer};
 pub(crate) mod dead;
 pub(crate) mod fleet;
 pub(super) mod keys;
@@ -146,7 +147,8 @@ mod tenants;
 mod tests;
 
 use keys::Keys;
-use tenants::{Lives, Waiting};
+use takeover::Takeover;
+use tenants::{HeldRecords, Waiting};
 
 /// What a takeover waits for beyond the request timeout: the heartbeat is refreshed every
 /// 5 s (the spool writer's adoption pass), so a living owner always beats twice within it.
@@ -154,10 +156,6 @@ pub(crate) const TAKEOVER_MARGIN: Duration = Duration::from_secs(10);
 
 /// How often the heartbeat is refreshed at most (commits refresh it too when due).
 const BEAT_EVERY: Duration = Duration::from_secs(2);
-
-/// Waits between attempts to reach a Redis that did not answer.
-const RETRY_MIN: Duration = Duration::from_millis(200);
-const RETRY_MAX: Duration = Duration::from_secs(5);
 
 /// A message this store holds in memory: where its entry is and what it still needs, so
 /// ops need no read from Redis.
@@ -188,7 +186,7 @@ struct Put {
     rec: Record,
     /// The name its tenant's records are kept under.
     name: Arc<str>,
-    /// Parked: not in memory once written (`Spot`), with its progress in `rec` and the
+    /// Parked: not in memory once written (`ParkedPlace`), with its progress in `rec` and the
     /// copies it counts.
     parked: bool,
     copies: u32,
@@ -265,63 +263,60 @@ impl Live {
 /// An engine's store on a Redis server, for any number of tenants. Used from one thread
 /// (the spool writer).
 pub(crate) struct RedisStore {
-    target: Target,
-    conn: Option<Connection>,
-    /// When a commit that writes new records counts as acknowledged (`connect.rs`): as
-    /// asked, and as it is now (`Auto` is looked at again on each new connection and at
-    /// each adoption pass); the last change of it, to report.
-    asked: crate::model::spool_target::RedisAck,
-    ack: Ack,
-    ack_changed: Option<String>,
-    recheck: bool,
-    /// When a Redis that did not answer may be tried again, and the next wait.
-    retry_at: Option<Instant>,
-    retry_wait: Duration,
-    io_timeout: Duration,
+    /// The connection to the server (`connect.rs`).
+    link: Link,
+    /// When a commit that writes new records counts as acknowledged (`connect.rs`).
+    acks: Acks,
     /// `T`: heartbeat TTL and minimum idle time of a claim.
     takeover_after: Duration,
     prefix: String,
     keys: Keys,
-    shown: String,
+    heartbeat: Heartbeat,
     /// The messages we hold in memory, by tenant and id, and their counts per tenant.
-    live: Lives,
+    live: HeldRecords,
     /// Parked records (written, not in memory) by the name of their tenant, in the order
     /// they become resumable.
     waiting: HashMap<Arc<str>, Waiting>,
     /// Tenants' names, both ways.
-    names: HashMap<TenantNo, Arc<str>>,
-    numbers: HashMap<Arc<str>, TenantNo>,
-    /// Names whose per-source prefix of the version before tenants (`PREFIX:NAME`) is
-    /// scanned for dead owners, while that prefix has any (`takeover.rs`).
-    legacy: std::collections::BTreeSet<Arc<str>>,
-    /// Transactions sent whose replies are not read or not yet asked for, oldest first,
-    /// and the number of the last one sent.
-    flights: VecDeque<Flight>,
-    flight_no: u64,
-    /// The buffer each commit's transaction is written into, kept between commits.
-    wire: Vec<u8>,
-    /// Messages to XADD, by put number (a held one removed before being written: never
-    /// written).
-    puts: BTreeMap<u64, Put>,
-    next_pno: u64,
-    /// Our written entries, by seq.
-    groups: HashMap<u64, Group>,
-    /// Written messages whose progress changed since the last commit.
-    dirty: HashSet<(TenantNo, Arc<str>)>,
-    /// Progress of written records parked since (their tenant closed), to write.
-    loose: Vec<(u64, u32, keys::Progress)>,
-    /// Written entries whose done bitmap changed since the last commit.
-    marks: HashSet<u64>,
-    /// Written entries to delete.
-    deletes: Vec<Delete>,
-    next_seq: u64,
+    names: TenantNames,
     /// Records handed out by `resumable`, ever (its cursor).
     resumed: i64,
+    /// What Redis lacks and the transactions that carry it (`commit.rs`).
+    commits: Commits,
+    /// What takeover passes keep between them (`takeover.rs`).
+    takeover: Takeover,
+}
+
+/// Our heartbeat and our place in the registry.
+#[derive(Default)]
+struct Heartbeat {
+    /// When it was last refreshed.
     beat_at: Option<Instant>,
     /// We are in the registry (a SADD that adds us again means it vanished).
     registered: bool,
-    /// Keys already reported as left alone.
-    reported: HashSet<String>,
+}
+
+impl Heartbeat {
+    /// The command that refreshes it: `alive` lives for `ttl` (`T`). Noted as refreshed.
+    fn cmd(&mut self, alive: &str, ttl: Duration) -> redis::Cmd {
+        self.beat_at = Some(Instant::now());
+        redis::cmd("SET")
+            .arg(alive)
+            .arg(format!("pid {}", std::process::id()))
+            .arg("PX")
+            .arg(ttl.as_millis() as u64)
+            .to_owned()
+    }
+
+    /// Whether a commit should carry it.
+    fn due(&self) -> bool {
+        self.beat_at.is_none_or(|t| t.elapsed() >= BEAT_EVERY)
+    }
+
+    /// The transaction that carried it failed: the next commit carries it again.
+    fn missed(&mut self) {
+        self.beat_at = None;
+    }
 }
 
 impl std::fmt::Debug for RedisStore {
@@ -340,50 +335,29 @@ impl RedisStore {
         spool: &RedisSpool,
         io_timeout: Duration,
         takeover_after: Duration,
-        ack: crate::model::spool_target::RedisAck,
+        ack: RedisAck,
     ) -> Result<RedisStore, Error> {
-        let target = Target::of(spool).map_err(|reason| Error::Spool {
+        let server = RedisServer::of(spool).map_err(|reason| Error::Spool {
             path: spool.shown.clone(),
             reason,
         })?;
         let owner = format!("{:016x}", fastrand::u64(..));
         let mut store = RedisStore {
-            target,
-            conn: None,
-            asked: ack,
-            ack: Ack::Memory,
-            ack_changed: None,
-            recheck: false,
-            retry_at: None,
-            retry_wait: RETRY_MIN,
-            io_timeout,
+            link: Link::new(server, io_timeout, spool.shown.clone()),
+            acks: Acks::new(ack),
             takeover_after,
             prefix: spool.prefix.clone(),
             keys: Keys::of(&spool.prefix, &owner),
-            shown: spool.shown.clone(),
-            live: Lives::default(),
+            heartbeat: Heartbeat::default(),
+            live: HeldRecords::default(),
             waiting: HashMap::default(),
-            names: HashMap::default(),
-            numbers: HashMap::default(),
-            legacy: Default::default(),
-            flights: VecDeque::new(),
-            flight_no: 0,
-            wire: Vec::new(),
-            puts: BTreeMap::new(),
-            next_pno: 1,
-            groups: HashMap::default(),
-            dirty: HashSet::new(),
-            loose: Vec::new(),
-            marks: HashSet::new(),
-            deletes: Vec::new(),
-            next_seq: 1,
+            names: TenantNames::default(),
             resumed: 0,
-            beat_at: None,
-            registered: false,
-            reported: HashSet::new(),
+            commits: Commits::default(),
+            takeover: Takeover::default(),
         };
-        store.ack = store.check_server(ack)?;
-        store.ack_changed = None;
+        store.acks.now = store.check_server(ack)?;
+        store.acks.changed = None;
         store.beat()?;
         // A registry lost before we came (a Redis that lost data) would hide the streams of
         // owners that died then: list them again, once per start.
@@ -392,59 +366,28 @@ impl RedisStore {
     }
 
     fn err(&self, reason: impl Into<String>) -> Error {
-        Error::Spool {
-            path: self.shown.clone(),
-            reason: reason.into(),
-        }
+        self.link.err(reason)
     }
 
     /// The connection, made again when lost; fails at once while a Redis that did not
     /// answer is left alone (so a dead server costs each commit nothing, not a timeout).
     fn conn(&mut self) -> Result<&mut Connection, Error> {
-        if self.conn.is_none() {
+        if !self.link.is_connected() {
             // Replies still owed by a lost connection never come: those commits failed (a
             // new connection must not be read for them).
-            if self.flights.iter().any(|f| !f.is_read()) {
+            if self.commits.in_flight() {
                 let e = self.err("connection lost with commits in flight");
                 self.fail_in_flight(&e);
             }
-            if let Some(at) = self.retry_at {
-                let left = at.saturating_duration_since(Instant::now());
-                if !left.is_zero() {
-                    return Err(self.err(format!(
-                        "unreachable; trying again in {} ms",
-                        left.as_millis()
-                    )));
-                }
-            }
-            let made = self.target.connect(self.io_timeout);
-            match made {
-                Ok(c) => {
-                    self.conn = Some(c);
-                    // Another server, maybe (a failover): `Auto` looks at it again.
-                    self.recheck = self.asked == crate::model::spool_target::RedisAck::Auto;
-                    self.retry_at = None;
-                    self.retry_wait = RETRY_MIN;
-                }
-                Err(e) => {
-                    self.back_off();
-                    return Err(self.err(format!("cannot connect: {e}")));
-                }
-            }
+            self.link.connect()?;
+            self.acks.reconnected();
         }
-        Ok(self.conn.as_mut().expect("connected above"))
+        self.link.connected()
     }
 
     /// Drops the connection; it is made again after a wait.
     pub(super) fn lose_connection(&mut self) {
-        self.conn = None;
-        self.back_off();
-    }
-
-    /// The next connection attempt waits, twice as long as the last (up to `RETRY_MAX`).
-    fn back_off(&mut self) {
-        self.retry_at = Some(Instant::now() + self.retry_wait);
-        self.retry_wait = (self.retry_wait * 2).min(self.target.retry_max());
+        self.link.lose();
     }
 
     /// Sends a pipeline and returns one reply per command (server errors as values). With
@@ -484,7 +427,7 @@ impl RedisStore {
             Err(e) => {
                 if !(e.kind() == redis::ErrorKind::ResponseError
                     || e.kind() == redis::ErrorKind::ExecAbortError)
-                    || !conn_is_open(self.conn.as_ref())
+                    || !self.link.is_open()
                 {
                     self.lose_connection();
                 }
@@ -497,7 +440,7 @@ impl RedisStore {
     /// vanished).
     fn beat(&mut self) -> Result<(), Error> {
         let mut pipe = redis::pipe();
-        pipe.add_command(self.beat_cmd());
+        pipe.add_command(self.heartbeat.cmd(&self.keys.alive, self.takeover_after));
         pipe.cmd("SADD")
             .arg(keys::registry(&self.prefix))
             .arg(&self.keys.owner);
@@ -506,26 +449,11 @@ impl RedisStore {
             return Err(self.err(format!("heartbeat: {}", describe(e))));
         }
         let added = matches!(replies.last(), Some(Value::Int(1)));
-        if added && self.registered {
+        if added && self.heartbeat.registered {
             self.rebuild_registry()?;
         }
-        self.registered = true;
+        self.heartbeat.registered = true;
         Ok(())
-    }
-
-    /// The heartbeat's command; notes it as refreshed.
-    fn beat_cmd(&mut self) -> redis::Cmd {
-        self.beat_at = Some(Instant::now());
-        redis::cmd("SET")
-            .arg(&self.keys.alive)
-            .arg(format!("pid {}", std::process::id()))
-            .arg("PX")
-            .arg(self.takeover_after.as_millis() as u64)
-            .to_owned()
-    }
-
-    fn beat_due(&self) -> bool {
-        self.beat_at.is_none_or(|t| t.elapsed() >= BEAT_EVERY)
     }
 
     /// Lists every owner's stream under our prefix into a registry that vanished (a Redis
@@ -608,10 +536,6 @@ impl RedisStore {
     }
 }
 
-fn conn_is_open(conn: Option<&Connection>) -> bool {
-    conn.is_some_and(|c| c.is_open())
-}
-
 /// A server's error as text ("ERR ...", "NOGROUP ...").
 fn describe(v: &Value) -> String {
     match v {
@@ -636,10 +560,10 @@ impl Store for RedisStore {
     fn location(&self) -> String {
         format!(
             "{} (keys {{{}:{}}}; a commit counts once {})",
-            self.shown,
+            self.link.shown,
             self.prefix,
             self.keys.owner,
-            match self.ack {
+            match self.acks.now {
                 Ack::Memory => "in Redis's memory (redis_ack = \"memory\")".to_string(),
                 Ack::Replicas(n) => format!("on {n} replica(s) (redis_ack = \"replicas:{n}\")"),
                 Ack::Fsync => "in the AOF on disk (redis_ack = \"fsync\")".to_string(),

@@ -7,8 +7,14 @@
 //! is taken over when the tenant registers again, e.g. at the next start).
 
 use super::keys::{self, Keys, Progress, GROUP};
-use super::*;
+use super::{describe, tenants, RedisStore, COMPACT_AFTER, GROUP_MAX};
+use crate::durable::{Adopted, Record};
+use crate::error::Error;
+use foldhash::HashMap;
+use redis::Value;
+use std::collections::{BTreeSet, HashSet};
 use std::path::PathBuf;
+use std::sync::Arc;
 
 /// Most records one pass takes over: they are read into memory (payloads included) before
 /// they are written to our stream, parked. A larger backlog stays where it is, for the next
@@ -29,6 +35,26 @@ pub(super) fn legacy_prefix(prefix: &str, name: &str) -> Option<String> {
 /// The most commit groups read at once beyond what `ADOPT_MAX` needs when the groups seen
 /// are small (see `take_over`).
 const READ_MORE: usize = 16;
+
+/// A record taken over with its progress applied (the first attempt, what is done, the
+/// webhooks still to try), and the copies it counts.
+fn with_progress(mut record: Record, progress: Option<Progress>) -> (Record, u32) {
+    let Some(p) = progress else {
+        return (record, 1);
+    };
+    record.first_ms = p.first_ms.or(record.first_ms);
+    if p.ingest_done {
+        record.ingest = None;
+    }
+    record.hook_mask = p.mask;
+    if p.mask == 0 {
+        record.hook = None;
+    }
+    (record, p.copies)
+}
+
+/// The entries one pass read from a dead owner's stream, and the stream's length after.
+type PassRead = (Vec<Entry>, Option<Value>);
 
 /// A stream entry as read: its id and what it holds.
 type Entry = (String, Read);
@@ -59,22 +85,22 @@ impl RedisStore {
         self.sync(&[])?;
         self.recheck_ack()?;
         let mut out = Adopted::default();
-        if let Some(change) = self.ack_changed.take() {
-            out.warnings.push((PathBuf::from(&self.shown), change));
+        if let Some(change) = self.acks.changed.take() {
+            out.warnings.push((PathBuf::from(&self.link.shown), change));
         }
         let mut room = ADOPT_MAX;
         let mut names: HashSet<Arc<str>> = HashSet::new();
         let prefix = self.prefix.clone();
         self.adopt_under(&prefix, &Arc::from(""), &mut room, &mut out, &mut names)?;
-        for name in self.legacy.clone() {
+        for name in self.takeover.legacy.clone() {
             let legacy = legacy_prefix(&prefix, &name).expect("checked at register");
             let owners = self.adopt_under(&legacy, &name, &mut room, &mut out, &mut names)?;
             if owners == 0 {
-                self.legacy.remove(&name);
+                self.takeover.legacy.remove(&name);
             }
         }
         out.tenants = (names.iter())
-            .filter_map(|n| self.numbers.get(n).copied())
+            .filter_map(|n| self.names.number_of(n))
             .collect();
         out.tenants.sort_unstable();
         Ok(out)
@@ -143,7 +169,68 @@ impl RedisStore {
         names: &mut HashSet<Arc<str>>,
     ) -> Result<usize, Error> {
         let k = Keys::of(prefix, owner);
-        let registry = keys::registry(prefix);
+        if !self.ready_to_read(prefix, &k, owner, out)? {
+            return Ok(0);
+        }
+        let Some((entries, left)) = self.read_entries(&k, default, room, out)? else {
+            return Ok(0);
+        };
+        if entries.is_empty() {
+            if matches!(left, Some(Value::Int(0))) {
+                // Everything it held was delivered before it died: its keys go.
+                self.forget(prefix, &k, owner);
+            }
+            return Ok(0);
+        }
+        let (mut fields, values) = self.read_progress(&k, &entries)?;
+        let taken = self.park_entries(&k, &entries, &values, names, out);
+        // Entries of a newer version stay where they are (acknowledged by no one, so a
+        // newer adopter claims them); everything else leaves the dead owner's keys.
+        let ids: Vec<&str> = entries
+            .iter()
+            .filter(|(_, read)| !matches!(read, Read::Newer))
+            .map(|(e, _)| e.as_str())
+            .collect();
+        if ids.is_empty() {
+            return Ok(0);
+        }
+        if fields.is_empty() {
+            // Only foreign entries: HDEL needs a field.
+            fields.push(ids[0].to_string());
+        }
+        let extra = [
+            redis::cmd("XACK")
+                .arg(&k.stream)
+                .arg(GROUP)
+                .arg(&ids)
+                .to_owned(),
+            redis::cmd("XDEL").arg(&k.stream).arg(&ids).to_owned(),
+            redis::cmd("HDEL").arg(&k.progress).arg(&fields).to_owned(),
+            redis::cmd("XLEN").arg(&k.stream).to_owned(),
+        ];
+        let left = match self.sync(&extra) {
+            Ok(replies) => replies.last().cloned(),
+            Err(e) => {
+                self.unpark(&taken);
+                return Err(e);
+            }
+        };
+        if matches!(left, Some(Value::Int(0))) {
+            self.forget(prefix, &k, owner);
+        }
+        Ok(taken.len())
+    }
+
+    /// Whether the dead owner's stream can be read through our consumer group: false when
+    /// it is gone (the owner then leaves the registry) or its group cannot be made
+    /// (reported).
+    fn ready_to_read(
+        &mut self,
+        prefix: &str,
+        k: &Keys,
+        owner: &str,
+        out: &mut Adopted,
+    ) -> Result<bool, Error> {
         let mut pipe = redis::pipe();
         pipe.cmd("EXISTS").arg(&k.stream);
         // Made before every read, so a group that vanished (a Redis that lost data) is made
@@ -158,29 +245,42 @@ impl RedisStore {
             // Nothing left: the owner leaves the registry.
             let mut pipe = redis::pipe();
             pipe.cmd("DEL").arg(&k.progress);
-            pipe.cmd("SREM").arg(&registry).arg(owner);
+            pipe.cmd("SREM").arg(keys::registry(prefix)).arg(owner);
             self.query(pipe, true)?;
-            return Ok(0);
+            return Ok(false);
         }
         if let Some(reply @ Value::ServerError(e)) = replies.get(1) {
             if e.code() != "BUSYGROUP" {
                 let why = format!("cannot make its group: {}", describe(reply));
-                self.report(out, &k.stream, why);
-                return Ok(0);
+                self.takeover.report(out, &k.stream, why);
+                return Ok(false);
             }
         }
-        // What an adopter that died mid-move left (idle for T), then what nobody has read,
-        // by count of entries, in rounds: a commit group holds up to GROUP_MAX records, an
-        // entry of an older version one (an owner's stream holds one kind: its version's).
-        // Reading ceil(room / GROUP_MAX) entries never takes more than one group beyond
-        // `room`; an older version's stream is read `room` at a time, and small groups (a
-        // quiet owner's) up to READ_MORE at a time, beyond `room` by READ_MORE groups at
-        // most. An entry just claimed is not idle: a second XAUTOCLAIM does not take it.
+        Ok(true)
+    }
+
+    /// What an adopter that died mid-move left (idle for T), then what nobody has read, by
+    /// count of entries, in rounds, for about `room` records; with the stream's length
+    /// after the last read. `None` when a read failed (reported: what this pass read stays
+    /// in the group's pending list, claimed again after T).
+    ///
+    /// A commit group holds up to `GROUP_MAX` records, an entry of an older version one (an
+    /// owner's stream holds one kind: its version's). Reading ceil(room / GROUP_MAX) entries
+    /// never takes more than one group beyond `room`; an older version's stream is read
+    /// `room` at a time, and small groups (a quiet owner's) up to [`READ_MORE`] at a time,
+    /// beyond `room` by `READ_MORE` groups at most. An entry just claimed is not idle: a
+    /// second XAUTOCLAIM does not take it.
+    fn read_entries(
+        &mut self,
+        k: &Keys,
+        default: &Arc<str>,
+        room: usize,
+        out: &mut Adopted,
+    ) -> Result<Option<PassRead>, Error> {
         let me = self.keys.owner.clone();
         let mut entries: Vec<Entry> = Vec::new();
         let mut records: usize = 0;
         let mut largest: usize = 0;
-        let mut left;
         loop {
             let want = room.saturating_sub(records);
             let safe = want.div_ceil(GROUP_MAX);
@@ -212,16 +312,14 @@ impl RedisStore {
                 .arg(">");
             pipe.cmd("XLEN").arg(&k.stream);
             let mut replies = self.query(pipe, false)?;
-            left = replies.pop();
+            let left = replies.pop();
             let before = entries.len();
             for reply in &replies {
                 match reply {
                     Value::ServerError(_) => {
                         let why = format!("cannot read: {}", describe(reply));
-                        self.report(out, &k.stream, why);
-                        // What this pass read stays in the group's pending list: claimed
-                        // again after T.
-                        return Ok(0);
+                        self.takeover.report(out, &k.stream, why);
+                        return Ok(None);
                     }
                     other => entries.extend(entries_of(other, default)),
                 }
@@ -235,19 +333,20 @@ impl RedisStore {
                 largest = largest.max(n);
             }
             if entries.len() == before || records >= room {
-                break;
+                return Ok(Some((entries, left)));
             }
         }
-        if entries.is_empty() {
-            if matches!(left, Some(Value::Int(0))) {
-                // Everything it held was delivered before it died: its keys go.
-                self.forget(prefix, &k, owner);
-            }
-            return Ok(0);
-        }
-        // The progress fields of every record read, and each group's done bitmap.
+    }
+
+    /// The progress fields of every record read, and each group's done bitmap: the fields
+    /// (to delete with the entries) and their values, in the order of `entries`.
+    fn read_progress(
+        &mut self,
+        k: &Keys,
+        entries: &[Entry],
+    ) -> Result<(Vec<String>, Vec<Value>), Error> {
         let mut fields: Vec<String> = Vec::new();
-        for (e, read) in &entries {
+        for (e, read) in entries {
             match read {
                 Read::Held(keys::Held::One(..)) => fields.push(e.clone()),
                 Read::Held(keys::Held::Group(v)) => {
@@ -257,27 +356,39 @@ impl RedisStore {
                 _ => {}
             }
         }
-        let values: Vec<Value> = if fields.is_empty() {
-            Vec::new()
-        } else {
-            let reply = self.query(
-                redis::pipe()
-                    .cmd("HMGET")
-                    .arg(&k.progress)
-                    .arg(&fields)
-                    .to_owned(),
-                false,
-            )?;
-            match reply.into_iter().next() {
-                Some(Value::Array(v)) if v.len() == fields.len() => v,
-                other => return Err(self.err(format!("unexpected HMGET reply: {other:?}"))),
-            }
-        };
+        if fields.is_empty() {
+            return Ok((fields, Vec::new()));
+        }
+        let reply = self.query(
+            redis::pipe()
+                .cmd("HMGET")
+                .arg(&k.progress)
+                .arg(&fields)
+                .to_owned(),
+            false,
+        )?;
+        match reply.into_iter().next() {
+            Some(Value::Array(v)) if v.len() == fields.len() => Ok((fields, v)),
+            other => Err(self.err(format!("unexpected HMGET reply: {other:?}"))),
+        }
+    }
+
+    /// Parks the records of `entries` still pending, with their progress (`values`, from
+    /// [`read_progress`](Self::read_progress)) applied, under their tenants' names (added
+    /// to `names`); reports the entries that are not ours to take. Returns the put numbers
+    /// of the records taken (parked puts until the transaction that moves them).
+    fn park_entries(
+        &mut self,
+        k: &Keys,
+        entries: &[Entry],
+        values: &[Value],
+        names: &mut HashSet<Arc<str>>,
+        out: &mut Adopted,
+    ) -> Vec<u64> {
         let mut values = values.iter();
-        // Put numbers of the records taken (parked puts until the transaction below).
         let mut taken: Vec<u64> = Vec::new();
         let (mut foreign, mut newer) = (0, 0);
-        for (_, read) in &entries {
+        for (_, read) in entries {
             let (held, done) = match read {
                 Read::Held(h @ keys::Held::One(..)) => (h, None),
                 Read::Held(h @ keys::Held::Group(_)) => (h, values.next().and_then(keys::bytes)),
@@ -301,37 +412,25 @@ impl RedisStore {
                 }
                 // An id its tenant holds already is kept once (receivers deduplicate by
                 // messageId).
-                let no = self.numbers.get(name).copied();
+                let no = self.names.number_of(name);
                 if no.is_some_and(|no| self.live.contains(no, &record.id)) {
                     continue;
                 }
-                let mut record = record.clone();
-                let mut copies = 1;
-                if let Some(p) = progress {
-                    record.first_ms = p.first_ms.or(record.first_ms);
-                    if p.ingest_done {
-                        record.ingest = None;
-                    }
-                    record.hook_mask = p.mask;
-                    if p.mask == 0 {
-                        record.hook = None;
-                    }
-                    copies = p.copies;
-                }
+                let (record, copies) = with_progress(record.clone(), progress);
                 // Through the same path as our own parked puts: a new entry in our stream.
                 taken.push(self.park(name.clone(), record, copies, true));
                 names.insert(name.clone());
             }
         }
         if foreign > 0 {
-            self.report(
+            self.takeover.report(
                 out,
                 &k.stream,
                 format!("{foreign} entries that are not outbound messages were dropped"),
             );
         }
         if newer > 0 {
-            self.report(
+            self.takeover.report(
                 out,
                 &k.stream,
                 format!(
@@ -340,66 +439,35 @@ impl RedisStore {
                 ),
             );
         }
-        // Entries of a newer version stay where they are (acknowledged by no one, so a
-        // newer adopter claims them); everything else leaves the dead owner's keys.
-        let ids: Vec<&str> = entries
-            .iter()
-            .filter(|(_, read)| !matches!(read, Read::Newer))
-            .map(|(e, _)| e.as_str())
-            .collect();
-        if ids.is_empty() {
-            return Ok(0);
-        }
-        if fields.is_empty() {
-            // Only foreign entries: HDEL needs a field.
-            fields.push(ids[0].to_string());
-        }
-        let extra = [
-            redis::cmd("XACK")
-                .arg(&k.stream)
-                .arg(GROUP)
-                .arg(&ids)
-                .to_owned(),
-            redis::cmd("XDEL").arg(&k.stream).arg(&ids).to_owned(),
-            redis::cmd("HDEL").arg(&k.progress).arg(&fields).to_owned(),
-            redis::cmd("XLEN").arg(&k.stream).to_owned(),
-        ];
-        let left = match self.sync(&extra) {
-            Ok(replies) => replies.last().cloned(),
-            Err(e) => {
-                // Their entries under the ids just tried are left alone, not deleted (the
-                // failure rule would delete them): if the transaction ran after all, they are
-                // the only copies.
-                let mut seqs: HashSet<u64> = HashSet::new();
-                let mut unpark: HashMap<Arc<str>, HashSet<u64>> = HashMap::default();
-                for pno in &taken {
-                    if let Some(p) = self.puts.remove(pno) {
-                        seqs.extend(p.at.map(|(seq, _)| seq));
-                        unpark.entry(p.name.clone()).or_default().insert(*pno);
-                        if let Some(w) = self.waiting.get_mut(&p.name) {
-                            w.records = w.records.saturating_sub(1);
-                            w.bytes = w.bytes.saturating_sub(tenants::payload(&p.rec));
-                        }
-                    }
+        taken
+    }
+
+    /// The transaction that moved the puts `taken` failed: they are dropped, and their
+    /// entries under the ids just tried are left alone, not deleted (the failure rule would
+    /// delete them): if the transaction ran after all, they are the only copies. Not moved,
+    /// they stay in the dead owner's stream, ours to claim again after T (or anyone's).
+    fn unpark(&mut self, taken: &[u64]) {
+        let mut seqs: HashSet<u64> = HashSet::new();
+        let mut unpark: HashMap<Arc<str>, HashSet<u64>> = HashMap::default();
+        for pno in taken {
+            if let Some(p) = self.commits.puts.remove(pno) {
+                seqs.extend(p.at.map(|(seq, _)| seq));
+                unpark.entry(p.name.clone()).or_default().insert(*pno);
+                if let Some(w) = self.waiting.get_mut(&p.name) {
+                    w.records = w.records.saturating_sub(1);
+                    w.bytes = w.bytes.saturating_sub(tenants::payload(&p.rec));
                 }
-                self.deletes.retain(|d| !seqs.contains(&d.seq));
-                // Not moved: they stay in the dead owner's stream, ours to claim again after T
-                // (or anyone's).
-                for (name, pnos) in unpark {
-                    if let Some(w) = self.waiting.get_mut(&name) {
-                        w.spots.retain(|s| s.written || !pnos.contains(&s.at));
-                        if w.spots.is_empty() {
-                            self.waiting.remove(&name);
-                        }
-                    }
-                }
-                return Err(e);
             }
-        };
-        if matches!(left, Some(Value::Int(0))) {
-            self.forget(prefix, &k, owner);
         }
-        Ok(taken.len())
+        self.commits.deletes.retain(|d| !seqs.contains(&d.seq));
+        for (name, pnos) in unpark {
+            if let Some(w) = self.waiting.get_mut(&name) {
+                w.spots.retain(|s| s.written || !pnos.contains(&s.at));
+                if w.spots.is_empty() {
+                    self.waiting.remove(&name);
+                }
+            }
+        }
     }
 
     /// Deletes the keys of a silent owner whose stream is empty, and its registry entry.
@@ -409,12 +477,6 @@ impl RedisStore {
         pipe.cmd("DEL").arg(&k.stream).arg(&k.progress);
         pipe.cmd("SREM").arg(keys::registry(prefix)).arg(owner);
         let _ = self.query(pipe, true);
-    }
-
-    fn report(&mut self, out: &mut Adopted, key: &str, why: String) {
-        if self.reported.insert(key.to_string()) {
-            out.warnings.push((PathBuf::from(key), why));
-        }
     }
 }
 
@@ -466,4 +528,23 @@ fn entry_of(v: &Value, default: &Arc<str>) -> Option<Entry> {
         None => Read::Foreign,
     };
     Some((id, read))
+}
+
+/// What takeover passes keep between them.
+#[derive(Default)]
+pub(super) struct Takeover {
+    /// Names whose per-source prefix of the version before tenants (`PREFIX:NAME`) is
+    /// scanned for dead owners, while that prefix has any.
+    pub(super) legacy: BTreeSet<Arc<str>>,
+    /// Keys already reported as left alone.
+    reported: HashSet<String>,
+}
+
+impl Takeover {
+    /// Warns of `key` left alone, once per key.
+    fn report(&mut self, out: &mut Adopted, key: &str, why: String) {
+        if self.reported.insert(key.to_string()) {
+            out.warnings.push((PathBuf::from(key), why));
+        }
+    }
 }

@@ -1,7 +1,7 @@
 //! Tenants on one store: what is held in memory per tenant, what is parked per name (in our
 //! stream, not in memory), names, and reading parked records back (`resumable`).
 //!
-//! A parked record costs memory only its place (`Spot`: entry seq and index, 16 bytes):
+//! A parked record costs memory only its place (`ParkedPlace`: entry seq and index, 16 bytes):
 //! its payload is in Redis, in the group entry it was written in like any put, and
 //! `resumable` reads it back (XRANGE of those entries, HMGET of their progress fields)
 //! when its tenant has room. Records taken over from dead owners are parked the same way,
@@ -9,18 +9,24 @@
 //! name that registers later reads them back; until then they cost their spots.
 
 use super::keys::{self, Progress};
-use super::*;
+use super::{takeover, Live, Put, RedisStore};
+use crate::durable::{Cursor, Record, TenantNo};
+use crate::error::Error;
+use foldhash::HashMap;
+use redis::Value;
 use std::collections::hash_map::Entry;
+use std::collections::{BTreeMap, VecDeque};
+use std::sync::Arc;
 
 /// The messages held in memory, by tenant and id (ids may repeat across tenants), with
 /// each tenant's count and payload bytes.
 #[derive(Debug, Default)]
-pub(super) struct Lives {
+pub(super) struct HeldRecords {
     by: HashMap<TenantNo, HashMap<Arc<str>, Live>>,
     counts: HashMap<TenantNo, (u64, u64)>,
 }
 
-impl Lives {
+impl HeldRecords {
     pub fn get(&self, t: TenantNo, id: &str) -> Option<&Live> {
         self.by.get(&t)?.get(id)
     }
@@ -71,7 +77,7 @@ impl Lives {
 /// Where a parked record is: in our entry `0-at` at index `idx` once written, else the put
 /// numbered `at` (still in `puts`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) struct Spot {
+pub(super) struct ParkedPlace {
     pub at: u64,
     pub idx: u16,
     pub written: bool,
@@ -79,9 +85,9 @@ pub(super) struct Spot {
     pub adopted: bool,
 }
 
-impl Spot {
-    pub fn put(pno: u64, adopted: bool) -> Spot {
-        Spot {
+impl ParkedPlace {
+    pub fn put(pno: u64, adopted: bool) -> ParkedPlace {
+        ParkedPlace {
             at: pno,
             idx: 0,
             written: false,
@@ -89,8 +95,8 @@ impl Spot {
         }
     }
 
-    pub fn entry(seq: u64, idx: u32, adopted: bool) -> Spot {
-        Spot {
+    pub fn entry(seq: u64, idx: u32, adopted: bool) -> ParkedPlace {
+        ParkedPlace {
             at: seq,
             idx: idx as u16,
             written: true,
@@ -102,7 +108,7 @@ impl Spot {
 /// A name's parked records, in order, with their count and payload bytes.
 #[derive(Debug, Default)]
 pub(super) struct Waiting {
-    pub spots: VecDeque<Spot>,
+    pub spots: VecDeque<ParkedPlace>,
     pub records: u64,
     pub bytes: u64,
 }
@@ -134,28 +140,16 @@ impl RedisStore {
     /// name are resumable for it, and the per-source prefix of that name from before
     /// tenants is scanned for dead owners.
     pub fn register(&mut self, no: TenantNo, name: &str) {
-        let name: Arc<str> = Arc::from(name);
-        if let Some(old) = self.names.insert(no, name.clone()) {
-            self.numbers.remove(&old);
-        }
-        self.numbers.insert(name.clone(), no);
+        let name = self.names.register(no, name);
         if takeover::legacy_prefix(&self.prefix, &name).is_some() {
-            self.legacy.insert(name);
+            self.takeover.legacy.insert(name);
         }
-    }
-
-    /// The name records of tenant `no` are kept under (`""` for one never registered).
-    pub(super) fn name_of(&self, no: TenantNo) -> Arc<str> {
-        self.names
-            .get(&no)
-            .cloned()
-            .unwrap_or_else(|| Arc::from(""))
     }
 
     /// Records of tenant `tenant` held (in memory and parked) and their payload bytes.
     pub fn pending(&self, tenant: TenantNo) -> (u64, u64) {
         let (r, b) = self.live.counted(tenant);
-        match self.waiting.get(&self.name_of(tenant)) {
+        match self.waiting.get(&self.names.name_of(tenant)) {
             Some(w) => (r + w.records, b + w.bytes),
             None => (r, b),
         }
@@ -164,13 +158,12 @@ impl RedisStore {
     /// Parks `rec` under `name` (not in memory once written): read back by `resumable`.
     /// Returns its put number.
     pub(super) fn park(&mut self, name: Arc<str>, rec: Record, copies: u32, adopted: bool) -> u64 {
-        let pno = self.next_pno;
-        self.next_pno += 1;
+        let pno = self.commits.next_put();
         let w = self.waiting.entry(name.clone()).or_default();
-        w.spots.push_back(Spot::put(pno, adopted));
+        w.spots.push_back(ParkedPlace::put(pno, adopted));
         w.records += 1;
         w.bytes += payload(&rec);
-        self.puts.insert(
+        self.commits.puts.insert(
             pno,
             Put {
                 rec,
@@ -188,16 +181,16 @@ impl RedisStore {
     /// that name. What is in flight is settled first, so nothing it holds is mid-commit.
     pub fn release(&mut self, no: TenantNo) {
         self.read_up_to(u64::MAX);
-        let name = self.name_of(no);
+        let name = self.names.name_of(no);
         let (lives, (records, bytes)) = self.live.take(no);
-        let mut spots: Vec<((u8, u64, u32), Spot)> = Vec::with_capacity(lives.len());
+        let mut spots: Vec<((u8, u64, u32), ParkedPlace)> = Vec::with_capacity(lives.len());
         for (id, l) in lives {
             if l.written {
                 // Its progress not written yet goes as a field of its entry.
-                if self.dirty.remove(&(no, id)) {
-                    self.loose.push((l.seq, l.idx, l.progress()));
+                if self.commits.dirty.remove(&(no, id)) {
+                    self.commits.loose.push((l.seq, l.idx, l.progress()));
                 }
-                if let Some(g) = self.groups.get_mut(&l.seq) {
+                if let Some(g) = self.commits.groups.get_mut(&l.seq) {
                     if let Some(r) = g.recs.get_mut(l.idx as usize) {
                         *r = None;
                     }
@@ -206,8 +199,8 @@ impl RedisStore {
                         g.fields.push(l.idx);
                     }
                 }
-                spots.push(((0, l.seq, l.idx), Spot::entry(l.seq, l.idx, true)));
-            } else if let Some(put) = self.puts.get_mut(&l.pno) {
+                spots.push(((0, l.seq, l.idx), ParkedPlace::entry(l.seq, l.idx, true)));
+            } else if let Some(put) = self.commits.puts.get_mut(&l.pno) {
                 // Not written yet: it goes as a parked put, its progress in the record.
                 let r = &mut put.rec;
                 r.first_ms = l.first_ms;
@@ -220,23 +213,24 @@ impl RedisStore {
                 }
                 put.parked = true;
                 put.copies = l.copies;
-                spots.push(((1, l.pno, 0), Spot::put(l.pno, true)));
+                spots.push(((1, l.pno, 0), ParkedPlace::put(l.pno, true)));
             }
         }
         spots.sort_unstable_by_key(|(k, _)| *k);
         let w = self.waiting.entry(name.clone()).or_default();
-        let mut all: VecDeque<Spot> = spots.into_iter().map(|(_, s)| s).collect();
-        all.extend(w.spots.drain(..).map(|s| Spot { adopted: true, ..s }));
+        let mut all: VecDeque<ParkedPlace> = spots.into_iter().map(|(_, s)| s).collect();
+        all.extend(
+            w.spots
+                .drain(..)
+                .map(|s| ParkedPlace { adopted: true, ..s }),
+        );
         w.spots = all;
         w.records += records;
         w.bytes += bytes;
         if w.spots.is_empty() {
             self.waiting.remove(&name);
         }
-        self.names.remove(&no);
-        if self.numbers.get(&name) == Some(&no) {
-            self.numbers.remove(&name);
-        }
+        self.names.forget(no);
     }
 
     /// Records of tenant `tenant` to pass on: its name's parked records (its own, and those
@@ -252,8 +246,8 @@ impl RedisStore {
     ) -> Result<(Vec<Record>, Option<Cursor>), Error> {
         // A failed commit in flight puts its parked records back in memory: known first.
         self.read_up_to(u64::MAX);
-        let name = self.name_of(tenant);
-        let spots: Vec<Spot> = match self.waiting.get(&name) {
+        let name = self.names.name_of(tenant);
+        let spots: Vec<ParkedPlace> = match self.waiting.get(&name) {
             Some(w) => w.spots.iter().take(limit).copied().collect(),
             None => Vec::new(),
         };
@@ -270,12 +264,12 @@ impl RedisStore {
             if self.live.contains(tenant, &record.id) {
                 // Held already: this copy leaves.
                 if spot.written {
-                    if let Some(g) = self.groups.get_mut(&spot.at) {
+                    if let Some(g) = self.commits.groups.get_mut(&spot.at) {
                         g.parked = g.parked.saturating_sub(1);
                     }
-                    self.removed(spot.at, u32::from(spot.idx));
+                    self.commits.removed(spot.at, u32::from(spot.idx));
                 } else {
-                    self.puts.remove(&spot.at);
+                    self.commits.puts.remove(&spot.at);
                 }
                 continue;
             }
@@ -294,10 +288,9 @@ impl RedisStore {
                 progress,
             };
             if spot.written {
-                live.pno = self.next_pno;
-                self.next_pno += 1;
+                live.pno = self.commits.next_put();
                 (live.seq, live.idx) = (spot.at, u32::from(spot.idx));
-                if let Some(g) = self.groups.get_mut(&spot.at) {
+                if let Some(g) = self.commits.groups.get_mut(&spot.at) {
                     g.parked = g.parked.saturating_sub(1);
                     let i = usize::from(spot.idx);
                     if g.recs.len() <= i {
@@ -310,7 +303,7 @@ impl RedisStore {
                 }
             } else {
                 live.pno = spot.at;
-                if let Some(put) = self.puts.get_mut(&spot.at) {
+                if let Some(put) = self.commits.puts.get_mut(&spot.at) {
                     put.parked = false;
                     put.rec.tenant = tenant;
                 }
@@ -343,7 +336,7 @@ impl RedisStore {
     fn read_back(
         &mut self,
         name: &Arc<str>,
-        spots: &[Spot],
+        spots: &[ParkedPlace],
     ) -> Result<Vec<Option<(Record, u32, bool)>>, Error> {
         let mut seqs: Vec<u64> = spots.iter().filter(|s| s.written).map(|s| s.at).collect();
         seqs.dedup();
@@ -384,7 +377,9 @@ impl RedisStore {
         let mut out = Vec::with_capacity(spots.len());
         for spot in spots {
             if !spot.written {
-                out.push((self.puts.get(&spot.at)).map(|p| (p.rec.clone(), p.copies, false)));
+                out.push(
+                    (self.commits.puts.get(&spot.at)).map(|p| (p.rec.clone(), p.copies, false)),
+                );
                 continue;
             }
             let p = progress.next().flatten();
@@ -422,7 +417,7 @@ impl RedisStore {
                 }
                 if !spot.written {
                     if let Some((seq, idx)) = at.remove(&spot.at) {
-                        *spot = Spot::entry(seq, idx, spot.adopted);
+                        *spot = ParkedPlace::entry(seq, idx, spot.adopted);
                     }
                 }
             }
@@ -448,7 +443,7 @@ impl RedisStore {
                 }
                 if spot.written {
                     if let Some(pno) = at.remove(&(spot.at, spot.idx)) {
-                        *spot = Spot::put(pno, spot.adopted);
+                        *spot = ParkedPlace::put(pno, spot.adopted);
                     }
                 }
             }

@@ -2,9 +2,9 @@
 //! progress carried through a takeover, living owners left alone, racing adopters.
 
 use super::*;
-use crate::model::spool_target::{spool_target, RedisAck, SpoolTarget};
+use crate::model::spool::{RedisAck, RedisSpool, Spool};
 use crate::wire::Body;
-use std::path::Path;
+use std::collections::HashSet;
 
 // The same starter as the integration tests: a free port, retried if another test takes
 // it first, and the server recognised by its pid.
@@ -31,9 +31,10 @@ impl Server {
 
     fn store_acking(&self, takeover_after: Duration, ack: RedisAck) -> Result<RedisStore, Error> {
         let url = format!("redis://127.0.0.1:{}/0?prefix=unit", self.port);
-        let SpoolTarget::Redis(spool) = spool_target(Path::new(&url)).unwrap() else {
+        let Spool::Redis(url) = Spool::from(url) else {
             unreachable!()
         };
+        let spool = RedisSpool::parse(&url).unwrap();
         // Redis may still be loading its AOF: try for a moment.
         let end = Instant::now() + Duration::from_secs(5);
         loop {
@@ -271,12 +272,12 @@ fn an_unreachable_redis_keeps_the_changes_and_writes_them_when_back() {
     let dead_port = closed.local_addr().unwrap().port();
     drop(closed);
     let good = std::mem::replace(
-        &mut a.target,
-        connect::Target::Direct(
+        &mut a.link.server,
+        connect::RedisServer::Direct(
             redis::Client::open(format!("redis://127.0.0.1:{dead_port}/0")).unwrap(),
         ),
     );
-    a.conn = None;
+    a.link.conn = None;
     assert!(a
         .apply(&[
             Op::Put(record("during")),
@@ -286,11 +287,11 @@ fn an_unreachable_redis_keeps_the_changes_and_writes_them_when_back() {
             }
         ])
         .is_err());
-    assert_eq!(a.backlog(), 2);
-    a.target = good;
-    a.retry_at = None;
+    assert_eq!(a.commits.backlog(), 2);
+    a.link.server = good;
+    a.link.retry_at = None;
     a.apply(&[]).unwrap();
-    assert_eq!(a.backlog(), 0);
+    assert_eq!(a.commits.backlog(), 0);
     assert_eq!(server.xlen(&a), 1, "'during' written, 'before' removed");
 }
 
@@ -533,7 +534,7 @@ fn a_failed_commit_followed_by_one_that_ran_is_written_again_under_new_ids() {
     a.settle(n1).unwrap();
     // The next commit writes n's entries again, under ids above n+1's.
     a.apply(&[]).unwrap();
-    assert_eq!(a.backlog(), 0);
+    assert_eq!(a.commits.backlog(), 0);
     let mut ids = stream_ids(&server, &a);
     ids.sort();
     assert_eq!(ids, ["m1", "m2", "n1", "n2"], "each message exactly once");
@@ -583,10 +584,10 @@ fn a_commit_whose_connection_dies_in_flight_is_written_again_once() {
     // Both ran (a moment for the server); the connection goes before their replies are
     // read: as far as the store knows, each may or may not have run.
     std::thread::sleep(Duration::from_millis(100));
-    a.conn = None;
+    a.link.conn = None;
     assert!(a.settle(n).is_err());
     assert!(a.settle(n1).is_err());
-    a.retry_at = None;
+    a.link.retry_at = None;
     a.apply(&[]).unwrap();
     let mut ids = stream_ids(&server, &a);
     ids.sort();
@@ -613,7 +614,7 @@ fn each_command_a_commit_writes_is_what_redis_keeps() {
     assert_eq!(server.xlen(&a), 1, "one commit group");
     assert_eq!(field("0-1:1"), text("-1,0,3,2"), "y, twice");
     server.cmd(&["DEL", &a.keys.alive]);
-    a.beat_at = None;
+    a.heartbeat.missed();
     for op in [
         Op::FirstAttempt {
             tenant: 0,
@@ -868,7 +869,7 @@ fn a_mostly_delivered_group_is_compacted_and_what_it_held_adopted() {
     ])
     .unwrap();
     // The record kept for a compaction drops what is done.
-    let kept = |a: &RedisStore, i: usize| a.groups.values().next().unwrap().recs[i].clone();
+    let kept = |a: &RedisStore, i: usize| a.commits.groups.values().next().unwrap().recs[i].clone();
     assert!(kept(&a, 98).unwrap().ingest.is_none());
     assert!(kept(&a, 97).unwrap().ingest.is_some());
     let gone: Vec<Op> = (0..80)
@@ -881,10 +882,10 @@ fn a_mostly_delivered_group_is_compacted_and_what_it_held_adopted() {
     // Young, or more than a quarter held: left alone.
     a.compact(Duration::from_secs(3600));
     a.compact(Duration::ZERO);
-    assert_eq!(a.backlog(), 0, "30 of 100 held: not compacted");
+    assert_eq!(a.commits.backlog(), 0, "30 of 100 held: not compacted");
     a.apply(&gone[70..]).unwrap();
     a.compact(Duration::from_secs(3600));
-    assert_eq!(a.backlog(), 0, "too young");
+    assert_eq!(a.commits.backlog(), 0, "too young");
     // 20 of 100 held: written again in a new entry, the old one deleted in the same commit.
     a.compact(Duration::ZERO);
     a.apply(&[Op::Put(record("new"))]).unwrap();
@@ -954,7 +955,7 @@ fn a_group_compacted_while_its_commit_fails_leaves_each_message_once() {
     assert!(a.settle(n).is_err());
     a.settle(n1).unwrap();
     a.apply(&[]).unwrap();
-    assert_eq!(a.backlog(), 0);
+    assert_eq!(a.commits.backlog(), 0);
     let mut ids = stream_ids(&server, &a);
     ids.sort();
     let mut want: Vec<String> = (80..100).map(|i| format!("m{i}")).collect();
@@ -1049,7 +1050,7 @@ fn records_of_a_name_nobody_here_has_wait_parked_for_a_tenant_of_it() {
     assert_eq!((adopted.records, adopted.tenants.len()), (2, 0));
     // Ours now, in Redis, not in memory: one entry of two records.
     assert_eq!(stream_ids(&server, &b), ["x", "y"]);
-    assert!(b.live.is_empty() && b.puts.is_empty());
+    assert!(b.live.is_empty() && b.commits.puts.is_empty());
     b.register(4, "gone");
     let (got, _) = b.resumable(4, None, 1).unwrap();
     assert_eq!(got.iter().map(|r| &*r.id).collect::<Vec<_>>(), ["x"]);
@@ -1083,7 +1084,7 @@ fn a_parked_backlog_stays_out_of_memory_and_comes_back_in_order_once() {
         a.apply(&ops).unwrap();
     }
     assert!(
-        a.live.is_empty() && a.puts.is_empty(),
+        a.live.is_empty() && a.commits.puts.is_empty(),
         "no payload in memory"
     );
     assert_eq!(Store::pending(&a, 0).0, n as u64);
@@ -1165,7 +1166,10 @@ fn a_released_tenant_s_records_go_to_the_next_of_its_name_with_their_progress() 
     Store::release(&mut a, 0).unwrap();
     assert_eq!(Store::pending(&a, 0).0, 0, "not registered any more");
     a.apply(&[]).unwrap();
-    assert!(a.loose.is_empty() && a.backlog() == 0, "written");
+    assert!(
+        a.commits.loose.is_empty() && a.commits.backlog() == 0,
+        "written"
+    );
     a.register(1, "src");
     assert_eq!(Store::pending(&a, 1).0, 2);
     let (page, _) = a.resumable(1, None, 100).unwrap();
@@ -1215,10 +1219,14 @@ fn a_legacy_per_source_prefix_is_taken_over_by_its_tenant_and_then_left() {
     let mut b = server.store(T);
     b.register(0, "web");
     b.register(1, "checkout");
-    assert_eq!(b.legacy.len(), 2, "both names scanned at first");
+    assert_eq!(b.takeover.legacy.len(), 2, "both names scanned at first");
     let adopted = b.adopt().unwrap();
     assert_eq!((adopted.records, adopted.tenants.clone()), (2, vec![1]));
-    assert_eq!(b.legacy.len(), 1, "web's legacy registry is empty: left");
+    assert_eq!(
+        b.takeover.legacy.len(),
+        1,
+        "web's legacy registry is empty: left"
+    );
     let (page, _) = b.resumable(1, None, 100).unwrap();
     assert_eq!(
         page.iter().map(|r| &*r.id).collect::<Vec<_>>(),
@@ -1227,7 +1235,7 @@ fn a_legacy_per_source_prefix_is_taken_over_by_its_tenant_and_then_left() {
     assert_eq!(server.cmd(&["EXISTS", &dead.stream]), Value::Int(0));
     b.adopt().unwrap();
     assert!(
-        b.legacy.is_empty(),
+        b.takeover.legacy.is_empty(),
         "its registry emptied: no longer scanned"
     );
 }
@@ -1322,7 +1330,11 @@ fn an_entry_with_parked_records_is_not_compacted_until_they_are_read_back() {
         .collect();
     a.apply(&removes).unwrap();
     a.compact(Duration::ZERO);
-    assert_eq!(a.backlog(), 0, "left alone while it holds a parked record");
+    assert_eq!(
+        a.commits.backlog(),
+        0,
+        "left alone while it holds a parked record"
+    );
     let (page, _) = a.resumable(0, None, 10).unwrap();
     assert_eq!(page.iter().map(|r| &*r.id).collect::<Vec<_>>(), ["parked"]);
     a.compact(Duration::ZERO);

@@ -1,6 +1,16 @@
 //! Adoption: the files of dead owners moved into ours, one transaction per file.
 
-use super::*;
+use super::{
+    db_err, is_damage, remove, rw_uri, spool_err, still_named, try_lock, with_suffix, AdoptResult,
+    Moved, SqliteStore, COLUMNS, PREFIX, ROW_BYTES, SCHEMA_VERSION, VALID,
+};
+use crate::durable::{fork_gate, Adopted};
+use crate::error::Error;
+use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
+use std::fs::OpenOptions;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::{fs, io};
 
 impl SqliteStore {
     /// Moves the records of every file in the directory whose owner is gone into our file,
@@ -9,14 +19,15 @@ impl SqliteStore {
     /// Errors only when our own file fails (disk full, ...), or the directory cannot be read.
     pub fn adopt(&mut self) -> Result<Adopted, Error> {
         let _gate = fork_gate::hold();
-        self.usable()?;
+        self.file.usable()?;
         let mut out = Adopted::default();
         // The directory itself, and for an engine's shared spool the per-client spools of
         // the version before tenants, one subdirectory per client (its tenant's name).
-        let mut places: Vec<(PathBuf, Arc<str>)> = vec![(self.dir.clone(), Arc::from(""))];
+        let mut places: Vec<(PathBuf, Arc<str>)> = vec![(self.file.dir.clone(), Arc::from(""))];
         if self.legacy_dirs {
-            let entries = fs::read_dir(&self.dir)
-                .map_err(|e| spool_err(&self.dir, format!("cannot list the directory: {e}")))?;
+            let entries = fs::read_dir(&self.file.dir).map_err(|e| {
+                spool_err(&self.file.dir, format!("cannot list the directory: {e}"))
+            })?;
             for entry in entries.flatten() {
                 let name = entry.file_name();
                 let is_dir = entry.file_type().is_ok_and(|t| t.is_dir());
@@ -44,16 +55,16 @@ impl SqliteStore {
             }
             dbs.sort();
             for db in dbs {
-                if db == self.db_path {
+                if db == self.file.path {
                     continue;
                 }
-                if let Fate::Adopted(n) = self.adopt_file(&db, &legacy, &mut out)? {
+                if let AdoptResult::Adopted(n) = self.adopt_file(&db, &legacy, &mut out)? {
                     out.records += n;
                     out.files += 1;
                 }
             }
             for lock in locks {
-                if lock != self.lock_path && !lock.with_extension("db").exists() {
+                if lock != self.file.lock_path && !lock.with_extension("db").exists() {
                     self.sweep(&lock);
                 }
             }
@@ -69,8 +80,8 @@ impl SqliteStore {
     /// Counts the records a step of an adoption added (those with a `resume_seq` above
     /// `since`), per tenant, and notes the registered tenants among them in `out`.
     pub(super) fn count_added(&mut self, since: i64, out: &mut Adopted) -> Result<(), Error> {
-        let path = self.db_path.clone();
-        let conn = self.conn()?;
+        let path = self.file.path.clone();
+        let conn = self.file.conn()?;
         let mut stmt = conn
             .prepare_cached(&format!(
                 "SELECT tenant, count(*), coalesce(sum({ROW_BYTES}), 0) FROM messages
@@ -83,17 +94,22 @@ impl SqliteStore {
             .map_err(|e| db_err(&path, e))?;
         drop(stmt);
         for (name, records, bytes) in added {
-            if let Some(no) = self.number_of(&name) {
+            if let Some(no) = self.names.number_of(&name) {
                 out.tenants.push(no);
             }
-            self.count(&Arc::from(name), records, bytes);
+            self.counts.count(&Arc::from(name), records, bytes);
         }
         Ok(())
     }
 
     /// Takes over one foreign `.db` if its owner is gone; `legacy` names the tenant of a
     /// file written before tenants.
-    fn adopt_file(&mut self, db: &Path, legacy: &str, out: &mut Adopted) -> Result<Fate, Error> {
+    fn adopt_file(
+        &mut self,
+        db: &Path,
+        legacy: &str,
+        out: &mut Adopted,
+    ) -> Result<AdoptResult, Error> {
         let lock_path = db.with_extension("lock");
         // A missing lock file means a dead owner; creating it keeps concurrent adopters out.
         let lock = match OpenOptions::new()
@@ -110,35 +126,35 @@ impl SqliteStore {
                     db,
                     format!("left alone: cannot open its lock file: {e}"),
                 );
-                return Ok(Fate::Skipped);
+                return Ok(AdoptResult::Skipped);
             }
         };
         match try_lock(&lock) {
             Ok(true) => {}
-            Ok(false) => return Ok(Fate::Skipped), // a live owner
+            Ok(false) => return Ok(AdoptResult::Skipped), // a live owner
             Err(e) => {
                 self.report_once(
                     out,
                     db,
                     format!("left alone: cannot lock its lock file: {e}"),
                 );
-                return Ok(Fate::Skipped);
+                return Ok(AdoptResult::Skipped);
             }
         }
         if !still_named(&lock, &lock_path) {
-            return Ok(Fate::Skipped); // another adopter finished with it meanwhile
+            return Ok(AdoptResult::Skipped); // another adopter finished with it meanwhile
         }
         let wal = with_suffix(db, "-wal");
         let len = |p: &Path| fs::metadata(p).map(|m| m.len());
         match len(db) {
             Err(e) if e.kind() == io::ErrorKind::NotFound => {
                 let _ = remove(&lock_path);
-                return Ok(Fate::Skipped);
+                return Ok(AdoptResult::Skipped);
             }
             // Created but never written (its owner died while opening): nothing to keep.
             Ok(0) if len(&wal).unwrap_or(0) == 0 => {
                 self.delete_files(db, &lock_path, out);
-                return Ok(Fate::Skipped);
+                return Ok(AdoptResult::Skipped);
             }
             _ => {}
         }
@@ -154,10 +170,10 @@ impl SqliteStore {
         lock_path: &Path,
         legacy: &str,
         out: &mut Adopted,
-    ) -> Result<Fate, Error> {
+    ) -> Result<AdoptResult, Error> {
         let last_seq = self.last_seq;
         let dead_seq = self.dead.last_seq;
-        let conn = self.conn()?;
+        let conn = self.file.conn()?;
         let step = match conn.execute("ATTACH DATABASE ?1 AS dead", [rw_uri(db)]) {
             Err(e) => Step::Unreadable(e),
             Ok(_) => {
@@ -181,7 +197,7 @@ impl SqliteStore {
         match step {
             Step::Moved(m) => {
                 // The rows we took must be on disk before the file that held them is gone.
-                self.durable()?;
+                self.file.durable()?;
                 self.count_added(last_seq, out)?;
                 self.last_seq = m.last_seq;
                 // The next file's replays are marked after this one's.
@@ -196,11 +212,11 @@ impl SqliteStore {
                     ));
                 }
                 self.delete_files(db, lock_path, out);
-                Ok(Fate::Adopted(m.records))
+                Ok(AdoptResult::Adopted(m.records))
             }
             Step::Empty => {
                 self.delete_files(db, lock_path, out);
-                Ok(Fate::Skipped)
+                Ok(AdoptResult::Skipped)
             }
             Step::Newer(v) => {
                 self.report_once(
@@ -208,11 +224,11 @@ impl SqliteStore {
                     db,
                     format!("left alone: written by a newer outbound (spool schema {v})"),
                 );
-                Ok(Fate::Skipped)
+                Ok(AdoptResult::Skipped)
             }
             Step::Damaged(reason) => self.quarantine(db, lock_path, legacy, &reason, out),
             Step::Unreadable(e) => self.cannot_read(db, lock_path, legacy, e, out),
-            Step::OwnFailure(e) => Err(db_err(&self.db_path, e)),
+            Step::OwnFailure(e) => Err(db_err(&self.file.path, e)),
         }
     }
 
@@ -330,8 +346,8 @@ impl SqliteStore {
     /// Renumbers the records adopted since `start` in acceptance order across all the files
     /// of one pass (each file's rows came in one block).
     fn resequence(&mut self, start: i64) -> Result<(), Error> {
-        let path = self.db_path.clone();
-        let conn = self.conn()?;
+        let path = self.file.path.clone();
+        let conn = self.file.conn()?;
         conn.execute(
             "UPDATE messages SET resume_seq = r.n
              FROM (SELECT rowid AS k, ?1 + row_number() OVER (ORDER BY accepted_ms, id) AS n

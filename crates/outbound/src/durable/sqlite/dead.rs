@@ -5,13 +5,25 @@
 //! when a dead owner's file is adopted. A replay's mark (`replay_seq`) makes the row the
 //! pending message (`durable/dead.rs`).
 
-use super::*;
+use super::{db_err, SqliteStore};
 use crate::durable::dead::{
     attempts_of, time_of, window, DeadLetters, DeadLimits, DeadOp, Marked, Pick, Replay,
 };
+use crate::durable::fork_gate;
+use crate::durable::names::TenantNames;
+use crate::durable::TenantNo;
+use crate::error::Error;
 use crate::model::dead_letter::{
     bad_cursor, reason_of, DeadLetter, DeadLetterPage, DeadLetterQuery, DeadLetterStats, MAX_PAGE,
 };
+use crate::wire::Body;
+use foldhash::HashMap;
+use rusqlite::params;
+use rusqlite::OptionalExtension;
+use rusqlite::Row;
+use rusqlite::Transaction;
+use rusqlite::TransactionBehavior;
+use std::sync::Arc;
 
 /// The table, in our own file's schema (`mod.rs`, `SCHEMA`).
 pub(super) const DEAD_SCHEMA: &str = "
@@ -93,7 +105,7 @@ impl SqliteStore {
     /// transaction fails.
     pub(super) fn write_dead(
         tx: &Transaction<'_>,
-        names: &HashMap<TenantNo, Arc<str>>,
+        names: &TenantNames,
         state: &mut DeadState,
         dead: &[DeadOp],
     ) -> rusqlite::Result<()> {
@@ -117,7 +129,7 @@ impl SqliteStore {
         for op in dead {
             match op {
                 DeadOp::Put(r) => {
-                    let name = names.get(&r.tenant).unwrap_or(&empty);
+                    let name = names.get(r.tenant).unwrap_or(&empty);
                     let was: Option<i64> = old
                         .query_row(params![&**name, &*r.id], |row| row.get(0))
                         .optional()?;
@@ -140,7 +152,7 @@ impl SqliteStore {
                     }
                 }
                 DeadOp::Delivered { tenant, id, .. } => {
-                    let name = names.get(tenant).unwrap_or(&empty);
+                    let name = names.get(*tenant).unwrap_or(&empty);
                     let bytes: Option<i64> = gone
                         .query_row(params![&**name, &**id], |row| row.get(0))
                         .optional()?;
@@ -193,22 +205,15 @@ impl SqliteStore {
     /// returns; the dead letters' state is restored when it fails.
     fn dead_tx<T>(
         &mut self,
-        f: impl FnOnce(
-            &Transaction<'_>,
-            &HashMap<TenantNo, Arc<str>>,
-            &mut DeadState,
-        ) -> rusqlite::Result<T>,
+        f: impl FnOnce(&Transaction<'_>, &TenantNames, &mut DeadState) -> rusqlite::Result<T>,
     ) -> Result<T, Error> {
         let _gate = fork_gate::hold();
-        self.usable()?;
-        let path = self.db_path.clone();
+        self.file.usable()?;
+        let path = self.file.path.clone();
         let err = |e| db_err(&path, e);
         let mut state = std::mem::take(&mut self.dead);
         let before = state.snapshot();
-        let conn = self
-            .conn
-            .as_mut()
-            .ok_or_else(|| spool_err(&path, "store is closed"));
+        let conn = self.file.conn();
         let result = conn.and_then(|conn| {
             let tx = conn
                 .transaction_with_behavior(TransactionBehavior::Immediate)
@@ -222,15 +227,15 @@ impl SqliteStore {
         }
         self.dead = state;
         let out = result?;
-        self.durable()?;
+        self.file.durable()?;
         Ok(out)
     }
 
     /// Recounts the dead letters of every tenant that keeps them (after an adoption).
     pub(super) fn recount_dead(&mut self) -> Result<(), Error> {
-        let path = self.db_path.clone();
+        let path = self.file.path.clone();
         let err = |e| db_err(&path, e);
-        let conn = self.conn()?;
+        let conn = self.file.conn()?;
         // One pass over the table, whatever the number of tenants.
         let mut found: HashMap<String, (u64, u64)> = HashMap::default();
         let mut stmt = conn
@@ -272,8 +277,8 @@ impl SqliteStore {
         if !self.dead.seq_known {
             return self.recount_dead();
         }
-        let path = self.db_path.clone();
-        let conn = self.conn()?;
+        let path = self.file.path.clone();
+        let conn = self.file.conn()?;
         let (n, b): (i64, i64) = conn
             .prepare_cached(
                 "SELECT count(*), coalesce(sum(bytes), 0) FROM dead_letters WHERE tenant = ?1",
@@ -347,7 +352,7 @@ impl DeadLetters for SqliteStore {
     fn configure(&mut self, no: TenantNo, name: &str, limits: DeadLimits) -> Result<(), Error> {
         let name = self
             .names
-            .get(&no)
+            .get(no)
             .cloned()
             .unwrap_or_else(|| Arc::from(name));
         self.dead.limits.insert(name.clone(), limits);
@@ -361,16 +366,16 @@ impl DeadLetters for SqliteStore {
 
     fn list(&mut self, no: TenantNo, q: &DeadLetterQuery) -> Result<DeadLetterPage, Error> {
         let _gate = fork_gate::hold();
-        let name = self.name_of(no);
+        let name = self.names.name_of(no);
         let (since, until) = window(q);
         let (at_ms, at_row) = match q.cursor.as_deref() {
             Some(text) => cursor_of(text)?,
             None => (i64::MAX, i64::MAX),
         };
         let limit = q.limit.clamp(1, MAX_PAGE);
-        let path = self.db_path.clone();
+        let path = self.file.path.clone();
         let err = |e| db_err(&path, e);
-        let conn = self.conn()?;
+        let conn = self.file.conn()?;
         let mut stmt = conn
             .prepare_cached(&format!(
                 "SELECT {LETTER} FROM dead_letters
@@ -399,9 +404,9 @@ impl DeadLetters for SqliteStore {
 
     fn get(&mut self, no: TenantNo, id: &str) -> Result<Option<DeadLetter>, Error> {
         let _gate = fork_gate::hold();
-        let name = self.name_of(no);
-        let path = self.db_path.clone();
-        let conn = self.conn()?;
+        let name = self.names.name_of(no);
+        let path = self.file.path.clone();
+        let conn = self.file.conn()?;
         conn.query_row(
             &format!("SELECT {LETTER}, body FROM dead_letters WHERE tenant = ?1 AND id = ?2"),
             params![&*name, id],
@@ -412,7 +417,7 @@ impl DeadLetters for SqliteStore {
     }
 
     fn delete(&mut self, no: TenantNo, id: &str) -> Result<bool, Error> {
-        let name = self.name_of(no);
+        let name = self.names.name_of(no);
         self.dead_tx(|tx, _, state| {
             let bytes: Option<i64> = tx
                 .query_row(
@@ -429,7 +434,7 @@ impl DeadLetters for SqliteStore {
     }
 
     fn mark_replay(&mut self, no: TenantNo, pick: &Pick, mask: u8) -> Result<Marked, Error> {
-        let name = self.name_of(no);
+        let name = self.names.name_of(no);
         self.dead_tx(|tx, _, state| {
             let base = state.last_seq;
             // Each row's mark is unique and above every earlier one: `base + rowid`.
@@ -466,10 +471,10 @@ impl DeadLetters for SqliteStore {
         limit: usize,
     ) -> Result<Vec<Replay>, Error> {
         let _gate = fork_gate::hold();
-        let name = self.name_of(no);
-        let path = self.db_path.clone();
+        let name = self.names.name_of(no);
+        let path = self.file.path.clone();
         let err = |e| db_err(&path, e);
-        let conn = self.conn()?;
+        let conn = self.file.conn()?;
         let mut stmt = conn
             .prepare_cached(
                 "SELECT id, body, replay_mask, replay_seq FROM dead_letters
@@ -531,7 +536,7 @@ impl DeadLetters for SqliteStore {
     }
 
     fn stats(&mut self, no: TenantNo) -> Result<DeadLetterStats, Error> {
-        Ok((self.names.get(&no))
+        Ok((self.names.get(no))
             .and_then(|n| self.dead.counts.get(n))
             .copied()
             .unwrap_or_default())

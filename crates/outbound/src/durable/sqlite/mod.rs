@@ -56,22 +56,23 @@
 //! loses nothing they would keep.
 
 use crate::durable::fork_gate;
+use crate::durable::names::TenantNames;
 use crate::durable::{Adopted, Cursor, Op, Record, Store, TenantNo, Ticket};
 use crate::error::Error;
 use crate::wire::Body;
+use file::SpoolFile;
 use foldhash::HashMap;
-use rusqlite::{params, Connection, ErrorCode, OpenFlags, OptionalExtension, Row};
-use rusqlite::{Transaction, TransactionBehavior};
+use rusqlite::{ErrorCode, Row};
 use std::collections::HashSet;
 use std::ffi::OsString;
-use std::fs::{self, File, OpenOptions};
+use std::fs::{self, File};
 use std::io;
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::MetadataExt;
 use std::os::unix::io::AsRawFd;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{SystemTime, UNIX_EPOCH};
 
 /// Value of `meta.schema` in the files this code writes; it adopts these and the versions
 /// before (1: no tenants, every record its one client's; 2: no dead letters).
@@ -179,7 +180,7 @@ impl Live {
 /// How to take back one change to [`SqliteStore`]'s map when its transaction fails, by the index
 /// of the op that made it (an id of its own would cost two atomic refcount changes per op,
 /// on a cache line the scheduler's thread wrote: a sixth of the spool thread's time).
-enum Undo {
+enum LiveRollback {
     Remove(usize),
     Restore(usize, Live),
 }
@@ -191,49 +192,62 @@ type LiveMap = HashMap<TenantNo, HashMap<Arc<str>, Live>>;
 /// One directory's open spool in this process: (canonical dir, pid, store token).
 static OPEN: Mutex<Vec<(PathBuf, u32, u64)>> = Mutex::new(Vec::new());
 
-/// Our file in a spool directory, locked for as long as it is open. Used from one thread.
+/// Our file in a spool directory, locked for as long as it is open, and what we know of
+/// its records. Used from one thread.
 pub(crate) struct SqliteStore {
-    /// `None` once closed or forgotten.
-    conn: Option<Connection>,
-    /// The open lock file; closing it releases the `flock`.
-    lock: Option<File>,
-    /// Canonical directory.
-    dir: PathBuf,
-    db_path: PathBuf,
-    lock_path: PathBuf,
-    /// Identifies this store in [`OPEN`].
-    token: u64,
-    records: u64,
-    bytes: u64,
+    /// The file, its connection and its fsyncs (`file.rs`).
+    file: SpoolFile,
+    /// Tenants' names, both ways (`Store::register`); tenant 0 is `""`.
+    names: TenantNames,
+    /// Records held and their payload bytes, in all and by tenant name.
+    counts: Counts,
     /// Highest `resume_seq` given so far.
     last_seq: i64,
     live: LiveMap,
-    /// Tenants' names by number, and numbers by name (`Store::register`); tenant 0 is `""`.
-    names: HashMap<TenantNo, Arc<str>>,
-    numbers: HashMap<Arc<str>, TenantNo>,
-    /// Records held and their payload bytes, by tenant name (names not registered too: a
-    /// dead owner's records of a tenant this process does not serve stay here).
-    by_name: HashMap<Arc<str>, (u64, u64)>,
     /// An engine's shared spool: the per-client spools of the version before tenants, in
     /// subdirectories named after their client (`DIR/<name>/outbound-*.db`, the relay's
     /// `data_dir/spool/<source>`), are adopted as that tenant's.
     legacy_dirs: bool,
     /// Files already reported as left alone, so periodic passes do not repeat the warning.
     reported: HashSet<PathBuf>,
-    /// The WAL's fsync, on its own thread (`syncer.rs`); `None` once closed or forgotten.
-    syncer: Option<syncer::Syncer>,
-    /// Why an fsync of the WAL failed, once one did: see "Durability" above.
-    poisoned: Option<String>,
     /// The dead letters' limits and counts (`dead.rs`).
     dead: dead::DeadState,
+}
+
+/// Records held and their payload bytes, in all and by tenant name (names not registered
+/// too: a dead owner's records of a tenant this process does not serve stay here).
+#[derive(Default)]
+struct Counts {
+    records: u64,
+    bytes: u64,
+    by_name: HashMap<Arc<str>, (u64, u64)>,
+}
+
+impl Counts {
+    /// Counts `records` and `bytes` (either may be negative) for `name`'s records.
+    fn count(&mut self, name: &Arc<str>, records: i64, bytes: i64) {
+        self.records = self.records.saturating_add_signed(records);
+        self.bytes = self.bytes.saturating_add_signed(bytes);
+        let (r, b) = self.by_name.entry(name.clone()).or_default();
+        *r = r.saturating_add_signed(records);
+        *b = b.saturating_add_signed(bytes);
+        if *r == 0 {
+            self.by_name.remove(name);
+        }
+    }
+
+    /// `name`'s records and bytes.
+    fn of(&self, name: &str) -> (u64, u64) {
+        self.by_name.get(name).copied().unwrap_or((0, 0))
+    }
 }
 
 impl std::fmt::Debug for SqliteStore {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("SqliteStore")
-            .field("db_path", &self.db_path)
-            .field("records", &self.records)
-            .field("bytes", &self.bytes)
+            .field("db_path", &self.file.path)
+            .field("records", &self.counts.records)
+            .field("bytes", &self.counts.bytes)
             .finish()
     }
 }
@@ -327,7 +341,7 @@ fn unix_seconds() -> u64 {
 }
 
 /// What became of one foreign file.
-enum Fate {
+enum AdoptResult {
     /// Its records are ours now.
     Adopted(u64),
     /// Nothing to do: live, gone, empty, or left alone (with a warning when it matters).
@@ -336,6 +350,7 @@ enum Fate {
 
 mod adopt;
 mod dead;
+mod file;
 mod records;
 mod salvage;
 mod syncer;
@@ -366,7 +381,18 @@ impl SqliteStore {
             }
             open.push((dir.clone(), pid, token));
         }
-        SqliteStore::create(dir.clone(), token).inspect_err(|_| unregister(&dir, token))
+        let file =
+            SpoolFile::create(dir.clone(), token).inspect_err(|_| unregister(&dir, token))?;
+        Ok(SqliteStore {
+            file,
+            names: TenantNames::with_default_tenant(),
+            counts: Counts::default(),
+            last_seq: 0,
+            live: HashMap::default(),
+            legacy_dirs: false,
+            reported: HashSet::new(),
+            dead: dead::DeadState::default(),
+        })
     }
 
     /// [`open`](Self::open) for an engine's shared spool: also adopts the per-client spools
@@ -377,242 +403,21 @@ impl SqliteStore {
         Ok(store)
     }
 
-    fn create(dir: PathBuf, token: u64) -> Result<SqliteStore, Error> {
-        let pid = std::process::id();
-        // A collision or a sibling's sweep between create and flock only costs another name.
-        for _ in 0..16 {
-            let stem = format!("{PREFIX}{pid}-{:016x}", fastrand::u64(..));
-            let lock_path = dir.join(format!("{stem}.lock"));
-            let lock = match OpenOptions::new()
-                .read(true)
-                .write(true)
-                .create_new(true)
-                .open(&lock_path)
-            {
-                Ok(f) => f,
-                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
-                Err(e) => {
-                    return Err(spool_err(
-                        &dir,
-                        format!("cannot create {}: {e}", lock_path.display()),
-                    ))
-                }
-            };
-            let locked = try_lock(&lock).map_err(|e| {
-                spool_err(&dir, format!("cannot lock {}: {e}", lock_path.display()))
-            })?;
-            if !locked || !still_named(&lock, &lock_path) {
-                continue;
-            }
-            let db_path = dir.join(format!("{stem}.db"));
-            return match SqliteStore::create_db(&db_path) {
-                Ok((conn, syncer)) => Ok(SqliteStore {
-                    syncer: Some(syncer),
-                    poisoned: None,
-                    conn: Some(conn),
-                    lock: Some(lock),
-                    dir,
-                    db_path,
-                    lock_path,
-                    token,
-                    records: 0,
-                    bytes: 0,
-                    last_seq: 0,
-                    live: HashMap::default(),
-                    names: HashMap::from_iter([(0, Arc::from(""))]),
-                    numbers: HashMap::from_iter([(Arc::from(""), 0)]),
-                    by_name: HashMap::default(),
-                    legacy_dirs: false,
-                    reported: HashSet::new(),
-                    dead: dead::DeadState::default(),
-                }),
-                Err(e) => {
-                    for p in [
-                        with_suffix(&db_path, "-wal"),
-                        with_suffix(&db_path, "-shm"),
-                        db_path.clone(),
-                        lock_path,
-                    ] {
-                        let _ = remove(&p);
-                    }
-                    Err(e)
-                }
-            };
-        }
-        Err(spool_err(
-            &dir,
-            "could not create a file with a unique name",
-        ))
-    }
-
-    fn create_db(db_path: &Path) -> Result<(Connection, syncer::Syncer), Error> {
-        let err = |e| db_err(db_path, e);
-        let flags = OpenFlags::SQLITE_OPEN_READ_WRITE
-            | OpenFlags::SQLITE_OPEN_CREATE
-            | OpenFlags::SQLITE_OPEN_URI
-            | OpenFlags::SQLITE_OPEN_NO_MUTEX;
-        let conn = Connection::open_with_flags(db_path, flags).map_err(err)?;
-        conn.busy_timeout(Duration::from_secs(1)).map_err(err)?;
-        // Before WAL, which fixes it. A message's row is about 350 bytes and the file is a
-        // queue (appends at one end, deletes at the other): with 4 KiB pages, deletes
-        // rebalanced and rewrote pages still holding live rows, and every page cost two
-        // writes in the WAL and two in a checkpoint. 16 KiB pages: 49,000 -> 9,000 writes
-        // and 0.22 -> 0.15 CPU-s per 100,000 messages (`examples/spool_bench.rs`).
-        conn.pragma_update(Some("main"), "page_size", PAGE_SIZE)
-            .map_err(err)?;
-        // Nobody else may touch our file while we live; exclusive also means no -shm.
-        let _: String = conn
-            .pragma_update_and_check(Some("main"), "locking_mode", "EXCLUSIVE", |r| r.get(0))
-            .map_err(err)?;
-        let mode: String = conn
-            .pragma_update_and_check(Some("main"), "journal_mode", "WAL", |r| r.get(0))
-            .map_err(err)?;
-        if !mode.eq_ignore_ascii_case("wal") {
-            return Err(spool_err(
-                db_path,
-                format!("SQLite refused WAL mode (got {mode})"),
-            ));
-        }
-        // NORMAL: a commit writes the WAL without an fsync; the syncer fsyncs it (on its
-        // thread when fsyncs are slow, so the writer runs the next group's transaction
-        // meanwhile), and a commit counts as made (`Store::settle`) only after that fsync.
-        conn.pragma_update(Some("main"), "synchronous", "NORMAL")
-            .map_err(err)?;
-        // Statement journals (one per insert, for its UNIQUE id) in memory, not a temp file;
-        // and room for a commit group's pages, so SQLite does not spill them to the WAL
-        // mid-transaction: both were most of the spool thread's time. 2 MiB is 128 pages:
-        // a full group's inserts (2,048 rows of ~350 bytes) take about 45. 16 MiB cost every
-        // spool that much RSS once its file grew past it (a queue's file fragments: 20 MB
-        // for 17,000 rows in the relay's fault soak) and was no faster (bench/log/2026-11.md).
-        conn.pragma_update(None, "temp_store", "MEMORY")
-            .map_err(err)?;
-        conn.pragma_update(Some("main"), "cache_size", -2048)
-            .map_err(err)?;
-        // Truncate the WAL after a checkpoint that followed a burst.
-        let _: i64 = conn
-            .pragma_update_and_check(Some("main"), "journal_size_limit", 16 << 20, |r| r.get(0))
-            .map_err(err)?;
-        conn.execute_batch(&format!("BEGIN; {SCHEMA} {} COMMIT;", dead::DEAD_SCHEMA))
-            .map_err(err)?;
-        // The WAL exists from the schema's commit on; the syncer keeps it open.
-        let wal = with_suffix(db_path, "-wal");
-        let syncer = OpenOptions::new()
-            .write(true)
-            .open(&wal)
-            .and_then(syncer::Syncer::start)
-            .map_err(|e| spool_err(&wal, format!("cannot open the WAL to fsync it: {e}")))?;
-        syncer.sync().map_err(|e| spool_err(&wal, e))?;
-        // The new names must survive a power cut too, not only the data in them.
-        if let Some(dir) = db_path.parent() {
-            File::open(dir)
-                .and_then(|d| d.sync_all())
-                .map_err(|e| spool_err(dir, format!("cannot sync the directory: {e}")))?;
-        }
-        Ok((conn, syncer))
-    }
-
-    /// Everything committed so far is on disk once this returns `Ok` (an fsync of the WAL).
-    fn durable(&mut self) -> Result<(), Error> {
-        let synced = match &self.syncer {
-            Some(syncer) => syncer.sync(),
-            None => return Err(spool_err(&self.db_path, "store is closed")),
-        };
-        self.fsynced(synced)
-    }
-
-    /// The outcome of an fsync of the WAL. One that failed poisons the store: the frames it
-    /// should have written may be gone from the disk while the page cache reports them
-    /// clean, and SQLite's recovery after a power cut stops at the first bad frame, so no
-    /// later commit, however well fsynced, can be called durable.
-    fn fsynced(&mut self, synced: Result<(), String>) -> Result<(), Error> {
-        if let Err(why) = synced {
-            self.poisoned.get_or_insert(why.clone());
-            return Err(spool_err(&self.db_path, why));
-        }
-        self.usable()
-    }
-
-    /// `Err` once an fsync of the WAL failed: nothing more is written to this file.
-    fn usable(&self) -> Result<(), Error> {
-        match &self.poisoned {
-            None => Ok(()),
-            Some(why) => Err(spool_err(
-                &self.db_path,
-                format!(
-                    "not written since an fsync of the WAL failed ({why}): nothing written \
-                     after it is known to survive a power cut; restart the process to open \
-                     a new spool file (this one is adopted then)"
-                ),
-            )),
-        }
-    }
-
-    fn conn(&mut self) -> Result<&mut Connection, Error> {
-        let path = &self.db_path;
-        self.conn
-            .as_mut()
-            .ok_or_else(|| spool_err(path, "store is closed"))
-    }
-
-    /// Our own file (`DIR/outbound-<pid>-<hex>.db`).
-    /// The lock file's descriptor: a forked child closes its inherited copy (the lock is
-    /// the parent's), without touching anything else of the store.
-    pub fn lock_fd(&self) -> Option<std::os::fd::RawFd> {
-        self.lock.as_ref().map(|f| f.as_raw_fd())
-    }
-
-    pub fn path(&self) -> &Path {
-        &self.db_path
-    }
-
     /// Closes our file. Without records left, its files are deleted; otherwise they stay,
     /// unlocked, for the next client or a live sibling to adopt.
     pub fn close(mut self) -> Result<(), Error> {
-        self.shutdown()
+        self.file.shutdown()
     }
 
-    fn shutdown(&mut self) -> Result<(), Error> {
-        let _gate = fork_gate::hold();
-        let Some(conn) = self.conn.take() else {
-            return Ok(());
-        };
-        unregister(&self.dir, self.token);
-        if let Err(e) = self.usable() {
-            // No checkpoint: it would copy into the database file WAL frames that may have
-            // been lost from the disk, read back as whatever it holds. The file is left
-            // (unlocked) to recovery: the next process to open it adopts what survived.
-            std::mem::forget(conn);
-            self.syncer = None;
-            self.lock = None;
-            return Err(e);
-        }
-        // Dead letters are kept too: a file holding any stays for the next store.
-        let empty = conn.query_row(
-            "SELECT NOT EXISTS (SELECT 1 FROM messages)
-                AND NOT EXISTS (SELECT 1 FROM dead_letters)",
-            [],
-            |r| r.get::<_, bool>(0),
-        );
-        // Closing checkpoints the WAL into the database file (and fsyncs both); the syncer's
-        // last fsync has ended before (dropping it waits for its thread).
-        self.syncer = None;
-        let closed = conn.close().map_err(|(_, e)| db_err(&self.db_path, e));
-        let result = match (empty, closed) {
-            (_, Err(e)) => Err(e),
-            (Err(e), _) => Err(db_err(&self.db_path, e)),
-            (Ok(false), Ok(())) => Ok(()),
-            (Ok(true), Ok(())) => [
-                self.db_path.clone(),
-                with_suffix(&self.db_path, "-wal"),
-                with_suffix(&self.db_path, "-shm"),
-                self.lock_path.clone(),
-            ]
-            .iter()
-            .try_for_each(|p| remove(p))
-            .map_err(|e| spool_err(&self.db_path, format!("cannot delete: {e}"))),
-        };
-        self.lock = None; // releases the flock last
-        result
+    /// Our own file (`DIR/outbound-<pid>-<hex>.db`).
+    pub fn path(&self) -> &Path {
+        self.file.path()
+    }
+
+    /// The lock file's descriptor: a forked child closes its inherited copy (the lock is
+    /// the parent's), without touching anything else of the store.
+    pub fn lock_fd(&self) -> Option<std::os::fd::RawFd> {
+        self.file.lock_fd()
     }
 
     /// In a forked child: forgets this store without touching SQLite (the parent still owns
@@ -622,13 +427,7 @@ impl SqliteStore {
     // lives on the spool thread, which a forked child does not have.
     #[cfg_attr(not(test), allow(dead_code))]
     pub fn forget_after_fork(mut self) {
-        if let Some(conn) = self.conn.take() {
-            std::mem::forget(conn);
-        }
-        if let Some(syncer) = self.syncer.take() {
-            syncer.forget();
-        }
-        self.lock = None;
+        self.file.forget_after_fork();
     }
 }
 
@@ -666,8 +465,9 @@ impl Store for SqliteStore {
     /// syncer's thread when this disk's fsyncs are slow (settled when it ended), else made
     /// here (`syncer.rs`).
     fn submit_with(&mut self, ops: &[Op], dead: &[crate::durable::dead::DeadOp]) -> Ticket {
-        let done = self.usable().and_then(|()| self.write(ops, dead));
+        let done = self.file.usable().and_then(|()| self.write(ops, dead));
         let syncer = self
+            .file
             .syncer
             .as_ref()
             .filter(|_| done.is_ok() && !(ops.is_empty() && dead.is_empty()));
@@ -686,7 +486,7 @@ impl Store for SqliteStore {
         let synced = syncer.sync_here();
         Ticket {
             no: 0,
-            done: Some(self.fsynced(synced)),
+            done: Some(self.file.fsynced(synced)),
         }
     }
 
@@ -694,13 +494,13 @@ impl Store for SqliteStore {
     /// settled in order, but a later group's transaction (and, in place, its fsync) may be
     /// made before an earlier group's fsync on the thread fails.
     fn settle(&mut self, ticket: Ticket) -> Result<(), Error> {
-        match (ticket.done, &self.syncer) {
-            (Some(done), _) => done.and_then(|()| self.usable()),
+        match (ticket.done, &self.file.syncer) {
+            (Some(done), _) => done.and_then(|()| self.file.usable()),
             (None, Some(syncer)) => {
                 let synced = syncer.wait(ticket.no);
-                self.fsynced(synced)
+                self.file.fsynced(synced)
             }
-            (None, None) => Err(spool_err(&self.db_path, "store is closed")),
+            (None, None) => Err(spool_err(&self.file.path, "store is closed")),
         }
     }
 
@@ -728,7 +528,7 @@ impl Store for SqliteStore {
 
 impl Drop for SqliteStore {
     fn drop(&mut self) {
-        let _ = self.shutdown();
+        let _ = self.file.shutdown();
     }
 }
 

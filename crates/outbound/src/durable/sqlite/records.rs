@@ -1,36 +1,18 @@
 //! A store's records: group commits of ops, what is resumable, what is pending, whose.
 
-use super::*;
+use super::{db_err, spool_err, Live, LiveMap, LiveRollback, SqliteStore, COLUMNS};
+use crate::durable::names::TenantNames;
+use crate::durable::{fork_gate, Cursor, Op, Record, TenantNo};
+use crate::error::Error;
+use foldhash::HashMap;
+use rusqlite::{params, Transaction, TransactionBehavior};
+use std::sync::Arc;
 
 impl SqliteStore {
     /// Tenant `no` is named `name`: its puts are kept under that name, and records of that
     /// name are resumable for it.
     pub fn register(&mut self, no: TenantNo, name: &str) {
-        let name: Arc<str> = Arc::from(name);
-        if let Some(old) = self.names.insert(no, name.clone()) {
-            self.numbers.remove(&old);
-        }
-        self.numbers.insert(name, no);
-    }
-
-    /// The name records of tenant `no` are kept under (`""` for one never registered).
-    pub(super) fn name_of(&self, no: TenantNo) -> Arc<str> {
-        self.names
-            .get(&no)
-            .cloned()
-            .unwrap_or_else(|| Arc::from(""))
-    }
-
-    /// Counts `records` and `bytes` (either may be negative) for `name`'s records.
-    pub(super) fn count(&mut self, name: &Arc<str>, records: i64, bytes: i64) {
-        self.records = self.records.saturating_add_signed(records);
-        self.bytes = self.bytes.saturating_add_signed(bytes);
-        let (r, b) = self.by_name.entry(name.clone()).or_default();
-        *r = r.saturating_add_signed(records);
-        *b = b.saturating_add_signed(bytes);
-        if *r == 0 {
-            self.by_name.remove(name);
-        }
+        self.names.register(no, name);
     }
 
     /// Writes every op in one transaction: one commit, the WAL written but not fsynced. Only
@@ -46,20 +28,18 @@ impl SqliteStore {
         if ops.is_empty() && dead.is_empty() {
             return Ok(());
         }
-        let path = self.db_path.clone();
+        let path = self.file.path.clone();
         let err = |e| db_err(&path, e);
         let mut live = std::mem::take(&mut self.live);
         let mut undo = Vec::new();
         let names = &self.names;
         let mut last_seq = self.last_seq;
         let mut counts: Vec<(TenantNo, i64, i64)> = Vec::new();
-        let conn = &mut self.conn;
+        let conn = self.file.conn();
         let dead_state = &mut self.dead;
         let dead_before = (!dead.is_empty()).then(|| dead_state.snapshot());
         let result = (|| {
-            let conn = conn
-                .as_mut()
-                .ok_or_else(|| spool_err(&path, "store is closed"))?;
+            let conn = conn?;
             let tx = conn
                 .transaction_with_behavior(TransactionBehavior::Immediate)
                 .map_err(err)?;
@@ -84,12 +64,12 @@ impl SqliteStore {
             // The transaction rolled back: so does the map.
             for u in undo.into_iter().rev() {
                 match u {
-                    Undo::Remove(i) => {
+                    LiveRollback::Remove(i) => {
                         if let Some(m) = live.get_mut(&ops[i].tenant()) {
                             m.remove(ops[i].id());
                         }
                     }
-                    Undo::Restore(i, was) => {
+                    LiveRollback::Restore(i, was) => {
                         let m = live.entry(ops[i].tenant()).or_default();
                         m.insert(ops[i].id().clone(), was);
                     }
@@ -103,8 +83,8 @@ impl SqliteStore {
         self.live = live;
         result?;
         for (tenant, records, bytes) in counts {
-            let name = self.name_of(tenant);
-            self.count(&name, records, bytes);
+            let name = self.names.name_of(tenant);
+            self.counts.count(&name, records, bytes);
         }
         Ok(())
     }
@@ -120,18 +100,15 @@ impl SqliteStore {
         limit: usize,
     ) -> Result<(Vec<Record>, Option<Cursor>), Error> {
         let _gate = fork_gate::hold();
-        let path = self.db_path.clone();
+        let path = self.file.path.clone();
         let err = |e| db_err(&path, e);
-        let name = self.name_of(tenant);
+        let name = self.names.name_of(tenant);
         let mut out = Vec::new();
         let mut last = after.cloned();
         // Records whose id we hold already (rowid, payload bytes): dropped, not resumed.
         let mut dropped = Vec::new();
         let live = self.live.entry(tenant).or_default();
-        let conn = self
-            .conn
-            .as_mut()
-            .ok_or_else(|| spool_err(&path, "store is closed"))?;
+        let conn = self.file.conn()?;
         let mut stmt = conn
             .prepare_cached(&format!(
                 "SELECT {COLUMNS}, resume_seq, rowid, copies, adopted FROM messages
@@ -186,7 +163,8 @@ impl SqliteStore {
             }
             tx.commit().map_err(err)?;
             let bytes: u64 = dropped.iter().map(|(_, b)| b).sum();
-            self.count(&name, -(dropped.len() as i64), -(bytes as i64));
+            self.counts
+                .count(&name, -(dropped.len() as i64), -(bytes as i64));
         }
         if self.live.get(&tenant).is_some_and(HashMap::is_empty) {
             self.live.remove(&tenant);
@@ -199,10 +177,10 @@ impl SqliteStore {
     pub fn release(&mut self, no: TenantNo) -> Result<(), Error> {
         let _gate = fork_gate::hold();
         self.live.remove(&no);
-        let name = self.name_of(no);
-        let path = self.db_path.clone();
+        let name = self.names.name_of(no);
+        let path = self.file.path.clone();
         let last_seq = self.last_seq;
-        let conn = self.conn()?;
+        let conn = self.file.conn()?;
         conn.execute(
             "UPDATE messages SET adopted = 2, resume_seq = ?2 + rowid
              WHERE tenant = ?1 AND adopted = 0",
@@ -213,31 +191,21 @@ impl SqliteStore {
             .query_row("SELECT max(resume_seq) FROM messages", [], |r| r.get(0))
             .map_err(|e| db_err(&path, e))?;
         self.last_seq = top.unwrap_or(0).max(last_seq);
-        self.names.remove(&no);
-        self.numbers.remove(&name);
+        self.names.forget(no);
         Ok(())
     }
 
     /// Records of tenant `tenant` held in our file and their payload bytes (ids and
     /// bodies, without SQLite's own overhead).
     pub fn pending_of(&self, tenant: TenantNo) -> (u64, u64) {
-        self.names
-            .get(&tenant)
-            .and_then(|n| self.by_name.get(n))
-            .copied()
-            .unwrap_or((0, 0))
+        self.names.get(tenant).map_or((0, 0), |n| self.counts.of(n))
     }
 
     /// Records held in our file, all tenants, and their payload bytes, kept up to date by
     /// [`SqliteStore::write`] and [`SqliteStore::adopt`].
     #[cfg_attr(not(test), allow(dead_code))]
     pub fn pending(&self) -> (u64, u64) {
-        (self.records, self.bytes)
-    }
-
-    /// The tenant the records of `name` belong to in this process, if registered.
-    pub(super) fn number_of(&self, name: &str) -> Option<TenantNo> {
-        self.numbers.get(name).copied()
+        (self.counts.records, self.counts.bytes)
     }
 }
 
@@ -245,8 +213,8 @@ impl SqliteStore {
 /// to undo each change), the parked records' seqs, the changes of counts per tenant.
 struct Batch<'a> {
     live: &'a mut LiveMap,
-    undo: &'a mut Vec<Undo>,
-    names: &'a HashMap<TenantNo, Arc<str>>,
+    undo: &'a mut Vec<LiveRollback>,
+    names: &'a TenantNames,
     last_seq: &'a mut i64,
     counts: &'a mut Vec<(TenantNo, i64, i64)>,
 }
@@ -290,12 +258,12 @@ impl Batch<'_> {
             match op {
                 Op::Put(r) => {
                     if let Some(l) = live.get_mut(&r.id) {
-                        self.undo.push(Undo::Restore(i, *l));
+                        self.undo.push(LiveRollback::Restore(i, *l));
                         l.copies += 1;
                         copies.execute(params![l.rowid, l.copies])?;
                         continue;
                     }
-                    let name = self.names.get(&tenant).unwrap_or(&empty);
+                    let name = self.names.get(tenant).unwrap_or(&empty);
                     put.execute(params![
                         &**name,
                         &*r.id,
@@ -308,12 +276,12 @@ impl Batch<'_> {
                         None::<i64>
                     ])?;
                     live.insert(r.id.clone(), Live::of(r, tx.last_insert_rowid(), 1));
-                    self.undo.push(Undo::Remove(i));
+                    self.undo.push(LiveRollback::Remove(i));
                     self.counted(tenant, 1, r.payload_bytes() as i64);
                 }
                 Op::Park(r) => {
                     // Not in `live`: nothing reaches it until `resumable` hands it out.
-                    let name = self.names.get(&tenant).unwrap_or(&empty);
+                    let name = self.names.get(tenant).unwrap_or(&empty);
                     *self.last_seq += 1;
                     put.execute(params![
                         &**name,
@@ -335,7 +303,7 @@ impl Batch<'_> {
                 }
                 Op::IngestDone { id, .. } => {
                     if let Some(l) = live.get_mut(id).filter(|l| l.ingest > 0) {
-                        self.undo.push(Undo::Restore(i, *l));
+                        self.undo.push(LiveRollback::Restore(i, *l));
                         ingest_done.execute([l.rowid])?;
                         let bytes = i64::from(l.ingest);
                         l.ingest = 0;
@@ -344,7 +312,7 @@ impl Batch<'_> {
                 }
                 Op::HookMask { id, mask: 0, .. } => {
                     if let Some(l) = live.get_mut(id) {
-                        self.undo.push(Undo::Restore(i, *l));
+                        self.undo.push(LiveRollback::Restore(i, *l));
                         hook_done.execute([l.rowid])?;
                         let bytes = i64::from(l.hook);
                         l.hook = 0;
@@ -359,7 +327,7 @@ impl Batch<'_> {
                 Op::Remove { id, .. } => {
                     let Some(l) = live.get_mut(id) else { continue };
                     if l.copies > 1 {
-                        self.undo.push(Undo::Restore(i, *l));
+                        self.undo.push(LiveRollback::Restore(i, *l));
                         l.copies -= 1;
                         copies.execute(params![l.rowid, l.copies])?;
                         continue;
@@ -367,7 +335,7 @@ impl Batch<'_> {
                     let l = *l;
                     gone.push(l.rowid);
                     if let Some(was) = live.remove(id) {
-                        self.undo.push(Undo::Restore(i, was));
+                        self.undo.push(LiveRollback::Restore(i, was));
                     }
                     let bytes = (id.len() as u32 + l.ingest + l.hook) as i64;
                     self.counted(tenant, -1, -bytes);

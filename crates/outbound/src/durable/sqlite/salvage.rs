@@ -1,6 +1,15 @@
 //! Damaged files: what can be read is salvaged into ours, then the file is renamed aside.
 
-use super::*;
+use super::{
+    db_err, is_busy, is_damage, remove, unix_seconds, with_suffix, AdoptResult, Moved, SqliteStore,
+    COLUMNS,
+};
+use crate::durable::{Adopted, Record};
+use crate::error::Error;
+use rusqlite::{params, Connection, OpenFlags, TransactionBehavior};
+use std::fs;
+use std::path::Path;
+use std::time::Duration;
 
 impl SqliteStore {
     /// An error opening or checking a foreign file: damage is quarantined; anything else
@@ -12,7 +21,7 @@ impl SqliteStore {
         legacy: &str,
         e: rusqlite::Error,
         out: &mut Adopted,
-    ) -> Result<Fate, Error> {
+    ) -> Result<AdoptResult, Error> {
         if is_damage(&e) {
             return self.quarantine(db, lock_path, legacy, &e.to_string(), out);
         }
@@ -22,7 +31,7 @@ impl SqliteStore {
             format!("left alone: cannot read it: {e}")
         };
         self.report_once(out, db, why);
-        Ok(Fate::Skipped)
+        Ok(AdoptResult::Skipped)
     }
     /// Salvages what can be read from a damaged file, then renames it aside.
     pub(super) fn quarantine(
@@ -32,11 +41,11 @@ impl SqliteStore {
         legacy: &str,
         reason: &str,
         out: &mut Adopted,
-    ) -> Result<Fate, Error> {
+    ) -> Result<AdoptResult, Error> {
         let before = self.last_seq;
         let salvaged = self.salvage(db, legacy)?;
         // On disk before the file is moved aside (where nothing reads it again).
-        self.durable()?;
+        self.file.durable()?;
         self.count_added(before, out)?;
         self.last_seq = salvaged.last_seq;
         let aside = with_suffix(db, &format!(".corrupt-{}", unix_seconds()));
@@ -60,9 +69,9 @@ impl SqliteStore {
         }
         out.warnings.push((db.to_path_buf(), text));
         Ok(if salvaged.records > 0 {
-            Fate::Adopted(salvaged.records)
+            AdoptResult::Adopted(salvaged.records)
         } else {
-            Fate::Skipped
+            AdoptResult::Skipped
         })
     }
 
@@ -70,7 +79,7 @@ impl SqliteStore {
     /// it into ours in one transaction. Several scans (table and id order, each both ways)
     /// so one bad page costs only the rows on it.
     fn salvage(&mut self, db: &Path, legacy: &str) -> Result<Moved, Error> {
-        let path = self.db_path.clone();
+        let path = self.file.path.clone();
         let err = |e| db_err(&path, e);
         let first_seq = self.last_seq;
         let none = Moved {
@@ -92,7 +101,7 @@ impl SqliteStore {
         let cap = fs::metadata(db).map_or(0, |m| m.len() / 8) + 1000;
         let mut seq = first_seq;
         let mut wrong_types = 0u64;
-        let conn = self.conn()?;
+        let conn = self.file.conn()?;
         let tx = conn
             .transaction_with_behavior(TransactionBehavior::Immediate)
             .map_err(err)?;

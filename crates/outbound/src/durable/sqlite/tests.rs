@@ -2,9 +2,10 @@
 
 use super::*;
 use crate::wire::Body;
+use rusqlite::Connection;
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 /// A fresh directory under the system temp dir, removed at the end of the test.
 struct TempDir(PathBuf);
@@ -210,6 +211,7 @@ fn our_files_use_large_pages() {
     let mut store = SqliteStore::open(&dir).unwrap();
     store.apply(&puts(0..3)).unwrap();
     let page: i64 = store
+        .file
         .conn()
         .unwrap()
         .query_row("PRAGMA page_size", [], |r| r.get(0))
@@ -233,7 +235,7 @@ fn commits_wait_for_the_fsync_of_the_wal_sqlite_keeps_writing() {
         for i in 0..20 {
             // Both ways of fsyncing, whatever this disk's speed.
             let slow = i % 2 == 0;
-            store.syncer.as_ref().unwrap().pretend(slow);
+            store.file.syncer.as_ref().unwrap().pretend(slow);
             let ticket = Store::submit(&mut store, &puts(next..next + 50));
             assert_eq!(
                 ticket.is_known(),
@@ -245,6 +247,7 @@ fn commits_wait_for_the_fsync_of_the_wal_sqlite_keeps_writing() {
         }
         let mode = if round == 1 { "TRUNCATE" } else { "RESTART" };
         let (busy, _, _): (i64, i64, i64) = store
+            .file
             .conn()
             .unwrap()
             .query_row(&format!("PRAGMA wal_checkpoint({mode})"), [], |r| {
@@ -317,24 +320,25 @@ fn poisoned_child() {
         return;
     };
     let mut store = SqliteStore::open(Path::new(&dir)).unwrap();
-    store.syncer.as_ref().unwrap().pretend(false);
+    store.file.syncer.as_ref().unwrap().pretend(false);
     Store::apply(&mut store, &puts(0..3)).unwrap();
     let wal = store
+        .file
         .syncer
         .as_mut()
         .unwrap()
         .swap_here(syncer::unsyncable());
     // In place, whatever the fsyncs above measured (a loaded machine's disk is slow).
-    store.syncer.as_ref().unwrap().pretend(false);
+    store.file.syncer.as_ref().unwrap().pretend(false);
     let failed = Store::apply(&mut store, &puts(3..5))
         .unwrap_err()
         .to_string();
     assert!(failed.contains("fsync of the WAL failed"), "{failed}");
     // The disk recovers: fsyncs succeed again, on both paths, yet nothing is durable now.
-    store.syncer.as_mut().unwrap().swap_here(wal);
+    store.file.syncer.as_mut().unwrap().swap_here(wal);
     let written = store.pending();
     for slow in [false, true] {
-        store.syncer.as_ref().unwrap().pretend(slow);
+        store.file.syncer.as_ref().unwrap().pretend(slow);
         let refused = Store::apply(&mut store, &puts(5..7))
             .unwrap_err()
             .to_string();
@@ -523,7 +527,7 @@ fn a_failed_apply_changes_nothing_and_the_same_ops_apply_later() {
     store.apply(&puts(1..4)).unwrap();
     let before = store.pending();
     // A trigger makes the last op of the batch fail, after the others ran.
-    let conn = store.conn.as_ref().unwrap();
+    let conn = store.file.conn().unwrap();
     conn.execute_batch(
         "CREATE TEMP TRIGGER boom BEFORE DELETE ON main.messages
          WHEN old.id = 'm-00003' BEGIN SELECT RAISE(ABORT, 'boom'); END;",
@@ -549,8 +553,8 @@ fn a_failed_apply_changes_nothing_and_the_same_ops_apply_later() {
     assert!(err.to_string().contains("boom"), "{err}");
     assert_eq!(store.pending(), before);
     store
-        .conn
-        .as_ref()
+        .file
+        .conn()
         .unwrap()
         .execute_batch("DROP TRIGGER boom;")
         .unwrap();

@@ -5,15 +5,16 @@ use crate::log::LogSink;
 use crate::model::network_guard::NetworkGuard;
 use crate::model::outcome::Outcome;
 use crate::model::retry::RetryPolicy;
-pub use crate::model::spool_target::RedisAck;
+pub use crate::model::spool::{RedisAck, Spool};
 use base64::engine::general_purpose::{GeneralPurpose, GeneralPurposeConfig};
 use base64::engine::DecodePaddingMode;
 use base64::{alphabet, Engine as _};
+use http::{HeaderName, HeaderValue, Uri};
 use std::fmt;
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
-use ureq::http::{HeaderName, HeaderValue, Uri};
+
+mod setters;
 
 /// At most this many webhooks per client (spec §8).
 pub const MAX_WEBHOOKS: usize = 5;
@@ -106,8 +107,11 @@ impl SignatureScheme {
 }
 
 /// Everything a client can be told. `Config::default()` sends nowhere; set a `write_key`
-/// (ingestion), `webhooks`, or both.
+/// (ingestion), `webhooks`, or both, with the setter of each field
+/// (`Config::default().write_key("k").flush_at(50)`): new fields come with defaults, so no
+/// caller breaks when one is added.
 #[derive(Clone)]
+#[non_exhaustive]
 pub struct Config {
     /// Source write key: enables the ingestion destination.
     pub write_key: Option<String>,
@@ -160,18 +164,19 @@ pub struct Config {
     pub gzip: bool,
     /// Extra trusted roots: PEM text, or the path of a PEM file.
     pub ca_certs: Option<String>,
-    /// Delivery threads each destination keeps ready when idle; more start on demand, up to
-    /// `max_in_flight`.
+    /// Requests each destination may have out at once however quickly it answers (its
+    /// share of the client's quick requests is never below this); more start on demand,
+    /// up to `max_in_flight`.
     pub workers: usize,
     /// Most requests in flight at once to each destination (ingestion, and each webhook URL
-    /// on its own): a lane grows its threads with demand up to this, so a slow destination
-    /// uses its own budget and never another's. Default 512: a receiver that stalls 5 % of
-    /// requests for the whole 5 s timeout holds 250 slots at 1,000 requests/s. Requests that
-    /// are answered quickly are kept to 16 out at once, shared by the destinations with
-    /// work (at least 8 each); a destination that has never answered gets 8: more would
-    /// only pile up stalled requests. All clients of a process together run at most 4,096
-    /// delivery threads (plus one per destination), each destination at most an equal
-    /// share: past that, requests wait for a thread instead of starting one.
+    /// on its own), so a slow destination uses its own budget and never another's. Default
+    /// 512: a receiver that stalls 5 % of requests for the whole 5 s timeout holds 250 slots
+    /// at 1,000 requests/s. Requests that are answered quickly are kept to 16 out at once,
+    /// shared by the destinations with work (at least 8 each); a destination that has never
+    /// answered gets 8: more would only pile up stalled requests. All clients of a process
+    /// together have at most 16,384 requests out (less while requests wait on the process
+    /// itself), each destination at most an equal share: past that, requests wait for one
+    /// of the destination's own to come back.
     pub max_in_flight: usize,
     /// Called with each message's outcome.
     pub on_outcome: Option<OutcomeCallback>,
@@ -220,7 +225,7 @@ pub struct Config {
     /// - `redis+sentinel://[user:password@]host[:port][,host[:port]...]/MASTER[/db][?prefix=NAME
     ///   &sentinel_password=P]` (`rediss+sentinel://` for TLS): the same on the primary the
     ///   Sentinels name (asked at each connection, so a failover is followed).
-    pub spool: Option<PathBuf>,
+    pub spool: Option<Spool>,
     /// On a Redis spool: when a commit counts as acknowledged ([`RedisAck`]; default
     /// `Auto`: the safe one the deployment allows). A commit whose confirmation does not
     /// come within half of `timeout` is not acknowledged (`Client::when_spooled` answers
@@ -329,16 +334,7 @@ impl fmt::Debug for Config {
             .field("dead_letter_max_bytes", &self.dead_letter_max_bytes)
             .field("max_webhook_headers", &self.max_webhook_headers)
             .field("max_webhook_header_bytes", &self.max_webhook_header_bytes)
-            .field(
-                "spool",
-                &self
-                    .spool
-                    .as_deref()
-                    .map(|p| match crate::model::spool_target::spool_target(p) {
-                        Ok(crate::model::spool_target::SpoolTarget::Redis(r)) => r.shown,
-                        _ => p.display().to_string(),
-                    }),
-            )
+            .field("spool", &self.spool)
             .field("redis_ack", &self.redis_ack)
             .finish_non_exhaustive()
     }
@@ -362,12 +358,8 @@ const MIN_STANDARD_KEY: usize = 24;
 /// ...and longer than this (the spec: at most 512 bits).
 const MAX_STANDARD_KEY: usize = 64;
 
-/// A webhook after its checks: parsed headers, ready to send.
-#[derive(Clone, Debug)]
-pub(crate) struct Target {
-    pub url: String,
-    pub headers: Vec<(HeaderName, HeaderValue)>,
-}
+/// A webhook's own headers after its checks: parsed, ready to send.
+pub(crate) type StaticHeaders = Vec<(HeaderName, HeaderValue)>;
 
 /// The prefix of a Standard Webhooks secret as shown to customers (`whsec_<base64>`).
 const SECRET_PREFIX: &str = "whsec_";
@@ -431,7 +423,9 @@ pub(crate) fn check_url(setting: &str, url: &str) -> Result<Uri, Error> {
 }
 
 impl Config {
-    pub(crate) fn check_targets(&self) -> Result<Vec<Target>, Error> {
+    /// Checks the webhooks (how many, their URLs, their static headers) and gives each
+    /// one's static headers, parsed.
+    pub(crate) fn check_webhooks(&self) -> Result<Vec<StaticHeaders>, Error> {
         if self.webhooks.len() > MAX_WEBHOOKS {
             return Err(Error::config(
                 "webhooks",
@@ -488,10 +482,7 @@ impl Config {
                 })?;
                 headers.push((parsed, value));
             }
-            targets.push(Target {
-                url: hook.url.clone(),
-                headers,
-            });
+            targets.push(headers);
         }
         Ok(targets)
     }
@@ -560,7 +551,7 @@ impl Config {
                 ));
             }
             if let Some(spool) = &self.spool {
-                crate::model::spool_target::spool_target(spool)?;
+                spool.check()?;
             }
         }
         // Checked on or off: a reload's check of a config turns them off (no spool).

@@ -1,0 +1,89 @@
+//! `ca_certs`: extra trusted roots given as PEM text or as the path of a PEM file.
+
+use crate::error::Error;
+use tokio_rustls::rustls::pki_types::pem::PemObject;
+use tokio_rustls::rustls::pki_types::CertificateDer;
+use tokio_rustls::rustls::RootCertStore;
+
+/// Certificates from PEM text, or from the PEM file at that path. Other sections (keys) are
+/// skipped; none at all is an error.
+pub(crate) fn load_pem(pem_or_path: &str) -> Result<Vec<CertificateDer<'static>>, Error> {
+    let text = if pem_or_path.contains("-----BEGIN") {
+        pem_or_path.as_bytes().to_vec()
+    } else {
+        std::fs::read(pem_or_path).map_err(|e| {
+            Error::config(
+                "ca_certs",
+                format!("cannot read PEM file {pem_or_path:?}: {e}"),
+            )
+        })?
+    };
+    let mut certs = Vec::new();
+    for cert in CertificateDer::pem_slice_iter(&text) {
+        certs.push(cert.map_err(|e| Error::config("ca_certs", format!("invalid PEM: {e}")))?);
+    }
+    if certs.is_empty() {
+        return Err(Error::config("ca_certs", "no certificate found in the PEM"));
+    }
+    Ok(certs)
+}
+
+/// The web's roots plus `ca_certs`' certificates (each must parse as a trust anchor).
+pub(crate) fn roots(ca_certs: Option<&str>) -> Result<RootCertStore, Error> {
+    let mut roots = RootCertStore::empty();
+    for der in webpki_root_certs::TLS_SERVER_ROOT_CERTS {
+        // A root the parser does not take is left out, as webpki-roots users do.
+        let _ = roots.add(der.clone());
+    }
+    if let Some(pem) = ca_certs {
+        for cert in load_pem(pem)? {
+            roots
+                .add(cert)
+                .map_err(|e| Error::config("ca_certs", format!("invalid certificate: {e}")))?;
+        }
+    }
+    Ok(roots)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pem() -> String {
+        let key = rcgen::KeyPair::generate().unwrap();
+        let cert = rcgen::CertificateParams::new(vec!["localhost".into()])
+            .unwrap()
+            .self_signed(&key)
+            .unwrap();
+        cert.pem()
+    }
+
+    #[test]
+    fn certificates_come_from_pem_text_or_a_file_and_keys_are_skipped() {
+        let text = pem();
+        assert_eq!(load_pem(&text).unwrap().len(), 1);
+        let with_key = format!(
+            "{text}{}",
+            rcgen::KeyPair::generate().unwrap().serialize_pem()
+        );
+        assert_eq!(load_pem(&with_key).unwrap().len(), 1);
+        let dir = std::env::temp_dir().join(format!("outbound-pem-{}", std::process::id()));
+        std::fs::write(&dir, format!("{text}{text}")).unwrap();
+        assert_eq!(load_pem(dir.to_str().unwrap()).unwrap().len(), 2);
+        let _ = std::fs::remove_file(&dir);
+        assert!(roots(Some(&text)).is_ok());
+    }
+
+    #[test]
+    fn a_missing_file_no_certificate_or_a_broken_one_names_ca_certs() {
+        let err = |given: &str| load_pem(given).unwrap_err().to_string();
+        assert!(err("/nonexistent/ca.pem").contains("cannot read PEM file"));
+        let key = rcgen::KeyPair::generate().unwrap().serialize_pem();
+        assert!(err(&key).contains("no certificate found"));
+        let broken = "-----BEGIN CERTIFICATE-----\n!!!\n-----END CERTIFICATE-----\n";
+        assert!(err(broken).contains("invalid PEM"), "{}", err(broken));
+        for e in [err("/nonexistent/ca.pem"), err(&key), err(broken)] {
+            assert!(e.contains("ca_certs"), "{e}");
+        }
+    }
+}
