@@ -65,8 +65,10 @@ group load "scripts/relay-bench.sh --smoke" "scripts/relay-soak.sh --smoke" \
   "scripts/relay-control-plane.sh --smoke" "scripts/bench.sh --smoke" &
 load=$!
 # The deploy tests (image, package, chart, compose fleet) on the dev build the relay tests
-# made: they mostly wait on containers, so they run beside the smoke passes.
-group deploy "env OUTBOUND_DEPLOY_PROFILE=debug scripts/test-deploy.sh" &
+# made: they mostly wait on containers, so they run beside the smoke passes; then a
+# receiver's outage (it mostly waits too).
+group deploy "env OUTBOUND_DEPLOY_PROFILE=debug scripts/test-deploy.sh" \
+  "scripts/relay-outage.sh --smoke" &
 deploy=$!
 t0=$(date +%s)
 failed=0

@@ -87,8 +87,9 @@ type Config struct {
 	// max_webhook_header_bytes.
 	MaxWebhookHeaderBytes int
 
-	// MaxQueueSize bounds the messages held at once, retries included (default 10000).
-	// When full, Enqueue returns ErrQueueFull at once, unless QueueFullWait is set.
+	// MaxQueueSize bounds the messages held in memory at once, retries included (default
+	// 10000). When full, Enqueue returns ErrQueueFull at once, unless QueueFullWait is set.
+	// With a Spool, a backlog past it waits on disk, bounded by SpoolMaxBytes.
 	MaxQueueSize int
 	// QueueFullWait is how long an Enqueue that finds the queue (or the spool) full waits
 	// for room (messages reaching their outcome free it) before it returns ErrQueueFull.
@@ -140,7 +141,8 @@ type Config struct {
 	// when it can, else memory. A commit whose confirmation does not come within half of
 	// Timeout is not acknowledged.
 	RedisAck string
-	// SpoolMaxBytes bounds the spool (default 1 GiB); past it Enqueue returns ErrQueueFull.
+	// SpoolMaxBytes bounds the spool (default 1 GiB), and so a backlog while a destination
+	// is down; past it Enqueue returns ErrQueueFull.
 	SpoolMaxBytes int64
 	// SpoolCommitInterval is how often accepted messages are committed to the spool
 	// together (default 20 ms, at most 1 s): a power cut loses at most what was accepted

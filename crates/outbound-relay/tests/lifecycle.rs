@@ -372,6 +372,7 @@ fn io_threads_and_memory_window_out_of_range_are_refused_under_their_keys() {
         ("io_threads = 0", "io_threads"),
         ("io_threads = 257", "io_threads"),
         ("memory_window = 0", "memory_window"),
+        ("spool_max_total_bytes = 0", "spool_max_total_bytes"),
     ] {
         let toml = format!("listen = \"127.0.0.1:0\"\n{setting}\n{GOOD_SOURCE}");
         let (code, err) = refused(&toml);

@@ -182,7 +182,7 @@ fn metrics_count_events_accepted_and_rejected_per_source_and_reason() {
     );
 }
 
-/// A batch refused whole for want of room (429) counts each of its events as rejected, not one.
+/// A batch refused whole for want of room (429; a memory-only queue) counts each of its events as rejected.
 #[test]
 fn a_batch_refused_for_room_counts_each_event_rejected() {
     let dir = temp_dir();
@@ -190,7 +190,7 @@ fn a_batch_refused_for_room_counts_each_event_rejected() {
     rx.status.store(503, SeqCst); // keeps the first batch queued
     let relay = Relay::start(
         dir.path(),
-        &config(&[("web", "wk_web", &rx)], "max_queue_size = 5"),
+        &config(&[("web", "wk_web", &rx)], "spool = false\nmax_queue_size = 5"),
     );
     let send = |tag: &str| {
         let events: Vec<Value> = (0..3)

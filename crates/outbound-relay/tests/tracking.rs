@@ -454,7 +454,7 @@ fn three_tracks(tag: &str) -> String {
     json!({ "batch": events }).to_string()
 }
 
-/// With `queue_full_wait`, a batch that finds the queue full waits for room (the receiver
+/// With `queue_full_wait`, a batch that finds a memory-only source's queue full waits for room (the receiver
 /// recovers, earlier events reach their outcome) and is answered 200, not 429; the relay
 /// answers other requests meanwhile.
 #[test]
@@ -466,7 +466,7 @@ fn queue_full_wait_holds_a_batch_until_there_is_room() {
         dir.path(),
         &config(
             &[("web", "wk_web_1", &rx)],
-            "max_queue_size = 3\nqueue_full_wait = 10",
+            "spool = false\nmax_queue_size = 3\nqueue_full_wait = 10",
         ),
     );
     let auth = basic("wk_web_1");
@@ -507,7 +507,115 @@ fn queue_full_wait_holds_a_batch_until_there_is_room() {
     }
 }
 
-/// A batch the source's queue has no room for is answered 429 and nothing of it is kept:
+/// A spooled source's backlog is bounded by bytes of spool, not by `max_queue_size`: with its
+/// webhook down, twenty times `max_queue_size` is accepted and delivered once it recovers;
+/// past `spool_max_bytes` a batch is answered 429 with `Retry-After`, whole.
+#[test]
+fn a_spooled_backlog_is_bounded_by_spool_bytes_and_delivered_after_an_outage() {
+    let dir = temp_dir();
+    let rx = Receiver::start();
+    rx.status.store(503, std::sync::atomic::Ordering::SeqCst);
+    let relay = InProcess::start(
+        dir.path(),
+        &config(
+            &[("web", "wk_web_1", &rx)],
+            "max_queue_size = 5\nspool_max_bytes = 200000",
+        ),
+    );
+    let auth = basic("wk_web_1");
+    // About 1 KB an event, so the spool's bytes are the padding's, whatever else a body holds.
+    let batch = |tag: &str| {
+        let events: Vec<Value> = (0..3)
+            .map(|i| json!({"type": "track", "userId": "u1", "event": "E",
+                "messageId": format!("{tag}-{i}"), "properties": {"pad": "x".repeat(1000)}}))
+            .collect();
+        json!({ "batch": events }).to_string()
+    };
+    let send = |body: &str| {
+        post(
+            &relay.url("/v1/batch"),
+            &[JSON, ("Authorization", &auth)],
+            body.as_bytes(),
+        )
+    };
+    let mut sent = Vec::new();
+    for n in 0..34 {
+        let tag = format!("s{n}");
+        let answer = send(&batch(&tag));
+        assert_eq!(answer.status, 200, "batch {n}: {}", answer.json());
+        sent.extend((0..3).map(|i| format!("{tag}-{i}")));
+    }
+    // 102 events of about 1.3 KB on disk: the next batches find the spool full.
+    let full = (0..100)
+        .map(|n| send(&batch(&format!("f{n}"))))
+        .find(|a| a.status != 200)
+        .expect("the spool filled");
+    assert_eq!(full.status, 429, "{}", full.json());
+    assert_eq!(full.header("retry-after"), Some("1"));
+    assert!(full.json().to_string().contains("spool"), "{}", full.json());
+    // Hits from here on are answered 200 (but one in flight at the switch, retried if not).
+    let before = rx.hits().len();
+    rx.status.store(200, std::sync::atomic::Ordering::SeqCst);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    let delivered = || -> std::collections::HashSet<String> {
+        (rx.hits().iter().skip(before))
+            .map(|h| h.json()["messageId"].as_str().unwrap().to_string())
+            .collect()
+    };
+    while !sent.iter().all(|id| delivered().contains(id)) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{} of {} delivered",
+            sent.iter().filter(|id| delivered().contains(*id)).count(),
+            sent.len()
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}
+
+/// `spool_max_total_bytes` bounds every source's spool together: once one source's backlog
+/// fills it, another source's batch is refused too (429, nothing kept).
+#[test]
+fn spool_max_total_bytes_bounds_every_source_together() {
+    let dir = temp_dir();
+    let rx = Receiver::start();
+    rx.status.store(503, std::sync::atomic::Ordering::SeqCst);
+    let relay = InProcess::start(
+        dir.path(),
+        &config(
+            &[("web", "wk_web_1", &rx), ("app", "wk_app_1", &rx)],
+            "spool_max_total_bytes = 100000",
+        ),
+    );
+    let batch = |tag: &str| {
+        let events: Vec<Value> = (0..3)
+            .map(|i| json!({"type": "track", "userId": "u1", "event": "E",
+                "messageId": format!("{tag}-{i}"), "properties": {"pad": "x".repeat(1000)}}))
+            .collect();
+        json!({ "batch": events }).to_string()
+    };
+    let send = |key: &str, body: &str| {
+        let auth = basic(key);
+        post(
+            &relay.url("/v1/batch"),
+            &[JSON, ("Authorization", &auth)],
+            body.as_bytes(),
+        )
+    };
+    let refused = (0..100)
+        .map(|n| {
+            std::thread::sleep(std::time::Duration::from_millis(10));
+            send("wk_web_1", &batch(&format!("w{n}")))
+        })
+        .find(|a| a.status != 200)
+        .expect("the relay's spool filled");
+    assert_eq!(refused.status, 429, "{}", refused.json());
+    let other = send("wk_app_1", &batch("a0"));
+    assert_eq!(other.status, 429, "{}", other.json());
+    assert_eq!(other.header("retry-after"), Some("1"));
+}
+
+/// A batch a memory-only source's queue has no room for is answered 429 and nothing of it is kept:
 /// when the SDK sends it again, each of its events arrives once, not twice.
 #[test]
 fn a_batch_without_room_is_429_whole_and_arrives_once_when_sent_again() {
@@ -516,7 +624,7 @@ fn a_batch_without_room_is_429_whole_and_arrives_once_when_sent_again() {
     rx.status.store(503, std::sync::atomic::Ordering::SeqCst);
     let relay = InProcess::start(
         dir.path(),
-        &config(&[("web", "wk_web_1", &rx)], "max_queue_size = 5"),
+        &config(&[("web", "wk_web_1", &rx)], "spool = false\nmax_queue_size = 5"),
     );
     let auth = basic("wk_web_1");
     let batch = three_tracks;

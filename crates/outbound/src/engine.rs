@@ -55,6 +55,10 @@ pub struct EngineConfig {
     /// a backlog has beyond its tenant's share waits in the spool and is read back as
     /// messages end, so a burst costs the window's memory, not the burst's. At least 1.
     pub memory_window: usize,
+    /// Bytes the spool may hold for all its tenants together (`None`, the default: no bound
+    /// but each tenant's own `spool_max_bytes`); past it every tenant's new calls are refused
+    /// ([`Error::SpoolFull`]) until deliveries free room. At least 1.
+    pub spool_max_bytes: Option<u64>,
     /// Logging of the engine's spool (takeovers, failing commits); `None` follows `DEBUG`.
     pub debug: Option<bool>,
     /// Where those log lines go (stderr when `None`).
@@ -70,6 +74,7 @@ impl Default for EngineConfig {
             redis_ack: crate::RedisAck::Auto,
             spool_commit_interval: Duration::from_millis(20),
             memory_window: crate::delivery::spooler::WINDOW as usize,
+            spool_max_bytes: None,
             debug: None,
             log_sink: None,
         }
@@ -85,6 +90,7 @@ impl std::fmt::Debug for EngineConfig {
             .field("redis_ack", &self.redis_ack)
             .field("spool_commit_interval", &self.spool_commit_interval)
             .field("memory_window", &self.memory_window)
+            .field("spool_max_bytes", &self.spool_max_bytes)
             .field("debug", &self.debug)
             .finish_non_exhaustive()
     }
@@ -118,6 +124,12 @@ impl Engine {
                 reason: "must be at least 1".into(),
             });
         }
+        if config.spool_max_bytes == Some(0) {
+            return Err(Error::Config {
+                setting: "spool_max_bytes".into(),
+                reason: "must be at least 1".into(),
+            });
+        }
         let mut core = Core::start(Some(config.io_threads))?;
         if let Some(spool) = &config.spool {
             let (store, max_timeout) = open::engines(spool, config.max_timeout, config.redis_ack)?;
@@ -128,6 +140,7 @@ impl Engine {
                 config.memory_window as u64,
                 logger,
                 false,
+                config.spool_max_bytes.unwrap_or(u64::MAX),
             )?;
             writer.max_timeout = max_timeout;
             core.spool = Some(writer);
@@ -189,9 +202,11 @@ impl SpoolWriter {
         window: u64,
         logger: Logger,
         stop_when_empty: bool,
+        max_bytes: u64,
     ) -> Result<SpoolWriter, Error> {
         let lock_fd = store.lock_fd();
-        let (writer, handle) = Spooler::new(store, commit_every, window, logger, stop_when_empty);
+        let (writer, handle) =
+            Spooler::new(store, commit_every, window, logger, stop_when_empty, max_bytes);
         let thread = std::thread::Builder::new()
             .name("outbound-spool".into())
             .spawn(move || writer.run())
@@ -217,6 +232,8 @@ impl SpoolWriter {
             crate::delivery::spooler::WINDOW,
             logger.clone(),
             true,
+            // Its client's `spool_max_bytes` is the whole spool's.
+            u64::MAX,
         )
     }
 

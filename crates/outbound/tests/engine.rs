@@ -201,6 +201,65 @@ fn sent_ids(server: &Server) -> Vec<String> {
 
 #[cfg(feature = "sqlite")]
 #[test]
+fn the_engine_s_spool_max_bytes_bounds_every_tenant_together() {
+    let _one = serial();
+    let dir = Dir::new("total");
+    let engine = Engine::new(EngineConfig {
+        spool: Some(dir.0.clone().into()),
+        spool_commit_interval: Duration::from_millis(5),
+        spool_max_bytes: Some(20_000),
+        ..EngineConfig::default()
+    })
+    .unwrap();
+    // Each tenant's own bound is far above the engine's: the total is what refuses.
+    let (a, b) = (
+        engine.tenant("a", hooks(NOWHERE, &Outcomes::default())).unwrap(),
+        engine.tenant("b", hooks(NOWHERE, &Outcomes::default())).unwrap(),
+    );
+    let big = |i: usize| {
+        Message::track("u1", "E")
+            .message_id(format!("m-{i}"))
+            .property("pad", "x".repeat(1_000))
+    };
+    let mut taken = 0;
+    let refused = loop {
+        match a.enqueue(&big(taken)) {
+            Ok(_) => taken += 1,
+            Err(e) => break e,
+        }
+        assert!(taken < 100, "never refused");
+        // Bytes are counted at each commit.
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert_eq!(refused, outbound::Error::SpoolFull { limit: 20_000 });
+    assert!(taken >= 5, "{taken} taken");
+    assert_eq!(
+        b.enqueue(&big(1_000)).unwrap_err(),
+        outbound::Error::SpoolFull { limit: 20_000 },
+        "the other tenant shares the bound"
+    );
+    assert!(a.spool_bytes() > 0 && a.spool_bytes() <= 20_000 + 2_000);
+    a.close(Some(Duration::ZERO)).unwrap();
+    b.close(Some(Duration::ZERO)).unwrap();
+    // A closed tenant's records no longer count: a new one has room again.
+    let c = engine.tenant("c", hooks(NOWHERE, &Outcomes::default())).unwrap();
+    c.enqueue(&big(2_000)).unwrap();
+    c.close(Some(Duration::ZERO)).unwrap();
+}
+
+#[test]
+fn an_engine_refuses_a_spool_max_bytes_of_zero() {
+    let Err(outbound::Error::Config { setting, .. }) = Engine::new(EngineConfig {
+        spool_max_bytes: Some(0),
+        ..EngineConfig::default()
+    }) else {
+        panic!("accepted")
+    };
+    assert_eq!(setting, "spool_max_bytes");
+}
+
+#[cfg(feature = "sqlite")]
+#[test]
 fn tenants_share_one_spool_file_and_each_resumes_its_own_after_a_restart() {
     let _one = serial();
     let dir = Dir::new("shared");

@@ -181,6 +181,52 @@ fn spool_max_bytes_refuses_new_calls_as_queue_full() {
     assert_eq!(s.accepted, 50 - refused);
 }
 
+#[test]
+fn a_spooled_backlog_is_bounded_by_spool_bytes_not_by_max_queue_size() {
+    // A webhook down: a backlog 50 times max_queue_size is accepted, waits in the spool, and
+    // every message of it is delivered once the URL answers again.
+    let dir = temp_dir("backlog");
+    let up = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let delivered = Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
+    let (on, log) = (up.clone(), delivered.clone());
+    let server = Server::start(move |r| match on.load(SeqCst) {
+        true => {
+            let id = r.json()["messageId"].as_str().unwrap().to_string();
+            log.lock().unwrap().push(id);
+            Reply::Status(200)
+        }
+        false => Reply::Status(503),
+    });
+    let config = support::config()
+        .spool(dir.clone())
+        .webhooks(vec![Webhook::new(format!("{}/hook", server.url))])
+        .max_queue_size(20)
+        // A burst waits for the next commit rather than fail: what is on disk frees its place.
+        .queue_full_wait(Duration::from_secs(10));
+    let client = Client::new(config).unwrap();
+    let n = 1_000;
+    let mut sent = Vec::new();
+    for i in 0..n {
+        let id = client
+            .enqueue(&Message::track(format!("u{i}"), "Backlog"))
+            .unwrap_or_else(|e| panic!("message {i} refused: {e}"));
+        sent.push(id);
+    }
+    let s = client.stats();
+    assert_eq!((s.accepted, s.queue_full), (n, 0), "{s:?}");
+    assert!(server.wait_for(3, Duration::from_secs(20)), "tried while down");
+    up.store(true, SeqCst);
+    assert!(client.flush(Some(Duration::from_secs(60))), "{:?}", client.stats());
+    let s = client.stats();
+    assert_eq!(s.delivered, n, "{s:?}");
+    let mut got = delivered.lock().unwrap().clone();
+    got.sort();
+    sent.sort();
+    assert_eq!(got, sent, "each message answered 200 once");
+    assert!(client.close(None).unwrap());
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// Env var that turns `killed_child` into the process the kill test SIGKILLs.
 /// Runs test `name` of this binary in a child process with `env` set to `value`, and reads
 /// its output up to its line READY: the child and the lines before READY.

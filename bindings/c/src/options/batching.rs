@@ -66,9 +66,11 @@ pub unsafe extern "C" fn outbound_options_set_flush_interval_ms(
     ffi!({ unsafe { set(options, |c| c.flush_interval = millis(ms)) } })
 }
 
-/// Most messages held at once, including those waiting to retry (default 10000). When
-/// full, calls return `OUTBOUND_RESULT_QUEUE_FULL` without blocking (unless
-/// `outbound_options_set_queue_full_wait_ms` says to wait).
+/// Most messages held in memory at once, including those waiting to retry (default 10000).
+/// When full, calls return `OUTBOUND_RESULT_QUEUE_FULL` without blocking (unless
+/// `outbound_options_set_queue_full_wait_ms` says to wait). With a spool, a backlog past it
+/// waits on disk and only `outbound_options_set_spool_max_bytes` bounds it; this bounds the
+/// messages not yet committed and those read back for delivery.
 ///
 /// Returns `OUTBOUND_RESULT_OK`, `_NULL_ARGUMENT` (options), `_PANIC`. The value is checked
 /// by `outbound_client_new`.

@@ -39,8 +39,9 @@ pub unsafe extern "C" fn outbound_options_set_spool(
     })
 }
 
-/// Bytes the spool may hold (default 1 GiB); past it calls are refused with
-/// `OUTBOUND_RESULT_QUEUE_FULL` and counted in `outbound_stats.queue_full`.
+/// Bytes the spool may hold (default 1 GiB): the bound on a backlog while a destination is
+/// down; past it calls are refused with `OUTBOUND_RESULT_QUEUE_FULL` and counted in
+/// `outbound_stats.queue_full`.
 ///
 /// Returns `OUTBOUND_RESULT_OK`, `_NULL_ARGUMENT` (options), `_PANIC`. The value is checked
 /// by `outbound_client_new` (0 is refused).

@@ -68,6 +68,7 @@ pub const KEYS: &[(&str, Kind)] = &[
     ("redis_ack", Kind::Text),
     ("io_threads", Kind::Count),
     ("memory_window", Kind::Count),
+    ("spool_max_total_bytes", Kind::Count),
     ("metrics_sources", Kind::List),
     ("metrics_top_sources", Kind::Count),
     ("max_webhook_headers", Kind::Count),

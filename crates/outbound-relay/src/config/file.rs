@@ -442,6 +442,10 @@ with_delivery! {
         /// 1); the rest of a backlog waits in the spool. Read at start.
         #[serde(default)]
         pub memory_window: Option<usize>,
+        /// Bytes the spool may hold for every source together (default: no bound but each
+        /// source's `spool_max_bytes` and the disk's). Read at start.
+        #[serde(default)]
+        pub spool_max_total_bytes: Option<u64>,
         /// Sources whose metrics have series of their own (the rest are counted together
         /// under `source="_other"`).
         #[serde(default)]

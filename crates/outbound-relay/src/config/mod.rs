@@ -349,6 +349,8 @@ pub struct Relay {
     pub io_threads: usize,
     /// Events in memory at once, every source together.
     pub memory_window: usize,
+    /// Bytes of spool every source together may hold (`None`: each source's own bound).
+    pub spool_max_total_bytes: Option<u64>,
     /// Sources whose metrics have series of their own.
     pub metrics_sources: Vec<String>,
     /// How many more, the most waiting at a scrape, get gauges of their own.
@@ -490,6 +492,9 @@ impl Relay {
         if memory_window == 0 {
             return Err(err("memory_window".into(), "must be at least 1".into()));
         }
+        if f.spool_max_total_bytes == Some(0) {
+            return Err(err("spool_max_total_bytes".into(), "must be at least 1".into()));
+        }
         let audit = audit_limits(&f).map_err(|(k, r)| err(k, r))?;
         let alerts = alert_settings(&f).map_err(|(k, r)| err(k, r))?;
         let base = Base {
@@ -529,6 +534,7 @@ impl Relay {
             redis_ack,
             io_threads,
             memory_window,
+            spool_max_total_bytes: f.spool_max_total_bytes,
             metrics_sources: f.metrics_sources.clone(),
             metrics_top_sources: f.metrics_top_sources.unwrap_or(10),
             audit,

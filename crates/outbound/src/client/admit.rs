@@ -42,7 +42,7 @@ impl Client {
             return Err(Error::Closed.into());
         }
         let item = self.encode(msg)?;
-        self.admit(shared, std::slice::from_ref(&item))?;
+        self.admit(shared, engine.spooled, std::slice::from_ref(&item))?;
         let answer = with_id(item.id());
         engine.tx.message(item, self.config.flush_interval);
         Ok(answer)
@@ -89,7 +89,7 @@ impl Client {
                 Ok(id)
             })
             .collect();
-        self.admit(shared, &items)?;
+        self.admit(shared, engine.spooled, &items)?;
         for item in items {
             engine.tx.message(item, self.config.flush_interval);
         }
@@ -100,9 +100,9 @@ impl Client {
     /// accepted, or dropped as queue-full with the limit that refused them. With
     /// `queue_full_wait`, a full queue or spool is waited on (room comes back at outcomes)
     /// until that long has passed or the client closes.
-    fn admit(&self, shared: &Shared, items: &[Item]) -> Result<(), Error> {
+    fn admit(&self, shared: &Shared, spooled: bool, items: &[Item]) -> Result<(), Error> {
         let n = items.len() as u64;
-        let size: u64 = match self.config.spool.is_some() {
+        let size: u64 = match spooled {
             true => items
                 .iter()
                 .map(|i| {
@@ -115,7 +115,7 @@ impl Client {
         let wait = self.config.queue_full_wait;
         let mut deadline = None;
         let refusal = loop {
-            let refusal = match self.reserve(shared, n, size) {
+            let refusal = match self.reserve(shared, spooled, n, size) {
                 Ok(()) => {
                     shared.counters.accepted.fetch_add(n, Relaxed);
                     return Ok(());
@@ -127,7 +127,7 @@ impl Client {
             }
             let deadline = *deadline.get_or_insert_with(|| after(Instant::now(), wait));
             let mut wait_for_room =
-                || shared.wait_for_room(deadline, || self.fits(shared, n, size));
+                || shared.wait_for_room(deadline, || self.fits(shared, spooled, n, size));
             let room = match &self.config.room_wait {
                 Some(hook) => hook(&mut wait_for_room),
                 None => wait_for_room(),
@@ -155,33 +155,70 @@ impl Client {
     }
 
     /// One try at [`admit`](Self::admit)'s room: `n` queue slots and `size` spool bytes.
-    fn reserve(&self, shared: &Shared, n: u64, size: u64) -> Result<(), Error> {
-        if self.config.spool.is_some() {
+    /// With a spool, the queue's slots are the messages not committed yet: what is on disk
+    /// waits there, bounded by `spool_max_bytes` (while the spool's commits fail, by
+    /// everything without an outcome, as without a spool).
+    fn reserve(&self, shared: &Shared, spooled: bool, n: u64, size: u64) -> Result<(), Error> {
+        if spooled {
             let limit = self.config.spool_max_bytes;
             let before = shared.spool_bytes.fetch_add(size, Relaxed);
             if before + size > limit {
                 shared.spool_bytes.fetch_sub(size, Relaxed);
                 return Err(Error::SpoolFull { limit });
             }
+            if let Some(total) = &shared.spool_total {
+                if total.bytes.load(Relaxed).saturating_add(size) > total.limit {
+                    shared.spool_bytes.fetch_sub(size, Relaxed);
+                    return Err(Error::SpoolFull { limit: total.limit });
+                }
+            }
         }
         let capacity = self.config.max_queue_size as u64;
-        // SeqCst: a waiter's look at the queue pairs with `Shared::release` (see there).
-        if shared.pending.fetch_add(n, SeqCst) + n > capacity {
-            shared.pending.fetch_sub(n, SeqCst);
+        let full = || {
             shared.spool_bytes.fetch_sub(size, Relaxed);
-            return Err(Error::QueueFull {
+            Error::QueueFull {
                 capacity: self.config.max_queue_size,
-            });
+            }
+        };
+        // SeqCst: a waiter's look at the queue pairs with `Shared::release` (see there).
+        let pending = shared.pending.fetch_add(n, SeqCst) + n;
+        if !spooled {
+            if pending > capacity {
+                shared.pending.fetch_sub(n, SeqCst);
+                return Err(full());
+            }
+            return Ok(());
+        }
+        let unsettled = shared.unsettled.fetch_add(n, SeqCst) + n;
+        let by_count = match shared.spool_failing.load(Relaxed) {
+            true => pending,
+            false => unsettled,
+        };
+        if by_count > capacity {
+            shared.unsettled.fetch_sub(n, SeqCst);
+            shared.pending.fetch_sub(n, SeqCst);
+            return Err(full());
         }
         Ok(())
     }
 
     /// Whether `n` messages of `size` spool bytes would find room now (a waiter's check).
-    fn fits(&self, shared: &Shared, n: u64, size: u64) -> bool {
-        shared.closed.load(SeqCst)
-            || (shared.pending.load(SeqCst) + n <= self.config.max_queue_size as u64
-                && (self.config.spool.is_none()
-                    || shared.spool_bytes.load(Relaxed) + size <= self.config.spool_max_bytes))
+    fn fits(&self, shared: &Shared, spooled: bool, n: u64, size: u64) -> bool {
+        let capacity = self.config.max_queue_size as u64;
+        if shared.closed.load(SeqCst) {
+            return true;
+        }
+        if !spooled {
+            return shared.pending.load(SeqCst) + n <= capacity;
+        }
+        let by_count = match shared.spool_failing.load(Relaxed) {
+            true => shared.pending.load(SeqCst),
+            false => shared.unsettled.load(SeqCst),
+        };
+        by_count + n <= capacity
+            && shared.spool_bytes.load(Relaxed) + size <= self.config.spool_max_bytes
+            && (shared.spool_total.as_ref())
+                .is_none_or(|t| t.bytes.load(Relaxed).saturating_add(size) <= t.limit)
     }
 
     fn encode<O: WriteJson>(&self, msg: &Message<O>) -> Result<Item, O::Error> {

@@ -62,7 +62,7 @@ impl Engine {
         });
         let urls = config.webhooks.iter().map(|w| redact_url(&w.url)).collect();
         let blocked: Vec<usize> = config.blocked_webhooks().iter().map(|(i, _)| *i).collect();
-        let shared = Arc::new(Shared::watching(Watch::new(urls, &blocked)));
+        let mut shared = Shared::watching(Watch::new(urls, &blocked));
         let id = core.next_tenant();
         let (inbox, mailbox) = inbox::inbox(id, core.channels.rung.clone());
         let inbox: Inbox = inbox;
@@ -77,6 +77,10 @@ impl Engine {
             (None, Some(own)) => Some(&**own),
             (None, None) => None,
         };
+        if tenant.is_some() {
+            shared.spool_total = writer.map(|w| w.handle.total.clone());
+        }
+        let shared = Arc::new(shared);
         if config.dead_letters && writer.is_none() {
             return Err(Error::config(
                 "dead_letters",

@@ -8,11 +8,23 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering::*};
 use std::sync::{Condvar, Mutex};
 use std::time::{Duration, Instant};
 
+/// The bytes an engine's spool holds for all its tenants, as of each tenant's last commit, and
+/// the most it may (`EngineConfig::spool_max_bytes`; `u64::MAX`: no bound but each tenant's).
+pub(crate) struct SpoolTotal {
+    pub bytes: AtomicU64,
+    pub limit: u64,
+}
+
 #[derive(Default)]
 pub(crate) struct Shared {
     pub counters: Counters,
-    /// Accepted messages without an outcome yet: the queue's size for `max_queue_size`.
+    /// Accepted messages without an outcome yet: the queue's size for `max_queue_size`
+    /// without a spool (with one, those parked in the spool count here too, but not there).
     pub pending: AtomicU64,
+    /// With a spool: accepted messages the spool writer has not committed yet, the part of
+    /// a backlog that is in memory on its way to the disk: `max_queue_size` bounds these,
+    /// and `spool_max_bytes` what waits in the spool.
+    pub unsettled: AtomicU64,
     /// Every message the scheduler numbered below this has its outcome (flush barriers).
     pub low_water: AtomicU64,
     /// Outcomes reported so far (close watches it to tell a slow drain from a stuck callback).
@@ -22,6 +34,8 @@ pub(crate) struct Shared {
     pub answered_losses: AtomicU64,
     /// Bytes in the spool (after the last commit, plus calls since): `spool_max_bytes`.
     pub spool_bytes: AtomicU64,
+    /// A tenant's: its engine's spool, all tenants together.
+    pub spool_total: Option<std::sync::Arc<SpoolTotal>>,
     /// The spool's last commit or takeover pass failed (its engine unreachable, its disk
     /// full): messages accepted since may be in memory only.
     pub spool_failing: AtomicBool,
@@ -126,6 +140,15 @@ impl Shared {
         self.room.notify();
     }
 
+    /// `n` messages of this client reached the spool writer's commit (on disk, or going on
+    /// without it): their places among the unsettled are free.
+    pub(crate) fn settled(&self, n: u64) {
+        if n > 0 {
+            let _ = (self.unsettled).fetch_update(SeqCst, SeqCst, |u| Some(u.saturating_sub(n)));
+            self.wake_room();
+        }
+    }
+
     /// Wakes the waits of `flush`/`close`, if any.
     pub(crate) fn notify(&self) {
         self.idle.notify();
@@ -188,6 +211,7 @@ impl Shared {
         c.dropped.fetch_add(left, Relaxed);
         c.losses.fetch_add(left, Relaxed);
         self.pending.store(0, SeqCst);
+        self.unsettled.store(0, SeqCst);
         c.in_flight.store(0, SeqCst);
         self.notify();
         left

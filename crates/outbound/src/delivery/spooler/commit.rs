@@ -38,7 +38,7 @@ impl Spooler {
             adopted: false,
         };
         group.touched.push(no);
-        if parks && (t.in_memory >= share || t.parked > 0) {
+        if parks && (t.in_memory >= share.min(t.capacity) || t.parked > 0) {
             // Behind what is parked already, in its order: read back as messages end.
             t.parked += 1;
             t.parked_ever += 1;
@@ -138,15 +138,13 @@ impl Spooler {
                 });
             }
             for no in &group.touched {
-                if let Some(t) = self.tenants.get(no) {
-                    let bytes = self.store.pending(*no).1;
-                    t.shared.spool_bytes.store(bytes, Relaxed);
-                }
+                self.publish_bytes(*no);
             }
         }
         let good = ok && !group.after_failure;
         for (no, taken) in group.taken {
             if let Some(t) = self.tenants.get_mut(&no) {
+                t.shared.settled(taken.saturating_sub(t.committed));
                 (t.committed, t.last_ok) = (taken, good);
             }
             self.answer_waiters(no);
@@ -217,6 +215,7 @@ impl Spooler {
             if let Some(t) = self.tenants.get_mut(&no) {
                 t.closing = true;
                 // Every message it sent was taken and committed: its waiters are answered.
+                t.shared.settled(t.taken.saturating_sub(t.committed));
                 t.committed = t.taken;
             }
             self.answer_waiters(no);
@@ -254,6 +253,8 @@ impl Spooler {
         if t.in_memory > 0 {
             self.active = self.active.saturating_sub(1);
         }
+        // Its records stay for the next tenant of its name, counted again when it comes.
+        self.total.bytes.fetch_sub(t.bytes, Relaxed);
         for _ in 0..t.parked {
             t.shared.leave_spooled(true);
         }

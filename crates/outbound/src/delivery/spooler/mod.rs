@@ -12,10 +12,12 @@
 //!
 //! **Memory holds a window of a backlog, the store the rest.** The messages the scheduler
 //! holds, all tenants together, stay within a window ([`WINDOW`] messages by default): each
-//! tenant with messages in memory gets an equal share (at least [`MIN_WINDOW`]). A message accepted past its tenant's
-//! share is committed and *parked* (`Op::Park`): its bytes leave memory, and it is read
-//! back, in order, as the tenant's messages end (`Store::resumable`). A burst of a million
-//! messages to one source costs the window's memory, not the million's.
+//! tenant with messages in memory gets an equal share (at least [`MIN_WINDOW`]), and never
+//! more than its `max_queue_size`. A message accepted past its tenant's share is committed
+//! and *parked* (`Op::Park`): its bytes leave memory, and it is read back, in order, as the
+//! tenant's messages end (`Store::resumable`). A burst of a million messages to one source
+//! costs the window's memory, not the million's; what bounds a tenant's backlog is its
+//! `spool_max_bytes` (the calls count only what is not committed yet against its queue).
 //!
 //! Commits are pipelined: a group's commit is started (`Store::submit`) and the group before
 //! it is settled (`Store::settle`) only then, so with Redis one transaction is on the wire
@@ -30,7 +32,7 @@
 use crate::delivery::command::{Answer, Ask, Command, Item, Resumed};
 use crate::delivery::inbox::{Inbox, SpoolInbox, SpoolMailbox, SpoolNote, SpoolOps, Waiter};
 use crate::delivery::replay::{self, Replays};
-use crate::delivery::shared::Shared;
+use crate::delivery::shared::{Shared, SpoolTotal};
 use crate::durable::dead::{DeadLimits, DeadOp};
 use crate::durable::{Cursor, Op, Record, Store, TenantNo, Ticket};
 use crate::error::Error;
@@ -39,7 +41,7 @@ use crate::model::timestamp::{instant_of, wall_ms};
 use crate::wire::ingestion::Element;
 use crossbeam_channel::{select, Receiver, Sender, TryRecvError};
 use foldhash::HashMap;
-use std::sync::atomic::{AtomicUsize, Ordering::*};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering::*};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -101,7 +103,8 @@ pub(crate) struct TenantSpool {
     pub shared: Arc<Shared>,
     /// Its part of the scheduler.
     pub scheduler: Inbox,
-    /// `max_queue_size`: adopted records are taken no faster than the queue has room.
+    /// `max_queue_size`: the most it holds in memory (the rest of its backlog is parked), and
+    /// adopted records are taken no faster than the queue has room.
     pub capacity: u64,
     pub hook_mask: u8,
     pub hooks_key: u64,
@@ -114,6 +117,8 @@ pub(crate) struct TenantSpool {
     committed: u64,
     /// Whether the last commit of its messages reached the disk.
     last_ok: bool,
+    /// Its bytes in the store as of its last commit (its part of the writer's total).
+    bytes: u64,
     /// Messages passed on to its scheduler part whose removal has not come back.
     in_memory: u64,
     /// Its messages parked in the store, not read back yet.
@@ -153,6 +158,7 @@ impl TenantSpool {
             taken: 0,
             committed: 0,
             last_ok: true,
+            bytes: 0,
             in_memory: 0,
             parked: 0,
             parked_ever: 0,
@@ -181,6 +187,8 @@ pub(crate) struct SpoolHandle {
     ops: SpoolOps,
     /// Dead letters the store refused and holds in memory now (set by the writer).
     pub unwritten: Arc<AtomicUsize>,
+    /// The spool's bytes, all tenants together (set by the writer at each commit).
+    pub total: Arc<SpoolTotal>,
 }
 
 impl SpoolHandle {
@@ -221,6 +229,8 @@ pub(crate) struct Spooler {
     dead_refused: bool,
     /// How many it holds, for the engine to read without asking ([`SpoolHandle::unwritten`]).
     unwritten: Arc<AtomicUsize>,
+    /// Every tenant's bytes in the store, summed from what each one's last commit left.
+    total: Arc<SpoolTotal>,
     /// Tenants whose end came and whose ops are to be committed before they go.
     ending: Vec<TenantNo>,
     /// Dead letters: clients' requests, replays under way (`replay.rs`).
@@ -257,6 +267,22 @@ struct Group {
 }
 
 impl Spooler {
+    /// Tenant `no`'s bytes in the store now, for its calls (`spool_max_bytes`) and in the
+    /// engine's total.
+    pub(super) fn publish_bytes(&mut self, no: TenantNo) {
+        let Some(t) = self.tenants.get_mut(&no) else {
+            return;
+        };
+        let bytes = self.store.pending(no).1;
+        t.shared.spool_bytes.store(bytes, Relaxed);
+        let was = std::mem::replace(&mut t.bytes, bytes);
+        if bytes >= was {
+            self.total.bytes.fetch_add(bytes - was, Relaxed);
+        } else {
+            self.total.bytes.fetch_sub(was - bytes, Relaxed);
+        }
+    }
+
     /// A writer over `store`; `stop_when_empty` for a private engine's (it stops with its
     /// one client).
     pub(crate) fn new(
@@ -265,11 +291,16 @@ impl Spooler {
         window: u64,
         logger: Logger,
         stop_when_empty: bool,
+        max_bytes: u64,
     ) -> (Spooler, SpoolHandle) {
         let (inbox, mailbox) = crate::delivery::inbox::spool_inbox();
         let (control_tx, control) = crossbeam_channel::unbounded();
         let ops = mailbox.ops_for(0);
         let unwritten = Arc::new(AtomicUsize::new(0));
+        let total = Arc::new(SpoolTotal {
+            bytes: AtomicU64::new(0),
+            limit: max_bytes,
+        });
         (
             Spooler {
                 store,
@@ -286,6 +317,7 @@ impl Spooler {
                 failing: false,
                 dead_refused: false,
                 unwritten: unwritten.clone(),
+                total: total.clone(),
                 ending: Vec::new(),
                 replays: Replays::default(),
             },
@@ -294,6 +326,7 @@ impl Spooler {
                 control: control_tx,
                 ops,
                 unwritten,
+                total,
             },
         )
     }

@@ -67,7 +67,7 @@ impl Spooler {
         let Some(t) = self.tenants.get_mut(&no) else {
             return;
         };
-        let window_room = share.saturating_sub(t.in_memory);
+        let window_room = share.min(t.capacity).saturating_sub(t.in_memory);
         let queue_room = t.capacity.saturating_sub(t.shared.pending.load(Acquire));
         // Parked messages are in the queue already; adopted ones need a place in it.
         let room = window_room.min(RESUME_PAGE).min(match t.parked {
@@ -127,9 +127,7 @@ impl Spooler {
             // Nothing more of them is coming now: their last batch leaves now, not after
             // flush_interval.
             t.scheduler.send_now(Command::Flush(None));
-            t.shared
-                .spool_bytes
-                .store(self.store.pending(no).1, Relaxed);
+            self.publish_bytes(no);
         }
     }
 }

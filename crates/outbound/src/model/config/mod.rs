@@ -143,7 +143,11 @@ pub struct Config {
     pub max_batch_messages: Option<usize>,
     /// A batch closes this long after its first message arrived.
     pub flush_interval: Duration,
-    /// Most messages held at once, including those waiting to retry.
+    /// Most messages held in memory at once, including those waiting to retry. Without a
+    /// spool that is every message accepted and not yet ended. With a spool, a backlog past
+    /// it waits on disk, bounded by `spool_max_bytes`: what this bounds then is the messages
+    /// not yet committed and those read back for delivery (and, while the spool's commits
+    /// fail, every message not yet ended again).
     pub max_queue_size: usize,
     /// How long a call waits for room when the queue (`max_queue_size`) or the spool
     /// (`spool_max_bytes`) is full, before it fails with [`Error::QueueFull`] or
@@ -231,8 +235,10 @@ pub struct Config {
     /// come within half of `timeout` is not acknowledged (`Client::when_spooled` answers
     /// false). A tenant of an engine follows its engine's (`EngineConfig::redis_ack`).
     pub redis_ack: RedisAck,
-    /// Bytes the spool may hold; past it new calls are refused ([`Error::SpoolFull`],
-    /// counted as `queue_full`). Default 1 GiB.
+    /// Bytes the spool may hold for this client: the bound on a backlog (a destination
+    /// down), past which new calls are refused ([`Error::SpoolFull`], counted as
+    /// `queue_full`). Default 1 GiB: an SDK's event of about 300 bytes takes about 450 in
+    /// the spool, so about 2.4 million events, a 4-hour outage at 165 events a second.
     pub spool_max_bytes: u64,
     /// How often accepted messages are committed to the spool, together (default 20 ms).
     /// A power cut loses at most the messages accepted within one interval.
