@@ -190,7 +190,10 @@ fn a_batch_refused_for_room_counts_each_event_rejected() {
     rx.status.store(503, SeqCst); // keeps the first batch queued
     let relay = Relay::start(
         dir.path(),
-        &config(&[("web", "wk_web", &rx)], "spool = false\nmax_queue_size = 5"),
+        &config(
+            &[("web", "wk_web", &rx)],
+            "spool = false\nmax_queue_size = 5",
+        ),
     );
     let send = |tag: &str| {
         let events: Vec<Value> = (0..3)

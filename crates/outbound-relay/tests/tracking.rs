@@ -526,8 +526,10 @@ fn a_spooled_backlog_is_bounded_by_spool_bytes_and_delivered_after_an_outage() {
     // About 1 KB an event, so the spool's bytes are the padding's, whatever else a body holds.
     let batch = |tag: &str| {
         let events: Vec<Value> = (0..3)
-            .map(|i| json!({"type": "track", "userId": "u1", "event": "E",
-                "messageId": format!("{tag}-{i}"), "properties": {"pad": "x".repeat(1000)}}))
+            .map(|i| {
+                json!({"type": "track", "userId": "u1", "event": "E",
+                "messageId": format!("{tag}-{i}"), "properties": {"pad": "x".repeat(1000)}})
+            })
             .collect();
         json!({ "batch": events }).to_string()
     };
@@ -589,8 +591,10 @@ fn spool_max_total_bytes_bounds_every_source_together() {
     );
     let batch = |tag: &str| {
         let events: Vec<Value> = (0..3)
-            .map(|i| json!({"type": "track", "userId": "u1", "event": "E",
-                "messageId": format!("{tag}-{i}"), "properties": {"pad": "x".repeat(1000)}}))
+            .map(|i| {
+                json!({"type": "track", "userId": "u1", "event": "E",
+                "messageId": format!("{tag}-{i}"), "properties": {"pad": "x".repeat(1000)}})
+            })
             .collect();
         json!({ "batch": events }).to_string()
     };
@@ -624,7 +628,10 @@ fn a_batch_without_room_is_429_whole_and_arrives_once_when_sent_again() {
     rx.status.store(503, std::sync::atomic::Ordering::SeqCst);
     let relay = InProcess::start(
         dir.path(),
-        &config(&[("web", "wk_web_1", &rx)], "spool = false\nmax_queue_size = 5"),
+        &config(
+            &[("web", "wk_web_1", &rx)],
+            "spool = false\nmax_queue_size = 5",
+        ),
     );
     let auth = basic("wk_web_1");
     let batch = three_tracks;

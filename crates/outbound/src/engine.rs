@@ -205,8 +205,14 @@ impl SpoolWriter {
         max_bytes: u64,
     ) -> Result<SpoolWriter, Error> {
         let lock_fd = store.lock_fd();
-        let (writer, handle) =
-            Spooler::new(store, commit_every, window, logger, stop_when_empty, max_bytes);
+        let (writer, handle) = Spooler::new(
+            store,
+            commit_every,
+            window,
+            logger,
+            stop_when_empty,
+            max_bytes,
+        );
         let thread = std::thread::Builder::new()
             .name("outbound-spool".into())
             .spawn(move || writer.run())

@@ -213,8 +213,12 @@ fn the_engine_s_spool_max_bytes_bounds_every_tenant_together() {
     .unwrap();
     // Each tenant's own bound is far above the engine's: the total is what refuses.
     let (a, b) = (
-        engine.tenant("a", hooks(NOWHERE, &Outcomes::default())).unwrap(),
-        engine.tenant("b", hooks(NOWHERE, &Outcomes::default())).unwrap(),
+        engine
+            .tenant("a", hooks(NOWHERE, &Outcomes::default()))
+            .unwrap(),
+        engine
+            .tenant("b", hooks(NOWHERE, &Outcomes::default()))
+            .unwrap(),
     );
     let big = |i: usize| {
         Message::track("u1", "E")
@@ -242,7 +246,9 @@ fn the_engine_s_spool_max_bytes_bounds_every_tenant_together() {
     a.close(Some(Duration::ZERO)).unwrap();
     b.close(Some(Duration::ZERO)).unwrap();
     // A closed tenant's records no longer count: a new one has room again.
-    let c = engine.tenant("c", hooks(NOWHERE, &Outcomes::default())).unwrap();
+    let c = engine
+        .tenant("c", hooks(NOWHERE, &Outcomes::default()))
+        .unwrap();
     c.enqueue(&big(2_000)).unwrap();
     c.close(Some(Duration::ZERO)).unwrap();
 }

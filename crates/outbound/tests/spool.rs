@@ -214,9 +214,16 @@ fn a_spooled_backlog_is_bounded_by_spool_bytes_not_by_max_queue_size() {
     }
     let s = client.stats();
     assert_eq!((s.accepted, s.queue_full), (n, 0), "{s:?}");
-    assert!(server.wait_for(3, Duration::from_secs(20)), "tried while down");
+    assert!(
+        server.wait_for(3, Duration::from_secs(20)),
+        "tried while down"
+    );
     up.store(true, SeqCst);
-    assert!(client.flush(Some(Duration::from_secs(60))), "{:?}", client.stats());
+    assert!(
+        client.flush(Some(Duration::from_secs(60))),
+        "{:?}",
+        client.stats()
+    );
     let s = client.stats();
     assert_eq!(s.delivered, n, "{s:?}");
     let mut got = delivered.lock().unwrap().clone();

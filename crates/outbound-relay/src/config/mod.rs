@@ -493,7 +493,10 @@ impl Relay {
             return Err(err("memory_window".into(), "must be at least 1".into()));
         }
         if f.spool_max_total_bytes == Some(0) {
-            return Err(err("spool_max_total_bytes".into(), "must be at least 1".into()));
+            return Err(err(
+                "spool_max_total_bytes".into(),
+                "must be at least 1".into(),
+            ));
         }
         let audit = audit_limits(&f).map_err(|(k, r)| err(k, r))?;
         let alerts = alert_settings(&f).map_err(|(k, r)| err(k, r))?;
@@ -626,15 +629,13 @@ impl AlertSettings {
     /// URL (the operator's own, so the guard on private networks is off for it), signed with
     /// the operator's secret; its spool is the engine's (the caller makes it a tenant).
     pub fn client_config(&self) -> CoreConfig {
-        CoreConfig {
-            webhooks: vec![outbound::Webhook::new(self.url.clone())],
-            shared_secret: Some(self.secret.clone()),
-            signature_scheme: self.scheme,
-            block_private_networks: false,
-            debug: Some(true),
-            dead_letters: false,
-            ..CoreConfig::default()
-        }
+        CoreConfig::default()
+            .webhooks(vec![outbound::Webhook::new(self.url.clone())])
+            .shared_secret(self.secret.clone())
+            .signature_scheme(self.scheme)
+            .block_private_networks(false)
+            .debug(true)
+            .dead_letters(false)
     }
 }
 
