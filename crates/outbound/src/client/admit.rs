@@ -1,7 +1,23 @@
 //! Calls: each message validated and written once on the caller's thread, checked against
 //! the queue's and the spool's room, and handed on without blocking.
 
-use super::*;
+use super::{Answers, Client, MAX_MESSAGE_BYTES};
+use crate::delivery::command::Item;
+use crate::delivery::shared::Shared;
+use crate::error::Error;
+use crate::log::Level;
+use crate::model::config::SignatureScheme;
+use crate::model::message::Message;
+use crate::model::retry::after;
+use crate::model::{timestamp, validate};
+use crate::wire::canonical_json::{self, WriteJson};
+use crate::wire::encode::{Parts, Scratch};
+use crate::wire::ingestion::{self, Element};
+use crate::wire::webhook;
+use std::borrow::Borrow;
+use std::sync::atomic::Ordering::*;
+use std::sync::Arc;
+use std::time::Instant;
 
 /// Counts an enqueue call as under way while it lives.
 struct CallGuard<'a>(&'a Shared);

@@ -1,7 +1,15 @@
 //! Waiting for what was accepted: on the spool (`when_spooled`), delivered (`flush`), and
 //! the client's end (`close`, `hand_over`).
 
-use super::*;
+use super::start::{Engine, To};
+use super::{Client, DEFAULT_WAIT};
+use crate::delivery::command::Command;
+use crate::error::Error;
+use crate::log::Level;
+use crate::model::retry::after;
+use std::sync::atomic::{AtomicU64, Ordering::*};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 impl Client {
     /// Calls `callback` once every message this client accepted before the call is committed

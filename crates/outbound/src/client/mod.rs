@@ -2,34 +2,17 @@
 //! to the scheduler without ever blocking.
 
 use crate::delivery::command::{Answer, Ask};
-use crate::delivery::command::{Command, Item};
-use crate::delivery::inbox::{self, Inbox, TenantSpoolInbox};
-use crate::delivery::lane::{BatchesOut, Budget, Delivery, HooksOut};
-use crate::delivery::scheduler::{Control, Tenant};
-use crate::delivery::shared::Shared;
-use crate::delivery::spooler::{hooks_key, TenantSpool};
-use crate::delivery::watch::{UrlWatch, Watch};
-use crate::durable::dead::DeadLimits;
-use crate::engine::{Core, SpoolWriter};
+use crate::delivery::watch::UrlWatch;
+use crate::engine::Core;
 use crate::error::Error;
-use crate::http::connect::Target;
-use crate::http::exchange::Exchange;
 use crate::http::recorder::Recorder;
-use crate::log::{redact_url, Level, Logger};
-use crate::model::config::{Config, SignatureScheme, MAX_WEBHOOKS};
-use crate::model::message::Message;
+use crate::log::{Level, Logger};
+use crate::model::config::{Config, MAX_WEBHOOKS};
 use crate::model::outcome::Stats;
-use crate::model::retry::after;
-use crate::model::{timestamp, validate};
-use crate::wire::canonical_json::{self, WriteJson};
-use crate::wire::encode::{Parts, Scratch};
-use crate::wire::ingestion::{self, Element, Endpoint};
-use crate::wire::webhook::{self, Hooks};
 use arc_swap::ArcSwap;
-use std::borrow::Borrow;
-use std::sync::atomic::{AtomicU64, Ordering::*};
+use std::sync::atomic::Ordering::*;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// Largest serialized message accepted (spec §8: 32 KB).
 pub const MAX_MESSAGE_BYTES: usize = 32 * 1024;

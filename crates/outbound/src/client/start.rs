@@ -1,7 +1,28 @@
 //! A client's generation: its engine, its tenant of the scheduler, its lanes and where its
 //! calls go first (the spool writer or the scheduler).
 
-use super::*;
+use super::Client;
+use crate::delivery::command::{Command, Item};
+use crate::delivery::inbox::{self, Inbox, TenantSpoolInbox};
+use crate::delivery::lane::{BatchesOut, Budget, Delivery, HooksOut};
+use crate::delivery::scheduler::{Control, Tenant};
+use crate::delivery::shared::Shared;
+use crate::delivery::spooler::{hooks_key, TenantSpool};
+use crate::delivery::watch::Watch;
+use crate::durable::dead::DeadLimits;
+use crate::engine::{Core, SpoolWriter};
+use crate::error::Error;
+use crate::http::connect::Target;
+use crate::http::exchange::Exchange;
+use crate::http::recorder::Recorder;
+use crate::log::{redact_url, Logger};
+use crate::model::config::Config;
+use crate::model::retry::after;
+use crate::wire::ingestion::{self, Endpoint};
+use crate::wire::webhook::Hooks;
+use std::sync::atomic::Ordering::*;
+use std::sync::Arc;
+use std::time::Duration;
 
 /// One generation of the client's queue and engine (a forked child gets a new one).
 pub(super) struct Engine {

@@ -2,7 +2,14 @@
 //! window), the group committed and settled, its messages passed on and its waiters answered;
 //! flushes and shutdowns passed on after the commit.
 
-use super::*;
+use super::{Group, InFlight, Spooler, MIN_WINDOW};
+use crate::delivery::command::{Command, Item};
+use crate::durable::{Op, Record, TenantNo, Ticket};
+use crate::log::Level;
+use crate::model::timestamp::wall_ms;
+use crate::wire::ingestion::Element;
+use std::sync::atomic::Ordering::*;
+use std::time::Instant;
 
 impl Spooler {
     /// One accepted message of tenant `no`: written to the group, and passed on after the

@@ -29,16 +29,14 @@
 //! it carried goes with the commit after that: the waiters of the one sent in between are
 //! answered `false`, as not everything before them is on disk.
 
-use crate::delivery::command::{Answer, Ask, Command, Item, Resumed};
+use crate::delivery::command::{Answer, Ask, Command, Item};
 use crate::delivery::inbox::{Inbox, SpoolInbox, SpoolMailbox, SpoolNote, SpoolOps, Waiter};
-use crate::delivery::replay::{self, Replays};
+use crate::delivery::replay::Replays;
 use crate::delivery::shared::{Shared, SpoolTotal};
 use crate::durable::dead::{DeadLimits, DeadOp};
-use crate::durable::{Cursor, Op, Record, Store, TenantNo, Ticket};
+use crate::durable::{Cursor, Op, Store, TenantNo, Ticket};
 use crate::error::Error;
 use crate::log::{Level, Logger};
-use crate::model::timestamp::{instant_of, wall_ms};
-use crate::wire::ingestion::Element;
 use crossbeam_channel::{select, Receiver, Sender, TryRecvError};
 use foldhash::HashMap;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering::*};

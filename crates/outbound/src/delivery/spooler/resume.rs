@@ -1,7 +1,13 @@
 //! The read-back path: what dead processes and closed clients left is adopted, and parked or
 //! resumed messages are read back from the store tenant by tenant, within their room.
 
-use super::*;
+use super::{Spooler, RESUME_PAGE};
+use crate::delivery::command::{Command, Resumed};
+use crate::delivery::replay;
+use crate::durable::TenantNo;
+use crate::log::Level;
+use crate::model::timestamp::instant_of;
+use std::sync::atomic::Ordering::*;
 
 impl Spooler {
     /// Takes over the files of dead processes and closed clients.
