@@ -25,6 +25,7 @@ impl Spooler {
                 for no in adopted.tenants {
                     if let Some(t) = self.tenants.get_mut(&no) {
                         t.resume_due = true;
+                        self.due_tenants.push(no);
                     }
                 }
                 self.replays.look_again(adopted.files > 0);
@@ -38,12 +39,20 @@ impl Spooler {
 
     /// Reads back what tenants may take now.
     pub(super) fn resume_all(&mut self) {
-        let due: Vec<TenantNo> = (self.tenants.iter())
-            .filter(|(_, t)| t.resume_due && !t.closing)
-            .map(|(no, _)| *no)
-            .collect();
+        let due_now = |tenants: &HashMap<TenantNo, Box<TenantSpool>>, no| {
+            tenants.get(&no).is_some_and(|t| t.resume_due && !t.closing)
+        };
+        let mut due = std::mem::take(&mut self.due_tenants);
+        due.sort_unstable();
+        due.dedup();
         for no in due {
-            self.resume(no);
+            if due_now(&self.tenants, no) {
+                self.resume(no);
+            }
+            // Still due (no room yet, or more to read): looked at again at the next turn.
+            if due_now(&self.tenants, no) {
+                self.due_tenants.push(no);
+            }
         }
         let tenants = &self.tenants;
         let tenant = |no| {
