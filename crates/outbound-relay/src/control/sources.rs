@@ -20,7 +20,6 @@ use axum::extract::{RawQuery, State};
 use axum::http::{HeaderMap, StatusCode};
 use outbound::HealthState;
 use serde_json::Value;
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// Fields a source's own token may change (besides repeating the rest unchanged).
@@ -96,25 +95,8 @@ pub async fn list(State(api): State<Api>, _: Admin, RawQuery(query): RawQuery) -
             }
         }
     }
-    let matches = |s: &Source| {
-        q.is_empty()
-            || s.name.to_lowercase().contains(&q)
-            || (s.spec.core.webhooks.iter()).any(|w| w.url.to_lowercase().contains(&q))
-    };
-    // In name order from `after`: a page costs its own length, and counting the matches a
-    // pass over the names (none when nothing is searched).
-    let page: Vec<&Arc<Source>> = sources
-        .after(&after)
-        .filter(|s| matches(s))
-        .take(limit)
-        .collect();
-    let matched = match q.is_empty() {
-        true => sources.len(),
-        false => sources.iter().filter(|s| matches(s)).count(),
-    };
-    let more = (page.last()).is_some_and(|last| sources.after(&last.name).any(|s| matches(s)));
-    let next = more.then(|| page.last().map(|s| s.name.clone())).flatten();
-    let items = (page.iter())
+    let page = sources.page(&after, &q, limit);
+    let items = (page.sources.iter())
         .map(|s| Listed {
             source: resource::view(&s.spec),
             summary: summary(s),
@@ -122,8 +104,8 @@ pub async fn list(State(api): State<Api>, _: Admin, RawQuery(query): RawQuery) -
         .collect();
     let list = SourceList {
         sources: items,
-        next,
-        matched,
+        next: page.next,
+        matched: page.matched,
     };
     answer(StatusCode::OK, &list)
 }
@@ -296,6 +278,7 @@ fn apply_put(
         .map_err(Denied::invalid)?;
     // The registry checks the values with the core before anything is stored.
     let created = registry.put(spec)?;
+    let stored = store::body(&stored);
     control
         .store
         .put_source(name, &stored)
