@@ -76,11 +76,15 @@ pub struct Arrival {
     pub deadline: Instant,
 }
 
-/// The metrics label of a request whose answer did not come in time (every other answer
-/// carries its route's [`Label`]).
-fn timeout_label(path: &str) -> &'static str {
+/// The metrics label of a request, from its method and path: which part of the relay
+/// answers it (decided before routing, so no answer has to carry it).
+fn route_label(method: &Method, path: &str) -> &'static str {
     if tracking::endpoint(path).is_some() || telemetry::is_telemetry(path) {
-        return "tracking";
+        return match *method {
+            Method::OPTIONS => "preflight",
+            _ if telemetry::is_telemetry(path) => "telemetry",
+            _ => "tracking",
+        };
     }
     match path {
         "/healthz" => "healthz",
@@ -93,13 +97,10 @@ fn timeout_label(path: &str) -> &'static str {
     }
 }
 
-/// The metrics label of an answer: which route answered it.
-#[derive(Clone, Copy)]
-struct Label(&'static str);
-
-fn labelled(label: &'static str, mut answer: Answer) -> Answer {
-    answer.extensions_mut().insert(Label(label));
-    answer
+tokio::task_local! {
+    /// The arrival of the request being routed: set around the routing of each request, so
+    /// that it travels without an extension (a map allocated for every request).
+    static ARRIVAL: Arrival;
 }
 
 /// Every route of the relay: the admin API (typed, with its document: `control::router`),
@@ -113,19 +114,21 @@ pub fn app(state: Arc<State>) -> axum::Router {
         state.live.clone(),
         state.ops.clone(),
     )
-    .method_not_allowed_fallback(|| async { use_method("a method this route takes") })
-    .layer(axum::middleware::map_response(
-        |r: axum::response::Response| async {
-            let mut r = r;
-            r.extensions_mut().insert(Label("admin"));
-            r
-        },
-    ));
-    let use_get = || async { labelled("other", use_method("GET")) };
+    .method_not_allowed_fallback(|| async { use_method("a method this route takes") });
+    let use_get = || async { use_method("GET") };
+    // Segment's tracking paths as routes of their own (each name, with and without a
+    // trailing slash), so that the hot path is matched once and not again as the fallback.
+    let mut tracking_routes = axum::Router::new();
+    for name in tracking::PATH_NAMES {
+        for path in [format!("/v1/{name}"), format!("/v1/{name}/")] {
+            tracking_routes = tracking_routes.route(&path, axum::routing::any(by_path));
+        }
+    }
     axum::Router::new()
         .route("/healthz", get(healthz).head(healthz).fallback(use_get))
         .route("/readyz", get(readyz).head(readyz).fallback(use_get))
         .route("/metrics", get(metrics_text).fallback(use_get))
+        .merge(tracking_routes)
         .fallback(by_path)
         .with_state(state)
         .merge(admin)
@@ -136,7 +139,7 @@ fn use_method(which: &str) -> Answer {
 }
 
 async fn healthz() -> Answer {
-    labelled("healthz", health::healthz())
+    health::healthz()
 }
 
 async fn readyz(AxState(state): AxState<Arc<State>>) -> Answer {
@@ -152,7 +155,7 @@ async fn readyz(AxState(state): AxState<Arc<State>>) -> Answer {
         .unwrap_or_else(|_| {
             reply::error(StatusCode::SERVICE_UNAVAILABLE, "readiness check failed")
         });
-    labelled("readyz", answer)
+    answer
 }
 
 async fn metrics_text(AxState(state): AxState<Arc<State>>, uri: Uri, headers: HeaderMap) -> Answer {
@@ -162,10 +165,7 @@ async fn metrics_text(AxState(state): AxState<Arc<State>>, uri: Uri, headers: He
     let tokens = [live.metrics_token.as_deref(), live.admin_token.as_deref()];
     if tokens.iter().all(Option::is_none) {
         let off = "/metrics is off (no metrics_token or admin_token)";
-        return labelled(
-            "metrics",
-            control::refusal(StatusCode::NOT_FOUND, "path", off),
-        );
+        return control::refusal(StatusCode::NOT_FOUND, "path", off);
     }
     if !tokens.iter().flatten().any(|t| bearer_is(&headers, t)) {
         if state.control.is_source_token(&headers, &sources) {
@@ -176,7 +176,7 @@ async fn metrics_text(AxState(state): AxState<Arc<State>>, uri: Uri, headers: He
                 "authorization",
                 "a source token reaches its own source only",
             );
-            return labelled("metrics", answer);
+            return answer;
         }
         let why = "metrics request refused: bad or missing token";
         control::log_refused(&state.ops.log_rate, "metrics_unauthorized", "", path, why);
@@ -185,7 +185,7 @@ async fn metrics_text(AxState(state): AxState<Arc<State>>, uri: Uri, headers: He
             "authorization",
             "metrics or admin token required",
         );
-        return labelled("metrics", answer);
+        return answer;
     }
     let (m, engine) = (state.ops.metrics.clone(), state.engine.clone());
     let text = tokio::task::spawn_blocking(move || metrics::render(&m, &sources, &engine))
@@ -196,17 +196,14 @@ async fn metrics_text(AxState(state): AxState<Arc<State>>, uri: Uri, headers: He
         CONTENT_TYPE,
         HeaderValue::from_static("application/openmetrics-text; version=1.0.0; charset=utf-8"),
     );
-    labelled("metrics", r)
+    r
 }
 
 /// What no typed route takes, by its path: Segment's tracking API (its paths are written in
 /// several forms: `/v1/t`, `/v1/track/`), its settings and telemetry paths, the console, an
 /// unknown admin path (after the token is checked), or 404.
-async fn by_path(
-    AxState(state): AxState<Arc<State>>,
-    axum::Extension(arrival): axum::Extension<Arrival>,
-    req: axum::extract::Request,
-) -> Answer {
+async fn by_path(AxState(state): AxState<Arc<State>>, req: axum::extract::Request) -> Answer {
+    let arrival = ARRIVAL.with(|a| *a);
     let sources = state.registry.current();
     let (parts, body) = req.into_parts();
     let path = parts.uri.path();
@@ -231,10 +228,7 @@ async fn by_path(
                         "body is over the limit of {} bytes",
                         tracking::MAX_BODY_BYTES
                     );
-                    return labelled(
-                        "tracking",
-                        reply::error(StatusCode::PAYLOAD_TOO_LARGE, too_large),
-                    );
+                    return reply::error(StatusCode::PAYLOAD_TOO_LARGE, too_large);
                 }
                 let facts = Facts {
                     peer: arrival.peer,
@@ -251,31 +245,22 @@ async fn by_path(
             }
             Method::OPTIONS => {
                 let rate = &state.ops.log_rate;
-                return labelled(
-                    "preflight",
-                    tracking::preflight(rate, &sources, &parts.headers),
-                );
+                return tracking::preflight(rate, &sources, &parts.headers);
             }
             _ => use_method("POST"),
         };
-        return labelled("tracking", answer);
+        return answer;
     }
     if telemetry::is_telemetry(path) {
         return match parts.method {
-            Method::POST => labelled(
-                "telemetry",
-                telemetry::drop(&state.ops, &sources, &parts.headers, body).await,
-            ),
-            Method::OPTIONS => labelled(
-                "preflight",
-                tracking::preflight(&state.ops.log_rate, &sources, &parts.headers),
-            ),
-            _ => labelled("telemetry", use_method("POST")),
+            Method::POST => telemetry::drop(&state.ops, &sources, &parts.headers, body).await,
+            Method::OPTIONS => tracking::preflight(&state.ops.log_rate, &sources, &parts.headers),
+            _ => use_method("POST"),
         };
     }
     if let Some(key) = settings::write_key_of(path) {
         if !matches!(parts.method, Method::GET | Method::HEAD) {
-            return labelled("settings", use_method("GET"));
+            return use_method("GET");
         }
         let facts = Facts {
             peer: arrival.peer,
@@ -283,7 +268,7 @@ async fn by_path(
             trusted: &state.trusted_proxies,
         };
         let public = facts.public(state.public_url.as_ref(), state.tls.is_some());
-        return labelled("settings", settings::answer(&sources, key, public));
+        return settings::answer(&sources, key, public);
     }
     if path == "/admin" || path.starts_with("/admin/") {
         let live = state.live.load();
@@ -295,16 +280,13 @@ async fn by_path(
             &parts.headers,
             path,
         );
-        return labelled("admin", answer);
+        return answer;
     }
     if console::is_console(path) {
         let admin_on = state.live.load().admin_token.is_some();
-        return labelled(
-            "console",
-            console::answer(&parts.method, path, &parts.headers, admin_on),
-        );
+        return console::answer(&parts.method, path, &parts.headers, admin_on);
     }
-    labelled("other", reply::error(StatusCode::NOT_FOUND, "no such path"))
+    reply::error(StatusCode::NOT_FOUND, "no such path")
 }
 
 /// Reads and drops at most `most` bytes of `body` within `bound`; then the body is dropped
@@ -341,22 +323,17 @@ async fn answer(
         at,
         deadline: started + bound,
     };
-    let path = req.uri().path().to_string();
-    let mut req = req.map(axum::body::Body::new);
-    req.extensions_mut().insert(arrival);
-    let routed = async move {
+    let label = route_label(req.method(), req.uri().path());
+    let req = req.map(axum::body::Body::new);
+    let routed = ARRIVAL.scope(arrival, async move {
         match app.oneshot(req).await {
             Ok(r) => r,
             Err(never) => match never {},
         }
-    };
-    let (r, label) = match tokio::time::timeout(bound, routed).await {
-        Ok(r) => {
-            let label = r.extensions().get::<Label>().map_or("other", |l| l.0);
-            (r, label)
-        }
+    });
+    let r = match tokio::time::timeout(bound, routed).await {
+        Ok(r) => r,
         Err(_) => {
-            let label = timeout_label(&path);
             if let Some(held_back) = state.ops.log_rate.allow("request_timeout", label) {
                 tracing::info!(
                     route = label,
@@ -370,7 +347,7 @@ async fn answer(
             );
             r.headers_mut()
                 .insert(CONNECTION, HeaderValue::from_static("close"));
-            (r.into_response(), label)
+            r.into_response()
         }
     };
     state

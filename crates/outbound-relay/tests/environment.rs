@@ -113,8 +113,9 @@ fn with_no_file_the_environment_starts_a_relay_whose_sources_come_from_the_admin
         &[("Authorization", &bearer("adm_from_a_file"))],
     );
     assert_eq!(who.status, 200, "{}", who.body);
+    // The relay-wide allowed_networks reach file sources only: an API source names its own.
     let body = format!(
-        r#"{{"write_keys":["wk_env"],"shared_secret":"s3cret","webhooks":[{{"url":"{}"}}]}}"#,
+        r#"{{"write_keys":["wk_env"],"shared_secret":"s3cret","allowed_networks":["127.0.0.0/8"],"webhooks":[{{"url":"{}"}}]}}"#,
         receiver.url
     );
     let made = put(

@@ -65,6 +65,12 @@ pub enum Endpoint {
     Single(&'static str),
 }
 
+/// Every name of Segment's tracking paths, under `/v1/` (see [`endpoint`]).
+pub const PATH_NAMES: [&str; 15] = [
+    "batch", "import", "b", "identify", "i", "track", "t", "page", "p", "screen", "s", "group",
+    "g", "alias", "a",
+];
+
 /// The endpoint of `path`, if it is one of the tracking API's.
 pub fn endpoint(path: &str) -> Option<Endpoint> {
     let name = path.strip_prefix("/v1/")?.trim_end_matches('/');
