@@ -179,7 +179,7 @@ impl Control {
             (held.tokens.values())
                 .filter(|t| {
                     let api = held.sources.get(&t.source);
-                    let api_id = api.map(|b| stored_id(b));
+                    let api_id = api.map(stored_id);
                     let file = registry.file_source(&t.source).is_some();
                     !file && api_id.as_deref() != Some(t.source_id.as_str())
                 })

@@ -137,11 +137,8 @@ impl RedisStore {
             };
             p.cmd("HMGET").arg(key).arg(ask);
         }
-        let (s, d, t): (
-            Vec<Option<String>>,
-            Vec<Option<String>>,
-            Vec<Option<String>>,
-        ) = self.with(|c| p.query(c))?;
+        type Fields = Vec<Option<String>>;
+        let (s, d, t): (Fields, Fields, Fields) = self.with(|c| p.query(c))?;
         delta.sources = (named[0].iter().zip(s))
             .map(|(name, body)| {
                 let body = body.and_then(|b| readable::<Body>(sources, name, &b));
