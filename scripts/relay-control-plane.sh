@@ -8,24 +8,34 @@
 #                                            bench/results/relay-control-plane.json
 #   scripts/relay-control-plane.sh --smoke   the dev build, 300 sources: checks the benchmark
 #                                            works; part of scripts/test.sh
+#   ... --redis                              the same on a Redis fleet's store and spool (a
+#                                            redis-server on 127.0.0.1, AOF); the full run
+#                                            writes bench/results/relay-control-plane-redis.json
 set -euo pipefail
 MODE=full
-case "${1:-}" in
-  "") ;;
-  --smoke) MODE=smoke ;;
-  -h|--help) sed -n '2,11p' "$0"; exit 0 ;;
-  *) echo "usage: scripts/relay-control-plane.sh [--smoke]" >&2; exit 2 ;;
-esac
+REDIS=()
+for arg in "$@"; do
+  case "$arg" in
+    --smoke) MODE=smoke ;;
+    --redis) REDIS=(--redis) ;;
+    -h|--help) sed -n '2,14p' "$0"; exit 0 ;;
+    *) echo "usage: scripts/relay-control-plane.sh [--smoke] [--redis]" >&2; exit 2 ;;
+  esac
+done
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$ROOT"
 source scripts/relay-build.sh
+if [ ${#REDIS[@]} -gt 0 ]; then
+  source scripts/redis-env.sh
+fi
+RESULT=bench/results/relay-control-plane${REDIS:+-redis}.json
 echo "--- load average at the start: $(cut -d' ' -f1-3 /proc/loadavg)"
 if [ "$MODE" = smoke ]; then
   relay_build debug
-  python3 bench/relay/control_plane.py --relay-bin "$RELAY" --sources 300 </dev/null
+  python3 bench/relay/control_plane.py --relay-bin "$RELAY" --sources 300 "${REDIS[@]}" </dev/null
 else
   relay_build release
-  python3 bench/relay/control_plane.py --relay-bin "$RELAY" --sources 100000 \
-    --json bench/results/relay-control-plane.json </dev/null
+  python3 bench/relay/control_plane.py --relay-bin "$RELAY" --sources 100000 "${REDIS[@]}" \
+    --json "$RESULT" </dev/null
 fi
 echo "--- load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)"

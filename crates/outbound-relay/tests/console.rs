@@ -111,6 +111,14 @@ fn sources_come_in_pages_in_name_order_searched_by_name_or_url_among_10000() {
     assert_eq!(found["matched"], 10);
     assert_eq!(names(&found), ["s-00007", "s-01007", "s-02007"]);
     assert_eq!(found["next"], "s-02007");
+    let (_, found) = admin_get(&relay, "/admin/sources?q=%2Fspecial&limit=3&after=s-02007");
+    assert_eq!(found["matched"], 10);
+    assert_eq!(names(&found), ["s-03007", "s-04007", "s-05007"]);
+    let (_, found) = admin_get(&relay, "/admin/sources?q=%2Fspecial&after=s-08007");
+    assert_eq!(
+        (names(&found), &found["next"]),
+        (vec!["s-09007".to_string()], &Value::Null)
+    );
     let (_, none) = admin_get(&relay, "/admin/sources?q=nothing-like-it");
     assert_eq!(
         (none["matched"].clone(), none["next"].clone()),

@@ -183,25 +183,16 @@ pub async fn list(State(api): State<Api>, _: Admin, RawQuery(query): RawQuery) -
     };
     let dead = dead_letters(&api);
     if a.sort == Sort::Name && a.states.is_none() {
-        // In name order from `after`: a page costs its own length, and counting the matches
-        // a pass over the names (none when nothing is searched).
-        let page: Vec<&Arc<Source>> = (sources.after(&a.after))
-            .filter(|s| matches(s))
-            .take(a.limit)
-            .collect();
-        let matched = match a.q.is_empty() {
-            true => sources.len(),
-            false => sources.iter().filter(|s| matches(s)).count(),
-        };
-        let more = (page.last()).is_some_and(|last| sources.after(&last.name).any(|s| matches(s)));
-        let next = more.then(|| page.last().map(|s| s.name.clone())).flatten();
-        let items = (page.iter())
+        // In name order from `after`: a page costs its own length, a search one pass over
+        // the set's search index.
+        let page = sources.page(&a.after, &a.q, a.limit);
+        let items = (page.sources.iter())
             .map(|s| listed(s, summary(s, &dead)))
             .collect();
         let list = SourceList {
             sources: items,
-            next,
-            matched,
+            next: page.next,
+            matched: page.matched,
         };
         return answer(StatusCode::OK, &list);
     }

@@ -23,6 +23,7 @@ pub mod alerts;
 pub mod audit;
 pub mod auth;
 pub mod conditional;
+mod follow;
 pub mod listing;
 pub mod openapi;
 pub mod records;
@@ -191,9 +192,9 @@ impl Control {
             (held.tokens.values())
                 .filter(|t| {
                     let api = held.sources.get(&t.source);
-                    let api_id = api.map(|b| b.get("id").and_then(Value::as_str).unwrap_or(""));
+                    let api_id = api.map(stored_id);
                     let file = registry.file_source(&t.source).is_some();
-                    !file && api_id != Some(t.source_id.as_str())
+                    !file && api_id.as_deref() != Some(t.source_id.as_str())
                 })
                 .cloned()
                 .collect()
@@ -230,7 +231,10 @@ impl Control {
 
     /// What the store holds of the API's source `name` (secrets included).
     pub fn stored_source(&self, name: &str) -> Option<Value> {
-        self.held().sources.get(name).cloned()
+        let held = self.held();
+        let body = held.sources.get(name)?;
+        // It was JSON when stored: a body read back always parses.
+        serde_json::from_str(body.get()).ok()
     }
 
     /// Applies what the store holds: sources, deletions still draining, tokens.
@@ -245,7 +249,13 @@ impl Control {
             }
         };
         let specs = (snap.sources.iter())
-            .filter_map(|(n, b)| read(n, b))
+            .filter_map(|(n, b)| match serde_json::from_str(b.get()) {
+                Ok(body) => read(n, &body),
+                Err(e) => {
+                    tracing::error!(source = %n, "stored source not started: {e}");
+                    None
+                }
+            })
             .collect();
         let drains = (snap.deleted.iter())
             .filter(|(_, (_, until))| *until > now)
@@ -271,15 +281,9 @@ impl Control {
             // read before the write would undo the change here until the next poll.
             let _one = self.changing.lock().await;
             let (me, reg) = (self.clone(), registry.clone());
-            let polled = tokio::task::spawn_blocking(move || {
-                let held = me.held.lock().unwrap_or_else(|e| e.into_inner()).revision;
-                match me.store.revision()? {
-                    rev if rev != held => me.store.load().map(|snap| me.adopt(snap, &reg)),
-                    _ => Ok(()),
-                }
-            })
-            .await
-            .unwrap_or_else(|e| Err(e.to_string()));
+            let polled = tokio::task::spawn_blocking(move || me.poll(&reg))
+                .await
+                .unwrap_or_else(|e| Err(e.to_string()));
             match polled {
                 Err(e) if !failing => {
                     failing = true;
@@ -323,6 +327,17 @@ impl Control {
     fn held(&self) -> std::sync::MutexGuard<'_, Snapshot> {
         self.held.lock().unwrap_or_else(|e| e.into_inner())
     }
+}
+
+/// The `id` of a stored body (empty for a source made before sources had ids).
+fn stored_id(body: &store::Body) -> String {
+    #[derive(serde::Deserialize)]
+    struct Id {
+        #[serde(default)]
+        id: Option<String>,
+    }
+    let id = serde_json::from_str::<Id>(body.get()).ok();
+    id.and_then(|i| i.id).unwrap_or_default()
 }
 
 /// The admin API's routes, with the document made from their declarations: paths under

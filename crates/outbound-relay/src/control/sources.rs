@@ -239,15 +239,16 @@ fn apply_checked(
         .map_err(Denied::invalid)?;
     // The registry checks the values with the core before anything is stored.
     let created = registry.put(spec)?;
+    let text = store::body(&stored);
     control
         .store
-        .put_source(name, &stored)
+        .put_source(name, &text)
         .map_err(|e| Denied::invalid((String::new(), format!("cannot store: {e}"))))?;
     let etag = resource::etag(&stored);
     let changed = resource::changed_fields(current.as_ref(), &stored);
     // The revision is left as it was: the follower reloads (a fleet's change made meanwhile
     // at another relay is not skipped), and finds ours applied already.
-    control.held().sources.insert(name.to_string(), stored);
+    control.held().sources.insert(name.to_string(), text);
     Ok(Put {
         created,
         etag,

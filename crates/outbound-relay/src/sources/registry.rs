@@ -301,6 +301,60 @@ impl Registry {
                 tracing::error!(source = %name, "cannot start: {e}");
             }
         }
+        self.start_drains(&mut inner, drains);
+        self.publish(&inner);
+    }
+
+    /// Some of the API's sources as the store has them now (a fleet's changes made at
+    /// another relay, named by its log): each applied as [`Registry::sync`] would (`None`:
+    /// gone from the store), the others left as they run. Costs the changes, not the number
+    /// of sources.
+    pub fn sync_some(
+        &self,
+        changed: Vec<(String, Option<config::Source>)>,
+        drains: Vec<(config::Source, Instant)>,
+    ) {
+        let mut inner = self.lock();
+        for (name, spec) in changed {
+            if inner.file.contains_key(&name) {
+                if spec.is_some() {
+                    tracing::warn!(source = %name, "the admin API's source of this name is hidden by {}'s", inner.file_name);
+                }
+                continue;
+            }
+            if let Some(old) = inner.api.remove(&name) {
+                for k in &old.write_keys {
+                    if inner.owners.get(k) == Some(&name) {
+                        inner.owners.remove(k);
+                    }
+                }
+            }
+            let owner = (spec.iter().flat_map(|s| s.write_keys.iter()))
+                .find_map(|k| inner.owners.get(k).cloned());
+            match (spec, owner) {
+                (Some(_), Some(owner)) => {
+                    tracing::warn!(source = %name, "not started: a write key of it is already a key of source {owner:?}");
+                }
+                (Some(spec), None) => {
+                    for k in &spec.write_keys {
+                        inner.owners.insert(k.clone(), name.clone());
+                    }
+                    inner.api.insert(name.clone(), Arc::new(spec));
+                }
+                (None, _) => {}
+            }
+            // Started, switched, or (not in `api`) draining.
+            if let Err(e) = self.apply(&mut inner, &name) {
+                tracing::error!(source = %name, "cannot start: {e}");
+            }
+            self.publish_one(&inner, &name);
+        }
+        self.start_drains(&mut inner, drains);
+    }
+
+    /// Deleted sources whose drain has not ended (`drains`), started to deliver what is
+    /// theirs (after a restart) when they do not run.
+    fn start_drains(&self, inner: &mut Inner, drains: Vec<(config::Source, Instant)>) {
         for (spec, until) in drains {
             if inner.slots.contains_key(&spec.tenant) {
                 continue;
@@ -314,7 +368,6 @@ impl Registry {
                 Err(e) => tracing::error!(source = %spec.name, "cannot drain: {e}"),
             }
         }
-        self.publish(&inner);
     }
 
     /// Makes `name` run as desired: started, switched to new settings, or draining.
@@ -354,12 +407,7 @@ impl Registry {
         };
         inner.draining.remove(&spec.tenant);
         inner.retired.remove(&spec.tenant);
-        let source = Source {
-            name: name.to_string(),
-            slot,
-            has_webhooks: spec.core.webhooks.iter().any(|w| w.enabled),
-            spec,
-        };
+        let source = Source::new(name, slot, spec);
         inner.running.insert(name.to_string(), Arc::new(source));
         Ok(())
     }

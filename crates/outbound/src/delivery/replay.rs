@@ -13,7 +13,7 @@
 use crate::delivery::command::{Answer, Ask, Command, Request, Resumed};
 use crate::delivery::inbox::Inbox;
 use crate::delivery::shared::Shared;
-use crate::durable::dead::{unix_ms, DeadOp};
+use crate::durable::dead::{unix_ms, DeadLetters, DeadOp};
 use crate::durable::{Store, TenantNo};
 use crate::error::Error;
 use crate::model::dead_letter::ReplayProgress;
@@ -66,6 +66,10 @@ struct Job {
 #[derive(Default)]
 pub(crate) struct Replays {
     feeds: HashMap<TenantNo, Feed>,
+    /// The tenants whose feed may be due (each due one is here; some here may not be, or
+    /// be here twice): what [`Replays::feed`] looks at, not every tenant's feed at each turn
+    /// of the spool writer (100,000 tenants made each turn a pass over 100,000 feeds).
+    due: Vec<TenantNo>,
     jobs: VecDeque<Job>,
 }
 
@@ -141,6 +145,7 @@ impl Replays {
                     self.jobs.pop_front();
                 }
                 self.feeds.entry(no).or_default().due = true;
+                self.due.push(no);
                 Answer::Replay(Some(progress))
             }
         })
@@ -171,6 +176,7 @@ impl Replays {
         if let Some(feed) = self.feeds.get_mut(&no) {
             feed.out = feed.out.saturating_sub(1);
             feed.due = true;
+            self.due.push(no);
         }
         if let Some(j) = self.job(job) {
             match delivered {
@@ -189,6 +195,7 @@ impl Replays {
                 ..Feed::default()
             },
         );
+        self.due.push(no);
     }
 
     /// Tenant `no` is gone: its replays out stay marked, for the next tenant of its name.
@@ -201,8 +208,11 @@ impl Replays {
     /// over by time, not by file). Looking costs a query per tenant: 10,000 idle tenants
     /// looking at every pass kept the spool's thread busy.
     pub(crate) fn look_again(&mut self, files: bool) {
-        for feed in self.feeds.values_mut() {
-            feed.due |= files || feed.others;
+        for (no, feed) in self.feeds.iter_mut() {
+            if files || feed.others {
+                feed.due = true;
+                self.due.push(*no);
+            }
         }
     }
 
@@ -213,69 +223,90 @@ impl Replays {
         store: &mut dyn Store,
         tenant: impl Fn(TenantNo) -> Option<Tenant<'a>>,
     ) -> Result<(), Error> {
-        if !self.feeds.values().any(|f| f.due) {
+        if self.due.is_empty() {
             return Ok(());
         }
         let Some(dead) = store.dead_letters() else {
             return Ok(());
         };
-        let due: Vec<TenantNo> = (self.feeds.iter())
-            .filter(|(_, f)| f.due)
-            .map(|(no, _)| *no)
-            .collect();
+        let mut due = std::mem::take(&mut self.due);
+        due.sort_unstable();
+        due.dedup();
+        let mut result = Ok(());
         for no in due {
-            let Some(t) = tenant(no) else {
+            if result.is_ok() {
+                result = self.feed_one(dead, no, &tenant);
+            }
+            // Still due (no room yet, more rows, or not reached after an error): looked at
+            // again next time.
+            if self.feeds.get(&no).is_some_and(|f| f.due) {
+                self.due.push(no);
+            }
+        }
+        result
+    }
+
+    /// Tenant `no`'s part of [`Replays::feed`], when its feed is due.
+    fn feed_one<'a>(
+        &mut self,
+        dead: &mut dyn DeadLetters,
+        no: TenantNo,
+        tenant: &impl Fn(TenantNo) -> Option<Tenant<'a>>,
+    ) -> Result<(), Error> {
+        if !self.feeds.get(&no).is_some_and(|f| f.due) {
+            return Ok(());
+        }
+        let Some(t) = tenant(no) else {
+            return Ok(());
+        };
+        let feed = self.feeds.get_mut(&no).expect("looked up above");
+        if t.hook_mask == 0 {
+            // No webhook to replay to (a forwarding source): nothing to look for.
+            feed.due = false;
+            return Ok(());
+        }
+        let queue_room = t.capacity.saturating_sub(t.shared.pending.load(Acquire));
+        let room = REPLAY_WINDOW.saturating_sub(feed.out).min(queue_room);
+        if room == 0 {
+            return Ok(());
+        }
+        let rows = dead.replaying(no, feed.after, room as usize)?;
+        feed.due = rows.len() as u64 == room;
+        for r in rows {
+            feed.after = Some(r.seq);
+            if r.skip {
+                feed.others = true;
                 continue;
+            }
+            feed.out += 1;
+            t.shared.pending.fetch_add(1, AcqRel);
+            t.shared.counters.resumed.fetch_add(1, Relaxed);
+            let job = (self.jobs.iter_mut())
+                .find(|j| j.tenant == no && r.seq > j.after && r.seq <= j.upto)
+                .map_or(0, |j| {
+                    j.progress.sent += 1;
+                    j.progress.id
+                });
+            // To the URLs chosen when it was marked that are still configured, else all.
+            let mask = match r.mask & t.hook_mask {
+                0 => t.hook_mask,
+                m => m,
             };
-            let feed = self.feeds.get_mut(&no).expect("listed above");
-            if t.hook_mask == 0 {
-                // No webhook to replay to (a forwarding source): nothing to look for.
-                feed.due = false;
-                continue;
-            }
-            let queue_room = t.capacity.saturating_sub(t.shared.pending.load(Acquire));
-            let room = REPLAY_WINDOW.saturating_sub(feed.out).min(queue_room);
-            if room == 0 {
-                continue;
-            }
-            let rows = dead.replaying(no, feed.after, room as usize)?;
-            feed.due = rows.len() as u64 == room;
-            for r in rows {
-                feed.after = Some(r.seq);
-                if r.skip {
-                    feed.others = true;
-                    continue;
-                }
-                feed.out += 1;
-                t.shared.pending.fetch_add(1, AcqRel);
-                t.shared.counters.resumed.fetch_add(1, Relaxed);
-                let job = (self.jobs.iter_mut())
-                    .find(|j| j.tenant == no && r.seq > j.after && r.seq <= j.upto)
-                    .map_or(0, |j| {
-                        j.progress.sent += 1;
-                        j.progress.id
-                    });
-                // To the URLs chosen when it was marked that are still configured, else all.
-                let mask = match r.mask & t.hook_mask {
-                    0 => t.hook_mask,
-                    m => m,
-                };
-                t.scheduler.send_now(Command::Resume(Resumed {
-                    id: r.id,
-                    ingest: None,
-                    hook: Some(r.body),
-                    hook_mask: mask,
-                    first: None,
-                    replay: Some(job),
-                }));
-            }
-            if !feed.due {
-                // Every row marked so far was handed out: what its replays marked and did
-                // not send was deleted or dropped meanwhile.
-                for j in self.jobs.iter_mut().filter(|j| j.tenant == no) {
-                    let p = &mut j.progress;
-                    p.skipped = p.total.saturating_sub(p.sent);
-                }
+            t.scheduler.send_now(Command::Resume(Resumed {
+                id: r.id,
+                ingest: None,
+                hook: Some(r.body),
+                hook_mask: mask,
+                first: None,
+                replay: Some(job),
+            }));
+        }
+        if !feed.due {
+            // Every row marked so far was handed out: what its replays marked and did
+            // not send was deleted or dropped meanwhile.
+            for j in self.jobs.iter_mut().filter(|j| j.tenant == no) {
+                let p = &mut j.progress;
+                p.skipped = p.total.saturating_sub(p.sent);
             }
         }
         Ok(())

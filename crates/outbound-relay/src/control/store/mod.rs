@@ -1,7 +1,9 @@
 //! Where the admin API's sources, their deletions still draining, and the per-source tokens
 //! are kept: `data_dir/control.db` (SQLite) for one relay, or the fleet's Redis (the relay's
 //! `spool`), so every relay of a fleet serves the same sources. Each change bumps a
-//! revision; a relay on Redis reads it every [`POLL`] and loads the whole state when it moved.
+//! revision; a relay on Redis reads it every [`POLL`] and, when it moved, reads what changed
+//! ([`Store::changes`]: the entries the fleet's log names, or the whole state when the log
+//! cannot tell).
 
 mod redis_store;
 mod sqlite;
@@ -11,6 +13,7 @@ pub use sqlite::SqliteStore;
 
 use super::tokens::TokenRecord;
 use crate::config::AuditLimits;
+use serde_json::value::RawValue;
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -18,17 +21,55 @@ use std::time::Duration;
 /// How often a relay on a fleet's Redis looks for changes made at another relay.
 pub const POLL: Duration = Duration::from_millis(500);
 
+/// A source's body as stored (secrets included): its JSON text, read when needed. Held as
+/// a tree, each body cost about 2 KB of memory; as its text, its length.
+pub type Body = Box<RawValue>;
+
+/// `body`'s text, to hold.
+pub fn body(value: &Value) -> Body {
+    RawValue::from_string(value.to_string()).expect("a Value's text is JSON")
+}
+
 /// Everything the store holds.
 #[derive(Default, Clone, Debug)]
 pub struct Snapshot {
     pub revision: u64,
-    /// Name → the stored body (secrets included).
-    pub sources: BTreeMap<String, Value>,
+    /// Name → the stored body.
+    pub sources: BTreeMap<String, Body>,
     /// Deleted sources still draining: tenant (`config::Source::tenant`) → (body, until,
     /// Unix ms). Each deleted source has its own, so a new source of its name never ends
     /// the drain of the one before.
     pub deleted: BTreeMap<String, (Value, u64)>,
     pub tokens: BTreeMap<String, TokenRecord>,
+    /// Where the fleet's log of changes was when this was read (Redis only).
+    pub log: LogMark,
+}
+
+/// A point in a fleet's log of changes: the changes logged so far, and the last entry's id.
+#[derive(Default, Clone, Debug, PartialEq)]
+pub struct LogMark {
+    pub logged: u64,
+    pub last: String,
+}
+
+/// What changed in the store since a revision.
+pub enum Changes {
+    None,
+    /// The entries changed, each as the store has it now.
+    Some(Delta),
+    /// The whole state: the changes could not be told apart (too many, or made by a relay
+    /// that keeps no log).
+    All(Snapshot),
+}
+
+/// The entries changed since a revision, each as the store has it now (`None`: gone).
+#[derive(Default, Debug)]
+pub struct Delta {
+    pub revision: u64,
+    pub log: LogMark,
+    pub sources: Vec<(String, Option<Body>)>,
+    pub deleted: Vec<(String, Option<(Value, u64)>)>,
+    pub tokens: Vec<(String, Option<TokenRecord>)>,
 }
 
 /// A page of the audit trail to read: newest first, before the entry `before` (a `next` of
@@ -51,9 +92,18 @@ pub trait Store: Send + Sync {
     fn revision(&self) -> Result<u64, String>;
     /// Source `name` as stored now (the fleet's copy, not this relay's last load of it).
     fn source(&self, name: &str) -> Result<Option<Value>, String>;
+    /// What changed since the state read at `revision` (the log at `log`): by default, when
+    /// the revision moved, everything.
+    fn changes(&self, revision: u64, log: &LogMark) -> Result<Changes, String> {
+        let _ = log;
+        match self.revision()? {
+            rev if rev == revision => Ok(Changes::None),
+            _ => self.load().map(Changes::All),
+        }
+    }
     /// Sets source `name` (and forgets a deletion kept under that name: a source made before
     /// sources had ids, whose tenant is its name).
-    fn put_source(&self, name: &str, body: &Value) -> Result<(), String>;
+    fn put_source(&self, name: &str, body: &RawValue) -> Result<(), String>;
     /// Deletes source `name`, kept as draining under `tenant` until `until_ms`, and its
     /// tokens.
     fn delete_source(

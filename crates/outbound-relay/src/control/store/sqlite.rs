@@ -4,6 +4,7 @@
 use super::{AuditEntries, AuditQuery, Snapshot, Store, TokenRecord};
 use crate::config::AuditLimits;
 use rusqlite::{params, Connection, OptionalExtension};
+use serde_json::value::RawValue;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
@@ -51,11 +52,9 @@ impl SqliteStore {
         let mut conn = self.conn.lock().unwrap_or_else(|e| e.into_inner());
         let tx = conn.transaction().map_err(err)?;
         f(&tx).map_err(err)?;
-        tx.execute(
-            "UPDATE meta SET value = value + 1 WHERE key = 'revision'",
-            [],
-        )
-        .map_err(err)?;
+        (tx.prepare_cached("UPDATE meta SET value = value + 1 WHERE key = 'revision'"))
+            .and_then(|mut bump| bump.execute([]))
+            .map_err(err)?;
         tx.commit().map_err(err)
     }
 }
@@ -84,7 +83,7 @@ impl Store for SqliteStore {
         {
             let (name, body) = row.map_err(err)?;
             snap.sources
-                .insert(name, serde_json::from_str(&body).map_err(err)?);
+                .insert(name, RawValue::from_string(body).map_err(err)?);
         }
         let mut rows = conn
             .prepare("SELECT name, body, until_ms FROM deleted")
@@ -136,14 +135,15 @@ impl Store for SqliteStore {
             .transpose()
     }
 
-    fn put_source(&self, name: &str, body: &Value) -> Result<(), String> {
+    fn put_source(&self, name: &str, body: &RawValue) -> Result<(), String> {
         self.change(|tx| {
-            tx.execute(
+            // Cached: a PUT costs its commit, not parsing its statements again.
+            tx.prepare_cached(
                 "INSERT INTO sources (name, body) VALUES (?1, ?2)
                  ON CONFLICT(name) DO UPDATE SET body = excluded.body",
-                params![name, body.to_string()],
-            )?;
-            tx.execute("DELETE FROM deleted WHERE name = ?1", params![name])?;
+            )?
+            .execute(params![name, body.get()])?;
+            (tx.prepare_cached("DELETE FROM deleted WHERE name = ?1")?).execute(params![name])?;
             Ok(())
         })
     }

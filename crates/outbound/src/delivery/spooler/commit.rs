@@ -82,6 +82,7 @@ impl Spooler {
                 }
                 if t.parked > 0 {
                     t.resume_due = true;
+                    self.due_tenants.push(no);
                 }
             }
         }

@@ -1,12 +1,13 @@
 //! The read-back path: what dead processes and closed clients left is adopted, and parked or
 //! resumed messages are read back from the store tenant by tenant, within their room.
 
-use super::{Spooler, RESUME_PAGE};
+use super::{Spooler, TenantSpool, RESUME_PAGE};
 use crate::delivery::command::{Command, Resumed};
 use crate::delivery::replay;
 use crate::durable::TenantNo;
 use crate::log::Level;
 use crate::model::timestamp::instant_of;
+use foldhash::HashMap;
 use std::sync::atomic::Ordering::*;
 
 impl Spooler {
@@ -31,6 +32,7 @@ impl Spooler {
                 for no in adopted.tenants {
                     if let Some(t) = self.tenants.get_mut(&no) {
                         t.resume_due = true;
+                        self.due_tenants.push(no);
                     }
                 }
                 self.replays.look_again(adopted.files > 0);
@@ -44,12 +46,20 @@ impl Spooler {
 
     /// Reads back what tenants may take now.
     pub(super) fn resume_all(&mut self) {
-        let due: Vec<TenantNo> = (self.tenants.iter())
-            .filter(|(_, t)| t.resume_due && !t.closing)
-            .map(|(no, _)| *no)
-            .collect();
+        let due_now = |tenants: &HashMap<TenantNo, Box<TenantSpool>>, no| {
+            tenants.get(&no).is_some_and(|t| t.resume_due && !t.closing)
+        };
+        let mut due = std::mem::take(&mut self.due_tenants);
+        due.sort_unstable();
+        due.dedup();
         for no in due {
-            self.resume(no);
+            if due_now(&self.tenants, no) {
+                self.resume(no);
+            }
+            // Still due (no room yet, or more to read): looked at again at the next turn.
+            if due_now(&self.tenants, no) {
+                self.due_tenants.push(no);
+            }
         }
         let tenants = &self.tenants;
         let tenant = |no| {
