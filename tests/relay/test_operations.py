@@ -150,7 +150,7 @@ def test_a_relay_opens_the_data_dir_an_earlier_build_left(tmp_path: Path, receiv
         assert letters() == 40, relay.log_text()
         page = http("GET", f"{relay.url}/admin/sources/api-src/dead-letters?limit=1",
                     bearer=made["admin_token"])[1]
-        assert "blocked" in json.dumps(page["deadLetters"]), page
+        assert "blocked" in json.dumps(page["dead_letters"]), page
 
         # The page's PUT, then the replay: all 40 arrive at the new URL.
         run_doc_block('"allowed_networks":[', [
