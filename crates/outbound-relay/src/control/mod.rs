@@ -277,9 +277,8 @@ impl Control {
         let mut failing = false;
         loop {
             tokio::time::sleep(store::POLL).await;
-            // Not between a change's write to the store and its note in memory: a snapshot
-            // read before the write would undo the change here until the next poll.
-            let _one = self.changing.lock().await;
+            // `poll` takes the change lock itself: not between a change's write to the store
+            // and its note in memory, where a read would undo the change until the next poll.
             let (me, reg) = (self.clone(), registry.clone());
             let polled = tokio::task::spawn_blocking(move || me.poll(&reg))
                 .await
