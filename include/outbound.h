@@ -1228,8 +1228,9 @@ outbound_result outbound_options_set_ca_certs(struct outbound_options *options,
 outbound_result outbound_options_set_spool(struct outbound_options *options,
                                            const char *path);
 
-// Bytes the spool may hold (default 1 GiB); past it calls are refused with
-// `OUTBOUND_RESULT_QUEUE_FULL` and counted in `outbound_stats.queue_full`.
+// Bytes the spool may hold (default 1 GiB): the bound on a backlog while a destination is
+// down; past it calls are refused with `OUTBOUND_RESULT_QUEUE_FULL` and counted in
+// `outbound_stats.queue_full`.
 //
 // Returns `OUTBOUND_RESULT_OK`, `_NULL_ARGUMENT` (options), `_PANIC`. The value is checked
 // by `outbound_client_new` (0 is refused).
@@ -1341,9 +1342,11 @@ outbound_result outbound_options_set_max_batch_messages(struct outbound_options 
 outbound_result outbound_options_set_flush_interval_ms(struct outbound_options *options,
                                                        uint64_t ms);
 
-// Most messages held at once, including those waiting to retry (default 10000). When
-// full, calls return `OUTBOUND_RESULT_QUEUE_FULL` without blocking (unless
-// `outbound_options_set_queue_full_wait_ms` says to wait).
+// Most messages held in memory at once, including those waiting to retry (default 10000).
+// When full, calls return `OUTBOUND_RESULT_QUEUE_FULL` without blocking (unless
+// `outbound_options_set_queue_full_wait_ms` says to wait). With a spool, a backlog past it
+// waits on disk and only `outbound_options_set_spool_max_bytes` bounds it; this bounds the
+// messages not yet committed and those read back for delivery.
 //
 // Returns `OUTBOUND_RESULT_OK`, `_NULL_ARGUMENT` (options), `_PANIC`. The value is checked
 // by `outbound_client_new`.
