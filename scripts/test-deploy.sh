@@ -13,6 +13,7 @@
 # without standard input, with CI=true.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+ROOT="$(pwd)"   # scripts/relay-build.sh names the binary under it
 start=$(date +%s)
 timings=()
 run() {
