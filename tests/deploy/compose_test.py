@@ -83,7 +83,10 @@ def main() -> int:
         # 1. A source made at relay 1 serves at relay 2 (the fleet's store in Redis).
         status, body = http_send("PUT", relay1 + "/admin/sources/web", {
             "write_keys": [WRITE_KEY], "shared_secret": SECRET,
-            "webhooks": [{"url": "http://receiver:8080/hook"}]}, ADMIN)
+            "webhooks": [{"url": "http://receiver:8080/hook"}],
+            # The receiver is on the fleet's private network: the admin grants it to this source
+            # (an API source gets the strict guard; the relay-wide grant is relay.toml's).
+            "allowed_networks": [env["FLEET_SUBNET"]]}, ADMIN)
         ok &= status == 201
         deadline = time.monotonic() + 10
         while http_get(relay2 + "/admin/sources/web", ADMIN)[0] != 200:
