@@ -136,10 +136,10 @@ mod _native {
             config.endpoint = endpoint;
             config.webhooks = webhooks
                 .into_iter()
-                .map(|(url, headers, enabled)| Webhook {
-                    url,
-                    headers,
-                    enabled,
+                .map(|(url, headers, enabled)| {
+                    let mut hook = Webhook::new(url).enabled(enabled);
+                    hook.headers = headers;
+                    hook
                 })
                 .collect();
             config.shared_secret = shared_secret;

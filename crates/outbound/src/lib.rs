@@ -62,8 +62,9 @@ pub use model::attempts::{
 };
 pub use model::collected::{Collected, Received};
 pub use model::config::{
-    Config, OutcomeCallback, RedisAck, RoomWaitHook, SignatureScheme, Webhook,
-    DEFAULT_MAX_WEBHOOK_HEADERS, DEFAULT_MAX_WEBHOOK_HEADER_BYTES, MAX_WEBHOOKS,
+    Auth, Config, EndpointTls, OAuth2, OutcomeCallback, RateLimit, RedisAck, RoomWaitHook,
+    SignatureScheme, Webhook, DEFAULT_MAX_WEBHOOK_HEADERS, DEFAULT_MAX_WEBHOOK_HEADER_BYTES,
+    MAX_WEBHOOKS,
 };
 pub use model::dead_letter::{
     DeadLetter, DeadLetterPage, DeadLetterQuery, DeadLetterStats, ReplayProgress,
@@ -79,8 +80,8 @@ pub use time::OffsetDateTime;
 pub use wire::ingestion::{MAX_BATCH_BYTES, MAX_BATCH_EVENTS};
 pub use wire::json_text::JsonObject;
 pub use wire::signature::{
-    sign, sign_standard, verify, verify_standard, verify_standard_at, verify_value, SignatureError,
-    DEFAULT_TOLERANCE,
+    sign, sign_sha256, sign_standard, verify, verify_sha256, verify_standard, verify_standard_at,
+    verify_value, SignatureError, DEFAULT_TOLERANCE,
 };
 
 /// This library's version.

@@ -39,12 +39,12 @@ pub(super) fn core_config(
     let forward_allowed_networks = (s.forward_allowed_networks.clone())
         .unwrap_or_else(|| inherited(&base.forward_allowed_networks));
     let webhooks = (s.webhooks.iter())
-        .map(|w| Webhook {
-            url: w.url.clone(),
-            enabled: w.enabled,
-            headers: (w.headers.iter())
+        .map(|w| {
+            let mut hook = Webhook::new(w.url.clone()).enabled(w.enabled);
+            hook.headers = (w.headers.iter())
                 .map(|(k, v)| (k.clone(), v.clone()))
-                .collect(),
+                .collect();
+            hook
         })
         .collect();
     let mut c = CoreConfig::default()

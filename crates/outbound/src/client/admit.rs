@@ -6,7 +6,6 @@ use crate::delivery::command::Item;
 use crate::delivery::shared::Shared;
 use crate::error::Error;
 use crate::log::Level;
-use crate::model::config::SignatureScheme;
 use crate::model::message::Message;
 use crate::model::retry::after;
 use crate::model::{timestamp, validate};
@@ -249,7 +248,7 @@ impl Client {
         let mut made = [0u8; 36];
         let id: &str = match &msg.message_id {
             Some(id) => {
-                if hooks_on && self.config.signature_scheme == SignatureScheme::StandardWebhooks {
+                if hooks_on && self.config.signs_standard() {
                     webhook::check_standard_id(id)?;
                 }
                 id

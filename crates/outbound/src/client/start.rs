@@ -51,13 +51,10 @@ impl Engine {
         // Requests go out on the I/O engine (a recording client's go to its record there).
         let io = core.io.as_ref();
         let hooks_out = match io.filter(|_| !config.webhooks.is_empty()) {
-            Some(io) => {
-                let urls: Vec<&str> = config.webhooks.iter().map(|w| w.url.as_str()).collect();
-                Some(HooksOut {
-                    io: io.handle(),
-                    exchange: Exchange::webhooks(config, io, &urls, recorder.as_ref())?,
-                })
-            }
+            Some(io) => Some(HooksOut {
+                io: io.handle(),
+                exchange: Exchange::webhooks(config, io, recorder.as_ref())?,
+            }),
             None => None,
         };
         let batches_out = match io.filter(|_| config.write_key.is_some()) {

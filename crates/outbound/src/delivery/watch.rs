@@ -15,7 +15,7 @@ use crate::model::attempts::{
     AttemptResult, ErrorClass, HealthState, WebhookAttempt, WebhookHealth, ANSWER_EXCERPT,
 };
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering::Relaxed};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering::Relaxed};
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -69,6 +69,8 @@ impl Watch {
                     url: url.into_boxed_str(),
                     disabled: disabled.contains(&i),
                     waiting: AtomicU64::new(0),
+                    throttled: AtomicU64::new(0),
+                    throttled_now: AtomicBool::new(false),
                     state: Mutex::new(State::default()),
                 })
             })
@@ -112,6 +114,9 @@ pub(crate) struct UrlWatch {
     disabled: bool,
     /// Messages still to be delivered to it.
     pub waiting: AtomicU64,
+    /// Requests that waited for its rate limit; whether one waits now.
+    pub throttled: AtomicU64,
+    pub throttled_now: AtomicBool,
     state: Mutex<State>,
 }
 
@@ -433,6 +438,8 @@ impl UrlWatch {
             HealthState::CircuitOpen
         } else if s.consecutive_failures > 0 {
             HealthState::Failing
+        } else if self.throttled_now.load(Relaxed) {
+            HealthState::Throttled
         } else {
             HealthState::Healthy
         };
@@ -452,6 +459,7 @@ impl UrlWatch {
                 .map(|(ms, d)| (time_of(*ms), d.to_string())),
             last_success: s.last_success_ms.map(time_of),
             waiting: self.waiting.load(Relaxed),
+            throttled: self.throttled.load(Relaxed),
         }
     }
 

@@ -5,11 +5,12 @@
 //! (rustls with the web roots plus `ca_certs`).
 
 use crate::error::Error;
-use crate::http::attempt::certificate_problem;
+use crate::http::attempt::{certificate_problem, Attempt};
 use crate::http::pem;
 use crate::http::proxy::Proxy;
-use crate::model::config::Config;
+use crate::model::config::{Config, EndpointTls};
 use crate::model::network_guard::{Blocked, NetworkGuard};
+use crate::model::outcome::Reason;
 use ::http::uri::PathAndQuery;
 use ::http::{HeaderValue, Uri};
 use std::collections::HashMap;
@@ -100,6 +101,32 @@ pub(crate) enum ConnectError {
     Unsupported(String),
     /// Lookup, TCP, the proxy or TLS failed in a way that may pass (retryable).
     Io(String),
+}
+
+impl ConnectError {
+    /// The attempt it makes: permanent when nothing could change (blocked, a certificate,
+    /// an unsupported setup), else retryable.
+    pub(crate) fn attempt(self) -> Attempt {
+        match self {
+            ConnectError::Blocked(b) => Attempt::Permanent {
+                reason: Reason::Blocked,
+                detail: b.to_string(),
+            },
+            ConnectError::Certificate(why) => Attempt::Permanent {
+                reason: Reason::Certificate,
+                detail: format!("certificate: {why}"),
+            },
+            ConnectError::Unsupported(why) => Attempt::Permanent {
+                reason: Reason::Other,
+                detail: why,
+            },
+            ConnectError::Io(detail) => Attempt::Retryable {
+                reason: Reason::Connection,
+                detail,
+                retry_after: None,
+            },
+        }
+    }
 }
 
 /// A connection as hyper uses it: plain TCP, or TLS over it.
@@ -227,9 +254,10 @@ impl Connector {
     /// What tells connectors apart: settings that decide where a connection may go and
     /// whom it trusts. Connectors with equal keys are interchangeable (an engine builds one
     /// per key: the roots alone are ~150 certificates parsed).
-    pub(crate) fn key_of(config: &Config, proxy: Option<&Proxy>) -> u64 {
+    pub(crate) fn key_of(config: &Config, tls: &EndpointTls, proxy: Option<&Proxy>) -> u64 {
         let mut key = std::hash::DefaultHasher::new();
         config.ca_certs.hash(&mut key);
+        (&tls.client_cert, &tls.client_key, &tls.ca_certs).hash(&mut key);
         config.block_private_networks.hash(&mut key);
         config.allowed_networks.hash(&mut key);
         proxy
@@ -238,24 +266,42 @@ impl Connector {
         key.finish()
     }
 
-    /// A connector for `config`'s settings, through `proxy` (the environment's, from
-    /// [`env_proxy`], or a test's).
+    /// A connector for `config`'s settings and an endpoint's own TLS (`tls`, its client
+    /// certificate and roots; `webhook` names it in errors), through `proxy` (the
+    /// environment's, from [`env_proxy`], or a test's).
     pub(crate) fn with_proxy(
         config: &Config,
+        tls: &EndpointTls,
+        webhook: &str,
         names: Arc<Names>,
         proxy: Option<Proxy>,
     ) -> Result<Connector, Error> {
-        let roots = pem::roots(config.ca_certs.as_deref())?;
+        let roots = match &tls.ca_certs {
+            Some(own) => pem::only_roots(own, &format!("{webhook}.tls.ca_certs"))?,
+            None => pem::roots(config.ca_certs.as_deref())?,
+        };
         let provider = Arc::new(tokio_rustls::rustls::crypto::ring::default_provider());
-        let tls = ClientConfig::builder_with_provider(provider)
+        let builder = ClientConfig::builder_with_provider(provider)
             .with_safe_default_protocol_versions()
             .map_err(|e| Error::config("ca_certs", format!("TLS: {e}")))?
-            .with_root_certificates(roots)
-            .with_no_client_auth();
+            .with_root_certificates(roots);
+        let tls_config = match (&tls.client_cert, &tls.client_key) {
+            (Some(cert), Some(key)) => {
+                let chain = pem::load_certs(cert, &format!("{webhook}.tls.client_cert"))?;
+                let key = pem::load_key(key, &format!("{webhook}.tls.client_key"))?;
+                builder.with_client_auth_cert(chain, key).map_err(|e| {
+                    Error::config(
+                        format!("{webhook}.tls.client_key"),
+                        format!("does not fit the client certificate: {e}"),
+                    )
+                })?
+            }
+            _ => builder.with_no_client_auth(),
+        };
         let guard = config.network_guard()?;
-        let key = Connector::key_of(config, proxy.as_ref());
+        let key = Connector::key_of(config, tls, proxy.as_ref());
         Ok(Connector {
-            tls: TlsConnector::from(Arc::new(tls)),
+            tls: TlsConnector::from(Arc::new(tls_config)),
             guard,
             proxy,
             names,

@@ -9,15 +9,16 @@ use crate::http::attempt::{classify_status, keep_excerpt, Attempt, Seen, MAX_ANS
 use crate::http::connect::{ConnectError, Connector, Target};
 use crate::http::frames::Frames;
 use crate::http::io::Io;
+use crate::http::oauth::Tokens;
 use crate::http::pool::{Key, Pool, Sender, KEEP_PER_HOST};
 use crate::http::recorder::{Destination, Record, Recorder};
 use crate::model::attempts::ErrorClass;
-use crate::model::config::Config;
+use crate::model::config::{Auth, Config, EndpointTls};
 use crate::model::outcome::Reason;
 use crate::model::retry::parse_retry_after;
 use ::http::{HeaderName, HeaderValue, Method, Request};
 use http_body_util::BodyExt;
-use hyper::header::{CONTENT_LENGTH, HOST};
+use hyper::header::{AUTHORIZATION, CONTENT_LENGTH, HOST};
 use hyper_util::rt::TokioIo;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -31,21 +32,30 @@ pub(crate) struct Exchange {
 }
 
 enum Via {
-    Network(Network),
+    /// Each URL's own way out (its connector, its tokens).
+    Network(Vec<Network>),
     /// A recording client's: nothing is sent.
     Record(Record),
 }
 
 impl Exchange {
-    /// Webhook requests to `urls` (webhook `i` is `post`'s `to == i`), under the client's
-    /// network guard (`block_private_networks`); into `record` when given.
+    /// Webhook requests to `config.webhooks` (webhook `i` is `post`'s `to == i`), under the
+    /// client's network guard (`block_private_networks`), each with its own TLS and
+    /// OAuth2 tokens; into `record` when given.
     pub(crate) fn webhooks(
         config: &Config,
         io: &Io,
-        urls: &[&str],
         record: Option<&Arc<Recorder>>,
     ) -> Result<Exchange, Error> {
-        Exchange::new(config, io, urls, Destination::Webhook, record)
+        let ends: Vec<End> = (config.webhooks.iter().enumerate())
+            .map(|(i, w)| End {
+                url: &w.url,
+                tls: &w.tls,
+                auth: w.auth.as_ref(),
+                name: format!("webhooks[{i}]"),
+            })
+            .collect();
+        Exchange::new(config, io, &ends, Destination::Webhook, record)
     }
 
     /// Batch requests to `url` (`to == 0`), under the endpoint's own guard
@@ -61,13 +71,19 @@ impl Exchange {
             allowed_networks: config.endpoint_allowed_networks.clone(),
             ..config.clone()
         };
-        Exchange::new(&endpoint, io, &[url], Destination::Ingestion, record)
+        let end = End {
+            url,
+            tls: &EndpointTls::default(),
+            auth: None,
+            name: "endpoint".into(),
+        };
+        Exchange::new(&endpoint, io, &[end], Destination::Ingestion, record)
     }
 
     fn new(
         config: &Config,
         io: &Io,
-        urls: &[&str],
+        ends: &[End<'_>],
         destination: Destination,
         record: Option<&Arc<Recorder>>,
     ) -> Result<Exchange, Error> {
@@ -75,23 +91,37 @@ impl Exchange {
             Destination::Webhook => "webhooks",
             Destination::Ingestion => "endpoint",
         };
-        let mut targets = Vec::with_capacity(urls.len());
-        for url in urls {
-            targets.push(Target::parse(url).map_err(|why| Error::config(setting, why))?);
+        let mut targets = Vec::with_capacity(ends.len());
+        for end in ends {
+            targets.push(Target::parse(end.url).map_err(|why| Error::config(setting, why))?);
         }
         let via = match record {
-            Some(recorder) => Via::Record(Record::new(
-                recorder.clone(),
-                destination,
-                config.network_guard()?,
-                urls,
-            )),
-            None => Via::Network(Network {
-                connector: io.connector(config)?,
-                pool: io.pool.clone(),
-                timeout: config.timeout,
-                keep: KEEP_PER_HOST,
-            }),
+            Some(recorder) => {
+                let urls: Vec<&str> = ends.iter().map(|e| e.url).collect();
+                Via::Record(Record::new(
+                    recorder.clone(),
+                    destination,
+                    config.network_guard()?,
+                    &urls,
+                ))
+            }
+            None => {
+                let mut ways = Vec::with_capacity(ends.len());
+                for end in ends {
+                    let tokens = match end.auth {
+                        Some(Auth::OAuth2(o)) => Some(Arc::new(Tokens::new(o, &end.name)?)),
+                        _ => None,
+                    };
+                    ways.push(Network {
+                        connector: io.connector(config, end.tls, &end.name)?,
+                        pool: io.pool.clone(),
+                        timeout: config.timeout,
+                        keep: KEEP_PER_HOST,
+                        tokens,
+                    });
+                }
+                Via::Network(ways)
+            }
         };
         Ok(Exchange { targets, via })
     }
@@ -107,9 +137,18 @@ impl Exchange {
     ) -> (Attempt, Seen) {
         match &self.via {
             Via::Record(r) => r.post(to, headers, body),
-            Via::Network(n) => n.post(&self.targets[to], headers, body).await,
+            Via::Network(n) => n[to].post(&self.targets[to], headers, body).await,
         }
     }
+}
+
+/// One URL as an exchange is made for it.
+struct End<'a> {
+    url: &'a str,
+    tls: &'a EndpointTls,
+    auth: Option<&'a Auth>,
+    /// How errors name it (`webhooks[2]`, `endpoint`).
+    name: String,
 }
 
 /// How requests go over the network: the client's connector (TLS roots, guard, proxy),
@@ -120,10 +159,53 @@ struct Network {
     timeout: Duration,
     /// Idle connections kept per host ([`KEEP_PER_HOST`]).
     keep: usize,
+    /// OAuth2 client credentials: each request carries the token.
+    tokens: Option<Arc<Tokens>>,
 }
 
 impl Network {
     async fn post(
+        &self,
+        t: &Target,
+        headers: &[(HeaderName, HeaderValue)],
+        body: Frames,
+    ) -> (Attempt, Seen) {
+        let Some(tokens) = &self.tokens else {
+            return self.post_once(t, headers, body).await;
+        };
+        let started = Instant::now();
+        let mut refused = None;
+        loop {
+            let token = tokens
+                .authorization(&self.connector, self.timeout, refused.as_ref())
+                .await;
+            let token = match token {
+                Ok(token) => token,
+                Err(attempt) => {
+                    let seen = Seen {
+                        took: started.elapsed(),
+                        status: None,
+                        error: Some(ErrorClass::Other),
+                        excerpt: None,
+                    };
+                    return (attempt, seen);
+                }
+            };
+            let mut with = Vec::with_capacity(headers.len() + 1);
+            with.extend_from_slice(headers);
+            with.push((AUTHORIZATION, token.clone()));
+            let (attempt, seen) = self.post_once(t, &with, body.clone()).await;
+            // A 401 with a token that was good a moment ago: revoked or expired early. Once
+            // more with a new one.
+            if seen.status == Some(401) && refused.is_none() {
+                refused = Some(token);
+                continue;
+            }
+            return (attempt, seen);
+        }
+    }
+
+    async fn post_once(
         &self,
         t: &Target,
         headers: &[(HeaderName, HeaderValue)],
@@ -191,7 +273,7 @@ impl Network {
                                 ConnectError::Unsupported(_) => ErrorClass::Other,
                                 ConnectError::Io(why) => ErrorClass::of_text(why),
                             });
-                            return connect_failed(e);
+                            return e.attempt();
                         }
                     }
                 }
@@ -287,24 +369,6 @@ fn request(t: &Target, headers: &[(HeaderName, HeaderValue)], body: Frames) -> R
         map.append(k.clone(), v.clone());
     }
     req
-}
-
-fn connect_failed(e: ConnectError) -> Attempt {
-    match e {
-        ConnectError::Blocked(b) => Attempt::Permanent {
-            reason: Reason::Blocked,
-            detail: b.to_string(),
-        },
-        ConnectError::Certificate(why) => Attempt::Permanent {
-            reason: Reason::Certificate,
-            detail: format!("certificate: {why}"),
-        },
-        ConnectError::Unsupported(why) => Attempt::Permanent {
-            reason: Reason::Other,
-            detail: why,
-        },
-        ConnectError::Io(why) => retry_connection(why),
-    }
 }
 
 fn retry_connection(detail: String) -> Attempt {
@@ -420,11 +484,19 @@ mod tests {
     fn exchange(config: &Config, proxy: Option<Proxy>) -> Network {
         Network {
             connector: Arc::new(
-                Connector::with_proxy(config, Arc::new(Names::default()), proxy).unwrap(),
+                Connector::with_proxy(
+                    config,
+                    &EndpointTls::default(),
+                    "webhooks[0]",
+                    Arc::new(Names::default()),
+                    proxy,
+                )
+                .unwrap(),
             ),
             pool: Arc::new(Pool::default()),
             timeout: Duration::from_secs(5),
             keep: 8,
+            tokens: None,
         }
     }
 
@@ -735,9 +807,10 @@ mod tests {
         let recorder = Arc::new(Recorder::default());
         let guarded = Config {
             block_private_networks: true,
+            webhooks: vec![crate::Webhook::new(&url)],
             ..Config::default()
         };
-        let ex = Exchange::webhooks(&guarded, &io, &[&url], Some(&recorder)).unwrap();
+        let ex = Exchange::webhooks(&guarded, &io, Some(&recorder)).unwrap();
         let (a, seen) = post_once(&io, &ex);
         assert!(
             matches!(&a, Attempt::Permanent { reason: Reason::Blocked, detail }
@@ -749,7 +822,8 @@ mod tests {
             recorder.requests.lock().unwrap().is_empty(),
             "nothing recorded"
         );
-        let ex = Exchange::webhooks(&Config::default(), &io, &[&url], Some(&recorder)).unwrap();
+        let open = Config::default().webhooks(vec![crate::Webhook::new(&url)]);
+        let ex = Exchange::webhooks(&open, &io, Some(&recorder)).unwrap();
         let mut body = Frames::one(Bytes::from_static(b"{\"a\""));
         body.push(Bytes::from_static(b":1}"));
         let headers = [(

@@ -6,7 +6,7 @@
 use crate::error::Error;
 use crate::http::connect::{env_proxy, Connector, Names};
 use crate::http::pool::Pool;
-use crate::model::config::Config;
+use crate::model::config::{Config, EndpointTls};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -54,15 +54,27 @@ impl Io {
         })
     }
 
-    /// The connector for `config`'s settings: built once per distinct setting.
-    pub(crate) fn connector(&self, config: &Config) -> Result<Arc<Connector>, Error> {
+    /// The connector for `config`'s settings and an endpoint's own TLS (`tls`; `webhook`
+    /// names it in errors): built once per distinct setting.
+    pub(crate) fn connector(
+        &self,
+        config: &Config,
+        tls: &EndpointTls,
+        webhook: &str,
+    ) -> Result<Arc<Connector>, Error> {
         let proxy = env_proxy(config);
-        let key = Connector::key_of(config, proxy.as_ref());
+        let key = Connector::key_of(config, tls, proxy.as_ref());
         let mut connectors = self.connectors.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(c) = connectors.get(&key) {
             return Ok(c.clone());
         }
-        let made = Arc::new(Connector::with_proxy(config, self.names.clone(), proxy)?);
+        let made = Arc::new(Connector::with_proxy(
+            config,
+            tls,
+            webhook,
+            self.names.clone(),
+            proxy,
+        )?);
         connectors.insert(key, made.clone());
         Ok(made)
     }

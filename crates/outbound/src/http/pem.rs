@@ -1,31 +1,62 @@
-//! `ca_certs`: extra trusted roots given as PEM text or as the path of a PEM file.
+//! Certificates and keys given as PEM text or as the path of a PEM file: `ca_certs` (extra
+//! trusted roots), and an endpoint's client certificate, key and roots of its own.
 
 use crate::error::Error;
 use tokio_rustls::rustls::pki_types::pem::PemObject;
-use tokio_rustls::rustls::pki_types::CertificateDer;
+use tokio_rustls::rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use tokio_rustls::rustls::RootCertStore;
 
 /// Certificates from PEM text, or from the PEM file at that path. Other sections (keys) are
 /// skipped; none at all is an error.
 pub(crate) fn load_pem(pem_or_path: &str) -> Result<Vec<CertificateDer<'static>>, Error> {
-    let text = if pem_or_path.contains("-----BEGIN") {
-        pem_or_path.as_bytes().to_vec()
-    } else {
-        std::fs::read(pem_or_path).map_err(|e| {
-            Error::config(
-                "ca_certs",
-                format!("cannot read PEM file {pem_or_path:?}: {e}"),
-            )
-        })?
-    };
+    load_certs(pem_or_path, "ca_certs")
+}
+
+/// PEM text as given, or the file at that path; errors name `setting`.
+fn pem_text(pem_or_path: &str, setting: &str) -> Result<Vec<u8>, Error> {
+    if pem_or_path.contains("-----BEGIN") {
+        return Ok(pem_or_path.as_bytes().to_vec());
+    }
+    std::fs::read(pem_or_path).map_err(|e| {
+        Error::config(
+            setting,
+            format!("cannot read PEM file {pem_or_path:?}: {e}"),
+        )
+    })
+}
+
+/// [`load_pem`], with errors naming `setting`.
+pub(crate) fn load_certs(
+    pem_or_path: &str,
+    setting: &str,
+) -> Result<Vec<CertificateDer<'static>>, Error> {
+    let text = pem_text(pem_or_path, setting)?;
     let mut certs = Vec::new();
     for cert in CertificateDer::pem_slice_iter(&text) {
-        certs.push(cert.map_err(|e| Error::config("ca_certs", format!("invalid PEM: {e}")))?);
+        certs.push(cert.map_err(|e| Error::config(setting, format!("invalid PEM: {e}")))?);
     }
     if certs.is_empty() {
-        return Err(Error::config("ca_certs", "no certificate found in the PEM"));
+        return Err(Error::config(setting, "no certificate found in the PEM"));
     }
     Ok(certs)
+}
+
+/// The first private key (PKCS#8, PKCS#1 or SEC1) in PEM text or the file at that path.
+pub(crate) fn load_key(pem_or_path: &str, setting: &str) -> Result<PrivateKeyDer<'static>, Error> {
+    let text = pem_text(pem_or_path, setting)?;
+    PrivateKeyDer::from_pem_slice(&text)
+        .map_err(|_| Error::config(setting, "no private key found in the PEM"))
+}
+
+/// A store of `pem_or_path`'s certificates alone: an endpoint's private CA.
+pub(crate) fn only_roots(pem_or_path: &str, setting: &str) -> Result<RootCertStore, Error> {
+    let mut roots = RootCertStore::empty();
+    for cert in load_certs(pem_or_path, setting)? {
+        roots
+            .add(cert)
+            .map_err(|e| Error::config(setting, format!("invalid certificate: {e}")))?;
+    }
+    Ok(roots)
 }
 
 /// The web's roots plus `ca_certs`' certificates (each must parse as a trust anchor).

@@ -161,6 +161,9 @@ pub enum HealthState {
     Failing,
     /// So many failed in a row that its lane sends one probe at a time until one succeeds.
     CircuitOpen,
+    /// Its last requests succeeded, and messages wait for its rate limit
+    /// ([`Webhook::rate_limit`](crate::Webhook::rate_limit)).
+    Throttled,
     /// No request is sent to it: `block_private_networks` refuses its address whatever DNS
     /// says ([`Config::blocked_webhooks`](crate::Config::blocked_webhooks)).
     Disabled,
@@ -173,6 +176,7 @@ impl HealthState {
             HealthState::Healthy => "healthy",
             HealthState::Failing => "failing",
             HealthState::CircuitOpen => "circuit_open",
+            HealthState::Throttled => "throttled",
             HealthState::Disabled => "disabled",
         }
     }
@@ -208,4 +212,6 @@ pub struct WebhookHealth {
     /// Messages that are still to be delivered to it (queued, in flight, or waiting to be
     /// retried).
     pub waiting: u64,
+    /// Requests that waited for its rate limit before going out, since the client started.
+    pub throttled: u64,
 }

@@ -67,6 +67,42 @@ pub fn verify_value(secret: &[u8], body: &Value, signature: &str) -> bool {
     }
 }
 
+/// The `hmac-sha256` scheme's value for `body`: `sha256=` and 64 lowercase hex digits of
+/// HMAC-SHA256 keyed with `secret` (GitHub's `X-Hub-Signature-256` form).
+pub fn sign_sha256(secret: &[u8], body: &[u8]) -> String {
+    let mut mac = HmacSha256::new_from_slice(secret).expect("hmac accepts any key length");
+    mac.update(body);
+    let mut out = String::with_capacity(71);
+    out.push_str("sha256=");
+    for b in mac.finalize().into_bytes() {
+        out.push(char::from(b"0123456789abcdef"[(b >> 4) as usize]));
+        out.push(char::from(b"0123456789abcdef"[(b & 15) as usize]));
+    }
+    out
+}
+
+/// True when `signature` (`sha256=<hex>`, either case of hex) is [`sign_sha256`]'s value of
+/// `body`, compared in constant time.
+pub fn verify_sha256(secret: &[u8], body: &[u8], signature: &str) -> bool {
+    let Some(hex) = signature.strip_prefix("sha256=") else {
+        return false;
+    };
+    let hex = hex.as_bytes();
+    if hex.len() != 64 {
+        return false;
+    }
+    let mut raw = [0u8; 32];
+    for (i, pair) in hex.chunks(2).enumerate() {
+        match (hex_digit(pair[0]), hex_digit(pair[1])) {
+            (Some(h), Some(l)) => raw[i] = (h << 4) | l,
+            _ => return false,
+        }
+    }
+    let mut mac = HmacSha256::new_from_slice(secret).expect("hmac accepts any key length");
+    mac.update(body);
+    mac.verify_slice(&raw).is_ok()
+}
+
 fn hex_digit(c: u8) -> Option<u8> {
     match c {
         b'0'..=b'9' => Some(c - b'0'),
@@ -249,6 +285,27 @@ mod tests {
     use super::*;
 
     const VECTOR: &str = "5099cab379b3be52908387457007040cc934ef86";
+
+    #[test]
+    fn sha256_matches_github_s_published_vector() {
+        // docs.github.com, "Validating webhook deliveries".
+        let sig = sign_sha256(b"It's a Secret to Everybody", b"Hello, World!");
+        assert_eq!(
+            sig,
+            "sha256=757107ea0eb2509fc211221cce984b8a37570b6d7586c22c46f4379c8b043e17"
+        );
+        assert!(verify_sha256(
+            b"It's a Secret to Everybody",
+            b"Hello, World!",
+            &sig
+        ));
+        assert!(!verify_sha256(b"other", b"Hello, World!", &sig));
+        assert!(!verify_sha256(
+            b"It's a Secret to Everybody",
+            b"Hello, World!",
+            &sig[7..]
+        ));
+    }
 
     #[test]
     fn matches_the_published_vector() {

@@ -2,7 +2,7 @@
 //! message to each of up to 5 URLs.
 
 use crate::error::Error;
-use crate::model::config::{standard_keys, Config, SignatureScheme, StaticHeaders};
+use crate::model::config::{standard_keys, CheckedHook, Config, SignatureScheme, StaticHeaders};
 use crate::model::message::{Kind, Message, Object};
 use crate::wire::encode::{Obj, Parts};
 use crate::wire::signature;
@@ -96,42 +96,69 @@ pub(crate) fn check_standard_id(id: &str) -> Result<(), Error> {
     Ok(())
 }
 
-/// How requests are signed.
+/// How one webhook's requests are signed.
 enum Signer {
     None,
-    /// `X-Signature` with this key.
-    XSignature(Vec<u8>),
+    /// `X-Signature` (or the webhook's header) with this key.
+    XSignature(Arc<[u8]>, HeaderName),
+    /// `X-Signature-256: sha256=...` (or the webhook's header) with this key.
+    Sha256(Arc<[u8]>, HeaderName),
     /// Standard Webhooks headers; signed with each key (none: id and timestamp only).
-    Standard(Vec<Vec<u8>>),
+    Standard(Arc<[Vec<u8>]>),
+}
+
+/// One webhook: its own headers and its signer.
+struct Target {
+    headers: StaticHeaders,
+    signer: Signer,
 }
 
 /// The configured webhooks and how to sign for them.
 pub(crate) struct Hooks {
-    /// Each webhook's own headers.
-    headers: Vec<StaticHeaders>,
+    targets: Vec<Target>,
     /// Each target as logs show it (`Config::webhook_label`), shared with its lane.
     labels: Vec<Arc<str>>,
-    signer: Signer,
     user_agent: HeaderValue,
 }
 
 impl Hooks {
-    /// `config` has passed its checks (a Standard Webhooks secret parses).
-    pub(crate) fn new(config: &Config, headers: Vec<StaticHeaders>) -> Hooks {
+    /// `config` has passed its checks (a Standard Webhooks secret parses); `checked` is
+    /// what `Config::check_webhooks` gave.
+    pub(crate) fn new(config: &Config, checked: Vec<CheckedHook>) -> Hooks {
         let secret = config.shared_secret.as_deref();
-        let signer = match (config.signature_scheme, secret) {
-            (SignatureScheme::XSignature, None) => Signer::None,
-            (SignatureScheme::XSignature, Some(s)) => Signer::XSignature(s.as_bytes().to_vec()),
-            (SignatureScheme::StandardWebhooks, s) => {
-                Signer::Standard(s.and_then(|s| standard_keys(s).ok()).unwrap_or_default())
-            }
-        };
+        let key: Option<Arc<[u8]>> = secret.map(|s| Arc::from(s.as_bytes()));
+        let standard: Arc<[Vec<u8>]> = secret
+            .and_then(|s| standard_keys(s).ok())
+            .unwrap_or_default()
+            .into();
+        let targets = checked
+            .into_iter()
+            .map(|hook| {
+                let named = |default: &'static str| {
+                    (hook.signature_header.clone())
+                        .unwrap_or_else(|| HeaderName::from_static(default))
+                };
+                let signer = match (hook.scheme, &key) {
+                    (SignatureScheme::StandardWebhooks, _) => Signer::Standard(standard.clone()),
+                    (_, None) => Signer::None,
+                    (SignatureScheme::XSignature, Some(k)) => {
+                        Signer::XSignature(k.clone(), named("x-signature"))
+                    }
+                    (SignatureScheme::HmacSha256, Some(k)) => {
+                        Signer::Sha256(k.clone(), named("x-signature-256"))
+                    }
+                };
+                Target {
+                    headers: hook.headers,
+                    signer,
+                }
+            })
+            .collect::<Vec<_>>();
         Hooks {
-            labels: (0..headers.len())
+            labels: (0..targets.len())
                 .map(|i| config.webhook_label(i).into())
                 .collect(),
-            headers,
-            signer,
+            targets,
             user_agent: HeaderValue::from_str(&config.webhook_user_agent)
                 .unwrap_or_else(|_| HeaderValue::from_static("Outbound/1.0")),
         }
@@ -151,8 +178,8 @@ impl Hooks {
         id: &str,
         body: &[u8],
     ) -> Result<Vec<(HeaderName, HeaderValue)>, &'static str> {
-        let own = &self.headers[target];
-        let mut headers = Vec::with_capacity(own.len() + 5);
+        let own = &self.targets[target];
+        let mut headers = Vec::with_capacity(own.headers.len() + 5);
         headers.push((
             HeaderName::from_static("user-agent"),
             self.user_agent.clone(),
@@ -161,13 +188,20 @@ impl Hooks {
             HeaderName::from_static("content-type"),
             HeaderValue::from_static("application/json"),
         ));
-        headers.extend(own.iter().cloned());
-        match &self.signer {
+        headers.extend(own.headers.iter().cloned());
+        match &own.signer {
             Signer::None => {}
-            Signer::XSignature(secret) => {
+            Signer::XSignature(secret, name) => {
                 let sig = signature::sign(secret, body);
                 headers.push((
-                    HeaderName::from_static("x-signature"),
+                    name.clone(),
+                    HeaderValue::from_str(&sig).expect("hex is a valid header value"),
+                ));
+            }
+            Signer::Sha256(secret, name) => {
+                let sig = signature::sign_sha256(secret, body);
+                headers.push((
+                    name.clone(),
                     HeaderValue::from_str(&sig).expect("hex is a valid header value"),
                 ));
             }

@@ -25,18 +25,22 @@
 //!   trickle of probes, not every queued message's retries (no retry storm).
 //! - `Retry-After` on a response pauses the whole lane: the server spoke for itself, not for
 //!   one message.
+//! - An endpoint's rate limit (`rate.rs`) holds its requests at the head of the lane until a
+//!   token is there.
 
 use crate::delivery::batch::{RequestLimit, Room};
 use crate::delivery::job::Job;
 use crate::http::attempt::{Attempt, Seen};
 use crate::http::exchange::Exchange;
 use crate::log::Logger;
+use crate::model::config::RateLimit;
 use crate::model::retry::{after, RetryPolicy};
 use crate::wire::ingestion::Endpoint;
 use crate::wire::webhook::Hooks;
 pub(crate) use budget::Budget;
 use crossbeam_channel::Sender;
 use health::Health;
+use rate::Rate;
 use requests::Requests;
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -138,6 +142,8 @@ pub(crate) struct Lane {
     limit: RequestLimit,
     requests: Requests,
     health: Health,
+    /// The endpoint's rate limit, when it has one.
+    rate: Option<Box<Rate>>,
 }
 
 impl Lane {
@@ -151,8 +157,10 @@ impl Lane {
         floor: usize,
         cap: usize,
         limit: RequestLimit,
+        rate: Option<RateLimit>,
     ) -> Lane {
         let requests = Requests::new(delivery.budget, floor, cap);
+        let rate = rate.map(|r| Box::new(Rate::new(r, Instant::now())));
         Lane {
             label,
             tenant,
@@ -163,6 +171,7 @@ impl Lane {
             limit,
             requests,
             health: Health::default(),
+            rate,
         }
     }
 
@@ -187,6 +196,11 @@ impl Lane {
             // Enough requests are moving, or the young one out will take what waits: this
             // one waits for a request to come back.
             return None;
+        }
+        if let Some(rate) = &mut self.rate {
+            if !rate.ready(now) {
+                return None;
+            }
         }
         let mut job = self.waiting.pop_front()?;
         if let Job::Batch(batch) = &mut job {
@@ -229,6 +243,9 @@ impl Lane {
     /// scheduler's channel.
     pub(crate) fn start(&mut self, job: Job, now: Instant) {
         self.health.probe_sent();
+        if let Some(rate) = &mut self.rate {
+            rate.spend(now);
+        }
         let ticket = self.requests.started(now);
         requests::send(
             self.delivery.clone(),
@@ -274,10 +291,23 @@ impl Lane {
             Some(until) => Some(until),
             None => self.fill_room(now).map(|(_, turns)| turns),
         };
-        match (probe, self.health.paused_until) {
-            (Some(a), Some(b)) => Some(a.max(b)),
-            (a, b) => a.or(b),
-        }
+        let token = (self.rate.as_ref())
+            .filter(|r| r.holding)
+            .map(|r| r.next_at());
+        [probe, self.health.paused_until, token]
+            .into_iter()
+            .flatten()
+            .max()
+    }
+
+    /// With a rate limit: whether a request waits for it now, and how many went out after
+    /// such a wait since the last call.
+    pub(crate) fn throttled(&mut self) -> Option<(bool, u64)> {
+        let rate = self.rate.as_mut()?;
+        Some((
+            rate.holding && !self.waiting.is_empty(),
+            std::mem::take(&mut rate.waited),
+        ))
     }
 
     /// True while the destination is taken as down.
@@ -317,6 +347,7 @@ impl Lane {
 
 pub(crate) mod budget;
 mod health;
+mod rate;
 mod requests;
 #[cfg(test)]
 mod tests;

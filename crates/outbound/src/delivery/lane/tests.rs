@@ -40,6 +40,7 @@ fn lane_in(cap: usize, budget: &'static Budget, out: Option<HooksOut>) -> (Lane,
         1,
         cap,
         RequestLimit::of(&config),
+        None,
     );
     (lane, rx)
 }
@@ -464,11 +465,10 @@ fn lanes_stop_at_the_process_s_budget_of_requests_and_share_it() {
     let io = crate::http::io::Io::start(1, "outbound-test").unwrap();
     let recorder = Arc::new(crate::http::recorder::Recorder::default());
     let out = || {
-        let config = crate::Config::default();
-        let url = "http://127.0.0.1:9/x";
+        let config =
+            crate::Config::default().webhooks(vec![crate::Webhook::new("http://127.0.0.1:9/x")]);
         let exchange =
-            crate::http::exchange::Exchange::webhooks(&config, &io, &[url], Some(&recorder))
-                .unwrap();
+            crate::http::exchange::Exchange::webhooks(&config, &io, Some(&recorder)).unwrap();
         Some(HooksOut {
             io: io.handle(),
             exchange,

@@ -43,6 +43,14 @@ impl Tenant {
                 }
                 self.lanes[i].start(job, now);
             }
+            if let Some((now_held, waited)) = self.lanes[i].throttled() {
+                if let Some(url) = self.shared.watch.urls.get(i - 1) {
+                    url.throttled_now.store(now_held, Relaxed);
+                    if waited > 0 {
+                        url.throttled.fetch_add(waited, Relaxed);
+                    }
+                }
+            }
         }
     }
 

@@ -86,6 +86,9 @@ impl Tenant {
     ) -> Self {
         let report_tx = reports;
         let lane = |index: usize, label: Arc<str>, tx: &Sender<Report>| {
+            let rate = index
+                .checked_sub(1)
+                .and_then(|i| config.webhooks[i].rate_limit);
             Lane::new(
                 id,
                 index,
@@ -95,6 +98,7 @@ impl Tenant {
                 config.workers,
                 config.max_in_flight,
                 RequestLimit::of(config),
+                rate,
             )
         };
         let mut lanes = Vec::with_capacity(1 + config.webhooks.len());

@@ -14,7 +14,10 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
+mod endpoint;
 mod setters;
+
+pub use endpoint::{Auth, EndpointTls, OAuth2, RateLimit};
 
 /// At most this many webhooks per client (spec §8).
 pub const MAX_WEBHOOKS: usize = 5;
@@ -30,8 +33,11 @@ pub type OutcomeCallback = Arc<dyn Fn(&Outcome) + Send + Sync>;
 /// returns what it returned.
 pub type RoomWaitHook = Arc<dyn Fn(&mut (dyn FnMut() -> bool + Send)) -> bool + Send + Sync>;
 
-/// One customer webhook: a URL and the static headers added to every request to it.
+/// One customer webhook: a URL, the static headers added to every request to it, and how
+/// its endpoint wants to be called. Made with [`Webhook::new`] and its setters, so a new
+/// field breaks no caller.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Webhook {
     /// Absolute `http` or `https` URL, without credentials.
     pub url: String,
@@ -42,6 +48,19 @@ pub struct Webhook {
     /// it. A message still pending for it when a client of its name resumes with it off
     /// (a service's live change) is not sent to it either. On by default.
     pub enabled: bool,
+    /// How the endpoint authenticates us: Basic, a bearer token or OAuth2 client
+    /// credentials. None by default.
+    pub auth: Option<Auth>,
+    /// A client certificate for mutual TLS, and roots of the endpoint's own.
+    pub tls: EndpointTls,
+    /// The header the signature goes in, in place of the scheme's own (`X-Signature`,
+    /// `X-Signature-256`); not with Standard Webhooks, whose headers are fixed.
+    pub signature_header: Option<String>,
+    /// How this endpoint's requests are signed, in place of the client's
+    /// `signature_scheme`.
+    pub signature_scheme: Option<SignatureScheme>,
+    /// At most this many requests a second to the endpoint; unlimited by default.
+    pub rate_limit: Option<RateLimit>,
 }
 
 impl Webhook {
@@ -51,7 +70,42 @@ impl Webhook {
             url: url.into(),
             headers: Vec::new(),
             enabled: true,
+            auth: None,
+            tls: EndpointTls::default(),
+            signature_header: None,
+            signature_scheme: None,
+            rate_limit: None,
         }
+    }
+
+    /// Sets how the endpoint authenticates us.
+    pub fn auth(mut self, auth: Auth) -> Self {
+        self.auth = Some(auth);
+        self
+    }
+
+    /// Sets the endpoint's TLS (client certificate, roots).
+    pub fn tls(mut self, tls: EndpointTls) -> Self {
+        self.tls = tls;
+        self
+    }
+
+    /// Puts the signature in header `name`.
+    pub fn signature_header(mut self, name: impl Into<String>) -> Self {
+        self.signature_header = Some(name.into());
+        self
+    }
+
+    /// Signs this endpoint's requests with `scheme`.
+    pub fn signature_scheme(mut self, scheme: SignatureScheme) -> Self {
+        self.signature_scheme = Some(scheme);
+        self
+    }
+
+    /// Limits the requests a second to the endpoint.
+    pub fn rate_limit(mut self, limit: RateLimit) -> Self {
+        self.rate_limit = Some(limit);
+        self
     }
 
     /// Adds a static header.
@@ -81,6 +135,9 @@ pub enum SignatureScheme {
     /// (one signature each, space separated), so keys rotate without downtime. No
     /// `X-Signature` is sent.
     StandardWebhooks,
+    /// `X-Signature-256: sha256=<lowercase hex HMAC-SHA256 of the body>`, keyed with the
+    /// shared secret as given: the form GitHub's `X-Hub-Signature-256` made common.
+    HmacSha256,
 }
 
 impl SignatureScheme {
@@ -89,6 +146,7 @@ impl SignatureScheme {
         match self {
             SignatureScheme::XSignature => "x-signature",
             SignatureScheme::StandardWebhooks => "standard-webhooks",
+            SignatureScheme::HmacSha256 => "hmac-sha256",
         }
     }
 
@@ -98,9 +156,13 @@ impl SignatureScheme {
         match name {
             "x-signature" => Ok(SignatureScheme::XSignature),
             "standard-webhooks" => Ok(SignatureScheme::StandardWebhooks),
+            "hmac-sha256" => Ok(SignatureScheme::HmacSha256),
             _ => Err(Error::config(
                 "signature_scheme",
-                format!("{name:?} is not a scheme; use \"x-signature\" or \"standard-webhooks\""),
+                format!(
+                    "{name:?} is not a scheme; use \"x-signature\", \"standard-webhooks\" \
+                     or \"hmac-sha256\""
+                ),
             )),
         }
     }
@@ -347,13 +409,14 @@ impl fmt::Debug for Config {
 }
 
 /// Headers no webhook may set: the transport and the signatures own them.
-const RESERVED: [&str; 9] = [
+const RESERVED: [&str; 10] = [
     "content-type",
     "content-length",
     "host",
     "transfer-encoding",
     "connection",
     "x-signature",
+    "x-signature-256",
     "webhook-id",
     "webhook-timestamp",
     "webhook-signature",
@@ -366,6 +429,16 @@ const MAX_STANDARD_KEY: usize = 64;
 
 /// A webhook's own headers after its checks: parsed, ready to send.
 pub(crate) type StaticHeaders = Vec<(HeaderName, HeaderValue)>;
+
+/// One webhook after its checks: its static headers (with `Authorization` for Basic and
+/// bearer auth) and where its signature goes.
+pub(crate) struct CheckedHook {
+    pub headers: StaticHeaders,
+    /// The signature's header when not its scheme's own.
+    pub signature_header: Option<HeaderName>,
+    /// The scheme its requests are signed with.
+    pub scheme: SignatureScheme,
+}
 
 /// The prefix of a Standard Webhooks secret as shown to customers (`whsec_<base64>`).
 const SECRET_PREFIX: &str = "whsec_";
@@ -399,6 +472,26 @@ pub(crate) fn standard_keys(secrets: &str) -> Result<Vec<Vec<u8>>, String> {
     Ok(keys)
 }
 
+/// Checks `secrets` are Standard Webhooks secrets of the spec's sizes (`shared_secret`).
+fn check_standard_secrets(secrets: &str) -> Result<(), Error> {
+    let keys = standard_keys(secrets).map_err(|why| Error::config("shared_secret", why))?;
+    if let Some(i) = keys
+        .iter()
+        .position(|k| !(MIN_STANDARD_KEY..=MAX_STANDARD_KEY).contains(&k.len()))
+    {
+        return Err(Error::config(
+            "shared_secret",
+            format!(
+                "secret {} decodes to {} bytes; Standard Webhooks secrets are \
+                 {MIN_STANDARD_KEY} to {MAX_STANDARD_KEY} random bytes",
+                i + 1,
+                keys[i].len()
+            ),
+        ));
+    }
+    Ok(())
+}
+
 /// Checks `url` is absolute http(s), has a host and no credentials.
 pub(crate) fn check_url(setting: &str, url: &str) -> Result<Uri, Error> {
     let uri: Uri = url
@@ -429,9 +522,9 @@ pub(crate) fn check_url(setting: &str, url: &str) -> Result<Uri, Error> {
 }
 
 impl Config {
-    /// Checks the webhooks (how many, their URLs, their static headers) and gives each
-    /// one's static headers, parsed.
-    pub(crate) fn check_webhooks(&self) -> Result<Vec<StaticHeaders>, Error> {
+    /// Checks the webhooks (how many, their URLs, their static headers, how each endpoint
+    /// is called) and gives each one's headers, parsed, and its signature's header.
+    pub(crate) fn check_webhooks(&self) -> Result<Vec<CheckedHook>, Error> {
         if self.webhooks.len() > MAX_WEBHOOKS {
             return Err(Error::config(
                 "webhooks",
@@ -488,7 +581,22 @@ impl Config {
                 })?;
                 headers.push((parsed, value));
             }
-            targets.push(headers);
+            let has_authorization = headers
+                .iter()
+                .any(|(k, _)| k == http::header::AUTHORIZATION);
+            let endpoint = endpoint::check(i, hook, has_authorization)?;
+            headers.extend((endpoint.authorization).map(|v| (http::header::AUTHORIZATION, v)));
+            let scheme = hook.signature_scheme.unwrap_or(self.signature_scheme);
+            if let (SignatureScheme::StandardWebhooks, Some(secrets)) =
+                (scheme, &self.shared_secret)
+            {
+                check_standard_secrets(secrets)?;
+            }
+            targets.push(CheckedHook {
+                headers,
+                signature_header: endpoint.signature_header,
+                scheme,
+            });
         }
         Ok(targets)
     }
@@ -577,21 +685,7 @@ impl Config {
         if let (SignatureScheme::StandardWebhooks, Some(secrets)) =
             (self.signature_scheme, &self.shared_secret)
         {
-            let keys = standard_keys(secrets).map_err(|why| Error::config("shared_secret", why))?;
-            if let Some(i) = keys
-                .iter()
-                .position(|k| !(MIN_STANDARD_KEY..=MAX_STANDARD_KEY).contains(&k.len()))
-            {
-                return Err(Error::config(
-                    "shared_secret",
-                    format!(
-                        "secret {} decodes to {} bytes; Standard Webhooks secrets are \
-                         {MIN_STANDARD_KEY} to {MAX_STANDARD_KEY} random bytes",
-                        i + 1,
-                        keys[i].len()
-                    ),
-                ));
-            }
+            check_standard_secrets(secrets)?;
         }
         if HeaderValue::from_str(&self.webhook_user_agent).is_err() {
             return Err(Error::config(
@@ -642,6 +736,16 @@ impl Config {
             &self.endpoint_allowed_networks,
             "endpoint_allowed_networks",
         )
+    }
+
+    /// Whether a webhook that is on signs with Standard Webhooks (its ids must then be
+    /// header values without `.`).
+    pub(crate) fn signs_standard(&self) -> bool {
+        (self.webhooks.iter()).any(|w| {
+            w.enabled
+                && w.signature_scheme.unwrap_or(self.signature_scheme)
+                    == SignatureScheme::StandardWebhooks
+        })
     }
 
     /// The webhooks that are on, as a mask (bit `i`: webhook `i`): where a message goes.
