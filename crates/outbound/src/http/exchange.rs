@@ -294,6 +294,13 @@ impl Network {
                     continue;
                 }
                 Err(e) => {
+                    if let Some(why) = client_certificate_refused(&e) {
+                        seen.error = Some(ErrorClass::Tls);
+                        return Attempt::Permanent {
+                            reason: Reason::Certificate,
+                            detail: format!("certificate: {why}"),
+                        };
+                    }
                     seen.error = Some(class_of(&e));
                     return retry_connection(describe(&e));
                 }
@@ -412,6 +419,41 @@ fn class_of(e: &(dyn std::error::Error + 'static)) -> ErrorClass {
         return ErrorClass::Reset;
     }
     ErrorClass::of_text(&describe(e))
+}
+
+/// The endpoint's refusal of our client certificate, or of its absence (mutual TLS): TLS
+/// 1.3 sends it after the handshake, so it comes with the request. Retrying cannot help.
+fn client_certificate_refused(e: &(dyn std::error::Error + 'static)) -> Option<String> {
+    use tokio_rustls::rustls::{AlertDescription as A, Error as TlsError};
+    let mut source = Some(e);
+    while let Some(s) = source {
+        let tls = (s.downcast_ref::<std::io::Error>())
+            .and_then(|io| io.get_ref())
+            .and_then(|inner| inner.downcast_ref::<TlsError>());
+        if let Some(TlsError::AlertReceived(alert)) = tls {
+            return match alert {
+                A::CertificateRequired => Some(
+                    "the endpoint requires a client certificate (set tls.client_cert and \
+                     tls.client_key)"
+                        .into(),
+                ),
+                A::BadCertificate
+                | A::UnsupportedCertificate
+                | A::CertificateRevoked
+                | A::CertificateExpired
+                | A::CertificateUnknown
+                | A::UnknownCA
+                // A chain that names a trusted CA but whose signature does not check out.
+                | A::DecryptError
+                | A::AccessDenied => Some(format!(
+                    "the endpoint refused our client certificate (alert {alert:?})"
+                )),
+                _ => None,
+            };
+        }
+        source = s.source();
+    }
+    None
 }
 
 /// An error and what caused it, in one line (hyper's own text alone says little: "connection

@@ -90,6 +90,36 @@ impl Server {
         Self::spawn(Arc::new(handler), Some(Arc::new(config)))
     }
 
+    /// An HTTPS server presenting `chain` with `key` (PKCS#8 DER) that requires a client
+    /// certificate issued by `client_ca` (DER): without one, the handshake fails.
+    pub fn start_mtls(
+        chain: Vec<Vec<u8>>,
+        key: Vec<u8>,
+        client_ca: Vec<u8>,
+        handler: impl Fn(&Request) -> Reply + Send + Sync + 'static,
+    ) -> Server {
+        use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let mut roots = rustls::RootCertStore::empty();
+        roots.add(CertificateDer::from(client_ca)).unwrap();
+        let verifier = rustls::server::WebPkiClientVerifier::builder_with_provider(
+            Arc::new(roots),
+            provider.clone(),
+        )
+        .build()
+        .unwrap();
+        let config = rustls::ServerConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()
+            .unwrap()
+            .with_client_cert_verifier(verifier)
+            .with_single_cert(
+                chain.into_iter().map(CertificateDer::from).collect(),
+                PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(key)),
+            )
+            .unwrap();
+        Self::spawn(Arc::new(handler), Some(Arc::new(config)))
+    }
+
     /// Always answers `status`.
     pub fn answering(status: u16) -> Server {
         Self::start(move |_| Reply::Status(status))
@@ -328,6 +358,24 @@ pub fn ca_and_leaf() -> (String, Vec<u8>, Vec<u8>) {
         .unwrap();
     let ca_pem = AsRef::<rcgen::Certificate>::as_ref(&ca).pem();
     (ca_pem, leaf.der().to_vec(), leaf_key.serialize_der())
+}
+
+/// A CA and a client certificate it issued, for mutual TLS: (ca_der, client_cert_pem,
+/// client_key_pem).
+pub fn client_ca_and_cert() -> (Vec<u8>, String, String) {
+    let mut params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
+    params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+    params
+        .distinguished_name
+        .push(rcgen::DnType::CommonName, "outbound test client CA");
+    let ca =
+        rcgen::CertifiedIssuer::self_signed(params, rcgen::KeyPair::generate().unwrap()).unwrap();
+    let key = rcgen::KeyPair::generate().unwrap();
+    let mut leaf = rcgen::CertificateParams::new(vec!["client.test".to_string()]).unwrap();
+    leaf.extended_key_usages = vec![rcgen::ExtendedKeyUsagePurpose::ClientAuth];
+    let cert = leaf.signed_by(&key, &ca).unwrap();
+    let ca_der = AsRef::<rcgen::Certificate>::as_ref(&ca).der().to_vec();
+    (ca_der, cert.pem(), key.serialize_pem())
 }
 
 /// A self-signed certificate for 127.0.0.1: (der, key_der).
