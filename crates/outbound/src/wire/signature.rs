@@ -29,14 +29,31 @@ fn mac(secret: &[u8], body: &[u8]) -> HmacSha1 {
     mac
 }
 
-/// The signature of `body`: 40 lowercase hex digits.
-pub fn sign(secret: &[u8], body: &[u8]) -> String {
-    let digest = mac(secret, body).finalize().into_bytes();
-    let mut out = String::with_capacity(40);
-    for b in digest {
+/// Appends `bytes` as lowercase hex.
+fn push_hex(out: &mut String, bytes: &[u8]) {
+    for b in bytes {
         out.push(char::from(b"0123456789abcdef"[(b >> 4) as usize]));
         out.push(char::from(b"0123456789abcdef"[(b & 15) as usize]));
     }
+}
+
+/// The `N` bytes `hex` spells (either case), or `None` for anything but `2 * N` hex digits.
+fn unhex<const N: usize>(hex: &str) -> Option<[u8; N]> {
+    let hex = hex.as_bytes();
+    if hex.len() != 2 * N {
+        return None;
+    }
+    let mut raw = [0u8; N];
+    for (i, pair) in hex.chunks(2).enumerate() {
+        raw[i] = (hex_digit(pair[0])? << 4) | hex_digit(pair[1])?;
+    }
+    Some(raw)
+}
+
+/// The signature of `body`: 40 lowercase hex digits.
+pub fn sign(secret: &[u8], body: &[u8]) -> String {
+    let mut out = String::with_capacity(40);
+    push_hex(&mut out, &mac(secret, body).finalize().into_bytes());
     out
 }
 
@@ -44,18 +61,10 @@ pub fn sign(secret: &[u8], body: &[u8]) -> String {
 /// whatever the digest's bytes; anything but 40 hex digits (either case) is false. A request
 /// without `X-Signature` is not signed: the bindings pass its missing header as `""`.
 pub fn verify(secret: &[u8], body: &[u8], signature: &str) -> bool {
-    let sig = signature.as_bytes();
-    if sig.len() != 40 {
-        return false;
+    match unhex::<20>(signature) {
+        Some(raw) => mac(secret, body).verify_slice(&raw).is_ok(),
+        None => false,
     }
-    let mut raw = [0u8; 20];
-    for (i, pair) in sig.chunks(2).enumerate() {
-        match (hex_digit(pair[0]), hex_digit(pair[1])) {
-            (Some(h), Some(l)) => raw[i] = (h << 4) | l,
-            _ => return false,
-        }
-    }
-    mac(secret, body).verify_slice(&raw).is_ok()
 }
 
 /// For receivers that only have the parsed body: re-serializes `body` the way every
@@ -70,37 +79,25 @@ pub fn verify_value(secret: &[u8], body: &Value, signature: &str) -> bool {
 /// The `hmac-sha256` scheme's value for `body`: `sha256=` and 64 lowercase hex digits of
 /// HMAC-SHA256 keyed with `secret` (GitHub's `X-Hub-Signature-256` form).
 pub fn sign_sha256(secret: &[u8], body: &[u8]) -> String {
-    let mut mac = HmacSha256::new_from_slice(secret).expect("hmac accepts any key length");
-    mac.update(body);
     let mut out = String::with_capacity(71);
     out.push_str("sha256=");
-    for b in mac.finalize().into_bytes() {
-        out.push(char::from(b"0123456789abcdef"[(b >> 4) as usize]));
-        out.push(char::from(b"0123456789abcdef"[(b & 15) as usize]));
-    }
+    push_hex(&mut out, &mac256(secret, body).finalize().into_bytes());
     out
 }
 
 /// True when `signature` (`sha256=<hex>`, either case of hex) is [`sign_sha256`]'s value of
 /// `body`, compared in constant time.
 pub fn verify_sha256(secret: &[u8], body: &[u8], signature: &str) -> bool {
-    let Some(hex) = signature.strip_prefix("sha256=") else {
-        return false;
-    };
-    let hex = hex.as_bytes();
-    if hex.len() != 64 {
-        return false;
+    match signature.strip_prefix("sha256=").and_then(unhex::<32>) {
+        Some(raw) => mac256(secret, body).verify_slice(&raw).is_ok(),
+        None => false,
     }
-    let mut raw = [0u8; 32];
-    for (i, pair) in hex.chunks(2).enumerate() {
-        match (hex_digit(pair[0]), hex_digit(pair[1])) {
-            (Some(h), Some(l)) => raw[i] = (h << 4) | l,
-            _ => return false,
-        }
-    }
+}
+
+fn mac256(secret: &[u8], body: &[u8]) -> HmacSha256 {
     let mut mac = HmacSha256::new_from_slice(secret).expect("hmac accepts any key length");
     mac.update(body);
-    mac.verify_slice(&raw).is_ok()
+    mac
 }
 
 fn hex_digit(c: u8) -> Option<u8> {
