@@ -91,6 +91,23 @@ pub(super) struct Progress {
     pub copies: u32,
 }
 
+/// `record` with its progress applied (the first attempt, what is done, the webhooks still
+/// to try; what a progress field says wins), and the copies it counts.
+pub(super) fn with_progress(mut record: Record, progress: Option<Progress>) -> (Record, u32) {
+    let Some(p) = progress else {
+        return (record, 1);
+    };
+    record.first_ms = p.first_ms.or(record.first_ms);
+    if p.ingest_done {
+        record.ingest = None;
+    }
+    record.hook_mask = p.mask;
+    if p.mask == 0 {
+        record.hook = None;
+    }
+    (record, p.copies)
+}
+
 impl Progress {
     pub fn encode(&self) -> String {
         format!(

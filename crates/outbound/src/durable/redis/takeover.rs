@@ -6,9 +6,9 @@
 //! empty one is left (a process of that version that starts later adds itself to it, and
 //! is taken over when the tenant registers again, e.g. at the next start).
 
-use super::keys::{self, Keys, Progress, GROUP};
+use super::keys::{self, with_progress, Keys, Progress, GROUP};
 use super::{describe, tenants, RedisStore, COMPACT_AFTER, GROUP_MAX};
-use crate::durable::{Adopted, Record};
+use crate::durable::Adopted;
 use crate::error::Error;
 use foldhash::HashMap;
 use redis::Value;
@@ -35,23 +35,6 @@ pub(super) fn legacy_prefix(prefix: &str, name: &str) -> Option<String> {
 /// The most commit groups read at once beyond what `ADOPT_MAX` needs when the groups seen
 /// are small (see `take_over`).
 const READ_MORE: usize = 16;
-
-/// A record taken over with its progress applied (the first attempt, what is done, the
-/// webhooks still to try), and the copies it counts.
-fn with_progress(mut record: Record, progress: Option<Progress>) -> (Record, u32) {
-    let Some(p) = progress else {
-        return (record, 1);
-    };
-    record.first_ms = p.first_ms.or(record.first_ms);
-    if p.ingest_done {
-        record.ingest = None;
-    }
-    record.hook_mask = p.mask;
-    if p.mask == 0 {
-        record.hook = None;
-    }
-    (record, p.copies)
-}
 
 /// The entries one pass read from a dead owner's stream, and the stream's length after.
 type PassRead = (Vec<Entry>, Option<Value>);

@@ -8,7 +8,7 @@
 //! under their tenant's name, whether or not a tenant of that name is here: one of that
 //! name that registers later reads them back; until then they cost their spots.
 
-use super::keys::{self, Progress};
+use super::keys::{self, with_progress, Progress};
 use super::{takeover, Live, Put, RedisStore};
 use crate::durable::{Cursor, Record, TenantNo};
 use crate::error::Error;
@@ -117,22 +117,6 @@ pub(super) struct Waiting {
 pub(super) fn payload(r: &Record) -> u64 {
     let len = |b: &Option<crate::wire::Body>| b.as_ref().map_or(0, |b| b.len());
     (r.id.len() + len(&r.ingest) + len(&r.hook)) as u64
-}
-
-/// `record` with `p`'s progress applied (what a progress field says wins).
-fn with_progress(mut record: Record, p: Option<Progress>) -> (Record, u32) {
-    let Some(p) = p else {
-        return (record, 1);
-    };
-    record.first_ms = p.first_ms.or(record.first_ms);
-    if p.ingest_done {
-        record.ingest = None;
-    }
-    record.hook_mask = p.mask;
-    if p.mask == 0 {
-        record.hook = None;
-    }
-    (record, p.copies)
 }
 
 impl RedisStore {
