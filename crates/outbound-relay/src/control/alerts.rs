@@ -32,22 +32,12 @@ pub struct AlertParams {
         (status = 400, description = "A bad parameter, named by `field`", body = Refusal)))]
 pub async fn list(State(api): State<Api>, caller: Caller, RawQuery(query): RawQuery) -> Answer {
     let (mut source, mut limit) = (None, DEFAULT_PAGE);
-    for pair in query
-        .as_deref()
-        .unwrap_or("")
-        .split('&')
-        .filter(|p| !p.is_empty())
-    {
-        let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
-        let v = body::percent_decode(&v.replace('+', " "));
+    for (k, v) in body::query_pairs(query.as_deref()) {
         match k {
             "source" => source = Some(v),
-            "limit" => match v.parse::<usize>() {
-                Ok(n @ 1..=MAX_PAGE) => limit = n,
-                _ => {
-                    let why = format!("must be 1 to {MAX_PAGE}");
-                    return refusal(StatusCode::BAD_REQUEST, "limit", &why);
-                }
+            "limit" => match body::page_limit(&v, MAX_PAGE) {
+                Ok(n) => limit = n,
+                Err(why) => return refusal(StatusCode::BAD_REQUEST, "limit", &why),
             },
             _ => {
                 return refusal(

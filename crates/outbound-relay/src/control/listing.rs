@@ -101,17 +101,11 @@ fn asked(query: &str) -> Result<Asked, Denied> {
         descending: false,
     };
     let mut order = None;
-    for pair in query.split('&').filter(|p| !p.is_empty()) {
-        let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
-        let v = body::percent_decode(&v.replace('+', " "));
+    for (k, v) in body::query_pairs(Some(query)) {
         match k {
-            "limit" => match v.parse::<usize>() {
-                Ok(n @ 1..=MAX_PAGE) => a.limit = n,
-                _ => {
-                    let why = format!("must be 1 to {MAX_PAGE}");
-                    return Err(bad("limit", &why));
-                }
-            },
+            "limit" => {
+                a.limit = body::page_limit(&v, MAX_PAGE).map_err(|why| bad("limit", &why))?
+            }
             "after" => a.after = v,
             "q" => a.q = v.to_lowercase(),
             "state" => {

@@ -317,18 +317,11 @@ pub struct PageQuery {
 
 fn list_query(query: Option<&str>) -> Result<DeadLetterQuery, Refused> {
     let mut q = DeadLetterQuery::default();
-    for pair in query.unwrap_or("").split('&').filter(|p| !p.is_empty()) {
-        let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
-        let v = body::percent_decode(&v.replace('+', " "));
+    for (k, v) in body::query_pairs(query) {
         match k {
             "limit" => {
-                q.limit = match v.parse::<usize>() {
-                    Ok(n @ 1..=MAX_DEAD_LETTER_PAGE) => n,
-                    _ => {
-                        let why = format!("must be 1 to {MAX_DEAD_LETTER_PAGE}");
-                        return Err(("limit", why));
-                    }
-                }
+                q.limit =
+                    body::page_limit(&v, MAX_DEAD_LETTER_PAGE).map_err(|why| ("limit", why))?
             }
             // Any text: the core refuses one no page gave (`cursor: ...`, a 400).
             "cursor" => q.cursor = Some(v),

@@ -75,6 +75,24 @@ pub fn decode(headers: &HeaderMap, raw: Bytes, limit: usize) -> Result<Bytes, Bo
     }
 }
 
+/// The `key=value` pairs of a URL's query, each value with `+` and `%XX` decoded.
+pub fn query_pairs(query: Option<&str>) -> impl Iterator<Item = (&str, String)> {
+    (query.unwrap_or("").split('&'))
+        .filter(|p| !p.is_empty())
+        .map(|pair| {
+            let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
+            (k, percent_decode(&v.replace('+', " ")))
+        })
+}
+
+/// A page's `limit` parameter: 1 to `max`; else the refusal's words.
+pub fn page_limit(v: &str, max: usize) -> Result<usize, String> {
+    match v.parse::<usize>() {
+        Ok(n) if (1..=max).contains(&n) => Ok(n),
+        _ => Err(format!("must be 1 to {max}")),
+    }
+}
+
 /// `%XX` escapes of a path segment decoded (audience names have spaces).
 pub fn percent_decode(s: &str) -> String {
     let hex = |c: u8| (c as char).to_digit(16).map(|d| d as u8);

@@ -28,7 +28,7 @@ pub fn write_key_of(path: &str) -> Option<&str> {
 /// The settings document of the source of `key` (URL-encoded as it came), pointing at
 /// `public`.
 pub fn answer(sources: &Sources, key: &str, public: Option<PublicUrl>) -> Answer {
-    let key = percent_decoded(key);
+    let key = crate::http::body::percent_decode(key);
     if sources.by_write_key(&key).is_none() {
         return reply::error(StatusCode::NOT_FOUND, "unknown write key");
     }
@@ -67,34 +67,6 @@ pub fn answer(sources: &Sources, key: &str, public: Option<PublicUrl>) -> Answer
     r
 }
 
-/// `%XX` escapes decoded (a write key is usually plain).
-fn percent_decoded(s: &str) -> String {
-    if !s.contains('%') {
-        return s.to_string();
-    }
-    let hex = |c: u8| (c as char).to_digit(16).map(|d| d as u8);
-    let b = s.as_bytes();
-    let mut out = Vec::with_capacity(b.len());
-    let mut i = 0;
-    while i < b.len() {
-        match (
-            b[i],
-            b.get(i + 1).and_then(|c| hex(*c)),
-            b.get(i + 2).and_then(|c| hex(*c)),
-        ) {
-            (b'%', Some(h), Some(l)) => {
-                out.push(h * 16 + l);
-                i += 3;
-            }
-            (c, _, _) => {
-                out.push(c);
-                i += 1;
-            }
-        }
-    }
-    String::from_utf8_lossy(&out).into_owned()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -111,6 +83,6 @@ mod tests {
         ] {
             assert_eq!(write_key_of(path), None, "{path}");
         }
-        assert_eq!(percent_decoded("wk%3Ax%zz"), "wk:x%zz");
+        assert_eq!(crate::http::body::percent_decode("wk%3Ax%zz"), "wk:x%zz");
     }
 }
