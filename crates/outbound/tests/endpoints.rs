@@ -432,3 +432,100 @@ fn a_rate_limited_endpoint_gets_no_more_than_its_limit_and_the_others_keep_their
     assert_eq!(health[1].throttled, 0);
     assert_eq!(health[0].state, HealthState::Healthy);
 }
+
+#[test]
+fn an_oauth2_client_can_prove_itself_with_a_signed_jwt_instead_of_a_secret() {
+    use base64::Engine as _;
+    let b64 = base64::engine::general_purpose::URL_SAFE_NO_PAD;
+    let key = rcgen::KeyPair::generate().unwrap(); // P-256: ES256
+    let public = key.public_key_raw().to_vec();
+    let asked = Arc::new(std::sync::Mutex::new(Vec::<serde_json::Value>::new()));
+    let seen = asked.clone();
+    let tokens = Server::start(move |r| {
+        let form: std::collections::HashMap<String, String> =
+            url_form(&String::from_utf8_lossy(&r.body));
+        let jwt = form.get("client_assertion").cloned().unwrap_or_default();
+        let parts: Vec<&str> = jwt.split('.').collect();
+        let verified = parts.len() == 3
+            && form.get("client_assertion_type").map(String::as_str)
+                == Some("urn:ietf:params:oauth:client-assertion-type:jwt-bearer")
+            && r.header("authorization").is_none()
+            && ring::signature::UnparsedPublicKey::new(
+                &ring::signature::ECDSA_P256_SHA256_FIXED,
+                &public,
+            )
+            .verify(
+                format!("{}.{}", parts[0], parts[1]).as_bytes(),
+                &b64.decode(parts[2]).unwrap_or_default(),
+            )
+            .is_ok();
+        if !verified {
+            return Reply::Status(401);
+        }
+        let header: serde_json::Value =
+            serde_json::from_slice(&b64.decode(parts[0]).unwrap()).unwrap();
+        let claims: serde_json::Value =
+            serde_json::from_slice(&b64.decode(parts[1]).unwrap()).unwrap();
+        seen.lock()
+            .unwrap()
+            .push(serde_json::json!({"header": header, "claims": claims}));
+        Reply::Full {
+            status: 200,
+            headers: vec![],
+            body: br#"{"access_token":"jwt-made","expires_in":60}"#.to_vec(),
+        }
+    });
+    let endpoint = guarded("Bearer jwt-made");
+    let token_url = format!("{}/oauth/token", tokens.url);
+    let auth = OAuth2::with_assertion_key(&token_url, "svc-42", key.serialize_pem());
+    let config = with(vec![Webhook::new(&endpoint.url).auth(Auth::OAuth2(auth))]);
+    let client = Client::new(config).unwrap();
+    client.enqueue(&Message::track("u", "E")).unwrap();
+    assert!(client.flush(Some(WAIT)), "{:?}", client.webhook_attempts(0));
+    let asked = asked.lock().unwrap();
+    assert_eq!(asked.len(), 1);
+    let (header, claims) = (&asked[0]["header"], &asked[0]["claims"]);
+    assert_eq!(header["alg"], "ES256");
+    assert_eq!(
+        (claims["iss"].as_str(), claims["sub"].as_str()),
+        (Some("svc-42"), Some("svc-42"))
+    );
+    assert_eq!(claims["aud"], token_url.as_str());
+    let (iat, exp) = (
+        claims["iat"].as_u64().unwrap(),
+        claims["exp"].as_u64().unwrap(),
+    );
+    assert_eq!(exp - iat, 300);
+    assert_eq!(claims["jti"].as_str().map(str::len), Some(36));
+    // A secret and a key together are refused, naming the field.
+    let mut both = OAuth2::with_assertion_key(&token_url, "svc-42", key.serialize_pem());
+    both.client_secret = "s".into();
+    let e = config_error(with(vec![
+        Webhook::new(&endpoint.url).auth(Auth::OAuth2(both))
+    ]));
+    assert!(e.contains("webhooks[0].auth.client_secret"), "{e}");
+}
+
+/// `application/x-www-form-urlencoded` text as pairs.
+fn url_form(text: &str) -> std::collections::HashMap<String, String> {
+    let decode = |s: &str| {
+        let s = s.replace('+', " ");
+        let mut out = Vec::new();
+        let b = s.as_bytes();
+        let mut i = 0;
+        while i < b.len() {
+            if b[i] == b'%' && i + 2 < b.len() {
+                out.push(u8::from_str_radix(&s[i + 1..i + 3], 16).unwrap());
+                i += 3;
+            } else {
+                out.push(b[i]);
+                i += 1;
+            }
+        }
+        String::from_utf8(out).unwrap()
+    };
+    (text.split('&'))
+        .filter_map(|p| p.split_once('='))
+        .map(|(k, v)| (decode(k), decode(v)))
+        .collect()
+}

@@ -17,6 +17,9 @@ use http_body_util::BodyExt;
 use hyper::header::{ACCEPT, AUTHORIZATION, CONTENT_LENGTH, CONTENT_TYPE, HOST};
 use hyper_util::rt::TokioIo;
 use std::time::{Duration, Instant};
+use tokio_rustls::rustls::crypto::ring::sign::any_supported_type;
+use tokio_rustls::rustls::sign::Signer;
+use tokio_rustls::rustls::SignatureScheme;
 
 /// The largest token answer read.
 const MAX_TOKEN_ANSWER: usize = 64 * 1024;
@@ -26,13 +29,24 @@ const DEFAULT_LIFETIME: Duration = Duration::from_secs(3600);
 /// never expires on its way.
 const RENEW_BEFORE: Duration = Duration::from_secs(60);
 
+/// How long a client assertion is valid.
+const ASSERTION_LIFE: u64 = 300;
+
+/// How the client proves who it is.
+enum Proof {
+    /// `Basic base64(urlencoded id ":" urlencoded secret)` (RFC 6749 §2.3.1).
+    Secret(HeaderValue),
+    /// A JWT signed anew for each token request (RFC 7523), with its `alg`.
+    Assertion(Box<dyn Signer>, &'static str),
+}
+
 /// One endpoint's tokens.
 pub(crate) struct Tokens {
     target: Target,
-    /// `Basic base64(urlencoded id ":" urlencoded secret)` (RFC 6749 §2.3.1).
-    client: HeaderValue,
+    client_id: String,
+    proof: Proof,
     /// `grant_type=client_credentials` with scope and audience.
-    form: Bytes,
+    form: String,
     /// The token in use and until when; one request asks the server at a time.
     held: tokio::sync::Mutex<Option<(HeaderValue, Instant)>>,
 }
@@ -43,13 +57,38 @@ impl Tokens {
     pub(crate) fn new(o: &OAuth2, webhook: &str) -> Result<Tokens, Error> {
         let target = Target::parse(&o.token_url)
             .map_err(|why| Error::config(format!("{webhook}.auth.token_url"), why))?;
-        let enc = |s: &str| form_urlencoded::byte_serialize(s.as_bytes()).collect::<String>();
-        let pair = format!("{}:{}", enc(&o.client_id), enc(&o.client_secret));
-        let client = HeaderValue::from_str(&format!(
-            "Basic {}",
-            base64::engine::general_purpose::STANDARD.encode(pair)
-        ))
-        .map_err(|_| Error::config(format!("{webhook}.auth"), "invalid client credentials"))?;
+        let proof = match &o.client_assertion_key {
+            None => {
+                let enc =
+                    |s: &str| form_urlencoded::byte_serialize(s.as_bytes()).collect::<String>();
+                let pair = format!("{}:{}", enc(&o.client_id), enc(&o.client_secret));
+                let basic = base64::engine::general_purpose::STANDARD.encode(pair);
+                Proof::Secret(
+                    HeaderValue::from_str(&format!("Basic {basic}")).map_err(|_| {
+                        Error::config(format!("{webhook}.auth"), "invalid client credentials")
+                    })?,
+                )
+            }
+            Some(key) => {
+                let setting = format!("{webhook}.auth.client_assertion_key");
+                let der = crate::http::pem::load_key(key, &setting)?;
+                let signing = any_supported_type(&der)
+                    .map_err(|e| Error::config(&setting, format!("unusable key: {e}")))?;
+                let signer = signing
+                    .choose_scheme(&[
+                        SignatureScheme::RSA_PKCS1_SHA256,
+                        SignatureScheme::ECDSA_NISTP256_SHA256,
+                    ])
+                    .ok_or_else(|| {
+                        Error::config(&setting, "must be an RSA or a P-256 key (RS256 or ES256)")
+                    })?;
+                let alg = match signer.scheme() {
+                    SignatureScheme::RSA_PKCS1_SHA256 => "RS256",
+                    _ => "ES256",
+                };
+                Proof::Assertion(signer, alg)
+            }
+        };
         let mut form = form_urlencoded::Serializer::new(String::new());
         form.append_pair("grant_type", "client_credentials");
         if let Some(scope) = &o.scope {
@@ -60,10 +99,68 @@ impl Tokens {
         }
         Ok(Tokens {
             target,
-            client,
-            form: Bytes::from(form.finish()),
+            client_id: o.client_id.clone(),
+            proof,
+            form: form.finish(),
             held: tokio::sync::Mutex::new(None),
         })
+    }
+
+    /// The token request's body, and its `Authorization` (none with an assertion, which
+    /// travels in the body).
+    fn request(&self) -> Result<(Bytes, Option<HeaderValue>), String> {
+        match &self.proof {
+            Proof::Secret(basic) => Ok((Bytes::from(self.form.clone()), Some(basic.clone()))),
+            Proof::Assertion(signer, alg) => {
+                let jwt = self.assertion(&**signer, alg)?;
+                let mut form = form_urlencoded::Serializer::new(self.form.clone());
+                form.append_pair("client_id", &self.client_id);
+                form.append_pair(
+                    "client_assertion_type",
+                    "urn:ietf:params:oauth:client-assertion-type:jwt-bearer",
+                );
+                form.append_pair("client_assertion", &jwt);
+                Ok((Bytes::from(form.finish()), None))
+            }
+        }
+    }
+
+    /// A client assertion (RFC 7523 §3): `iss` and `sub` the client id, `aud` the token URL.
+    fn assertion(&self, signer: &dyn Signer, alg: &str) -> Result<String, String> {
+        let b64 = |b: &[u8]| base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(b);
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs());
+        let mut jti = [0u8; 36];
+        let header = serde_json::json!({"alg": alg, "typ": "JWT"});
+        let claims = serde_json::json!({
+            "iss": self.client_id,
+            "sub": self.client_id,
+            "aud": self.audience_url(),
+            "iat": now,
+            "exp": now + ASSERTION_LIFE,
+            "jti": crate::wire::message_id::new_v4(&mut jti),
+        });
+        let signed = format!(
+            "{}.{}",
+            b64(header.to_string().as_bytes()),
+            b64(claims.to_string().as_bytes())
+        );
+        let signature = signer
+            .sign(signed.as_bytes())
+            .map_err(|e| format!("cannot sign the client assertion: {e}"))?;
+        let signature = match alg {
+            "ES256" => ecdsa_raw(&signature).ok_or("the ECDSA signature is malformed")?,
+            _ => signature,
+        };
+        Ok(format!("{signed}.{}", b64(&signature)))
+    }
+
+    /// The token endpoint's URL as the assertion's audience.
+    fn audience_url(&self) -> String {
+        let scheme = if self.target.https { "https" } else { "http" };
+        let host = self.target.authority.to_str().unwrap_or_default();
+        format!("{scheme}://{host}{}", self.target.path)
     }
 
     /// The `Authorization` value to send: the token held while it is good, else a new one.
@@ -121,18 +218,25 @@ impl Tokens {
         tokio::spawn(async move {
             let _ = conn.await;
         });
-        let mut req = Request::new(Frames::one(self.form.clone()));
+        let (form, authorization) = self.request().map_err(|why| Attempt::Permanent {
+            reason: Reason::Other,
+            detail: format!("OAuth2: {why}"),
+        })?;
+        let len = form.len();
+        let mut req = Request::new(Frames::one(form));
         *req.method_mut() = Method::POST;
         *req.uri_mut() = self.target.path.clone().into();
         let h = req.headers_mut();
         h.insert(HOST, self.target.authority.clone());
-        h.insert(CONTENT_LENGTH, HeaderValue::from(self.form.len()));
+        h.insert(CONTENT_LENGTH, HeaderValue::from(len));
         h.insert(
             CONTENT_TYPE,
             HeaderValue::from_static("application/x-www-form-urlencoded"),
         );
         h.insert(ACCEPT, HeaderValue::from_static("application/json"));
-        h.insert(AUTHORIZATION, self.client.clone());
+        if let Some(basic) = authorization {
+            h.insert(AUTHORIZATION, basic);
+        }
         let answer = tx
             .send_request(req)
             .await
@@ -175,6 +279,33 @@ impl Tokens {
             detail: format!("OAuth2 token endpoint: {why}"),
         })
     }
+}
+
+/// An ECDSA signature's DER (`SEQUENCE { INTEGER r, INTEGER s }`) as JWS wants it: `r || s`,
+/// 32 bytes each (RFC 7518 §3.4).
+fn ecdsa_raw(der: &[u8]) -> Option<Vec<u8>> {
+    let (&tag, rest) = der.split_first()?;
+    let (&len, mut rest) = rest.split_first()?;
+    if tag != 0x30 || usize::from(len) != rest.len() {
+        return None;
+    }
+    let mut out = Vec::with_capacity(64);
+    for _ in 0..2 {
+        let (&t, r) = rest.split_first()?;
+        let (&n, r) = r.split_first()?;
+        let n = usize::from(n);
+        if t != 0x02 || n > r.len() {
+            return None;
+        }
+        let int = &r[..n];
+        let int = &int[int.len().saturating_sub(32)..];
+        if int.len() < 32 {
+            out.extend(std::iter::repeat_n(0, 32 - int.len()));
+        }
+        out.extend_from_slice(int);
+        rest = &r[n..];
+    }
+    rest.is_empty().then_some(out)
 }
 
 /// The bearer value and lifetime in a token answer (RFC 6749 §5.1).
@@ -223,14 +354,15 @@ mod tests {
 
     #[test]
     fn the_client_is_sent_as_basic_of_its_urlencoded_id_and_secret() {
-        let mut o = OAuth2::new("https://auth.example/token", "my id", "s&cret");
-        o.scope = Some("events:write read".into());
-        o.audience = Some("https://api.example".into());
+        let o = OAuth2::new("https://auth.example/token", "my id", "s&cret")
+            .scope("events:write read")
+            .audience("https://api.example");
         let t = Tokens::new(&o, "webhooks[0]").unwrap();
         let basic = base64::engine::general_purpose::STANDARD.encode("my+id:s%26cret");
-        assert_eq!(t.client, format!("Basic {basic}").as_str());
+        let (form, authorization) = t.request().unwrap();
+        assert_eq!(authorization.unwrap(), format!("Basic {basic}").as_str());
         assert_eq!(
-            &t.form[..],
+            &form[..],
             b"grant_type=client_credentials&scope=events%3Awrite+read\
               &audience=https%3A%2F%2Fapi.example"
         );

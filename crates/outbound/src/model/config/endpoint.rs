@@ -72,19 +72,25 @@ impl fmt::Debug for Auth {
 
 /// OAuth2 client credentials. The token request is a form POST of
 /// `grant_type=client_credentials` (with `scope` and `audience` when set) to `token_url`,
-/// authenticated with HTTP Basic of the client id and secret (RFC 6749 §2.3.1); it goes under
+/// authenticated with HTTP Basic of the client id and secret (RFC 6749 §2.3.1), or, with
+/// `client_assertion_key`, with a JWT client assertion signed by that key (RFC 7523); it goes under
 /// the webhook's network guard, TLS settings and `timeout`. The answer's `access_token` is
 /// used until shortly before its `expires_in`, and asked again once when the endpoint
 /// answers 401. A failed token request fails the attempt as the delivery's would (a 5xx or
 /// a timeout is retried; a 4xx is permanent), and its answer is never logged.
 #[derive(Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct OAuth2 {
     /// The authorization server's token endpoint (absolute http or https).
     pub token_url: String,
     /// The client id.
     pub client_id: String,
-    /// The client secret.
+    /// The client secret (empty with `client_assertion_key`).
     pub client_secret: String,
+    /// A private key (RSA or P-256; PEM text or the path of a PEM file) that signs a JWT
+    /// client assertion (RS256 or ES256; `iss` and `sub` the client id, `aud` the token URL,
+    /// valid 5 minutes) in place of the secret.
+    pub client_assertion_key: Option<String>,
     /// `scope`, space-separated, when the server wants one.
     pub scope: Option<String>,
     /// `audience` (Auth0 and others), when the server wants one.
@@ -102,9 +108,35 @@ impl OAuth2 {
             token_url: token_url.into(),
             client_id: client_id.into(),
             client_secret: client_secret.into(),
+            client_assertion_key: None,
             scope: None,
             audience: None,
         }
+    }
+
+    /// Client credentials proven by a JWT signed with `key` (PEM text or a path) instead of
+    /// a secret.
+    pub fn with_assertion_key(
+        token_url: impl Into<String>,
+        client_id: impl Into<String>,
+        key: impl Into<String>,
+    ) -> OAuth2 {
+        OAuth2 {
+            client_assertion_key: Some(key.into()),
+            ..OAuth2::new(token_url, client_id, "")
+        }
+    }
+
+    /// Sets `scope`.
+    pub fn scope(mut self, scope: impl Into<String>) -> OAuth2 {
+        self.scope = Some(scope.into());
+        self
+    }
+
+    /// Sets `audience`.
+    pub fn audience(mut self, audience: impl Into<String>) -> OAuth2 {
+        self.audience = Some(audience.into());
+        self
     }
 }
 
@@ -117,6 +149,10 @@ impl fmt::Debug for OAuth2 {
             )
             .field("client_id", &self.client_id)
             .field("client_secret", &"<redacted>")
+            .field(
+                "client_assertion_key",
+                &self.client_assertion_key.as_ref().map(|_| "<redacted>"),
+            )
             .field("scope", &self.scope)
             .field("audience", &self.audience)
             .finish()
@@ -263,7 +299,16 @@ pub(crate) fn check(
             Auth::OAuth2(o) => {
                 check_url(&setting("auth.token_url"), &o.token_url)?;
                 credential("auth.client_id", &o.client_id, false)?;
-                credential("auth.client_secret", &o.client_secret, false)?;
+                match &o.client_assertion_key {
+                    None => credential("auth.client_secret", &o.client_secret, false)?,
+                    Some(_) if !o.client_secret.is_empty() => {
+                        return Err(Error::config(
+                            setting("auth.client_secret"),
+                            "give a client secret or a client assertion key, not both",
+                        ))
+                    }
+                    Some(_) => {}
+                }
                 if let Some(scope) = &o.scope {
                     credential("auth.scope", scope, false)?;
                 }
