@@ -31,6 +31,9 @@ from typing import Any, Dict, List
 import outbound
 
 SECRET = "soak-secret"
+# With --endpoint-auth: the bearer token the webhook must carry (the receiver answers 401
+# otherwise, so a request without it would never count as taken).
+TOKEN = "soak-bearer-token"
 
 
 class Receiver:
@@ -69,6 +72,11 @@ def main() -> int:
     ap.add_argument("--pstall", default="0.05")
     ap.add_argument("--stall", default="6s")
     ap.add_argument("--json-out", help="also write the figures to this file")
+    ap.add_argument("--endpoint-auth", action="store_true",
+                    help="the webhook with a bearer token (which the receiver requires) and a "
+                         "rate limit of --rate-limit requests a second")
+    ap.add_argument("--rate-limit", type=int, default=1000,
+                    help="with --endpoint-auth: the webhook's requests a second at most")
     ap.add_argument("--ingestion-only", action="store_true",
                     help="no webhook: every message goes to ingestion alone (the scheduler "
                          "keeps no per-message record for those)")
@@ -77,11 +85,14 @@ def main() -> int:
 
     load = open("/proc/loadavg").read().split()[:3]
     print(f"soak: {a.n:,} tracks to ingestion"
-          f"{'' if a.ingestion_only else ' + 1 signed webhook'}; faults: 503 {a.p503}, "
+          f"{'' if a.ingestion_only else ' + 1 signed webhook'}"
+          f"{f' (bearer auth, {a.rate_limit}/s)' if a.endpoint_auth else ''}; faults: 503 {a.p503}, "
           f"reset {a.preset}, stall {a.pstall} for {a.stall}; outbound {outbound.__version__}; "
           f"load average {' '.join(load)}", flush=True)
     rx = Receiver(a.receiver_bin, ["-p503", a.p503, "-preset", a.preset, "-pstall", a.pstall,
-                                   "-stall", a.stall])
+                                   "-stall", a.stall,
+                                   *(["-authorization", f"Bearer {TOKEN}"] if a.endpoint_auth
+                                     else [])])
     reported: List[str] = []
     kinds: "collections.Counter[str]" = collections.Counter()
     details: "collections.Counter[str]" = collections.Counter()
@@ -96,8 +107,10 @@ def main() -> int:
         if len(reported) >= accepted_box[0]:
             all_reported.set()
 
-    hooks = {} if a.ingestion_only else dict(webhooks=[outbound.Webhook(f"{rx.url}/hook")],
-                                               shared_secret=SECRET)
+    hook = (outbound.Webhook(f"{rx.url}/hook", auth={"type": "bearer", "token": TOKEN},
+                             rate_limit={"per_second": a.rate_limit})
+            if a.endpoint_auth else outbound.Webhook(f"{rx.url}/hook"))
+    hooks = {} if a.ingestion_only else dict(webhooks=[hook], shared_secret=SECRET)
     client = outbound.Client(
         "wk_soak",
         endpoint=rx.url,
@@ -166,7 +179,8 @@ def main() -> int:
         ("requests: ingestion / webhook",
          f"{rstats['batch']['requests']:,} / {rstats['hook']['requests']:,}"),
         ("client retries", f"{stats['retries']:,}"),
-        ("bad signatures / bad bodies", f"{rstats['bad_signatures']} / {rstats['bad_bodies']}"),
+        ("bad signatures / bad bodies / bad auth",
+         f"{rstats['bad_signatures']} / {rstats['bad_bodies']} / {rstats.get('bad_auth', 0)}"),
         ("peak RSS of the sending process", f"{rss_mib:.0f} MiB"),
     ]
     width = max(len(k) for k, _ in rows)
@@ -185,11 +199,13 @@ def main() -> int:
         failures.append(f"stats do not add up: {stats}")
     if not within or kinds["delivered"] != len(ids):
         failures.append(f"not all delivered within {a.deadline:.0f} s: {dict(kinds)}")
-    if rstats["bad_signatures"] or rstats["bad_bodies"]:
-        failures.append("bad signatures or bodies at the receiver")
+    if rstats["bad_signatures"] or rstats["bad_bodies"] or rstats.get("bad_auth"):
+        failures.append("bad signatures, bodies or authorization at the receiver")
     if a.json_out:
         with open(a.json_out, "w") as f:
-            json.dump({"n": a.n, "accepted": len(ids), "lost": lost, "outcomes": dict(kinds),
+            json.dump({"n": a.n, "endpoint_auth": a.endpoint_auth,
+                       "rate_limit": a.rate_limit if a.endpoint_auth else None,
+                       "accepted": len(ids), "lost": lost, "outcomes": dict(kinds),
                        "not_once": not_once, "seconds_after_last_call": round(t_done - t_last, 1),
                        "call_seconds": round(t_last - t0, 2), "peak_rss_mib": round(rss_mib),
                        "receiver": rstats, "stats": stats, "load": load,

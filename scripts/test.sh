@@ -56,7 +56,8 @@ group() {
     exit "$status"
   ) > "$smokes/$name.log" 2>&1
 }
-group chaos "scripts/soak.sh --smoke" "scripts/killtest.sh --smoke" \
+group chaos "scripts/soak.sh --smoke" "scripts/soak.sh --smoke --endpoint-auth" \
+  "scripts/killtest.sh --smoke" \
   "scripts/relay-killtest.sh --smoke" "scripts/relay-killtest.sh --tenants --smoke" \
   "scripts/killtest-redis.sh --smoke" "scripts/failover-redis.sh --smoke" &
 chaos=$!

@@ -17,7 +17,8 @@
 //	otherwise        take the message(s) and answer 200
 //
 // A webhook body whose X-Signature is not the hex HMAC-SHA1 of the body under -secret is
-// answered 401 and counted as a bad signature (it must never happen).
+// answered 401 and counted as a bad signature (it must never happen); with -authorization V,
+// so is a webhook request whose Authorization header is not V (counted as bad_auth).
 //
 // GET /_stats gives the counters as JSON; GET /_ids?dest=batch|hook gives the ids taken (a
 // JSON array, each id once) for the sender's lost-message check.
@@ -58,6 +59,8 @@ type receiver struct {
 	p503, preset, pstall float64
 	stall                time.Duration
 	secret               []byte
+	authorization        string
+	badAuth              atomic.Int64
 	rngMu                sync.Mutex
 	rng                  *rand.Rand
 	batch, hook          *dest
@@ -73,6 +76,7 @@ func main() {
 	flag.Float64Var(&r.pstall, "pstall", 0.05, "share of requests stalled")
 	flag.DurationVar(&r.stall, "stall", 6*time.Second, "how long a stall lasts")
 	flag.StringVar(&secret, "secret", "", "shared secret of the webhook signatures")
+	flag.StringVar(&r.authorization, "authorization", "", "the Authorization header every webhook request must carry (401 otherwise)")
 	flag.Int64Var(&seed, "seed", 1, "random seed")
 	flag.Parse()
 	r.secret = []byte(secret)
@@ -144,6 +148,11 @@ func (r *receiver) serve(w http.ResponseWriter, q *http.Request, d *dest, isBatc
 			ids = append(ids, m.MessageID)
 		}
 	} else {
+		if r.authorization != "" && q.Header.Get("Authorization") != r.authorization {
+			r.badAuth.Add(1)
+			http.Error(w, "authorization", http.StatusUnauthorized)
+			return
+		}
 		mac := hmac.New(sha1.New, r.secret)
 		mac.Write(body)
 		if !hmac.Equal([]byte(hex.EncodeToString(mac.Sum(nil))), []byte(q.Header.Get("X-Signature"))) {
@@ -245,7 +254,7 @@ func (r *receiver) stats(w http.ResponseWriter, _ *http.Request) {
 	w.Header().Set("Content-Type", "application/json")
 	_ = json.NewEncoder(w).Encode(map[string]any{
 		"batch": r.batch.summary(), "hook": r.hook.summary(),
-		"bad_signatures": r.badSig.Load(), "bad_bodies": r.badBody.Load(),
+		"bad_signatures": r.badSig.Load(), "bad_bodies": r.badBody.Load(), "bad_auth": r.badAuth.Load(),
 	})
 }
 
