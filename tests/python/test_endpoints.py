@@ -189,6 +189,8 @@ def test_a_bad_setting_raises_config_error_naming_the_field(
         ({"rate_limit": {"per_second": "5"}}, "webhooks[0].rate_limit.per_second"),
         ({"rate_limit": {"per_second": True}}, "webhooks[0].rate_limit.per_second"),
         ({"tls": {"ca_certs": 5}}, "webhooks[0].tls.ca_certs"),
+        ({"signature_header": 5}, "webhooks[0].signature_header"),
+        ({"signature_scheme": b"hmac-sha256"}, "webhooks[0].signature_scheme"),
     ],
 )
 def test_a_value_of_the_wrong_type_raises_type_error_naming_the_field(

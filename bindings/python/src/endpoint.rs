@@ -18,8 +18,8 @@ pub(crate) type WebhookArgs<'py> = (
     bool,
     Option<Bound<'py, PyAny>>,
     Option<Bound<'py, PyAny>>,
-    Option<String>,
-    Option<String>,
+    Option<Bound<'py, PyAny>>,
+    Option<Bound<'py, PyAny>>,
     Option<Bound<'py, PyAny>>,
 );
 
@@ -35,8 +35,8 @@ pub(crate) fn webhook(i: usize, args: WebhookArgs<'_>) -> PyResult<Webhook> {
     if let Some(tls) = tls {
         hook.tls = self::tls(&setting("tls"), &tls)?;
     }
-    hook.signature_header = signature_header;
-    if let Some(name) = signature_scheme {
+    hook.signature_header = text(&setting("signature_header"), signature_header)?;
+    if let Some(name) = text(&setting("signature_scheme"), signature_scheme)? {
         hook.signature_scheme = Some(SignatureScheme::parse(&name).map_err(|e| match e {
             outbound::Error::Config { reason, .. } => to_py(outbound::Error::Config {
                 setting: setting("signature_scheme"),
@@ -49,6 +49,24 @@ pub(crate) fn webhook(i: usize, args: WebhookArgs<'_>) -> PyResult<Webhook> {
         hook.rate_limit = Some(self::rate_limit(&setting("rate_limit"), &rate)?);
     }
     Ok(hook)
+}
+
+/// A str setting, or None.
+fn text(setting: &str, v: Option<Bound<'_, PyAny>>) -> PyResult<Option<String>> {
+    match v {
+        None => Ok(None),
+        Some(v) if v.is_none() => Ok(None),
+        Some(v) => match v.cast::<PyString>() {
+            Ok(s) => Ok(Some(s.to_cow()?.into_owned())),
+            Err(_) => {
+                let kind = type_name(&v);
+                Err(errors::wrong_type(
+                    setting,
+                    format!("{setting} must be a str, not {kind}"),
+                ))
+            }
+        },
+    }
 }
 
 /// `{"type": "basic", "user": ..., "password": ...}`, `{"type": "bearer", "token": ...}` or
