@@ -5,7 +5,12 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -67,6 +72,69 @@ func TestWebhookBasicAuthArrivesAsAuthorization(t *testing.T) {
 	// RFC 7617's own example pair.
 	if got := r.Header.Get("Authorization"); got != "Basic QWxhZGRpbjpvcGVuIHNlc2FtZQ==" {
 		t.Errorf("Authorization %q", got)
+	}
+}
+
+// An OAuth2 token endpoint on 127.0.0.1: answers every client-credentials request with one
+// token and records what it was asked.
+type tokenServer struct {
+	*httptest.Server
+	mu    sync.Mutex
+	asked []*http.Request
+	forms []url.Values
+}
+
+func newTokenServer(t *testing.T, token string) *tokenServer {
+	t.Helper()
+	s := &tokenServer{}
+	s.Server = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_ = r.ParseForm()
+		s.mu.Lock()
+		s.asked = append(s.asked, r.Clone(r.Context()))
+		s.forms = append(s.forms, r.PostForm)
+		s.mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"access_token":"` + token + `","token_type":"Bearer","expires_in":3600}`))
+	}))
+	s.Server.Listener.Close()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Server.Listener = ln
+	s.Start()
+	t.Cleanup(s.Close)
+	return s
+}
+
+func TestWebhookOAuth2TokenIsAskedOnceAndSentAsBearer(t *testing.T) {
+	tokens := newTokenServer(t, "tok-from-server")
+	hook := newReceiver(t)
+	c := newClient(t, "", outbound.Config{
+		Webhooks: []outbound.Webhook{{URL: hook.URL + "/in", Auth: outbound.OAuth2{
+			TokenURL: tokens.URL + "/token", ClientID: "my-client", ClientSecret: "my-secret", Audience: "https://api.example.com",
+		}}},
+	})
+	for range 3 {
+		mustEnqueue(t, c, outbound.Track{UserId: "u1", Event: "Paid"})
+	}
+	flush(t, c)
+	for _, r := range hook.waitRequests(t, 3) {
+		if got := r.Header.Get("Authorization"); got != "Bearer tok-from-server" {
+			t.Errorf("Authorization %q", got)
+		}
+	}
+	tokens.mu.Lock()
+	defer tokens.mu.Unlock()
+	if len(tokens.asked) != 1 {
+		t.Fatalf("the token was asked %d times", len(tokens.asked))
+	}
+	if user, pass, ok := tokens.asked[0].BasicAuth(); !ok || user != "my-client" || pass != "my-secret" {
+		t.Errorf("token request's Basic auth %q %q %v", user, pass, ok)
+	}
+	want := url.Values{"grant_type": {"client_credentials"}, "audience": {"https://api.example.com"}}
+	if got := tokens.forms[0]; got.Encode() != want.Encode() {
+		t.Errorf("token request's form %v, want %v", got, want)
 	}
 }
 
