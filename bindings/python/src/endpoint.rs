@@ -201,7 +201,7 @@ impl<'py> Fields<'py> {
         u32::try_from(n).map(Some).map_err(|_| {
             errors::config(
                 &self.field(key),
-                format!("{n} is not between 0 and {}", u32::MAX),
+                format!("{n} is not between 1 and {}", u32::MAX),
             )
         })
     }
