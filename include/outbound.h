@@ -61,6 +61,10 @@
 // Size of a buffer that holds a signature: 40 hex digits and the NUL.
 #define OUTBOUND_SIGNATURE_BUFFER_LEN 41
 
+// Size of a buffer that holds an `hmac-sha256` signature: `sha256=`, 64 hex digits and the
+// NUL.
+#define OUTBOUND_SIGNATURE_SHA256_BUFFER_LEN 72
+
 // The replay tolerance most receivers should pass to `outbound_verify_standard`: 300
 // seconds (5 minutes), the core's default and the Standard Webhooks libraries'.
 #define OUTBOUND_STANDARD_TOLERANCE_SECONDS 300
@@ -365,8 +369,10 @@ typedef struct outbound_webhook_health {
     // Its URL as logs show it, NUL-terminated: scheme, host and port, anything after them as
     // `/…` (a path or query string can carry a token).
     const char *url;
-    // `"healthy"`, `"failing"`, `"circuit_open"` (its lane sends one probe at a time) or
-    // `"disabled"` (`block_private_networks` refuses its address whatever DNS says).
+    // `"healthy"`, `"failing"`, `"circuit_open"` (its lane sends one probe at a time),
+    // `"throttled"` (its last requests succeeded, and messages wait for its rate limit,
+    // `outbound_options_set_webhook_rate_limit`) or `"disabled"` (`block_private_networks`
+    // refuses its address whatever DNS says).
     const char *state;
     // Requests answered (or failed) in the last five minutes.
     uint64_t attempts_5m;
@@ -390,6 +396,9 @@ typedef struct outbound_webhook_health {
     int64_t last_success_ms;
     // Messages still to be delivered to it (queued, in flight, or waiting to be retried).
     uint64_t waiting;
+    // Requests that waited for its rate limit before going out, since the client started
+    // (0 without `outbound_options_set_webhook_rate_limit`).
+    uint64_t throttled;
 } outbound_webhook_health;
 
 // Called once per accepted message with how it ended.
@@ -1020,8 +1029,9 @@ const struct outbound_webhook_attempt *outbound_webhook_attempt_list_get(const s
 void outbound_webhook_attempt_list_free(struct outbound_webhook_attempt_list *list);
 
 // Each webhook URL's health, in the order the webhooks were added: healthy, failing, circuit
-// open or disabled; success rate and p50/p99 latency over the last five minutes; failures in
-// a row, last error, last success, messages waiting. Needs no spool.
+// open, throttled or disabled; success rate and p50/p99 latency over the last five minutes;
+// failures in a row, last error, last success, messages waiting, requests that waited for its
+// rate limit. Needs no spool.
 //
 // Ownership: on success `*out` receives a list the caller owns and must release with
 // `outbound_webhook_health_list_free`; on failure `*out` is not written.
@@ -1103,7 +1113,10 @@ outbound_result outbound_options_set_endpoint(struct outbound_options *options,
 //   (`outbound_options_set_max_webhook_headers`, 20 by default) and bytes
 //   (`outbound_options_set_max_webhook_header_bytes`, 8192 by default).
 //
-// Both texts are copied. On failure nothing is added.
+// Both texts are copied. On failure nothing is added. How its endpoint wants to be called
+// is set on it by its index afterwards: `outbound_options_set_webhook_auth_basic` (`_bearer`,
+// `_oauth2`), `outbound_options_set_webhook_tls`, `outbound_options_set_webhook_signature_header`,
+// `outbound_options_set_webhook_signature_scheme`, `outbound_options_set_webhook_rate_limit`.
 //
 // Returns `OUTBOUND_RESULT_OK`, `_NULL_ARGUMENT` (options, url), `_INVALID_UTF8`,
 // `_INVALID_JSON`, `_WRONG_TYPE` (not an object, or a value that is not a string), `_PANIC`.
@@ -1168,10 +1181,12 @@ outbound_result outbound_options_set_shared_secret(struct outbound_options *opti
                                                    const char *secret);
 
 // Chooses how webhook requests are signed: `"x-signature"` (the default: `X-Signature`, hex
-// HMAC-SHA1 of the body) or `"standard-webhooks"` (headers `webhook-id` (the message id),
+// HMAC-SHA1 of the body), `"standard-webhooks"` (headers `webhook-id` (the message id),
 // `webhook-timestamp` (Unix seconds of the attempt) and, with a shared secret,
-// `webhook-signature`; see <https://www.standardwebhooks.com>). The body is the same bytes
-// under both. With `"standard-webhooks"`, a caller's message id must be visible ASCII
+// `webhook-signature`; see <https://www.standardwebhooks.com>) or `"hmac-sha256"`
+// (`X-Signature-256: sha256=<hex HMAC-SHA256 of the body>`, verified with
+// `outbound_verify_sha256`). The body is the same bytes under each. A webhook may have a
+// scheme of its own (`outbound_options_set_webhook_signature_scheme`). With `"standard-webhooks"`, a caller's message id must be visible ASCII
 // without spaces or `.` (`OUTBOUND_RESULT_INVALID_FIELD` at the call otherwise). NULL
 // restores the default. Receivers verify with `outbound_verify_standard`.
 //
@@ -1203,6 +1218,139 @@ outbound_result outbound_options_set_webhook_user_agent(struct outbound_options 
 // `options` is NULL or live; `pem_or_path` is NULL or NUL-terminated.
 outbound_result outbound_options_set_ca_certs(struct outbound_options *options,
                                               const char *pem_or_path);
+
+// Webhook `webhook` authenticates with HTTP Basic (RFC 7617): every request to it carries
+// `Authorization: Basic base64(user:password)`. Replaces any auth set before on it. Checked
+// by `outbound_client_new` (`OUTBOUND_RESULT_CONFIG`, the text naming the field): `user`
+// not empty and without `:`, neither with control characters, at most 4096 bytes each; and
+// the webhook may not also have an `Authorization` static header. Both texts are copied.
+//
+// Returns `OUTBOUND_RESULT_OK`, `_NULL_ARGUMENT` (options, user, password), `_INVALID_UTF8`,
+// `_CONFIG` (no webhook of that index; the text names `webhooks[i].auth`), `_PANIC`.
+//
+// # Safety
+// `options` is NULL or live; `user` and `password` are NULL or NUL-terminated.
+outbound_result outbound_options_set_webhook_auth_basic(struct outbound_options *options,
+                                                        size_t webhook,
+                                                        const char *user,
+                                                        const char *password);
+
+// Webhook `webhook` authenticates with a bearer token (RFC 6750): every request to it
+// carries `Authorization: Bearer <token>`, the token as given. Replaces any auth set before
+// on it. Checked by `outbound_client_new`: not empty, visible ASCII, at most 4096 bytes; no
+// `Authorization` static header besides. The text is copied.
+//
+// Returns `OUTBOUND_RESULT_OK`, `_NULL_ARGUMENT` (options, token), `_INVALID_UTF8`,
+// `_CONFIG` (no webhook of that index), `_PANIC`.
+//
+// # Safety
+// `options` is NULL or live; `token` is NULL or NUL-terminated.
+outbound_result outbound_options_set_webhook_auth_bearer(struct outbound_options *options,
+                                                         size_t webhook,
+                                                         const char *token);
+
+// Webhook `webhook` authenticates with OAuth2 client credentials (RFC 6749 §4.4): a token is
+// asked of `token_url` (a form POST of `grant_type=client_credentials`, with `scope` and
+// `audience` when given, authenticated with HTTP Basic of the client id and secret), kept
+// until shortly before it expires, sent as `Authorization: Bearer <token>`, and asked again
+// once when the endpoint answers 401. The token request goes under the webhook's network
+// guard, TLS settings and the client's timeout; a failed one fails the attempt as the
+// delivery's would (a 5xx or a timeout is retried, a 4xx is permanent). Replaces any auth
+// set before on it.
+//
+// - `token_url`: absolute `http://` or `https://` URL. Required.
+// - `client_id`, `client_secret`: required, not empty.
+// - `scope` (space separated), `audience`: NULL when the server wants none.
+//
+// Checked by `outbound_client_new`, the text naming the field (`webhooks[i].auth.token_url`,
+// ...). Every text is copied.
+//
+// Returns `OUTBOUND_RESULT_OK`, `_NULL_ARGUMENT` (options, token_url, client_id,
+// client_secret), `_INVALID_UTF8`, `_CONFIG` (no webhook of that index), `_PANIC`.
+//
+// # Safety
+// `options` is NULL or live; each text is NULL or NUL-terminated.
+outbound_result outbound_options_set_webhook_auth_oauth2(struct outbound_options *options,
+                                                         size_t webhook,
+                                                         const char *token_url,
+                                                         const char *client_id,
+                                                         const char *client_secret,
+                                                         const char *scope,
+                                                         const char *audience);
+
+// Sets webhook `webhook`'s TLS, each part PEM text (starting with `-----BEGIN`) or the path
+// of a PEM file, read when the client is built; NULL leaves that part unset. All three NULL
+// restores the default (the client's TLS).
+//
+// - `client_cert`: the client certificate (and its chain) shown to the endpoint, for mutual
+//   TLS. Needs `client_key`.
+// - `client_key`: its private key (PKCS#8, PKCS#1 or SEC1). Needs `client_cert`.
+// - `ca_certs`: the only roots the endpoint's certificate may chain to (a private CA): they
+//   replace the web's roots and the client's `outbound_options_set_ca_certs` for this
+//   webhook.
+//
+// Checked by `outbound_client_new` (`webhooks[i].tls.client_key`, ...). The texts are copied.
+//
+// Returns `OUTBOUND_RESULT_OK`, `_NULL_ARGUMENT` (options), `_INVALID_UTF8`, `_CONFIG` (no
+// webhook of that index), `_PANIC`.
+//
+// # Safety
+// `options` is NULL or live; each text is NULL or NUL-terminated.
+outbound_result outbound_options_set_webhook_tls(struct outbound_options *options,
+                                                 size_t webhook,
+                                                 const char *client_cert,
+                                                 const char *client_key,
+                                                 const char *ca_certs);
+
+// Puts webhook `webhook`'s signature in header `name` instead of the scheme's own
+// (`X-Signature`, `X-Signature-256`), e.g. `"X-Hub-Signature-256"`; the value is the same.
+// NULL restores the scheme's header. Checked by `outbound_client_new`: an HTTP token, not a
+// header outbound sets (`Content-Type`, `Authorization`, ...) nor one of the webhook's
+// static headers, and not with the `"standard-webhooks"` scheme (its headers are fixed).
+// The text is copied.
+//
+// Returns `OUTBOUND_RESULT_OK`, `_NULL_ARGUMENT` (options), `_INVALID_UTF8`, `_CONFIG` (no
+// webhook of that index), `_PANIC`.
+//
+// # Safety
+// `options` is NULL or live; `name` is NULL or NUL-terminated.
+outbound_result outbound_options_set_webhook_signature_header(struct outbound_options *options,
+                                                              size_t webhook,
+                                                              const char *name);
+
+// Signs webhook `webhook`'s requests with `scheme` instead of the client's
+// (`outbound_options_set_signature_scheme`): `"x-signature"`, `"standard-webhooks"` or
+// `"hmac-sha256"` (`X-Signature-256: sha256=<lowercase hex HMAC-SHA256 of the body>`, keyed
+// with the shared secret as given; receivers check it with `outbound_verify_sha256`). NULL
+// restores the client's scheme. The shared secret is the client's.
+//
+// Returns `OUTBOUND_RESULT_OK`, `_CONFIG` (an unknown name, the text naming
+// `webhooks[i].signature_scheme`, nothing changed; or no webhook of that index),
+// `_NULL_ARGUMENT` (options), `_INVALID_UTF8`, `_PANIC`.
+//
+// # Safety
+// `options` is NULL or live; `scheme` is NULL or NUL-terminated.
+outbound_result outbound_options_set_webhook_signature_scheme(struct outbound_options *options,
+                                                              size_t webhook,
+                                                              const char *scheme);
+
+// Sends at most `per_second` requests a second to webhook `webhook`, with bursts of up to
+// `burst` after a quiet spell (a token bucket; pass `per_second` for bursts of as many). A
+// request carries one message, so this is messages a second too. Messages past it wait in
+// the webhook's queue, inside their retry window (counted in the health's `throttled`, its
+// state `"throttled"` meanwhile); none is dropped for it. Each process enforces it on its
+// own deliveries. Unlimited by default. Checked by `outbound_client_new`: each at least 1
+// (`webhooks[i].rate_limit.per_second`, `webhooks[i].rate_limit.burst`).
+//
+// Returns `OUTBOUND_RESULT_OK`, `_NULL_ARGUMENT` (options), `_CONFIG` (no webhook of that
+// index), `_PANIC`.
+//
+// # Safety
+// `options` is NULL or a live `outbound_options`.
+outbound_result outbound_options_set_webhook_rate_limit(struct outbound_options *options,
+                                                        size_t webhook,
+                                                        uint32_t per_second,
+                                                        uint32_t burst);
 
 // Sets the spool directory (created if missing): every accepted message is written there
 // before its first attempt and removed at its outcome, so a restart or a crash loses
@@ -1717,6 +1865,51 @@ outbound_result outbound_verify(const uint8_t *secret,
                                 size_t body_len,
                                 const char *signature,
                                 size_t signature_len);
+
+// Computes the `hmac-sha256` scheme's signature of `body` with `secret` (the value of
+// `X-Signature-256`, or of the webhook's `outbound_options_set_webhook_signature_header`):
+// `sha256=` and the lowercase hex HMAC-SHA256 of the exact body bytes (71 characters),
+// written NUL-terminated to `out`. The form of GitHub's `X-Hub-Signature-256`.
+//
+// - `secret`, `body`: `secret_len` / `body_len` bytes, borrowed for the call; either may be
+//   NULL only when its length is 0.
+// - `out`: caller-owned buffer of `out_len` bytes, at least
+//   `OUTBOUND_SIGNATURE_SHA256_BUFFER_LEN` (72). Written only on success.
+// - `out_written`: may be NULL; receives 71 on success (the needed length on
+//   `OUTBOUND_RESULT_INSUFFICIENT_SIZE`).
+//
+// Returns `OUTBOUND_RESULT_OK`, `OUTBOUND_RESULT_NULL_ARGUMENT` (`out`, or a NULL with a
+// non-zero length), `OUTBOUND_RESULT_INSUFFICIENT_SIZE`, or `OUTBOUND_RESULT_PANIC`.
+//
+// # Safety
+// Each pointer is NULL or valid for its stated length.
+outbound_result outbound_sign_sha256(const uint8_t *secret,
+                                     size_t secret_len,
+                                     const uint8_t *body,
+                                     size_t body_len,
+                                     char *out,
+                                     size_t out_len,
+                                     size_t *out_written);
+
+// Checks an `hmac-sha256` signature (`sha256=<hex>`, as `outbound_sign_sha256` writes it;
+// hex digits of either case) against the raw request body, in constant time with respect
+// to the digest. Anything else is a mismatch.
+//
+// - `secret`, `body`, `signature`: byte ranges of the given lengths, borrowed for the
+//   call; each may be NULL only when its length is 0. `signature` is the header value as
+//   received (no NUL termination needed).
+//
+// Returns `OUTBOUND_RESULT_OK` when the signature matches, `OUTBOUND_RESULT_BAD_SIGNATURE`
+// when it does not, `OUTBOUND_RESULT_NULL_ARGUMENT`, or `OUTBOUND_RESULT_PANIC`.
+//
+// # Safety
+// Each pointer is NULL or valid for its stated length.
+outbound_result outbound_verify_sha256(const uint8_t *secret,
+                                       size_t secret_len,
+                                       const uint8_t *body,
+                                       size_t body_len,
+                                       const char *signature,
+                                       size_t signature_len);
 
 // Computes a Standard Webhooks `webhook-signature` value: `v1,<base64 HMAC-SHA256 of
 // "webhook_id.timestamp.body">` for each secret of `secrets`, space separated, written

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Fuzzes the C ABI: every JSON-taking entry point, the calls' text arguments, and
-# outbound_sign / outbound_verify (bindings/c/fuzz/fuzz_targets/entry_points.rs).
+# Fuzzes the C ABI: every JSON-taking entry point, the calls' and the options' text arguments
+# (a webhook's endpoint settings included), and outbound_sign / outbound_verify and their
+# _sha256 forms (bindings/c/fuzz/fuzz_targets/entry_points.rs).
 #
 # libFuzzer through the libfuzzer-sys crate, built with the flags `cargo fuzz build` uses
 # (SanitizerCoverage + AddressSanitizer). There is no nightly Rust here, so RUSTC_BOOTSTRAP=1

@@ -9,7 +9,9 @@ import "C"
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"runtime"
+	"strings"
 	"time"
 	"unsafe"
 )
@@ -70,10 +72,12 @@ type Config struct {
 	// old one).
 	SharedSecret string
 	// SignatureScheme chooses how webhook requests are signed: "" or "x-signature" (the
-	// default, X-Signature) or "standard-webhooks" (https://www.standardwebhooks.com):
+	// default, X-Signature), "standard-webhooks" (https://www.standardwebhooks.com):
 	// webhook-id (the message id), webhook-timestamp (Unix seconds of the attempt) and
-	// webhook-signature (v1, HMAC-SHA256 of "id.timestamp.body"). The body is the same
-	// bytes under both. Receivers check it with VerifyStandard.
+	// webhook-signature (v1, HMAC-SHA256 of "id.timestamp.body"), or "hmac-sha256"
+	// (X-Signature-256: sha256=<lowercase hex HMAC-SHA256 of the body>). The body is the
+	// same bytes under each. Receivers check them with Verify, VerifyStandard and
+	// VerifySHA256. A webhook may have its own (Webhook.SignatureScheme).
 	SignatureScheme string
 	// WebhookUserAgent is the User-Agent of webhook requests (default "Outbound/1.0").
 	WebhookUserAgent string
@@ -180,7 +184,10 @@ type Config struct {
 
 // Webhook is one webhook URL (absolute http or https, no credentials) and the static headers
 // added to every request to it (at most Config.MaxWebhookHeaders of them, of
-// Config.MaxWebhookHeaderBytes bytes of names and values).
+// Config.MaxWebhookHeaderBytes bytes of names and values), and how its endpoint wants to be
+// called. The zero value of each endpoint field means "not set". NewWithConfig checks every
+// field; a bad one is an ErrConfig naming it (webhooks[0].auth.user,
+// webhooks[0].tls.client_key, webhooks[0].rate_limit.per_second).
 type Webhook struct {
 	URL     string
 	Headers map[string]string
@@ -189,6 +196,87 @@ type Webhook struct {
 	// sent to it. It is "Disabled", not "Enabled", so that the zero value, and every Webhook
 	// literal written before the field existed, keeps the webhook on (the default).
 	Disabled bool
+	// Auth is how the endpoint authenticates the requests: BasicAuth, BearerAuth or OAuth2
+	// (each also as a pointer). Nil: no Authorization of its own. Not with an Authorization
+	// static header.
+	Auth WebhookAuth
+	// TLS is the endpoint's TLS: a client certificate for mutual TLS, roots of its own.
+	TLS WebhookTLS
+	// SignatureHeader is the header the signature goes in instead of the scheme's own
+	// (X-Signature, X-Signature-256), e.g. "X-Hub-Signature-256". Not with
+	// "standard-webhooks", whose headers are fixed.
+	SignatureHeader string
+	// SignatureScheme signs this webhook's requests instead of Config.SignatureScheme (with
+	// Config.SharedSecret): "x-signature", "standard-webhooks" or "hmac-sha256"
+	// (X-Signature-256: sha256=<lowercase hex HMAC-SHA256 of the body>, GitHub's form;
+	// receivers check it with VerifySHA256). "": the client's.
+	SignatureScheme string
+	// RateLimit bounds the requests a second to the endpoint; nil: unlimited.
+	RateLimit *RateLimit
+}
+
+// WebhookAuth is a webhook's authentication: a BasicAuth, a BearerAuth or an OAuth2 (or a
+// pointer to one).
+type WebhookAuth interface {
+	webhookAuth()
+}
+
+// BasicAuth sends Authorization: Basic base64(User:Password) (RFC 7617). User is not empty
+// and has no ':'.
+type BasicAuth struct {
+	User     string
+	Password string
+}
+
+// BearerAuth sends Authorization: Bearer <Token> (RFC 6750), the token as given (visible
+// ASCII).
+type BearerAuth struct {
+	Token string
+}
+
+// OAuth2 is OAuth2 client credentials (RFC 6749 §4.4): a token is asked of TokenURL (a form
+// POST of grant_type=client_credentials, with Scope and Audience when set, authenticated with
+// HTTP Basic of ClientID and ClientSecret), kept until shortly before it expires and sent as a
+// bearer token, and asked again once when the endpoint answers 401. The token request goes
+// under the webhook's network guard, TLS and Config.Timeout; a failed one fails the attempt as
+// the delivery's would (a 5xx or a timeout is retried, a 4xx is permanent).
+type OAuth2 struct {
+	// TokenURL is the authorization server's token endpoint (absolute http or https).
+	TokenURL     string
+	ClientID     string
+	ClientSecret string
+	// Scope (space separated) and Audience are sent when not empty.
+	Scope    string
+	Audience string
+}
+
+func (BasicAuth) webhookAuth()  {}
+func (BearerAuth) webhookAuth() {}
+func (OAuth2) webhookAuth()     {}
+
+// WebhookTLS is a webhook's TLS, each part PEM text or the path of a PEM file (read when the
+// client is built); "" leaves it unset.
+type WebhookTLS struct {
+	// ClientCert is the client certificate (and its chain) shown to the endpoint, for mutual
+	// TLS. Needs ClientKey.
+	ClientCert string
+	// ClientKey is its private key (PKCS#8, PKCS#1 or SEC1). Needs ClientCert.
+	ClientKey string
+	// CACerts are the only roots the endpoint's certificate may chain to (a private CA):
+	// they replace the web's roots and Config.CACerts for this webhook.
+	CACerts string
+}
+
+// RateLimit is at most PerSecond requests a second to a webhook, in bursts of up to Burst
+// after a quiet spell (a token bucket). A request carries one message. Messages past it wait
+// in the webhook's queue, inside their retry window (the health's State is HealthThrottled
+// meanwhile, and Throttled counts the waits); none is dropped for it. Each process enforces it
+// on its own deliveries.
+type RateLimit struct {
+	// PerSecond is at least 1.
+	PerSecond int
+	// Burst is at least 1; 0 means PerSecond.
+	Burst int
 }
 
 // DefaultCloseTimeout is how long Close waits when Config.CloseTimeout is zero.
@@ -460,10 +548,156 @@ func addWebhook(o *C.outbound_options, i int, w Webhook, check func(C.outbound_r
 	if err := check(C.outbound_options_add_webhook(o, url, headers)); err != nil {
 		return err
 	}
+	at := C.size_t(i)
 	if w.Disabled {
-		return check(C.outbound_options_set_webhook_enabled(o, C.size_t(i), false))
+		if err := check(C.outbound_options_set_webhook_enabled(o, at, false)); err != nil {
+			return err
+		}
+	}
+	// Texts go to C NUL-terminated: one with a NUL would be cut short, so it is refused.
+	var texts []*C.char
+	defer func() {
+		for _, t := range texts {
+			C.free(unsafe.Pointer(t))
+		}
+	}()
+	text := func(field, v string, keepEmpty bool) (*C.char, error) {
+		if v == "" && !keepEmpty {
+			return nil, nil
+		}
+		if strings.IndexByte(v, 0) >= 0 {
+			return nil, configError(fmt.Sprintf("webhooks[%d].%s", i, field), "must not hold a NUL byte")
+		}
+		t := C.CString(v)
+		texts = append(texts, t)
+		return t, nil
+	}
+	texts3 := func(fields [3]string, values [3]string, keepEmpty bool) ([3]*C.char, error) {
+		var out [3]*C.char
+		for j := range fields {
+			t, err := text(fields[j], values[j], keepEmpty)
+			if err != nil {
+				return out, err
+			}
+			out[j] = t
+		}
+		return out, nil
+	}
+	auth, err := plainAuth(i, w.Auth)
+	if err != nil {
+		return err
+	}
+	switch a := auth.(type) {
+	case nil:
+	case BasicAuth:
+		user, err := text("auth.user", a.User, true)
+		if err != nil {
+			return err
+		}
+		password, err := text("auth.password", a.Password, true)
+		if err != nil {
+			return err
+		}
+		if err := check(C.outbound_options_set_webhook_auth_basic(o, at, user, password)); err != nil {
+			return err
+		}
+	case BearerAuth:
+		token, err := text("auth.token", a.Token, true)
+		if err != nil {
+			return err
+		}
+		if err := check(C.outbound_options_set_webhook_auth_bearer(o, at, token)); err != nil {
+			return err
+		}
+	case OAuth2:
+		t, err := texts3([3]string{"auth.token_url", "auth.client_id", "auth.client_secret"},
+			[3]string{a.TokenURL, a.ClientID, a.ClientSecret}, true)
+		if err != nil {
+			return err
+		}
+		scope, err := text("auth.scope", a.Scope, false)
+		if err != nil {
+			return err
+		}
+		audience, err := text("auth.audience", a.Audience, false)
+		if err != nil {
+			return err
+		}
+		if err := check(C.outbound_options_set_webhook_auth_oauth2(o, at, t[0], t[1], t[2], scope, audience)); err != nil {
+			return err
+		}
+	}
+	if w.TLS != (WebhookTLS{}) {
+		t, err := texts3([3]string{"tls.client_cert", "tls.client_key", "tls.ca_certs"},
+			[3]string{w.TLS.ClientCert, w.TLS.ClientKey, w.TLS.CACerts}, false)
+		if err != nil {
+			return err
+		}
+		if err := check(C.outbound_options_set_webhook_tls(o, at, t[0], t[1], t[2])); err != nil {
+			return err
+		}
+	}
+	if w.SignatureHeader != "" {
+		t, err := text("signature_header", w.SignatureHeader, false)
+		if err != nil {
+			return err
+		}
+		if err := check(C.outbound_options_set_webhook_signature_header(o, at, t)); err != nil {
+			return err
+		}
+	}
+	if w.SignatureScheme != "" {
+		t, err := text("signature_scheme", w.SignatureScheme, false)
+		if err != nil {
+			return err
+		}
+		if err := check(C.outbound_options_set_webhook_signature_scheme(o, at, t)); err != nil {
+			return err
+		}
+	}
+	if r := w.RateLimit; r != nil {
+		burst := r.Burst
+		if burst == 0 {
+			burst = r.PerSecond
+		}
+		for _, f := range []named[int]{{"rate_limit.per_second", r.PerSecond}, {"rate_limit.burst", burst}} {
+			if f.value < 0 || uint64(f.value) > math.MaxUint32 {
+				return configError(fmt.Sprintf("webhooks[%d].%s", i, f.name),
+					fmt.Sprintf("%d is not between 1 and %d", f.value, uint32(math.MaxUint32)))
+			}
+		}
+		if err := check(C.outbound_options_set_webhook_rate_limit(o, at, C.uint32_t(r.PerSecond), C.uint32_t(burst))); err != nil {
+			return err
+		}
 	}
 	return nil
+}
+
+// plainAuth is webhook i's auth as a value (a pointer followed); a nil pointer or a type of
+// another package is refused naming webhooks[i].auth.
+func plainAuth(i int, a WebhookAuth) (WebhookAuth, error) {
+	var nilPointer bool
+	switch p := a.(type) {
+	case nil, BasicAuth, BearerAuth, OAuth2:
+		return a, nil
+	case *BasicAuth:
+		if nilPointer = p == nil; !nilPointer {
+			return *p, nil
+		}
+	case *BearerAuth:
+		if nilPointer = p == nil; !nilPointer {
+			return *p, nil
+		}
+	case *OAuth2:
+		if nilPointer = p == nil; !nilPointer {
+			return *p, nil
+		}
+	}
+	setting := fmt.Sprintf("webhooks[%d].auth", i)
+	if nilPointer {
+		return nil, configError(setting, fmt.Sprintf("a nil %T", a))
+	}
+	return nil, configError(setting, fmt.Sprintf("%T is not a BasicAuth, BearerAuth or OAuth2", a))
 }
 
 type named[T comparable] struct {

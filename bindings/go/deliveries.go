@@ -114,6 +114,9 @@ const (
 	// HealthCircuitOpen: so many failed in a row that it is sent one probe at a time until
 	// one succeeds.
 	HealthCircuitOpen HealthState = "circuit_open"
+	// HealthThrottled: its last requests succeeded, and messages wait for its
+	// Webhook.RateLimit.
+	HealthThrottled HealthState = "throttled"
 	// HealthDisabled: BlockPrivateNetworks refuses its address whatever DNS says; nothing is
 	// sent to it.
 	HealthDisabled HealthState = "disabled"
@@ -126,7 +129,7 @@ type WebhookHealth struct {
 	// URL is its URL as logs show it: scheme, host and port, anything after them as "/…"
 	// (a path or query string can carry a token).
 	URL string
-	// State is healthy, failing, circuit open or disabled.
+	// State is healthy, failing, circuit open, throttled or disabled.
 	State HealthState
 	// Attempts5m are the requests answered (or failed) in the last five minutes.
 	Attempts5m uint64
@@ -148,6 +151,9 @@ type WebhookHealth struct {
 	// Waiting are the messages still to be delivered to it (queued, in flight, or waiting
 	// to be retried).
 	Waiting uint64
+	// Throttled are the requests that waited for its Webhook.RateLimit before going out,
+	// since the client started.
+	Throttled uint64
 }
 
 // DeadLetter is a message whose webhook delivery failed for good (its retry window closed, a
@@ -276,6 +282,7 @@ func (c *client) WebhookHealth() ([]WebhookHealth, error) {
 			ConsecutiveFailures: int(h.consecutive_failures),
 			LastErrorAt:         unixMillis(h.last_error_ms), LastError: optString(h.last_error),
 			LastSuccess: unixMillis(h.last_success_ms), Waiting: uint64(h.waiting),
+			Throttled: uint64(h.throttled),
 		}
 	}
 	return health, nil

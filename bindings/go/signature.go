@@ -41,6 +41,30 @@ func Verify(secret string, body []byte, signature string) bool {
 	return rc == 0
 }
 
+// SignSHA256 returns the "hmac-sha256" scheme's signature of body with secret: "sha256=" and
+// the lowercase hex HMAC-SHA256 of the exact body bytes (71 characters), the value of
+// X-Signature-256 (or of the webhook's SignatureHeader); GitHub's X-Hub-Signature-256 form.
+func SignSHA256(secret string, body []byte) string {
+	var out [C.OUTBOUND_SIGNATURE_SHA256_BUFFER_LEN]C.char
+	rc := C.outbound_sign_sha256(bytesPtr([]byte(secret)), C.size_t(len(secret)),
+		bytesPtr(body), C.size_t(len(body)), &out[0], C.size_t(len(out)), nil)
+	if rc != 0 {
+		// Only a bug can get here (the buffer has the documented size).
+		panic(&Error{Op: "SignSHA256", Code: Code(rc)})
+	}
+	return C.GoString(&out[0])
+}
+
+// VerifySHA256 reports whether signature (an "hmac-sha256" header value, "sha256=<hex>")
+// matches the raw request body and secret. It compares in constant time with respect to the
+// digest; hex digits of either case are accepted; anything else is a mismatch.
+func VerifySHA256(secret string, body []byte, signature string) bool {
+	rc := C.outbound_verify_sha256(bytesPtr([]byte(secret)), C.size_t(len(secret)),
+		bytesPtr(body), C.size_t(len(body)),
+		(*C.char)(unsafe.Pointer(bytesPtr([]byte(signature)))), C.size_t(len(signature)))
+	return rc == 0
+}
+
 // MaxVerifiedBody is the largest request body VerifyMiddleware reads (1 MiB; one message is
 // at most 32 KB). A larger one is answered 413.
 const MaxVerifiedBody = 1 << 20

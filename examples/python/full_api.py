@@ -80,7 +80,7 @@ def main(base_url: str) -> int:
         print("queued ids:", ids, "flushed:", delivered, "stats:", stats, client.closed)
         for attempt in client.webhook_attempts(0)[:3]:
             print("attempt:", attempt["message_id"], attempt["status"], attempt["error"])
-        print("health:", [h["state"] for h in client.webhook_health()])
+        print("health:", [(h["state"], h["throttled"]) for h in client.webhook_health()])
 
     # Dead letters live in the spool: kept, listed, discarded and replayed.
     spool = f"/tmp/outbound-full-api-{uuid.uuid4()}"
@@ -126,6 +126,24 @@ def main(base_url: str) -> int:
     checks.append(
         outbound.verify_standard_webhook(whsec, body, "msg_1", str(unix_now), standard, tolerance=60)
     )
+    sha256: str = outbound.sign_sha256("abc123", body)
+    checks.append(outbound.verify_sha256("abc123", body, sha256))
+    auth: outbound.WebhookAuth = {"type": "bearer", "token": "t0k3n"}
+    oauth: outbound.OAuth2Auth = {"type": "oauth2", "token_url": "https://auth.example.com/token",
+                                  "client_id": "me", "client_secret": "s3cret", "scope": "events"}
+    tls: outbound.WebhookTls = {"ca_certs": "/etc/ssl/private-ca.pem"}
+    rate: outbound.RateLimit = {"per_second": 50, "burst": 100}
+    endpoints = [
+        outbound.Webhook("http://127.0.0.1:9/a", auth=auth, signature_header="X-Hub-Signature-256",
+                         signature_scheme="hmac-sha256", rate_limit=rate),
+        outbound.Webhook("http://127.0.0.1:9/b", auth=oauth, tls=tls),
+        outbound.Webhook("http://127.0.0.1:9/c",
+                         auth=outbound.BasicAuth(type="basic", user="me", password="pw")),
+    ]
+    try:
+        outbound.Client(webhooks=endpoints, shared_secret="s3cret", send=False).close()
+    except outbound.ConfigError as e:  # the CA file is not there
+        print("config:", e.setting)
     scheme: outbound.SignatureScheme = "standard-webhooks"
     with outbound.Client(webhooks=["http://127.0.0.1:9/h"], shared_secret=whsec,
                          signature_scheme=scheme, block_private_networks=True,

@@ -3,8 +3,9 @@
 Calls (``identify``, ``track``, ``page``, ``screen``, ``group``, ``alias``, ``delete``) are
 validated on the caller's thread and queued; a background thread delivers them to a
 Segment-compatible ingestion endpoint (batched, write key) and/or up to five webhooks
-(one POST per message, signed with ``X-Signature`` when a shared secret is set, or with
-Standard Webhooks headers when ``signature_scheme="standard-webhooks"``).
+(one POST per message, signed with ``X-Signature`` when a shared secret is set, with
+Standard Webhooks headers when ``signature_scheme="standard-webhooks"``, or with
+``X-Signature-256`` when ``signature_scheme="hmac-sha256"``).
 
 >>> import outbound
 >>> with outbound.Client(write_key="KEY") as client:        # doctest: +SKIP
@@ -38,6 +39,7 @@ from typing import (
     Optional,
     Sequence,
     Type,
+    TypedDict,
     TypeVar,
     Union,
 )
@@ -52,7 +54,15 @@ from ._errors import (
     UnsupportedType,
     ValidationError,
 )
-from ._native import sign, sign_standard_webhook, verify, verify_standard_webhook, verify_value
+from ._native import (
+    sign,
+    sign_sha256,
+    sign_standard_webhook,
+    verify,
+    verify_sha256,
+    verify_standard_webhook,
+    verify_value,
+)
 
 __all__ = [
     "Client",
@@ -60,6 +70,12 @@ __all__ = [
     "AudienceResult",
     "TraitResult",
     "Webhook",
+    "BasicAuth",
+    "BearerAuth",
+    "OAuth2Auth",
+    "WebhookAuth",
+    "WebhookTls",
+    "RateLimit",
     "OutboundError",
     "ConfigError",
     "ValidationError",
@@ -70,6 +86,8 @@ __all__ = [
     "sign",
     "verify",
     "verify_value",
+    "sign_sha256",
+    "verify_sha256",
     "sign_standard_webhook",
     "verify_standard_webhook",
     "SignatureScheme",
@@ -87,11 +105,15 @@ logger = logging.getLogger("outbound")
 OutcomeCallback = Callable[[str, str, str], None]
 
 #: How webhook requests are signed: ``"x-signature"`` (the default: ``X-Signature``, hex
-#: HMAC-SHA1 of the body) or ``"standard-webhooks"`` (``webhook-id``, ``webhook-timestamp``,
+#: HMAC-SHA1 of the body), ``"standard-webhooks"`` (``webhook-id``, ``webhook-timestamp``,
 #: ``webhook-signature``; ``shared_secret`` is then one or more ``whsec_`` secrets separated
-#: by spaces, each giving one signature, for key rotation).
+#: by spaces, each giving one signature, for key rotation) or ``"hmac-sha256"``
+#: (``X-Signature-256: sha256=<hex HMAC-SHA256 of the body>``, checked with
+#: :func:`verify_sha256`).
 #: (Spelled as a Union of Literals so that stubtest sees the Union mypy sees.)
-SignatureScheme = Union[Literal["x-signature"], Literal["standard-webhooks"]]
+SignatureScheme = Union[
+    Literal["x-signature"], Literal["standard-webhooks"], Literal["hmac-sha256"]
+]
 
 Id = Union[str, int, uuid.UUID]
 _C = TypeVar("_C", bound="Client")
@@ -134,6 +156,72 @@ def _strings(values: Sequence[str], setting: str) -> List[str]:
     return list(values)
 
 
+class BasicAuth(TypedDict):
+    """``Authorization: Basic base64(user:password)`` (RFC 7617). ``user`` is not empty and
+    has no ``:``."""
+
+    type: Literal["basic"]
+    user: str
+    password: str
+
+
+class BearerAuth(TypedDict):
+    """``Authorization: Bearer <token>`` (RFC 6750), the token as given (visible ASCII)."""
+
+    type: Literal["bearer"]
+    token: str
+
+
+class _OAuth2Required(TypedDict):
+    type: Literal["oauth2"]
+    token_url: str
+    client_id: str
+    client_secret: str
+
+
+class OAuth2Auth(_OAuth2Required, total=False):
+    """OAuth2 client credentials (RFC 6749 section 4.4): a token is asked of ``token_url`` (a
+    form POST of ``grant_type=client_credentials``, with ``scope`` and ``audience`` when
+    given, authenticated with HTTP Basic of the client id and secret), kept until shortly
+    before it expires, and sent as a bearer token; asked again once when the endpoint
+    answers 401. The token request goes under the webhook's network guard, TLS and the
+    client's ``timeout``; a failed one fails the attempt as the delivery's would (a 5xx or a
+    timeout is retried, a 4xx is permanent)."""
+
+    scope: str
+    audience: str
+
+
+#: How a webhook's endpoint authenticates the requests: ``{"type": "basic", ...}``,
+#: ``{"type": "bearer", ...}`` or ``{"type": "oauth2", ...}``.
+WebhookAuth = Union[BasicAuth, BearerAuth, OAuth2Auth]
+
+
+class WebhookTls(TypedDict, total=False):
+    """A webhook's TLS, each part PEM text or the path of a PEM file (read when the client is
+    built): ``client_cert`` and ``client_key`` (PKCS#8, PKCS#1 or SEC1) for mutual TLS, one
+    needing the other; ``ca_certs``, the only roots the endpoint's certificate may chain to
+    (they replace the web's roots and the client's ``ca_certs`` for this webhook)."""
+
+    client_cert: Union[str, "os.PathLike[str]"]
+    client_key: Union[str, "os.PathLike[str]"]
+    ca_certs: Union[str, "os.PathLike[str]"]
+
+
+class _RateLimitRequired(TypedDict):
+    per_second: int
+
+
+class RateLimit(_RateLimitRequired, total=False):
+    """At most ``per_second`` requests a second to the webhook, in bursts of up to ``burst``
+    (``per_second`` when not given) after a quiet spell: a token bucket, each at least 1. A
+    request carries one message. Messages past it wait in the webhook's queue, inside their
+    retry window (counted in :meth:`Client.webhook_health`'s ``throttled``); none is dropped
+    for it. Each process enforces it on its own deliveries."""
+
+    burst: int
+
+
 class Webhook:
     """One webhook destination: an absolute http(s) URL and static headers sent with every
     request to it (checked when the client is built, within the client's
@@ -141,26 +229,94 @@ class Webhook:
 
     ``enabled=False`` turns it off: it stays in the client's webhooks (checked, counted among
     the 5, its index kept for :meth:`Client.webhook_attempts` and the replays) but no request
-    goes to it, and a message accepted while it is off is never sent to it. On by default."""
+    goes to it, and a message accepted while it is off is never sent to it. On by default.
 
-    __slots__ = ("url", "headers", "enabled")
+    How its endpoint wants to be called (none set by default):
+
+    - ``auth``: a :class:`BasicAuth`, :class:`BearerAuth` or :class:`OAuth2Auth` dict (the
+      ``Authorization`` header of every request; not with an ``Authorization`` static header);
+    - ``tls``: a :class:`WebhookTls` dict (a client certificate for mutual TLS, roots of its
+      own);
+    - ``signature_header``: the header the signature goes in instead of the scheme's own
+      (``X-Signature``, ``X-Signature-256``), e.g. ``"X-Hub-Signature-256"``; not with
+      ``"standard-webhooks"``, whose headers are fixed;
+    - ``signature_scheme``: how its requests are signed, instead of the client's
+      ``signature_scheme`` (with the client's ``shared_secret``);
+    - ``rate_limit``: a :class:`RateLimit` dict.
+
+    Each is checked when the client is built: a bad one raises :class:`ConfigError` (or
+    :class:`UnsupportedType` for a value of the wrong type) naming the field, e.g.
+    ``webhooks[0].auth.user`` or ``webhooks[0].rate_limit.per_second``."""
+
+    __slots__ = (
+        "url",
+        "headers",
+        "enabled",
+        "auth",
+        "tls",
+        "signature_header",
+        "signature_scheme",
+        "rate_limit",
+    )
 
     def __init__(
-        self, url: str, headers: Optional[Mapping[str, str]] = None, *, enabled: bool = True
+        self,
+        url: str,
+        headers: Optional[Mapping[str, str]] = None,
+        *,
+        enabled: bool = True,
+        auth: Optional[WebhookAuth] = None,
+        tls: Optional[WebhookTls] = None,
+        signature_header: Optional[str] = None,
+        signature_scheme: Optional[SignatureScheme] = None,
+        rate_limit: Optional[RateLimit] = None,
     ) -> None:
         self.url = url
         self.headers: Dict[str, str] = dict(headers or {})
         self.enabled = enabled
+        self.auth = auth
+        self.tls = tls
+        self.signature_header = signature_header
+        self.signature_scheme = signature_scheme
+        self.rate_limit = rate_limit
 
     def __repr__(self) -> str:
-        # Header values may be credentials: show names only.
-        off = "" if self.enabled else ", enabled=False"
-        return f"Webhook({self.url!r}, headers={sorted(self.headers)!r}{off})"
+        # Header values and credentials may be secrets: show names, the auth's type, and
+        # which TLS parts are set.
+        extra = "" if self.enabled else ", enabled=False"
+        if self.auth is not None:
+            kind = self.auth.get("type") if isinstance(self.auth, Mapping) else "?"
+            extra += f", auth={kind!r}"
+        if self.tls:
+            extra += f", tls={sorted(self.tls)!r}"
+        for name in ("signature_header", "signature_scheme", "rate_limit"):
+            value = getattr(self, name)
+            if value is not None:
+                extra += f", {name}={value!r}"
+        return f"Webhook({self.url!r}, headers={sorted(self.headers)!r}{extra})"
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Webhook):
             return NotImplemented
-        return (self.url, self.headers, self.enabled) == (other.url, other.headers, other.enabled)
+        return all(getattr(self, k) == getattr(other, k) for k in Webhook.__slots__)
+
+    def _args(self) -> "_native._WebhookArgs":
+        # What the native client takes; the shapes and the values are checked there.
+        return (
+            self.url,
+            list(self.headers.items()),
+            bool(self.enabled),
+            _plain(self.auth),
+            _plain(self.tls),
+            self.signature_header,
+            self.signature_scheme,
+            _plain(self.rate_limit),
+        )
+
+
+def _plain(settings: Optional[Mapping[str, Any]]) -> Any:
+    # A mapping as a dict; anything else as it is, for the native side to refuse naming it.
+    return dict(settings) if isinstance(settings, Mapping) else settings
 
 
 #: Clients that are not closed, for the fork and exit hooks (weak: they never keep one alive).
@@ -246,7 +402,7 @@ class Client:
         self._native = _native.NativeClient(
             write_key=write_key,
             endpoint=endpoint,
-            webhooks=[(h.url, list(h.headers.items()), bool(h.enabled)) for h in hooks],
+            webhooks=[h._args() for h in hooks],
             shared_secret=shared_secret,
             signature_scheme=signature_scheme,
             webhook_user_agent=webhook_user_agent,
@@ -466,9 +622,10 @@ class Client:
         return [_dated(a) for a in self._native.webhook_attempts(webhook)]
 
     def webhook_health(self) -> List[Dict[str, Any]]:
-        """Each webhook's health: state (healthy, failing, circuit_open, disabled), success
-        rate and p50/p99 latency over 5 minutes, consecutive failures, last error, last
-        success, messages waiting."""
+        """Each webhook's health: state (healthy, failing, circuit_open, throttled: messages
+        wait for its ``rate_limit``, disabled), success rate and p50/p99 latency over 5
+        minutes, consecutive failures, last error, last success, messages waiting, and
+        ``throttled``: requests that waited for its rate limit since the client started."""
         return [_dated(h) for h in self._native.webhook_health()]
 
     def dead_letters(

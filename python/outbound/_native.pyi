@@ -15,6 +15,8 @@ __all__ = [
     "sign",
     "verify",
     "verify_value",
+    "sign_sha256",
+    "verify_sha256",
     "sign_standard_webhook",
     "verify_standard_webhook",
     "standard_webhook_tolerance",
@@ -28,6 +30,18 @@ _Object = Dict[str, Any]
 _Timestamp = Union[datetime, str]
 _Bytes = Union[bytes, bytearray, str]
 _Body = Union[bytes, bytearray, str, Dict[str, Any], List[Any]]
+# A webhook: URL, static headers, on or off, then auth, tls, signature_header,
+# signature_scheme and rate_limit (dicts checked by the native side; None when not set).
+_WebhookArgs = Tuple[
+    str,
+    List[Tuple[str, str]],
+    bool,
+    Optional[Dict[str, Any]],
+    Optional[Dict[str, Any]],
+    Optional[str],
+    Optional[str],
+    Optional[Dict[str, Any]],
+]
 
 @final
 class NativeClient:
@@ -36,7 +50,7 @@ class NativeClient:
         *,
         write_key: Optional[str],
         endpoint: str,
-        webhooks: List[Tuple[str, List[Tuple[str, str]], bool]],
+        webhooks: List[_WebhookArgs],
         shared_secret: Optional[str],
         signature_scheme: str,
         webhook_user_agent: str,
@@ -120,6 +134,8 @@ def defaults() -> Dict[str, Union[str, int, float, bool]]: ...
 def sign(secret: _Bytes, body: _Body) -> str: ...
 def verify(secret: _Bytes, body: _Body, signature: Optional[str]) -> bool: ...
 def verify_value(secret: _Bytes, body: Any, signature: Optional[str]) -> bool: ...
+def sign_sha256(secret: _Bytes, body: _Body) -> str: ...
+def verify_sha256(secret: _Bytes, body: _Body, signature: Optional[str]) -> bool: ...
 def sign_standard_webhook(secret: str, webhook_id: str, timestamp: int, body: _Bytes) -> str: ...
 def verify_standard_webhook(
     secret: str,

@@ -217,6 +217,15 @@ static void test_every_entry_point_is_null_safe(void) {
     CHECK_RC(outbound_options_set_endpoint(NULL, "http://127.0.0.1:1"), N, "options");
     CHECK_RC(outbound_options_add_webhook(NULL, "http://127.0.0.1:1", NULL), N, "options");
     CHECK_RC(outbound_options_set_webhook_enabled(NULL, 0, false), N, "options");
+    CHECK_RC(outbound_options_set_webhook_auth_basic(NULL, 0, "u", "p"), N, "options");
+    CHECK_RC(outbound_options_set_webhook_auth_bearer(NULL, 0, "t"), N, "options");
+    CHECK_RC(outbound_options_set_webhook_auth_oauth2(NULL, 0, "http://127.0.0.1:1/t", "id", "s",
+                                                      NULL, NULL),
+             N, "options");
+    CHECK_RC(outbound_options_set_webhook_tls(NULL, 0, NULL, NULL, NULL), N, "options");
+    CHECK_RC(outbound_options_set_webhook_signature_header(NULL, 0, "X-Sig"), N, "options");
+    CHECK_RC(outbound_options_set_webhook_signature_scheme(NULL, 0, "hmac-sha256"), N, "options");
+    CHECK_RC(outbound_options_set_webhook_rate_limit(NULL, 0, 1, 1), N, "options");
     CHECK_RC(outbound_options_set_max_webhook_headers(NULL, 1), N, "options");
     CHECK_RC(outbound_options_set_max_webhook_header_bytes(NULL, 1), N, "options");
     CHECK_RC(outbound_options_set_shared_secret(NULL, "s"), N, "options");
@@ -2000,6 +2009,206 @@ static void test_sign_and_verify_match_the_published_vector(void) {
     CHECK(n == 40, "needed %zu", n);
 }
 
+/* ---- per-webhook endpoint settings ------------------------------------------------------ */
+
+/* A client with one webhook to `url` and the endpoint settings `tweak` gives webhook 0. */
+static outbound_client *endpoint_client(const char *url, void (*tweak)(outbound_options *)) {
+    outbound_options *o = outbound_options_new();
+    CHECK_RC(outbound_options_add_webhook(o, url, NULL), OUTBOUND_RESULT_OK, NULL);
+    CHECK_RC(outbound_options_set_proxy_from_env(o, false), OUTBOUND_RESULT_OK, NULL);
+    CHECK_RC(outbound_options_set_timeout_ms(o, 20000), OUTBOUND_RESULT_OK, NULL);
+    tweak(o);
+    outbound_client *c = NULL;
+    CHECK_RC(outbound_client_new(o, &c), OUTBOUND_RESULT_OK, NULL);
+    return c;
+}
+
+static void basic_auth(outbound_options *o) {
+    CHECK_RC(outbound_options_set_webhook_auth_basic(o, 0, "Aladdin", "open sesame"),
+             OUTBOUND_RESULT_OK, NULL);
+}
+
+static void bearer_auth(outbound_options *o) {
+    CHECK_RC(outbound_options_set_webhook_auth_bearer(o, 0, "t0k3n.abc"), OUTBOUND_RESULT_OK,
+             NULL);
+}
+
+/* Sends `n` tracks through `c`, flushes, and frees it. */
+static void send_and_free(outbound_client *c, int n) {
+    for (int i = 0; i < n; i++)
+        CHECK_RC(outbound_track(c, "u", NULL, "E", NULL, NULL, NULL, NULL, NULL, NULL, 0, NULL),
+                 OUTBOUND_RESULT_OK, NULL);
+    CHECK_RC(outbound_flush(c, WAIT_MS), OUTBOUND_RESULT_OK, NULL);
+    CHECK_RC(outbound_client_close(c, WAIT_MS), OUTBOUND_RESULT_OK, NULL);
+    outbound_client_free(c);
+}
+
+/* Basic and bearer arrive at the receiver as the Authorization header RFC 7617 and RFC 6750
+ * say; a webhook without auth sends none. */
+static void test_webhook_basic_and_bearer_auth_arrive_as_authorization(void) {
+    mark();
+    send_and_free(endpoint_client(hook_url, basic_auth), 1);
+    CHECK(rx_count(rx) == requests_before + 1, "requests %zu", rx_count(rx) - requests_before);
+    char auth[256] = "";
+    const rx_request *r = rx_get(rx, requests_before);
+    CHECK(r && rx_header(r, "Authorization", auth, sizeof auth) &&
+              strcmp(auth, "Basic QWxhZGRpbjpvcGVuIHNlc2FtZQ==") == 0,
+          "Authorization '%s'", auth);
+    mark();
+    send_and_free(endpoint_client(hook_url, bearer_auth), 1);
+    r = rx_get(rx, requests_before);
+    auth[0] = 0;
+    CHECK(r && rx_header(r, "Authorization", auth, sizeof auth) &&
+              strcmp(auth, "Bearer t0k3n.abc") == 0,
+          "Authorization '%s'", auth);
+}
+
+static void sha256_signature_in_its_own_header(outbound_options *o) {
+    CHECK_RC(outbound_options_set_shared_secret(o, "sekrit-secret"), OUTBOUND_RESULT_OK, NULL);
+    CHECK_RC(outbound_options_set_webhook_signature_scheme(o, 0, "hmac-sha256"), OUTBOUND_RESULT_OK,
+             NULL);
+    CHECK_RC(outbound_options_set_webhook_signature_header(o, 0, "X-Hub-Signature-256"),
+             OUTBOUND_RESULT_OK, NULL);
+}
+
+/* The webhook's scheme (hmac-sha256) in the webhook's header: outbound_verify_sha256 checks it,
+ * and neither X-Signature nor X-Signature-256 is sent. */
+static void test_webhook_signature_header_and_hmac_sha256_verify_in_c(void) {
+    mark();
+    send_and_free(endpoint_client(hook_url, sha256_signature_in_its_own_header), 1);
+    CHECK(rx_count(rx) == requests_before + 1, "requests %zu", rx_count(rx) - requests_before);
+    const rx_request *r = rx_get(rx, requests_before);
+    if (!r) return;
+    char sig[128] = "", other[128];
+    CHECK(rx_header(r, "X-Hub-Signature-256", sig, sizeof sig), "no X-Hub-Signature-256");
+    CHECK(strncmp(sig, "sha256=", 7) == 0 && strlen(sig) == 71, "signature '%s'", sig);
+    CHECK_RC(outbound_verify_sha256((const uint8_t *)"sekrit-secret", 13, (const uint8_t *)r->body,
+                                    r->body_len, sig, strlen(sig)),
+             OUTBOUND_RESULT_OK, NULL);
+    CHECK_RC(outbound_verify_sha256((const uint8_t *)"other", 5, (const uint8_t *)r->body,
+                                    r->body_len, sig, strlen(sig)),
+             OUTBOUND_RESULT_BAD_SIGNATURE, "does not match");
+    char mine[OUTBOUND_SIGNATURE_SHA256_BUFFER_LEN];
+    CHECK_RC(outbound_sign_sha256((const uint8_t *)"sekrit-secret", 13, (const uint8_t *)r->body,
+                                  r->body_len, mine, sizeof mine, NULL),
+             OUTBOUND_RESULT_OK, NULL);
+    CHECK(strcmp(mine, sig) == 0, "sign_sha256 gives %s, header %s", mine, sig);
+    CHECK(!rx_header(r, "X-Signature", other, sizeof other), "X-Signature sent too");
+    CHECK(!rx_header(r, "X-Signature-256", other, sizeof other), "X-Signature-256 sent too");
+}
+
+/* docs.github.com, "Validating webhook deliveries": the published HMAC-SHA256 vector. */
+static void test_sign_sha256_matches_github_s_vector(void) {
+    const char *secret = "It's a Secret to Everybody", *body = "Hello, World!";
+    const char *vector = "sha256=757107ea0eb2509fc211221cce984b8a37570b6d7586c22c46f4379c8b043e17";
+    char sig[OUTBOUND_SIGNATURE_SHA256_BUFFER_LEN];
+    size_t n = 0;
+    CHECK_RC(outbound_sign_sha256((const uint8_t *)secret, strlen(secret), (const uint8_t *)body,
+                                  strlen(body), sig, sizeof sig, &n),
+             OUTBOUND_RESULT_OK, NULL);
+    CHECK(strcmp(sig, vector) == 0 && n == 71, "signature %s (%zu)", sig, n);
+    CHECK_RC(outbound_verify_sha256((const uint8_t *)secret, strlen(secret), (const uint8_t *)body,
+                                    strlen(body), vector, strlen(vector)),
+             OUTBOUND_RESULT_OK, NULL);
+    /* The bare hex (no "sha256=") and a changed body are mismatches. */
+    CHECK_RC(outbound_verify_sha256((const uint8_t *)secret, strlen(secret), (const uint8_t *)body,
+                                    strlen(body), vector + 7, strlen(vector) - 7),
+             OUTBOUND_RESULT_BAD_SIGNATURE, NULL);
+    CHECK_RC(outbound_verify_sha256((const uint8_t *)secret, strlen(secret), (const uint8_t *)"x",
+                                    1, vector, strlen(vector)),
+             OUTBOUND_RESULT_BAD_SIGNATURE, NULL);
+    char small[71];
+    n = 0;
+    CHECK_RC(outbound_sign_sha256((const uint8_t *)secret, strlen(secret), (const uint8_t *)body,
+                                  strlen(body), small, sizeof small, &n),
+             OUTBOUND_RESULT_INSUFFICIENT_SIZE, "72 bytes needed");
+    CHECK(n == 71, "needed %zu", n);
+}
+
+static void rate_limit_zero(outbound_options *o) {
+    outbound_options_add_webhook(o, hook_url, NULL);
+    CHECK_RC(outbound_options_set_webhook_rate_limit(o, 0, 0, 5), OUTBOUND_RESULT_OK, NULL);
+}
+static void burst_zero(outbound_options *o) {
+    outbound_options_add_webhook(o, hook_url, NULL);
+    CHECK_RC(outbound_options_set_webhook_rate_limit(o, 0, 5, 0), OUTBOUND_RESULT_OK, NULL);
+}
+static void user_with_colon(outbound_options *o) {
+    outbound_options_add_webhook(o, hook_url, NULL);
+    CHECK_RC(outbound_options_set_webhook_auth_basic(o, 0, "a:b", "p"), OUTBOUND_RESULT_OK, NULL);
+}
+static void cert_without_key(outbound_options *o) {
+    outbound_options_add_webhook(o, hook_url, NULL);
+    CHECK_RC(outbound_options_set_webhook_tls(o, 0, "-----BEGIN CERTIFICATE-----", NULL, NULL),
+             OUTBOUND_RESULT_OK, NULL);
+}
+static void oauth2_ftp_token_url(outbound_options *o) {
+    outbound_options_add_webhook(o, hook_url, NULL);
+    CHECK_RC(outbound_options_set_webhook_auth_oauth2(o, 0, "ftp://127.0.0.1/t", "id", "s", NULL,
+                                                      NULL),
+             OUTBOUND_RESULT_OK, NULL);
+}
+static void reserved_signature_header(outbound_options *o) {
+    outbound_options_add_webhook(o, hook_url, NULL);
+    CHECK_RC(outbound_options_set_webhook_signature_header(o, 0, "Content-Type"),
+             OUTBOUND_RESULT_OK, NULL);
+}
+static void bearer_and_static_authorization(outbound_options *o) {
+    outbound_options_add_webhook(o, hook_url, "{\"Authorization\":\"Bearer x\"}");
+    CHECK_RC(outbound_options_set_webhook_auth_bearer(o, 0, "t"), OUTBOUND_RESULT_OK, NULL);
+}
+
+/* Each bad endpoint setting is refused by outbound_client_new, its text naming the field; an
+ * index not added and an unknown scheme are refused by the setter itself. */
+static void test_bad_endpoint_settings_are_refused_naming_the_field(void) {
+    expect_config_error(rate_limit_zero, "webhooks[0].rate_limit.per_second: must be at least 1");
+    expect_config_error(burst_zero, "webhooks[0].rate_limit.burst");
+    expect_config_error(user_with_colon, "webhooks[0].auth.user");
+    expect_config_error(cert_without_key, "webhooks[0].tls.client_key");
+    expect_config_error(oauth2_ftp_token_url, "webhooks[0].auth.token_url");
+    expect_config_error(reserved_signature_header, "webhooks[0].signature_header");
+    expect_config_error(bearer_and_static_authorization, "webhooks[0].auth");
+    outbound_options *o = outbound_options_new();
+    CHECK_RC(outbound_options_set_webhook_rate_limit(o, 0, 5, 5), OUTBOUND_RESULT_CONFIG,
+             "webhooks[0].rate_limit: no webhook 0: 0 added");
+    CHECK_RC(outbound_options_add_webhook(o, hook_url, NULL), OUTBOUND_RESULT_OK, NULL);
+    CHECK_RC(outbound_options_set_webhook_auth_bearer(o, 1, "t"), OUTBOUND_RESULT_CONFIG,
+             "webhooks[1].auth: no webhook 1: 1 added");
+    CHECK_RC(outbound_options_set_webhook_signature_scheme(o, 0, "svix"), OUTBOUND_RESULT_CONFIG,
+             "webhooks[0].signature_scheme");
+    CHECK_RC(outbound_options_set_webhook_auth_basic(o, 0, NULL, "p"),
+             OUTBOUND_RESULT_NULL_ARGUMENT, "user");
+    CHECK_RC(outbound_options_set_webhook_auth_bearer(o, 0, "\xff"), OUTBOUND_RESULT_INVALID_UTF8,
+             "token");
+    outbound_options_free(o);
+}
+
+static void five_a_second_bursts_of_one(outbound_options *o) {
+    CHECK_RC(outbound_options_set_webhook_rate_limit(o, 0, 5, 1), OUTBOUND_RESULT_OK, NULL);
+}
+
+/* 5 a second with bursts of 1: 4 messages take at least 0.6 s to go out, every one still
+ * delivered, and the health counts the requests that waited. */
+static void test_webhook_rate_limit_spaces_requests_and_counts_throttled(void) {
+    mark();
+    outbound_client *c = endpoint_client(hook_url, five_a_second_bursts_of_one);
+    int64_t start = now_ms();
+    for (int i = 0; i < 4; i++)
+        CHECK_RC(outbound_track(c, "u", NULL, "E", NULL, NULL, NULL, NULL, NULL, NULL, 0, NULL),
+                 OUTBOUND_RESULT_OK, NULL);
+    CHECK_RC(outbound_flush(c, WAIT_MS), OUTBOUND_RESULT_OK, NULL);
+    int64_t took = now_ms() - start;
+    CHECK(rx_count(rx) == requests_before + 4, "requests %zu", rx_count(rx) - requests_before);
+    CHECK(took >= 550, "4 requests at 5 a second took %lld ms", (long long)took);
+    outbound_webhook_health_list *health = NULL;
+    CHECK_RC(outbound_client_webhook_health(c, &health), OUTBOUND_RESULT_OK, NULL);
+    const outbound_webhook_health *h = outbound_webhook_health_list_get(health, 0);
+    CHECK(h && h->throttled >= 3, "throttled %llu", h ? (unsigned long long)h->throttled : 0ULL);
+    outbound_webhook_health_list_free(health);
+    CHECK_RC(outbound_client_close(c, WAIT_MS), OUTBOUND_RESULT_OK, NULL);
+    outbound_client_free(c);
+}
+
 typedef struct {
     outbound_client *client;
     int index;
@@ -2500,6 +2709,11 @@ int main(void) {
     RUN(test_a_redis_spool_keeps_what_close_left_for_the_next_client);
     RUN(test_redis_ack_forms_are_checked_and_fsync_needs_waitaof);
     RUN(test_sign_and_verify_match_the_published_vector);
+    RUN(test_webhook_basic_and_bearer_auth_arrive_as_authorization);
+    RUN(test_webhook_signature_header_and_hmac_sha256_verify_in_c);
+    RUN(test_sign_sha256_matches_github_s_vector);
+    RUN(test_bad_endpoint_settings_are_refused_naming_the_field);
+    RUN(test_webhook_rate_limit_spaces_requests_and_counts_throttled);
     RUN(test_calls_from_many_threads);
     RUN(test_audience_sync_sends_only_changes_and_survives_reopening);
     RUN(test_fork_child_gets_a_working_client);

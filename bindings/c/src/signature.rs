@@ -1,5 +1,6 @@
-//! Signatures for receivers written in C: `X-Signature` (sign and verify raw body bytes)
-//! and Standard Webhooks (`webhook-signature`, with the replay tolerance).
+//! Signatures for receivers written in C: `X-Signature` (sign and verify raw body bytes),
+//! the `hmac-sha256` scheme's `X-Signature-256`, and Standard Webhooks (`webhook-signature`,
+//! with the replay tolerance).
 
 use crate::convert::{bytes, req_str, write_text};
 use crate::result::{finish, outbound_result, Failure};
@@ -80,6 +81,87 @@ pub unsafe extern "C" fn outbound_verify(
             // Bytes that are not UTF-8 cannot be hex digits: a mismatch, not a text error.
             match std::str::from_utf8(signature) {
                 Ok(sig) if outbound::verify(secret, body, sig) => Ok(()),
+                _ => Err(Failure::BadSignature),
+            }
+        })())
+    })
+}
+
+/// Size of a buffer that holds an `hmac-sha256` signature: `sha256=`, 64 hex digits and the
+/// NUL.
+pub const OUTBOUND_SIGNATURE_SHA256_BUFFER_LEN: usize = 72;
+
+/// Computes the `hmac-sha256` scheme's signature of `body` with `secret` (the value of
+/// `X-Signature-256`, or of the webhook's `outbound_options_set_webhook_signature_header`):
+/// `sha256=` and the lowercase hex HMAC-SHA256 of the exact body bytes (71 characters),
+/// written NUL-terminated to `out`. The form of GitHub's `X-Hub-Signature-256`.
+///
+/// - `secret`, `body`: `secret_len` / `body_len` bytes, borrowed for the call; either may be
+///   NULL only when its length is 0.
+/// - `out`: caller-owned buffer of `out_len` bytes, at least
+///   `OUTBOUND_SIGNATURE_SHA256_BUFFER_LEN` (72). Written only on success.
+/// - `out_written`: may be NULL; receives 71 on success (the needed length on
+///   `OUTBOUND_RESULT_INSUFFICIENT_SIZE`).
+///
+/// Returns `OUTBOUND_RESULT_OK`, `OUTBOUND_RESULT_NULL_ARGUMENT` (`out`, or a NULL with a
+/// non-zero length), `OUTBOUND_RESULT_INSUFFICIENT_SIZE`, or `OUTBOUND_RESULT_PANIC`.
+///
+/// # Safety
+/// Each pointer is NULL or valid for its stated length.
+#[no_mangle]
+pub unsafe extern "C" fn outbound_sign_sha256(
+    secret: *const u8,
+    secret_len: usize,
+    body: *const u8,
+    body_len: usize,
+    out: *mut c_char,
+    out_len: usize,
+    out_written: *mut usize,
+) -> outbound_result {
+    ffi!({
+        finish((|| {
+            // SAFETY: the caller's contract for each pointer.
+            let secret = unsafe { bytes(secret, secret_len, "secret") }?;
+            let body = unsafe { bytes(body, body_len, "body") }?;
+            if out.is_null() {
+                return Err(Failure::Null("out"));
+            }
+            let signature = outbound::sign_sha256(secret, body);
+            unsafe { write_text(&signature, out, out_len, out_written, "out") }
+        })())
+    })
+}
+
+/// Checks an `hmac-sha256` signature (`sha256=<hex>`, as `outbound_sign_sha256` writes it;
+/// hex digits of either case) against the raw request body, in constant time with respect
+/// to the digest. Anything else is a mismatch.
+///
+/// - `secret`, `body`, `signature`: byte ranges of the given lengths, borrowed for the
+///   call; each may be NULL only when its length is 0. `signature` is the header value as
+///   received (no NUL termination needed).
+///
+/// Returns `OUTBOUND_RESULT_OK` when the signature matches, `OUTBOUND_RESULT_BAD_SIGNATURE`
+/// when it does not, `OUTBOUND_RESULT_NULL_ARGUMENT`, or `OUTBOUND_RESULT_PANIC`.
+///
+/// # Safety
+/// Each pointer is NULL or valid for its stated length.
+#[no_mangle]
+pub unsafe extern "C" fn outbound_verify_sha256(
+    secret: *const u8,
+    secret_len: usize,
+    body: *const u8,
+    body_len: usize,
+    signature: *const c_char,
+    signature_len: usize,
+) -> outbound_result {
+    ffi!({
+        finish((|| {
+            // SAFETY: the caller's contract for each pointer.
+            let secret = unsafe { bytes(secret, secret_len, "secret") }?;
+            let body = unsafe { bytes(body, body_len, "body") }?;
+            let signature = unsafe { bytes(signature.cast::<u8>(), signature_len, "signature") }?;
+            match std::str::from_utf8(signature) {
+                Ok(sig) if outbound::verify_sha256(secret, body, sig) => Ok(()),
                 _ => Err(Failure::BadSignature),
             }
         })())

@@ -37,3 +37,9 @@ pub(crate) fn config(setting: &str, reason: impl std::fmt::Display) -> PyErr {
         setting.to_string(),
     ))
 }
+
+/// A setting of a Python type that has no meaning for it (`UnsupportedType`, a `TypeError`),
+/// naming it.
+pub(crate) fn wrong_type(setting: &str, message: String) -> PyErr {
+    UnsupportedType::new_err((message, setting.to_string()))
+}

@@ -3,17 +3,19 @@
 //! defaults, `Webhook`, fork and exit hooks, `logging`) is `python/outbound/__init__.py`.
 
 mod convert;
+mod endpoint;
 mod errors;
 mod records;
 
 #[pyo3::pymodule]
 mod _native {
     use crate::convert::{self, CallError, Path};
+    use crate::endpoint::WebhookArgs;
     use crate::errors::{self, to_py};
     use crate::records;
     use outbound::{
         Config, Error, Kind, Level, Message, Outcome, RetryPolicy, SignatureError, SignatureScheme,
-        Spool, Webhook,
+        Spool,
     };
     use pyo3::prelude::*;
     use pyo3::types::{PyByteArray, PyBytes, PyDict, PyList, PyString};
@@ -27,9 +29,6 @@ mod _native {
         std::hint::black_box(crate::BUILD_PROFILE);
         m.add("__version__", outbound::VERSION)
     }
-
-    /// A webhook as `outbound.Webhook` passes it: URL, static headers in order, on or off.
-    type WebhookArgs = (String, Vec<(String, String)>, bool);
 
     /// The core client. Use `outbound.Client`, which gives every setting its default.
     #[pyclass(frozen, module = "outbound._native")]
@@ -95,10 +94,10 @@ mod _native {
             max_webhook_header_bytes=outbound::DEFAULT_MAX_WEBHOOK_HEADER_BYTES as i64,
             record=false))]
         #[allow(clippy::too_many_arguments)]
-        fn new(
+        fn new<'py>(
             write_key: Option<String>,
             endpoint: String,
-            webhooks: Vec<WebhookArgs>,
+            webhooks: Vec<WebhookArgs<'py>>,
             shared_secret: Option<String>,
             signature_scheme: &str,
             webhook_user_agent: String,
@@ -136,12 +135,9 @@ mod _native {
             config.endpoint = endpoint;
             config.webhooks = webhooks
                 .into_iter()
-                .map(|(url, headers, enabled)| {
-                    let mut hook = Webhook::new(url).enabled(enabled);
-                    hook.headers = headers;
-                    hook
-                })
-                .collect();
+                .enumerate()
+                .map(|(i, hook)| crate::endpoint::webhook(i, hook))
+                .collect::<PyResult<_>>()?;
             config.shared_secret = shared_secret;
             config.signature_scheme = SignatureScheme::parse(signature_scheme).map_err(to_py)?;
             config.webhook_user_agent = webhook_user_agent;
@@ -623,6 +619,20 @@ mod _native {
         Ok(outbound::sign(&secret, &raw(body, "body")?))
     }
 
+    /// The `hmac-sha256` scheme's signature of `body` (`sha256=<hex HMAC-SHA256>`, the value
+    /// of `X-Signature-256`): the raw bytes (or str as UTF-8), or a parsed body written in the
+    /// JS-canonical form every sender uses.
+    #[pyfunction]
+    fn sign_sha256(secret: &Bound<'_, PyAny>, body: &Bound<'_, PyAny>) -> PyResult<String> {
+        let secret = raw(secret, "secret")?;
+        if is_parsed(body) {
+            let value = convert::to_value(body, &mut Path::new("body"))?;
+            let bytes = outbound::canonical_json::to_vec(&value).map_err(to_py)?;
+            return Ok(outbound::sign_sha256(&secret, &bytes));
+        }
+        Ok(outbound::sign_sha256(&secret, &raw(body, "body")?))
+    }
+
     /// A request without `X-Signature` (`None`) carries no signature: the core's "no
     /// signature" is the empty one, which it never accepts.
     fn header(signature: Option<&str>) -> &str {
@@ -647,6 +657,24 @@ mod _native {
             &raw(body, "body")?,
             header(signature),
         ))
+    }
+
+    /// True when `signature` (`sha256=<hex>`) is the `hmac-sha256` signature of `body` (as
+    /// for `sign_sha256`); constant time. `None` (the header was missing) is False.
+    #[pyfunction]
+    fn verify_sha256(
+        secret: &Bound<'_, PyAny>,
+        body: &Bound<'_, PyAny>,
+        signature: Option<&str>,
+    ) -> PyResult<bool> {
+        let secret = raw(secret, "secret")?;
+        let body = if is_parsed(body) {
+            let value = convert::to_value(body, &mut Path::new("body"))?;
+            Cow::Owned(outbound::canonical_json::to_vec(&value).map_err(to_py)?)
+        } else {
+            raw(body, "body")?
+        };
+        Ok(outbound::verify_sha256(&secret, &body, header(signature)))
     }
 
     /// True when `signature` is the signature of the already parsed `body` (any JSON value,

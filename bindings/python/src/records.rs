@@ -70,6 +70,7 @@ pub(crate) fn health<'py>(py: Python<'py>, h: &WebhookHealth) -> PyResult<Bound<
     )?;
     d.set_item("last_success", h.last_success.map(secs))?;
     d.set_item("waiting", h.waiting)?;
+    d.set_item("throttled", h.throttled)?;
     Ok(d)
 }
 

@@ -1,5 +1,7 @@
 //! Feeds arbitrary bytes to every JSON-taking entry point of the C ABI (audience sync
-//! included) and to `outbound_enqueue_packed`, to the text arguments of the calls, and to `outbound_sign` / `outbound_verify`, exactly as a C caller
+//! included) and to `outbound_enqueue_packed`, to the text arguments of the calls and of the
+//! options (a webhook's endpoint settings included), and to `outbound_sign` /
+//! `outbound_verify` and their `_sha256` forms, exactly as a C caller
 //! would pass them (NUL-terminated strings, pointer + length byte ranges, small buffers).
 //!
 //! Finding = a crash, an AddressSanitizer report, a contained panic (`OUTBOUND_RESULT_PANIC`
@@ -290,6 +292,47 @@ fuzz_target!(|data: &[u8]| {
                     );
                     assert_eq!(ok, outbound_result::Ok);
                 }
+                // The hmac-sha256 scheme's pair on the same ranges (71-character values).
+                let cut2 = tail.len().min(71);
+                let (signature, body) = tail.split_at(cut2);
+                let rc = outbound_verify_sha256(
+                    secret.as_ptr(),
+                    secret.len(),
+                    body.as_ptr(),
+                    body.len(),
+                    signature.as_ptr().cast(),
+                    signature.len(),
+                );
+                check(rc);
+                assert!(matches!(
+                    rc,
+                    outbound_result::Ok | outbound_result::BadSignature
+                ));
+                let mut sig = [0 as c_char; OUTBOUND_SIGNATURE_SHA256_BUFFER_LEN];
+                let mut n = 0;
+                let out_len = if selector % 16 == 11 { 71 } else { sig.len() };
+                let rc = outbound_sign_sha256(
+                    secret.as_ptr(),
+                    secret.len(),
+                    body.as_ptr(),
+                    body.len(),
+                    sig.as_mut_ptr(),
+                    out_len,
+                    &mut n,
+                );
+                check(rc);
+                if rc == outbound_result::Ok {
+                    assert_eq!(n, 71);
+                    let ok = outbound_verify_sha256(
+                        secret.as_ptr(),
+                        secret.len(),
+                        body.as_ptr(),
+                        body.len(),
+                        sig.as_ptr(),
+                        n,
+                    );
+                    assert_eq!(ok, outbound_result::Ok);
+                }
             }
             12 => with_id(id_len, |b, l, w| {
                 // Every plain text argument at once: ids, event, timestamp, message id.
@@ -332,6 +375,28 @@ fuzz_target!(|data: &[u8]| {
                 check(outbound_options_set_webhook_user_agent(o, t));
                 check(outbound_options_set_shared_secret(o, t));
                 check(outbound_options_set_send(o, false));
+                // A webhook's endpoint settings, each from the same text (the last auth wins).
+                check(outbound_options_add_webhook(
+                    o,
+                    c"http://127.0.0.1:9/h".as_ptr(),
+                    null(),
+                ));
+                check(outbound_options_set_webhook_auth_basic(o, 0, t, t));
+                check(outbound_options_set_webhook_auth_bearer(o, 0, t));
+                if selector & 0x40 != 0 {
+                    check(outbound_options_set_webhook_auth_oauth2(
+                        o, 0, t, t, t, t, t,
+                    ));
+                }
+                check(outbound_options_set_webhook_tls(o, 0, null(), null(), t));
+                check(outbound_options_set_webhook_signature_header(o, 0, t));
+                check(outbound_options_set_webhook_signature_scheme(o, 0, t));
+                check(outbound_options_set_webhook_rate_limit(
+                    o,
+                    0,
+                    u32::from(selector),
+                    u32::from(selector),
+                ));
                 let mut client = null_mut();
                 let rc = outbound_client_new(o, &mut client);
                 check(rc);

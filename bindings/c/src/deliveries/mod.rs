@@ -103,6 +103,7 @@ impl Keep {
             last_error,
             last_success_ms: h.last_success.map_or(OUTBOUND_TIME_NONE, unix_ms),
             waiting: h.waiting,
+            throttled: h.throttled,
         }
     }
 }

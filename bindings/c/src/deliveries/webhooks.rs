@@ -46,8 +46,10 @@ pub struct outbound_webhook_health {
     /// Its URL as logs show it, NUL-terminated: scheme, host and port, anything after them as
     /// `/…` (a path or query string can carry a token).
     pub url: *const c_char,
-    /// `"healthy"`, `"failing"`, `"circuit_open"` (its lane sends one probe at a time) or
-    /// `"disabled"` (`block_private_networks` refuses its address whatever DNS says).
+    /// `"healthy"`, `"failing"`, `"circuit_open"` (its lane sends one probe at a time),
+    /// `"throttled"` (its last requests succeeded, and messages wait for its rate limit,
+    /// `outbound_options_set_webhook_rate_limit`) or `"disabled"` (`block_private_networks`
+    /// refuses its address whatever DNS says).
     pub state: *const c_char,
     /// Requests answered (or failed) in the last five minutes.
     pub attempts_5m: u64,
@@ -71,6 +73,9 @@ pub struct outbound_webhook_health {
     pub last_success_ms: i64,
     /// Messages still to be delivered to it (queued, in flight, or waiting to be retried).
     pub waiting: u64,
+    /// Requests that waited for its rate limit before going out, since the client started
+    /// (0 without `outbound_options_set_webhook_rate_limit`).
+    pub throttled: u64,
 }
 
 /// A client's last attempts to one webhook URL, newest first, from
@@ -177,8 +182,9 @@ pub unsafe extern "C" fn outbound_webhook_attempt_list_free(
 }
 
 /// Each webhook URL's health, in the order the webhooks were added: healthy, failing, circuit
-/// open or disabled; success rate and p50/p99 latency over the last five minutes; failures in
-/// a row, last error, last success, messages waiting. Needs no spool.
+/// open, throttled or disabled; success rate and p50/p99 latency over the last five minutes;
+/// failures in a row, last error, last success, messages waiting, requests that waited for its
+/// rate limit. Needs no spool.
 ///
 /// Ownership: on success `*out` receives a list the caller owns and must release with
 /// `outbound_webhook_health_list_free`; on failure `*out` is not written.

@@ -59,7 +59,10 @@ pub unsafe extern "C" fn outbound_options_set_endpoint(
 ///   (`outbound_options_set_max_webhook_headers`, 20 by default) and bytes
 ///   (`outbound_options_set_max_webhook_header_bytes`, 8192 by default).
 ///
-/// Both texts are copied. On failure nothing is added.
+/// Both texts are copied. On failure nothing is added. How its endpoint wants to be called
+/// is set on it by its index afterwards: `outbound_options_set_webhook_auth_basic` (`_bearer`,
+/// `_oauth2`), `outbound_options_set_webhook_tls`, `outbound_options_set_webhook_signature_header`,
+/// `outbound_options_set_webhook_signature_scheme`, `outbound_options_set_webhook_rate_limit`.
 ///
 /// Returns `OUTBOUND_RESULT_OK`, `_NULL_ARGUMENT` (options, url), `_INVALID_UTF8`,
 /// `_INVALID_JSON`, `_WRONG_TYPE` (not an object, or a value that is not a string), `_PANIC`.
@@ -107,14 +110,7 @@ pub unsafe extern "C" fn outbound_options_set_webhook_enabled(
     ffi!({
         unsafe {
             with_config(options, |c| {
-                let added = c.webhooks.len();
-                let hook = c.webhooks.get_mut(webhook).ok_or_else(|| {
-                    Failure::Core(outbound::Error::Config {
-                        setting: format!("webhooks[{webhook}].enabled"),
-                        reason: format!("no webhook {webhook}: {added} added"),
-                    })
-                })?;
-                hook.enabled = enabled;
+                webhook_mut(c, webhook, "enabled")?.enabled = enabled;
                 Ok(())
             })
         }
@@ -184,10 +180,12 @@ pub unsafe extern "C" fn outbound_options_set_shared_secret(
 }
 
 /// Chooses how webhook requests are signed: `"x-signature"` (the default: `X-Signature`, hex
-/// HMAC-SHA1 of the body) or `"standard-webhooks"` (headers `webhook-id` (the message id),
+/// HMAC-SHA1 of the body), `"standard-webhooks"` (headers `webhook-id` (the message id),
 /// `webhook-timestamp` (Unix seconds of the attempt) and, with a shared secret,
-/// `webhook-signature`; see <https://www.standardwebhooks.com>). The body is the same bytes
-/// under both. With `"standard-webhooks"`, a caller's message id must be visible ASCII
+/// `webhook-signature`; see <https://www.standardwebhooks.com>) or `"hmac-sha256"`
+/// (`X-Signature-256: sha256=<hex HMAC-SHA256 of the body>`, verified with
+/// `outbound_verify_sha256`). The body is the same bytes under each. A webhook may have a
+/// scheme of its own (`outbound_options_set_webhook_signature_scheme`). With `"standard-webhooks"`, a caller's message id must be visible ASCII
 /// without spaces or `.` (`OUTBOUND_RESULT_INVALID_FIELD` at the call otherwise). NULL
 /// restores the default. Receivers verify with `outbound_verify_standard`.
 ///

@@ -84,6 +84,22 @@ unsafe fn with_config(
     )
 }
 
+/// Webhook `webhook` of `c`, or a config error naming `webhooks[i].<field>` when no webhook of
+/// that index has been added.
+fn webhook_mut<'a>(
+    c: &'a mut Config,
+    webhook: usize,
+    field: &str,
+) -> Result<&'a mut Webhook, Failure> {
+    let added = c.webhooks.len();
+    c.webhooks.get_mut(webhook).ok_or_else(|| {
+        Failure::Core(outbound::Error::Config {
+            setting: format!("webhooks[{webhook}].{field}"),
+            reason: format!("no webhook {webhook}: {added} added"),
+        })
+    })
+}
+
 /// [`with_config`] for a setter that cannot fail: `f` sets its field.
 ///
 /// # Safety
@@ -136,6 +152,8 @@ pub unsafe extern "C" fn outbound_options_free(options: *mut outbound_options) {
 // batching and retries, then the network, then callbacks.
 mod destinations;
 
+mod endpoint;
+
 mod spool;
 
 mod batching;
@@ -147,5 +165,6 @@ mod callbacks;
 pub use batching::*;
 pub use callbacks::*;
 pub use destinations::*;
+pub use endpoint::*;
 pub use network::*;
 pub use spool::*;
