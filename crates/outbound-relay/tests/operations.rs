@@ -454,6 +454,47 @@ fn refusals_repeated_by_a_client_are_logged_once_every_ten_seconds() {
     assert!(line.ends_with(" 50"), "{line}");
 }
 
+/// Refused admin and metrics requests go through the same rule: one line a window per kind,
+/// with `held_back`, and at most the first 100 bytes of a path (a 6 KB path would otherwise
+/// write 6 KB of log per request).
+#[test]
+fn admin_and_metrics_refusals_are_logged_once_a_window_with_the_path_cut() {
+    let dir = temp_dir();
+    let rx = Receiver::start();
+    let relay = Relay::start(
+        dir.path(),
+        &config(&[("web", "wk_web", &rx)], "metrics_token = \"m\"\n"),
+    );
+    // Within the request head's limit (a longer head is a 431 before any route).
+    let long = format!("/admin/sources/{}", "x".repeat(6 * 1024));
+    for _ in 0..50 {
+        let a = get(&relay.url(&long), &[("Authorization", "Bearer nope")]);
+        assert_eq!(a.status, 401);
+        let m = get(&relay.url("/metrics"), &[("Authorization", "Bearer nope")]);
+        assert_eq!(m.status, 401);
+    }
+    relay.wait_log("admin request refused");
+    relay.wait_log("metrics");
+    let log = relay.log();
+    let admin: Vec<&str> = (log.lines())
+        .filter(|l| l.contains("admin request refused"))
+        .collect();
+    assert_eq!(admin.len(), 1, "{log}");
+    assert!(
+        admin[0].contains(&format!("/admin/sources/{}", "x".repeat(85))),
+        "{}",
+        admin[0]
+    );
+    assert!(
+        !admin[0].contains(&"x".repeat(101)),
+        "the path is cut: {}",
+        admin[0]
+    );
+    assert!(admin[0].len() < 400, "{}", admin[0]);
+    let metrics = log.lines().filter(|l| l.contains("/metrics")).count();
+    assert_eq!(metrics, 1, "{log}");
+}
+
 /// A name carrying CR LF, ESC and NUL, which the core names in its reason (an integration's
 /// name whose value is not true, false or an object): once written raw into the text log,
 /// where it forged a whole line.

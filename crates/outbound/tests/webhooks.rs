@@ -32,6 +32,18 @@ fn config_error(config: Config) -> String {
 // 1. Configuration
 
 #[test]
+fn a_refused_url_is_named_without_its_credentials_path_or_query() {
+    for url in [
+        "ftp://user:pw-LEAK@hooks.example.com/x?token=SECRETQ",
+        "http://user:pw-LEAK@hooks example.com/x?token=SECRETQ",
+    ] {
+        let e = config_error(hooks(&[url]));
+        assert!(e.contains("webhooks[0].url"), "{e}");
+        assert!(!e.contains("pw-LEAK") && !e.contains("SECRETQ"), "{e}");
+    }
+}
+
+#[test]
 fn a_sixth_webhook_is_refused() {
     let e = config_error(hooks(&["http://127.0.0.1:1/a"; 6]));
     assert_eq!(

@@ -292,9 +292,14 @@ pub(crate) fn check(
             }
             Auth::Bearer { token } => {
                 credential("auth.token", token, false)?;
-                let value = header_value(&format!("Bearer {token}"))
-                    .map_err(|_| Error::config(setting("auth.token"), "must be visible ASCII"))?;
-                checked.authorization = Some(value);
+                // RFC 6750's b64token: visible ASCII, no spaces.
+                if !token.bytes().all(|b| b.is_ascii_graphic()) {
+                    return Err(Error::config(
+                        setting("auth.token"),
+                        "must be visible ASCII without spaces (RFC 6750)",
+                    ));
+                }
+                checked.authorization = Some(header_value(&format!("Bearer {token}"))?);
             }
             Auth::OAuth2(o) => {
                 check_url(&setting("auth.token_url"), &o.token_url)?;
@@ -417,6 +422,8 @@ mod tests {
         assert!(err(h().auth(Auth::basic("a:b", "p"))).contains("webhooks[0].auth.user"));
         assert!(err(h().auth(Auth::bearer(""))).contains("webhooks[0].auth.token"));
         assert!(err(h().auth(Auth::bearer("a\r\nb"))).contains("control characters"));
+        assert!(err(h().auth(Auth::bearer("tök"))).contains("visible ASCII"));
+        assert!(err(h().auth(Auth::bearer("a b"))).contains("visible ASCII"));
         assert!(
             err(h().auth(Auth::OAuth2(OAuth2::new("ftp://x", "id", "s"))))
                 .contains("webhooks[0].auth.token_url")

@@ -494,20 +494,22 @@ fn check_standard_secrets(secrets: &str) -> Result<(), Error> {
 
 /// Checks `url` is absolute http(s), has a host and no credentials.
 pub(crate) fn check_url(setting: &str, url: &str) -> Result<Uri, Error> {
+    // Shown without `user:password@`, path or query: the error reaches logs.
+    let shown = crate::log::url_for_log(url, false);
     let uri: Uri = url
         .parse()
-        .map_err(|e| Error::config(setting, format!("{url:?} is not a valid URL ({e})")))?;
+        .map_err(|e| Error::config(setting, format!("{shown:?} is not a valid URL ({e})")))?;
     match uri.scheme_str() {
         Some("http") | Some("https") => {}
         _ => {
             return Err(Error::config(
                 setting,
-                format!("{url:?} must be an absolute http:// or https:// URL"),
+                format!("{shown:?} must be an absolute http:// or https:// URL"),
             ))
         }
     }
     let Some(authority) = uri.authority() else {
-        return Err(Error::config(setting, format!("{url:?} has no host")));
+        return Err(Error::config(setting, format!("{shown:?} has no host")));
     };
     if authority.as_str().contains('@') {
         return Err(Error::config(
@@ -516,7 +518,7 @@ pub(crate) fn check_url(setting: &str, url: &str) -> Result<Uri, Error> {
         ));
     }
     if authority.host().is_empty() {
-        return Err(Error::config(setting, format!("{url:?} has no host")));
+        return Err(Error::config(setting, format!("{shown:?} has no host")));
     }
     Ok(uri)
 }
@@ -590,7 +592,15 @@ impl Config {
             if let (SignatureScheme::StandardWebhooks, Some(secrets)) =
                 (scheme, &self.shared_secret)
             {
-                check_standard_secrets(secrets)?;
+                check_standard_secrets(secrets).map_err(|e| match (e, hook.signature_scheme) {
+                    (Error::Config { reason, .. }, Some(_)) => Error::config(
+                        format!("webhooks[{i}].signature_scheme"),
+                        format!(
+                            "standard-webhooks signs with shared_secret's whsec_ secrets: {reason}"
+                        ),
+                    ),
+                    (e, _) => e,
+                })?;
             }
             targets.push(CheckedHook {
                 headers,
