@@ -165,17 +165,22 @@ pub async fn audiences(
         Ok(v) => v,
         Err(a) => return a,
     };
-    let Some(members) = body.get("members") else {
-        return refusal(
+    // The core reads the member list (strings or integers) and names a bad entry; a list of
+    // up to 64 MiB is work for a blocking thread, not a runtime worker.
+    let members = tokio::task::spawn_blocking(move || match body.get("members") {
+        None => Err(refusal(
             StatusCode::BAD_REQUEST,
             "members",
             "an array of user ids is required",
-        );
-    };
-    // The core reads the member list (strings or integers) and names a bad entry.
-    let members = match outbound::parse_members("members", &members.to_string()) {
-        Ok(m) => m,
-        Err(e) => return reply::error(StatusCode::BAD_REQUEST, e.to_string()),
+        )),
+        Some(members) => outbound::parse_members("members", &members.to_string())
+            .map_err(|e| reply::error(StatusCode::BAD_REQUEST, e.to_string())),
+    })
+    .await;
+    let members = match members {
+        Ok(Ok(m)) => m,
+        Ok(Err(refused)) => return refused,
+        Err(e) => return reply::error(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
     };
     let audience = audience.to_string();
     let audience_name = audience.clone();
