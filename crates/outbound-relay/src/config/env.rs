@@ -85,6 +85,7 @@ pub const KEYS: &[(&str, Kind)] = &[
     ("timeout", Kind::Seconds),
     ("max_retry_duration", Kind::Seconds),
     ("max_backoff", Kind::Seconds),
+    ("retry_base", Kind::Seconds),
     ("max_retry_after", Kind::Seconds),
     ("max_in_flight", Kind::Count),
     ("workers", Kind::Count),

@@ -213,8 +213,8 @@ impl Base {
         own.extend(s.allowed_networks.as_ref().map(|_| "allowed_networks"));
         own.extend((s.forward_allowed_networks.as_ref()).map(|_| "forward_allowed_networks"));
         let mut core = convert::core_config(s, self, managed_by, &tenant).map_err(|(k, r)| {
-            // A value from the top level is reported there.
-            match own.iter().any(|o| *o == k) {
+            // A value from the top level is reported there; a webhook's is the source's.
+            match own.iter().any(|o| *o == k) || k.starts_with("webhooks[") {
                 true => (join(at, &k), r),
                 false => (k, r),
             }
