@@ -678,3 +678,34 @@ fn a_client_certificate_and_a_private_ca_reach_an_mtls_receiver() {
                "ca_certs": path("ca.pem")})
     );
 }
+
+/// A PEM file replaced in place (a rotated client certificate) changes the source's
+/// fingerprint, so a reload starts its client again; unchanged, it keeps running.
+#[test]
+fn a_pem_file_replaced_in_place_is_a_change_at_the_next_reload() {
+    let rx = Receiver::start();
+    let dir = temp_dir();
+    let (cert, key) = client_identity();
+    std::fs::write(dir.path().join("client.pem"), &cert).unwrap();
+    std::fs::write(dir.path().join("client.key"), &key).unwrap();
+    let config = format!(
+        "{}[[sources]]\nname = \"web\"\nwrite_keys = [\"wk_web\"]\n\
+         [[sources.webhooks]]\nurl = \"{}\"\n\
+         tls = {{ client_cert = \"client.pem\", client_key = \"client.key\" }}\n",
+        top(""),
+        rx.url
+    );
+    let path = dir.path().join("relay.toml");
+    std::fs::write(
+        &path,
+        config.replace("client.", &format!("{}/client.", dir.path().display())),
+    )
+    .unwrap();
+    let fingerprint = || outbound_relay::Relay::load(Some(&path)).unwrap().sources[0].fingerprint;
+    let before = fingerprint();
+    assert_eq!(fingerprint(), before, "nothing changed");
+    let (cert, key) = client_identity();
+    std::fs::write(dir.path().join("client.pem"), format!("{cert}\n")).unwrap();
+    std::fs::write(dir.path().join("client.key"), key).unwrap();
+    assert_ne!(fingerprint(), before, "the files were replaced");
+}
