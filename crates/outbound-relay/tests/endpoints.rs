@@ -709,3 +709,97 @@ fn a_pem_file_replaced_in_place_is_a_change_at_the_next_reload() {
     std::fs::write(dir.path().join("client.key"), key).unwrap();
     assert_ne!(fingerprint(), before, "the files were replaced");
 }
+
+/// A token endpoint on 127.0.0.1 answering every request with `{"access_token": token}`;
+/// keeps each request's head and body.
+fn token_server(token: &'static str) -> (String, std::sync::Arc<std::sync::Mutex<Vec<String>>>) {
+    use std::io::{BufRead, BufReader, Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/oauth/token", listener.local_addr().unwrap());
+    let seen: std::sync::Arc<std::sync::Mutex<Vec<String>>> = Default::default();
+    let kept = seen.clone();
+    std::thread::spawn(move || {
+        for tcp in listener.incoming().flatten() {
+            let kept = kept.clone();
+            std::thread::spawn(move || {
+                let mut writer = tcp.try_clone().unwrap();
+                let mut reader = BufReader::new(tcp);
+                loop {
+                    let mut head = String::new();
+                    let mut len = 0;
+                    loop {
+                        let mut line = String::new();
+                        if reader.read_line(&mut line).unwrap_or(0) == 0 {
+                            return;
+                        }
+                        if line.trim_end().is_empty() {
+                            break;
+                        }
+                        let lower = line.to_ascii_lowercase();
+                        if let Some(v) = lower.strip_prefix("content-length:") {
+                            len = v.trim().parse().unwrap_or(0);
+                        }
+                        head.push_str(&line);
+                    }
+                    let mut body = vec![0; len];
+                    if reader.read_exact(&mut body).is_err() {
+                        return;
+                    }
+                    kept.lock()
+                        .unwrap()
+                        .push(format!("{head}\n{}", String::from_utf8_lossy(&body)));
+                    let answer = format!("{{\"access_token\":\"{token}\",\"token_type\":\"Bearer\",\"expires_in\":3600}}");
+                    let reply = format!(
+                        "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{answer}",
+                        answer.len()
+                    );
+                    if writer.write_all(reply.as_bytes()).is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+    });
+    (url, seen)
+}
+
+/// relay.toml's OAuth2 client credentials: the token is asked of the token URL with the
+/// client's id and secret, and the webhook gets it as a bearer token.
+#[test]
+fn an_oauth2_webhook_gets_its_token_from_the_token_url_and_sends_it_as_bearer() {
+    let rx = Receiver::start();
+    let (token_url, asked) = token_server("at-42");
+    let dir = temp_dir();
+    let config = format!(
+        "{}[[sources]]\nname = \"web\"\nwrite_keys = [\"wk_web\"]\n\
+         [[sources.webhooks]]\nurl = \"{}\"\n\
+         auth = {{ type = \"oauth2\", token_url = \"{token_url}\", client_id = \"relay\", \
+         client_secret = \"cs-1\", scope = \"events:write\" }}\n",
+        top(""),
+        rx.url
+    );
+    let relay = InProcess::start(dir.path(), &config);
+    send(&relay, "wk_web", "m-1");
+    send(&relay, "wk_web", "m-2");
+    let hits = rx.wait_for(2);
+    for hit in &hits {
+        assert_eq!(hit.header("authorization"), Some("Bearer at-42"));
+    }
+    let asked = asked.lock().unwrap().clone();
+    assert_eq!(asked.len(), 1, "one token for both: {asked:?}");
+    let basic = base64::engine::general_purpose::STANDARD.encode("relay:cs-1");
+    let request = asked[0].to_ascii_lowercase();
+    assert!(request.starts_with("post /oauth/token"), "{request}");
+    assert!(
+        request.contains(&format!(
+            "authorization: basic {}",
+            basic.to_ascii_lowercase()
+        )),
+        "{request}"
+    );
+    assert!(
+        request.contains("grant_type=client_credentials"),
+        "{request}"
+    );
+    assert!(request.contains("scope=events%3awrite"), "{request}");
+}
