@@ -109,6 +109,9 @@ SKIP: List[Tuple[str, str, str]] = [
     ('docs/relay.md', '"event":"webhook.circuit_opened"',
      "an alert's body as the operator's URL receives it: crates/outbound-relay/tests/alerts.rs "
      'checks each alert field by field, and its signature'),
+    ('docs/relay.md', 'client_key = "/etc/outbound-relay/hooks-client.key"',
+     "a client certificate, its key and a CA on the relay's host: crates/outbound-relay/tests/"
+     'endpoints.rs runs mutual TLS against a receiver that asks for the certificate'),
     ('docs/rust.md', '[dependencies]',
      'a Cargo.toml fragment: the Rust blocks are built against the same crate instead (a '
      'new crate would compile the core again)'),

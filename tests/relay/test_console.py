@@ -518,6 +518,71 @@ def test_console_settings_warn_before_saving_and_name_fields_as_the_page_does(
     assert_clean(b.close(), relay, ADMIN_TOKEN)
 
 
+def test_console_edits_how_an_endpoint_is_called(
+        console_relay: Relay, receivers: List[Receiver], browser: Browser) -> None:
+    """A webhook's authentication, signature and rate limit, edited under it: the password
+    typed once goes out in the receiver's Authorization and is never shown again, a later
+    save keeps it; a value the relay refuses is marked at its own field inside the
+    disclosure, opened for it, and named as the page names it."""
+    relay = console_relay
+    rx_a, _ = receivers
+    b = browser
+    b.sign_in(relay, ADMIN_TOKEN)
+    b("waitText", text="alpha", selector="table.sources")
+    b("eval", js="location.hash = '#/sources/alpha/settings'")
+    b("waitText", text="A secret is set", selector="main")
+    b("click", selector="details.endpoint summary")
+    pick = ("(([name, value]) => { const s = document.querySelector(`select[data-name='${name}']`);"
+            " s.value = value; s.dispatchEvent(new Event('change', { bubbles: true })) })")
+    b("eval", js=f"{pick}(['auth', 'basic'])")
+    b("type", selector='input[data-name="auth.user"]', text="relay")
+    b("type", selector='input[data-name="auth.password"]', text="pa55-CONSOLE")
+    b("eval", js=f"{pick}(['signature_scheme', 'hmac-sha256'])")
+    b("type", selector='input[data-name="signature_header"]', text="X-Hub-Signature-256")
+    b("type", selector='input[data-name="rate_limit.per_second"]', text="50")
+    b("click", selector="button[type=submit]", text="Save")
+    b("waitText", text="Saved", selector="form.settings")
+    _, got = api(relay, "GET", "/admin/sources/alpha")
+    hook = got["webhooks"][0]
+    assert hook["auth"] == {"type": "basic", "user": "relay", "password": {"has_value": True}}, hook
+    assert hook["signature_scheme"] == "hmac-sha256" and hook["signature_header"] == "X-Hub-Signature-256", hook
+    assert hook["rate_limit"] == {"per_second": 50, "burst": 50}, hook
+    assert hook["headers"] == {"X-Source": {"has_value": True}}, "the header's value kept"
+    assert "pa55-CONSOLE" not in b("eval", js="document.documentElement.outerHTML")
+    # Shown open once set.
+    assert b("eval", js="document.querySelector('details.endpoint').open") is True
+    b.shots("settings-endpoint")
+    want = "Basic " + base64.b64encode(b"relay:pa55-CONSOLE").decode()
+    track(relay, "wk_alpha", "endpoint-1")
+    assert rx_a.wait_for(lambda r: len(r.at("/alpha")) == 1, 20), rx_a.requests
+    sent = rx_a.at("/alpha")[0]
+    assert sent.headers["authorization"] == want, sent.headers
+    mac = hmac.new(b"alpha_SECRET_1", sent.body, hashlib.sha256).hexdigest()
+    assert sent.headers["x-hub-signature-256"] == f"sha256={mac}", sent.headers
+    # Saved again with the password left as it is (set, hidden): it stays.
+    b("type", selector='input[data-name="rate_limit.per_second"]', text="40")
+    b("click", selector="button[type=submit]", text="Save")
+    b("waitText", text="Saved", selector="form.settings")
+    assert api(relay, "GET", "/admin/sources/alpha")[1]["webhooks"][0]["rate_limit"]["per_second"] == 40
+    track(relay, "wk_alpha", "endpoint-2")
+    assert rx_a.wait_for(lambda r: len(r.at("/alpha")) == 2, 20), rx_a.requests
+    assert rx_a.at("/alpha")[1].headers["authorization"] == want
+    # Refused: beside its own field, the disclosure opened for it.
+    b("eval", js="document.querySelector('details.endpoint').open = false")
+    b("eval", js="document.querySelector('input[data-name=\"rate_limit.per_second\"]').value = '0'")
+    b("click", selector="button[type=submit]", text="Save")
+    b("waitText", text="Not saved", selector="main")
+    marked = b("eval", js="(() => { const i = document.querySelector('[aria-invalid]');"
+               " const note = document.getElementById(i.getAttribute('aria-describedby'));"
+               " return [i.getAttribute('data-field'), note.textContent, document.activeElement === i,"
+               " i.closest('details').open] })()")
+    assert marked[0] == "webhooks[0].rate_limit.per_second", marked
+    assert marked[1].startswith("Webhook 1, rate limit (per second): "), marked
+    assert marked[2] is True and marked[3] is True, marked
+    assert api(relay, "GET", "/admin/sources/alpha")[1]["webhooks"][0]["rate_limit"]["per_second"] == 40
+    assert_clean(b.close(), relay, ADMIN_TOKEN)
+
+
 def test_console_lifecycle_without_curl(console_relay: Relay, receivers: List[Receiver],
                                        browser: Browser) -> None:
     """A source made (its write key drawn by the page, shown), a name taken refused at its

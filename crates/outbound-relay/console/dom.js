@@ -59,7 +59,7 @@ export function count(n) {
 }
 
 const STATES = {
-  healthy: 'healthy', failing: 'failing', circuit_open: 'circuit open', disabled: 'blocked',
+  healthy: 'healthy', throttled: 'throttled', failing: 'failing', circuit_open: 'circuit open', disabled: 'blocked',
 }
 
 // A health state as a badge (its words, not only its colour).
@@ -92,6 +92,12 @@ export function labelled(table) {
 // 1 as the page numbers them: "Webhook 2, header “X-A”".
 export function fieldLabel(field) {
   if (!field) return ''
+  const ep = /^webhooks\[(\d+)\]\.(auth|tls|signature_header|signature_scheme|rate_limit)(?:\.([a-z_]+))?$/.exec(field)
+  if (ep) {
+    const words = { auth: 'authentication', tls: 'TLS', signature_header: 'signature header',
+      signature_scheme: 'signature scheme', rate_limit: 'rate limit' }
+    return `Webhook ${Number(ep[1]) + 1}, ${words[ep[2]]}${ep[3] ? ` (${ep[3].replace(/_/g, ' ')})` : ''}`
+  }
   const m = /^webhooks\[(\d+)\](?:\.(url|enabled|headers))?(?:\[("(?:[^"\\]|\\.)*")\])?$/.exec(field)
   if (!m) return field
   const n = `Webhook ${Number(m[1]) + 1}`

@@ -1,7 +1,7 @@
-// A source's webhooks (URL, headers, on or off) and its signing secret, edited in place and
-// saved with one PUT of the source as the relay showed it, changed. The secret is
-// write-only: the page says whether one is set, and can set a new one or clear it, never
-// show it. A refusal (400) is shown next to the field it names (`webhooks[1].url`,
+// A source's webhooks (URL, headers, on or off, how each endpoint is called: endpoint.js) and
+// its signing secret, edited in place and saved with one PUT of the source as the relay
+// showed it, changed. The secret is write-only: the page says whether one is set, and can
+// set a new one or clear it, never show it. A refusal (400) is shown next to the field it names (`webhooks[1].url`,
 // `webhooks[1].headers["X-A"]`), in words that count webhooks from 1 as the page does.
 // Settings that can never deliver are said before the save, which then asks again. What a
 // save did is said next to its button.
@@ -11,6 +11,7 @@ import { h, fill, fieldLabel, refusalText } from './dom.js'
 import { heading, refused } from './source.js'
 import { deleteSource } from './lifecycle.js'
 import { problems } from './warnings.js'
+import { endpointFields, readEndpoint, endpointDifferences } from './endpoint.js'
 
 const MAX_WEBHOOKS = 5
 let uid = 0
@@ -181,6 +182,7 @@ function webhookFields(w) {
     h('div', { class: 'headers-block', 'data-name': 'headers' },
       h('p', { class: 'label' }, 'Headers'), headers,
       h('button', { type: 'button', class: 'add-header' }, 'Add a header')),
+    endpointFields(w),
     h('button', { type: 'button', class: 'remove-webhook danger' }, 'Remove this webhook'))
   for (const [k, v] of Object.entries(w.headers || {})) headers.appendChild(headerRow(k, v))
   el.querySelector('.add-header').addEventListener('click', () => {
@@ -233,6 +235,7 @@ function readWebhook(el) {
     url: el.querySelector('input.url').value.trim(),
     headers,
     enabled: el.querySelector('input.enabled').checked,
+    ...readEndpoint(el),
   }
 }
 
@@ -290,7 +293,10 @@ function showError(form, top, err) {
   const anchor = target.type === 'checkbox' ? target.closest('label')
     : target.classList.contains('header-value') ? target.closest('.header-row') : target
   anchor.after(note)
-  const input = target.matches('input') ? target : target.querySelector('input')
+  // A field inside a closed disclosure (the endpoint's settings) is shown first.
+  const closed = target.closest('details:not([open])')
+  if (closed) closed.open = true
+  const input = target.matches('input, select, textarea') ? target : target.querySelector('input, select, textarea')
   if (input) {
     input.setAttribute('aria-invalid', 'true')
     input.setAttribute('aria-describedby', id)
@@ -316,6 +322,7 @@ export function differences(before, after) {
     const hx = Object.keys(x.headers || {}).sort().join(', ')
     const hy = Object.keys(y.headers || {}).sort().join(', ')
     if (hx !== hy) out.push(`${n}: its headers are now ${hy || 'none'} (they were ${hx || 'none'})`)
+    out.push(...endpointDifferences(n, x, y))
   }
   if (before.has_shared_secret !== after.has_shared_secret) {
     out.push(after.has_shared_secret ? 'A signing secret was set' : 'The signing secret was cleared')
@@ -326,6 +333,6 @@ export function differences(before, after) {
   for (const k of [...keys].sort()) {
     if (!skip.has(k) && shown(before[k]) !== shown(after[k])) out.push(`${k} changed`)
   }
-  if (!out.length) out.push('A change that is not shown here: a secret or a header\'s value replaced.')
+  if (!out.length) out.push('A change that is not shown here: a secret, a header\'s value or an endpoint\'s credential replaced.')
   return out
 }

@@ -51,6 +51,7 @@ function card(hook, config, name) {
       row('Success (5 min)', `${percent(hook.success_rate_5m)} of ${count(hook.attempts_5m)}`),
       row('p50 / p99', `${ms(hook.p50_ms)} / ${ms(hook.p99_ms)}`),
       row('Waiting', count(hook.waiting)),
+      config && config.rate_limit ? row('Rate limit', `${count(config.rate_limit.per_second)}/s, bursts of ${count(config.rate_limit.burst)}; ${count(hook.throttled)} waited for it`) : null,
       row('Failures in a row', count(hook.consecutive_failures)),
       row('Last success', when(hook.last_success) || '–'),
       hook.last_error ? row('Last error', [h('span', { class: 'error-text' }, hook.last_error.message), ` (${when(hook.last_error.at)})`]) : null),

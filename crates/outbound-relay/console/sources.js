@@ -14,7 +14,8 @@ const EVERY_MS = 5000
 
 const STATES = [
   ['', 'Any state'], ['failing,circuit_open,disabled', 'Not healthy'], ['failing', 'Failing'],
-  ['circuit_open', 'Circuit open'], ['disabled', 'Blocked'], ['healthy', 'Healthy'], ['none', 'No webhook on'],
+  ['circuit_open', 'Circuit open'], ['disabled', 'Blocked'], ['throttled', 'Throttled (at its rate limit)'],
+  ['healthy', 'Healthy'], ['none', 'No webhook on'],
 ]
 const SORTS = [
   ['name', 'Name'], ['state', 'Health (worst first)'], ['waiting', 'Waiting (most first)'],

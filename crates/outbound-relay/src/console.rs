@@ -48,6 +48,7 @@ const FILES: &[(&str, &str, &[u8])] = &[
     asset!("attempts.js", JS),
     asset!("dead_letters.js", JS),
     asset!("settings.js", JS),
+    asset!("endpoint.js", JS),
     asset!("audit.js", JS),
     asset!("dialog.js", JS),
     asset!("lifecycle.js", JS),

@@ -2,9 +2,12 @@
 //! over the core's defaults. Values are converted, never judged: the core checks them when
 //! the source's client is built, and its error is reported under the key it came from.
 
-use super::file::{source_redis_url, Delivery, Seconds, SourceFile, Spool};
+use super::file::{source_redis_url, AuthFile, Delivery, Seconds, SourceFile, Spool, WebhookFile};
 use super::{Base, ManagedBy};
-use outbound::{Config as CoreConfig, RetryPolicy, SignatureScheme, Webhook};
+use outbound::{
+    Auth, Config as CoreConfig, EndpointTls, OAuth2, RateLimit, RetryPolicy, SignatureScheme,
+    Webhook,
+};
 use std::sync::Arc;
 
 /// The relay's group commit interval unless set (seconds): an acknowledgement waits for the
@@ -38,15 +41,9 @@ pub(super) fn core_config(
         (s.allowed_networks.clone()).unwrap_or_else(|| inherited(&base.allowed_networks));
     let forward_allowed_networks = (s.forward_allowed_networks.clone())
         .unwrap_or_else(|| inherited(&base.forward_allowed_networks));
-    let webhooks = (s.webhooks.iter())
-        .map(|w| {
-            let mut hook = Webhook::new(w.url.clone()).enabled(w.enabled);
-            hook.headers = (w.headers.iter())
-                .map(|(k, v)| (k.clone(), v.clone()))
-                .collect();
-            hook
-        })
-        .collect();
+    let webhooks = (s.webhooks.iter().enumerate())
+        .map(|(i, w)| webhook(i, w))
+        .collect::<Result<Vec<_>, _>>()?;
     let mut c = CoreConfig::default()
         .webhooks(webhooks)
         .block_private_networks(base.block_private_networks)
@@ -74,6 +71,9 @@ pub(super) fn core_config(
     if let Some(v) = d.max_backoff {
         retry.max_backoff = v.duration("max_backoff")?;
     }
+    if let Some(v) = d.retry_base {
+        retry.base = v.duration("retry_base")?;
+    }
     if let Some(v) = d.max_retry_after {
         retry.max_retry_after = v.duration("max_retry_after")?;
     }
@@ -85,10 +85,7 @@ pub(super) fn core_config(
         c.workers = v;
     }
     if let Some(v) = &d.signature_scheme {
-        c.signature_scheme = SignatureScheme::parse(v).map_err(|e| match e {
-            outbound::Error::Config { setting, reason } => (setting, reason),
-            other => ("signature_scheme".into(), other.to_string()),
-        })?;
+        c.signature_scheme = scheme(v, "signature_scheme")?;
     }
     if let Some(v) = &d.webhook_user_agent {
         c.webhook_user_agent = v.clone();
@@ -139,4 +136,50 @@ pub(super) fn core_config(
         c.dead_letter_max_bytes = v;
     }
     Ok(c)
+}
+
+/// `signature_scheme` read by the core, its error named `key`.
+fn scheme(v: &str, key: &str) -> Result<SignatureScheme, (String, String)> {
+    SignatureScheme::parse(v).map_err(|e| match e {
+        outbound::Error::Config { reason, .. } => (key.to_string(), reason),
+        other => (key.to_string(), other.to_string()),
+    })
+}
+
+/// Webhook `i`'s table → the core's `Webhook` (its endpoint settings checked by the core).
+fn webhook(i: usize, w: &WebhookFile) -> Result<Webhook, (String, String)> {
+    let mut hook = Webhook::new(w.url.clone()).enabled(w.enabled);
+    hook.headers = (w.headers.iter())
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    hook.auth = w.auth.as_ref().map(|a| match a {
+        AuthFile::Basic { user, password } => Auth::basic(user, password),
+        AuthFile::Bearer { token } => Auth::bearer(token),
+        AuthFile::OAuth2 {
+            token_url,
+            client_id,
+            client_secret,
+            scope,
+            audience,
+        } => {
+            let mut o = OAuth2::new(token_url, client_id, client_secret);
+            o.scope = scope.clone();
+            o.audience = audience.clone();
+            Auth::OAuth2(o)
+        }
+    });
+    if let Some(t) = &w.tls {
+        hook.tls = EndpointTls {
+            client_cert: t.client_cert.clone(),
+            client_key: t.client_key.clone(),
+            ca_certs: t.ca_certs.clone(),
+        };
+    }
+    hook.signature_header = w.signature_header.clone();
+    if let Some(v) = &w.signature_scheme {
+        hook.signature_scheme = Some(scheme(v, &format!("webhooks[{i}].signature_scheme"))?);
+    }
+    hook.rate_limit = (w.rate_limit.as_ref())
+        .map(|r| RateLimit::per_second(r.per_second).burst(r.burst.unwrap_or(r.per_second)));
+    Ok(hook)
 }

@@ -85,6 +85,7 @@ pub const KEYS: &[(&str, Kind)] = &[
     ("timeout", Kind::Seconds),
     ("max_retry_duration", Kind::Seconds),
     ("max_backoff", Kind::Seconds),
+    ("retry_base", Kind::Seconds),
     ("max_retry_after", Kind::Seconds),
     ("max_in_flight", Kind::Count),
     ("workers", Kind::Count),
@@ -111,6 +112,8 @@ pub const KEYS: &[(&str, Kind)] = &[
 pub const TOP_SECRET_FILES: &[&str] = &["admin_token", "metrics_token", "alert_secret"];
 /// The same for a source.
 pub const SOURCE_SECRET_FILES: &[&str] = &["shared_secret"];
+/// The same for a webhook's `auth` (a `tls` key is a path already).
+pub const AUTH_SECRET_FILES: &[&str] = &["password", "token", "client_secret"];
 
 /// The variable of `key`: `listen` -> `OUTBOUND_RELAY_LISTEN`.
 pub fn var_name(key: &str) -> String {
@@ -370,9 +373,23 @@ fn secret_file_keys(table: &Table) -> Vec<String> {
                     found.push(format!("sources[{i}].{k}_file"));
                 }
             }
+            for (j, auth) in webhook_auths(s) {
+                for k in AUTH_SECRET_FILES {
+                    if auth.contains_key(&format!("{k}_file")) {
+                        found.push(format!("sources[{i}].webhooks[{j}].auth.{k}_file"));
+                    }
+                }
+            }
         }
     }
     found
+}
+
+/// Each webhook's `auth` table of source table `s`, with the webhook's index.
+fn webhook_auths(s: &Value) -> impl Iterator<Item = (usize, &Table)> {
+    let hooks = s.get("webhooks").and_then(Value::as_array);
+    (hooks.into_iter().flatten().enumerate())
+        .filter_map(|(j, w)| Some((j, w.get("auth")?.as_table()?)))
 }
 
 /// Replaces each `<key>_file` of the file (top level and sources) by `<key>` = its file's
@@ -406,6 +423,16 @@ fn read_secret_files(table: &mut Table, label: &str, base_dir: &Path) -> Result<
             if let Value::Table(s) = s {
                 for k in SOURCE_SECRET_FILES {
                     one(s, k, &format!("sources[{i}]"), label, base_dir)?;
+                }
+                let hooks = s.get_mut("webhooks").and_then(Value::as_array_mut);
+                for (j, w) in hooks.into_iter().flatten().enumerate() {
+                    let Some(auth) = w.get_mut("auth").and_then(Value::as_table_mut) else {
+                        continue;
+                    };
+                    let at = format!("sources[{i}].webhooks[{j}].auth");
+                    for k in AUTH_SECRET_FILES {
+                        one(auth, k, &at, label, base_dir)?;
+                    }
                 }
             }
         }
@@ -651,6 +678,24 @@ mod tests {
         assert_eq!(r.admin_token.as_deref(), Some("adm-from-file"));
         assert_eq!(r.metrics_token.as_deref(), Some("met-from-env"));
         assert_eq!(r.sources[0].core.shared_secret.as_deref(), Some("s3cret"));
+        // A webhook's auth secrets too.
+        write(dir.path(), "password", "pa55\n");
+        let hook = write(
+            dir.path(),
+            "hook.toml",
+            "listen = \"x:1\"\n[[sources]]\nname = \"web\"\nwrite_keys = [\"wk\"]\n\
+             [[sources.webhooks]]\nurl = \"https://hooks.example.com/in\"\n\
+             auth = { type = \"basic\", user = \"u\", password_file = \"password\" }\n",
+        );
+        let r = load_with_vars(Some(&hook), &[]).unwrap();
+        let auth = r.sources[0].core.webhooks[0].auth.clone();
+        assert_eq!(auth, Some(outbound::Auth::basic("u", "pa55")));
+        std::fs::remove_file(dir.path().join("password")).unwrap();
+        let e = load_with_vars(Some(&hook), &[]).err().unwrap().to_string();
+        assert!(
+            e.contains(": sources[0].webhooks[0].auth.password_file: cannot read"),
+            "{e}"
+        );
         // The environment's token wins over the file's token file, which is then not read.
         std::fs::remove_file(dir.path().join("admin")).unwrap();
         let r = load_with_vars(Some(&p), &vars(&[("OUTBOUND_RELAY_ADMIN_TOKEN", "env")])).unwrap();

@@ -113,6 +113,10 @@ macro_rules! with_delivery {
             /// Largest backoff between attempts, seconds.
             #[serde(default)]
             pub max_backoff: Option<Seconds>,
+            /// The first backoff's ceiling, doubled at each attempt up to `max_backoff`,
+            /// seconds (core `RetryPolicy::base`).
+            #[serde(default)]
+            pub retry_base: Option<Seconds>,
             /// Largest `Retry-After` honoured, seconds.
             #[serde(default)]
             pub max_retry_after: Option<Seconds>,
@@ -122,7 +126,7 @@ macro_rules! with_delivery {
             /// Delivery threads each destination keeps ready.
             #[serde(default)]
             pub workers: Option<usize>,
-            /// `"x-signature"` (default) or `"standard-webhooks"`.
+            /// `"x-signature"` (default), `"standard-webhooks"` or `"hmac-sha256"`.
             #[serde(default)]
             pub signature_scheme: Option<String>,
             /// `User-Agent` of webhook requests.
@@ -190,6 +194,7 @@ macro_rules! with_delivery {
                     timeout: self.timeout,
                     max_retry_duration: self.max_retry_duration,
                     max_backoff: self.max_backoff,
+                    retry_base: self.retry_base,
                     max_retry_after: self.max_retry_after,
                     max_in_flight: self.max_in_flight,
                     workers: self.workers,
@@ -222,6 +227,7 @@ pub(crate) struct Delivery {
     pub(crate) timeout: Option<Seconds>,
     pub(crate) max_retry_duration: Option<Seconds>,
     pub(crate) max_backoff: Option<Seconds>,
+    pub(crate) retry_base: Option<Seconds>,
     pub(crate) max_retry_after: Option<Seconds>,
     pub(crate) max_in_flight: Option<usize>,
     pub(crate) workers: Option<usize>,
@@ -245,10 +251,11 @@ pub(crate) struct Delivery {
 }
 
 /// Every delivery setting's key, at either level.
-pub const DELIVERY_KEYS: [&str; 23] = [
+pub const DELIVERY_KEYS: [&str; 24] = [
     "timeout",
     "max_retry_duration",
     "max_backoff",
+    "retry_base",
     "max_retry_after",
     "max_in_flight",
     "workers",
@@ -287,10 +294,11 @@ impl Delivery {
     /// The keys set at this level.
     pub(crate) fn keys(&self) -> Vec<&'static str> {
         let d = self;
-        let set: [(&'static str, bool); 23] = [
+        let set: [(&'static str, bool); 24] = [
             ("timeout", d.timeout.is_some()),
             ("max_retry_duration", d.max_retry_duration.is_some()),
             ("max_backoff", d.max_backoff.is_some()),
+            ("retry_base", d.retry_base.is_some()),
             ("max_retry_after", d.max_retry_after.is_some()),
             ("max_in_flight", d.max_in_flight.is_some()),
             ("workers", d.workers.is_some()),
@@ -327,6 +335,7 @@ impl Delivery {
             timeout,
             max_retry_duration,
             max_backoff,
+            retry_base,
             max_retry_after,
             max_in_flight,
             workers,
@@ -536,6 +545,68 @@ pub struct WebhookFile {
     /// Off: kept, but sent nothing (the core's `Webhook::enabled`); on by default.
     #[serde(default = "yes")]
     pub enabled: bool,
+    /// How the endpoint authenticates us (`Authorization`).
+    #[serde(default)]
+    pub auth: Option<AuthFile>,
+    /// A client certificate (mutual TLS) and roots of the endpoint's own.
+    #[serde(default)]
+    pub tls: Option<TlsFile>,
+    /// The header the signature goes in instead of the scheme's own.
+    #[serde(default)]
+    pub signature_header: Option<String>,
+    /// How this endpoint's requests are signed, instead of the source's scheme.
+    #[serde(default)]
+    pub signature_scheme: Option<String>,
+    /// At most this many requests a second to the endpoint (excess waits).
+    #[serde(default)]
+    pub rate_limit: Option<RateLimitFile>,
+}
+
+/// A webhook's `auth`, by its `type`. Debug shows the secrets: only the fingerprint of a
+/// source's settings is made from it, never a log line.
+#[derive(Debug, Deserialize)]
+#[serde(tag = "type", rename_all = "lowercase", deny_unknown_fields)]
+pub enum AuthFile {
+    Basic {
+        user: String,
+        #[serde(default)]
+        password: String,
+    },
+    Bearer {
+        token: String,
+    },
+    #[serde(rename = "oauth2")]
+    OAuth2 {
+        token_url: String,
+        client_id: String,
+        client_secret: String,
+        #[serde(default)]
+        scope: Option<String>,
+        #[serde(default)]
+        audience: Option<String>,
+    },
+}
+
+/// A webhook's `tls`: each PEM text or the path of a PEM file.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TlsFile {
+    #[serde(default)]
+    pub client_cert: Option<String>,
+    #[serde(default)]
+    pub client_key: Option<String>,
+    /// Replaces the trusted roots for this endpoint.
+    #[serde(default)]
+    pub ca_certs: Option<String>,
+}
+
+/// A webhook's `rate_limit`; `burst` defaults to `per_second`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RateLimitFile {
+    pub per_second: u32,
+    #[serde(default)]
+    pub burst: Option<u32>,
 }
 
 /// `[sources.forward]`.

@@ -213,13 +213,14 @@ impl Base {
         own.extend(s.allowed_networks.as_ref().map(|_| "allowed_networks"));
         own.extend((s.forward_allowed_networks.as_ref()).map(|_| "forward_allowed_networks"));
         let mut core = convert::core_config(s, self, managed_by, &tenant).map_err(|(k, r)| {
-            // A value from the top level is reported there.
-            match own.iter().any(|o| *o == k) {
+            // A value from the top level is reported there; a webhook's is the source's.
+            match own.iter().any(|o| *o == k) || k.starts_with("webhooks[") {
                 true => (join(at, &k), r),
                 false => (k, r),
             }
         })?;
         core.redis_ack = self.redis_ack;
+        let fingerprint = fingerprint(&format!("{s:?}|{self:?}|{id}|{}", pem_files(&core)));
         Ok(Source {
             name: s.name.clone(),
             id: id.to_string(),
@@ -229,7 +230,7 @@ impl Base {
             key: at.to_string(),
             own_keys: own,
             core,
-            fingerprint: fingerprint(&format!("{s:?}|{self:?}|{id}")),
+            fingerprint,
             managed_by,
         })
     }
@@ -735,6 +736,23 @@ fn limits(f: &File) -> Result<Limits, (String, String)> {
 /// One I/O thread per core, at most 4 (past that the relay's request threads want the rest).
 fn default_io_threads() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get().clamp(1, 4))
+}
+
+/// The PEM files a source's client reads (`ca_certs`, each webhook's `tls`) as their size and
+/// modification time: a certificate replaced in place changes the source's fingerprint, so a
+/// reload starts its client again with it.
+fn pem_files(core: &CoreConfig) -> String {
+    let tls = (core.webhooks.iter())
+        .flat_map(|w| [&w.tls.client_cert, &w.tls.client_key, &w.tls.ca_certs]);
+    (std::iter::once(&core.ca_certs).chain(tls))
+        .flatten()
+        .filter(|v| !v.contains("-----BEGIN"))
+        .map(|path| match std::fs::metadata(path) {
+            Ok(m) => format!("{path}:{}:{:?}", m.len(), m.modified().ok()),
+            Err(_) => format!("{path}:-"),
+        })
+        .collect::<Vec<_>>()
+        .join("|")
 }
 
 /// A source's settings as one number, to tell at a reload whether they changed (a hash:

@@ -53,7 +53,14 @@ impl Sort {
 }
 
 /// The states a `state` filter names: a summary's `state`, or `none` (no webhook on).
-const STATES: [&str; 5] = ["healthy", "failing", "circuit_open", "disabled", "none"];
+const STATES: [&str; 6] = [
+    "healthy",
+    "throttled",
+    "failing",
+    "circuit_open",
+    "disabled",
+    "none",
+];
 
 /// The query of `GET /admin/sources` (any of them makes it a page).
 #[derive(utoipa::IntoParams)]
@@ -66,8 +73,9 @@ pub struct ListQuery {
     after: Option<String>,
     /// Only sources whose name or a webhook URL contains this, ignoring case.
     q: Option<String>,
-    /// Only sources in these states (comma-separated): `healthy`, `failing`,
-    /// `circuit_open`, `disabled` (blocked by the network rules), `none` (no webhook on).
+    /// Only sources in these states (comma-separated): `healthy`, `throttled` (messages wait
+    /// for a rate limit), `failing`, `circuit_open`, `disabled` (blocked by the network
+    /// rules), `none` (no webhook on).
     state: Option<String>,
     /// `name` (the default), `state` (the worst first), `waiting`, `dead_letters`,
     /// `failure_rate` (the last 5 minutes'); ties in name order.
@@ -262,6 +270,7 @@ fn severity(state: Option<&str>) -> f64 {
         Some("disabled") => 4.0,
         Some("circuit_open") => 3.0,
         Some("failing") => 2.0,
+        Some("throttled") => 1.5,
         Some("healthy") => 1.0,
         _ => 0.0,
     }
@@ -337,6 +346,7 @@ fn summary(s: &Source, dead: &HashMap<String, u64>) -> Option<Summary> {
         HealthState::Disabled,
         HealthState::CircuitOpen,
         HealthState::Failing,
+        HealthState::Throttled,
         HealthState::Healthy,
     ]
     .into_iter()
@@ -354,7 +364,10 @@ fn summary(s: &Source, dead: &HashMap<String, u64>) -> Option<Summary> {
         webhooks: hooks.len(),
         enabled: hooks.iter().filter(|w| w.enabled).count(),
         state: worst.map(|w| w.as_str().to_string()),
-        unhealthy: on.iter().filter(|s| **s != HealthState::Healthy).count(),
+        // Throttled is working as its rate limit says, not unhealthy.
+        unhealthy: (on.iter())
+            .filter(|s| !matches!(s, HealthState::Healthy | HealthState::Throttled))
+            .count(),
         untried,
         waiting: client.stats().queued,
         dead_letters,

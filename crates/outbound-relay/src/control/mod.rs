@@ -6,7 +6,8 @@
 //!   extractor (`Admin`, `OwnSource`, `Caller`);
 //! - `sources.rs`: sources as resources (list, get, put, delete), applied live by the registry
 //!   (`sources/registry.rs`) and kept in the store (`store/`); `resource.rs` reads a source's
-//!   body and shows a source;
+//!   body and shows a source, `endpoint.rs` a webhook's endpoint settings, `write_only.rs`
+//!   a secret as a PUT gives it;
 //! - `tokens.rs`: a source's tokens;
 //! - `admin.rs`: deletions and audiences;
 //! - `records.rs`: a source's delivery records (each webhook's health and attempts, the dead
@@ -23,6 +24,7 @@ pub mod alerts;
 pub mod audit;
 pub mod auth;
 pub mod conditional;
+mod endpoint;
 mod follow;
 pub mod listing;
 pub mod openapi;
@@ -34,6 +36,7 @@ pub mod schema;
 pub mod sources;
 pub mod store;
 pub mod tokens;
+mod write_only;
 
 use crate::config::{AuditLimits, Base};
 use crate::http::body;

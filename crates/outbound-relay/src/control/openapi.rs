@@ -146,6 +146,25 @@ mod tests {
         assert_eq!(documented, read);
     }
 
+    /// The webhook a PUT documents has the fields of relay.toml's `[[sources.webhooks]]`.
+    #[test]
+    fn the_documented_webhook_is_the_files() {
+        let (_, text) = routes();
+        let doc: serde_json::Value = serde_json::from_str(&text).unwrap();
+        let props = doc["components"]["schemas"]["WebhookInput"]["properties"]
+            .as_object()
+            .expect("WebhookInput");
+        let documented: std::collections::BTreeSet<&str> =
+            props.keys().map(|k| k.as_str()).collect();
+        let text = "listen = \"-\"\n[[sources]]\nname = \"a\"\nwrite_keys = [\"k\"]\n\
+                    [[sources.webhooks]]\nzz_unknown = 1\n";
+        let e = toml::from_str::<crate::config::File>(text).expect_err("refused");
+        let msg = e.message().to_string();
+        let list = msg.split("expected").nth(1).expect(&msg);
+        let file: std::collections::BTreeSet<&str> = list.split('`').skip(1).step_by(2).collect();
+        assert_eq!(documented, file);
+    }
+
     /// Every operation has a unique id, the bearer scheme and its refusals.
     #[test]
     fn every_operation_is_named_and_refuses_without_a_token() {

@@ -171,6 +171,7 @@ fn health_of(h: &WebhookHealth) -> schema::Health {
         }),
         last_success: h.last_success.and_then(time),
         waiting: h.waiting,
+        throttled: h.throttled,
     }
 }
 

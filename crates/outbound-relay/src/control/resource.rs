@@ -11,12 +11,15 @@
 //! Between the two, [`changes_forbidden`] compares what a source's own token sent with what
 //! is stored, by meaning (`2` and `2.0` are one number of seconds).
 //!
-//! Write-only values: `shared_secret`, `forward.write_key` and every webhook header's value
-//! are never shown (`has_shared_secret`, `has_write_key`, `{"has_value": true}` instead). Left
-//! out of a PUT, the secret and the write key stay; `null` clears them. A header given as
-//! `{"has_value": true}` keeps its value, on a webhook whose URL is unchanged.
+//! Write-only values: `shared_secret`, `forward.write_key`, every webhook header's value and
+//! a webhook endpoint's secrets (`endpoint.rs`) are never shown (`has_shared_secret`,
+//! `has_write_key`, `{"has_value": true}` instead). Left out of a PUT, the secret and the
+//! write key stay; `null` clears them. A header given as `{"has_value": true}` keeps its
+//! value, on a webhook whose URL is unchanged.
 
+use super::endpoint;
 use super::schema;
+use super::write_only::WriteOnly;
 use crate::config::{self, Base, ManagedBy, SourceFile, DELIVERY_KEYS, SOURCE_KEYS};
 use serde::de::{self, Deserializer, IgnoredAny, MapAccess, Visitor};
 use serde::Deserialize;
@@ -178,47 +181,16 @@ struct WebhookBody<'a> {
     headers: Option<&'a RawValue>,
     #[serde(default)]
     enabled: Option<bool>,
-}
-
-/// A header's value as a PUT gives it.
-enum HeaderBody {
-    Set(String),
-    /// `{"has_value": true}`: the stored value stays.
-    Keep,
-    /// `null`: left out.
-    Clear,
-}
-
-impl<'de> Deserialize<'de> for HeaderBody {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V;
-        impl<'de> Visitor<'de> for V {
-            type Value = HeaderBody;
-            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("a string, null (to clear it) or {\"has_value\": true} (to keep it)")
-            }
-            fn visit_str<E: de::Error>(self, v: &str) -> Result<HeaderBody, E> {
-                Ok(HeaderBody::Set(v.to_string()))
-            }
-            fn visit_unit<E: de::Error>(self) -> Result<HeaderBody, E> {
-                Ok(HeaderBody::Clear)
-            }
-            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<HeaderBody, A::Error> {
-                let mut keep = false;
-                while let Some(k) = map.next_key::<Cow<'de, str>>()? {
-                    match k.as_ref() {
-                        "has_value" => keep = map.next_value::<bool>()?,
-                        _ => return Err(de::Error::unknown_field(&k, &["has_value"])),
-                    }
-                }
-                match keep {
-                    true => Ok(HeaderBody::Keep),
-                    false => Ok(HeaderBody::Clear),
-                }
-            }
-        }
-        d.deserialize_any(V)
-    }
+    #[serde(default, borrow)]
+    auth: Option<&'a RawValue>,
+    #[serde(default, borrow)]
+    tls: Option<&'a RawValue>,
+    #[serde(default, borrow)]
+    signature_header: Option<&'a RawValue>,
+    #[serde(default, borrow)]
+    signature_scheme: Option<&'a RawValue>,
+    #[serde(default, borrow)]
+    rate_limit: Option<&'a RawValue>,
 }
 
 /// A webhook's headers, at most `most` of them (the rest is not read).
@@ -227,25 +199,25 @@ struct HeadersSeed {
 }
 
 impl<'de> de::DeserializeSeed<'de> for HeadersSeed {
-    type Value = Vec<(String, HeaderBody)>;
+    type Value = Vec<(String, WriteOnly)>;
     fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
         d.deserialize_map(self)
     }
 }
 
 impl<'de> Visitor<'de> for HeadersSeed {
-    type Value = Vec<(String, HeaderBody)>;
+    type Value = Vec<(String, WriteOnly)>;
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("an object of header names and values")
     }
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
-        let mut out: Vec<(String, HeaderBody)> = Vec::new();
+        let mut out: Vec<(String, WriteOnly)> = Vec::new();
         while let Some(name) = map.next_key::<String>()? {
             if out.len() == self.most {
                 let why = format!("at most {} allowed (max_webhook_headers)", self.most);
                 return Err(de::Error::custom(why));
             }
-            let value = map.next_value::<HeaderBody>()?;
+            let value = map.next_value::<WriteOnly>()?;
             out.push((name, value));
         }
         Ok(out)
@@ -409,6 +381,7 @@ pub fn changed_fields(before: Option<&Value>, after: &Value) -> Vec<String> {
                             out.push(format!("webhooks[{i}].headers[{h:?}]"));
                         }
                     }
+                    endpoint::changed(i, x, y, &mut out);
                 }
             }
             "forward" => match (a, b) {
@@ -517,34 +490,44 @@ fn webhooks(raw: &RawValue, current: Option<&Value>, base: &Base) -> Result<Valu
                     .map_err(|e| (at.clone(), e.to_string()))?
             }
         };
-        let before = (stored.and_then(|s| s.get(i)))
-            .filter(|s| s.get("url").and_then(Value::as_str) == Some(w.url.as_str()))
-            .and_then(|s| s.get("headers"));
+        let same_url = (stored.and_then(|s| s.get(i)))
+            .filter(|s| s.get("url").and_then(Value::as_str) == Some(w.url.as_str()));
+        let before = same_url.and_then(|s| s.get("headers"));
         let mut kept = BTreeMap::new();
         for (name, value) in headers {
-            let value = match value {
-                HeaderBody::Set(v) => v,
-                HeaderBody::Clear => continue,
-                HeaderBody::Keep => match before.and_then(|b| b.get(&name)).and_then(Value::as_str)
-                {
-                    Some(v) => v.to_string(),
-                    None => {
-                        return Err((
-                            format!("{at}[{name:?}]"),
-                            "no value is kept for this header of a webhook at this URL: give \
+            let value =
+                match value {
+                    WriteOnly::Set(v) => v,
+                    WriteOnly::Clear => continue,
+                    WriteOnly::Keep => {
+                        match before.and_then(|b| b.get(&name)).and_then(Value::as_str) {
+                            Some(v) => v.to_string(),
+                            None => return Err((
+                                format!("{at}[{name:?}]"),
+                                "no value is kept for this header of a webhook at this URL: give \
                              its value"
-                                .into(),
-                        ))
+                                    .into(),
+                            )),
+                        }
                     }
-                },
-            };
+                };
             kept.insert(name, Value::String(value));
         }
-        let mut hook = json!({"url": w.url, "headers": kept});
+        let mut hook = Map::new();
+        hook.insert("url".into(), Value::String(w.url));
+        hook.insert("headers".into(), json!(kept));
         if let Some(enabled) = w.enabled {
-            hook["enabled"] = Value::Bool(enabled);
+            hook.insert("enabled".into(), Value::Bool(enabled));
         }
-        out.push(hook);
+        let given = endpoint::Given {
+            auth: w.auth,
+            tls: w.tls,
+            signature_header: w.signature_header,
+            signature_scheme: w.signature_scheme,
+            rate_limit: w.rate_limit,
+        };
+        endpoint::read(i, &given, same_url, &mut hook)?;
+        out.push(Value::Object(hook));
     }
     Ok(Value::Array(out))
 }
@@ -609,15 +592,7 @@ fn secs(d: std::time::Duration) -> f64 {
 /// manages it.
 pub fn view(spec: &config::Source) -> schema::Source {
     let c = &spec.core;
-    let webhooks = (c.webhooks.iter())
-        .map(|w| schema::WebhookView {
-            url: w.url.clone(),
-            headers: (w.headers.iter())
-                .map(|(k, _)| (k.clone(), schema::HasValue { has_value: true }))
-                .collect(),
-            enabled: w.enabled,
-        })
-        .collect();
+    let webhooks = c.webhooks.iter().map(endpoint::view).collect();
     let forward = c.write_key.as_ref().map(|_| schema::ForwardView {
         endpoint: c.endpoint.clone(),
         has_write_key: true,
@@ -628,6 +603,7 @@ pub fn view(spec: &config::Source) -> schema::Source {
         timeout: pick("timeout", secs(c.timeout)),
         max_retry_duration: pick("max_retry_duration", secs(c.retry.max_retry_duration)),
         max_backoff: pick("max_backoff", secs(c.retry.max_backoff)),
+        retry_base: pick("retry_base", secs(c.retry.base)),
         max_retry_after: pick("max_retry_after", secs(c.retry.max_retry_after)),
         max_in_flight: own("max_in_flight").then_some(c.max_in_flight),
         workers: own("workers").then_some(c.workers),

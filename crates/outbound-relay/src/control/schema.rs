@@ -58,12 +58,67 @@ pub struct HasValue {
     pub has_value: bool,
 }
 
-/// A webhook as shown: its headers' values are write-only.
+/// A webhook as shown: its headers' values and its endpoint's secrets are write-only. The
+/// endpoint settings left unset are left out.
 #[derive(Serialize, ToSchema)]
 pub struct WebhookView {
     pub url: String,
     pub headers: BTreeMap<String, HasValue>,
     pub enabled: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub auth: Option<AuthView>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tls: Option<TlsView>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub signature_header: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub signature_scheme: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rate_limit: Option<RateLimit>,
+}
+
+/// How the endpoint authenticates the relay, as shown: passwords, tokens and client secrets
+/// are write-only.
+#[derive(Serialize, ToSchema)]
+#[serde(tag = "type", rename_all = "lowercase")]
+pub enum AuthView {
+    /// `Authorization: Basic`.
+    Basic { user: String, password: HasValue },
+    /// `Authorization: Bearer <token>`.
+    Bearer { token: HasValue },
+    /// OAuth2 client credentials: a token asked of `token_url`, sent as a bearer token.
+    #[serde(rename = "oauth2")]
+    OAuth2 {
+        token_url: String,
+        client_id: String,
+        client_secret: HasValue,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        scope: Option<String>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        audience: Option<String>,
+    },
+}
+
+/// The endpoint's TLS as shown: the client key is write-only.
+#[derive(Serialize, ToSchema)]
+pub struct TlsView {
+    /// PEM text.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub client_cert: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub client_key: Option<HasValue>,
+    /// PEM text: the only roots the endpoint's certificate may chain to.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ca_certs: Option<String>,
+}
+
+/// At most `per_second` requests a second to the endpoint, bursts of `burst` (excess waits).
+#[derive(Serialize, Deserialize, ToSchema)]
+pub struct RateLimit {
+    pub per_second: u32,
+    /// Left out: `per_second`.
+    #[serde(default)]
+    pub burst: Option<u32>,
 }
 
 /// A forward as shown.
@@ -83,6 +138,8 @@ pub struct Delivery {
     pub max_retry_duration: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub max_backoff: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub retry_base: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub max_retry_after: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -150,7 +207,8 @@ pub struct Summary {
     pub enabled: usize,
     /// The worst state of its webhooks that are on (null: none is on).
     pub state: Option<String>,
-    /// Webhooks on and not healthy.
+    /// Webhooks on and failing, circuit open or disabled (`throttled` is not counted: it
+    /// works, at its rate limit).
     pub unhealthy: usize,
     /// Webhooks on that were never tried (no attempt since the relay started): `healthy`
     /// says nothing of them yet.
@@ -185,8 +243,9 @@ pub struct SourceList {
     pub matched: usize,
 }
 
-/// A webhook of a PUT: a header's value is a string, null (cleared) or `{"has_value": true}`
-/// (kept, for the same URL).
+/// A webhook of a PUT: a header's value, and each secret of `auth` and `tls`, is a string,
+/// null (cleared) or `{"has_value": true}` (kept, for the same URL; an auth secret also for
+/// the same `type`, and OAuth2's for the same `token_url`).
 #[derive(Deserialize, ToSchema)]
 #[allow(dead_code)]
 pub struct WebhookInput {
@@ -195,9 +254,49 @@ pub struct WebhookInput {
     pub headers: BTreeMap<String, HeaderInput>,
     #[serde(default)]
     pub enabled: Option<bool>,
+    pub auth: Option<AuthInput>,
+    pub tls: Option<TlsInput>,
+    /// The header the signature goes in instead of `X-Signature` / `X-Signature-256` (not
+    /// with `standard-webhooks`).
+    pub signature_header: Option<String>,
+    /// `x-signature`, `standard-webhooks` or `hmac-sha256`: instead of the source's.
+    pub signature_scheme: Option<String>,
+    pub rate_limit: Option<RateLimit>,
 }
 
-/// A header's value in a PUT.
+/// How the endpoint authenticates the relay, by `type`.
+#[derive(Deserialize, ToSchema)]
+#[serde(tag = "type", rename_all = "lowercase")]
+#[allow(dead_code)]
+pub enum AuthInput {
+    Basic {
+        user: String,
+        password: Option<HeaderInput>,
+    },
+    Bearer {
+        token: HeaderInput,
+    },
+    #[serde(rename = "oauth2")]
+    OAuth2 {
+        token_url: String,
+        client_id: String,
+        client_secret: HeaderInput,
+        scope: Option<String>,
+        audience: Option<String>,
+    },
+}
+
+/// The endpoint's TLS in a PEM text each (a path would be read on the relay's host).
+#[derive(Deserialize, ToSchema)]
+#[allow(dead_code)]
+pub struct TlsInput {
+    pub client_cert: Option<String>,
+    pub client_key: Option<HeaderInput>,
+    /// Replaces the trusted roots for this endpoint (a private CA).
+    pub ca_certs: Option<String>,
+}
+
+/// A write-only value in a PUT: the value, or `{"has_value": true}` to keep it.
 #[derive(Deserialize, ToSchema)]
 #[serde(untagged)]
 #[allow(dead_code)]
@@ -231,6 +330,8 @@ pub struct SourceInput {
     pub timeout: Option<f64>,
     pub max_retry_duration: Option<f64>,
     pub max_backoff: Option<f64>,
+    /// The first backoff's ceiling, doubled at each attempt up to `max_backoff`.
+    pub retry_base: Option<f64>,
     pub max_retry_after: Option<f64>,
     pub max_in_flight: Option<usize>,
     pub workers: Option<usize>,
@@ -297,7 +398,8 @@ pub struct Health {
     pub webhook: usize,
     /// Scheme, host and port.
     pub url: String,
-    /// `healthy`, `failing`, `circuit_open`, or `disabled` (the network guard refuses it).
+    /// `healthy`, `failing`, `circuit_open`, `throttled` (messages wait for its rate limit)
+    /// or `disabled` (the network guard refuses it).
     pub state: String,
     pub attempts_5m: u64,
     pub delivered_5m: u64,
@@ -308,6 +410,9 @@ pub struct Health {
     pub last_error: Option<LastError>,
     pub last_success: Option<String>,
     pub waiting: u64,
+    /// Requests that waited for its rate limit, since its source's settings last changed
+    /// (or the relay started).
+    pub throttled: u64,
 }
 
 /// A source's webhooks' health.

@@ -28,6 +28,10 @@
 //!   with one question to the spool writer for every source on the shared spool (the counts
 //!   it keeps: no query per source, so 10,000 sources cost one round trip), and the
 //!   source's own question for a source on a spool of its own;
+//! - `outbound_relay_webhooks_throttled{source}`: webhooks whose messages wait for their rate
+//!   limit now (state `throttled`), and `outbound_relay_webhook_requests_throttled_total{source}`:
+//!   requests that waited for it, since the source's settings last changed (a change starts
+//!   it again from 0, as a counter reset); read at the scrape, for sources with a rate limit;
 //! - `outbound_relay_dead_letters_unwritten`: dead letters the shared spool's store refused
 //!   (Redis: a key of the wrong type, a full server) and holds in memory, tried again at each
 //!   commit; their events stay pending in the spool meanwhile. 0 normally: above it, look at
@@ -107,6 +111,8 @@ struct Inner {
     spool_bytes: Family<SourceLabel, Gauge>,
     dead_letters: Family<SourceLabel, Gauge>,
     dead_letter_bytes: Family<SourceLabel, Gauge>,
+    webhooks_throttled: Family<SourceLabel, Gauge>,
+    requests_throttled: Family<SourceLabel, Counter>,
     dead_letters_unwritten: Gauge,
     /// One scrape at a time.
     rendering: std::sync::Mutex<()>,
@@ -136,6 +142,8 @@ impl Default for Metrics {
             spool_bytes: Family::default(),
             dead_letters: Family::default(),
             dead_letter_bytes: Family::default(),
+            webhooks_throttled: Family::default(),
+            requests_throttled: Family::default(),
             dead_letters_unwritten: Gauge::default(),
             rendering: std::sync::Mutex::new(()),
             registry: Registry::default(),
@@ -199,6 +207,16 @@ impl Default for Metrics {
             "dead_letter_bytes",
             "Bytes of the dead letters kept now (as dead_letter_max_bytes counts them), per source",
             m.dead_letter_bytes.clone(),
+        );
+        registry.register(
+            "webhooks_throttled",
+            "Webhooks whose messages wait for their rate limit now, per source",
+            m.webhooks_throttled.clone(),
+        );
+        registry.register(
+            "webhook_requests_throttled",
+            "Webhook requests that waited for their rate limit since the source's settings last changed, per source",
+            m.requests_throttled.clone(),
         );
         registry.register(
             "dead_letters_unwritten",
@@ -390,7 +408,7 @@ pub fn render(metrics: &Metrics, sources: &Sources, engine: &SharedEngine) -> St
     let per_source = m.per_source.load();
     // Every source's gauges, then the named ones and the most waiting shown on their own, the
     // rest summed under `_other`.
-    let mut rows: Vec<(&str, [i64; 4])> = Vec::with_capacity(sources.len());
+    let mut rows: Vec<(&str, [i64; 6])> = Vec::with_capacity(sources.len());
     for s in sources.iter() {
         // A source whose settings are changing this moment shows at the next scrape.
         let Some(client) = s.slot.current() else {
@@ -405,6 +423,15 @@ pub fn render(metrics: &Metrics, sources: &Sources, engine: &SharedEngine) -> St
             false => None,
         };
         let d = dead.get(&s.spec.tenant).copied().or_else(own);
+        // Only a rate limit throttles: the health of the rest is not read.
+        let limited = (config.webhooks.iter()).any(|w| w.rate_limit.is_some());
+        let (throttled_now, throttled) = match limited {
+            true => (client.webhook_health().iter()).fold((0, 0), |(n, t), h| {
+                let now = h.state == outbound::HealthState::Throttled;
+                (n + i64::from(now), t + h.throttled as i64)
+            }),
+            false => (0, 0),
+        };
         rows.push((
             s.name.as_str(),
             [
@@ -412,6 +439,8 @@ pub fn render(metrics: &Metrics, sources: &Sources, engine: &SharedEngine) -> St
                 client.spool_bytes() as i64,
                 d.map_or(-1, |d| d.count as i64),
                 d.map_or(-1, |d| d.bytes as i64),
+                throttled_now,
+                throttled,
             ],
         ));
     }
@@ -419,7 +448,7 @@ pub fn render(metrics: &Metrics, sources: &Sources, engine: &SharedEngine) -> St
     if top > 0 {
         rows.select_nth_unstable_by(top - 1, |a, b| b.1[0].cmp(&a.1[0]));
     }
-    let mut other = [0i64; 4];
+    let mut other = [0i64; 6];
     let mut other_dead = false;
     for (i, (name, v)) in rows.iter().enumerate() {
         if i < top || per_source.named.contains(*name) {
@@ -448,8 +477,8 @@ pub fn render(metrics: &Metrics, sources: &Sources, engine: &SharedEngine) -> St
 }
 
 /// One source's (or `_other`'s) gauges: waiting, spool bytes, dead letters and their bytes
-/// (-1: it keeps none).
-fn set_gauges(m: &Inner, source: &str, v: &[i64; 4]) {
+/// (-1: it keeps none), webhooks throttled now and requests throttled.
+fn set_gauges(m: &Inner, source: &str, v: &[i64; 6]) {
     let label = SourceLabel {
         source: source.to_string(),
     };
@@ -459,6 +488,9 @@ fn set_gauges(m: &Inner, source: &str, v: &[i64; 4]) {
         m.dead_letters.get_or_create(&label).set(v[2]);
         m.dead_letter_bytes.get_or_create(&label).set(v[3]);
     }
+    m.webhooks_throttled.get_or_create(&label).set(v[4]);
+    // Read whole at each scrape (the family is cleared after it).
+    (m.requests_throttled.get_or_create(&label)).inc_by(v[5].max(0) as u64);
 }
 
 /// Empties the per-source gauges (filled at each scrape).
@@ -467,4 +499,6 @@ fn clear(m: &Inner) {
     m.spool_bytes.clear();
     m.dead_letters.clear();
     m.dead_letter_bytes.clear();
+    m.webhooks_throttled.clear();
+    m.requests_throttled.clear();
 }

@@ -232,8 +232,28 @@ impl Registry {
         }
         let created = old.is_none();
         let applied = self.apply(&mut inner, &name);
+        if let Err(e) = applied {
+            // Refused only as its client starts (a PEM the core reads then): what ran before
+            // (or nothing) is what should run, and the answer names the field.
+            for key in &spec.write_keys {
+                inner.owners.remove(key);
+            }
+            match old {
+                Some(old) => {
+                    for key in &old.write_keys {
+                        inner.owners.insert(key.clone(), name.clone());
+                    }
+                    inner.api.insert(name.clone(), old);
+                }
+                None => {
+                    inner.api.remove(&name);
+                }
+            }
+            self.publish_one(&inner, &name);
+            let (field, why) = spec.core_error(e);
+            return Err(Refused::Invalid(field, why));
+        }
         self.publish_one(&inner, &name);
-        applied.map_err(|e| Refused::Invalid(String::new(), e.to_string()))?;
         Ok(created)
     }
 

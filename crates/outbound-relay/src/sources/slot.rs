@@ -124,7 +124,7 @@ impl Slot {
 
     /// Replaces the client with what `start` makes, once the old one has handed over (or,
     /// without a spool, closed within `close_timeout`). When `start` fails, `fallback`
-    /// makes one with the old settings. Blocking: at most the old client's `timeout` and
+    /// makes one with the old settings, and `start`'s error is returned. Blocking: at most the old client's `timeout` and
     /// a second (its requests out), plus waiting for the uses under way.
     pub fn switch<E>(
         &self,
@@ -149,15 +149,16 @@ impl Slot {
                 tracing::warn!(source = %self.name, "the old settings' client did not hand over cleanly: {done:?}");
             }
         }
-        let result = start().or_else(|e| fallback().map_err(|_| e));
-        let out = match result {
-            Ok((client, spooled)) => {
-                self.spooled.store(spooled, SeqCst);
-                self.client.store(Some(Arc::new(client)));
-                Ok(())
-            }
-            Err(e) => Err(e),
+        // Refused new settings are still an error when the old ones run again: the caller
+        // keeps the old ones as what runs.
+        let (result, out) = match start() {
+            Ok(started) => (Some(started), Ok(())),
+            Err(e) => (fallback().ok(), Err(e)),
         };
+        if let Some((client, spooled)) = result {
+            self.spooled.store(spooled, SeqCst);
+            self.client.store(Some(Arc::new(client)));
+        }
         self.ready.notify_waiters();
         out
     }
