@@ -73,4 +73,16 @@ fn every_error_is_named_by_its_place_and_the_exit_is_2() {
     let (code, _, err) = check(dir.path(), "listen = \"127.0.0.1:1\"\nnope = 1\n");
     assert_eq!(code, 2);
     assert!(err.contains("unknown field `nope`"), "{err}");
+    // A webhook's PEM files are read as a start would read them.
+    let (code, _, err) = check(
+        dir.path(),
+        "listen = \"127.0.0.1:1\"\n[[sources]]\nname = \"web\"\nwrite_keys = [\"wk\"]\n\
+         [[sources.webhooks]]\nurl = \"https://hooks.example.com/in\"\n\
+         tls = { client_cert = \"/nonexistent/c.pem\", client_key = \"/nonexistent/k.pem\" }\n",
+    );
+    assert_eq!(code, 2);
+    assert!(
+        err.contains("sources[0].webhooks[0].tls.client_cert: cannot read PEM file"),
+        "{err}"
+    );
 }

@@ -90,6 +90,27 @@ fn auth_settings_are_checked_and_name_their_field() {
         },
     )]));
     assert!(e.contains("webhooks[0].tls.client_cert"), "{e}");
+    // What a start would read is read by a check too (a service's `check` command).
+    let e = Client::validate(&with(vec![Webhook::new("http://127.0.0.1:1/a").tls(
+        EndpointTls {
+            client_cert: Some("/nonexistent/cert.pem".into()),
+            client_key: Some("/nonexistent/key.pem".into()),
+            ca_certs: None,
+        },
+    )]))
+    .unwrap_err()
+    .to_string();
+    assert!(e.contains("webhooks[0].tls.client_cert"), "{e}");
+    let e = Client::validate(&with(vec![Webhook::new("http://127.0.0.1:1/a").auth(
+        Auth::OAuth2(OAuth2::with_assertion_key(
+            "http://127.0.0.1:1/t",
+            "id",
+            "not a key",
+        )),
+    )]))
+    .unwrap_err()
+    .to_string();
+    assert!(e.contains("webhooks[0].auth.client_assertion_key"), "{e}");
     // A secret never shows in the config's Debug.
     let config = with(vec![Webhook::new("http://127.0.0.1:1/a").auth(
         Auth::OAuth2(OAuth2::new("http://127.0.0.1:1/t", "id", "s3cr3t")),

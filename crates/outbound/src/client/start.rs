@@ -183,6 +183,16 @@ pub(super) fn validate(config: &Config) -> Result<(), Error> {
     if let Some(pem) = &config.ca_certs {
         crate::http::pem::roots(Some(pem))?;
     }
+    // Each endpoint's PEM files and OAuth2 key, read as the client's start would read them.
+    for (i, hook) in config.webhooks.iter().enumerate() {
+        let name = format!("webhooks[{i}]");
+        if !hook.tls.is_default() {
+            crate::http::connect::Connector::tls_config(config, &hook.tls, &name)?;
+        }
+        if let Some(crate::model::config::Auth::OAuth2(o)) = &hook.auth {
+            crate::http::oauth::Tokens::new(o, &name)?;
+        }
+    }
     if config.write_key.is_some() {
         Target::parse(&ingestion::batch_url(config))
             .map_err(|why| Error::config("endpoint", why))?;

@@ -276,6 +276,26 @@ impl Connector {
         names: Arc<Names>,
         proxy: Option<Proxy>,
     ) -> Result<Connector, Error> {
+        let tls_config = Connector::tls_config(config, tls, webhook)?;
+        let guard = config.network_guard()?;
+        let key = Connector::key_of(config, tls, proxy.as_ref());
+        Ok(Connector {
+            tls: TlsConnector::from(Arc::new(tls_config)),
+            guard,
+            proxy,
+            names,
+            key,
+        })
+    }
+
+    /// The TLS settings of an endpoint: `config.ca_certs` or the endpoint's own roots, and
+    /// its client certificate; every PEM read and checked (a key that does not fit its
+    /// certificate is refused here).
+    pub(crate) fn tls_config(
+        config: &Config,
+        tls: &EndpointTls,
+        webhook: &str,
+    ) -> Result<ClientConfig, Error> {
         let roots = match &tls.ca_certs {
             Some(own) => pem::only_roots(own, &format!("{webhook}.tls.ca_certs"))?,
             None => pem::roots(config.ca_certs.as_deref())?,
@@ -298,15 +318,7 @@ impl Connector {
             }
             _ => builder.with_no_client_auth(),
         };
-        let guard = config.network_guard()?;
-        let key = Connector::key_of(config, tls, proxy.as_ref());
-        Ok(Connector {
-            tls: TlsConnector::from(Arc::new(tls_config)),
-            guard,
-            proxy,
-            names,
-            key,
-        })
+        Ok(tls_config)
     }
 
     /// Connections made by connectors with equal keys are interchangeable.
