@@ -36,6 +36,13 @@ function secret(name, value) {
     placeholder: isKept ? 'Set (hidden): type to replace' : '' })
 }
 
+// A write-only PEM (a key): a textarea keeps its lines, which a password input would not.
+function pemSecret(name, value) {
+  const isKept = kept(value)
+  return h('textarea', { 'data-name': name, class: 'pem write-only', rows: 3, autocomplete: 'off', spellcheck: 'false',
+    'data-kept': isKept ? '1' : '', placeholder: isKept ? 'Set (hidden): paste to replace' : '-----BEGIN PRIVATE KEY-----' })
+}
+
 function select(name, options, value) {
   return h('select', { 'data-name': name },
     options.map(([v, label]) => h('option', { value: v, selected: v === (value || '') }, label)))
@@ -58,6 +65,7 @@ export function endpointFields(w) {
       field('Token URL', text('auth.token_url', a.type === 'oauth2' ? a.token_url : '', { type: 'url' })),
       field('Client id', text('auth.client_id', a.type === 'oauth2' ? a.client_id : '')),
       field('Client secret', secret('auth.client_secret', a.type === 'oauth2' ? a.client_secret : '')),
+      field('Or a client assertion key (PEM; signs a JWT instead of the secret)', pemSecret('auth.client_assertion_key', a.type === 'oauth2' ? a.client_assertion_key : '')),
       field('Scope (optional)', text('auth.scope', a.type === 'oauth2' ? a.scope : '')),
       field('Audience (optional)', text('auth.audience', a.type === 'oauth2' ? a.audience : ''))),
   }
@@ -107,6 +115,8 @@ export function readEndpoint(el) {
   else if (type === 'bearer') auth = { type, token: writeOnly('auth.token') }
   else if (type === 'oauth2') {
     auth = { type, token_url: val('auth.token_url'), client_id: val('auth.client_id'), client_secret: writeOnly('auth.client_secret') }
+    const assertionKey = writeOnly('auth.client_assertion_key')
+    if (assertionKey !== '') auth.client_assertion_key = assertionKey
     if (val('auth.scope')) auth.scope = val('auth.scope')
     if (val('auth.audience')) auth.audience = val('auth.audience')
   }

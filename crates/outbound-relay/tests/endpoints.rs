@@ -803,3 +803,66 @@ fn an_oauth2_webhook_gets_its_token_from_the_token_url_and_sends_it_as_bearer() 
     );
     assert!(request.contains("scope=events%3awrite"), "{request}");
 }
+
+/// Through the API, an OAuth2 client may prove itself with a key instead of a secret: the key
+/// is write-only (shown as kept, never returned), PEM text only, and the token request
+/// carries a JWT client assertion and no Basic header.
+#[test]
+fn an_oauth2_client_assertion_key_is_write_only_and_signs_the_token_request() {
+    let rx = Receiver::start();
+    let (token_url, asked) = token_server("at-jwt");
+    let dir = temp_dir();
+    let relay = InProcess::start(dir.path(), &top(""));
+    let key = rcgen::KeyPair::generate().unwrap().serialize_pem();
+    let body = |key: Value| {
+        json!({"write_keys": ["wk_api"], "allowed_networks": ["127.0.0.0/8"], "webhooks": [{
+            "url": rx.url,
+            "auth": {"type": "oauth2", "token_url": token_url, "client_id": "relay-42",
+                     "client_assertion_key": key}}]})
+    };
+    let a = put_as(
+        &relay,
+        "Bearer adm",
+        "api",
+        &body(json!("/etc/ssl/private/key.pem")),
+    );
+    assert_eq!(a.status, 400, "{}", a.body);
+    assert_eq!(a.json()["field"], "webhooks[0].auth.client_assertion_key");
+    let a = put_as(&relay, "Bearer adm", "api", &body(json!(key)));
+    assert_eq!(a.status, 201, "{}", a.body);
+    let auth = &shown(&relay, "api")["webhooks"][0]["auth"];
+    assert_eq!(
+        auth["client_assertion_key"],
+        json!({"has_value": true}),
+        "{auth}"
+    );
+    assert!(auth.get("client_secret").is_none(), "{auth}");
+    assert!(!auth.to_string().contains("PRIVATE KEY"));
+    send(&relay, "wk_api", "m-1");
+    assert_eq!(
+        rx.wait_for(1)[0].header("authorization"),
+        Some("Bearer at-jwt")
+    );
+    let request = asked.lock().unwrap()[0].clone();
+    assert!(
+        request.contains(
+            "client_assertion_type=urn%3Aietf%3Aparams%3Aoauth%3Aclient-assertion-type%3Ajwt-bearer"
+        ),
+        "{request}"
+    );
+    assert!(request.contains("client_assertion=ey"), "{request}");
+    assert!(
+        !request
+            .to_ascii_lowercase()
+            .contains("authorization: basic"),
+        "{request}"
+    );
+    // A PUT that repeats the marker keeps the key.
+    let a = put_as(
+        &relay,
+        "Bearer adm",
+        "api",
+        &body(json!({"has_value": true})),
+    );
+    assert_eq!(a.status, 200, "{}", a.body);
+}

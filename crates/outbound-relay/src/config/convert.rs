@@ -159,10 +159,12 @@ fn webhook(i: usize, w: &WebhookFile) -> Result<Webhook, (String, String)> {
             token_url,
             client_id,
             client_secret,
+            client_assertion_key,
             scope,
             audience,
         } => {
             let mut o = OAuth2::new(token_url, client_id, client_secret);
+            o.client_assertion_key = client_assertion_key.clone();
             o.scope = scope.clone();
             o.audience = audience.clone();
             Auth::OAuth2(o)

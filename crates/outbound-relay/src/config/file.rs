@@ -579,7 +579,12 @@ pub enum AuthFile {
     OAuth2 {
         token_url: String,
         client_id: String,
+        /// Empty with `client_assertion_key`.
+        #[serde(default)]
         client_secret: String,
+        /// A private key (PEM text or path) signing a JWT client assertion instead.
+        #[serde(default)]
+        client_assertion_key: Option<String>,
         #[serde(default)]
         scope: Option<String>,
         #[serde(default)]

@@ -44,6 +44,8 @@ struct AuthBody {
     #[serde(default)]
     client_secret: Option<WriteOnly>,
     #[serde(default)]
+    client_assertion_key: Option<WriteOnly>,
+    #[serde(default)]
     scope: Option<String>,
     #[serde(default)]
     audience: Option<String>,
@@ -158,10 +160,22 @@ fn auth(at: &str, a: AuthBody, before: Option<&Value>) -> Result<Value, Refusal>
         ("password", a.password, same_type),
         ("token", a.token, same_type),
         ("client_secret", a.client_secret, same_type && same_server),
+        (
+            "client_assertion_key",
+            a.client_assertion_key,
+            same_type && same_server,
+        ),
     ];
     for (k, given, may_keep) in secrets {
         if let Some(v) = secret(&field(k), given, stored(k), may_keep)? {
             out.insert(k.into(), v);
+        }
+    }
+    // Through the API the key is PEM text: a path would be read on the relay's host.
+    if let Some(key) = out.get("client_assertion_key").and_then(Value::as_str) {
+        if !key.trim_start().starts_with("-----BEGIN") {
+            let why = "must be PEM text through the API (a path would be read on the relay's host)";
+            return Err((field("client_assertion_key"), why.into()));
         }
     }
     Ok(Value::Object(out))
@@ -232,7 +246,8 @@ pub fn view(w: &Webhook) -> schema::WebhookView {
         Auth::OAuth2(o) => Some(schema::AuthView::OAuth2 {
             token_url: o.token_url.clone(),
             client_id: o.client_id.clone(),
-            client_secret: kept(),
+            client_secret: (!o.client_secret.is_empty()).then(kept),
+            client_assertion_key: o.client_assertion_key.as_ref().map(|_| kept()),
             scope: o.scope.clone(),
             audience: o.audience.clone(),
         }),

@@ -91,7 +91,12 @@ pub enum AuthView {
     OAuth2 {
         token_url: String,
         client_id: String,
-        client_secret: HasValue,
+        /// Shown when a secret is kept (none with a client assertion key).
+        #[serde(skip_serializing_if = "Option::is_none")]
+        client_secret: Option<HasValue>,
+        /// Shown when a key signs a JWT client assertion (RFC 7523) instead of a secret.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        client_assertion_key: Option<HasValue>,
         #[serde(skip_serializing_if = "Option::is_none")]
         scope: Option<String>,
         #[serde(skip_serializing_if = "Option::is_none")]
@@ -280,7 +285,11 @@ pub enum AuthInput {
     OAuth2 {
         token_url: String,
         client_id: String,
-        client_secret: HeaderInput,
+        /// Required unless `client_assertion_key` is given.
+        client_secret: Option<HeaderInput>,
+        /// PEM text of an RSA or P-256 private key: the client proves itself with a JWT it
+        /// signs (RFC 7523) instead of a secret.
+        client_assertion_key: Option<HeaderInput>,
         scope: Option<String>,
         audience: Option<String>,
     },
