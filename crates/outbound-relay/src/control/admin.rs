@@ -167,19 +167,21 @@ pub async fn audiences(
     };
     // The core reads the member list (strings or integers) and names a bad entry; a list of
     // up to 64 MiB is work for a blocking thread, not a runtime worker.
-    let members = tokio::task::spawn_blocking(move || match body.get("members") {
-        None => Err(refusal(
-            StatusCode::BAD_REQUEST,
-            "members",
-            "an array of user ids is required",
-        )),
-        Some(members) => outbound::parse_members("members", &members.to_string())
-            .map_err(|e| reply::error(StatusCode::BAD_REQUEST, e.to_string())),
+    let members = tokio::task::spawn_blocking(move || {
+        let members = body.get("members")?;
+        Some(outbound::parse_members("members", &members.to_string()))
     })
     .await;
     let members = match members {
-        Ok(Ok(m)) => m,
-        Ok(Err(refused)) => return refused,
+        Ok(Some(Ok(m))) => m,
+        Ok(Some(Err(e))) => return reply::error(StatusCode::BAD_REQUEST, e.to_string()),
+        Ok(None) => {
+            return refusal(
+                StatusCode::BAD_REQUEST,
+                "members",
+                "an array of user ids is required",
+            )
+        }
         Err(e) => return reply::error(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
     };
     let audience = audience.to_string();
