@@ -131,6 +131,8 @@ def main(base_url: str) -> int:
     auth: outbound.WebhookAuth = {"type": "bearer", "token": "t0k3n"}
     oauth: outbound.OAuth2Auth = {"type": "oauth2", "token_url": "https://auth.example.com/token",
                                   "client_id": "me", "client_secret": "s3cret", "scope": "events"}
+    jwt: outbound.OAuth2Auth = {"type": "oauth2", "token_url": "https://auth.example.com/token",
+                                "client_id": "me", "client_assertion_key": "/etc/outbound/key.pem"}
     tls: outbound.WebhookTls = {"ca_certs": "/etc/ssl/private-ca.pem"}
     rate: outbound.RateLimit = {"per_second": 50, "burst": 100}
     endpoints = [
@@ -139,10 +141,11 @@ def main(base_url: str) -> int:
         outbound.Webhook("http://127.0.0.1:9/b", auth=oauth, tls=tls),
         outbound.Webhook("http://127.0.0.1:9/c",
                          auth=outbound.BasicAuth(type="basic", user="me", password="pw")),
+        outbound.Webhook("http://127.0.0.1:9/d", auth=jwt),
     ]
     try:
         outbound.Client(webhooks=endpoints, shared_secret="s3cret", send=False).close()
-    except outbound.ConfigError as e:  # the CA file is not there
+    except outbound.ConfigError as e:  # the CA and key files are not there
         print("config:", e.setting)
     scheme: outbound.SignatureScheme = "standard-webhooks"
     with outbound.Client(webhooks=["http://127.0.0.1:9/h"], shared_secret=whsec,

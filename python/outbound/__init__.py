@@ -176,18 +176,27 @@ class _OAuth2Required(TypedDict):
     type: Literal["oauth2"]
     token_url: str
     client_id: str
-    client_secret: str
 
 
 class OAuth2Auth(_OAuth2Required, total=False):
     """OAuth2 client credentials (RFC 6749 section 4.4): a token is asked of ``token_url`` (a
     form POST of ``grant_type=client_credentials``, with ``scope`` and ``audience`` when
-    given, authenticated with HTTP Basic of the client id and secret), kept until shortly
-    before it expires, and sent as a bearer token; asked again once when the endpoint
+    given, authenticated with HTTP Basic of the client id and ``client_secret``), kept until
+    shortly before it expires, and sent as a bearer token; asked again once when the endpoint
     answers 401. The token request goes under the webhook's network guard, TLS and the
     client's ``timeout``; a failed one fails the attempt as the delivery's would (a 5xx or a
-    timeout is retried, a 4xx is permanent)."""
+    timeout is retried, a 4xx is permanent).
 
+    With ``client_assertion_key`` instead of ``client_secret`` (not both), the client proves
+    who it is with a JWT client assertion (RFC 7523): the key (RSA or P-256; PEM text or the
+    path of a PEM file, read when the client is built) signs a JWT for each token request
+    (RS256 or ES256; ``iss`` and ``sub`` the client id, ``aud`` the token URL, valid 5
+    minutes), sent in the form as ``client_assertion`` with ``client_id`` and
+    ``client_assertion_type=urn:ietf:params:oauth:client-assertion-type:jwt-bearer``, and no
+    ``Authorization``."""
+
+    client_secret: str
+    client_assertion_key: Union[str, "os.PathLike[str]"]
     scope: str
     audience: str
 

@@ -16,6 +16,9 @@ from urllib.parse import parse_qs
 
 import pytest
 import trustme
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.hazmat.primitives.asymmetric.utils import encode_dss_signature
 
 import outbound
 from receiver import Receiver, start_receiver
@@ -84,6 +87,62 @@ def test_oauth2_token_is_asked_once_and_sent_as_a_bearer_token(
     hooks = receiver.at("/hook")
     assert len(hooks) == 3
     assert {r.headers["authorization"] for r in hooks} == {"Bearer tok-from-server"}
+
+
+def b64url(part: str) -> bytes:
+    return base64.urlsafe_b64decode(part + "=" * (-len(part) % 4))
+
+
+def test_an_oauth2_client_proves_itself_with_a_signed_jwt_instead_of_a_secret(
+    make_client: Make, receiver: Receiver
+) -> None:
+    key = ec.generate_private_key(ec.SECP256R1())
+    pem = key.private_bytes(
+        serialization.Encoding.PEM,
+        serialization.PrivateFormat.PKCS8,
+        serialization.NoEncryption(),
+    ).decode()
+    receiver.answer["/token"] = json.dumps(
+        {"access_token": "tok-for-jwt", "token_type": "Bearer", "expires_in": 3600}
+    ).encode()
+    token_url = receiver.hook("token")
+    client = hooks_only(
+        make_client,
+        outbound.Webhook(
+            receiver.hook(),
+            auth={
+                "type": "oauth2",
+                "token_url": token_url,
+                "client_id": "my-client",
+                "client_assertion_key": pem,
+            },
+        ),
+    )
+    client.track(user_id="u1", event="Paid")
+    assert client.flush(timeout=10)
+    (hook,) = receiver.at("/hook")
+    assert hook.headers["authorization"] == "Bearer tok-for-jwt"
+    (token_request,) = receiver.at("/token")
+    assert "authorization" not in token_request.headers
+    form = parse_qs(token_request.body.decode())
+    (assertion,) = form.pop("client_assertion")
+    assert form == {
+        "grant_type": ["client_credentials"],
+        "client_id": ["my-client"],
+        "client_assertion_type": ["urn:ietf:params:oauth:client-assertion-type:jwt-bearer"],
+    }
+    header, claims, signature = assertion.split(".")
+    assert json.loads(b64url(header))["alg"] == "ES256"
+    body = json.loads(b64url(claims))
+    assert body["iss"] == body["sub"] == "my-client"
+    assert body["aud"] == token_url
+    assert body["exp"] == body["iat"] + 300 and abs(body["iat"] - time.time()) < 60
+    assert body["jti"]
+    raw = b64url(signature)
+    assert len(raw) == 64  # JWS's r || s, not DER
+    der = encode_dss_signature(int.from_bytes(raw[:32], "big"), int.from_bytes(raw[32:], "big"))
+    # Raises InvalidSignature unless the key's public half verifies it.
+    key.public_key().verify(der, f"{header}.{claims}".encode(), ec.ECDSA(hashes.SHA256()))
 
 
 def test_signature_header_and_hmac_sha256_verify(make_client: Make, receiver: Receiver) -> None:
@@ -165,6 +224,21 @@ def test_rate_limit_spaces_requests_and_health_counts_the_waits(
                       "client_secret": "s"}},
             "webhooks[0].auth.token_url",
         ),
+        (
+            {"auth": {"type": "oauth2", "token_url": "http://127.0.0.1:9/t", "client_id": "i",
+                      "client_secret": "s", "client_assertion_key": "-----BEGIN PRIVATE KEY-----"}},
+            "webhooks[0].auth.client_secret",
+        ),
+        (
+            {"auth": {"type": "oauth2", "token_url": "http://127.0.0.1:9/t", "client_id": "i"}},
+            "webhooks[0].auth.client_secret",
+        ),
+        (
+            {"auth": {"type": "oauth2", "token_url": "http://127.0.0.1:9/t", "client_id": "i",
+                      "client_assertion_key": "-----BEGIN CERTIFICATE-----\nAAAA\n"
+                                              "-----END CERTIFICATE-----\n"}},
+            "webhooks[0].auth.client_assertion_key",
+        ),
         ({"tls": {"client_cert": "-----BEGIN CERTIFICATE-----"}}, "webhooks[0].tls.client_key"),
         ({"tls": {"ca_cert": "x"}}, "webhooks[0].tls.ca_cert"),
         ({"signature_header": "Content-Type"}, "webhooks[0].signature_header"),
@@ -189,6 +263,11 @@ def test_a_bad_setting_raises_config_error_naming_the_field(
         ({"rate_limit": {"per_second": "5"}}, "webhooks[0].rate_limit.per_second"),
         ({"rate_limit": {"per_second": True}}, "webhooks[0].rate_limit.per_second"),
         ({"tls": {"ca_certs": 5}}, "webhooks[0].tls.ca_certs"),
+        (
+            {"auth": {"type": "oauth2", "token_url": "http://127.0.0.1:9/t", "client_id": "i",
+                      "client_assertion_key": b"-----BEGIN PRIVATE KEY-----"}},
+            "webhooks[0].auth.client_assertion_key",
+        ),
         ({"signature_header": 5}, "webhooks[0].signature_header"),
         ({"signature_scheme": b"hmac-sha256"}, "webhooks[0].signature_scheme"),
     ],

@@ -70,8 +70,9 @@ fn text(setting: &str, v: Option<Bound<'_, PyAny>>) -> PyResult<Option<String>> 
 }
 
 /// `{"type": "basic", "user": ..., "password": ...}`, `{"type": "bearer", "token": ...}` or
-/// `{"type": "oauth2", "token_url": ..., "client_id": ..., "client_secret": ..., "scope":
-/// ..., "audience": ...}` (the last two optional).
+/// `{"type": "oauth2", "token_url": ..., "client_id": ..., "client_secret": ...,
+/// "client_assertion_key": ..., "scope": ..., "audience": ...}` (all but the first two
+/// optional; a secret absent is ""; the core refuses a secret and a key together).
 fn auth(setting: &str, obj: &Bound<'_, PyAny>) -> PyResult<Auth> {
     let mut d = Fields::of(setting, obj)?;
     let kind = d.text("type")?;
@@ -82,8 +83,9 @@ fn auth(setting: &str, obj: &Bound<'_, PyAny>) -> PyResult<Auth> {
             let mut o = OAuth2::new(
                 d.text("token_url")?,
                 d.text("client_id")?,
-                d.text("client_secret")?,
+                d.opt_text("client_secret")?.unwrap_or_default(),
             );
+            o.client_assertion_key = d.pem_or_path("client_assertion_key")?;
             o.scope = d.opt_text("scope")?;
             o.audience = d.opt_text("audience")?;
             Auth::OAuth2(o)
