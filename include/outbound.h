@@ -1259,7 +1259,8 @@ outbound_result outbound_options_set_webhook_auth_bearer(struct outbound_options
 // set before on it.
 //
 // - `token_url`: absolute `http://` or `https://` URL. Required.
-// - `client_id`, `client_secret`: required, not empty.
+// - `client_id`, `client_secret`: required, not empty (a JWT client assertion instead of a
+//   secret: `outbound_options_set_webhook_auth_oauth2_assertion`).
 // - `scope` (space separated), `audience`: NULL when the server wants none.
 //
 // Checked by `outbound_client_new`, the text naming the field (`webhooks[i].auth.token_url`,
@@ -1277,6 +1278,38 @@ outbound_result outbound_options_set_webhook_auth_oauth2(struct outbound_options
                                                          const char *client_secret,
                                                          const char *scope,
                                                          const char *audience);
+
+// Webhook `webhook` authenticates with OAuth2 client credentials (RFC 6749 §4.4) as
+// `outbound_options_set_webhook_auth_oauth2` does, the client proving who it is with a JWT
+// client assertion (RFC 7523) instead of a secret: the token request's form carries
+// `client_id`, `client_assertion_type=urn:ietf:params:oauth:client-assertion-type:jwt-bearer`
+// and `client_assertion`, a JWT signed anew for each request (RS256 with an RSA key, ES256
+// with a P-256 key; `iss` and `sub` the client id, `aud` the token URL, valid 5 minutes,
+// a fresh `jti`), and no `Authorization`. Replaces any auth set before on it.
+//
+// - `token_url`: absolute `http://` or `https://` URL. Required.
+// - `client_id`: required, not empty.
+// - `client_assertion_key`: the private key that signs the assertion (RSA or P-256; PKCS#8,
+//   PKCS#1 or SEC1), PEM text (starting with `-----BEGIN`) or the path of a PEM file, read
+//   when the client is built. Required.
+// - `scope` (space separated), `audience`: NULL when the server wants none.
+//
+// Checked by `outbound_client_new`, the text naming the field (`webhooks[i].auth.token_url`,
+// `webhooks[i].auth.client_assertion_key` for a key that cannot be read or used, ...). Every
+// text is copied.
+//
+// Returns `OUTBOUND_RESULT_OK`, `_NULL_ARGUMENT` (options, token_url, client_id,
+// client_assertion_key), `_INVALID_UTF8`, `_CONFIG` (no webhook of that index), `_PANIC`.
+//
+// # Safety
+// `options` is NULL or live; each text is NULL or NUL-terminated.
+outbound_result outbound_options_set_webhook_auth_oauth2_assertion(struct outbound_options *options,
+                                                                   size_t webhook,
+                                                                   const char *token_url,
+                                                                   const char *client_id,
+                                                                   const char *client_assertion_key,
+                                                                   const char *scope,
+                                                                   const char *audience);
 
 // Sets webhook `webhook`'s TLS, each part PEM text (starting with `-----BEGIN`) or the path
 // of a PEM file, read when the client is built; NULL leaves that part unset. All three NULL

@@ -222,6 +222,9 @@ static void test_every_entry_point_is_null_safe(void) {
     CHECK_RC(outbound_options_set_webhook_auth_oauth2(NULL, 0, "http://127.0.0.1:1/t", "id", "s",
                                                       NULL, NULL),
              N, "options");
+    CHECK_RC(outbound_options_set_webhook_auth_oauth2_assertion(NULL, 0, "http://127.0.0.1:1/t",
+                                                                "id", "k", NULL, NULL),
+             N, "options");
     CHECK_RC(outbound_options_set_webhook_tls(NULL, 0, NULL, NULL, NULL), N, "options");
     CHECK_RC(outbound_options_set_webhook_signature_header(NULL, 0, "X-Sig"), N, "options");
     CHECK_RC(outbound_options_set_webhook_signature_scheme(NULL, 0, "hmac-sha256"), N, "options");
@@ -2148,6 +2151,46 @@ static void oauth2_ftp_token_url(outbound_options *o) {
                                                       NULL),
              OUTBOUND_RESULT_OK, NULL);
 }
+/* RFC 8410's example Ed25519 key: a key, but neither RSA nor P-256 (RS256, ES256). */
+static const char ed25519_key[] = "-----BEGIN PRIVATE KEY-----\n"
+                                  "MC4CAQAwBQYDK2VwBCIEINTuctv5E1hK1bbY8fdp+K06/nwoy/HU++CXqI9EdVhC\n"
+                                  "-----END PRIVATE KEY-----\n";
+static void assertion_key_ed25519(outbound_options *o) {
+    outbound_options_add_webhook(o, hook_url, NULL);
+    CHECK_RC(outbound_options_set_webhook_auth_oauth2_assertion(o, 0, "http://127.0.0.1:1/t", "id",
+                                                                ed25519_key, NULL, NULL),
+             OUTBOUND_RESULT_OK, NULL);
+}
+static void assertion_key_not_a_key(outbound_options *o) {
+    outbound_options_add_webhook(o, hook_url, NULL);
+    CHECK_RC(outbound_options_set_webhook_auth_oauth2_assertion(
+                 o, 0, "http://127.0.0.1:1/t", "id",
+                 "-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n", NULL, NULL),
+             OUTBOUND_RESULT_OK, NULL);
+}
+static void assertion_key_missing_file(outbound_options *o) {
+    outbound_options_add_webhook(o, hook_url, NULL);
+    CHECK_RC(outbound_options_set_webhook_auth_oauth2_assertion(
+                 o, 0, "http://127.0.0.1:1/t", "id", "/nonexistent/outbound-test/key.pem", NULL,
+                 NULL),
+             OUTBOUND_RESULT_OK, NULL);
+}
+
+/* A client assertion key that cannot sign (not RSA or P-256, no key in the PEM, no such file)
+ * is refused by outbound_client_new naming the field; NULL by the setter. */
+static void test_an_unusable_client_assertion_key_is_refused_naming_it(void) {
+    expect_config_error(assertion_key_ed25519,
+                        "webhooks[0].auth.client_assertion_key: must be an RSA or a P-256 key");
+    expect_config_error(assertion_key_not_a_key, "webhooks[0].auth.client_assertion_key");
+    expect_config_error(assertion_key_missing_file, "webhooks[0].auth.client_assertion_key");
+    outbound_options *o = outbound_options_new();
+    CHECK_RC(outbound_options_add_webhook(o, hook_url, NULL), OUTBOUND_RESULT_OK, NULL);
+    CHECK_RC(outbound_options_set_webhook_auth_oauth2_assertion(o, 0, "http://127.0.0.1:1/t", "id",
+                                                                NULL, NULL, NULL),
+             OUTBOUND_RESULT_NULL_ARGUMENT, "client_assertion_key");
+    outbound_options_free(o);
+}
+
 static void reserved_signature_header(outbound_options *o) {
     outbound_options_add_webhook(o, hook_url, NULL);
     CHECK_RC(outbound_options_set_webhook_signature_header(o, 0, "Content-Type"),
@@ -2713,6 +2756,7 @@ int main(void) {
     RUN(test_webhook_signature_header_and_hmac_sha256_verify_in_c);
     RUN(test_sign_sha256_matches_github_s_vector);
     RUN(test_bad_endpoint_settings_are_refused_naming_the_field);
+    RUN(test_an_unusable_client_assertion_key_is_refused_naming_it);
     RUN(test_webhook_rate_limit_spaces_requests_and_counts_throttled);
     RUN(test_calls_from_many_threads);
     RUN(test_audience_sync_sends_only_changes_and_survives_reopening);

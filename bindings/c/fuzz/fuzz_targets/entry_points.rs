@@ -388,6 +388,11 @@ fuzz_target!(|data: &[u8]| {
                         o, 0, t, t, t, t, t,
                     ));
                 }
+                if selector & 0x20 != 0 {
+                    check(outbound_options_set_webhook_auth_oauth2_assertion(
+                        o, 0, t, t, t, t, t,
+                    ));
+                }
                 check(outbound_options_set_webhook_tls(o, 0, null(), null(), t));
                 check(outbound_options_set_webhook_signature_header(o, 0, t));
                 check(outbound_options_set_webhook_signature_scheme(o, 0, t));

@@ -88,7 +88,8 @@ pub unsafe extern "C" fn outbound_options_set_webhook_auth_bearer(
 /// set before on it.
 ///
 /// - `token_url`: absolute `http://` or `https://` URL. Required.
-/// - `client_id`, `client_secret`: required, not empty.
+/// - `client_id`, `client_secret`: required, not empty (a JWT client assertion instead of a
+///   secret: `outbound_options_set_webhook_auth_oauth2_assertion`).
 /// - `scope` (space separated), `audience`: NULL when the server wants none.
 ///
 /// Checked by `outbound_client_new`, the text naming the field (`webhooks[i].auth.token_url`,
@@ -116,6 +117,57 @@ pub unsafe extern "C" fn outbound_options_set_webhook_auth_oauth2(
                     req_str(token_url, "token_url")?,
                     req_str(client_id, "client_id")?,
                     req_str(client_secret, "client_secret")?,
+                );
+                o.scope = opt_string(scope, "scope")?;
+                o.audience = opt_string(audience, "audience")?;
+                hook.auth = Some(Auth::OAuth2(o));
+                Ok(())
+            })
+        }
+    })
+}
+
+/// Webhook `webhook` authenticates with OAuth2 client credentials (RFC 6749 §4.4) as
+/// `outbound_options_set_webhook_auth_oauth2` does, the client proving who it is with a JWT
+/// client assertion (RFC 7523) instead of a secret: the token request's form carries
+/// `client_id`, `client_assertion_type=urn:ietf:params:oauth:client-assertion-type:jwt-bearer`
+/// and `client_assertion`, a JWT signed anew for each request (RS256 with an RSA key, ES256
+/// with a P-256 key; `iss` and `sub` the client id, `aud` the token URL, valid 5 minutes,
+/// a fresh `jti`), and no `Authorization`. Replaces any auth set before on it.
+///
+/// - `token_url`: absolute `http://` or `https://` URL. Required.
+/// - `client_id`: required, not empty.
+/// - `client_assertion_key`: the private key that signs the assertion (RSA or P-256; PKCS#8,
+///   PKCS#1 or SEC1), PEM text (starting with `-----BEGIN`) or the path of a PEM file, read
+///   when the client is built. Required.
+/// - `scope` (space separated), `audience`: NULL when the server wants none.
+///
+/// Checked by `outbound_client_new`, the text naming the field (`webhooks[i].auth.token_url`,
+/// `webhooks[i].auth.client_assertion_key` for a key that cannot be read or used, ...). Every
+/// text is copied.
+///
+/// Returns `OUTBOUND_RESULT_OK`, `_NULL_ARGUMENT` (options, token_url, client_id,
+/// client_assertion_key), `_INVALID_UTF8`, `_CONFIG` (no webhook of that index), `_PANIC`.
+///
+/// # Safety
+/// `options` is NULL or live; each text is NULL or NUL-terminated.
+#[no_mangle]
+pub unsafe extern "C" fn outbound_options_set_webhook_auth_oauth2_assertion(
+    options: *mut outbound_options,
+    webhook: usize,
+    token_url: *const c_char,
+    client_id: *const c_char,
+    client_assertion_key: *const c_char,
+    scope: *const c_char,
+    audience: *const c_char,
+) -> outbound_result {
+    ffi!({
+        unsafe {
+            with_webhook(options, webhook, "auth", |hook| {
+                let mut o = OAuth2::with_assertion_key(
+                    req_str(token_url, "token_url")?,
+                    req_str(client_id, "client_id")?,
+                    req_str(client_assertion_key, "client_assertion_key")?,
                 );
                 o.scope = opt_string(scope, "scope")?;
                 o.audience = opt_string(audience, "audience")?;
