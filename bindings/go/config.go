@@ -236,15 +236,23 @@ type BearerAuth struct {
 
 // OAuth2 is OAuth2 client credentials (RFC 6749 §4.4): a token is asked of TokenURL (a form
 // POST of grant_type=client_credentials, with Scope and Audience when set, authenticated with
-// HTTP Basic of ClientID and ClientSecret), kept until shortly before it expires and sent as a
-// bearer token, and asked again once when the endpoint answers 401. The token request goes
+// HTTP Basic of ClientID and ClientSecret, or with a JWT signed by ClientAssertionKey), kept
+// until shortly before it expires and sent as a bearer token, and asked again once when the endpoint answers 401. The token request goes
 // under the webhook's network guard, TLS and Config.Timeout; a failed one fails the attempt as
 // the delivery's would (a 5xx or a timeout is retried, a 4xx is permanent).
 type OAuth2 struct {
 	// TokenURL is the authorization server's token endpoint (absolute http or https).
-	TokenURL     string
-	ClientID     string
+	TokenURL string
+	ClientID string
+	// ClientSecret is empty with ClientAssertionKey.
 	ClientSecret string
+	// ClientAssertionKey, when set, proves the client with a JWT client assertion (RFC 7523)
+	// instead of ClientSecret (not both): a private key (RSA or P-256; PEM text or the path of
+	// a PEM file, read when the client is built) that signs a JWT for each token request
+	// (RS256 or ES256; iss and sub the client id, aud the token URL, valid 5 minutes), sent in
+	// the form as client_assertion with client_id and client_assertion_type
+	// urn:ietf:params:oauth:client-assertion-type:jwt-bearer, and no Authorization.
+	ClientAssertionKey string
 	// Scope (space separated) and Audience are sent when not empty.
 	Scope    string
 	Audience string
@@ -610,8 +618,16 @@ func addWebhook(o *C.outbound_options, i int, w Webhook, check func(C.outbound_r
 			return err
 		}
 	case OAuth2:
-		t, err := texts3([3]string{"auth.token_url", "auth.client_id", "auth.client_secret"},
-			[3]string{a.TokenURL, a.ClientID, a.ClientSecret}, true)
+		secret, secretField := a.ClientSecret, "auth.client_secret"
+		if a.ClientAssertionKey != "" {
+			if a.ClientSecret != "" {
+				return configError(fmt.Sprintf("webhooks[%d].auth.client_secret", i),
+					"give a client secret or a client assertion key, not both")
+			}
+			secret, secretField = a.ClientAssertionKey, "auth.client_assertion_key"
+		}
+		t, err := texts3([3]string{"auth.token_url", "auth.client_id", secretField},
+			[3]string{a.TokenURL, a.ClientID, secret}, true)
 		if err != nil {
 			return err
 		}
@@ -623,7 +639,13 @@ func addWebhook(o *C.outbound_options, i int, w Webhook, check func(C.outbound_r
 		if err != nil {
 			return err
 		}
-		if err := check(C.outbound_options_set_webhook_auth_oauth2(o, at, t[0], t[1], t[2], scope, audience)); err != nil {
+		var rc C.outbound_result
+		if a.ClientAssertionKey != "" {
+			rc = C.outbound_options_set_webhook_auth_oauth2_assertion(o, at, t[0], t[1], t[2], scope, audience)
+		} else {
+			rc = C.outbound_options_set_webhook_auth_oauth2(o, at, t[0], t[1], t[2], scope, audience)
+		}
+		if err := check(rc); err != nil {
 			return err
 		}
 	}

@@ -1,10 +1,18 @@
 package outbound_test
 
 import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
 	"crypto/hmac"
+	"crypto/rand"
 	"crypto/sha256"
+	"crypto/x509"
+	"encoding/base64"
 	"encoding/hex"
+	"encoding/json"
+	"encoding/pem"
 	"errors"
+	"math/big"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -138,6 +146,85 @@ func TestWebhookOAuth2TokenIsAskedOnceAndSentAsBearer(t *testing.T) {
 	}
 }
 
+func TestWebhookOAuth2ClientProvesItselfWithASignedJWT(t *testing.T) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	der, err := x509.MarshalPKCS8PrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyPEM := string(pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}))
+	tokens := newTokenServer(t, "tok-for-jwt")
+	hook := newReceiver(t)
+	c := newClient(t, "", outbound.Config{
+		Webhooks: []outbound.Webhook{{URL: hook.URL + "/in", Auth: outbound.OAuth2{
+			TokenURL: tokens.URL + "/token", ClientID: "my-client", ClientAssertionKey: keyPEM, Scope: "events:write",
+		}}},
+	})
+	mustEnqueue(t, c, outbound.Track{UserId: "u1", Event: "Paid"})
+	flush(t, c)
+	if got := hook.waitRequests(t, 1)[0].Header.Get("Authorization"); got != "Bearer tok-for-jwt" {
+		t.Errorf("the webhook's Authorization %q", got)
+	}
+	tokens.mu.Lock()
+	defer tokens.mu.Unlock()
+	if len(tokens.asked) != 1 {
+		t.Fatalf("the token was asked %d times", len(tokens.asked))
+	}
+	if got := tokens.asked[0].Header.Get("Authorization"); got != "" {
+		t.Errorf("the token request has Authorization %q", got)
+	}
+	form := tokens.forms[0]
+	for field, want := range map[string]string{
+		"grant_type":            "client_credentials",
+		"scope":                 "events:write",
+		"client_id":             "my-client",
+		"client_assertion_type": "urn:ietf:params:oauth:client-assertion-type:jwt-bearer",
+	} {
+		if got := form.Get(field); got != want {
+			t.Errorf("form %s = %q, want %q", field, got, want)
+		}
+	}
+	parts := strings.Split(form.Get("client_assertion"), ".")
+	if len(parts) != 3 {
+		t.Fatalf("client_assertion %q is not a JWT", form.Get("client_assertion"))
+	}
+	var header struct{ Alg, Typ string }
+	var claims struct {
+		Iss, Sub, Aud, Jti string
+		Iat, Exp           int64
+	}
+	for i, into := range []any{&header, &claims} {
+		raw, err := base64.RawURLEncoding.DecodeString(parts[i])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := json.Unmarshal(raw, into); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if header.Alg != "ES256" {
+		t.Errorf("alg %q", header.Alg)
+	}
+	if claims.Iss != "my-client" || claims.Sub != "my-client" || claims.Aud != tokens.URL+"/token" || claims.Jti == "" {
+		t.Errorf("claims %+v", claims)
+	}
+	if now := time.Now().Unix(); claims.Iat < now-60 || claims.Iat > now+5 || claims.Exp != claims.Iat+300 {
+		t.Errorf("iat %d, exp %d, now %d", claims.Iat, claims.Exp, now)
+	}
+	sig, err := base64.RawURLEncoding.DecodeString(parts[2])
+	if err != nil || len(sig) != 64 {
+		t.Fatalf("signature of %d bytes: %v", len(sig), err)
+	}
+	digest := sha256.Sum256([]byte(parts[0] + "." + parts[1]))
+	r, s := new(big.Int).SetBytes(sig[:32]), new(big.Int).SetBytes(sig[32:])
+	if !ecdsa.Verify(&key.PublicKey, digest[:], r, s) {
+		t.Error("the ES256 signature does not verify with the key's public half")
+	}
+}
+
 func TestSignSHA256MatchesGitHubsPublishedVector(t *testing.T) {
 	// docs.github.com, "Validating webhook deliveries".
 	const vector = "sha256=757107ea0eb2509fc211221cce984b8a37570b6d7586c22c46f4379c8b043e17"
@@ -203,6 +290,11 @@ func TestBadEndpointSettingsAreRefusedNamingTheField(t *testing.T) {
 		{"a nil auth pointer", outbound.Webhook{URL: url, Auth: nilBearer}, "webhooks[0].auth"},
 		{"an ftp token URL", outbound.Webhook{URL: url, Auth: outbound.OAuth2{TokenURL: "ftp://x", ClientID: "i", ClientSecret: "s"}},
 			"webhooks[0].auth.token_url"},
+		{"a secret and an assertion key", outbound.Webhook{URL: url, Auth: outbound.OAuth2{TokenURL: url, ClientID: "i",
+			ClientSecret: "s", ClientAssertionKey: "-----BEGIN PRIVATE KEY-----"}}, "webhooks[0].auth.client_secret"},
+		{"an assertion key that is not a key", outbound.Webhook{URL: url, Auth: outbound.OAuth2{TokenURL: url, ClientID: "i",
+			ClientAssertionKey: "-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n"}},
+			"webhooks[0].auth.client_assertion_key"},
 		{"a certificate without its key", outbound.Webhook{URL: url, TLS: outbound.WebhookTLS{ClientCert: "-----BEGIN CERTIFICATE-----"}},
 			"webhooks[0].tls.client_key"},
 		{"a reserved signature header", outbound.Webhook{URL: url, SignatureHeader: "Content-Type"},
