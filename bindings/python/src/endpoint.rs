@@ -88,7 +88,7 @@ fn auth(setting: &str, obj: &Bound<'_, PyAny>) -> PyResult<Auth> {
             o.client_assertion_key = d.pem_or_path("client_assertion_key")?;
             o.scope = d.opt_text("scope")?;
             o.audience = d.opt_text("audience")?;
-            Auth::OAuth2(o)
+            Auth::oauth2(o)
         }
         other => {
             return Err(errors::config(

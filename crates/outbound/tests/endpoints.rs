@@ -102,7 +102,7 @@ fn auth_settings_are_checked_and_name_their_field() {
     .to_string();
     assert!(e.contains("webhooks[0].tls.client_cert"), "{e}");
     let e = Client::validate(&with(vec![Webhook::new("http://127.0.0.1:1/a").auth(
-        Auth::OAuth2(OAuth2::with_assertion_key(
+        Auth::oauth2(OAuth2::with_assertion_key(
             "http://127.0.0.1:1/t",
             "id",
             "not a key",
@@ -113,7 +113,7 @@ fn auth_settings_are_checked_and_name_their_field() {
     assert!(e.contains("webhooks[0].auth.client_assertion_key"), "{e}");
     // A secret never shows in the config's Debug.
     let config = with(vec![Webhook::new("http://127.0.0.1:1/a").auth(
-        Auth::OAuth2(OAuth2::new("http://127.0.0.1:1/t", "id", "s3cr3t")),
+        Auth::oauth2(OAuth2::new("http://127.0.0.1:1/t", "id", "s3cr3t")),
     )]);
     assert!(!format!("{:?}", config.webhooks).contains("s3cr3t"));
 }
@@ -307,7 +307,7 @@ impl TokenServer {
     fn oauth(&self) -> Auth {
         let mut o = OAuth2::new(format!("{}/token", self.server.url), "client id", "s&cret");
         o.scope = Some("events:write".into());
-        Auth::OAuth2(o)
+        Auth::oauth2(o)
     }
 }
 
@@ -499,7 +499,7 @@ fn an_oauth2_client_can_prove_itself_with_a_signed_jwt_instead_of_a_secret() {
     let endpoint = guarded("Bearer jwt-made");
     let token_url = format!("{}/oauth/token", tokens.url);
     let auth = OAuth2::with_assertion_key(&token_url, "svc-42", key.serialize_pem());
-    let config = with(vec![Webhook::new(&endpoint.url).auth(Auth::OAuth2(auth))]);
+    let config = with(vec![Webhook::new(&endpoint.url).auth(Auth::oauth2(auth))]);
     let client = Client::new(config).unwrap();
     client.enqueue(&Message::track("u", "E")).unwrap();
     assert!(client.flush(Some(WAIT)), "{:?}", client.webhook_attempts(0));
@@ -522,7 +522,7 @@ fn an_oauth2_client_can_prove_itself_with_a_signed_jwt_instead_of_a_secret() {
     let mut both = OAuth2::with_assertion_key(&token_url, "svc-42", key.serialize_pem());
     both.client_secret = "s".into();
     let e = config_error(with(vec![
-        Webhook::new(&endpoint.url).auth(Auth::OAuth2(both))
+        Webhook::new(&endpoint.url).auth(Auth::oauth2(both))
     ]));
     assert!(e.contains("webhooks[0].auth.client_secret"), "{e}");
 }

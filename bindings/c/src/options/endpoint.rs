@@ -120,7 +120,7 @@ pub unsafe extern "C" fn outbound_options_set_webhook_auth_oauth2(
                 );
                 o.scope = opt_string(scope, "scope")?;
                 o.audience = opt_string(audience, "audience")?;
-                hook.auth = Some(Auth::OAuth2(o));
+                hook.auth = Some(Auth::oauth2(o));
                 Ok(())
             })
         }
@@ -171,7 +171,7 @@ pub unsafe extern "C" fn outbound_options_set_webhook_auth_oauth2_assertion(
                 );
                 o.scope = opt_string(scope, "scope")?;
                 o.audience = opt_string(audience, "audience")?;
-                hook.auth = Some(Auth::OAuth2(o));
+                hook.auth = Some(Auth::oauth2(o));
                 Ok(())
             })
         }

@@ -152,7 +152,7 @@ fn webhook(i: usize, w: &WebhookFile) -> Result<Webhook, (String, String)> {
     hook.headers = (w.headers.iter())
         .map(|(k, v)| (k.clone(), v.clone()))
         .collect();
-    hook.auth = w.auth.as_ref().map(|a| match a {
+    hook.auth = w.auth.as_ref().map(|a| match &**a {
         AuthFile::Basic { user, password } => Auth::basic(user, password),
         AuthFile::Bearer { token } => Auth::bearer(token),
         AuthFile::OAuth2 {
@@ -167,7 +167,7 @@ fn webhook(i: usize, w: &WebhookFile) -> Result<Webhook, (String, String)> {
             o.client_assertion_key = client_assertion_key.clone();
             o.scope = scope.clone();
             o.audience = audience.clone();
-            Auth::OAuth2(o)
+            Auth::oauth2(o)
         }
     });
     if let Some(t) = &w.tls {

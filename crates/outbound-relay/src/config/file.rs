@@ -545,12 +545,13 @@ pub struct WebhookFile {
     /// Off: kept, but sent nothing (the core's `Webhook::enabled`); on by default.
     #[serde(default = "yes")]
     pub enabled: bool,
-    /// How the endpoint authenticates us (`Authorization`).
+    /// How the endpoint authenticates us (`Authorization`). Boxed, as `tls`: every source
+    /// keeps its webhooks' settings, and most set neither.
     #[serde(default)]
-    pub auth: Option<AuthFile>,
+    pub auth: Option<Box<AuthFile>>,
     /// A client certificate (mutual TLS) and roots of the endpoint's own.
     #[serde(default)]
-    pub tls: Option<TlsFile>,
+    pub tls: Option<Box<TlsFile>>,
     /// The header the signature goes in instead of the scheme's own.
     #[serde(default)]
     pub signature_header: Option<String>,

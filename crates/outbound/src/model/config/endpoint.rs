@@ -25,8 +25,9 @@ pub enum Auth {
         token: String,
     },
     /// OAuth2 client credentials (RFC 6749 §4.4): a token asked of `token_url`, kept until it
-    /// expires and sent as a bearer token.
-    OAuth2(OAuth2),
+    /// expires and sent as a bearer token. Boxed: every copy of a webhook's settings holds an
+    /// `Auth`, and most webhooks have none or a short one.
+    OAuth2(Box<OAuth2>),
 }
 
 impl Auth {
@@ -43,6 +44,11 @@ impl Auth {
         Auth::Bearer {
             token: token.into(),
         }
+    }
+
+    /// OAuth2 client credentials.
+    pub fn oauth2(o: OAuth2) -> Auth {
+        Auth::OAuth2(Box::new(o))
     }
 
     /// `"basic"`, `"bearer"` or `"oauth2"`: the names every face takes.
@@ -425,7 +431,7 @@ mod tests {
         assert!(err(h().auth(Auth::bearer("tök"))).contains("visible ASCII"));
         assert!(err(h().auth(Auth::bearer("a b"))).contains("visible ASCII"));
         assert!(
-            err(h().auth(Auth::OAuth2(OAuth2::new("ftp://x", "id", "s"))))
+            err(h().auth(Auth::oauth2(OAuth2::new("ftp://x", "id", "s"))))
                 .contains("webhooks[0].auth.token_url")
         );
         let cert_only = EndpointTls {
@@ -449,7 +455,7 @@ mod tests {
             "{:?} {:?} {:?}",
             Auth::basic("u", "pa55"),
             Auth::bearer("tok3n"),
-            Auth::OAuth2(o)
+            Auth::oauth2(o)
         );
         for secret in ["pa55", "tok3n", "s3cret", "k=1"] {
             assert!(!shown.contains(secret), "{shown}");
