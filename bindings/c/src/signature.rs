@@ -37,16 +37,16 @@ pub unsafe extern "C" fn outbound_sign(
     out_written: *mut usize,
 ) -> outbound_result {
     ffi!({
-        finish((|| {
-            // SAFETY: the caller's contract for each pointer.
-            let secret = unsafe { bytes(secret, secret_len, "secret") }?;
-            let body = unsafe { bytes(body, body_len, "body") }?;
-            if out.is_null() {
-                return Err(Failure::Null("out"));
-            }
-            let signature = outbound::sign(secret, body);
-            unsafe { write_text(&signature, out, out_len, out_written, "out") }
-        })())
+        // SAFETY: the caller's contract for each pointer.
+        unsafe {
+            sign_with(
+                outbound::sign,
+                (secret, secret_len),
+                (body, body_len),
+                (out, out_len),
+                out_written,
+            )
+        }
     })
 }
 
@@ -73,17 +73,15 @@ pub unsafe extern "C" fn outbound_verify(
     signature_len: usize,
 ) -> outbound_result {
     ffi!({
-        finish((|| {
-            // SAFETY: the caller's contract for each pointer.
-            let secret = unsafe { bytes(secret, secret_len, "secret") }?;
-            let body = unsafe { bytes(body, body_len, "body") }?;
-            let signature = unsafe { bytes(signature.cast::<u8>(), signature_len, "signature") }?;
-            // Bytes that are not UTF-8 cannot be hex digits: a mismatch, not a text error.
-            match std::str::from_utf8(signature) {
-                Ok(sig) if outbound::verify(secret, body, sig) => Ok(()),
-                _ => Err(Failure::BadSignature),
-            }
-        })())
+        // SAFETY: the caller's contract for each pointer.
+        unsafe {
+            verify_with(
+                outbound::verify,
+                (secret, secret_len),
+                (body, body_len),
+                (signature, signature_len),
+            )
+        }
     })
 }
 
@@ -119,16 +117,16 @@ pub unsafe extern "C" fn outbound_sign_sha256(
     out_written: *mut usize,
 ) -> outbound_result {
     ffi!({
-        finish((|| {
-            // SAFETY: the caller's contract for each pointer.
-            let secret = unsafe { bytes(secret, secret_len, "secret") }?;
-            let body = unsafe { bytes(body, body_len, "body") }?;
-            if out.is_null() {
-                return Err(Failure::Null("out"));
-            }
-            let signature = outbound::sign_sha256(secret, body);
-            unsafe { write_text(&signature, out, out_len, out_written, "out") }
-        })())
+        // SAFETY: the caller's contract for each pointer.
+        unsafe {
+            sign_with(
+                outbound::sign_sha256,
+                (secret, secret_len),
+                (body, body_len),
+                (out, out_len),
+                out_written,
+            )
+        }
     })
 }
 
@@ -155,16 +153,15 @@ pub unsafe extern "C" fn outbound_verify_sha256(
     signature_len: usize,
 ) -> outbound_result {
     ffi!({
-        finish((|| {
-            // SAFETY: the caller's contract for each pointer.
-            let secret = unsafe { bytes(secret, secret_len, "secret") }?;
-            let body = unsafe { bytes(body, body_len, "body") }?;
-            let signature = unsafe { bytes(signature.cast::<u8>(), signature_len, "signature") }?;
-            match std::str::from_utf8(signature) {
-                Ok(sig) if outbound::verify_sha256(secret, body, sig) => Ok(()),
-                _ => Err(Failure::BadSignature),
-            }
-        })())
+        // SAFETY: the caller's contract for each pointer.
+        unsafe {
+            verify_with(
+                outbound::verify_sha256,
+                (secret, secret_len),
+                (body, body_len),
+                (signature, signature_len),
+            )
+        }
     })
 }
 
@@ -279,4 +276,47 @@ fn secret_error(e: &SignatureError) -> Failure {
         setting: "secrets".into(),
         reason: why,
     })
+}
+
+/// A signature of the body with the secret, by `sign`, written NUL-terminated to `out`.
+///
+/// # Safety
+/// Each pointer is NULL or valid for its stated length.
+unsafe fn sign_with(
+    sign: fn(&[u8], &[u8]) -> String,
+    (secret, secret_len): (*const u8, usize),
+    (body, body_len): (*const u8, usize),
+    (out, out_len): (*mut c_char, usize),
+    out_written: *mut usize,
+) -> outbound_result {
+    finish((|| {
+        let secret = unsafe { bytes(secret, secret_len, "secret") }?;
+        let body = unsafe { bytes(body, body_len, "body") }?;
+        if out.is_null() {
+            return Err(Failure::Null("out"));
+        }
+        unsafe { write_text(&sign(secret, body), out, out_len, out_written, "out") }
+    })())
+}
+
+/// Whether `verify` takes the signature for the body and the secret.
+///
+/// # Safety
+/// Each pointer is NULL or valid for its stated length.
+unsafe fn verify_with(
+    verify: fn(&[u8], &[u8], &str) -> bool,
+    (secret, secret_len): (*const u8, usize),
+    (body, body_len): (*const u8, usize),
+    (signature, signature_len): (*const c_char, usize),
+) -> outbound_result {
+    finish((|| {
+        let secret = unsafe { bytes(secret, secret_len, "secret") }?;
+        let body = unsafe { bytes(body, body_len, "body") }?;
+        let signature = unsafe { bytes(signature.cast::<u8>(), signature_len, "signature") }?;
+        // Bytes that are not UTF-8 cannot be hex digits: a mismatch, not a text error.
+        match std::str::from_utf8(signature) {
+            Ok(sig) if verify(secret, body, sig) => Ok(()),
+            _ => Err(Failure::BadSignature),
+        }
+    })())
 }

@@ -112,19 +112,38 @@ pub unsafe extern "C" fn outbound_options_set_webhook_auth_oauth2(
 ) -> outbound_result {
     ffi!({
         unsafe {
-            with_webhook(options, webhook, "auth", |hook| {
-                let mut o = OAuth2::new(
+            set_oauth2(options, webhook, scope, audience, || {
+                Ok(OAuth2::new(
                     req_str(token_url, "token_url")?,
                     req_str(client_id, "client_id")?,
                     req_str(client_secret, "client_secret")?,
-                );
-                o.scope = opt_string(scope, "scope")?;
-                o.audience = opt_string(audience, "audience")?;
-                hook.auth = Some(Auth::oauth2(o));
-                Ok(())
+                ))
             })
         }
     })
+}
+
+/// Webhook `webhook`'s auth becomes the OAuth2 credentials `made` reads, with `scope` and
+/// `audience` (NULL: none).
+///
+/// # Safety
+/// `options` is NULL or live; `scope` and `audience` are NULL or NUL-terminated.
+unsafe fn set_oauth2(
+    options: *mut outbound_options,
+    webhook: usize,
+    scope: *const c_char,
+    audience: *const c_char,
+    made: impl FnOnce() -> Result<OAuth2, Failure>,
+) -> outbound_result {
+    unsafe {
+        with_webhook(options, webhook, "auth", |hook| {
+            let mut o = made()?;
+            o.scope = opt_string(scope, "scope")?;
+            o.audience = opt_string(audience, "audience")?;
+            hook.auth = Some(Auth::oauth2(o));
+            Ok(())
+        })
+    }
 }
 
 /// Webhook `webhook` authenticates with OAuth2 client credentials (RFC 6749 §4.4) as
@@ -163,16 +182,12 @@ pub unsafe extern "C" fn outbound_options_set_webhook_auth_oauth2_assertion(
 ) -> outbound_result {
     ffi!({
         unsafe {
-            with_webhook(options, webhook, "auth", |hook| {
-                let mut o = OAuth2::with_assertion_key(
+            set_oauth2(options, webhook, scope, audience, || {
+                Ok(OAuth2::with_assertion_key(
                     req_str(token_url, "token_url")?,
                     req_str(client_id, "client_id")?,
                     req_str(client_assertion_key, "client_assertion_key")?,
-                );
-                o.scope = opt_string(scope, "scope")?;
-                o.audience = opt_string(audience, "audience")?;
-                hook.auth = Some(Auth::oauth2(o));
-                Ok(())
+                ))
             })
         }
     })
