@@ -238,7 +238,7 @@ impl Client {
 
     fn encode<O: WriteJson>(&self, msg: &Message<O>) -> Result<Item, O::Error> {
         // Webhooks that are all off take no body: the message is not theirs.
-        let hooks_on = self.config.hook_mask() != 0;
+        let hooks_on = self.hook_mask != 0;
         let no_webhooks = match (hooks_on, self.config.webhooks.is_empty()) {
             (true, _) => None,
             (false, true) => Some("this client has no webhooks"),
@@ -248,7 +248,7 @@ impl Client {
         let mut made = [0u8; 36];
         let id: &str = match &msg.message_id {
             Some(id) => {
-                if hooks_on && self.config.signs_standard() {
+                if hooks_on && self.signs_standard {
                     webhook::check_standard_id(id)?;
                 }
                 id

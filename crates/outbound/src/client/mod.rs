@@ -29,6 +29,10 @@ pub type Answers<E> = Vec<Result<Arc<str>, E>>;
 /// is queued.
 pub struct Client {
     config: Arc<Config>,
+    /// The webhooks that are on (`Config::hook_mask`), and whether one of them signs with
+    /// Standard Webhooks: read at every call, fixed with the config.
+    hook_mask: u8,
+    signs_standard: bool,
     logger: Logger,
     engine: ArcSwap<Engine>,
     /// A recording client's record ([`crate::testing`]): requests go there, not out.
@@ -89,6 +93,8 @@ impl Client {
             )
         });
         Ok(Client {
+            hook_mask: config.hook_mask(),
+            signs_standard: config.signs_standard(),
             config: Arc::new(config),
             logger,
             engine: ArcSwap::from_pointee(engine),
