@@ -297,7 +297,9 @@ impl Core {
 
     /// An engine for one client (what `Client::new` makes): one I/O thread.
     pub(crate) fn private(config: &Config) -> Result<Core, Error> {
-        let sends = !config.webhooks.is_empty() || config.write_key.is_some();
+        let sends = !config.webhooks.is_empty()
+            || config.write_key.is_some()
+            || !config.subscriptions.is_empty();
         let mut core = Core::start(sends.then_some(1))?;
         core.private = true;
         Ok(core)

@@ -27,6 +27,20 @@ impl Drop for CallGuard<'_> {
     }
 }
 
+/// The spool bytes `items` take (0 without a spool).
+fn spool_size(spooled: bool, items: &[Item]) -> u64 {
+    match spooled {
+        true => items
+            .iter()
+            .map(|i| {
+                (i.ingest.as_ref().map_or(0, |b| b.len()) + i.hook.as_ref().map_or(0, |b| b.len()))
+                    as u64
+            })
+            .sum(),
+        false => 0,
+    }
+}
+
 impl Client {
     /// Validates `msg`, writes the body of each destination it goes to, and queues it. Returns the
     /// message id. Never blocks: a full queue is an immediate [`Error::QueueFull`].
@@ -56,7 +70,15 @@ impl Client {
         if shared.closed.load(SeqCst) {
             return Err(Error::Closed.into());
         }
-        let item = self.encode(msg)?;
+        if !self.subs.is_empty() {
+            let mut event = Vec::new();
+            let item = self.encode(msg, Some(&mut event))?;
+            let id: Arc<str> = item.id().into();
+            let answer = with_id(&id);
+            self.admit_with_subscriptions(&engine, vec![(item, event)])?;
+            return Ok(answer);
+        }
+        let item = self.encode(msg, None)?;
         self.admit(shared, engine.spooled, std::slice::from_ref(&item))?;
         let answer = with_id(item.id());
         engine.tx.message(item, self.config.flush_interval);
@@ -94,10 +116,24 @@ impl Client {
             return Err(Error::Closed);
         }
         let msgs = msgs.into_iter();
+        if !self.subs.is_empty() {
+            let mut items = Vec::with_capacity(msgs.size_hint().0);
+            let answers: Answers<O::Error> = msgs
+                .map(|msg| {
+                    let mut event = Vec::new();
+                    let item = self.encode(msg?.borrow(), Some(&mut event))?;
+                    let id: Arc<str> = item.id().into();
+                    items.push((item, event));
+                    Ok(id)
+                })
+                .collect();
+            self.admit_with_subscriptions(&engine, items)?;
+            return Ok(answers);
+        }
         let mut items = Vec::with_capacity(msgs.size_hint().0);
         let answers: Answers<O::Error> = msgs
             .map(|msg| {
-                let item = self.encode(msg?.borrow())?;
+                let item = self.encode(msg?.borrow(), None)?;
                 // Shared with the queued message: no copy per message of a batch.
                 let id: Arc<str> = item.id().into();
                 items.push(item);
@@ -115,18 +151,14 @@ impl Client {
     /// accepted, or dropped as queue-full with the limit that refused them. With
     /// `queue_full_wait`, a full queue or spool is waited on (room comes back at outcomes)
     /// until that long has passed or the client closes.
-    fn admit(&self, shared: &Shared, spooled: bool, items: &[Item]) -> Result<(), Error> {
+    pub(super) fn admit(
+        &self,
+        shared: &Shared,
+        spooled: bool,
+        items: &[Item],
+    ) -> Result<(), Error> {
         let n = items.len() as u64;
-        let size: u64 = match spooled {
-            true => items
-                .iter()
-                .map(|i| {
-                    (i.ingest.as_ref().map_or(0, |b| b.len())
-                        + i.hook.as_ref().map_or(0, |b| b.len())) as u64
-                })
-                .sum(),
-            false => 0,
-        };
+        let size = spool_size(spooled, items);
         let wait = self.config.queue_full_wait;
         let mut deadline = None;
         let refusal = loop {
@@ -167,6 +199,23 @@ impl Client {
             }
         });
         Err(refusal)
+    }
+
+    /// Gives back what [`admit`](Self::admit) took for `items` (a subscription refused
+    /// them): they count as refused for a full queue, as the call that took them fails.
+    pub(super) fn unadmit(&self, shared: &Shared, spooled: bool, items: &[Item]) {
+        let n = items.len() as u64;
+        shared
+            .spool_bytes
+            .fetch_sub(spool_size(spooled, items), Relaxed);
+        if spooled {
+            shared.unsettled.fetch_sub(n, SeqCst);
+        }
+        shared.pending.fetch_sub(n, SeqCst);
+        shared.counters.accepted.fetch_sub(n, Relaxed);
+        shared.counters.dropped.fetch_add(n, Relaxed);
+        shared.counters.queue_full.fetch_add(n, Relaxed);
+        shared.wake_room();
     }
 
     /// One try at [`admit`](Self::admit)'s room: `n` queue slots and `size` spool bytes.
@@ -236,7 +285,57 @@ impl Client {
                 .is_none_or(|t| t.bytes.load(Relaxed).saturating_add(size) <= t.limit)
     }
 
-    fn encode<O: WriteJson>(&self, msg: &Message<O>) -> Result<Item, O::Error> {
+    /// Takes `items` (each with its message in Segment's shape, empty for one subscriptions
+    /// do not get) and each subscription's share of them, all or none, and hands them on.
+    fn admit_with_subscriptions(
+        &self,
+        engine: &super::start::Engine,
+        items: Vec<(Item, Vec<u8>)>,
+    ) -> Result<(), Error> {
+        let mut routed: Vec<Vec<Item>> = (0..self.subs.len()).map(|_| Vec::new()).collect();
+        let mut own = Vec::with_capacity(items.len());
+        let mut unmatched = 0;
+        for (item, event) in items {
+            let id: Arc<str> = item.id().into();
+            let event = (!event.is_empty()).then_some(event.as_slice());
+            let mut matched = false;
+            for (i, sub) in self.route(&id, event).into_iter().enumerate() {
+                if let Some(sub) = sub {
+                    routed[i].push(sub);
+                    matched = true;
+                }
+            }
+            // A message with no destination of the client's own ends here.
+            if item.ingest.is_some() || item.hook.is_some() {
+                own.push(item);
+            } else if !matched {
+                unmatched += 1;
+            }
+        }
+        self.admit_routed(&routed)?;
+        if let Err(e) = self.admit(&engine.shared, engine.spooled, &own) {
+            for (sub, items) in self.subs.iter().zip(&routed) {
+                let engine = sub.engine.load();
+                sub.unadmit(&engine.shared, engine.spooled, items);
+            }
+            return Err(e);
+        }
+        self.unmatched.fetch_add(unmatched, Relaxed);
+        self.send_routed(routed);
+        for item in own {
+            engine.tx.message(item, self.config.flush_interval);
+        }
+        Ok(())
+    }
+
+    /// Validates `msg` and writes its bodies; with `event`, also the message in the shape
+    /// Segment's tracking API gives it (its ingestion element), for subscriptions (left
+    /// empty for a `delete`, which they do not get).
+    fn encode<O: WriteJson>(
+        &self,
+        msg: &Message<O>,
+        event: Option<&mut Vec<u8>>,
+    ) -> Result<Item, O::Error> {
         // Webhooks that are all off take no body: the message is not theirs.
         let hooks_on = self.hook_mask != 0;
         let no_webhooks = match (hooks_on, self.config.webhooks.is_empty()) {
@@ -309,6 +408,14 @@ impl Client {
             }
             (false, _) => None,
         };
+        if let (Some(event), false) = (event, msg.kind == crate::Kind::Delete) {
+            match &ingest {
+                Some(element) => *event = element.to_vec(),
+                None => {
+                    ingestion::encode(msg, &parts, id, &ts, event);
+                }
+            }
+        }
         scratch.objects = parts.into_buf();
         scratch.keep();
         // The id is kept in the bytes only where they hold it unescaped: the ingestion

@@ -25,6 +25,19 @@ impl Client {
     /// wait for and it is called at once, on the caller's thread, with `true` (a closed
     /// client: `false`). This is how a server acknowledges only what is on disk.
     pub fn when_spooled(&self, callback: impl FnOnce(bool) + Send + 'static) {
+        if !self.subs.is_empty() {
+            // The subscriptions' clients hold their shares of the messages: all must say so.
+            let all = Arc::new(AllOf::new(1 + self.subs.len(), Box::new(callback)));
+            for sub in &self.subs {
+                let all = all.clone();
+                sub.when_spooled_own(move |ok| all.answer(ok));
+            }
+            return self.when_spooled_own(move |ok| all.answer(ok));
+        }
+        self.when_spooled_own(callback)
+    }
+
+    fn when_spooled_own(&self, callback: impl FnOnce(bool) + Send + 'static) {
         let engine = self.engine.load();
         match &engine.tx {
             _ if engine.shared.closed.load(SeqCst) => callback(false),
@@ -40,6 +53,16 @@ impl Client {
     /// that lands before the call is not missed (a message that its own `integrations` send
     /// nowhere is not a failure).
     pub fn flush(&self, timeout: Option<Duration>) -> bool {
+        let deadline = after(Instant::now(), timeout.unwrap_or(DEFAULT_WAIT));
+        let mut ok = true;
+        for sub in &self.subs {
+            ok &= sub.flush(Some(deadline.saturating_duration_since(Instant::now())));
+        }
+        let left = deadline.saturating_duration_since(Instant::now());
+        self.flush_own(Some(left)) && ok
+    }
+
+    fn flush_own(&self, timeout: Option<Duration>) -> bool {
         let engine = self.engine.load_full();
         let before = engine.shared.answered_losses.load(SeqCst);
         if engine.on_scheduler() {
@@ -91,6 +114,19 @@ impl Client {
         if engine.shared.closed.swap(true, SeqCst) {
             return Err(Error::Closed);
         }
+        // No call takes new messages now; the subscriptions' clients end first (they are
+        // tenants of this client's spool writer, which ends with it).
+        let mut subs_ok = true;
+        if !self.subs.is_empty() {
+            while engine.shared.calls.load(SeqCst) != 0 {
+                std::thread::yield_now();
+            }
+            let deadline = after(Instant::now(), timeout.unwrap_or(DEFAULT_WAIT));
+            for sub in &self.subs {
+                let left = deadline.saturating_duration_since(Instant::now());
+                subs_ok &= sub.close(Some(left)).unwrap_or(false);
+            }
+        }
         // Calls waiting for room (`queue_full_wait`) give up now, as closed.
         engine.shared.wake_room();
         let deadline = after(Instant::now(), timeout.unwrap_or(DEFAULT_WAIT));
@@ -110,7 +146,7 @@ impl Client {
         };
         engine.tx.send(Command::Shutdown);
         let complete = self.finish(&engine, on_scheduler, true, "closed");
-        Ok(self.no_losses_since(&engine, before) && complete && idle)
+        Ok(self.no_losses_since(&engine, before) && complete && idle && subs_ok)
     }
 
     /// Closes the client for a successor of its name on the same spool (a service that
@@ -132,6 +168,10 @@ impl Client {
         while engine.shared.calls.load(SeqCst) != 0 {
             std::thread::yield_now();
         }
+        let mut subs_ok = true;
+        for sub in &self.subs {
+            subs_ok &= sub.hand_over(timeout).unwrap_or(false);
+        }
         engine.tx.send(Command::HandOver);
         let on_scheduler = engine.on_scheduler();
         let bound = timeout.unwrap_or(self.config.timeout + Duration::from_secs(1));
@@ -144,7 +184,7 @@ impl Client {
             // Past the answers' bound: end as `close` ends, the requests out abandoned.
             engine.tx.send(Command::Shutdown);
         }
-        Ok(self.finish(&engine, on_scheduler, settled, "handed over"))
+        Ok(self.finish(&engine, on_scheduler, settled, "handed over") && subs_ok)
     }
 
     /// The end that `close` and `hand_over` share, once the shutdown or hand-over was sent:
@@ -194,6 +234,34 @@ impl Client {
                 });
                 return false;
             }
+        }
+    }
+}
+
+type Answered = Box<dyn FnOnce(bool) + Send>;
+
+/// A callback answered once every one of `n` answers came: `true` when all were.
+struct AllOf {
+    /// Answers still to come, whether all so far were `true`, and the callback.
+    left: std::sync::Mutex<(usize, bool, Option<Answered>)>,
+}
+
+impl AllOf {
+    fn new(n: usize, callback: Answered) -> AllOf {
+        AllOf {
+            left: std::sync::Mutex::new((n, true, Some(callback))),
+        }
+    }
+
+    fn answer(&self, ok: bool) {
+        let done = {
+            let mut left = self.left.lock().unwrap_or_else(|e| e.into_inner());
+            left.0 -= 1;
+            left.1 &= ok;
+            (left.0 == 0).then(|| (left.2.take(), left.1))
+        };
+        if let Some((Some(callback), ok)) = done {
+            callback(ok);
         }
     }
 }

@@ -10,7 +10,7 @@ use crate::log::{Level, Logger};
 use crate::model::config::{Config, MAX_WEBHOOKS};
 use crate::model::outcome::Stats;
 use arc_swap::ArcSwap;
-use std::sync::atomic::Ordering::*;
+use std::sync::atomic::{AtomicU64, Ordering::*};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -37,11 +37,16 @@ pub struct Client {
     engine: ArcSwap<Engine>,
     /// A recording client's record ([`crate::testing`]): requests go there, not out.
     recorder: Option<Arc<Recorder>>,
+    /// A client per subscription (`subscriptions.rs`), in the order of the config's.
+    subs: Vec<Client>,
+    /// Messages that went nowhere: no subscription matched and no destination of its own.
+    unmatched: AtomicU64,
 }
 
 mod admit;
 mod ending;
 mod start;
+mod subscriptions;
 
 use start::{Engine, To};
 
@@ -76,9 +81,42 @@ impl Client {
         recorder: Option<Arc<Recorder>>,
         tenant: Option<String>,
     ) -> Result<Client, Error> {
+        Client::on_engine_with(config, core, recorder, tenant, None)
+    }
+
+    /// [`on_engine`](Self::on_engine), a tenant of `writer` when given (a subscription's
+    /// client, on its parent's spool).
+    fn on_engine_with(
+        config: Config,
+        core: Arc<Core>,
+        recorder: Option<Arc<Recorder>>,
+        tenant: Option<String>,
+        writer: Option<&crate::engine::SpoolWriter>,
+    ) -> Result<Client, Error> {
         config.check()?;
         let logger = Logger::new(config.debug, config.log_sink.clone());
-        let engine = Engine::start(core, &config, &logger, recorder.clone(), tenant)?;
+        let engine = Engine::start(
+            core.clone(),
+            &config,
+            &logger,
+            recorder.clone(),
+            tenant.clone(),
+            writer,
+        )?;
+        let subs = match config.subscriptions.is_empty() {
+            true => Vec::new(),
+            false => {
+                let writer = (engine.own_spool.as_deref())
+                    .or(core.spool.as_ref().filter(|_| tenant.is_some()));
+                Client::start_subscriptions(
+                    &config,
+                    &core,
+                    recorder.as_ref(),
+                    tenant.as_deref(),
+                    writer,
+                )?
+            }
+        };
         logger.log(Level::Debug, || {
             format!(
                 "client started: ingestion {}, {} webhook(s), flush_at {}, flush_interval {:?}",
@@ -99,6 +137,8 @@ impl Client {
             logger,
             engine: ArcSwap::from_pointee(engine),
             recorder,
+            subs,
+            unmatched: AtomicU64::new(0),
         })
     }
 
@@ -175,7 +215,11 @@ impl Client {
             &self.logger,
             self.recorder.clone(),
             None,
+            None,
         )?;
+        for sub in &self.subs {
+            sub.reset_after_fork()?;
+        }
         fresh.shared.closed.store(closed, SeqCst);
         std::mem::forget(self.engine.swap(Arc::new(fresh)));
         Ok(())

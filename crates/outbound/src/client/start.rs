@@ -46,6 +46,7 @@ impl Engine {
         logger: &Logger,
         recorder: Option<Arc<Recorder>>,
         tenant: Option<String>,
+        parent_writer: Option<&SpoolWriter>,
     ) -> Result<Engine, Error> {
         let targets = config.check_webhooks()?;
         // Requests go out on the I/O engine (a recording client's go to its record there).
@@ -91,7 +92,7 @@ impl Engine {
             _ => None,
         };
         let writer = match (&tenant, &own) {
-            (Some(_), _) => core.spool.as_ref(),
+            (Some(_), _) => parent_writer.or(core.spool.as_ref()),
             (None, Some(own)) => Some(&**own),
             (None, None) => None,
         };

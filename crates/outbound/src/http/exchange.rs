@@ -118,6 +118,8 @@ impl Exchange {
                         timeout: config.timeout,
                         keep: KEEP_PER_HOST,
                         tokens,
+                        method: (config.send_as.as_ref())
+                            .map_or(Method::POST, |s| s.method.clone()),
                     });
                 }
                 Via::Network(ways)
@@ -161,6 +163,8 @@ struct Network {
     keep: usize,
     /// OAuth2 client credentials: each request carries the token.
     tokens: Option<Arc<Tokens>>,
+    /// `POST`, or a subscription's method.
+    method: Method,
 }
 
 impl Network {
@@ -286,7 +290,7 @@ impl Network {
                 seen.error = Some(ErrorClass::Reset);
                 return retry_connection("connection closed before the request".into());
             }
-            let request = request(t, headers, body.clone());
+            let request = request(&self.method, t, headers, body.clone());
             let answer = match tx.send_request(request).await {
                 Ok(answer) => answer,
                 Err(e) if reused && e.is_canceled() => {
@@ -363,10 +367,15 @@ impl Network {
     }
 }
 
-fn request(t: &Target, headers: &[(HeaderName, HeaderValue)], body: Frames) -> Request<Frames> {
+fn request(
+    method: &Method,
+    t: &Target,
+    headers: &[(HeaderName, HeaderValue)],
+    body: Frames,
+) -> Request<Frames> {
     let len = HeaderValue::from(body.len());
     let mut req = Request::new(body);
-    *req.method_mut() = Method::POST;
+    *req.method_mut() = method.clone();
     *req.uri_mut() = t.path.clone().into();
     let map = req.headers_mut();
     map.reserve(headers.len() + 2);
@@ -539,6 +548,7 @@ mod tests {
             timeout: Duration::from_secs(5),
             keep: 8,
             tokens: None,
+            method: Method::POST,
         }
     }
 

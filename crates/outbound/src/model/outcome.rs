@@ -85,6 +85,9 @@ pub struct Outcome {
     pub reason: Option<Reason>,
     /// Human-readable detail (`"ingestion: status 400"`, `"webhooks: expired after 12 attempts; last: status 503"`).
     pub detail: String,
+    /// The subscription this outcome is of (`Config::subscriptions`): a message has one per
+    /// subscription it matched, besides its own (`None`: ingestion and webhooks).
+    pub subscription: Option<Arc<str>>,
 }
 
 /// A snapshot of the client's counters.

@@ -17,6 +17,7 @@ pub(crate) mod ingestion;
 pub(crate) mod json_text;
 pub(crate) mod message_id;
 pub(crate) mod signature;
+pub(crate) mod subscription;
 pub(crate) mod webhook;
 
 pub(crate) use body::Body;

@@ -2,7 +2,9 @@
 //! message to each of up to 5 URLs.
 
 use crate::error::Error;
-use crate::model::config::{standard_keys, CheckedHook, Config, SignatureScheme, StaticHeaders};
+use crate::model::config::{
+    standard_keys, CheckedHook, Config, SendAs, SignatureScheme, StaticHeaders,
+};
 use crate::model::message::{Kind, Message, Object};
 use crate::wire::encode::{Obj, Parts};
 use crate::wire::signature;
@@ -107,6 +109,9 @@ enum Signer {
     Standard(Arc<[Vec<u8>]>),
 }
 
+/// Headers the transport writes: a subscription's mapping cannot set them.
+const TRANSPORT: [&str; 4] = ["content-length", "host", "transfer-encoding", "connection"];
+
 /// One webhook: its own headers and its signer.
 struct Target {
     headers: StaticHeaders,
@@ -119,6 +124,8 @@ pub(crate) struct Hooks {
     /// Each target as logs show it (`Config::webhook_label`), shared with its lane.
     labels: Vec<Arc<str>>,
     user_agent: HeaderValue,
+    /// A subscription's client: its method, headers and per-event requests.
+    send_as: Option<Arc<SendAs>>,
 }
 
 impl Hooks {
@@ -148,16 +155,27 @@ impl Hooks {
                         Signer::Sha256(k.clone(), named("x-signature-256"))
                     }
                 };
-                Target {
-                    headers: hook.headers,
-                    signer,
-                }
+                // A subscription's fixed headers first, then its endpoint's `Authorization`.
+                let headers = match &config.send_as {
+                    Some(s) => s.headers.iter().cloned().chain(hook.headers).collect(),
+                    None => hook.headers,
+                };
+                Target { headers, signer }
             })
             .collect::<Vec<_>>();
         Hooks {
             labels: (0..targets.len())
-                .map(|i| config.webhook_label(i).into())
+                .map(|i| match &config.send_as {
+                    Some(s) => format!(
+                        "subscriptions[{}] {}",
+                        s.name,
+                        crate::log::url_for_log(&config.webhooks[i].url, config.log_url_paths)
+                    )
+                    .into(),
+                    None => config.webhook_label(i).into(),
+                })
                 .collect(),
+            send_as: config.send_as.clone(),
             targets,
             user_agent: HeaderValue::from_str(&config.webhook_user_agent)
                 .unwrap_or_else(|_| HeaderValue::from_static("Outbound/1.0")),
@@ -169,26 +187,80 @@ impl Hooks {
         self.labels[target].clone()
     }
 
-    /// The headers of one POST of `body` (message `id`) to webhook number `target`: user
-    /// agent, content type, the webhook's own, and the signature of this attempt. An error
-    /// is a permanent failure of the message at every URL (its detail).
-    pub(crate) fn headers(
+    /// The headers and body of one request of `body` (message `id`, as queued) to webhook
+    /// number `target`. An error is a permanent failure of the message at every URL (its
+    /// detail).
+    pub(crate) fn request(
+        &self,
+        target: usize,
+        id: &str,
+        body: &crate::wire::Body,
+    ) -> Result<(Vec<(HeaderName, HeaderValue)>, bytes::Bytes), String> {
+        let bytes = bytes::Bytes::from_owner(body.clone());
+        let Some(send_as) = &self.send_as else {
+            return Ok((self.headers(target, id, body, true, true, &[])?, bytes));
+        };
+        let framed = crate::wire::subscription::read(body)?;
+        let payload = framed.body.clone().map(|r| bytes.slice(r));
+        let signed = framed.signed.unwrap_or(send_as.signed) && payload.is_some();
+        let mut own = Vec::new();
+        for (name, value) in framed.headers.unwrap_or_default() {
+            let (Ok(name), Ok(value)) =
+                (HeaderName::from_bytes(name), HeaderValue::from_bytes(value))
+            else {
+                return Err("mapping: a mapped header is not a legal HTTP header".into());
+            };
+            // The transport's own headers are its to write.
+            if !TRANSPORT.contains(&name.as_str()) {
+                own.push((name, value));
+            }
+        }
+        let has_body = payload.is_some();
+        let headers = self.headers(
+            target,
+            id,
+            payload.as_deref().unwrap_or(b""),
+            has_body,
+            signed,
+            &own,
+        )?;
+        Ok((headers, payload.unwrap_or_default()))
+    }
+
+    /// The headers of one request of `body` (message `id`) to webhook number `target`: user
+    /// agent (unless `own` or the webhook's set one), content type (with a body), the
+    /// webhook's own and `own`, and, when `signed`, the signature of this attempt.
+    fn headers(
         &self,
         target: usize,
         id: &str,
         body: &[u8],
+        has_body: bool,
+        signed: bool,
+        own_headers: &[(HeaderName, HeaderValue)],
     ) -> Result<Vec<(HeaderName, HeaderValue)>, &'static str> {
         let own = &self.targets[target];
-        let mut headers = Vec::with_capacity(own.headers.len() + 5);
-        headers.push((
-            HeaderName::from_static("user-agent"),
-            self.user_agent.clone(),
-        ));
-        headers.push((
-            HeaderName::from_static("content-type"),
-            HeaderValue::from_static("application/json"),
-        ));
-        headers.extend(own.headers.iter().cloned());
+        let mut headers = Vec::with_capacity(own.headers.len() + own_headers.len() + 5);
+        let user_agent = http::header::USER_AGENT;
+        let content_type = http::header::CONTENT_TYPE;
+        let set =
+            |name: &HeaderName| (own.headers.iter().chain(own_headers)).any(|(k, _)| k == name);
+        if self.send_as.is_none() || !set(&user_agent) {
+            headers.push((user_agent, self.user_agent.clone()));
+        }
+        if has_body {
+            headers.push((
+                content_type.clone(),
+                HeaderValue::from_static("application/json"),
+            ));
+        }
+        // A subscription's own content type goes out only on a request without a body.
+        let kept = |(k, _): &&(HeaderName, HeaderValue)| !has_body || *k != content_type;
+        headers.extend(own.headers.iter().filter(kept).cloned());
+        headers.extend(own_headers.iter().filter(kept).cloned());
+        if !signed {
+            return Ok(headers);
+        }
         match &own.signer {
             Signer::None => {}
             Signer::XSignature(secret, name) => {

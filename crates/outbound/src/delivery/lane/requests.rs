@@ -202,11 +202,10 @@ async fn post(delivery: &Delivery, lane: usize, job: &Job) -> (Attempt, Seen) {
                 return not_sent("no webhooks");
             };
             let target = lane - 1;
-            let headers = match delivery.hooks.headers(target, id.as_str(), body) {
-                Ok(h) => h,
+            let (headers, bytes) = match delivery.hooks.request(target, id.as_str(), body) {
+                Ok(request) => request,
                 Err(why) => return not_sent(why),
             };
-            let bytes = bytes::Bytes::from_owner(body.clone());
             let (attempt, seen) = out
                 .exchange
                 .post(target, &headers, Frames::one(bytes))

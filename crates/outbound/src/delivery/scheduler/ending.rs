@@ -114,6 +114,7 @@ impl Tenant {
                         kind,
                         reason,
                         detail,
+                        subscription: None,
                     };
                     // A panicking callback must not take the scheduler down with it.
                     let call = std::panic::AssertUnwindSafe(|| cb(&outcome));

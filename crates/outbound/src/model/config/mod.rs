@@ -16,8 +16,11 @@ use std::time::Duration;
 
 mod endpoint;
 mod setters;
+mod subscriptions;
 
 pub use endpoint::{Auth, EndpointTls, OAuth2, RateLimit};
+pub(crate) use subscriptions::SendAs;
+pub use subscriptions::{MAX_SUBSCRIPTIONS, SUBSCRIPTION_TIMEOUT};
 
 /// At most this many webhooks per client (spec §8).
 pub const MAX_WEBHOOKS: usize = 5;
@@ -181,6 +184,15 @@ pub struct Config {
     pub endpoint: String,
     /// Up to 5 webhooks: enables the webhooks destination.
     pub webhooks: Vec<Webhook>,
+    /// Up to 50 subscriptions (Segment's Webhooks (Actions)): each gets the events its
+    /// trigger matches, mapped as its `data` says, as a destination of its own (its own
+    /// queue, retries within `retry`'s window, records, health and dead letters), signed
+    /// with `shared_secret` as webhooks are, with a 10 s timeout. Each message has one
+    /// outcome per subscription it matched, with [`Outcome::subscription`] set, besides
+    /// its own (ingestion and webhooks). Names must be given and unique.
+    pub subscriptions: Vec<crate::model::subscription::Subscription>,
+    /// Set on the client made for one subscription: how it sends.
+    pub(crate) send_as: Option<Arc<SendAs>>,
     /// When set, webhook requests are signed: `X-Signature` with this text as the key, or,
     /// with [`SignatureScheme::StandardWebhooks`], `webhook-signature` with one or more
     /// `whsec_` secrets separated by spaces (key rotation: list the new and the old one).
@@ -331,6 +343,8 @@ impl Default for Config {
             write_key: None,
             endpoint: "https://api.segment.io".into(),
             webhooks: Vec::new(),
+            subscriptions: Vec::new(),
+            send_as: None,
             shared_secret: None,
             signature_scheme: SignatureScheme::XSignature,
             webhook_user_agent: "Outbound/1.0".into(),
@@ -376,6 +390,7 @@ impl fmt::Debug for Config {
             .field("write_key", &self.write_key.as_ref().map(|_| "<redacted>"))
             .field("endpoint", &self.endpoint)
             .field("webhooks", &self.webhooks.len())
+            .field("subscriptions", &self.subscriptions.len())
             .field(
                 "shared_secret",
                 &self.shared_secret.as_ref().map(|_| "<redacted>"),
@@ -620,12 +635,14 @@ impl Config {
                 Ok(())
             }
         };
-        if self.write_key.is_none() && self.webhooks.is_empty() {
+        if self.write_key.is_none() && self.webhooks.is_empty() && self.subscriptions.is_empty() {
             return Err(Error::config(
                 "write_key/webhooks",
-                "a client needs a write key (ingestion), at least one webhook, or both",
+                "a client needs a write key (ingestion), at least one webhook or subscription, \
+                 or more than one of these",
             ));
         }
+        self.check_subscriptions()?;
         if let Some(key) = &self.write_key {
             if key.is_empty() {
                 return Err(Error::config("write_key", "must not be empty"));

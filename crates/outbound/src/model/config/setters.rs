@@ -62,6 +62,7 @@ impl Config {
     );
     set!(
         webhooks: Vec<Webhook>,
+        subscriptions: Vec<crate::model::subscription::Subscription>,
         signature_scheme: SignatureScheme,
         flush_at: usize,
         flush_interval: Duration,
@@ -127,6 +128,9 @@ mod tests {
             write_key,
             endpoint,
             webhooks,
+            subscriptions: _,
+            // Set by the core alone, for a subscription's client.
+            send_as: _,
             shared_secret,
             signature_scheme: _,
             webhook_user_agent,

@@ -520,6 +520,28 @@ impl Subscription {
         self.batch_signature
     }
 
+    /// The headers of every request when no directive is in them (names in lower case,
+    /// each value's characters one byte each), and whether they set `X-Signature`
+    /// themselves; `None` when they are mapped per event.
+    pub fn fixed_headers(&self) -> Option<(&[(String, String)], bool)> {
+        match &self.headers {
+            Headers::Fixed(list, own) => Some((list, *own)),
+            Headers::Mapped(_) => None,
+        }
+    }
+
+    /// Turns the subscription on or off (a disabled one keeps its settings).
+    pub fn with_enabled(mut self, on: bool) -> Subscription {
+        self.enabled = on;
+        self
+    }
+
+    /// The same subscription under `name`.
+    pub fn with_name(mut self, name: &str) -> Subscription {
+        self.name = name.to_owned();
+        self
+    }
+
     /// Whether `event` matches the trigger (an event Segment's code cannot evaluate does not).
     pub fn matches(&self, event: &Value) -> bool {
         self.trigger.matches(event)
