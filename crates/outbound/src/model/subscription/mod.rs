@@ -478,6 +478,19 @@ impl Subscription {
         Subscription::new(s)
     }
 
+    /// A subscription from JSON in either form: Segment's export (it has `subscribe` or
+    /// `mapping`; [`from_segment`](Self::from_segment)) or our settings
+    /// ([`from_settings`](Self::from_settings)). What every face takes.
+    pub fn from_json(value: &Value) -> Result<Subscription, Error> {
+        let segment = value
+            .as_object()
+            .is_some_and(|o| o.contains_key("subscribe") || o.contains_key("mapping"));
+        match segment {
+            true => Subscription::from_segment(value),
+            false => Subscription::from_settings(value),
+        }
+    }
+
     /// The same subscription with batches signed as `signature` says (Segment's settings have
     /// no such field: [`Subscription::from_segment`] signs whole bodies).
     pub fn with_batch_signature(mut self, signature: BatchSignature) -> Subscription {
