@@ -4,6 +4,7 @@
 
 use super::file::{source_redis_url, AuthFile, Delivery, Seconds, SourceFile, Spool, WebhookFile};
 use super::{Base, ManagedBy};
+use outbound::subscription::Subscription;
 use outbound::{
     Auth, Config as CoreConfig, EndpointTls, OAuth2, RateLimit, RetryPolicy, SignatureScheme,
     Webhook,
@@ -44,8 +45,19 @@ pub(super) fn core_config(
     let webhooks = (s.webhooks.iter().enumerate())
         .map(|(i, w)| webhook(i, w))
         .collect::<Result<Vec<_>, _>>()?;
+    let subscriptions = (s.subscriptions.iter().enumerate())
+        .map(|(i, v)| {
+            Subscription::from_json(v).map_err(|e| match e {
+                outbound::Error::Config { setting, reason } => {
+                    (format!("subscriptions[{i}].{setting}"), reason)
+                }
+                other => (format!("subscriptions[{i}]"), other.to_string()),
+            })
+        })
+        .collect::<Result<Vec<_>, _>>()?;
     let mut c = CoreConfig::default()
         .webhooks(webhooks)
+        .subscriptions(subscriptions)
         .block_private_networks(base.block_private_networks)
         .allowed_networks(allowed_networks)
         // A forward's endpoint is a customer's too once sources are theirs: the same guard.

@@ -279,12 +279,13 @@ pub const DELIVERY_KEYS: [&str; 24] = [
 ];
 
 /// The keys of a `[[sources]]` table besides the delivery settings.
-pub const SOURCE_KEYS: [&str; 8] = [
+pub const SOURCE_KEYS: [&str; 9] = [
     "name",
     "write_keys",
     "shared_secret",
     "allowed_origins",
     "webhooks",
+    "subscriptions",
     "forward",
     "allowed_networks",
     "forward_allowed_networks",
@@ -521,6 +522,10 @@ with_delivery! {
         /// 1 to 5 (the core checks).
         #[serde(default)]
         pub webhooks: Vec<WebhookFile>,
+        /// Up to 50 subscriptions, each as our settings (`name`, `trigger`, `url`, ...) or
+        /// as Segment's export writes it (`subscribe`, `mapping`): read by the core.
+        #[serde(default)]
+        pub subscriptions: Vec<serde_json::Value>,
         /// Also forward to a Segment-compatible endpoint.
         #[serde(default)]
         pub forward: Option<ForwardFile>,

@@ -63,6 +63,8 @@ pub struct Source {
     pub tenant: String,
     pub write_keys: Vec<String>,
     pub allowed_origins: Vec<String>,
+    /// Its subscriptions as set (the core holds them compiled).
+    pub subscriptions: Vec<serde_json::Value>,
     /// Where errors of this source's core config are reported (`sources[1]`; the API's
     /// sources: empty, their fields named from the top of the body).
     pub key: String,
@@ -112,7 +114,7 @@ impl Source {
                     "allowed_networks" => setting,
                     "endpoint_allowed_networks" => "forward_allowed_networks".to_string(),
                     "shared_secret" => join(at, "shared_secret"),
-                    s if s.starts_with("webhooks") => join(at, s),
+                    s if s.starts_with("webhooks") || s.starts_with("subscriptions") => join(at, s),
                     s if self.own_keys.contains(&s) => join(at, s),
                     // A delivery setting the source did not set came from the top level.
                     _ => setting,
@@ -214,7 +216,8 @@ impl Base {
         own.extend((s.forward_allowed_networks.as_ref()).map(|_| "forward_allowed_networks"));
         let mut core = convert::core_config(s, self, managed_by, &tenant).map_err(|(k, r)| {
             // A value from the top level is reported there; a webhook's is the source's.
-            match own.iter().any(|o| *o == k) || k.starts_with("webhooks[") {
+            let own_table = k.starts_with("webhooks[") || k.starts_with("subscriptions[");
+            match own.iter().any(|o| *o == k) || own_table {
                 true => (join(at, &k), r),
                 false => (k, r),
             }
@@ -227,6 +230,7 @@ impl Base {
             tenant,
             write_keys: s.write_keys.clone(),
             allowed_origins: s.allowed_origins.clone(),
+            subscriptions: s.subscriptions.clone(),
             key: at.to_string(),
             own_keys: own,
             core,

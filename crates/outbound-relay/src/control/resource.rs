@@ -567,7 +567,11 @@ pub fn load(stored: &Value, base: &Base) -> Result<config::Source, Refusal> {
 /// Bodies stored by earlier versions may hold nulls: a null is a value left out.
 fn strip_nulls(map: &mut Map<String, Value>) {
     map.retain(|_, v| !v.is_null());
-    for v in map.values_mut() {
+    for (k, v) in map.iter_mut() {
+        // A mapping's null is a value of its own (`{"@literal": null}`).
+        if k == "subscriptions" {
+            continue;
+        }
         match v {
             Value::Object(m) => strip_nulls(m),
             Value::Array(items) => {
@@ -636,6 +640,7 @@ pub fn view(spec: &config::Source) -> schema::Source {
         write_keys: spec.write_keys.clone(),
         allowed_origins: spec.allowed_origins.clone(),
         webhooks,
+        subscriptions: spec.subscriptions.clone(),
         has_shared_secret: c.shared_secret.is_some(),
         forward,
         delivery,

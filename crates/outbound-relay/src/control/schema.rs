@@ -198,6 +198,11 @@ pub struct Source {
     pub write_keys: Vec<String>,
     pub allowed_origins: Vec<String>,
     pub webhooks: Vec<WebhookView>,
+    /// Its subscriptions as set: each as our settings (`name`, `trigger` in Segment's FQL,
+    /// `url`, `method`, `headers`, `data` as a mapping-kit object, `enabled`) or as
+    /// Segment's export writes it (`name`, `subscribe`, `mapping`). Up to 50.
+    #[schema(value_type = Vec<Object>)]
+    pub subscriptions: Vec<serde_json::Value>,
     pub has_shared_secret: bool,
     pub forward: Option<ForwardView>,
     #[serde(flatten)]

@@ -14,6 +14,7 @@ use std::time::{Duration, Instant};
 /// One request a receiver took.
 #[derive(Clone, Debug)]
 pub struct Hit {
+    pub method: String,
     pub path: String,
     pub headers: Vec<(String, String)>,
     pub body: Vec<u8>,
@@ -102,6 +103,7 @@ fn serve(
         if reader.read_line(&mut line).unwrap_or(0) == 0 {
             return;
         }
+        let method = line.split_whitespace().next().unwrap_or("").to_string();
         let path = line.split_whitespace().nth(1).unwrap_or("").to_string();
         let mut headers = Vec::new();
         let mut len = 0;
@@ -130,6 +132,7 @@ fn serve(
         {
             let mut all = hits.0.lock().unwrap();
             all.push(Hit {
+                method,
                 path,
                 headers,
                 body,

@@ -198,6 +198,10 @@ pub(super) fn validate(config: &Config) -> Result<(), Error> {
         Target::parse(&ingestion::batch_url(config))
             .map_err(|why| Error::config("endpoint", why))?;
     }
+    for i in 0..config.subscriptions.len() {
+        let own = config.for_subscription(i)?;
+        validate(&own).map_err(|e| crate::model::config::subscription_error(i, e))?;
+    }
     Ok(())
 }
 

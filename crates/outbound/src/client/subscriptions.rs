@@ -31,16 +31,7 @@ impl Client {
             let name =
                 writer.map(|_| format!("{}/subscriptions/{}", tenant.unwrap_or(""), sub.name()));
             let client = Client::on_engine_with(own, core.clone(), recorder.cloned(), name, writer)
-                .map_err(|e| match e {
-                    // The settings are the parent's (its spool, its timeout): named as such.
-                    Error::Config { setting, reason } if setting.starts_with("webhooks[0]") => {
-                        Error::config(
-                            setting.replacen("webhooks[0]", &format!("subscriptions[{i}]"), 1),
-                            reason,
-                        )
-                    }
-                    e => e,
-                })?;
+                .map_err(|e| crate::model::config::subscription_error(i, e))?;
             subs.push(client);
         }
         Ok(subs)

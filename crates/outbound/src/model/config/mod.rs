@@ -19,7 +19,7 @@ mod setters;
 mod subscriptions;
 
 pub use endpoint::{Auth, EndpointTls, OAuth2, RateLimit};
-pub(crate) use subscriptions::SendAs;
+pub(crate) use subscriptions::{named as subscription_error, SendAs};
 pub use subscriptions::{MAX_SUBSCRIPTIONS, SUBSCRIPTION_TIMEOUT};
 
 /// At most this many webhooks per client (spec §8).

@@ -118,6 +118,18 @@ impl Config {
     }
 }
 
+/// An error of subscription `i`'s client, named as the subscription's (its one webhook is
+/// the subscription's endpoint).
+pub(crate) fn named(i: usize, e: Error) -> Error {
+    match e {
+        Error::Config { setting, reason } if setting.starts_with("webhooks[0]") => Error::config(
+            setting.replacen("webhooks[0]", &format!("subscriptions[{i}]"), 1),
+            reason,
+        ),
+        e => e,
+    }
+}
+
 /// A subscription's fixed headers, ready to send: values as Node sends them (each character
 /// one byte). Names are checked by the mapping's rules already; the transport's own are
 /// refused here as for webhooks.

@@ -1,0 +1,213 @@
+//! Issue 57 through the relay: a source's subscriptions, set in relay.toml (our settings or
+//! Segment's export as written) and through the admin API, get the events their triggers
+//! match, mapped, at real receivers on 127.0.0.1; errors name the field and, for a trigger,
+//! the position; each subscription's records and dead letters are its own.
+
+mod support;
+
+use serde_json::{json, Value};
+use std::time::{Duration, Instant};
+use support::{basic, get, post, put, temp_dir, Addr, InProcess, Receiver};
+
+const ADMIN: (&str, &str) = ("Authorization", "Bearer adm");
+
+fn top() -> String {
+    "listen = \"127.0.0.1:0\"\ndata_dir = \"data\"\nadmin_token = \"adm\"\n\
+     allowed_networks = [\"127.0.0.0/8\"]\nmax_backoff = 0.2\n"
+        .to_string()
+}
+
+fn send(relay: &impl Addr, key: &str, events: Value) {
+    let a = post(
+        &relay.url("/v1/batch"),
+        &[("Authorization", &basic(key))],
+        json!({ "batch": events }).to_string().as_bytes(),
+    );
+    assert_eq!(a.status, 200, "{}", a.body);
+}
+
+fn until(what: &str, mut done: impl FnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !done() {
+        assert!(Instant::now() < deadline, "waited 20 s for {what}");
+        std::thread::sleep(Duration::from_millis(25));
+    }
+}
+
+fn sign(secret: &str, body: &[u8]) -> String {
+    outbound::sign(secret.as_bytes(), body)
+}
+
+#[test]
+fn relay_toml_subscriptions_get_what_their_triggers_match_as_their_mappings_say() {
+    let (orders, people, classic) = (Receiver::start(), Receiver::start(), Receiver::start());
+    let dir = temp_dir();
+    let config = format!(
+        r#"{top}
+[[sources]]
+name = "shop"
+write_keys = ["wk_shop"]
+shared_secret = "s3cret"
+[[sources.webhooks]]
+url = "{classic}"
+[[sources.subscriptions]]
+name = "orders"
+trigger = 'type = "track" and event = "Order Completed" and properties.total > 10'
+url = "{orders}"
+method = "PUT"
+headers = {{ "X-Team" = "growth" }}
+data = {{ order = {{ "@path" = "$.properties.order_id" }}, total = {{ "@path" = "$.properties.total" }} }}
+# As Segment's Config API exports a Webhooks (Actions) mapping.
+[[sources.subscriptions]]
+name = "people"
+subscribe = 'type = "identify"'
+[sources.subscriptions.mapping]
+url = "{people}"
+method = "POST"
+data = {{ "@path" = "$." }}
+"#,
+        top = top(),
+        classic = classic.url,
+        orders = orders.url,
+        people = people.url,
+    );
+    let relay = InProcess::start(dir.path(), &config);
+    send(
+        &relay,
+        "wk_shop",
+        json!([
+            {"type": "track", "userId": "u1", "event": "Order Completed", "messageId": "m-1",
+             "properties": {"order_id": "o-1", "total": 25}},
+            {"type": "track", "userId": "u1", "event": "Order Completed", "messageId": "m-2",
+             "properties": {"order_id": "o-2", "total": 5}},
+            {"type": "identify", "userId": "u2", "messageId": "m-3", "traits": {"plan": "pro"}}
+        ]),
+    );
+    assert_eq!(
+        classic.wait_for(3).len(),
+        3,
+        "the classic webhook gets every event"
+    );
+    let hit = &orders.wait_for(1)[0];
+    let person = &people.wait_for(1)[0];
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!((orders.hits().len(), people.hits().len()), (1, 1));
+    assert_eq!(hit.method, "PUT");
+    assert_eq!(hit.body, br#"{"order":"o-1","total":25}"#);
+    assert_eq!(hit.header("x-team"), Some("growth"));
+    assert_eq!(
+        hit.header("x-signature"),
+        Some(sign("s3cret", &hit.body).as_str())
+    );
+    assert_eq!(person.method, "POST");
+    let event = person.json();
+    assert_eq!(
+        (event["type"].as_str(), event["userId"].as_str()),
+        (Some("identify"), Some("u2"))
+    );
+    assert_eq!(event["messageId"], "m-3");
+    assert_eq!(event["traits"]["plan"], "pro");
+    assert_eq!(
+        person.header("x-signature"),
+        Some(sign("s3cret", &person.body).as_str())
+    );
+
+    // The settings are shown as set.
+    let shown = get(&relay.url("/admin/sources/shop"), &[ADMIN]).json();
+    let subs = shown["subscriptions"].as_array().unwrap();
+    assert_eq!(subs.len(), 2);
+    assert_eq!(subs[1]["subscribe"], "type = \"identify\"");
+}
+
+#[test]
+fn relay_toml_errors_name_the_subscription_and_the_position_in_its_trigger() {
+    let dir = temp_dir();
+    let config = format!(
+        "{}[[sources]]\nname = \"shop\"\nwrite_keys = [\"wk\"]\n\
+         [[sources.subscriptions]]\nname = \"bad\"\ntrigger = 'type = \"track\" and event = \"x'\n\
+         url = \"http://127.0.0.1:9/x\"\n",
+        top()
+    );
+    std::fs::write(dir.path().join("relay.toml"), config).unwrap();
+    let out = std::process::Command::new(support::relay_bin())
+        .args(["check", "--config"])
+        .arg(dir.path().join("relay.toml"))
+        .output()
+        .unwrap();
+    let text =
+        String::from_utf8_lossy(&out.stderr).to_string() + &String::from_utf8_lossy(&out.stdout);
+    assert!(!out.status.success(), "{text}");
+    assert!(
+        text.contains("sources[0].subscriptions[0].trigger"),
+        "{text}"
+    );
+    assert!(text.contains("at byte 27"), "{text}");
+}
+
+#[test]
+fn the_admin_api_takes_subscriptions_in_either_form_and_names_what_it_refuses() {
+    let (hook, sub) = (Receiver::start(), Receiver::start());
+    let dir = temp_dir();
+    let relay = InProcess::start(dir.path(), &top());
+    let body = |subs: Value| {
+        // The admin grants loopback: an API source has the strict guard otherwise.
+        json!({"write_keys": ["wk_api"], "webhooks": [{"url": hook.url}], "subscriptions": subs,
+               "allowed_networks": ["127.0.0.0/8"]})
+    };
+    let put_source = |b: &Value| {
+        put(
+            &relay.url("/admin/sources/api"),
+            &[ADMIN],
+            b.to_string().as_bytes(),
+        )
+    };
+    // A trigger cut short: the field and the position.
+    let a = put_source(&body(json!([
+        {"name": "x", "trigger": "event = \"abc", "url": sub.url}
+    ])));
+    assert_eq!(a.status, 400, "{}", a.body);
+    assert_eq!(a.json()["field"], "subscriptions[0].trigger", "{}", a.body);
+    assert!(a.body.contains("at byte 8"), "{}", a.body);
+    // A directive mapping-kit does not have.
+    let a = put_source(&body(json!([
+        {"name": "x", "trigger": "type = \"track\"", "url": sub.url, "data": {"v": {"@nope": 1}}}
+    ])));
+    assert_eq!(a.status, 400, "{}", a.body);
+    assert!(
+        a.json()["field"]
+            .as_str()
+            .unwrap()
+            .starts_with("subscriptions[0].data"),
+        "{}",
+        a.body
+    );
+    // A field neither form has.
+    let a = put_source(&body(json!([
+        {"name": "x", "trigger": "type = \"track\"", "url": sub.url, "colour": "red"}
+    ])));
+    assert_eq!(a.status, 400, "{}", a.body);
+    assert_eq!(a.json()["field"], "subscriptions[0].colour", "{}", a.body);
+    // Segment's export, pasted as it is.
+    let a = put_source(&body(json!([{
+        "name": "signups",
+        "subscribe": "type = \"track\" and event = \"Signed Up\"",
+        "mapping": {"url": sub.url, "method": "PATCH", "data": {"email": {"@path": "$.properties.email"}}}
+    }])));
+    assert!(a.status == 200 || a.status == 201, "{}", a.body);
+    send(
+        &relay,
+        "wk_api",
+        json!([
+            {"type": "track", "userId": "u", "event": "Signed Up", "properties": {"email": "a@b.c"}},
+            {"type": "track", "userId": "u", "event": "Logged In"}
+        ]),
+    );
+    let hit = &sub.wait_for(1)[0];
+    assert_eq!(hit.method, "PATCH");
+    assert_eq!(hit.body, br#"{"email":"a@b.c"}"#);
+    until("the classic webhook's two", || hook.hits().len() == 2);
+    std::thread::sleep(Duration::from_millis(200));
+    assert_eq!(sub.hits().len(), 1);
+    let shown = get(&relay.url("/admin/sources/api"), &[ADMIN]).json();
+    assert_eq!(shown["subscriptions"][0]["mapping"]["method"], "PATCH");
+}
