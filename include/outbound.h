@@ -401,7 +401,8 @@ typedef struct outbound_webhook_health {
     uint64_t throttled;
 } outbound_webhook_health;
 
-// Called once per accepted message with how it ended.
+// Called once per accepted message with how it ended (and, with subscriptions, once more
+// per subscription the message matched: `outbound_outcome_callback_ex` tells them apart).
 //
 // - `message_id`: the id returned when the message was enqueued.
 // - `outcome`: `"delivered"`, `"failed"` or `"dropped"`.
@@ -418,6 +419,36 @@ typedef void (*outbound_outcome_callback)(const char *message_id,
                                           const char *outcome,
                                           const char *detail,
                                           void *userdata);
+
+// How one accepted message ended, at one of its destinations, as
+// `outbound_outcome_callback_ex` is told. Every text is NUL-terminated and borrowed for the
+// duration of the call only: copy what you keep. Later releases may add fields at the end
+// (it is only ever handed out by pointer).
+typedef struct outbound_outcome {
+    // The id returned when the message was enqueued.
+    const char *message_id;
+    // `"delivered"`, `"failed"` or `"dropped"`.
+    const char *outcome;
+    // Why, when not delivered (`"webhooks: status 400"`, `"client closed before delivery"`,
+    // ...); `""` when delivered.
+    const char *detail;
+    // The name of the subscription this outcome is of, or NULL for the message's own
+    // outcome (its ingestion and webhooks). A message has its own outcome when it has a
+    // destination of its own, and one per subscription it matched
+    // (`outbound_options_add_subscription_json`).
+    const char *subscription;
+} outbound_outcome;
+
+// The outcome callback with every field of the outcome (the subscription's name included):
+// called once per accepted message and once per subscription it matched.
+//
+// - `outcome`: the outcome, valid for the duration of the call only.
+// - `userdata`: the pointer given to `outbound_options_set_outcome_callback_ex`.
+//
+// It runs as `outbound_outcome_callback` does: on the client's background scheduler thread,
+// one call at a time per client, under the same rules.
+typedef void (*outbound_outcome_callback_ex)(const struct outbound_outcome *outcome,
+                                             void *userdata);
 
 // Receives the client's log lines (only when logging is on: `outbound_options_set_debug`,
 // or the `DEBUG` environment variable containing `analytics` or `*`). `line` is borrowed
@@ -468,6 +499,9 @@ typedef struct outbound_recorded_outcome {
     const char *outcome;
     // Why, when not delivered (`"webhooks: gone (status 410) ..."`); `""` when delivered.
     const char *detail;
+    // The name of the subscription this outcome is of, or NULL for the message's own
+    // outcome (as `outbound_outcome.subscription`).
+    const char *subscription;
 } outbound_recorded_outcome;
 
 #ifdef __cplusplus
@@ -809,6 +843,32 @@ void outbound_client_free(struct outbound_client *client);
 // `client` is NULL or live; `out` is NULL or writable.
 outbound_result outbound_client_stats(const struct outbound_client *client,
                                       struct outbound_stats *out);
+
+// Writes a snapshot of subscription `name`'s counters to `*out`: the messages it was given
+// (those its trigger matched), delivered, failed, retried, ... on their own (a client's own
+// counters, `outbound_client_stats`, are its ingestion's and webhooks').
+//
+// Returns `OUTBOUND_RESULT_OK`, `_NULL_ARGUMENT` (client, name or out), `_INVALID_UTF8`,
+// `_INVALID_FIELD` (the client has no subscription of that name; the text names `name`),
+// `_PANIC`. `*out` is written only on success.
+//
+// # Safety
+// `client` is NULL or live; `name` is NULL or NUL-terminated; `out` is NULL or writable.
+outbound_result outbound_client_subscription_stats(const struct outbound_client *client,
+                                                   const char *name,
+                                                   struct outbound_stats *out);
+
+// Writes to `*out` how many accepted messages no subscription matched and that had no
+// destination of the client's own (no write key, no webhook on): they ended there, which is
+// not a failure, and have no outcome.
+//
+// Returns `OUTBOUND_RESULT_OK`, `_NULL_ARGUMENT` (client or out), `_PANIC`. `*out` is
+// written only on success.
+//
+// # Safety
+// `client` is NULL or live; `out` is NULL or writable.
+outbound_result outbound_client_unmatched(const struct outbound_client *client,
+                                          uint64_t *out);
 
 // Writes to `*out` whether the client's spool can be written: false while it cannot (a
 // Redis spool's server unreachable, an SQLite spool's disk failing), when messages
@@ -1385,6 +1445,33 @@ outbound_result outbound_options_set_webhook_rate_limit(struct outbound_options 
                                                         uint32_t per_second,
                                                         uint32_t burst);
 
+// Adds a subscription (at most 50; more is refused by `outbound_client_new`): the events its
+// trigger matches go to its URL as its mapping says, each in a request of its own, signed
+// with the shared secret as webhook requests are, retried, counted and recorded on its own.
+//
+// - `json`: one subscription as a JSON object, in either of two forms:
+//   - as Segment exports it: `{"name":"orders","subscribe":"type = \"track\"",
+//     "mapping":{"url":"https://...","method":"PUT","headers":{...},"data":{...}}}`;
+//   - in outbound's own settings: `{"name":"orders","trigger":"type = \"track\"",
+//     "url":"https://...","method":"PUT","headers":{...},"data":{...},"enabled":true}`.
+//
+//   `name` is required and unique among the client's subscriptions (its outcomes and stats
+//   go by it). The trigger is Segment's FQL; `headers` and `data` are Segment's mappings
+//   (`{"@path":"$.properties.total"}`, `{"@template":"{{userId}}"}`, ...); without `data`
+//   the body is the whole event. Batching (`batch_size`) is refused for now.
+//
+// The text is copied. On failure nothing is added, and the text names the field as
+// `subscriptions[i].<field>`, `i` being the index this subscription would have had
+// (`subscriptions[0].mapping.url`, `subscriptions[1].trigger`).
+//
+// Returns `OUTBOUND_RESULT_OK`, `_NULL_ARGUMENT` (options, json), `_INVALID_UTF8`,
+// `_INVALID_JSON`, `_WRONG_TYPE` (not an object), `_CONFIG` (a field refused), `_PANIC`.
+//
+// # Safety
+// `options` is NULL or live; `json` is NULL or NUL-terminated.
+outbound_result outbound_options_add_subscription_json(struct outbound_options *options,
+                                                       const char *json);
+
 // Sets the spool directory (created if missing): every accepted message is written there
 // before its first attempt and removed at its outcome, so a restart or a crash loses
 // nothing that was flushed; a new client on the directory, or a live sibling process for the
@@ -1717,7 +1804,8 @@ outbound_result outbound_options_add_allowed_network(struct outbound_options *op
                                                      const char *cidr);
 
 // Sets the outcome callback (see `outbound_outcome_callback`), called once per accepted
-// message. `callback` NULL removes it.
+// message (and once per subscription it matched). `callback` NULL removes it. It replaces a
+// callback set by `outbound_options_set_outcome_callback_ex`: a client has one.
 //
 // Ownership: `userdata` is not owned or touched by liboutbound; it is passed back to every
 // call and must stay valid, and be usable from another thread, until the client is freed.
@@ -1729,6 +1817,21 @@ outbound_result outbound_options_add_allowed_network(struct outbound_options *op
 outbound_result outbound_options_set_outcome_callback(struct outbound_options *options,
                                                       outbound_outcome_callback callback,
                                                       void *userdata);
+
+// Sets the outcome callback that is given the whole outcome (see
+// `outbound_outcome_callback_ex`): as `outbound_outcome_callback`, and the name of the
+// subscription each outcome is of (NULL for the message's own). `callback` NULL removes it.
+// It replaces a callback set by `outbound_options_set_outcome_callback`: a client has one.
+//
+// Ownership: as for `outbound_options_set_outcome_callback`.
+//
+// Returns `OUTBOUND_RESULT_OK`, `_NULL_ARGUMENT` (options), `_PANIC`.
+//
+// # Safety
+// `options` is NULL or live; `callback` is NULL or safe to call as documented.
+outbound_result outbound_options_set_outcome_callback_ex(struct outbound_options *options,
+                                                         outbound_outcome_callback_ex callback,
+                                                         void *userdata);
 
 // Sets the log callback (see `outbound_log_callback`). `callback` NULL removes it (lines
 // then go to stderr when logging is on).

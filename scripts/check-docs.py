@@ -216,6 +216,7 @@ SETUP: Dict[Tuple[str, str], Dict[str, Any]] = {
     },
     ("README.md", "/* outbound from C:"): {"expect": {"ingest": 2}},
     ("docs/c.md", "/* outbound from C:"): {"expect": {"ingest": 2}},
+    ("docs/c.md", "outbound_options_add_subscription_json("): {"expect": {"hook": 2}},
     ("README.md", "// outbound from Go:"): {"expect": {"ingest": 2}},
     ("README.md", "go mod edit -require=outbound.invalid/bindings/go"): {
         "prelude": "go mod init example.com/app\n",

@@ -37,6 +37,7 @@ seed context '\x02{"ip":"10.0.0.1","library":{"name":"x"}}'
 seed integrations '\x03{"All":false,"Webhooks":true}'
 seed traits '\x04{"email":"a@b.c"}'
 seed headers '\x09{"X-Team":"growth","Authorization":"Bearer t"}'
+seed subscription '\x09{"name":"s","subscribe":"type = \\"track\\"","mapping":{"url":"http://127.0.0.1:9/s","data":{"t":{"@path":"$.properties.total"}}}}'
 seed verify '\x0a\x06abc1235099cab379b3be52908387457007040cc934ef86{"cool":true}'
 seed text '\x0c2026-11-21T09:30:00+02:00'
 

@@ -257,7 +257,9 @@ static void test_every_entry_point_is_null_safe(void) {
     CHECK_RC(outbound_options_set_send(NULL, true), N, "options");
     CHECK_RC(outbound_options_set_proxy_from_env(NULL, true), N, "options");
     CHECK_RC(outbound_options_set_outcome_callback(NULL, on_outcome, NULL), N, "options");
+    CHECK_RC(outbound_options_set_outcome_callback_ex(NULL, NULL, NULL), N, "options");
     CHECK_RC(outbound_options_set_log_callback(NULL, on_log, NULL), N, "options");
+    CHECK_RC(outbound_options_add_subscription_json(NULL, "{}"), N, "options");
 
     outbound_client *c = (outbound_client *)0x1; /* must stay untouched */
     CHECK_RC(outbound_client_new(NULL, &c), N, "options");
@@ -284,6 +286,9 @@ static void test_every_entry_point_is_null_safe(void) {
     CHECK_RC(outbound_client_close(NULL, 10), N, "client");
     outbound_stats s;
     CHECK_RC(outbound_client_stats(NULL, &s), N, "client");
+    CHECK_RC(outbound_client_subscription_stats(NULL, "s", &s), N, "client");
+    uint64_t unmatched = 0;
+    CHECK_RC(outbound_client_unmatched(NULL, &unmatched), N, "client");
     bool ok = false;
     CHECK_RC(outbound_client_spool_ok(NULL, &ok), N, "client");
     CHECK_RC(outbound_client_reset_after_fork(NULL), N, "client");
@@ -332,6 +337,9 @@ static void test_every_entry_point_is_null_safe(void) {
     outbound_client *live = ingestion_client(NULL);
     CHECK_RC(outbound_enqueue_json(live, NULL, NULL, 0, NULL), N, "json");
     CHECK_RC(outbound_client_stats(live, NULL), N, "out");
+    CHECK_RC(outbound_client_subscription_stats(live, NULL, &s), N, "name");
+    CHECK_RC(outbound_client_subscription_stats(live, "s", NULL), N, "out");
+    CHECK_RC(outbound_client_unmatched(live, NULL), N, "out");
     CHECK_RC(outbound_client_spool_ok(live, NULL), N, "out");
     bool spool_ok = false;
     CHECK_RC(outbound_client_spool_ok(live, &spool_ok), OUTBOUND_RESULT_OK, NULL);
@@ -2252,6 +2260,222 @@ static void test_webhook_rate_limit_spaces_requests_and_counts_throttled(void) {
     outbound_client_free(c);
 }
 
+/* ---- subscriptions ------------------------------------------------------------------- */
+
+/* Every outcome `outbound_outcome_callback_ex` is given, with its subscription. */
+typedef struct {
+    pthread_mutex_t lock;
+    int n;
+    struct {
+        char id[64], outcome[16], subscription[32];
+    } got[16];
+} sub_outcomes;
+
+static void on_outcome_ex(const outbound_outcome *o, void *ud) {
+    sub_outcomes *all = ud;
+    pthread_mutex_lock(&all->lock);
+    if (all->n < 16) {
+        snprintf(all->got[all->n].id, sizeof all->got[0].id, "%s", o->message_id);
+        snprintf(all->got[all->n].outcome, sizeof all->got[0].outcome, "%s", o->outcome);
+        /* NULL for a message's own outcome: shown as "-". */
+        snprintf(all->got[all->n].subscription, sizeof all->got[0].subscription, "%s",
+                 o->subscription ? o->subscription : "-");
+    }
+    all->n++;
+    pthread_mutex_unlock(&all->lock);
+}
+
+/* How many outcomes of message `id` are of subscription `sub` ("-": its own) and `outcome`. */
+static int sub_outcome_count(sub_outcomes *all, const char *id, const char *sub,
+                             const char *outcome) {
+    int n = 0;
+    pthread_mutex_lock(&all->lock);
+    for (int i = 0; i < all->n && i < 16; i++)
+        n += strcmp(all->got[i].id, id) == 0 && strcmp(all->got[i].subscription, sub) == 0 &&
+             strcmp(all->got[i].outcome, outcome) == 0;
+    pthread_mutex_unlock(&all->lock);
+    return n;
+}
+
+/* Checks the request's X-Signature is the HMAC-SHA1 of its body with `secret`. */
+static void check_signed(const rx_request *r, const char *secret) {
+    char sig[128], mine[OUTBOUND_SIGNATURE_BUFFER_LEN];
+    CHECK(rx_header(r, "X-Signature", sig, sizeof sig), "no X-Signature on %s", r->path);
+    CHECK_RC(outbound_sign((const uint8_t *)secret, strlen(secret), (const uint8_t *)r->body,
+                           r->body_len, mine, sizeof mine, NULL),
+             OUTBOUND_RESULT_OK, NULL);
+    CHECK(strcmp(sig, mine) == 0, "X-Signature %s, HMAC-SHA1 of the body %s", sig, mine);
+}
+
+/* Two subscriptions, one as Segment exports it and one in outbound's settings, each to a
+ * receiver of its own: each gets only what its trigger matches, as its mapping says (method,
+ * headers, body), signed; outcomes carry the subscription's name; what nothing matched is
+ * counted; each subscription's stats are its own. */
+static void test_subscriptions_get_what_their_triggers_match_mapped_and_signed(void) {
+    receiver *a = rx_start(), *b = rx_start();
+    CHECK(a && b, "receivers");
+    if (!a || !b) {
+        if (a) rx_stop(a);
+        if (b) rx_stop(b);
+        return;
+    }
+    char orders[512], ids[256];
+    snprintf(orders, sizeof orders,
+             "{\"name\":\"orders\",\"subscribe\":\"type = \\\"track\\\" and event = \\\"Order "
+             "Completed\\\"\",\"mapping\":{\"url\":\"http://127.0.0.1:%d/orders\",\"method\":"
+             "\"PUT\",\"headers\":{\"X-Team\":\"growth\"},\"data\":{\"order\":{\"@path\":\"$."
+             "properties.order_id\"},\"who\":{\"@template\":\"{{userId}}\"}}}}",
+             rx_port(a));
+    snprintf(ids, sizeof ids,
+             "{\"name\":\"ids\",\"trigger\":\"type = \\\"identify\\\"\",\"url\":"
+             "\"http://127.0.0.1:%d/ids\"}",
+             rx_port(b));
+    static sub_outcomes all = {PTHREAD_MUTEX_INITIALIZER, 0, {{"", "", ""}}};
+    outbound_options *o = outbound_options_new();
+    CHECK_RC(outbound_options_add_subscription_json(o, orders), OUTBOUND_RESULT_OK, NULL);
+    CHECK_RC(outbound_options_add_subscription_json(o, ids), OUTBOUND_RESULT_OK, NULL);
+    /* Refusals add nothing and name the index the subscription would have had. */
+    CHECK_RC(outbound_options_add_subscription_json(
+                 o, "{\"name\":\"x\",\"subscribe\":\"type = \\\"track\\\"\",\"mapping\":"
+                    "{\"url\":\"http://127.0.0.1:9/x\",\"method\":\"GET\"}}"),
+             OUTBOUND_RESULT_CONFIG, "subscriptions[2].mapping.method");
+    CHECK_RC(outbound_options_add_subscription_json(
+                 o, "{\"name\":\"x\",\"trigger\":\"(event = \\\"a\\\"\","
+                    "\"url\":\"http://127.0.0.1:9/x\"}"),
+             OUTBOUND_RESULT_CONFIG, "subscriptions[2].trigger");
+    CHECK_RC(outbound_options_add_subscription_json(o, "[1]"), OUTBOUND_RESULT_WRONG_TYPE,
+             "subscriptions[2]");
+    CHECK_RC(outbound_options_add_subscription_json(o, "{\"name\":"), OUTBOUND_RESULT_INVALID_JSON,
+             "subscriptions[2]");
+    CHECK_RC(outbound_options_add_subscription_json(o, "{\"name\":\"\xff\"}"),
+             OUTBOUND_RESULT_INVALID_UTF8, "json");
+    CHECK_RC(outbound_options_add_subscription_json(o, NULL), OUTBOUND_RESULT_NULL_ARGUMENT,
+             "json");
+    CHECK_RC(outbound_options_set_shared_secret(o, "sub-secret"), OUTBOUND_RESULT_OK, NULL);
+    CHECK_RC(outbound_options_set_proxy_from_env(o, false), OUTBOUND_RESULT_OK, NULL);
+    CHECK_RC(outbound_options_set_outcome_callback_ex(o, on_outcome_ex, &all), OUTBOUND_RESULT_OK,
+             NULL);
+    outbound_client *c = NULL;
+    CHECK_RC(outbound_client_new(o, &c), OUTBOUND_RESULT_OK, NULL);
+    if (!c) {
+        rx_stop(a);
+        rx_stop(b);
+        return;
+    }
+
+    char order[OUTBOUND_ID_BUFFER_LEN], who[OUTBOUND_ID_BUFFER_LEN];
+    CHECK_RC(outbound_track(c, "u1", NULL, "Order Completed",
+                            "{\"order_id\":\"o-1\",\"total\":12.5}", NULL, NULL, NULL, NULL,
+                            order, sizeof order, NULL),
+             OUTBOUND_RESULT_OK, NULL);
+    CHECK_RC(outbound_track(c, "u1", NULL, "Cart Viewed", NULL, NULL, NULL, NULL, NULL, NULL, 0,
+                            NULL),
+             OUTBOUND_RESULT_OK, NULL);
+    CHECK_RC(outbound_identify(c, "u2", NULL, "{\"plan\":\"pro\"}", NULL, NULL, NULL, NULL, who,
+                               sizeof who, NULL),
+             OUTBOUND_RESULT_OK, NULL);
+    CHECK_RC(
+        outbound_page(c, "u3", NULL, "Home", NULL, NULL, NULL, NULL, NULL, NULL, NULL, 0, NULL),
+        OUTBOUND_RESULT_OK, NULL);
+    CHECK_RC(outbound_flush(c, WAIT_MS), OUTBOUND_RESULT_OK, NULL);
+
+    CHECK(rx_count(a) == 1 && rx_count(b) == 1, "orders got %zu, ids got %zu (1 each)", rx_count(a),
+          rx_count(b));
+    const rx_request *put = rx_get(a, 0);
+    if (put) {
+        char team[32];
+        CHECK(strcmp(put->method, "PUT") == 0 && strcmp(put->path, "/orders") == 0, "%s %s",
+              put->method, put->path);
+        CHECK(strcmp(put->body, "{\"order\":\"o-1\",\"who\":\"u1\"}") == 0, "body %s", put->body);
+        CHECK(rx_header(put, "X-Team", team, sizeof team) && strcmp(team, "growth") == 0, "X-Team");
+        check_signed(put, "sub-secret");
+    }
+    const rx_request *post = rx_get(b, 0);
+    if (post) {
+        CHECK(strcmp(post->method, "POST") == 0 && strcmp(post->path, "/ids") == 0, "%s %s",
+              post->method, post->path);
+        CHECK(strstr(post->body, "\"type\":\"identify\"") &&
+                  strstr(post->body, "\"userId\":\"u2\"") && strstr(post->body, who),
+              "the whole event: %s", post->body);
+        check_signed(post, "sub-secret");
+    }
+
+    CHECK(sub_outcome_count(&all, order, "orders", "delivered") == 1, "the order's outcome");
+    CHECK(sub_outcome_count(&all, who, "ids", "delivered") == 1, "the identify's outcome");
+    CHECK(all.n == 2, "%d outcomes: a client of subscriptions alone has none of its own", all.n);
+    uint64_t unmatched = 0;
+    CHECK_RC(outbound_client_unmatched(c, &unmatched), OUTBOUND_RESULT_OK, NULL);
+    CHECK(unmatched == 2, "unmatched %llu (the Cart Viewed track and the page)",
+          (unsigned long long)unmatched);
+    outbound_stats st;
+    CHECK_RC(outbound_client_subscription_stats(c, "orders", &st), OUTBOUND_RESULT_OK, NULL);
+    CHECK(st.accepted == 1 && st.delivered == 1, "orders: accepted %llu, delivered %llu",
+          (unsigned long long)st.accepted, (unsigned long long)st.delivered);
+    CHECK_RC(outbound_client_subscription_stats(c, "ids", &st), OUTBOUND_RESULT_OK, NULL);
+    CHECK(st.delivered == 1, "ids: delivered %llu", (unsigned long long)st.delivered);
+    CHECK_RC(outbound_client_subscription_stats(c, "nope", &st), OUTBOUND_RESULT_INVALID_FIELD,
+             "no subscription named \"nope\"");
+    CHECK_RC(outbound_client_stats(c, &st), OUTBOUND_RESULT_OK, NULL);
+    CHECK(st.accepted == 0, "the client's own accepted %llu", (unsigned long long)st.accepted);
+    CHECK_RC(outbound_client_close(c, WAIT_MS), OUTBOUND_RESULT_OK, NULL);
+    outbound_client_free(c);
+    rx_stop(a);
+    rx_stop(b);
+}
+
+static void batched_subscription(outbound_options *o) {
+    outbound_options_add_subscription_json(
+        o, "{\"name\":\"b\",\"trigger\":\"type = \\\"track\\\"\",\"url\":\"http://127.0.0.1:9/b\","
+           "\"batch_size\":10}");
+}
+
+static void same_name_twice(outbound_options *o) {
+    const char *sub = "{\"name\":\"a\",\"trigger\":\"type = \\\"track\\\"\",\"url\":"
+                      "\"http://127.0.0.1:9/a\"}";
+    outbound_options_add_subscription_json(o, sub);
+    outbound_options_add_subscription_json(o, sub);
+}
+
+/* What is checked with the whole configuration is named too; a recording client records a
+ * subscription's outcomes with its name, and its own outcomes without one. */
+static void test_subscriptions_are_checked_with_the_client_and_recorded_with_their_name(void) {
+    expect_config_error(batched_subscription, "subscriptions[0].batch_size");
+    expect_config_error(same_name_twice, "subscriptions[1].name");
+
+    outbound_options *o = outbound_options_new();
+    /* A recording client sends nothing: the URLs are never called. */
+    CHECK_RC(outbound_options_add_webhook(o, "http://127.0.0.1:9/hook", NULL), OUTBOUND_RESULT_OK,
+             NULL);
+    CHECK_RC(outbound_options_add_subscription_json(
+                 o, "{\"name\":\"signups\",\"trigger\":\"event = \\\"Signed Up\\\"\",\"url\":"
+                    "\"http://127.0.0.1:9/crm\"}"),
+             OUTBOUND_RESULT_OK, NULL);
+    CHECK_RC(outbound_options_set_recording(o, true), OUTBOUND_RESULT_OK, NULL);
+    outbound_client *c = NULL;
+    CHECK_RC(outbound_client_new(o, &c), OUTBOUND_RESULT_OK, NULL);
+    if (!c) return;
+    CHECK_RC(outbound_track(c, "u1", NULL, "Signed Up", NULL, NULL, NULL, NULL, "m-1", NULL, 0,
+                            NULL),
+             OUTBOUND_RESULT_OK, NULL);
+    CHECK_RC(outbound_flush(c, WAIT_MS), OUTBOUND_RESULT_OK, NULL);
+    outbound_recording *rec = snapshot(c);
+    CHECK(outbound_recording_outcomes_len(rec) == 2, "%zu outcomes",
+          outbound_recording_outcomes_len(rec));
+    int own = 0, subscription = 0;
+    for (size_t i = 0; i < outbound_recording_outcomes_len(rec); i++) {
+        const outbound_recorded_outcome *out = outbound_recording_outcome(rec, i);
+        CHECK(strcmp(out->message_id, "m-1") == 0 && strcmp(out->outcome, "delivered") == 0,
+              "%s %s", out->message_id, out->outcome);
+        if (out->subscription == NULL)
+            own++;
+        else if (strcmp(out->subscription, "signups") == 0)
+            subscription++;
+    }
+    CHECK(own == 1 && subscription == 1, "own %d, of the subscription %d", own, subscription);
+    outbound_recording_free(rec);
+    outbound_client_free(c);
+}
+
 typedef struct {
     outbound_client *client;
     int index;
@@ -2758,6 +2982,8 @@ int main(void) {
     RUN(test_bad_endpoint_settings_are_refused_naming_the_field);
     RUN(test_an_unusable_client_assertion_key_is_refused_naming_it);
     RUN(test_webhook_rate_limit_spaces_requests_and_counts_throttled);
+    RUN(test_subscriptions_get_what_their_triggers_match_mapped_and_signed);
+    RUN(test_subscriptions_are_checked_with_the_client_and_recorded_with_their_name);
     RUN(test_calls_from_many_threads);
     RUN(test_audience_sync_sends_only_changes_and_survives_reopening);
     RUN(test_fork_child_gets_a_working_client);

@@ -67,6 +67,9 @@ pub struct outbound_recorded_outcome {
     pub outcome: *const c_char,
     /// Why, when not delivered (`"webhooks: gone (status 410) ..."`); `""` when delivered.
     pub detail: *const c_char,
+    /// The name of the subscription this outcome is of, or NULL for the message's own
+    /// outcome (as `outbound_outcome.subscription`).
+    pub subscription: *const c_char,
 }
 
 /// A snapshot of what a recording client would have sent and how each message ended, taken
@@ -132,20 +135,26 @@ struct RecordedOutcome {
     view: outbound_recorded_outcome,
     _message_id: CString,
     _detail: CString,
+    _subscription: Option<CString>,
 }
 
 impl RecordedOutcome {
     fn new(outcome: &Outcome) -> RecordedOutcome {
         let message_id = c_string(&outcome.message_id);
         let detail = c_string(&outcome.detail);
+        let subscription = outcome.subscription.as_deref().map(c_string);
         RecordedOutcome {
             view: outbound_recorded_outcome {
                 message_id: message_id.as_ptr(),
                 outcome: outcome_kind(outcome.kind).as_ptr(),
                 detail: detail.as_ptr(),
+                subscription: subscription
+                    .as_ref()
+                    .map_or(std::ptr::null(), |s| s.as_ptr()),
             },
             _message_id: message_id,
             _detail: detail,
+            _subscription: subscription,
         }
     }
 }

@@ -1,5 +1,5 @@
-//! Feeds arbitrary bytes to every JSON-taking entry point of the C ABI (audience sync
-//! included) and to `outbound_enqueue_packed`, to the text arguments of the calls and of the
+//! Feeds arbitrary bytes to every JSON-taking entry point of the C ABI (audience sync and
+//! subscriptions included) and to `outbound_enqueue_packed`, to the text arguments of the calls and of the
 //! options (a webhook's endpoint settings included), and to `outbound_sign` /
 //! `outbound_verify` and their `_sha256` forms, exactly as a C caller
 //! would pass them (NUL-terminated strings, pointer + length byte ranges, small buffers).
@@ -231,13 +231,15 @@ fuzz_target!(|data: &[u8]| {
                 )
             }),
             9 => {
-                // Webhook headers as JSON, then building a client from them (refused or not).
+                // Webhook headers and a subscription as JSON, then building a client from
+                // them (refused or not).
                 let o = outbound_options_new();
                 check(outbound_options_add_webhook(
                     o,
                     c"http://127.0.0.1:9/h".as_ptr(),
                     t,
                 ));
+                check(outbound_options_add_subscription_json(o, t));
                 check(outbound_options_set_send(o, false));
                 let mut client = null_mut();
                 let rc = outbound_client_new(o, &mut client);

@@ -18,7 +18,8 @@ pub struct outbound_options {
     pub(crate) recording: bool,
 }
 
-/// Called once per accepted message with how it ended.
+/// Called once per accepted message with how it ended (and, with subscriptions, once more
+/// per subscription the message matched: `outbound_outcome_callback_ex` tells them apart).
 ///
 /// - `message_id`: the id returned when the message was enqueued.
 /// - `outcome`: `"delivered"`, `"failed"` or `"dropped"`.
@@ -39,6 +40,38 @@ pub type outbound_outcome_callback = Option<
         userdata: *mut c_void,
     ),
 >;
+
+/// How one accepted message ended, at one of its destinations, as
+/// `outbound_outcome_callback_ex` is told. Every text is NUL-terminated and borrowed for the
+/// duration of the call only: copy what you keep. Later releases may add fields at the end
+/// (it is only ever handed out by pointer).
+#[repr(C)]
+#[derive(Debug)]
+pub struct outbound_outcome {
+    /// The id returned when the message was enqueued.
+    pub message_id: *const c_char,
+    /// `"delivered"`, `"failed"` or `"dropped"`.
+    pub outcome: *const c_char,
+    /// Why, when not delivered (`"webhooks: status 400"`, `"client closed before delivery"`,
+    /// ...); `""` when delivered.
+    pub detail: *const c_char,
+    /// The name of the subscription this outcome is of, or NULL for the message's own
+    /// outcome (its ingestion and webhooks). A message has its own outcome when it has a
+    /// destination of its own, and one per subscription it matched
+    /// (`outbound_options_add_subscription_json`).
+    pub subscription: *const c_char,
+}
+
+/// The outcome callback with every field of the outcome (the subscription's name included):
+/// called once per accepted message and once per subscription it matched.
+///
+/// - `outcome`: the outcome, valid for the duration of the call only.
+/// - `userdata`: the pointer given to `outbound_options_set_outcome_callback_ex`.
+///
+/// It runs as `outbound_outcome_callback` does: on the client's background scheduler thread,
+/// one call at a time per client, under the same rules.
+pub type outbound_outcome_callback_ex =
+    Option<unsafe extern "C" fn(outcome: *const outbound_outcome, userdata: *mut c_void)>;
 
 /// Severity of a log line given to an `outbound_log_callback`.
 #[repr(u32)]
@@ -148,11 +181,13 @@ pub unsafe extern "C" fn outbound_options_free(options: *mut outbound_options) {
     })
 }
 
-// In the order of the header (cbindgen follows it): destinations, then the spool, then
-// batching and retries, then the network, then callbacks.
+// In the order of the header (cbindgen follows it): destinations (webhooks, their endpoints,
+// subscriptions), then the spool, then batching and retries, then the network, then callbacks.
 mod destinations;
 
 mod endpoint;
+
+mod subscriptions;
 
 mod spool;
 
@@ -168,3 +203,4 @@ pub use destinations::*;
 pub use endpoint::*;
 pub use network::*;
 pub use spool::*;
+pub use subscriptions::*;
