@@ -227,6 +227,7 @@ SETUP: Dict[Tuple[str, str], Dict[str, Any]] = {
         "imports": ["log", "time"],
         "expect": {"hook": 1},
     },
+    ("docs/go.md", "counters := client.(outbound.SubscriptionCounters)"): {"expect": {"hook": 2}},
     ("docs/go.md", "client := analytics.New(\"WRITE_KEY\")"): {
         # The v2 client's endpoint is a field; the block leaves it at its default.
         "edit": [("client.FlushAt = 1", "client.Endpoint = \"{ingest}\"\nclient.FlushAt = 1")],

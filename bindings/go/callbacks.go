@@ -34,6 +34,10 @@ type Outcome struct {
 	// Detail says why, when not delivered ("ingestion: status 400", "client closed before
 	// delivery"); "" when delivered.
 	Detail string
+	// Subscription is the name of the subscription this outcome is of (Config.Subscriptions),
+	// "" for the message's own outcome (its ingestion and webhooks). A message has its own
+	// outcome when it has a destination of its own, and one per subscription it matched.
+	Subscription string
 }
 
 // OutcomeError is the error a Callback's Failure receives.
@@ -111,7 +115,9 @@ func (cb *callbacks) outcome(o Outcome) {
 	if cb.onOutcome != nil {
 		cb.guard("OnOutcome", func() { cb.onOutcome(o) })
 	}
-	if cb.callback == nil {
+	// Callback is told of each message's own outcome only (NewWithConfig refuses it with
+	// Subscriptions).
+	if cb.callback == nil || o.Subscription != "" {
 		return
 	}
 	cb.mu.Lock()
@@ -154,12 +160,13 @@ func (cb *callbacks) guard(what string, f func()) {
 }
 
 //export goOutboundOutcome
-func goOutboundOutcome(messageID, outcome, detail *C.char, handle C.uintptr_t) {
+func goOutboundOutcome(messageID, outcome, detail, subscription *C.char, handle C.uintptr_t) {
 	cb := cgo.Handle(handle).Value().(*callbacks)
 	cb.outcome(Outcome{
-		MessageId: C.GoString(messageID),
-		Kind:      outcomeKind(C.GoString(outcome)),
-		Detail:    C.GoString(detail),
+		MessageId:    C.GoString(messageID),
+		Kind:         outcomeKind(C.GoString(outcome)),
+		Detail:       C.GoString(detail),
+		Subscription: C.GoString(subscription), // NULL: ""
 	})
 }
 

@@ -126,7 +126,8 @@ func newClient(writeKey string, config Config, recording bool) (*client, error) 
 		}
 		return nil, takeError("NewWithConfig", r.rc, r.err)
 	}
-	c := &client{ptr: ptr, cb: cb, handle: handle, closeTimeout: config.CloseTimeout}
+	c := &client{ptr: ptr, cb: cb, handle: handle, closeTimeout: config.CloseTimeout,
+		subscriptions: subscriptionNames(config.Subscriptions)}
 	if c.closeTimeout <= 0 {
 		c.closeTimeout = DefaultCloseTimeout
 	}
@@ -147,6 +148,10 @@ type client struct {
 	closing      atomic.Bool
 	final        Stats      // the counters when the client was freed
 	rec          *Recording // a recording client's record (NewRecording); nil otherwise
+
+	subscriptions  []string         // the names of Config.Subscriptions
+	finalUnmatched uint64           // Unmatched when the client was freed
+	finalSubs      map[string]Stats // each subscription's counters when the client was freed
 }
 
 func (c *client) Enqueue(msg Message) error {
@@ -304,6 +309,10 @@ func (c *client) Stats() Stats {
 func (c *client) stats() Stats {
 	var s C.outbound_stats
 	C.outbound_client_stats(c.ptr, &s)
+	return statsOf(&s)
+}
+
+func statsOf(s *C.outbound_stats) Stats {
 	return Stats{
 		Accepted: uint64(s.accepted), Queued: uint64(s.queued), InFlight: uint64(s.in_flight),
 		Delivered: uint64(s.delivered), Failed: uint64(s.failed), Dropped: uint64(s.dropped),
@@ -335,6 +344,58 @@ func (c *client) SpoolOK() bool {
 	return bool(ok)
 }
 
+// SubscriptionCounters is implemented by the Client that New, NewWithConfig and NewRecording
+// return (it is not part of Client, so that existing implementations of Client, such as test
+// doubles, keep compiling): c.(outbound.SubscriptionCounters).Unmatched(). After Close it
+// gives the counters as they were then.
+type SubscriptionCounters interface {
+	// Unmatched counts the messages that no subscription matched and that had no destination
+	// of the client's own (no write key, no webhook on): they ended there, without an
+	// outcome, which is not a failure.
+	Unmatched() uint64
+	// SubscriptionStats returns the counters of the subscription named name (Stats of the
+	// client are its ingestion's and webhooks'): the messages it was given, delivered,
+	// failed, retried, ... false when the client has no subscription of that name.
+	SubscriptionStats(name string) (Stats, bool)
+}
+
+func (c *client) Unmatched() uint64 {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	if c.ptr == nil {
+		return c.finalUnmatched
+	}
+	return c.unmatched()
+}
+
+// unmatched reads the counter; c.mu is held.
+func (c *client) unmatched() uint64 {
+	var n C.uint64_t
+	C.outbound_client_unmatched(c.ptr, &n)
+	return uint64(n)
+}
+
+func (c *client) SubscriptionStats(name string) (Stats, bool) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	if c.ptr == nil {
+		s, ok := c.finalSubs[name]
+		return s, ok
+	}
+	return c.subscriptionStats(name)
+}
+
+// subscriptionStats reads one subscription's counters; c.mu is held.
+func (c *client) subscriptionStats(name string) (Stats, bool) {
+	cname := C.CString(name)
+	defer C.free(unsafe.Pointer(cname))
+	var s C.outbound_stats
+	if C.outbound_client_subscription_stats(c.ptr, cname, &s) != 0 {
+		return Stats{}, false // no such subscription (or a name with a NUL, which none has)
+	}
+	return statsOf(&s), true
+}
+
 func (c *client) Close() error {
 	if c.closing.Swap(true) {
 		return &Error{Op: "Close", Code: ErrClosed, Message: "the client is already closed"}
@@ -352,6 +413,13 @@ func (c *client) Close() error {
 	// close has given every message its outcome), then frees.
 	c.mu.Lock()
 	c.final = c.stats()
+	c.finalUnmatched = c.unmatched()
+	c.finalSubs = make(map[string]Stats, len(c.subscriptions))
+	for _, name := range c.subscriptions {
+		if s, ok := c.subscriptionStats(name); ok {
+			c.finalSubs[name] = s
+		}
+	}
 	if c.rec != nil {
 		c.rec.keep(c.recorded())
 	}
@@ -415,3 +483,7 @@ func (f failedClient) Flush(context.Context) error       { return f.err }
 func (f failedClient) Stats() Stats                      { return Stats{} }
 func (f failedClient) Close() error                      { return f.err }
 func (f failedClient) SpoolOK() bool                     { return false }
+func (f failedClient) Unmatched() uint64                 { return 0 }
+func (f failedClient) SubscriptionStats(string) (Stats, bool) {
+	return Stats{}, false
+}

@@ -7,6 +7,7 @@ package outbound
 import "C"
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -58,14 +59,27 @@ type Config struct {
 
 	// Callback is told of every message's outcome, as in analytics-go: Success(msg) when it
 	// was delivered, Failure(msg, err) when it failed or was dropped (err is an
-	// *OutcomeError). msg is the message as enqueued, with its MessageId set.
+	// *OutcomeError). msg is the message as enqueued, with its MessageId set. Not with
+	// Subscriptions (an ErrConfig naming Callback): a message then has an outcome per
+	// subscription it matched, or none at all; OnOutcome gets each.
 	Callback Callback
-	// OnOutcome is called once per accepted message with how it ended.
+	// OnOutcome is called once per accepted message with how it ended, and once more per
+	// subscription the message matched (Outcome.Subscription names it).
 	OnOutcome func(Outcome)
 
 	// Webhooks: up to 5 URLs that get every message (one POST each), each with its own
 	// static headers; one with Disabled set gets nothing but still counts toward the 5.
 	Webhooks []Webhook
+	// Subscriptions are up to 50 destinations of Segment's Webhooks (Actions) kind, each one
+	// subscription as a JSON object: as Segment exports it ({"name", "subscribe": the
+	// trigger, "mapping": {"url", "method", "headers", "data"}}) or in outbound's own settings
+	// ({"name", "trigger", "url", "method", "headers", "data", "enabled"}). The events its
+	// trigger (Segment's FQL) matches go to its URL as its mapping (Segment's mapping-kit)
+	// says, each in a request of its own signed with SharedSecret, retried and counted on its
+	// own (SubscriptionCounters). A name is required and unique. A refused one is an
+	// ErrConfig naming subscriptions[i] and the field (subscriptions[0].mapping.url);
+	// batching (batch_size) is refused for now.
+	Subscriptions []json.RawMessage
 	// SharedSecret signs webhook requests: X-Signature is the hex HMAC-SHA1 of the body.
 	// With SignatureScheme "standard-webhooks" it is one or more whsec_ secrets separated by
 	// spaces, each adding one signature to webhook-signature (key rotation: the new and the
@@ -303,6 +317,11 @@ func newOptions(writeKey string, c Config, handle uintptr, recording bool) (*C.o
 	if err != nil {
 		return nil, err
 	}
+	if c.Callback != nil && len(c.Subscriptions) > 0 {
+		// Callback's contract is one outcome per message, which subscriptions do not keep.
+		return nil, configError("Callback", "is not taken with Subscriptions (a message has an "+
+			"outcome per subscription it matched, or none): use OnOutcome")
+	}
 	interval, err := synonym([]string{"Interval", "FlushAfter"}, c.Interval, c.FlushAfter)
 	if err != nil {
 		return nil, err
@@ -518,6 +537,14 @@ func newOptions(writeKey string, c Config, handle uintptr, recording bool) (*C.o
 			return nil
 		},
 		func() error {
+			for i, sub := range c.Subscriptions {
+				if err := addSubscription(o, i, sub, check); err != nil {
+					return err
+				}
+			}
+			return nil
+		},
+		func() error {
 			if handle == 0 {
 				return nil
 			}
@@ -693,6 +720,32 @@ func addWebhook(o *C.outbound_options, i int, w Webhook, check func(C.outbound_r
 		}
 	}
 	return nil
+}
+
+// addSubscription adds subscription i, JSON text that liboutbound reads and checks.
+func addSubscription(o *C.outbound_options, i int, sub json.RawMessage, check func(C.outbound_result) error) error {
+	// A C string ends at its first NUL: text holding one would be cut short.
+	if bytes.IndexByte(sub, 0) >= 0 {
+		return configError(fmt.Sprintf("subscriptions[%d]", i), "must not hold a NUL byte")
+	}
+	text := C.CString(string(sub))
+	defer C.free(unsafe.Pointer(text))
+	return check(C.outbound_options_add_subscription_json(o, text))
+}
+
+// subscriptionNames are the names of subs, for the counters kept after Close ("" for one
+// that is not a JSON object with a string name: liboutbound refuses it).
+func subscriptionNames(subs []json.RawMessage) []string {
+	names := make([]string, len(subs))
+	for i, sub := range subs {
+		var s struct {
+			Name string `json:"name"`
+		}
+		if json.Unmarshal(sub, &s) == nil {
+			names[i] = s.Name
+		}
+	}
+	return names
 }
 
 // plainAuth is webhook i's auth as a value (a pointer followed); a nil pointer or a type of

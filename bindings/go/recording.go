@@ -148,9 +148,10 @@ func (c *client) recorded() ([]RecordedRequest, []Outcome) {
 	for i := range outcomes {
 		o := C.outbound_recording_outcome(snap, C.size_t(i))
 		outcomes[i] = Outcome{
-			MessageId: C.GoString(o.message_id),
-			Kind:      OutcomeKind(C.GoString(o.outcome)),
-			Detail:    C.GoString(o.detail),
+			MessageId:    C.GoString(o.message_id),
+			Kind:         OutcomeKind(C.GoString(o.outcome)),
+			Detail:       C.GoString(o.detail),
+			Subscription: C.GoString(o.subscription), // NULL: ""
 		}
 	}
 	return requests, outcomes

@@ -42,9 +42,9 @@ gob_result gob_client_new(outbound_options *options, outbound_client **out) {
     return r;
 }
 
-static void gob_outcome(const char *message_id, const char *outcome, const char *detail,
-                        void *userdata) {
-    goOutboundOutcome((char *)message_id, (char *)outcome, (char *)detail, (uintptr_t)userdata);
+static void gob_outcome(const outbound_outcome *o, void *userdata) {
+    goOutboundOutcome((char *)o->message_id, (char *)o->outcome, (char *)o->detail,
+                      (char *)o->subscription, (uintptr_t)userdata);
 }
 
 static void gob_log(outbound_log_level level, const char *line, void *userdata) {
@@ -52,7 +52,7 @@ static void gob_log(outbound_log_level level, const char *line, void *userdata) 
 }
 
 outbound_result gob_set_outcome_callback(outbound_options *options, uintptr_t handle) {
-    return outbound_options_set_outcome_callback(options, gob_outcome, (void *)handle);
+    return outbound_options_set_outcome_callback_ex(options, gob_outcome, (void *)handle);
 }
 
 outbound_result gob_set_log_callback(outbound_options *options, uintptr_t handle) {
