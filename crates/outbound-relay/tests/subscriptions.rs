@@ -211,3 +211,113 @@ fn the_admin_api_takes_subscriptions_in_either_form_and_names_what_it_refuses() 
     let shown = get(&relay.url("/admin/sources/api"), &[ADMIN]).json();
     assert_eq!(shown["subscriptions"][0]["mapping"]["method"], "PATCH");
 }
+
+#[test]
+fn each_subscription_has_its_own_records_dead_letters_replay_and_preview() {
+    let (hook, crm) = (Receiver::start(), Receiver::start());
+    crm.status.store(400, std::sync::atomic::Ordering::SeqCst);
+    let dir = temp_dir();
+    let config = format!(
+        r#"{top}
+[[sources]]
+name = "shop"
+write_keys = ["wk_shop"]
+[[sources.webhooks]]
+url = "{hook}"
+[[sources.subscriptions]]
+name = "crm"
+trigger = 'event = "Lead"'
+url = "{crm}"
+data = {{ score = {{ "@path" = "$.properties.score" }} }}
+"#,
+        top = top(),
+        hook = hook.url,
+        crm = crm.url,
+    );
+    let relay = InProcess::start(dir.path(), &config);
+    send(
+        &relay,
+        "wk_shop",
+        json!([{"type": "track", "userId": "u", "event": "Lead", "messageId": "lead-1",
+                "properties": {"score": 7}}]),
+    );
+    crm.wait_for(1);
+    let path = |p: &str| relay.url(&format!("/admin/sources/shop/subscriptions/crm{p}"));
+    until("its dead letter", || {
+        let page = get(&path("/dead-letters"), &[ADMIN]).json();
+        page["dead_letters"]
+            .as_array()
+            .is_some_and(|l| l.len() == 1)
+    });
+    // The source's own records are its classic webhook's: the subscription's are apart.
+    let own = get(&relay.url("/admin/sources/shop/dead-letters"), &[ADMIN]).json();
+    assert_eq!(own["dead_letters"].as_array().unwrap().len(), 0, "{own}");
+    let state = get(&path(""), &[ADMIN]).json();
+    assert_eq!(
+        (state["accepted"].as_u64(), state["failed"].as_u64()),
+        (Some(1), Some(1)),
+        "{state}"
+    );
+    assert_eq!(state["health"]["consecutive_failures"], 1, "{state}");
+    let attempts = get(&path("/attempts"), &[ADMIN]).json();
+    assert_eq!(attempts["attempts"][0]["status"], 400, "{attempts}");
+    let letter = get(&path("/dead-letters/lead-1"), &[ADMIN]).json();
+    assert_eq!(letter["message_id"], "lead-1", "{letter}");
+    // The receiver is fixed: the replay goes to the subscription, mapped as it was.
+    crm.status.store(200, std::sync::atomic::Ordering::SeqCst);
+    let a = post(&path("/dead-letters/lead-1/replay"), &[ADMIN], b"{}");
+    assert_eq!(a.status, 202, "{}", a.body);
+    let hits = crm.wait_for(2);
+    assert_eq!(hits[1].body, br#"{"score":7}"#);
+    assert_eq!(
+        hook.hits().len(),
+        1,
+        "the classic webhook is not sent it again"
+    );
+    // Unknown subscription.
+    let a = get(
+        &relay.url("/admin/sources/shop/subscriptions/nope"),
+        &[ADMIN],
+    );
+    assert_eq!(a.status, 404, "{}", a.body);
+
+    // Preview: the saved one, and settings not saved (an error names the field).
+    let event = json!({"type": "track", "event": "Lead", "properties": {"score": 9}});
+    let p = post(
+        &path("/preview"),
+        &[ADMIN],
+        json!({ "event": event }).to_string().as_bytes(),
+    );
+    assert_eq!(p.status, 200, "{}", p.body);
+    let p = p.json();
+    assert_eq!(p["matches"], true);
+    assert_eq!(p["request"]["body"], r#"{"score":9}"#);
+    assert_eq!(p["request"]["method"], "POST");
+    let other = json!({"type": "identify", "userId": "u"});
+    let p = post(
+        &path("/preview"),
+        &[ADMIN],
+        json!({ "event": other }).to_string().as_bytes(),
+    );
+    assert_eq!(p.json()["matches"], false);
+    let unsaved = json!({"subscription": {"name": "t", "trigger": "type = \"track\"",
+        "url": "http://127.0.0.1:9/x", "method": "PUT", "headers": {"X-K": {"@path": "$.event"}}},
+        "event": event});
+    let p = post(
+        &relay.url("/admin/sources/shop/subscriptions/preview"),
+        &[ADMIN],
+        unsaved.to_string().as_bytes(),
+    );
+    let p = p.json();
+    assert_eq!(p["request"]["method"], "PUT", "{p}");
+    assert_eq!(p["request"]["headers"][0], json!(["x-k", "Lead"]), "{p}");
+    let bad = json!({"subscription": {"name": "t", "trigger": "type = ", "url": "ftp://x"},
+        "event": event});
+    let a = post(
+        &relay.url("/admin/sources/shop/subscriptions/preview"),
+        &[ADMIN],
+        bad.to_string().as_bytes(),
+    );
+    assert_eq!(a.status, 400, "{}", a.body);
+    assert_eq!(a.json()["field"], "subscription.url", "{}", a.body);
+}

@@ -136,6 +136,15 @@ impl<S: Send + Sync> FromRequestParts<S> for Admin {
 pub struct OwnSource {
     pub name: String,
     pub caller: Caller,
+    /// The path's other parameters (`{subscription}`, `{message_id}`, ...).
+    pub params: HashMap<String, String>,
+}
+
+impl OwnSource {
+    /// The path's parameter `key` (empty when it has none).
+    pub fn param(&self, key: &str) -> String {
+        self.params.get(key).cloned().unwrap_or_default()
+    }
 }
 
 impl<S: Send + Sync> FromRequestParts<S> for OwnSource {
@@ -149,7 +158,11 @@ impl<S: Send + Sync> FromRequestParts<S> for OwnSource {
         let name = params.get("name").cloned().unwrap_or_default();
         match &caller {
             Caller::Source(own, _) if *own != name => Err(forbidden(parts, own)),
-            _ => Ok(OwnSource { name, caller }),
+            _ => Ok(OwnSource {
+                name,
+                caller,
+                params,
+            }),
         }
     }
 }

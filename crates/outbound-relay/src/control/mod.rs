@@ -35,6 +35,7 @@ pub mod resource;
 pub mod schema;
 pub mod sources;
 pub mod store;
+pub mod subscriptions;
 pub mod tokens;
 mod write_only;
 

@@ -5,7 +5,7 @@
 
 use super::auth::Caller;
 use super::schema::Refusal;
-use super::{admin, alerts, audit, listing, records, sources, tokens, Api};
+use super::{admin, alerts, audit, listing, records, sources, subscriptions, tokens, Api};
 use crate::http::reply::Answer;
 use axum::extract::State;
 use axum::http::header::CONTENT_TYPE;
@@ -62,6 +62,18 @@ pub fn routes() -> (axum::Router<Api>, String) {
         .routes(routes!(records::replay_progress))
         .routes(routes!(records::dead_letter, records::delete_dead_letter))
         .routes(routes!(records::replay_one))
+        .routes(routes!(subscriptions::state))
+        .routes(routes!(subscriptions::attempts))
+        .routes(routes!(subscriptions::dead_letters))
+        .routes(routes!(
+            subscriptions::dead_letter,
+            subscriptions::delete_dead_letter
+        ))
+        .routes(routes!(subscriptions::replay_one))
+        .routes(routes!(subscriptions::replay_range))
+        .routes(routes!(subscriptions::replay_progress))
+        .routes(routes!(subscriptions::preview))
+        .routes(routes!(subscriptions::preview_saved))
         .routes(routes!(audit::list))
         .routes(routes!(alerts::list))
         .split_for_parts();
@@ -179,6 +191,6 @@ mod tests {
                 assert!(op["responses"]["401"].is_object(), "{method} {path}");
             }
         }
-        assert_eq!(ids.len(), 22);
+        assert_eq!(ids.len(), 32);
     }
 }

@@ -21,7 +21,7 @@ use super::schema::{self, AuditDetail, Refusal, ReplayOne, ReplayRequest, Webhoo
 use super::{answer, read_json, refusal, Api, Caller, Control, Denied};
 use crate::http::body;
 use crate::http::reply::{self, Answer};
-use axum::extract::{Path, RawQuery, State};
+use axum::extract::{RawQuery, State};
 use axum::http::{HeaderMap, StatusCode};
 use base64::Engine as _;
 use outbound::{
@@ -31,13 +31,27 @@ use outbound::{
 use std::sync::Arc;
 use std::time::SystemTime;
 
-/// A source as these routes use it: its name, its tenant and its client now.
-struct Source {
-    name: String,
+/// A source as these routes use it: its name, its tenant and its client now, and the
+/// subscription the path names (`/subscriptions/{subscription}/...`), if any.
+pub(super) struct Source {
+    pub(super) name: String,
     /// Its id (empty for relay.toml's).
     id: String,
     tenant: String,
-    client: Arc<outbound::Client>,
+    source_client: Arc<outbound::Client>,
+    subscription: Option<String>,
+}
+
+impl Source {
+    /// The client whose records these are: the subscription's, or the source's own.
+    pub(super) fn client(&self) -> &outbound::Client {
+        match &self.subscription {
+            Some(name) => {
+                (self.source_client.subscription(name)).expect("checked when the path was read")
+            }
+            None => &self.source_client,
+        }
+    }
 }
 
 impl Source {
@@ -59,7 +73,8 @@ const MAX_BODY: usize = 64 * 1024;
 
 /// The source the path names, with its client now (a live change swaps it; these calls
 /// read, or replay through, either).
-fn source(api: &Api, name: &str) -> Result<Arc<Source>, Denied> {
+pub(super) fn source(api: &Api, own: &OwnSource) -> Result<Arc<Source>, Denied> {
+    let name = &own.name;
     let sources = api.sources();
     let Some(running) = sources.by_name(name) else {
         let why = format!("{name:?} is not a source");
@@ -69,11 +84,19 @@ fn source(api: &Api, name: &str) -> Result<Arc<Source>, Denied> {
         let why = format!("{name:?} is being changed; ask again");
         return Err(Denied(StatusCode::SERVICE_UNAVAILABLE, String::new(), why));
     };
+    let subscription = own.params.get("subscription").cloned();
+    if let Some(sub) = &subscription {
+        if client.subscription(sub).is_none() {
+            let why = format!("{name:?} has no subscription {sub:?}");
+            return Err(Denied(StatusCode::NOT_FOUND, "subscription".into(), why));
+        }
+    }
     Ok(Arc::new(Source {
         name: running.name.clone(),
         id: running.spec.id.clone(),
         tenant: running.spec.tenant.clone(),
-        client,
+        source_client: client,
+        subscription,
     }))
 }
 
@@ -154,7 +177,7 @@ fn attempt(a: &WebhookAttempt) -> schema::Attempt {
     }
 }
 
-fn health_of(h: &WebhookHealth) -> schema::Health {
+pub(super) fn health_of(h: &WebhookHealth) -> schema::Health {
     schema::Health {
         webhook: h.webhook,
         url: h.url.clone(),
@@ -182,12 +205,12 @@ fn health_of(h: &WebhookHealth) -> schema::Health {
     responses((status = 200, description = "Its webhooks' health", body = schema::SourceHealth),
         (status = 404, description = "No such source", body = Refusal)))]
 pub async fn health(State(api): State<Api>, own: OwnSource) -> Answer {
-    let source = match source(&api, &own.name) {
+    let source = match source(&api, &own) {
         Ok(s) => s,
         Err(denied) => return denied.answer(),
     };
     let webhooks = source
-        .client
+        .client()
         .webhook_health()
         .iter()
         .map(health_of)
@@ -207,7 +230,7 @@ pub async fn health(State(api): State<Api>, own: OwnSource) -> Answer {
     responses((status = 200, description = "60 minutes", body = schema::Activity),
         (status = 404, description = "No such source", body = Refusal)))]
 pub async fn activity(State(api): State<Api>, own: OwnSource) -> Answer {
-    let source = match source(&api, &own.name) {
+    let source = match source(&api, &own) {
         Ok(s) => s,
         Err(denied) => return denied.answer(),
     };
@@ -232,13 +255,9 @@ pub async fn activity(State(api): State<Api>, own: OwnSource) -> Answer {
         ("index" = usize, Path, description = "The webhook's place in the source's `webhooks`, from 0")),
     responses((status = 200, description = "Its attempts", body = schema::Attempts),
         (status = 404, description = "No such source or webhook", body = Refusal)))]
-pub async fn attempts(
-    State(api): State<Api>,
-    own: OwnSource,
-    Path(params): Path<(String, String)>,
-) -> Answer {
-    let (_, index) = params;
-    let source = match source(&api, &own.name) {
+pub async fn attempts(State(api): State<Api>, own: OwnSource) -> Answer {
+    let index = own.param("index");
+    let source = match source(&api, &own) {
         Ok(s) => s,
         Err(denied) => return denied.answer(),
     };
@@ -246,7 +265,7 @@ pub async fn attempts(
     let Ok(index) = index.parse::<usize>() else {
         return no_such();
     };
-    match source.client.webhook_attempts(index) {
+    match source.client().webhook_attempts(index) {
         Ok(list) => {
             let list = schema::Attempts {
                 source: source.name.clone(),
@@ -349,7 +368,7 @@ pub async fn dead_letters(
     own: OwnSource,
     RawQuery(query): RawQuery,
 ) -> Answer {
-    let source = match source(&api, &own.name) {
+    let source = match source(&api, &own) {
         Ok(s) => s,
         Err(denied) => return denied.answer(),
     };
@@ -358,11 +377,11 @@ pub async fn dead_letters(
         Err(why) => return bad(why),
     };
     blocking(source, move |s| {
-        let page = match s.client.dead_letters(&q) {
+        let page = match s.client().dead_letters(&q) {
             Ok(page) => page,
             Err(e) => return failed(e),
         };
-        let counts = match s.client.dead_letter_stats() {
+        let counts = match s.client().dead_letter_stats() {
             Ok(c) => stats(&c),
             Err(e) => return failed(e),
         };
@@ -383,17 +402,13 @@ pub async fn dead_letters(
     params(("name" = String, Path), ("message_id" = String, Path)),
     responses((status = 200, description = "The dead letter", body = schema::DeadLetter),
         (status = 404, description = "No such dead letter", body = Refusal)))]
-pub async fn dead_letter(
-    State(api): State<Api>,
-    own: OwnSource,
-    Path(params): Path<(String, String)>,
-) -> Answer {
-    let (_, id) = params;
-    let source = match source(&api, &own.name) {
+pub async fn dead_letter(State(api): State<Api>, own: OwnSource) -> Answer {
+    let id = own.param("message_id");
+    let source = match source(&api, &own) {
         Ok(s) => s,
         Err(denied) => return denied.answer(),
     };
-    blocking(source, move |s| match s.client.dead_letter(&id) {
+    blocking(source, move |s| match s.client().dead_letter(&id) {
         Ok(Some(d)) => answer(StatusCode::OK, &letter(&d)),
         Ok(None) => no_such_letter(),
         Err(e) => failed(e),
@@ -410,18 +425,14 @@ fn no_such_letter() -> Answer {
     params(("name" = String, Path), ("message_id" = String, Path)),
     responses((status = 200, description = "Deleted", body = schema::Done),
         (status = 404, description = "No such dead letter", body = Refusal)))]
-pub async fn delete_dead_letter(
-    State(api): State<Api>,
-    own: OwnSource,
-    Path(params): Path<(String, String)>,
-) -> Answer {
-    let (_, id) = params;
-    let source = match source(&api, &own.name) {
+pub async fn delete_dead_letter(State(api): State<Api>, own: OwnSource) -> Answer {
+    let id = own.param("message_id");
+    let source = match source(&api, &own) {
         Ok(s) => s,
         Err(denied) => return denied.answer(),
     };
     let (control, caller) = (api.control.clone(), own.caller.clone());
-    blocking(source, move |s| match s.client.delete_dead_letter(&id) {
+    blocking(source, move |s| match s.client().delete_dead_letter(&id) {
         Ok(true) => {
             let detail = AuditDetail {
                 message_id: Some(id.clone()),
@@ -446,7 +457,7 @@ fn named(w: Option<&WebhookRef>) -> Option<String> {
 
 /// The webhook a replay names: its index, or its URL.
 fn webhook(source: &Source, named: Option<&WebhookRef>) -> Result<Option<usize>, Refused> {
-    let hooks = &source.client.config().webhooks;
+    let hooks = &source.client().config().webhooks;
     match named {
         None => Ok(None),
         Some(WebhookRef::Index(i)) => match usize::try_from(*i) {
@@ -477,12 +488,11 @@ fn webhook(source: &Source, named: Option<&WebhookRef>) -> Result<Option<usize>,
 pub async fn replay_one(
     State(api): State<Api>,
     own: OwnSource,
-    Path(params): Path<(String, String)>,
     headers: HeaderMap,
     body: axum::body::Body,
 ) -> Answer {
-    let (_, id) = params;
-    let source = match source(&api, &own.name) {
+    let id = own.param("message_id");
+    let source = match source(&api, &own) {
         Ok(s) => s,
         Err(denied) => return denied.answer(),
     };
@@ -496,7 +506,7 @@ pub async fn replay_one(
             Ok(h) => h,
             Err(why) => return bad(why),
         };
-        match s.client.replay_dead_letter(&id, hook) {
+        match s.client().replay_dead_letter(&id, hook) {
             Ok(Some(p)) => {
                 tracing::info!(source = %s.name, message_id = %id, "dead letter replayed");
                 let detail = AuditDetail {
@@ -508,7 +518,7 @@ pub async fn replay_one(
                 s.record(&control, &caller, "dead_letter.replayed", detail);
                 answer(StatusCode::ACCEPTED, &progress(&s.name, &p))
             }
-            Ok(None) => match s.client.dead_letter(&id) {
+            Ok(None) => match s.client().dead_letter(&id) {
                 Ok(Some(_)) => refusal(
                     StatusCode::CONFLICT,
                     "message_id",
@@ -537,7 +547,7 @@ pub async fn replay_range(
     headers: HeaderMap,
     body: axum::body::Body,
 ) -> Answer {
-    let source = match source(&api, &own.name) {
+    let source = match source(&api, &own) {
         Ok(s) => s,
         Err(denied) => return denied.answer(),
     };
@@ -564,7 +574,7 @@ pub async fn replay_range(
                 Err(e) => failed(e),
             };
         }
-        match s.client.replay_dead_letters(since, until, hook) {
+        match s.client().replay_dead_letters(since, until, hook) {
             Ok(p) => {
                 tracing::info!(source = %s.name, total = p.total, "dead letters replayed");
                 let detail = AuditDetail {
@@ -598,7 +608,7 @@ fn would_replay(
     };
     let mut total = 0;
     loop {
-        let page = s.client.dead_letters(&q)?;
+        let page = s.client().dead_letters(&q)?;
         total += page.letters.iter().filter(|d| !d.replaying).count() as u64;
         match page.next {
             Some(next) => q.cursor = Some(next),
@@ -613,13 +623,9 @@ fn would_replay(
     params(("name" = String, Path), ("id" = u64, Path)),
     responses((status = 200, description = "Its progress", body = schema::ReplayProgress),
         (status = 404, description = "No such replay", body = Refusal)))]
-pub async fn replay_progress(
-    State(api): State<Api>,
-    own: OwnSource,
-    Path(params): Path<(String, String)>,
-) -> Answer {
-    let (_, job) = params;
-    let source = match source(&api, &own.name) {
+pub async fn replay_progress(State(api): State<Api>, own: OwnSource) -> Answer {
+    let job = own.param("id");
+    let source = match source(&api, &own) {
         Ok(s) => s,
         Err(denied) => return denied.answer(),
     };
@@ -627,7 +633,7 @@ pub async fn replay_progress(
     let Ok(job) = job.parse::<u64>() else {
         return no_such();
     };
-    blocking(source, move |s| match s.client.replay_progress(job) {
+    blocking(source, move |s| match s.client().replay_progress(job) {
         Ok(Some(p)) => answer(StatusCode::OK, &progress(&s.name, &p)),
         Ok(None) => no_such(),
         Err(e) => failed(e),

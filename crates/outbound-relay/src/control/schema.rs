@@ -340,6 +340,8 @@ pub struct SourceInput {
     pub shared_secret: Option<String>,
     pub allowed_origins: Option<Vec<String>>,
     pub webhooks: Option<Vec<WebhookInput>>,
+    /// Up to 50, each its own destination (what its trigger matches, mapped).
+    pub subscriptions: Option<Vec<SubscriptionInput>>,
     pub forward: Option<ForwardInput>,
     pub timeout: Option<f64>,
     pub max_retry_duration: Option<f64>,
@@ -727,4 +729,104 @@ pub struct AlertList {
     /// That URL's health (the admin token only).
     pub state: Option<String>,
     pub alerts: Vec<AlertView>,
+}
+
+/// A subscription's state: its messages (one per event its trigger matched) and its
+/// endpoint's health.
+#[derive(Serialize, ToSchema)]
+pub struct SubscriptionState {
+    pub source: String,
+    pub subscription: String,
+    pub enabled: bool,
+    /// Events it matched and took, in all.
+    pub accepted: u64,
+    pub delivered: u64,
+    /// Failed for good (a permanent answer, the retry window closed, or its mapping failed).
+    pub failed: u64,
+    /// Taken and not yet ended.
+    pub waiting: u64,
+    pub retries: u64,
+    pub health: Health,
+}
+
+/// What a preview is asked: an event, and either a subscription's settings (not saved) or,
+/// on `/subscriptions/{subscription}/preview`, none (the saved one's).
+#[derive(Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PreviewAsk {
+    /// The settings to try, in either form a source takes.
+    #[serde(default)]
+    #[schema(value_type = Option<Object>)]
+    pub subscription: Option<serde_json::Value>,
+    /// An event as Segment's tracking API gives it (`type`, `event`, `properties`, ...).
+    #[schema(value_type = Object)]
+    pub event: serde_json::Value,
+}
+
+/// A preview: whether the trigger matches the event, and the request it would make.
+#[derive(Serialize, ToSchema)]
+pub struct Preview {
+    pub matches: bool,
+    /// The request (null when it does not match, or when the event fails the mapping).
+    pub request: Option<PreviewRequest>,
+    /// Why Segment's code would fail this event (its trigger or its mapping).
+    pub error: Option<String>,
+}
+
+/// The request a subscription would make; the relay adds `user-agent` and, when `signed`,
+/// the signature.
+#[derive(Serialize, ToSchema)]
+pub struct PreviewRequest {
+    pub method: String,
+    pub url: String,
+    /// Names in lower case, in order.
+    pub headers: Vec<(String, String)>,
+    /// The body as sent (canonical JSON); null: the request has none.
+    pub body: Option<String>,
+    pub signed: bool,
+}
+
+/// A subscription, in either form: our settings, or Segment's export as it is.
+#[derive(Deserialize, ToSchema)]
+#[serde(untagged)]
+#[allow(dead_code)]
+pub enum SubscriptionInput {
+    Settings(SubscriptionSettings),
+    Segment(SegmentSubscription),
+}
+
+/// A subscription in our settings (documents the body; the core reads it).
+#[derive(Deserialize, ToSchema)]
+#[allow(dead_code)]
+pub struct SubscriptionSettings {
+    /// Unique in the source: it keys the subscription's records.
+    pub name: String,
+    /// Segment's FQL: `type = "track" and event = "Order Completed"`.
+    pub trigger: String,
+    /// http or https.
+    pub url: String,
+    /// `POST` (default), `PUT` or `PATCH`.
+    pub method: Option<String>,
+    /// Header names to values; a value may be a mapping-kit directive.
+    #[schema(value_type = Option<Object>)]
+    pub headers: Option<serde_json::Value>,
+    /// The body: a mapping-kit object (default: the whole event, `{"@path": "$."}`).
+    #[schema(value_type = Option<Object>)]
+    pub data: Option<serde_json::Value>,
+    /// Off: kept, sent nothing (default on).
+    pub enabled: Option<bool>,
+}
+
+/// A subscription as Segment's Config API exports a Webhooks (Actions) mapping.
+#[derive(Deserialize, ToSchema)]
+#[allow(dead_code)]
+pub struct SegmentSubscription {
+    pub name: String,
+    /// The trigger (Segment's FQL).
+    pub subscribe: String,
+    /// The Send action's fields: `url`, `method`, `headers`, `data`, `enable_batching`,
+    /// `batch_size`.
+    #[schema(value_type = Object)]
+    pub mapping: serde_json::Value,
+    pub enabled: Option<bool>,
 }

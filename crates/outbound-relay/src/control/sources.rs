@@ -23,8 +23,9 @@ use serde_json::Value;
 use std::time::{Duration, Instant};
 
 /// Fields a source's own token may change (besides repeating the rest unchanged).
-pub(crate) const SELF_SERVICE: [&str; 6] = [
+pub(crate) const SELF_SERVICE: [&str; 7] = [
     "webhooks",
+    "subscriptions",
     "shared_secret",
     "signature_scheme",
     "allowed_origins",

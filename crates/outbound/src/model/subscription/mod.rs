@@ -182,6 +182,21 @@ impl Mapped<'_> {
     }
 }
 
+/// The request a subscription would make for one event ([`Subscription::preview`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Preview {
+    /// Its method.
+    pub method: Method,
+    /// Where it goes.
+    pub url: String,
+    /// Its headers, names in lower case: the mapping's, and `content-type` with a body.
+    pub headers: Vec<(String, String)>,
+    /// Its body (sent as canonical JSON: `outbound::canonical_json`); `None`: it has none.
+    pub body: Option<Value>,
+    /// Whether it carries the sender's signature (`X-Signature`).
+    pub signed: bool,
+}
+
 /// Why an event that reached a subscription cannot be sent to it (at Segment, the event fails).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum EventError {
@@ -601,6 +616,27 @@ impl Subscription {
             headers,
             body,
             own_signature,
+        }))
+    }
+
+    /// What this subscription would send for `event` (a preview; nothing is sent): `None`
+    /// when its trigger does not match; an error when Segment's code would fail the event.
+    /// The sender adds `user-agent` and the signature.
+    pub fn preview(&self, event: &Value) -> Result<Option<Preview>, EventError> {
+        let Some(mapped) = self.map(event)? else {
+            return Ok(None);
+        };
+        let mut headers: Vec<(String, String)> = mapped.headers.to_vec();
+        if mapped.body.is_some() {
+            headers.push(("content-type".into(), "application/json".into()));
+        }
+        let body = mapped.body.as_ref().map(|b| b.clone().into_owned());
+        Ok(Some(Preview {
+            method: self.method,
+            url: self.url.clone(),
+            headers,
+            body,
+            signed: mapped.signed(),
         }))
     }
 
