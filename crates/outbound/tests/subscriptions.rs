@@ -344,12 +344,9 @@ fn subscription_settings_are_checked_with_the_client() {
     let many = err(support::config().subscriptions((0..51).map(|i| sub(&i.to_string())).collect()));
     assert!(many.contains("at most 50"), "{many}");
     let mut batched = Settings::new("b", r#"type = "track""#, "http://127.0.0.1:9/x");
-    batched.batch_size = Some(100);
-    let batched = err(support::config().subscriptions(vec![Subscription::new(batched).unwrap()]));
-    assert!(
-        batched.starts_with("subscriptions[0].batch_size"),
-        "{batched}"
-    );
+    batched.batch_size = Some(4001);
+    let refused = Subscription::new(batched).unwrap_err().to_string();
+    assert!(refused.contains("batch_size"), "{refused}");
     // A client of subscriptions alone is a client.
     Client::new(support::config().subscriptions(vec![sub("only")]))
         .unwrap()
@@ -389,5 +386,141 @@ fn what_a_subscription_left_in_the_spool_is_delivered_by_the_next_client() {
     let last = server.requests().pop().unwrap();
     assert_eq!(last.json()["properties"]["n"], 1);
     second.close(None).unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+fn batched(name: &str, url: &str, size: usize) -> Settings {
+    let mut s = Settings::new(name, r#"type = "track""#, url);
+    s.batch_size = Some(size);
+    s.data = Some(json!({"n": {"@path": "$.properties.n"}}));
+    s
+}
+
+#[test]
+fn a_batching_subscription_sends_arrays_of_mapped_bodies_signed_as_set() {
+    let (whole, first) = (Server::answering(200), Server::answering(200));
+    let mut by_first = batched("first", &first.url, 3);
+    by_first.batch_signature = outbound::subscription::BatchSignature::FirstElement;
+    let outcomes = Outcomes::default();
+    let client = Client::new(
+        support::config()
+            .shared_secret("s3cret")
+            .flush_interval(Duration::from_millis(200))
+            .subscriptions(vec![
+                Subscription::new(batched("whole", &whole.url, 3)).unwrap(),
+                Subscription::new(by_first).unwrap(),
+            ])
+            .on_outcome(outcomes.callback()),
+    )
+    .unwrap();
+    for n in 0..7 {
+        client.enqueue(&track("u", "E", json!({ "n": n }))).unwrap();
+    }
+    assert!(client.flush(Some(WAIT)));
+    let got = whole.requests();
+    assert_eq!(got.len(), 3, "7 events in batches of 3");
+    let mut all: Vec<Value> = Vec::new();
+    for r in &got {
+        assert_eq!(
+            r.header("x-signature"),
+            Some(hmac_sha1("s3cret", &r.body).as_str())
+        );
+        assert_eq!(r.header("content-type"), Some("application/json"));
+        all.extend(r.json().as_array().unwrap().iter().cloned());
+    }
+    let mut ns: Vec<i64> = all.iter().map(|v| v["n"].as_i64().unwrap()).collect();
+    ns.sort();
+    assert_eq!(ns, (0..7).collect::<Vec<_>>());
+    assert_eq!(got[0].body, br#"[{"n":0},{"n":1},{"n":2}]"#);
+    // Segment's quirk: only the first element is signed.
+    for r in first.requests() {
+        let head = serde_json::to_vec(&r.json()[0]).unwrap();
+        assert_eq!(
+            r.header("x-signature"),
+            Some(hmac_sha1("s3cret", &head).as_str())
+        );
+        assert_ne!(
+            r.header("x-signature"),
+            Some(hmac_sha1("s3cret", &r.body).as_str())
+        );
+    }
+    assert_eq!(
+        outcomes.all().len(),
+        14,
+        "one outcome per event and subscription"
+    );
+    let attempts = client
+        .subscription("whole")
+        .unwrap()
+        .webhook_attempts(0)
+        .unwrap();
+    assert_eq!(attempts.len(), 3, "one record per request");
+    client.close(None).unwrap();
+}
+
+#[test]
+fn one_answer_decides_a_batch_a_413_splits_it_and_failures_are_dead_letters() {
+    // 413 for more than 2 events, 400 for a batch holding n = 3, else 200.
+    let server = Server::start(|r| {
+        let events = r.json();
+        let events = events.as_array().unwrap();
+        if events.len() > 2 {
+            Reply::Status(413)
+        } else if events.iter().any(|e| e["n"] == 3) {
+            Reply::Status(400)
+        } else {
+            Reply::Status(200)
+        }
+    });
+    let dir = temp_dir("batch-dead");
+    let outcomes = Outcomes::default();
+    let client = Client::new(
+        support::config()
+            .spool(dir.to_str().unwrap())
+            .dead_letters(true)
+            .subscriptions(vec![
+                Subscription::new(batched("b", &server.url, 8)).unwrap()
+            ])
+            .on_outcome(outcomes.callback()),
+    )
+    .unwrap();
+    for n in 0..8 {
+        client.enqueue(&track("u", "E", json!({ "n": n }))).unwrap();
+    }
+    client.flush(Some(WAIT));
+    let sizes: Vec<usize> = server
+        .requests()
+        .iter()
+        .map(|r| r.json().as_array().unwrap().len())
+        .collect();
+    assert_eq!(sizes[0], 8, "{sizes:?}");
+    assert!(
+        sizes.iter().filter(|n| **n <= 2).count() == 4,
+        "split down to pairs: {sizes:?}"
+    );
+    let all = outcomes.all();
+    let failed: Vec<_> = all
+        .iter()
+        .filter(|o| o.kind == OutcomeKind::Failed)
+        .collect();
+    assert_eq!(
+        failed.len(),
+        2,
+        "the pair with n = 3 fails together: {all:#?}"
+    );
+    assert_eq!(all.len(), 8);
+    let b = client.subscription("b").unwrap();
+    let deadline = std::time::Instant::now() + WAIT;
+    while b.dead_letter_stats().unwrap().count < 2 && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let page = b.dead_letters(&DeadLetterQuery::default()).unwrap();
+    assert_eq!(page.letters.len(), 2);
+    let letter = b.dead_letter(&page.letters[0].message_id).unwrap().unwrap();
+    let n = serde_json::from_slice::<Value>(letter.body.as_deref().unwrap()).unwrap()["n"]
+        .as_i64()
+        .unwrap();
+    assert!(n == 2 || n == 3, "{n}");
+    client.close(None).unwrap();
     let _ = std::fs::remove_dir_all(&dir);
 }

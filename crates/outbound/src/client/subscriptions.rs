@@ -10,6 +10,7 @@ use crate::engine::{Core, SpoolWriter};
 use crate::error::Error;
 use crate::http::recorder::Recorder;
 use crate::model::config::Config;
+use crate::wire::ingestion::Element;
 use crate::wire::subscription;
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
@@ -63,7 +64,7 @@ impl Client {
         let mut items: Vec<Option<Item>> = Vec::with_capacity(self.subs.len());
         let value = event.and_then(|e| serde_json::from_slice::<serde_json::Value>(e).ok());
         for sub in &self.config.subscriptions {
-            let item = match &value {
+            let bytes = match &value {
                 Some(event) if sub.enabled() => match sub.map(event) {
                     Ok(None) => None,
                     Ok(Some(mapped)) => {
@@ -73,17 +74,26 @@ impl Client {
                             fixed.is_some(),
                             fixed.is_none_or(|(_, own)| !own),
                         );
-                        Some(bytes.unwrap_or_else(|e| subscription::failure(&e.to_string())))
+                        Some(bytes.map_err(|e| subscription::failure(&e.to_string())))
                     }
-                    Err(e) => Some(subscription::failure(&e.to_string())),
+                    Err(e) => Some(Err(subscription::failure(&e.to_string()))),
                 },
                 _ => None,
             };
-            items.push(item.map(|bytes| Item {
-                id: crate::delivery::command::ItemId::Own(id.clone()),
-                ingest: None,
-                hook: Some(bytes.into()),
-                accepted: Instant::now(),
+            // A batched subscription's events join batches (its lane 0); an event it cannot
+            // send fails on its own, as a single request would.
+            let batched = sub.batch_size().is_some();
+            items.push(bytes.map(|bytes| {
+                let (ingest, hook) = match bytes {
+                    Ok(b) if batched => (Some(Element::own(b.into())), None),
+                    Ok(b) | Err(b) => (None, Some(b.into())),
+                };
+                Item {
+                    id: crate::delivery::command::ItemId::Own(id.clone()),
+                    ingest,
+                    hook,
+                    accepted: Instant::now(),
+                }
             }));
         }
         items

@@ -227,6 +227,56 @@ impl Hooks {
         Ok((headers, payload.unwrap_or_default()))
     }
 
+    /// Whether this client sends batches of a subscription's events (its lane 0).
+    pub(crate) fn batched(&self) -> bool {
+        self.send_as.as_ref().is_some_and(|s| s.batch.is_some())
+    }
+
+    /// One batch request of a subscription's events (`events`, as queued): a JSON array of
+    /// their bodies (`null` for one without), with the first event's headers, signed over
+    /// the whole body or, as Segment signs, over the first element alone.
+    pub(crate) fn batch_request<'a>(
+        &self,
+        events: impl Iterator<Item = &'a crate::wire::Body>,
+    ) -> Result<(Vec<(HeaderName, HeaderValue)>, bytes::Bytes), String> {
+        let send_as = self.send_as.as_ref().ok_or("not a subscription's client")?;
+        let first_element =
+            send_as.batch == Some(crate::model::subscription::BatchSignature::FirstElement);
+        let mut bodies = Vec::new();
+        let mut own = Vec::new();
+        let mut signed = send_as.signed;
+        for (i, bytes) in events.enumerate() {
+            let framed = crate::wire::subscription::read(bytes)?;
+            if i == 0 {
+                signed = framed.signed.unwrap_or(send_as.signed);
+                for (name, value) in framed.headers.unwrap_or_default() {
+                    let (Ok(name), Ok(value)) =
+                        (HeaderName::from_bytes(name), HeaderValue::from_bytes(value))
+                    else {
+                        return Err("mapping: a mapped header is not a legal HTTP header".into());
+                    };
+                    if !TRANSPORT.contains(&name.as_str()) {
+                        own.push((name, value));
+                    }
+                }
+            }
+            bodies.push(framed.body.map(|r| &bytes[r]));
+        }
+        let (body, covered) = crate::model::subscription::request::batch(&bodies, first_element);
+        let signed_bytes = covered.clone().map_or(&body[..0], |r| &body[r]);
+        // Standard Webhooks signs an id: the batch's own, the same at each retry.
+        let id = format!("batch_{}", &signature::sign(b"outbound-batch", &body)[..24]);
+        let headers = self.headers(
+            0,
+            &id,
+            signed_bytes,
+            true,
+            signed && covered.is_some(),
+            &own,
+        )?;
+        Ok((headers, bytes::Bytes::from(body)))
+    }
+
     /// The headers of one request of `body` (message `id`) to webhook number `target`: user
     /// agent (unless `own` or the webhook's set one), content type (with a body), the
     /// webhook's own and `own`, and, when `signed`, the signature of this attempt.

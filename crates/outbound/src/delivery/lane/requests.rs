@@ -186,6 +186,26 @@ pub(super) fn send(
 /// `lane - 1`; with what was seen of the exchange (for the URL's attempts and health).
 async fn post(delivery: &Delivery, lane: usize, job: &Job) -> (Attempt, Seen) {
     match job {
+        Job::Batch(batch) if delivery.hooks.batched() => {
+            // A subscription's batch: to its one endpoint, as its single requests go.
+            let Some(out) = &delivery.hooks_out else {
+                return not_sent("no webhooks");
+            };
+            let events = batch.msgs.iter().map(|(_, m)| m.bytes());
+            let (headers, bytes) = match delivery.hooks.batch_request(events) {
+                Ok(request) => request,
+                Err(why) => return not_sent(why),
+            };
+            let (attempt, seen) = out.exchange.post(0, &headers, Frames::one(bytes)).await;
+            delivery.logger.log(Level::Debug, || {
+                format!(
+                    "{}: batch of {}: {attempt:?}",
+                    delivery.hooks.label(0),
+                    batch.msgs.len()
+                )
+            });
+            (attempt, seen)
+        }
         Job::Batch(batch) => {
             let (Some(endpoint), Some(out)) = (&delivery.ingestion, &delivery.batches_out) else {
                 return not_sent("no ingestion endpoint");

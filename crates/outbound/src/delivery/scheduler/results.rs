@@ -16,6 +16,7 @@ use crate::model::dead_letter::reason_code;
 use crate::model::outcome::Reason;
 use crate::model::timestamp::wall_ms;
 use std::sync::atomic::Ordering::Relaxed;
+use std::sync::Arc;
 use std::time::{Instant, SystemTime};
 
 impl Tenant {
@@ -47,6 +48,18 @@ impl Tenant {
                 let keep = self.rules.dead_letters && !matches!(attempt, Attempt::Success);
                 keep.then(|| tried(target, id.to_arc(), &attempt, &seen, answer))
             }
+            // A subscription's batch: one record of the request, under its first event's id.
+            Job::Batch(b) if self.rules.batched => {
+                let first = b.msgs.first().and_then(|(seq, _)| self.tracks.get(seq));
+                let id = first.map_or_else(|| Arc::from(""), |t| t.id.to_arc());
+                let answer = self.answers.share(0, seen.excerpt.as_deref());
+                if let Some(url) = self.shared.watch.urls.first() {
+                    let down = self.lanes[0].is_down();
+                    url.record(&id, &attempt, &seen, answer.clone(), down);
+                }
+                let keep = self.rules.dead_letters && !matches!(attempt, Attempt::Success);
+                keep.then(|| tried(0, id, &attempt, &seen, answer))
+            }
             _ => None,
         };
         match &job {
@@ -73,12 +86,23 @@ impl Tenant {
         now: Instant,
     ) {
         match job {
-            Job::Batch(batch) => self.batch_result(batch, attempt, now),
+            Job::Batch(batch) => self.batch_result(batch, attempt, record, now),
             Job::Hook { seq, .. } => self.hook_result(seq, (lane - 1) as u8, attempt, record, now),
         }
     }
 
-    pub(super) fn batch_result(&mut self, mut batch: Batch, attempt: Attempt, now: Instant) {
+    pub(super) fn batch_result(
+        &mut self,
+        mut batch: Batch,
+        attempt: Attempt,
+        record: Option<WebhookAttempt>,
+        now: Instant,
+    ) {
+        let what = if self.rules.batched {
+            "batch"
+        } else {
+            "ingestion"
+        };
         let first = *batch.first.get_or_insert(now);
         batch.attempts += 1;
         if self.spool.is_some() {
@@ -103,11 +127,12 @@ impl Tenant {
             Attempt::Permanent { reason, detail } => {
                 self.logger
                     .log_every(Level::Warn, "ingestion:permanent", || {
-                        format!("ingestion: batch of {} failed: {detail}", batch.msgs.len())
+                        format!("{what}: batch of {} failed: {detail}", batch.msgs.len())
                     });
+                let detail = format!("{what}: {detail}");
+                self.batch_dead_letters(&batch, &reason, &detail, record);
                 for (seq, bytes) in &batch.msgs {
-                    let failure = Some((reason.clone(), format!("ingestion: {detail}")));
-                    self.ingest_done(*seq, bytes, failure);
+                    self.ingest_done(*seq, bytes, Some((reason.clone(), detail.clone())));
                 }
             }
             Attempt::Retryable {
@@ -132,15 +157,49 @@ impl Tenant {
                 }
                 None => {
                     let detail = format!(
-                        "ingestion: expired after {} attempts; last: {detail}",
+                        "{what}: expired after {} attempts; last: {detail}",
                         batch.attempts
                     );
                     (self.logger).log_every(Level::Warn, "ingestion:expired", || detail.clone());
+                    self.batch_dead_letters(&batch, &Reason::Expired, &detail, record);
                     for (seq, bytes) in &batch.msgs {
                         self.ingest_done(*seq, bytes, Some((Reason::Expired, detail.clone())));
                     }
                 }
             },
+        }
+    }
+
+    /// A subscription's batch failed for good: each of its events is a dead letter (with
+    /// `dead_letters` on), written before the ops that drop their bodies.
+    fn batch_dead_letters(
+        &self,
+        batch: &Batch,
+        reason: &Reason,
+        detail: &str,
+        record: Option<WebhookAttempt>,
+    ) {
+        let (Some(tx), true) = (&self.spool, self.rules.batched && self.rules.dead_letters) else {
+            return;
+        };
+        let attempts = attempts_json(&record.into_iter().collect::<Vec<_>>());
+        let failed_ms = crate::durable::dead::unix_ms(SystemTime::now());
+        for (seq, bytes) in &batch.msgs {
+            let Some(t) = self.tracks.get(seq) else {
+                continue;
+            };
+            tx.send_dead(DeadOp::Put(Box::new(DeadRecord {
+                tenant: tx.tenant,
+                id: t.id.to_arc(),
+                failed_ms,
+                reason: reason_code(reason),
+                detail: detail.to_string(),
+                rounds: batch.attempts,
+                first_ms: batch.first.map(wall_ms),
+                attempts: attempts.clone(),
+                body: bytes.to_body(),
+                job: None,
+            })));
         }
     }
 

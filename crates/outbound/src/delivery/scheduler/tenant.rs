@@ -38,6 +38,8 @@ pub(super) struct Rules {
     /// The webhooks a message goes to (the enabled ones).
     pub(super) hook_mask: u8,
     pub(super) has_ingestion: bool,
+    /// Lane 0 sends a subscription's batches (records and dead letters as a webhook's).
+    pub(super) batched: bool,
     /// Keeps dead letters (in its spool's store).
     pub(super) dead_letters: bool,
 }
@@ -85,6 +87,8 @@ impl Tenant {
         logger: Logger,
     ) -> Self {
         let report_tx = reports;
+        // A batched subscription's events are its lane 0's batches.
+        let batched = config.send_as.as_ref().is_some_and(|s| s.batch.is_some());
         let lane = |index: usize, label: Arc<str>, tx: &Sender<Report>| {
             let rate = index
                 .checked_sub(1)
@@ -104,7 +108,10 @@ impl Tenant {
         let mut lanes = Vec::with_capacity(1 + config.webhooks.len());
         // Labels shared: one of the process for ingestion, the hooks' own for the webhooks.
         static INGESTION: std::sync::OnceLock<Arc<str>> = std::sync::OnceLock::new();
-        let ingestion = INGESTION.get_or_init(|| "ingestion".into()).clone();
+        let ingestion = match batched {
+            true => delivery.hooks.label(0),
+            false => INGESTION.get_or_init(|| "ingestion".into()).clone(),
+        };
         lanes.push(lane(0, ingestion, &report_tx));
         for i in 0..config.webhooks.len() {
             lanes.push(lane(1 + i, delivery.hooks.label(i), &report_tx));
@@ -119,7 +126,8 @@ impl Tenant {
                 policy: config.retry,
                 send: config.send,
                 hook_mask: config.hook_mask(),
-                has_ingestion: config.write_key.is_some(),
+                has_ingestion: config.write_key.is_some() || batched,
+                batched,
                 dead_letters,
             },
             spool,

@@ -6,6 +6,7 @@
 use super::{check_url, Config, StaticHeaders, Webhook};
 use crate::error::Error;
 use crate::model::outcome::Outcome;
+use crate::model::subscription::BatchSignature;
 use http::{HeaderName, HeaderValue, Method};
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -29,6 +30,8 @@ pub(crate) struct SendAs {
     /// Whether a request with the fixed headers is signed by the sender (they do not set
     /// `X-Signature` themselves).
     pub signed: bool,
+    /// Batched (`batch_size`, as the client's `flush_at`): what a batch's signature covers.
+    pub batch: Option<BatchSignature>,
 }
 
 impl Config {
@@ -66,13 +69,6 @@ impl Config {
                 ));
             }
             check_url(&format!("subscriptions[{i}].url"), sub.url())?;
-            if sub.batch_size().is_some() {
-                return Err(Error::config(
-                    format!("subscriptions[{i}].batch_size"),
-                    "batched delivery is not in this version yet: leave it unset to send each \
-                     event in a request of its own",
-                ));
-            }
             if let Some((headers, _)) = sub.fixed_headers() {
                 fixed_headers(i, headers)?;
             }
@@ -108,11 +104,18 @@ impl Config {
         c.timeout = SUBSCRIPTION_TIMEOUT;
         c.spool = None;
         c.on_outcome = on_outcome;
+        // A batch closes at `batch_size` events, at 500,000 bytes, or `flush_interval` after
+        // its first event, as the ingestion destination's do.
+        if let Some(n) = sub.batch_size() {
+            c.flush_at = n;
+            c.max_batch_messages = None;
+        }
         c.send_as = Some(Arc::new(SendAs {
             name,
             method,
             headers,
             signed,
+            batch: sub.batch_size().map(|_| sub.batch_signature()),
         }));
         Ok(c)
     }
