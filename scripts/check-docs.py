@@ -172,6 +172,7 @@ SETUP: Dict[Tuple[str, str], Dict[str, Any]] = {
         "assert 'database is locked' in _r.stderr, (_r.returncode, _r.stderr)\n"
         "client.close(timeout=0)\n",
     },
+    ("docs/python.md", "print(client.subscription_stats(\"orders\")"): {"expect": {"hook": 2}},
     ("docs/python.md", "from outbound.testing import RecordingClient"): {
         "prelude": "def signup(client, user_id):  # the code under test\n"
         "    client.track(user_id=user_id, event='Signed Up')\n",

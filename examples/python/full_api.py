@@ -157,6 +157,30 @@ def main(base_url: str) -> int:
         rec.flush(timeout=5)
         recorded: List[outbound.testing.RecordedRequest] = rec.requests
         checks.append(len(recorded) == 1 and rec.messages("webhook")[0]["userId"] == "u1")
+    # Subscriptions (Segment's Webhooks (Actions)): a 4-parameter on_outcome gets the name.
+    def on_subscription_outcome(
+        message_id: str, outcome: str, detail: str, subscription: Optional[str]
+    ) -> None:
+        outcomes.append((message_id, outcome, subscription or "own"))
+
+    orders: Dict[str, object] = {
+        "name": "orders",
+        "subscribe": 'type = "track" and event = "Order Completed"',
+        "mapping": {"url": f"{base_url}/orders", "method": "PUT",
+                    "data": {"total": {"@path": "$.properties.total"}}},
+    }
+    with outbound.Client(subscriptions=[orders], shared_secret="s3cret",
+                         on_outcome=on_subscription_outcome, proxy_from_env=False) as subs:
+        subs.track(user_id="u1", event="Order Completed", properties={"total": 19.99})
+        subs.flush(timeout=10.0)
+        sub_stats: Dict[str, int] = subs.subscription_stats("orders")
+        unmatched: int = subs.unmatched
+        print("orders:", sub_stats, "unmatched:", unmatched)
+    with outbound.testing.RecordingClient(subscriptions=[orders]) as rec_subs:
+        rec_subs.track(user_id="u1", event="Order Completed", properties={"total": 1})
+        rec_subs.flush(timeout=5)
+        named: List[Optional[str]] = [o.subscription for o in rec_subs.outcomes]
+        print("recorded:", named)
     too_large: type = outbound.MessageTooLarge
     print(outbound.__version__, checks, too_large.__name__, outcomes)
     return 0 if all(checks) else 1

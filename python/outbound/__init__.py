@@ -19,6 +19,7 @@ core's, reached through :mod:`outbound._native`.
 from __future__ import annotations
 
 import atexit
+import inspect
 import logging
 import os
 import sys
@@ -42,6 +43,7 @@ from typing import (
     TypedDict,
     TypeVar,
     Union,
+    cast,
 )
 
 from . import _native
@@ -101,8 +103,13 @@ __version__: str = _native.__version__
 logger = logging.getLogger("outbound")
 
 #: ``on_outcome(message_id, outcome, detail)``; ``outcome`` is ``"delivered"``,
-#: ``"failed"`` or ``"dropped"``, ``detail`` says why (empty when delivered).
-OutcomeCallback = Callable[[str, str, str], None]
+#: ``"failed"`` or ``"dropped"``, ``detail`` says why (empty when delivered). A callback that
+#: declares a fourth parameter, ``on_outcome(message_id, outcome, detail, subscription)``,
+#: is also given the name of the subscription the outcome is of (``None`` for the message's
+#: own outcome); one of ``*args`` gets three.
+OutcomeCallback = Union[
+    Callable[[str, str, str], None], Callable[[str, str, str, Optional[str]], None]
+]
 
 #: How webhook requests are signed: ``"x-signature"`` (the default: ``X-Signature``, hex
 #: HMAC-SHA1 of the body), ``"standard-webhooks"`` (``webhook-id``, ``webhook-timestamp``,
@@ -138,11 +145,31 @@ def _show_debug_logs() -> None:
         logger.addHandler(handler)
 
 
-def _guarded(callback: OutcomeCallback) -> OutcomeCallback:
+def _takes_subscription(callback: OutcomeCallback) -> bool:
+    # Callbacks written for three arguments (``*args`` ones included) keep getting three;
+    # one that declares a fourth positional parameter gets the subscription's name in it.
+    try:
+        params = inspect.signature(callback).parameters.values()
+    except (TypeError, ValueError):
+        return False
+    kinds = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    return sum(p.kind in kinds for p in params) >= 4
+
+
+def _guarded(callback: OutcomeCallback) -> Callable[[str, str, str, Optional[str]], None]:
     # Runs on the scheduler thread: an exception there must not go anywhere but the log.
-    def on_outcome(message_id: str, outcome: str, detail: str) -> None:
+    four = _takes_subscription(callback)
+
+    def on_outcome(
+        message_id: str, outcome: str, detail: str, subscription: Optional[str]
+    ) -> None:
         try:
-            callback(message_id, outcome, detail)
+            if four:
+                cast(Callable[[str, str, str, Optional[str]], None], callback)(
+                    message_id, outcome, detail, subscription
+                )
+            else:
+                cast(Callable[[str, str, str], None], callback)(message_id, outcome, detail)
         except Exception:
             logger.exception("on_outcome callback raised (message %s, %s)", message_id, outcome)
 
@@ -356,6 +383,22 @@ class Client:
     request of up to that many messages, within 500,000 bytes: fewer, larger requests, but
     one bad answer fails every message it carried, and a receiver with a small request
     limit may refuse them.
+
+    ``subscriptions`` are up to 50 destinations of Segment's Webhooks (Actions) kind, each a
+    dict, as Segment exports it (``{"name", "subscribe", "mapping": {"url", "method",
+    "headers", "data"}}``) or in outbound's own settings (``{"name", "trigger", "url",
+    "method", "headers", "data", "enabled"}``). Its trigger (Segment's FQL,
+    ``'type = "track" and event = "Order Completed"'``) says which events it gets, its
+    mapping (Segment's mapping-kit, ``{"@path": "$.properties.total"}``) what its URL
+    receives, with which method (``POST``, ``PUT`` or ``PATCH``) and headers. Each event goes
+    in a request of its own, signed with ``shared_secret`` as webhook requests are, retried
+    and counted per subscription (:meth:`subscription_stats`). A name is required and
+    unique; a refused subscription raises :class:`ConfigError` naming the field
+    (``subscriptions[0].mapping.url``). A message has its own outcome (when it has an
+    ingestion or webhook destination) and one per subscription it matched: an
+    ``on_outcome`` that declares a fourth parameter gets the subscription's name (``None``
+    for the message's own). What no subscription matched, with no destination of its own, is
+    counted in :attr:`unmatched`.
     """
 
     #: ``outbound.testing.RecordingClient`` sets this: record instead of sending.
@@ -367,6 +410,7 @@ class Client:
         *,
         endpoint: str = "https://api.segment.io",
         webhooks: Sequence[Union[Webhook, str]] = (),
+        subscriptions: Sequence[Mapping[str, Any]] = (),
         shared_secret: Optional[str] = None,
         signature_scheme: SignatureScheme = "x-signature",
         webhook_user_agent: str = "Outbound/1.0",
@@ -401,6 +445,8 @@ class Client:
         if isinstance(webhooks, (str, Webhook)):
             raise UnsupportedType("webhooks must be a list of Webhook or URL str", "webhooks")
         hooks: List[Webhook] = [h if isinstance(h, Webhook) else Webhook(h) for h in webhooks]
+        if isinstance(subscriptions, (str, Mapping)):
+            raise UnsupportedType("subscriptions must be a list of dict", "subscriptions")
         if atexit_timeout < 0:
             raise ConfigError(
                 "invalid configuration atexit_timeout: must not be negative", "atexit_timeout"
@@ -443,6 +489,7 @@ class Client:
             block_private_networks=block_private_networks,
             allowed_networks=_strings(allowed_networks, "allowed_networks"),
             record=self._record,
+            subscriptions=[_plain(sub) for sub in subscriptions],
         )
         self._endpoint = endpoint if write_key else None
         self._webhook_count = len(hooks)
@@ -619,6 +666,18 @@ class Client:
         resumed (taken over from the spool). After :meth:`close`: accepted + resumed =
         delivered + failed + dropped - queue_full + spooled."""
         return self._native.stats()
+
+    @property
+    def unmatched(self) -> int:
+        """Messages that no subscription matched and that had no destination of the client's
+        own (no write key, no webhook on): they ended there, without an outcome."""
+        return self._native.unmatched()
+
+    def subscription_stats(self, name: str) -> Dict[str, int]:
+        """Subscription ``name``'s counters, as :attr:`stats` gives the client's (which are its
+        ingestion's and webhooks'). Raises :class:`ValidationError` naming ``name`` when the
+        client has no subscription of that name."""
+        return self._native.subscription_stats(name)
 
     # -- delivery records -------------------------------------------------------------------
     # Times come as aware UTC datetimes, durations in seconds, answers as bytes.

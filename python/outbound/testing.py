@@ -58,6 +58,8 @@ class RecordedOutcome(NamedTuple):
     #: ``"delivered"``, ``"failed"`` or ``"dropped"``.
     outcome: str
     detail: str
+    #: The subscription the outcome is of, ``None`` for the message's own outcome.
+    subscription: Optional[str] = None
 
 
 class RecordingClient(Client):

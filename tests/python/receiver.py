@@ -22,6 +22,7 @@ class Request:
     headers: Dict[str, str]
     body: bytes  # as received (gzip undone; `raw_body` keeps the bytes on the wire)
     raw_body: bytes
+    method: str = "POST"
 
     @property
     def json(self) -> Any:
@@ -79,7 +80,8 @@ def _handler(receiver_ref: List[Receiver]) -> type:
             rec = receiver_ref[0]
             raw = self.rfile.read(int(self.headers.get("Content-Length", "0")))
             body = gzip.decompress(raw) if self.headers.get("Content-Encoding") == "gzip" else raw
-            rec.record(Request(self.path, {k.lower(): v for k, v in self.headers.items()}, body, raw))
+            headers = {k.lower(): v for k, v in self.headers.items()}
+            rec.record(Request(self.path, headers, body, raw, self.command))
             time.sleep(rec.delay.get(self.path, 0.0))
             with rec.lock:
                 failing = rec.fail_first.get(self.path, 0)
@@ -94,6 +96,9 @@ def _handler(receiver_ref: List[Receiver]) -> type:
             self.send_header("Content-Length", str(len(payload)))
             self.end_headers()
             self.wfile.write(payload)
+
+        # Subscriptions may PUT or PATCH: recorded and answered alike.
+        do_PUT = do_PATCH = do_POST  # noqa: N815
 
         def log_message(self, format: str, *args: Any) -> None:
             pass

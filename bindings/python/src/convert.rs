@@ -485,6 +485,23 @@ fn array<'py>(
     Ok(Value::Array(out))
 }
 
+/// Item `i` of a list of dicts (`subscriptions`), as a core `Value`; errors name it
+/// `root[i]` and the path inside it (`subscriptions[1]['data']['at']`).
+pub(crate) fn dict_item<'py>(
+    obj: &Bound<'py, PyAny>,
+    root: &'static str,
+    i: usize,
+) -> PyResult<Value> {
+    let mut path = Path {
+        root,
+        steps: vec![Step::Index(i)],
+    };
+    if obj.cast::<PyDict>().is_err() {
+        return Err(path.unsupported(format!("must be a dict, got {}", type_name(obj))));
+    }
+    to_value(obj, &mut path)
+}
+
 /// `properties`, `traits`, `context`: a dict, or None; written by the core as it is.
 pub(crate) fn json_object<'py>(
     obj: Option<&Bound<'py, PyAny>>,

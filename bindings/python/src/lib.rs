@@ -6,6 +6,7 @@ mod convert;
 mod endpoint;
 mod errors;
 mod records;
+mod subscription;
 
 #[pyo3::pymodule]
 mod _native {
@@ -61,7 +62,12 @@ mod _native {
     fn outcome_callback(cb: Py<PyAny>) -> outbound::OutcomeCallback {
         Arc::new(move |o: &Outcome| {
             Python::try_attach(|py| {
-                let args = (&*o.message_id, o.kind.as_str(), o.detail.as_str());
+                let args = (
+                    &*o.message_id,
+                    o.kind.as_str(),
+                    o.detail.as_str(),
+                    o.subscription.as_deref(),
+                );
                 if let Err(e) = cb.call1(py, args) {
                     e.write_unraisable(py, Some(cb.bind(py)));
                 }
@@ -92,7 +98,7 @@ mod _native {
             dead_letter_max_bytes=256 << 20,
             max_webhook_headers=outbound::DEFAULT_MAX_WEBHOOK_HEADERS as i64,
             max_webhook_header_bytes=outbound::DEFAULT_MAX_WEBHOOK_HEADER_BYTES as i64,
-            record=false))]
+            record=false, subscriptions=Vec::new()))]
         #[allow(clippy::too_many_arguments)]
         fn new<'py>(
             write_key: Option<String>,
@@ -129,6 +135,7 @@ mod _native {
             max_webhook_headers: i64,
             max_webhook_header_bytes: i64,
             record: bool,
+            subscriptions: Vec<Bound<'py, PyAny>>,
         ) -> PyResult<Self> {
             let mut config = Config::default();
             config.write_key = write_key;
@@ -137,6 +144,9 @@ mod _native {
                 .into_iter()
                 .enumerate()
                 .map(|(i, hook)| crate::endpoint::webhook(i, hook))
+                .collect::<PyResult<_>>()?;
+            config.subscriptions = (subscriptions.iter().enumerate())
+                .map(|(i, sub)| crate::subscription::subscription(i, sub))
                 .collect::<PyResult<_>>()?;
             config.shared_secret = shared_secret;
             config.signature_scheme = SignatureScheme::parse(signature_scheme).map_err(to_py)?;
@@ -259,23 +269,28 @@ mod _native {
 
         /// The counters, as a dict of ints.
         fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-            let s = self.inner.stats();
-            let d = PyDict::new(py);
-            for (k, v) in [
-                ("accepted", s.accepted),
-                ("queued", s.queued),
-                ("in_flight", s.in_flight),
-                ("delivered", s.delivered),
-                ("failed", s.failed),
-                ("dropped", s.dropped),
-                ("queue_full", s.queue_full),
-                ("retries", s.retries),
-                ("spooled", s.spooled),
-                ("resumed", s.resumed),
-            ] {
-                d.set_item(k, v)?;
-            }
-            Ok(d)
+            stats_dict(py, self.inner.stats())
+        }
+
+        /// Subscription `name`'s counters, as `stats()` gives the client's; ValidationError
+        /// (naming `name`) when the client has no subscription of that name.
+        fn subscription_stats<'py>(
+            &self,
+            py: Python<'py>,
+            name: &str,
+        ) -> PyResult<Bound<'py, PyDict>> {
+            let sub = self.inner.subscription(name).ok_or_else(|| {
+                to_py(Error::InvalidField {
+                    field: "name".into(),
+                    reason: format!("the client has no subscription named {name:?}"),
+                })
+            })?;
+            stats_dict(py, sub.stats())
+        }
+
+        /// Messages no subscription matched that had no destination of the client's own.
+        fn unmatched(&self) -> u64 {
+            self.inner.unmatched()
         }
 
         /// True once `close` was called.
@@ -427,13 +442,19 @@ mod _native {
                 .collect())
         }
 
-        /// A recording client's outcomes: (message_id, outcome, detail) each.
-        fn recorded_outcomes(&self) -> PyResult<Vec<(String, &'static str, String)>> {
+        /// A recording client's outcomes: (message_id, outcome, detail, subscription) each.
+        #[allow(clippy::type_complexity)]
+        fn recorded_outcomes(
+            &self,
+        ) -> PyResult<Vec<(String, &'static str, String, Option<String>)>> {
             Ok(self
                 .recording()?
                 .outcomes()
                 .into_iter()
-                .map(|o| (o.message_id.to_string(), o.kind.as_str(), o.detail))
+                .map(|o| {
+                    let sub = o.subscription.map(|s| s.to_string());
+                    (o.message_id.to_string(), o.kind.as_str(), o.detail, sub)
+                })
                 .collect())
         }
 
@@ -448,6 +469,25 @@ mod _native {
             self.recording()?.clear();
             Ok(())
         }
+    }
+
+    fn stats_dict(py: Python<'_>, s: outbound::Stats) -> PyResult<Bound<'_, PyDict>> {
+        let d = PyDict::new(py);
+        for (k, v) in [
+            ("accepted", s.accepted),
+            ("queued", s.queued),
+            ("in_flight", s.in_flight),
+            ("delivered", s.delivered),
+            ("failed", s.failed),
+            ("dropped", s.dropped),
+            ("queue_full", s.queue_full),
+            ("retries", s.retries),
+            ("spooled", s.spooled),
+            ("resumed", s.resumed),
+        ] {
+            d.set_item(k, v)?;
+        }
+        Ok(d)
     }
 
     impl NativeClient {
