@@ -321,3 +321,61 @@ data = {{ score = {{ "@path" = "$.properties.score" }} }}
     assert_eq!(a.status, 400, "{}", a.body);
     assert_eq!(a.json()["field"], "subscription.url", "{}", a.body);
 }
+
+#[test]
+fn a_batching_subscription_gets_its_events_in_full_batches() {
+    let (batches, hook) = (Receiver::start(), Receiver::start());
+    let dir = temp_dir();
+    let config = format!(
+        r#"{top}
+[[sources]]
+name = "bulk"
+write_keys = ["wk_bulk"]
+shared_secret = "s3cret"
+[[sources.webhooks]]
+url = "{hook}"
+enabled = false
+[[sources.subscriptions]]
+name = "warehouse"
+subscribe = 'type = "track"'
+[sources.subscriptions.mapping]
+url = "{batches}"
+enable_batching = true
+batch_size = 1000
+data = {{ id = {{ "@path" = "$.messageId" }} }}
+"#,
+        top = top(),
+        hook = hook.url,
+        batches = batches.url,
+    );
+    let relay = InProcess::start(dir.path(), &config);
+    for chunk in 0..20 {
+        let events: Vec<Value> = (0..500)
+            .map(|i| {
+                json!({"type": "track", "userId": "u", "event": "E",
+                            "messageId": format!("m-{}", chunk * 500 + i)})
+            })
+            .collect();
+        send(&relay, "wk_bulk", Value::Array(events));
+    }
+    let hits = batches.wait_for(10);
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(
+        batches.hits().len(),
+        10,
+        "10,000 events in batches of 1,000"
+    );
+    let mut ids = std::collections::HashSet::new();
+    for h in &hits {
+        let events = h.json();
+        assert_eq!(events.as_array().unwrap().len(), 1000);
+        assert_eq!(
+            h.header("x-signature"),
+            Some(sign("s3cret", &h.body).as_str())
+        );
+        for e in events.as_array().unwrap() {
+            ids.insert(e["id"].as_str().unwrap().to_string());
+        }
+    }
+    assert_eq!(ids.len(), 10_000, "each event once");
+}
