@@ -75,10 +75,10 @@ type Config struct {
 	// trigger, "mapping": {"url", "method", "headers", "data"}}) or in outbound's own settings
 	// ({"name", "trigger", "url", "method", "headers", "data", "enabled"}). The events its
 	// trigger (Segment's FQL) matches go to its URL as its mapping (Segment's mapping-kit)
-	// says, each in a request of its own signed with SharedSecret, retried and counted on its
-	// own (SubscriptionCounters). A name is required and unique. A refused one is an
-	// ErrConfig naming subscriptions[i] and the field (subscriptions[0].mapping.url);
-	// batching (batch_size) is refused for now.
+	// says, each in a request of its own (or, with batch_size, in batches: a JSON array of
+	// mapped bodies per request) signed with SharedSecret, retried and counted on its own
+	// (SubscriptionCounters). A name is required and unique. A refused one is an ErrConfig
+	// naming subscriptions[i] and the field (subscriptions[0].mapping.url).
 	Subscriptions []json.RawMessage
 	// SharedSecret signs webhook requests: X-Signature is the hex HMAC-SHA1 of the body.
 	// With SignatureScheme "standard-webhooks" it is one or more whsec_ secrets separated by

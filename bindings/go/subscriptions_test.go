@@ -168,8 +168,8 @@ func TestARefusedSubscriptionIsAnErrConfigNamingItsField(t *testing.T) {
 			json.RawMessage(`{"name":"b","trigger":"(event = \"a\"","url":"http://127.0.0.1:9/b"}`)}},
 			"subscriptions[0].trigger"},
 		{"two of one name", outbound.Config{Subscriptions: []json.RawMessage{ok, ok}}, "subscriptions[1].name"},
-		{"batching", outbound.Config{Subscriptions: []json.RawMessage{
-			json.RawMessage(`{"name":"b","trigger":"type = \"track\"","url":"http://127.0.0.1:9/b","batch_size":10}`)}},
+		{"batches past Segment's limit", outbound.Config{Subscriptions: []json.RawMessage{
+			json.RawMessage(`{"name":"b","trigger":"type = \"track\"","url":"http://127.0.0.1:9/b","batch_size":4001}`)}},
 			"subscriptions[0].batch_size"},
 		{"not JSON", outbound.Config{Subscriptions: []json.RawMessage{json.RawMessage(`{"name":`)}}, "subscriptions[0]"},
 		{"a NUL byte", outbound.Config{Subscriptions: []json.RawMessage{json.RawMessage("{\"name\":\"a\x00\"}")}},

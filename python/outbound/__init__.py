@@ -391,8 +391,9 @@ class Client:
     ``'type = "track" and event = "Order Completed"'``) says which events it gets, its
     mapping (Segment's mapping-kit, ``{"@path": "$.properties.total"}``) what its URL
     receives, with which method (``POST``, ``PUT`` or ``PATCH``) and headers. Each event goes
-    in a request of its own, signed with ``shared_secret`` as webhook requests are, retried
-    and counted per subscription (:meth:`subscription_stats`). A name is required and
+    in a request of its own (with ``batch_size``, in batches: a JSON array of mapped bodies
+    per request), signed with ``shared_secret`` as webhook requests are, retried and counted
+    per subscription (:meth:`subscription_stats`). A name is required and
     unique; a refused subscription raises :class:`ConfigError` naming the field
     (``subscriptions[0].mapping.url``). A message has its own outcome (when it has an
     ingestion or webhook destination) and one per subscription it matched: an

@@ -2423,12 +2423,6 @@ static void test_subscriptions_get_what_their_triggers_match_mapped_and_signed(v
     rx_stop(b);
 }
 
-static void batched_subscription(outbound_options *o) {
-    outbound_options_add_subscription_json(
-        o, "{\"name\":\"b\",\"trigger\":\"type = \\\"track\\\"\",\"url\":\"http://127.0.0.1:9/b\","
-           "\"batch_size\":10}");
-}
-
 static void same_name_twice(outbound_options *o) {
     const char *sub = "{\"name\":\"a\",\"trigger\":\"type = \\\"track\\\"\",\"url\":"
                       "\"http://127.0.0.1:9/a\"}";
@@ -2439,10 +2433,14 @@ static void same_name_twice(outbound_options *o) {
 /* What is checked with the whole configuration is named too; a recording client records a
  * subscription's outcomes with its name, and its own outcomes without one. */
 static void test_subscriptions_are_checked_with_the_client_and_recorded_with_their_name(void) {
-    expect_config_error(batched_subscription, "subscriptions[0].batch_size");
     expect_config_error(same_name_twice, "subscriptions[1].name");
 
     outbound_options *o = outbound_options_new();
+    /* Batches of more than Segment's 4000 events. */
+    CHECK_RC(outbound_options_add_subscription_json(
+                 o, "{\"name\":\"b\",\"trigger\":\"type = \\\"track\\\"\","
+                    "\"url\":\"http://127.0.0.1:9/b\",\"batch_size\":4001}"),
+             OUTBOUND_RESULT_CONFIG, "subscriptions[0].batch_size");
     /* A recording client sends nothing: the URLs are never called. */
     CHECK_RC(outbound_options_add_webhook(o, "http://127.0.0.1:9/hook", NULL), OUTBOUND_RESULT_OK,
              NULL);

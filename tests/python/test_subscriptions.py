@@ -124,6 +124,27 @@ def test_a_three_argument_callback_gets_every_outcome_as_before(
     assert [r.path for r in sorted(a.requests, key=lambda r: r.path)] == ["/hook", "/sub"]
 
 
+def test_a_batching_subscription_sends_arrays_of_mapped_bodies_signed(
+    two: Tuple[Receiver, Receiver],
+) -> None:
+    a, _ = two
+    with outbound.Client(
+        subscriptions=[{"name": "batched", "trigger": 'type = "track"', "url": a.hook("batch"),
+                        "batch_size": 3, "data": {"n": {"@path": "$.properties.n"}}}],
+        shared_secret=SECRET,
+        proxy_from_env=False,
+    ) as client:
+        for n in range(5):
+            client.track(user_id="u", event="E", properties={"n": n})
+        assert client.flush(timeout=10)
+        assert client.subscription_stats("batched")["delivered"] == 5
+    bodies = [json.loads(r.body) for r in a.requests]
+    assert sorted(len(b) for b in bodies) == [2, 3], bodies
+    assert sorted(e["n"] for b in bodies for e in b) == list(range(5))
+    for req in a.requests:
+        assert req.headers["x-signature"] == hmac_sha1(req.body)
+
+
 @pytest.mark.parametrize(
     "subscription, field",
     [
@@ -135,8 +156,8 @@ def test_a_three_argument_callback_gets_every_outcome_as_before(
         ),
         ({"name": "s", "trigger": '(event = "a"', "url": "http://127.0.0.1:9/s"}, "trigger"),
         ({"name": "s", "trigger": 'type = "track"'}, "url"),
-        ({"name": "s", "trigger": 'type = "track"', "url": "http://127.0.0.1:9/s", "batch_size": 10},
-         "batch_size"),
+        ({"name": "s", "trigger": 'type = "track"', "url": "http://127.0.0.1:9/s",
+          "batch_size": 4001}, "batch_size"),
         ({"trigger": 'type = "track"', "url": "http://127.0.0.1:9/s"}, "name"),
     ],
 )

@@ -7,8 +7,9 @@ use outbound::subscription::Subscription;
 use outbound::Error;
 
 /// Adds a subscription (at most 50; more is refused by `outbound_client_new`): the events its
-/// trigger matches go to its URL as its mapping says, each in a request of its own, signed
-/// with the shared secret as webhook requests are, retried, counted and recorded on its own.
+/// trigger matches go to its URL as its mapping says, each in a request of its own (unless
+/// batched), signed with the shared secret as webhook requests are, retried, counted and
+/// recorded on its own.
 ///
 /// - `json`: one subscription as a JSON object, in either of two forms:
 ///   - as Segment exports it: `{"name":"orders","subscribe":"type = \"track\"",
@@ -19,7 +20,10 @@ use outbound::Error;
 ///   `name` is required and unique among the client's subscriptions (its outcomes and stats
 ///   go by it). The trigger is Segment's FQL; `headers` and `data` are Segment's mappings
 ///   (`{"@path":"$.properties.total"}`, `{"@template":"{{userId}}"}`, ...); without `data`
-///   the body is the whole event. Batching (`batch_size`) is refused for now.
+///   the body is the whole event. With `batch_size` (1 to 4000; Segment's
+///   `enable_batching`), events go in batches instead: a JSON array of mapped bodies per
+///   request, signed over the whole body (`"batch_signature":"first-element"`: over the
+///   first element, as Segment signs).
 ///
 /// The text is copied. On failure nothing is added, and the text names the field as
 /// `subscriptions[i].<field>`, `i` being the index this subscription would have had
