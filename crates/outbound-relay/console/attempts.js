@@ -1,12 +1,13 @@
-// A webhook's last 100 attempts, newest first: when, the message, the result, the status or
-// what failed without one, how long it took, and the first bytes of a failure's answer (as
-// text: an answer is the receiver's, whatever it holds). 10 at a time on a phone, more on
-// request. A long answer shows its start, the rest behind a disclosure: no box scrolls, so
-// nothing needs a tab stop of its own to be read.
+// A webhook's last 100 attempts (or a subscription's), newest first: when, the message, the
+// result, the status or what failed without one, how long it took, and the first bytes of a
+// failure's answer (as text: an answer is the receiver's, whatever it holds). 10 at a time
+// on a phone, more on request. A long answer shows its start, the rest behind a disclosure:
+// no box scrolls, so nothing needs a tab stop of its own to be read.
 
 import * as api from './api.js'
 import { h, fill, labelled, when, ms } from './dom.js'
 import { heading, refused } from './source.js'
+import { subscriptionHeading, describe } from './subscriptions.js'
 
 const PHONE_ROWS = 10
 const SHORT = 160
@@ -34,8 +35,12 @@ function answerOf(a) {
   return ''
 }
 
+// `index`: a webhook's; or `subscription`: a subscription's (its client's one endpoint).
 export function render(main, ctx) {
-  const { name, index } = ctx.params
+  const { name, index, subscription } = ctx.params
+  const sub = subscription !== undefined
+  const own = sub ? `/sources/${api.enc(name)}/subscriptions/${api.enc(subscription)}`
+    : `/sources/${api.enc(name)}/webhooks/${index}`
   const body = h('tbody')
   const refresh = h('button', { type: 'button' }, 'Refresh')
   const more = h('button', { type: 'button', hidden: true }, 'Show more')
@@ -44,10 +49,10 @@ export function render(main, ctx) {
   const phone = window.matchMedia('(max-width: 700px)').matches
   let shown = phone ? PHONE_ROWS : Infinity
   let rows = []
-  fill(main, ...heading(name, 'health'),
-    h('h2', {}, `Webhook ${index + 1}: recent attempts`), url,
+  fill(main, ...(sub ? subscriptionHeading(name, subscription, 'attempts')
+    : [...heading(name, 'health'), h('h2', {}, `Webhook ${index + 1}: recent attempts`)]), url,
     h('div', { class: 'toolbar' }, refresh,
-      h('a', { href: `#/sources/${encodeURIComponent(name)}` }, 'Back to health'), asOf),
+      sub ? null : h('a', { href: `#/sources/${encodeURIComponent(name)}` }, 'Back to health'), asOf),
     h('div', { class: 'scroll' }, h('table', { class: 'list attempts' },
       h('thead', {}, h('tr', {}, ['When', 'Message', 'Result', 'Status', 'Duration', 'Answer'].map((c) => h('th', { scope: 'col', class: c === 'Duration' ? 'num' : null }, c)))),
       body)),
@@ -76,15 +81,21 @@ export function render(main, ctx) {
     let page, source
     try {
       [page, source] = await Promise.all([
-        api.get(`/sources/${api.enc(name)}/webhooks/${index}/attempts`),
+        api.get(`${own}/attempts`),
         api.get(`/sources/${api.enc(name)}`)])
     } catch (err) {
-      if (ctx.current()) refused(main, name, err)
+      if (ctx.current()) refused(main, name, err, subscription)
       return
     }
     if (!ctx.current()) return
-    const hook = source.webhooks[index]
-    fill(url, h('code', {}, hook ? hook.url : ''))
+    if (sub) {
+      const found = source.subscriptions.find((s) => describe(s).name === subscription)
+      const d = found ? describe(found) : null
+      fill(url, d ? h('code', {}, `${d.method} ${d.url}`) : '', d && !d.enabled ? h('span', { class: 'badge off' }, 'off') : null)
+    } else {
+      const hook = source.webhooks[index]
+      fill(url, h('code', {}, hook ? hook.url : ''))
+    }
     asOf.textContent = `as of ${when(new Date().toISOString())}`
     rows = page.attempts
     draw()

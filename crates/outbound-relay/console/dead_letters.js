@@ -8,13 +8,14 @@
 import * as api from './api.js'
 import { h, fill, labelled, when, count } from './dom.js'
 import { heading, refused } from './source.js'
+import { subscriptionHeading } from './subscriptions.js'
 import { confirmAction } from './dialog.js'
 
 const PAGE = 50
 const PHONE_PAGE = 20
 
-// The replays under way or last finished, by source: kept while the page is open, so
-// leaving the screen and coming back shows them where they are.
+// The replays under way or last finished, by source or subscription: kept while the page is
+// open, so leaving the screen and coming back shows them where they are.
 const replays = new Map()
 
 // A reason in words: "expired" here is the retry window's end (not the dead letters
@@ -26,9 +27,13 @@ export function reasonText(reason) {
   return reason
 }
 
+// `subscription`: that subscription's dead letters (its routes, the same shapes).
 export function render(main, ctx) {
-  const { name } = ctx.params
-  const base = `/sources/${api.enc(name)}/dead-letters`
+  const { name, subscription } = ctx.params
+  const sub = subscription !== undefined
+  const base = sub ? `/sources/${api.enc(name)}/subscriptions/${api.enc(subscription)}/dead-letters`
+    : `/sources/${api.enc(name)}/dead-letters`
+  const whereTo = sub ? 'to the subscription’s URL' : 'to the current webhooks'
   const size = window.matchMedia('(max-width: 700px)').matches ? PHONE_PAGE : PAGE
   let cursors = [null]
   let polling = null
@@ -45,9 +50,10 @@ export function render(main, ctx) {
   const replayForm = h('form', { class: 'replay-all' },
     h('label', { for: 'since' }, 'Replay every dead letter that failed since'), since,
     h('button', { type: 'submit', class: 'primary' }, 'Replay since…'),
-    h('p', { class: 'help' }, 'Your local time. The relay counts them first and you confirm. Each is sent again with its messageId, signed with the current secret, to the current webhooks.'),
+    h('p', { class: 'help' }, `Your local time. The relay counts them first and you confirm. Each is sent again with its messageId, signed with the current secret, ${whereTo}.`),
     progress)
-  fill(main, ...heading(name, 'dead-letters'), stats, findForm, replayForm, detail,
+  const head = sub ? subscriptionHeading(name, subscription, 'dead-letters') : heading(name, 'dead-letters')
+  fill(main, ...head, stats, findForm, replayForm, detail,
     h('div', { class: 'scroll' }, h('table', { class: 'list dead-letters' },
       h('thead', {}, h('tr', {}, ['Message', 'Failed at', 'Why', 'Rounds', 'Action'].map((c) => h('th', { scope: 'col', class: c === 'Rounds' ? 'num' : null }, c)))),
       body)),
@@ -61,7 +67,7 @@ export function render(main, ctx) {
     try {
       page = await api.get(`${base}?${params}`)
     } catch (err) {
-      if (ctx.current()) refused(main, name, err)
+      if (ctx.current()) refused(main, name, err, subscription)
       return
     }
     if (!ctx.current()) return
@@ -103,7 +109,7 @@ export function render(main, ctx) {
     if (!ctx.current()) return
     detail.hidden = false
     const attempts = (d.last_attempts || []).map((a) => h('li', {},
-      `${when(a.at)} webhook ${a.webhook + 1}: ${a.status ?? a.error ?? a.result}`,
+      `${when(a.at)}${sub ? '' : ` webhook ${a.webhook + 1}`}: ${a.status ?? a.error ?? a.result}`,
       a.answer ? h('pre', { class: 'answer' }, a.answer) : null))
     const result = h('p', { class: 'result', role: 'status', 'aria-live': 'polite' })
     const replay = h('button', { type: 'button', class: 'primary', disabled: d.replaying }, 'Replay this one')
@@ -167,7 +173,7 @@ export function render(main, ctx) {
   function follow(p, label, near) {
     clearTimeout(polling)
     const kept = { ...p, label }
-    replays.set(name, kept)
+    replays.set(base, kept)
     show(kept)
     ;(near || progress).scrollIntoView({ block: 'nearest' })
     load()
@@ -177,7 +183,7 @@ export function render(main, ctx) {
         const q = await api.get(`${base}/replays/${p.id}`)
         if (!ctx.current()) return
         const now = { ...q, label }
-        replays.set(name, now)
+        replays.set(base, now)
         show(now)
         if (q.done) { load(); return }
       } catch (err) {
@@ -216,7 +222,7 @@ export function render(main, ctx) {
     const yes = await confirmAction({
       title: `Replay ${count(n)} dead letter${n === 1 ? '' : 's'}?`,
       lines: [`Every dead letter that failed since ${when(range.since)}: ${count(n)}.`,
-        'Each is sent again with its messageId (receivers that deduplicate take it once), signed with the current secret, to the current webhooks.'],
+        `Each is sent again with its messageId (receivers that deduplicate take it once), signed with the current secret, ${whereTo}.`],
       action: `Replay ${count(n)}`,
       danger: false,
     })
@@ -231,8 +237,8 @@ export function render(main, ctx) {
   next.addEventListener('click', () => { cursors.push(next.dataset.cursor); load() })
   prev.addEventListener('click', () => { if (cursors.length > 1) { cursors.pop(); load() } })
   load()
-  // A replay of this source under way when the screen was left: followed again.
-  const under = replays.get(name)
+  // A replay of these dead letters under way when the screen was left: followed again.
+  const under = replays.get(base)
   if (under) {
     show(under)
     if (!under.done) follow(under, under.label)

@@ -13,6 +13,8 @@ import * as settings from './settings.js'
 import * as audit from './audit.js'
 import * as tokens from './lifecycle.js'
 import * as alerts from './alerts.js'
+import * as subscriptions from './subscriptions.js'
+import * as subscriptionEditor from './subscription_editor.js'
 
 const main = document.getElementById('main')
 const nav = document.getElementById('nav')
@@ -43,13 +45,22 @@ function parse(hash) {
   if (parts.length === 2) return ['source', { name }]
   if (parts[2] === 'webhooks' && parts.length === 4) return ['attempts', { name, index: Number(parts[3]) }]
   if (parts[2] === 'dead-letters') return ['deadLetters', { name }]
+  // A subscription's own screens: the webhook's attempts and dead letters, pointed at it.
+  if (parts[2] === 'subscriptions') {
+    if (parts.length === 3) return ['subscriptions', { name }]
+    if (parts.length === 4 && parts[3] === 'add') return ['subscriptionEditor', { name, sub: null }]
+    const sub = parts[3]
+    if (parts.length === 5 && parts[4] === 'edit') return ['subscriptionEditor', { name, sub }]
+    if (parts.length === 5 && parts[4] === 'attempts') return ['attempts', { name, subscription: sub }]
+    if (parts.length === 5 && parts[4] === 'dead-letters') return ['deadLetters', { name, subscription: sub }]
+  }
   if (parts[2] === 'settings') return ['settings', { name }]
   if (parts[2] === 'audit') return ['audit', { name }]
   if (parts[2] === 'tokens') return ['tokens', { name }]
   return ['home', {}]
 }
 
-const SCREENS = { sources, source, attempts, deadLetters, settings, audit, tokens, alerts }
+const SCREENS = { sources, source, attempts, deadLetters, settings, audit, tokens, alerts, subscriptions, subscriptionEditor }
 
 function header() {
   const admin = session && session.caller === 'admin'

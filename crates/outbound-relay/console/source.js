@@ -19,16 +19,19 @@ export function heading(name, active) {
       tab(base, 'Health', 'health'),
       tab(`${base}/dead-letters`, 'Dead letters', 'dead-letters'),
       tab(`${base}/settings`, 'Webhooks and secret', 'settings'),
+      tab(`${base}/subscriptions`, 'Subscriptions', 'subscriptions'),
       tab(`${base}/tokens`, 'Tokens', 'tokens'),
       tab(`${base}/audit`, 'Audit', 'audit'))),
   ]
 }
 
-// An answer refused (403: another source's, 404: none) in place of the screen.
-export function refused(main, name, err) {
+// An answer refused (403: another source's, 404: none, or no such subscription) in place of
+// the screen.
+export function refused(main, name, err, subscription) {
   fill(main, h('h1', {}, name), h('p', { class: 'error', role: 'alert' },
     err.status === 403 ? `${err.message}: this token cannot see source “${name}”.`
-      : err.status === 404 ? `No source “${name}” (${err.message}).` : err.message))
+      : err.status === 404 && err.field === 'subscription' ? `Source “${name}” has no subscription “${subscription}”.`
+        : err.status === 404 ? `No source “${name}” (${err.message}).` : err.message))
 }
 
 // Whether a webhook has never been tried (since the relay started): "healthy" would say

@@ -54,6 +54,8 @@ const FILES: &[(&str, &str, &[u8])] = &[
     asset!("lifecycle.js", JS),
     asset!("warnings.js", JS),
     asset!("alerts.js", JS),
+    asset!("subscriptions.js", JS),
+    asset!("subscription_editor.js", JS),
 ];
 
 /// Whether `path` is the console's.
