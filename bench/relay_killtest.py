@@ -13,6 +13,17 @@ round the H + K write keys. Every acknowledged event of the H sources must reach
 of its source's URLs (success at any URL is success); the hanging sources' events stay in the
 spool, counted apart.
 
+With `--subscriptions` the source also has 3 subscriptions (Segment's Webhooks (Actions)),
+each its own destination behind the chaos receiver (/sub/<name>, stalls past the 10 s
+subscription timeout), and every event carries `properties.bucket` = i mod 10 so that what
+each trigger matches is known: `all` (`type = "track"`, PUT, the body {messageId, i}),
+`some` (`properties.bucket >= 7`, 30 %, the body {messageId, user}) and `batched` (Segment's
+export form, `properties.bucket < 5`, 50 %, batches of up to 100: a JSON array of
+{messageId, bucket}). Every acknowledged event must reach each subscription that matches it
+(found in single bodies or inside batch arrays, its body as mapped, with the method set),
+none a subscription that does not match it; duplicates (at-least-once across the SIGKILLs)
+are counted per subscription.
+
 At the end every acknowledged event must have reached the receiver: prints acknowledged,
 delivered distinct, lost (must be 0), duplicates, seconds and the relay's peak RSS; then
 SIGTERMs the relay, which must exit 0. Exits non-zero on a loss, a bad signature, a relay that
@@ -37,6 +48,56 @@ from typing import Any, Dict, List, Optional, Set
 
 SECRET = "relay-kill-secret"
 WRITE_KEY = "wk_relay_kill"
+
+# --subscriptions: the source's subscriptions, in the order they are configured.
+SUBS = ("all", "some", "batched")
+SUB_BATCH = 100
+
+
+def sub_config(chaos_url: str) -> str:
+    """The 3 subscriptions' relay.toml tables (the last is in Segment's export form)."""
+    mid = '{ "@path" = "$.messageId" }'
+    return f"""
+[[sources.subscriptions]]
+name = "all"
+trigger = 'type = "track"'
+url = "{chaos_url}/sub/all"
+method = "PUT"
+headers = {{ "X-Kill-Test" = "all" }}
+data = {{ messageId = {mid}, i = {{ "@path" = "$.properties.i" }} }}
+
+[[sources.subscriptions]]
+name = "some"
+trigger = 'type = "track" and properties.bucket >= 7'
+url = "{chaos_url}/sub/some"
+data = {{ messageId = {mid}, user = {{ "@path" = "$.userId" }} }}
+
+[[sources.subscriptions]]
+name = "batched"
+subscribe = 'type = "track" and properties.bucket < 5'
+[sources.subscriptions.mapping]
+url = "{chaos_url}/sub/batched"
+enable_batching = true
+batch_size = {SUB_BATCH}
+data = {{ messageId = {mid}, bucket = {{ "@path" = "$.properties.bucket" }} }}
+"""
+
+
+def sub_matches(name: str, i: int) -> bool:
+    """Whether subscription `name`'s trigger matches event i (properties.bucket = i % 10)."""
+    return {"all": True, "some": i % 10 >= 7, "batched": i % 10 < 5}[name]
+
+
+def sub_body(name: str, i: int) -> Dict[str, Any]:
+    """The body subscription `name`'s mapping makes of event i (an element, when batched)."""
+    extra: Dict[str, Any] = {"all": {"i": i}, "some": {"user": f"user-{i % 5000}"},
+                             "batched": {"bucket": i % 10}}[name]
+    return {"messageId": f"kill-{i}", **extra}
+
+
+def event_index(message_id: str) -> Optional[int]:
+    head, _, n = message_id.partition("-")
+    return int(n) if head == "kill" and n.isdigit() else None
 
 
 class Chaos:
@@ -149,6 +210,7 @@ class Sender:
         self.auth = "Basic " + base64.b64encode(f"{WRITE_KEY}:".encode()).decode()
         self.workers = [threading.Thread(target=self.work, daemon=True) for _ in range(threads)]
         self.after_ack = lambda: None  # set by main: the kills happen from here, mid-sending
+        self.buckets = False  # --subscriptions: properties.bucket = i mod 10 (their triggers')
 
     def take(self) -> Optional[List[int]]:
         with self.lock:
@@ -176,7 +238,8 @@ class Sender:
                 break
             body = json.dumps({"batch": [
                 {"type": "track", "messageId": f"kill-{i}", "userId": f"user-{i % 5000}",
-                 "event": "Relay Kill Test", "properties": {"i": i},
+                 "event": "Relay Kill Test",
+                 "properties": {"i": i, "bucket": i % 10} if self.buckets else {"i": i},
                  "timestamp": "2026-11-25T10:00:00.000Z"} for i in ids]}).encode()
             attempt = 0
             while True:
@@ -242,11 +305,18 @@ def main() -> int:
                          "one URL)")
     ap.add_argument("--hanging", type=int, default=0,
                     help="with --tenants: more sources whose 5 URLs never answer")
+    ap.add_argument("--subscriptions", action="store_true",
+                    help="the source also has 3 subscriptions behind the chaos receiver (one "
+                         "for every event, one for 30 % by its trigger, one batching 50 % by "
+                         "100); each must get what its trigger matches, nothing else")
     ap.add_argument("--json-out")
     ap.add_argument("--extra-config", default="",
                     help="top-level relay.toml lines to add (e.g. to check the test fails with "
                          "spool = false)")
     a = ap.parse_args()
+    if a.subscriptions and a.tenants:
+        ap.error("--subscriptions is of the one-source case, not --tenants")
+    subs = SUBS if a.subscriptions else ()
     rng = random.Random(a.seed)
 
     if os.path.isdir(a.workdir):
@@ -273,7 +343,7 @@ shared_secret = {json.dumps(SECRET)}
 
 [[sources.webhooks]]
 url = "{chaos.url}/hook"
-"""]
+""" + (sub_config(chaos.url) if subs else "")]
         keys = [WRITE_KEY]
         queue = a.max_queue_size or max(a.n, 10_000)
     with open(config, "w") as f:
@@ -291,6 +361,9 @@ max_queue_size = {queue}
             f"{a.timeout:g} s timeout, {a.hanging} sources x 5 URLs that never answer"
             if a.tenants else
             f"webhook behind 30 % 503 / 10 % resets / 5 % stalls past the {a.timeout:g} s timeout")
+    if subs:
+        whom += (f", 3 subscriptions behind the same faults (stalls past their 10 s timeout): "
+                 f"all, some (30 %), batched (50 %, by {SUB_BATCH})")
     print(f"relay-killtest: {a.n:,} events in batches of {a.batch} to /v1/batch, {a.kills} SIGKILLs, "
           f"{whom}; seed {a.seed}; load average {load}", flush=True)
 
@@ -298,6 +371,7 @@ max_queue_size = {queue}
     t0 = time.monotonic()
     relay.start()
     sender = Sender(relay, a.n, a.batch, a.threads, keys)
+    sender.buckets = bool(subs)
     # Kill points: random shares of the events acknowledged, so every kill lands while
     # batches are being posted and the spool holds undelivered events.
     kill_at = sorted(rng.uniform(0.1, 0.9) * a.n for _ in range(a.kills))
@@ -309,11 +383,18 @@ max_queue_size = {queue}
         time.sleep(rng.uniform(0, 0.2))
         acked_then = len(sender.acked)
         relay.kill()
-        taken = chaos.get("/_stats")["hook"]["unique_taken"]
-        kills_done.append({"acked": acked_then, "delivered": taken,
-                           "seconds": round(time.monotonic() - t0, 1)})
+        now = chaos.get("/_stats")
+        taken = now["hook"]["unique_taken"]
+        kill: Dict[str, Any] = {"acked": acked_then, "delivered": taken,
+                                "seconds": round(time.monotonic() - t0, 1)}
+        if subs:
+            kill["subscriptions"] = {s: now.get("subs", {}).get(s, {}).get("unique_taken", 0)
+                                     for s in subs}
+        kills_done.append(kill)
         print(f"relay-killtest: SIGKILL {len(kills_done)} at {acked_then:,} acknowledged, "
-              f"{taken:,} delivered", flush=True)
+              f"{taken:,} delivered"
+              + "".join(f", {s} {n:,}" for s, n in kill.get("subscriptions", {}).items()),
+              flush=True)
         time.sleep(rng.uniform(0.0, 1.0))
         relay.start()
 
@@ -374,19 +455,26 @@ max_queue_size = {queue}
         acked_ids = {f"kill-{i}" for i in sender.acked} - parked
         if len(acked_ids) + len(parked) + sum(sender.rejected.values()) < a.n and not failures:
             failures.append(f"only {len(acked_ids) + len(parked):,} of {a.n:,} events acknowledged")
+        # What each subscription must get: the acknowledged events its trigger matches.
+        expected = {s: {f"kill-{i}" for i in sender.acked if sub_matches(s, i)} for s in subs}
         deadline = sent_done + a.deadline
         last_print = 0.0
         while True:
             relay.sample_rss()
-            taken = chaos.get("/_stats")["hook"]["unique_taken"]
-            if taken >= len(acked_ids):
+            now = chaos.get("/_stats")
+            taken = now["hook"]["unique_taken"]
+            sub_taken = {s: now.get("subs", {}).get(s, {}).get("unique_taken", 0) for s in subs}
+            if taken >= len(acked_ids) and all(sub_taken[s] >= len(expected[s]) for s in subs):
                 got = set(chaos.get("/_ids?dest=hook"))
-                if acked_ids <= got:
+                if acked_ids <= got and all(expected[s] <= set(chaos.get(f"/_ids?dest=sub/{s}"))
+                                            for s in subs):
                     break
             if time.monotonic() > deadline:
                 break
             if time.monotonic() - last_print > 10:
-                print(f"relay-killtest: {taken:,} of {len(acked_ids):,} delivered", flush=True)
+                print(f"relay-killtest: {taken:,} of {len(acked_ids):,} delivered"
+                      + "".join(f", {s} {sub_taken[s]:,} of {len(expected[s]):,}"
+                                for s in subs), flush=True)
                 last_print = time.monotonic()
             time.sleep(0.5)
         seconds = time.monotonic() - t0
@@ -395,6 +483,8 @@ max_queue_size = {queue}
             failures.append(f"SIGTERM at the end: exit status {status} (expected 0)")
         stats = chaos.get("/_stats")
         got = set(chaos.get("/_ids?dest=hook"))
+        sub_got = {s: set(chaos.get(f"/_ids?dest=sub/{s}")) for s in subs}
+        sub_bodies = {s: chaos.get(f"/_bodies?dest=sub/{s}") for s in subs}
     finally:
         if relay.proc is not None and relay.proc.poll() is None:
             relay.proc.kill()
@@ -422,6 +512,55 @@ max_queue_size = {queue}
         ("relay peak RSS (largest of its runs)", f"{relay.peak_rss_mib:.0f} MiB"),
         ("SIGTERM at the end", f"exit {status}"),
     ]
+    # Per subscription: lost (acknowledged, matched, never taken), misrouted (taken, not
+    # matched), bodies not as mapped, the method, and single bodies or batches as configured.
+    sub_figures: Dict[str, Dict[str, Any]] = {}
+    for s in subs:
+        st = stats.get("subs", {}).get(s, {})
+        sub_lost = expected[s] - sub_got[s]
+        misrouted = sorted(m for m in sub_got[s]
+                           if (i := event_index(m)) is None or not sub_matches(s, i))
+        wrong_bodies = sorted(m for m, b in sub_bodies[s].items()
+                              if (i := event_index(m)) is not None and sub_matches(s, i)
+                              and b != sub_body(s, i))
+        method = "PUT" if s == "all" else "POST"
+        methods = st.get("methods", {})
+        sub_figures[s] = {
+            "matched": len(expected[s]), "delivered_distinct": len(sub_got[s]),
+            "lost": len(sub_lost), "duplicates": st.get("duplicates", 0),
+            "misrouted": len(misrouted), "wrong_bodies": len(wrong_bodies),
+            "requests": st.get("requests", 0), "methods": methods,
+            "objects_per_request_mean": round(st.get("objects_mean", 0.0), 2),
+            "objects_per_request_max": st.get("objects_max", 0),
+            "attempts_mean": round(st.get("attempts_mean", 0.0), 2),
+            "attempts_max": st.get("attempts_max", 0),
+        }
+        f = sub_figures[s]
+        rows.insert(-3, (f"subscription {s}: matched / delivered / lost / duplicates / misrouted",
+                         f"{f['matched']:,} / {f['delivered_distinct']:,} / {f['lost']:,} / "
+                         f"{f['duplicates']:,} / {f['misrouted']:,}"))
+        rows.insert(-3, (f"subscription {s}: requests (ok/503/reset/stall), objects a request",
+                         f"{st.get('requests', 0):,} ({st.get('ok', 0):,}/{st.get('503', 0):,}/"
+                         f"{st.get('reset_before', 0) + st.get('reset_after', 0):,}/"
+                         f"{st.get('stall', 0):,}), mean {f['objects_per_request_mean']:g} "
+                         f"max {f['objects_per_request_max']} {json.dumps(methods)}"))
+        if sub_lost:
+            failures.append(f"subscription {s}: {len(sub_lost):,} acknowledged events it "
+                            f"matches never delivered, e.g. {sorted(sub_lost)[:5]}")
+        if misrouted:
+            failures.append(f"subscription {s}: {len(misrouted):,} events its trigger does not "
+                            f"match were delivered to it, e.g. {misrouted[:5]}")
+        if wrong_bodies:
+            failures.append(f"subscription {s}: {len(wrong_bodies):,} bodies not as mapped, e.g. "
+                            f"{wrong_bodies[0]}: {sub_bodies[s][wrong_bodies[0]]}")
+        if set(methods) - {method}:
+            failures.append(f"subscription {s}: methods {methods}, expected only {method}")
+        batched = s == "batched"
+        if (batched and not 1 < f["objects_per_request_max"] <= SUB_BATCH) or (
+                not batched and f["objects_per_request_max"] > 1):
+            failures.append(f"subscription {s}: up to {f['objects_per_request_max']} objects a "
+                            f"request ({'batches of up to ' + str(SUB_BATCH) if batched else 'single bodies'} "
+                            f"expected)")
     width = max(len(k) for k, _ in rows)
     print()
     for k, v in rows:
@@ -437,7 +576,11 @@ max_queue_size = {queue}
                        "seconds": round(seconds, 1), "peak_rss_mib": round(relay.peak_rss_mib),
                        "kills": kills_done, "posts": sender.posts, "resends": sender.resends,
                        "answers": sender.statuses, "receiver": stats, "sigterm_exit": status,
-                       "seed": a.seed, "load": load, "failures": failures}, f, indent=1)
+                       "seed": a.seed, "load": load, "failures": failures,
+                       **({"subscriptions": sub_figures,
+                           "lost_pairs": sum(f["lost"] for f in sub_figures.values()),
+                           "load_at_end": " ".join(open("/proc/loadavg").read().split()[:3])}
+                          if subs else {})}, f, indent=1)
     print()
     for f in failures:
         print(f"relay-killtest: FAILED: {f}")
@@ -446,6 +589,14 @@ max_queue_size = {queue}
     print(f"relay-killtest: OK: {len(acked_ids):,} acknowledged, {len(got):,} delivered, 0 lost, "
           f"{hook['duplicates']:,} duplicates, {len(kills_done)} SIGKILLs, {seconds:.1f} s, "
           f"peak RSS {relay.peak_rss_mib:.0f} MiB, SIGTERM exit 0")
+    if subs:
+        print("relay-killtest: OK: subscriptions (matched/delivered/lost/duplicates/misrouted): "
+              + "; ".join(f"{s} {f['matched']:,}/{f['delivered_distinct']:,}/{f['lost']:,}/"
+                          f"{f['duplicates']:,}/{f['misrouted']:,}"
+                          for s, f in sub_figures.items())
+              + f"; {sum(f['matched'] for f in sub_figures.values()):,} (event, subscription) "
+              f"pairs, 0 lost, bodies as mapped, signatures valid; load average "
+              f"{' '.join(open('/proc/loadavg').read().split()[:3])} at the end")
     return 0
 
 

@@ -14,6 +14,14 @@
 #                                       200,000 events over their 220 write keys, SIGKILLed twice;
 #                                       every acknowledged event of the 200 reaches one of its
 #                                       source's URLs (smoke: 20 + 2 sources, 5,000 events)
+#   scripts/relay-killtest.sh --subscriptions [--smoke]
+#                                       the first case with 3 subscriptions on the source too,
+#                                       behind the chaos receiver: one for every event (PUT, a
+#                                       mapped body), one for 30 % by its trigger, one batching
+#                                       50 % by 100 (Segment's export form); every acknowledged
+#                                       event reaches each that matches it, none another
+#                                       (smoke: 3,000 events on the dev build); full figures in
+#                                       bench/results/relay-killtest-subscriptions.json
 #
 # Prints acknowledged, delivered distinct, lost, duplicates, seconds and peak RSS; exits
 # non-zero when an acknowledged event never reaches the receiver, a signature is bad, or
@@ -23,14 +31,19 @@
 set -euo pipefail
 MODE=full
 TENANTS=
+SUBS=
 for arg in "$@"; do
   case "$arg" in
     --smoke) MODE=smoke ;;
     --tenants) TENANTS=1 ;;
-    -h|--help) sed -n '2,21p' "$0"; exit 0 ;;
-    *) echo "usage: scripts/relay-killtest.sh [--tenants] [--smoke]" >&2; exit 2 ;;
+    --subscriptions) SUBS=1 ;;
+    -h|--help) sed -n '2,30p' "$0"; exit 0 ;;
+    *) echo "usage: scripts/relay-killtest.sh [--tenants | --subscriptions] [--smoke]" >&2; exit 2 ;;
   esac
 done
+if [ -n "$TENANTS" ] && [ -n "$SUBS" ]; then
+  echo "usage: scripts/relay-killtest.sh [--tenants | --subscriptions] [--smoke]" >&2; exit 2
+fi
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$ROOT"
 for tool in go cargo python3; do
@@ -54,6 +67,17 @@ if [ -n "$TENANTS" ]; then
   exec "$PY" bench/relay_killtest.py --relay-bin "$RELAY" --chaos-bin "$BUILD/chaos" \
     --tenants 200 --hanging 20 --kills 2 --n "${KILL_N:-200000}" --deadline 900 \
     --workdir "$WORK" --json-out bench/results/relay-killtest-tenants.json </dev/null
+fi
+if [ -n "$SUBS" ]; then
+  WORK="$BUILD/relay-killtest-subscriptions"
+  if [ "$MODE" = smoke ]; then
+    exec "$PY" bench/relay_killtest.py --relay-bin "$RELAY" --chaos-bin "$BUILD/chaos" \
+      --subscriptions --n 3000 --deadline 240 --workdir "$WORK" </dev/null
+  fi
+  mkdir -p bench/results
+  exec "$PY" bench/relay_killtest.py --relay-bin "$RELAY" --chaos-bin "$BUILD/chaos" \
+    --subscriptions --n "${KILL_N:-100000}" --deadline 900 --workdir "$WORK" \
+    --json-out bench/results/relay-killtest-subscriptions.json </dev/null
 fi
 if [ "$MODE" = smoke ]; then
   exec "$PY" bench/relay_killtest.py --relay-bin "$RELAY" --chaos-bin "$BUILD/chaos" \
