@@ -11,6 +11,16 @@ retry is a duplicate) and stalls 5 % past the 5 s timeout. Then it checks, and p
 - duplicates the receiver took (a retried success: at-least-once), attempts per message
   (mean, max) per destination, the client's retries, peak RSS of this process.
 
+With `--subscriptions` the client also has 3 subscriptions (Segment's Webhooks (Actions)),
+each its own destination at the receiver's /sub/<name> (stalls past the 10 s subscription
+timeout), and every track carries `properties.bucket` = i mod 10 so that what each trigger
+matches is known: `all` (`type = "track"`, PUT, the body {messageId, i}), `some`
+(`properties.bucket >= 7`, 30 %, the body {messageId, user}) and `batched` (Segment's export
+form, `properties.bucket < 5`, 50 %, batches of up to 100: a JSON array of {messageId,
+bucket}). Then every (message, subscription it matches) must have exactly one outcome, named
+by the outcome's subscription, and be delivered; no other pair has one; each subscription took
+every message it matches, as mapped, and none it does not match.
+
 Exits 1 when a check fails.
 """
 
@@ -26,7 +36,7 @@ import subprocess
 import sys
 import threading
 import time
-from typing import Any, Dict, List
+from typing import Any, Dict, List, Optional, Tuple
 
 import outbound
 
@@ -34,6 +44,38 @@ SECRET = "soak-secret"
 # With --endpoint-auth: the bearer token the webhook must carry (the receiver answers 401
 # otherwise, so a request without it would never count as taken).
 TOKEN = "soak-bearer-token"
+
+# --subscriptions: the client's subscriptions, in the order they are given.
+SUBS = ("all", "some", "batched")
+SUB_BATCH = 100
+
+
+def sub_settings(url: str) -> List[Dict[str, Any]]:
+    """The 3 subscriptions, as dicts (the last in Segment's export form)."""
+    mid = {"@path": "$.messageId"}
+    return [
+        {"name": "all", "trigger": 'type = "track"', "url": f"{url}/sub/all", "method": "PUT",
+         "headers": {"X-Soak": "all"},
+         "data": {"messageId": mid, "i": {"@path": "$.properties.i"}}},
+        {"name": "some", "trigger": 'type = "track" and properties.bucket >= 7',
+         "url": f"{url}/sub/some", "data": {"messageId": mid, "user": {"@path": "$.userId"}}},
+        {"name": "batched", "subscribe": 'type = "track" and properties.bucket < 5',
+         "mapping": {"url": f"{url}/sub/batched", "enable_batching": True,
+                     "batch_size": SUB_BATCH,
+                     "data": {"messageId": mid, "bucket": {"@path": "$.properties.bucket"}}}},
+    ]
+
+
+def sub_matches(name: str, i: int) -> bool:
+    """Whether subscription `name`'s trigger matches track i (properties.bucket = i % 10)."""
+    return {"all": True, "some": i % 10 >= 7, "batched": i % 10 < 5}[name]
+
+
+def sub_body(name: str, message_id: str, i: int) -> Dict[str, Any]:
+    """The body subscription `name`'s mapping makes of track i (an element, when batched)."""
+    extra: Dict[str, Any] = {"all": {"i": i}, "some": {"user": f"user-{i % 5000}"},
+                             "batched": {"bucket": i % 10}}[name]
+    return {"messageId": message_id, **extra}
 
 
 class Receiver:
@@ -77,20 +119,29 @@ def main() -> int:
                          "rate limit of --rate-limit requests a second")
     ap.add_argument("--rate-limit", type=int, default=1000,
                     help="with --endpoint-auth: the webhook's requests a second at most")
+    ap.add_argument("--subscriptions", action="store_true",
+                    help="the client also has 3 subscriptions at the receiver (one for every "
+                         "track, one for 30 % by its trigger, one batching 50 % by 100)")
+    ap.add_argument("--sub-stall", default="11.5s",
+                    help="with --subscriptions: how long a subscription's stalled request is "
+                         "held (past their 10 s timeout)")
     ap.add_argument("--ingestion-only", action="store_true",
                     help="no webhook: every message goes to ingestion alone (the scheduler "
                          "keeps no per-message record for those)")
     a = ap.parse_args()
     dests = ("batch",) if a.ingestion_only else ("batch", "hook")
+    subs = SUBS if a.subscriptions else ()
 
     load = open("/proc/loadavg").read().split()[:3]
     print(f"soak: {a.n:,} tracks to ingestion"
           f"{'' if a.ingestion_only else ' + 1 signed webhook'}"
-          f"{f' (bearer auth, {a.rate_limit}/s)' if a.endpoint_auth else ''}; faults: 503 {a.p503}, "
+          f"{f' (bearer auth, {a.rate_limit}/s)' if a.endpoint_auth else ''}"
+          f"{' + 3 subscriptions: all, some (30 %), batched (50 %, by 100)' if subs else ''}"
+          f"; faults: 503 {a.p503}, "
           f"reset {a.preset}, stall {a.pstall} for {a.stall}; outbound {outbound.__version__}; "
           f"load average {' '.join(load)}", flush=True)
     rx = Receiver(a.receiver_bin, ["-p503", a.p503, "-preset", a.preset, "-pstall", a.pstall,
-                                   "-stall", a.stall,
+                                   "-stall", a.stall, "-sub-stall", a.sub_stall,
                                    *(["-authorization", f"Bearer {TOKEN}"] if a.endpoint_auth
                                      else [])])
     reported: List[str] = []
@@ -107,30 +158,63 @@ def main() -> int:
         if len(reported) >= accepted_box[0]:
             all_reported.set()
 
+    # --subscriptions: each outcome keyed by (message, subscription); None is the message's own.
+    pairs: "collections.Counter[Tuple[str, Optional[str]]]" = collections.Counter()
+    pair_kinds: "collections.Counter[Tuple[Optional[str], str]]" = collections.Counter()
+    pairs_lock = threading.Lock()
+    # Until the calls are done, more than there can be.
+    expected_box = [a.n * (1 + len(SUBS))]
+
+    def on_sub_outcome(message_id: str, kind: str, detail: str,
+                       subscription: Optional[str]) -> None:
+        with pairs_lock:
+            pairs[(message_id, subscription)] += 1
+            pair_kinds[(subscription, kind)] += 1
+            if subscription is None:
+                reported.append(message_id)
+                kinds[kind] += 1
+            if kind != "delivered":
+                details[f"{subscription or 'own'}: {detail[:80]}"] += 1
+            if sum(pair_kinds.values()) >= expected_box[0]:
+                all_reported.set()
+
     hook = (outbound.Webhook(f"{rx.url}/hook", auth={"type": "bearer", "token": TOKEN},
                              rate_limit={"per_second": a.rate_limit})
             if a.endpoint_auth else outbound.Webhook(f"{rx.url}/hook"))
     hooks = {} if a.ingestion_only else dict(webhooks=[hook], shared_secret=SECRET)
+    if subs:
+        hooks["shared_secret"] = SECRET  # the subscriptions' requests are signed with it too
     client = outbound.Client(
         "wk_soak",
         endpoint=rx.url,
         max_queue_size=a.n,
-        on_outcome=on_outcome,
+        on_outcome=on_sub_outcome if subs else on_outcome,
         **hooks,
+        **({"subscriptions": sub_settings(rx.url)} if subs else {}),
     )
     ids: List[str] = []
+    index: Dict[str, int] = {}  # message id -> i
     refused = 0
     t0 = time.monotonic()
     for i in range(a.n):
         mid = client.track(user_id=f"user-{i % 5000}", event="Soak Tested",
-                           properties={"i": i, "plan": "pro"})
+                           properties={"i": i, "plan": "pro", "bucket": i % 10} if subs
+                           else {"i": i, "plan": "pro"})
         if mid is None:
             refused += 1
         else:
             ids.append(mid)
+            index[mid] = i
     t_last = time.monotonic()
     accepted_box[0] = len(ids)
-    if len(reported) >= len(ids):
+    # --subscriptions: each subscription's matches among the accepted.
+    expected = {s: {m for m in ids if sub_matches(s, index[m])} for s in subs}
+    if subs:
+        with pairs_lock:
+            expected_box[0] = len(ids) + sum(len(e) for e in expected.values())
+            if sum(pair_kinds.values()) >= expected_box[0]:
+                all_reported.set()
+    elif len(reported) >= len(ids):
         all_reported.set()
     print(f"soak: {len(ids):,} calls accepted in {t_last - t0:.2f} s "
           f"({(t_last - t0) / max(1, a.n) * 1e6:.1f} µs/call), {refused} refused", flush=True)
@@ -141,15 +225,19 @@ def main() -> int:
             break
         s = client.stats
         print(f"soak: +{time.monotonic() - t_last:5.0f} s  delivered {s['delivered']:,}  "
-              f"queued {s['queued']:,}  in flight {s['in_flight']:,}  retries {s['retries']:,}",
-              flush=True)
+              f"queued {s['queued']:,}  in flight {s['in_flight']:,}  retries {s['retries']:,}"
+              + "".join(f"  {n} {client.subscription_stats(n)['delivered']:,}/{len(expected[n]):,}"
+                        for n in subs), flush=True)
     t_done = time.monotonic()
     within = all_reported.is_set() and t_done <= deadline
     client.close(timeout=5)
     stats = client.stats
+    sub_stats = {s: client.subscription_stats(s) for s in subs}
     rss_mib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     rstats = rx.get("/_stats")
     taken = {d: set(rx.get(f"/_ids?dest={d}")) for d in dests}
+    sub_taken = {s: set(rx.get(f"/_ids?dest=sub/{s}")) for s in subs}
+    sub_bodies = {s: rx.get(f"/_bodies?dest=sub/{s}") for s in subs}
     rx.stop()
 
     accepted = set(ids)
@@ -183,6 +271,87 @@ def main() -> int:
          f"{rstats['bad_signatures']} / {rstats['bad_bodies']} / {rstats.get('bad_auth', 0)}"),
         ("peak RSS of the sending process", f"{rss_mib:.0f} MiB"),
     ]
+    failures = []
+    # Per subscription: each pair it matches exactly one outcome, delivered; no outcome for a
+    # pair it does not match; lost (matched, never taken), misrouted (taken, not matched),
+    # bodies not as mapped, the method, single bodies or batches as configured, its counters.
+    sub_figures: Dict[str, Dict[str, Any]] = {}
+    with pairs_lock:
+        pairs_now = dict(pairs)
+    for s in subs:
+        st = rstats.get("subs", {}).get(s, {})
+        matched = expected[s]
+        not_once_s = sum(1 for m in matched if pairs_now.get((m, s), 0) != 1)
+        stray = sum(1 for (m, name) in pairs_now if name == s and m not in matched)
+        lost_s = matched - sub_taken[s]
+        misrouted = sorted(m for m in sub_taken[s] if m not in matched)
+        wrong_bodies = sorted(m for m, b in sub_bodies[s].items()
+                              if m in matched and b != sub_body(s, m, index[m]))
+        methods = st.get("methods", {})
+        method = "PUT" if s == "all" else "POST"
+        cs = sub_stats[s]
+        sub_figures[s] = {
+            "matched": len(matched), "delivered_distinct": len(sub_taken[s]),
+            "lost": len(lost_s), "duplicates": st.get("duplicates", 0),
+            "misrouted": len(misrouted), "wrong_bodies": len(wrong_bodies),
+            "outcomes_delivered": pair_kinds[(s, "delivered")],
+            "outcomes_failed": pair_kinds[(s, "failed")],
+            "outcomes_dropped": pair_kinds[(s, "dropped")],
+            "not_once": not_once_s, "outcomes_unmatched": stray,
+            "requests": st.get("requests", 0), "methods": methods,
+            "objects_per_request_mean": round(st.get("objects_mean", 0.0), 2),
+            "objects_per_request_max": st.get("objects_max", 0),
+            "attempts_mean": round(st.get("attempts_mean", 0.0), 2),
+            "attempts_max": st.get("attempts_max", 0),
+            "client_stats": cs,
+        }
+        f = sub_figures[s]
+        rows.insert(-1, (f"subscription {s}: matched / delivered / lost / duplicates / misrouted",
+                         f"{f['matched']:,} / {f['delivered_distinct']:,} / {f['lost']:,} / "
+                         f"{f['duplicates']:,} / {f['misrouted']:,}"))
+        rows.insert(-1, (f"subscription {s}: outcomes delivered / failed / dropped; not once",
+                         f"{f['outcomes_delivered']:,} / {f['outcomes_failed']:,} / "
+                         f"{f['outcomes_dropped']:,}; {not_once_s:,}"
+                         + (f" (+{stray:,} for messages it does not match)" if stray else "")))
+        rows.insert(-1, (f"subscription {s}: requests (ok/503/reset/stall), objects a request",
+                         f"{st.get('requests', 0):,} ({st.get('ok', 0):,}/{st.get('503', 0):,}/"
+                         f"{st.get('reset_before', 0) + st.get('reset_after', 0):,}/"
+                         f"{st.get('stall', 0):,}), mean {f['objects_per_request_mean']:g} "
+                         f"max {f['objects_per_request_max']} {json.dumps(methods)}"))
+        if lost_s:
+            failures.append(f"subscription {s}: {len(lost_s):,} matching messages never taken")
+        if not_once_s or stray:
+            failures.append(f"subscription {s}: {not_once_s:,} matching messages without exactly "
+                            f"one outcome, {stray:,} outcomes for messages it does not match")
+        if f["outcomes_delivered"] != len(matched):
+            failures.append(f"subscription {s}: {f['outcomes_delivered']:,} delivered outcomes of "
+                            f"{len(matched):,} matching messages")
+        if misrouted:
+            failures.append(f"subscription {s}: {len(misrouted):,} messages its trigger does not "
+                            f"match were taken, e.g. {misrouted[:3]}")
+        if wrong_bodies:
+            failures.append(f"subscription {s}: {len(wrong_bodies):,} bodies not as mapped, e.g. "
+                            f"{sub_bodies[s][wrong_bodies[0]]}")
+        if set(methods) - {method}:
+            failures.append(f"subscription {s}: methods {methods}, expected only {method}")
+        batched = s == "batched"
+        if (batched and not 1 < f["objects_per_request_max"] <= SUB_BATCH) or (
+                not batched and f["objects_per_request_max"] > 1):
+            failures.append(f"subscription {s}: up to {f['objects_per_request_max']} objects a "
+                            "request")
+        if (cs.get("accepted"), cs.get("delivered")) != (len(matched), len(matched)):
+            failures.append(f"subscription {s}: its counters say accepted {cs.get('accepted')}, "
+                            f"delivered {cs.get('delivered')}, of {len(matched):,} matching")
+    if subs:
+        unknown_subs = sorted({str(name) for (_, name) in pairs_now
+                               if name is not None and name not in subs})
+        if unknown_subs:
+            failures.append(f"outcomes named by unknown subscriptions: {unknown_subs}")
+        total_pairs = sum(len(e) for e in expected.values())
+        rows.insert(-1, ("(message, subscription) pairs: outcomes checked",
+                         f"{total_pairs:,} matched, "
+                         f"{sum(f['not_once'] for f in sub_figures.values()):,} not exactly once"))
+
     width = max(len(k) for k, _ in rows)
     print()
     for k, v in rows:
@@ -190,7 +359,6 @@ def main() -> int:
     if details:
         print("  not delivered, by detail:", dict(details.most_common(5)))
 
-    failures = []
     if any(lost.values()):
         failures.append(f"lost messages: {lost}")
     if not_once or unknown:
@@ -209,7 +377,11 @@ def main() -> int:
                        "not_once": not_once, "seconds_after_last_call": round(t_done - t_last, 1),
                        "call_seconds": round(t_last - t0, 2), "peak_rss_mib": round(rss_mib),
                        "receiver": rstats, "stats": stats, "load": load,
-                       "failures": failures}, f, indent=1)
+                       "failures": failures,
+                       **({"subscriptions": sub_figures,
+                           "pairs": sum(len(e) for e in expected.values()),
+                           "load_at_end": open("/proc/loadavg").read().split()[:3]}
+                          if subs else {})}, f, indent=1)
     print()
     if failures:
         for f in failures:
@@ -217,6 +389,14 @@ def main() -> int:
         return 1
     print(f"soak: OK: {len(ids):,} messages, 0 lost, each exactly one outcome, all delivered "
           f"{t_done - t_last:.1f} s after the last call")
+    if subs:
+        print("soak: OK: subscriptions (matched/delivered/lost/duplicates/misrouted): "
+              + "; ".join(f"{s} {f['matched']:,}/{f['delivered_distinct']:,}/{f['lost']:,}/"
+                          f"{f['duplicates']:,}/{f['misrouted']:,}"
+                          for s, f in sub_figures.items())
+              + f"; {sum(len(e) for e in expected.values()):,} (message, subscription) pairs "
+              f"each exactly one outcome, delivered; peak RSS {rss_mib:.0f} MiB; load average "
+              f"{' '.join(open('/proc/loadavg').read().split()[:3])} at the end")
     return 0
 
 

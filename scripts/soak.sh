@@ -10,27 +10,39 @@
 #   ... --endpoint-auth       either run with the webhook behind a bearer token the receiver
 #                             requires and a rate limit (1,000/s; smoke: 200/s); full figures in
 #                             bench/results/soak-endpoint-auth.json
+#   ... --subscriptions       either run with 3 subscriptions on the client too, at the chaos
+#                             receiver (stalls past their 10 s timeout): one for every track
+#                             (PUT, a mapped body), one for 30 % by its trigger, one batching
+#                             50 % by 100 (Segment's export form); every (message, subscription
+#                             it matches) exactly one outcome, delivered, and none other; full
+#                             figures in bench/results/soak-subscriptions.json
 #
 # Exits non-zero when a message is lost, an id has no or several outcomes, or delivery misses
 # the deadline. Figures of the full run: bench/results/soak.json.
 set -euo pipefail
 MODE=full
 AUTH=()
+SUBS=()
 OUT=bench/results/soak.json
 for arg in "$@"; do
   case "$arg" in
     --smoke) MODE=smoke ;;
     --endpoint-auth) AUTH=(--endpoint-auth); OUT=bench/results/soak-endpoint-auth.json ;;
-    -h|--help) sed -n '2,16p' "$0"; exit 0 ;;
-    *) echo "usage: scripts/soak.sh [--smoke] [--endpoint-auth]" >&2; exit 2 ;;
+    --subscriptions) SUBS=(--subscriptions); OUT=bench/results/soak-subscriptions.json ;;
+    -h|--help) sed -n '2,21p' "$0"; exit 0 ;;
+    *) echo "usage: scripts/soak.sh [--smoke] [--endpoint-auth | --subscriptions]" >&2; exit 2 ;;
   esac
 done
+if [ ${#AUTH[@]} -gt 0 ] && [ ${#SUBS[@]} -gt 0 ]; then
+  echo "usage: scripts/soak.sh [--smoke] [--endpoint-auth | --subscriptions]" >&2; exit 2
+fi
 source "$(dirname "$0")/fault-env.sh"
 if [ "$MODE" = smoke ]; then
   exec "$PY" bench/soak.py --receiver-bin "$BUILD/chaos" --n 2000 --deadline 150 \
-    ${AUTH[@]+"${AUTH[@]}"} ${AUTH[@]+--rate-limit 200} </dev/null
+    ${AUTH[@]+"${AUTH[@]}"} ${AUTH[@]+--rate-limit 200} ${SUBS[@]+"${SUBS[@]}"} </dev/null
 fi
-# With the rate limit, 100,000 webhook requests take at least 100 s on their own.
+# With the rate limit, 100,000 webhook requests take at least 100 s on their own; with the
+# subscriptions, 100,000 more requests to one of them, 5 % held 11.5 s.
 exec "$PY" bench/soak.py --receiver-bin "$BUILD/chaos" --n "${SOAK_N:-100000}" \
-  --deadline "$([ ${#AUTH[@]} -gt 0 ] && echo 300 || echo 180)" \
-  ${AUTH[@]+"${AUTH[@]}"} --json-out "$OUT" </dev/null
+  --deadline "$([ ${#AUTH[@]} -gt 0 ] || [ ${#SUBS[@]} -gt 0 ] && echo 300 || echo 180)" \
+  ${AUTH[@]+"${AUTH[@]}"} ${SUBS[@]+"${SUBS[@]}"} --json-out "$OUT" </dev/null
