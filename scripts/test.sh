@@ -57,8 +57,9 @@ group() {
   ) > "$smokes/$name.log" 2>&1
 }
 group chaos "scripts/soak.sh --smoke" "scripts/soak.sh --smoke --endpoint-auth" \
-  "scripts/killtest.sh --smoke" \
+  "scripts/soak.sh --smoke --subscriptions" "scripts/killtest.sh --smoke" \
   "scripts/relay-killtest.sh --smoke" "scripts/relay-killtest.sh --tenants --smoke" \
+  "scripts/relay-killtest.sh --subscriptions --smoke" \
   "scripts/killtest-redis.sh --smoke" "scripts/failover-redis.sh --smoke" &
 chaos=$!
 group load "scripts/relay-bench.sh --smoke" "scripts/relay-soak.sh --smoke" \
