@@ -7,7 +7,8 @@ What a person does with it, end to end: sign in; see a source's webhook go to fa
 its receiver refuses; find the dead letter; replay it once the receiver is back and see it
 delivered once; change a webhook's URL in place and see the next event go there; a refusal
 shown beside its field. Event content and answers shown as text, running nothing; a source
-token that reaches its own source only; the policy on every answer, no inline script.
+token that reaches its own source only; the policy on every answer, no inline script. A
+source's subscriptions listed, added, previewed, and their dead letters replayed.
 
 The journey's screenshots, desktop (1280×800) and phone (390×844), are written to
 target/console-shots/ (untracked: a run leaves the clone clean); with
@@ -1190,3 +1191,226 @@ def test_console_stays_quick_with_100000_dead_letters(tmp_path: Path, browser: B
         status = relay.stop(timeout=60)
         refuser.close()
     assert status == 0, relay.log_text()
+
+
+def sub_row(b: Browser, name: str) -> str:
+    return b("text", selector=f"tr[data-subscription='{name}']")
+
+
+def test_console_lists_the_subscriptions_of_relay_toml(
+        tmp_path: Path, receivers: List[Receiver], browser: Browser) -> None:
+    """A source of relay.toml with two subscriptions, one in our settings and one as Segment
+    exports it (off): the Subscriptions tab lists each with its trigger, method, URL, whether
+    it is on and its state (what it delivered, its health) from the relay; read-only, with
+    the preview still at hand."""
+    rx = receivers[0]
+    config = tmp_path / "relay.toml"
+    config.write_text("\n".join([
+        'listen = "127.0.0.1:0"',
+        f"data_dir = {toml_str(str(tmp_path / 'data'))}",
+        f"admin_token = {toml_str(ADMIN_TOKEN)}",
+        "block_private_networks = false",
+        "[[sources]]", 'name = "shop"', 'write_keys = ["wk_shop"]', 'shared_secret = "shop_SECRET_1"',
+        "[[sources.subscriptions]]", 'name = "orders"',
+        "trigger = 'type = \"track\" and event = \"Order Completed\"'",
+        f"url = {toml_str(rx.url + '/orders')}", 'method = "PUT"',
+        'headers = { "X-Team" = "growth" }',
+        'data = { total = { "@path" = "$.properties.total" } }',
+        "[[sources.subscriptions]]", 'name = "signups"',
+        "subscribe = 'event = \"Signed Up\"'", "enabled = false",
+        "[sources.subscriptions.mapping]", f"url = {toml_str(rx.url + '/signups')}", 'method = "POST"',
+    ]) + "\n")
+    relay = start_relay(config, tmp_path / "relay.log")
+    try:
+        track(relay, "wk_shop", "sub-file-1")
+        assert rx.wait_for(lambda r: len(r.at("/orders")) == 1, 20), relay.log_text()
+        sent = rx.at("/orders")[0]
+        assert sent.method == "PUT" and sent.json == {"total": 12.5}, (sent.method, sent.body)
+        b = browser
+        b.sign_in(relay, ADMIN_TOKEN)
+        b("waitText", text="shop", selector="table.sources")
+        b("click", selector="table.sources a", text="shop")
+        b("waitText", text="This source has no webhook", selector=".cards")
+        b("click", selector="nav.tabs a", text="Subscriptions")
+        b("waitText", text="healthy", selector="tr[data-subscription='orders']", timeout=15000)
+        orders = sub_row(b, "orders")
+        for words in ('type = "track" and event = "Order Completed"', "PUT", rx.url + "/orders"):
+            assert words in orders, (words, orders)
+        cells = b("eval", js="[...document.querySelectorAll(\"tr[data-subscription='orders'] td.num\")]"
+                  ".map((td) => td.textContent)")
+        assert cells == ["1", "0", "0"], cells  # delivered, failed, waiting
+        signups = sub_row(b, "signups")
+        assert "off" in signups and "as Segment exports it" in signups, signups
+        assert 'event = "Signed Up"' in signups and rx.url + "/signups" in signups, signups
+        # relay.toml's: said so, and nothing to change it with.
+        assert "managed by relay.toml" in b.main_text()
+        assert b("count", selector="main a.button.primary, tr[data-subscription] button") == 0
+        b.shots("subscriptions")
+        # Its attempts, the webhook's screen pointed at the subscription.
+        b("click", selector="tr[data-subscription='orders'] a", text="Attempts")
+        b("waitText", text="sub-file-1", selector="table.attempts")
+        assert "delivered" in b("text", selector="table.attempts tbody tr")
+        assert f"PUT {rx.url}/orders" in b.main_text()
+        # Its settings, read-only; the preview of what it sends, from them.
+        b("click", selector="nav.subtabs a", text="Settings and preview")
+        b("waitText", text="Preview", selector="form.preview")
+        assert b("eval", js="document.querySelector('form.sub-form fieldset').disabled") is True
+        b("click", selector="form.preview button", text="Preview")
+        b("waitText", text="matches", selector=".preview-result")
+        shown = b("text", selector=".preview-result")
+        assert f"PUT {rx.url}/orders" in shown and "x-team" in shown and '"total": 42.5' in shown, shown
+        assert_clean(b.close(), relay, ADMIN_TOKEN)
+    finally:
+        assert relay.stop() == 0, relay.log_text()
+
+
+def test_console_adds_edits_and_previews_a_subscription(
+        console_relay: Relay, receivers: List[Receiver], browser: Browser) -> None:
+    """A subscription added in the editor: a trigger the relay refuses is shown at the
+    trigger (its byte selected), a mapping refused at the data; the preview shows what a
+    matching event would send (method, URL, headers, the mapped body) and that another does
+    not match; saved, GET shows it and the next event goes out mapped. One pasted as
+    Segment exports it is kept as written; one turned off and one removed from the list."""
+    relay = console_relay
+    rx_b = receivers[1]
+    b = browser
+    b.sign_in(relay, ADMIN_TOKEN)
+    b("waitText", text="alpha", selector="table.sources")
+    b("eval", js="location.hash = '#/sources/alpha/subscriptions'")
+    b("waitText", text="No subscription yet", selector="table.subscriptions")
+    b("click", selector="main a.button", text="Add a subscription")
+    b("waitText", text="New subscription", selector="main")
+    b("type", selector="[data-local=name]", text="big-orders")
+    b("type", selector="[data-local=trigger]", text='type = "track')
+    b("type", selector="[data-local=url]", text=f"{rx_b.url}/big")
+    b("eval", js="document.querySelector('[data-local=method]').value = 'PUT'")
+    b("type", selector="[data-local=headers]", text='{"X-Team": "growth"}')
+    b("type", selector="[data-local=data]", text='{"order": {"@path": "$.properties.order_id"}, '
+      '"total": {"@path": "$.properties.total"}}')
+    b("click", selector="form.sub-form button[type=submit]", text="Add the subscription")
+    b("waitText", text="Not saved", selector="form.sub-form")
+    marked = b("eval", js="(() => { const i = document.querySelector('[aria-invalid]');"
+               " const note = i.nextElementSibling; return [i.getAttribute('data-local'), note.className,"
+               " note.textContent, document.activeElement === i, i.selectionStart,"
+               " document.getElementById(i.getAttribute('aria-describedby').split(' ')[0]) === note] })()")
+    assert marked[0] == "trigger" and marked[1] == "field-error", marked
+    assert marked[2].startswith("Trigger: at byte 7") and marked[3] is True and marked[4] == 7, marked
+    assert marked[5] is True, marked
+    assert api(relay, "GET", "/admin/sources/alpha")[1]["subscriptions"] == []
+    # A mapping the relay refuses: at the data, its path said.
+    b("type", selector="[data-local=trigger]", text='type = "track" and event = "Order Completed"')
+    b("type", selector="[data-local=data]", text='{"total": {"@path": 5}}')
+    b("click", selector="form.sub-form button[type=submit]", text="Add the subscription")
+    b("waitText", text="Data (total.@path)", selector="form.sub-form")
+    assert b("eval", js="document.querySelector('[aria-invalid]').getAttribute('data-local')") == "data"
+    b("type", selector="[data-local=data]", text='{"order": {"@path": "$.properties.order_id"}, '
+      '"total": {"@path": "$.properties.total"}}')
+    # The preview: the sample event (an Order Completed) matches; its request as it would go.
+    b("click", selector="form.preview button", text="Preview")
+    b("waitText", text="matches", selector=".preview-result")
+    shown = b("text", selector=".preview-result")
+    assert f"PUT {rx_b.url}/big" in shown, shown
+    assert "x-team\tgrowth" in shown and "content-type\tapplication/json" in shown, shown
+    body = json.loads(b("text", selector=".preview-result pre.body"))
+    assert body == {"order": "o-1001", "total": 42.5}, body
+    assert "signature of the source’s secret" in shown, shown
+    b.shots("subscription-editor")
+    # Another event: it does not match, and nothing would be sent.
+    event = json.loads(b("eval", js="document.querySelector('[data-local=event]').value"))
+    b("type", selector="[data-local=event]", text=json.dumps(dict(event, event="Cart Viewed")))
+    b("click", selector="form.preview button", text="Preview")
+    b("waitText", text="does not match", selector=".preview-result")
+    assert b("count", selector=".preview-result pre.body") == 0
+    assert api(relay, "GET", "/admin/sources/alpha")[1]["subscriptions"] == [], "a preview saves nothing"
+    # Saved: GET shows it as the form gave it, and the next event goes out mapped.
+    b("click", selector="form.sub-form button[type=submit]", text="Add the subscription")
+    b("waitText", text="Saved", selector="form.sub-form")
+    assert b("eval", js="location.hash") == "#/sources/alpha/subscriptions/big-orders/edit"
+    _, alpha = api(relay, "GET", "/admin/sources/alpha")
+    assert alpha["subscriptions"] == [{
+        "name": "big-orders", "trigger": 'type = "track" and event = "Order Completed"',
+        "url": f"{rx_b.url}/big", "method": "PUT", "headers": {"X-Team": "growth"},
+        "data": {"order": {"@path": "$.properties.order_id"}, "total": {"@path": "$.properties.total"}}}], alpha
+    assert alpha["webhooks"][0]["headers"] == {"X-Source": {"has_value": True}}, "the rest kept"
+    track(relay, "wk_alpha", "sub-add-1", {"order_id": "o-7", "total": 7.5})
+    assert rx_b.wait_for(lambda r: len(r.at("/big")) == 1, 20), rx_b.requests
+    sent = rx_b.at("/big")[0]
+    assert sent.method == "PUT" and sent.json == {"order": "o-7", "total": 7.5}, (sent.method, sent.body)
+    assert sent.headers["x-team"] == "growth"
+    assert sent.headers["x-signature"] == hmac.new(b"alpha_SECRET_1", sent.body, hashlib.sha1).hexdigest()
+
+    # Pasted as Segment exports it: kept as written.
+    exported = {"name": "signups", "subscribe": 'event = "Signed Up"',
+                "mapping": {"url": f"{rx_b.url}/signups", "method": "POST",
+                            "data": {"who": {"@path": "$.userId"}}}}
+    b("click", selector="nav.subtabs a", text="All subscriptions")
+    b("click", selector="main a.button", text="Paste from Segment")
+    b("waitText", text="Segment’s export (JSON)", selector="form.sub-form")
+    b("type", selector="[data-local=segment]", text=json.dumps(exported))
+    b("click", selector="form.sub-form button[type=submit]", text="Add the subscription")
+    b("waitText", text="Saved", selector="form.sub-form")
+    assert api(relay, "GET", "/admin/sources/alpha")[1]["subscriptions"][1] == exported
+    # Turned off, then removed (asked first), from the list.
+    b("click", selector="nav.subtabs a", text="All subscriptions")
+    b("waitText", text="as Segment exports it", selector="tr[data-subscription='signups']")
+    b("click", selector="tr[data-subscription='signups'] button", text="Turn off")
+    b("waitText", text="turned off", selector="main")
+    assert api(relay, "GET", "/admin/sources/alpha")[1]["subscriptions"][1]["enabled"] is False
+    assert "off" in sub_row(b, "signups")
+    b("click", selector="tr[data-subscription='signups'] button", text="Remove")
+    b("waitText", text="Remove subscription “signups”?", selector="dialog")
+    b("click", selector="dialog button", text="Remove the subscription")
+    b("waitText", text="removed", selector="main")
+    names = [s["name"] for s in api(relay, "GET", "/admin/sources/alpha")[1]["subscriptions"]]
+    assert names == ["big-orders"], names
+    assert_clean(b.close(), relay, ADMIN_TOKEN)
+
+
+def test_console_replays_a_subscriptions_dead_letter(
+        console_relay: Relay, receivers: List[Receiver], browser: Browser) -> None:
+    """A subscription whose receiver refuses: its row says failed, its dead letter is listed
+    on its own Dead letters page (the source's screen, on its routes), and replayed from
+    there once the receiver is back: delivered once, to the subscription's URL."""
+    relay = console_relay
+    rx_b = receivers[1]
+    _, alpha = api(relay, "GET", "/admin/sources/alpha")
+    status, _ = api(relay, "PUT", "/admin/sources/alpha", dict(alpha, subscriptions=[{
+        "name": "orders", "trigger": 'event = "Order Completed"', "url": f"{rx_b.url}/orders"}]))
+    assert status == 200
+    rx_b.status["/orders"] = 400
+    track(relay, "wk_alpha", "sub-dl-1")
+    wait("the subscription's dead letter", lambda: api(
+        relay, "GET", "/admin/sources/alpha/subscriptions/orders/dead-letters/sub-dl-1")[0] == 200)
+    b = browser
+    b.sign_in(relay, ADMIN_TOKEN)
+    b("waitText", text="alpha", selector="table.sources")
+    b("eval", js="location.hash = '#/sources/alpha/subscriptions'")
+    b("waitText", text="orders", selector="table.subscriptions")
+    wait("its failure counted", lambda: b("eval", js="[...document.querySelectorAll("
+         "\"tr[data-subscription='orders'] td.num\")].map((td) => td.textContent)") == ["0", "1", "0"])
+    b("click", selector="tr[data-subscription='orders'] a", text="Dead letters")
+    b("waitText", text="sub-dl-1", selector="table.dead-letters")
+    assert "1 dead letter" in b("text", selector="main .meta")
+    b("click", selector="table.dead-letters button", text="sub-dl-1")
+    b("waitText", text="Body as sent", selector="section.detail")
+    detail = b("text", selector="section.detail")
+    assert "status 400" in detail and '"messageId": "sub-dl-1"' in detail, detail
+    b.shots("subscription-dead-letters")
+    rx_b.status["/orders"] = 200
+    before = len(rx_b.at("/orders"))
+    b("click", selector="section.detail button", text="Replay this one")
+    b("waitText", text="done", selector=".progress", timeout=30000)
+    progress = b("text", selector=".progress")
+    assert "1 delivered" in progress and "0 failed" in progress, progress
+    time.sleep(1.0)  # anything sent twice would be here by now
+    again = [r for r in rx_b.at("/orders")[before:] if r.json["messageId"] == "sub-dl-1"]
+    assert len(again) == 1, f"replayed {len(again)} times"
+    assert rx_b.at("/moved") == [] and rx_b.at("/alpha") == []
+    b("waitText", text="No dead letter", selector="table.dead-letters")
+    # The source's own dead letters are not the subscription's.
+    assert api(relay, "GET", "/admin/sources/alpha/dead-letters?limit=1")[1]["stats"]["count"] == 0
+    b("click", selector="nav.subtabs a", text="Recent attempts")
+    b("waitText", text="delivered", selector="table.attempts")
+    results = b("eval", js="[...document.querySelectorAll('table.attempts tbody tr')].map((r) => r.className)")
+    assert results == ["delivered", "permanent"], results
+    assert_clean(b.close(), relay, ADMIN_TOKEN)
