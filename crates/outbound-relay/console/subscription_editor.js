@@ -131,6 +131,9 @@ export function render(main, ctx) {
     const area = (rows, value, placeholder) => h('textarea', { rows, spellcheck: 'false', autocomplete: 'off', placeholder }, value)
     const given = original && !isSegment(original) ? original : null
     const d = given ? describe(given) : null
+    // Settings the fields do not show (batch_size, batch_signature): kept, and said so.
+    const shownKeys = ['name', 'trigger', 'url', 'method', 'headers', 'data', 'enabled']
+    const kept = given ? Object.keys(given).filter((k) => !shownKeys.includes(k)).map((k) => `${k} = ${JSON.stringify(given[k])}`) : []
     const inputs = {
       name: h('input', { type: 'text', value: d ? d.name : '', autocomplete: 'off', spellcheck: 'false' }),
       trigger: h('input', { type: 'text', class: 'mono', value: d ? d.trigger : '', autocomplete: 'off', spellcheck: 'false', placeholder: 'type = "track" and event = "Order Completed"' }),
@@ -156,7 +159,8 @@ export function render(main, ctx) {
         field('url', 'URL', inputs.url)),
       field('headers', 'Headers (JSON)', inputs.headers, 'An object of names and values; a value may be a mapping, as {"@template": "Bearer {{properties.token}}"}.'),
       field('data', 'Data (JSON)', inputs.data, 'The body, a mapping-kit object such as {"total": {"@path": "$.properties.total"}}. Empty: the whole event.'),
-      h('label', { class: 'check' }, inputs.enabled, ' On (off: kept, sent nothing)'))
+      h('label', { class: 'check' }, inputs.enabled, ' On (off: kept, sent nothing)'),
+      kept.length ? h('p', { class: 'help' }, `Kept as set (not shown here): ${kept.join(', ')}.`) : null)
     const segmentBox = h('div', { class: 'sub-segment' },
       field('segment', 'Segment’s export (JSON)', inputs.segment, 'One Webhooks (Actions) subscription as Segment’s Config API exports it: {"name", "subscribe", "mapping": {"url", "method", "headers", "data"}}. Saved as it is.'))
     const formError = h('p', { class: 'error', id: `sub-form-error-${id}`, role: 'alert' })

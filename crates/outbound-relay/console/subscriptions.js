@@ -94,7 +94,7 @@ export function render(main, ctx) {
   const refresh = h('button', { type: 'button' }, 'Refresh')
   const adds = h('span', { class: 'adds' })
   fill(main, ...heading(name, 'subscriptions'),
-    h('p', { class: 'help' }, 'Each subscription (Segment’s Webhooks (Actions)) sends the events its trigger matches to its own URL, one request an event, with the body its mapping makes: with its own retries, attempts and dead letters.'),
+    h('p', { class: 'help' }, 'Each subscription (Segment’s Webhooks (Actions)) sends the events its trigger matches to its own URL, with the body its mapping makes (a request an event, or batches): with its own retries, attempts and dead letters.'),
     notice,
     h('div', { class: 'toolbar' }, adds, refresh, said, updated),
     h('div', { class: 'scroll' }, h('table', { class: 'list subscriptions' },
