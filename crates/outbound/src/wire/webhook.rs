@@ -112,6 +112,24 @@ enum Signer {
 /// Headers the transport writes: a subscription's mapping cannot set them.
 const TRANSPORT: [&str; 4] = ["content-length", "host", "transfer-encoding", "connection"];
 
+/// A queued request's own headers (mapped per event), ready to send; the transport's are
+/// left out, as its to write.
+fn mapped_headers(
+    headers: Option<Vec<(&[u8], &[u8])>>,
+) -> Result<Vec<(HeaderName, HeaderValue)>, String> {
+    let mut own = Vec::new();
+    for (name, value) in headers.unwrap_or_default() {
+        let (Ok(name), Ok(value)) = (HeaderName::from_bytes(name), HeaderValue::from_bytes(value))
+        else {
+            return Err("mapping: a mapped header is not a legal HTTP header".into());
+        };
+        if !TRANSPORT.contains(&name.as_str()) {
+            own.push((name, value));
+        }
+    }
+    Ok(own)
+}
+
 /// One webhook: its own headers and its signer.
 struct Target {
     headers: StaticHeaders,
@@ -203,18 +221,7 @@ impl Hooks {
         let framed = crate::wire::subscription::read(body)?;
         let payload = framed.body.clone().map(|r| bytes.slice(r));
         let signed = framed.signed.unwrap_or(send_as.signed) && payload.is_some();
-        let mut own = Vec::new();
-        for (name, value) in framed.headers.unwrap_or_default() {
-            let (Ok(name), Ok(value)) =
-                (HeaderName::from_bytes(name), HeaderValue::from_bytes(value))
-            else {
-                return Err("mapping: a mapped header is not a legal HTTP header".into());
-            };
-            // The transport's own headers are its to write.
-            if !TRANSPORT.contains(&name.as_str()) {
-                own.push((name, value));
-            }
-        }
+        let own = mapped_headers(framed.headers)?;
         let has_body = payload.is_some();
         let headers = self.headers(
             target,
@@ -249,16 +256,7 @@ impl Hooks {
             let framed = crate::wire::subscription::read(bytes)?;
             if i == 0 {
                 signed = framed.signed.unwrap_or(send_as.signed);
-                for (name, value) in framed.headers.unwrap_or_default() {
-                    let (Ok(name), Ok(value)) =
-                        (HeaderName::from_bytes(name), HeaderValue::from_bytes(value))
-                    else {
-                        return Err("mapping: a mapped header is not a legal HTTP header".into());
-                    };
-                    if !TRANSPORT.contains(&name.as_str()) {
-                        own.push((name, value));
-                    }
-                }
+                own = mapped_headers(framed.headers)?;
             }
             bodies.push(framed.body.map(|r| &bytes[r]));
         }
