@@ -10,7 +10,10 @@
 #                                    signed webhook beside the library alone, single events
 #                                    against the loopback limit (a trivial server, same load
 #                                    generator), 200 sources × 5 webhook URLs answering after
-#                                    100 ms; writes bench/results/relay-bench.json
+#                                    100 ms; the accept rate with 5 subscriptions on the source
+#                                    over the rate without (paired, twice), and a burst to one
+#                                    subscription beside one classic webhook; writes
+#                                    bench/results/relay-bench.json
 #   scripts/relay-bench.sh --smoke   every case, tiny, on the dev build (under 60 s once
 #                                    built); checks the benchmark works; part of scripts/test.sh
 #
@@ -46,7 +49,7 @@ echo "--- bench/relay/bench.py $MODE ($(nproc) cores; load average: $(cut -d' ' 
 if [ "$MODE" = smoke ]; then
   echo "--- smoke: a dev build and tiny cases: the figures below are no measurement"
   exec python3 bench/relay/bench.py "${ARGS[@]}" --seconds 2 --burst 20000 --library-n 5000 \
-    --tenants 10 --tenant-rate 1000 --tenant-seconds 2 </dev/null
+    --tenants 10 --tenant-rate 1000 --tenant-seconds 2 --sub-burst 5000 </dev/null
 fi
 mkdir -p bench/results
 exec python3 bench/relay/bench.py "${ARGS[@]}" --json-out bench/results/relay-bench.json </dev/null
