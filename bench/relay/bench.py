@@ -389,8 +389,8 @@ def main() -> int:
                 # Every event forwarded, and (with them) each in the batching subscription's
                 # arrays: its id twice at the sink.
                 want = r["events"] * (2 if kind == "five" else 1)
+                st = wait_unique(sink, r["events"], 300)
                 deadline = time.time() + 300
-                st = sink.get("/_stats")
                 while st["ids"] < want and time.time() < deadline:
                     time.sleep(0.5)
                     st = sink.get("/_stats")
