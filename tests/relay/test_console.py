@@ -1329,7 +1329,7 @@ def test_console_adds_edits_and_previews_a_subscription(
     _, alpha = api(relay, "GET", "/admin/sources/alpha")
     assert alpha["subscriptions"] == [{
         "name": "big-orders", "trigger": 'type = "track" and event = "Order Completed"',
-        "url": f"{rx_b.url}/big", "method": "PUT", "headers": {"X-Team": "growth"},
+        "url": f"{rx_b.url}/big", "method": "PUT", "headers": {"X-Team": {"has_value": True}},
         "data": {"order": {"@path": "$.properties.order_id"}, "total": {"@path": "$.properties.total"}}}], alpha
     assert alpha["webhooks"][0]["headers"] == {"X-Source": {"has_value": True}}, "the rest kept"
     track(relay, "wk_alpha", "sub-add-1", {"order_id": "o-7", "total": 7.5})

@@ -379,3 +379,60 @@ data = {{ id = {{ "@path" = "$.messageId" }} }}
     }
     assert_eq!(ids.len(), 10_000, "each event once");
 }
+
+#[test]
+fn a_subscriptions_header_values_are_write_only_as_a_webhooks_are() {
+    let (hook, sub) = (Receiver::start(), Receiver::start());
+    let dir = temp_dir();
+    let relay = InProcess::start(dir.path(), &top());
+    let source = |subs: Value| {
+        json!({"write_keys": ["wk_w"], "webhooks": [{"url": hook.url}], "subscriptions": subs,
+               "allowed_networks": ["127.0.0.0/8"]})
+    };
+    let put_source = |b: &Value| {
+        put(
+            &relay.url("/admin/sources/w"),
+            &[ADMIN],
+            b.to_string().as_bytes(),
+        )
+    };
+    let first = json!([{"name": "crm", "trigger": "type = \"track\"", "url": sub.url,
+                        "headers": {"Authorization": "Bearer s3cret-token"}}]);
+    let a = put_source(&source(first));
+    assert!(a.status == 200 || a.status == 201, "{}", a.body);
+    assert!(!a.body.contains("s3cret-token"), "{}", a.body);
+    let shown = get(&relay.url("/admin/sources/w"), &[ADMIN]);
+    assert!(!shown.body.contains("s3cret-token"), "{}", shown.body);
+    let shown = shown.json();
+    assert_eq!(
+        shown["subscriptions"][0]["headers"]["Authorization"],
+        json!({"has_value": true})
+    );
+    // Sent back as shown: the value stays, and goes out.
+    let mut again = shown.clone();
+    for k in ["name", "id", "managed_by", "has_shared_secret"] {
+        again.as_object_mut().unwrap().remove(k);
+    }
+    let a = put_source(&again);
+    assert_eq!(a.status, 200, "{}", a.body);
+    send(
+        &relay,
+        "wk_w",
+        json!([{"type": "track", "userId": "u", "event": "E"}]),
+    );
+    assert_eq!(
+        sub.wait_for(1)[0].header("authorization"),
+        Some("Bearer s3cret-token")
+    );
+    // Kept only for the same subscription at the same URL.
+    let mut moved = again.clone();
+    moved["subscriptions"][0]["url"] = json!(format!("{}/elsewhere", hook.url));
+    let a = put_source(&moved);
+    assert_eq!(a.status, 400, "{}", a.body);
+    assert_eq!(
+        a.json()["field"],
+        "subscriptions[0].headers.Authorization",
+        "{}",
+        a.body
+    );
+}

@@ -536,6 +536,68 @@ fn what_a_source_token_can_do_route_by_route() {
             404,
             403,
         ),
+        // A subscription the source does not have: 404 on its own, 403 on another's.
+        (
+            "GET",
+            "/admin/sources/{name}/subscriptions/{subscription}",
+            404,
+            403,
+        ),
+        (
+            "GET",
+            "/admin/sources/{name}/subscriptions/{subscription}/attempts",
+            404,
+            403,
+        ),
+        (
+            "GET",
+            "/admin/sources/{name}/subscriptions/{subscription}/dead-letters",
+            404,
+            403,
+        ),
+        (
+            "GET",
+            "/admin/sources/{name}/subscriptions/{subscription}/dead-letters/{message_id}",
+            404,
+            403,
+        ),
+        (
+            "DELETE",
+            "/admin/sources/{name}/subscriptions/{subscription}/dead-letters/{message_id}",
+            404,
+            403,
+        ),
+        (
+            "POST",
+            "/admin/sources/{name}/subscriptions/{subscription}/dead-letters/{message_id}/replay",
+            404,
+            403,
+        ),
+        (
+            "POST",
+            "/admin/sources/{name}/subscriptions/{subscription}/dead-letters/replay",
+            404,
+            403,
+        ),
+        (
+            "GET",
+            "/admin/sources/{name}/subscriptions/{subscription}/dead-letters/replays/{id}",
+            404,
+            403,
+        ),
+        (
+            "POST",
+            "/admin/sources/{name}/subscriptions/{subscription}/preview",
+            404,
+            403,
+        ),
+        // `{}` lacks the event: 400 on its own source.
+        (
+            "POST",
+            "/admin/sources/{name}/subscriptions/preview",
+            400,
+            403,
+        ),
         ("POST", "/admin/deletions", 403, 403),
         // Its own source's entries (`?source=` another's: 403, tests/audit.rs).
         ("GET", "/admin/audit", 200, 200),
@@ -566,7 +628,8 @@ fn what_a_source_token_can_do_route_by_route() {
                 .replace("{id}", "1234")
                 .replace("{audience}", "vip")
                 .replace("{index}", "0")
-                .replace("{message_id}", "m-none");
+                .replace("{message_id}", "m-none")
+                .replace("{subscription}", "none");
             let url = relay.url(&path);
             let body = match (*method, path.ends_with(&format!("/{source}"))) {
                 ("PUT", true) => own_body.as_bytes(),

@@ -288,6 +288,7 @@ pub fn read(
         }
         let value = match key {
             "webhooks" => webhooks(raw, current, base)?,
+            "subscriptions" => subscriptions(raw, current)?,
             "forward" => forward(raw, current)?,
             "ca_certs" => {
                 let text: String = typed(key, raw)?;
@@ -532,6 +533,74 @@ fn webhooks(raw: &RawValue, current: Option<&Value>, base: &Base) -> Result<Valu
     Ok(Value::Array(out))
 }
 
+/// Where a subscription's headers are: its own `headers`, or in Segment's form its
+/// `mapping.headers`; with the key path as errors name it.
+fn headers_of(sub: &mut Value) -> Option<(&mut Map<String, Value>, &'static str)> {
+    let segment = sub.get("mapping").is_some_and(Value::is_object);
+    let (holder, at) = match segment {
+        true => (sub.get_mut("mapping")?, "mapping.headers"),
+        false => (sub, "headers"),
+    };
+    Some((holder.get_mut("headers")?.as_object_mut()?, at))
+}
+
+/// A subscription's URL, in either form.
+fn url_of(sub: &Value) -> Option<&str> {
+    (sub.get("url").or_else(|| sub.get("mapping")?.get("url")))?.as_str()
+}
+
+/// The subscriptions of a PUT, their header values resolved as webhooks' are: one given as
+/// `{"has_value": true}` keeps the stored value of the subscription of the same name and URL
+/// (so it never goes to a URL it was not set for), refused when there is none.
+fn subscriptions(raw: &RawValue, current: Option<&Value>) -> Result<Value, Refusal> {
+    let mut given: Vec<Value> = typed("subscriptions", raw)?;
+    let stored = current
+        .and_then(|c| c.get("subscriptions"))
+        .and_then(Value::as_array);
+    for (i, sub) in given.iter_mut().enumerate() {
+        let name = sub.get("name").cloned();
+        let url = url_of(sub).map(str::to_owned);
+        let before = stored.and_then(|all| {
+            all.iter()
+                .find(|s| s.get("name") == name.as_ref() && url_of(s) == url.as_deref())
+        });
+        let mut before = before.cloned();
+        let kept = before.as_mut().and_then(headers_of).map(|(h, _)| h.clone());
+        let Some((headers, at)) = headers_of(sub) else {
+            continue;
+        };
+        for (header, value) in headers.iter_mut() {
+            if !WriteOnly::is_keep(value) {
+                continue;
+            }
+            match kept.as_ref().and_then(|k| k.get(header)) {
+                Some(v) => *value = v.clone(),
+                None => {
+                    return Err((
+                        format!("subscriptions[{i}].{at}.{header}"),
+                        "no value is kept for this header of a subscription of this name and \
+                         URL: give its value"
+                            .into(),
+                    ))
+                }
+            }
+        }
+    }
+    Ok(Value::Array(given))
+}
+
+/// A subscription as the API shows it: its header values write-only (`{"has_value": true}`),
+/// as a webhook's are.
+fn shown_subscription(sub: &Value) -> Value {
+    let mut sub = sub.clone();
+    if let Some((headers, _)) = headers_of(&mut sub) {
+        for value in headers.values_mut() {
+            *value = json!({"has_value": true});
+        }
+    }
+    sub
+}
+
 /// `forward` of a PUT: the stored write key stays when it is left out.
 fn forward(raw: &RawValue, current: Option<&Value>) -> Result<Value, Refusal> {
     let given: ForwardBody = typed("forward", raw)?;
@@ -640,7 +709,7 @@ pub fn view(spec: &config::Source) -> schema::Source {
         write_keys: spec.write_keys.clone(),
         allowed_origins: spec.allowed_origins.clone(),
         webhooks,
-        subscriptions: spec.subscriptions.clone(),
+        subscriptions: spec.subscriptions.iter().map(shown_subscription).collect(),
         has_shared_secret: c.shared_secret.is_some(),
         forward,
         delivery,

@@ -16,6 +16,16 @@ pub enum WriteOnly {
     Clear,
 }
 
+impl WriteOnly {
+    /// Whether `value` (a JSON value a PUT holds where a write-only one may be) says to keep
+    /// the stored value: exactly `{"has_value": true}`.
+    pub fn is_keep(value: &serde_json::Value) -> bool {
+        value.as_object().is_some_and(|o| {
+            o.len() == 1 && o.get("has_value") == Some(&serde_json::Value::Bool(true))
+        })
+    }
+}
+
 impl<'de> Deserialize<'de> for WriteOnly {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         struct V;
