@@ -6,9 +6,8 @@
 mod support;
 
 use outbound::subscription::{Method, Settings, Subscription};
-use outbound::{Client, Config, DeadLetterQuery, Error, Message, OutcomeKind, Webhook};
+use outbound::{Client, Config, Error, Message, OutcomeKind, Webhook};
 use serde_json::{json, Value};
-use std::path::PathBuf;
 use std::sync::atomic::{AtomicU16, Ordering::SeqCst};
 use std::sync::Arc;
 use std::time::Duration;
@@ -27,7 +26,8 @@ fn track(user: &str, event: &str, properties: Value) -> Message {
         .fold(Message::track(user, event), |m, (k, v)| m.property(k, v))
 }
 
-fn temp_dir(name: &str) -> PathBuf {
+#[cfg(feature = "sqlite")]
+fn temp_dir(name: &str) -> std::path::PathBuf {
     let nanos = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap()
@@ -256,6 +256,8 @@ fn an_event_nothing_matches_is_counted_and_one_the_mapping_fails_on_is_a_failed_
     client.close(None).unwrap();
 }
 
+// A spool in a directory: the `sqlite` feature (on by default).
+#[cfg(feature = "sqlite")]
 #[test]
 fn a_subscriptions_dead_letters_are_its_own_and_replay_to_it() {
     let status = Arc::new(AtomicU16::new(400));
@@ -283,7 +285,9 @@ fn a_subscriptions_dead_letters_are_its_own_and_replay_to_it() {
     while crm.dead_letter_stats().unwrap().count == 0 && std::time::Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(10));
     }
-    let page = crm.dead_letters(&DeadLetterQuery::default()).unwrap();
+    let page = crm
+        .dead_letters(&outbound::DeadLetterQuery::default())
+        .unwrap();
     assert_eq!(page.letters.len(), 1);
     assert_eq!(page.letters[0].message_id, id);
     status.store(200, SeqCst);
@@ -354,6 +358,8 @@ fn subscription_settings_are_checked_with_the_client() {
         .unwrap();
 }
 
+// A spool in a directory: the `sqlite` feature (on by default).
+#[cfg(feature = "sqlite")]
 #[test]
 fn what_a_subscription_left_in_the_spool_is_delivered_by_the_next_client() {
     let status = Arc::new(AtomicU16::new(503));
@@ -458,6 +464,8 @@ fn a_batching_subscription_sends_arrays_of_mapped_bodies_signed_as_set() {
     client.close(None).unwrap();
 }
 
+// A spool in a directory: the `sqlite` feature (on by default).
+#[cfg(feature = "sqlite")]
 #[test]
 fn one_answer_decides_a_batch_a_413_splits_it_and_failures_are_dead_letters() {
     // 413 for more than 2 events, 400 for a batch holding n = 3, else 200.
@@ -514,7 +522,9 @@ fn one_answer_decides_a_batch_a_413_splits_it_and_failures_are_dead_letters() {
     while b.dead_letter_stats().unwrap().count < 2 && std::time::Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(10));
     }
-    let page = b.dead_letters(&DeadLetterQuery::default()).unwrap();
+    let page = b
+        .dead_letters(&outbound::DeadLetterQuery::default())
+        .unwrap();
     assert_eq!(page.letters.len(), 2);
     let letter = b.dead_letter(&page.letters[0].message_id).unwrap().unwrap();
     let n = serde_json::from_slice::<Value>(letter.body.as_deref().unwrap()).unwrap()["n"]
