@@ -145,5 +145,48 @@ def _call_every_route(admin, relay: Relay, rx) -> set:
     assert trail.entries[-1].action == "source.created" and trail.next_ is None
     alerts = call("alerts", "list_alerts", 200)
     assert alerts.on is False and alerts.alerts == [], alerts
+    # A subscription of the source, refused by its receiver too: its own records.
+    sub = models.SubscriptionSettings(name="crm", trigger='type = "track"', url=f"{rx.url}/refuses")
+    body = models.SourceInput(write_keys=["wk_gen"], webhooks=[hook], subscriptions=[sub])
+    assert call("sources", "put_source", 200, name="gen", body=body).subscriptions
+    send = urllib.request.Request(
+        relay.url + "/v1/track", method="POST",
+        data=json.dumps({"userId": "u1", "event": "E", "messageId": "gen-2"}).encode(),
+        headers={"Content-Type": "application/json",
+                 "Authorization": "Basic " + base64.b64encode(b"wk_gen:").decode()})
+    with urllib.request.urlopen(send, timeout=10) as answer:
+        assert answer.status == 200
+    deadline = time.time() + 20
+    while True:
+        page = call("subscriptions", "list_subscription_dead_letters", 200, name="gen",
+                    subscription="crm")
+        if page.stats.count == 1 or time.time() > deadline:
+            break
+        time.sleep(0.1)
+    assert [d.message_id for d in page.dead_letters] == ["gen-2"]
+    state = call("subscriptions", "get_subscription", 200, name="gen", subscription="crm")
+    assert state.failed == 1, state
+    attempts = call("subscriptions", "list_subscription_attempts", 200, name="gen",
+                    subscription="crm")
+    assert attempts.attempts[0].status == 400
+    assert call("subscriptions", "get_subscription_dead_letter", 200, name="gen",
+                subscription="crm", message_id="gen-2").rounds >= 1
+    counted = call("subscriptions", "replay_subscription_dead_letters", 200, name="gen",
+                   subscription="crm", body=models.ReplayRequest(dry_run=True))
+    assert counted.total == 1, counted
+    one = call("subscriptions", "replay_subscription_dead_letter", 202, name="gen",
+               subscription="crm", message_id="gen-2", body=models.ReplayOne())
+    assert call("subscriptions", "get_subscription_replay", 200, name="gen", subscription="crm",
+                id=one.id).total == 1
+    call("subscriptions", "delete_subscription_dead_letter", 404, name="gen",
+         subscription="crm", message_id="not-one")
+    event = {"type": "track", "event": "E", "userId": "u1"}
+    ask = models.PreviewAsk.from_dict({"event": event})
+    saved = call("subscriptions", "preview_saved_subscription", 200, name="gen",
+                 subscription="crm", body=ask)
+    assert saved.matches is True, saved
+    ask = models.PreviewAsk.from_dict({"event": event, "subscription": {
+        "name": "t", "trigger": 'type = "identify"', "url": f"{rx.url}/x"}})
+    assert call("subscriptions", "preview_subscription", 200, name="gen", body=ask).matches is False
     call("sources", "delete_source", 204, name="gen")
     return called

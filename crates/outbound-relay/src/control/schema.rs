@@ -779,7 +779,8 @@ pub struct Preview {
 pub struct PreviewRequest {
     pub method: String,
     pub url: String,
-    /// Names in lower case, in order.
+    /// `[name, value]` pairs, names in lower case, in order.
+    #[schema(value_type = Vec<Vec<String>>)]
     pub headers: Vec<(String, String)>,
     /// The body as sent (canonical JSON); null: the request has none.
     pub body: Option<String>,
