@@ -157,7 +157,7 @@ export function render(main, ctx) {
       h('div', { class: 'request-row' },
         field('method', 'Method', inputs.method),
         field('url', 'URL', inputs.url)),
-      field('headers', 'Headers (JSON)', inputs.headers, 'An object of names and values; a value may be a mapping, as {"@template": "Bearer {{properties.token}}"}. Saved values are not shown: {"has_value": true} keeps one as set.'),
+      field('headers', 'Headers (JSON)', inputs.headers, 'An object of names and values; a value may be a mapping, as {"@template": "Bearer {{properties.token}}"}. Values set earlier are not shown: {"has_value": true} keeps one as it is.'),
       field('data', 'Data (JSON)', inputs.data, 'The body, a mapping-kit object such as {"total": {"@path": "$.properties.total"}}. Empty: the whole event.'),
       h('label', { class: 'check' }, inputs.enabled, ' On (off: kept, sent nothing)'),
       kept.length ? h('p', { class: 'help' }, `Kept as set (not shown here): ${kept.join(', ')}.`) : null)
