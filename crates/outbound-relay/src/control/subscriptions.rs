@@ -152,10 +152,7 @@ pub async fn preview(
     headers: HeaderMap,
     body: axum::body::Body,
 ) -> Answer {
-    if let Err(denied) = source(&api, &own) {
-        return denied.answer();
-    }
-    let ask: PreviewAsk = match read_json(&headers, body, MAX_PREVIEW).await {
+    let ask = match asked(&api, &own, headers, body).await {
         Ok(a) => a,
         Err(a) => return a,
     };
@@ -185,10 +182,7 @@ pub async fn preview_saved(
     headers: HeaderMap,
     body: axum::body::Body,
 ) -> Answer {
-    if let Err(denied) = source(&api, &own) {
-        return denied.answer();
-    }
-    let ask: PreviewAsk = match read_json(&headers, body, MAX_PREVIEW).await {
+    let ask = match asked(&api, &own, headers, body).await {
         Ok(a) => a,
         Err(a) => return a,
     };
@@ -200,6 +194,17 @@ pub async fn preview_saved(
             "no such subscription",
         ),
     }
+}
+
+/// A preview's ask, once the path's source (and subscription) is known to the caller.
+async fn asked(
+    api: &Api,
+    own: &OwnSource,
+    headers: HeaderMap,
+    body: axum::body::Body,
+) -> Result<PreviewAsk, Answer> {
+    source(api, own).map_err(|denied| denied.answer())?;
+    read_json(&headers, body, MAX_PREVIEW).await
 }
 
 /// Subscription `name` of the source the path names, as configured.
