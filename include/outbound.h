@@ -844,32 +844,6 @@ void outbound_client_free(struct outbound_client *client);
 outbound_result outbound_client_stats(const struct outbound_client *client,
                                       struct outbound_stats *out);
 
-// Writes a snapshot of subscription `name`'s counters to `*out`: the messages it was given
-// (those its trigger matched), delivered, failed, retried, ... on their own (a client's own
-// counters, `outbound_client_stats`, are its ingestion's and webhooks').
-//
-// Returns `OUTBOUND_RESULT_OK`, `_NULL_ARGUMENT` (client, name or out), `_INVALID_UTF8`,
-// `_INVALID_FIELD` (the client has no subscription of that name; the text names `name`),
-// `_PANIC`. `*out` is written only on success.
-//
-// # Safety
-// `client` is NULL or live; `name` is NULL or NUL-terminated; `out` is NULL or writable.
-outbound_result outbound_client_subscription_stats(const struct outbound_client *client,
-                                                   const char *name,
-                                                   struct outbound_stats *out);
-
-// Writes to `*out` how many accepted messages no subscription matched and that had no
-// destination of the client's own (no write key, no webhook on): they ended there, which is
-// not a failure, and have no outcome.
-//
-// Returns `OUTBOUND_RESULT_OK`, `_NULL_ARGUMENT` (client or out), `_PANIC`. `*out` is
-// written only on success.
-//
-// # Safety
-// `client` is NULL or live; `out` is NULL or writable.
-outbound_result outbound_client_unmatched(const struct outbound_client *client,
-                                          uint64_t *out);
-
 // Writes to `*out` whether the client's spool can be written: false while it cannot (a
 // Redis spool's server unreachable, an SQLite spool's disk failing), when messages
 // accepted meanwhile are held and delivered from memory only, until a commit succeeds
@@ -2109,6 +2083,32 @@ outbound_result outbound_verify_standard(const char *secrets,
                                          size_t body_len,
                                          const char *webhook_signature,
                                          uint64_t tolerance_seconds);
+
+// Writes a snapshot of subscription `name`'s counters to `*out`: the messages it was given
+// (those its trigger matched), delivered, failed, retried, ... on their own (a client's own
+// counters, `outbound_client_stats`, are its ingestion's and webhooks').
+//
+// Returns `OUTBOUND_RESULT_OK`, `_NULL_ARGUMENT` (client, name or out), `_INVALID_UTF8`,
+// `_INVALID_FIELD` (the client has no subscription of that name; the text names `name`),
+// `_PANIC`. `*out` is written only on success.
+//
+// # Safety
+// `client` is NULL or live; `name` is NULL or NUL-terminated; `out` is NULL or writable.
+outbound_result outbound_client_subscription_stats(const struct outbound_client *client,
+                                                   const char *name,
+                                                   struct outbound_stats *out);
+
+// Writes to `*out` how many accepted messages no subscription matched and that had no
+// destination of the client's own (no write key, no webhook on): they ended there, which is
+// not a failure, and have no outcome.
+//
+// Returns `OUTBOUND_RESULT_OK`, `_NULL_ARGUMENT` (client or out), `_PANIC`. `*out` is
+// written only on success.
+//
+// # Safety
+// `client` is NULL or live; `out` is NULL or writable.
+outbound_result outbound_client_unmatched(const struct outbound_client *client,
+                                          uint64_t *out);
 
 // Formats an instant the way every body carries timestamps: UTC with milliseconds,
 // `2026-11-21T09:30:00.123Z` (sub-millisecond digits are cut, never rounded up).

@@ -25,6 +25,7 @@ mod packed;
 mod recording;
 mod result;
 mod signature;
+mod subscriptions;
 mod timestamp;
 
 pub use audience::*;
@@ -34,6 +35,7 @@ pub use options::*;
 pub use recording::*;
 pub use result::*;
 pub use signature::*;
+pub use subscriptions::*;
 pub use timestamp::*;
 
 use std::ffi::c_char;
