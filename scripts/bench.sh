@@ -3,8 +3,9 @@
 #
 #   scripts/bench.sh           the full measured run (about 10 minutes on 2 cores; run it on a
 #                              quiet machine), release build of outbound
-#   scripts/bench.sh --smoke   every case, tiny (1,000 messages), debug build; checks that the
-#                              benchmark still works: exits non-zero if any case breaks
+#   scripts/bench.sh --smoke   every case, tiny (1,000 messages), debug build (or the wheel
+#                              OUTBOUND_BENCH_WHEEL names); checks that the benchmark still
+#                              works: exits non-zero if any case breaks
 #   scripts/bench.sh --go      only the end-to-end rows of the Go clients (the two Go packages
 #                              over liboutbound, release, and analytics-go v3 and v2), full
 #                              counts; writes bench/results/go-latest.json (no venv, no wheel)
@@ -67,6 +68,10 @@ rm -rf "$WHEELS"
 if [ "$MODE" = full ]; then
   echo "--- building the outbound wheel (maturin, release)"
   "$PY" -m maturin build --release --interpreter "$PY" --out "$WHEELS"
+elif [ -n "${OUTBOUND_BENCH_WHEEL:-}" ]; then
+  # The test command hands over the wheel its Python part built from the same tree.
+  echo "--- the outbound wheel: $OUTBOUND_BENCH_WHEEL (smoke mode)"
+  mkdir -p "$WHEELS" && cp "$OUTBOUND_BENCH_WHEEL" "$WHEELS/"
 else
   echo "--- building the outbound wheel (maturin, debug: smoke mode)"
   "$PY" -m maturin build --interpreter "$PY" --out "$WHEELS"
@@ -102,8 +107,8 @@ LIBSUM="$(sha256sum "$LIBDIR/liboutbound.a" | cut -c1-16)"
 # can be had; the smoke run never installs anything.
 if [ "$MODE" = full ] && ! command -v wrk >/dev/null && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
   echo "--- apt-get install wrk"
-  apt-get install -y -qq wrk >/dev/null 2>&1 \
-    || { apt-get update -qq >/dev/null 2>&1 && apt-get install -y -qq wrk >/dev/null 2>&1; } \
+  scripts/apt.sh install -y -qq wrk >/dev/null 2>&1 \
+    || { scripts/apt.sh update -qq >/dev/null 2>&1 && scripts/apt.sh install -y -qq wrk >/dev/null 2>&1; } \
     || echo "bench: wrk not available; the loopback limit comes from the bench load generator alone"
 fi
 

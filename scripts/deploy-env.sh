@@ -30,8 +30,8 @@ SYSTEMD_IMAGE="localhost/outbound-deploy-systemd:$DEBIAN_SUITE"
 
 deploy_apt_updated=
 deploy_apt() {
-  if [ -z "$deploy_apt_updated" ]; then apt-get update -qq </dev/null; deploy_apt_updated=1; fi
-  apt-get install -y -qq --no-install-recommends "$@" </dev/null >/dev/null
+  if [ -z "$deploy_apt_updated" ]; then "$ROOT/scripts/apt.sh" update -qq </dev/null; deploy_apt_updated=1; fi
+  "$ROOT/scripts/apt.sh" install -y -qq --no-install-recommends "$@" </dev/null >/dev/null
 }
 
 # podman with runc (crun refuses these machines' hybrid cgroups), limits root can set here,

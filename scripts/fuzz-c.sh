@@ -9,8 +9,12 @@
 #
 # Usage: scripts/fuzz-c.sh [SECONDS]   (default 60). Corpus: .fuzz-corpus/entry_points
 # (kept between runs, git-ignored). A finding is saved as .fuzz-corpus/crash-* and fails.
+#        scripts/fuzz-c.sh --build-only   builds the harness and stops (scripts/test.sh starts
+#                                         it early, at low priority)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+build_only=false
+if [ "${1:-}" = --build-only ]; then build_only=true; shift; fi
 seconds=${1:-60}
 root=$PWD
 host=$(rustc -vV | sed -n 's/^host: //p')
@@ -23,6 +27,7 @@ export RUSTFLAGS="-Cpasses=sancov-module -Cllvm-args=-sanitizer-coverage-level=4
 # --target keeps the instrumentation off build scripts and proc-macros (as cargo fuzz does).
 (cd bindings/c/fuzz && cargo build --release --target "$host" --bin entry_points)
 bin="$CARGO_TARGET_DIR/$host/release/entry_points"
+if $build_only; then exit 0; fi
 
 corpus="$root/.fuzz-corpus/entry_points"
 mkdir -p "$corpus"

@@ -13,8 +13,9 @@ if ! command -v redis-server >/dev/null 2>&1 || ! command -v redis-sentinel >/de
   fi
   echo "--- installing redis-server and redis-sentinel (Debian packages)"
   export DEBIAN_FRONTEND=noninteractive
-  apt-get update -qq
-  apt-get install -y -qq --no-install-recommends redis-server redis-sentinel >/dev/null
+  apt="$(dirname "${BASH_SOURCE[0]}")/apt.sh"
+  "$apt" update -qq
+  "$apt" install -y -qq --no-install-recommends redis-server redis-sentinel >/dev/null
   # The packages start a system server on 6379 and a Sentinel on 26379; the tests use
   # neither.
   (command -v systemctl >/dev/null \

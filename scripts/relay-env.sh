@@ -33,8 +33,8 @@ PY_PKGS=("${PY_DEMO_PKGS[@]}" pytest==9.2.0 pytest-timeout==2.4.0 openapi-spec-v
 
 apt_updated=
 apt_install() {
-  if [ -z "$apt_updated" ]; then apt-get update -qq </dev/null; apt_updated=1; fi
-  apt-get install -y -qq --no-install-recommends "$@" </dev/null >/dev/null
+  if [ -z "$apt_updated" ]; then "$ROOT/scripts/apt.sh" update -qq </dev/null; apt_updated=1; fi
+  "$ROOT/scripts/apt.sh" install -y -qq --no-install-recommends "$@" </dev/null >/dev/null
 }
 
 # 1. The Python venv of the relay tests (segment-analytics-python; pytest).

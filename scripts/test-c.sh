@@ -33,14 +33,11 @@ for tool in gcc:gcc g++:g++ valgrind:valgrind pkg-config:pkg-config cmp:diffutil
 done
 if [ ${#missing[@]} -gt 0 ]; then
   echo "installing ${missing[*]} with apt-get"
-  apt-get update -q < /dev/null
-  apt-get install -y -q "${missing[@]}" < /dev/null
+  scripts/apt.sh update -q < /dev/null
+  scripts/apt.sh install -y -q "${missing[@]}" < /dev/null
 fi
 export PATH="$root/.tools/bin:$PATH"
-if ! [ -x .tools/bin/cbindgen ] || [ "$(.tools/bin/cbindgen --version)" != "cbindgen 0.29.4" ]; then
-  # A debug build: it makes one small header, and compiles in half the time of a release one.
-  cargo install cbindgen --version 0.29.4 --locked --debug --root .tools < /dev/null
-fi
+scripts/cbindgen-env.sh
 cbindgen --version
 
 step "build liboutbound"

@@ -18,8 +18,8 @@ for tool in curl:curl openssl:openssl cc:gcc readelf:binutils; do
 done
 if [ ${#missing[@]} -gt 0 ]; then
   echo "--- installing ${missing[*]} with apt-get"
-  apt-get update -q < /dev/null
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${missing[@]}" < /dev/null
+  scripts/apt.sh update -q < /dev/null
+  DEBIAN_FRONTEND=noninteractive scripts/apt.sh install -y -q "${missing[@]}" < /dev/null
 fi
 for tool in node go; do
   command -v "$tool" >/dev/null || { echo "$tool is required (the receivers' guide examples)" >&2; exit 1; }
