@@ -5,7 +5,7 @@
 //! - `dict` (str keys only), `list`, `tuple`, `str`, `int`, `float`, `bool`, `None` map to
 //!   their JSON counterparts; an `int` outside the 64-bit range becomes `float(i)` (what
 //!   `JSON.parse` would read).
-//! - `datetime` becomes a UTC timestamp string with milliseconds, the wire form of §3; a naive
+//! - `datetime` becomes a UTC timestamp string with milliseconds, as the wire carries it; a naive
 //!   one is read as local time, as `datetime.timestamp()` reads it.
 //! - `date` becomes `date.isoformat()`; `UUID` becomes `str(uuid)`; an `Enum` member becomes
 //!   its `.value`, converted by these rules; a `Decimal` becomes the number `float(d)`.

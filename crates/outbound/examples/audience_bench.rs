@@ -1,4 +1,4 @@
-//! Audience sync at scale (issue 6): 1,000,000 members, then 1% churn (5,000 leave,
+//! Audience sync at scale: 1,000,000 members, then 1% churn (5,000 leave,
 //! 5,000 join), delivered through a real client to an ingestion receiver on 127.0.0.1.
 //! Asserts the churn sync emits exactly 10,000 identifies; prints time and peak memory.
 //!

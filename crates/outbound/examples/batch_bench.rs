@@ -1,4 +1,4 @@
-//! The scheduler's cost of batching (issue 42), for instruction counts under callgrind: N
+//! The scheduler's cost of batching, for instruction counts under callgrind: N
 //! `track` calls to an ingestion receiver on 127.0.0.1 that answers each request after
 //! DELAY_US microseconds (so a backlog waits in the lane behind the requests out), then a
 //! flush. Prints the messages, the requests and the wall time.

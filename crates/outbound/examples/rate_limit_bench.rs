@@ -1,4 +1,4 @@
-//! An endpoint's rate limit under a burst (issue #58 item 3): one client with two webhooks on
+//! An endpoint's rate limit under a burst: one client with two webhooks on
 //! 127.0.0.1, one limited to LIMIT requests a second (bursts of 5), one free; `track` calls
 //! at RATE a second for SECONDS. Prints, per second, what each endpoint received, and a
 //! summary: the limited endpoint's seconds within LIMIT ± 5 %, the free one's pace.

@@ -1,4 +1,4 @@
-//! What each spool engine costs end to end (issue #26 item 6): N `track` calls (5
+//! What each spool engine costs end to end: N `track` calls (5
 //! properties) to an ingestion receiver on 127.0.0.1 answering 200, in memory only, with an
 //! SQLite spool and with a Redis spool (a `redis-server` this program starts on 127.0.0.1,
 //! AOF `appendfsync everysec`), in alternating rounds. Prints msg/s (and as a share of memory

@@ -1,4 +1,4 @@
-//! What a spool costs the delivery side (issue #11 item 7), without Python in the way:
+//! What a spool costs the delivery side, without Python in the way:
 //! N `track` calls (5 properties) to an ingestion receiver on 127.0.0.1 answering 200, with
 //! and without a spool, in alternating rounds. Prints wall time to delivery and the CPU
 //! seconds of each outbound thread (from /proc), per 100,000 messages.

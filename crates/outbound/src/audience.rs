@@ -1,4 +1,4 @@
-//! Audience and computed-trait sync (spec §3, §6): turn "who is in the audience now" or
+//! Audience and computed-trait sync: turn "who is in the audience now" or
 //! "what each user's computed value is now" into `identify` calls for the changes only,
 //! remembering the last sync in an embedded SQLite database.
 //!

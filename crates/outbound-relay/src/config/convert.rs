@@ -14,12 +14,9 @@ use std::sync::Arc;
 /// The relay's group commit interval unless set (seconds): an acknowledgement waits for the
 /// next commit, so the core's 20 ms would be most of a single event's answer time. Under
 /// load the writer's own transaction and the fsync gather the requests that arrive
-/// meanwhile, so the interval only needs to be short: 32 connections sending one event a
-/// request got 1.27× the acknowledgements per second at 0.2 ms as at 1 ms, and 1.06× again
-/// at 0.05 ms, with batches of 100 at the same rate and 6 % more bytes written to the disk
-/// per event (medians of alternating runs; bench/log/2026-11.md, "Issue 25, stop 36" and "stop
-/// 37"). A busy source fsyncs at most once per fsync's duration (one covers every commit
-/// before it began).
+/// meanwhile, so the interval only needs to be short: a shorter one acknowledges single
+/// events sooner at little cost to batches (BENCHMARKS.md). A busy source fsyncs at most once
+/// per fsync's duration (one covers every commit before it began).
 pub const DEFAULT_COMMIT_INTERVAL: f64 = 0.00005;
 
 /// The core's config for source `s`: its own settings over the top level's over the core's

@@ -14,7 +14,7 @@ use std::sync::atomic::{AtomicU64, Ordering::*};
 use std::sync::Arc;
 use std::time::Duration;
 
-/// Largest serialized message accepted (spec §8: 32 KB).
+/// Largest serialized message accepted: Segment's per-message limit.
 pub const MAX_MESSAGE_BYTES: usize = 32 * 1024;
 
 /// How long `flush(None)` and `close(None)` wait at most.

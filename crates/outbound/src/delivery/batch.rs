@@ -1,5 +1,5 @@
 //! The open ingestion batch: it closes at `flush_at` messages, before it would pass
-//! 500,000 body bytes, or `flush_interval` after its first message (design §5); and what
+//! 500,000 body bytes (Segment's limit), or `flush_interval` after its first message; and what
 //! one request carries ([`RequestLimit`]): at most `max_batch_messages` messages (`flush_at`
 //! unless set) and 500,000 bytes, when closed batches wait ([`RequestLimit::join_waiting`],
 //! and the lane's fill rule, [`RequestLimit::room`]).
@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 /// The most one ingestion request carries: `messages` (`max_batch_messages`, which is
 /// `flush_at` unless set: every peer's batch size is the most one request carries, and
-/// receivers that take fewer than 500,000 bytes rely on it; design §5) and
+/// receivers that take fewer than 500,000 bytes rely on it) and
 /// [`MAX_BATCH_BYTES`] of body.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct RequestLimit {

@@ -1,5 +1,6 @@
-//! One message's fan-out to the webhook URLs (seed §7, design §6): each round sends it to
-//! every URL still worth trying; the first 2xx delivers it and no URL is tried again;
+//! One message's fan-out to the webhook URLs, where success at any one URL is success: each
+//! round sends it to every URL still worth trying; the first 2xx delivers it and no URL is
+//! tried again;
 //! otherwise the URLs whose failure was retryable get the next round, until the retry window
 //! closes.
 

@@ -1,4 +1,4 @@
-//! How one HTTP exchange ended, whichever client made it (design §7): success, retryable or
+//! How one HTTP exchange ended, whichever client made it: success, retryable or
 //! permanent failure, and the rules that sort answers and errors into them; and what an
 //! attempt's record keeps beside that classification ([`Seen`]: duration, status, the kind
 //! of error, the first bytes of a failure's answer).

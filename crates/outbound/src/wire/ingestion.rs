@@ -1,4 +1,4 @@
-//! The ingestion destination: Segment-compatible `POST {endpoint}/v1/batch` (design §5).
+//! The ingestion destination: Segment-compatible `POST {endpoint}/v1/batch`.
 
 use crate::model::config::Config;
 use crate::model::message::{Kind, Message};

@@ -274,7 +274,7 @@ impl<'de> Visitor<'de> for Fields {
                 },
                 "integrations" => msg.integrations = Some(map.next_value()?),
                 // Written with our `library` already (parsed into a map, it was most of the
-                // relay's allocations per event: bench/log/2026-11.md).
+                // relay's allocations per event).
                 "context" => match map.next_value_seed(ObjectSeed("context"))? {
                     Some(o) => msg.context = Some(o),
                     None => return Ok(None),

@@ -1,5 +1,5 @@
-//! The webhooks destination (spec §2.1, §2.2, §4.1, §5; design §6): one signed POST per
-//! message to each of up to 5 URLs.
+//! The webhooks destination (Segment's classic Webhooks, docs/receivers.md): one signed POST
+//! per message to each of up to 5 URLs.
 
 use crate::error::Error;
 use crate::model::config::{
@@ -25,9 +25,9 @@ pub(crate) fn wanted(integrations: Option<&Object>) -> bool {
     }
 }
 
-/// Writes the webhook body of `msg` (spec §2.2; returns where the id's text starts): `version: 1` on all but delete; alias
-/// carries `"Previous ID"` and `"User ID"` and no `userId`; delete is exactly
-/// `type`, `userId`, `timestamp`.
+/// Writes the webhook body of `msg` (returns where the id's text starts): `version: 1` on all
+/// but delete; alias carries `"Previous ID"` and `"User ID"` and no `userId`; delete is
+/// exactly `type`, `userId`, `timestamp`.
 pub(crate) fn encode<O>(
     msg: &Message<O>,
     parts: &Parts,

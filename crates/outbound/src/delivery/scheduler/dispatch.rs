@@ -15,8 +15,8 @@ impl Tenant {
             while let Some(job) = self.lanes[i].take(now) {
                 if let Job::Hook { seq, first, .. } = &job {
                     // Every URL gets each message's first request, even when another URL
-                    // has delivered it meanwhile (design §6: the message goes to every
-                    // webhook); a retry of a round another URL settled is not sent.
+                    // has delivered it meanwhile (each message goes to every webhook); a
+                    // retry of a round another URL settled is not sent.
                     let target = (i - 1) as u8;
                     let wanted = self
                         .tracks

@@ -13,7 +13,7 @@ use std::sync::Arc;
 pub(super) const GROUP: &str = "outbound-takeover";
 
 /// The one field of an entry in the packed layouts: its value is a whole record (layout 1,
-/// [`Packed`], written from issue #26 item 6 until commit groups) or a whole commit group
+/// [`Packed`], written by versions before commit groups) or a whole commit group
 /// (layout 2, until tenants shared a store; layout 3, [`GroupOut`], written since).
 pub(super) const F_RECORD: &str = "r";
 

@@ -1,4 +1,4 @@
-//! The shared spool (issue #26): Redis Streams, for fleets. `spool = "redis://host:port/db"`
+//! The shared spool: Redis Streams, for fleets. `spool = "redis://host:port/db"`
 //! (`rediss://` for TLS, `?prefix=NAME` to share a server between fleets;
 //! `redis+sentinel://s1,s2,s3/MASTER/db` through Sentinel: `connect.rs`).
 //!
@@ -12,9 +12,8 @@
 //! hash of the URL list), each packed (`keys::Packed`, layout 1) under the index of its
 //! tenant's name, all in the one field `r` behind a layout byte 3 and the list of names
 //! (`keys::GroupOut`). Redis parses, appends, persists and later deletes one value per
-//! commit instead of one per message: the gate in bench/log/2026-11.md ("One entry per commit
-//! group: the gate") measured redis-server's CPU for writing and removing 100,000 records
-//! 65 % lower than with one entry per message. A version that reads only older layouts sees
+//! commit instead of one per message, which costs redis-server far less CPU than an entry per
+//! message (BENCHMARKS.md). A version that reads only older layouts sees
 //! a packed value of a newer layout and leaves the entry for a newer adopter, never drops
 //! it; this version still adopts entries of layout 2 (groups without names: the default
 //! tenant's, or a legacy prefix's, see `takeover.rs`) and of one record (layout 1, and the

@@ -128,8 +128,8 @@ impl SpoolFile {
         // and room for a commit group's pages, so SQLite does not spill them to the WAL
         // mid-transaction: both were most of the spool thread's time. 2 MiB is 128 pages:
         // a full group's inserts (2,048 rows of ~350 bytes) take about 45. 16 MiB cost every
-        // spool that much RSS once its file grew past it (a queue's file fragments: 20 MB
-        // for 17,000 rows in the relay's fault soak) and was no faster (bench/log/2026-11.md).
+        // spool that much RSS once its file grew past it (a queue's file fragments) and was
+        // no faster.
         conn.pragma_update(None, "temp_store", "MEMORY")
             .map_err(err)?;
         conn.pragma_update(Some("main"), "cache_size", -2048)

@@ -1,4 +1,4 @@
-//! The on-disk spool (issue #11): every accepted message is written to an embedded SQLite
+//! The on-disk spool: every accepted message is written to an embedded SQLite
 //! store before its first delivery attempt and removed at its outcome, so a restart, or a
 //! sibling process sharing the directory, resumes what is pending.
 //!

@@ -9,10 +9,8 @@
 //! commits made while one is out share the next.
 //!
 //! Which of the two: [`Syncer::slow`], from a running mean of this file's fsync times. The
-//! thread saves the writer the fsync's wait (on a disk whose fsync took 0.6 ms, +16 % events
-//! accepted by the relay) but costs two thread wake-ups per commit; where an fsync takes
-//! 0.12 ms, doing it in place gave single events +12 % and batches the same rate
-//! (bench/log/2026-11.md, "Issue 25, stop 36").
+//! thread saves the writer the fsync's wait, which pays where fsyncs are slow, but costs two
+//! thread wake-ups per commit, so where they are fast the fsync is done in place.
 //!
 //! The descriptor is our own, opened on the WAL SQLite created: SQLite keeps that file for
 //! as long as our connection is open (it truncates it after a checkpoint, never replaces

@@ -22,7 +22,7 @@ pub use endpoint::{Auth, EndpointTls, OAuth2, RateLimit};
 pub(crate) use subscriptions::{named as subscription_error, SendAs};
 pub use subscriptions::{MAX_SUBSCRIPTIONS, SUBSCRIPTION_TIMEOUT};
 
-/// At most this many webhooks per client (spec §8).
+/// At most this many webhooks per client.
 pub const MAX_WEBHOOKS: usize = 5;
 /// [`Config::max_webhook_headers`]'s default.
 pub const DEFAULT_MAX_WEBHOOK_HEADERS: usize = 20;
