@@ -289,7 +289,7 @@ impl Client {
     /// do not get) and each subscription's share of them, all or none, and hands them on.
     fn admit_with_subscriptions(
         &self,
-        engine: &super::start::Engine,
+        engine: &super::start::TenantHandle,
         items: Vec<(Item, Vec<u8>)>,
     ) -> Result<(), Error> {
         let mut routed: Vec<Vec<Item>> = (0..self.subs.len()).map(|_| Vec::new()).collect();

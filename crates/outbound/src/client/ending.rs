@@ -1,7 +1,7 @@
 //! Waiting for what was accepted: on the spool (`when_spooled`), delivered (`flush`), and
 //! the client's end (`close`, `hand_over`).
 
-use super::start::{Engine, To};
+use super::start::{CommandSink, TenantHandle};
 use super::{Client, DEFAULT_WAIT};
 use crate::delivery::command::Command;
 use crate::error::Error;
@@ -41,8 +41,8 @@ impl Client {
         let engine = self.engine.load();
         match &engine.tx {
             _ if engine.shared.closed.load(SeqCst) => callback(false),
-            To::Scheduler(_) => callback(true),
-            To::Spooler(inbox) => inbox.when_spooled(Box::new(callback)),
+            CommandSink::Scheduler(_) => callback(true),
+            CommandSink::Spooler(inbox) => inbox.when_spooled(Box::new(callback)),
         }
     }
 
@@ -92,7 +92,7 @@ impl Client {
 
     /// True when no message failed or was dropped since `before` losses; the ones counted
     /// now are answered for (the next flush or close looks past them).
-    fn no_losses_since(&self, engine: &Engine, before: u64) -> bool {
+    fn no_losses_since(&self, engine: &TenantHandle, before: u64) -> bool {
         let now = engine.shared.counters.losses.load(Relaxed);
         engine.shared.answered_losses.fetch_max(now, SeqCst);
         now == before
@@ -150,7 +150,7 @@ impl Client {
     }
 
     /// Closes the client for a successor of its name on the same spool (a service that
-    /// changes a tenant's settings live: `Engine::tenant` again with the new ones once this
+    /// changes a tenant's settings live: `TenantHandle::tenant` again with the new ones once this
     /// returns): no new request starts, the requests out are waited for and their results
     /// kept, then everything else is left in the spool, as it stands, for the successor to
     /// resume. Unlike [`close`](Self::close), nothing that was in flight is abandoned, so the
@@ -192,7 +192,13 @@ impl Client {
     /// may take the name only once this one's records are released), then stops callbacks
     /// and logs.
     /// Whether everything ended (`complete` so far, and the drain).
-    fn finish(&self, engine: &Engine, on_scheduler: bool, mut complete: bool, how: &str) -> bool {
+    fn finish(
+        &self,
+        engine: &TenantHandle,
+        on_scheduler: bool,
+        mut complete: bool,
+        how: &str,
+    ) -> bool {
         if !on_scheduler {
             complete &= self.wait_for_drain(engine);
             if engine.spooled {
@@ -212,7 +218,7 @@ impl Client {
 
     /// Waits for the scheduler to report the outcomes of what is left, for as long as its
     /// callbacks keep returning. False when one blocked and the rest was counted here.
-    fn wait_for_drain(&self, engine: &Engine) -> bool {
+    fn wait_for_drain(&self, engine: &TenantHandle) -> bool {
         let stuck_after = self.config.timeout;
         let mut seen = engine.shared.reported.load(Relaxed);
         let mut since = Instant::now();

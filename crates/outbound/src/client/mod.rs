@@ -34,7 +34,7 @@ pub struct Client {
     hook_mask: u8,
     signs_standard: bool,
     logger: Logger,
-    engine: ArcSwap<Engine>,
+    engine: ArcSwap<TenantHandle>,
     /// A recording client's record ([`crate::testing`]): requests go there, not out.
     recorder: Option<Arc<Recorder>>,
     /// A client per subscription (`subscriptions.rs`), in the order of the config's.
@@ -48,7 +48,7 @@ mod ending;
 mod start;
 mod subscriptions;
 
-use start::{Engine, To};
+use start::{CommandSink, TenantHandle};
 
 impl Client {
     /// Checks `config` and starts the client's threads.
@@ -95,7 +95,7 @@ impl Client {
     ) -> Result<Client, Error> {
         config.check()?;
         let logger = Logger::new(config.debug, config.log_sink.clone());
-        let engine = Engine::start(
+        let engine = TenantHandle::start(
             core.clone(),
             &config,
             &logger,
@@ -172,7 +172,7 @@ impl Client {
     pub(crate) fn ask(&self, ask: Ask) -> Result<Answer, Error> {
         let engine = self.engine.load();
         match &engine.tx {
-            To::Spooler(inbox) if self.config.dead_letters => {
+            CommandSink::Spooler(inbox) if self.config.dead_letters => {
                 inbox.ask(ask, self.config.timeout.max(DEFAULT_WAIT))
             }
             _ => Err(Error::config("dead_letters", "off for this client")),
@@ -209,7 +209,7 @@ impl Client {
         let core = Arc::new(Core::private(&self.config)?);
         // A tenant of a shared spool gets a spool of its own neither: memory only, as the
         // parent's spool is the parent's.
-        let fresh = Engine::start(
+        let fresh = TenantHandle::start(
             core,
             &self.config,
             &self.logger,

@@ -12,7 +12,7 @@ use crate::delivery::watch::Watch;
 use crate::durable::dead::DeadLimits;
 use crate::engine::{Core, SpoolWriter};
 use crate::error::Error;
-use crate::http::connect::Target;
+use crate::http::connect::ParsedUrl;
 use crate::http::exchange::Exchange;
 use crate::http::recorder::Recorder;
 use crate::log::{redact_url, Logger};
@@ -25,11 +25,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 /// One generation of the client's queue and engine (a forked child gets a new one).
-pub(super) struct Engine {
+pub(super) struct TenantHandle {
     /// The engine this client is a tenant of.
     pub(super) core: Arc<Core>,
     /// To the spool writer when there is a spool, else to the scheduler.
-    pub(super) tx: To,
+    pub(super) tx: CommandSink,
     pub(super) shared: Arc<Shared>,
     /// Its own spool writer (`config.spool`); a tenant of the engine's spool has none (boxed:
     /// 200 bytes each of 10,000 relay sources for nothing).
@@ -38,7 +38,7 @@ pub(super) struct Engine {
     pub(super) spooled: bool,
 }
 
-impl Engine {
+impl TenantHandle {
     /// Adds a tenant for `config` to `core`'s scheduler.
     pub(super) fn start(
         core: Arc<Core>,
@@ -47,7 +47,7 @@ impl Engine {
         recorder: Option<Arc<Recorder>>,
         tenant: Option<String>,
         parent_writer: Option<&SpoolWriter>,
-    ) -> Result<Engine, Error> {
+    ) -> Result<TenantHandle, Error> {
         let targets = config.check_webhooks()?;
         // Requests go out on the I/O engine (a recording client's go to its record there).
         let io = core.io.as_ref();
@@ -83,7 +83,7 @@ impl Engine {
         let blocked: Vec<usize> = config.blocked_webhooks().iter().map(|(i, _)| *i).collect();
         let mut shared = Shared::watching(Watch::new(urls, &blocked));
         let id = core.next_tenant();
-        let (inbox, mailbox) = inbox::inbox(id, core.channels.rung.clone());
+        let (inbox, mailbox) = inbox::inbox(id, core.channels.woken.clone());
         let inbox: Inbox = inbox;
         // The spool: the engine's, shared by its tenants (under `tenant`'s name), or the
         // client's own (`config.spool`), or none.
@@ -108,7 +108,7 @@ impl Engine {
             ));
         }
         let added = match writer {
-            None => (To::Scheduler(inbox.clone()), None),
+            None => (CommandSink::Scheduler(inbox.clone()), None),
             Some(w) => {
                 let urls: Vec<String> = config.webhooks.iter().map(|w| w.url.clone()).collect();
                 let spool = TenantSpool::new(
@@ -124,7 +124,10 @@ impl Engine {
                     }),
                 );
                 let ops = w.handle.add(id, spool);
-                (To::Spooler(w.handle.inbox.for_tenant(id)), Some(ops))
+                (
+                    CommandSink::Spooler(w.handle.inbox.for_tenant(id)),
+                    Some(ops),
+                )
             }
         };
         let spooled = writer.is_some();
@@ -144,7 +147,7 @@ impl Engine {
             .channels
             .control
             .send(Control::Add(id, Box::new(tenant)));
-        Ok(Engine {
+        Ok(TenantHandle {
             core,
             tx,
             shared,
@@ -154,7 +157,7 @@ impl Engine {
     }
 }
 
-impl Engine {
+impl TenantHandle {
     /// True on the scheduler's own thread, i.e. inside an `on_outcome` callback, where
     /// waiting for the scheduler would wait for ourselves.
     pub(super) fn on_scheduler(&self) -> bool {
@@ -195,7 +198,7 @@ pub(super) fn validate(config: &Config) -> Result<(), Error> {
         }
     }
     if config.write_key.is_some() {
-        Target::parse(&ingestion::batch_url(config))
+        ParsedUrl::parse(&ingestion::batch_url(config))
             .map_err(|why| Error::config("endpoint", why))?;
     }
     for i in 0..config.subscriptions.len() {
@@ -205,27 +208,27 @@ pub(super) fn validate(config: &Config) -> Result<(), Error> {
     Ok(())
 }
 
-fn targets_of(config: &Config) -> Result<Vec<Target>, Error> {
+fn targets_of(config: &Config) -> Result<Vec<ParsedUrl>, Error> {
     let mut targets = Vec::with_capacity(config.webhooks.len());
     for w in &config.webhooks {
-        targets.push(Target::parse(&w.url).map_err(|why| Error::config("webhooks", why))?);
+        targets.push(ParsedUrl::parse(&w.url).map_err(|why| Error::config("webhooks", why))?);
     }
     Ok(targets)
 }
 
 /// Where commands go first.
-pub(super) enum To {
+pub(super) enum CommandSink {
     Scheduler(Inbox),
     /// The spool writer, which passes them on once they are on disk.
     Spooler(TenantSpoolInbox),
 }
 
-impl To {
+impl CommandSink {
     pub(super) fn send(&self, cmd: Command) {
         match self {
-            To::Scheduler(inbox) => inbox.send_now(cmd),
+            CommandSink::Scheduler(inbox) => inbox.send_now(cmd),
             // The spool writer outlives every open client, so this cannot fail while not closed.
-            To::Spooler(inbox) => inbox.send_now(cmd),
+            CommandSink::Spooler(inbox) => inbox.send_now(cmd),
         }
     }
 
@@ -233,13 +236,13 @@ impl To {
     /// for `flush_interval` without waking the scheduler; one for webhooks goes at once.
     pub(super) fn message(&self, item: Item, flush_interval: Duration) {
         match self {
-            To::Scheduler(inbox) if item.hook.is_none() => {
+            CommandSink::Scheduler(inbox) if item.hook.is_none() => {
                 let due = after(item.accepted, flush_interval);
                 inbox.send_lazy(Command::Message(item), due);
             }
-            To::Scheduler(inbox) => inbox.send_now(Command::Message(item)),
+            CommandSink::Scheduler(inbox) => inbox.send_now(Command::Message(item)),
             // A webhook message too: it is not delivered before its group's commit.
-            To::Spooler(inbox) => inbox.message(Command::Message(item)),
+            CommandSink::Spooler(inbox) => inbox.message(Command::Message(item)),
         }
     }
 }

@@ -22,11 +22,11 @@ pub(crate) struct Round {
     retry: u8,
     /// What failed requests said. Boxed: most rounds have none, and every queued message
     /// with webhooks holds a round.
-    trouble: Option<Box<Trouble>>,
+    trouble: Option<Box<RoundFailures>>,
 }
 
 #[derive(Default)]
-struct Trouble {
+struct RoundFailures {
     retry_after: Option<Duration>,
     last_error: Option<String>,
     permanent: Option<(Reason, String)>,

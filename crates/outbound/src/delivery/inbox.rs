@@ -6,26 +6,26 @@
 //! scheduler publishes how many more messages it can leave unread (those that fill its open
 //! batch; while the ingestion lane's fill rule holds batches for a young request, also what
 //! the next request could take, since that request's answer wakes it anyway) and when it
-//! wakes anyway (a timer), and a send rings the bell only when it reaches that count or is
+//! wakes anyway (a timer), and a send signals only when it reaches that count or is
 //! due before that wake. Everything else (webhook messages, flush, shutdown, resumed
-//! messages) rings at once.
+//! messages) signals at once.
 //!
 //! The race (a send reading what the scheduler published before its last look at the
 //! channel) is closed on both sides, all with `SeqCst`: the scheduler publishes, then looks
-//! at the unread count and the earliest unread deadline ([`Wake::must_drain`]); a sender
+//! at the unread count and the earliest unread deadline ([`WakeState::must_drain`]); a sender
 //! counts itself unread, then reads what was published. One of the two sees the other.
 //!
 //! The spool writer has a way in of the same kind ([`spool_inbox`]): a message or an op
-//! needs it only at its next group commit, so a send rings only when no commit is
-//! scheduled or the group is full; flush and shutdown ring at once. Ops alone schedule a
-//! later commit than messages do (`spooler/`, `PROGRESS_EVERY`): an op rings when no
+//! needs it only at its next group commit, so a send signals only when no commit is
+//! scheduled or the group is full; flush and shutdown signal at once. Ops alone schedule a
+//! later commit than messages do (`spooler/`, `PROGRESS_EVERY`): an op signals when no
 //! commit at all is scheduled, a message when none of its own is.
 //!
 //! A [`Waiter`] (`Client::when_spooled`) goes to the writer on a channel of its own, with
 //! the number of messages sent before it ([`SpoolWake::sent`]): the writer answers it after
 //! the commit that holds that many messages. The channel is first-in first-out, so once
 //! the writer has taken that many, it has taken every message sent before the waiter. A
-//! waiter rings only when no commit of messages is scheduled: the writer takes waiters
+//! waiter signals only when no commit of messages is scheduled: the writer takes waiters
 //! before each commit and answers them after it, so a scheduled commit answers it (or the
 //! one right after, when more messages were unread than a group holds).
 
@@ -39,7 +39,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 /// What the scheduler and the senders share to decide on a wake.
-pub(crate) struct Wake {
+pub(crate) struct WakeState {
     epoch: Instant,
     /// Commands sent and not yet taken by the scheduler.
     unread: AtomicU64,
@@ -52,7 +52,7 @@ pub(crate) struct Wake {
     wakes_at: AtomicU64,
 }
 
-impl Wake {
+impl WakeState {
     fn ns(&self, at: Instant) -> u64 {
         at.saturating_duration_since(self.epoch)
             .as_nanos()
@@ -80,21 +80,21 @@ impl Wake {
 }
 
 /// How a client's inbox wakes the scheduler it shares with other clients (tenants): the
-/// tenant's number goes on the scheduler's `rung` channel, once until the scheduler has
+/// tenant's number goes on the scheduler's `woken` channel, once until the scheduler has
 /// taken it and is about to read the tenant's commands ([`Mailbox::rearm`]). One pending
-/// ring is enough: the scheduler reads everything unread when it wakes for a tenant.
+/// signal is enough: the scheduler reads everything unread when it wakes for a tenant.
 #[derive(Clone)]
-pub(crate) struct Bell {
+pub(crate) struct TenantWaker {
     tenant: u32,
     queued: Arc<AtomicBool>,
-    rung: Sender<u32>,
+    woken: Sender<u32>,
 }
 
-impl Bell {
-    fn ring(&self) {
+impl TenantWaker {
+    fn signal(&self) {
         if !self.queued.swap(true, SeqCst) {
-            // A gone scheduler needs no ring.
-            let _ = self.rung.send(self.tenant);
+            // A gone scheduler needs no signal.
+            let _ = self.woken.send(self.tenant);
         }
     }
 }
@@ -103,31 +103,31 @@ impl Bell {
 #[derive(Clone)]
 pub(crate) struct Inbox {
     tx: Sender<Command>,
-    bell: Bell,
-    wake: Arc<Wake>,
+    wakeup: TenantWaker,
+    wake: Arc<WakeState>,
 }
 
 /// The scheduler's side.
 pub(crate) struct Mailbox {
     pub commands: Receiver<Command>,
-    pub wake: Arc<Wake>,
+    pub wake: Arc<WakeState>,
     queued: Arc<AtomicBool>,
 }
 
 impl Mailbox {
-    /// The scheduler took this tenant's ring and reads its commands next: a send after
-    /// this rings again.
+    /// The scheduler took this tenant's signal and reads its commands next: a send after
+    /// this signals again.
     pub(crate) fn rearm(&self) {
         self.queued.store(false, SeqCst);
     }
 }
 
-/// A new inbox of tenant `tenant` and the scheduler's mailbox for it; its rings go on
-/// `rung`.
-pub(crate) fn inbox(tenant: u32, rung: Sender<u32>) -> (Inbox, Mailbox) {
+/// A new inbox of tenant `tenant` and the scheduler's mailbox for it; its signals go on
+/// `woken`.
+pub(crate) fn inbox(tenant: u32, woken: Sender<u32>) -> (Inbox, Mailbox) {
     let (tx, commands) = crossbeam_channel::unbounded();
     let queued = Arc::new(AtomicBool::new(false));
-    let wake = Arc::new(Wake {
+    let wake = Arc::new(WakeState {
         epoch: Instant::now(),
         unread: AtomicU64::new(0),
         first_due: AtomicU64::new(u64::MAX),
@@ -137,10 +137,10 @@ pub(crate) fn inbox(tenant: u32, rung: Sender<u32>) -> (Inbox, Mailbox) {
     (
         Inbox {
             tx,
-            bell: Bell {
+            wakeup: TenantWaker {
                 tenant,
                 queued: queued.clone(),
-                rung,
+                woken,
             },
             wake: wake.clone(),
         },
@@ -156,12 +156,12 @@ impl Inbox {
     /// Sends `cmd` and wakes the scheduler.
     pub(crate) fn send_now(&self, cmd: Command) {
         if self.wake.unread.fetch_add(1, SeqCst) == 0 {
-            // Due now: a scheduler about to sleep reads it rather than rely on the ring.
+            // Due now: a scheduler about to sleep reads it rather than rely on the signal.
             self.wake.first_due.store(0, SeqCst);
         }
         // The scheduler outlives every open client, so this cannot fail while not closed.
         let _ = self.tx.send(cmd);
-        self.ring();
+        self.signal();
     }
 
     /// Sends a message the scheduler needs only once its batch is full or by `due`.
@@ -174,12 +174,12 @@ impl Inbox {
         }
         let _ = self.tx.send(cmd);
         if before + 1 >= self.wake.room.load(SeqCst) || due < self.wake.wakes_at.load(SeqCst) {
-            self.ring();
+            self.signal();
         }
     }
 
-    fn ring(&self) {
-        self.bell.ring();
+    fn signal(&self) {
+        self.wakeup.signal();
     }
 }
 
@@ -237,7 +237,7 @@ pub(crate) struct SpoolInbox {
     tx: Sender<(TenantNo, Command)>,
     waiters: Sender<(TenantNo, Waiter)>,
     asks: Sender<Request>,
-    bell: Sender<()>,
+    wakeup: Sender<()>,
     wake: Arc<SpoolWake>,
 }
 
@@ -293,7 +293,7 @@ pub(crate) enum SpoolNote {
 /// Kept apart from [`SpoolInbox`]: ops need no order with the messages.
 pub(crate) struct SpoolOps {
     tx: Sender<SpoolNote>,
-    bell: Sender<()>,
+    wakeup: Sender<()>,
     wake: Arc<SpoolWake>,
     /// The tenant's number in the spool.
     pub(crate) tenant: TenantNo,
@@ -306,11 +306,11 @@ pub(crate) struct SpoolMailbox {
     pub waiters: Receiver<(TenantNo, Waiter)>,
     /// Clients' requests about their dead letters: answered at once.
     pub asks: Receiver<Request>,
-    pub bell: Receiver<()>,
+    pub wakeup: Receiver<()>,
     pub wake: Arc<SpoolWake>,
     /// Where new tenants' ways of reporting come from ([`SpoolMailbox::ops_for`]).
     ops_tx: Sender<SpoolNote>,
-    bell_tx: Sender<()>,
+    wakeup_tx: Sender<()>,
 }
 
 impl SpoolMailbox {
@@ -318,7 +318,7 @@ impl SpoolMailbox {
     pub(crate) fn ops_for(&self, tenant: TenantNo) -> SpoolOps {
         SpoolOps {
             tx: self.ops_tx.clone(),
-            bell: self.bell_tx.clone(),
+            wakeup: self.wakeup_tx.clone(),
             wake: self.wake.clone(),
             tenant,
         }
@@ -331,7 +331,7 @@ pub(crate) fn spool_inbox() -> (SpoolInbox, SpoolMailbox) {
     let (ops_tx, ops) = crossbeam_channel::unbounded();
     let (waiters_tx, waiters) = crossbeam_channel::unbounded();
     let (asks_tx, asks) = crossbeam_channel::unbounded();
-    let (bell, bell_rx) = crossbeam_channel::bounded(1);
+    let (wakeup, wakeup_rx) = crossbeam_channel::bounded(1);
     let wake = Arc::new(SpoolWake {
         unread: AtomicU64::new(0),
         committing: AtomicBool::new(false),
@@ -343,7 +343,7 @@ pub(crate) fn spool_inbox() -> (SpoolInbox, SpoolMailbox) {
             tx,
             waiters: waiters_tx,
             asks: asks_tx,
-            bell: bell.clone(),
+            wakeup: wakeup.clone(),
             wake: wake.clone(),
         },
         SpoolMailbox {
@@ -351,17 +351,17 @@ pub(crate) fn spool_inbox() -> (SpoolInbox, SpoolMailbox) {
             ops,
             waiters,
             asks,
-            bell: bell_rx,
+            wakeup: wakeup_rx,
             wake,
             ops_tx,
-            bell_tx: bell,
+            wakeup_tx: wakeup,
         },
     )
 }
 
-/// Rings a bell; one pending ring is enough, and a gone receiver needs none.
-fn ring(bell: &Sender<()>) {
-    match bell.try_send(()) {
+/// Signals a wake-up; one pending signal is enough, and a gone receiver needs none.
+fn signal(wakeup: &Sender<()>) {
+    match wakeup.try_send(()) {
         Ok(()) | Err(TrySendError::Full(())) | Err(TrySendError::Disconnected(())) => {}
     }
 }
@@ -377,13 +377,13 @@ impl SpoolInbox {
     }
 
     /// Wakes the writer (a tenant came or went).
-    pub(crate) fn ring(&self) {
-        ring(&self.bell);
+    pub(crate) fn signal(&self) {
+        signal(&self.wakeup);
     }
 }
 
 impl TenantSpoolInbox {
-    /// An accepted message: rings only when no commit is scheduled or the group is full.
+    /// An accepted message: signals only when no commit is scheduled or the group is full.
     pub(crate) fn message(&self, cmd: Command) {
         // Counted before it is sent, so the count never goes below what the channel holds,
         // and a waiter that reads `sent` after this call returned waits for this message.
@@ -393,14 +393,14 @@ impl TenantSpoolInbox {
         // The writer outlives every open client, so this cannot fail while not closed.
         let _ = self.inbox.tx.send((self.tenant, cmd));
         if wake.ring_for_message(unread) {
-            ring(&self.inbox.bell);
+            signal(&self.inbox.wakeup);
         }
     }
 
-    /// A flush or shutdown: rings at once.
+    /// A flush or shutdown: signals at once.
     pub(crate) fn send_now(&self, cmd: Command) {
         let _ = self.inbox.tx.send((self.tenant, cmd));
-        ring(&self.inbox.bell);
+        signal(&self.inbox.wakeup);
     }
 
     /// Calls `callback` after the commit that holds every message of this tenant sent before
@@ -413,7 +413,7 @@ impl TenantSpoolInbox {
         // A gone writer hands the waiter back; dropping it answers false.
         let _ = self.inbox.waiters.send((self.tenant, waiter));
         if !self.inbox.wake.committing.load(SeqCst) {
-            ring(&self.inbox.bell);
+            signal(&self.inbox.wakeup);
         }
     }
 }
@@ -439,7 +439,7 @@ impl SpoolInbox {
         let request = Request { tenant, ask, reply };
         let gone = || Error::Closed;
         self.asks.send(request).map_err(|_| gone())?;
-        ring(&self.bell);
+        signal(&self.wakeup);
         match answer.recv_timeout(wait) {
             Ok(answer) => answer,
             Err(crossbeam_channel::RecvTimeoutError::Timeout) => Err(Error::Spool {
@@ -456,17 +456,17 @@ impl SpoolOps {
     pub(crate) fn for_tenant(&self, tenant: TenantNo) -> SpoolOps {
         SpoolOps {
             tx: self.tx.clone(),
-            bell: self.bell.clone(),
+            wakeup: self.wakeup.clone(),
             wake: self.wake.clone(),
             tenant,
         }
     }
 
-    /// Progress or an outcome: rings only when no commit is scheduled.
+    /// Progress or an outcome: signals only when no commit is scheduled.
     pub(crate) fn send(&self, op: Op) {
         let _ = self.tx.send(SpoolNote::Op(op));
         if !self.wake.ops_committing.load(SeqCst) {
-            ring(&self.bell);
+            signal(&self.wakeup);
         }
     }
 
@@ -474,14 +474,14 @@ impl SpoolOps {
     pub(crate) fn send_dead(&self, op: DeadOp) {
         let _ = self.tx.send(SpoolNote::Dead(op));
         if !self.wake.ops_committing.load(SeqCst) {
-            ring(&self.bell);
+            signal(&self.wakeup);
         }
     }
 
     /// The tenant's scheduler part has ended: after every op it sent.
     pub(crate) fn closed(&self) {
         let _ = self.tx.send(SpoolNote::Closed(self.tenant));
-        ring(&self.bell);
+        signal(&self.wakeup);
     }
 }
 
@@ -492,10 +492,10 @@ mod tests {
 
     #[test]
     fn a_lazy_send_rings_only_when_the_batch_fills_or_falls_due() {
-        let (rung_tx, rung) = crossbeam_channel::unbounded();
+        let (rung_tx, woken) = crossbeam_channel::unbounded();
         let (inbox, mailbox) = inbox(7, rung_tx);
-        // What the scheduler does with a ring: takes it, rearms, then reads.
-        let rang = || match rung.try_recv() {
+        // What the scheduler does with a signal: takes it, rearms, then reads.
+        let rang = || match woken.try_recv() {
             Ok(t) => {
                 assert_eq!(t, 7, "the tenant's own number");
                 mailbox.rearm();
@@ -509,7 +509,7 @@ mod tests {
         assert!(!mailbox.wake.must_drain(sleeps_until, 3));
         inbox.send_lazy(Command::Shutdown, later);
         inbox.send_lazy(Command::Shutdown, later);
-        assert!(!rang(), "2 of 3: no ring");
+        assert!(!rang(), "2 of 3: no signal");
         // The scheduler, looking before it sleeps, leaves them too.
         assert!(!mailbox.wake.must_drain(sleeps_until, 3));
         inbox.send_lazy(Command::Shutdown, later);
@@ -526,22 +526,22 @@ mod tests {
             "and it would not sleep past it"
         );
         inbox.send_now(Command::Shutdown);
-        assert!(rang(), "commands ring at once");
+        assert!(rang(), "commands signal at once");
     }
 
     #[test]
     fn the_spool_writer_is_rung_only_when_no_commit_is_scheduled_or_its_group_is_full() {
         let (inbox, mailbox) = spool_inbox();
         let (inbox, ops) = (inbox.for_tenant(0), mailbox.ops_for(0));
-        let rung = || mailbox.bell.try_recv().is_ok();
+        let woken = || mailbox.wakeup.try_recv().is_ok();
         let op = || Op::Remove {
             tenant: 0,
             id: "m".into(),
         };
-        // Idle, nothing scheduled: the first message rings.
+        // Idle, nothing scheduled: the first message signals.
         assert!(!mailbox.wake.must_drain(false, false, 3, || false, || false));
         inbox.message(Command::Shutdown);
-        assert!(rung(), "no commit scheduled: ring");
+        assert!(woken(), "no commit scheduled: signal");
         assert!(
             mailbox.wake.must_drain(false, false, 3, || false, || false),
             "and it must not sleep"
@@ -549,32 +549,32 @@ mod tests {
         // A commit is scheduled: messages wait for it until the group is full.
         assert!(!mailbox.wake.must_drain(true, false, 3, || false, || false));
         inbox.message(Command::Shutdown);
-        assert!(!rung(), "2 of 3 while a commit is scheduled: no ring");
+        assert!(!woken(), "2 of 3 while a commit is scheduled: no signal");
         assert!(
             !mailbox.wake.must_drain(true, false, 3, || true, || false),
             "ops wait for the commit too"
         );
         inbox.message(Command::Shutdown);
-        assert!(rung(), "the group is full");
+        assert!(woken(), "the group is full");
         assert!(mailbox.wake.must_drain(true, false, 3, || false, || false));
         while mailbox.commands.try_recv().is_ok() {
             mailbox.wake.taken(1);
         }
-        // Ops ring only when no commit is scheduled.
+        // Ops signal only when no commit is scheduled.
         assert!(!mailbox.wake.must_drain(true, false, 3, || false, || false));
         ops.send(op());
-        assert!(!rung(), "a commit is scheduled: the op goes with it");
+        assert!(!woken(), "a commit is scheduled: the op goes with it");
         assert!(mailbox
             .wake
             .must_drain(false, false, 3, || !mailbox.ops.is_empty(), || false));
         ops.send(op());
-        assert!(rung(), "nothing scheduled: ring");
+        assert!(woken(), "nothing scheduled: signal");
         while mailbox.ops.try_recv().is_ok() {}
-        // Progress alone is scheduled (due later): ops wait for it, a message rings.
+        // Progress alone is scheduled (due later): ops wait for it, a message signals.
         assert!(!mailbox.wake.must_drain(false, true, 3, || false, || false));
         ops.send(op());
         assert!(
-            !rung(),
+            !woken(),
             "a progress commit is scheduled: the op goes with it"
         );
         assert!(
@@ -582,32 +582,32 @@ mod tests {
             "unread ops wait for it"
         );
         inbox.message(Command::Shutdown);
-        assert!(rung(), "a message does not wait for a progress commit");
+        assert!(woken(), "a message does not wait for a progress commit");
         assert!(mailbox.wake.must_drain(false, true, 3, || true, || false));
-        // Flush and shutdown ring at once.
+        // Flush and shutdown signal at once.
         assert!(!mailbox.wake.must_drain(true, false, 3, || false, || false));
         inbox.send_now(Command::Flush(None));
-        assert!(rung());
+        assert!(woken());
     }
 
     #[test]
     fn a_waiter_rings_only_when_no_commit_of_messages_is_scheduled() {
         let (inbox, mailbox) = spool_inbox();
         let inbox = inbox.for_tenant(0);
-        let rung = || mailbox.bell.try_recv().is_ok();
+        let woken = || mailbox.wakeup.try_recv().is_ok();
         let waiters = || !mailbox.waiters.is_empty();
         let take = || while mailbox.waiters.try_recv().is_ok() {};
-        // Idle: a waiter may be answerable now (its messages committed), so it rings, and
+        // Idle: a waiter may be answerable now (its messages committed), so it signals, and
         // the writer looking before it sleeps sees it.
         assert!(!mailbox.wake.must_drain(false, false, 3, || false, waiters));
         inbox.when_spooled(Box::new(|_| {}));
-        assert!(rung(), "no commit scheduled: ring");
+        assert!(woken(), "no commit scheduled: signal");
         assert!(mailbox.wake.must_drain(false, false, 3, || false, waiters));
         take();
         // A commit of messages is scheduled: the waiter is taken and answered with it.
         assert!(!mailbox.wake.must_drain(true, false, 3, || false, waiters));
         inbox.when_spooled(Box::new(|_| {}));
-        assert!(!rung(), "a commit is scheduled: no ring");
+        assert!(!woken(), "a commit is scheduled: no signal");
         assert!(
             !mailbox.wake.must_drain(true, false, 3, || false, waiters),
             "it waits for the commit"
@@ -616,29 +616,37 @@ mod tests {
         // Progress alone is scheduled (later): a waiter does not wait for it.
         assert!(!mailbox.wake.must_drain(false, true, 3, || false, waiters));
         inbox.when_spooled(Box::new(|_| {}));
-        assert!(rung(), "only progress scheduled: ring");
+        assert!(woken(), "only progress scheduled: signal");
         assert!(mailbox.wake.must_drain(false, true, 3, || false, waiters));
     }
 }
 
 #[cfg(test)]
-mod bell_tests {
+mod wakeup_tests {
     use super::*;
 
     #[test]
     fn a_tenant_rings_once_until_the_scheduler_takes_its_ring() {
-        let (rung_tx, rung) = crossbeam_channel::unbounded();
+        let (rung_tx, woken) = crossbeam_channel::unbounded();
         let (a, mailbox_a) = inbox(1, rung_tx.clone());
         let (b, _mailbox_b) = inbox(2, rung_tx);
         for _ in 0..3 {
             a.send_now(Command::Shutdown);
         }
         b.send_now(Command::Shutdown);
-        assert_eq!(rung.try_iter().collect::<Vec<_>>(), [1, 2], "one ring each");
+        assert_eq!(
+            woken.try_iter().collect::<Vec<_>>(),
+            [1, 2],
+            "one signal each"
+        );
         a.send_now(Command::Shutdown);
-        assert!(rung.try_recv().is_err(), "not taken yet: no second ring");
+        assert!(woken.try_recv().is_err(), "not taken yet: no second signal");
         mailbox_a.rearm();
         a.send_now(Command::Shutdown);
-        assert_eq!(rung.try_recv(), Ok(1), "after the scheduler took it: again");
+        assert_eq!(
+            woken.try_recv(),
+            Ok(1),
+            "after the scheduler took it: again"
+        );
     }
 }

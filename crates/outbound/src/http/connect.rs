@@ -37,7 +37,7 @@ const PROXY_HEAD: usize = 8 * 1024;
 
 /// One webhook URL, read once: what a request to it needs.
 #[derive(Debug)]
-pub(crate) struct Target {
+pub(crate) struct ParsedUrl {
     pub https: bool,
     /// Without IPv6 brackets (shared: the pool's key holds it for each request).
     pub host: Arc<str>,
@@ -49,7 +49,7 @@ pub(crate) struct Target {
     pub path: PathAndQuery,
 }
 
-impl Target {
+impl ParsedUrl {
     /// The host as a URL writes it (IPv6 in brackets), as `NO_PROXY` entries are written.
     fn url_host(&self) -> std::borrow::Cow<'_, str> {
         match self.host.contains(':') {
@@ -59,7 +59,7 @@ impl Target {
     }
 
     /// `url` was checked when the client was built (absolute http or https, no credentials).
-    pub(crate) fn parse(url: &str) -> Result<Target, String> {
+    pub(crate) fn parse(url: &str) -> Result<ParsedUrl, String> {
         let uri: Uri = url.parse().map_err(|e| format!("invalid URL: {e}"))?;
         let https = match uri.scheme_str() {
             Some("https") => true,
@@ -79,7 +79,7 @@ impl Target {
             .map_or("/", |p| p.as_str())
             .parse()
             .map_err(|e| format!("invalid path: {e}"))?;
-        Ok(Target {
+        Ok(ParsedUrl {
             https,
             host,
             port,
@@ -328,7 +328,7 @@ impl Connector {
 
     /// A new connection to `t`: through the guard, the proxy when one applies, and TLS
     /// for https.
-    pub(crate) async fn connect(&self, t: &Target) -> Result<Stream, ConnectError> {
+    pub(crate) async fn connect(&self, t: &ParsedUrl) -> Result<Stream, ConnectError> {
         let proxy = self
             .proxy
             .as_ref()
@@ -363,7 +363,7 @@ impl Connector {
     /// Whether `t` is reached only thanks to an exception of the guard (`allowed_networks`):
     /// such a receiver is inside the operator's networks, and its answers are not kept in
     /// records a tenant can read. False when the guard is off (the library's own endpoints).
-    pub(crate) async fn excepted(&self, t: &Target) -> bool {
+    pub(crate) async fn excepted(&self, t: &ParsedUrl) -> bool {
         let Some(guard) = self.guard.as_ref().filter(|g| g.has_exceptions()) else {
             return false;
         };
@@ -375,7 +375,7 @@ impl Connector {
 
     /// The addresses of `t` the guard lets us reach: every one must pass, so a name that
     /// also resolves to a private address is refused.
-    async fn allowed(&self, t: &Target) -> Result<Arc<[SocketAddr]>, ConnectError> {
+    async fn allowed(&self, t: &ParsedUrl) -> Result<Arc<[SocketAddr]>, ConnectError> {
         let addrs = self.names.resolve(&t.host, t.port).await?;
         if let Some(guard) = &self.guard {
             for a in addrs.iter() {
@@ -388,7 +388,7 @@ impl Connector {
     /// A CONNECT tunnel to `t` through the proxy. With the guard on, the tunnel goes to the
     /// address the guard approved (the proxy gets an IP, not a name it would resolve again);
     /// the proxy itself is the operator's and is not checked.
-    async fn tunnel(&self, p: &Proxy, t: &Target) -> Result<TcpStream, ConnectError> {
+    async fn tunnel(&self, p: &Proxy, t: &ParsedUrl) -> Result<TcpStream, ConnectError> {
         if p.scheme != "http" {
             return Err(ConnectError::Unsupported(format!(
                 "the proxy {} is not an http:// CONNECT proxy (the only kind requests use)",
@@ -460,12 +460,12 @@ mod tests {
 
     #[test]
     fn a_target_keeps_what_a_request_needs() {
-        let t = Target::parse("https://hooks.example.com/in/x?token=1").unwrap();
+        let t = ParsedUrl::parse("https://hooks.example.com/in/x?token=1").unwrap();
         assert!(t.https);
         assert_eq!((&*t.host, t.port), ("hooks.example.com", 443));
         assert_eq!(t.authority, "hooks.example.com");
         assert_eq!(t.path, "/in/x?token=1");
-        let t = Target::parse("http://[::1]:8080").unwrap();
+        let t = ParsedUrl::parse("http://[::1]:8080").unwrap();
         assert_eq!((&*t.host, t.port, t.https), ("::1", 8080, false));
         assert_eq!(t.authority, "[::1]:8080");
         assert_eq!(t.path, "/");

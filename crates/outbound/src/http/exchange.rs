@@ -6,7 +6,7 @@
 
 use crate::error::Error;
 use crate::http::attempt::{classify_status, keep_excerpt, Attempt, Seen, MAX_ANSWER};
-use crate::http::connect::{ConnectError, Connector, Target};
+use crate::http::connect::{ConnectError, Connector, ParsedUrl};
 use crate::http::frames::Frames;
 use crate::http::io::Io;
 use crate::http::oauth::Tokens;
@@ -27,7 +27,7 @@ use std::time::{Duration, Instant};
 /// its URLs, read once, over the network or into its record.
 pub(crate) struct Exchange {
     /// The URLs [`post`](Self::post) is given the index of.
-    targets: Vec<Target>,
+    targets: Vec<ParsedUrl>,
     via: Via,
 }
 
@@ -93,7 +93,7 @@ impl Exchange {
         };
         let mut targets = Vec::with_capacity(ends.len());
         for end in ends {
-            targets.push(Target::parse(end.url).map_err(|why| Error::config(setting, why))?);
+            targets.push(ParsedUrl::parse(end.url).map_err(|why| Error::config(setting, why))?);
         }
         let via = match record {
             Some(recorder) => {
@@ -170,7 +170,7 @@ struct Network {
 impl Network {
     async fn post(
         &self,
-        t: &Target,
+        t: &ParsedUrl,
         headers: &[(HeaderName, HeaderValue)],
         body: Frames,
     ) -> (Attempt, Seen) {
@@ -211,7 +211,7 @@ impl Network {
 
     async fn post_once(
         &self,
-        t: &Target,
+        t: &ParsedUrl,
         headers: &[(HeaderName, HeaderValue)],
         body: Frames,
     ) -> (Attempt, Seen) {
@@ -251,7 +251,7 @@ impl Network {
 
     async fn exchange(
         &self,
-        t: &Target,
+        t: &ParsedUrl,
         headers: &[(HeaderName, HeaderValue)],
         body: Frames,
         seen: &mut Answered,
@@ -354,7 +354,7 @@ impl Network {
 
     /// A new connection with hyper's HTTP/1.1 client on it; its driver runs as a task of
     /// its own until the connection closes.
-    async fn open(&self, t: &Target) -> Result<Sender, ConnectError> {
+    async fn open(&self, t: &ParsedUrl) -> Result<Sender, ConnectError> {
         let stream = self.connector.connect(t).await?;
         let (tx, conn) = hyper::client::conn::http1::Builder::new()
             .handshake(TokioIo::new(stream))
@@ -369,7 +369,7 @@ impl Network {
 
 fn request(
     method: &Method,
-    t: &Target,
+    t: &ParsedUrl,
     headers: &[(HeaderName, HeaderValue)],
     body: Frames,
 ) -> Request<Frames> {
@@ -558,7 +558,7 @@ mod tests {
     async fn a_connection_is_kept_alive_between_requests_to_a_host() {
         let (url, conns) = receiver(NO_CONTENT, usize::MAX);
         let ex = exchange(&Config::default(), None);
-        let t = Target::parse(&url).unwrap();
+        let t = ParsedUrl::parse(&url).unwrap();
         for _ in 0..3 {
             let a = ex
                 .post(&t, &[], Frames::one(Bytes::from_static(b"{}")))
@@ -575,7 +575,7 @@ mod tests {
         // One request per connection, then the receiver closes it.
         let (url, conns) = receiver(NO_CONTENT, 1);
         let ex = exchange(&Config::default(), None);
-        let t = Target::parse(&url).unwrap();
+        let t = ParsedUrl::parse(&url).unwrap();
         for _ in 0..3 {
             assert_eq!(
                 ex.post(&t, &[], Frames::one(Bytes::from_static(b"{}")))
@@ -600,7 +600,7 @@ mod tests {
         });
         let (url, _) = receiver(big, usize::MAX);
         let ex = exchange(&Config::default(), None);
-        let t = Target::parse(&url).unwrap();
+        let t = ParsedUrl::parse(&url).unwrap();
         assert_eq!(
             ex.post(&t, &[], Frames::one(Bytes::from_static(b"{}")))
                 .await
@@ -651,7 +651,7 @@ mod tests {
         let (proxy, seen) = proxy();
         let ex = exchange(&Config::default(), Some(proxy));
         let url = url.replace("127.0.0.1", "localhost");
-        let t = Target::parse(&url).unwrap();
+        let t = ParsedUrl::parse(&url).unwrap();
         assert_eq!(
             ex.post(&t, &[], Frames::one(Bytes::from_static(b"{}")))
                 .await
@@ -674,7 +674,7 @@ mod tests {
             ..Config::default()
         };
         let ex = exchange(&config, Some(proxy));
-        let t = Target::parse(&url.replace("127.0.0.1", "localhost")).unwrap();
+        let t = ParsedUrl::parse(&url.replace("127.0.0.1", "localhost")).unwrap();
         assert_eq!(
             ex.post(&t, &[], Frames::one(Bytes::from_static(b"{}")))
                 .await
@@ -745,7 +745,7 @@ mod tests {
             a
         });
         let ex = exchange(&Config::default(), None);
-        let t = Target::parse(&answering(Some(bad))).unwrap();
+        let t = ParsedUrl::parse(&answering(Some(bad))).unwrap();
         let (a, seen) = ex
             .post(&t, &[], Frames::one(Bytes::from_static(b"{}")))
             .await;
@@ -757,7 +757,7 @@ mod tests {
         assert_eq!(excerpt.len(), crate::model::attempts::ANSWER_EXCERPT);
         assert_eq!(&excerpt[..], &bad[bad.len() - 3000..][..excerpt.len()]);
         // A delivery keeps no answer.
-        let t = Target::parse(&answering(Some(NO_CONTENT))).unwrap();
+        let t = ParsedUrl::parse(&answering(Some(NO_CONTENT))).unwrap();
         let (a, seen) = ex
             .post(&t, &[], Frames::one(Bytes::from_static(b"{}")))
             .await;
@@ -770,7 +770,7 @@ mod tests {
     #[tokio::test]
     async fn a_failure_without_an_answer_is_classed_refused_reset_timeout_tls_or_blocked() {
         let class = |ex: Network, url: String| async move {
-            let t = Target::parse(&url).unwrap();
+            let t = ParsedUrl::parse(&url).unwrap();
             let (a, seen) = ex
                 .post(&t, &[], Frames::one(Bytes::from_static(b"{}")))
                 .await;

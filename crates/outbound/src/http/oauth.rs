@@ -5,7 +5,7 @@
 
 use crate::error::Error;
 use crate::http::attempt::{classify_status, Attempt};
-use crate::http::connect::{Connector, Target};
+use crate::http::connect::{Connector, ParsedUrl};
 use crate::http::frames::Frames;
 use crate::model::config::OAuth2;
 use crate::model::outcome::Reason;
@@ -42,7 +42,7 @@ enum Proof {
 
 /// One endpoint's tokens.
 pub(crate) struct Tokens {
-    target: Target,
+    target: ParsedUrl,
     client_id: String,
     proof: Proof,
     /// `grant_type=client_credentials` with scope and audience.
@@ -55,7 +55,7 @@ impl Tokens {
     /// The token source of `o` (checked: `token_url` is absolute http(s)); `webhook` names it
     /// in errors.
     pub(crate) fn new(o: &OAuth2, webhook: &str) -> Result<Tokens, Error> {
-        let target = Target::parse(&o.token_url)
+        let target = ParsedUrl::parse(&o.token_url)
             .map_err(|why| Error::config(format!("{webhook}.auth.token_url"), why))?;
         let proof = match &o.client_assertion_key {
             None => {

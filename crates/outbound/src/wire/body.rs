@@ -1,5 +1,5 @@
 //! `Body`: a message's bytes as the queue, the lanes and the spool share them, and the
-//! `Carver` that cuts a calling thread's bodies from chunks.
+//! `BodyArena` that cuts a calling thread's bodies from chunks.
 //!
 //! Why chunks: with one allocation per body, every message's bytes were freed by the
 //! thread that ended it, and glibc takes the allocating (calling) thread's arena lock for
@@ -58,7 +58,7 @@ fn give_spare(cells: Cells) {
 
 /// Bytes that bodies are carved from.
 ///
-/// The rule that makes sharing sound: a byte is written once, by the one `Carver` that
+/// The rule that makes sharing sound: a byte is written once, by the one `BodyArena` that
 /// owns the chunk, before any `Body` covers it, and never again while a `Body` may; a
 /// `Body` covers only bytes written before it was made. So no byte is written while it can
 /// be read.
@@ -67,7 +67,7 @@ struct Chunk {
 }
 
 // SAFETY: shared across threads only through `Body`, which reads bytes that no thread
-// writes any more (the rule above); the `Carver` writes bytes no `Body` covers.
+// writes any more (the rule above); the `BodyArena` writes bytes no `Body` covers.
 unsafe impl Sync for Chunk {}
 
 impl Chunk {
@@ -178,12 +178,12 @@ impl fmt::Debug for Body {
 
 /// A thread's chunk and how much of it is written: its bodies are cut from it.
 #[derive(Default)]
-pub(crate) struct Carver {
+pub(crate) struct BodyArena {
     chunk: Option<Arc<Chunk>>,
     filled: usize,
 }
 
-impl Carver {
+impl BodyArena {
     /// `data` as a body: in this carver's chunk (a new one when it is full, the same one
     /// again when every body cut from it is gone), or in a chunk of its own when large.
     #[inline]
@@ -234,7 +234,7 @@ mod tests {
             }
             kept.len()
         });
-        let mut carver = Carver::default();
+        let mut carver = BodyArena::default();
         for i in 0..10_000usize {
             let data: Vec<u8> = (0..(i * 7) % 1500).map(|j| (i + j) as u8).collect();
             tx.send((data.clone(), carver.carve(&data))).unwrap();
@@ -265,7 +265,7 @@ mod tests {
             .map(|who| {
                 let tx = tx.clone();
                 std::thread::spawn(move || {
-                    let mut carver = Carver::default();
+                    let mut carver = BodyArena::default();
                     for i in 0..20_000usize {
                         let len = 1 + (i * 13) % 900;
                         tx.send((who, i, carver.carve(&vec![who ^ (i as u8); len])))
@@ -285,7 +285,7 @@ mod tests {
     fn a_taken_spare_lock_is_never_waited_for() {
         // As a child forked while another thread held it finds it: taken for good.
         let held = SPARE_CHUNKS.lock().unwrap_or_else(|e| e.into_inner());
-        let mut carvers = [Carver::default(), Carver::default()];
+        let mut carvers = [BodyArena::default(), BodyArena::default()];
         let mut kept = Vec::new();
         for i in 0..2_000usize {
             let body = carvers[i % 2].carve(&[i as u8; 700]);
@@ -305,7 +305,7 @@ mod tests {
 
     #[test]
     fn a_chunk_is_used_again_once_its_bodies_are_gone() {
-        let mut carver = Carver::default();
+        let mut carver = BodyArena::default();
         let first = carver.carve(b"one");
         let chunk = Arc::as_ptr(&first.chunk);
         drop(first);
@@ -317,7 +317,7 @@ mod tests {
 
     #[test]
     fn a_body_that_lingers_keeps_only_its_own_chunk() {
-        let mut carver = Carver::default();
+        let mut carver = BodyArena::default();
         let lingering = carver.carve(&[1; 500]);
         let mut first_chunk = vec![];
         while Arc::ptr_eq(&carver.carve(&[2; 500]).chunk, &lingering.chunk) {
@@ -337,7 +337,7 @@ mod tests {
 
     #[test]
     fn a_large_body_gets_a_chunk_of_its_own_size() {
-        let mut carver = Carver::default();
+        let mut carver = BodyArena::default();
         let small = carver.carve(b"small");
         let large = carver.carve(&[7; CHUNK / 4 + 1]);
         assert!(!Arc::ptr_eq(&small.chunk, &large.chunk));

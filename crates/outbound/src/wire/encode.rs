@@ -3,7 +3,7 @@
 
 use crate::model::collected::Collected;
 use crate::model::message::{Message, Object};
-use crate::wire::body::Carver;
+use crate::wire::body::BodyArena;
 use crate::wire::canonical_json::{write_str, WriteJson, Writer};
 use crate::wire::Body;
 use std::cell::Cell;
@@ -99,7 +99,7 @@ pub(crate) struct Scratch {
     pub objects: Vec<u8>,
     pub body: Vec<u8>,
     /// The thread's chunk its bodies are carved from ([`Body`]).
-    carver: Carver,
+    carver: BodyArena,
 }
 
 /// Buffers larger than this are not kept (a rare big message does not pin its size).

@@ -131,14 +131,14 @@ fn mapped_headers(
 }
 
 /// One webhook: its own headers and its signer.
-struct Target {
+struct HookSetup {
     headers: StaticHeaders,
     signer: Signer,
 }
 
 /// The configured webhooks and how to sign for them.
 pub(crate) struct Hooks {
-    targets: Vec<Target>,
+    targets: Vec<HookSetup>,
     /// Each target as logs show it (`Config::webhook_label`), shared with its lane.
     labels: Vec<Arc<str>>,
     user_agent: HeaderValue,
@@ -178,7 +178,7 @@ impl Hooks {
                     Some(s) => s.headers.iter().cloned().chain(hook.headers).collect(),
                     None => hook.headers,
                 };
-                Target { headers, signer }
+                HookSetup { headers, signer }
             })
             .collect::<Vec<_>>();
         Hooks {

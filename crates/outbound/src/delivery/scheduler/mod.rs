@@ -1,7 +1,7 @@
 //! The scheduler thread: one per engine, whatever the number of clients (tenants) on it. It
 //! owns every accepted message until its outcome, tenant by tenant (`tenant.rs`, in steps:
 //! `intake.rs` → `dispatch.rs` → `results.rs` → `ending.rs`, plus `shutdown.rs`), and runs a
-//! tenant only when something is there for it: a ring of its inbox, an answer of one of its
+//! tenant only when something is there for it: a signal of its inbox, an answer of one of its
 //! requests, or a deadline of its own (a retry, its open batch, housekeeping). An idle tenant
 //! costs it nothing. It never touches the network and never blocks.
 
@@ -30,7 +30,7 @@ const HOUSEKEEPING: Duration = Duration::from_secs(1);
 /// Commands of one tenant read in one go before its requests are handed out.
 const READ_AHEAD: usize = 512;
 /// What a tenant with no deadline publishes as its wake-up (see `inbox`): so far that
-/// every lazy send rings it.
+/// every lazy send signals it.
 const IDLE_PUBLISH: Duration = Duration::from_secs(365 * 24 * 3600);
 
 /// What the engine tells its scheduler thread.
@@ -50,7 +50,7 @@ pub(crate) struct Scheduler {
     due: HashMap<u32, Instant>,
     heap: BinaryHeap<Reverse<(Instant, u32)>>,
     /// Tenants whose inbox rang.
-    rung: Receiver<u32>,
+    woken: Receiver<u32>,
     /// Every tenant's answers.
     reports: Receiver<Report>,
     control: Receiver<Control>,
@@ -62,14 +62,14 @@ pub(crate) struct Scheduler {
 /// The channels into a scheduler thread: tenants whose inbox rang, the requests' reports,
 /// control.
 pub(crate) struct SchedulerChannels {
-    pub rung: Sender<u32>,
+    pub woken: Sender<u32>,
     pub reports: Sender<Report>,
     pub control: Sender<Control>,
 }
 
 impl Scheduler {
     pub(crate) fn new() -> (Scheduler, SchedulerChannels) {
-        let (rung_tx, rung) = crossbeam_channel::unbounded();
+        let (rung_tx, woken) = crossbeam_channel::unbounded();
         let (reports_tx, reports) = crossbeam_channel::unbounded();
         let (control_tx, control) = crossbeam_channel::unbounded();
         (
@@ -77,14 +77,14 @@ impl Scheduler {
                 tenants: HashMap::default(),
                 due: HashMap::default(),
                 heap: BinaryHeap::new(),
-                rung,
+                woken,
                 reports,
                 control,
                 stopping: false,
                 dirty: Vec::new(),
             },
             SchedulerChannels {
-                rung: rung_tx,
+                woken: rung_tx,
                 reports: reports_tx,
                 control: control_tx,
             },
@@ -108,7 +108,7 @@ impl Scheduler {
                     self.mark(tenant);
                 }
             }
-            for tenant in self.rung.try_iter() {
+            for tenant in self.woken.try_iter() {
                 if let Some(t) = self.tenants.get(&tenant) {
                     t.mailbox.rearm();
                 }
@@ -130,7 +130,7 @@ impl Scheduler {
                 continue;
             }
             select! {
-                recv(self.rung) -> r => if let Ok(t) = r {
+                recv(self.woken) -> r => if let Ok(t) = r {
                     if let Some(t) = self.tenants.get(&t) {
                         t.mailbox.rearm();
                     }
@@ -166,10 +166,10 @@ impl Scheduler {
     fn control(&mut self, c: Control) {
         match c {
             Control::Add(id, tenant) => {
-                // Its first step reads what was sent before it arrived, so its bell is
-                // re-armed: a ring taken before it was known (the scheduler may take a ring
-                // and this Add in either order) left it marked as rung, and every later
-                // send, a flush or a close too, would have rung no more.
+                // Its first step reads what was sent before it arrived, so its wakeup is
+                // re-armed: a signal taken before it was known (the scheduler may take a signal
+                // and this Add in either order) left it marked as woken, and every later
+                // send, a flush or a close too, would have woken no more.
                 tenant.mailbox.rearm();
                 self.tenants.insert(id, tenant);
                 self.dirty.push(id);

@@ -193,14 +193,14 @@ impl SpoolHandle {
     /// Registers tenant `no` with the writer; returns how its scheduler part reports.
     pub(crate) fn add(&self, no: TenantNo, tenant: TenantSpool) -> SpoolOps {
         let _ = self.control.send(SpoolControl::Add(no, Box::new(tenant)));
-        self.inbox.ring();
+        self.inbox.signal();
         self.ops.for_tenant(no)
     }
 
     /// Tells the writer to stop once its tenants are gone.
     pub(crate) fn stop(&self) {
         let _ = self.control.send(SpoolControl::Stop);
-        self.inbox.ring();
+        self.inbox.signal();
     }
 }
 
@@ -361,7 +361,7 @@ impl Spooler {
             self.resume_all();
             let wake = earliest(commit_at, progress_at).map_or(next_adopt, |t| t.min(next_adopt));
             let wait = wake.saturating_duration_since(Instant::now());
-            // Sleep unless what is unread needs us now: senders ring only when no commit
+            // Sleep unless what is unread needs us now: senders signal only when no commit
             // is scheduled or the group is full (`inbox.rs`), not once per message.
             let room = GROUP_MAX.saturating_sub(group.waiting.len());
             let mailbox = &self.mailbox;
@@ -384,7 +384,7 @@ impl Spooler {
                     continue;
                 }
                 select! {
-                    recv(self.mailbox.bell) -> _ => {},
+                    recv(self.mailbox.wakeup) -> _ => {},
                     default(wait) => {},
                 }
             }
