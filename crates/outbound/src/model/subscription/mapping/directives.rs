@@ -215,108 +215,11 @@ fn fail(message: impl Into<String>) -> Kind {
 }
 
 fn directive(name: &str, arg: &Value, path: &str) -> Result<Kind, MappingError> {
-    let obj = arg.as_object();
     Ok(match name {
-        "@if" => {
-            let Some(m) = obj else {
-                return Ok(fail("@if requires an object with an \"exists\" key"));
-            };
-            if !field_truthy(m, "exists") && !field_truthy(m, "blank") {
-                return Ok(fail("@if requires an \"exists\" key or a \"blank\" key"));
-            }
-            let blank = !m.contains_key("exists");
-            Kind::If {
-                blank,
-                test: opt(m, if blank { "blank" } else { "exists" }, path)?,
-                then: m
-                    .contains_key("then")
-                    .then(|| opt(m, "then", path))
-                    .transpose()?,
-                otherwise: field_truthy(m, "else")
-                    .then(|| opt(m, "else", path))
-                    .transpose()?,
-            }
-        }
-        "@case" => {
-            let Some(m) = obj else {
-                return Ok(fail("@case requires an object with a \"operator\" key"));
-            };
-            if !field_truthy(m, "operator") {
-                return Ok(fail("@case requires a \"operator\" key"));
-            }
-            Kind::Case {
-                operator: match m.get("operator").and_then(Value::as_str) {
-                    Some("lower") => CaseOp::Lower,
-                    Some("upper") => CaseOp::Upper,
-                    _ => CaseOp::Other,
-                },
-                value: field_truthy(m, "value")
-                    .then(|| opt(m, "value", path))
-                    .transpose()?,
-            }
-        }
-        "@replace" => {
-            let Some(m) = obj else {
-                return Ok(fail("@replace requires an object with a \"pattern\" key"));
-            };
-            if !field_truthy(m, "pattern") {
-                return Ok(fail("@replace requires a \"pattern\" key"));
-            }
-            // Segment fills these defaults in (on the mapping itself) before using them.
-            let or = |key: &str, default: Value| match m.get(key) {
-                None | Some(Value::Null) => default,
-                Some(v) => v.clone(),
-            };
-            let replacement = or("replacement", Value::from(""));
-            let ignore_case = or("ignorecase", Value::Bool(false));
-            let global = or("global", Value::Bool(true));
-            let first = match (m.get("pattern"), &replacement, &ignore_case, &global) {
-                (Some(Value::String(p)), Value::String(r), Value::Bool(i), Value::Bool(g)) => {
-                    Some(Replace::new(p, r, *g, *i))
-                }
-                _ => None,
-            };
-            let second = match (
-                m.get("pattern2"),
-                or("replacement2", Value::from("")),
-                &first,
-            ) {
-                (Some(Value::String(p)), Value::String(r), Some(_)) if !p.is_empty() => {
-                    Some(Replace::new(
-                        p,
-                        &r,
-                        global == Value::Bool(true),
-                        ignore_case == Value::Bool(true),
-                    ))
-                }
-                _ => None,
-            };
-            Kind::Replace {
-                value: field_truthy(m, "value")
-                    .then(|| opt(m, "value", path))
-                    .transpose()?,
-                first,
-                second,
-            }
-        }
-        "@arrayPath" => {
-            let Value::Array(items) = arg else {
-                return Ok(fail(format!(
-                    "@arrayPath expected array, got {}",
-                    real_type_of_json(arg)
-                )));
-            };
-            let root = match items.first() {
-                Some(Value::String(p)) => Root::Path(text::path_arg(p)),
-                Some(other) => Root::Resolved(compile(other, &join(path, "0"))?),
-                None => Root::Resolved(Node::Undefined),
-            };
-            let shape = match items.get(1) {
-                Some(s @ Value::Object(m)) if !m.is_empty() => Some(compile(s, &join(path, "1"))?),
-                _ => None,
-            };
-            Kind::ArrayPath { root, shape }
-        }
+        "@if" => compile_if(arg, path)?,
+        "@case" => compile_case(arg, path)?,
+        "@replace" => compile_replace(arg, path)?,
+        "@arrayPath" => compile_array_path(arg, path)?,
         "@path" => Kind::Path(match arg {
             Value::String(p) => Arg::Fixed(text::path_arg(p)),
             other => Arg::Resolved(compile(other, path)?),
@@ -326,95 +229,216 @@ fn directive(name: &str, arg: &Value, path: &str) -> Result<Kind, MappingError> 
             other => Arg::Resolved(compile(other, path)?),
         }),
         "@literal" => Kind::Literal(compile(arg, path)?),
-        "@flatten" => {
-            let Some(m) = obj else {
-                return Ok(fail("@flatten requires an object with a \"separator\" key"));
-            };
-            if !field_truthy(m, "separator") {
-                return Ok(fail("@flatten requires a \"separator\" key"));
-            }
-            Kind::Flatten {
-                separator: opt(m, "separator", path)?,
-                value: opt(m, "value", path)?,
-                omit_arrays: field_truthy(m, "omitArrays"),
-            }
-        }
-        "@json" => {
-            let Some(m) = obj else {
-                return Ok(fail("@json requires an object with a \"value\" key"));
-            };
-            if !field_truthy(m, "mode") {
-                return Ok(fail("@json requires a \"mode\" key"));
-            }
-            if !field_truthy(m, "value") {
-                return Ok(fail("@json requires a \"value\" key"));
-            }
-            Kind::Json {
-                mode: match m.get("mode").and_then(Value::as_str) {
-                    Some("encode") => JsonMode::Encode,
-                    Some("decode") => JsonMode::Decode,
-                    _ => JsonMode::Other,
-                },
-                value: opt(m, "value", path)?,
-            }
-        }
-        "@merge" => {
-            let Some(m) = obj else {
-                return Ok(fail(
-                    "@merge requires an object with an \"objects\" key and a \"direction\" key",
-                ));
-            };
-            if !field_truthy(m, "direction") {
-                return Ok(fail("@merge requires a \"direction\" key"));
-            }
-            let objects = match m.get("objects") {
-                Some(Value::Array(items)) if truthy(&m["objects"]) => Ok(items
-                    .iter()
-                    .enumerate()
-                    .map(|(i, o)| compile(o, &join(&join(path, "objects"), &i.to_string())))
-                    .collect::<Result<_, _>>()?),
-                Some(v) if truthy(v) => Err(format!(
-                    "@merge: expected opts.array, got {}",
-                    type_of_json(v)
-                )),
-                _ => Err("@merge requires a \"objects\" key".to_owned()),
-            };
-            Kind::Merge {
-                direction: opt(m, "direction", path)?,
-                objects,
-            }
-        }
-        "@transform" => {
-            let Some(m) = obj else {
-                return Ok(fail(
-                    "@transform requires an object with an \"apply\" key and a \"mapping\" key",
-                ));
-            };
-            if !field_truthy(m, "mapping") {
-                return Ok(fail("@transform requires a \"mapping\" key"));
-            }
-            if !field_truthy(m, "apply") {
-                return Ok(fail("@transform requires a \"apply\" key"));
-            }
-            let Some(apply) = m["apply"].as_object() else {
-                return Ok(fail("@transform \"apply\" key should be an object"));
-            };
-            let apply = if apply.contains_key("__segment_internal_directive") {
-                Err("a root directive (__segment_internal_directive) in @transform is not supported".to_owned())
-            } else {
-                // Segment validates `apply` as a mapping of its own each time it runs.
-                match validate::validate(&m["apply"], &[]).into_iter().next() {
-                    Some(e) => Err(format!("/{} {}.", e.path.replace('.', "/"), e.reason)),
-                    None => Ok(compile(&m["apply"], &join(path, "apply"))?),
-                }
-            };
-            Kind::Transform {
-                apply,
-                mapping: opt(m, "mapping", path)?,
-            }
-        }
+        "@flatten" => compile_flatten(arg, path)?,
+        "@json" => compile_json(arg, path)?,
+        "@merge" => compile_merge(arg, path)?,
+        "@transform" => compile_transform(arg, path)?,
         "@excludeWhenNull" => Kind::ExcludeWhenNull(compile(arg, path)?),
         other => fail(format!("{other} is not a valid directive, got undefined")),
+    })
+}
+
+/// `@if`'s argument, compiled (or its failure).
+fn compile_if(arg: &Value, path: &str) -> Result<Kind, MappingError> {
+    let Some(m) = arg.as_object() else {
+        return Ok(fail("@if requires an object with an \"exists\" key"));
+    };
+    if !field_truthy(m, "exists") && !field_truthy(m, "blank") {
+        return Ok(fail("@if requires an \"exists\" key or a \"blank\" key"));
+    }
+    let blank = !m.contains_key("exists");
+    Ok(Kind::If {
+        blank,
+        test: opt(m, if blank { "blank" } else { "exists" }, path)?,
+        then: m
+            .contains_key("then")
+            .then(|| opt(m, "then", path))
+            .transpose()?,
+        otherwise: field_truthy(m, "else")
+            .then(|| opt(m, "else", path))
+            .transpose()?,
+    })
+}
+
+/// `@case`'s argument, compiled (or its failure).
+fn compile_case(arg: &Value, path: &str) -> Result<Kind, MappingError> {
+    let Some(m) = arg.as_object() else {
+        return Ok(fail("@case requires an object with a \"operator\" key"));
+    };
+    if !field_truthy(m, "operator") {
+        return Ok(fail("@case requires a \"operator\" key"));
+    }
+    Ok(Kind::Case {
+        operator: match m.get("operator").and_then(Value::as_str) {
+            Some("lower") => CaseOp::Lower,
+            Some("upper") => CaseOp::Upper,
+            _ => CaseOp::Other,
+        },
+        value: field_truthy(m, "value")
+            .then(|| opt(m, "value", path))
+            .transpose()?,
+    })
+}
+
+/// `@replace`'s argument, compiled (or its failure).
+fn compile_replace(arg: &Value, path: &str) -> Result<Kind, MappingError> {
+    let Some(m) = arg.as_object() else {
+        return Ok(fail("@replace requires an object with a \"pattern\" key"));
+    };
+    if !field_truthy(m, "pattern") {
+        return Ok(fail("@replace requires a \"pattern\" key"));
+    }
+    // Segment fills these defaults in (on the mapping itself) before using them.
+    let or = |key: &str, default: Value| match m.get(key) {
+        None | Some(Value::Null) => default,
+        Some(v) => v.clone(),
+    };
+    let replacement = or("replacement", Value::from(""));
+    let ignore_case = or("ignorecase", Value::Bool(false));
+    let global = or("global", Value::Bool(true));
+    let first = match (m.get("pattern"), &replacement, &ignore_case, &global) {
+        (Some(Value::String(p)), Value::String(r), Value::Bool(i), Value::Bool(g)) => {
+            Some(Replace::new(p, r, *g, *i))
+        }
+        _ => None,
+    };
+    let second = match (
+        m.get("pattern2"),
+        or("replacement2", Value::from("")),
+        &first,
+    ) {
+        (Some(Value::String(p)), Value::String(r), Some(_)) if !p.is_empty() => Some(Replace::new(
+            p,
+            &r,
+            global == Value::Bool(true),
+            ignore_case == Value::Bool(true),
+        )),
+        _ => None,
+    };
+    Ok(Kind::Replace {
+        value: field_truthy(m, "value")
+            .then(|| opt(m, "value", path))
+            .transpose()?,
+        first,
+        second,
+    })
+}
+
+/// `@arrayPath`'s argument, compiled (or its failure).
+fn compile_array_path(arg: &Value, path: &str) -> Result<Kind, MappingError> {
+    let Value::Array(items) = arg else {
+        return Ok(fail(format!(
+            "@arrayPath expected array, got {}",
+            real_type_of_json(arg)
+        )));
+    };
+    let root = match items.first() {
+        Some(Value::String(p)) => Root::Path(text::path_arg(p)),
+        Some(other) => Root::Resolved(compile(other, &join(path, "0"))?),
+        None => Root::Resolved(Node::Undefined),
+    };
+    let shape = match items.get(1) {
+        Some(s @ Value::Object(m)) if !m.is_empty() => Some(compile(s, &join(path, "1"))?),
+        _ => None,
+    };
+    Ok(Kind::ArrayPath { root, shape })
+}
+
+/// `@flatten`'s argument, compiled (or its failure).
+fn compile_flatten(arg: &Value, path: &str) -> Result<Kind, MappingError> {
+    let Some(m) = arg.as_object() else {
+        return Ok(fail("@flatten requires an object with a \"separator\" key"));
+    };
+    if !field_truthy(m, "separator") {
+        return Ok(fail("@flatten requires a \"separator\" key"));
+    }
+    Ok(Kind::Flatten {
+        separator: opt(m, "separator", path)?,
+        value: opt(m, "value", path)?,
+        omit_arrays: field_truthy(m, "omitArrays"),
+    })
+}
+
+/// `@json`'s argument, compiled (or its failure).
+fn compile_json(arg: &Value, path: &str) -> Result<Kind, MappingError> {
+    let Some(m) = arg.as_object() else {
+        return Ok(fail("@json requires an object with a \"value\" key"));
+    };
+    if !field_truthy(m, "mode") {
+        return Ok(fail("@json requires a \"mode\" key"));
+    }
+    if !field_truthy(m, "value") {
+        return Ok(fail("@json requires a \"value\" key"));
+    }
+    Ok(Kind::Json {
+        mode: match m.get("mode").and_then(Value::as_str) {
+            Some("encode") => JsonMode::Encode,
+            Some("decode") => JsonMode::Decode,
+            _ => JsonMode::Other,
+        },
+        value: opt(m, "value", path)?,
+    })
+}
+
+/// `@merge`'s argument, compiled (or its failure).
+fn compile_merge(arg: &Value, path: &str) -> Result<Kind, MappingError> {
+    let Some(m) = arg.as_object() else {
+        return Ok(fail(
+            "@merge requires an object with an \"objects\" key and a \"direction\" key",
+        ));
+    };
+    if !field_truthy(m, "direction") {
+        return Ok(fail("@merge requires a \"direction\" key"));
+    }
+    let objects = match m.get("objects") {
+        Some(Value::Array(items)) if truthy(&m["objects"]) => Ok(items
+            .iter()
+            .enumerate()
+            .map(|(i, o)| compile(o, &join(&join(path, "objects"), &i.to_string())))
+            .collect::<Result<_, _>>()?),
+        Some(v) if truthy(v) => Err(format!(
+            "@merge: expected opts.array, got {}",
+            type_of_json(v)
+        )),
+        _ => Err("@merge requires a \"objects\" key".to_owned()),
+    };
+    Ok(Kind::Merge {
+        direction: opt(m, "direction", path)?,
+        objects,
+    })
+}
+
+/// `@transform`'s argument, compiled (or its failure).
+fn compile_transform(arg: &Value, path: &str) -> Result<Kind, MappingError> {
+    let Some(m) = arg.as_object() else {
+        return Ok(fail(
+            "@transform requires an object with an \"apply\" key and a \"mapping\" key",
+        ));
+    };
+    if !field_truthy(m, "mapping") {
+        return Ok(fail("@transform requires a \"mapping\" key"));
+    }
+    if !field_truthy(m, "apply") {
+        return Ok(fail("@transform requires a \"apply\" key"));
+    }
+    let Some(apply) = m["apply"].as_object() else {
+        return Ok(fail("@transform \"apply\" key should be an object"));
+    };
+    let apply = if apply.contains_key("__segment_internal_directive") {
+        Err(
+            "a root directive (__segment_internal_directive) in @transform is not supported"
+                .to_owned(),
+        )
+    } else {
+        // Segment validates `apply` as a mapping of its own each time it runs.
+        match validate::validate(&m["apply"], &[]).into_iter().next() {
+            Some(e) => Err(format!("/{} {}.", e.path.replace('.', "/"), e.reason)),
+            None => Ok(compile(&m["apply"], &join(path, "apply"))?),
+        }
+    };
+    Ok(Kind::Transform {
+        apply,
+        mapping: opt(m, "mapping", path)?,
     })
 }
 
@@ -501,25 +525,7 @@ fn run<'a>(d: &'a Directive, payload: &V<'a>) -> Resolved<'a> {
             value,
             first,
             second,
-        } => {
-            let Some(value) = value else {
-                return Ok(V::Undefined);
-            };
-            let v = resolve(value, payload)?;
-            let text = match v.type_of() {
-                TypeOf::Boolean | TypeOf::Number => Some(v.to_js_string().map_err(thrown)?),
-                TypeOf::String => v.as_str().map(str::to_owned),
-                _ => None,
-            };
-            let (Some(text), Some(first)) = (text, first) else {
-                return Ok(V::Str(Cow::Borrowed("")));
-            };
-            let mut out = first.as_ref().map_err(|m| throw(m))?.apply(&text);
-            if let Some(second) = second {
-                out = second.as_ref().map_err(|m| throw(m))?.apply(&out);
-            }
-            Ok(V::Str(Cow::Owned(out)))
-        }
+        } => run_replace(d, payload, value.as_ref(), first, second),
         Kind::ArrayPath { root, shape } => {
             let r = match root {
                 Root::Path(p) => get(payload, p).map_err(thrown)?,
@@ -582,40 +588,8 @@ fn run<'a>(d: &'a Directive, payload: &V<'a>) -> Resolved<'a> {
                 JsonMode::Other => V::Undefined,
             })
         }
-        Kind::Merge { direction, objects } => {
-            let dir = resolve(direction, payload)?;
-            let nodes = objects.as_ref().map_err(|m| throw(m))?;
-            let mut sources = nodes
-                .iter()
-                .map(|n| resolve(n, payload))
-                .collect::<Result<Vec<_>, _>>()?;
-            if dir.as_str() == Some("left") {
-                sources.reverse();
-            }
-            let mut out = Obj::default();
-            for s in &sources {
-                assign(&mut out, s);
-            }
-            Ok(V::Obj(out))
-        }
-        Kind::Transform { apply, mapping } => {
-            // `transform(mapping, data = {})`: an undefined payload is an empty object.
-            let empty = V::Obj(Obj::default());
-            let payload = if payload.is_undefined() {
-                &empty
-            } else {
-                payload
-            };
-            if payload.real_type() != RealType::Object {
-                return Err(throw(&format!(
-                    "data must be an object, got {}",
-                    payload.real_type().name()
-                )));
-            }
-            let apply = apply.as_ref().map_err(|m| throw(m))?;
-            let new_payload = remove_undefined(resolve(apply, payload)?);
-            resolve(mapping, &new_payload)
-        }
+        Kind::Merge { direction, objects } => run_merge(d, payload, direction, objects),
+        Kind::Transform { apply, mapping } => run_transform(d, payload, apply, mapping),
         Kind::ExcludeWhenNull(n) => {
             let v = resolve(n, payload)?;
             Ok(match v {
@@ -624,6 +598,97 @@ fn run<'a>(d: &'a Directive, payload: &V<'a>) -> Resolved<'a> {
             })
         }
     }
+}
+
+/// `@replace` on `value` resolved against `payload`.
+fn run_replace<'a>(
+    d: &'a Directive,
+    payload: &V<'a>,
+    value: Option<&'a Node>,
+    first: &'a Option<Result<Replace, String>>,
+    second: &'a Option<Result<Replace, String>>,
+) -> Resolved<'a> {
+    let thrown = |t: Thrown| Fault {
+        path: d.path.clone(),
+        message: t.0,
+    };
+    let throw = |m: &str| Fault {
+        path: d.path.clone(),
+        message: m.to_owned(),
+    };
+    let Some(value) = value else {
+        return Ok(V::Undefined);
+    };
+    let v = resolve(value, payload)?;
+    let text = match v.type_of() {
+        TypeOf::Boolean | TypeOf::Number => Some(v.to_js_string().map_err(thrown)?),
+        TypeOf::String => v.as_str().map(str::to_owned),
+        _ => None,
+    };
+    let (Some(text), Some(first)) = (text, first) else {
+        return Ok(V::Str(Cow::Borrowed("")));
+    };
+    let mut out = first.as_ref().map_err(|m| throw(m))?.apply(&text);
+    if let Some(second) = second {
+        out = second.as_ref().map_err(|m| throw(m))?.apply(&out);
+    }
+    Ok(V::Str(Cow::Owned(out)))
+}
+
+/// `@merge` of `objects` resolved against `payload`, in `direction`.
+fn run_merge<'a>(
+    d: &'a Directive,
+    payload: &V<'a>,
+    direction: &'a Node,
+    objects: &'a Result<Vec<Node>, String>,
+) -> Resolved<'a> {
+    let throw = |m: &str| Fault {
+        path: d.path.clone(),
+        message: m.to_owned(),
+    };
+    let dir = resolve(direction, payload)?;
+    let nodes = objects.as_ref().map_err(|m| throw(m))?;
+    let mut sources = nodes
+        .iter()
+        .map(|n| resolve(n, payload))
+        .collect::<Result<Vec<_>, _>>()?;
+    if dir.as_str() == Some("left") {
+        sources.reverse();
+    }
+    let mut out = Obj::default();
+    for s in &sources {
+        assign(&mut out, s);
+    }
+    Ok(V::Obj(out))
+}
+
+/// `@transform`: `apply` resolved against `payload` becomes the payload of `mapping`.
+fn run_transform<'a>(
+    d: &'a Directive,
+    payload: &V<'a>,
+    apply: &'a Result<Node, String>,
+    mapping: &'a Node,
+) -> Resolved<'a> {
+    let throw = |m: &str| Fault {
+        path: d.path.clone(),
+        message: m.to_owned(),
+    };
+    // `transform(mapping, data = {})`: an undefined payload is an empty object.
+    let empty = V::Obj(Obj::default());
+    let payload = if payload.is_undefined() {
+        &empty
+    } else {
+        payload
+    };
+    if payload.real_type() != RealType::Object {
+        return Err(throw(&format!(
+            "data must be an object, got {}",
+            payload.real_type().name()
+        )));
+    }
+    let apply = apply.as_ref().map_err(|m| throw(m))?;
+    let new_payload = remove_undefined(resolve(apply, payload)?);
+    resolve(mapping, &new_payload)
 }
 
 /// `registerStringDirective`'s check.
