@@ -415,39 +415,11 @@ impl Spooler {
             }
             self.mailbox.wake.taken(taken);
             // Taken after the messages: a waiter's messages were sent before it.
-            let waiters: Vec<(TenantNo, Waiter)> = self.mailbox.waiters.try_iter().collect();
-            for (no, waiter) in waiters {
-                match self.tenants.get_mut(&no) {
-                    Some(t) => t.waiters.push(waiter),
-                    None => waiter.answer(false),
-                }
-                self.answer_waiters(no);
+            self.take_waiters();
+            if self.take_notes(&mut group) {
+                progress_at.get_or_insert((last_commit + PROGRESS_EVERY).max(now));
             }
-            while let Ok(note) = self.mailbox.ops.try_recv() {
-                match note {
-                    SpoolNote::Op(op) => {
-                        self.note_op(&op, &mut group);
-                        group.writes.push(op);
-                        progress_at.get_or_insert((last_commit + PROGRESS_EVERY).max(now));
-                    }
-                    SpoolNote::Dead(op) => {
-                        self.replays.noted(dead_tenant(&op), &op);
-                        group.dead.push(op);
-                        progress_at.get_or_insert((last_commit + PROGRESS_EVERY).max(now));
-                    }
-                    SpoolNote::Closed(no) => self.ending.push(no),
-                }
-            }
-            while let Ok(request) = self.mailbox.asks.try_recv() {
-                if let Ask::Counts = request.ask {
-                    let _ = request.reply.send(self.dead_counts());
-                    continue;
-                }
-                let tenant = self.tenants.get(&request.tenant);
-                let keeps = tenant.is_some_and(|t| t.dead.is_some());
-                let name = tenant.map_or("", |t| t.name.as_str());
-                self.replays.answer(&mut *self.store, keeps, name, request);
-            }
+            self.answer_asks();
             let now = Instant::now();
             let must = !self.ending.is_empty() || self.stopping;
             if must
@@ -468,6 +440,54 @@ impl Spooler {
             if self.stopping && self.tenants.is_empty() {
                 return self.stop();
             }
+        }
+    }
+
+    /// Takes the `when_spooled` waiters sent, each answered once its messages are on disk.
+    fn take_waiters(&mut self) {
+        let waiters: Vec<(TenantNo, Waiter)> = self.mailbox.waiters.try_iter().collect();
+        for (no, waiter) in waiters {
+            match self.tenants.get_mut(&no) {
+                Some(t) => t.waiters.push(waiter),
+                None => waiter.answer(false),
+            }
+            self.answer_waiters(no);
+        }
+    }
+
+    /// Takes the notes sent (progress, dead letters, closed tenants) into `group`; whether
+    /// any is progress for the next commit to write.
+    fn take_notes(&mut self, group: &mut Group) -> bool {
+        let mut progress = false;
+        while let Ok(note) = self.mailbox.ops.try_recv() {
+            match note {
+                SpoolNote::Op(op) => {
+                    self.note_op(&op, group);
+                    group.writes.push(op);
+                    progress = true;
+                }
+                SpoolNote::Dead(op) => {
+                    self.replays.noted(dead_tenant(&op), &op);
+                    group.dead.push(op);
+                    progress = true;
+                }
+                SpoolNote::Closed(no) => self.ending.push(no),
+            }
+        }
+        progress
+    }
+
+    /// Answers the questions asked of the store (dead letters, replays, counts).
+    fn answer_asks(&mut self) {
+        while let Ok(request) = self.mailbox.asks.try_recv() {
+            if let Ask::Counts = request.ask {
+                let _ = request.reply.send(self.dead_counts());
+                continue;
+            }
+            let tenant = self.tenants.get(&request.tenant);
+            let keeps = tenant.is_some_and(|t| t.dead.is_some());
+            let name = tenant.map_or("", |t| t.name.as_str());
+            self.replays.answer(&mut *self.store, keeps, name, request);
         }
     }
 
