@@ -57,6 +57,16 @@ prebuild_steps=(
   done
 ) &
 prebuild_chain=$!
+# A part that fails ends the run: the set-up still going is stopped with it (timeout, the
+# step's parent, stops the step's whole process group).
+stop_setup() {
+  local steps
+  steps=$(pgrep -P "$prebuild_chain" || true)
+  kill "$prebuild_chain" 2>/dev/null || true
+  # shellcheck disable=SC2086 # a list of pids
+  [ -z "$steps" ] || kill $steps 2>/dev/null || true
+}
+trap stop_setup EXIT
 await() {
   local name
   for name in "$@"; do
