@@ -39,9 +39,12 @@ pub(super) fn core_config(
         (s.allowed_networks.clone()).unwrap_or_else(|| inherited(&base.allowed_networks));
     let forward_allowed_networks = (s.forward_allowed_networks.clone())
         .unwrap_or_else(|| inherited(&base.forward_allowed_networks));
-    let webhooks = (s.webhooks.iter().enumerate())
+    let mut webhooks = (s.webhooks.iter().enumerate())
         .map(|(i, w)| webhook(i, w))
         .collect::<Result<Vec<_>, _>>()?;
+    // Collected through a `Result`, the list keeps room for 8 webhooks: each source's config
+    // stays in memory for as long as it runs.
+    webhooks.shrink_to_fit();
     let subscriptions = (s.subscriptions.iter().enumerate())
         .map(|(i, v)| {
             Subscription::from_json(v).map_err(|e| match e {
