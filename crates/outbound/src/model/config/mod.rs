@@ -15,6 +15,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 mod endpoint;
+mod endpoint_check;
 mod setters;
 mod subscriptions;
 
@@ -601,7 +602,7 @@ impl Config {
             let has_authorization = headers
                 .iter()
                 .any(|(k, _)| k == http::header::AUTHORIZATION);
-            let endpoint = endpoint::check(i, hook, has_authorization)?;
+            let endpoint = endpoint_check::check(i, hook, has_authorization)?;
             headers.extend((endpoint.authorization).map(|v| (http::header::AUTHORIZATION, v)));
             let scheme = hook.signature_scheme.unwrap_or(self.signature_scheme);
             if let (SignatureScheme::StandardWebhooks, Some(secrets)) =
