@@ -3,8 +3,8 @@
 //! rules and errors.
 
 use crate::error::Error;
-use crate::model::config::endpoint::Auth;
 use crate::model::config::{check_url, SignatureScheme};
+use crate::model::endpoint::Auth;
 use base64::Engine as _;
 use http::{HeaderName, HeaderValue};
 
@@ -184,8 +184,8 @@ fn header_value(text: &str) -> Result<HeaderValue, Error> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::config::endpoint::{EndpointTls, OAuth2, RateLimit};
     use crate::model::config::Webhook;
+    use crate::model::endpoint::{EndpointTls, OAuth2, RateLimit};
 
     fn err(hook: Webhook) -> String {
         check(0, &hook, false).unwrap_err().to_string()

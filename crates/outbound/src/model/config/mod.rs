@@ -14,12 +14,11 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
-mod endpoint;
 mod endpoint_check;
 mod setters;
 mod subscriptions;
 
-pub use endpoint::{Auth, EndpointTls, OAuth2, RateLimit};
+pub use crate::model::endpoint::{Auth, EndpointTls, OAuth2, RateLimit};
 pub(crate) use subscriptions::{named as subscription_error, SendAs};
 pub use subscriptions::{MAX_SUBSCRIPTIONS, SUBSCRIPTION_TIMEOUT};
 
