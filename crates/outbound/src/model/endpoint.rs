@@ -1,8 +1,119 @@
-//! How one webhook endpoint wants to be called: its authentication, its TLS identity and
-//! roots, the header its signature goes in, and how fast it may be sent to. The checks of
-//! these settings are `config/endpoint_check.rs`'s.
+//! How an endpoint wants to be called, a webhook's or a subscription's: its authentication,
+//! its TLS identity and roots, the header its signature goes in and how it is signed, and
+//! how fast it may be sent to. The checks of these settings are `config/endpoint_check.rs`'s.
 
+use crate::error::Error;
 use std::fmt;
+
+/// How an endpoint wants to be called, as one value: what a subscription carries
+/// ([`Subscription::with_endpoint`](crate::subscription::Subscription::with_endpoint)). A
+/// webhook holds the same settings as fields of its own. Nothing set by default: the
+/// client's TLS and signature scheme apply, with no auth and no rate limit.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Endpoint {
+    /// How the endpoint authenticates us: Basic, a bearer token or OAuth2 client
+    /// credentials.
+    pub auth: Option<Auth>,
+    /// A client certificate for mutual TLS, and roots of the endpoint's own.
+    pub tls: EndpointTls,
+    /// The header the signature goes in, in place of the scheme's own (`X-Signature`,
+    /// `X-Signature-256`); not with Standard Webhooks, whose headers are fixed.
+    pub signature_header: Option<String>,
+    /// How the endpoint's requests are signed, in place of the client's `signature_scheme`.
+    pub signature_scheme: Option<SignatureScheme>,
+    /// At most this many requests a second to the endpoint; unlimited when unset.
+    pub rate_limit: Option<RateLimit>,
+}
+
+impl Endpoint {
+    /// Nothing set.
+    pub fn new() -> Endpoint {
+        Endpoint::default()
+    }
+
+    /// Sets how the endpoint authenticates us.
+    pub fn auth(mut self, auth: Auth) -> Endpoint {
+        self.auth = Some(auth);
+        self
+    }
+
+    /// Sets the endpoint's TLS (client certificate, roots).
+    pub fn tls(mut self, tls: EndpointTls) -> Endpoint {
+        self.tls = tls;
+        self
+    }
+
+    /// Puts the signature in header `name`.
+    pub fn signature_header(mut self, name: impl Into<String>) -> Endpoint {
+        self.signature_header = Some(name.into());
+        self
+    }
+
+    /// Signs the endpoint's requests with `scheme`.
+    pub fn signature_scheme(mut self, scheme: SignatureScheme) -> Endpoint {
+        self.signature_scheme = Some(scheme);
+        self
+    }
+
+    /// Limits the requests a second to the endpoint.
+    pub fn rate_limit(mut self, limit: RateLimit) -> Endpoint {
+        self.rate_limit = Some(limit);
+        self
+    }
+
+    /// True when nothing is set.
+    pub fn is_default(&self) -> bool {
+        self == &Endpoint::default()
+    }
+}
+
+/// How webhook requests are signed (with `shared_secret` set).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum SignatureScheme {
+    /// The seed's `X-Signature`: lowercase hex HMAC-SHA1 of the body, keyed with the shared
+    /// secret as given. The default.
+    #[default]
+    XSignature,
+    /// [Standard Webhooks](https://www.standardwebhooks.com): every request carries
+    /// `webhook-id` (the message id), `webhook-timestamp` (Unix seconds of this attempt) and,
+    /// with a secret, `webhook-signature: v1,<base64 HMAC-SHA256 of "id.timestamp.body">`.
+    /// `shared_secret` then holds one or more `whsec_` secrets separated by spaces; each signs
+    /// (one signature each, space separated), so keys rotate without downtime. No
+    /// `X-Signature` is sent.
+    StandardWebhooks,
+    /// `X-Signature-256: sha256=<lowercase hex HMAC-SHA256 of the body>`, keyed with the
+    /// shared secret as given: the form GitHub's `X-Hub-Signature-256` made common.
+    HmacSha256,
+}
+
+impl SignatureScheme {
+    /// `"x-signature"` or `"standard-webhooks"`: the names every binding takes.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SignatureScheme::XSignature => "x-signature",
+            SignatureScheme::StandardWebhooks => "standard-webhooks",
+            SignatureScheme::HmacSha256 => "hmac-sha256",
+        }
+    }
+
+    /// The scheme named `name` (as [`as_str`](Self::as_str) writes it); a config error naming
+    /// `signature_scheme` otherwise.
+    pub fn parse(name: &str) -> Result<SignatureScheme, Error> {
+        match name {
+            "x-signature" => Ok(SignatureScheme::XSignature),
+            "standard-webhooks" => Ok(SignatureScheme::StandardWebhooks),
+            "hmac-sha256" => Ok(SignatureScheme::HmacSha256),
+            _ => Err(Error::config(
+                "signature_scheme",
+                format!(
+                    "{name:?} is not a scheme; use \"x-signature\", \"standard-webhooks\" \
+                     or \"hmac-sha256\""
+                ),
+            )),
+        }
+    }
+}
 
 /// How the endpoint authenticates our requests (`Authorization`).
 #[derive(Clone, PartialEq, Eq)]
