@@ -42,10 +42,12 @@ fn config_error(result: Result<(), Error>) -> String {
 fn basic_and_bearer_auth_reach_a_subscription_s_endpoint() {
     let basic = guarded("Basic QWxhZGRpbjpvcGVuIHNlc2FtZQ==");
     let bearer = guarded("Bearer t0k.en");
-    // Segment's export has no such settings: the setter gives them.
+    // Segment's export has no such settings: the setter gives them. Its auth wins over an
+    // Authorization its headers map per event: one is sent.
     let from_segment = Subscription::from_segment(&json!({
         "name": "bearer", "subscribe": "type = \"track\"",
-        "mapping": {"url": bearer.url, "method": "POST"}
+        "mapping": {"url": bearer.url, "method": "POST",
+                    "headers": {"Authorization": {"@template": "Bearer {{userId}}"}}}
     }))
     .unwrap()
     .with_endpoint(Endpoint::new().auth(Auth::bearer("t0k.en")));
@@ -72,6 +74,9 @@ fn basic_and_bearer_auth_reach_a_subscription_s_endpoint() {
         "{all:#?}"
     );
     assert_eq!((basic.count(), bearer.count()), (1, 1));
+    let sent = &bearer.requests()[0];
+    let auths = (sent.headers.iter()).filter(|(k, _)| k.eq_ignore_ascii_case("authorization"));
+    assert_eq!(auths.count(), 1, "{:?}", sent.headers);
     // The secrets never show in the settings' Debug.
     let shown = format!("{:?}", client.config().subscriptions);
     assert!(
