@@ -112,6 +112,9 @@ SKIP: List[Tuple[str, str, str]] = [
     ('docs/relay.md', 'client_key = "/etc/outbound-relay/hooks-client.key"',
      "a client certificate, its key and a CA on the relay's host: crates/outbound-relay/tests/"
      'endpoints.rs runs mutual TLS against a receiver that asks for the certificate'),
+    ('docs/subscriptions.md', 'client_key = "/etc/outbound-relay/crm-client.key"',
+     "a client certificate, its key and a CA on the relay's host: crates/outbound-relay/tests/"
+     'subscriptions.rs runs mutual TLS for a subscription against a receiver that asks for it'),
     ('docs/rust.md', '[dependencies]',
      'a Cargo.toml fragment: the Rust blocks are built against the same crate instead (a '
      'new crate would compile the core again)'),

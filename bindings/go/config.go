@@ -77,8 +77,14 @@ type Config struct {
 	// trigger (Segment's FQL) matches go to its URL as its mapping (Segment's mapping-kit)
 	// says, each in a request of its own (or, with batch_size, in batches: a JSON array of
 	// mapped bodies per request) signed with SharedSecret, retried and counted on its own
-	// (SubscriptionCounters). A name is required and unique. A refused one is an ErrConfig
-	// naming subscriptions[i] and the field (subscriptions[0].mapping.url).
+	// (SubscriptionCounters). Its endpoint is called as a Webhook's may be, with the same
+	// keys beside the others, in either form: "auth" ({"type": "basic", "user", "password"},
+	// {"type": "bearer", "token"} or {"type": "oauth2", "token_url", "client_id",
+	// "client_secret" or "client_assertion_key", "scope", "audience"}), "tls"
+	// ({"client_cert", "client_key", "ca_certs"}, each PEM text or a path),
+	// "signature_header", "signature_scheme" and "rate_limit" ({"per_second", "burst"}). A
+	// name is required and unique. A refused one is an ErrConfig naming subscriptions[i] and
+	// the field (subscriptions[0].mapping.url, subscriptions[0].auth.token).
 	Subscriptions []json.RawMessage
 	// SharedSecret signs webhook requests: X-Signature is the hex HMAC-SHA1 of the body.
 	// With SignatureScheme "standard-webhooks" it is one or more whsec_ secrets separated by

@@ -212,3 +212,46 @@ func TestARecordingClientRecordsEachOutcomeWithItsSubscription(t *testing.T) {
 		t.Errorf("outcomes by subscription %v: want the message's own and the subscription's", subs)
 	}
 }
+
+// A subscription's endpoint is called as a webhook's is: its bearer token arrives as the
+// Authorization header (the receiver refuses a request without it); a value it cannot take
+// is an ErrConfig naming the subscription's field.
+func TestASubscriptionsEndpointIsCalledAsAWebhooks(t *testing.T) {
+	var mu sync.Mutex
+	var seen []string
+	rx := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		seen = append(seen, r.Header.Get("Authorization"))
+		mu.Unlock()
+		if r.Header.Get("Authorization") != "Bearer t0k-sub" {
+			w.WriteHeader(http.StatusUnauthorized)
+		}
+	}))
+	t.Cleanup(rx.Close)
+	c := newClient(t, "", outbound.Config{
+		IgnoreProxyEnv: true,
+		Subscriptions: []json.RawMessage{json.RawMessage(fmt.Sprintf(`{"name": "crm",
+			"trigger": "type = \"track\"", "url": "%s/crm",
+			"auth": {"type": "bearer", "token": "t0k-sub"}}`, rx.URL))},
+	})
+	mustEnqueue(t, c, outbound.Track{UserId: "u", Event: "E"})
+	flush(t, c)
+	if s, ok := c.(outbound.SubscriptionCounters).SubscriptionStats("crm"); !ok || s.Delivered != 1 {
+		mu.Lock()
+		defer mu.Unlock()
+		t.Errorf("SubscriptionStats(crm) = %+v, %v; the receiver saw %q", s, ok, seen)
+	}
+	for _, tc := range []struct{ auth, want string }{
+		{`{"type": "bearer", "token": ""}`, "subscriptions[0].auth.token: must not be empty"},
+		{`{"type": "bearer", "token": 7}`, "subscriptions[0].auth.token: must be a string"},
+		{`{"type": "digest"}`, "subscriptions[0].auth.type"},
+	} {
+		sub := fmt.Sprintf(`{"name": "s", "trigger": "type = \"track\"",
+			"url": "http://127.0.0.1:9/s", "auth": %s}`, tc.auth)
+		_, err := outbound.NewWithConfig("", outbound.Config{
+			Subscriptions: []json.RawMessage{json.RawMessage(sub)}})
+		if err == nil || !strings.Contains(err.Error(), tc.want) || !errors.Is(err, outbound.ErrConfig) {
+			t.Errorf("%s: %v, want an ErrConfig naming %s", tc.auth, err, tc.want)
+		}
+	}
+}

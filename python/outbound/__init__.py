@@ -352,7 +352,17 @@ class Webhook:
 
 def _plain(settings: Optional[Mapping[str, Any]]) -> Any:
     # A mapping as a dict; anything else as it is, for the native side to refuse naming it.
-    return dict(settings) if isinstance(settings, Mapping) else settings
+    if not isinstance(settings, Mapping):
+        return settings
+    out = dict(settings)
+    # A certificate or key may be a path (os.PathLike), as a webhook's may: given as its text.
+    for key, fields in (("tls", ("client_cert", "client_key", "ca_certs")),
+                        ("auth", ("client_assertion_key",))):
+        part = out.get(key)
+        if isinstance(part, Mapping):
+            out[key] = {k: os.fspath(v) if k in fields and isinstance(v, os.PathLike) else v
+                        for k, v in part.items()}
+    return out
 
 
 #: Clients that are not closed, for the fork and exit hooks (weak: they never keep one alive).
@@ -393,9 +403,15 @@ class Client:
     receives, with which method (``POST``, ``PUT`` or ``PATCH``) and headers. Each event goes
     in a request of its own (with ``batch_size``, in batches: a JSON array of mapped bodies
     per request), signed with ``shared_secret`` as webhook requests are, retried and counted
-    per subscription (:meth:`subscription_stats`). A name is required and
-    unique; a refused subscription raises :class:`ConfigError` naming the field
-    (``subscriptions[0].mapping.url``). A message has its own outcome (when it has an
+    per subscription (:meth:`subscription_stats`). Its endpoint is called as a
+    :class:`Webhook`'s may be, with the same keys and shapes beside the others (in either
+    form): ``auth`` (``{"type": "basic", "user", "password"}``, ``{"type": "bearer",
+    "token"}``, ``{"type": "oauth2", "token_url", "client_id", "client_secret" or
+    "client_assertion_key", "scope", "audience"}``), ``tls`` (``{"client_cert",
+    "client_key", "ca_certs"}``, each PEM text or a path), ``signature_header``,
+    ``signature_scheme`` and ``rate_limit`` (``{"per_second", "burst"}``). A name is
+    required and unique; a refused subscription raises :class:`ConfigError` naming the field
+    (``subscriptions[0].mapping.url``, ``subscriptions[0].auth.token``). A message has its own outcome (when it has an
     ingestion or webhook destination) and one per subscription it matched: an
     ``on_outcome`` that declares a fourth parameter gets the subscription's name (``None``
     for the message's own). What no subscription matched, with no destination of its own, is

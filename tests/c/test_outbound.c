@@ -2307,6 +2307,53 @@ static void check_signed(const rx_request *r, const char *secret) {
     CHECK(strcmp(sig, mine) == 0, "X-Signature %s, HMAC-SHA1 of the body %s", sig, mine);
 }
 
+static void subscription_with_an_empty_token(outbound_options *o) {
+    CHECK_RC(outbound_options_add_subscription_json(
+                 o, "{\"name\":\"s\",\"trigger\":\"type = \\\"track\\\"\",\"url\":"
+                    "\"http://127.0.0.1:9/s\",\"auth\":{\"type\":\"bearer\",\"token\":\"\"}}"),
+             OUTBOUND_RESULT_OK, NULL);
+}
+
+/* A subscription's endpoint is called as a webhook's is: its bearer token arrives as the
+ * Authorization header; a value it cannot take is refused naming the subscription's field. */
+static void test_a_subscriptions_endpoint_is_called_as_a_webhooks(void) {
+    receiver *a = rx_start();
+    CHECK(a != NULL, "receiver");
+    if (!a) return;
+    char sub[256];
+    snprintf(sub, sizeof sub,
+             "{\"name\":\"crm\",\"trigger\":\"type = \\\"track\\\"\",\"url\":"
+             "\"http://127.0.0.1:%d/crm\",\"auth\":{\"type\":\"bearer\",\"token\":\"t0k-sub\"}}",
+             rx_port(a));
+    outbound_options *o = outbound_options_new();
+    CHECK_RC(outbound_options_add_subscription_json(o, sub), OUTBOUND_RESULT_OK, NULL);
+    CHECK_RC(outbound_options_add_subscription_json(
+                 o, "{\"name\":\"x\",\"trigger\":\"type = \\\"track\\\"\",\"url\":"
+                    "\"http://127.0.0.1:9/x\",\"auth\":{\"type\":\"bearer\",\"token\":7}}"),
+             OUTBOUND_RESULT_CONFIG, "subscriptions[1].auth.token: must be a string");
+    CHECK_RC(outbound_options_set_proxy_from_env(o, false), OUTBOUND_RESULT_OK, NULL);
+    outbound_client *c = NULL;
+    CHECK_RC(outbound_client_new(o, &c), OUTBOUND_RESULT_OK, NULL);
+    if (c) {
+        CHECK_RC(outbound_track(c, "u", NULL, "E", NULL, NULL, NULL, NULL, NULL, NULL, 0, NULL),
+                 OUTBOUND_RESULT_OK, NULL);
+        CHECK_RC(outbound_flush(c, WAIT_MS), OUTBOUND_RESULT_OK, NULL);
+        const rx_request *r = rx_get(a, 0);
+        char auth[64] = "";
+        CHECK(r && rx_header(r, "Authorization", auth, sizeof auth) &&
+                  strcmp(auth, "Bearer t0k-sub") == 0,
+              "authorization \"%s\"", auth);
+        outbound_stats st;
+        CHECK_RC(outbound_client_subscription_stats(c, "crm", &st), OUTBOUND_RESULT_OK, NULL);
+        CHECK(st.delivered == 1, "crm: delivered %llu", (unsigned long long)st.delivered);
+        CHECK_RC(outbound_client_close(c, WAIT_MS), OUTBOUND_RESULT_OK, NULL);
+        outbound_client_free(c);
+    }
+    rx_stop(a);
+    expect_config_error(subscription_with_an_empty_token,
+                        "subscriptions[0].auth.token: must not be empty");
+}
+
 /* Two subscriptions, one as Segment exports it and one in outbound's settings, each to a
  * receiver of its own: each gets only what its trigger matches, as its mapping says (method,
  * headers, body), signed; outcomes carry the subscription's name; what nothing matched is
@@ -2982,6 +3029,7 @@ int main(void) {
     RUN(test_webhook_rate_limit_spaces_requests_and_counts_throttled);
     RUN(test_subscriptions_get_what_their_triggers_match_mapped_and_signed);
     RUN(test_subscriptions_are_checked_with_the_client_and_recorded_with_their_name);
+    RUN(test_a_subscriptions_endpoint_is_called_as_a_webhooks);
     RUN(test_calls_from_many_threads);
     RUN(test_audience_sync_sends_only_changes_and_survives_reopening);
     RUN(test_fork_child_gets_a_working_client);

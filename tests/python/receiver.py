@@ -10,7 +10,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Callable, Dict, List, Optional
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 WRITE_KEY = "wk_live_SECRET_write_key_123"
 SECRET = "shh_shared_SECRET_456"
@@ -41,6 +41,8 @@ class Receiver:
     fail_first: Dict[str, int] = field(default_factory=dict)  # path -> 500s before its status
     script: Dict[str, List[int]] = field(default_factory=dict)  # path -> next statuses, in turn
     answer: Dict[str, bytes] = field(default_factory=dict)  # path -> body of its answers
+    # path -> (header, value) a request must carry, else 401
+    require: Dict[str, Tuple[str, str]] = field(default_factory=dict)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     @property
@@ -90,6 +92,9 @@ def _handler(receiver_ref: List[Receiver]) -> type:
                 scripted = rec.script.get(self.path)
                 status = scripted.pop(0) if scripted else rec.status.get(self.path, 200)
             status = 500 if failing else status
+            need = rec.require.get(self.path)
+            if need is not None and headers.get(need[0].lower()) != need[1]:
+                status = 401
             payload = rec.answer.get(self.path, b'{"success":true}')
             self.send_response(status)
             self.send_header("Content-Type", "application/json")

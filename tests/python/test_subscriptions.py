@@ -8,6 +8,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
+import pathlib
 import threading
 from typing import Any, Iterator, List, Optional, Tuple
 
@@ -195,3 +196,37 @@ def test_a_recording_client_records_each_outcome_with_its_subscription() -> None
         ]
         (sub,) = [r for r in client.requests if r.url.endswith("/crm")]
         assert json.loads(sub.body)["event"] == "Signed Up"
+
+
+def test_a_subscription_s_endpoint_is_called_as_a_webhook_s(
+    two: Tuple[Receiver, Receiver],
+) -> None:
+    a, _ = two
+    # Without the token the receiver answers 401: a failed delivery.
+    a.require["/crm"] = ("Authorization", "Bearer t0k-sub")
+    with outbound.Client(
+        subscriptions=[{"name": "crm", "trigger": 'type = "track"', "url": a.hook("crm"),
+                        "auth": {"type": "bearer", "token": "t0k-sub"}}],
+        proxy_from_env=False,
+    ) as client:
+        client.track(user_id="u", event="E")
+        assert client.flush(timeout=10)
+        assert client.subscription_stats("crm")["delivered"] == 1
+    (req,) = a.requests
+    assert req.headers["authorization"] == "Bearer t0k-sub"
+    url = "http://127.0.0.1:9/s"
+    refused = [
+        ({"auth": {"type": "bearer", "token": ""}}, "subscriptions[0].auth.token"),
+        ({"auth": {"type": "bearer", "token": 7}}, "subscriptions[0].auth.token"),
+        ({"auth": {"type": "digest"}}, "subscriptions[0].auth.type"),
+        # A path (os.PathLike) is read as a webhook's is.
+        ({"tls": {"client_cert": pathlib.Path("/nonexistent/c.pem"),
+                  "client_key": pathlib.Path("/nonexistent/k.pem")}},
+         "subscriptions[0].tls.client_cert"),
+    ]
+    for extra, field in refused:
+        sub = {"name": "s", "trigger": 'type = "track"', "url": url, **extra}
+        with pytest.raises(outbound.ConfigError) as e:
+            outbound.Client(subscriptions=[sub], proxy_from_env=False)
+        assert e.value.setting == field, e.value
+        assert "t0k" not in str(e.value)

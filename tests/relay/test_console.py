@@ -1366,6 +1366,47 @@ def test_console_adds_edits_and_previews_a_subscription(
     assert_clean(b.close(), relay, ADMIN_TOKEN)
 
 
+def test_console_sets_a_subscriptions_bearer_token(
+        console_relay: Relay, receivers: List[Receiver], browser: Browser) -> None:
+    """How a subscription's endpoint is called, edited in its editor as a webhook's is: a
+    bearer token typed once goes out in the receiver's Authorization and is never shown
+    again (GET: {"has_value": true}); saved again untouched, it stays."""
+    relay = console_relay
+    rx_b = receivers[1]
+    _, alpha = api(relay, "GET", "/admin/sources/alpha")
+    status, _ = api(relay, "PUT", "/admin/sources/alpha", dict(alpha, subscriptions=[{
+        "name": "crm", "trigger": 'type = "track"', "url": f"{rx_b.url}/crm"}]))
+    assert status == 200
+    b = browser
+    b.sign_in(relay, ADMIN_TOKEN)
+    b("waitText", text="alpha", selector="table.sources")
+    b("eval", js="location.hash = '#/sources/alpha/subscriptions/crm/edit'")
+    b("waitText", text="How the endpoint is called", selector="form.sub-form")
+    b("click", selector="form.sub-form details.endpoint summary")
+    b("eval", js="(() => { const s = document.querySelector(\"form.sub-form select[data-name='auth']\");"
+                 " s.value = 'bearer'; s.dispatchEvent(new Event('change', { bubbles: true })) })()")
+    b("type", selector='form.sub-form input[data-name="auth.token"]', text="tok-CONSOLE")
+    b("click", selector="form.sub-form button[type=submit]", text="Save")
+    b("waitText", text="Saved", selector="form.sub-form")
+    _, got = api(relay, "GET", "/admin/sources/alpha")
+    (sub,) = got["subscriptions"]
+    assert sub["auth"] == {"type": "bearer", "token": {"has_value": True}}, sub
+    assert sub["url"] == f"{rx_b.url}/crm" and "tok-CONSOLE" not in json.dumps(got), sub
+    assert "tok-CONSOLE" not in b("eval", js="document.documentElement.outerHTML")
+    track(relay, "wk_alpha", "sub-auth-1")
+    assert rx_b.wait_for(lambda r: len(r.at("/crm")) == 1, 20), rx_b.requests
+    assert rx_b.at("/crm")[0].headers["authorization"] == "Bearer tok-CONSOLE"
+    # Saved again with the token left as it is (set, hidden): it stays.
+    b("click", selector="form.sub-form button[type=submit]", text="Save")
+    b("waitText", text="Saved", selector="form.sub-form")
+    sub = api(relay, "GET", "/admin/sources/alpha")[1]["subscriptions"][0]
+    assert sub["auth"] == {"type": "bearer", "token": {"has_value": True}}, sub
+    track(relay, "wk_alpha", "sub-auth-2")
+    assert rx_b.wait_for(lambda r: len(r.at("/crm")) == 2, 20), rx_b.requests
+    assert rx_b.at("/crm")[1].headers["authorization"] == "Bearer tok-CONSOLE"
+    assert_clean(b.close(), relay, ADMIN_TOKEN)
+
+
 def test_console_replays_a_subscriptions_dead_letter(
         console_relay: Relay, receivers: List[Receiver], browser: Browser) -> None:
     """A subscription whose receiver refuses: its row says failed, its dead letter is listed

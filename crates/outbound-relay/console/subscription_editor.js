@@ -1,6 +1,7 @@
 // A subscription added or edited: its fields (name, trigger, method, URL, headers and data
-// as JSON, on or off), or Segment's export pasted as it is. Saved with one PUT of the source
-// as the relay showed it, its `subscriptions` changed (If-Match: a change made meanwhile is
+// as JSON, on or off), or Segment's export pasted as it is, and in either form how its
+// endpoint is called (endpoint.js, as a webhook's: its secrets write-only). Saved with one
+// PUT of the source as the relay showed it, its `subscriptions` changed (If-Match: a change made meanwhile is
 // said, never undone unseen); a refusal is shown at the field it names
 // (`subscriptions[2].trigger`, `subscriptions[0].data.total.@path`). Beside it, a preview:
 // what the form's settings, unsaved, would send for an event (POST …/subscriptions/preview).
@@ -8,6 +9,7 @@
 import * as api from './api.js'
 import { h, fill, labelled } from './dom.js'
 import { refused, heading } from './source.js'
+import { endpointFields, readEndpoint } from './endpoint.js'
 import {
   describe, isSegment, withSubscriptions, subscriptionHeading, listHref, subHref, setFlash, takeFlash,
 } from './subscriptions.js'
@@ -17,6 +19,17 @@ const METHODS = ['POST', 'PUT', 'PATCH']
 const WORDS = {
   name: 'Name', trigger: 'Trigger', url: 'URL', method: 'Method', headers: 'Headers', data: 'Data',
   enabled: 'On', segment: 'Segment’s export', event: 'Event',
+  auth: 'Authentication', tls: 'TLS', signature_header: 'Signature header', signature_scheme: 'Signature scheme',
+  rate_limit: 'Rate limit',
+}
+// How the endpoint is called: the same keys in either form, edited below both.
+const ENDPOINT_KEYS = ['auth', 'tls', 'signature_header', 'signature_scheme', 'rate_limit']
+
+// `s` without its endpoint settings (they have fields of their own).
+function withoutEndpoint(s) {
+  const out = { ...s }
+  for (const k of ENDPOINT_KEYS) delete out[k]
+  return out
 }
 let uid = 0
 
@@ -132,7 +145,7 @@ export function render(main, ctx) {
     const given = original && !isSegment(original) ? original : null
     const d = given ? describe(given) : null
     // Settings the fields do not show (batch_size, batch_signature): kept, and said so.
-    const shownKeys = ['name', 'trigger', 'url', 'method', 'headers', 'data', 'enabled']
+    const shownKeys = ['name', 'trigger', 'url', 'method', 'headers', 'data', 'enabled', ...ENDPOINT_KEYS]
     const kept = given ? Object.keys(given).filter((k) => !shownKeys.includes(k)).map((k) => `${k} = ${JSON.stringify(given[k])}`) : []
     const inputs = {
       name: h('input', { type: 'text', value: d ? d.name : '', autocomplete: 'off', spellcheck: 'false' }),
@@ -142,7 +155,7 @@ export function render(main, ctx) {
       headers: area(3, given && given.headers !== undefined ? pretty(given.headers) : '', '{"X-Team": "growth"}'),
       data: area(7, given && given.data !== undefined ? pretty(given.data) : '', 'Empty: the whole event'),
       enabled: h('input', { type: 'checkbox', checked: d ? d.enabled : true }),
-      segment: area(14, original && isSegment(original) ? pretty(original) : '',
+      segment: area(14, original && isSegment(original) ? pretty(withoutEndpoint(original)) : '',
         '{"name": "…", "subscribe": "type = \\"track\\"", "mapping": {"url": "https://…", "method": "POST", "data": {…}}}'),
     }
     inputs.enabled.setAttribute('data-local', 'enabled')
@@ -161,6 +174,7 @@ export function render(main, ctx) {
       field('data', 'Data (JSON)', inputs.data, 'The body, a mapping-kit object such as {"total": {"@path": "$.properties.total"}}. Empty: the whole event.'),
       h('label', { class: 'check' }, inputs.enabled, ' On (off: kept, sent nothing)'),
       kept.length ? h('p', { class: 'help' }, `Kept as set (not shown here): ${kept.join(', ')}.`) : null)
+    const endpointBox = h('div', { class: 'sub-endpoint' }, endpointFields(original || {}))
     const segmentBox = h('div', { class: 'sub-segment' },
       field('segment', 'Segment’s export (JSON)', inputs.segment, 'One Webhooks (Actions) subscription as Segment’s Config API exports it: {"name", "subscribe", "mapping": {"url", "method", "headers", "data"}}. Saved as it is.'))
     const formError = h('p', { class: 'error', id: `sub-form-error-${id}`, role: 'alert' })
@@ -169,7 +183,7 @@ export function render(main, ctx) {
     const save = h('button', { type: 'submit', class: 'primary' }, sub === null ? 'Add the subscription' : 'Save')
     const fields = h('fieldset', { disabled: readOnly },
       h('legend', { class: 'sr-only' }, 'The subscription'),
-      modes, fieldsBox, segmentBox, formError, box,
+      modes, fieldsBox, segmentBox, endpointBox, formError, box,
       readOnly ? null : h('div', { class: 'toolbar' }, save, h('a', { href: listHref(name) }, 'Back to the list'), saved))
     const form = h('form', { class: 'sub-form', novalidate: true, 'aria-describedby': formError.id }, fields)
 
@@ -227,9 +241,20 @@ export function render(main, ctx) {
     }
 
     // The subscription as the form gives it: {value} or {error: {local, message}}. Settings
-    // the fields do not show (batch_size, …) are kept as they were.
+    // the fields do not show (batch_size, …) are kept as they were; the endpoint's are its
+    // fields' in either form.
     function read() {
-      if (!segmentMode()) return readFields(true)
+      const got = segmentMode() ? readSegment() : readFields(true)
+      if (got.value) {
+        for (const [k, x] of Object.entries(readEndpoint(endpointBox))) {
+          if (x === null) delete got.value[k]
+          else got.value[k] = x
+        }
+      }
+      return got
+    }
+
+    function readSegment() {
       let v
       try { v = JSON.parse(inputs.segment.value) } catch (e) {
         return { error: { local: 'segment', message: `not JSON: ${e.message}` } }
@@ -274,10 +299,14 @@ export function render(main, ctx) {
     // A refusal at the field it names (`{key, rest}` of local()), marked and focused; a
     // trigger's byte selected. False when no field of the form holds it.
     function mark(key, rest, message) {
-      const target = segmentMode() && key !== 'event' ? inputs.segment : inputs[key] || (key === 'event' ? event : null)
+      const at = (name) => endpointBox.querySelector(`[data-name="${name}"]`)
+      const ep = ENDPOINT_KEYS.includes(key) ? at([key, rest].filter(Boolean).join('.')) || at(key) : null
+      if (ep) ep.closest('details').open = true
+      const whole = segmentMode() && key !== 'event' && !ep
+      const target = ep || (whole ? inputs.segment : inputs[key] || (key === 'event' ? event : null))
       if (!target) return false
-      const where = segmentMode() && key !== 'event' && key !== 'segment' ? [key, rest].filter(Boolean).join('.') : rest
-      const label = `${WORDS[segmentMode() && key !== 'event' ? 'segment' : key]}${where ? ` (${where})` : ''}`
+      const where = whole && key !== 'segment' ? [key, rest].filter(Boolean).join('.') : rest
+      const label = `${WORDS[whole ? 'segment' : key]}${where ? ` (${where})` : ''}`
       const note = h('p', { class: 'field-error', id: `sub-err-${++uid}` }, `${label}: ${message}`)
       ;(target.type === 'checkbox' ? target.closest('label') : target).after(note)
       target.setAttribute('aria-invalid', 'true')

@@ -8,6 +8,7 @@ mod support;
 use base64::Engine as _;
 use serde_json::{json, Value};
 use std::time::{Duration, Instant};
+use support::mtls::Mtls;
 use support::{basic, get, post, put, temp_dir, Addr, Answer, InProcess, Receiver};
 
 const ADMIN: (&str, &str) = ("Authorization", "Bearer adm");
@@ -521,113 +522,23 @@ fn a_rate_limited_webhook_is_throttled_in_health_listing_and_metrics() {
     assert!(n >= 4.0, "{line}");
 }
 
-/// A receiver on 127.0.0.1 over TLS that asks every client for a certificate chaining to
-/// `ca`: answers 200 and records each request with the client certificate's DER; refuses a
-/// handshake without one.
-struct MtlsReceiver {
-    url: String,
-    hits: std::sync::Arc<std::sync::Mutex<Vec<Vec<u8>>>>,
-}
-
-impl MtlsReceiver {
-    fn start(ca: &rcgen::Certificate, cert: &rcgen::Certificate, key: &rcgen::KeyPair) -> Self {
-        use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
-        use std::io::{BufRead, BufReader, Read, Write};
-        use std::sync::Arc;
-        let provider = Arc::new(rustls::crypto::ring::default_provider());
-        let mut roots = rustls::RootCertStore::empty();
-        roots.add(ca.der().clone()).unwrap();
-        let verifier = rustls::server::WebPkiClientVerifier::builder_with_provider(
-            Arc::new(roots),
-            provider.clone(),
-        )
-        .build()
-        .unwrap();
-        let key = PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(key.serialize_der()));
-        let config = rustls::ServerConfig::builder_with_provider(provider)
-            .with_safe_default_protocol_versions()
-            .unwrap()
-            .with_client_cert_verifier(verifier)
-            .with_single_cert(vec![CertificateDer::from(cert.der().to_vec())], key)
-            .unwrap();
-        let config = Arc::new(config);
-        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        let url = format!("https://{}/hook", listener.local_addr().unwrap());
-        let hits: Arc<std::sync::Mutex<Vec<Vec<u8>>>> = Arc::default();
-        let seen = hits.clone();
-        std::thread::spawn(move || {
-            for tcp in listener.incoming().flatten() {
-                let (config, seen) = (config.clone(), seen.clone());
-                std::thread::spawn(move || {
-                    let conn = rustls::ServerConnection::new(config).unwrap();
-                    let mut tls = BufReader::new(rustls::StreamOwned::new(conn, tcp));
-                    loop {
-                        let mut line = String::new();
-                        if tls.read_line(&mut line).unwrap_or(0) == 0 {
-                            return;
-                        }
-                        let mut len = 0;
-                        loop {
-                            let mut h = String::new();
-                            if tls.read_line(&mut h).unwrap_or(0) == 0 {
-                                return;
-                            }
-                            let h = h.trim_end().to_ascii_lowercase();
-                            if h.is_empty() {
-                                break;
-                            }
-                            if let Some(v) = h.strip_prefix("content-length:") {
-                                len = v.trim().parse().unwrap_or(0);
-                            }
-                        }
-                        let mut body = vec![0; len];
-                        if tls.read_exact(&mut body).is_err() {
-                            return;
-                        }
-                        let peer = (tls.get_ref().conn.peer_certificates())
-                            .and_then(|c| c.first().map(|c| c.to_vec()))
-                            .unwrap_or_default();
-                        seen.lock().unwrap().push(peer);
-                        let stream = tls.get_mut();
-                        let ok = b"HTTP/1.1 200 OK\r\ncontent-length: 0\r\n\r\n";
-                        if stream.write_all(ok).and_then(|_| stream.flush()).is_err() {
-                            return;
-                        }
-                    }
-                });
-            }
-        });
-        MtlsReceiver { url, hits }
-    }
-}
-
 /// relay.toml's `tls`: the client certificate reaches a receiver that demands one, over roots
 /// that are only the webhook's own `ca_certs` (a private CA the web's roots know nothing of);
 /// the same receiver without them is a certificate failure.
 #[test]
 fn a_client_certificate_and_a_private_ca_reach_an_mtls_receiver() {
-    let mut ca_params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
-    ca_params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
-    (ca_params.distinguished_name).push(rcgen::DnType::CommonName, "private test CA");
-    let ca = rcgen::CertifiedIssuer::self_signed(ca_params, rcgen::KeyPair::generate().unwrap())
-        .unwrap();
-    let ca_cert: &rcgen::Certificate = ca.as_ref();
-    let server_key = rcgen::KeyPair::generate().unwrap();
-    let server = rcgen::CertificateParams::new(vec!["127.0.0.1".to_string()])
-        .unwrap()
-        .signed_by(&server_key, &ca)
-        .unwrap();
-    let client_key = rcgen::KeyPair::generate().unwrap();
-    let client = rcgen::CertificateParams::new(vec!["relay.test".to_string()])
-        .unwrap()
-        .signed_by(&client_key, &ca)
-        .unwrap();
-    let rx = MtlsReceiver::start(ca_cert, &server, &server_key);
+    let Mtls {
+        receiver: rx,
+        ca,
+        client_cert,
+        client_key,
+        client_der,
+    } = Mtls::start();
     let dir = temp_dir();
     let files = [
-        ("client.pem", client.pem()),
-        ("client.key", client_key.serialize_pem()),
-        ("ca.pem", ca_cert.pem()),
+        ("client.pem", client_cert),
+        ("client.key", client_key),
+        ("ca.pem", ca),
     ];
     for (name, text) in &files {
         std::fs::write(dir.path().join(name), text).unwrap();
@@ -652,7 +563,7 @@ fn a_client_certificate_and_a_private_ca_reach_an_mtls_receiver() {
     });
     assert_eq!(
         rx.hits.lock().unwrap()[0],
-        client.der().to_vec(),
+        client_der,
         "the client certificate"
     );
     // The second webhook has the web's roots only: the private CA's certificate is refused.

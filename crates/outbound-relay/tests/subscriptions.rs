@@ -7,6 +7,7 @@ mod support;
 
 use serde_json::{json, Value};
 use std::time::{Duration, Instant};
+use support::mtls::Mtls;
 use support::{basic, get, post, put, temp_dir, Addr, InProcess, Receiver};
 
 const ADMIN: (&str, &str) = ("Authorization", "Bearer adm");
@@ -435,4 +436,228 @@ fn a_subscriptions_header_values_are_write_only_as_a_webhooks_are() {
         "{}",
         a.body
     );
+}
+
+/// One event to `/v1/track`.
+fn track(relay: &impl Addr, key: &str, id: &str) {
+    let body = json!({"userId": "u1", "event": "Signed Up", "messageId": id});
+    let a = post(
+        &relay.url("/v1/track"),
+        &[("Authorization", &basic(key))],
+        body.to_string().as_bytes(),
+    );
+    assert_eq!(a.status, 200, "{}", a.body);
+}
+
+#[test]
+fn relay_toml_subscriptions_call_their_endpoints_with_auth_and_mutual_tls() {
+    let (basic_rx, bearer_rx) = (Receiver::start(), Receiver::start());
+    let mtls = Mtls::start();
+    let dir = temp_dir();
+    for (name, text) in [
+        ("client.pem", &mtls.client_cert),
+        ("client.key", &mtls.client_key),
+        ("ca.pem", &mtls.ca),
+    ] {
+        std::fs::write(dir.path().join(name), text).unwrap();
+    }
+    let path = |name: &str| dir.path().join(name).display().to_string();
+    let config = format!(
+        r#"{top}
+[[sources]]
+name = "shop"
+write_keys = ["wk_shop"]
+[[sources.subscriptions]]
+name = "basic"
+trigger = 'type = "track"'
+url = "{basic}"
+auth = {{ type = "basic", user = "Aladdin", password = "open sesame" }}
+[[sources.subscriptions]]
+name = "bearer"
+trigger = 'type = "track"'
+url = "{bearer}"
+auth = {{ type = "bearer", token = "t0k-123" }}
+[[sources.subscriptions]]
+name = "secure"
+trigger = 'type = "track"'
+url = "{secure}"
+tls = {{ client_cert = {cert:?}, client_key = {key:?}, ca_certs = {ca:?} }}
+"#,
+        top = top(),
+        basic = basic_rx.url,
+        bearer = bearer_rx.url,
+        secure = mtls.receiver.url,
+        cert = path("client.pem"),
+        key = path("client.key"),
+        ca = path("ca.pem"),
+    );
+    let relay = InProcess::start(dir.path(), &config);
+    track(&relay, "wk_shop", "m-1");
+    assert_eq!(
+        basic_rx.wait_for(1)[0].header("authorization"),
+        Some("Basic QWxhZGRpbjpvcGVuIHNlc2FtZQ==")
+    );
+    assert_eq!(
+        bearer_rx.wait_for(1)[0].header("authorization"),
+        Some("Bearer t0k-123")
+    );
+    until("the request over mutual TLS", || {
+        !mtls.receiver.hits.lock().unwrap().is_empty()
+    });
+    assert_eq!(mtls.receiver.hits.lock().unwrap()[0], mtls.client_der);
+    // Shown through the API without the secrets.
+    let shown = get(&relay.url("/admin/sources/shop"), &[ADMIN]);
+    for secret in ["open sesame", "t0k-123", "PRIVATE KEY"] {
+        assert!(!shown.body.contains(secret), "{secret}: {}", shown.body);
+    }
+    let subs = &shown.json()["subscriptions"];
+    assert_eq!(
+        subs[1]["auth"],
+        json!({"type": "bearer", "token": {"has_value": true}})
+    );
+    assert_eq!(
+        subs[2]["tls"],
+        json!({"client_cert": path("client.pem"), "client_key": {"has_value": true},
+               "ca_certs": path("ca.pem")})
+    );
+}
+
+/// A subscription's endpoint settings through a PUT and back: its secrets never shown, the
+/// marker keeps the stored value only for the same subscription, URL and auth type, a bad
+/// value answers 400 naming it, and the audit trail names fields only.
+#[test]
+fn the_admin_api_takes_a_subscriptions_endpoint_settings_with_secrets_write_only() {
+    let (rx, other) = (Receiver::start(), Receiver::start());
+    let mtls = Mtls::start();
+    let dir = temp_dir();
+    let relay = InProcess::start(dir.path(), &top());
+    let put_source = |b: &Value| {
+        put(
+            &relay.url("/admin/sources/w"),
+            &[ADMIN],
+            b.to_string().as_bytes(),
+        )
+    };
+    let trigger = "type = \"track\"";
+    let body = json!({"write_keys": ["wk_w"], "allowed_networks": ["127.0.0.0/8"],
+        "subscriptions": [
+            {"name": "crm", "trigger": trigger, "url": rx.url,
+             "auth": {"type": "bearer", "token": "tok-SECRET"}, "signature_header": "X-Sig",
+             "rate_limit": {"per_second": 50}},
+            {"name": "secure", "trigger": trigger, "url": mtls.receiver.url,
+             "tls": {"client_cert": mtls.client_cert, "client_key": mtls.client_key,
+                     "ca_certs": mtls.ca}}]});
+    let a = put_source(&body);
+    assert_eq!(a.status, 201, "{}", a.body);
+    track(&relay, "wk_w", "m-1");
+    assert_eq!(
+        rx.wait_for(1)[0].header("authorization"),
+        Some("Bearer tok-SECRET")
+    );
+    until("the request over mutual TLS", || {
+        !mtls.receiver.hits.lock().unwrap().is_empty()
+    });
+    let shown = get(&relay.url("/admin/sources/w"), &[ADMIN]);
+    for secret in ["tok-SECRET", "PRIVATE KEY"] {
+        assert!(!shown.body.contains(secret), "{secret}: {}", shown.body);
+    }
+    let got = shown.json();
+    let subs = &got["subscriptions"];
+    assert_eq!(
+        subs[0]["auth"],
+        json!({"type": "bearer", "token": {"has_value": true}})
+    );
+    assert_eq!(subs[0]["signature_header"], json!("X-Sig"));
+    assert_eq!(subs[0]["rate_limit"], json!({"per_second": 50}));
+    assert_eq!(subs[1]["tls"]["client_key"], json!({"has_value": true}));
+    assert_eq!(subs[1]["tls"]["client_cert"], json!(mtls.client_cert));
+
+    // Sent back as shown: the secrets stay, and go out.
+    let mut again = got.clone();
+    for k in ["name", "id", "managed_by", "has_shared_secret"] {
+        again.as_object_mut().unwrap().remove(k);
+    }
+    let a = put_source(&again);
+    assert_eq!(a.status, 200, "{}", a.body);
+    assert_eq!(get(&relay.url("/admin/sources/w"), &[ADMIN]).json(), got);
+    track(&relay, "wk_w", "m-2");
+    assert_eq!(
+        rx.wait_for(2)[1].header("authorization"),
+        Some("Bearer tok-SECRET")
+    );
+    until("the second request over mutual TLS", || {
+        mtls.receiver.hits.lock().unwrap().len() == 2
+    });
+
+    // Never to another URL, nor to another auth type.
+    let mut moved = again.clone();
+    moved["subscriptions"][0]["url"] = json!(other.url);
+    let a = put_source(&moved);
+    assert_eq!(a.status, 400, "{}", a.body);
+    assert_eq!(
+        a.json()["field"],
+        "subscriptions[0].auth.token",
+        "{}",
+        a.body
+    );
+    let mut retyped = again.clone();
+    retyped["subscriptions"][0]["auth"] =
+        json!({"type": "basic", "user": "u", "password": {"has_value": true}});
+    let a = put_source(&retyped);
+    assert_eq!(a.status, 400, "{}", a.body);
+    assert_eq!(
+        a.json()["field"],
+        "subscriptions[0].auth.password",
+        "{}",
+        a.body
+    );
+    // A path for a PEM, and values the core refuses: 400, named.
+    let cases = [
+        (
+            json!({"tls": {"ca_certs": "/etc/ssl/ca.pem"}}),
+            "subscriptions[0].tls.ca_certs",
+        ),
+        (
+            json!({"auth": {"type": "bearer", "token": ""}}),
+            "subscriptions[0].auth.token",
+        ),
+        (json!({"auth": {"type": "digest"}}), "subscriptions[0].auth"),
+        (
+            json!({"rate_limit": {"per_second": 0}}),
+            "subscriptions[0].rate_limit.per_second",
+        ),
+        (
+            json!({"signature_scheme": "md5"}),
+            "subscriptions[0].signature_scheme",
+        ),
+    ];
+    for (change, field) in cases {
+        let mut bad = again.clone();
+        for (k, v) in change.as_object().unwrap() {
+            bad["subscriptions"][0][k] = v.clone();
+        }
+        let a = put_source(&bad);
+        assert_eq!(a.status, 400, "{change}: {}", a.body);
+        let got = a.json()["field"].as_str().unwrap_or("").to_string();
+        assert!(got.starts_with(field), "{change}: {got} ({})", a.body);
+    }
+    // A new token: named in the audit trail, never shown.
+    let mut renewed = again.clone();
+    renewed["subscriptions"][0]["auth"] = json!({"type": "bearer", "token": "tok2-SECRET"});
+    assert_eq!(put_source(&renewed).status, 200);
+    track(&relay, "wk_w", "m-3");
+    assert_eq!(
+        rx.wait_for(3)[2].header("authorization"),
+        Some("Bearer tok2-SECRET")
+    );
+    let audit = get(&relay.url("/admin/audit?source=w"), &[ADMIN]);
+    assert_eq!(audit.status, 200, "{}", audit.body);
+    assert!(
+        audit.body.contains("subscriptions[0].auth.token"),
+        "{}",
+        audit.body
+    );
+    for secret in ["tok-SECRET", "tok2-SECRET", "PRIVATE KEY"] {
+        assert!(!audit.body.contains(secret), "{secret}: {}", audit.body);
+    }
 }

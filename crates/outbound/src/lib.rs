@@ -62,9 +62,9 @@ pub use model::attempts::{
 };
 pub use model::collected::{Collected, Received};
 pub use model::config::{
-    Auth, Config, EndpointTls, OAuth2, OutcomeCallback, RateLimit, RedisAck, RoomWaitHook,
-    SignatureScheme, Webhook, DEFAULT_MAX_WEBHOOK_HEADERS, DEFAULT_MAX_WEBHOOK_HEADER_BYTES,
-    MAX_SUBSCRIPTIONS, MAX_WEBHOOKS, SUBSCRIPTION_TIMEOUT,
+    Auth, Config, Endpoint, EndpointTls, OAuth2, OutcomeCallback, RateLimit, RedisAck,
+    RoomWaitHook, SignatureScheme, Webhook, DEFAULT_MAX_WEBHOOK_HEADERS,
+    DEFAULT_MAX_WEBHOOK_HEADER_BYTES, MAX_SUBSCRIPTIONS, MAX_WEBHOOKS, SUBSCRIPTION_TIMEOUT,
 };
 pub use model::dead_letter::{
     DeadLetter, DeadLetterPage, DeadLetterQuery, DeadLetterStats, ReplayProgress,

@@ -25,6 +25,16 @@ use outbound::Error;
 ///   request, signed over the whole body (`"batch_signature":"first-element"`: over the
 ///   first element, as Segment signs).
 ///
+///   Its endpoint is called as a webhook's may be (`outbound_options_set_webhook_auth_*`
+///   and the rest), with these keys beside the others, in either form: `auth`
+///   (`{"type":"basic","user":...,"password":...}`, `{"type":"bearer","token":...}`,
+///   `{"type":"oauth2","token_url":...,"client_id":...,"client_secret":...}` or with
+///   `"client_assertion_key"` instead of the secret, `"scope"` and `"audience"` optional),
+///   `tls` (`{"client_cert":...,"client_key":...,"ca_certs":...}`, each PEM text or a
+///   path), `signature_header`, `signature_scheme` (`"x-signature"`, `"hmac-sha256"`,
+///   `"standard-webhooks"`) and `rate_limit` (`{"per_second":10,"burst":20}`). A value the
+///   endpoint cannot take is refused by `outbound_client_new` (`subscriptions[0].auth.token`).
+///
 /// The text is copied. On failure nothing is added, and the text names the field as
 /// `subscriptions[i].<field>`, `i` being the index this subscription would have had
 /// (`subscriptions[0].mapping.url`, `subscriptions[1].trigger`).

@@ -742,12 +742,13 @@ fn default_io_threads() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get().clamp(1, 4))
 }
 
-/// The PEM files a source's client reads (`ca_certs`, each webhook's `tls`) as their size and
-/// modification time: a certificate replaced in place changes the source's fingerprint, so a
-/// reload starts its client again with it.
+/// The PEM files a source's client reads (`ca_certs`, each webhook's and subscription's `tls`)
+/// as their size and modification time: a certificate replaced in place changes the source's
+/// fingerprint, so a reload starts its client again with it.
 fn pem_files(core: &CoreConfig) -> String {
-    let tls = (core.webhooks.iter())
-        .flat_map(|w| [&w.tls.client_cert, &w.tls.client_key, &w.tls.ca_certs]);
+    let subs = core.subscriptions.iter().map(|s| &s.endpoint().tls);
+    let tls = (core.webhooks.iter().map(|w| &w.tls).chain(subs))
+        .flat_map(|t| [&t.client_cert, &t.client_key, &t.ca_certs]);
     (std::iter::once(&core.ca_certs).chain(tls))
         .flatten()
         .filter(|v| !v.contains("-----BEGIN"))

@@ -1,9 +1,10 @@
-//! How a webhook's endpoint is called (`auth`, `tls`, `signature_header`, `signature_scheme`,
-//! `rate_limit`) as the admin API reads and shows it. The values are the core's to judge;
-//! this module keeps the secrets write-only: a password, token, client secret or client key
-//! is shown as `{"has_value": true}`, and sent back so it keeps the stored value only where
-//! it cannot reach anyone it was not given for (the same URL; for auth the same `type`, and
-//! for OAuth2 the same `token_url`, where the client secret goes).
+//! How a webhook's or a subscription's endpoint is called (`auth`, `tls`, `signature_header`,
+//! `signature_scheme`, `rate_limit`) as the admin API reads and shows it. The values are the
+//! core's to judge; this module keeps the secrets write-only: a password, token, client
+//! secret or client key is shown as `{"has_value": true}`, and sent back so it keeps the
+//! stored value only where it cannot reach anyone it was not given for (the same URL; for
+//! auth the same `type`, and for OAuth2 the same `token_url`, where the client secret goes).
+//! Fields are named under the endpoint's place (`webhooks[0]`, `subscriptions[2]`).
 
 use super::schema::{self, HasValue};
 use super::write_only::WriteOnly;
@@ -15,7 +16,7 @@ use serde_json::{Map, Value};
 /// A refusal: the field and why.
 type Refusal = (String, String);
 
-/// The endpoint settings of a webhook in a PUT body, as sent (each left out or null: unset).
+/// The endpoint settings in a PUT body, as sent (each left out or null: unset).
 pub struct Given<'a> {
     pub auth: Option<&'a RawValue>,
     pub tls: Option<&'a RawValue>,
@@ -76,16 +77,16 @@ fn typed<'a, T: Deserialize<'a>>(at: &str, raw: &'a RawValue) -> Result<T, Refus
     })
 }
 
-/// Webhook `i`'s endpoint settings of a PUT into `hook` (the stored form, secrets
-/// included), a kept secret taken from `before`: the stored webhook at the same place with
-/// the same URL.
+/// The endpoint settings of a PUT at `place` (`webhooks[0]`) into `hook` (the stored form,
+/// secrets included), a kept secret taken from `before`: the stored webhook at the same place
+/// with the same URL, or the stored subscription of the same name and URL.
 pub fn read(
-    i: usize,
+    place: &str,
     given: &Given<'_>,
     before: Option<&Value>,
     hook: &mut Map<String, Value>,
 ) -> Result<(), Refusal> {
-    let at = |field: &str| format!("webhooks[{i}].{field}");
+    let at = |field: &str| format!("{place}.{field}");
     if let Some(raw) = given.auth {
         let before = before.and_then(|b| b.get("auth"));
         hook.insert(
@@ -113,6 +114,60 @@ pub fn read(
     Ok(())
 }
 
+/// The endpoint settings of a subscription of a PUT (our JSON, `sub`), resolved in place as
+/// a webhook's are (`read`); `null` ones left out.
+pub fn read_json(
+    place: &str,
+    sub: &mut Map<String, Value>,
+    before: Option<&Value>,
+) -> Result<(), Refusal> {
+    let mut raws = Vec::new();
+    for key in KEYS {
+        match sub.remove(key) {
+            None | Some(Value::Null) => {}
+            Some(v) => {
+                let raw = serde_json::value::to_raw_value(&v)
+                    .map_err(|e| (format!("{place}.{key}"), e.to_string()))?;
+                raws.push((key, raw));
+            }
+        }
+    }
+    let raw = |key: &str| (raws.iter()).find_map(|(k, r)| (*k == key).then_some(&**r));
+    let given = Given {
+        auth: raw("auth"),
+        tls: raw("tls"),
+        signature_header: raw("signature_header"),
+        signature_scheme: raw("signature_scheme"),
+        rate_limit: raw("rate_limit"),
+    };
+    read(place, &given, before, sub)
+}
+
+/// What GET shows of endpoint settings stored as JSON (a subscription's): each secret as
+/// `{"has_value": true}` (an empty client secret, unset with a client assertion key, not at
+/// all), as a webhook's are.
+pub fn hide_secrets(sub: &mut Map<String, Value>) {
+    let hide = |m: Option<&mut Value>, keys: &[&str]| {
+        let Some(Value::Object(m)) = m else {
+            return;
+        };
+        for key in keys {
+            match m.get(*key) {
+                None | Some(Value::Null) => {}
+                Some(Value::String(s)) if s.is_empty() && *key != "password" => {
+                    m.remove(*key);
+                }
+                Some(_) => {
+                    m.insert(key.to_string(), serde_json::json!({"has_value": true}));
+                }
+            }
+        }
+    };
+    let secrets = ["password", "token", "client_secret", "client_assertion_key"];
+    hide(sub.get_mut("auth"), &secrets);
+    hide(sub.get_mut("tls"), &["client_key"]);
+}
+
 /// A secret of a PUT resolved: the value given, the stored one (kept, when `may_keep`), or
 /// none (cleared).
 fn secret(
@@ -128,7 +183,7 @@ fn secret(
             Some(v) => Ok(Some(Value::String(v.to_string()))),
             None => Err((
                 at.to_string(),
-                "no value is kept for it at this webhook's URL (and auth type and token_url): \
+                "no value is kept for it at this endpoint's URL (and auth type and token_url): \
                  give its value"
                     .into(),
             )),
@@ -208,16 +263,19 @@ fn tls(at: &str, t: TlsBody, before: Option<&Value>) -> Result<Value, Refusal> {
     Ok(Value::Object(out))
 }
 
-/// The endpoint settings that differ between two stored webhooks, by name only
-/// (`webhooks[0].auth.password`, `webhooks[0].rate_limit`): never a value.
-pub fn changed(i: usize, before: &Value, after: &Value, out: &mut Vec<String>) {
-    for key in [
-        "auth",
-        "tls",
-        "signature_header",
-        "signature_scheme",
-        "rate_limit",
-    ] {
+/// The keys of the endpoint settings.
+pub const KEYS: [&str; 5] = [
+    "auth",
+    "tls",
+    "signature_header",
+    "signature_scheme",
+    "rate_limit",
+];
+
+/// The endpoint settings that differ between two stored endpoints at `place`, by name only
+/// (`webhooks[0].auth.password`, `subscriptions[1].rate_limit`): never a value.
+pub fn changed(place: &str, before: &Value, after: &Value, out: &mut Vec<String>) {
+    for key in KEYS {
         let (x, y) = (before.get(key), after.get(key));
         match (x.and_then(Value::as_object), y.and_then(Value::as_object)) {
             (Some(a), Some(b)) if key != "rate_limit" => {
@@ -225,11 +283,11 @@ pub fn changed(i: usize, before: &Value, after: &Value, out: &mut Vec<String>) {
                 names.sort();
                 names.dedup();
                 for k in names.into_iter().filter(|k| a.get(*k) != b.get(*k)) {
-                    out.push(format!("webhooks[{i}].{key}.{k}"));
+                    out.push(format!("{place}.{key}.{k}"));
                 }
             }
             _ if x == y => {}
-            _ => out.push(format!("webhooks[{i}].{key}")),
+            _ => out.push(format!("{place}.{key}")),
         }
     }
 }

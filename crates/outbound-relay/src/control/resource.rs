@@ -11,8 +11,8 @@
 //! Between the two, [`changes_forbidden`] compares what a source's own token sent with what
 //! is stored, by meaning (`2` and `2.0` are one number of seconds).
 //!
-//! Write-only values: `shared_secret`, `forward.write_key`, every webhook header's value and
-//! a webhook endpoint's secrets (`endpoint.rs`) are never shown (`has_shared_secret`,
+//! Write-only values: `shared_secret`, `forward.write_key`, every webhook's and
+//! subscription's header values and endpoint secrets (`endpoint.rs`) are never shown (`has_shared_secret`,
 //! `has_write_key`, `{"has_value": true}` instead). Left out of a PUT, the secret and the
 //! write key stay; `null` clears them. A header given as `{"has_value": true}` keeps its
 //! value, on a webhook whose URL is unchanged.
@@ -382,8 +382,13 @@ pub fn changed_fields(before: Option<&Value>, after: &Value) -> Vec<String> {
                             out.push(format!("webhooks[{i}].headers[{h:?}]"));
                         }
                     }
-                    endpoint::changed(i, x, y, &mut out);
+                    endpoint::changed(&format!("webhooks[{i}]"), x, y, &mut out);
                 }
+            }
+            "subscriptions" => {
+                let list =
+                    |v: Option<&Value>| v.and_then(Value::as_array).cloned().unwrap_or_default();
+                subscriptions_changed(&list(a), &list(b), &mut out);
             }
             "forward" => match (a, b) {
                 (Some(x), Some(y)) if !x.is_null() && !y.is_null() => {
@@ -401,6 +406,39 @@ pub fn changed_fields(before: Option<&Value>, after: &Value) -> Vec<String> {
         }
     }
     out
+}
+
+/// The subscriptions that differ, by place: `subscriptions[1]` (added or removed), its
+/// endpoint settings by field (`subscriptions[0].auth.token`), its other settings by key
+/// (`subscriptions[0].headers`); never a value.
+fn subscriptions_changed(a: &[Value], b: &[Value], out: &mut Vec<String>) {
+    for i in 0..a.len().max(b.len()) {
+        let place = format!("subscriptions[{i}]");
+        let (Some(x), Some(y)) = (a.get(i), b.get(i)) else {
+            out.push(place);
+            continue;
+        };
+        let keys = |v: &Value| -> Vec<String> {
+            v.as_object()
+                .map(|m| m.keys().cloned().collect())
+                .unwrap_or_default()
+        };
+        let mut names = keys(x);
+        names.extend(keys(y));
+        names.sort();
+        names.dedup();
+        let null = Value::Null;
+        for key in names
+            .iter()
+            .filter(|k| !endpoint::KEYS.contains(&k.as_str()))
+        {
+            let (v, w) = (x.get(key).unwrap_or(&null), y.get(key).unwrap_or(&null));
+            if !json_eq(v, w) {
+                out.push(format!("{place}.{key}"));
+            }
+        }
+        endpoint::changed(&place, x, y, out);
+    }
 }
 
 /// A stored source's revision (0: stored by a version that kept none).
@@ -527,7 +565,7 @@ fn webhooks(raw: &RawValue, current: Option<&Value>, base: &Base) -> Result<Valu
             signature_scheme: w.signature_scheme,
             rate_limit: w.rate_limit,
         };
-        endpoint::read(i, &given, same_url, &mut hook)?;
+        endpoint::read(&format!("webhooks[{i}]"), &given, same_url, &mut hook)?;
         out.push(Value::Object(hook));
     }
     Ok(Value::Array(out))
@@ -549,9 +587,10 @@ fn url_of(sub: &Value) -> Option<&str> {
     (sub.get("url").or_else(|| sub.get("mapping")?.get("url")))?.as_str()
 }
 
-/// The subscriptions of a PUT, their header values resolved as webhooks' are: one given as
-/// `{"has_value": true}` keeps the stored value of the subscription of the same name and URL
-/// (so it never goes to a URL it was not set for), refused when there is none.
+/// The subscriptions of a PUT, their header values and endpoint secrets resolved as
+/// webhooks' are: one given as `{"has_value": true}` keeps the stored value of the
+/// subscription of the same name and URL (so it never goes to a URL it was not set for; a
+/// secret of its auth also needs the same type and token URL), refused when there is none.
 fn subscriptions(raw: &RawValue, current: Option<&Value>) -> Result<Value, Refusal> {
     let mut given: Vec<Value> = typed("subscriptions", raw)?;
     let stored = current
@@ -565,6 +604,9 @@ fn subscriptions(raw: &RawValue, current: Option<&Value>) -> Result<Value, Refus
                 .find(|s| s.get("name") == name.as_ref() && url_of(s) == url.as_deref())
         });
         let mut before = before.cloned();
+        if let Some(obj) = sub.as_object_mut() {
+            endpoint::read_json(&format!("subscriptions[{i}]"), obj, before.as_ref())?;
+        }
         let kept = before.as_mut().and_then(headers_of).map(|(h, _)| h.clone());
         let Some((headers, at)) = headers_of(sub) else {
             continue;
@@ -589,10 +631,13 @@ fn subscriptions(raw: &RawValue, current: Option<&Value>) -> Result<Value, Refus
     Ok(Value::Array(given))
 }
 
-/// A subscription as the API shows it: its header values write-only (`{"has_value": true}`),
-/// as a webhook's are.
+/// A subscription as the API shows it: its header values and endpoint secrets write-only
+/// (`{"has_value": true}`), as a webhook's are.
 fn shown_subscription(sub: &Value) -> Value {
     let mut sub = sub.clone();
+    if let Some(obj) = sub.as_object_mut() {
+        endpoint::hide_secrets(obj);
+    }
     if let Some((headers, _)) = headers_of(&mut sub) {
         for value in headers.values_mut() {
             *value = json!({"has_value": true});

@@ -6,6 +6,10 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use utoipa::ToSchema;
 
+mod subscription;
+
+pub use subscription::SubscriptionInput;
+
 /// A refusal: `message` (`field: reason` when a field is at fault) and the field.
 #[derive(Serialize, ToSchema)]
 pub struct Refusal {
@@ -199,8 +203,11 @@ pub struct Source {
     pub allowed_origins: Vec<String>,
     pub webhooks: Vec<WebhookView>,
     /// Its subscriptions as set: each as our settings (`name`, `trigger` in Segment's FQL,
-    /// `url`, `method`, `headers`, `data` as a mapping-kit object, `enabled`) or as
-    /// Segment's export writes it (`name`, `subscribe`, `mapping`). Up to 50.
+    /// `url`, `method`, `headers`, `data` as a mapping-kit object, `enabled`, and its
+    /// endpoint's `auth`, `tls`, `signature_header`, `signature_scheme`, `rate_limit` as a
+    /// webhook's) or as Segment's export writes it (`name`, `subscribe`, `mapping`, and the
+    /// same endpoint settings beside them). Header values and endpoint secrets are shown as
+    /// `{"has_value": true}`. Up to 50.
     #[schema(value_type = Vec<Object>)]
     pub subscriptions: Vec<serde_json::Value>,
     pub has_shared_secret: bool,
@@ -785,49 +792,4 @@ pub struct PreviewRequest {
     /// The body as sent (canonical JSON); null: the request has none.
     pub body: Option<String>,
     pub signed: bool,
-}
-
-/// A subscription, in either form: our settings, or Segment's export as it is.
-#[derive(Deserialize, ToSchema)]
-#[serde(untagged)]
-#[allow(dead_code)]
-pub enum SubscriptionInput {
-    Settings(SubscriptionSettings),
-    Segment(SegmentSubscription),
-}
-
-/// A subscription in our settings (documents the body; the core reads it).
-#[derive(Deserialize, ToSchema)]
-#[allow(dead_code)]
-pub struct SubscriptionSettings {
-    /// Unique in the source: it keys the subscription's records.
-    pub name: String,
-    /// Segment's FQL: `type = "track" and event = "Order Completed"`.
-    pub trigger: String,
-    /// http or https.
-    pub url: String,
-    /// `POST` (default), `PUT` or `PATCH`.
-    pub method: Option<String>,
-    /// Header names to values; a value may be a mapping-kit directive.
-    #[schema(value_type = Option<Object>)]
-    pub headers: Option<serde_json::Value>,
-    /// The body: a mapping-kit object (default: the whole event, `{"@path": "$."}`).
-    #[schema(value_type = Option<Object>)]
-    pub data: Option<serde_json::Value>,
-    /// Off: kept, sent nothing (default on).
-    pub enabled: Option<bool>,
-}
-
-/// A subscription as Segment's Config API exports a Webhooks (Actions) mapping.
-#[derive(Deserialize, ToSchema)]
-#[allow(dead_code)]
-pub struct SegmentSubscription {
-    pub name: String,
-    /// The trigger (Segment's FQL).
-    pub subscribe: String,
-    /// The Send action's fields: `url`, `method`, `headers`, `data`, `enable_batching`,
-    /// `batch_size`.
-    #[schema(value_type = Object)]
-    pub mapping: serde_json::Value,
-    pub enabled: Option<bool>,
 }

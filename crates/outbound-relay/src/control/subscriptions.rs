@@ -140,7 +140,7 @@ pub async fn replay_progress(api: State<Api>, own: OwnSource) -> Answer {
 }
 
 /// `POST /admin/sources/{name}/subscriptions/preview`: what the given settings would send
-/// for the event (nothing is saved or sent).
+/// for the event (nothing is saved or sent; their `auth` and `tls` are not read).
 #[utoipa::path(post, path = "/admin/sources/{name}/subscriptions/preview", operation_id = "preview_subscription", tag = "subscriptions",
     params(("name" = String, Path)), request_body = PreviewAsk,
     responses((status = 200, description = "Whether it matches, and the request", body = schema::Preview),
@@ -159,7 +159,14 @@ pub async fn preview(
     let Some(settings) = &ask.subscription else {
         return refusal(StatusCode::BAD_REQUEST, "subscription", "is required here");
     };
-    match Subscription::from_json(settings) {
+    // Auth and TLS change nothing a preview shows, and their secrets may come back
+    // write-only (`{"has_value": true}`, as GET shows them): not read.
+    let mut settings = settings.clone();
+    if let Some(o) = settings.as_object_mut() {
+        o.remove("auth");
+        o.remove("tls");
+    }
+    match Subscription::from_json(&settings) {
         Ok(sub) => answer(StatusCode::OK, &preview_of(&sub, &ask.event)),
         Err(outbound::Error::Config { setting, reason }) => refusal(
             StatusCode::BAD_REQUEST,

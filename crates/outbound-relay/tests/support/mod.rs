@@ -3,6 +3,8 @@
 //! `TcpListener`), and requests with `ureq`.
 #![allow(dead_code)]
 
+pub mod mtls;
+
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};

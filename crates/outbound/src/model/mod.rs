@@ -1,6 +1,7 @@
 //! The model: what a call is and what may be asked of the client. Owns the message
 //! (`message.rs`), the rules of each call (`validate.rs`), the settings and their checks
-//! (`config.rs`), which addresses a webhook may reach (`network_guard.rs`), the retry policy
+//! (`config/`), how an endpoint wants to be called (`endpoint.rs`: auth, TLS, signature,
+//! rate limit), which addresses a webhook may reach (`network_guard.rs`), the retry policy
 //! (`retry.rs`), what a `spool` setting names (`spool.rs`: a directory or a Redis URL), timestamps (`timestamp.rs`), how a message ends (`outcome.rs`), what a client shows of
 //! its webhook deliveries (`attempts.rs`: attempts and health; `dead_letter.rs`) and what a
 //! collector of Segment's tracking API adds to a message it receives (`collected.rs`), and
@@ -14,6 +15,7 @@ pub(crate) mod attempts;
 pub(crate) mod collected;
 pub(crate) mod config;
 pub(crate) mod dead_letter;
+pub(crate) mod endpoint;
 pub(crate) mod message;
 pub(crate) mod network_guard;
 pub(crate) mod outcome;

@@ -134,6 +134,8 @@ fn mapped_headers(
 struct HookSetup {
     headers: StaticHeaders,
     signer: Signer,
+    /// Its endpoint's `auth` sets `Authorization`: a subscription's mapped one is left out.
+    auth: bool,
 }
 
 /// The configured webhooks and how to sign for them.
@@ -158,7 +160,8 @@ impl Hooks {
             .into();
         let targets = checked
             .into_iter()
-            .map(|hook| {
+            .zip(&config.webhooks)
+            .map(|(hook, webhook)| {
                 let named = |default: &'static str| {
                     (hook.signature_header.clone())
                         .unwrap_or_else(|| HeaderName::from_static(default))
@@ -178,7 +181,11 @@ impl Hooks {
                     Some(s) => s.headers.iter().cloned().chain(hook.headers).collect(),
                     None => hook.headers,
                 };
-                HookSetup { headers, signer }
+                HookSetup {
+                    headers,
+                    signer,
+                    auth: webhook.auth.is_some(),
+                }
             })
             .collect::<Vec<_>>();
         Hooks {
@@ -305,7 +312,10 @@ impl Hooks {
         // A subscription's own content type goes out only on a request without a body.
         let kept = |(k, _): &&(HeaderName, HeaderValue)| !has_body || *k != content_type;
         headers.extend(own.headers.iter().filter(kept).cloned());
-        headers.extend(own_headers.iter().filter(kept).cloned());
+        // The endpoint's auth wins over an event's mapped Authorization: one is sent.
+        let mapped =
+            |h: &&(HeaderName, HeaderValue)| !own.auth || h.0 != http::header::AUTHORIZATION;
+        headers.extend(own_headers.iter().filter(kept).filter(mapped).cloned());
         if !signed {
             return Ok(headers);
         }

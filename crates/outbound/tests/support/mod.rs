@@ -2,6 +2,7 @@
 //! and answers as the test's handler says (status, headers, body, delays, drips, hangs).
 #![allow(dead_code)]
 
+pub mod endpoint;
 pub mod gen;
 
 use std::io::{BufRead, BufReader, Read, Write};

@@ -14,11 +14,11 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
-mod endpoint;
+mod endpoint_check;
 mod setters;
 mod subscriptions;
 
-pub use endpoint::{Auth, EndpointTls, OAuth2, RateLimit};
+pub use crate::model::endpoint::{Auth, Endpoint, EndpointTls, OAuth2, RateLimit, SignatureScheme};
 pub(crate) use subscriptions::{named as subscription_error, SendAs};
 pub use subscriptions::{MAX_SUBSCRIPTIONS, SUBSCRIPTION_TIMEOUT};
 
@@ -121,53 +121,6 @@ impl Webhook {
     pub fn enabled(mut self, on: bool) -> Self {
         self.enabled = on;
         self
-    }
-}
-
-/// How webhook requests are signed (with `shared_secret` set).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum SignatureScheme {
-    /// The seed's `X-Signature`: lowercase hex HMAC-SHA1 of the body, keyed with the shared
-    /// secret as given. The default.
-    #[default]
-    XSignature,
-    /// [Standard Webhooks](https://www.standardwebhooks.com): every request carries
-    /// `webhook-id` (the message id), `webhook-timestamp` (Unix seconds of this attempt) and,
-    /// with a secret, `webhook-signature: v1,<base64 HMAC-SHA256 of "id.timestamp.body">`.
-    /// `shared_secret` then holds one or more `whsec_` secrets separated by spaces; each signs
-    /// (one signature each, space separated), so keys rotate without downtime. No
-    /// `X-Signature` is sent.
-    StandardWebhooks,
-    /// `X-Signature-256: sha256=<lowercase hex HMAC-SHA256 of the body>`, keyed with the
-    /// shared secret as given: the form GitHub's `X-Hub-Signature-256` made common.
-    HmacSha256,
-}
-
-impl SignatureScheme {
-    /// `"x-signature"` or `"standard-webhooks"`: the names every binding takes.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            SignatureScheme::XSignature => "x-signature",
-            SignatureScheme::StandardWebhooks => "standard-webhooks",
-            SignatureScheme::HmacSha256 => "hmac-sha256",
-        }
-    }
-
-    /// The scheme named `name` (as [`as_str`](Self::as_str) writes it); a config error naming
-    /// `signature_scheme` otherwise.
-    pub fn parse(name: &str) -> Result<SignatureScheme, Error> {
-        match name {
-            "x-signature" => Ok(SignatureScheme::XSignature),
-            "standard-webhooks" => Ok(SignatureScheme::StandardWebhooks),
-            "hmac-sha256" => Ok(SignatureScheme::HmacSha256),
-            _ => Err(Error::config(
-                "signature_scheme",
-                format!(
-                    "{name:?} is not a scheme; use \"x-signature\", \"standard-webhooks\" \
-                     or \"hmac-sha256\""
-                ),
-            )),
-        }
     }
 }
 
@@ -598,10 +551,11 @@ impl Config {
                 })?;
                 headers.push((parsed, value));
             }
-            let has_authorization = headers
-                .iter()
-                .any(|(k, _)| k == http::header::AUTHORIZATION);
-            let endpoint = endpoint::check(i, hook, has_authorization)?;
+            // A subscription's fixed headers go out with its webhook's: one Authorization.
+            let fixed = self.send_as.iter().flat_map(|s| s.headers.iter());
+            let has_authorization =
+                (headers.iter().chain(fixed)).any(|(k, _)| k == http::header::AUTHORIZATION);
+            let endpoint = endpoint_check::check(i, hook, has_authorization)?;
             headers.extend((endpoint.authorization).map(|v| (http::header::AUTHORIZATION, v)));
             let scheme = hook.signature_scheme.unwrap_or(self.signature_scheme);
             if let (SignatureScheme::StandardWebhooks, Some(secrets)) =

@@ -77,7 +77,7 @@ impl Config {
     }
 
     /// The settings of the client that delivers subscription `i`: the parent's, with the
-    /// subscription's URL as its one webhook, Segment's 10 s timeout, no ingestion and no
+    /// subscription's URL and endpoint settings as its one webhook, Segment's 10 s timeout, no ingestion and no
     /// spool of its own (it is a tenant of the parent's), and outcomes reported with the
     /// subscription's name.
     pub(crate) fn for_subscription(&self, i: usize) -> Result<Config, Error> {
@@ -99,7 +99,16 @@ impl Config {
             .expect("POST, PUT and PATCH are methods");
         let mut c = self.clone();
         c.write_key = None;
-        c.webhooks = vec![Webhook::new(sub.url()).enabled(sub.enabled())];
+        // The subscription's endpoint settings on its one webhook: delivery, tokens, TLS,
+        // signature and rate limit are a webhook's, checked and named as one.
+        let endpoint = sub.endpoint().clone();
+        let mut hook = Webhook::new(sub.url()).enabled(sub.enabled());
+        hook.auth = endpoint.auth;
+        hook.tls = endpoint.tls;
+        hook.signature_header = endpoint.signature_header;
+        hook.signature_scheme = endpoint.signature_scheme;
+        hook.rate_limit = endpoint.rate_limit;
+        c.webhooks = vec![hook];
         c.subscriptions = Vec::new();
         c.timeout = SUBSCRIPTION_TIMEOUT;
         c.spool = None;

@@ -5,11 +5,14 @@
 //!
 //! `fql.rs` reads triggers and `trigger.rs` evaluates them; `mapping/` is mapping-kit;
 //! `request.rs` the Send action's rules for headers, body and batches; `js/` the JavaScript
-//! semantics all of them share. Everything is read once, when a subscription is configured;
-//! per event, a trigger allocates nothing and a mapping only what it builds.
+//! semantics all of them share; `endpoint.rs` reads how its endpoint wants to be called
+//! (`model/endpoint.rs`'s settings, a webhook's too). Everything is read once, when a
+//! subscription is configured; per event, a trigger allocates nothing and a mapping only what
+//! it builds.
 //!
-//! May use: serde_json and std, and the crate's leaves (`error`, `log`).
+//! May use: serde_json and std, the crate's leaves (`error`, `log`), and `model/endpoint.rs`.
 
+mod endpoint;
 pub(crate) mod fql;
 pub(crate) mod js;
 pub(crate) mod mapping;
@@ -21,6 +24,7 @@ pub use mapping::{Mapping, MappingError};
 pub use trigger::{Trigger, Unevaluable};
 
 use crate::error::Error;
+use crate::model::endpoint::Endpoint;
 use js::V;
 use serde_json::{json, Map, Value};
 use std::borrow::Cow;
@@ -140,6 +144,7 @@ pub struct Subscription {
     batch_size: Option<usize>,
     enabled: bool,
     batch_signature: BatchSignature,
+    endpoint: Endpoint,
 }
 
 /// Headers known at configuration (no directive in them) or mapped per event.
@@ -239,6 +244,11 @@ const SETTINGS_FIELDS: &[&str] = &[
     "batch_size",
     "enabled",
     "batch_signature",
+    "auth",
+    "tls",
+    "signature_header",
+    "signature_scheme",
+    "rate_limit",
 ];
 
 fn config(setting: &str, reason: impl Into<String>) -> Error {
@@ -304,6 +314,7 @@ impl Subscription {
             batch_size: s.batch_size,
             enabled: s.enabled,
             batch_signature: s.batch_signature,
+            endpoint: Endpoint::default(),
         })
     }
 
@@ -431,7 +442,13 @@ impl Subscription {
 
     /// A subscription from our own JSON settings: `name`, `trigger`, `url`, `method`,
     /// `headers`, `data`, `batch_size` (given: batching on), `enabled`, `batch_signature`
-    /// (`body` or `first-element`).
+    /// (`body` or `first-element`), and how its endpoint wants to be called, as a webhook's
+    /// in the relay's API: `auth` (`{"type": "basic", "user", "password"}`, `{"type":
+    /// "bearer", "token"}` or `{"type": "oauth2", "token_url", "client_id", "client_secret"
+    /// or "client_assertion_key", "scope", "audience"}`), `tls` (`{"client_cert",
+    /// "client_key", "ca_certs"}`, each PEM text or a path), `signature_header`,
+    /// `signature_scheme` and `rate_limit` (`{"per_second", "burst"}`); a `null` is a
+    /// setting left out. Their values are checked with the client, as a webhook's are.
     pub fn from_settings(settings: &Value) -> Result<Subscription, Error> {
         let top = settings
             .as_object()
@@ -490,19 +507,23 @@ impl Subscription {
                 ))
             }
         };
-        Subscription::new(s)
+        let endpoint = endpoint::read(top)?;
+        Ok(Subscription::new(s)?.with_endpoint(endpoint))
     }
 
     /// A subscription from JSON in either form: Segment's export (it has `subscribe` or
     /// `mapping`; [`from_segment`](Self::from_segment)) or our settings
-    /// ([`from_settings`](Self::from_settings)). What every face takes.
+    /// ([`from_settings`](Self::from_settings)). What every face takes. In either form the
+    /// endpoint settings of [`from_settings`](Self::from_settings) (`auth`, `tls`,
+    /// `signature_header`, `signature_scheme`, `rate_limit`) sit at the top level: Segment's
+    /// export has none, and one pasted as it is may be given them beside its own fields.
     pub fn from_json(value: &Value) -> Result<Subscription, Error> {
-        let segment = value
-            .as_object()
-            .is_some_and(|o| o.contains_key("subscribe") || o.contains_key("mapping"));
-        match segment {
-            true => Subscription::from_segment(value),
-            false => Subscription::from_settings(value),
+        match value.as_object() {
+            Some(o) if o.contains_key("subscribe") || o.contains_key("mapping") => {
+                let sub = Subscription::from_segment(value)?;
+                Ok(sub.with_endpoint(endpoint::read(o)?))
+            }
+            _ => Subscription::from_settings(value),
         }
     }
 
@@ -511,6 +532,19 @@ impl Subscription {
     pub fn with_batch_signature(mut self, signature: BatchSignature) -> Subscription {
         self.batch_signature = signature;
         self
+    }
+
+    /// The same subscription with its endpoint called as `endpoint` says (auth, TLS,
+    /// signature header and scheme, rate limit), as a webhook's would be: checked when the
+    /// client is built, errors named `subscriptions[i].auth.token` and so on.
+    pub fn with_endpoint(mut self, endpoint: Endpoint) -> Subscription {
+        self.endpoint = endpoint;
+        self
+    }
+
+    /// How its endpoint wants to be called.
+    pub fn endpoint(&self) -> &Endpoint {
+        &self.endpoint
     }
 
     /// The subscription's name.
@@ -549,13 +583,21 @@ impl Subscription {
     }
 
     /// The headers of every request when no directive is in them (names in lower case,
-    /// each value's characters one byte each), and whether they set `X-Signature`
-    /// themselves; `None` when they are mapped per event.
+    /// each value's characters one byte each), and whether they set the signature
+    /// themselves (`X-Signature`, or the endpoint's `signature_header`); `None` when they are
+    /// mapped per event.
     pub fn fixed_headers(&self) -> Option<(&[(String, String)], bool)> {
         match &self.headers {
-            Headers::Fixed(list, own) => Some((list, *own)),
+            Headers::Fixed(list, own) => Some((list, self.own_signature(list, *own))),
             Headers::Mapped(_) => None,
         }
+    }
+
+    /// Whether `headers` give the signature themselves: `own` (they set `X-Signature`), or
+    /// they set the header the endpoint's signature goes in.
+    fn own_signature(&self, headers: &[(String, String)], own: bool) -> bool {
+        own || (self.endpoint.signature_header.as_deref())
+            .is_some_and(|h| headers.iter().any(|(n, _)| n.eq_ignore_ascii_case(h)))
     }
 
     /// Turns the subscription on or off (a disabled one keeps its settings).
@@ -588,9 +630,13 @@ impl Subscription {
             })
         };
         let (headers, own_signature) = match &self.headers {
-            Headers::Fixed(list, own) => (Cow::Borrowed(list.as_slice()), *own),
+            Headers::Fixed(list, own) => (
+                Cow::Borrowed(list.as_slice()),
+                self.own_signature(list, *own),
+            ),
             Headers::Mapped(m) => {
                 let (list, own) = request::headers(event_value(m, event)?).map_err(field_error)?;
+                let own = self.own_signature(&list, own);
                 (Cow::Owned(list), own)
             }
         };
