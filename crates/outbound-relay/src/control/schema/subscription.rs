@@ -3,8 +3,8 @@
 //! the subscription of the same name and URL; for auth, the same type and token URL), PEM
 //! text for TLS. The core reads the body; these types document it.
 
-use super::{AuthInput, RateLimit, TlsInput};
-use serde::Deserialize;
+use super::{AuthInput, Health, RateLimit, TlsInput};
+use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 /// A subscription, in either form: our settings, or Segment's export as it is.
@@ -72,4 +72,60 @@ pub struct SegmentSubscription {
     /// `x-signature`, `standard-webhooks` or `hmac-sha256`: instead of the source's.
     pub signature_scheme: Option<String>,
     pub rate_limit: Option<RateLimit>,
+}
+
+/// A subscription's state: its messages (one per event its trigger matched) and its
+/// endpoint's health.
+#[derive(Serialize, ToSchema)]
+pub struct SubscriptionState {
+    pub source: String,
+    pub subscription: String,
+    pub enabled: bool,
+    /// Events it matched and took, in all.
+    pub accepted: u64,
+    pub delivered: u64,
+    /// Failed for good (a permanent answer, the retry window closed, or its mapping failed).
+    pub failed: u64,
+    /// Taken and not yet ended.
+    pub waiting: u64,
+    pub retries: u64,
+    pub health: Health,
+}
+
+/// What a preview is asked: an event, and either a subscription's settings (not saved) or,
+/// on `/subscriptions/{subscription}/preview`, none (the saved one's).
+#[derive(Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PreviewAsk {
+    /// The settings to try, in either form a source takes.
+    #[serde(default)]
+    #[schema(value_type = Option<Object>)]
+    pub subscription: Option<serde_json::Value>,
+    /// An event as Segment's tracking API gives it (`type`, `event`, `properties`, ...).
+    #[schema(value_type = Object)]
+    pub event: serde_json::Value,
+}
+
+/// A preview: whether the trigger matches the event, and the request it would make.
+#[derive(Serialize, ToSchema)]
+pub struct Preview {
+    pub matches: bool,
+    /// The request (null when it does not match, or when the event fails the mapping).
+    pub request: Option<PreviewRequest>,
+    /// Why Segment's code would fail this event (its trigger or its mapping).
+    pub error: Option<String>,
+}
+
+/// The request a subscription would make; the relay adds `user-agent` and, when `signed`,
+/// the signature.
+#[derive(Serialize, ToSchema)]
+pub struct PreviewRequest {
+    pub method: String,
+    pub url: String,
+    /// `[name, value]` pairs, names in lower case, in order.
+    #[schema(value_type = Vec<Vec<String>>)]
+    pub headers: Vec<(String, String)>,
+    /// The body as sent (canonical JSON); null: the request has none.
+    pub body: Option<String>,
+    pub signed: bool,
 }
