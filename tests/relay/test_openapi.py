@@ -188,5 +188,18 @@ def _call_every_route(admin, relay: Relay, rx) -> set:
     ask = models.PreviewAsk.from_dict({"event": event, "subscription": {
         "name": "t", "trigger": 'type = "identify"', "url": f"{rx.url}/x"}})
     assert call("subscriptions", "preview_subscription", 200, name="gen", body=ask).matches is False
+    # Recent events: the first ask starts the capture; what the source accepts then is listed.
+    recent = call("records", "list_recent_events", 200, name="gen")
+    assert recent.events == [] and recent.capacity == 20 and recent.capturing_until, recent
+    send = urllib.request.Request(
+        relay.url + "/v1/track", method="POST",
+        data=json.dumps({"userId": "u1", "event": "Seen", "messageId": "gen-3"}).encode(),
+        headers={"Content-Type": "application/json",
+                 "Authorization": "Basic " + base64.b64encode(b"wk_gen:").decode()})
+    with urllib.request.urlopen(send, timeout=10) as answer:
+        assert answer.status == 200
+    recent = call("records", "list_recent_events", 200, name="gen")
+    assert [(e.type_, e.name, e.too_large) for e in recent.events] == [("track", "Seen", False)], recent
+    assert recent.events[0].to_dict()["event"]["messageId"] == "gen-3", recent
     call("sources", "delete_source", 204, name="gen")
     return called

@@ -4,10 +4,12 @@
 // PUT of the source as the relay showed it, its `subscriptions` changed (If-Match: a change made meanwhile is
 // said, never undone unseen); a refusal is shown at the field it names
 // (`subscriptions[2].trigger`, `subscriptions[0].data.total.@path`). Beside it, a preview:
-// what the form's settings, unsaved, would send for an event (POST …/subscriptions/preview).
+// what the form's settings, unsaved, would send for an event (POST …/subscriptions/preview),
+// the event pasted or picked among the source's recent ones (recent_events.js).
 
 import * as api from './api.js'
 import { h, fill, labelled } from './dom.js'
+import { recentEvents } from './recent_events.js'
 import { refused, heading } from './source.js'
 import { endpointFields, readEndpoint } from './endpoint.js'
 import {
@@ -113,6 +115,8 @@ export function render(main, ctx) {
   const fromSegmentFirst = !sub && /(^|&)from=segment(&|$)/.test(location.hash.split('?')[1] || '')
   let source = null
   let etag = null
+  // The recent events' picker of the form drawn last: its asking ends with the screen.
+  let stopRecent = () => {}
 
   async function load(message) {
     try {
@@ -195,9 +199,17 @@ export function render(main, ctx) {
     const previewForm = h('form', { class: 'preview', novalidate: true, 'aria-labelledby': `preview-title-${id}` },
       h('h2', { id: `preview-title-${id}` }, 'Preview'),
       h('p', { class: 'help' }, 'What the settings in the form (saved or not) would send for this event. Nothing is sent.'),
-      field('event', 'Event (JSON)', event),
+      field('event', 'Event (JSON)', event, 'Paste an event, or pick one this source just sent in Recent events.'),
       h('div', { class: 'toolbar' }, previewButton, sampleButton),
       result)
+    // Picked, an event goes in the box and is previewed at once.
+    stopRecent()
+    const recent = recentEvents(name, ctx.current, (picked) => {
+      event.value = pretty(picked)
+      previewForm.requestSubmit()
+    })
+    stopRecent = recent.stop
+    event.closest('.field').after(recent.el)
 
     fill(main, ...(sub === null ? [...heading(name, 'subscriptions'),
       h('div', { class: 'sub-head' }, h('h2', {}, 'New subscription'),
@@ -417,7 +429,7 @@ export function render(main, ctx) {
   }
 
   load()
-  return null
+  return () => stopRecent()
 }
 
 // A preview's answer: whether it matches, and the request (or why it would fail).

@@ -47,6 +47,7 @@ const FILES: &[(&str, &str, &[u8])] = &[
     asset!("source.js", JS),
     asset!("attempts.js", JS),
     asset!("dead_letters.js", JS),
+    asset!("recent_events.js", JS),
     asset!("settings.js", JS),
     asset!("endpoint.js", JS),
     asset!("audit.js", JS),

@@ -46,7 +46,11 @@ impl App {
         let tls = http::tls::acceptor(relay).map_err(|e| e.to_string())?;
         // One engine for every source (`io_threads`, `memory_window`).
         let engine = Arc::new(sources::engine::start_engine(relay).map_err(|e| e.to_string())?);
-        let ops = operations::Ops::default();
+        let recent = test_capture_lease().map(operations::recent::Recent::with_lease);
+        let ops = operations::Ops {
+            recent: recent.unwrap_or_default(),
+            ..operations::Ops::default()
+        };
         ops.metrics.set_per_source(operations::metrics::PerSource {
             named: relay.metrics_sources.iter().cloned().collect(),
             top: relay.metrics_top_sources,
@@ -110,11 +114,13 @@ impl App {
             )),
             false => None,
         };
-        // Removed sources drain; each second the ones done are closed.
-        let reg = state.registry.clone();
+        // Removed sources drain; each second the ones done are closed, and the captures of
+        // recent events nobody looks at any more end.
+        let (reg, recent) = (state.registry.clone(), state.ops.recent.clone());
         let draining = tokio::spawn(async move {
             loop {
                 tokio::time::sleep(Duration::from_secs(1)).await;
+                recent.sweep();
                 let reg = reg.clone();
                 let _ = tokio::task::spawn_blocking(move || reg.tick()).await;
             }
@@ -159,4 +165,11 @@ impl App {
             .close(left.max(Duration::from_millis(100)));
         took
     }
+}
+
+/// `OUTBOUND_RELAY_TEST_CAPTURE_SECONDS`: a shorter lease for a look at a source's recent
+/// events, for tests that see a capture end. It can only shorten it (to 1 s at least).
+fn test_capture_lease() -> Option<Duration> {
+    let text = std::env::var("OUTBOUND_RELAY_TEST_CAPTURE_SECONDS").ok()?;
+    text.trim().parse::<u64>().ok().map(Duration::from_secs)
 }

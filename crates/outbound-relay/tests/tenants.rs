@@ -499,6 +499,8 @@ fn what_a_source_token_can_do_route_by_route() {
         ),
         ("GET", "/admin/sources/{name}/health", 200, 403),
         ("GET", "/admin/sources/{name}/activity", 200, 403),
+        // Starts the capture of its own source's events (tests/recent_events.rs).
+        ("GET", "/admin/sources/{name}/recent-events", 200, 403),
         (
             "GET",
             "/admin/sources/{name}/webhooks/{index}/attempts",

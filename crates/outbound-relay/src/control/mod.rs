@@ -12,6 +12,8 @@
 //! - `admin.rs`: deletions and audiences;
 //! - `records.rs`: a source's delivery records (each webhook's health and attempts, the dead
 //!   letters and their replay);
+//! - `recent.rs`: a source's recent events, captured while someone looks (a preview's
+//!   events);
 //! - `schema.rs`: every body as a type; `openapi.rs`: the document generated from them and
 //!   from each route's declaration (`GET /admin/openapi.json`).
 //!
@@ -28,6 +30,7 @@ mod endpoint;
 mod follow;
 pub mod listing;
 pub mod openapi;
+pub mod recent;
 pub mod records;
 #[cfg(test)]
 mod reference;

@@ -5,7 +5,7 @@
 
 use super::auth::Caller;
 use super::schema::Refusal;
-use super::{admin, alerts, audit, listing, records, sources, subscriptions, tokens, Api};
+use super::{admin, alerts, audit, listing, recent, records, sources, subscriptions, tokens, Api};
 use crate::http::reply::Answer;
 use axum::extract::State;
 use axum::http::header::CONTENT_TYPE;
@@ -62,6 +62,7 @@ pub fn routes() -> (axum::Router<Api>, String) {
         .routes(routes!(records::replay_progress))
         .routes(routes!(records::dead_letter, records::delete_dead_letter))
         .routes(routes!(records::replay_one))
+        .routes(routes!(recent::list))
         .routes(routes!(subscriptions::state))
         .routes(routes!(subscriptions::attempts))
         .routes(routes!(subscriptions::dead_letters))
@@ -191,6 +192,6 @@ mod tests {
                 assert!(op["responses"]["401"].is_object(), "{method} {path}");
             }
         }
-        assert_eq!(ids.len(), 32);
+        assert_eq!(ids.len(), 33);
     }
 }

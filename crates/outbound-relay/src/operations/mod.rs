@@ -3,7 +3,8 @@
 //! every 10 s: `log_rate`), the open-files limit (`open_files`), free
 //! heap pages back to the system (`memory`), SIGHUP (`reload`), each source's last hour
 //! of outcomes, minute by minute (`activity`), `data_dir` kept the process's own
-//! (`data_dir`), `outbound-relay check` (`check`), and the operator's alerts (`alerts`).
+//! (`data_dir`), `outbound-relay check` (`check`), the operator's alerts (`alerts`), and the
+//! events of the sources someone looks at (`recent`).
 
 pub mod activity;
 pub mod alerts;
@@ -15,6 +16,7 @@ pub mod logging;
 pub mod memory;
 pub mod metrics;
 pub mod open_files;
+pub mod recent;
 pub mod reload;
 
 /// What the relay keeps of its own running (no process globals): counters and gauges, the
@@ -26,6 +28,8 @@ pub struct Ops {
     pub activities: activity::Activities,
     /// The operator's alerts (off without `alert_url`).
     pub alerts: alerts::Alerts,
+    /// The recent events of the sources someone looks at.
+    pub recent: recent::Recent,
 }
 
 impl Ops {

@@ -8,7 +8,7 @@
 
 use outbound::{AudienceSync, Client};
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::Relaxed, Ordering::SeqCst};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -21,6 +21,10 @@ pub struct Slot {
     users: AtomicUsize,
     /// Closed for good: no successor is coming.
     closed: std::sync::atomic::AtomicBool,
+    /// Someone looks at the source's recent events (`operations::recent` sets it): its
+    /// requests copy what they accept. Here, on data a request has at hand, so that a source
+    /// nobody looks at pays one relaxed load and no lookup.
+    capturing: AtomicBool,
     /// Notified when a change ends: what waiting uses wait for (no allocation: a watch
     /// channel was 352 bytes for each of 10,000 sources).
     ready: tokio::sync::Notify,
@@ -50,6 +54,7 @@ impl Slot {
             spooled: spooled.into(),
             users: AtomicUsize::new(0),
             closed: false.into(),
+            capturing: false.into(),
             ready: tokio::sync::Notify::new(),
             audiences: Mutex::new(None),
             audiences_path,
@@ -67,6 +72,17 @@ impl Slot {
                 None
             }
         }
+    }
+
+    /// Whether the source's accepted events are to be copied for a look at them. Relaxed: the
+    /// copies are kept under the capture's own lock, which checks again.
+    pub fn capturing(&self) -> bool {
+        self.capturing.load(Relaxed)
+    }
+
+    /// Turns the copying of accepted events on or off (`operations::recent`, under its lock).
+    pub fn set_capturing(&self, on: bool) {
+        self.capturing.store(on, Relaxed);
     }
 
     /// Waits (until `deadline`) for a change under way to end; false at the deadline.

@@ -32,7 +32,7 @@ pub fn read_event(
 }
 
 /// `"key"`, escaped as JSON.
-fn push_key(text: &mut String, key: &str) {
+pub fn push_key(text: &mut String, key: &str) {
     if key.bytes().all(|b| b >= 0x20 && b != b'"' && b != b'\\') {
         text.push('"');
         text.push_str(key);

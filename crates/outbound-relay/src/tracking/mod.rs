@@ -18,8 +18,11 @@
 //! finds the deadline passed enqueues nothing.
 //!
 //! Events accepted and rejected (per source and reason) are counted here; requests and their
-//! latency in `server.rs`.
+//! latency in `server.rs`. While someone looks at a source's recent events, what it accepts
+//! is copied for them (`capture.rs`, `operations::recent`); otherwise that costs a request
+//! one relaxed load of its source's flag.
 
+mod capture;
 mod cors;
 mod events;
 mod fields;
@@ -264,13 +267,22 @@ fn take(sources: &Sources, r: &Request) -> Took {
             "the request took longer than request_timeout",
         ));
     }
+    let capturing = source.slot.capturing();
     match r.endpoint {
         Endpoint::Single(kind) => {
             let mut event = fields;
             event.set("type", type_value(kind));
-            single(&r.ops, source, client, event, &r.received)
+            single(&r.ops, source, client, event, &r.received, capturing)
         }
-        Endpoint::Batch => batch(&r.ops, source, client, fields, events, &r.received),
+        Endpoint::Batch => batch(
+            &r.ops,
+            source,
+            client,
+            fields,
+            events,
+            &r.received,
+            capturing,
+        ),
     }
 }
 
@@ -309,17 +321,23 @@ fn single(
     client: &Client,
     event: Fields<'_>,
     received: &Received,
+    capturing: bool,
 ) -> Took {
-    let result =
-        read_event(&event, &mut String::new(), received).and_then(|msg| client.enqueue_with(&msg));
+    let result = read_event(&event, &mut String::new(), received).and_then(|msg| {
+        client.enqueue_with(&msg)?;
+        Ok(capturing.then(|| capture::captured(&event, &msg, received)))
+    });
     let e = match result {
-        Ok(_) => {
+        Ok(copy) => {
+            if let Some(copy) = copy {
+                ops.recent.record(&source.spec.tenant, [copy]);
+            }
             return Took::Enqueued(Enqueued {
                 source: source.clone(),
                 accepted: 1,
                 rejected: None,
                 commit: Some(commit_of(client)),
-            })
+            });
         }
         Err(e) => e,
     };
@@ -345,6 +363,7 @@ fn batch(
     mut obj: Fields<'_>,
     batch: Option<Batch<'_>>,
     received: &Received,
+    capturing: bool,
 ) -> Took {
     let Some(batch) = batch else {
         return Took::Answered(reply::error(
@@ -373,6 +392,8 @@ fn batch(
     let (mut accepted, mut read, mut read_ok) = (0, 0, 0);
     let indexes: Vec<usize> = batch.events.iter().map(|(index, _)| *index).collect();
     let mut text = String::new();
+    // While captured, each event's copy in its place (none for one the core refused).
+    let mut copies = Vec::new();
     let objects = batch.events.into_iter().map(|(_, mut event)| {
         for (k, v) in &shared {
             if !event.contains(k) {
@@ -382,17 +403,30 @@ fn batch(
         let message = read_event(&event, &mut text, received);
         read += 1;
         read_ok += usize::from(message.is_ok());
+        if capturing {
+            let copy = message.as_ref().ok();
+            copies.push(copy.map(|m| capture::captured(&event, m, received)));
+        }
         message
     });
     // All or none: a 429 must not leave part of the batch queued, to be delivered twice
     // when the SDK sends the whole batch again.
     match client.enqueue_each(objects) {
         Ok(answers) => {
-            for (index, answer) in indexes.into_iter().zip(answers) {
+            let mut kept = Vec::new();
+            for (at, (index, answer)) in indexes.into_iter().zip(answers).enumerate() {
                 match answer {
-                    Ok(_) => accepted += 1,
+                    Ok(_) => {
+                        accepted += 1;
+                        if capturing {
+                            kept.extend(copies.get_mut(at).and_then(Option::take));
+                        }
+                    }
                     Err(e) => rejected.add(index, reason(&e), &e),
                 }
+            }
+            if capturing {
+                ops.recent.record(&source.spec.tenant, kept);
             }
         }
         Err(e) => {
