@@ -50,10 +50,12 @@ SUBS = ("all", "some", "batched")
 SUB_BATCH = 100
 
 
-def sub_settings(url: str) -> List[Dict[str, Any]]:
-    """The 3 subscriptions, as dicts (the last in Segment's export form)."""
+def sub_settings(url: str, rate_limit: Optional[int] = None) -> List[Dict[str, Any]]:
+    """The 3 subscriptions, as dicts (the last in Segment's export form); with `rate_limit`
+    (--endpoint-auth), each behind the bearer token the receiver requires, the first also
+    limited to that many requests a second."""
     mid = {"@path": "$.messageId"}
-    return [
+    subs: List[Dict[str, Any]] = [
         {"name": "all", "trigger": 'type = "track"', "url": f"{url}/sub/all", "method": "PUT",
          "headers": {"X-Soak": "all"},
          "data": {"messageId": mid, "i": {"@path": "$.properties.i"}}},
@@ -64,6 +66,11 @@ def sub_settings(url: str) -> List[Dict[str, Any]]:
                      "batch_size": SUB_BATCH,
                      "data": {"messageId": mid, "bucket": {"@path": "$.properties.bucket"}}}},
     ]
+    if rate_limit is not None:
+        for sub in subs:
+            sub["auth"] = {"type": "bearer", "token": TOKEN}
+        subs[0]["rate_limit"] = {"per_second": rate_limit}
+    return subs
 
 
 def sub_matches(name: str, i: int) -> bool:
@@ -190,7 +197,7 @@ def main() -> int:
         max_queue_size=a.n,
         on_outcome=on_sub_outcome if subs else on_outcome,
         **hooks,
-        **({"subscriptions": sub_settings(rx.url)} if subs else {}),
+        **({"subscriptions": sub_settings(rx.url, a.rate_limit if a.endpoint_auth else None)} if subs else {}),
     )
     ids: List[str] = []
     index: Dict[str, int] = {}  # message id -> i

@@ -9,7 +9,9 @@
 #                             build, from .venv); part of scripts/test.sh
 #   ... --endpoint-auth       either run with the webhook behind a bearer token the receiver
 #                             requires and a rate limit (1,000/s; smoke: 200/s); full figures in
-#                             bench/results/soak-endpoint-auth.json
+#                             bench/results/soak-endpoint-auth.json; with --subscriptions too,
+#                             the subscriptions behind the token as well (the first also
+#                             limited): bench/results/soak-subscriptions-endpoint-auth.json
 #   ... --subscriptions       either run with 3 subscriptions on the client too, at the chaos
 #                             receiver (stalls past their 10 s timeout): one for every track
 #                             (PUT, a mapped body), one for 30 % by its trigger, one batching
@@ -31,11 +33,11 @@ for arg in "$@"; do
     --endpoint-auth) AUTH=(--endpoint-auth); OUT=bench/results/soak-endpoint-auth.json ;;
     --subscriptions) SUBS=(--subscriptions); OUT=bench/results/soak-subscriptions.json ;;
     -h|--help) sed -n '2,22p' "$0"; exit 0 ;;
-    *) echo "usage: scripts/soak.sh [--smoke] [--endpoint-auth | --subscriptions]" >&2; exit 2 ;;
+    *) echo "usage: scripts/soak.sh [--smoke] [--endpoint-auth] [--subscriptions]" >&2; exit 2 ;;
   esac
 done
 if [ ${#AUTH[@]} -gt 0 ] && [ ${#SUBS[@]} -gt 0 ]; then
-  echo "usage: scripts/soak.sh [--smoke] [--endpoint-auth | --subscriptions]" >&2; exit 2
+  OUT=bench/results/soak-subscriptions-endpoint-auth.json
 fi
 source "$(dirname "$0")/fault-env.sh"
 if [ "$MODE" = smoke ]; then

@@ -128,7 +128,7 @@ func main() {
 	flag.DurationVar(&r.stall, "stall", 6*time.Second, "how long a stall lasts")
 	flag.DurationVar(&r.subStall, "sub-stall", 11500*time.Millisecond, "how long a stall of a subscription's request lasts")
 	flag.StringVar(&secret, "secret", "", "shared secret of the webhook signatures")
-	flag.StringVar(&r.authorization, "authorization", "", "the Authorization header every webhook request must carry (401 otherwise)")
+	flag.StringVar(&r.authorization, "authorization", "", "the Authorization header every webhook and subscription request must carry (401 otherwise)")
 	flag.Int64Var(&seed, "seed", 1, "random seed")
 	flag.Parse()
 	r.secret = []byte(secret)
@@ -214,7 +214,7 @@ func (r *receiver) serve(w http.ResponseWriter, q *http.Request, d *dest, k kind
 			ids = append(ids, m.MessageID)
 		}
 	} else {
-		if k == kindHook && r.authorization != "" && q.Header.Get("Authorization") != r.authorization {
+		if r.authorization != "" && q.Header.Get("Authorization") != r.authorization {
 			r.badAuth.Add(1)
 			http.Error(w, "authorization", http.StatusUnauthorized)
 			return
