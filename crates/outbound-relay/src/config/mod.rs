@@ -404,21 +404,7 @@ impl Relay {
         } else {
             base_dir.join(&f.data_dir)
         };
-        if f.admin_token.as_deref() == Some("") {
-            return Err(err(
-                "admin_token".into(),
-                "must not be empty (leave it out to turn the admin API off)".into(),
-            ));
-        }
-        if f.sources.is_empty() && f.admin_token.is_none() {
-            // With the admin API on, sources may all come from it.
-            return Err(err(
-                "sources".into(),
-                "at least one [[sources]] is needed (or admin_token, to set them up through \
-                 the admin API)"
-                    .into(),
-            ));
-        }
+        access(&f).map_err(|(k, r)| err(k, r))?;
         let shutdown_timeout = f
             .shutdown_timeout
             .unwrap_or(Seconds(10.0))
@@ -430,31 +416,7 @@ impl Relay {
             .duration("close_timeout")
             .map_err(|(k, r)| err(k, r))?;
         let limits = limits(&f).map_err(|(k, r)| err(k, r))?;
-        let tls = match (&f.tls_cert, &f.tls_key) {
-            (None, None) => None,
-            (Some(cert), Some(key)) => Some(Tls {
-                cert: base_dir.join(cert),
-                key: base_dir.join(key),
-            }),
-            (Some(_), None) => {
-                return Err(err(
-                    "tls_key".into(),
-                    "is needed with tls_cert (both or neither)".into(),
-                ))
-            }
-            (None, Some(_)) => {
-                return Err(err(
-                    "tls_cert".into(),
-                    "is needed with tls_key (both or neither)".into(),
-                ))
-            }
-        };
-        if f.metrics_token.as_deref() == Some("") {
-            return Err(err(
-                "metrics_token".into(),
-                "must not be empty (leave it out to use the admin token)".into(),
-            ));
-        }
+        let tls = tls(&f, base_dir).map_err(|(k, r)| err(k, r))?;
         let log_format = match f.log_format.as_deref() {
             None => LogFormat::Text,
             Some(v) => LogFormat::parse(v).ok_or_else(|| {
@@ -472,37 +434,11 @@ impl Relay {
             .map(PublicUrl::parse)
             .transpose()
             .map_err(|why| err("public_url".into(), why))?;
-        let redis_ack: outbound::RedisAck = match f.redis_ack.as_deref() {
-            None => outbound::RedisAck::Auto,
-            Some(v) => v.parse().map_err(|e: outbound::Error| {
-                let reason = match e {
-                    outbound::Error::Config { reason, .. } => reason,
-                    other => other.to_string(),
-                };
-                err("redis_ack".into(), reason)
-            })?,
-        };
-        let io_threads = f.io_threads.unwrap_or_else(default_io_threads);
-        if !(1..=outbound::MAX_IO_THREADS).contains(&io_threads) {
-            return Err(err(
-                "io_threads".into(),
-                format!(
-                    "{io_threads} is not between 1 and {}",
-                    outbound::MAX_IO_THREADS
-                ),
-            ));
-        }
-        let memory_window =
-            (f.memory_window).unwrap_or(outbound::EngineConfig::default().memory_window);
-        if memory_window == 0 {
-            return Err(err("memory_window".into(), "must be at least 1".into()));
-        }
-        if f.spool_max_total_bytes == Some(0) {
-            return Err(err(
-                "spool_max_total_bytes".into(),
-                "must be at least 1".into(),
-            ));
-        }
+        let Engine {
+            redis_ack,
+            io_threads,
+            memory_window,
+        } = engine(&f).map_err(|(k, r)| err(k, r))?;
         let audit = audit_limits(&f).map_err(|(k, r)| err(k, r))?;
         let alerts = alert_settings(&f).map_err(|(k, r)| err(k, r))?;
         let base = Base {
@@ -767,6 +703,89 @@ fn fingerprint(settings: &str) -> u64 {
     let mut h = std::collections::hash_map::DefaultHasher::new();
     settings.hash(&mut h);
     h.finish()
+}
+
+/// A refusal of a top-level setting: its key and why.
+type Refusal = (String, String);
+
+/// The settings that say who may reach the relay: a token given is not empty, and without the
+/// admin API the file names its sources.
+fn access(f: &File) -> Result<(), Refusal> {
+    if f.admin_token.as_deref() == Some("") {
+        let why = "must not be empty (leave it out to turn the admin API off)";
+        return Err(("admin_token".into(), why.into()));
+    }
+    if f.sources.is_empty() && f.admin_token.is_none() {
+        // With the admin API on, sources may all come from it.
+        let why = "at least one [[sources]] is needed (or admin_token, to set them up through \
+                   the admin API)";
+        return Err(("sources".into(), why.into()));
+    }
+    if f.metrics_token.as_deref() == Some("") {
+        let why = "must not be empty (leave it out to use the admin token)";
+        return Err(("metrics_token".into(), why.into()));
+    }
+    Ok(())
+}
+
+/// The listener's certificate and key, both or neither, relative to the file's directory.
+fn tls(f: &File, base_dir: &Path) -> Result<Option<Tls>, Refusal> {
+    match (&f.tls_cert, &f.tls_key) {
+        (None, None) => Ok(None),
+        (Some(cert), Some(key)) => Ok(Some(Tls {
+            cert: base_dir.join(cert),
+            key: base_dir.join(key),
+        })),
+        (Some(_), None) => Err((
+            "tls_key".into(),
+            "is needed with tls_cert (both or neither)".into(),
+        )),
+        (None, Some(_)) => Err((
+            "tls_cert".into(),
+            "is needed with tls_key (both or neither)".into(),
+        )),
+    }
+}
+
+/// The engine's settings in the file, checked.
+struct Engine {
+    redis_ack: outbound::RedisAck,
+    io_threads: usize,
+    memory_window: usize,
+}
+
+fn engine(f: &File) -> Result<Engine, Refusal> {
+    let redis_ack = match f.redis_ack.as_deref() {
+        None => outbound::RedisAck::Auto,
+        Some(v) => v.parse().map_err(|e: outbound::Error| {
+            let reason = match e {
+                outbound::Error::Config { reason, .. } => reason,
+                other => other.to_string(),
+            };
+            ("redis_ack".to_string(), reason)
+        })?,
+    };
+    let io_threads = f.io_threads.unwrap_or_else(default_io_threads);
+    if !(1..=outbound::MAX_IO_THREADS).contains(&io_threads) {
+        let why = format!(
+            "{io_threads} is not between 1 and {}",
+            outbound::MAX_IO_THREADS
+        );
+        return Err(("io_threads".into(), why));
+    }
+    let memory_window =
+        (f.memory_window).unwrap_or(outbound::EngineConfig::default().memory_window);
+    if memory_window == 0 {
+        return Err(("memory_window".into(), "must be at least 1".into()));
+    }
+    if f.spool_max_total_bytes == Some(0) {
+        return Err(("spool_max_total_bytes".into(), "must be at least 1".into()));
+    }
+    Ok(Engine {
+        redis_ack,
+        io_threads,
+        memory_window,
+    })
 }
 
 #[cfg(test)]
