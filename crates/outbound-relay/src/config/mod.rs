@@ -434,7 +434,7 @@ impl Relay {
             .map(PublicUrl::parse)
             .transpose()
             .map_err(|why| err("public_url".into(), why))?;
-        let Engine {
+        let EngineSettings {
             redis_ack,
             io_threads,
             memory_window,
@@ -748,13 +748,13 @@ fn tls(f: &File, base_dir: &Path) -> Result<Option<Tls>, Refusal> {
 }
 
 /// The engine's settings in the file, checked.
-struct Engine {
+struct EngineSettings {
     redis_ack: outbound::RedisAck,
     io_threads: usize,
     memory_window: usize,
 }
 
-fn engine(f: &File) -> Result<Engine, Refusal> {
+fn engine(f: &File) -> Result<EngineSettings, Refusal> {
     let redis_ack = match f.redis_ack.as_deref() {
         None => outbound::RedisAck::Auto,
         Some(v) => v.parse().map_err(|e: outbound::Error| {
@@ -781,7 +781,7 @@ fn engine(f: &File) -> Result<Engine, Refusal> {
     if f.spool_max_total_bytes == Some(0) {
         return Err(("spool_max_total_bytes".into(), "must be at least 1".into()));
     }
-    Ok(Engine {
+    Ok(EngineSettings {
         redis_ack,
         io_threads,
         memory_window,
