@@ -45,16 +45,7 @@ pub(super) fn core_config(
     // Collected through a `Result`, the list keeps room for 8 webhooks: each source's config
     // stays in memory for as long as it runs.
     webhooks.shrink_to_fit();
-    let subscriptions = (s.subscriptions.iter().enumerate())
-        .map(|(i, v)| {
-            Subscription::from_json(v).map_err(|e| match e {
-                outbound::Error::Config { setting, reason } => {
-                    (format!("subscriptions[{i}].{setting}"), reason)
-                }
-                other => (format!("subscriptions[{i}]"), other.to_string()),
-            })
-        })
-        .collect::<Result<Vec<_>, _>>()?;
+    let subscriptions = subscriptions(s)?;
     let mut c = CoreConfig::default()
         .webhooks(webhooks)
         .subscriptions(subscriptions)
@@ -73,23 +64,10 @@ pub(super) fn core_config(
             c.endpoint = endpoint.clone();
         }
     }
-    let mut retry = RetryPolicy::default();
     if let Some(v) = d.timeout {
         c.timeout = v.duration("timeout")?;
     }
-    if let Some(v) = d.max_retry_duration {
-        retry.max_retry_duration = v.duration("max_retry_duration")?;
-    }
-    if let Some(v) = d.max_backoff {
-        retry.max_backoff = v.duration("max_backoff")?;
-    }
-    if let Some(v) = d.retry_base {
-        retry.base = v.duration("retry_base")?;
-    }
-    if let Some(v) = d.max_retry_after {
-        retry.max_retry_after = v.duration("max_retry_after")?;
-    }
-    c.retry = retry;
+    c.retry = retry_policy(&d)?;
     if let Some(v) = d.max_in_flight {
         c.max_in_flight = v;
     }
@@ -148,6 +126,38 @@ pub(super) fn core_config(
         c.dead_letter_max_bytes = v;
     }
     Ok(c)
+}
+
+/// A source's subscriptions, read by the core; an error named by its place in the list.
+fn subscriptions(s: &SourceFile) -> Result<Vec<Subscription>, (String, String)> {
+    (s.subscriptions.iter().enumerate())
+        .map(|(i, v)| {
+            Subscription::from_json(v).map_err(|e| match e {
+                outbound::Error::Config { setting, reason } => {
+                    (format!("subscriptions[{i}].{setting}"), reason)
+                }
+                other => (format!("subscriptions[{i}]"), other.to_string()),
+            })
+        })
+        .collect()
+}
+
+/// The retry schedule a source's delivery settings give, the core's defaults elsewhere.
+fn retry_policy(d: &Delivery) -> Result<RetryPolicy, (String, String)> {
+    let mut retry = RetryPolicy::default();
+    if let Some(v) = d.max_retry_duration {
+        retry.max_retry_duration = v.duration("max_retry_duration")?;
+    }
+    if let Some(v) = d.max_backoff {
+        retry.max_backoff = v.duration("max_backoff")?;
+    }
+    if let Some(v) = d.retry_base {
+        retry.base = v.duration("retry_base")?;
+    }
+    if let Some(v) = d.max_retry_after {
+        retry.max_retry_after = v.duration("max_retry_after")?;
+    }
+    Ok(retry)
 }
 
 /// `signature_scheme` read by the core, its error named `key`.
