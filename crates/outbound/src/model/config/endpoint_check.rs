@@ -39,24 +39,6 @@ pub(crate) fn check(
     has_static_authorization: bool,
 ) -> Result<Checked, Error> {
     let setting = |field: &str| format!("webhooks[{i}].{field}");
-    let credential = |field: &str, value: &str, may_be_empty: bool| {
-        if !may_be_empty && value.is_empty() {
-            return Err(Error::config(setting(field), "must not be empty"));
-        }
-        if value.len() > MAX_CREDENTIAL {
-            return Err(Error::config(
-                setting(field),
-                format!("{} bytes, at most {MAX_CREDENTIAL}", value.len()),
-            ));
-        }
-        if value.chars().any(|c| c.is_control()) {
-            return Err(Error::config(
-                setting(field),
-                "must not hold control characters (CR, LF, NUL, ...)",
-            ));
-        }
-        Ok(())
-    };
     let mut checked = Checked::default();
     if let Some(auth) = &hook.auth {
         if has_static_authorization {
@@ -65,52 +47,7 @@ pub(crate) fn check(
                 "an Authorization header is set among the static headers too: keep one",
             ));
         }
-        match auth {
-            Auth::Basic { user, password } => {
-                credential("auth.user", user, false)?;
-                credential("auth.password", password, true)?;
-                if user.contains(':') {
-                    return Err(Error::config(
-                        setting("auth.user"),
-                        "must not contain ':' (RFC 7617)",
-                    ));
-                }
-                let pair =
-                    base64::engine::general_purpose::STANDARD.encode(format!("{user}:{password}"));
-                checked.authorization = Some(header_value(&format!("Basic {pair}"))?);
-            }
-            Auth::Bearer { token } => {
-                credential("auth.token", token, false)?;
-                // RFC 6750's b64token: visible ASCII, no spaces.
-                if !token.bytes().all(|b| b.is_ascii_graphic()) {
-                    return Err(Error::config(
-                        setting("auth.token"),
-                        "must be visible ASCII without spaces (RFC 6750)",
-                    ));
-                }
-                checked.authorization = Some(header_value(&format!("Bearer {token}"))?);
-            }
-            Auth::OAuth2(o) => {
-                check_url(&setting("auth.token_url"), &o.token_url)?;
-                credential("auth.client_id", &o.client_id, false)?;
-                match &o.client_assertion_key {
-                    None => credential("auth.client_secret", &o.client_secret, false)?,
-                    Some(_) if !o.client_secret.is_empty() => {
-                        return Err(Error::config(
-                            setting("auth.client_secret"),
-                            "give a client secret or a client assertion key, not both",
-                        ))
-                    }
-                    Some(_) => {}
-                }
-                if let Some(scope) = &o.scope {
-                    credential("auth.scope", scope, false)?;
-                }
-                if let Some(audience) = &o.audience {
-                    credential("auth.audience", audience, false)?;
-                }
-            }
-        }
+        checked.authorization = check_auth(i, auth)?;
     }
     let tls = &hook.tls;
     match (&tls.client_cert, &tls.client_key) {
@@ -129,35 +66,7 @@ pub(crate) fn check(
         _ => {}
     }
     if let Some(name) = &hook.signature_header {
-        let parsed = HeaderName::from_bytes(name.as_bytes()).map_err(|_| {
-            Error::config(
-                setting("signature_header"),
-                "must be an HTTP token (letters, digits, !#$%&'*+-.^_`|~)",
-            )
-        })?;
-        if SIGNATURE_RESERVED.contains(&parsed.as_str()) {
-            return Err(Error::config(
-                setting("signature_header"),
-                format!("{name} is set by outbound and cannot carry the signature"),
-            ));
-        }
-        if hook.signature_scheme == Some(SignatureScheme::StandardWebhooks) {
-            return Err(Error::config(
-                setting("signature_header"),
-                "Standard Webhooks names its own headers (webhook-signature)",
-            ));
-        }
-        if hook
-            .headers
-            .iter()
-            .any(|(k, _)| k.eq_ignore_ascii_case(name))
-        {
-            return Err(Error::config(
-                setting("signature_header"),
-                format!("{name} is also a static header: keep one"),
-            ));
-        }
-        checked.signature_header = Some(parsed);
+        checked.signature_header = Some(check_signature_header(i, hook, name)?);
     }
     if let Some(rate) = hook.rate_limit {
         if rate.per_second == 0 {
@@ -174,6 +83,118 @@ pub(crate) fn check(
         }
     }
     Ok(checked)
+}
+
+/// A credential's text: given (unless `may_be_empty`), bounded, without control characters.
+fn credential(i: usize, field: &str, value: &str, may_be_empty: bool) -> Result<(), Error> {
+    let setting = || format!("webhooks[{i}].{field}");
+    if !may_be_empty && value.is_empty() {
+        return Err(Error::config(setting(), "must not be empty"));
+    }
+    if value.len() > MAX_CREDENTIAL {
+        return Err(Error::config(
+            setting(),
+            format!("{} bytes, at most {MAX_CREDENTIAL}", value.len()),
+        ));
+    }
+    if value.chars().any(|c| c.is_control()) {
+        return Err(Error::config(
+            setting(),
+            "must not hold control characters (CR, LF, NUL, ...)",
+        ));
+    }
+    Ok(())
+}
+
+/// Webhook `i`'s `auth`, checked: the `Authorization` it sends as it is (Basic, bearer), or
+/// none (OAuth2 asks its token when sending).
+fn check_auth(i: usize, auth: &Auth) -> Result<Option<HeaderValue>, Error> {
+    let setting = |field: &str| format!("webhooks[{i}].{field}");
+    match auth {
+        Auth::Basic { user, password } => {
+            credential(i, "auth.user", user, false)?;
+            credential(i, "auth.password", password, true)?;
+            if user.contains(':') {
+                return Err(Error::config(
+                    setting("auth.user"),
+                    "must not contain ':' (RFC 7617)",
+                ));
+            }
+            let pair =
+                base64::engine::general_purpose::STANDARD.encode(format!("{user}:{password}"));
+            Ok(Some(header_value(&format!("Basic {pair}"))?))
+        }
+        Auth::Bearer { token } => {
+            credential(i, "auth.token", token, false)?;
+            // RFC 6750's b64token: visible ASCII, no spaces.
+            if !token.bytes().all(|b| b.is_ascii_graphic()) {
+                return Err(Error::config(
+                    setting("auth.token"),
+                    "must be visible ASCII without spaces (RFC 6750)",
+                ));
+            }
+            Ok(Some(header_value(&format!("Bearer {token}"))?))
+        }
+        Auth::OAuth2(o) => {
+            check_url(&setting("auth.token_url"), &o.token_url)?;
+            credential(i, "auth.client_id", &o.client_id, false)?;
+            match &o.client_assertion_key {
+                None => credential(i, "auth.client_secret", &o.client_secret, false)?,
+                Some(_) if !o.client_secret.is_empty() => {
+                    return Err(Error::config(
+                        setting("auth.client_secret"),
+                        "give a client secret or a client assertion key, not both",
+                    ))
+                }
+                Some(_) => {}
+            }
+            if let Some(scope) = &o.scope {
+                credential(i, "auth.scope", scope, false)?;
+            }
+            if let Some(audience) = &o.audience {
+                credential(i, "auth.audience", audience, false)?;
+            }
+            Ok(None)
+        }
+    }
+}
+
+/// Webhook `i`'s `signature_header`, checked against the scheme and its static headers.
+fn check_signature_header(
+    i: usize,
+    hook: &crate::model::config::Webhook,
+    name: &str,
+) -> Result<HeaderName, Error> {
+    let setting = |field: &str| format!("webhooks[{i}].{field}");
+    let parsed = HeaderName::from_bytes(name.as_bytes()).map_err(|_| {
+        Error::config(
+            setting("signature_header"),
+            "must be an HTTP token (letters, digits, !#$%&'*+-.^_`|~)",
+        )
+    })?;
+    if SIGNATURE_RESERVED.contains(&parsed.as_str()) {
+        return Err(Error::config(
+            setting("signature_header"),
+            format!("{name} is set by outbound and cannot carry the signature"),
+        ));
+    }
+    if hook.signature_scheme == Some(SignatureScheme::StandardWebhooks) {
+        return Err(Error::config(
+            setting("signature_header"),
+            "Standard Webhooks names its own headers (webhook-signature)",
+        ));
+    }
+    if hook
+        .headers
+        .iter()
+        .any(|(k, _)| k.eq_ignore_ascii_case(name))
+    {
+        return Err(Error::config(
+            setting("signature_header"),
+            format!("{name} is also a static header: keep one"),
+        ));
+    }
+    Ok(parsed)
 }
 
 fn header_value(text: &str) -> Result<HeaderValue, Error> {
