@@ -143,9 +143,12 @@ impl App {
         path: Option<PathBuf>,
         current: Relay,
         log_format_given: bool,
-    ) -> (operations::reload::Reloader, operations::reload::Target) {
+    ) -> (
+        operations::reload::Reloader,
+        operations::reload::ReloadTarget,
+    ) {
         let (reg, ctl) = (self.state.registry.clone(), self.state.control.clone());
-        let target = operations::reload::Target {
+        let target = operations::reload::ReloadTarget {
             registry: self.state.registry.clone(),
             live: self.state.live.clone(),
             applied: Arc::new(move |new: &Relay| ctl.reload(new.base.clone(), new.audit, &reg)),

@@ -25,7 +25,7 @@ use crate::operations::metrics;
 pub use crate::operations::reload::Live;
 use crate::sources::registry::Registry;
 use crate::tracking;
-use crate::tracking::forwarded::{Facts, PublicUrl};
+use crate::tracking::forwarded::{PublicUrl, RequestOrigin};
 use crate::tracking::settings;
 use crate::tracking::telemetry;
 use arc_swap::ArcSwap;
@@ -230,7 +230,7 @@ async fn by_path(AxState(state): AxState<Arc<State>>, req: axum::extract::Reques
                     );
                     return reply::error(StatusCode::PAYLOAD_TOO_LARGE, too_large);
                 }
-                let facts = Facts {
+                let facts = RequestOrigin {
                     peer: arrival.peer,
                     headers: &parts.headers,
                     trusted: &state.trusted_proxies,
@@ -262,7 +262,7 @@ async fn by_path(AxState(state): AxState<Arc<State>>, req: axum::extract::Reques
         if !matches!(parts.method, Method::GET | Method::HEAD) {
             return use_method("GET");
         }
-        let facts = Facts {
+        let facts = RequestOrigin {
             peer: arrival.peer,
             headers: &parts.headers,
             trusted: &state.trusted_proxies,

@@ -51,7 +51,7 @@ pub enum ManagedBy {
 
 /// One source, ready to start.
 #[derive(Clone)]
-pub struct Source {
+pub struct SourceSpec {
     pub name: String,
     /// What tells this source from an earlier one of its name: drawn when the admin API
     /// creates it; empty for the file's sources (the file is their identity) and for the
@@ -85,7 +85,7 @@ pub fn join(at: &str, key: &str) -> String {
     }
 }
 
-impl Source {
+impl SourceSpec {
     /// The key and reason of a core config error of this source: its own key, or the top
     /// level's when the value came from there (`sources[1].webhooks[0].url`).
     pub fn core_error(&self, e: outbound::Error) -> (String, String) {
@@ -177,7 +177,7 @@ impl Base {
         at: &str,
         managed_by: ManagedBy,
         id: &str,
-    ) -> Result<Source, (String, String)> {
+    ) -> Result<SourceSpec, (String, String)> {
         check_name(&s.name).map_err(|why| (join(at, "name"), why))?;
         let tenant = match id.is_empty() {
             true => s.name.clone(),
@@ -224,7 +224,7 @@ impl Base {
         })?;
         core.redis_ack = self.redis_ack;
         let fingerprint = fingerprint(&format!("{s:?}|{self:?}|{id}|{}", pem_files(&core)));
-        Ok(Source {
+        Ok(SourceSpec {
             name: s.name.clone(),
             id: id.to_string(),
             tenant,
@@ -365,7 +365,7 @@ pub struct Relay {
     /// The operator's alerts (off: `None`).
     pub alerts: Option<AlertSettings>,
     /// Shared with the registry, which keeps each one it runs (one copy per source).
-    pub sources: Vec<Arc<Source>>,
+    pub sources: Vec<Arc<SourceSpec>>,
     /// What the API's sources are read with (the top-level delivery settings and rules).
     pub base: Base,
     /// `trusted_proxies`, read.
@@ -603,7 +603,7 @@ fn audit_limits(f: &File) -> Result<AuditLimits, (String, String)> {
 
 /// The file's sources, each read and checked against the others; every refusal (key,
 /// reason), in the file's order.
-fn file_sources(f: &File, base: &Base) -> (Vec<Arc<Source>>, Vec<(String, String)>) {
+fn file_sources(f: &File, base: &Base) -> (Vec<Arc<SourceSpec>>, Vec<(String, String)>) {
     let mut names = HashMap::new();
     let mut keys: HashMap<&str, String> = HashMap::new();
     let (mut sources, mut errors) = (Vec::new(), Vec::new());

@@ -33,7 +33,7 @@ use std::time::SystemTime;
 
 /// A source as these routes use it: its name, its tenant and its client now, and the
 /// subscription the path names (`/subscriptions/{subscription}/...`), if any.
-pub(super) struct Source {
+pub(super) struct SourceRef {
     pub(super) name: String,
     /// Its id (empty for relay.toml's).
     id: String,
@@ -42,7 +42,7 @@ pub(super) struct Source {
     subscription: Option<String>,
 }
 
-impl Source {
+impl SourceRef {
     /// The client whose records these are: the subscription's, or the source's own.
     pub(super) fn client(&self) -> &outbound::Client {
         match &self.subscription {
@@ -54,7 +54,7 @@ impl Source {
     }
 }
 
-impl Source {
+impl SourceRef {
     /// Records `action` done to this source by `caller` (blocking: the store is written).
     fn record(
         &self,
@@ -73,7 +73,7 @@ const MAX_BODY: usize = 64 * 1024;
 
 /// The source the path names, with its client now (a live change swaps it; these calls
 /// read, or replay through, either).
-pub(super) fn source(api: &Api, own: &OwnSource) -> Result<Arc<Source>, Denied> {
+pub(super) fn source(api: &Api, own: &OwnSource) -> Result<Arc<SourceRef>, Denied> {
     let name = &own.name;
     let sources = api.sources();
     let Some(running) = sources.by_name(name) else {
@@ -91,7 +91,7 @@ pub(super) fn source(api: &Api, own: &OwnSource) -> Result<Arc<Source>, Denied> 
             return Err(Denied(StatusCode::NOT_FOUND, "subscription".into(), why));
         }
     }
-    Ok(Arc::new(Source {
+    Ok(Arc::new(SourceRef {
         name: running.name.clone(),
         id: running.spec.id.clone(),
         tenant: running.spec.tenant.clone(),
@@ -102,8 +102,8 @@ pub(super) fn source(api: &Api, own: &OwnSource) -> Result<Arc<Source>, Denied> 
 
 /// Runs a call of the core that waits (on the spool writer) off the async workers.
 async fn blocking(
-    source: Arc<Source>,
-    f: impl FnOnce(&Source) -> Answer + Send + 'static,
+    source: Arc<SourceRef>,
+    f: impl FnOnce(&SourceRef) -> Answer + Send + 'static,
 ) -> Answer {
     tokio::task::spawn_blocking(move || f(&source))
         .await
@@ -456,7 +456,7 @@ fn named(w: Option<&WebhookRef>) -> Option<String> {
 }
 
 /// The webhook a replay names: its index, or its URL.
-fn webhook(source: &Source, named: Option<&WebhookRef>) -> Result<Option<usize>, Refused> {
+fn webhook(source: &SourceRef, named: Option<&WebhookRef>) -> Result<Option<usize>, Refused> {
     let hooks = &source.client().config().webhooks;
     match named {
         None => Ok(None),
@@ -596,7 +596,7 @@ pub async fn replay_range(
 /// How many dead letters a replay of `since`..`until` would send: those of the range not
 /// being replayed already, counted a page at a time (the core keeps no count by time).
 fn would_replay(
-    s: &Source,
+    s: &SourceRef,
     since: Option<SystemTime>,
     until: Option<SystemTime>,
 ) -> Result<u64, Error> {

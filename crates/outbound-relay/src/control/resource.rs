@@ -262,7 +262,7 @@ pub fn read(
     current: Option<&Value>,
     keep_unsent: Option<&[&str]>,
     base: &Base,
-) -> Result<(Value, config::Source), Refusal> {
+) -> Result<(Value, config::SourceSpec), Refusal> {
     if let Some(n) = fields.get("name") {
         if serde_json::from_str::<String>(n.get()).ok().as_deref() != Some(name) {
             let shown: String = n.get().chars().take(80).collect();
@@ -665,7 +665,7 @@ fn forward(raw: &RawValue, current: Option<&Value>) -> Result<Value, Refusal> {
 }
 
 /// A stored body back into its source (at start, and a fleet's changes).
-pub fn load(stored: &Value, base: &Base) -> Result<config::Source, Refusal> {
+pub fn load(stored: &Value, base: &Base) -> Result<config::SourceSpec, Refusal> {
     let id = stored.get("id").and_then(Value::as_str).unwrap_or("");
     let mut body = stored.clone();
     if let Value::Object(map) = &mut body {
@@ -708,7 +708,7 @@ fn secs(d: std::time::Duration) -> f64 {
 /// What the API shows of `spec`: every field a PUT takes but the secrets and header values
 /// (whether each is set instead), the delivery settings the source sets itself, and who
 /// manages it.
-pub fn view(spec: &config::Source) -> schema::Source {
+pub fn view(spec: &config::SourceSpec) -> schema::Source {
     let c = &spec.core;
     let webhooks = c.webhooks.iter().map(endpoint::view).collect();
     let forward = c.write_key.as_ref().map(|_| schema::ForwardView {

@@ -34,7 +34,7 @@ pub struct Live {
 
 /// What a reload changes: the sources, and the tokens.
 #[derive(Clone)]
-pub struct Target {
+pub struct ReloadTarget {
     pub registry: Arc<Registry>,
     pub live: Arc<ArcSwap<Live>>,
     /// Called with each applied file: the admin API's sources take its top level too (the
@@ -146,7 +146,7 @@ impl Reloader {
 
     /// Waits for SIGHUPs (the stream is installed by the caller before the address is
     /// printed) and reloads at each; runs until the runtime stops.
-    pub async fn run(self, state: Target, mut hup: tokio::signal::unix::Signal) {
+    pub async fn run(self, state: ReloadTarget, mut hup: tokio::signal::unix::Signal) {
         let me = Arc::new(std::sync::Mutex::new(self));
         while hup.recv().await.is_some() {
             tracing::info!("SIGHUP: reloading the config");
@@ -161,7 +161,7 @@ impl Reloader {
     }
 
     /// One reload; every refusal is logged with its reason.
-    pub fn reload(&mut self, state: &Target) {
+    pub fn reload(&mut self, state: &ReloadTarget) {
         let new = match Relay::load(self.path.as_deref()) {
             Ok(r) => r,
             Err(e) => {

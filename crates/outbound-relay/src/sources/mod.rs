@@ -22,7 +22,7 @@ pub struct Source {
     pub name: String,
     pub slot: Arc<Slot>,
     /// What it was started from (the admin API shows it; secrets never leave it).
-    pub spec: Arc<config::Source>,
+    pub spec: Arc<config::SourceSpec>,
     /// At least one webhook is on (a deletion has somewhere to go).
     pub has_webhooks: bool,
     /// Its name and each webhook URL, each in lower case, one a line: what a search of the
@@ -32,7 +32,7 @@ pub struct Source {
 
 impl Source {
     /// The running version `spec` of source `name`, on `slot`.
-    pub fn new(name: &str, slot: Arc<Slot>, spec: Arc<config::Source>) -> Source {
+    pub fn new(name: &str, slot: Arc<Slot>, spec: Arc<config::SourceSpec>) -> Source {
         let hooks = spec.core.webhooks.iter();
         let fields =
             std::iter::once(name.to_lowercase()).chain(hooks.map(|w| w.url.to_lowercase()));

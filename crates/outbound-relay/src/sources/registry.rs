@@ -8,7 +8,7 @@
 //! may still be taken over, at the end the caller gives (the API's deletions keep it for the
 //! source's `max_retry_duration` and 10 minutes).
 //!
-//! A source's client, drain and records belong to its *tenant* (`config::Source::tenant`:
+//! A source's client, drain and records belong to its *tenant* (`config::SourceSpec::tenant`:
 //! its name, and its id when the admin API made it), not to its name: a source deleted and
 //! made again under the same name is a new tenant, which inherits nothing of the old one
 //! while that one drains beside it.
@@ -50,10 +50,10 @@ pub struct Registry {
 struct Inner {
     file_name: String,
     close_timeout: Duration,
-    file: BTreeMap<String, Arc<config::Source>>,
+    file: BTreeMap<String, Arc<config::SourceSpec>>,
     /// The file's names in its order (lists show them so, then the API's by name).
     file_order: Vec<String>,
-    api: BTreeMap<String, Arc<config::Source>>,
+    api: BTreeMap<String, Arc<config::SourceSpec>>,
     /// Each write key's source, file and API together (a new key is looked up, not compared
     /// with every source's).
     owners: HashMap<String, String>,
@@ -87,7 +87,7 @@ impl Inner {
 }
 
 /// How long a removed source keeps delivering at most: its retry window, and a margin.
-pub fn drain_for(spec: &config::Source) -> Duration {
+pub fn drain_for(spec: &config::SourceSpec) -> Duration {
     spec.core.retry.max_retry_duration + Duration::from_secs(600)
 }
 
@@ -204,7 +204,7 @@ impl Registry {
     /// Sets (creates or replaces) the API's source `spec`: refused when the name is the
     /// file's, a write key is another source's, or the core refuses a value. True when it
     /// was created. Blocking (a changed source's hand-over).
-    pub fn put(&self, spec: config::Source) -> Result<bool, Refused> {
+    pub fn put(&self, spec: config::SourceSpec) -> Result<bool, Refused> {
         let mut inner = self.lock();
         if inner.file.contains_key(&spec.name) {
             return Err(Refused::File(inner.file_name.clone()));
@@ -279,7 +279,7 @@ impl Registry {
     /// another relay): each applied where it differs from what runs; `drains`, sources
     /// deleted whose drain has not ended, are started to deliver what is theirs (after a
     /// restart) if they do not run.
-    pub fn sync(&self, specs: Vec<config::Source>, drains: Vec<(config::Source, Instant)>) {
+    pub fn sync(&self, specs: Vec<config::SourceSpec>, drains: Vec<(config::SourceSpec, Instant)>) {
         let mut inner = self.lock();
         let mut names: Vec<String> = inner.api.keys().cloned().collect();
         let mut taken: HashMap<String, String> = HashMap::new();
@@ -331,8 +331,8 @@ impl Registry {
     /// of sources.
     pub fn sync_some(
         &self,
-        changed: Vec<(String, Option<config::Source>)>,
-        drains: Vec<(config::Source, Instant)>,
+        changed: Vec<(String, Option<config::SourceSpec>)>,
+        drains: Vec<(config::SourceSpec, Instant)>,
     ) {
         let mut inner = self.lock();
         for (name, spec) in changed {
@@ -374,7 +374,7 @@ impl Registry {
 
     /// Deleted sources whose drain has not ended (`drains`), started to deliver what is
     /// theirs (after a restart) when they do not run.
-    fn start_drains(&self, inner: &mut Inner, drains: Vec<(config::Source, Instant)>) {
+    fn start_drains(&self, inner: &mut Inner, drains: Vec<(config::SourceSpec, Instant)>) {
         for (spec, until) in drains {
             if inner.slots.contains_key(&spec.tenant) {
                 continue;
@@ -436,7 +436,7 @@ impl Registry {
     /// Source `spec`'s client; `file` names relay.toml in what it logs.
     fn client(
         &self,
-        spec: &config::Source,
+        spec: &config::SourceSpec,
         file: &str,
     ) -> Result<(outbound::Client, bool), outbound::Error> {
         // Said at each start: otherwise only the delivery failures would tell, after every
@@ -456,7 +456,7 @@ impl Registry {
         self.engine.start_client(&self.data_dir, &spec.tenant, core)
     }
 
-    fn open_slot(&self, spec: &config::Source, file: &str) -> Result<Slot, outbound::Error> {
+    fn open_slot(&self, spec: &config::SourceSpec, file: &str) -> Result<Slot, outbound::Error> {
         let (client, spooled) = self.client(spec, file)?;
         let audiences = (self.data_dir.join("audiences")).join(format!("{}.db", spec.tenant));
         Ok(Slot::new(&spec.name, client, spooled, audiences))

@@ -13,13 +13,13 @@ use outbound::Cidr;
 use std::net::IpAddr;
 
 /// What a request says about its client and about the relay.
-pub struct Facts<'a> {
+pub struct RequestOrigin<'a> {
     pub peer: IpAddr,
     pub headers: &'a HeaderMap,
     pub trusted: &'a [Cidr],
 }
 
-impl Facts<'_> {
+impl RequestOrigin<'_> {
     fn trusted(&self, ip: IpAddr) -> bool {
         self.trusted.iter().any(|c| c.contains(ip))
     }
@@ -114,7 +114,7 @@ mod tests {
         ]);
         let ip = |peer: &str, trusted: &[&str]| {
             let trusted = cidrs(trusted);
-            let facts = Facts {
+            let facts = RequestOrigin {
                 peer: peer.parse().unwrap(),
                 headers: &h,
                 trusted: &trusted,
@@ -130,7 +130,7 @@ mod tests {
         assert_eq!(ip("10.0.0.7", &["10.0.0.7/32"]), "10.0.0.6");
         let bad = headers(&[("x-forwarded-for", "not-an-ip, 10.0.0.5")]);
         let trusted = cidrs(&["10.0.0.0/8"]);
-        let facts = Facts {
+        let facts = RequestOrigin {
             peer: "10.0.0.7".parse().unwrap(),
             headers: &bad,
             trusted: &trusted,
@@ -159,7 +159,7 @@ mod tests {
         ]);
         let public = |peer: &str, trusted: &[&str], tls: bool| {
             let trusted = cidrs(trusted);
-            let facts = Facts {
+            let facts = RequestOrigin {
                 peer: peer.parse().unwrap(),
                 headers: &h,
                 trusted: &trusted,
@@ -181,7 +181,7 @@ mod tests {
             "https://relay.example.com"
         );
         let evil = headers(&[("host", "x\"/evil")]);
-        let facts = Facts {
+        let facts = RequestOrigin {
             peer: "203.0.113.1".parse().unwrap(),
             headers: &evil,
             trusted: &[],

@@ -116,7 +116,7 @@ struct Enqueued {
 
 /// How a request's CPU work ended: its events enqueued (the answer waits for their commit),
 /// its answer already, or its source in the middle of a settings change (wait, then again).
-enum Took {
+enum Handled {
     Enqueued(Enqueued),
     Answered(Answer),
     Changing(Arc<crate::sources::slot::Slot>),
@@ -161,18 +161,18 @@ pub async fn handle(
             tokio::task::spawn_blocking(move || take(&sources, &request))
                 .await
                 .unwrap_or_else(|_| {
-                    Took::Answered(reply::error(
+                    Handled::Answered(reply::error(
                         StatusCode::INTERNAL_SERVER_ERROR,
                         "the request could not be handled",
                     ))
                 })
         };
         // A source whose settings change this moment: its new client comes in moments.
-        let Took::Changing(slot) = &taken else {
+        let Handled::Changing(slot) = &taken else {
             break;
         };
         if !slot.ready(request.deadline).await {
-            taken = Took::Answered(reply::error(
+            taken = Handled::Answered(reply::error(
                 StatusCode::SERVICE_UNAVAILABLE,
                 "the source is changing or was removed; retry",
             ));
@@ -180,9 +180,9 @@ pub async fn handle(
         }
     }
     let mut answer = match taken {
-        Took::Enqueued(enqueued) => finish(ops, enqueued).await,
-        Took::Answered(answer) => return answer,
-        Took::Changing(_) => unreachable!("waited above"),
+        Handled::Enqueued(enqueued) => finish(ops, enqueued).await,
+        Handled::Answered(answer) => return answer,
+        Handled::Changing(_) => unreachable!("waited above"),
     };
     if let Some(origin) = origin {
         cors::allow_origin(answer.headers_mut(), &origin);
@@ -192,20 +192,20 @@ pub async fn handle(
 
 /// The request's CPU work: its body read into fields, its write key and origin checked, its
 /// events read by the core and enqueued; an answer when it ends there.
-fn take(sources: &Sources, r: &Request) -> Took {
+fn take(sources: &Sources, r: &Request) -> Handled {
     let Body {
         fields,
         batch: events,
     } = match fields::parse(&r.bytes, r.endpoint == Endpoint::Batch) {
         Ok(body) => body,
         Err(ParseError::NotJson(e)) => {
-            return Took::Answered(reply::error(
+            return Handled::Answered(reply::error(
                 StatusCode::BAD_REQUEST,
                 format!("body is not valid JSON: {e}"),
             ))
         }
         Err(ParseError::NotObject) => {
-            return Took::Answered(reply::error(
+            return Handled::Answered(reply::error(
                 StatusCode::BAD_REQUEST,
                 "body must be a JSON object",
             ))
@@ -223,7 +223,7 @@ fn take(sources: &Sources, r: &Request) -> Took {
         }
     });
     let Some(key) = key else {
-        return Took::Answered(reply::error(
+        return Handled::Answered(reply::error(
             StatusCode::UNAUTHORIZED,
             "missing write key (Basic auth user name or writeKey in the body)",
         ));
@@ -232,21 +232,21 @@ fn take(sources: &Sources, r: &Request) -> Took {
         if let Some(held) = r.ops.log_rate.allow("unknown_write_key", "") {
             tracing::info!(held_back = held, "request refused: unknown write key");
         }
-        return Took::Answered(reply::error(StatusCode::UNAUTHORIZED, "unknown write key"));
+        return Handled::Answered(reply::error(StatusCode::UNAUTHORIZED, "unknown write key"));
     };
     if let Some(origin) = &r.origin {
         if !source.allows_origin(origin) {
             if let Some(held) = r.ops.log_rate.allow("origin_not_allowed", &source.name) {
                 tracing::info!(source = %source.name, origin, held_back = held, "request refused: origin not allowed");
             }
-            return Took::Answered(reply::error(
+            return Handled::Answered(reply::error(
                 StatusCode::FORBIDDEN,
                 "origin not allowed for this source",
             ));
         }
     }
     let Some(using) = source.slot.enter() else {
-        return Took::Changing(source.slot.clone());
+        return Handled::Changing(source.slot.clone());
     };
     let client = &using.client;
     if !client.spool_ok() {
@@ -255,14 +255,14 @@ fn take(sources: &Sources, r: &Request) -> Took {
         if let Some(held) = r.ops.log_rate.allow("spool_not_writable", &source.name) {
             tracing::warn!(source = %source.name, held_back = held, "request refused: the spool cannot be written");
         }
-        return Took::Answered(reply::error(
+        return Handled::Answered(reply::error(
             StatusCode::SERVICE_UNAVAILABLE,
             "the spool cannot be written now; retry later",
         ));
     }
     if Instant::now() >= r.deadline {
         // `request_timeout` has answered 408 already: enqueue nothing, the SDK sends again.
-        return Took::Answered(reply::error(
+        return Handled::Answered(reply::error(
             StatusCode::REQUEST_TIMEOUT,
             "the request took longer than request_timeout",
         ));
@@ -322,7 +322,7 @@ fn single(
     event: Fields<'_>,
     received: &Received,
     capturing: bool,
-) -> Took {
+) -> Handled {
     let result = read_event(&event, &mut String::new(), received).and_then(|msg| {
         client.enqueue_with(&msg)?;
         Ok(capturing.then(|| capture::captured(&event, &msg, received)))
@@ -332,7 +332,7 @@ fn single(
             if let Some(copy) = copy {
                 ops.recent.record(&source.spec.tenant, [copy]);
             }
-            return Took::Enqueued(Enqueued {
+            return Handled::Enqueued(Enqueued {
                 source: source.clone(),
                 accepted: 1,
                 rejected: None,
@@ -342,7 +342,7 @@ fn single(
         Err(e) => e,
     };
     if let Some(answer) = overloaded(ops, source, &e, 1) {
-        return Took::Answered(answer);
+        return Handled::Answered(answer);
     }
     ops.metrics.rejected(&source.name, reason(&e), 1);
     let why = rejected::bounded(&e);
@@ -353,7 +353,7 @@ fn single(
         Error::MessageTooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
         _ => StatusCode::BAD_REQUEST,
     };
-    Took::Answered(reply::error(status, why))
+    Handled::Answered(reply::error(status, why))
 }
 
 fn batch(
@@ -364,9 +364,9 @@ fn batch(
     batch: Option<Batch<'_>>,
     received: &Received,
     capturing: bool,
-) -> Took {
+) -> Handled {
     let Some(batch) = batch else {
-        return Took::Answered(reply::error(
+        return Handled::Answered(reply::error(
             StatusCode::BAD_REQUEST,
             "body must be an object with a \"batch\" array",
         ));
@@ -433,14 +433,14 @@ fn batch(
             rejected.count_in_metrics(&ops.metrics, &source.name);
             // A closed client refuses before it reads any event: then every object counts.
             let refused = if read == 0 { indexes.len() } else { read_ok };
-            return Took::Answered(
+            return Handled::Answered(
                 overloaded(ops, source, &e, refused).unwrap_or_else(|| {
                     reply::error(StatusCode::SERVICE_UNAVAILABLE, e.to_string())
                 }),
             );
         }
     }
-    Took::Enqueued(Enqueued {
+    Handled::Enqueued(Enqueued {
         source: source.clone(),
         accepted,
         rejected: Some(rejected),

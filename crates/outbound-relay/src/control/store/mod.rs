@@ -36,7 +36,7 @@ pub struct Snapshot {
     pub revision: u64,
     /// Name → the stored body.
     pub sources: BTreeMap<String, Body>,
-    /// Deleted sources still draining: tenant (`config::Source::tenant`) → (body, until,
+    /// Deleted sources still draining: tenant (`config::SourceSpec::tenant`) → (body, until,
     /// Unix ms). Each deleted source has its own, so a new source of its name never ends
     /// the drain of the one before.
     pub deleted: BTreeMap<String, (Value, u64)>,
