@@ -111,8 +111,10 @@ group() {
 await deploy-tools
 wait "$prebuild_chain" || true
 rm -rf "$prebuilt"
-group chaos "scripts/soak.sh --smoke" "scripts/soak.sh --smoke --endpoint-auth" \
-  "scripts/soak.sh --smoke --subscriptions" "scripts/killtest.sh --smoke" \
+# One soak pass with the webhook and the subscriptions behind a bearer token (and limited)
+# covers both the endpoint settings and subscriptions under faults.
+group chaos "scripts/soak.sh --smoke" "scripts/soak.sh --smoke --subscriptions --endpoint-auth" \
+  "scripts/killtest.sh --smoke" \
   "scripts/relay-killtest.sh --smoke" "scripts/relay-killtest.sh --tenants --smoke" \
   "scripts/relay-killtest.sh --subscriptions --smoke" \
   "scripts/killtest-redis.sh --smoke" "scripts/failover-redis.sh --smoke" &
