@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Issue 47's cost (bench/relay/dead_letters.py): the release relay with dead letters on (default)
-# and off, paired and alternated in the same sitting, in the accept and tenants cases of
+# What dead letters cost (bench/relay/dead_letters.py): the release relay with dead letters on
+# (default) and off, paired and alternated in the same sitting, in the accept and tenants cases of
 # scripts/relay-bench.sh; then 100,000 dead letters listed through the admin API.
 #
 #   scripts/dead-letters-bench.sh            the measured run (about 10 minutes on 2 cores)

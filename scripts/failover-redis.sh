@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# A fleet losing its Redis primary (bench/redis_failover.py; issue 49), one command from a
+# A fleet losing its Redis primary (bench/redis_failover.py), one command from a
 # clean clone:
 #
 #   scripts/failover-redis.sh           on the release relay: a primary, a replica and three

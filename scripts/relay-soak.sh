@@ -46,7 +46,7 @@ if [ "$MODE" = smoke ]; then
   # The drain ends as soon as every acknowledged event has arrived (21-42 s in the runs
   # so far), but under this fault mix (45 % of attempts fail) a batch that fails five or six
   # times in a row waits up to 10 s of backoff plus a 5 s timeout each time: 40 s was too
-  # short once (CI, stop 33: 100 events not at their receiver after 40 s; a rerun here
+  # short once (in CI: 100 events not at their receiver after 40 s; a rerun here
   # needed 42 s, with none lost).
   exec python3 bench/relay/soak.py "${ARGS[@]}" --minutes 0.2 --rate 5000 --hook-rate 200 \
     --tick 5 --drain 150 </dev/null

@@ -345,7 +345,7 @@ func TestQueueFullWaitWaitsForRoom(t *testing.T) {
 	}
 }
 
-// Dead letters (issue 47) live in the spool: they need one, their limits are the core's
+// Dead letters live in the spool: they need one, their limits are the core's
 // checks, and a message a webhook refuses for good stays there (its file outlives Close).
 func TestDeadLettersAreKeptInTheSpoolWhenAsked(t *testing.T) {
 	for _, tc := range []struct {

@@ -1419,7 +1419,7 @@ static void test_spool_keeps_what_close_left_for_the_next_client(void) {
     rmdir(spool_dir);
 }
 
-/* Dead letters (issue 47): kept in the spool, so they need one; their limits are checked. */
+/* Dead letters: kept in the spool, so they need one; their limits are checked. */
 static char dead_dir[256];
 static void dead_without_spool(outbound_options *o) {
     outbound_options_add_webhook(o, hook_url, NULL);

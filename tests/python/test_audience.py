@@ -1,4 +1,4 @@
-"""outbound.AudienceSync (issue 6): only changes become identify calls; state survives."""
+"""outbound.AudienceSync: only changes become identify calls; state survives."""
 
 from __future__ import annotations
 

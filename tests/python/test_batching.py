@@ -1,4 +1,4 @@
-"""How many messages one request carries (design §5, issue 42): at most ``flush_at`` by
+"""How many messages one request carries: at most ``flush_at`` by
 default, in every request; more only with ``max_batch_messages``; seen by a real receiver."""
 
 from __future__ import annotations

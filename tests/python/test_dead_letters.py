@@ -1,6 +1,6 @@
-"""Issue 47 through the installed wheel, against a real receiver: a webhook's attempts and
-health, dead letters (with ``dead_letters=True`` and a spool) listed, read, discarded and
-replayed, one and in bulk, and the settings."""
+"""Delivery records through the installed wheel, against a real receiver: a webhook's
+attempts and health, dead letters (with ``dead_letters=True`` and a spool) listed, read,
+discarded and replayed, one and in bulk, and the settings."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The Redis spool (issue 26) through the installed wheel: `spool="redis://..."` against a
+"""The Redis spool through the installed wheel: `spool="redis://..."` against a
 real redis-server (scripts/redis-env.sh installs it; each test starts its own on 127.0.0.1,
 AOF in a temp dir). What a process leaves (close, SIGKILL) is delivered by another one."""
 

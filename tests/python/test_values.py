@@ -83,7 +83,7 @@ def test_large_integers_are_written_as_javascript_reads_them(
     make_client: MakeClient, receiver: Receiver
 ) -> None:
     # Beyond 64 bits the binding converts to float; beyond 2**53 the core writes what
-    # JSON.parse would read (design §4).
+    # JSON.parse would read.
     client = make_client(webhooks=[], shared_secret=None)
     client.track(user_id="u", event="E", properties={
         "safe": 2**53 - 1, "i64max": 2**63 - 1, "huge": 2**70, "neg": -(2**70),

@@ -1,4 +1,4 @@
-"""The wheel users install (issue #14): the installed module is the release build, stripped,
+"""The wheel users install: the installed module is the release build, stripped,
 and scripts/check-wheel.sh, which scripts/build-wheel.sh and scripts/demo.sh run on dist/,
 refuses a wheel that is a debug build, carries debug info or has the wrong platform tag."""
 

@@ -4,7 +4,7 @@ Each test starts the real `outbound-relay` binary (OUTBOUND_RELAY_BIN) with a te
 config: two sources, `alpha` and `beta`, each with its own write keys, shared secret and
 webhook on its own real receiver on 127.0.0.1 (tests/python/receiver.py, the receivers the
 Python tests use). Senders are the real SDKs; `check_delivery` then counts, per source, the
-exact requests that arrived, their bodies' shapes (seed §2.2) and their signatures.
+exact requests that arrived, their bodies' shapes and their signatures.
 """
 
 from __future__ import annotations
@@ -217,7 +217,7 @@ def plan(relay: Relay, tag: str, types: Optional[List[str]] = None,
 
 
 def check_shape(body: Dict[str, Any]) -> None:
-    """Seed §2.2 / design §6 body shapes."""
+    """The webhook bodies' shapes (docs/receivers.md)."""
     t = body["type"]
     assert TIMESTAMP.match(body.get("timestamp", "")), f"timestamp shape: {body.get('timestamp')!r}"
     if t == "delete":

@@ -1,4 +1,4 @@
-"""The console (`/console/`, issue 48) in headless Chromium, driven by puppeteer-core
+"""The console (`/console/`) in headless Chromium, driven by puppeteer-core
 (tests/relay/node/console.cjs), against the real relay binary and real receivers on
 127.0.0.1. Its two sources are made through the admin API (a source of relay.toml is
 read-only there), each with a webhook on its own receiver.

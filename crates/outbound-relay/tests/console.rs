@@ -1,4 +1,4 @@
-//! Issue 48 on the relay (the real binary, real receivers): what the console stands on.
+//! The console's ground on the relay (the real binary, real receivers): what it stands on.
 //! `GET /admin/sources` in pages, searched, with 10,000 sources; a source's last hour
 //! (`/activity`); `/admin/whoami`; and the console's files with their policy, only where the
 //! admin API is on. The console itself runs in Chromium in tests/relay/test_console.py.

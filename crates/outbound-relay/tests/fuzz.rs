@@ -2,7 +2,7 @@
 //! random methods, paths (the settings and telemetry paths too), headers (auth, encodings,
 //! lengths, origins: repeated, not ASCII; forwarded addresses and hosts from a trusted proxy)
 //! and bodies (valid events, mutated and truncated JSON, gzip of both, broken gzip, garbage,
-//! and issue 43's hostile shapes up to 500 KB: many keys, long and repeated keys, keys with
+//! and hostile shapes up to 500 KB: many keys, long and repeated keys, keys with
 //! control characters, deep and wide arrays, long write keys, numbers beyond range), from a
 //! fixed seed, for a time budget (`OUTBOUND_RELAY_FUZZ_SECS`, default 10; the seed from
 //! `OUTBOUND_RELAY_FUZZ_SEED`, default 25). No request may crash the relay: it must still be
@@ -144,7 +144,7 @@ fn odd_key(rng: &mut fastrand::Rng) -> String {
     k
 }
 
-/// One of issue 43's shapes, up to 500 KB: what a body may cost and what its answer and log
+/// One hostile shape, up to 500 KB: what a body may cost and what its answer and log
 /// may grow to.
 fn hostile_body(rng: &mut fastrand::Rng) -> Vec<u8> {
     let size = rng.usize(1_000..=500_000);

@@ -1,4 +1,4 @@
-//! Hostile bodies (issue 43), against the real binary: what a body of 500 KB may cost the
+//! Hostile bodies, against the real binary: what a body of 500 KB may cost the
 //! relay in CPU before and after the write key, what its answer and its log may grow to, and
 //! what four at once may take in memory. CPU is the relay's request threads' own time
 //! (/proc/PID/task/*/schedstat), far less sensitive to the machine's load than wall time.

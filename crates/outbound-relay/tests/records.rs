@@ -1,5 +1,5 @@
-//! Issue 47 on the relay (the real binary, real receivers): a source's webhook attempts and
-//! health, its dead letters (on by default), their replay one by one and in bulk with
+//! Delivery records on the relay (the real binary, real receivers): a source's webhook
+//! attempts and health, its dead letters (on by default), their replay one by one and in bulk with
 //! progress, surviving a SIGKILL, and the settings at the top level and per source.
 
 mod support;
@@ -308,7 +308,7 @@ fn the_settings_are_keys_at_the_top_level_and_per_source() {
     assert!(err.contains("dead_letter_max_bytes"), "{err}");
 }
 
-/// Issue 59: a saved edit of one source wiped another's attempts (100 to 0). A source's
+/// A saved edit of one source once wiped another's attempts. A source's
 /// records are its own client's: a change to another source leaves its attempts and health
 /// as they were.
 #[test]

@@ -1,4 +1,4 @@
-//! Segment's tracking API as its SDKs expect it (issue 44), against the real binary and real
+//! Segment's tracking API as its SDKs expect it, against the real binary and real
 //! receivers: the settings document, the telemetry sink, the fields Segment adds to events
 //! (`receivedAt`, `originalTimestamp`, the corrected `timestamp`, `context.ip`) and those it
 //! keeps (`sentAt`, `context.library`, every other field), still JS-canonical and signed.

@@ -1,4 +1,4 @@
-//! Issue 57 through the relay: a source's subscriptions, set in relay.toml (our settings or
+//! Subscriptions through the relay: a source's subscriptions, set in relay.toml (our settings or
 //! Segment's export as written) and through the admin API, get the events their triggers
 //! match, mapped, at real receivers on 127.0.0.1; errors name the field and, for a trigger,
 //! the position; each subscription's records and dead letters are its own.

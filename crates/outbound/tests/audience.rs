@@ -1,4 +1,4 @@
-//! Audience and computed-trait sync (issue 6; spec §3, §6): a real client delivering to a
+//! Audience and computed-trait sync: a real client delivering to a
 //! real webhook receiver on 127.0.0.1, counting the identify calls that arrive.
 
 use outbound::{json, AudienceSync, Client, Config, Error, Value, Webhook};

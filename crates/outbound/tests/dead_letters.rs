@@ -1,4 +1,4 @@
-//! Issue 47: every delivery visible, nothing discarded. Against real receivers on 127.0.0.1:
+//! Every delivery visible, nothing discarded. Against real receivers on 127.0.0.1:
 //! each URL's attempts and health, dead letters (kept, listed, limited, surviving a kill)
 //! and their replay (one, and a thousand in the background; a replay cut by a kill).
 

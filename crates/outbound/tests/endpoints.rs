@@ -1,4 +1,4 @@
-//! Endpoints called as they require (design §12): Basic, bearer and OAuth2 client-credentials
+//! Endpoints called as they require: Basic, bearer and OAuth2 client-credentials
 //! authentication, mutual TLS and an endpoint's own roots, the signature's header and scheme,
 //! and a rate limit per endpoint, against real HTTP(S) servers on 127.0.0.1.
 

@@ -1,4 +1,4 @@
-//! Delivery under hostile receivers (issue #10): slow, stalled, failing and dead destinations
+//! Delivery under hostile receivers: slow, stalled, failing and dead destinations
 //! must not hold up the others, and every accepted message still ends exactly once.
 
 mod support;

@@ -1,4 +1,4 @@
-//! A stalled webhook URL must not slow the other destinations (issue #10). A throughput
+//! A stalled webhook URL must not slow the other destinations. A throughput
 //! comparison, so it has a test binary of its own: nothing else of the suite runs beside it.
 
 mod support;
@@ -80,7 +80,7 @@ fn a_stalled_webhook_url_does_not_slow_the_fast_url_or_ingestion() {
     // What this guards against is head-of-line blocking: were the fast URL and ingestion held
     // by the stalled one, 3,000 messages would take minutes (64 requests per 6 s stall), a
     // ratio near 0.02. On a loaded 2-core machine the healthy ratio swings between 0.78 and
-    // 0.9 (measured at load average 8-14, before and after issue 23), so half is the bound.
+    // 0.9 (measured at load average 8-14), so half is the bound.
     assert!(
         rate_with >= 0.5 * rate_without,
         "throughput beside a stalled URL {rate_with:.0}/s is under half of {rate_without:.0}/s"

@@ -1,4 +1,4 @@
-//! Threads, memory bounds, flush/close/drop and logging (design §2, §7; issue items 6–7).
+//! Threads, memory bounds, flush/close/drop and logging.
 
 mod support;
 

@@ -1,4 +1,4 @@
-//! `block_private_networks` (issue #15 item 2): a webhook URL that points at a non-public
+//! `block_private_networks`: a webhook URL that points at a non-public
 //! address fails at once with reason `blocked` and nothing reaches it; `allowed_networks`
 //! makes exceptions; ingestion is never guarded. The only blocked target used is 127.0.0.1
 //! (directly, or through the name `localhost`).

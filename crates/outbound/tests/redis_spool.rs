@@ -1,4 +1,4 @@
-//! The Redis spool (issue #26), against a real `redis-server` (scripts/redis-env.sh installs
+//! The Redis spool, against a real `redis-server` (scripts/redis-env.sh installs
 //! it): the promises of the SQLite spool, takeover of a dead process's messages by a living
 //! one (never of a living one's), and Redis itself failing.
 

@@ -1,4 +1,4 @@
-//! Durable delivery (issue #11): with `spool` set, what a client accepted survives its close,
+//! Durable delivery: with `spool` set, what a client accepted survives its close,
 //! a crash or a restart, and the next client on the directory delivers it.
 
 mod support;

@@ -1,4 +1,4 @@
-//! Standard Webhooks signing (issue #15, item 1) against real HTTP servers on 127.0.0.1:
+//! Standard Webhooks signing against real HTTP servers on 127.0.0.1:
 //! the headers each request carries, key rotation, the checks at build time and at the
 //! call, and that the body is the same bytes under both schemes.
 

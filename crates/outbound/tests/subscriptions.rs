@@ -1,4 +1,4 @@
-//! Issue 57: subscriptions delivered, each its own destination. Against real receivers on
+//! Subscriptions delivered, each its own destination. Against real receivers on
 //! 127.0.0.1: which events each one gets (its trigger), what it gets (its mapping, method
 //! and headers, signed as webhooks are), its own retries, outcomes, records and dead letters,
 //! all or none with the message, and on the parent's spool.

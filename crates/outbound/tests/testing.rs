@@ -1,4 +1,4 @@
-//! The recording client (issue #15 item 3): the real client's checks, bytes, signatures and
+//! The recording client: the real client's checks, bytes, signatures and
 //! outcomes, with nothing sent. Compared byte for byte with what the real client sends to a
 //! server on 127.0.0.1.
 

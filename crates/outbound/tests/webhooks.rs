@@ -1,4 +1,4 @@
-//! Webhooks destination (spec §2.1, §2.2, §4.1, §5, §7; design §6, §7) against real
+//! Webhooks destination against real
 //! HTTP(S) servers on 127.0.0.1.
 
 mod support;

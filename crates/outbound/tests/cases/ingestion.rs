@@ -121,7 +121,7 @@ fn sizes(server: &Server) -> Vec<usize> {
 
 #[test]
 fn by_default_a_request_carries_at_most_flush_at_messages() {
-    // Issue 42's first case: 12 calls in a row, no flush, the interval a minute away.
+    // 12 calls in a row, no flush, the interval a minute away.
     let server = Server::answering(200);
     let client = client(ingestion(&server).flush_at(5).flush_interval(Duration::from_secs(60)))
     .unwrap();
@@ -147,7 +147,7 @@ fn by_default_a_request_carries_at_most_flush_at_messages() {
 
 #[test]
 fn with_flush_at_1_a_bad_answer_fails_only_its_own_message() {
-    // Issue 42's second case: one request per message, so a 400 fails one message.
+    // One request per message, so a 400 fails one message.
     let server = Server::start(|r| {
         if r.index == 0 {
             Reply::After(Duration::from_millis(20), 400)

@@ -1,4 +1,4 @@
-// Delivery outcomes and retries (design §7) against real servers on 127.0.0.1: included by
+// Delivery outcomes and retries against real servers on 127.0.0.1: included by
 // `tests/retries.rs` (a client of its own) and `tests/retries_engine.rs` (an engine's
 // client), each with its own `new_client(config)`.
 

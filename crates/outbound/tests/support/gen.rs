@@ -1,5 +1,5 @@
 //! Random JSON values for the Node round-trip and interop tests, weighted towards the
-//! edge cases of design §4.
+//! edge cases, as JSON allows.
 
 use serde_json::{Map, Number, Value};
 
