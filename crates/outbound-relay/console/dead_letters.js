@@ -185,7 +185,12 @@ export function render(main, ctx) {
         const now = { ...q, label }
         replays.set(base, now)
         show(now)
-        if (q.done) { load(); return }
+        if (q.done) {
+          // The relay removes the replayed letters at its next commits: look again shortly.
+          load()
+          for (const ms of [1000, 3000, 8000]) setTimeout(() => { if (ctx.current()) load() }, ms)
+          return
+        }
       } catch (err) {
         progress.textContent = `Progress unavailable: ${err.message}`
         return
