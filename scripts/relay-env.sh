@@ -27,7 +27,7 @@ export DEBIAN_FRONTEND=noninteractive PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_INP
 # Pinned; bump together with the tests.
 NPM_PKGS=(@segment/analytics-next@1.84.3 @segment/analytics-node@3.1.0 puppeteer-core@25.16.0 axe-core@4.14.1)
 PY_DEMO_PKGS=(segment-analytics-python==2.4.0)
-PY_PKGS=("${PY_DEMO_PKGS[@]}" pytest==9.2.0 pytest-timeout==2.4.0 openapi-spec-validator==0.9.0
+PY_PKGS=("${PY_DEMO_PKGS[@]}" pytest==9.2.0 pytest-timeout==2.4.0 pytest-xdist==3.8.0 openapi-spec-validator==0.9.0
   openapi-python-client==0.29.1)
 [ -n "$DEMO" ] && PY_PKGS=("${PY_DEMO_PKGS[@]}")
 

@@ -37,9 +37,11 @@ echo "--- stubtest outbound (stubs against the built module)"
 # Run outside the tree so only the installed package can be found.
 (cd "$ROOT/.venv" && "$PY" -m mypy.stubtest outbound --allowlist "$ROOT/python/stubtest-allowlist.txt")
 
-echo "--- pytest tests/python"
+# Two workers: most tests wait on receivers, timers and child processes, not on the CPU.
+workers="${OUTBOUND_PYTEST_WORKERS:-2}"
+echo "--- pytest tests/python ($workers workers)"
 status=0
-"$PY" -m pytest -p no:cacheprovider tests/python "$@" </dev/null || status=$?
+"$PY" -m pytest -p no:cacheprovider -n "$workers" tests/python "$@" </dev/null || status=$?
 if [ "$status" -eq 5 ]; then
   echo "pytest collected no tests: treating as a failure" >&2
   exit 1

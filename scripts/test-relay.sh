@@ -52,9 +52,12 @@ python3 scripts/check-version.py --python "$T/venv/bin/python" --relay "$RELAY"
 echo "--- the docs' relay blocks, run as written (scripts/check-docs.py)"
 python3 scripts/check-docs.py --part relay
 
-echo "--- pytest tests/relay"
+# Two workers: the tests wait on browsers, SDKs' flush timers and receivers far more than
+# they compute.
+workers="${OUTBOUND_PYTEST_WORKERS:-2}"
+echo "--- pytest tests/relay ($workers workers)"
 status=0
-"$T/venv/bin/python" -m pytest -p no:cacheprovider --timeout 300 -v tests/relay "$@" </dev/null || status=$?
+"$T/venv/bin/python" -m pytest -p no:cacheprovider --timeout 300 -v -n "$workers" tests/relay "$@" </dev/null || status=$?
 if [ "$status" -eq 5 ]; then
   echo "pytest collected no tests: treating as a failure" >&2
   exit 1

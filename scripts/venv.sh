@@ -12,7 +12,7 @@ cd "$ROOT"
 # standardwebhooks: the spec's reference library, which tests/python/test_standard_webhooks.py
 # checks our requests against).
 PY_BUILD_TOOLS=(maturin==1.16.0 ziglang==0.17.1 auditwheel==6.8.2)
-PY_TEST_TOOLS=(pytest==9.2.0 pytest-timeout==2.4.0 mypy==2.4.1 trustme==1.2.1 cryptography==50.0.2
+PY_TEST_TOOLS=(pytest==9.2.0 pytest-timeout==2.4.0 pytest-xdist==3.8.0 mypy==2.4.1 trustme==1.2.1 cryptography==50.0.2
   standardwebhooks==1.1.0)
 PY_TOOLS=("${PY_BUILD_TOOLS[@]}")
 [ "${OUTBOUND_VENV_TESTS:-}" = 1 ] && PY_TOOLS+=("${PY_TEST_TOOLS[@]}")
