@@ -39,7 +39,7 @@ mod wire;
 #[cfg(feature = "audience")]
 pub mod audience;
 mod client;
-mod deliveries;
+mod delivery_records;
 mod engine;
 mod error;
 mod log;

@@ -17,7 +17,7 @@ const LAYERS: &[&[&str]] = &[
     &["delivery"],
     &["engine"],
     &["client"],
-    &["audience", "testing", "deliveries"],
+    &["audience", "testing", "delivery_records"],
     &["lib"],
 ];
 

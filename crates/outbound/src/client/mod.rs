@@ -163,12 +163,12 @@ impl Client {
         self.engine.load().shared.spool_bytes.load(Relaxed)
     }
 
-    /// Its webhook URLs' attempts and health (`deliveries.rs`).
+    /// Its webhook URLs' attempts and health (`delivery_records.rs`).
     pub(crate) fn watched(&self) -> Vec<Arc<UrlWatch>> {
         self.engine.load().shared.watch.urls.to_vec()
     }
 
-    /// Asks the spool writer about this client's dead letters (`deliveries.rs`).
+    /// Asks the spool writer about this client's dead letters (`delivery_records.rs`).
     pub(crate) fn ask(&self, ask: Ask) -> Result<Answer, Error> {
         let engine = self.engine.load();
         match &engine.tx {

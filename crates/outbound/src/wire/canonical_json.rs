@@ -134,7 +134,7 @@ impl<'a> Writer<'a> {
     }
 
     /// How many bytes the buffer holds: with [`written_since`](Self::written_since), what a
-    /// value just written came to (`collect.rs` reads `context.library`'s name from it).
+    /// value just written came to (`read_collected.rs` reads `context.library`'s name from it).
     pub(crate) fn len(&self) -> usize {
         self.out.len()
     }

@@ -72,7 +72,7 @@ impl<'a> Obj<'a> {
 
     /// A collector's fields, after `integrations`: `originalTimestamp`, `sentAt` and
     /// `receivedAt`, then the message's other fields (canonical entries, each led by a
-    /// comma, never an array-index key or one of ours: `wire/collect.rs`).
+    /// comma, never an array-index key or one of ours: `wire/read_collected.rs`).
     pub(crate) fn collected(&mut self, c: Option<&Collected>) {
         let Some(c) = c else {
             return;
