@@ -44,24 +44,19 @@ run() {
 # version in every face the sources state (the wheel and the relay: scripts/test-relay.sh).
 run python3 scripts/check-docs.py --text
 run python3 scripts/check-version.py
-# Set-up that later parts need and no earlier part makes, started now, one step after another
-# at the lowest priority for CPU and disk: it takes what the parts in front leave idle while
-# they wait on receivers and timers, and holds no lock they take (cbindgen and cargo-deb build
-# in directories of their own, the fuzz harness in target/fuzz, the release wheel in
-# target/release and target/<arch>/release, while the parts in front build dev; apt-get runs
-# one at a time through scripts/apt.sh). A part waits for the steps it needs (the fuzz step
-# also on cargo's lock of target/fuzz); a step that failed is run again by its part, in front,
-# where its error shows.
+# Set-up that later parts need and no earlier part makes, started now as two chains of steps,
+# one after another in each, at the lowest priority for CPU and disk: what is compiled, and what
+# is fetched (which waits on the network, so it does not queue behind the compiling). They take
+# what the parts in front leave idle while they wait on receivers and timers, and hold no lock
+# they take (cbindgen and cargo-deb build in directories of their own, the fuzz harness in
+# target/fuzz, the release wheel in target/release and target/<arch>/release, while the parts
+# in front build dev; apt-get runs one at a time through scripts/apt.sh). A part waits for the
+# steps it needs (the fuzz run on cargo's lock of target/fuzz); a step that failed is run again
+# by its part, in front, where its error shows.
 prebuilt="$(mktemp -d)"
-prebuild_steps=(
-  "cbindgen scripts/cbindgen-env.sh"
-  "wheel scripts/build-wheel.sh"
-  "relay-env scripts/relay-env.sh"
-  "deploy-tools scripts/deploy-tools.sh"
-  "fuzz scripts/fuzz-c.sh --build-only"
-)
-(
-  for step in "${prebuild_steps[@]}"; do
+chain() {
+  local step name t0 c0 status
+  for step in "$@"; do
     name=${step%% *} t0=$(date +%s) c0=$(cpu) status=0
     # shellcheck disable=SC2086 # each step is a script and its flags
     nice -n 19 ionice -c 3 timeout -k 30 "$part_limit" ${step#* } > "$prebuilt/$name.log" 2>&1 \
@@ -69,22 +64,27 @@ prebuild_steps=(
     echo "$(( $(date +%s) - t0 )) s, $(( $(cpu) - c0 )) CPU-s  ${step#* } (set-up at low priority beside the parts; exit $status)" \
       > "$prebuilt/$name.time"
   done
-) &
-prebuild_chain=$!
+}
+chain "cbindgen scripts/cbindgen-env.sh" "wheel scripts/build-wheel.sh" \
+  "deploy-build scripts/deploy-tools.sh --build" "fuzz scripts/fuzz-c.sh --build-only" &
+compile_chain=$!
+chain "relay-env scripts/relay-env.sh" "deploy-fetch scripts/deploy-tools.sh --fetch" &
+fetch_chain=$!
 # A part that fails ends the run: the set-up still going is stopped with it (timeout, the
 # step's parent, stops the step's whole process group).
 stop_setup() {
   local steps
-  steps=$(pgrep -P "$prebuild_chain" || true)
-  kill "$prebuild_chain" 2>/dev/null || true
+  steps=$(pgrep -P "$compile_chain,$fetch_chain" || true)
+  kill "$compile_chain" "$fetch_chain" 2>/dev/null || true
   # shellcheck disable=SC2086 # a list of pids
   [ -z "$steps" ] || kill $steps 2>/dev/null || true
 }
 trap stop_setup EXIT
+setup_going() { kill -0 "$compile_chain" 2>/dev/null || kill -0 "$fetch_chain" 2>/dev/null; }
 await() {
   local name
   for name in "$@"; do
-    while [ ! -f "$prebuilt/$name.time" ] && kill -0 "$prebuild_chain" 2>/dev/null; do sleep 1; done
+    while [ ! -f "$prebuilt/$name.time" ] && setup_going; do sleep 1; done
     [ -f "$prebuilt/$name.time" ] || continue
     echo "=== set-up: $(cat "$prebuilt/$name.time")"
     cat "$prebuilt/$name.log"
@@ -126,7 +126,7 @@ group() {
     exit "$status"
   ) > "$smokes/$name.log" 2>&1
 }
-await deploy-tools
+await deploy-fetch deploy-build
 mkdir -p bench/.build
 (cd bench/chaos && go build -o ../.build/chaos .)
 # One soak pass with the webhook and the subscriptions behind a bearer token (and limited)
@@ -159,7 +159,7 @@ t0=$(date +%s)
 failed=0
 for pid in "$chaos" "$relay_faults" "$load" "$deploy" "$fuzz"; do wait "$pid" || failed=1; done
 await fuzz
-wait "$prebuild_chain" || true
+wait "$compile_chain" "$fetch_chain" || true
 rm -rf "$prebuilt"
 for name in chaos relay-faults load deploy fuzz; do
   cat "$smokes/$name.log"
