@@ -73,7 +73,10 @@ need_helm() {
   # A binary built by `go install` reports no patch version of its own: a stamp says which.
   if [ ! -x "$HELM" ] || [ "$(cat "$DC/go/helm.version" 2>/dev/null)" != "$HELM_VERSION" ]; then
     echo "--- deploy-env: go install helm.sh/helm/v3/cmd/helm@$HELM_VERSION (minutes, once)"
-    GOBIN="$DC/go/bin" GOFLAGS=-mod=mod go install "helm.sh/helm/v3/cmd/helm@$HELM_VERSION"
+    # Without optimization or symbols: it only renders a few small charts, and compiling it is
+    # most of what it costs.
+    GOBIN="$DC/go/bin" GOFLAGS=-mod=mod go install -gcflags=all='-N -l' -ldflags='-s -w' \
+      "helm.sh/helm/v3/cmd/helm@$HELM_VERSION"
     echo "$HELM_VERSION" >"$DC/go/helm.version"
   fi
 }
