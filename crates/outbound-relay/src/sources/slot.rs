@@ -140,13 +140,16 @@ impl Slot {
 
     /// Replaces the client with what `start` makes, once the old one has handed over (or,
     /// without a spool, closed within `close_timeout`). When `start` fails, `fallback`
-    /// makes one with the old settings, and `start`'s error is returned. Blocking: at most the old client's `timeout` and
-    /// a second (its requests out), plus waiting for the uses under way.
+    /// makes one with the old settings, and `start`'s error is returned. Both are given the
+    /// old client, whose webhooks' records the new one carries on (the old one keeps them
+    /// until it is dropped, so a fallback finds them too). Blocking: at most the old
+    /// client's `timeout` and a second (its requests out), plus waiting for the uses under
+    /// way.
     pub fn switch<E>(
         &self,
         close_timeout: Duration,
-        start: impl FnOnce() -> Result<(Client, bool), E>,
-        fallback: impl FnOnce() -> Result<(Client, bool), E>,
+        start: impl FnOnce(Option<&Client>) -> Result<(Client, bool), E>,
+        fallback: impl FnOnce(Option<&Client>) -> Result<(Client, bool), E>,
     ) -> Result<(), E> {
         let old = self.client.swap(None);
         // The uses under way finish on the old client: enqueue, then the commit wait is
@@ -167,9 +170,9 @@ impl Slot {
         }
         // Refused new settings are still an error when the old ones run again: the caller
         // keeps the old ones as what runs.
-        let (result, out) = match start() {
+        let (result, out) = match start(old.as_deref()) {
             Ok(started) => (Some(started), Ok(())),
-            Err(e) => (fallback().ok(), Err(e)),
+            Err(e) => (fallback(old.as_deref()).ok(), Err(e)),
         };
         if let Some((client, spooled)) = result {
             self.spooled.store(spooled, SeqCst);
