@@ -192,3 +192,57 @@ impl Slot {
         Some((matches!(done, Ok(true)), client.stats()))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use outbound::{Config, Engine, EngineConfig, Message, Webhook};
+
+    /// New settings that fail to start: the old ones run again, with their records.
+    #[test]
+    fn a_fallback_to_the_old_settings_keeps_their_records() {
+        let dir = tempfile::tempdir().unwrap();
+        let engine = Engine::new(EngineConfig {
+            spool: Some(dir.path().join("spool").into()),
+            ..EngineConfig::default()
+        })
+        .unwrap();
+        // A port nothing listens on: every attempt fails at once.
+        let port = (std::net::TcpListener::bind("127.0.0.1:0").unwrap())
+            .local_addr()
+            .unwrap()
+            .port();
+        let config = || {
+            Config::default()
+                .proxy_from_env(false)
+                .webhooks(vec![Webhook::new(format!("http://127.0.0.1:{port}/in"))])
+        };
+        let client = engine.tenant("src", config()).unwrap();
+        for i in 0..3 {
+            let msg = Message::track("u1", "E").message_id(format!("m{i}"));
+            client.enqueue(&msg).unwrap();
+        }
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while client.webhook_health()[0].consecutive_failures < 3 {
+            assert!(Instant::now() < deadline, "{:?}", client.webhook_health());
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let slot = Slot::new("src", client, true, dir.path().join("audiences.db"));
+        let refused = slot.switch(
+            Duration::from_secs(1),
+            |_| Err("refused"),
+            |before| {
+                let before = before.expect("the old client");
+                let client = engine.tenant_after("src", config(), before);
+                client.map(|c| (c, true)).map_err(|_| "fallback refused")
+            },
+        );
+        assert_eq!(refused, Err("refused"));
+        let health = slot.current().unwrap().webhook_health().remove(0);
+        assert!(health.consecutive_failures >= 3, "{health:?}");
+        assert!(health.last_error.is_some(), "{health:?}");
+        let attempts = slot.current().unwrap().webhook_attempts(0).unwrap();
+        assert!(attempts.len() >= 3, "{attempts:?}");
+        slot.close(Duration::from_secs(1));
+    }
+}
