@@ -403,9 +403,9 @@ impl UrlWatch {
         }
     }
 
-    /// A copy of `from`'s records (health, log, counts of throttled requests), for a new
-    /// watch of the same URL nobody records into yet. What waits is not copied: the
-    /// successor counts its messages itself as it resumes them.
+    /// A copy of `from`'s records (health and log), for a new watch of the same URL nobody
+    /// records into yet. What waits is not copied (the successor counts its messages itself
+    /// as it resumes them), nor the throttled requests, counted per client as documented.
     fn adopt(self: &Arc<Self>, from: &UrlWatch) {
         let copy = {
             let s = lock(&from.state);
@@ -418,7 +418,6 @@ impl UrlWatch {
                 listed: false,
             }
         };
-        self.throttled.store(from.throttled.load(Relaxed), Relaxed);
         let bytes = copy.log.as_ref().map_or(0, |l| l.bytes);
         let over_budget = bytes > 0 && LOG_BYTES.fetch_add(bytes, Relaxed) + bytes > LOG_BUDGET;
         {
