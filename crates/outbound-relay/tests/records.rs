@@ -360,3 +360,60 @@ fn a_change_to_one_source_leaves_anothers_attempts_and_health() {
         before["webhooks"][0]["last_error"]
     );
 }
+
+/// An edited source's own records carry on: a header added to one webhook, then the two
+/// swapped, and the other (failing) URL still shows its attempts and failures, found by
+/// its URL wherever it now stands.
+#[test]
+fn an_edit_keeps_the_records_of_each_url_it_keeps() {
+    let dir = temp_dir();
+    let (ok, bad) = (Receiver::start(), Receiver::start());
+    bad.status.store(500, std::sync::atomic::Ordering::SeqCst);
+    let relay = Relay::start(dir.path(), &config(&[], "block_private_networks = false"));
+    let url = relay.url("/admin/sources/web");
+    let put = |hooks: Value| {
+        let body = json!({"write_keys": ["wk_web"], "shared_secret": "s3cret", "webhooks": hooks});
+        support::put(&url, &[ADMIN], body.to_string().as_bytes())
+    };
+    let a = put(json!([{"url": ok.url}, {"url": bad.url}]));
+    assert_eq!(a.status, 201, "{}", a.body);
+    track(&relay, "wk_web", 3);
+    bad.wait_for(3);
+    let attempts = |i: usize| {
+        let path = format!("/admin/sources/web/webhooks/{i}/attempts");
+        let (status, v) = admin_get(&relay, &path);
+        assert_eq!(status, 200, "{v}");
+        v["attempts"].as_array().unwrap().len()
+    };
+    wait_until("three attempts", || attempts(1) == 3);
+    let (_, before) = admin_get(&relay, "/admin/sources/web/health");
+    let failing = before["webhooks"][1].clone();
+    assert_eq!(failing["state"], "failing", "{before}");
+    assert_eq!(failing["consecutive_failures"], 3, "{before}");
+    assert!(failing["last_error"].is_object(), "{before}");
+
+    // A header added to webhook 1, as a console save sends it.
+    let a = put(json!([{"url": ok.url, "headers": {"X-Team": "growth"}}, {"url": bad.url}]));
+    assert_eq!(a.status, 200, "{}", a.body);
+    assert_eq!(attempts(1), 3, "the failing URL's attempts");
+    assert_eq!(attempts(0), 3, "the edited URL's attempts");
+    let (_, after) = admin_get(&relay, "/admin/sources/web/health");
+    for key in ["state", "consecutive_failures", "last_error", "attempts_5m"] {
+        assert_eq!(after["webhooks"][1][key], failing[key], "{key}: {after}");
+    }
+
+    // Swapped: the records go with the URL to its new place.
+    let a = put(json!([{"url": bad.url}, {"url": ok.url, "headers": {"X-Team": "growth"}}]));
+    assert_eq!(a.status, 200, "{}", a.body);
+    let (_, swapped) = admin_get(&relay, "/admin/sources/web/health");
+    assert_eq!(
+        swapped["webhooks"][0]["consecutive_failures"], 3,
+        "{swapped}"
+    );
+    assert_eq!(swapped["webhooks"][0]["last_error"], failing["last_error"]);
+    assert_eq!(
+        swapped["webhooks"][1]["consecutive_failures"], 0,
+        "{swapped}"
+    );
+    assert_eq!((attempts(0), attempts(1)), (3, 3));
+}

@@ -124,21 +124,25 @@ impl SharedEngine {
     }
 
     /// Starts a source's client with `core`: a tenant of the shared spool under `tenant` when
-    /// its spool is the shared one; true when it is on a spool.
+    /// its spool is the shared one; true when it is on a spool. With `before` (the client it
+    /// replaces), each webhook URL it keeps keeps its records (`Engine::tenant_after`).
     pub fn start_client(
         &self,
         data_dir: &std::path::Path,
         tenant: &str,
         mut core: outbound::Config,
+        before: Option<&Client>,
     ) -> Result<(Client, bool), outbound::Error> {
         let shared = on_shared_spool(&self.spool, data_dir, tenant, &core);
         let spooled = shared || core.spool.is_some();
-        let client = match shared {
-            true => {
-                core.spool = None;
-                self.engine.tenant(tenant, core)
-            }
-            false => self.engine.client(core),
+        if shared {
+            core.spool = None;
+        }
+        let client = match (shared, before) {
+            (true, Some(before)) => self.engine.tenant_after(tenant, core, before),
+            (true, None) => self.engine.tenant(tenant, core),
+            (false, Some(before)) => self.engine.client_after(core, before),
+            (false, None) => self.engine.client(core),
         }?;
         Ok((client, spooled))
     }

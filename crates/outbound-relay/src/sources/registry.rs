@@ -411,10 +411,10 @@ impl Registry {
                 let old = (inner.running.get(name)).map(|r| r.spec.clone());
                 slot.switch(
                     inner.close_timeout,
-                    || self.client(&spec, &file),
-                    || match &old {
-                        Some(old) => self.client(old, &file),
-                        None => self.client(&spec, &file),
+                    |before| self.client(&spec, &file, before),
+                    |before| match &old {
+                        Some(old) => self.client(old, &file, before),
+                        None => self.client(&spec, &file, before),
                     },
                 )?;
                 slot
@@ -432,12 +432,13 @@ impl Registry {
         Ok(())
     }
 
-    /// Source `spec`'s client (the outcome hook and logs its own).
-    /// Source `spec`'s client; `file` names relay.toml in what it logs.
+    /// Source `spec`'s client (the outcome hook and logs its own); `file` names relay.toml
+    /// in what it logs; `before`, the client it replaces, whose webhooks' records it keeps.
     fn client(
         &self,
         spec: &config::SourceSpec,
         file: &str,
+        before: Option<&outbound::Client>,
     ) -> Result<(outbound::Client, bool), outbound::Error> {
         // Said at each start: otherwise only the delivery failures would tell, after every
         // event was acknowledged.
@@ -453,11 +454,12 @@ impl Registry {
         let mut core = spec.core.clone();
         core.log_sink = Some(log_sink(&spec.name));
         core.on_outcome = Some((self.outcomes)(&spec.name, &spec.tenant));
-        self.engine.start_client(&self.data_dir, &spec.tenant, core)
+        self.engine
+            .start_client(&self.data_dir, &spec.tenant, core, before)
     }
 
     fn open_slot(&self, spec: &config::SourceSpec, file: &str) -> Result<Slot, outbound::Error> {
-        let (client, spooled) = self.client(spec, file)?;
+        let (client, spooled) = self.client(spec, file, None)?;
         let audiences = (self.data_dir.join("audiences")).join(format!("{}.db", spec.tenant));
         Ok(Slot::new(&spec.name, client, spooled, audiences))
     }

@@ -140,13 +140,16 @@ impl Slot {
 
     /// Replaces the client with what `start` makes, once the old one has handed over (or,
     /// without a spool, closed within `close_timeout`). When `start` fails, `fallback`
-    /// makes one with the old settings, and `start`'s error is returned. Blocking: at most the old client's `timeout` and
-    /// a second (its requests out), plus waiting for the uses under way.
+    /// makes one with the old settings, and `start`'s error is returned. Both are given the
+    /// old client, whose webhooks' records the new one carries on (the old one keeps them
+    /// until it is dropped, so a fallback finds them too). Blocking: at most the old
+    /// client's `timeout` and a second (its requests out), plus waiting for the uses under
+    /// way.
     pub fn switch<E>(
         &self,
         close_timeout: Duration,
-        start: impl FnOnce() -> Result<(Client, bool), E>,
-        fallback: impl FnOnce() -> Result<(Client, bool), E>,
+        start: impl FnOnce(Option<&Client>) -> Result<(Client, bool), E>,
+        fallback: impl FnOnce(Option<&Client>) -> Result<(Client, bool), E>,
     ) -> Result<(), E> {
         let old = self.client.swap(None);
         // The uses under way finish on the old client: enqueue, then the commit wait is
@@ -167,9 +170,9 @@ impl Slot {
         }
         // Refused new settings are still an error when the old ones run again: the caller
         // keeps the old ones as what runs.
-        let (result, out) = match start() {
+        let (result, out) = match start(old.as_deref()) {
             Ok(started) => (Some(started), Ok(())),
-            Err(e) => (fallback().ok(), Err(e)),
+            Err(e) => (fallback(old.as_deref()).ok(), Err(e)),
         };
         if let Some((client, spooled)) = result {
             self.spooled.store(spooled, SeqCst);
@@ -187,5 +190,59 @@ impl Slot {
         self.ready.notify_waiters();
         let done = client.close(Some(bound));
         Some((matches!(done, Ok(true)), client.stats()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use outbound::{Config, Engine, EngineConfig, Message, Webhook};
+
+    /// New settings that fail to start: the old ones run again, with their records.
+    #[test]
+    fn a_fallback_to_the_old_settings_keeps_their_records() {
+        let dir = tempfile::tempdir().unwrap();
+        let engine = Engine::new(EngineConfig {
+            spool: Some(dir.path().join("spool").into()),
+            ..EngineConfig::default()
+        })
+        .unwrap();
+        // A port nothing listens on: every attempt fails at once.
+        let port = (std::net::TcpListener::bind("127.0.0.1:0").unwrap())
+            .local_addr()
+            .unwrap()
+            .port();
+        let config = || {
+            Config::default()
+                .proxy_from_env(false)
+                .webhooks(vec![Webhook::new(format!("http://127.0.0.1:{port}/in"))])
+        };
+        let client = engine.tenant("src", config()).unwrap();
+        for i in 0..3 {
+            let msg = Message::track("u1", "E").message_id(format!("m{i}"));
+            client.enqueue(&msg).unwrap();
+        }
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while client.webhook_health()[0].consecutive_failures < 3 {
+            assert!(Instant::now() < deadline, "{:?}", client.webhook_health());
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let slot = Slot::new("src", client, true, dir.path().join("audiences.db"));
+        let refused = slot.switch(
+            Duration::from_secs(1),
+            |_| Err("refused"),
+            |before| {
+                let before = before.expect("the old client");
+                let client = engine.tenant_after("src", config(), before);
+                client.map(|c| (c, true)).map_err(|_| "fallback refused")
+            },
+        );
+        assert_eq!(refused, Err("refused"));
+        let health = slot.current().unwrap().webhook_health().remove(0);
+        assert!(health.consecutive_failures >= 3, "{health:?}");
+        assert!(health.last_error.is_some(), "{health:?}");
+        let attempts = slot.current().unwrap().webhook_attempts(0).unwrap();
+        assert!(attempts.len() >= 3, "{attempts:?}");
+        slot.close(Duration::from_secs(1));
     }
 }

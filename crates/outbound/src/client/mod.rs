@@ -81,17 +81,19 @@ impl Client {
         recorder: Option<Arc<Recorder>>,
         tenant: Option<String>,
     ) -> Result<Client, Error> {
-        Client::on_engine_with(config, core, recorder, tenant, None)
+        Client::on_engine_with(config, core, recorder, tenant, None, None)
     }
 
     /// [`on_engine`](Self::on_engine), a tenant of `writer` when given (a subscription's
-    /// client, on its parent's spool).
+    /// client, on its parent's spool); `previous`, the client whose records it carries on
+    /// ([`crate::Engine::client_after`]).
     fn on_engine_with(
         config: Config,
         core: Arc<Core>,
         recorder: Option<Arc<Recorder>>,
         tenant: Option<String>,
         writer: Option<&crate::engine::SpoolWriter>,
+        previous: Option<&Client>,
     ) -> Result<Client, Error> {
         config.check()?;
         let logger = Logger::new(config.debug, config.log_sink.clone());
@@ -102,6 +104,7 @@ impl Client {
             recorder.clone(),
             tenant.clone(),
             writer,
+            previous,
         )?;
         let subs = match config.subscriptions.is_empty() {
             true => Vec::new(),
@@ -114,6 +117,7 @@ impl Client {
                     recorder.as_ref(),
                     tenant.as_deref(),
                     writer,
+                    previous,
                 )?
             }
         };
@@ -214,6 +218,7 @@ impl Client {
             &self.config,
             &self.logger,
             self.recorder.clone(),
+            None,
             None,
             None,
         )?;

@@ -39,7 +39,8 @@ pub(super) struct TenantHandle {
 }
 
 impl TenantHandle {
-    /// Adds a tenant for `config` to `core`'s scheduler.
+    /// Adds a tenant for `config` to `core`'s scheduler; with `previous`, the records of each
+    /// of its URLs still in `config` carry on (before the tenant runs, so none is missed).
     pub(super) fn start(
         core: Arc<Core>,
         config: &Config,
@@ -47,6 +48,7 @@ impl TenantHandle {
         recorder: Option<Arc<Recorder>>,
         tenant: Option<String>,
         parent_writer: Option<&SpoolWriter>,
+        previous: Option<&Client>,
     ) -> Result<TenantHandle, Error> {
         let targets = config.check_webhooks()?;
         // Requests go out on the I/O engine (a recording client's go to its record there).
@@ -81,7 +83,15 @@ impl TenantHandle {
         });
         let urls = config.webhooks.iter().map(|w| redact_url(&w.url)).collect();
         let blocked: Vec<usize> = config.blocked_webhooks().iter().map(|(i, _)| *i).collect();
-        let mut shared = Shared::watching(Watch::new(urls, &blocked));
+        let watch = Watch::new(urls, &blocked);
+        if let Some(previous) = previous {
+            let mine: Vec<&str> = config.webhooks.iter().map(|w| w.url.as_str()).collect();
+            let theirs: Vec<&str> = (previous.config.webhooks.iter())
+                .map(|w| w.url.as_str())
+                .collect();
+            watch.adopt(&mine, &previous.engine.load().shared.watch, &theirs);
+        }
+        let mut shared = Shared::watching(watch);
         let id = core.next_tenant();
         let (inbox, mailbox) = inbox::inbox(id, core.channels.woken.clone());
         let inbox: Inbox = inbox;
@@ -255,11 +265,42 @@ impl crate::Engine {
         Client::on_engine(config, self.core.clone(), None, None)
     }
 
+    /// [`Engine::client`] for a client that takes over from `previous` with changed
+    /// settings: each webhook URL still in `config` keeps `previous`'s records of it (health,
+    /// failures in a row, circuit, last attempts, last minutes), matched by URL, wherever it
+    /// now stands; a subscription's, by its name and URL. A URL no longer there leaves its
+    /// records behind, and a new one starts with none. `previous` keeps its own, so it may
+    /// run again; call it once `previous` has handed over or closed, so its last answers
+    /// are in what carries on.
+    pub fn client_after(&self, config: Config, previous: &Client) -> Result<Client, Error> {
+        Client::on_engine_with(config, self.core.clone(), None, None, None, Some(previous))
+    }
+
     /// A client on this engine and on its spool (`EngineConfig::spool`), its records kept
     /// under `name`: what a process left of `name`'s messages is resumed by the next tenant
     /// of that name. Adds no thread and opens no file. `config.spool` must be unset, and
     /// names unique among the engine's open tenants.
     pub fn tenant(&self, name: &str, config: Config) -> Result<Client, Error> {
+        self.tenant_with(name, config, None)
+    }
+
+    /// [`Engine::tenant`] for the successor of tenant `previous` of the same name (after
+    /// [`Client::hand_over`]): its URLs' records carry on as [`Engine::client_after`] says.
+    pub fn tenant_after(
+        &self,
+        name: &str,
+        config: Config,
+        previous: &Client,
+    ) -> Result<Client, Error> {
+        self.tenant_with(name, config, Some(previous))
+    }
+
+    fn tenant_with(
+        &self,
+        name: &str,
+        config: Config,
+        previous: Option<&Client>,
+    ) -> Result<Client, Error> {
         if self.core.spool.is_none() {
             return Err(Error::config(
                 "spool",
@@ -284,6 +325,13 @@ impl crate::Engine {
                 ),
             ));
         }
-        Client::on_engine(config, self.core.clone(), None, Some(name.to_string()))
+        Client::on_engine_with(
+            config,
+            self.core.clone(),
+            None,
+            Some(name.to_string()),
+            None,
+            previous,
+        )
     }
 }

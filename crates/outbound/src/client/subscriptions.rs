@@ -18,21 +18,25 @@ use std::time::Instant;
 
 impl Client {
     /// The clients of `config`'s subscriptions, on `core`, tenants of `writer` when the
-    /// parent has a spool (named after `tenant`, the parent's name on it).
+    /// parent has a spool (named after `tenant`, the parent's name on it); each carries on
+    /// the records of `previous`'s subscription of its name (of its URL, if it is the same).
     pub(super) fn start_subscriptions(
         config: &Config,
         core: &Arc<Core>,
         recorder: Option<&Arc<Recorder>>,
         tenant: Option<&str>,
         writer: Option<&SpoolWriter>,
+        previous: Option<&Client>,
     ) -> Result<Vec<Client>, Error> {
         let mut subs = Vec::with_capacity(config.subscriptions.len());
         for (i, sub) in config.subscriptions.iter().enumerate() {
             let own = config.for_subscription(i)?;
             let name =
                 writer.map(|_| format!("{}/subscriptions/{}", tenant.unwrap_or(""), sub.name()));
-            let client = Client::on_engine_with(own, core.clone(), recorder.cloned(), name, writer)
-                .map_err(|e| crate::model::config::subscription_error(i, e))?;
+            let before = previous.and_then(|p| p.subscription(sub.name()));
+            let client =
+                Client::on_engine_with(own, core.clone(), recorder.cloned(), name, writer, before)
+                    .map_err(|e| crate::model::config::subscription_error(i, e))?;
             subs.push(client);
         }
         Ok(subs)

@@ -94,6 +94,23 @@ impl Watch {
         });
     }
 
+    /// Takes over the records of `old`'s URLs that are still here, matched by URL (`urls`,
+    /// this watch's in order; `old_urls`, `old`'s), not by place: a successor with changed
+    /// settings shows what its predecessor saw of each URL it keeps. A URL listed twice
+    /// takes its old namesakes in order. Copied, so `old` keeps them should it run again.
+    pub(crate) fn adopt(&self, urls: &[&str], old: &Watch, old_urls: &[&str]) {
+        let mut taken = vec![false; old_urls.len()];
+        for (mine, url) in self.urls.iter().zip(urls) {
+            let found = (old_urls.iter().enumerate()).position(|(j, o)| !taken[j] && o == url);
+            if let Some(j) = found {
+                taken[j] = true;
+                if let Some(from) = old.urls.get(j) {
+                    mine.adopt(from);
+                }
+            }
+        }
+    }
+
     fn each(&self, mask: u8, f: impl Fn(&UrlWatch)) {
         if mask == 0 {
             return;
@@ -131,6 +148,7 @@ struct State {
     listed: bool,
 }
 
+#[derive(Clone)]
 struct Log {
     entries: VecDeque<Entry>,
     minutes: [Minute; MINUTES],
@@ -141,6 +159,7 @@ struct Log {
 
 /// A message id as a log keeps it: in place when short (every id we make is 36 bytes), so
 /// recording an attempt allocates nothing for it.
+#[derive(Clone)]
 enum SmallId {
     Inline([u8; 40], u8),
     Shared(Arc<str>),
@@ -174,6 +193,7 @@ impl SmallId {
     }
 }
 
+#[derive(Clone)]
 struct Entry {
     id: SmallId,
     at_ms: i64,
@@ -381,6 +401,46 @@ impl UrlWatch {
         if over_budget {
             free_oldest();
         }
+    }
+
+    /// A copy of `from`'s records (health and log), for a new watch of the same URL nobody
+    /// records into yet. What waits is not copied (the successor counts its messages itself
+    /// as it resumes them), nor the throttled requests, counted per client as documented.
+    fn adopt(self: &Arc<Self>, from: &UrlWatch) {
+        let copy = {
+            let s = lock(&from.state);
+            State {
+                consecutive_failures: s.consecutive_failures,
+                circuit_open: s.circuit_open,
+                last_success_ms: s.last_success_ms,
+                last_error: s.last_error.clone(),
+                log: s.log.clone(),
+                listed: false,
+            }
+        };
+        let bytes = copy.log.as_ref().map_or(0, |l| l.bytes);
+        let over_budget = bytes > 0 && LOG_BYTES.fetch_add(bytes, Relaxed) + bytes > LOG_BUDGET;
+        {
+            let mut s = lock(&self.state);
+            if let Some(log) = s.log.take() {
+                LOG_BYTES.fetch_sub(log.bytes, Relaxed);
+            }
+            *s = copy;
+            s.listed = s.log.is_some();
+        }
+        if bytes > 0 {
+            lock(&LOGS).push(Arc::downgrade(self));
+        }
+        if over_budget {
+            free_oldest();
+        }
+    }
+
+    /// Its failures in a row while its lane held back to probes at its last answer; `None`
+    /// while the lane was up: what a successor's lane starts from.
+    pub(crate) fn circuit(&self) -> Option<u32> {
+        let s = lock(&self.state);
+        s.circuit_open.then_some(s.consecutive_failures)
     }
 
     /// Its last attempts, newest first.
@@ -616,6 +676,42 @@ mod tests {
         w.unwait(0b01);
         assert_eq!(w.urls[0].health().waiting, 1);
         assert_eq!(w.urls[1].health().waiting, 1);
+    }
+
+    #[test]
+    fn a_successor_adopts_each_url_it_keeps_by_url_and_counts_the_copy() {
+        let _one = lock(&ONE_AT_A_TIME);
+        let start = log_bytes();
+        let old = Watch::new(vec!["http://a/".into(), "http://b/".into()], &[]);
+        let (a, seen) = failure(500);
+        rec(&old.urls[1], Arc::from("1"), &a, &seen, true);
+        rec(
+            &old.urls[0],
+            Arc::from("2"),
+            &Attempt::Success,
+            &seen,
+            false,
+        );
+        let before = log_bytes();
+        let new = Watch::new(vec!["http://b/".into(), "http://c/".into()], &[]);
+        new.adopt(&["b", "c"], &old, &["a", "b"]);
+        let b = new.urls[0].health();
+        assert_eq!((b.webhook, b.state), (0, HealthState::CircuitOpen));
+        assert_eq!(b.consecutive_failures, 1);
+        assert_eq!(&*new.urls[0].attempts()[0].message_id, "1");
+        assert_eq!(new.urls[0].circuit(), Some(1));
+        assert_eq!(new.urls[1].health().attempts_5m, 0);
+        assert!(
+            log_bytes() > before,
+            "the copy is within the budget's count"
+        );
+        assert_eq!(
+            old.urls[1].attempts().len(),
+            1,
+            "the old watch keeps its own"
+        );
+        drop((old, new));
+        assert_eq!(log_bytes(), start, "both logs' bytes given back");
     }
 
     #[test]

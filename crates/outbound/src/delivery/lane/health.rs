@@ -61,6 +61,16 @@ impl Health {
         }
     }
 
+    /// Starts as a predecessor's lane to the same destination ended: down after `failures`
+    /// in a row, its next probe due at once (new settings may be what it needed).
+    pub(super) fn tripped(&mut self, failures: u32, now: Instant) {
+        self.failures = failures;
+        self.state = State::Down {
+            until: now,
+            opens: 1,
+        };
+    }
+
     /// True while the destination is taken as down.
     pub(super) fn is_down(&self) -> bool {
         self.state != State::Up

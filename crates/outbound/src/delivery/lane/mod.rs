@@ -310,6 +310,12 @@ impl Lane {
         ))
     }
 
+    /// Starts down after `failures` in a row, as a predecessor's lane to the destination
+    /// ended; one probe goes at once.
+    pub(crate) fn tripped(&mut self, failures: u32, now: Instant) {
+        self.health.tripped(failures, now);
+    }
+
     /// True while the destination is taken as down.
     pub(crate) fn is_down(&self) -> bool {
         self.health.is_down()

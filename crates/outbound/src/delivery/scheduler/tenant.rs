@@ -116,6 +116,15 @@ impl Tenant {
         for i in 0..config.webhooks.len() {
             lanes.push(lane(1 + i, delivery.hooks.label(i), &report_tx));
         }
+        // A URL whose records a predecessor left circuit open stays so: one probe first, not
+        // a burst at a receiver that was down a moment ago.
+        let now = Instant::now();
+        for (i, url) in shared.watch.urls.iter().enumerate() {
+            let at = if batched { 0 } else { 1 + i };
+            if let (Some(failures), Some(lane)) = (url.circuit(), lanes.get_mut(at)) {
+                lane.tripped(failures, now);
+            }
+        }
         let dead_letters = config.dead_letters && spool.is_some();
         Tenant {
             shared,

@@ -1,0 +1,84 @@
+"""A source's records through an edit, in headless Chromium (as tests/relay/test_console.py
+drives it), against the real relay binary: one webhook's header changed in the console and
+saved, the other webhook, which fails, still shows its failures and attempts on its card
+and in its recent attempts, not a fresh "not tried yet"."""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Dict, List
+
+from conftest import ADMIN_TOKEN, Relay
+from receiver import Receiver
+from test_console import Browser, api, assert_clean, browser, console_relay, track, wait  # noqa: F401
+
+
+def card_facts(b: Browser, webhook: int) -> Dict[str, Any]:
+    """A webhook's card on the source's screen: its badge and each fact by its label."""
+    js = ("(() => { const c = document.querySelector('li.webhook[data-webhook=\"%d\"]');"
+          " if (!c) return null; const dt = [...c.querySelectorAll('dt')].map((d) => d.textContent);"
+          " const dd = [...c.querySelectorAll('dd')].map((d) => d.textContent);"
+          " return { badge: c.querySelector('h3 .badge').textContent,"
+          " facts: Object.fromEntries(dt.map((k, i) => [k, dd[i]])) } })()") % webhook
+    return b("eval", js=js)
+
+
+def test_console_edit_keeps_the_other_webhooks_failures_and_attempts(
+        console_relay: Relay, receivers: List[Receiver], browser: Browser) -> None:
+    relay = console_relay
+    rx_a, rx_b = receivers
+    rx_b.status["/failing"] = 500
+    rx_b.answer["/failing"] = b'{"error":"down for maintenance"}'
+    _, alpha = api(relay, "GET", "/admin/sources/alpha")
+    hooks = [{"url": f"{rx_a.url}/alpha", "headers": {"X-Source": "alpha"}},
+             {"url": f"{rx_b.url}/failing"}]
+    status, answer = api(relay, "PUT", "/admin/sources/alpha", dict(alpha, webhooks=hooks))
+    assert status == 200, answer
+    for i in range(3):
+        track(relay, "wk_alpha", f"kept-{i}")
+    assert rx_b.wait_for(lambda r: len(r.at("/failing")) == 3, 20), rx_b.requests
+
+    def failing() -> Dict[str, Any]:
+        return api(relay, "GET", "/admin/sources/alpha/health")[1]["webhooks"][1]
+
+    wait("three failures in a row", lambda: failing()["consecutive_failures"] == 3)
+    before = failing()
+
+    b = browser
+    b.sign_in(relay, ADMIN_TOKEN)
+    b("waitText", text="alpha", selector="table.sources")
+    b("eval", js="location.hash = '#/sources/alpha'")
+    b("waitText", text="failing", selector="li.webhook[data-webhook='1']", timeout=30000)
+    assert card_facts(b, 1)["facts"]["Failures in a row"] == "3"
+
+    # Webhook 1's header changed and saved: its client is replaced.
+    b("click", selector="nav.tabs a", text="Webhooks and secret")
+    b("waitText", text="A secret is set", selector="main")
+    b("type", selector="input.header-value", text="alpha-edited")
+    b("click", selector="button[type=submit]", text="Save")
+    b("waitText", text="Saved", selector="form.settings")
+    _, saved = api(relay, "GET", "/admin/sources/alpha")
+    assert [w["url"] for w in saved["webhooks"]] == [h["url"] for h in hooks], saved
+    track(relay, "wk_alpha", "after-edit-1")
+    assert rx_a.wait_for(lambda r: any(q.json["messageId"] == "after-edit-1" for q in r.at("/alpha")), 20)
+    assert rx_a.at("/alpha")[-1].headers["x-source"] == "alpha-edited"
+
+    # The failing webhook's card: its failures and attempts, not "not tried yet · – of 0".
+    b("click", selector="nav.tabs a", text="Health")
+    b("waitText", text="failing", selector="li.webhook[data-webhook='1']", timeout=30000)
+    card = card_facts(b, 1)
+    assert card["badge"] == "failing", card
+    assert int(card["facts"]["Failures in a row"]) >= 3, card
+    assert not card["facts"]["Success (5 min)"].endswith(" of 0"), card
+    assert "down for maintenance" in card["facts"]["Last error"] or "500" in card["facts"]["Last error"], card
+    after = failing()
+    assert after["consecutive_failures"] >= before["consecutive_failures"], (before, after)
+    assert after["attempts_5m"] >= before["attempts_5m"], (before, after)
+    b("click", selector="li.webhook[data-webhook='1'] a", text="Recent attempts")
+    b("waitText", text="kept-0", selector="table.attempts")
+    rows = b("text", selector="table.attempts tbody")
+    for i in range(3):
+        assert f"kept-{i}" in rows, rows
+    assert '{"error":"down for maintenance"}' in rows, rows
+    assert_clean(b.close(), relay, ADMIN_TOKEN)
+    print(json.dumps({"before": before, "after": after}, indent=1))
