@@ -3,7 +3,7 @@
 
 Writes 100,000 random 470-byte records to a fresh redis-server on 127.0.0.1 (AOF,
 appendfsync everysec) as the spool's commits do, in two layouts: "old" (one XADD per message
-inside each commit's MULTI/EXEC, the layout before issue #26's commit groups) and "grouped"
+inside each commit's MULTI/EXEC: the layout without commit groups) and "grouped"
 (one XADD per commit, its records packed into one field, as the spool's layout 2); then removes them (one XDEL per
 commit). Groups of 10 (a quiet client: 500 msg/s at 50 commits/s) and of 2,000 (a busy one).
 Raw RESP, pipelined, so the client's own cost stays out of the figures. Prints redis-server

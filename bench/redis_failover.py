@@ -1,4 +1,4 @@
-"""A fleet losing its Redis primary (run by scripts/failover-redis.sh; issue 49).
+"""A fleet losing its Redis primary (run by scripts/failover-redis.sh).
 
 On 127.0.0.1: a primary and a replica (Debian's redis-server, AOF everysec) and three
 Sentinels (redis-sentinel, quorum 2, down after 1 s). Two phases, one run:

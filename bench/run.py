@@ -6,10 +6,10 @@ all against that receiver. Writes bench/results/latest.json and bench/results/ra
 prints the table. Exits non-zero if any run failed (a crash, a timeout, a missing message),
 or if two runs compared at equal batch sizes did not use the same batch size.
 
-Every comparison with a peer is made twice (design §11, issue 42): at equal batch sizes (the
-most messages one request carries: outbound's `flush_at` set to the peer's default, 100 for
-the Python peers and 250 for analytics-go v3 and v2), and default against default (outbound's
-20 against the peer's own), each row labelled. A variant `LIB@B` is LIB run with batch size B.
+Every comparison with a peer is made twice, so neither side's batch size decides it: at
+equal batch sizes (the most messages one request carries: outbound's `flush_at` set to the
+peer's default, 100 for the Python peers and 250 for analytics-go v3 and v2), and default
+against default (outbound's 20 against the peer's own), each row labelled. A variant `LIB@B` is LIB run with batch size B.
 """
 
 from __future__ import annotations
@@ -323,8 +323,8 @@ def main() -> int:
                                          ("outbound-go-v2", [a.outbound_go_bin, "-api", "v2"])) if cmd[0]}
     go_bins = {v: go_cmds[split(v)[0]] + ["-batch", str(split(v)[1])]
                for pair in GO_PAIRS for v in pair if split(v)[0] in go_cmds}
-    # outbound-spool: the cost of durable delivery (issue 11: end to end ≥ 50 % of memory-only,
-    # caller cost unchanged within noise).
+    # outbound-spool: the cost of durable delivery (the spool's target: end to end against
+    # memory only, the caller's cost unchanged within noise).
     e2e_libs = ([] if a.only_go else E2E_LIBS) + list(go_bins)
     # The Go programs go on alone after the others' rounds (go_rounds ≥ e2e_rounds).
     for r in range(max(P["e2e_rounds"], P["go_rounds"] if go_bins else 0)):
@@ -564,10 +564,9 @@ def render_go_table(res: Dict[str, Any]) -> List[str]:
                      f"{fmt(g.get('paired_min'), '.2f')}–{fmt(g.get('paired_max'), '.2f')} | "
                      f"{fmt(g.get('paired_call_ratio') or g.get('call_ratio'), '.2f')} | "
                      f"{fmt(g.get('cpu_ratio'), '.2f')} | {fmt(g.get('rss_ratio'), '.2f')} |")
-    # Issue 27's goals: each package ≥ 2× its analytics-go counterpart end to end, cheaper per
-    # call; the v2 package with less memory than analytics-go v2. Judged at equal batch sizes
-    # (issue 42); the throughput verdict is the median of the rounds' own ratios (each pair
-    # ran back to back).
+    # The Go packages' goals against their analytics-go counterparts (end to end, per call;
+    # the v2 package's memory too), judged at equal batch sizes; the throughput verdict is the
+    # median of the rounds' own ratios (each pair ran back to back).
     for key, what in (("go", "Go package ÷ analytics-go v3"), ("go-v2", "Go v2 package ÷ analytics-go v2")):
         g = s.get(key)
         if not g:
@@ -686,8 +685,8 @@ def render_table(res: Dict[str, Any]) -> str:
 
 
 def targets(res: Dict[str, Any]) -> List[str]:
-    """Issue #13's targets (and issue #11's for the spool), judged on this run's medians; each
-    comparison with a peer at equal batch sizes, then default against default (issue 42)."""
+    """The library's targets (numbered) and the spool's, judged on this run's medians; each
+    comparison with a peer at equal batch sizes, then default against default."""
     s = res["summary"]
     out = []
 
@@ -720,7 +719,7 @@ def targets(res: Dict[str, Any]) -> List[str]:
     me, se = s["e2e"].get("outbound"), s["e2e"].get("outbound-spool")
     if me and se:
         r = se["msgs_per_s"] / me["msgs_per_s"]
-        line(f"(issue #11) with a spool, end to end ≥ 50% of memory only: {r:.0%}", r >= 0.5)
+        line(f"(spool) end to end with a spool ≥ 50% of memory only: {r:.0%}", r >= 0.5)
     return out
 
 
@@ -763,7 +762,7 @@ def plot(res: Dict[str, Any], path: Path) -> None:
     ax1.text(10, len(rows) - 0.4, " target 10×", color="#b22", fontsize=8, va="bottom")
     for y, v in zip(ys, vals):
         ax1.text(v * 1.05, y, f"{v:.1f}×", va="center", fontsize=8)
-    ax1.set_xlabel("outbound advantage (×, log scale; >1 = outbound better; outlined = a target of issue 7)")
+    ax1.set_xlabel("outbound advantage (×, log scale; >1 = outbound better; outlined = a target's own metric)")
     w = s["webhooks"]
     wl, wv = [], []
     for urls in (1, 5):

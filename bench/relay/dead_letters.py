@@ -1,6 +1,6 @@
-"""Issue 47's cost, one sitting (run by scripts/dead-letters-bench.sh): the release relay with
-dead letters on (its default) against the same binary with `dead_letters = false`, paired
-and alternated (on, off, on, off, ...), in two of bench.py's cases:
+"""What dead letters cost, one sitting (run by scripts/dead-letters-bench.sh): the release
+relay with dead letters on (its default) against the same binary with `dead_letters = false`,
+paired and alternated (on, off, on, off, ...), in two of bench.py's cases:
 
   accept   /v1/batch, 100 events a request, 32 connections, to a forwarding source
            (flush_at 100): events acknowledged per second

@@ -1,4 +1,4 @@
-"""What a hostile request costs the relay (issue 43): the CPU time of the worst body of
+"""What a hostile request costs the relay: the CPU time of the worst body of
 500,000 bytes of each shape, before and after the write key, run by scripts/relay-hostile.sh.
 
 The relay runs on 127.0.0.1 with one browser source (`wk_web`, the write key anyone can read

@@ -239,6 +239,109 @@ fn a_request_whose_body_does_not_arrive_within_request_timeout_gets_408() {
     assert!(took < Duration::from_secs(5), "{took:?}");
 }
 
+/// Every answer is counted under the part of the relay that took it, a 408 too (its route
+/// known before the body was awaited), with the series `/metrics` has always had.
+#[test]
+fn each_answer_is_counted_under_the_route_that_took_it() {
+    let (_dir, _rx, relay) = start("request_timeout = 1\n");
+    let track = json!({"userId": "u", "event": "E"}).to_string();
+    let key = basic("wk_web");
+    let origin = "Origin: https://shop.example.com\r\nAccess-Control-Request-Method: POST\r\n";
+    let adm = "Authorization: Bearer adm\r\n";
+    let asks: &[(&str, &str, &str, &str)] = &[
+        ("GET", "/healthz", "", "healthz"),
+        ("POST", "/healthz", "", "healthz"),
+        ("GET", "/readyz", "", "readyz"),
+        ("GET", "/metrics", "", "metrics"),
+        ("GET", "/admin/sources", "", "admin"),
+        ("PATCH", "/admin/sources", adm, "admin"),
+        ("GET", "/admin/nothing", adm, "admin"),
+        ("GET", "/console/", "", "console"),
+        ("GET", "/v1/projects/wk_web/settings", "", "settings"),
+        ("POST", "/v1/projects/wk_web/settings", "", "settings"),
+        ("POST", "/v1/m", "", "telemetry"),
+        ("GET", "/v1/m", "", "telemetry"),
+        ("OPTIONS", "/v1/m", origin, "preflight"),
+        ("OPTIONS", "/v1/track", origin, "preflight"),
+        ("GET", "/v1/track", "", "tracking"),
+        ("POST", "/v1/track", "", "tracking"),
+        ("POST", "/v1/t//", "", "tracking"),
+        ("GET", "/healthz/", "", "other"),
+        ("GET", "/nothing", "", "other"),
+    ];
+    let mut want = std::collections::BTreeMap::new();
+    for (method, path, headers, label) in asks {
+        let headers = match headers.is_empty() {
+            true => format!("Authorization: {key}\r\n"),
+            false => headers.to_string(),
+        };
+        let head = format!(
+            "{method} {path} HTTP/1.1\r\nHost: r\r\n{headers}\
+             Content-Length: {}\r\nConnection: close\r\n\r\n",
+            track.len()
+        );
+        let (status, text) = raw(&relay, &head, track.as_bytes());
+        assert!(status != 0, "{method} {path}: {text}");
+        *want.entry((*label, status)).or_insert(0u32) += 1;
+    }
+    // A body that never arrives: 408, counted under the route that was waiting for it.
+    let mut conn = TcpStream::connect(&relay.addr).unwrap();
+    conn.set_read_timeout(Some(Duration::from_secs(20)))
+        .unwrap();
+    write!(
+        conn,
+        "POST /v1/batch HTTP/1.1\r\nHost: r\r\nAuthorization: {key}\r\nContent-Length: 100\r\n\r\n{{"
+    )
+    .unwrap();
+    let mut answer = String::new();
+    let _ = conn.read_to_string(&mut answer);
+    assert!(answer.starts_with("HTTP/1.1 408"), "{answer}");
+    assert!(
+        answer
+            .to_ascii_lowercase()
+            .contains("\r\nconnection: close\r\n"),
+        "{answer}"
+    );
+    assert!(
+        answer.contains("the request took longer than 1s"),
+        "{answer}"
+    );
+    *want.entry(("tracking", 408)).or_insert(0) += 1;
+    relay.wait_log("request timed out after 1s: answered 408");
+    assert!(
+        relay.log().contains("answered 408 route=\"tracking\""),
+        "{}",
+        relay.log()
+    );
+
+    let scrape = format!("GET /metrics HTTP/1.1\r\nHost: r\r\n{adm}Connection: close\r\n\r\n");
+    let mut conn = TcpStream::connect(&relay.addr).unwrap();
+    conn.write_all(scrape.as_bytes()).unwrap();
+    let mut text = String::new();
+    conn.read_to_string(&mut text).unwrap();
+    let counted: std::collections::BTreeMap<(String, u16), u32> = text
+        .lines()
+        .filter_map(|l| l.strip_prefix("outbound_relay_requests_total{route=\""))
+        .map(|l| {
+            let (route, rest) = l.split_once("\",status=\"").unwrap();
+            let (status, n) = rest.split_once("\"} ").unwrap();
+            (
+                (route.to_string(), status.parse().unwrap()),
+                n.trim().parse().unwrap(),
+            )
+        })
+        .collect();
+    let want: std::collections::BTreeMap<(String, u16), u32> = want
+        .into_iter()
+        .map(|((l, s), n)| ((l.to_string(), s), n))
+        .collect();
+    assert_eq!(counted, want, "{text}");
+    for label in ["healthz", "admin", "tracking", "preflight", "other"] {
+        let series = format!("outbound_relay_request_duration_seconds_count{{route=\"{label}\"}}");
+        assert!(text.contains(&series), "{series}: {text}");
+    }
+}
+
 #[test]
 fn connections_over_max_connections_wait_until_one_closes() {
     let (_dir, _rx, relay) = start("max_connections = 2\n");

@@ -5,7 +5,7 @@
 //! read as JSON either way.
 //!
 //! The limits on request heads, slow clients and connections are the connection's
-//! (`server.rs`); a declared `Content-Length` over the limit is refused there before the
+//! (`server/`); a declared `Content-Length` over the limit is refused there before the
 //! body is read.
 
 use http_body_util::{BodyExt, Limited};

@@ -18,7 +18,7 @@
 //! finds the deadline passed enqueues nothing.
 //!
 //! Events accepted and rejected (per source and reason) are counted here; requests and their
-//! latency in `server.rs`. While someone looks at a source's recent events, what it accepts
+//! latency in `server/layers.rs`. While someone looks at a source's recent events, what it accepts
 //! is copied for them (`capture.rs`, `operations::recent`); otherwise that costs a request
 //! one relaxed load of its source's flag.
 

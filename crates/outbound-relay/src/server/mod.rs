@@ -8,11 +8,14 @@
 //! in the listen backlog, unaccepted), a request head of at most `max_header_bytes` and
 //! `max_headers` fields (hyper answers 431 while reading it), the whole head within
 //! `header_read_timeout` (and a TLS handshake too) or the connection is closed, the whole
-//! request within `request_timeout` or 408, an answer's writes stalled no longer than
-//! `write_timeout` (`write_timeout.rs`). Bodies are limited while read (`body.rs`).
+//! request within `request_timeout` or 408 (`layers.rs`, with the request's metrics), an
+//! answer's writes stalled no longer than `write_timeout` (`write_timeout.rs`). Bodies are
+//! limited while read (`body.rs`).
 //!
 //! What a request sees is [`Live`]: loaded once per request, so a reload (`reload.rs`)
 //! never changes the sources under a request in flight.
+
+mod layers;
 
 use crate::config::Limits;
 use crate::console;
@@ -32,12 +35,13 @@ use arc_swap::ArcSwap;
 use axum::extract::State as AxState;
 use hyper::body::Incoming;
 use hyper::header::HeaderMap;
-use hyper::header::{HeaderValue, CONNECTION, CONTENT_LENGTH, CONTENT_TYPE};
+use hyper::header::{HeaderValue, CONTENT_LENGTH, CONTENT_TYPE};
 use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper::{Method, Request, StatusCode, Uri};
 use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::server::graceful::{GracefulShutdown, Watcher};
+use layers::{label, LabelLayer, Metered, MetricsLayer, Timeout, TimeoutLayer};
 use outbound::{Cidr, OffsetDateTime, Received};
 use std::convert::Infallible;
 use std::net::IpAddr;
@@ -76,62 +80,66 @@ pub struct Arrival {
     pub deadline: Instant,
 }
 
-/// The metrics label of a request, from its method and path: which part of the relay
-/// answers it (decided before routing, so no answer has to carry it).
-fn route_label(method: &Method, path: &str) -> &'static str {
-    if tracking::endpoint(path).is_some() || telemetry::is_telemetry(path) {
-        return match *method {
-            Method::OPTIONS => "preflight",
-            _ if telemetry::is_telemetry(path) => "telemetry",
-            _ => "tracking",
-        };
-    }
-    match path {
-        "/healthz" => "healthz",
-        "/readyz" => "readyz",
-        "/metrics" => "metrics",
-        p if p == "/admin" || p.starts_with("/admin/") => "admin",
-        p if console::is_console(p) => "console",
-        p if settings::write_key_of(p).is_some() => "settings",
-        _ => "other",
-    }
-}
-
 tokio::task_local! {
     /// The arrival of the request being routed: set around the routing of each request, so
     /// that it travels without an extension (a map allocated for every request).
     static ARRIVAL: Arrival;
 }
 
+/// The relay's routes inside its request layers: the metrics (outermost, so a 408 is
+/// counted) and `request_timeout`.
+pub type App = Metered<Timeout<axum::Router>>;
+
 /// Every route of the relay: the admin API (typed, with its document: `control::router`),
 /// the operations routes, and by path the rest: Segment's tracking API, its settings and
-/// telemetry paths (which the SDKs write in several forms), and the console.
-pub fn app(state: Arc<State>) -> axum::Router {
-    use axum::routing::get;
+/// telemetry paths (which the SDKs write in several forms), and the console. Each names its
+/// requests' metrics label as it takes them: the admin API and the operations routes by a
+/// layer, the tracking API and `by_path` where they decide what a request is.
+pub fn app(state: Arc<State>) -> App {
+    use axum::routing::{any, get};
     let admin = control::router(
         state.control.clone(),
         state.registry.clone(),
         state.live.clone(),
         state.ops.clone(),
     )
-    .method_not_allowed_fallback(|| async { use_method("a method this route takes") });
+    .method_not_allowed_fallback(|| async { use_method("a method this route takes") })
+    .route_layer(LabelLayer("admin"));
     let use_get = || async { use_method("GET") };
     // Segment's tracking paths as routes of their own (each name, with and without a
-    // trailing slash), so that the hot path is matched once and not again as the fallback.
+    // trailing slash), each knowing its endpoint, so that the hot path is matched once.
     let mut tracking_routes = axum::Router::new();
     for name in tracking::PATH_NAMES {
         for path in [format!("/v1/{name}"), format!("/v1/{name}/")] {
-            tracking_routes = tracking_routes.route(&path, axum::routing::any(by_path));
+            // A name `endpoint` did not take would still reach it through `by_path`.
+            let Some(endpoint) = tracking::endpoint(&path) else {
+                continue;
+            };
+            let route = any(move |AxState(state): AxState<Arc<State>>, req| {
+                tracking_api(state, endpoint, req)
+            });
+            tracking_routes = tracking_routes.route(&path, route);
         }
     }
-    axum::Router::new()
-        .route("/healthz", get(healthz).head(healthz).fallback(use_get))
-        .route("/readyz", get(readyz).head(readyz).fallback(use_get))
-        .route("/metrics", get(metrics_text).fallback(use_get))
+    let ops_route = |route: axum::routing::MethodRouter<Arc<State>>, name: &'static str| {
+        route.fallback(use_get).layer(LabelLayer(name))
+    };
+    let routes = axum::Router::new()
+        .route("/healthz", ops_route(get(healthz).head(healthz), "healthz"))
+        .route("/readyz", ops_route(get(readyz).head(readyz), "readyz"))
+        .route("/metrics", ops_route(get(metrics_text), "metrics"))
         .merge(tracking_routes)
         .fallback(by_path)
-        .with_state(state)
-        .merge(admin)
+        .with_state(state.clone())
+        .merge(admin);
+    let timeout = TimeoutLayer {
+        bound: state.limits.request_timeout,
+        log_rate: state.ops.log_rate.clone(),
+    };
+    tower::ServiceBuilder::new()
+        .layer(MetricsLayer(state.ops.metrics.clone()))
+        .layer(timeout)
+        .service(routes)
 }
 
 fn use_method(which: &str) -> Answer {
@@ -199,71 +207,80 @@ async fn metrics_text(AxState(state): AxState<Arc<State>>, uri: Uri, headers: He
     r
 }
 
+/// Segment's tracking API at `endpoint`: a POST's events to their source, a preflight, or 405.
+async fn tracking_api(
+    state: Arc<State>,
+    endpoint: tracking::Endpoint,
+    req: axum::extract::Request,
+) -> Answer {
+    let (parts, body) = req.into_parts();
+    if parts.method == Method::OPTIONS {
+        label("preflight");
+        let sources = state.registry.current();
+        return tracking::preflight(&state.ops.log_rate, &sources, &parts.headers);
+    }
+    label("tracking");
+    if parts.method != Method::POST {
+        return use_method("POST");
+    }
+    // A declared length over the limit is refused before the body is taken in: what arrives
+    // is read and thrown away (at most twice the limit, within `request_timeout`) so that an
+    // SDK still sending gets to read the 413.
+    let declared = (parts.headers.get(CONTENT_LENGTH))
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().parse::<u64>().ok());
+    if declared.is_some_and(|n| n > tracking::MAX_BODY_BYTES as u64) {
+        let (most, bound) = (2 * tracking::MAX_BODY_BYTES, state.limits.request_timeout);
+        tokio::spawn(discard(body, most, bound));
+        let too_large = format!(
+            "body is over the limit of {} bytes",
+            tracking::MAX_BODY_BYTES
+        );
+        return reply::error(StatusCode::PAYLOAD_TOO_LARGE, too_large);
+    }
+    let arrival = ARRIVAL.with(|a| *a);
+    let facts = RequestOrigin {
+        peer: arrival.peer,
+        headers: &parts.headers,
+        trusted: &state.trusted_proxies,
+    };
+    let received = Received {
+        at: arrival.at,
+        client_ip: Some(facts.client_ip()),
+    };
+    let sources = state.registry.current();
+    let (ops, headers, deadline) = (&state.ops, &parts.headers, arrival.deadline);
+    tracking::handle(ops, sources, endpoint, headers, body, received, deadline).await
+}
+
 /// What no typed route takes, by its path: Segment's tracking API (its paths are written in
-/// several forms: `/v1/t`, `/v1/track/`), its settings and telemetry paths, the console, an
+/// several forms: `/v1/t`, `/v1/track//`), its settings and telemetry paths, the console, an
 /// unknown admin path (after the token is checked), or 404.
 async fn by_path(AxState(state): AxState<Arc<State>>, req: axum::extract::Request) -> Answer {
-    let arrival = ARRIVAL.with(|a| *a);
+    if let Some(endpoint) = tracking::endpoint(req.uri().path()) {
+        return tracking_api(state, endpoint, req).await;
+    }
     let sources = state.registry.current();
     let (parts, body) = req.into_parts();
     let path = parts.uri.path();
-    if let Some(endpoint) = tracking::endpoint(path) {
-        let answer = match parts.method {
-            Method::POST => {
-                // A declared length over the limit is refused before the body is taken in:
-                // what arrives is read and thrown away (at most twice the limit, within
-                // `request_timeout`) so that an SDK still sending gets to read the 413.
-                let declared = parts
-                    .headers
-                    .get(CONTENT_LENGTH)
-                    .and_then(|v| v.to_str().ok())
-                    .and_then(|v| v.trim().parse::<u64>().ok());
-                if declared.is_some_and(|n| n > tracking::MAX_BODY_BYTES as u64) {
-                    tokio::spawn(discard(
-                        body,
-                        2 * tracking::MAX_BODY_BYTES,
-                        state.limits.request_timeout,
-                    ));
-                    let too_large = format!(
-                        "body is over the limit of {} bytes",
-                        tracking::MAX_BODY_BYTES
-                    );
-                    return reply::error(StatusCode::PAYLOAD_TOO_LARGE, too_large);
-                }
-                let facts = RequestOrigin {
-                    peer: arrival.peer,
-                    headers: &parts.headers,
-                    trusted: &state.trusted_proxies,
-                };
-                let received = Received {
-                    at: arrival.at,
-                    client_ip: Some(facts.client_ip()),
-                };
-                let (headers, deadline) = (&parts.headers, arrival.deadline);
-                let ops = &state.ops;
-                tracking::handle(ops, sources, endpoint, headers, body, received, deadline).await
-            }
-            Method::OPTIONS => {
-                let rate = &state.ops.log_rate;
-                return tracking::preflight(rate, &sources, &parts.headers);
-            }
-            _ => use_method("POST"),
-        };
-        return answer;
-    }
     if telemetry::is_telemetry(path) {
+        if parts.method == Method::OPTIONS {
+            label("preflight");
+            return tracking::preflight(&state.ops.log_rate, &sources, &parts.headers);
+        }
+        label("telemetry");
         return match parts.method {
             Method::POST => telemetry::drop(&state.ops, &sources, &parts.headers, body).await,
-            Method::OPTIONS => tracking::preflight(&state.ops.log_rate, &sources, &parts.headers),
             _ => use_method("POST"),
         };
     }
     if let Some(key) = settings::write_key_of(path) {
+        label("settings");
         if !matches!(parts.method, Method::GET | Method::HEAD) {
             return use_method("GET");
         }
         let facts = RequestOrigin {
-            peer: arrival.peer,
+            peer: ARRIVAL.with(|a| a.peer),
             headers: &parts.headers,
             trusted: &state.trusted_proxies,
         };
@@ -271,6 +288,7 @@ async fn by_path(AxState(state): AxState<Arc<State>>, req: axum::extract::Reques
         return settings::answer(&sources, key, public);
     }
     if path == "/admin" || path.starts_with("/admin/") {
+        label("admin");
         let live = state.live.load();
         let answer = control::unknown(
             &state.ops.log_rate,
@@ -283,6 +301,7 @@ async fn by_path(AxState(state): AxState<Arc<State>>, req: axum::extract::Reques
         return answer;
     }
     if console::is_console(path) {
+        label("console");
         let admin_on = state.live.load().admin_token.is_some();
         return console::answer(&parts.method, path, &parts.headers, admin_on);
     }
@@ -305,72 +324,42 @@ async fn discard(mut body: axum::body::Body, most: usize, bound: Duration) {
     .await;
 }
 
-/// A request through the routes within `request_timeout`, counted and timed.
+/// A request through the app (within `request_timeout`, counted and timed by its layers),
+/// its arrival at hand for the routes.
 async fn answer(
-    state: Arc<State>,
-    app: axum::Router,
+    app: App,
+    bound: Duration,
     req: Request<Incoming>,
     peer: IpAddr,
 ) -> axum::response::Response {
-    use axum::response::IntoResponse;
     use tower::ServiceExt;
-    let _in_flight = state.ops.metrics.in_flight();
-    let started = Instant::now();
-    let at = OffsetDateTime::now_utc();
-    let bound = state.limits.request_timeout;
     let arrival = Arrival {
         peer,
-        at,
-        deadline: started + bound,
+        at: OffsetDateTime::now_utc(),
+        deadline: Instant::now() + bound,
     };
-    let label = route_label(req.method(), req.uri().path());
     let req = req.map(axum::body::Body::new);
-    let routed = ARRIVAL.scope(arrival, async move {
-        match app.oneshot(req).await {
-            Ok(r) => r,
-            Err(never) => match never {},
-        }
-    });
-    let r = match tokio::time::timeout(bound, routed).await {
+    match ARRIVAL.scope(arrival, app.oneshot(req)).await {
         Ok(r) => r,
-        Err(_) => {
-            if let Some(held_back) = state.ops.log_rate.allow("request_timeout", label) {
-                tracing::info!(
-                    route = label,
-                    held_back,
-                    "request timed out after {bound:?}: answered 408"
-                );
-            }
-            let mut r = reply::error(
-                StatusCode::REQUEST_TIMEOUT,
-                format!("the request took longer than {bound:?}"),
-            );
-            r.headers_mut()
-                .insert(CONNECTION, HeaderValue::from_static("close"));
-            r.into_response()
-        }
-    };
-    state
-        .ops
-        .metrics
-        .request(label, r.status().as_u16(), started.elapsed());
-    r
+        Err(never) => match never {},
+    }
 }
 
 /// Serves one connection (plain or TLS) with the listener's limits.
 async fn connection<I>(
     io: I,
     state: Arc<State>,
-    app: axum::Router,
+    app: App,
     watcher: Watcher,
     peer: std::net::SocketAddr,
 ) where
     I: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
     let limits = state.limits.clone();
+    let bound = limits.request_timeout;
     let service = service_fn(move |req| {
-        let (state, app) = (state.clone(), app.clone());
-        async move { Ok::<_, Infallible>(answer(state, app, req, peer.ip()).await) }
+        let app = app.clone();
+        async move { Ok::<_, Infallible>(answer(app, bound, req, peer.ip()).await) }
     });
     let conn = http1::Builder::new()
         .timer(TokioTimer::new())
