@@ -375,6 +375,36 @@ async fn connection<I>(
     }
 }
 
+/// Serves connection `stream` from `peer` on a task of its own, holding `permit` until it ends.
+fn take(
+    stream: tokio::net::TcpStream,
+    peer: std::net::SocketAddr,
+    permit: tokio::sync::OwnedSemaphorePermit,
+    state: &Arc<State>,
+    app: &App,
+    graceful: &GracefulShutdown,
+) {
+    let _ = stream.set_nodelay(true);
+    let (state, app) = (state.clone(), app.clone());
+    let watcher = graceful.watcher();
+    tokio::spawn(async move {
+        let _permit = permit;
+        let _open = state.ops.metrics.connection();
+        match state.tls.clone() {
+            None => connection(stream, state, app, watcher, peer).await,
+            Some(acceptor) => {
+                // The handshake is part of the head: same bound.
+                let bound = state.limits.header_read_timeout;
+                match tokio::time::timeout(bound, acceptor.accept(stream)).await {
+                    Ok(Ok(tls)) => connection(tls, state, app, watcher, peer).await,
+                    Ok(Err(e)) => tracing::debug!(%peer, "TLS handshake failed: {e}"),
+                    Err(_) => tracing::debug!(%peer, "TLS handshake timed out"),
+                }
+            }
+        }
+    });
+}
+
 /// Serves `listener` until `stop` resolves; then waits at most `grace` for the requests in
 /// flight. Returns whether they all finished in time.
 pub async fn serve(
@@ -398,38 +428,27 @@ pub async fn serve(
             () = &mut stop => break,
         };
         tokio::select! {
-            accepted = listener.accept() => {
-                let (stream, peer) = match accepted {
-                    Ok(a) => a,
-                    Err(e) => {
-                        // Out of descriptors and the like: pause instead of spinning.
-                        failures.failed(&e);
-                        tokio::time::sleep(Duration::from_millis(50)).await;
-                        continue;
-                    }
-                };
-                let _ = stream.set_nodelay(true);
-                let (state, app) = (state.clone(), app.clone());
-                let watcher = graceful.watcher();
-                tokio::spawn(async move {
-                    let _permit = permit;
-                    let _open = state.ops.metrics.connection();
-                    match state.tls.clone() {
-                        None => connection(stream, state, app, watcher, peer).await,
-                        Some(acceptor) => {
-                            // The handshake is part of the head: same bound.
-                            let bound = state.limits.header_read_timeout;
-                            match tokio::time::timeout(bound, acceptor.accept(stream)).await {
-                                Ok(Ok(tls)) => connection(tls, state, app, watcher, peer).await,
-                                Ok(Err(e)) => tracing::debug!(%peer, "TLS handshake failed: {e}"),
-                                Err(_) => tracing::debug!(%peer, "TLS handshake timed out"),
-                            }
-                        }
-                    }
-                });
-            }
+            accepted = listener.accept() => match accepted {
+                Ok((stream, peer)) => take(stream, peer, permit, &state, &app, &graceful),
+                Err(e) => {
+                    // Out of descriptors and the like: pause instead of spinning.
+                    failures.failed(&e);
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                }
+            },
             () = &mut stop => break,
         }
+    }
+    // Connections already made when the stop came are served, not reset: their clients sent
+    // before the signal (the cap still holds).
+    while let Ok(permit) = permits.clone().try_acquire_owned() {
+        let waiting = tokio::select! {
+            biased;
+            accepted = listener.accept() => accepted.ok(),
+            () = std::future::ready(()) => None,
+        };
+        let Some((stream, peer)) = waiting else { break };
+        take(stream, peer, permit, &state, &app, &graceful);
     }
     // Stop accepting: the listener closes here, before the wait.
     drop(listener);
