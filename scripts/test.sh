@@ -126,7 +126,6 @@ group() {
     exit "$status"
   ) > "$smokes/$name.log" 2>&1
 }
-await deploy-fetch deploy-build
 mkdir -p bench/.build
 (cd bench/chaos && go build -o ../.build/chaos .)
 # One soak pass with the webhook and the subscriptions behind a bearer token (and limited)
@@ -149,8 +148,14 @@ load=$!
 # The deploy tests (image, package, chart, compose fleet) on the dev build the relay tests
 # made: they mostly wait on containers, so they run beside the smoke passes; then the
 # benchmarks' smoke pass.
-group deploy "env OUTBOUND_DEPLOY_PROFILE=debug scripts/test-deploy.sh" \
-  "scripts/bench.sh --smoke" &
+# Only this group needs the deploy tools: it waits for them (printed with the set-up's steps
+# at the end), while the others start at once.
+(
+  while { [ ! -f "$prebuilt/deploy-fetch.time" ] || [ ! -f "$prebuilt/deploy-build.time" ]; } \
+    && setup_going; do sleep 1; done
+  group deploy "env OUTBOUND_DEPLOY_PROFILE=debug scripts/test-deploy.sh" \
+    "scripts/bench.sh --smoke"
+) &
 deploy=$!
 # It waits on cargo's lock of target/fuzz while the set-up still builds the harness.
 group fuzz "scripts/fuzz-c.sh ${OUTBOUND_FUZZ_SECONDS:-60}" &
@@ -158,7 +163,7 @@ fuzz=$!
 t0=$(date +%s)
 failed=0
 for pid in "$chaos" "$relay_faults" "$load" "$deploy" "$fuzz"; do wait "$pid" || failed=1; done
-await fuzz
+await deploy-fetch deploy-build fuzz
 wait "$compile_chain" "$fetch_chain" || true
 rm -rf "$prebuilt"
 for name in chaos relay-faults load deploy fuzz; do
