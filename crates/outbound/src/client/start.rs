@@ -38,6 +38,22 @@ pub(super) struct TenantHandle {
     pub(super) spooled: bool,
 }
 
+/// The watch of `config`'s webhook URLs; with `previous`, each URL it keeps carries on its
+/// records there.
+fn watch(config: &Config, previous: Option<&Client>) -> Watch {
+    let urls = config.webhooks.iter().map(|w| redact_url(&w.url)).collect();
+    let blocked: Vec<usize> = config.blocked_webhooks().iter().map(|(i, _)| *i).collect();
+    let watch = Watch::new(urls, &blocked);
+    if let Some(previous) = previous {
+        let mine: Vec<&str> = config.webhooks.iter().map(|w| w.url.as_str()).collect();
+        let theirs: Vec<&str> = (previous.config.webhooks.iter())
+            .map(|w| w.url.as_str())
+            .collect();
+        watch.adopt(&mine, &previous.engine.load().shared.watch, &theirs);
+    }
+    watch
+}
+
 impl TenantHandle {
     /// Adds a tenant for `config` to `core`'s scheduler; with `previous`, the records of each
     /// of its URLs still in `config` carry on (before the tenant runs, so none is missed).
@@ -81,17 +97,7 @@ impl TenantHandle {
             hooks_out,
             batches_out,
         });
-        let urls = config.webhooks.iter().map(|w| redact_url(&w.url)).collect();
-        let blocked: Vec<usize> = config.blocked_webhooks().iter().map(|(i, _)| *i).collect();
-        let watch = Watch::new(urls, &blocked);
-        if let Some(previous) = previous {
-            let mine: Vec<&str> = config.webhooks.iter().map(|w| w.url.as_str()).collect();
-            let theirs: Vec<&str> = (previous.config.webhooks.iter())
-                .map(|w| w.url.as_str())
-                .collect();
-            watch.adopt(&mine, &previous.engine.load().shared.watch, &theirs);
-        }
-        let mut shared = Shared::watching(watch);
+        let mut shared = Shared::watching(watch(config, previous));
         let id = core.next_tenant();
         let (inbox, mailbox) = inbox::inbox(id, core.channels.woken.clone());
         let inbox: Inbox = inbox;
