@@ -176,24 +176,22 @@ async fn metrics_text(AxState(state): AxState<Arc<State>>, uri: Uri, headers: He
         return control::refusal(StatusCode::NOT_FOUND, "path", off);
     }
     if !tokens.iter().flatten().any(|t| bearer_is(&headers, t)) {
-        if state.control.is_source_token(&headers, &sources) {
-            let why = "metrics request refused: a source token";
-            control::log_refused(&state.ops.log_rate, "metrics_forbidden", "", path, why);
-            let answer = control::refusal(
+        let (status, kind, why, message) = match state.control.is_source_token(&headers, &sources) {
+            true => (
                 StatusCode::FORBIDDEN,
-                "authorization",
+                "metrics_forbidden",
+                "metrics request refused: a source token",
                 "a source token reaches its own source only",
-            );
-            return answer;
-        }
-        let why = "metrics request refused: bad or missing token";
-        control::log_refused(&state.ops.log_rate, "metrics_unauthorized", "", path, why);
-        let answer = control::refusal(
-            StatusCode::UNAUTHORIZED,
-            "authorization",
-            "metrics or admin token required",
-        );
-        return answer;
+            ),
+            false => (
+                StatusCode::UNAUTHORIZED,
+                "metrics_unauthorized",
+                "metrics request refused: bad or missing token",
+                "metrics or admin token required",
+            ),
+        };
+        control::log_refused(&state.ops.log_rate, kind, "", path, why);
+        return control::refusal(status, "authorization", message);
     }
     let (m, engine) = (state.ops.metrics.clone(), state.engine.clone());
     let text = tokio::task::spawn_blocking(move || metrics::render(&m, &sources, &engine))
