@@ -7,7 +7,7 @@ use crate::client::Client;
 use crate::delivery::command::{Answer, Ask};
 use crate::durable::dead::{unix_ms, Pick};
 use crate::error::Error;
-use crate::model::attempts::{WebhookAttempt, WebhookHealth};
+use crate::model::attempts::{WebhookAttempt, WebhookHealth, WebhookMinute};
 use crate::model::dead_letter::{
     DeadLetter, DeadLetterPage, DeadLetterQuery, DeadLetterStats, ReplayProgress, MAX_PAGE,
 };
@@ -23,9 +23,24 @@ impl Client {
     /// answer. Kept in memory for URLs with recent traffic (all of a process's logs within
     /// one budget, the oldest freed first): empty for a URL with none.
     pub fn webhook_attempts(&self, webhook: usize) -> Result<Vec<WebhookAttempt>, Error> {
+        self.watched_url(webhook, |url| url.attempts())
+    }
+
+    /// Webhook `webhook`'s messages in each minute of the last hour that had any, oldest
+    /// first: delivered, failed and abandoned ([`MessageCounts`](crate::MessageCounts)). Kept
+    /// with its attempts (the same budget): empty for a URL with no recent traffic.
+    pub fn webhook_minutes(&self, webhook: usize) -> Result<Vec<WebhookMinute>, Error> {
+        self.watched_url(webhook, |url| url.hour())
+    }
+
+    fn watched_url<T>(
+        &self,
+        webhook: usize,
+        read: impl FnOnce(&crate::delivery::watch::UrlWatch) -> T,
+    ) -> Result<T, Error> {
         let urls = self.watched();
         match urls.get(webhook) {
-            Some(url) => Ok(url.attempts()),
+            Some(url) => Ok(read(url)),
             None => Err(Error::invalid(
                 "webhook",
                 format!(
@@ -38,7 +53,8 @@ impl Client {
 
     /// Each webhook URL's health, in the order of `webhooks`: healthy, failing, circuit
     /// open or disabled; success rate and p50/p99 latency over the last five minutes;
-    /// failures in a row, last error, last success, messages waiting.
+    /// failures in a row, last error, last success, messages waiting; and what became of
+    /// its messages (delivered, failed, retrying, abandoned because another URL took them).
     pub fn webhook_health(&self) -> Vec<WebhookHealth> {
         self.watched().iter().map(|u| u.health()).collect()
     }

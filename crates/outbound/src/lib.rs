@@ -58,7 +58,8 @@ pub use engine::{Engine, EngineConfig, MAX_IO_THREADS};
 pub use error::Error;
 pub use log::{env_enabled as debug_from_env, url_for_log, Level, LogSink};
 pub use model::attempts::{
-    AttemptResult, ErrorClass, HealthState, WebhookAttempt, WebhookHealth, ANSWER_EXCERPT,
+    AttemptResult, ErrorClass, HealthState, MessageCounts, WebhookAttempt, WebhookHealth,
+    WebhookMinute, ANSWER_EXCERPT,
 };
 pub use model::collected::{Collected, Received};
 pub use model::config::{

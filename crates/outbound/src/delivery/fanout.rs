@@ -20,6 +20,8 @@ pub(crate) struct Round {
     outstanding: u8,
     /// URLs for the next round.
     retry: u8,
+    /// URLs that have failed it at least once and may still take it: its retries there.
+    retrying: u8,
     /// What failed requests said. Boxed: most rounds have none, and every queued message
     /// with webhooks holds a round.
     trouble: Option<Box<RoundFailures>>,
@@ -54,6 +56,7 @@ impl Round {
             attempts: 0,
             outstanding: 0,
             retry: mask,
+            retrying: 0,
             trouble: None,
         }
     }
@@ -94,6 +97,16 @@ impl Round {
         self.outstanding & (1 << target) != 0
     }
 
+    /// URLs that failed it retryably and are still trying it (a URL's `retrying` count).
+    pub(crate) fn retrying(&self) -> u8 {
+        self.retrying & self.live_mask()
+    }
+
+    /// URLs waiting for the next round: they failed this one retryably.
+    pub(crate) fn next_round(&self) -> u8 {
+        self.retry
+    }
+
     /// URLs still worth trying (this round's and the next's): what a spool keeps.
     pub(crate) fn live_mask(&self) -> u8 {
         self.outstanding | self.retry
@@ -119,6 +132,7 @@ impl Round {
                 ..
             } => {
                 self.retry |= 1 << target;
+                self.retrying |= 1 << target;
                 let t = self.trouble.get_or_insert_with(Box::default);
                 t.retry_after = t.retry_after.max(retry_after);
                 t.last_error = Some(detail);

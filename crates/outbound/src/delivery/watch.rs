@@ -2,9 +2,10 @@
 //! per answer, under the URL's own lock) and the client reads them (`Client::webhook_attempts`,
 //! `Client::webhook_health`).
 //!
-//! **Memory.** A URL costs ~150 bytes while idle: its health (failures in a row, last error,
-//! last success, messages waiting). Its log (the last [`LOG_ATTEMPTS`] attempts, with up to
-//! 1 KiB of each failure's answer, and five one-minute latency histograms) is made at its
+//! **Memory.** A URL costs ~160 bytes while idle: its health (failures in a row, last error,
+//! last success, messages waiting) and its messages' counts. Its log (the last
+//! [`LOG_ATTEMPTS`] attempts, with up to 1 KiB of each failure's answer, five one-minute
+//! latency histograms, and an hour of its messages' ends a minute each) is made at its
 //! first attempt, and all logs of the process together hold at most [`LOG_BUDGET`] bytes:
 //! past it, the logs touched longest ago are freed whole (their URLs keep their health), so
 //! 10,000 idle tenants of 5 URLs cost ~7 MiB, and a busy process ~[`LOG_BUDGET`] at most,
@@ -12,7 +13,8 @@
 
 use crate::http::attempt::{Attempt, Seen};
 use crate::model::attempts::{
-    AttemptResult, ErrorClass, HealthState, WebhookAttempt, WebhookHealth, ANSWER_EXCERPT,
+    AttemptResult, ErrorClass, HealthState, MessageCounts, WebhookAttempt, WebhookHealth,
+    WebhookMinute, ANSWER_EXCERPT,
 };
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering::Relaxed};
@@ -25,6 +27,8 @@ pub(crate) const LOG_ATTEMPTS: usize = 100;
 pub(crate) const LOG_BUDGET: usize = 32 << 20;
 /// The window of a URL's rates and latencies, in one-minute steps.
 const MINUTES: usize = 5;
+/// The minutes of its messages' ends a log keeps (the console's chart of the last hour).
+const HOUR: usize = 60;
 /// Latency buckets: a quarter of an octave each from 64 µs (the geometric middle of a bucket
 /// is within 10 % of every duration in it), up to ~67 s.
 const BUCKETS: usize = 80;
@@ -71,6 +75,7 @@ impl Watch {
                     waiting: AtomicU64::new(0),
                     throttled: AtomicU64::new(0),
                     throttled_now: AtomicBool::new(false),
+                    retrying: AtomicU64::new(0),
                     state: Mutex::new(State::default()),
                 })
             })
@@ -111,6 +116,21 @@ impl Watch {
         }
     }
 
+    /// Messages left the URLs of `mask`, each as `how`.
+    pub(crate) fn left(&self, mask: u8, how: Left) {
+        self.each(mask, |u| u.left(how, 1));
+    }
+
+    /// The URLs of `started` begin retrying a message, those of `ended` stop.
+    pub(crate) fn retrying(&self, started: u8, ended: u8) {
+        self.each(started, |u| {
+            u.retrying.fetch_add(1, Relaxed);
+        });
+        self.each(ended, |u| {
+            let _ = (u.retrying).fetch_update(Relaxed, Relaxed, |n| n.checked_sub(1));
+        });
+    }
+
     fn each(&self, mask: u8, f: impl Fn(&UrlWatch)) {
         if mask == 0 {
             return;
@@ -134,11 +154,18 @@ pub(crate) struct UrlWatch {
     /// Requests that waited for its rate limit; whether one waits now.
     pub throttled: AtomicU64,
     pub throttled_now: AtomicBool,
+    /// Messages it has failed that it will try again.
+    retrying: AtomicU64,
     state: Mutex<State>,
 }
 
 #[derive(Default)]
 struct State {
+    /// Messages it took, refused for good (or kept failing until their window closed), and
+    /// gave up on because another URL took them (see [`Left`]).
+    delivered: u64,
+    failed: u64,
+    abandoned: u64,
     consecutive_failures: u32,
     circuit_open: bool,
     last_success_ms: Option<i64>,
@@ -152,9 +179,33 @@ struct State {
 struct Log {
     entries: VecDeque<Entry>,
     minutes: [Minute; MINUTES],
+    /// How messages left it, a minute each, for the last hour.
+    hour: [Ends; HOUR],
     /// What it counts in [`LOG_BYTES`].
     bytes: usize,
     touched_ms: i64,
+}
+
+/// One minute of messages leaving a URL.
+#[derive(Clone, Copy, Default)]
+struct Ends {
+    /// Unix minute it counts; 0: none yet.
+    minute: i64,
+    delivered: u32,
+    failed: u32,
+    abandoned: u32,
+}
+
+/// How a message left a URL: what the URL's accounting counts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Left {
+    /// It answered 2xx.
+    Delivered,
+    /// It refused the message for good, or kept failing it until its retry window closed.
+    Failed,
+    /// It had failed the message and was to try again, but another URL took it (success
+    /// at any one URL is success): no more tries here.
+    Abandoned,
 }
 
 /// A message id as a log keeps it: in place when short (every id we make is 36 bytes), so
@@ -358,6 +409,7 @@ impl UrlWatch {
                 let log = Box::new(Log {
                     entries: VecDeque::with_capacity(LOG_ATTEMPTS),
                     minutes: [Minute::default(); MINUTES],
+                    hour: [Ends::default(); HOUR],
                     bytes: std::mem::size_of::<Log>() + LOG_ATTEMPTS * std::mem::size_of::<Entry>(),
                     touched_ms: now_ms,
                 });
@@ -410,6 +462,9 @@ impl UrlWatch {
         let copy = {
             let s = lock(&from.state);
             State {
+                delivered: s.delivered,
+                failed: s.failed,
+                abandoned: s.abandoned,
                 consecutive_failures: s.consecutive_failures,
                 circuit_open: s.circuit_open,
                 last_success_ms: s.last_success_ms,
@@ -434,6 +489,52 @@ impl UrlWatch {
         if over_budget {
             free_oldest();
         }
+    }
+
+    /// `n` messages left it as `how`: counted, and in its log's minute (while it has a log:
+    /// a log freed for the budget starts its hour again).
+    pub(crate) fn left(&self, how: Left, n: u64) {
+        let now_ms = unix_ms(SystemTime::now());
+        let mut s = lock(&self.state);
+        match how {
+            Left::Delivered => s.delivered += n,
+            Left::Failed => s.failed += n,
+            Left::Abandoned => s.abandoned += n,
+        }
+        if let Some(log) = &mut s.log {
+            let minute = now_ms.div_euclid(60_000);
+            let slot = &mut log.hour[minute.rem_euclid(HOUR as i64) as usize];
+            if slot.minute != minute {
+                *slot = Ends {
+                    minute,
+                    ..Ends::default()
+                };
+            }
+            let n = u32::try_from(n).unwrap_or(u32::MAX);
+            let count = match how {
+                Left::Delivered => &mut slot.delivered,
+                Left::Failed => &mut slot.failed,
+                Left::Abandoned => &mut slot.abandoned,
+            };
+            *count = count.saturating_add(n);
+        }
+    }
+
+    /// Its messages' ends in each minute of the last hour that had any, oldest first.
+    pub(crate) fn hour(&self) -> Vec<WebhookMinute> {
+        let s = lock(&self.state);
+        let now_minute = unix_ms(SystemTime::now()).div_euclid(60_000);
+        let mut minutes: Vec<WebhookMinute> = (s.log.iter().flat_map(|l| l.hour.iter()))
+            .filter(|m| m.minute > now_minute - HOUR as i64 && m.minute <= now_minute)
+            .map(|m| WebhookMinute {
+                start: time_of(m.minute * 60_000),
+                delivered: u64::from(m.delivered),
+                failed: u64::from(m.failed),
+                abandoned: u64::from(m.abandoned),
+            })
+            .collect();
+        minutes.sort_by_key(|m| m.start);
+        minutes
     }
 
     /// Its failures in a row while its lane held back to probes at its last answer; `None`
@@ -520,6 +621,12 @@ impl UrlWatch {
             last_success: s.last_success_ms.map(time_of),
             waiting: self.waiting.load(Relaxed),
             throttled: self.throttled.load(Relaxed),
+            messages: MessageCounts {
+                delivered: s.delivered,
+                failed: s.failed,
+                retrying: self.retrying.load(Relaxed),
+                abandoned: s.abandoned,
+            },
         }
     }
 

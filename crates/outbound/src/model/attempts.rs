@@ -214,4 +214,38 @@ pub struct WebhookHealth {
     pub waiting: u64,
     /// Requests that waited for its rate limit before going out, since the client started.
     pub throttled: u64,
+    /// What became of the messages sent to it.
+    pub messages: MessageCounts,
+}
+
+/// What became of the messages sent to one webhook URL, since the client started (carried on
+/// to a client that takes over with changed settings). Success at any one URL is success:
+/// a message another URL took is delivered, and a URL that kept failing it reads as
+/// `abandoned` here, not as delivered.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct MessageCounts {
+    /// Messages it answered with 2xx.
+    pub delivered: u64,
+    /// Messages it refused for good (a status retrying would not mend, a certificate, the
+    /// network guard), or kept failing until their retry window closed.
+    pub failed: u64,
+    /// Messages it has failed and will try again, now (a batching subscription's are counted
+    /// in `waiting` only).
+    pub retrying: u64,
+    /// Messages it had failed and was to try again when another URL took them: not tried
+    /// here again.
+    pub abandoned: u64,
+}
+
+/// One minute of a webhook URL's messages ([`MessageCounts`]' ends, minute by minute).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct WebhookMinute {
+    /// The minute's start.
+    pub start: SystemTime,
+    /// Messages it delivered in that minute.
+    pub delivered: u64,
+    /// Messages it failed for good in that minute.
+    pub failed: u64,
+    /// Messages it gave up on in that minute because another URL took them.
+    pub abandoned: u64,
 }

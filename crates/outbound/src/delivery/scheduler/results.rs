@@ -6,7 +6,7 @@ use super::Tenant;
 use crate::delivery::fanout::Settled;
 use crate::delivery::job::{Batch, Job};
 use crate::delivery::lane::Report;
-use crate::delivery::watch::tried;
+use crate::delivery::watch::{tried, Left};
 use crate::durable::dead::{attempts_json, DeadOp, DeadRecord};
 use crate::durable::Op;
 use crate::http::attempt::Attempt;
@@ -108,8 +108,14 @@ impl Tenant {
         if self.spool.is_some() {
             self.batch_progress(&batch, &attempt, first);
         }
+        // A batching subscription's URL: its accounting, by message.
+        let url = (self.shared.watch.urls.first()).filter(|_| self.rules.batched);
+        let n = batch.msgs.len() as u64;
         match attempt {
             Attempt::Success => {
+                if let Some(url) = url {
+                    url.left(Left::Delivered, n);
+                }
                 for (seq, bytes) in &batch.msgs {
                     self.ingest_done(*seq, bytes, None);
                 }
@@ -130,6 +136,9 @@ impl Tenant {
                         format!("{what}: batch of {} failed: {detail}", batch.msgs.len())
                     });
                 let detail = format!("{what}: {detail}");
+                if let Some(url) = url {
+                    url.left(Left::Failed, n);
+                }
                 self.batch_dead_letters(&batch, &reason, &detail, record);
                 for (seq, bytes) in &batch.msgs {
                     self.ingest_done(*seq, bytes, Some((reason.clone(), detail.clone())));
@@ -161,6 +170,9 @@ impl Tenant {
                         batch.attempts
                     );
                     (self.logger).log_every(Level::Warn, "ingestion:expired", || detail.clone());
+                    if let Some(url) = url {
+                        url.left(Left::Failed, n);
+                    }
                     self.batch_dead_letters(&batch, &Reason::Expired, &detail, record);
                     for (seq, bytes) in &batch.msgs {
                         self.ingest_done(*seq, bytes, Some((Reason::Expired, detail.clone())));
@@ -243,16 +255,28 @@ impl Tenant {
         record: Option<WebhookAttempt>,
         now: Instant,
     ) {
+        let watch = &self.shared.watch;
+        // An answer that came back after another URL took the message: it reached this URL
+        // all the same, or this URL is not tried again.
+        let late = |attempt: &Attempt| {
+            watch.left(
+                1 << target,
+                match attempt {
+                    Attempt::Success => Left::Delivered,
+                    _ => Left::Abandoned,
+                },
+            )
+        };
         let Some(t) = self.tracks.get_mut(&seq) else {
-            return;
+            return late(&attempt);
         };
         if t.finished {
-            return;
+            return late(&attempt);
         }
         // The fields themselves, not `round_mut`: `t.id` is read while the round is held.
         let Some(round) = t.extras.as_mut().and_then(|m| m.hook.as_mut()) else {
             // Already delivered through another URL.
-            return;
+            return late(&attempt);
         };
         if let Attempt::Permanent { detail, .. } = &attempt {
             let label = &self.lanes[1 + target as usize].label;
@@ -276,12 +300,31 @@ impl Tenant {
             }
         }
         let before = round.live_mask();
+        let (was_retrying, wanted) = (round.retrying(), round.wants(target));
+        let permanent = matches!(attempt, Attempt::Permanent { .. });
         let settled = round.record(target, attempt, now, &self.rules.policy);
         let over = matches!(settled, Settled::Delivered | Settled::Failed(..));
-        self.shared.watch.unwait(match over {
+        watch.unwait(match over {
             true => before,
             false => before & !round.live_mask(),
         });
+        // Each URL's accounting: who took it, who refused it, who is left retrying it.
+        let me = 1u8 << target;
+        if wanted && permanent {
+            watch.left(me, Left::Failed);
+        }
+        match &settled {
+            Settled::Delivered => {
+                watch.left(me, Left::Delivered);
+                // Those waiting for their next round give up; those still out answer late.
+                watch.left(round.next_round(), Left::Abandoned);
+            }
+            // Every request answered: those still on the list kept failing it to the end.
+            Settled::Failed(..) => watch.left(round.live_mask(), Left::Failed),
+            _ => {}
+        }
+        let retrying = if over { 0 } else { round.retrying() };
+        watch.retrying(retrying & !was_retrying, was_retrying & !retrying);
         // The webhook part failed for good: the message is a dead letter, sent before any op
         // that drops its body or its record (a Redis store holds those back until the letter
         // is written); a replay delivered leaves them.

@@ -45,6 +45,7 @@ impl Tenant {
         for t in self.tracks.values() {
             if let Some(round) = t.round().filter(|_| !t.finished) {
                 self.shared.watch.unwait(round.live_mask());
+                self.shared.watch.retrying(0, round.retrying());
             }
         }
         self.tracks.clear();
