@@ -417,3 +417,73 @@ fn an_edit_keeps_the_records_of_each_url_it_keeps() {
     );
     assert_eq!((attempts(0), attempts(1)), (3, 3));
 }
+
+/// The seed's any-URL rule, accounted per URL: beside a webhook that takes every message, one
+/// that refuses everything reads as failing in its health and its own minutes, while the
+/// source's messages read delivered; one failing retryably reads "abandoned".
+#[test]
+fn each_webhook_accounts_for_what_it_took_refused_and_gave_up() {
+    let dir = temp_dir();
+    let (ok, refusing, flaky) = (Receiver::start(), Receiver::start(), Receiver::start());
+    refusing
+        .status
+        .store(400, std::sync::atomic::Ordering::SeqCst);
+    flaky.status.store(503, std::sync::atomic::Ordering::SeqCst);
+    let relay = Relay::start(dir.path(), &config(&[], "block_private_networks = false"));
+    let body = json!({"write_keys": ["wk_web"], "shared_secret": "s3cret",
+        "webhooks": [{"url": ok.url}, {"url": refusing.url}, {"url": flaky.url}]});
+    let a = support::put(
+        &relay.url("/admin/sources/web"),
+        &[ADMIN],
+        body.to_string().as_bytes(),
+    );
+    assert_eq!(a.status, 201, "{}", a.body);
+    track(&relay, "wk_web", 10);
+    let messages = |i: usize| {
+        let (_, v) = admin_get(&relay, "/admin/sources/web/health");
+        v["webhooks"][i]["messages"].clone()
+    };
+    let n = |v: &Value, k: &str| v[k].as_u64().unwrap();
+    // Every answer in (a refusal may come after the first webhook took the message: then it
+    // is one given up, not one failed).
+    wait_until("every webhook's answers", || {
+        let (r, f) = (messages(1), messages(2));
+        n(&messages(0), "delivered") == 10
+            && n(&r, "failed") + n(&r, "abandoned") == 10
+            && n(&f, "abandoned") == 10
+    });
+    let (_, health) = admin_get(&relay, "/admin/sources/web/health");
+    assert_eq!(health["webhooks"][1]["state"], "failing", "{health}");
+    let r = messages(1);
+    assert_eq!((n(&r, "delivered"), n(&r, "retrying")), (0, 0), "{r}");
+    assert_eq!(
+        messages(2),
+        json!({"delivered": 0, "failed": 0, "retrying": 0, "abandoned": 10})
+    );
+
+    let (status, hour) = admin_get(&relay, "/admin/sources/web/activity");
+    assert_eq!(status, 200, "{hour}");
+    let sum = |v: &Value| {
+        v.as_array()
+            .unwrap()
+            .iter()
+            .map(|x| x.as_u64().unwrap())
+            .sum::<u64>()
+    };
+    assert_eq!(sum(&hour["delivered"]), 10, "the source's messages: {hour}");
+    assert_eq!(sum(&hour["failed"]), 0, "{hour}");
+    let hooks = hour["webhooks"].as_array().unwrap();
+    assert_eq!(hooks.len(), 3, "{hour}");
+    let minutes = hour["delivered"].as_array().unwrap().len();
+    for (i, h) in hooks.iter().enumerate() {
+        assert_eq!(h["webhook"], i);
+        assert_eq!(h["failed"].as_array().unwrap().len(), minutes);
+    }
+    assert_eq!(sum(&hooks[0]["delivered"]), 10);
+    assert_eq!(
+        sum(&hooks[1]["failed"]) + sum(&hooks[1]["abandoned"]),
+        10,
+        "the refusing webhook's minutes: {hour}"
+    );
+    assert_eq!(sum(&hooks[2]["abandoned"]), 10);
+}

@@ -195,6 +195,12 @@ pub(super) fn health_of(h: &WebhookHealth) -> schema::Health {
         last_success: h.last_success.and_then(time),
         waiting: h.waiting,
         throttled: h.throttled,
+        messages: schema::MessageCounts {
+            delivered: h.messages.delivered,
+            failed: h.messages.failed,
+            retrying: h.messages.retrying,
+            abandoned: h.messages.abandoned,
+        },
     }
 }
 
@@ -237,6 +243,10 @@ pub async fn activity(State(api): State<Api>, own: OwnSource) -> Answer {
     let s = api.ops.activities.series(&source.tenant);
     let minute = |m: u64| time(SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(m * 60));
     let last = s.first_minute + s.delivered.len() as u64 - 1;
+    let client = source.client();
+    let webhooks = (0..client.webhook_health().len())
+        .map(|webhook| webhook_hour(webhook, &client, s.first_minute, s.delivered.len()))
+        .collect();
     let hour = schema::Activity {
         source: source.name.clone(),
         from: minute(s.first_minute),
@@ -244,8 +254,37 @@ pub async fn activity(State(api): State<Api>, own: OwnSource) -> Answer {
         bucket_seconds: 60,
         delivered: s.delivered.to_vec(),
         failed: s.failed.to_vec(),
+        webhooks,
     };
     answer(StatusCode::OK, &hour)
+}
+
+/// Webhook `webhook`'s minutes placed in the source's `len` minutes from `first_minute`.
+fn webhook_hour(
+    webhook: usize,
+    client: &outbound::Client,
+    first_minute: u64,
+    len: usize,
+) -> schema::WebhookActivity {
+    let mut hour = schema::WebhookActivity {
+        webhook,
+        delivered: vec![0; len],
+        failed: vec![0; len],
+        abandoned: vec![0; len],
+    };
+    for m in client.webhook_minutes(webhook).unwrap_or_default() {
+        let at = m
+            .start
+            .duration_since(SystemTime::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs() / 60);
+        let Some(i) = (at.checked_sub(first_minute)).filter(|i| (*i as usize) < len) else {
+            continue;
+        };
+        let i = i as usize;
+        (hour.delivered[i], hour.failed[i], hour.abandoned[i]) =
+            (m.delivered, m.failed, m.abandoned);
+    }
+    hour
 }
 
 /// `GET /admin/sources/{name}/webhooks/{index}/attempts`: the webhook's last 100 attempts,

@@ -11,7 +11,8 @@ mod subscription;
 
 pub use records::{
     Activity, Attempt, Attempts, DeadLetter, DeadLetterPage, DeadLetterStats, Health, LastError,
-    ReplayCount, ReplayOne, ReplayProgress, ReplayRequest, SourceHealth, WebhookRef,
+    MessageCounts, ReplayCount, ReplayOne, ReplayProgress, ReplayRequest, SourceHealth,
+    WebhookActivity, WebhookRef,
 };
 pub use subscription::{Preview, PreviewAsk, PreviewRequest, SubscriptionInput, SubscriptionState};
 

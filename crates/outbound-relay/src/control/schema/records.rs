@@ -31,6 +31,33 @@ pub struct Health {
     /// Requests that waited for its rate limit, since its source's settings last changed
     /// (or the relay started).
     pub throttled: u64,
+    pub messages: MessageCounts,
+}
+
+/// What became of the messages sent to one webhook, since the relay started (kept across
+/// its source's settings changes). Success at any one webhook is success: a message another
+/// webhook took is delivered, and a webhook that kept failing it counts it as `abandoned`
+/// here, not as delivered.
+#[derive(Serialize, ToSchema)]
+pub struct MessageCounts {
+    /// Answered with 2xx.
+    pub delivered: u64,
+    /// Refused for good (a status retrying would not mend, a certificate, the network guard),
+    /// or failed until the retry window closed.
+    pub failed: u64,
+    /// Failed, and to be tried again, now.
+    pub retrying: u64,
+    /// Failed, and not tried again because another webhook took them.
+    pub abandoned: u64,
+}
+
+/// One webhook's messages in each minute of the source's hour ([`Activity`]'s minutes).
+#[derive(Serialize, ToSchema)]
+pub struct WebhookActivity {
+    pub webhook: usize,
+    pub delivered: Vec<u64>,
+    pub failed: Vec<u64>,
+    pub abandoned: Vec<u64>,
 }
 
 /// A source's webhooks' health.
@@ -52,6 +79,10 @@ pub struct Activity {
     pub bucket_seconds: u64,
     pub delivered: Vec<u64>,
     pub failed: Vec<u64>,
+    /// Each webhook's own: what it took, refused, and gave up on because another webhook
+    /// took the message (a webhook refusing everything shows here while the source's
+    /// messages read delivered).
+    pub webhooks: Vec<WebhookActivity>,
 }
 
 /// One attempt to a webhook.
