@@ -82,3 +82,55 @@ def test_console_edit_keeps_the_other_webhooks_failures_and_attempts(
     assert '{"error":"down for maintenance"}' in rows, rows
     assert_clean(b.close(), relay, ADMIN_TOKEN)
     print(json.dumps({"before": before, "after": after}, indent=1))
+
+
+def test_console_a_webhook_refusing_everything_reads_failing_beside_one_that_takes_it(
+        console_relay: Relay, receivers: List[Receiver], browser: Browser) -> None:
+    """The seed's any-URL rule, shown honestly: webhook 1 takes every message, webhook 2
+    answers 400 to each. The source's messages read delivered; webhook 2 reads failing on
+    the list, on its card (its messages failed or given up there, none delivered) and on the
+    chart (its misses named beside the source's delivered)."""
+    relay = console_relay
+    rx_a, rx_b = receivers
+    rx_b.status["/refusing"] = 400
+    _, alpha = api(relay, "GET", "/admin/sources/alpha")
+    hooks = [{"url": f"{rx_a.url}/alpha"}, {"url": f"{rx_b.url}/refusing"}]
+    status, answer = api(relay, "PUT", "/admin/sources/alpha", dict(alpha, webhooks=hooks))
+    assert status == 200, answer
+    n = 6
+    for i in range(n):
+        track(relay, "wk_alpha", f"refused-{i}")
+
+    def messages(i: int) -> Dict[str, int]:
+        return api(relay, "GET", "/admin/sources/alpha/health")[1]["webhooks"][i]["messages"]
+
+    wait("every answer", lambda: messages(0)["delivered"] == n
+         and messages(1)["failed"] + messages(1)["abandoned"] == n)
+    refused = messages(1)
+
+    b = browser
+    b.sign_in(relay, ADMIN_TOKEN)
+    b("waitText", text="failing", selector="table.sources tr[data-source='alpha']", timeout=15000)
+    row = b("text", selector="table.sources tr[data-source='alpha']")
+    assert "healthy" not in row, row
+    b("eval", js="location.hash = '#/sources/alpha'")
+    b("waitText", text="failing", selector="li.webhook[data-webhook='1']", timeout=30000)
+    card = card_facts(b, 1)
+    assert card["badge"] == "failing", card
+    assert card["facts"]["Delivered here"] == "0", card
+    assert card["facts"]["Failed here"] == str(refused["failed"]), card
+    if refused["abandoned"]:
+        assert card["facts"]["Given up"].startswith(str(refused["abandoned"])), card
+        assert "another webhook took them" in card["facts"]["Given up"], card
+    ok = card_facts(b, 0)
+    assert ok["facts"]["Delivered here"] == str(n) and "Given up" not in ok["facts"], ok
+
+    b("waitText", text="Missed at a webhook", selector="div.chart", timeout=15000)
+    legend = b("text", selector="div.chart p.legend")
+    assert f"Delivered {n}" in legend and "Failed 0" in legend, legend
+    assert f"Missed at a webhook {n}" in legend, legend
+    named = b("text", selector="div.chart ul.missed-list")
+    assert f"Webhook 2 missed {n}" in named, named
+    assert "Webhook 1 missed" not in named, named
+    assert b("eval", js="document.querySelectorAll('svg.hour polyline.missed').length") == 1
+    assert_clean(b.close(), relay, ADMIN_TOKEN)

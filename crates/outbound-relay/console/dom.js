@@ -19,7 +19,7 @@ export function h(tag, attrs, ...children) {
   return el
 }
 
-const SVG = new Set(['g', 'rect', 'line', 'text', 'title', 'desc', 'path'])
+const SVG = new Set(['g', 'rect', 'line', 'polyline', 'text', 'title', 'desc', 'path'])
 
 function append(el, children) {
   for (const c of children) {

@@ -40,6 +40,20 @@ export function untried(hook) {
   return hook.attempts_5m === 0 && !hook.last_success && !hook.last_error
 }
 
+// What became of the messages sent to a webhook since the relay started. Success at any one
+// webhook is success: what another webhook took while this one failed it is named, not
+// counted as delivered here.
+function messages(m, row) {
+  if (!m) return []
+  return [
+    row('Delivered here', count(m.delivered)),
+    row('Failed here', m.failed ? h('span', { class: 'error-text' }, count(m.failed)) : '0'),
+    row('Retrying', count(m.retrying)),
+    m.abandoned ? row('Given up', [h('span', { class: 'error-text' }, count(m.abandoned)),
+      h('span', { class: 'muted' }, ' — it failed them and another webhook took them (success at any one webhook is success), so they were not tried here again')]) : null,
+  ]
+}
+
 function card(hook, config, name) {
   const on = !config || config.enabled !== false
   const attempts = `#/sources/${encodeURIComponent(name)}/webhooks/${hook.webhook}`
@@ -56,6 +70,7 @@ function card(hook, config, name) {
       row('Waiting', count(hook.waiting)),
       config && config.rate_limit ? row('Rate limit', `${count(config.rate_limit.per_second)}/s, bursts of ${count(config.rate_limit.burst)}; ${count(hook.throttled)} waited for it`) : null,
       row('Failures in a row', count(hook.consecutive_failures)),
+      ...messages(hook.messages, row),
       row('Last success', when(hook.last_success) || '–'),
       hook.last_error ? row('Last error', [h('span', { class: 'error-text' }, hook.last_error.message), ` (${when(hook.last_error.at)})`]) : null),
     h('p', {}, h('a', { href: attempts }, 'Recent attempts')))
