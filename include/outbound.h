@@ -360,6 +360,23 @@ typedef struct outbound_dead_letter_stats {
     uint64_t expired;
 } outbound_dead_letter_stats;
 
+// What became of the messages sent to one webhook URL (`outbound_webhook_health`'s
+// `messages`), since the client started. Success at any one URL is success: a message this
+// URL failed and another took is delivered, yet counted here as `failed` or `abandoned`,
+// never `delivered`. Its layout is fixed within a series (it is held by value).
+typedef struct outbound_message_counts {
+    // Messages it answered with 2xx.
+    uint64_t delivered;
+    // Messages it refused for good (a status retrying would not mend, a certificate, the
+    // network guard), or kept failing until their retry window closed.
+    uint64_t failed;
+    // Messages it has failed and will try again, now.
+    uint64_t retrying;
+    // Messages it had failed and was to try again when another URL took them: not tried
+    // here again.
+    uint64_t abandoned;
+} outbound_message_counts;
+
 // A webhook URL's health (`outbound_webhook_health_list_get`): its state and its last five
 // minutes. Every pointer in it is owned by the list it came from. Later releases may add
 // fields at the end.
@@ -399,6 +416,8 @@ typedef struct outbound_webhook_health {
     // Requests that waited for its rate limit before going out, since the client started
     // (0 without `outbound_options_set_webhook_rate_limit`).
     uint64_t throttled;
+    // What became of the messages sent to it, since the client started.
+    struct outbound_message_counts messages;
 } outbound_webhook_health;
 
 // Called once per accepted message with how it ended (and, with subscriptions, once more
@@ -1065,7 +1084,7 @@ void outbound_webhook_attempt_list_free(struct outbound_webhook_attempt_list *li
 // Each webhook URL's health, in the order the webhooks were added: healthy, failing, circuit
 // open, throttled or disabled; success rate and p50/p99 latency over the last five minutes;
 // failures in a row, last error, last success, messages waiting, requests that waited for its
-// rate limit. Needs no spool.
+// rate limit, and what became of the messages sent to it. Needs no spool.
 //
 // Ownership: on success `*out` receives a list the caller owns and must release with
 // `outbound_webhook_health_list_free`; on failure `*out` is not written.

@@ -154,6 +154,24 @@ type WebhookHealth struct {
 	// Throttled are the requests that waited for its Webhook.RateLimit before going out,
 	// since the client started.
 	Throttled uint64
+	// Messages says what became of the messages sent to it, since the client started.
+	Messages MessageCounts
+}
+
+// MessageCounts says what became of the messages sent to one webhook URL. Success at any one
+// URL is success: a message this URL failed and another took is delivered, yet counted here
+// as Failed or Abandoned, never Delivered.
+type MessageCounts struct {
+	// Delivered are the messages it answered with 2xx.
+	Delivered uint64
+	// Failed are the messages it refused for good (a status retrying would not mend, a
+	// certificate, the network guard), or kept failing until their retry window closed.
+	Failed uint64
+	// Retrying are the messages it has failed and will try again, now.
+	Retrying uint64
+	// Abandoned are the messages it had failed and was to try again when another URL took
+	// them: not tried here again.
+	Abandoned uint64
 }
 
 // DeadLetter is a message whose webhook delivery failed for good (its retry window closed, a
@@ -283,6 +301,10 @@ func (c *client) WebhookHealth() ([]WebhookHealth, error) {
 			LastErrorAt:         unixMillis(h.last_error_ms), LastError: optString(h.last_error),
 			LastSuccess: unixMillis(h.last_success_ms), Waiting: uint64(h.waiting),
 			Throttled: uint64(h.throttled),
+			Messages: MessageCounts{
+				Delivered: uint64(h.messages.delivered), Failed: uint64(h.messages.failed),
+				Retrying: uint64(h.messages.retrying), Abandoned: uint64(h.messages.abandoned),
+			},
 		}
 	}
 	return health, nil

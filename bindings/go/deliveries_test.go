@@ -210,6 +210,50 @@ func TestWebhookAttemptsAndHealthShowAFailingURL(t *testing.T) {
 	if h.ConsecutiveFailures != 1 || h.LastError == "" || h.LastErrorAt.IsZero() || !h.LastSuccess.IsZero() {
 		t.Errorf("failures: %+v", h)
 	}
+	if want := (outbound.MessageCounts{Failed: 1}); h.Messages != want {
+		t.Errorf("messages %+v, want %+v", h.Messages, want)
+	}
+}
+
+// Two URLs, one answering 200 and one 400: each message is delivered (one URL is enough), the
+// first URL counts every one delivered, the second none, each failed or abandoned.
+func TestEachURLCountsItsMessagesBesideOneThatTakesThem(t *testing.T) {
+	const n = 10
+	good, refusing := newHookReceiver(t), newHookReceiver(t)
+	refusing.setStatus(http.StatusBadRequest)
+	c := newClient(t, "", outbound.Config{
+		Webhooks:       []outbound.Webhook{{URL: good.url}, {URL: refusing.url}},
+		IgnoreProxyEnv: true, Timeout: 20 * time.Second})
+	records := c.(outbound.DeliveryRecords)
+	for i := 0; i < n; i++ {
+		mustEnqueue(t, c, outbound.Track{UserId: "u", Event: "Counted"})
+	}
+	flush(t, c)
+	if s := c.Stats(); s.Delivered != n || s.Failed != 0 {
+		t.Errorf("stats %+v, want every message delivered", s)
+	}
+	// A refusal may come after the other URL took the message: wait for every answer.
+	var health []outbound.WebhookHealth
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		var err error
+		health, err = records.WebhookHealth()
+		if err != nil || len(health) != 2 {
+			t.Fatalf("WebhookHealth = %+v, %v", health, err)
+		}
+		if m := health[1].Messages; m.Failed+m.Abandoned == n || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if want := (outbound.MessageCounts{Delivered: n}); health[0].Messages != want ||
+		health[0].State != outbound.HealthHealthy {
+		t.Errorf("the 200 URL: %s, messages %+v, want healthy, %+v", health[0].State, health[0].Messages, want)
+	}
+	r := health[1].Messages
+	if r.Delivered != 0 || r.Retrying != 0 || r.Failed+r.Abandoned != n || health[1].State != outbound.HealthFailing {
+		t.Errorf("the 400 URL: %s, messages %+v, want failing, %d failed or abandoned", health[1].State, r, n)
+	}
 }
 
 func TestAReplayedDeadLetterIsDeliveredOnceAndLeaves(t *testing.T) {

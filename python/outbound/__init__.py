@@ -709,8 +709,12 @@ class Client:
     def webhook_health(self) -> List[Dict[str, Any]]:
         """Each webhook's health: state (healthy, failing, circuit_open, throttled: messages
         wait for its ``rate_limit``, disabled), success rate and p50/p99 latency over 5
-        minutes, consecutive failures, last error, last success, messages waiting, and
-        ``throttled``: requests that waited for its rate limit since the client started."""
+        minutes, consecutive failures, last error, last success, messages waiting,
+        ``throttled``: requests that waited for its rate limit since the client started, and
+        ``messages``: what became of the messages sent to it since the client started, a dict
+        of ``delivered`` (it answered 2xx), ``failed`` (refused for good, or failing until
+        their retry window closed), ``retrying`` (failed, to be tried again) and
+        ``abandoned`` (failed, then taken by another URL: not tried here again)."""
         return [_dated(h) for h in self._native.webhook_health()]
 
     def dead_letters(

@@ -1668,9 +1668,89 @@ static void test_webhook_attempts_and_health_show_a_failing_url(void) {
               "failures %u, last error %s", h->consecutive_failures,
               h->last_error ? h->last_error : "(null)");
         CHECK(h->last_success_ms == OUTBOUND_TIME_NONE, "never succeeded");
+        CHECK(h->messages.delivered == 0 && h->messages.failed == 1 &&
+                  h->messages.retrying == 0 && h->messages.abandoned == 0,
+              "messages: %llu delivered, %llu failed, %llu retrying, %llu abandoned",
+              (unsigned long long)h->messages.delivered, (unsigned long long)h->messages.failed,
+              (unsigned long long)h->messages.retrying,
+              (unsigned long long)h->messages.abandoned);
     }
     outbound_webhook_health_list_free(health);
     records_done(c);
+}
+
+/* Webhook `webhook`'s message counts, read from a fresh health list. */
+static outbound_message_counts message_counts(const outbound_client *c, size_t webhook,
+                                              char *state, size_t state_len) {
+    outbound_message_counts m = {0, 0, 0, 0};
+    outbound_webhook_health_list *health = NULL;
+    CHECK_RC(outbound_client_webhook_health(c, &health), OUTBOUND_RESULT_OK, NULL);
+    const outbound_webhook_health *h = outbound_webhook_health_list_get(health, webhook);
+    CHECK(h != NULL, "no health for webhook %zu: %s", webhook, last_error());
+    if (h) {
+        m = h->messages;
+        snprintf(state, state_len, "%s", h->state);
+    }
+    outbound_webhook_health_list_free(health);
+    return m;
+}
+
+/* Two URLs, one answering 200 and one 400: each message is delivered (one URL is enough),
+ * the first URL counts every one delivered, the second none, each failed or abandoned. */
+static void test_each_url_counts_its_messages_beside_one_that_takes_them(void) {
+    enum { N = 10 };
+    receiver *good = rx_start(), *refusing = rx_start();
+    CHECK(good && refusing, "receivers");
+    if (!good || !refusing) {
+        if (good) rx_stop(good);
+        if (refusing) rx_stop(refusing);
+        return;
+    }
+    rx_set_status(refusing, 400);
+    char good_url[80], refusing_url[80];
+    snprintf(good_url, sizeof good_url, "http://127.0.0.1:%d/hook", rx_port(good));
+    snprintf(refusing_url, sizeof refusing_url, "http://127.0.0.1:%d/hook", rx_port(refusing));
+    outbound_options *o = outbound_options_new();
+    CHECK_RC(outbound_options_add_webhook(o, good_url, NULL), OUTBOUND_RESULT_OK, NULL);
+    CHECK_RC(outbound_options_add_webhook(o, refusing_url, NULL), OUTBOUND_RESULT_OK, NULL);
+    CHECK_RC(outbound_options_set_proxy_from_env(o, false), OUTBOUND_RESULT_OK, NULL);
+    CHECK_RC(outbound_options_set_timeout_ms(o, 20000), OUTBOUND_RESULT_OK, NULL);
+    outbound_client *c = NULL;
+    CHECK_RC(outbound_client_new(o, &c), OUTBOUND_RESULT_OK, NULL);
+    if (c) {
+        for (int i = 0; i < N; i++)
+            CHECK_RC(outbound_track(c, "u", NULL, "Counted", NULL, NULL, NULL, NULL, NULL, NULL, 0,
+                                    NULL),
+                     OUTBOUND_RESULT_OK, NULL);
+        CHECK_RC(outbound_flush(c, WAIT_MS), OUTBOUND_RESULT_OK, NULL);
+        outbound_stats st;
+        CHECK_RC(outbound_client_stats(c, &st), OUTBOUND_RESULT_OK, NULL);
+        CHECK(st.delivered == N && st.failed == 0, "delivered %llu failed %llu",
+              (unsigned long long)st.delivered, (unsigned long long)st.failed);
+        /* A refusal may come after the other URL took the message: wait for every answer. */
+        char state[32] = "";
+        outbound_message_counts r = {0, 0, 0, 0};
+        for (int waited = 0; waited < WAIT_MS; waited += 10) {
+            r = message_counts(c, 1, state, sizeof state);
+            if (r.failed + r.abandoned == N) break;
+            sleep_ms(10);
+        }
+        CHECK(r.delivered == 0 && r.retrying == 0 && r.failed + r.abandoned == N,
+              "refusing URL: %llu delivered, %llu failed, %llu retrying, %llu abandoned",
+              (unsigned long long)r.delivered, (unsigned long long)r.failed,
+              (unsigned long long)r.retrying, (unsigned long long)r.abandoned);
+        CHECK(strcmp(state, "failing") == 0, "refusing URL's state %s", state);
+        outbound_message_counts g = message_counts(c, 0, state, sizeof state);
+        CHECK(g.delivered == N && g.failed == 0 && g.retrying == 0 && g.abandoned == 0,
+              "good URL: %llu delivered, %llu failed, %llu retrying, %llu abandoned",
+              (unsigned long long)g.delivered, (unsigned long long)g.failed,
+              (unsigned long long)g.retrying, (unsigned long long)g.abandoned);
+        CHECK(strcmp(state, "healthy") == 0, "good URL's state %s", state);
+        CHECK_RC(outbound_client_close(c, WAIT_MS), OUTBOUND_RESULT_OK, NULL);
+        outbound_client_free(c);
+    }
+    rx_stop(good);
+    rx_stop(refusing);
 }
 
 /* Replayed once the receiver answers 2xx: delivered once, under the same messageId, and it
@@ -3013,6 +3093,7 @@ int main(void) {
     RUN(test_dead_letters_are_kept_in_the_spool_when_asked);
     RUN(test_a_refused_message_is_a_dead_letter_with_its_attempt_and_body);
     RUN(test_webhook_attempts_and_health_show_a_failing_url);
+    RUN(test_each_url_counts_its_messages_beside_one_that_takes_them);
     RUN(test_a_replayed_dead_letter_is_delivered_once_and_leaves);
     RUN(test_a_deleted_dead_letter_is_gone);
     RUN(test_dead_letter_pages_are_newest_first_with_a_cursor);

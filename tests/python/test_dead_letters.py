@@ -12,7 +12,7 @@ from typing import Any, Callable
 import pytest
 
 import outbound
-from receiver import SECRET, Receiver
+from receiver import SECRET, Receiver, start_receiver
 
 
 def wait(check: Callable[[], bool], timeout: float = 15.0) -> None:
@@ -60,6 +60,7 @@ def test_a_400_is_a_dead_letter_and_a_replay_delivers_it_once(
     [health] = client.webhook_health()
     assert health["state"] == "failing" and health["consecutive_failures"] == 1
     assert health["last_error"][0] <= datetime.now(timezone.utc)
+    assert health["messages"] == {"delivered": 0, "failed": 1, "retrying": 0, "abandoned": 0}
     # Recovered: replayed once, same id, signed with the current secret.
     receiver.status["/hook"] = 200
     replay = client.replay_dead_letter(mid)
@@ -76,6 +77,39 @@ def test_a_400_is_a_dead_letter_and_a_replay_delivers_it_once(
     assert client.dead_letters()["dead_letters"] == []
     with pytest.raises(outbound.ValidationError):
         client.webhook_attempts(3)
+
+
+def test_each_url_counts_its_messages_beside_one_that_takes_them(
+    make_client: Callable[..., outbound.Client], receiver: Receiver
+) -> None:
+    """Two URLs, one answering 200 and one 400: each message is delivered (one URL is enough),
+    the first URL counts every one delivered, the second none, each failed or abandoned."""
+    n = 10
+    refusing = start_receiver()
+    try:
+        refusing.status["/hook"] = 400
+        client = make_client(
+            write_key=None,
+            webhooks=[outbound.Webhook(receiver.hook()), outbound.Webhook(refusing.hook())],
+        )
+        for i in range(n):
+            client.track(user_id=f"u{i}", event="Counted")
+        assert client.flush(timeout=15)
+        assert client.stats["delivered"] == n and client.stats["failed"] == 0
+        # A refusal may come after the other URL took the message: wait for every answer.
+        def answered() -> bool:
+            counts = client.webhook_health()[1]["messages"]
+            return bool(counts["failed"] + counts["abandoned"] == n)
+
+        wait(answered)
+        good, refused = client.webhook_health()
+        assert good["state"] == "healthy"
+        assert good["messages"] == {"delivered": n, "failed": 0, "retrying": 0, "abandoned": 0}
+        assert refused["state"] == "failing"
+        assert refused["messages"]["delivered"] == 0 and refused["messages"]["retrying"] == 0
+    finally:
+        refusing.server.shutdown()
+        refusing.server.server_close()
 
 
 def test_a_bulk_replay_and_discarding(

@@ -71,6 +71,12 @@ pub(crate) fn health<'py>(py: Python<'py>, h: &WebhookHealth) -> PyResult<Bound<
     d.set_item("last_success", h.last_success.map(secs))?;
     d.set_item("waiting", h.waiting)?;
     d.set_item("throttled", h.throttled)?;
+    let m = PyDict::new(py);
+    m.set_item("delivered", h.messages.delivered)?;
+    m.set_item("failed", h.messages.failed)?;
+    m.set_item("retrying", h.messages.retrying)?;
+    m.set_item("abandoned", h.messages.abandoned)?;
+    d.set_item("messages", m)?;
     Ok(d)
 }
 

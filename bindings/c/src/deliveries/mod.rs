@@ -104,6 +104,12 @@ impl Keep {
             last_success_ms: h.last_success.map_or(OUTBOUND_TIME_NONE, unix_ms),
             waiting: h.waiting,
             throttled: h.throttled,
+            messages: outbound_message_counts {
+                delivered: h.messages.delivered,
+                failed: h.messages.failed,
+                retrying: h.messages.retrying,
+                abandoned: h.messages.abandoned,
+            },
         }
     }
 }

@@ -76,6 +76,27 @@ pub struct outbound_webhook_health {
     /// Requests that waited for its rate limit before going out, since the client started
     /// (0 without `outbound_options_set_webhook_rate_limit`).
     pub throttled: u64,
+    /// What became of the messages sent to it, since the client started.
+    pub messages: outbound_message_counts,
+}
+
+/// What became of the messages sent to one webhook URL (`outbound_webhook_health`'s
+/// `messages`), since the client started. Success at any one URL is success: a message this
+/// URL failed and another took is delivered, yet counted here as `failed` or `abandoned`,
+/// never `delivered`. Its layout is fixed within a series (it is held by value).
+#[repr(C)]
+#[derive(Debug)]
+pub struct outbound_message_counts {
+    /// Messages it answered with 2xx.
+    pub delivered: u64,
+    /// Messages it refused for good (a status retrying would not mend, a certificate, the
+    /// network guard), or kept failing until their retry window closed.
+    pub failed: u64,
+    /// Messages it has failed and will try again, now.
+    pub retrying: u64,
+    /// Messages it had failed and was to try again when another URL took them: not tried
+    /// here again.
+    pub abandoned: u64,
 }
 
 /// A client's last attempts to one webhook URL, newest first, from
@@ -184,7 +205,7 @@ pub unsafe extern "C" fn outbound_webhook_attempt_list_free(
 /// Each webhook URL's health, in the order the webhooks were added: healthy, failing, circuit
 /// open, throttled or disabled; success rate and p50/p99 latency over the last five minutes;
 /// failures in a row, last error, last success, messages waiting, requests that waited for its
-/// rate limit. Needs no spool.
+/// rate limit, and what became of the messages sent to it. Needs no spool.
 ///
 /// Ownership: on success `*out` receives a list the caller owns and must release with
 /// `outbound_webhook_health_list_free`; on failure `*out` is not written.
