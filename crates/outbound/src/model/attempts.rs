@@ -170,7 +170,7 @@ pub enum HealthState {
 }
 
 impl HealthState {
-    /// `"healthy"`, `"failing"`, `"circuit_open"` or `"disabled"`.
+    /// `"healthy"`, `"failing"`, `"circuit_open"`, `"throttled"` or `"disabled"`.
     pub fn as_str(self) -> &'static str {
         match self {
             HealthState::Healthy => "healthy",
