@@ -5,9 +5,12 @@
 
 use crate::client::Client;
 use crate::delivery::command::{Answer, Ask};
+use crate::delivery::watch::Keep;
 use crate::durable::dead::{unix_ms, Pick};
 use crate::error::Error;
-use crate::model::attempts::{WebhookAttempt, WebhookHealth, WebhookMinute};
+use crate::model::attempts::{
+    AttemptQuery, WebhookAttempt, WebhookHealth, WebhookMinute, MAX_ATTEMPT_LOG_SIZE,
+};
 use crate::model::dead_letter::{
     DeadLetter, DeadLetterPage, DeadLetterQuery, DeadLetterStats, ReplayProgress, MAX_PAGE,
 };
@@ -21,9 +24,29 @@ impl Client {
     /// Webhook `webhook`'s last attempts (up to 100, any outcome), newest first: message id,
     /// time, duration, status or error class, and for failures the first 1 KiB of the
     /// answer. Kept in memory for URLs with recent traffic (all of a process's logs within
-    /// one budget, the oldest freed first): empty for a URL with none.
+    /// one budget, the oldest freed first): empty for a URL with none. See
+    /// [`webhook_attempts_where`](Self::webhook_attempts_where) to choose.
     pub fn webhook_attempts(&self, webhook: usize) -> Result<Vec<WebhookAttempt>, Error> {
-        self.watched_url(webhook, |url| url.attempts())
+        self.webhook_attempts_where(webhook, &AttemptQuery::default())
+    }
+
+    /// Webhook `webhook`'s kept attempts that `query` asks for, newest first: by result,
+    /// status, message and time, at most `query.limit` (1 to
+    /// [`MAX_ATTEMPT_LOG_SIZE`]). How many are kept is `Config::attempt_log_size` and
+    /// `Config::attempt_retention`.
+    pub fn webhook_attempts_where(
+        &self,
+        webhook: usize,
+        query: &AttemptQuery,
+    ) -> Result<Vec<WebhookAttempt>, Error> {
+        if !(1..=MAX_ATTEMPT_LOG_SIZE).contains(&query.limit) {
+            return Err(Error::invalid(
+                "limit",
+                format!("must be 1 to {MAX_ATTEMPT_LOG_SIZE}, got {}", query.limit),
+            ));
+        }
+        let max_age = Keep::of(self.config()).max_age_ms;
+        self.watched_url(webhook, |url| url.attempts(query, max_age))
     }
 
     /// Webhook `webhook`'s messages in each minute of the last hour that had any, oldest

@@ -58,8 +58,8 @@ pub use engine::{Engine, EngineConfig, MAX_IO_THREADS};
 pub use error::Error;
 pub use log::{env_enabled as debug_from_env, url_for_log, Level, LogSink};
 pub use model::attempts::{
-    AttemptResult, ErrorClass, HealthState, MessageCounts, WebhookAttempt, WebhookHealth,
-    WebhookMinute, ANSWER_EXCERPT,
+    AttemptQuery, AttemptResult, ErrorClass, HealthState, MessageCounts, WebhookAttempt,
+    WebhookHealth, WebhookMinute, ANSWER_EXCERPT, ANSWER_KEPT, MAX_ATTEMPT_LOG_SIZE,
 };
 pub use model::collected::{Collected, Received};
 pub use model::config::{

@@ -11,18 +11,41 @@
 //! 10,000 idle tenants of 5 URLs cost ~7 MiB, and a busy process ~[`LOG_BUDGET`] at most,
 //! whatever the number of URLs.
 
-use crate::http::attempt::{Attempt, Seen};
+use crate::http::attempt::{Attempt, Seen, SeenHeaders};
 use crate::model::attempts::{
-    AttemptResult, ErrorClass, HealthState, MessageCounts, WebhookAttempt, WebhookHealth,
-    WebhookMinute, ANSWER_EXCERPT,
+    AttemptQuery, AttemptResult, ErrorClass, HealthState, MessageCounts, WebhookAttempt,
+    WebhookHealth, WebhookMinute, ANSWER_EXCERPT, ANSWER_KEPT,
 };
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering::Relaxed};
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-/// Attempts a URL's log keeps.
+/// Attempts a URL's log keeps without a setting (`Config::attempt_log_size`).
 pub(crate) const LOG_ATTEMPTS: usize = 100;
+
+/// How much of its attempts a URL's log keeps (`Config::attempt_log_size`,
+/// `Config::attempt_retention`).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Keep {
+    pub size: usize,
+    pub max_age_ms: i64,
+}
+
+impl Keep {
+    pub(crate) fn of(config: &crate::Config) -> Keep {
+        Keep {
+            size: config.attempt_log_size,
+            max_age_ms: config.attempt_retention.as_millis().min(i64::MAX as u128) as i64,
+        }
+    }
+}
+
+impl Default for Keep {
+    fn default() -> Keep {
+        Keep::of(&crate::Config::default())
+    }
+}
 /// Bytes every URL log of the process holds at most, together.
 pub(crate) const LOG_BUDGET: usize = 32 << 20;
 /// The window of a URL's rates and latencies, in one-minute steps.
@@ -254,14 +277,21 @@ struct Entry {
     error: Option<ErrorClass>,
     detail: Option<Box<str>>,
     answer: Option<Arc<[u8]>>,
+    headers: Option<Box<SeenHeaders>>,
 }
 
 impl Entry {
     fn bytes(&self) -> usize {
+        let headers = |list: &[(String, String)]| -> usize {
+            list.iter().map(|(k, v)| k.len() + v.len() + 48).sum()
+        };
         std::mem::size_of::<Entry>()
             + self.id.heap()
             + self.detail.as_ref().map_or(0, |d| d.len())
             + self.answer.as_ref().map_or(0, |a| a.len() + 16)
+            + (self.headers.as_ref()).map_or(0, |h| {
+                std::mem::size_of::<SeenHeaders>() + headers(&h.request) + headers(&h.answer)
+            })
     }
 }
 
@@ -333,7 +363,13 @@ pub(crate) fn tried(
         status: seen.status,
         error: seen.error,
         detail,
-        answer,
+        // A dead letter keeps the start of it: it is written to disk with the letter.
+        answer: answer.map(|a| match a.len() > ANSWER_EXCERPT {
+            true => Arc::from(&a[..ANSWER_EXCERPT]),
+            false => a,
+        }),
+        request_headers: Vec::new(),
+        answer_headers: Vec::new(),
     }
 }
 
@@ -345,10 +381,10 @@ pub(crate) struct Answers {
 }
 
 impl Answers {
-    /// `excerpt` (at most [`ANSWER_EXCERPT`] bytes) of URL `webhook`, shared with its last.
+    /// `excerpt` (at most [`ANSWER_KEPT`] bytes) of URL `webhook`, shared with its last.
     pub(crate) fn share(&mut self, webhook: usize, excerpt: Option<&[u8]>) -> Option<Arc<[u8]>> {
         let excerpt = excerpt?;
-        let excerpt = &excerpt[..excerpt.len().min(ANSWER_EXCERPT)];
+        let excerpt = &excerpt[..excerpt.len().min(ANSWER_KEPT)];
         if self.last.len() <= webhook {
             self.last.resize(webhook + 1, None);
         }
@@ -366,7 +402,7 @@ impl Answers {
 impl UrlWatch {
     /// Records one attempt of message `id`: `attempt` classified, `seen` what its exchange
     /// showed, `answer` a failure's excerpt as shared ([`Answers`]); `circuit_open` is the
-    /// lane's state after it.
+    /// lane's state after it; `keep` how much of the log stays.
     pub(crate) fn record(
         self: &Arc<Self>,
         id: &str,
@@ -374,6 +410,7 @@ impl UrlWatch {
         seen: &Seen,
         answer: Option<Arc<[u8]>>,
         circuit_open: bool,
+        keep: Keep,
     ) {
         let now_ms = unix_ms(SystemTime::now());
         let (result, detail) = match attempt {
@@ -390,6 +427,7 @@ impl UrlWatch {
             error: seen.error,
             detail: detail.map(String::into_boxed_str),
             answer,
+            headers: seen.headers.clone(),
         };
         let mut over_budget = false;
         {
@@ -406,11 +444,13 @@ impl UrlWatch {
                 }
             }
             let log = s.log.get_or_insert_with(|| {
+                let entries = VecDeque::with_capacity(keep.size.min(LOG_ATTEMPTS));
                 let log = Box::new(Log {
-                    entries: VecDeque::with_capacity(LOG_ATTEMPTS),
+                    bytes: std::mem::size_of::<Log>()
+                        + entries.capacity() * std::mem::size_of::<Entry>(),
+                    entries,
                     minutes: [Minute::default(); MINUTES],
                     hour: [Ends::default(); HOUR],
-                    bytes: std::mem::size_of::<Log>() + LOG_ATTEMPTS * std::mem::size_of::<Entry>(),
                     touched_ms: now_ms,
                 });
                 LOG_BYTES.fetch_add(log.bytes, Relaxed);
@@ -430,12 +470,19 @@ impl UrlWatch {
             slot.hist[bucket(entry.took)] += 1;
             let mut added = entry.bytes() - std::mem::size_of::<Entry>();
             let mut freed = 0;
-            if log.entries.len() >= LOG_ATTEMPTS {
-                if let Some(old) = log.entries.pop_front() {
-                    freed = old.bytes() - std::mem::size_of::<Entry>();
+            // The oldest go: past the count, and past the age.
+            let too_old = now_ms.saturating_sub(keep.max_age_ms);
+            while log.entries.len() >= keep.size.max(1)
+                || log.entries.front().is_some_and(|e| e.at_ms < too_old)
+            {
+                match log.entries.pop_front() {
+                    Some(old) => freed += old.bytes() - std::mem::size_of::<Entry>(),
+                    None => break,
                 }
             }
+            let capacity = log.entries.capacity();
             log.entries.push_back(entry);
+            added += (log.entries.capacity() - capacity) * std::mem::size_of::<Entry>();
             if freed > added {
                 LOG_BYTES.fetch_sub(freed - added, Relaxed);
                 log.bytes -= freed - added;
@@ -544,8 +591,11 @@ impl UrlWatch {
         s.circuit_open.then_some(s.consecutive_failures)
     }
 
-    /// Its last attempts, newest first.
-    pub(crate) fn attempts(&self) -> Vec<WebhookAttempt> {
+    /// Its attempts that `query` asks for, newest first, none older than `max_age_ms`.
+    pub(crate) fn attempts(&self, query: &AttemptQuery, max_age_ms: i64) -> Vec<WebhookAttempt> {
+        let too_old = unix_ms(SystemTime::now()).saturating_sub(max_age_ms);
+        let since = query.since.map_or(too_old, |t| unix_ms(t).max(too_old));
+        let until = query.until.map(unix_ms);
         let s = lock(&self.state);
         let Some(log) = &s.log else {
             return Vec::new();
@@ -553,6 +603,12 @@ impl UrlWatch {
         log.entries
             .iter()
             .rev()
+            // Logged as answered, which is nearly but not exactly by start: all are looked at.
+            .filter(|e| e.at_ms >= since && until.is_none_or(|u| e.at_ms < u))
+            .filter(|e| query.result.is_none_or(|r| r == e.result))
+            .filter(|e| query.status.is_none_or(|st| Some(st) == e.status))
+            .filter(|e| (query.message_id.as_deref()).is_none_or(|id| id == e.id.as_str()))
+            .take(query.limit)
             .map(|e| WebhookAttempt {
                 webhook: self.index,
                 message_id: Arc::from(e.id.as_str()),
@@ -563,6 +619,8 @@ impl UrlWatch {
                 error: e.error,
                 detail: e.detail.as_deref().unwrap_or("").to_string(),
                 answer: e.answer.clone(),
+                request_headers: (e.headers.as_ref()).map_or_else(Vec::new, |h| h.request.clone()),
+                answer_headers: (e.headers.as_ref()).map_or_else(Vec::new, |h| h.answer.clone()),
             })
             .collect()
     }
@@ -697,7 +755,7 @@ mod tests {
             .excerpt
             .as_deref()
             .map(|e| Arc::from(&e[..e.len().min(ANSWER_EXCERPT)]));
-        u.record(&id, a, seen, answer, open);
+        u.record(&id, a, seen, answer, open, Keep::default());
     }
 
     fn failure(status: u16) -> (Attempt, Seen) {
@@ -711,6 +769,7 @@ mod tests {
             status: Some(status),
             error: None,
             excerpt: Some(bytes::Bytes::from(vec![b'x'; 4000])),
+            headers: None,
         };
         (a, seen)
     }
@@ -735,7 +794,7 @@ mod tests {
         }
         let (a, seen) = failure(503);
         rec(u, Arc::from("bad"), &a, &seen, false);
-        let log = u.attempts();
+        let log = u.attempts(&AttemptQuery::default(), i64::MAX);
         assert_eq!(log.len(), LOG_ATTEMPTS);
         assert_eq!(&*log[0].message_id, "bad");
         assert_eq!(log[0].status, Some(503));
@@ -805,7 +864,10 @@ mod tests {
         let b = new.urls[0].health();
         assert_eq!((b.webhook, b.state), (0, HealthState::CircuitOpen));
         assert_eq!(b.consecutive_failures, 1);
-        assert_eq!(&*new.urls[0].attempts()[0].message_id, "1");
+        assert_eq!(
+            &*new.urls[0].attempts(&AttemptQuery::default(), i64::MAX)[0].message_id,
+            "1"
+        );
         assert_eq!(new.urls[0].circuit(), Some(1));
         assert_eq!(new.urls[1].health().attempts_5m, 0);
         assert!(
@@ -813,7 +875,9 @@ mod tests {
             "the copy is within the budget's count"
         );
         assert_eq!(
-            old.urls[1].attempts().len(),
+            old.urls[1]
+                .attempts(&AttemptQuery::default(), i64::MAX)
+                .len(),
             1,
             "the old watch keeps its own"
         );
@@ -857,9 +921,19 @@ mod tests {
         }
         assert!(log_bytes() <= LOG_BUDGET, "{} > {LOG_BUDGET}", log_bytes());
         let first = &watches[0].urls[0];
-        assert!(first.attempts().is_empty(), "the oldest log was freed");
+        assert!(
+            first
+                .attempts(&AttemptQuery::default(), i64::MAX)
+                .is_empty(),
+            "the oldest log was freed"
+        );
         assert_eq!(first.health().consecutive_failures, LOG_ATTEMPTS as u32);
-        assert_eq!(watches[n - 1].urls[0].attempts().len(), LOG_ATTEMPTS);
+        assert_eq!(
+            watches[n - 1].urls[0]
+                .attempts(&AttemptQuery::default(), i64::MAX)
+                .len(),
+            LOG_ATTEMPTS
+        );
         drop(watches);
     }
 }

@@ -220,6 +220,8 @@ pub(crate) fn attempts_of(text: &str, id: &str) -> Vec<WebhookAttempt> {
                     .and_then(Value::as_str)
                     .and_then(|b| base64::engine::general_purpose::STANDARD.decode(b).ok())
                     .map(Arc::from),
+                request_headers: Vec::new(),
+                answer_headers: Vec::new(),
             })
         })
         .collect()
@@ -249,6 +251,8 @@ mod tests {
             error: None,
             detail: "status 400".into(),
             answer: Some(Arc::from(&b"{\"error\":\"bad\"}\xff"[..])),
+            request_headers: Vec::new(),
+            answer_headers: Vec::new(),
         };
         let b = WebhookAttempt {
             webhook: 0,

@@ -3,7 +3,7 @@
 //! attempt's record keeps beside that classification ([`Seen`]: duration, status, the kind
 //! of error, the first bytes of a failure's answer).
 
-use crate::model::attempts::{ErrorClass, ANSWER_EXCERPT};
+use crate::model::attempts::{ErrorClass, ANSWER_KEPT};
 use crate::model::outcome::Reason;
 use bytes::Bytes;
 use std::time::Duration;
@@ -37,8 +37,53 @@ pub(crate) struct Seen {
     pub status: Option<u16>,
     /// How it failed when no status came (or the guard refused it).
     pub error: Option<ErrorClass>,
-    /// A failure's answer: its first [`ANSWER_EXCERPT`] bytes.
+    /// A failure's answer: its first [`ANSWER_KEPT`] bytes.
     pub excerpt: Option<Bytes>,
+    /// A failure's request headers (secrets redacted) and answer headers.
+    pub headers: Option<Box<SeenHeaders>>,
+}
+
+/// A failed exchange's headers, as its URL's log shows them.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub(crate) struct SeenHeaders {
+    pub request: Vec<(String, String)>,
+    pub answer: Vec<(String, String)>,
+}
+
+/// Headers kept of one request or answer at most; a value is cut to [`HEADER_VALUE_KEPT`].
+const HEADERS_KEPT: usize = 64;
+const HEADER_VALUE_KEPT: usize = 1024;
+
+/// What a header's value shows in a log: a credential's is replaced by `[redacted]` (by its
+/// name: anything that authorizes or signs), the rest cut to a bounded length.
+pub(crate) fn shown_header(name: &str, value: &[u8]) -> (String, String) {
+    let n = name.to_ascii_lowercase();
+    let secret = [
+        "auth",
+        "secret",
+        "token",
+        "signature",
+        "password",
+        "cookie",
+        "api-key",
+        "apikey",
+    ]
+    .iter()
+    .any(|w| n.contains(w));
+    let value = match secret {
+        true => "[redacted]".to_string(),
+        false => String::from_utf8_lossy(&value[..value.len().min(HEADER_VALUE_KEPT)]).into_owned(),
+    };
+    (n, value)
+}
+
+/// `headers` as a log keeps them ([`shown_header`]), at most [`HEADERS_KEPT`].
+pub(crate) fn shown_headers<'a>(
+    headers: impl IntoIterator<Item = (&'a str, &'a [u8])>,
+) -> Vec<(String, String)> {
+    (headers.into_iter().take(HEADERS_KEPT))
+        .map(|(k, v)| shown_header(k, v))
+        .collect()
 }
 
 impl Seen {
@@ -64,6 +109,7 @@ impl Seen {
             status,
             error,
             excerpt: None,
+            headers: None,
         }
     }
 
@@ -78,7 +124,7 @@ impl Seen {
 
 /// Appends what of `data` still fits in an excerpt to `into`.
 pub(crate) fn keep_excerpt(into: &mut Vec<u8>, data: &[u8]) {
-    let room = ANSWER_EXCERPT.saturating_sub(into.len());
+    let room = ANSWER_KEPT.saturating_sub(into.len());
     into.extend_from_slice(&data[..data.len().min(room)]);
 }
 

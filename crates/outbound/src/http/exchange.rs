@@ -5,7 +5,9 @@
 //! network guard. Redirects are not followed.
 
 use crate::error::Error;
-use crate::http::attempt::{classify_status, keep_excerpt, Attempt, Seen, MAX_ANSWER};
+use crate::http::attempt::{
+    classify_status, keep_excerpt, shown_headers, Attempt, Seen, SeenHeaders, MAX_ANSWER,
+};
 use crate::http::connect::{ConnectError, Connector, ParsedUrl};
 use crate::http::frames::Frames;
 use crate::http::io::Io;
@@ -191,6 +193,7 @@ impl Network {
                         status: None,
                         error: Some(ErrorClass::Other),
                         excerpt: None,
+                        headers: None,
                     };
                     return (attempt, seen);
                 }
@@ -240,12 +243,21 @@ impl Network {
                     .or_else(|| Seen::of(&attempt, Duration::ZERO).error),
             },
             excerpt: None,
+            headers: None,
         };
         if !answer.excerpt.is_empty() && self.connector.excepted(t).await {
             answer.excerpt =
                 b"(not kept: the receiver is in a network allowed by allowed_networks)".to_vec();
+            answer.headers.clear();
         }
-        let seen = seen.with_answer(&attempt, answer.excerpt);
+        let mut seen = seen.with_answer(&attempt, answer.excerpt);
+        if !matches!(attempt, Attempt::Success) {
+            let request = headers.iter().map(|(k, v)| (k.as_str(), v.as_bytes()));
+            seen.headers = Some(Box::new(SeenHeaders {
+                request: shown_headers(request),
+                answer: answer.headers,
+            }));
+        }
         (attempt, seen)
     }
 
@@ -320,6 +332,13 @@ impl Network {
             // that drips or never ends is cut off by the timeout or the limit. A failure's
             // first bytes are kept for its record.
             let failed = !(200..300).contains(&status);
+            if failed {
+                let kept = answer
+                    .headers()
+                    .iter()
+                    .map(|(k, v)| (k.as_str(), v.as_bytes()));
+                seen.headers = shown_headers(kept);
+            }
             let mut body = answer.into_body();
             let mut read = 0u64;
             let whole = loop {
@@ -402,6 +421,8 @@ struct Answered {
     status: Option<u16>,
     error: Option<ErrorClass>,
     excerpt: Vec<u8>,
+    /// A failure's answer headers, as a log shows them.
+    headers: Vec<(String, String)>,
 }
 
 /// The kind of an error of hyper's: a reset or closed connection by the I/O error under it
@@ -754,8 +775,13 @@ mod tests {
         assert_eq!((seen.status, seen.error), (Some(400), None));
         assert!(seen.took > Duration::ZERO);
         let excerpt = seen.excerpt.unwrap();
-        assert_eq!(excerpt.len(), crate::model::attempts::ANSWER_EXCERPT);
-        assert_eq!(&excerpt[..], &bad[bad.len() - 3000..][..excerpt.len()]);
+        assert_eq!(
+            &excerpt[..],
+            &bad[bad.len() - 3000..],
+            "the whole answer, within 64 KiB"
+        );
+        let headers = seen.headers.unwrap();
+        assert_eq!(headers.answer, [("content-length".into(), "3000".into())]);
         // A delivery keeps no answer.
         let t = ParsedUrl::parse(&answering(Some(NO_CONTENT))).unwrap();
         let (a, seen) = ex

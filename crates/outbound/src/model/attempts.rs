@@ -7,8 +7,11 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
-/// At most this much of a failure's answer is kept with its attempt.
+/// At most this much of a failure's answer is kept with a dead letter's attempts.
 pub const ANSWER_EXCERPT: usize = 1024;
+/// At most this much of a failure's answer is kept in its URL's log (as much as is read of
+/// any answer).
+pub const ANSWER_KEPT: usize = 64 * 1024;
 
 /// How an attempt that got no status ended: what an operator tells apart at 3 a.m.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -148,9 +151,52 @@ pub struct WebhookAttempt {
     /// What went wrong, in words (`"status 503"`, `"connect 10.0.0.7:443: Connection refused
     /// (os error 111)"`); empty for a delivery.
     pub detail: String,
-    /// For a failure: the first [`ANSWER_EXCERPT`] bytes of the answer's body.
+    /// For a failure: the first bytes of the answer's body ([`ANSWER_KEPT`] in a URL's log,
+    /// [`ANSWER_EXCERPT`] in a dead letter's attempts).
     pub answer: Option<Arc<[u8]>>,
+    /// For a failure: the request's headers, lower-case, with the value of any that
+    /// authorizes or signs (`authorization`, `x-signature`, `webhook-signature`, a name
+    /// holding `token`, `secret`, `key`, `auth`, `cookie`, `password`) as `[redacted]`.
+    /// Empty for a delivery and in a dead letter's attempts.
+    pub request_headers: Vec<(String, String)>,
+    /// For a failure that got an answer: its headers, lower-case (a credential's redacted as
+    /// above). Empty otherwise.
+    pub answer_headers: Vec<(String, String)>,
 }
+
+/// Which of a URL's kept attempts to list ([`Client::webhook_attempts_where`]
+/// (crate::Client::webhook_attempts_where)); every condition set must hold.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AttemptQuery {
+    /// Only those with this result.
+    pub result: Option<AttemptResult>,
+    /// Only those answered with this status.
+    pub status: Option<u16>,
+    /// Only those of this message.
+    pub message_id: Option<String>,
+    /// Only those sent at or after this time.
+    pub since: Option<SystemTime>,
+    /// Only those sent before this time.
+    pub until: Option<SystemTime>,
+    /// At most this many, newest first (1 to [`MAX_ATTEMPT_LOG_SIZE`]; default 100).
+    pub limit: usize,
+}
+
+impl Default for AttemptQuery {
+    fn default() -> Self {
+        AttemptQuery {
+            result: None,
+            status: None,
+            message_id: None,
+            since: None,
+            until: None,
+            limit: 100,
+        }
+    }
+}
+
+/// The most attempts a URL's log may keep (`Config::attempt_log_size`).
+pub const MAX_ATTEMPT_LOG_SIZE: usize = 10_000;
 
 /// Where a webhook URL stands.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

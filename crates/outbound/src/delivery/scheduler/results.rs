@@ -43,7 +43,8 @@ impl Tenant {
                 let answer = self.answers.share(target, seen.excerpt.as_deref());
                 if let Some(url) = self.shared.watch.urls.get(target) {
                     let down = self.lanes[lane].is_down();
-                    url.record(id.as_str(), &attempt, &seen, answer.clone(), down);
+                    let keep = self.rules.keep;
+                    url.record(id.as_str(), &attempt, &seen, answer.clone(), down, keep);
                 }
                 let keep = self.rules.dead_letters && !matches!(attempt, Attempt::Success);
                 keep.then(|| tried(target, id.to_arc(), &attempt, &seen, answer))
@@ -55,7 +56,7 @@ impl Tenant {
                 let answer = self.answers.share(0, seen.excerpt.as_deref());
                 if let Some(url) = self.shared.watch.urls.first() {
                     let down = self.lanes[0].is_down();
-                    url.record(&id, &attempt, &seen, answer.clone(), down);
+                    url.record(&id, &attempt, &seen, answer.clone(), down, self.rules.keep);
                 }
                 let keep = self.rules.dead_letters && !matches!(attempt, Attempt::Success);
                 keep.then(|| tried(0, id, &attempt, &seen, answer))

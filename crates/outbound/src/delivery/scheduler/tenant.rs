@@ -42,6 +42,8 @@ pub(super) struct Rules {
     pub(super) batched: bool,
     /// Keeps dead letters (in its spool's store).
     pub(super) dead_letters: bool,
+    /// How much of each URL's attempts its log keeps.
+    pub(super) keep: crate::delivery::watch::Keep,
 }
 
 pub(crate) struct Tenant {
@@ -138,6 +140,7 @@ impl Tenant {
                 has_ingestion: config.write_key.is_some() || batched,
                 batched,
                 dead_letters,
+                keep: crate::delivery::watch::Keep::of(config),
             },
             spool,
             on_outcome: config.on_outcome.clone(),

@@ -280,6 +280,12 @@ pub struct Config {
     pub dead_letters: bool,
     /// How long a dead letter is kept (default 14 days).
     pub dead_letter_retention: Duration,
+    /// Attempts each webhook URL's log keeps, newest (default 100, at most
+    /// [`MAX_ATTEMPT_LOG_SIZE`](crate::MAX_ATTEMPT_LOG_SIZE)). The logs are in memory, all of
+    /// a process's within one budget: past it, the logs touched longest ago are freed.
+    pub attempt_log_size: usize,
+    /// How long an attempt stays in its URL's log (default 24 hours, at most 30 days).
+    pub attempt_retention: Duration,
     /// Bytes of dead letters kept at most (bodies, ids, attempts; default 256 MiB): past it
     /// the oldest are dropped, and counted (`DeadLetterStats::evicted`).
     pub dead_letter_max_bytes: u64,
@@ -329,6 +335,8 @@ impl Default for Config {
             spool_commit_interval: Duration::from_millis(20),
             dead_letters: false,
             dead_letter_retention: crate::model::dead_letter::DEFAULT_RETENTION,
+            attempt_log_size: crate::delivery::watch::LOG_ATTEMPTS,
+            attempt_retention: Duration::from_secs(24 * 3600),
             dead_letter_max_bytes: 256 << 20,
             max_webhook_headers: DEFAULT_MAX_WEBHOOK_HEADERS,
             max_webhook_header_bytes: DEFAULT_MAX_WEBHOOK_HEADER_BYTES,
@@ -367,6 +375,8 @@ impl fmt::Debug for Config {
             .field("log_url_paths", &self.log_url_paths)
             .field("dead_letters", &self.dead_letters)
             .field("dead_letter_retention", &self.dead_letter_retention)
+            .field("attempt_log_size", &self.attempt_log_size)
+            .field("attempt_retention", &self.attempt_retention)
             .field("dead_letter_max_bytes", &self.dead_letter_max_bytes)
             .field("max_webhook_headers", &self.max_webhook_headers)
             .field("max_webhook_header_bytes", &self.max_webhook_header_bytes)
@@ -651,6 +661,23 @@ impl Config {
         }
         // Checked on or off: a reload's check of a config turns them off (no spool).
         positive("dead_letter_retention", self.dead_letter_retention)?;
+        if !(1..=crate::MAX_ATTEMPT_LOG_SIZE).contains(&self.attempt_log_size) {
+            return Err(Error::config(
+                "attempt_log_size",
+                format!(
+                    "must be 1 to {}, got {}",
+                    crate::MAX_ATTEMPT_LOG_SIZE,
+                    self.attempt_log_size
+                ),
+            ));
+        }
+        positive("attempt_retention", self.attempt_retention)?;
+        if self.attempt_retention > Duration::from_secs(30 * 86_400) {
+            return Err(Error::config(
+                "attempt_retention",
+                "must be at most 30 days",
+            ));
+        }
         if self.dead_letter_max_bytes == 0 {
             return Err(Error::config(
                 "dead_letter_max_bytes",

@@ -86,6 +86,8 @@ impl Config {
         dead_letters: bool,
         dead_letter_retention: Duration,
         dead_letter_max_bytes: u64,
+        attempt_log_size: usize,
+        attempt_retention: Duration,
         max_webhook_headers: usize,
         max_webhook_header_bytes: usize,
     );
@@ -163,6 +165,8 @@ mod tests {
             dead_letters: _,
             dead_letter_retention: _,
             dead_letter_max_bytes: _,
+            attempt_log_size: _,
+            attempt_retention: _,
             max_webhook_headers: _,
             max_webhook_header_bytes: _,
         } = c;
