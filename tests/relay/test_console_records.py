@@ -134,3 +134,64 @@ def test_console_a_webhook_refusing_everything_reads_failing_beside_one_that_tak
     assert "Webhook 1 missed" not in named, named
     assert b("eval", js="document.querySelectorAll('svg.hour polyline.missed').length") == 1
     assert_clean(b.close(), relay, ADMIN_TOKEN)
+
+
+def test_console_attempts_explorer_chooses_and_shows_a_failure_whole(
+        console_relay: Relay, receivers: List[Receiver], browser: Browser) -> None:
+    """The attempts explorer: attempts chosen by result and status (kept in the address), a
+    failure opened with its request headers (credentials redacted), its answer's headers and
+    the whole answer past the list's first 1 KiB; a message's link shows that message's
+    attempts alone, and a failure links to its dead letter."""
+    relay = console_relay
+    rx_a, _ = receivers
+    _, alpha = api(relay, "GET", "/admin/sources/alpha")
+    hooks = [{"url": f"{rx_a.url}/explored", "headers": {"X-Team": "growth", "Authorization": "Bearer t0ken"}}]
+    status, answer = api(relay, "PUT", "/admin/sources/alpha", dict(alpha, webhooks=hooks))
+    assert status == 200, answer
+    for i in range(4):
+        track(relay, "wk_alpha", f"fine-{i}")
+    assert rx_a.wait_for(lambda r: len(r.at("/explored")) == 4, 20)
+    rx_a.status["/explored"] = 422
+    rx_a.answer["/explored"] = b'{"error":"' + b"z" * 3000 + b'"}'
+    for i in range(2):
+        track(relay, "wk_alpha", f"refused-{i}")
+
+    def kept(query: str) -> List[Dict[str, Any]]:
+        return api(relay, "GET", f"/admin/sources/alpha/webhooks/0/attempts{query}")[1]["attempts"]
+
+    wait("two refusals", lambda: len(kept("?result=permanent")) == 2)
+
+    b = browser
+    b.sign_in(relay, ADMIN_TOKEN)
+    b("waitText", text="alpha", selector="table.sources")
+    b("eval", js="location.hash = '#/sources/alpha/webhooks/0'")
+    b("waitText", text="fine-0", selector="table.attempts")
+    assert b("count", selector="table.attempts tbody tr") == 6
+    b("eval", js="document.getElementById('f-result').value = 'permanent'")
+    b("type", selector="#f-status", text="422")
+    b("click", selector="form.filters button[type=submit]", text="Show")
+    b("waitGone", selector="table.attempts tbody tr.delivered")
+    assert b("count", selector="table.attempts tbody tr") == 2, b("text", selector="table.attempts tbody")
+    assert "result=permanent" in b("eval", js="location.hash") and "status=422" in b("eval", js="location.hash")
+    assert "2 kept attempts match" in b("text", selector="p.meta[role=status]")
+
+    b("click", selector="table.attempts tbody tr:first-child details.attempt summary")
+    b("waitText", text="Answer headers", selector="table.attempts tbody tr:first-child .attempt-detail")
+    detail = b("text", selector="table.attempts tbody tr:first-child .attempt-detail")
+    assert "x-team" in detail and "growth" in detail, detail
+    assert "authorization" in detail and "[redacted]" in detail and "t0ken" not in detail, detail
+    assert "x-signature" in detail, detail
+    assert "content-type" in detail.lower(), detail
+    assert "z" * 3000 in detail, "the whole answer, not the list's first 1 KiB"
+    letter = b("eval", js="document.querySelector('table.attempts tbody tr:first-child .attempt-detail').closest('details').querySelector('a[href*=dead-letters]').getAttribute('href')")
+    assert letter.startswith("#/sources/alpha/dead-letters?id=refused-"), letter
+
+    b("click", selector="table.attempts tbody tr:first-child td a", text="refused-")
+    b("waitText", text="(message refused-", selector="p.meta[role=status]")
+    rows = b("text", selector="table.attempts tbody")
+    assert rows.count("refused-") >= 1 and "fine-" not in rows, rows
+    b("click", selector="form.filters button", text="Clear")
+    b("waitText", text="fine-0", selector="table.attempts")
+    assert b("count", selector="table.attempts tbody tr") == 6
+    b.axe("attempts explorer")
+    assert_clean(b.close(), relay, ADMIN_TOKEN)

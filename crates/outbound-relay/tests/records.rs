@@ -487,3 +487,98 @@ fn each_webhook_accounts_for_what_it_took_refused_and_gave_up() {
     );
     assert_eq!(sum(&hooks[2]["abandoned"]), 10);
 }
+
+/// The attempts explorer's API: a webhook's attempts chosen by result, status, message and
+/// time; a list shows a failure's answer's first 1 KiB, one message's attempts all of it (up
+/// to 64 KiB), with the request's headers (credentials redacted) and the answer's.
+#[test]
+fn attempts_are_chosen_by_result_status_message_and_time_and_show_their_headers() {
+    let dir = temp_dir();
+    let rx = Receiver::start();
+    let relay = Relay::start(dir.path(), &config(&[], "block_private_networks = false"));
+    let body = json!({"write_keys": ["wk_web"], "shared_secret": "s3cret",
+        "webhooks": [{"url": rx.url, "headers": {"X-Team": "growth", "Authorization": "Bearer t0ken"}}]});
+    let url = relay.url("/admin/sources/web");
+    let a = support::put(&url, &[ADMIN], body.to_string().as_bytes());
+    assert_eq!(a.status, 201, "{}", a.body);
+    track(&relay, "wk_web", 5);
+    rx.wait_for(5);
+    let list = |query: &str| {
+        let (status, v) = admin_get(
+            &relay,
+            &format!("/admin/sources/web/webhooks/0/attempts{query}"),
+        );
+        assert_eq!(status, 200, "{v}");
+        v["attempts"].as_array().unwrap().clone()
+    };
+    wait_until("five deliveries", || list("").len() == 5);
+    let middle = outbound::timestamp::format(std::time::SystemTime::now().into()).unwrap();
+    std::thread::sleep(Duration::from_millis(20));
+    rx.status.store(422, std::sync::atomic::Ordering::SeqCst);
+    *rx.answer.lock().unwrap() = "x".repeat(5000);
+    track(&relay, "wk_web", 3);
+    wait_until("three refusals", || list("?result=permanent").len() == 3);
+
+    assert_eq!(list("?status=422").len(), 3);
+    assert_eq!(list("?result=delivered").len(), 5);
+    assert_eq!(list(&format!("?since={middle}")).len(), 3);
+    assert_eq!(list(&format!("?until={middle}&limit=2")).len(), 2);
+    let refused = list("?status=422");
+    let first = &refused[0];
+    assert_eq!(
+        first["answer"].as_str().unwrap().len(),
+        1024,
+        "a list shows 1 KiB"
+    );
+    assert_eq!(first["answer_bytes"], 5000);
+    let header = |list: &Value, name: &str| {
+        (list.as_array().unwrap().iter())
+            .find(|h| h["name"] == name)
+            .map(|h| h["value"].as_str().unwrap().to_string())
+    };
+    assert_eq!(
+        header(&first["request_headers"], "x-team").as_deref(),
+        Some("growth")
+    );
+    assert_eq!(
+        header(&first["request_headers"], "authorization").as_deref(),
+        Some("[redacted]")
+    );
+    assert_eq!(
+        header(&first["request_headers"], "x-signature").as_deref(),
+        Some("[redacted]")
+    );
+    assert!(!first.to_string().contains("t0ken"), "{first}");
+    assert!(
+        header(&first["answer_headers"], "content-length").is_some(),
+        "{first}"
+    );
+    let id = first["message_id"].as_str().unwrap();
+    let one = list(&format!("?message_id={id}"));
+    assert_eq!(one.len(), 1);
+    assert_eq!(
+        one[0]["answer"].as_str().unwrap().len(),
+        5000,
+        "one message: all of it"
+    );
+    let delivered = &list("?result=delivered")[0];
+    assert!(delivered.get("request_headers").is_none(), "{delivered}");
+
+    for (query, field) in [
+        ("?result=maybe", "result"),
+        ("?status=99", "status"),
+        ("?since=yesterday", "since"),
+        ("?limit=10001", "limit"),
+        ("?colour=red", ""),
+    ] {
+        let (status, v) = admin_get(
+            &relay,
+            &format!("/admin/sources/web/webhooks/0/attempts{query}"),
+        );
+        assert_eq!(
+            (status, v["field"].as_str().unwrap_or("")),
+            (400, field),
+            "{query}: {v}"
+        );
+    }
+}

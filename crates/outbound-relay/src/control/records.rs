@@ -25,8 +25,8 @@ use axum::extract::{RawQuery, State};
 use axum::http::{HeaderMap, StatusCode};
 use base64::Engine as _;
 use outbound::{
-    DeadLetter, DeadLetterQuery, DeadLetterStats, Error, ReplayProgress, WebhookAttempt,
-    WebhookHealth, MAX_DEAD_LETTER_PAGE,
+    AttemptQuery, AttemptResult, DeadLetter, DeadLetterQuery, DeadLetterStats, Error,
+    ReplayProgress, WebhookAttempt, WebhookHealth, MAX_DEAD_LETTER_PAGE,
 };
 use std::sync::Arc;
 use std::time::SystemTime;
@@ -152,9 +152,27 @@ fn ms(d: std::time::Duration) -> f64 {
     (d.as_secs_f64() * 1000.0 * 1000.0).round() / 1000.0
 }
 
-/// An attempt: the answer as text when it is UTF-8, else in base64.
-fn attempt(a: &WebhookAttempt) -> schema::Attempt {
-    let text = a.answer.as_deref().map(std::str::from_utf8);
+/// What a list shows of an answer; the attempts of one message show all that is kept.
+const LISTED_ANSWER: usize = 1024;
+
+/// An attempt: the answer (its first `answer_max` bytes) as text when it is UTF-8, else in
+/// base64.
+fn attempt(a: &WebhookAttempt, answer_max: usize) -> schema::Attempt {
+    let cut = a.answer.as_deref().map(|b| &b[..b.len().min(answer_max)]);
+    let text = cut.map(|b| match std::str::from_utf8(b) {
+        Ok(t) => Some(t),
+        // Cut in the middle of a character: still text.
+        Err(e) if e.error_len().is_none() => std::str::from_utf8(&b[..e.valid_up_to()]).ok(),
+        Err(_) => None,
+    });
+    let headers = |list: &[(String, String)]| -> Vec<schema::Header> {
+        (list.iter())
+            .map(|(name, value)| schema::Header {
+                name: name.clone(),
+                value: value.clone(),
+            })
+            .collect()
+    };
     schema::Attempt {
         webhook: a.webhook,
         message_id: a.message_id.to_string(),
@@ -164,16 +182,16 @@ fn attempt(a: &WebhookAttempt) -> schema::Attempt {
         status: a.status,
         error: a.error.map(|e| e.as_str().to_string()),
         detail: (!a.detail.is_empty()).then(|| a.detail.clone()),
-        answer: match text {
-            Some(Ok(t)) => Some(t.to_string()),
-            _ => None,
-        },
-        answer_base64: match (text, &a.answer) {
-            (Some(Err(_)), Some(bytes)) => {
+        answer: text.flatten().map(str::to_string),
+        answer_base64: match (text, cut) {
+            (Some(None), Some(bytes)) => {
                 Some(base64::engine::general_purpose::STANDARD.encode(bytes))
             }
             _ => None,
         },
+        answer_bytes: a.answer.as_ref().map(|b| b.len()),
+        request_headers: headers(&a.request_headers),
+        answer_headers: headers(&a.answer_headers),
     }
 }
 
@@ -245,7 +263,7 @@ pub async fn activity(State(api): State<Api>, own: OwnSource) -> Answer {
     let last = s.first_minute + s.delivered.len() as u64 - 1;
     let client = source.client();
     let webhooks = (0..client.webhook_health().len())
-        .map(|webhook| webhook_hour(webhook, &client, s.first_minute, s.delivered.len()))
+        .map(|webhook| webhook_hour(webhook, client, s.first_minute, s.delivered.len()))
         .collect();
     let hour = schema::Activity {
         source: source.name.clone(),
@@ -287,34 +305,100 @@ fn webhook_hour(
     hour
 }
 
-/// `GET /admin/sources/{name}/webhooks/{index}/attempts`: the webhook's last 100 attempts,
-/// newest first.
+/// `GET /admin/sources/{name}/webhooks/{index}/attempts`: the webhook's kept attempts,
+/// newest first, chosen by result, status, message and time.
 #[utoipa::path(get, path = "/admin/sources/{name}/webhooks/{index}/attempts", operation_id = "list_attempts", tag = "records",
     params(("name" = String, Path),
-        ("index" = usize, Path, description = "The webhook's place in the source's `webhooks`, from 0")),
+        ("index" = usize, Path, description = "The webhook's place in the source's `webhooks`, from 0"),
+        AttemptsQuery),
     responses((status = 200, description = "Its attempts", body = schema::Attempts),
+        (status = 400, description = "A bad parameter, named by `field`", body = Refusal),
         (status = 404, description = "No such source or webhook", body = Refusal)))]
-pub async fn attempts(State(api): State<Api>, own: OwnSource) -> Answer {
+pub async fn attempts(State(api): State<Api>, own: OwnSource, RawQuery(query): RawQuery) -> Answer {
     let index = own.param("index");
     let source = match source(&api, &own) {
         Ok(s) => s,
         Err(denied) => return denied.answer(),
     };
+    let q = match attempts_query(query.as_deref()) {
+        Ok(q) => q,
+        Err(why) => return bad(why),
+    };
     let no_such = || refusal(StatusCode::NOT_FOUND, "index", "no such webhook");
     let Ok(index) = index.parse::<usize>() else {
         return no_such();
     };
-    match source.client().webhook_attempts(index) {
+    // One message's attempts are few: each with all of its answer.
+    let answer_max = match q.message_id {
+        Some(_) => usize::MAX,
+        None => LISTED_ANSWER,
+    };
+    match source.client().webhook_attempts_where(index, &q) {
         Ok(list) => {
             let list = schema::Attempts {
                 source: source.name.clone(),
                 webhook: index,
-                attempts: list.iter().map(attempt).collect(),
+                attempts: list.iter().map(|a| attempt(a, answer_max)).collect(),
             };
             answer(StatusCode::OK, &list)
         }
+        // The query was checked above: what is left is the index.
         Err(_) => no_such(),
     }
+}
+
+/// The query of a webhook's attempts.
+#[derive(utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+#[allow(dead_code)]
+pub struct AttemptsQuery {
+    /// `delivered`, `retryable` or `permanent`.
+    result: Option<String>,
+    /// The answer's status (100 to 599).
+    status: Option<u16>,
+    /// One message's attempts, each with all of its answer that is kept.
+    message_id: Option<String>,
+    /// Sent at or after (RFC 3339).
+    since: Option<String>,
+    /// Sent before (RFC 3339).
+    until: Option<String>,
+    /// 1 to 10,000 (default 100).
+    limit: Option<usize>,
+}
+
+fn attempts_query(query: Option<&str>) -> Result<AttemptQuery, Refused> {
+    let mut q = AttemptQuery::default();
+    for (k, v) in body::query_pairs(query) {
+        match k {
+            "result" => {
+                q.result = Some(AttemptResult::parse(&v).ok_or_else(|| {
+                    let why = format!("{v:?} is not a result (delivered, retryable, permanent)");
+                    ("result", why)
+                })?)
+            }
+            "status" => {
+                let status = v.parse::<u16>().ok().filter(|s| (100..=599).contains(s));
+                q.status = Some(
+                    status
+                        .ok_or_else(|| ("status", format!("{v:?} is not a status (100 to 599)")))?,
+                )
+            }
+            "message_id" => q.message_id = Some(v),
+            "since" => q.since = Some(parse_time("since", &v)?),
+            "until" => q.until = Some(parse_time("until", &v)?),
+            "limit" => {
+                q.limit = body::page_limit(&v, outbound::MAX_ATTEMPT_LOG_SIZE)
+                    .map_err(|why| ("limit", why))?
+            }
+            _ => {
+                let why = format!(
+                    "{k:?} is not a parameter (result, status, message_id, since, until, limit)"
+                );
+                return Err(("", why));
+            }
+        }
+    }
+    Ok(q)
 }
 
 /// A dead letter; with its body (as JSON, it is the webhook body as sent) when it has one.
@@ -328,7 +412,9 @@ fn letter(d: &DeadLetter) -> schema::DeadLetter {
         first_attempt_at: d.first_attempt.and_then(time),
         size: d.size,
         replaying: d.replaying,
-        last_attempts: d.last_attempts.iter().map(attempt).collect(),
+        last_attempts: (d.last_attempts.iter())
+            .map(|a| attempt(a, usize::MAX))
+            .collect(),
         body: (d.body.as_ref()).map(|body| {
             serde_json::from_slice(body)
                 .unwrap_or_else(|_| serde_json::json!(String::from_utf8_lossy(body)))

@@ -10,8 +10,8 @@ mod records;
 mod subscription;
 
 pub use records::{
-    Activity, Attempt, Attempts, DeadLetter, DeadLetterPage, DeadLetterStats, Health, LastError,
-    MessageCounts, ReplayCount, ReplayOne, ReplayProgress, ReplayRequest, SourceHealth,
+    Activity, Attempt, Attempts, DeadLetter, DeadLetterPage, DeadLetterStats, Header, Health,
+    LastError, MessageCounts, ReplayCount, ReplayOne, ReplayProgress, ReplayRequest, SourceHealth,
     WebhookActivity, WebhookRef,
 };
 pub use subscription::{Preview, PreviewAsk, PreviewRequest, SubscriptionInput, SubscriptionState};

@@ -58,15 +58,17 @@ pub async fn state(State(api): State<Api>, own: OwnSource) -> Answer {
     answer(StatusCode::OK, &state)
 }
 
-/// `GET .../subscriptions/{subscription}/attempts`: its last 100 attempts, newest first.
+/// `GET .../subscriptions/{subscription}/attempts`: its kept attempts, newest first, chosen
+/// as a webhook's are.
 #[utoipa::path(get, path = "/admin/sources/{name}/subscriptions/{subscription}/attempts", operation_id = "list_subscription_attempts", tag = "subscriptions",
-    params(("name" = String, Path), ("subscription" = String, Path)),
+    params(("name" = String, Path), ("subscription" = String, Path), records::AttemptsQuery),
     responses((status = 200, description = "Its attempts", body = schema::Attempts),
+        (status = 400, description = "A bad parameter", body = Refusal),
         (status = 404, description = "No such source or subscription", body = Refusal)))]
-pub async fn attempts(api: State<Api>, mut own: OwnSource) -> Answer {
+pub async fn attempts(api: State<Api>, mut own: OwnSource, query: RawQuery) -> Answer {
     // A subscription's client has one endpoint: its webhook 0.
     own.params.insert("index".into(), "0".into());
-    records::attempts(api, own).await
+    records::attempts(api, own, query).await
 }
 
 /// `GET .../subscriptions/{subscription}/dead-letters`: a page of its dead letters.

@@ -106,6 +106,23 @@ pub struct Attempt {
     /// The same when it is not UTF-8.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub answer_base64: Option<String>,
+    /// Bytes of the answer kept (up to 64 KiB): a list shows its first 1 KiB, the attempts
+    /// of one message (`message_id=`) all of it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub answer_bytes: Option<usize>,
+    /// A failure's request headers, lower-case, a credential's value `[redacted]`.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub request_headers: Vec<Header>,
+    /// A failure's answer headers (a credential's value `[redacted]`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub answer_headers: Vec<Header>,
+}
+
+/// One header of an attempt.
+#[derive(Serialize, ToSchema)]
+pub struct Header {
+    pub name: String,
+    pub value: String,
 }
 
 /// A webhook's last attempts, newest first.
