@@ -245,7 +245,7 @@ pub async fn activity(State(api): State<Api>, own: OwnSource) -> Answer {
     let last = s.first_minute + s.delivered.len() as u64 - 1;
     let client = source.client();
     let webhooks = (0..client.webhook_health().len())
-        .map(|webhook| webhook_hour(webhook, &client, s.first_minute, s.delivered.len()))
+        .map(|webhook| webhook_hour(webhook, client, s.first_minute, s.delivered.len()))
         .collect();
     let hour = schema::Activity {
         source: source.name.clone(),
