@@ -337,6 +337,7 @@ mod _native {
                 cursor,
                 since: since.and_then(records::time),
                 until: until.and_then(records::time),
+                contains: None,
             };
             let page = py.detach(|| self.inner.dead_letters(&q)).map_err(to_py)?;
             records::page(py, &page)

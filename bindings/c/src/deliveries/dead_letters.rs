@@ -187,6 +187,7 @@ pub unsafe extern "C" fn outbound_client_dead_letters(
                 until: time_of(until_ms, "until")?,
                 limit,
                 cursor: unsafe { crate::convert::opt_string(cursor, "cursor") }?,
+                contains: None,
             };
             let page = client.dead_letters(&query)?;
             let list = outbound_dead_letter_list::new(&page.letters, page.next.as_deref());
