@@ -914,6 +914,27 @@ outbound_result outbound_client_dead_letters(const struct outbound_client *clien
                                              const char *cursor,
                                              struct outbound_dead_letter_list **out);
 
+// [`outbound_client_dead_letters`] keeping only the dead letters whose body (the event's
+// JSON as it was sent) contains `contains`: exact bytes, case-sensitive, so
+// `"userId":"u7"` finds user `u7` and not `u70`; 1 to 256 bytes; NULL keeps them all.
+//
+// A search reads at most 10,000 dead letters a page: its page may hold fewer than `limit`
+// (none, even) while `outbound_dead_letter_list_next` is set; page on with it.
+//
+// Returns what `outbound_client_dead_letters` returns, and `_INVALID_FIELD` naming
+// `contains` when it is empty or longer than 256 bytes, `_INVALID_UTF8` (contains).
+//
+// # Safety
+// `client` is NULL or live; `cursor` and `contains` are NULL or NUL-terminated; `out` is
+// NULL or writable.
+outbound_result outbound_client_search_dead_letters(const struct outbound_client *client,
+                                                    int64_t since_ms,
+                                                    int64_t until_ms,
+                                                    size_t limit,
+                                                    const char *cursor,
+                                                    const char *contains,
+                                                    struct outbound_dead_letter_list **out);
+
 // The dead letter of message `message_id`, with its body: `*out` receives a list holding it,
 // or an empty list when there is none.
 //

@@ -208,6 +208,11 @@ type DeadLetterQuery struct {
 	Limit int
 	// Cursor is where the page starts: the Next of the page before ("" for the newest).
 	Cursor string
+	// Contains keeps those whose event (its JSON as sent) holds this text: exact bytes and
+	// case, so `"userId":"u7"` finds u7 and not u70; up to 256 bytes ("" keeps them all). A
+	// search reads at most 10,000 dead letters a page, so a page may hold fewer than Limit
+	// while Next is set: page on.
+	Contains string
 }
 
 // DeadLetterPage is one page of dead letters.
@@ -316,9 +321,14 @@ func (c *client) DeadLetters(q DeadLetterQuery) (DeadLetterPage, error) {
 		cursor = C.CString(q.Cursor)
 		defer C.free(unsafe.Pointer(cursor))
 	}
+	var contains *C.char
+	if q.Contains != "" {
+		contains = C.CString(q.Contains)
+		defer C.free(unsafe.Pointer(contains))
+	}
 	var list *C.outbound_dead_letter_list
 	err := c.records("DeadLetters", func(p *C.outbound_client) C.gob_status {
-		return C.gob_dead_letters(p, millisOf(q.Since), millisOf(q.Until), C.size_t(q.Limit), cursor, &list)
+		return C.gob_dead_letters(p, millisOf(q.Since), millisOf(q.Until), C.size_t(q.Limit), cursor, contains, &list)
 	})
 	if err != nil {
 		return DeadLetterPage{}, err

@@ -8,6 +8,8 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"reflect"
+	"sort"
 	"strings"
 	"sync"
 	"testing"
@@ -323,6 +325,55 @@ func TestDeadLetterPagesAreNewestFirstWithACursor(t *testing.T) {
 	future, err := records.DeadLetters(outbound.DeadLetterQuery{Limit: 10, Since: time.Now().Add(time.Hour)})
 	if err != nil || len(future.Letters) != 0 {
 		t.Errorf("none failed in the future: %+v, %v", future, err)
+	}
+}
+
+func TestDeadLettersAreFoundByATextOfTheirEvent(t *testing.T) {
+	r := newHookReceiver(t)
+	c, records := recordsClient(t, r)
+	r.setStatus(http.StatusBadRequest)
+	for _, u := range []string{"u3", "u30"} {
+		mustEnqueue(t, c, outbound.Track{MessageId: "dl-" + u, UserId: u, Event: "Signed Up",
+			Properties: outbound.Properties{"orderId": "ord-" + u}})
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := c.Flush(ctx); !errors.Is(err, outbound.ErrIncomplete) {
+		t.Fatalf("Flush = %v, want ErrIncomplete (the messages failed)", err)
+	}
+	waitDeadLetters(t, records, 2)
+	found := func(text string, limit int) []string {
+		t.Helper()
+		var ids []string
+		q := outbound.DeadLetterQuery{Limit: limit, Contains: text}
+		for {
+			page, err := records.DeadLetters(q)
+			if err != nil || len(page.Letters) > limit {
+				t.Fatalf("DeadLetters(%q) = %+v, %v", text, page, err)
+			}
+			for _, l := range page.Letters {
+				ids = append(ids, l.MessageId)
+			}
+			if page.Next == "" {
+				sort.Strings(ids)
+				return ids
+			}
+			q.Cursor = page.Next
+		}
+	}
+	if got := found(`"userId":"u3"`, 10); !reflect.DeepEqual(got, []string{"dl-u3"}) {
+		t.Errorf(`"userId":"u3" found %v, want u3's alone`, got)
+	}
+	if got := found("u3", 1); !reflect.DeepEqual(got, []string{"dl-u3", "dl-u30"}) {
+		t.Errorf("u3 a page at a time found %v, want both", got)
+	}
+	if got := found(`"ORD-U3"`, 10); len(got) != 0 {
+		t.Errorf("the case matters: found %v", got)
+	}
+	_, err := records.DeadLetters(outbound.DeadLetterQuery{Limit: 10, Contains: strings.Repeat("x", 257)})
+	var e *outbound.Error
+	if !errors.Is(err, outbound.ErrInvalidField) || !errors.As(err, &e) || !strings.Contains(e.Message, "contains") {
+		t.Errorf("257 bytes: %v; want ErrInvalidField naming contains", err)
 	}
 }
 

@@ -75,8 +75,10 @@ gob_status gob_webhook_health(const outbound_client *client, outbound_webhook_he
 }
 
 gob_status gob_dead_letters(const outbound_client *client, int64_t since_ms, int64_t until_ms,
-                            size_t limit, const char *cursor, outbound_dead_letter_list **out) {
-    return gob_status_of(outbound_client_dead_letters(client, since_ms, until_ms, limit, cursor, out));
+                            size_t limit, const char *cursor, const char *contains,
+                            outbound_dead_letter_list **out) {
+    return gob_status_of(outbound_client_search_dead_letters(client, since_ms, until_ms, limit,
+                                                             cursor, contains, out));
 }
 
 gob_status gob_dead_letter(const outbound_client *client, const char *message_id,

@@ -40,7 +40,8 @@ gob_status gob_webhook_attempts(const outbound_client *client, size_t webhook,
                                 outbound_webhook_attempt_list **out);
 gob_status gob_webhook_health(const outbound_client *client, outbound_webhook_health_list **out);
 gob_status gob_dead_letters(const outbound_client *client, int64_t since_ms, int64_t until_ms,
-                            size_t limit, const char *cursor, outbound_dead_letter_list **out);
+                            size_t limit, const char *cursor, const char *contains,
+                            outbound_dead_letter_list **out);
 gob_status gob_dead_letter(const outbound_client *client, const char *message_id,
                            outbound_dead_letter_list **out);
 gob_status gob_delete_dead_letter(const outbound_client *client, const char *message_id,

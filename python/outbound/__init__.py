@@ -724,12 +724,16 @@ class Client:
         cursor: Optional[str] = None,
         since: Optional[datetime] = None,
         until: Optional[datetime] = None,
+        contains: Optional[str] = None,
     ) -> Dict[str, Any]:
         """One page of dead letters, newest first (``limit`` 1 to 1,000), without bodies:
         ``{"dead_letters": [...], "next": cursor or None}``. Needs ``dead_letters=True``.
         ``cursor`` is the ``next`` of the page before; any other text raises
-        :class:`ValidationError` naming ``cursor``."""
-        page = self._native.dead_letters(limit, cursor, _secs(since), _secs(until))
+        :class:`ValidationError` naming ``cursor``. ``contains``: only those whose event (its
+        JSON as sent) holds that text, exact bytes and case (``'"userId":"u7"'`` finds u7, not
+        u70), 1 to 256 bytes. A search reads at most 10,000 letters a page, so a page may hold
+        fewer than ``limit`` while ``next`` is set: page on."""
+        page = self._native.dead_letters(limit, cursor, _secs(since), _secs(until), contains)
         page["dead_letters"] = [_dated(d) for d in page["dead_letters"]]
         return page
 

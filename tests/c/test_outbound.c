@@ -1851,6 +1851,64 @@ static void test_dead_letter_pages_are_newest_first_with_a_cursor(void) {
     records_done(c);
 }
 
+/* Dead letters of users u3 and u30: a search for "userId":"u3" (quotes and all) finds u3's
+ * alone, "u3" both, a page at a time; an empty or too long text is refused naming it. */
+static void test_a_search_finds_the_dead_letters_holding_a_text(void) {
+    outbound_client *c = records_client(12);
+    rx_set_status(rx, 400);
+    CHECK_RC(outbound_track(c, "u3", NULL, "Signed Up", "{\"orderId\":\"ord-1\"}", NULL, NULL,
+                            NULL, "dl-u3", NULL, 0, NULL),
+             OUTBOUND_RESULT_OK, NULL);
+    CHECK_RC(outbound_track(c, "u30", NULL, "Signed Up", "{\"orderId\":\"ord-2\"}", NULL, NULL,
+                            NULL, "dl-u30", NULL, 0, NULL),
+             OUTBOUND_RESULT_OK, NULL);
+    CHECK_RC(outbound_flush(c, WAIT_MS), OUTBOUND_RESULT_INCOMPLETE, NULL);
+    CHECK(wait_dead_count(c, 2), "%llu dead letters", (unsigned long long)dead_count(c));
+    outbound_dead_letter_list *page = NULL;
+    CHECK_RC(outbound_client_search_dead_letters(c, OUTBOUND_TIME_NONE, OUTBOUND_TIME_NONE, 10,
+                                                 NULL, "\"userId\":\"u3\"", &page),
+             OUTBOUND_RESULT_OK, NULL);
+    const outbound_dead_letter *d = outbound_dead_letter_list_get(page, 0);
+    CHECK(outbound_dead_letter_list_len(page) == 1 && d && strcmp(d->message_id, "dl-u3") == 0,
+          "u3: %zu, %s", outbound_dead_letter_list_len(page), d ? d->message_id : "(none)");
+    outbound_dead_letter_list_free(page);
+    /* "u3" is in both: one a page, the cursor to the other. */
+    const char *seen[2] = {NULL, NULL};
+    outbound_dead_letter_list *pages[3] = {NULL, NULL, NULL};
+    const char *cursor = NULL;
+    size_t n = 0;
+    for (int i = 0; i < 3; i++) {
+        CHECK_RC(outbound_client_search_dead_letters(c, OUTBOUND_TIME_NONE, OUTBOUND_TIME_NONE, 1,
+                                                     cursor, "u3", &pages[i]),
+                 OUTBOUND_RESULT_OK, NULL);
+        for (size_t k = 0; k < outbound_dead_letter_list_len(pages[i]) && n < 2; k++)
+            seen[n++] = outbound_dead_letter_list_get(pages[i], k)->message_id;
+        cursor = outbound_dead_letter_list_next(pages[i]);
+        if (!cursor) break;
+    }
+    /* Both, once each (they may fail in either order). */
+    CHECK(n == 2 && seen[0] && seen[1] && strcmp(seen[0], seen[1]) != 0 &&
+              (strcmp(seen[0], "dl-u3") == 0 || strcmp(seen[0], "dl-u30") == 0) &&
+              (strcmp(seen[1], "dl-u3") == 0 || strcmp(seen[1], "dl-u30") == 0),
+          "u3 and u30: %zu", n);
+    for (int i = 0; i < 3; i++) outbound_dead_letter_list_free(pages[i]);
+    CHECK_RC(outbound_client_search_dead_letters(c, OUTBOUND_TIME_NONE, OUTBOUND_TIME_NONE, 10,
+                                                 NULL, "\"ORD-1\"", &page),
+             OUTBOUND_RESULT_OK, NULL);
+    CHECK(outbound_dead_letter_list_len(page) == 0, "the case matters");
+    outbound_dead_letter_list_free(page);
+    char long_text[258];
+    memset(long_text, 'x', 257);
+    long_text[257] = '\0';
+    CHECK_RC(outbound_client_search_dead_letters(c, OUTBOUND_TIME_NONE, OUTBOUND_TIME_NONE, 10,
+                                                 NULL, "", &page),
+             OUTBOUND_RESULT_INVALID_FIELD, "contains");
+    CHECK_RC(outbound_client_search_dead_letters(c, OUTBOUND_TIME_NONE, OUTBOUND_TIME_NONE, 10,
+                                                 NULL, long_text, &page),
+             OUTBOUND_RESULT_INVALID_FIELD, "256");
+    records_done(c);
+}
+
 /* A range replay takes every dead letter of its range, in the background; an empty range is
  * a replay with nothing to do. */
 static void test_a_range_replay_delivers_what_failed_in_it(void) {
@@ -3097,6 +3155,7 @@ int main(void) {
     RUN(test_a_replayed_dead_letter_is_delivered_once_and_leaves);
     RUN(test_a_deleted_dead_letter_is_gone);
     RUN(test_dead_letter_pages_are_newest_first_with_a_cursor);
+    RUN(test_a_search_finds_the_dead_letters_holding_a_text);
     RUN(test_a_range_replay_delivers_what_failed_in_it);
     RUN(test_delivery_records_refuse_bad_arguments_naming_the_field);
     RUN(test_a_redis_spool_keeps_what_close_left_for_the_next_client);

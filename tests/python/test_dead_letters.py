@@ -164,3 +164,39 @@ def test_the_settings_and_their_defaults(
         14 * 86400.0,
         256 << 20,
     )
+
+
+def test_dead_letters_found_by_a_text_of_their_event(
+    make_client: Callable[..., outbound.Client], receiver: Receiver, tmp_path: Path
+) -> None:
+    receiver.status["/hook"] = 400
+    client = dead_client(make_client, tmp_path)
+    ids = [
+        str(client.track(user_id=f"u{i % 30 + 1}", event="Order Completed" if i % 3 else "Signed Up",
+                         properties={"orderId": f"ord-{i}"}))
+        for i in range(60)
+    ]
+    wait(lambda: client.dead_letter_stats()["count"] == 60)
+
+    def found(text: str, limit: int = 100) -> list[str]:
+        out: list[str] = []
+        cursor = None
+        while True:
+            page = client.dead_letters(limit=limit, cursor=cursor, contains=text)
+            assert len(page["dead_letters"]) <= limit
+            out += [d["message_id"] for d in page["dead_letters"]]
+            cursor = page["next"]
+            if cursor is None:
+                return out
+
+    # u3's two, not u30's; "u3" alone holds both.
+    assert sorted(found('"userId":"u3"')) == sorted([ids[2], ids[32]])
+    assert len(found("u3")) == 4
+    assert found('"ord-41"') == [ids[41]]
+    assert found('"ORD-41"') == []
+    signed_up = found('"event":"Signed Up"', limit=3)
+    assert sorted(signed_up) == sorted(ids[0::3])
+    for bad in ("", "x" * 257):
+        with pytest.raises(outbound.ValidationError, match="256") as info:
+            client.dead_letters(contains=bad)
+        assert info.value.field == "contains"

@@ -323,7 +323,7 @@ mod _native {
         }
 
         /// A page of dead letters, newest first (times in Unix seconds).
-        #[pyo3(signature = (limit, cursor, since, until))]
+        #[pyo3(signature = (limit, cursor, since, until, contains=None))]
         fn dead_letters<'py>(
             &self,
             py: Python<'py>,
@@ -331,12 +331,14 @@ mod _native {
             cursor: Option<String>,
             since: Option<f64>,
             until: Option<f64>,
+            contains: Option<String>,
         ) -> PyResult<Bound<'py, PyDict>> {
             let q = outbound::DeadLetterQuery {
                 limit,
                 cursor,
                 since: since.and_then(records::time),
                 until: until.and_then(records::time),
+                contains,
             };
             let page = py.detach(|| self.inner.dead_letters(&q)).map_err(to_py)?;
             records::page(py, &page)

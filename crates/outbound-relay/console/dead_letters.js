@@ -4,6 +4,9 @@
 // a time replayed in the background (its count asked of the relay first, then confirmed),
 // its progress asked every second until done. Each action's result is shown next to its
 // button; a replay's progress outlives the screen (it is followed again on return).
+// Searched by a text of their events (a user, an event, an order id): the search is kept in
+// the address (`?q=`), and its results grow with "More", since the relay reads a bounded
+// number of letters a page and may answer a short page that goes on.
 
 import * as api from './api.js'
 import { h, fill, labelled, when, count } from './dom.js'
@@ -13,6 +16,17 @@ import { confirmAction } from './dialog.js'
 
 const PAGE = 50
 const PHONE_PAGE = 20
+
+// The search in the address (`#/…/dead-letters?q=`), as the sources list keeps its own: a
+// link or a reload shows the same letters.
+function searched() {
+  return new URLSearchParams(location.hash.split('?')[1] || '').get('q') || ''
+}
+
+function keepSearch(q) {
+  const path = location.hash.split('?')[0]
+  history.replaceState(history.state, '', q ? `${path}?${new URLSearchParams({ q })}` : path)
+}
 
 // The replays under way or last finished, by source or subscription: kept while the page is
 // open, so leaving the screen and coming back shows them where they are.
@@ -37,6 +51,9 @@ export function render(main, ctx) {
   const size = window.matchMedia('(max-width: 700px)').matches ? PHONE_PAGE : PAGE
   let cursors = [null]
   let polling = null
+  let query = searched()
+  // Letters a search has listed so far (its pages are added to the table, not swapped).
+  let shown = 0
   const stats = h('p', { class: 'meta', role: 'status' })
   const body = h('tbody')
   const prev = h('button', { type: 'button', disabled: true }, 'Newer')
@@ -46,6 +63,16 @@ export function render(main, ctx) {
   const find = h('input', { id: 'find', type: 'search', autocomplete: 'off', spellcheck: 'false' })
   const findForm = h('form', { class: 'search', role: 'search' },
     h('label', { for: 'find' }, 'Find by messageId'), find, h('button', { type: 'submit' }, 'Find'))
+  const contains = h('input', {
+    id: 'contains', type: 'search', name: 'q', autocomplete: 'off', spellcheck: 'false', value: query,
+    'aria-describedby': 'contains-help',
+  })
+  const searchForm = h('form', { class: 'search', role: 'search', 'aria-label': 'Dead letters by their event' },
+    h('label', { for: 'contains' }, 'Find in the event'), contains, h('button', { type: 'submit' }, 'Search'),
+    h('p', { class: 'help', id: 'contains-help' },
+      'Exact text of the event as sent, case-sensitive: "userId":"u7" finds user u7, not u70; an order id finds its order. Empty: every dead letter.'))
+  const found = h('p', { class: 'meta found', role: 'status', 'aria-live': 'polite', hidden: true })
+  const more = h('button', { type: 'button', hidden: true }, 'More')
   const since = h('input', { id: 'since', type: 'datetime-local', step: 1, required: true })
   const replayForm = h('form', { class: 'replay-all' },
     h('label', { for: 'since' }, 'Replay every dead letter that failed since'), since,
@@ -53,33 +80,70 @@ export function render(main, ctx) {
     h('p', { class: 'help' }, `Your local time. The relay counts them first and you confirm. Each is sent again with its messageId, signed with the current secret, ${whereTo}.`),
     progress)
   const head = sub ? subscriptionHeading(name, subscription, 'dead-letters') : heading(name, 'dead-letters')
-  fill(main, ...head, stats, findForm, replayForm, detail,
+  fill(main, ...head, stats, findForm, searchForm, replayForm, detail,
     h('div', { class: 'scroll' }, h('table', { class: 'list dead-letters' },
       h('thead', {}, h('tr', {}, ['Message', 'Failed at', 'Why', 'Rounds', 'Action'].map((c) => h('th', { scope: 'col', class: c === 'Rounds' ? 'num' : null }, c)))),
       body)),
-    h('div', { class: 'pager' }, prev, next))
+    h('div', { class: 'pager' }, prev, next), h('div', { class: 'toolbar' }, found, more))
 
-  async function load() {
+  // `after`: a search's next page, added to what it showed.
+  async function load(after) {
     const params = new URLSearchParams({ limit: String(size) })
-    const cursor = cursors[cursors.length - 1]
+    const cursor = query ? after : cursors[cursors.length - 1]
     if (cursor) params.set('cursor', cursor)
+    if (query) params.set('contains', query)
     let page
     try {
       page = await api.get(`${base}?${params}`)
     } catch (err) {
-      if (ctx.current()) refused(main, name, err, subscription)
+      if (!ctx.current()) return
+      // A search the relay refuses (too long) is said beside it; the screen stays.
+      if (query && err.status === 400) {
+        found.hidden = false
+        found.textContent = `Search refused: ${err.message}`
+        return
+      }
+      refused(main, name, err, subscription)
       return
     }
     if (!ctx.current()) return
     const s = page.stats || {}
     stats.textContent = `${count(s.count)} dead letter${s.count === 1 ? '' : 's'} (${count(s.bytes)} bytes) · ` +
       `${count(s.evicted)} removed for room · ${count(s.expired)} removed after their retention`
-    fill(body, page.dead_letters.length ? page.dead_letters.map(row)
-      : h('tr', {}, h('td', { colspan: 5 }, cursors.length > 1 ? 'No older dead letter.' : 'No dead letter: everything failed was delivered or replayed.')))
+    if (query) {
+      showFound(page, after)
+    } else {
+      fill(body, page.dead_letters.length ? page.dead_letters.map(row)
+        : h('tr', {}, h('td', { colspan: 5 }, cursors.length > 1 ? 'No older dead letter.' : 'No dead letter: everything failed was delivered or replayed.')))
+    }
     labelled(body.closest('table'))
+    prev.hidden = next.hidden = Boolean(query)
+    found.hidden = !query
+    more.hidden = !query || !page.next
     prev.disabled = cursors.length === 1
     next.disabled = !page.next
     next.dataset.cursor = page.next || ''
+    more.dataset.cursor = page.next || ''
+  }
+
+  // A search's page: a short one with a next is not the end (the relay stopped reading at
+  // its bound), so it says it goes on, and "More" reads on.
+  function showFound(page, after) {
+    const letters = page.dead_letters
+    shown = (after ? shown : 0) + letters.length
+    if (after) {
+      if (letters.length) {
+        if (body.querySelector('td[colspan]')) fill(body)
+        body.append(...letters.map(row))
+      }
+    } else {
+      fill(body, letters.length ? letters.map(row) : h('tr', {}, h('td', { colspan: 5 },
+        page.next ? `None found yet holding “${query}”.` : `No dead letter holds “${query}”.`)))
+    }
+    const n = `${count(shown)} shown`
+    found.textContent = !page.next
+      ? (shown ? `${count(shown)} found holding “${query}”: all of them.` : `No dead letter holds “${query}”.`)
+      : letters.length < size ? `${n}, searching on…` : `${n}; more may hold “${query}”.`
   }
 
   function row(d) {
@@ -205,6 +269,16 @@ export function render(main, ctx) {
   const p2 = (n) => String(n).padStart(2, '0')
   since.value = `${ago.getFullYear()}-${p2(ago.getMonth() + 1)}-${p2(ago.getDate())}T${p2(ago.getHours())}:${p2(ago.getMinutes())}:${p2(ago.getSeconds())}`
 
+  searchForm.addEventListener('submit', (e) => {
+    e.preventDefault()
+    query = contains.value
+    keepSearch(query)
+    cursors = [null]
+    // What the last search said is not this one's answer.
+    found.textContent = 'Searching…'
+    load()
+  })
+  more.addEventListener('click', () => load(more.dataset.cursor))
   findForm.addEventListener('submit', (e) => {
     e.preventDefault()
     const id = find.value.trim()

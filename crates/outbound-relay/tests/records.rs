@@ -582,3 +582,99 @@ fn attempts_are_chosen_by_result_status_message_and_time_and_show_their_headers(
         );
     }
 }
+
+/// `text` as a query parameter's value.
+fn encoded(text: &str) -> String {
+    text.bytes()
+        .map(|b| match b.is_ascii_alphanumeric() {
+            true => (b as char).to_string(),
+            false => format!("%{b:02X}"),
+        })
+        .collect()
+}
+
+/// The ids a search for `text` gives, paging with `limit`, and how many pages it took.
+fn search(relay: &Relay, text: &str, limit: usize) -> (Vec<String>, usize) {
+    let (mut ids, mut pages) = (Vec::new(), 0);
+    let mut cursor: Option<String> = None;
+    loop {
+        let mut path = format!(
+            "/admin/sources/web/dead-letters?limit={limit}&contains={}",
+            encoded(text)
+        );
+        if let Some(c) = &cursor {
+            path.push_str(&format!("&cursor={c}"));
+        }
+        let (status, v) = admin_get(relay, &path);
+        assert_eq!(status, 200, "{v}");
+        pages += 1;
+        let letters = v["dead_letters"].as_array().unwrap();
+        assert!(letters.len() <= limit);
+        ids.extend((letters.iter()).map(|d| d["message_id"].as_str().unwrap().to_string()));
+        match v["next"].as_str() {
+            Some(next) => cursor = Some(next.to_string()),
+            None => return (ids, pages),
+        }
+    }
+}
+
+#[test]
+fn dead_letters_are_found_by_a_user_an_event_or_a_property_value() {
+    let dir = temp_dir();
+    let rx = Receiver::start();
+    rx.status.store(400, std::sync::atomic::Ordering::SeqCst);
+    let relay = Relay::start(dir.path(), &config(&[("web", "wk_web", &rx)], ""));
+    let events = ["Signed Up", "Order Completed", "Cart Viewed"];
+    let batch: Vec<Value> = (0..60)
+        .map(|i| {
+            json!({"type": "track", "userId": format!("u{}", i % 30 + 1), "event": events[i % 3],
+                "messageId": format!("m-{i}"), "properties": {"orderId": format!("ord-{i}")}})
+        })
+        .collect();
+    let a = post(
+        &relay.url("/v1/batch"),
+        &[("Authorization", &basic("wk_web"))],
+        json!({ "batch": batch }).to_string().as_bytes(),
+    );
+    assert_eq!(a.status, 200, "{}", a.body);
+    wait_until("the dead letters", || dead_count(&relay) == 60);
+    let sorted = |mut ids: Vec<String>| {
+        ids.sort();
+        ids
+    };
+    // One user: u3's two, not u30's, though its id holds "u3" too.
+    let (u3, _) = search(&relay, r#""userId":"u3""#, 100);
+    assert_eq!(sorted(u3), ["m-2", "m-32"]);
+    assert_eq!(search(&relay, "u3", 100).0.len(), 4, "u3 and u30");
+    // One order, by its property's value; the case matters.
+    assert_eq!(search(&relay, r#""ord-41""#, 100).0, ["m-41"]);
+    assert!(search(&relay, r#""ORD-41""#, 100).0.is_empty());
+    // One event, three at a time: all twenty, newest first as the list has them, once each.
+    let (completed, pages) = search(&relay, r#""event":"Order Completed""#, 3);
+    assert!(pages >= 7, "{pages}");
+    let want: Vec<String> = (all_dead(&relay, 100).into_iter())
+        .filter(|id| id[2..].parse::<usize>().unwrap() % 3 == 1)
+        .collect();
+    assert_eq!(want.len(), 20);
+    assert_eq!(completed, want);
+    // Empty or too long: a 400 naming contains.
+    for bad in [String::new(), "x".repeat(257)] {
+        let path = format!("/admin/sources/web/dead-letters?contains={bad}");
+        let (status, v) = admin_get(&relay, &path);
+        assert_eq!(status, 400, "{v}");
+        let message = v["message"].as_str().unwrap();
+        assert!(message.starts_with("contains: "), "{message}");
+        assert!(message.contains("256"), "{message}");
+    }
+    // The OpenAPI document describes it, on the source's and a subscription's lists.
+    let (_, doc) = admin_get(&relay, "/admin/openapi.json");
+    for path in [
+        "/admin/sources/{name}/dead-letters",
+        "/admin/sources/{name}/subscriptions/{subscription}/dead-letters",
+    ] {
+        let params = doc["paths"][path]["get"]["parameters"].as_array().unwrap();
+        let contains = params.iter().find(|p| p["name"] == "contains");
+        let description = contains.unwrap()["description"].as_str().unwrap();
+        assert!(description.contains("exact bytes"), "{description}");
+    }
+}

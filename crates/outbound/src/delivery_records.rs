@@ -12,7 +12,8 @@ use crate::model::attempts::{
     AttemptQuery, WebhookAttempt, WebhookHealth, WebhookMinute, MAX_ATTEMPT_LOG_SIZE,
 };
 use crate::model::dead_letter::{
-    DeadLetter, DeadLetterPage, DeadLetterQuery, DeadLetterStats, ReplayProgress, MAX_PAGE,
+    DeadLetter, DeadLetterPage, DeadLetterQuery, DeadLetterStats, ReplayProgress, MAX_CONTAINS,
+    MAX_PAGE,
 };
 use std::time::SystemTime;
 
@@ -83,13 +84,24 @@ impl Client {
     }
 
     /// One page of dead letters (`dead_letters` on), newest first, without bodies.
-    /// `limit` above 1,000 is refused.
+    /// `limit` above 1,000 is refused, and so is a `contains` that is empty or longer than
+    /// 256 bytes. A search reads at most
+    /// [`DEAD_LETTER_SEARCH_SCAN`](crate::DEAD_LETTER_SEARCH_SCAN) letters a page: its page may be
+    /// short (or empty) while `next` is set.
     pub fn dead_letters(&self, query: &DeadLetterQuery) -> Result<DeadLetterPage, Error> {
         if query.limit == 0 || query.limit > MAX_PAGE {
             return Err(Error::invalid(
                 "limit",
                 format!("must be 1 to {MAX_PAGE}, got {}", query.limit),
             ));
+        }
+        if let Some(text) = &query.contains {
+            if text.is_empty() || text.len() > MAX_CONTAINS {
+                return Err(Error::invalid(
+                    "contains",
+                    format!("must be 1 to {MAX_CONTAINS} bytes, got {}", text.len()),
+                ));
+            }
         }
         match self.ask(Ask::List(query.clone()))? {
             Answer::Page(page) => Ok(page),

@@ -69,7 +69,8 @@ pub use model::config::{
 };
 pub use model::dead_letter::{
     DeadLetter, DeadLetterPage, DeadLetterQuery, DeadLetterStats, ReplayProgress,
-    MAX_PAGE as MAX_DEAD_LETTER_PAGE,
+    MAX_CONTAINS as MAX_DEAD_LETTER_CONTAINS, MAX_PAGE as MAX_DEAD_LETTER_PAGE,
+    SEARCH_SCAN as DEAD_LETTER_SEARCH_SCAN,
 };
 pub use model::message::{parse_headers, parse_object, Kind, Message, Object};
 pub use model::network_guard::Cidr;

@@ -888,3 +888,131 @@ fn on_redis_a_replay_cut_by_a_kill_is_taken_over_and_ends_once() {
     assert!(got.values().all(|n| *n == 1), "each once: {got:?}");
     client.close(None).unwrap();
 }
+
+/// Letters of users u1..u30 (two each), events and order ids by turn; a search finds exactly
+/// the letters whose body holds its text, page by page, within since/until.
+fn searches_find_the_letters_holding_the_text(client: &Client, outcomes: &Outcomes) {
+    let events = ["Signed Up", "Order Completed", "Cart Viewed"];
+    for i in 0..60 {
+        let msg = Message::track(format!("u{}", i % 30 + 1), events[i % 3])
+            .property("orderId", format!("ord-{i}"));
+        client.enqueue(&msg).unwrap();
+        if i == 29 {
+            // Two waves, failing at different times, for since/until.
+            outcomes.wait_for(30, Duration::from_secs(10));
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+    outcomes.wait_for(60, Duration::from_secs(10));
+    wait_until("the dead letters", Duration::from_secs(5), || {
+        client.dead_letter_stats().unwrap().count == 60
+    });
+    let all = all_dead(client);
+    let bodies: Vec<(String, std::time::SystemTime, Vec<u8>)> = all
+        .iter()
+        .map(|l| {
+            let body = client.dead_letter(&l.message_id).unwrap().unwrap().body;
+            (l.message_id.clone(), l.failed_at, body.unwrap())
+        })
+        .collect();
+    // What a search must give: the letters holding the text, newest first.
+    let expect = |text: &str, since: Option<std::time::SystemTime>| -> Vec<String> {
+        (bodies.iter())
+            .filter(|(_, at, _)| since.is_none_or(|s| *at >= s))
+            .filter(|(_, _, b)| b.windows(text.len()).any(|w| w == text.as_bytes()))
+            .map(|(id, _, _)| id.clone())
+            .collect()
+    };
+    let search = |text: &str, limit: usize, since, until| -> (Vec<String>, usize) {
+        let mut q = DeadLetterQuery {
+            limit,
+            since,
+            until,
+            contains: Some(text.into()),
+            ..Default::default()
+        };
+        let (mut ids, mut pages) = (Vec::new(), 0);
+        loop {
+            let page = client.dead_letters(&q).unwrap();
+            pages += 1;
+            assert!(page.letters.len() <= limit);
+            ids.extend(page.letters.into_iter().map(|l| l.message_id));
+            match page.next {
+                Some(next) => q.cursor = Some(next),
+                None => return (ids, pages),
+            }
+        }
+    };
+    // One user: u3 and not u30, whose id holds "u3" too.
+    let (u3, _) = search(r#""userId":"u3""#, 100, None, None);
+    assert_eq!(u3.len(), 2, "{u3:?}");
+    assert_eq!(u3, expect(r#""userId":"u3""#, None));
+    let (loose, _) = search("u3", 100, None, None);
+    assert_eq!(loose.len(), 4, "u3 and u30: {loose:?}");
+    // One order, by its property's value; exact bytes, so the case matters.
+    let (order, _) = search(r#""ord-41""#, 100, None, None);
+    assert_eq!(order.len(), 1);
+    assert_eq!(order, expect(r#""ord-41""#, None));
+    assert!(search(r#""ORD-41""#, 100, None, None).0.is_empty());
+    // One event, a few at a time: the same letters, in the same order, once each.
+    let text = r#""event":"Order Completed""#;
+    let (by_pages, pages) = search(text, 7, None, None);
+    assert_eq!(by_pages.len(), 20);
+    assert_eq!(by_pages, expect(text, None));
+    assert!(pages >= 3, "{pages}");
+    // Within a window: the second wave alone, from the first failure of it.
+    let second = bodies
+        .iter()
+        .filter(|(_, _, b)| b.windows(6).any(|w| w == b"ord-30"))
+        .map(|(_, at, _)| *at)
+        .next()
+        .unwrap();
+    let (recent, _) = search(text, 3, Some(second), None);
+    assert_eq!(recent, expect(text, Some(second)));
+    assert!(!recent.is_empty() && recent.len() < 20, "{recent:?}");
+    let (older, _) = search(text, 3, None, Some(second));
+    let mut both = recent.clone();
+    both.extend(older);
+    assert_eq!(both, expect(text, None));
+    // Refused: empty, and longer than the limit; the limit itself is taken.
+    for bad in [String::new(), "x".repeat(257)] {
+        let err = client
+            .dead_letters(&DeadLetterQuery {
+                contains: Some(bad),
+                ..Default::default()
+            })
+            .unwrap_err();
+        match &err {
+            Error::InvalidField { field, reason } => {
+                assert_eq!(field, "contains");
+                assert!(reason.contains("256"), "{reason}");
+            }
+            other => panic!("{other}"),
+        }
+    }
+    let longest = DeadLetterQuery {
+        contains: Some("x".repeat(256)),
+        ..Default::default()
+    };
+    assert!(client.dead_letters(&longest).unwrap().letters.is_empty());
+}
+
+#[test]
+fn a_search_finds_the_letters_of_one_user_event_or_order() {
+    let (server, _) = switchable();
+    let dir = temp_dir("search");
+    let outcomes = Outcomes::default();
+    let client = Client::new(dead_config(&server, &dir, &outcomes)).unwrap();
+    searches_find_the_letters_holding_the_text(&client, &outcomes);
+    client.close(None).unwrap();
+}
+
+#[test]
+fn on_redis_a_search_finds_the_letters_of_one_user_event_or_order() {
+    let redis = redis_server::RedisServer::start();
+    let (server, _) = switchable();
+    let outcomes = Outcomes::default();
+    let client = Client::new(dead_config(&server, &redis.spool("search"), &outcomes)).unwrap();
+    searches_find_the_letters_holding_the_text(&client, &outcomes);
+    client.close(None).unwrap();
+}

@@ -177,6 +177,43 @@ pub unsafe extern "C" fn outbound_client_dead_letters(
     cursor: *const c_char,
     out: *mut *mut outbound_dead_letter_list,
 ) -> outbound_result {
+    // SAFETY: the caller's contract, forwarded (no search text).
+    unsafe {
+        outbound_client_search_dead_letters(
+            client,
+            since_ms,
+            until_ms,
+            limit,
+            cursor,
+            std::ptr::null(),
+            out,
+        )
+    }
+}
+
+/// [`outbound_client_dead_letters`] keeping only the dead letters whose body (the event's
+/// JSON as it was sent) contains `contains`: exact bytes, case-sensitive, so
+/// `"userId":"u7"` finds user `u7` and not `u70`; 1 to 256 bytes; NULL keeps them all.
+///
+/// A search reads at most 10,000 dead letters a page: its page may hold fewer than `limit`
+/// (none, even) while `outbound_dead_letter_list_next` is set; page on with it.
+///
+/// Returns what `outbound_client_dead_letters` returns, and `_INVALID_FIELD` naming
+/// `contains` when it is empty or longer than 256 bytes, `_INVALID_UTF8` (contains).
+///
+/// # Safety
+/// `client` is NULL or live; `cursor` and `contains` are NULL or NUL-terminated; `out` is
+/// NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn outbound_client_search_dead_letters(
+    client: *const outbound_client,
+    since_ms: i64,
+    until_ms: i64,
+    limit: usize,
+    cursor: *const c_char,
+    contains: *const c_char,
+    out: *mut *mut outbound_dead_letter_list,
+) -> outbound_result {
     ffi!({
         finish((|| {
             // SAFETY: the caller's contract.
@@ -187,6 +224,7 @@ pub unsafe extern "C" fn outbound_client_dead_letters(
                 until: time_of(until_ms, "until")?,
                 limit,
                 cursor: unsafe { crate::convert::opt_string(cursor, "cursor") }?,
+                contains: unsafe { crate::convert::opt_string(contains, "contains") }?,
             };
             let page = client.dead_letters(&query)?;
             let list = outbound_dead_letter_list::new(&page.letters, page.next.as_deref());

@@ -458,6 +458,10 @@ pub struct PageQuery {
     since: Option<String>,
     /// Failed before (RFC 3339).
     until: Option<String>,
+    /// Only those whose event (its JSON as sent) contains this text: exact bytes,
+    /// case-sensitive (`"userId":"u7"` finds `u7`, not `u70`), 1 to 256 bytes. A page reads
+    /// at most 10,000 letters: it may hold fewer than `limit`, none even, while `next` is set.
+    contains: Option<String>,
 }
 
 fn list_query(query: Option<&str>) -> Result<DeadLetterQuery, Refused> {
@@ -472,8 +476,11 @@ fn list_query(query: Option<&str>) -> Result<DeadLetterQuery, Refused> {
             "cursor" => q.cursor = Some(v),
             "since" => q.since = Some(parse_time("since", &v)?),
             "until" => q.until = Some(parse_time("until", &v)?),
+            // The core refuses an empty or too long one (`contains: ...`, a 400).
+            "contains" => q.contains = Some(v),
             _ => {
-                let why = format!("{k:?} is not a parameter (limit, cursor, since, until)");
+                let why =
+                    format!("{k:?} is not a parameter (limit, cursor, since, until, contains)");
                 return Err(("", why));
             }
         }
@@ -486,7 +493,7 @@ fn list_query(query: Option<&str>) -> Result<DeadLetterQuery, Refused> {
 #[utoipa::path(get, path = "/admin/sources/{name}/dead-letters", operation_id = "list_dead_letters", tag = "records",
     params(("name" = String, Path), PageQuery),
     responses((status = 200, description = "A page", body = schema::DeadLetterPage),
-        (status = 400, description = "A bad parameter, named by `field`: `limit`, `cursor` (not the `next` of a page), `since`, `until`, or one that is not a parameter", body = Refusal),
+        (status = 400, description = "A bad parameter, named by `field`: `limit`, `cursor` (not the `next` of a page), `since`, `until`, `contains` (empty or over 256 bytes), or one that is not a parameter", body = Refusal),
         (status = 404, description = "No such source, or it keeps no dead letters", body = Refusal)))]
 pub async fn dead_letters(
     State(api): State<Api>,

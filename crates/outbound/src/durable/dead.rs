@@ -235,6 +235,115 @@ pub(crate) fn window(q: &DeadLetterQuery) -> (i64, i64) {
     )
 }
 
+/// A search's pages across [`SEARCH_SCAN`](crate::model::dead_letter::SEARCH_SCAN), run
+/// against each engine's store (`sqlite/tests.rs`, `redis/tests.rs`).
+#[cfg(test)]
+pub(crate) mod search_check {
+    use super::*;
+    use crate::model::dead_letter::SEARCH_SCAN;
+
+    const EXTRA: usize = 400;
+    /// Letters at one failure time: more than a fetch reads at once, so ties span fetches.
+    const TIES: usize = 300;
+
+    fn id(i: usize) -> String {
+        format!("m-{i:05}")
+    }
+
+    /// Tenant `no` (already configured) gets `SEARCH_SCAN + EXTRA` letters, newest last; two
+    /// hold the searched text, one past the bound from the first.
+    pub(crate) fn a_search_pages_across_the_scan_bound(store: &mut dyn DeadLetters, no: TenantNo) {
+        let n = SEARCH_SCAN + EXTRA;
+        let (near, far) = (3, SEARCH_SCAN + 100); // places, newest first
+        let ops: Vec<DeadOp> = (0..n)
+            .map(|i| {
+                let place = n - 1 - i;
+                let order = match place == near || place == far {
+                    true => "\"orderId\":\"ord-7\"",
+                    false => "\"orderId\":\"ord-70\"",
+                };
+                DeadOp::Put(Box::new(DeadRecord {
+                    tenant: no,
+                    id: Arc::from(id(i)),
+                    failed_ms: 1_000 + (i / TIES) as i64,
+                    reason: "status:400".into(),
+                    detail: "webhooks: status 400".into(),
+                    rounds: 1,
+                    first_ms: None,
+                    attempts: "[]".into(),
+                    body: Body::from(format!("{{\"userId\":\"u{i}\",{order}}}").into_bytes()),
+                    job: None,
+                }))
+            })
+            .collect();
+        store.apply_dead(&ops).unwrap();
+        let newest_first: Vec<String> = (0..n).rev().map(id).collect();
+        let pages = |store: &mut dyn DeadLetters, mut q: DeadLetterQuery| {
+            let mut out = Vec::new();
+            loop {
+                let page = store.list(no, &q).unwrap();
+                out.push(
+                    page.letters
+                        .iter()
+                        .map(|l| l.message_id.clone())
+                        .collect::<Vec<_>>(),
+                );
+                match page.next {
+                    Some(next) => q.cursor = Some(next),
+                    None => return out,
+                }
+            }
+        };
+        // A plain list: every letter once, in order, ties and all.
+        let all = pages(
+            store,
+            DeadLetterQuery {
+                limit: 1000,
+                ..Default::default()
+            },
+        );
+        assert_eq!(all.concat(), newest_first);
+        // The first page reads to the bound and finds one: short, with a next.
+        let search = DeadLetterQuery {
+            limit: 10,
+            contains: Some("\"ord-7\"".into()),
+            ..Default::default()
+        };
+        let found = pages(store, search.clone());
+        let want = vec![newest_first[near].clone(), newest_first[far].clone()];
+        assert_eq!(found, vec![vec![want[0].clone()], vec![want[1].clone()]]);
+        // One at a time: a page between them reads its bound and finds none, yet goes on.
+        let one = pages(
+            store,
+            DeadLetterQuery {
+                limit: 1,
+                ..search.clone()
+            },
+        );
+        assert_eq!(one.concat(), want);
+        assert!(one.iter().any(Vec::is_empty), "{one:?}");
+        // The window applies: the far one alone before the time of the near one's tie group.
+        let near_ms = 1_000 + ((n - 1 - near) / TIES) as u64;
+        let until = UNIX_EPOCH + Duration::from_millis(near_ms);
+        let before = pages(
+            store,
+            DeadLetterQuery {
+                until: Some(until),
+                ..search.clone()
+            },
+        );
+        assert_eq!(before.concat(), vec![want[1].clone()]);
+        let since = pages(
+            store,
+            DeadLetterQuery {
+                since: Some(until),
+                ..search
+            },
+        );
+        assert_eq!(since.concat(), vec![want[0].clone()]);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -11,6 +11,14 @@ use std::time::{Duration, SystemTime};
 /// The most dead letters one page lists.
 pub const MAX_PAGE: usize = 1000;
 
+/// The most dead letters one page of a search ([`DeadLetterQuery::contains`]) reads after its
+/// cursor: a text that few or no letters hold answers in bounded time, and the caller pages
+/// on from where the reading stopped.
+pub const SEARCH_SCAN: usize = 10_000;
+
+/// The longest [`DeadLetterQuery::contains`] text, in bytes.
+pub const MAX_CONTAINS: usize = 256;
+
 /// Default of `dead_letter_retention`: 14 days.
 pub const DEFAULT_RETENTION: Duration = Duration::from_secs(14 * 24 * 3600);
 
@@ -57,6 +65,12 @@ pub struct DeadLetterQuery {
     /// Where the page starts: the `next` of the page before (`None`: the newest). A text
     /// that is no page's `next` is refused ([`Error::InvalidField`] naming `cursor`).
     pub cursor: Option<String>,
+    /// Only those whose body (the event's JSON text as it was sent) contains this text:
+    /// exact bytes, case-sensitive, so `"userId":"u7"` finds user `u7` and not `u70`. 1 to
+    /// [`MAX_CONTAINS`] bytes. A page reads at most [`SEARCH_SCAN`] letters after its cursor:
+    /// when it stops there, it may hold fewer than `limit` (none, even) while its `next` is
+    /// set, and the caller pages on.
+    pub contains: Option<String>,
 }
 
 impl Default for DeadLetterQuery {
@@ -66,6 +80,7 @@ impl Default for DeadLetterQuery {
             until: None,
             limit: 100,
             cursor: None,
+            contains: None,
         }
     }
 }
@@ -75,7 +90,9 @@ impl Default for DeadLetterQuery {
 pub struct DeadLetterPage {
     /// Newest first, without their bodies.
     pub letters: Vec<DeadLetter>,
-    /// The cursor of the next page, when there may be one.
+    /// The cursor of the next page, when there may be one. A search
+    /// ([`DeadLetterQuery::contains`]) that read [`SEARCH_SCAN`] letters stops there: its
+    /// page may hold fewer than `limit` while `next` is set.
     pub next: Option<String>,
 }
 

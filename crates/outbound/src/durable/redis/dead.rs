@@ -26,6 +26,7 @@ use crate::durable::{Adopted, Cursor, Op, Record, Store, TenantNo, Ticket};
 use crate::error::Error;
 use crate::model::dead_letter::{
     bad_cursor, reason_of, DeadLetter, DeadLetterPage, DeadLetterQuery, DeadLetterStats, MAX_PAGE,
+    SEARCH_SCAN,
 };
 use crate::model::spool::RedisSpool;
 use crate::wire::Body;
@@ -39,6 +40,8 @@ use std::time::{Duration, Instant};
 const BEAT_EVERY: Duration = Duration::from_secs(2);
 /// Rows dropped at once by the limits.
 const DROP_PAGE: isize = 256;
+/// Letters a search fetches at once: few round trips, a bounded batch of bodies in memory.
+const SEARCH_BATCH: usize = 256;
 
 /// One tenant's keys.
 struct Keys {
@@ -105,6 +108,15 @@ fn pack(r: &DeadRecord) -> Vec<u8> {
     v.push(b'\n');
     v.extend_from_slice(&r.body);
     v
+}
+
+/// Whether the body of a [`pack`]ed letter holds `needle` (exact bytes).
+fn body_has(v: &[u8], needle: &[u8]) -> bool {
+    let body = v
+        .iter()
+        .position(|b| *b == b'\n')
+        .map_or(&[][..], |at| &v[at + 1..]);
+    !needle.is_empty() && body.windows(needle.len()).any(|w| w == needle)
 }
 
 /// [`pack`] read back: the letter (its body when asked), its bytes.
@@ -410,54 +422,83 @@ impl DeadLetters for RedisDead {
             None => None,
         };
         let limit = q.limit.clamp(1, MAX_PAGE);
-        let top = match &cursor {
+        // A search reads up to its bound, in batches; a plain list reads exactly its page.
+        let (needle, read) = match q.contains.as_deref() {
+            Some(text) => (Some(text.as_bytes()), SEARCH_SCAN),
+            None => (None, limit),
+        };
+        // Where the reading is: ids with a score at most `top`, newest first, past the first
+        // `skip` (those at `top` read already: ties are passed by count, however many).
+        let mut top = match &cursor {
             Some((ms, _)) => (*ms).min(until.saturating_sub(1)),
             None => until.saturating_sub(1),
         };
-        // Ties at the cursor's time are skipped by id (a page may then be a few short).
-        let extra = 64;
-        let ids: Vec<(String, f64)> = self.with(|c| {
-            redis::cmd("ZRANGE")
-                .arg(&t)
-                .arg(top)
-                .arg(since)
-                .arg("BYSCORE")
-                .arg("REV")
-                .arg("LIMIT")
-                .arg(0)
-                .arg(limit + extra)
-                .arg("WITHSCORES")
-                .query(c)
-        })?;
-        let ids: Vec<(String, i64)> = ids
-            .into_iter()
-            .map(|(id, s)| (id, s as i64))
-            .filter(|(id, s)| match &cursor {
-                Some((ms, after)) => *s < *ms || (*s == *ms && id < after),
-                None => true,
-            })
-            .take(limit)
-            .collect();
+        let mut skip = 0usize;
         let mut page = DeadLetterPage::default();
-        if ids.is_empty() {
-            return Ok(page);
-        }
-        let names: Vec<&str> = ids.iter().map(|(id, _)| id.as_str()).collect();
-        let (values, marks): (Vec<Option<Vec<u8>>>, Vec<Option<f64>>) = self.with(|c| {
-            let mut pipe = redis::pipe();
-            pipe.cmd("HMGET").arg(&m).arg(&names);
-            pipe.cmd("ZMSCORE").arg(&r).arg(&names);
-            pipe.query(c)
-        })?;
-        for ((id, _), (v, mark)) in ids.iter().zip(values.into_iter().zip(marks)) {
-            if let Some((mut letter, _)) = v.and_then(|v| unpack(id, &v, false)) {
-                letter.replaying = mark.is_some();
-                page.letters.push(letter);
+        let (mut scanned, mut last) = (0usize, None::<(i64, String)>);
+        while scanned < read && page.letters.len() < limit && top >= since {
+            let want = match needle {
+                Some(_) => SEARCH_BATCH.min(read - scanned),
+                None => limit - page.letters.len(),
+            };
+            let got: Vec<(String, f64)> = self.with(|c| {
+                redis::cmd("ZRANGE")
+                    .arg(&t)
+                    .arg(top)
+                    .arg(since)
+                    .arg("BYSCORE")
+                    .arg("REV")
+                    .arg("LIMIT")
+                    .arg(skip)
+                    .arg(want)
+                    .arg("WITHSCORES")
+                    .query(c)
+            })?;
+            let got: Vec<(String, i64)> = got.into_iter().map(|(id, s)| (id, s as i64)).collect();
+            let Some((_, low)) = got.last() else {
+                break;
+            };
+            let low = *low;
+            let at_low = got.iter().filter(|(_, s)| *s == low).count();
+            (top, skip) = match low == top {
+                true => (top, skip + at_low),
+                false => (low, at_low),
+            };
+            let ended = got.len() < want;
+            // Those at the cursor's time not past its id were on the pages before.
+            let ids: Vec<(String, i64)> = (got.into_iter())
+                .filter(|(id, s)| match &cursor {
+                    Some((ms, after)) => *s < *ms || (*s == *ms && id < after),
+                    None => true,
+                })
+                .collect();
+            if !ids.is_empty() {
+                let names: Vec<&str> = ids.iter().map(|(id, _)| id.as_str()).collect();
+                let (values, marks): (Vec<Option<Vec<u8>>>, Vec<Option<f64>>) = self.with(|c| {
+                    let mut pipe = redis::pipe();
+                    pipe.cmd("HMGET").arg(&m).arg(&names);
+                    pipe.cmd("ZMSCORE").arg(&r).arg(&names);
+                    pipe.query(c)
+                })?;
+                for ((id, ms), (v, mark)) in ids.into_iter().zip(values.into_iter().zip(marks)) {
+                    scanned += 1;
+                    let found = v.filter(|v| needle.is_none_or(|n| body_has(v, n)));
+                    if let Some((mut letter, _)) = found.and_then(|v| unpack(&id, &v, false)) {
+                        letter.replaying = mark.is_some();
+                        page.letters.push(letter);
+                    }
+                    last = Some((ms, id));
+                    if page.letters.len() == limit || scanned == read {
+                        break;
+                    }
+                }
+            }
+            if ended {
+                break;
             }
         }
-        if ids.len() == limit {
-            let (id, ms) = &ids[ids.len() - 1];
-            page.next = Some(format!("{ms}.{id}"));
+        if page.letters.len() == limit || scanned == read {
+            page.next = last.map(|(ms, id)| format!("{ms}.{id}"));
         }
         Ok(page)
     }

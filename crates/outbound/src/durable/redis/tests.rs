@@ -1348,3 +1348,27 @@ fn an_entry_with_parked_records_is_not_compacted_until_they_are_read_back() {
     );
     assert_eq!(server.xlen(&a), 1);
 }
+
+#[test]
+fn a_dead_letter_search_pages_across_its_scan_bound() {
+    use crate::durable::dead::{search_check, DeadLetters, DeadLimits};
+    let server = Server::start();
+    let url = format!("redis://127.0.0.1:{}/0?prefix=unit", server.port);
+    let Spool::Redis(url) = Spool::from(url) else {
+        unreachable!()
+    };
+    let spool = RedisSpool::parse(&url).unwrap();
+    let mut dead =
+        dead::RedisDead::open(&spool, Duration::from_secs(5), Duration::from_secs(30)).unwrap();
+    let limits = DeadLimits {
+        retention: Duration::from_secs(3600),
+        max_bytes: u64::MAX,
+    };
+    // Redis may still be loading its AOF: try for a moment.
+    let end = Instant::now() + Duration::from_secs(5);
+    while let Err(e) = dead.configure(0, "t", limits) {
+        assert!(Instant::now() < end, "{e}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    search_check::a_search_pages_across_the_scan_bound(&mut dead, 0);
+}

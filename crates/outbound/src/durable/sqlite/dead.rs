@@ -15,6 +15,7 @@ use crate::durable::TenantNo;
 use crate::error::Error;
 use crate::model::dead_letter::{
     bad_cursor, reason_of, DeadLetter, DeadLetterPage, DeadLetterQuery, DeadLetterStats, MAX_PAGE,
+    SEARCH_SCAN,
 };
 use crate::wire::Body;
 use foldhash::HashMap;
@@ -373,30 +374,50 @@ impl DeadLetters for SqliteStore {
             None => (i64::MAX, i64::MAX),
         };
         let limit = q.limit.clamp(1, MAX_PAGE);
+        // A search reads up to its bound; a plain list reads exactly its page.
+        let (needle, read) = match q.contains.as_deref() {
+            Some(text) => (Some(text.as_bytes()), SEARCH_SCAN),
+            None => (None, limit),
+        };
         let path = self.file.path.clone();
         let err = |e| db_err(&path, e);
         let conn = self.file.conn()?;
+        // The needle is bound as a blob: `instr` of two blobs compares bytes, exactly.
         let mut stmt = conn
             .prepare_cached(&format!(
-                "SELECT {LETTER} FROM dead_letters
+                "SELECT {LETTER}, ?7 IS NULL OR instr(body, ?7) > 0 FROM dead_letters
                  WHERE tenant = ?1 AND failed_ms >= ?2 AND failed_ms < ?3
                    AND (failed_ms, rowid) < (?4, ?5)
                  ORDER BY failed_ms DESC, rowid DESC LIMIT ?6"
             ))
             .map_err(err)?;
         let mut rows = stmt
-            .query(params![&*name, since, until, at_ms, at_row, limit as i64])
+            .query(params![
+                &*name,
+                since,
+                until,
+                at_ms,
+                at_row,
+                read as i64,
+                needle
+            ])
             .map_err(err)?;
         let mut page = DeadLetterPage::default();
-        let mut last = None;
+        let (mut last, mut scanned) = (None, 0);
         while let Some(row) = rows.next().map_err(err)? {
-            page.letters.push(letter(row, false).map_err(err)?);
+            scanned += 1;
             last = Some((
                 row.get::<_, i64>(1).map_err(err)?,
                 row.get::<_, i64>(9).map_err(err)?,
             ));
+            if row.get::<_, bool>(10).map_err(err)? {
+                page.letters.push(letter(row, false).map_err(err)?);
+                if page.letters.len() == limit {
+                    break;
+                }
+            }
         }
-        if page.letters.len() == limit {
+        if page.letters.len() == limit || scanned == read {
             page.next = last.map(|(ms, rowid)| format!("{ms}.{rowid}"));
         }
         Ok(page)

@@ -1058,3 +1058,17 @@ fn ten_thousand_puts_in_one_apply() {
     );
     assert_eq!(store.pending(), (0, 0));
 }
+
+#[test]
+fn a_dead_letter_search_pages_across_its_scan_bound() {
+    use crate::durable::dead::{search_check, DeadLetters, DeadLimits};
+    let dir = TempDir::new("dl-search");
+    let mut store = SqliteStore::open(&dir).unwrap();
+    store.register(0, "t");
+    let limits = DeadLimits {
+        retention: Duration::from_secs(3600),
+        max_bytes: u64::MAX,
+    };
+    store.configure(0, "t", limits).unwrap();
+    search_check::a_search_pages_across_the_scan_bound(&mut store, 0);
+}
