@@ -1066,7 +1066,8 @@ outbound_result outbound_client_dead_letter_stats(const struct outbound_client *
 
 // Webhook `webhook`'s last attempts (up to 100, any outcome), newest first: message id, time,
 // duration, status or error class, and for failures the first 1 KiB of the answer. Kept in
-// memory for URLs with recent traffic: an empty list for a URL with none. Needs no spool.
+// memory for URLs with recent traffic (`outbound_options_set_attempt_log_size`,
+// `_set_attempt_retention_ms`): an empty list for a URL with none. Needs no spool.
 //
 // Ownership: on success `*out` receives a list the caller owns and must release with
 // `outbound_webhook_attempt_list_free`; on failure `*out` is not written.
@@ -1598,6 +1599,30 @@ outbound_result outbound_options_set_dead_letter_retention_ms(struct outbound_op
 // `options` is NULL or a live `outbound_options`.
 outbound_result outbound_options_set_dead_letter_max_bytes(struct outbound_options *options,
                                                            uint64_t bytes);
+
+// Attempts each webhook URL's log keeps, the newest (default 100, 1 to 10000), for
+// `outbound_client_webhook_attempts`. The logs are in memory, all of a process's within one
+// 32 MiB budget, the least recently used freed first; a failure's attempt holds up to 64 KiB
+// of its answer plus its headers. Needs no spool.
+//
+// Returns `OUTBOUND_RESULT_OK`, `_NULL_ARGUMENT` (options), `_PANIC`. The value is checked
+// by `outbound_client_new` (0 or above 10000 is refused, naming `attempt_log_size`).
+//
+// # Safety
+// `options` is NULL or a live `outbound_options`.
+outbound_result outbound_options_set_attempt_log_size(struct outbound_options *options,
+                                                      size_t attempt_log_size);
+
+// How long an attempt stays in its URL's log, in milliseconds (default 24 hours, at most
+// 30 days).
+//
+// Returns `OUTBOUND_RESULT_OK`, `_NULL_ARGUMENT` (options), `_PANIC`. The value is checked
+// by `outbound_client_new` (0 or over 30 days is refused, naming `attempt_retention`).
+//
+// # Safety
+// `options` is NULL or a live `outbound_options`.
+outbound_result outbound_options_set_attempt_retention_ms(struct outbound_options *options,
+                                                          uint64_t ms);
 
 // A batch closes, and is sent, at this many messages (default 20; 1: each message closes
 // its own, and goes in a request of its own). It is also the most messages one request

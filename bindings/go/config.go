@@ -182,6 +182,14 @@ type Config struct {
 	DeadLetterRetention time.Duration
 	// DeadLetterMaxBytes bounds the dead letters (default 256 MiB): past it the oldest go.
 	DeadLetterMaxBytes int64
+	// AttemptLogSize is how many attempts each webhook URL's log keeps, the newest, for
+	// WebhookAttempts (default 100, at most 10000). The logs are in memory, all of a
+	// process's within one 32 MiB budget, the least recently used freed first; a failure's
+	// attempt holds up to 64 KiB of its answer plus its headers.
+	AttemptLogSize int
+	// AttemptRetention is how long an attempt stays in its URL's log (default 24 hours, at
+	// most 30 days).
+	AttemptRetention time.Duration
 	// DryRun validates and counts messages but sends nothing; each one ends "dropped".
 	DryRun bool
 	// IgnoreProxyEnv stops the client from using HTTP_PROXY / HTTPS_PROXY / ALL_PROXY.
@@ -464,6 +472,16 @@ func newOptions(writeKey string, c Config, handle uintptr, recording bool) (*C.o
 				return configError("DeadLetterMaxBytes", fmt.Sprintf("must not be negative, got %d", c.DeadLetterMaxBytes))
 			}
 			return check(C.outbound_options_set_dead_letter_max_bytes(o, C.uint64_t(c.DeadLetterMaxBytes)))
+		},
+		func() error {
+			return count("AttemptLogSize", c.AttemptLogSize, func(n C.size_t) C.outbound_result {
+				return C.outbound_options_set_attempt_log_size(o, n)
+			})
+		},
+		func() error {
+			return dur("AttemptRetention", c.AttemptRetention, func(ms C.uint64_t) C.outbound_result {
+				return C.outbound_options_set_attempt_retention_ms(o, ms)
+			})
 		},
 		func() error {
 			return dur(interval.name, interval.value, func(ms C.uint64_t) C.outbound_result { return C.outbound_options_set_flush_interval_ms(o, ms) })

@@ -24,8 +24,9 @@ import (
 type DeliveryRecords interface {
 	// WebhookAttempts returns webhook i's last attempts (up to 100, any outcome), newest
 	// first: message id, time, duration, status or error class, and for failures the first
-	// 1 KiB of the answer. Kept in memory for URLs with recent traffic: empty for a URL
-	// with none. An i that is no webhook of the client is ErrInvalidField naming webhook.
+	// 1 KiB of the answer. Kept in memory for URLs with recent traffic
+	// (Config.AttemptLogSize, Config.AttemptRetention): empty for a URL with none. An i
+	// that is no webhook of the client is ErrInvalidField naming webhook.
 	WebhookAttempts(i int) ([]WebhookAttempt, error)
 	// WebhookHealth returns each webhook URL's health, in the order of Config.Webhooks.
 	WebhookHealth() ([]WebhookHealth, error)

@@ -217,6 +217,67 @@ func TestWebhookAttemptsAndHealthShowAFailingURL(t *testing.T) {
 	}
 }
 
+// A URL's log keeps AttemptLogSize attempts, each for AttemptRetention; out of range, either
+// is refused naming it.
+func TestAURLsAttemptLogKeepsAttemptLogSizeForAttemptRetention(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		cfg  outbound.Config
+		text string
+	}{
+		{"negative size", outbound.Config{AttemptLogSize: -1}, "AttemptLogSize"},
+		{"size past the most", outbound.Config{AttemptLogSize: 10_001}, "attempt_log_size"},
+		{"negative retention", outbound.Config{AttemptRetention: -time.Second}, "AttemptRetention"},
+		{"retention past 30 days", outbound.Config{AttemptRetention: 30*24*time.Hour + time.Second}, "attempt_retention"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.cfg.Webhooks = []outbound.Webhook{{URL: "http://127.0.0.1:9/hook"}}
+			c, err := outbound.NewWithConfig("", tc.cfg)
+			if c != nil || !errors.Is(err, outbound.ErrConfig) || !strings.Contains(err.Error(), tc.text) {
+				t.Fatalf("NewWithConfig = %v, %v; want ErrConfig naming %q", c, err, tc.text)
+			}
+		})
+	}
+	r := newHookReceiver(t)
+	kept := func(cfg outbound.Config, n int) []outbound.WebhookAttempt {
+		t.Helper()
+		cfg.Webhooks, cfg.Size, cfg.IgnoreProxyEnv = []outbound.Webhook{{URL: r.url}}, 1, true
+		c := newClient(t, "", cfg)
+		for i := 0; i < n; i++ {
+			mustEnqueue(t, c, outbound.Track{UserId: "u", Event: "Logged"})
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		if err := c.Flush(ctx); err != nil {
+			t.Fatalf("Flush = %v", err)
+		}
+		attempts, err := c.(outbound.DeliveryRecords).WebhookAttempts(0)
+		if err != nil {
+			t.Fatalf("WebhookAttempts(0) = %v", err)
+		}
+		return attempts
+	}
+	if got := kept(outbound.Config{AttemptLogSize: 5}, 12); len(got) != 5 {
+		t.Errorf("AttemptLogSize 5 kept %d attempts of 12", len(got))
+	}
+	// The longest retention is taken; past a short one an attempt is no longer listed.
+	if got := kept(outbound.Config{AttemptLogSize: 10_000, AttemptRetention: 30 * 24 * time.Hour}, 12); len(got) != 12 {
+		t.Errorf("AttemptLogSize 10000 kept %d attempts of 12", len(got))
+	}
+	brief := newClient(t, "", outbound.Config{Webhooks: []outbound.Webhook{{URL: r.url}}, Size: 1,
+		IgnoreProxyEnv: true, AttemptRetention: 500 * time.Millisecond})
+	mustEnqueue(t, brief, outbound.Track{UserId: "u", Event: "Brief"})
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := brief.Flush(ctx); err != nil {
+		t.Fatalf("Flush = %v", err)
+	}
+	time.Sleep(600 * time.Millisecond)
+	if got, err := brief.(outbound.DeliveryRecords).WebhookAttempts(0); err != nil || len(got) != 0 {
+		t.Errorf("past AttemptRetention: %d attempts, %v", len(got), err)
+	}
+}
+
 // Two URLs, one answering 200 and one 400: each message is delivered (one URL is enough), the
 // first URL counts every one delivered, the second none, each failed or abandoned.
 func TestEachURLCountsItsMessagesBesideOneThatTakesThem(t *testing.T) {

@@ -90,6 +90,8 @@ def main(base_url: str) -> int:
         dead_letters=True,
         dead_letter_retention=7 * 86400.0,
         dead_letter_max_bytes=64 << 20,
+        attempt_log_size=500,
+        attempt_retention=6 * 3600.0,
         proxy_from_env=False,
     ) as dead:
         page = dead.dead_letters(limit=100, since=now - dt.timedelta(days=1))

@@ -451,6 +451,8 @@ class Client:
         dead_letters: bool = False,
         dead_letter_retention: float = 14 * 86400.0,
         dead_letter_max_bytes: int = 256 << 20,
+        attempt_log_size: int = 100,
+        attempt_retention: float = 86400.0,
         on_outcome: Optional[OutcomeCallback] = None,
         debug: Optional[bool] = None,
         send: bool = True,
@@ -496,6 +498,8 @@ class Client:
             dead_letters=dead_letters,
             dead_letter_retention=dead_letter_retention,
             dead_letter_max_bytes=dead_letter_max_bytes,
+            attempt_log_size=attempt_log_size,
+            attempt_retention=attempt_retention,
             max_webhook_headers=max_webhook_headers,
             max_webhook_header_bytes=max_webhook_header_bytes,
             on_outcome=None if on_outcome is None else _guarded(on_outcome),
@@ -700,10 +704,11 @@ class Client:
     # Times come as aware UTC datetimes, durations in seconds, answers as bytes.
 
     def webhook_attempts(self, webhook: int = 0) -> List[Dict[str, Any]]:
-        """Webhook ``webhook``'s last attempts (up to 100, any outcome), newest first:
+        """Webhook ``webhook``'s last attempts (up to 100 of the ``attempt_log_size`` kept,
+        none older than ``attempt_retention`` seconds; any outcome), newest first:
         message_id, at, duration, result (delivered, retryable, permanent), status or error
         (timeout, refused, reset, tls, dns, blocked, ...), detail, and for failures the first
-        1 KiB of the answer. Empty for a URL without recent traffic."""
+        64 KiB of the answer. Empty for a URL without recent traffic."""
         return [_dated(a) for a in self._native.webhook_attempts(webhook)]
 
     def webhook_health(self) -> List[Dict[str, Any]]:

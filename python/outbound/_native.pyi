@@ -79,6 +79,8 @@ class NativeClient:
         dead_letters: bool = False,
         dead_letter_retention: float = ...,
         dead_letter_max_bytes: int = ...,
+        attempt_log_size: int = ...,
+        attempt_retention: float = ...,
         max_webhook_headers: int = ...,
         max_webhook_header_bytes: int = ...,
         record: bool = False,

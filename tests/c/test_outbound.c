@@ -252,6 +252,8 @@ static void test_every_entry_point_is_null_safe(void) {
     CHECK_RC(outbound_options_set_dead_letters(NULL, true), N, "options");
     CHECK_RC(outbound_options_set_dead_letter_retention_ms(NULL, 1), N, "options");
     CHECK_RC(outbound_options_set_dead_letter_max_bytes(NULL, 1), N, "options");
+    CHECK_RC(outbound_options_set_attempt_log_size(NULL, 1), N, "options");
+    CHECK_RC(outbound_options_set_attempt_retention_ms(NULL, 1), N, "options");
     CHECK_RC(outbound_options_set_queue_full_wait_ms(NULL, 1), N, "options");
     CHECK_RC(outbound_options_set_debug(NULL, true), N, "options");
     CHECK_RC(outbound_options_set_send(NULL, true), N, "options");
@@ -1677,6 +1679,74 @@ static void test_webhook_attempts_and_health_show_a_failing_url(void) {
     }
     outbound_webhook_health_list_free(health);
     records_done(c);
+}
+
+/* A client to the receiver's /hook, one message a request, whose URL log keeps `size`
+ * attempts for `retention_ms`. */
+static outbound_client *attempt_log_client(size_t size, uint64_t retention_ms) {
+    outbound_options *o = outbound_options_new();
+    CHECK_RC(outbound_options_add_webhook(o, hook_url, NULL), OUTBOUND_RESULT_OK, NULL);
+    CHECK_RC(outbound_options_set_proxy_from_env(o, false), OUTBOUND_RESULT_OK, NULL);
+    CHECK_RC(outbound_options_set_flush_at(o, 1), OUTBOUND_RESULT_OK, NULL);
+    CHECK_RC(outbound_options_set_attempt_log_size(o, size), OUTBOUND_RESULT_OK, NULL);
+    CHECK_RC(outbound_options_set_attempt_retention_ms(o, retention_ms), OUTBOUND_RESULT_OK,
+             NULL);
+    outbound_client *c = NULL;
+    CHECK_RC(outbound_client_new(o, &c), OUTBOUND_RESULT_OK, NULL);
+    return c;
+}
+
+static size_t attempts_kept(const outbound_client *c) {
+    outbound_webhook_attempt_list *attempts = NULL;
+    CHECK_RC(outbound_client_webhook_attempts(c, 0, &attempts), OUTBOUND_RESULT_OK, NULL);
+    size_t n = outbound_webhook_attempt_list_len(attempts);
+    outbound_webhook_attempt_list_free(attempts);
+    return n;
+}
+
+static void attempt_log_size_zero(outbound_options *o) {
+    outbound_options_add_webhook(o, hook_url, NULL);
+    outbound_options_set_attempt_log_size(o, 0);
+}
+static void attempt_log_size_over_the_most(outbound_options *o) {
+    outbound_options_add_webhook(o, hook_url, NULL);
+    outbound_options_set_attempt_log_size(o, 10001);
+}
+static void attempt_retention_zero(outbound_options *o) {
+    outbound_options_add_webhook(o, hook_url, NULL);
+    outbound_options_set_attempt_retention_ms(o, 0);
+}
+static void attempt_retention_over_30_days(outbound_options *o) {
+    outbound_options_add_webhook(o, hook_url, NULL);
+    outbound_options_set_attempt_retention_ms(o, 30ULL * 86400 * 1000 + 1);
+}
+
+static void test_a_urls_attempt_log_keeps_attempt_log_size_for_attempt_retention(void) {
+    expect_config_error(attempt_log_size_zero, "attempt_log_size");
+    expect_config_error(attempt_log_size_over_the_most, "attempt_log_size");
+    expect_config_error(attempt_retention_zero, "attempt_retention");
+    expect_config_error(attempt_retention_over_30_days, "attempt_retention");
+
+    mark();
+    outbound_client *c = attempt_log_client(5, 3600 * 1000);
+    for (int i = 0; i < 12; i++)
+        CHECK_RC(outbound_track(c, "u", NULL, "Logged", NULL, NULL, NULL, NULL, NULL, NULL, 0,
+                                NULL),
+                 OUTBOUND_RESULT_OK, NULL);
+    CHECK_RC(outbound_flush(c, WAIT_MS), OUTBOUND_RESULT_OK, NULL);
+    CHECK(rx_count(rx) == requests_before + 12, "requests %zu", rx_count(rx) - requests_before);
+    CHECK(attempts_kept(c) == 5, "%zu attempts kept", attempts_kept(c));
+    outbound_client_free(c);
+
+    /* Past its retention an attempt is no longer listed. */
+    outbound_client *brief = attempt_log_client(10000, 500);
+    CHECK_RC(outbound_track(brief, "u", NULL, "Brief", NULL, NULL, NULL, NULL, NULL, NULL, 0,
+                            NULL),
+             OUTBOUND_RESULT_OK, NULL);
+    CHECK_RC(outbound_flush(brief, WAIT_MS), OUTBOUND_RESULT_OK, NULL);
+    sleep_ms(600);
+    CHECK(attempts_kept(brief) == 0, "%zu attempts kept", attempts_kept(brief));
+    outbound_client_free(brief);
 }
 
 /* Webhook `webhook`'s message counts, read from a fresh health list. */
@@ -3151,6 +3221,7 @@ int main(void) {
     RUN(test_dead_letters_are_kept_in_the_spool_when_asked);
     RUN(test_a_refused_message_is_a_dead_letter_with_its_attempt_and_body);
     RUN(test_webhook_attempts_and_health_show_a_failing_url);
+    RUN(test_a_urls_attempt_log_keeps_attempt_log_size_for_attempt_retention);
     RUN(test_each_url_counts_its_messages_beside_one_that_takes_them);
     RUN(test_a_replayed_dead_letter_is_delivered_once_and_leaves);
     RUN(test_a_deleted_dead_letter_is_gone);

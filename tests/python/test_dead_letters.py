@@ -200,3 +200,44 @@ def test_dead_letters_found_by_a_text_of_their_event(
         with pytest.raises(outbound.ValidationError, match="256") as info:
             client.dead_letters(contains=bad)
         assert info.value.field == "contains"
+
+
+def test_a_urls_attempt_log_keeps_attempt_log_size_for_attempt_retention(
+    make_client: Callable[..., outbound.Client], receiver: Receiver
+) -> None:
+    small = make_client(write_key=None, attempt_log_size=5)
+    ids = [small.track(user_id=f"u{i}", event="Logged") for i in range(12)]
+    assert small.flush(timeout=15)
+    assert len(receiver.at("/hook")) == 12
+    kept = small.webhook_attempts(0)
+    assert len(kept) == 5
+    assert {a["message_id"] for a in kept} <= set(ids)
+    # Kept by age too: past attempt_retention an attempt is no longer listed.
+    brief = make_client(write_key=None, attempt_retention=0.5)
+    assert brief.track(user_id="u", event="Brief") is not None
+    assert brief.flush(timeout=15)
+    time.sleep(0.6)
+    assert brief.webhook_attempts(0) == []
+    d = outbound._native.defaults()
+    assert (d["attempt_log_size"], d["attempt_retention"]) == (100, 86400.0)
+
+
+@pytest.mark.parametrize(
+    "setting, value",
+    [
+        ("attempt_log_size", 0),
+        ("attempt_log_size", -1),
+        ("attempt_log_size", 10_001),
+        ("attempt_retention", 0),
+        ("attempt_retention", -1.0),
+        ("attempt_retention", 30 * 86400.0 + 1),
+    ],
+)
+def test_an_attempt_log_setting_out_of_range_is_refused_naming_it(
+    make_client: Callable[..., outbound.Client], setting: str, value: float
+) -> None:
+    with pytest.raises(outbound.ConfigError) as err:
+        make_client(write_key=None, **{setting: value})
+    assert err.value.setting == setting
+    # The bounds themselves are taken.
+    make_client(write_key=None, attempt_log_size=10_000, attempt_retention=30 * 86400.0)

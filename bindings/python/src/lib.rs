@@ -96,6 +96,7 @@ mod _native {
             spool, spool_max_bytes, spool_commit_interval, redis_ack="auto",
             dead_letters=false, dead_letter_retention=14.0 * 86400.0,
             dead_letter_max_bytes=256 << 20,
+            attempt_log_size=100, attempt_retention=86400.0,
             max_webhook_headers=outbound::DEFAULT_MAX_WEBHOOK_HEADERS as i64,
             max_webhook_header_bytes=outbound::DEFAULT_MAX_WEBHOOK_HEADER_BYTES as i64,
             record=false, subscriptions=Vec::new()))]
@@ -132,6 +133,8 @@ mod _native {
             dead_letters: bool,
             dead_letter_retention: f64,
             dead_letter_max_bytes: u64,
+            attempt_log_size: i64,
+            attempt_retention: f64,
             max_webhook_headers: i64,
             max_webhook_header_bytes: i64,
             record: bool,
@@ -184,6 +187,8 @@ mod _native {
             config.dead_letters = dead_letters;
             config.dead_letter_retention = seconds("dead_letter_retention", dead_letter_retention)?;
             config.dead_letter_max_bytes = dead_letter_max_bytes;
+            config.attempt_log_size = count(attempt_log_size);
+            config.attempt_retention = seconds("attempt_retention", attempt_retention)?;
             config.max_webhook_headers = limit("max_webhook_headers", max_webhook_headers)?;
             config.max_webhook_header_bytes =
                 limit("max_webhook_header_bytes", max_webhook_header_bytes)?;
@@ -623,6 +628,8 @@ mod _native {
             c.dead_letter_retention.as_secs_f64(),
         )?;
         d.set_item("dead_letter_max_bytes", c.dead_letter_max_bytes)?;
+        d.set_item("attempt_log_size", c.attempt_log_size)?;
+        d.set_item("attempt_retention", c.attempt_retention.as_secs_f64())?;
         d.set_item("max_webhook_headers", c.max_webhook_headers)?;
         d.set_item("max_webhook_header_bytes", c.max_webhook_header_bytes)?;
         Ok(d)

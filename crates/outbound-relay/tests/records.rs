@@ -308,6 +308,92 @@ fn the_settings_are_keys_at_the_top_level_and_per_source() {
     assert!(err.contains("dead_letter_max_bytes"), "{err}");
 }
 
+/// A URL's log keeps `attempt_log_size` attempts, each for `attempt_retention`: keys at the
+/// top level, per source, through the admin API and the environment, refused out of range
+/// under their key.
+#[test]
+fn the_attempt_log_keeps_attempt_log_size_for_attempt_retention() {
+    let dir = temp_dir();
+    let (rx, brief, own) = (Receiver::start(), Receiver::start(), Receiver::start());
+    let mut text = config(
+        &[("web", "wk_web", &rx), ("brief", "wk_brief", &brief)],
+        "flush_at = 1\nattempt_log_size = 5",
+    );
+    text = text.replace(
+        "name = \"brief\"\n",
+        "name = \"brief\"\nattempt_retention = 0.5\n",
+    );
+    let relay = Relay::start(dir.path(), &text);
+    let attempts = |name: &str| {
+        let path = format!("/admin/sources/{name}/webhooks/0/attempts");
+        let (status, v) = admin_get(&relay, &path);
+        assert_eq!(status, 200, "{v}");
+        v["attempts"].as_array().unwrap().len()
+    };
+    let delivered = |name: &str, n: u64| {
+        wait_until("the deliveries", || {
+            let (_, v) = admin_get(&relay, &format!("/admin/sources/{name}/health"));
+            v["webhooks"][0]["messages"]["delivered"] == n
+        })
+    };
+    track(&relay, "wk_web", 12);
+    delivered("web", 12);
+    assert_eq!(attempts("web"), 5);
+    track(&relay, "wk_brief", 1);
+    delivered("brief", 1);
+    std::thread::sleep(Duration::from_millis(600));
+    assert_eq!(attempts("brief"), 0);
+    // Through the admin API: set, shown, applied; out of range, refused naming it.
+    let body = |size: usize| {
+        json!({"write_keys": ["wk_own"], "webhooks": [{"url": own.url}],
+               "allowed_networks": ["127.0.0.0/8"],
+               "attempt_log_size": size, "attempt_retention": 3600})
+        .to_string()
+    };
+    let url = relay.url("/admin/sources/own");
+    let a = support::put(&url, &[ADMIN], body(3).as_bytes());
+    assert_eq!(a.status, 201, "{}", a.body);
+    let (_, shown) = admin_get(&relay, "/admin/sources/own");
+    assert_eq!(
+        (&shown["attempt_log_size"], &shown["attempt_retention"]),
+        (&json!(3), &json!(3600.0)),
+        "{shown}"
+    );
+    track(&relay, "wk_own", 4);
+    delivered("own", 4);
+    assert_eq!(attempts("own"), 3);
+    let refused = support::put(&url, &[ADMIN], body(10_001).as_bytes());
+    assert!(refused.status >= 400, "{}", refused.body);
+    assert!(
+        refused.body.contains("attempt_log_size"),
+        "{}",
+        refused.body
+    );
+    drop(relay);
+    // At start, from relay.toml and from the environment.
+    let refused_at_start = |extra: &str, var: Option<(&str, &str)>| {
+        let bad = config(&[("web", "wk_web", &rx)], extra);
+        std::fs::write(dir.path().join("relay.toml"), bad).unwrap();
+        let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_outbound-relay"));
+        cmd.arg("--config").arg(dir.path().join("relay.toml"));
+        if let Some((k, v)) = var {
+            cmd.env(k, v);
+        }
+        let out = cmd.output().unwrap();
+        assert!(!out.status.success());
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    };
+    let err = refused_at_start("attempt_retention = 0", None);
+    assert!(err.contains("attempt_retention"), "{err}");
+    let err = refused_at_start("attempt_retention = 2592001", None);
+    assert!(err.contains("attempt_retention"), "{err}");
+    let err = refused_at_start("", Some(("OUTBOUND_RELAY_ATTEMPT_LOG_SIZE", "0")));
+    // A value from the environment is named by its variable.
+    assert!(err.contains("OUTBOUND_RELAY_ATTEMPT_LOG_SIZE"), "{err}");
+    let err = refused_at_start("", Some(("OUTBOUND_RELAY_ATTEMPT_RETENTION", "2592001")));
+    assert!(err.contains("OUTBOUND_RELAY_ATTEMPT_RETENTION"), "{err}");
+}
+
 /// A saved edit of one source once wiped another's attempts. A source's
 /// records are its own client's: a change to another source leaves its attempts and health
 /// as they were.

@@ -130,7 +130,8 @@ impl PanicValue for *const outbound_webhook_health {
 
 /// Webhook `webhook`'s last attempts (up to 100, any outcome), newest first: message id, time,
 /// duration, status or error class, and for failures the first 1 KiB of the answer. Kept in
-/// memory for URLs with recent traffic: an empty list for a URL with none. Needs no spool.
+/// memory for URLs with recent traffic (`outbound_options_set_attempt_log_size`,
+/// `_set_attempt_retention_ms`): an empty list for a URL with none. Needs no spool.
 ///
 /// Ownership: on success `*out` receives a list the caller owns and must release with
 /// `outbound_webhook_attempt_list_free`; on failure `*out` is not written.

@@ -1,5 +1,5 @@
 //! Where accepted messages are kept until their outcome: the spool, its limits and
-//! acknowledgement, and dead letters.
+//! acknowledgement, and dead letters; and what each webhook URL's attempt log keeps.
 
 use super::*;
 
@@ -169,4 +169,40 @@ pub unsafe extern "C" fn outbound_options_set_dead_letter_max_bytes(
 ) -> outbound_result {
     // SAFETY: the caller's contract.
     ffi!({ unsafe { set(options, |c| c.dead_letter_max_bytes = bytes) } })
+}
+
+/// Attempts each webhook URL's log keeps, the newest (default 100, 1 to 10000), for
+/// `outbound_client_webhook_attempts`. The logs are in memory, all of a process's within one
+/// 32 MiB budget, the least recently used freed first; a failure's attempt holds up to 64 KiB
+/// of its answer plus its headers. Needs no spool.
+///
+/// Returns `OUTBOUND_RESULT_OK`, `_NULL_ARGUMENT` (options), `_PANIC`. The value is checked
+/// by `outbound_client_new` (0 or above 10000 is refused, naming `attempt_log_size`).
+///
+/// # Safety
+/// `options` is NULL or a live `outbound_options`.
+#[no_mangle]
+pub unsafe extern "C" fn outbound_options_set_attempt_log_size(
+    options: *mut outbound_options,
+    attempt_log_size: usize,
+) -> outbound_result {
+    // SAFETY: the caller's contract.
+    ffi!({ unsafe { set(options, |c| c.attempt_log_size = attempt_log_size) } })
+}
+
+/// How long an attempt stays in its URL's log, in milliseconds (default 24 hours, at most
+/// 30 days).
+///
+/// Returns `OUTBOUND_RESULT_OK`, `_NULL_ARGUMENT` (options), `_PANIC`. The value is checked
+/// by `outbound_client_new` (0 or over 30 days is refused, naming `attempt_retention`).
+///
+/// # Safety
+/// `options` is NULL or a live `outbound_options`.
+#[no_mangle]
+pub unsafe extern "C" fn outbound_options_set_attempt_retention_ms(
+    options: *mut outbound_options,
+    ms: u64,
+) -> outbound_result {
+    // SAFETY: the caller's contract.
+    ffi!({ unsafe { set(options, |c| c.attempt_retention = millis(ms)) } })
 }

@@ -125,6 +125,12 @@ pub(super) fn core_config(
     if let Some(v) = d.dead_letter_max_bytes {
         c.dead_letter_max_bytes = v;
     }
+    if let Some(v) = d.attempt_log_size {
+        c.attempt_log_size = v;
+    }
+    if let Some(v) = d.attempt_retention {
+        c.attempt_retention = v.duration("attempt_retention")?;
+    }
     Ok(c)
 }
 

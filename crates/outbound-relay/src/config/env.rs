@@ -106,6 +106,8 @@ pub const KEYS: &[(&str, Kind)] = &[
     ("dead_letters", Kind::Bool),
     ("dead_letter_retention", Kind::Seconds),
     ("dead_letter_max_bytes", Kind::Count),
+    ("attempt_log_size", Kind::Count),
+    ("attempt_retention", Kind::Seconds),
 ];
 
 /// The keys whose value a file may give by naming a file that holds it (`admin_token_file`).

@@ -186,6 +186,13 @@ macro_rules! with_delivery {
             /// Bytes of dead letters each source keeps at most (default 256 MiB).
             #[serde(default)]
             pub dead_letter_max_bytes: Option<u64>,
+            /// Attempts each webhook URL's log keeps (default 100, at most 10,000).
+            #[serde(default)]
+            pub attempt_log_size: Option<usize>,
+            /// How long an attempt stays in its URL's log, seconds (default 24 hours, at
+            /// most 30 days).
+            #[serde(default)]
+            pub attempt_retention: Option<Seconds>,
         }
 
         impl $name {
@@ -215,6 +222,8 @@ macro_rules! with_delivery {
                     dead_letters: self.dead_letters,
                     dead_letter_retention: self.dead_letter_retention,
                     dead_letter_max_bytes: self.dead_letter_max_bytes,
+                    attempt_log_size: self.attempt_log_size,
+                    attempt_retention: self.attempt_retention,
                 }
             }
         }
@@ -248,10 +257,12 @@ pub(crate) struct Delivery {
     pub(crate) dead_letters: Option<bool>,
     pub(crate) dead_letter_retention: Option<Seconds>,
     pub(crate) dead_letter_max_bytes: Option<u64>,
+    pub(crate) attempt_log_size: Option<usize>,
+    pub(crate) attempt_retention: Option<Seconds>,
 }
 
 /// Every delivery setting's key, at either level.
-pub const DELIVERY_KEYS: [&str; 24] = [
+pub const DELIVERY_KEYS: [&str; 26] = [
     "timeout",
     "max_retry_duration",
     "max_backoff",
@@ -276,6 +287,8 @@ pub const DELIVERY_KEYS: [&str; 24] = [
     "dead_letters",
     "dead_letter_retention",
     "dead_letter_max_bytes",
+    "attempt_log_size",
+    "attempt_retention",
 ];
 
 /// The keys of a `[[sources]]` table besides the delivery settings.
@@ -295,7 +308,7 @@ impl Delivery {
     /// The keys set at this level.
     pub(crate) fn keys(&self) -> Vec<&'static str> {
         let d = self;
-        let set: [(&'static str, bool); 24] = [
+        let set: [(&'static str, bool); 26] = [
             ("timeout", d.timeout.is_some()),
             ("max_retry_duration", d.max_retry_duration.is_some()),
             ("max_backoff", d.max_backoff.is_some()),
@@ -320,6 +333,8 @@ impl Delivery {
             ("dead_letters", d.dead_letters.is_some()),
             ("dead_letter_retention", d.dead_letter_retention.is_some()),
             ("dead_letter_max_bytes", d.dead_letter_max_bytes.is_some()),
+            ("attempt_log_size", d.attempt_log_size.is_some()),
+            ("attempt_retention", d.attempt_retention.is_some()),
         ];
         set.into_iter()
             .filter(|(_, on)| *on)
@@ -356,7 +371,9 @@ impl Delivery {
             debug,
             dead_letters,
             dead_letter_retention,
-            dead_letter_max_bytes
+            dead_letter_max_bytes,
+            attempt_log_size,
+            attempt_retention
         )
     }
 }

@@ -141,6 +141,8 @@ mod tests {
             ("flush_interval", secs(core.flush_interval)),
             ("max_queue_size", core.max_queue_size.to_string()),
             ("dead_letter_retention", secs(core.dead_letter_retention)),
+            ("attempt_log_size", core.attempt_log_size.to_string()),
+            ("attempt_retention", secs(core.attempt_retention)),
             ("max_webhook_headers", core.max_webhook_headers.to_string()),
             (
                 "max_webhook_header_bytes",

@@ -740,6 +740,8 @@ pub fn view(spec: &config::SourceSpec) -> schema::Source {
         dead_letters: own("dead_letters").then_some(c.dead_letters),
         dead_letter_retention: pick("dead_letter_retention", secs(c.dead_letter_retention)),
         dead_letter_max_bytes: own("dead_letter_max_bytes").then_some(c.dead_letter_max_bytes),
+        attempt_log_size: own("attempt_log_size").then_some(c.attempt_log_size),
+        attempt_retention: pick("attempt_retention", secs(c.attempt_retention)),
         allowed_networks: own("allowed_networks").then(|| c.allowed_networks.clone()),
         forward_allowed_networks: own("forward_allowed_networks")
             .then(|| c.endpoint_allowed_networks.clone()),

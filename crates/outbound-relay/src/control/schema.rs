@@ -188,6 +188,12 @@ pub struct Delivery {
     pub dead_letter_retention: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub dead_letter_max_bytes: Option<u64>,
+    /// Attempts each webhook URL's log keeps.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub attempt_log_size: Option<usize>,
+    /// How long an attempt stays in its URL's log.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub attempt_retention: Option<f64>,
     /// Private networks its webhooks may reach (CIDR); the admin's to grant.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub allowed_networks: Option<Vec<String>>,
@@ -378,6 +384,10 @@ pub struct SourceInput {
     pub dead_letters: Option<bool>,
     pub dead_letter_retention: Option<f64>,
     pub dead_letter_max_bytes: Option<u64>,
+    /// Attempts each webhook URL's log keeps (1 to 10,000).
+    pub attempt_log_size: Option<usize>,
+    /// How long an attempt stays in its URL's log (at most 30 days).
+    pub attempt_retention: Option<f64>,
     /// The admin token alone sets it.
     pub allowed_networks: Option<Vec<String>>,
     /// The admin token alone sets it.
