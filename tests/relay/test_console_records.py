@@ -186,6 +186,13 @@ def test_console_attempts_explorer_chooses_and_shows_a_failure_whole(
     letter = b("eval", js="document.querySelector('table.attempts tbody tr:first-child .attempt-detail').closest('details').querySelector('a[href*=dead-letters]').getAttribute('href')")
     assert letter.startswith("#/sources/alpha/dead-letters?id=refused-"), letter
 
+    # The failure's dead letter, by its link.
+    b("eval", js=f"location.hash = {json.dumps(letter)}")
+    b("waitText", text="refused-", selector="section.detail")
+    assert "422" in b("text", selector="section.detail")
+    b("eval", js="history.back()")
+    b("waitText", text="Headers and answer", selector="table.attempts")
+
     b("click", selector="table.attempts tbody tr:first-child td a", text="refused-")
     b("waitText", text="(message refused-", selector="p.meta[role=status]")
     rows = b("text", selector="table.attempts tbody")

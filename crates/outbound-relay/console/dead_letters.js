@@ -1,8 +1,8 @@
 // A source's dead letters: its counts, a page at a time (newest first, 50 a page, 20 on a
-// phone; the relay pages: 100,000 cost a page each), one found by its messageId, one opened
-// with its body and last attempts, replayed or discarded (asked first), and every one since
-// a time replayed in the background (its count asked of the relay first, then confirmed),
-// its progress asked every second until done. Each action's result is shown next to its
+// phone; the relay pages: 100,000 cost a page each), one found by its messageId (or linked
+// to: `?id=`), one opened with its body and last attempts, replayed or discarded (asked
+// first), and every one since a time replayed in the background (its count asked of the
+// relay first, then confirmed), its progress asked every second until done. Each action's result is shown next to its
 // button; a replay's progress outlives the screen (it is followed again on return).
 // Searched by a text of their events (a user, an event, an order id): the search is kept in
 // the address (`?q=`), and its results grow with "More", since the relay reads a bounded
@@ -316,6 +316,9 @@ export function render(main, ctx) {
   next.addEventListener('click', () => { cursors.push(next.dataset.cursor); load() })
   prev.addEventListener('click', () => { if (cursors.length > 1) { cursors.pop(); load() } })
   load()
+  // A link to one letter (`?id=`, from an attempt): opened as "Find by messageId" opens it.
+  const linked = new URLSearchParams(location.hash.split('?')[1] || '').get('id')
+  if (linked) { find.value = linked; open(linked) }
   // A replay of these dead letters under way when the screen was left: followed again.
   const under = replays.get(base)
   if (under) {
