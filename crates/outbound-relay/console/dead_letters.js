@@ -2,8 +2,9 @@
 // phone; the relay pages: 100,000 cost a page each), one found by its messageId (or linked
 // to: `?id=`), one opened with its body and last attempts, replayed or discarded (asked
 // first), and every one since a time replayed in the background (its count asked of the
-// relay first, then confirmed), its progress asked every second until done. Each action's result is shown next to its
-// button; a replay's progress outlives the screen (it is followed again on return).
+// relay first, then confirmed), its progress asked every second until done. Each action's
+// result is shown next to its button; a replay's progress outlives the screen (it is
+// followed again on return).
 // Searched by a text of their events (a user, an event, an order id): the search is kept in
 // the address (`?q=`), and its results grow with "More", since the relay reads a bounded
 // number of letters a page and may answer a short page that goes on.
