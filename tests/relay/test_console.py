@@ -184,6 +184,23 @@ def assert_clean(report: Dict[str, Any], relay: Relay, token: str) -> None:
     assert token not in relay.log.read_text(errors="replace"), "the token in the relay's log"
 
 
+def post_batch(relay_url: str, key: str, batch: List[Dict[str, Any]]) -> None:
+    """POSTs `batch` to /v1/batch with write key `key`, again after each 429 (the relay's
+    queue is bounded: a 429 says to send again shortly)."""
+    req = urllib.request.Request(relay_url + "/v1/batch", method="POST",
+                                 data=json.dumps({"batch": batch}).encode(),
+                                 headers={"Authorization": "Basic " + base64.b64encode(f"{key}:".encode()).decode(),
+                                          "Content-Type": "application/json"})
+    while True:
+        try:
+            with urllib.request.urlopen(req, timeout=60) as r:
+                assert r.status == 200
+            return
+        except urllib.error.HTTPError as e:
+            assert e.code == 429, e
+            time.sleep(0.1)
+
+
 def wait(what: str, done: Any, timeout: float = 30.0) -> None:
     end = time.monotonic() + timeout
     while not done():
@@ -1139,23 +1156,11 @@ def test_console_stays_quick_with_100000_dead_letters(tmp_path: Path, browser: B
     relay = start_relay(config, tmp_path / "relay.log")
     try:
         started = time.monotonic()
-        auth = "Basic " + base64.b64encode(b"wk_alpha:").decode()
         for at in range(0, n, 500):
             batch = [{"type": "track", "userId": "u1", "event": "Order Completed",
                       "messageId": f"dl-{i:06}", "properties": {"n": i}}
                      for i in range(at, min(n, at + 500))]
-            req = urllib.request.Request(relay.url + "/v1/batch", method="POST",
-                                         data=json.dumps({"batch": batch}).encode(),
-                                         headers={"Authorization": auth,
-                                                  "Content-Type": "application/json"})
-            while True:  # the relay's queue is bounded: a 429 says to send again shortly
-                try:
-                    with urllib.request.urlopen(req, timeout=60) as r:
-                        assert r.status == 200
-                    break
-                except urllib.error.HTTPError as e:
-                    assert e.code == 429, e
-                    time.sleep(0.1)
+            post_batch(relay.url, "wk_alpha", batch)
         wait(f"{n} dead letters", lambda: api(relay, "GET", "/admin/sources/alpha/dead-letters?limit=1")
              [1]["stats"]["count"] == n, 240)
         made = time.monotonic() - started

@@ -5,16 +5,13 @@ finds the rest, and the search stays in the address."""
 
 from __future__ import annotations
 
-import base64
 import json
-import time
-import urllib.error
-import urllib.request
 from pathlib import Path
 from typing import List
 
 from conftest import ADMIN_TOKEN, start_relay, toml_str
-from test_console import Browser, Refuser, api, assert_clean, browser, dead_letter_ids, wait  # noqa: F401
+from test_console import (Browser, Refuser, api, assert_clean, browser, dead_letter_ids,  # noqa: F401
+                          post_batch, wait)
 
 # Past the relay's bound of 10,000 letters read for one page of a search.
 N = 10_600
@@ -26,18 +23,7 @@ def send(relay_url: str, at: int, upto: int) -> None:
               "messageId": f"dl-{i:05}",
               "properties": {"orderId": "ord-hit" if i in HITS else f"ord-{i}"}}
              for i in range(at, upto)]
-    req = urllib.request.Request(relay_url + "/v1/batch", method="POST",
-                                 data=json.dumps({"batch": batch}).encode(),
-                                 headers={"Authorization": "Basic " + base64.b64encode(b"wk_alpha:").decode(),
-                                          "Content-Type": "application/json"})
-    while True:  # the relay's queue is bounded: a 429 says to send again shortly
-        try:
-            with urllib.request.urlopen(req, timeout=60) as r:
-                assert r.status == 200
-            return
-        except urllib.error.HTTPError as e:
-            assert e.code == 429, e
-            time.sleep(0.1)
+    post_batch(relay_url, "wk_alpha", batch)
 
 
 def test_console_finds_dead_letters_by_a_text_of_their_event(tmp_path: Path, browser: Browser) -> None:
