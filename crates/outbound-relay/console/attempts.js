@@ -99,13 +99,12 @@ export function render(main, ctx) {
   const since = h('input', { id: 'f-since', type: 'datetime-local', step: 1, value: filters.since })
   const until = h('input', { id: 'f-until', type: 'datetime-local', step: 1, value: filters.until })
   const clear = h('button', { type: 'button' }, 'Clear')
+  // Each label with its field: they wrap together.
+  const field = (id, label, input) => h('span', { class: 'field' }, h('label', { for: id }, label), input)
   const form = h('form', { class: 'filters', role: 'search', 'aria-label': 'Choose attempts' },
-    h('label', { for: 'f-result' }, 'Result'), result,
-    h('label', { for: 'f-status' }, 'Status'), status,
-    h('label', { for: 'f-message' }, 'Message'), message,
-    h('label', { for: 'f-since' }, 'From'), since,
-    h('label', { for: 'f-until' }, 'Until'), until,
-    h('button', { type: 'submit' }, 'Show'), clear)
+    field('f-result', 'Result', result), field('f-status', 'Status', status),
+    field('f-message', 'Message', message), field('f-since', 'From', since),
+    field('f-until', 'Until', until), h('button', { type: 'submit' }, 'Show'), clear)
   const matched = h('p', { class: 'meta', role: 'status' })
   const lettersOf = (id) => `#/sources/${encodeURIComponent(name)}${sub ? `/subscriptions/${encodeURIComponent(subscription)}` : ''}/dead-letters?id=${encodeURIComponent(id)}`
   const attemptsOf = (id) => `${location.hash.split('?')[0]}?message=${encodeURIComponent(id)}`
