@@ -287,8 +287,9 @@ typedef struct outbound_webhook_attempt {
     const char *error;
     // What went wrong, in words (`"status 503"`); `""` for a delivery.
     const char *detail;
-    // For a failure: the first 1 KiB of the answer's body, followed by a NUL byte not counted
-    // in `answer_len`; NULL when it kept none.
+    // For a failure: the first bytes of the answer's body (up to 64 KiB in a URL's log, 1 KiB
+    // in a dead letter's `last_attempts`), followed by a NUL byte not counted in
+    // `answer_len`; NULL when it kept none.
     const uint8_t *answer;
     // The length of `answer` in bytes (0 when NULL).
     size_t answer_len;
@@ -359,6 +360,54 @@ typedef struct outbound_dead_letter_stats {
     // Dropped after the retention (since the spool was opened).
     uint64_t expired;
 } outbound_dead_letter_stats;
+
+// Which of a URL's kept attempts `outbound_client_webhook_attempts_where` returns. The
+// caller owns it; its layout is fixed within a series. Zero it, then set `limit`.
+typedef struct outbound_attempt_query {
+    // Only those with this result (`"delivered"`, `"retryable"`, `"permanent"`); NULL: any.
+    const char *result;
+    // Only those answered with this status; 0: any.
+    uint16_t status;
+    // Only those of this message, NUL-terminated; NULL: any.
+    const char *message_id;
+    // Only those sent at or after this time, in Unix milliseconds; `OUTBOUND_TIME_NONE`
+    // (not 0) leaves it open.
+    int64_t since_ms;
+    // Only those sent before this time, in Unix milliseconds; `OUTBOUND_TIME_NONE` leaves it
+    // open.
+    int64_t until_ms;
+    // At most this many, newest first: 1 to 10,000.
+    size_t limit;
+} outbound_attempt_query;
+
+// One header of a recorded request, or of an attempt in a URL's log
+// (`outbound_webhook_attempt_headers`). Both texts are NUL-terminated and owned by the
+// snapshot or list it came from.
+typedef struct outbound_recorded_header {
+    // The name, in lowercase (`"x-signature"`).
+    const char *name;
+    // The value, as it would have been sent (as it was, in an attempt's headers, a
+    // credential's as `"[redacted]"`).
+    const char *value;
+} outbound_recorded_header;
+
+// The headers of one attempt of a URL's log (`outbound_webhook_attempt_list_headers`): apart
+// from `outbound_webhook_attempt`, whose layout is fixed within a series. Every pointer in it
+// is owned by the list it came from. Later releases may add fields at the end.
+typedef struct outbound_webhook_attempt_headers {
+    // For a failure: the request's headers, names in lowercase, the value of any that
+    // authorizes or signs (`authorization`, `x-signature`, `webhook-signature`, a name
+    // holding `token`, `secret`, `key`, `auth`, `cookie`, `password`) as `"[redacted]"`;
+    // NULL for a delivery.
+    const struct outbound_recorded_header *request_headers;
+    // How many `request_headers` holds.
+    size_t request_headers_len;
+    // For a failure that got an answer: the answer's headers, names in lowercase (a
+    // credential's value redacted as above); NULL otherwise.
+    const struct outbound_recorded_header *answer_headers;
+    // How many `answer_headers` holds.
+    size_t answer_headers_len;
+} outbound_webhook_attempt_headers;
 
 // What became of the messages sent to one webhook URL (`outbound_webhook_health`'s
 // `messages`), since the client started. Success at any one URL is success: a message this
@@ -476,15 +525,6 @@ typedef void (*outbound_outcome_callback_ex)(const struct outbound_outcome *outc
 typedef void (*outbound_log_callback)(outbound_log_level level,
                                       const char *line,
                                       void *userdata);
-
-// One header of a recorded request. Both texts are NUL-terminated and owned by the
-// snapshot.
-typedef struct outbound_recorded_header {
-    // The name, in lowercase (`"x-signature"`).
-    const char *name;
-    // The value, as it would have been sent.
-    const char *value;
-} outbound_recorded_header;
 
 // A request the recording client would have sent. Read it through the pointer
 // `outbound_recording_request` gives; every pointer in it is owned by the snapshot and valid
@@ -1065,7 +1105,8 @@ outbound_result outbound_client_dead_letter_stats(const struct outbound_client *
                                                   struct outbound_dead_letter_stats *out);
 
 // Webhook `webhook`'s last attempts (up to 100, any outcome), newest first: message id, time,
-// duration, status or error class, and for failures the first 1 KiB of the answer. Kept in
+// duration, status or error class, and for failures the first 64 KiB of the answer and the
+// headers (`outbound_webhook_attempt_list_headers`). Kept in
 // memory for URLs with recent traffic (`outbound_options_set_attempt_log_size`,
 // `_set_attempt_retention_ms`): an empty list for a URL with none. Needs no spool.
 //
@@ -1080,6 +1121,24 @@ outbound_result outbound_client_dead_letter_stats(const struct outbound_client *
 outbound_result outbound_client_webhook_attempts(const struct outbound_client *client,
                                                  size_t webhook,
                                                  struct outbound_webhook_attempt_list **out);
+
+// [`outbound_client_webhook_attempts`] keeping only the attempts `query` asks for: by result,
+// status, message and time, at most `query->limit`, newest first.
+//
+// Ownership: as `outbound_client_webhook_attempts`; `query` stays the caller's.
+//
+// Returns `OUTBOUND_RESULT_OK`, `_NULL_ARGUMENT` (client, query or out), `_INVALID_UTF8`
+// (result, message_id), `_INVALID_FIELD` (no webhook of that index, naming `webhook`; a
+// `limit` outside 1 to 10,000, naming `limit`; an unknown `result`, naming `result`; a time
+// out of range, naming `since` or `until`), `_PANIC`.
+//
+// # Safety
+// `client` is NULL or live; `query` is NULL or readable, its texts NULL or NUL-terminated;
+// `out` is NULL or writable.
+outbound_result outbound_client_webhook_attempts_where(const struct outbound_client *client,
+                                                       size_t webhook,
+                                                       const struct outbound_attempt_query *query,
+                                                       struct outbound_webhook_attempt_list **out);
 
 // How many attempts the list holds (0 for NULL).
 //
@@ -1096,6 +1155,17 @@ size_t outbound_webhook_attempt_list_len(const struct outbound_webhook_attempt_l
 // `list` is NULL or live.
 const struct outbound_webhook_attempt *outbound_webhook_attempt_list_get(const struct outbound_webhook_attempt_list *list,
                                                                          size_t index);
+
+// The headers of attempt `index` of the list (empty for a delivery), or NULL when `index`
+// is not below `outbound_webhook_attempt_list_len` or `list` is NULL (`outbound_last_error`
+// says which).
+//
+// Ownership: the headers belong to the list; valid until `outbound_webhook_attempt_list_free`.
+//
+// # Safety
+// `list` is NULL or live.
+const struct outbound_webhook_attempt_headers *outbound_webhook_attempt_list_headers(const struct outbound_webhook_attempt_list *list,
+                                                                                     size_t index);
 
 // Frees an attempt list; every pointer read from it becomes invalid. NULL is a no-op.
 //

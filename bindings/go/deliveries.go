@@ -7,6 +7,8 @@ package outbound
 import "C"
 
 import (
+	"fmt"
+	"net/http"
 	"time"
 	"unsafe"
 )
@@ -24,7 +26,7 @@ import (
 type DeliveryRecords interface {
 	// WebhookAttempts returns webhook i's last attempts (up to 100, any outcome), newest
 	// first: message id, time, duration, status or error class, and for failures the first
-	// 1 KiB of the answer. Kept in memory for URLs with recent traffic
+	// 64 KiB of the answer and the headers. Kept in memory for URLs with recent traffic
 	// (Config.AttemptLogSize, Config.AttemptRetention): empty for a URL with none. An i
 	// that is no webhook of the client is ErrInvalidField naming webhook.
 	WebhookAttempts(i int) ([]WebhookAttempt, error)
@@ -59,6 +61,37 @@ type DeliveryRecords interface {
 	// DeadLetterStats returns how many dead letters are kept, their bytes, and how many the
 	// limits dropped.
 	DeadLetterStats() (DeadLetterStats, error)
+}
+
+// AttemptQuerier picks among a webhook URL's kept attempts. The Client that New,
+// NewWithConfig and NewRecording return implements it, apart from DeliveryRecords so that
+// your own implementations of DeliveryRecords keep compiling:
+//
+//	failed, err := client.(outbound.AttemptQuerier).WebhookAttemptsWhere(0,
+//		outbound.AttemptQuery{Result: outbound.AttemptPermanent, Limit: 100})
+type AttemptQuerier interface {
+	// WebhookAttemptsWhere returns webhook i's kept attempts that q asks for, newest first,
+	// as WebhookAttempts gives them. A Limit outside 1 to 10,000 is ErrInvalidField naming
+	// limit, an i that is no webhook of the client ErrInvalidField naming webhook.
+	WebhookAttemptsWhere(i int, q AttemptQuery) ([]WebhookAttempt, error)
+}
+
+// AttemptQuery says which of a URL's kept attempts WebhookAttemptsWhere returns; a zero
+// field keeps any.
+type AttemptQuery struct {
+	// Result keeps those with this result.
+	Result AttemptResult
+	// Status keeps those answered with this status.
+	Status int
+	// MessageId keeps those of this message.
+	MessageId string
+	// Since keeps those sent at or after it.
+	Since time.Time
+	// Until keeps those sent before it.
+	Until time.Time
+	// Limit is the most to return, the newest: 1 to 10,000 (there is no default: 0 is
+	// refused, as DeadLetterQuery's).
+	Limit int
 }
 
 // AllWebhooks is the webhook of a replay to every webhook of the client.
@@ -99,8 +132,17 @@ type WebhookAttempt struct {
 	ErrorClass string
 	// Detail is what went wrong, in words ("status 503"); "" for a delivery.
 	Detail string
-	// Answer is, for a failure, the first 1 KiB of the answer's body; nil when none was kept.
+	// Answer is, for a failure, the first bytes of the answer's body (up to 64 KiB in a URL's
+	// log, 1 KiB in a dead letter's LastAttempts); nil when none was kept.
 	Answer []byte
+	// RequestHeaders are, for a failure in a URL's log, the request's headers, the value of
+	// any that authorizes or signs (Authorization, X-Signature, a name holding token,
+	// secret, key, auth, cookie, password) as "[redacted]"; nil otherwise. Read them with
+	// Get, in any case.
+	RequestHeaders http.Header
+	// AnswerHeaders are, for a failure in a URL's log that got an answer, the answer's
+	// headers (credentials redacted as above); nil otherwise.
+	AnswerHeaders http.Header
 }
 
 // HealthState is where a webhook URL stands.
@@ -278,12 +320,62 @@ func (c *client) WebhookAttempts(i int) ([]WebhookAttempt, error) {
 	if err != nil {
 		return nil, err
 	}
+	return attemptsOf(list), nil
+}
+
+func (c *client) WebhookAttemptsWhere(i int, q AttemptQuery) ([]WebhookAttempt, error) {
+	query := C.outbound_attempt_query{
+		status:   C.uint16_t(q.Status),
+		since_ms: millisOf(q.Since),
+		until_ms: millisOf(q.Until),
+		limit:    C.size_t(q.Limit),
+	}
+	if q.Status < 0 || q.Status > 65535 {
+		return nil, &Error{Op: "WebhookAttemptsWhere", Code: ErrInvalidField,
+			Message: fmt.Sprintf("invalid status: must be 0 to 65535, got %d", q.Status)}
+	}
+	if q.Result != "" {
+		query.result = C.CString(string(q.Result))
+		defer C.free(unsafe.Pointer(query.result))
+	}
+	if q.MessageId != "" {
+		query.message_id = C.CString(q.MessageId)
+		defer C.free(unsafe.Pointer(query.message_id))
+	}
+	var list *C.outbound_webhook_attempt_list
+	err := c.records("WebhookAttemptsWhere", func(p *C.outbound_client) C.gob_status {
+		return C.gob_webhook_attempts_where(p, C.size_t(i), &query, &list)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return attemptsOf(list), nil
+}
+
+// attemptsOf copies an attempt list out of liboutbound, with each attempt's headers, and
+// frees it.
+func attemptsOf(list *C.outbound_webhook_attempt_list) []WebhookAttempt {
 	defer C.outbound_webhook_attempt_list_free(list)
 	attempts := make([]WebhookAttempt, int(C.outbound_webhook_attempt_list_len(list)))
 	for j := range attempts {
 		attempts[j] = attemptOf(C.outbound_webhook_attempt_list_get(list, C.size_t(j)))
+		h := C.outbound_webhook_attempt_list_headers(list, C.size_t(j))
+		attempts[j].RequestHeaders = headersOf(h.request_headers, h.request_headers_len)
+		attempts[j].AnswerHeaders = headersOf(h.answer_headers, h.answer_headers_len)
 	}
-	return attempts, nil
+	return attempts
+}
+
+// headersOf copies n headers out of liboutbound; nil for none.
+func headersOf(p *C.outbound_recorded_header, n C.size_t) http.Header {
+	if p == nil {
+		return nil
+	}
+	headers := make(http.Header, int(n))
+	for _, h := range unsafe.Slice(p, int(n)) {
+		headers.Add(C.GoString(h.name), C.GoString(h.value))
+	}
+	return headers
 }
 
 func (c *client) WebhookHealth() ([]WebhookHealth, error) {
@@ -494,6 +586,9 @@ func optBytes(p *C.uint8_t, n C.size_t) []byte {
 
 func (f failedClient) WebhookAttempts(int) ([]WebhookAttempt, error) { return nil, f.err }
 func (f failedClient) WebhookHealth() ([]WebhookHealth, error)       { return nil, f.err }
+func (f failedClient) WebhookAttemptsWhere(int, AttemptQuery) ([]WebhookAttempt, error) {
+	return nil, f.err
+}
 func (f failedClient) DeadLetters(DeadLetterQuery) (DeadLetterPage, error) {
 	return DeadLetterPage{}, f.err
 }
@@ -512,4 +607,6 @@ func (f failedClient) DeadLetterStats() (DeadLetterStats, error) { return DeadLe
 var (
 	_ DeliveryRecords = (*client)(nil)
 	_ DeliveryRecords = failedClient{}
+	_ AttemptQuerier  = (*client)(nil)
+	_ AttemptQuerier  = failedClient{}
 )

@@ -515,3 +515,128 @@ func TestDeliveryRecordsRefuseBadArgumentsNamingTheField(t *testing.T) {
 		t.Errorf("the client New could not build: %v", err)
 	}
 }
+
+// WebhookAttemptsWhere picks by result, status, message and time; a failure keeps its
+// request's headers (the credential redacted), its answer's headers and a 5,000-byte answer
+// whole.
+func TestWebhookAttemptsWhereFiltersAndKeepsAFailuresHeaders(t *testing.T) {
+	var mu sync.Mutex
+	status := http.StatusOK
+	answer := bytes.Repeat([]byte("x"), 5000)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		mu.Lock()
+		s := status
+		mu.Unlock()
+		w.Header().Set("X-Reason", "busy")
+		w.WriteHeader(s)
+		_, _ = w.Write(answer)
+	}))
+	t.Cleanup(srv.Close)
+	c := newClient(t, "", outbound.Config{
+		Webhooks: []outbound.Webhook{{URL: srv.URL + "/hook",
+			Headers: map[string]string{"Authorization": "Bearer s3cret", "X-Team": "growth"}}},
+		IgnoreProxyEnv: true})
+	records := c.(outbound.DeliveryRecords)
+	query := c.(outbound.AttemptQuerier)
+	ids := []string{"aq-1", "aq-2", "aq-3"}
+	var marks []time.Time
+	for i, s := range []int{400, 200, 422} {
+		mu.Lock()
+		status = s
+		mu.Unlock()
+		marks = append(marks, time.Now())
+		time.Sleep(5 * time.Millisecond)
+		mustEnqueue(t, c, outbound.Track{MessageId: ids[i], UserId: "u", Event: "Tried"})
+		deadline := time.Now().Add(20 * time.Second)
+		for {
+			a, err := records.WebhookAttempts(0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(a) == i+1 {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%d attempts, want %d", len(a), i+1)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	picked := func(q outbound.AttemptQuery) []string {
+		t.Helper()
+		if q.Limit == 0 {
+			q.Limit = 100
+		}
+		got, err := query.WebhookAttemptsWhere(0, q)
+		if err != nil {
+			t.Fatalf("WebhookAttemptsWhere(%+v) = %v", q, err)
+		}
+		var names []string
+		for _, a := range got {
+			names = append(names, a.MessageId)
+		}
+		return names
+	}
+	for _, tc := range []struct {
+		q    outbound.AttemptQuery
+		want []string
+	}{
+		{outbound.AttemptQuery{}, []string{"aq-3", "aq-2", "aq-1"}},
+		{outbound.AttemptQuery{Result: outbound.AttemptDelivered}, []string{"aq-2"}},
+		{outbound.AttemptQuery{Result: outbound.AttemptPermanent}, []string{"aq-3", "aq-1"}},
+		{outbound.AttemptQuery{Result: outbound.AttemptRetryable}, nil},
+		{outbound.AttemptQuery{Status: 400}, []string{"aq-1"}},
+		{outbound.AttemptQuery{MessageId: "aq-3"}, []string{"aq-3"}},
+		{outbound.AttemptQuery{Since: marks[1]}, []string{"aq-3", "aq-2"}},
+		{outbound.AttemptQuery{Until: marks[1]}, []string{"aq-1"}},
+		{outbound.AttemptQuery{Since: marks[1], Until: marks[2]}, []string{"aq-2"}},
+		{outbound.AttemptQuery{Limit: 1}, []string{"aq-3"}},
+	} {
+		if got := picked(tc.q); !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("WebhookAttemptsWhere(%+v) = %v, want %v", tc.q, got, tc.want)
+		}
+	}
+
+	refused, err := query.WebhookAttemptsWhere(0, outbound.AttemptQuery{Status: 400, Limit: 10})
+	if err != nil || len(refused) != 1 {
+		t.Fatalf("status 400: %+v, %v", refused, err)
+	}
+	a := refused[0]
+	if !bytes.Equal(a.Answer, answer) {
+		t.Errorf("answer of %d bytes, want the 5000 whole", len(a.Answer))
+	}
+	if got := a.RequestHeaders.Get("Authorization"); got != "[redacted]" {
+		t.Errorf("Authorization %q, want [redacted]", got)
+	}
+	if got := a.RequestHeaders.Get("X-Team"); got != "growth" {
+		t.Errorf("X-Team %q", got)
+	}
+	if got := a.AnswerHeaders.Get("X-Reason"); got != "busy" {
+		t.Errorf("answer's X-Reason %q (headers %v)", got, a.AnswerHeaders)
+	}
+	delivered, err := query.WebhookAttemptsWhere(0, outbound.AttemptQuery{MessageId: "aq-2", Limit: 1})
+	if err != nil || len(delivered) != 1 || delivered[0].Answer != nil ||
+		delivered[0].RequestHeaders != nil || delivered[0].AnswerHeaders != nil {
+		t.Errorf("a delivery: %+v, %v", delivered, err)
+	}
+
+	var e *outbound.Error
+	for _, tc := range []struct {
+		q    outbound.AttemptQuery
+		text string
+	}{
+		{outbound.AttemptQuery{}, "limit"},
+		{outbound.AttemptQuery{Limit: 10_001}, "limit"},
+		{outbound.AttemptQuery{Limit: 1, Result: "lost"}, "result"},
+		{outbound.AttemptQuery{Limit: 1, Status: 70_000}, "status"},
+	} {
+		_, err := query.WebhookAttemptsWhere(0, tc.q)
+		if !errors.Is(err, outbound.ErrInvalidField) || !errors.As(err, &e) || !strings.Contains(e.Message, tc.text) {
+			t.Errorf("%+v: %v; want ErrInvalidField naming %s", tc.q, err, tc.text)
+		}
+	}
+	if _, err := query.WebhookAttemptsWhere(1, outbound.AttemptQuery{Limit: 1}); !errors.Is(err, outbound.ErrInvalidField) {
+		t.Errorf("webhook 1: %v", err)
+	}
+}

@@ -70,6 +70,12 @@ gob_status gob_webhook_attempts(const outbound_client *client, size_t webhook,
     return gob_status_of(outbound_client_webhook_attempts(client, webhook, out));
 }
 
+gob_status gob_webhook_attempts_where(const outbound_client *client, size_t webhook,
+                                      const outbound_attempt_query *query,
+                                      outbound_webhook_attempt_list **out) {
+    return gob_status_of(outbound_client_webhook_attempts_where(client, webhook, query, out));
+}
+
 gob_status gob_webhook_health(const outbound_client *client, outbound_webhook_health_list **out) {
     return gob_status_of(outbound_client_webhook_health(client, out));
 }

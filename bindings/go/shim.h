@@ -38,6 +38,9 @@ typedef struct gob_status {
 /* The delivery records (deliveries.go): each calls its outbound_client_ function. */
 gob_status gob_webhook_attempts(const outbound_client *client, size_t webhook,
                                 outbound_webhook_attempt_list **out);
+gob_status gob_webhook_attempts_where(const outbound_client *client, size_t webhook,
+                                      const outbound_attempt_query *query,
+                                      outbound_webhook_attempt_list **out);
 gob_status gob_webhook_health(const outbound_client *client, outbound_webhook_health_list **out);
 gob_status gob_dead_letters(const outbound_client *client, int64_t since_ms, int64_t until_ms,
                             size_t limit, const char *cursor, const char *contains,

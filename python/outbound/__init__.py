@@ -703,13 +703,30 @@ class Client:
     # -- delivery records -------------------------------------------------------------------
     # Times come as aware UTC datetimes, durations in seconds, answers as bytes.
 
-    def webhook_attempts(self, webhook: int = 0) -> List[Dict[str, Any]]:
-        """Webhook ``webhook``'s last attempts (up to 100 of the ``attempt_log_size`` kept,
-        none older than ``attempt_retention`` seconds; any outcome), newest first:
-        message_id, at, duration, result (delivered, retryable, permanent), status or error
-        (timeout, refused, reset, tls, dns, blocked, ...), detail, and for failures the first
-        64 KiB of the answer. Empty for a URL without recent traffic."""
-        return [_dated(a) for a in self._native.webhook_attempts(webhook)]
+    def webhook_attempts(
+        self,
+        webhook: int = 0,
+        *,
+        result: Optional[str] = None,
+        status: Optional[int] = None,
+        message_id: Optional[str] = None,
+        since: Optional[datetime] = None,
+        until: Optional[datetime] = None,
+        limit: int = 100,
+    ) -> List[Dict[str, Any]]:
+        """Webhook ``webhook``'s last attempts (of the ``attempt_log_size`` kept, none older
+        than ``attempt_retention`` seconds; any outcome), newest first: message_id, at,
+        duration, result (delivered, retryable, permanent), status or error (timeout,
+        refused, reset, tls, dns, blocked, ...), detail, and for failures the first 64 KiB of
+        the answer, ``request_headers`` (lower-case, credentials ``[redacted]``) and
+        ``answer_headers``, lists of ``(name, value)``. Empty for a URL without recent
+        traffic. The filters keep those with that ``result``, ``status``, ``message_id``,
+        sent in ``[since, until)``, at most ``limit`` (1 to 10,000; outside that a
+        :class:`ValidationError` naming ``limit``)."""
+        found = self._native.webhook_attempts(
+            webhook, result, status, message_id, _secs(since), _secs(until), limit
+        )
+        return [_dated(a) for a in found]
 
     def webhook_health(self) -> List[Dict[str, Any]]:
         """Each webhook's health: state (healthy, failing, circuit_open, throttled: messages

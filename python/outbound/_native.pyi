@@ -113,7 +113,16 @@ class NativeClient:
     def closed(self) -> bool: ...
     @property
     def spool_ok(self) -> bool: ...
-    def webhook_attempts(self, webhook: int) -> List[Dict[str, Any]]: ...
+    def webhook_attempts(
+        self,
+        webhook: int,
+        result: Optional[str] = None,
+        status: Optional[int] = None,
+        message_id: Optional[str] = None,
+        since: Optional[float] = None,
+        until: Optional[float] = None,
+        limit: int = 100,
+    ) -> List[Dict[str, Any]]: ...
     def webhook_health(self) -> List[Dict[str, Any]]: ...
     def dead_letters(
         self,

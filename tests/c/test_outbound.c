@@ -1721,6 +1721,125 @@ static void attempt_retention_over_30_days(outbound_options *o) {
     outbound_options_set_attempt_retention_ms(o, 30ULL * 86400 * 1000 + 1);
 }
 
+/* The ids of webhook 0's attempts `q` selects, newest first, joined with ','. */
+static void attempt_ids(const outbound_client *c, const outbound_attempt_query *q, char *buf,
+                        size_t len) {
+    outbound_webhook_attempt_list *attempts = NULL;
+    buf[0] = '\0';
+    CHECK_RC(outbound_client_webhook_attempts_where(c, 0, q, &attempts), OUTBOUND_RESULT_OK, NULL);
+    for (size_t i = 0; i < outbound_webhook_attempt_list_len(attempts); i++) {
+        const outbound_webhook_attempt *a = outbound_webhook_attempt_list_get(attempts, i);
+        size_t used = strlen(buf);
+        snprintf(buf + used, len - used, "%s%s", i ? "," : "", a ? a->message_id : "?");
+    }
+    outbound_webhook_attempt_list_free(attempts);
+}
+
+/* The value of header `name` among `n` headers, or NULL. */
+static const char *header_in(const outbound_recorded_header *h, size_t n, const char *name) {
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(h[i].name, name) == 0) return h[i].value;
+    return NULL;
+}
+
+static void test_webhook_attempts_where_filters_and_keeps_a_failure_s_headers(void) {
+    outbound_options *o = outbound_options_new();
+    CHECK_RC(outbound_options_add_webhook(
+                 o, hook_url, "{\"Authorization\":\"Bearer s3cret\",\"X-Team\":\"growth\"}"),
+             OUTBOUND_RESULT_OK, NULL);
+    CHECK_RC(outbound_options_set_proxy_from_env(o, false), OUTBOUND_RESULT_OK, NULL);
+    CHECK_RC(outbound_options_set_flush_at(o, 1), OUTBOUND_RESULT_OK, NULL);
+    outbound_client *c = NULL;
+    CHECK_RC(outbound_client_new(o, &c), OUTBOUND_RESULT_OK, NULL);
+    const int statuses[3] = {400, 200, 422};
+    const char *ids[3] = {"aq-1", "aq-2", "aq-3"};
+    int64_t marks[3];
+    for (int i = 0; i < 3; i++) {
+        rx_set_status(rx, statuses[i]);
+        marks[i] = now_ms();
+        sleep_ms(5);
+        CHECK_RC(outbound_track(c, "u", NULL, "Tried", NULL, NULL, NULL, NULL, ids[i], NULL, 0,
+                                NULL),
+                 OUTBOUND_RESULT_OK, NULL);
+        outbound_flush(c, WAIT_MS);
+        for (int waited = 0; attempts_kept(c) < (size_t)i + 1 && waited < WAIT_MS; waited += 10)
+            sleep_ms(10);
+        sleep_ms(5);
+    }
+    char got[256];
+    const outbound_attempt_query all = {NULL, 0, NULL, OUTBOUND_TIME_NONE, OUTBOUND_TIME_NONE, 100};
+    outbound_attempt_query q = all;
+    attempt_ids(c, &q, got, sizeof got);
+    CHECK(strcmp(got, "aq-3,aq-2,aq-1") == 0, "all: %s", got);
+    q.result = "delivered";
+    attempt_ids(c, &q, got, sizeof got);
+    CHECK(strcmp(got, "aq-2") == 0, "delivered: %s", got);
+    q.result = "permanent";
+    attempt_ids(c, &q, got, sizeof got);
+    CHECK(strcmp(got, "aq-3,aq-1") == 0, "permanent: %s", got);
+    q = all;
+    q.status = 400;
+    attempt_ids(c, &q, got, sizeof got);
+    CHECK(strcmp(got, "aq-1") == 0, "status 400: %s", got);
+    q = all;
+    q.message_id = "aq-3";
+    attempt_ids(c, &q, got, sizeof got);
+    CHECK(strcmp(got, "aq-3") == 0, "message aq-3: %s", got);
+    q = all;
+    q.since_ms = marks[1];
+    q.until_ms = marks[2];
+    attempt_ids(c, &q, got, sizeof got);
+    CHECK(strcmp(got, "aq-2") == 0, "[mark 1, mark 2): %s", got);
+    q = all;
+    q.limit = 1;
+    attempt_ids(c, &q, got, sizeof got);
+    CHECK(strcmp(got, "aq-3") == 0, "limit 1: %s", got);
+
+    outbound_webhook_attempt_list *attempts = NULL;
+    q = all;
+    q.status = 400;
+    CHECK_RC(outbound_client_webhook_attempts_where(c, 0, &q, &attempts), OUTBOUND_RESULT_OK, NULL);
+    const outbound_webhook_attempt_headers *h = outbound_webhook_attempt_list_headers(attempts, 0);
+    CHECK(h != NULL, "headers of the refused attempt");
+    if (h) {
+        const char *auth = header_in(h->request_headers, h->request_headers_len, "authorization");
+        const char *team = header_in(h->request_headers, h->request_headers_len, "x-team");
+        CHECK(auth && strcmp(auth, "[redacted]") == 0, "authorization %s", auth ? auth : "(none)");
+        CHECK(team && strcmp(team, "growth") == 0, "x-team %s", team ? team : "(none)");
+        const char *len = header_in(h->answer_headers, h->answer_headers_len, "content-length");
+        CHECK(len && strcmp(len, "2") == 0, "answer content-length %s", len ? len : "(none)");
+    }
+    CHECK(outbound_webhook_attempt_list_headers(attempts, 1) == NULL, "past the end");
+    char why[256];
+    outbound_last_error(why, sizeof why);
+    CHECK(strstr(why, "index") != NULL, "last error %s", why);
+    CHECK(outbound_webhook_attempt_list_headers(NULL, 0) == NULL, "a NULL list");
+    outbound_webhook_attempt_list_free(attempts);
+    q = all;
+    q.result = "delivered";
+    CHECK_RC(outbound_client_webhook_attempts_where(c, 0, &q, &attempts), OUTBOUND_RESULT_OK, NULL);
+    h = outbound_webhook_attempt_list_headers(attempts, 0);
+    CHECK(h && h->request_headers == NULL && h->request_headers_len == 0 &&
+              h->answer_headers == NULL && h->answer_headers_len == 0,
+          "a delivery keeps no headers");
+    outbound_webhook_attempt_list_free(attempts);
+
+    attempts = NULL;
+    q = all;
+    q.limit = 0;
+    CHECK_RC(outbound_client_webhook_attempts_where(c, 0, &q, &attempts),
+             OUTBOUND_RESULT_INVALID_FIELD, "limit");
+    q = all;
+    q.result = "lost";
+    CHECK_RC(outbound_client_webhook_attempts_where(c, 0, &q, &attempts),
+             OUTBOUND_RESULT_INVALID_FIELD, "result");
+    CHECK_RC(outbound_client_webhook_attempts_where(c, 0, NULL, &attempts),
+             OUTBOUND_RESULT_NULL_ARGUMENT, "query");
+    CHECK(attempts == NULL, "a refusal writes no list");
+    outbound_client_free(c);
+    rx_set_status(rx, 200);
+}
+
 static void test_a_urls_attempt_log_keeps_attempt_log_size_for_attempt_retention(void) {
     expect_config_error(attempt_log_size_zero, "attempt_log_size");
     expect_config_error(attempt_log_size_over_the_most, "attempt_log_size");
@@ -3221,6 +3340,7 @@ int main(void) {
     RUN(test_dead_letters_are_kept_in_the_spool_when_asked);
     RUN(test_a_refused_message_is_a_dead_letter_with_its_attempt_and_body);
     RUN(test_webhook_attempts_and_health_show_a_failing_url);
+    RUN(test_webhook_attempts_where_filters_and_keeps_a_failure_s_headers);
     RUN(test_a_urls_attempt_log_keeps_attempt_log_size_for_attempt_retention);
     RUN(test_each_url_counts_its_messages_beside_one_that_takes_them);
     RUN(test_a_replayed_dead_letter_is_delivered_once_and_leaves);

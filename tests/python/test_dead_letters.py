@@ -241,3 +241,65 @@ def test_an_attempt_log_setting_out_of_range_is_refused_naming_it(
     assert err.value.setting == setting
     # The bounds themselves are taken.
     make_client(write_key=None, attempt_log_size=10_000, attempt_retention=30 * 86400.0)
+
+
+def test_webhook_attempts_filter_and_keep_a_failure_s_headers_and_whole_answer(
+    make_client: Callable[..., outbound.Client], receiver: Receiver
+) -> None:
+    """Three attempts (400, 200, 422) filtered by result, status, message and time; a
+    failure keeps its request's headers with the credential redacted, the answer's headers,
+    and a 5,000-byte answer whole."""
+    receiver.answer["/hook"] = b"x" * 5000
+    client = make_client(
+        write_key=None,
+        webhooks=[
+            outbound.Webhook(
+                receiver.hook(), headers={"Authorization": "Bearer s3cret", "X-Team": "growth"}
+            )
+        ],
+    )
+    ids = []
+    marks = []
+    for status in (400, 200, 422):
+        receiver.status["/hook"] = status
+        marks.append(datetime.now(timezone.utc))
+        ids.append(client.track(user_id="u1", event=f"Got {status}"))
+        wait(lambda: len(client.webhook_attempts(0)) == len(ids))
+        time.sleep(0.01)
+    first, second, third = ids
+    every = client.webhook_attempts(0)
+    assert [a["message_id"] for a in every] == [third, second, first]
+
+    def ids_of(**kw: Any) -> list[Any]:
+        return [a["message_id"] for a in client.webhook_attempts(0, **kw)]
+
+    assert ids_of(result="delivered") == [second]
+    assert ids_of(result="permanent") == [third, first]
+    assert ids_of(status=400) == [first]
+    assert ids_of(message_id=str(third)) == [third]
+    assert ids_of(since=marks[1]) == [third, second]
+    assert ids_of(until=marks[1]) == [first]
+    assert ids_of(since=marks[1], until=marks[2]) == [second]
+    assert ids_of(limit=1) == [third]
+    assert ids_of(result="retryable") == []
+
+    refused = every[2]
+    assert refused["status"] == 400 and refused["answer"] == b"x" * 5000
+    sent = dict(refused["request_headers"])
+    assert all(name == name.lower() for name, _ in refused["request_headers"])
+    assert sent["authorization"] == "[redacted]"
+    assert sent["x-team"] == "growth"
+    assert "s3cret" not in repr(refused["request_headers"])
+    answered = dict(refused["answer_headers"])
+    assert answered["content-length"] == "5000"
+    assert answered["content-type"] == "application/json"
+    delivered = every[1]
+    assert delivered["answer"] is None
+    assert delivered["request_headers"] == [] and delivered["answer_headers"] == []
+
+    with pytest.raises(outbound.ValidationError) as info:
+        client.webhook_attempts(0, limit=0)
+    assert info.value.field == "limit"
+    with pytest.raises(outbound.ValidationError) as info:
+        client.webhook_attempts(0, result="lost")
+    assert info.value.field == "result"

@@ -20,14 +20,16 @@ pub enum outbound_destination {
     Webhook = 1,
 }
 
-/// One header of a recorded request. Both texts are NUL-terminated and owned by the
-/// snapshot.
+/// One header of a recorded request, or of an attempt in a URL's log
+/// (`outbound_webhook_attempt_headers`). Both texts are NUL-terminated and owned by the
+/// snapshot or list it came from.
 #[repr(C)]
 #[derive(Debug)]
 pub struct outbound_recorded_header {
     /// The name, in lowercase (`"x-signature"`).
     pub name: *const c_char,
-    /// The value, as it would have been sent.
+    /// The value, as it would have been sent (as it was, in an attempt's headers, a
+    /// credential's as `"[redacted]"`).
     pub value: *const c_char,
 }
 

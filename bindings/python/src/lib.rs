@@ -310,13 +310,40 @@ mod _native {
             self.inner.spool_ok()
         }
 
-        /// Webhook `webhook`'s last attempts, newest first.
+        /// Webhook `webhook`'s kept attempts that the filters ask for, newest first (times in
+        /// Unix seconds; `result` by name, an unknown one a ValidationError naming `result`).
+        #[pyo3(signature = (webhook, result=None, status=None, message_id=None, since=None, until=None, limit=100))]
+        #[allow(clippy::too_many_arguments)]
         fn webhook_attempts<'py>(
             &self,
             py: Python<'py>,
             webhook: usize,
+            result: Option<&str>,
+            status: Option<u16>,
+            message_id: Option<String>,
+            since: Option<f64>,
+            until: Option<f64>,
+            limit: usize,
         ) -> PyResult<Bound<'py, PyList>> {
-            let list = self.inner.webhook_attempts(webhook).map_err(to_py)?;
+            let result = result
+                .map(|r| {
+                    outbound::AttemptResult::parse(r).ok_or_else(|| {
+                        to_py(Error::InvalidField {
+                            field: "result".into(),
+                            reason: format!("must be delivered, retryable or permanent, got {r:?}"),
+                        })
+                    })
+                })
+                .transpose()?;
+            let q = outbound::AttemptQuery {
+                result,
+                status,
+                message_id,
+                since: since.and_then(records::time),
+                until: until.and_then(records::time),
+                limit,
+            };
+            let list = (self.inner.webhook_attempts_where(webhook, &q)).map_err(to_py)?;
             records::attempts(py, &list)
         }
 

@@ -37,6 +37,8 @@ pub(crate) fn attempt<'py>(py: Python<'py>, a: &WebhookAttempt) -> PyResult<Boun
     d.set_item("error", a.error.map(|e| e.as_str()))?;
     d.set_item("detail", &a.detail)?;
     d.set_item("answer", a.answer.as_deref().map(|b| PyBytes::new(py, b)))?;
+    d.set_item("request_headers", &a.request_headers)?;
+    d.set_item("answer_headers", &a.answer_headers)?;
     Ok(d)
 }
 

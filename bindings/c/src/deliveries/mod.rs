@@ -10,9 +10,11 @@
 use crate::client::outbound_client;
 use crate::convert::{c_string, req_str};
 use crate::panic::PanicValue;
+use crate::recording::outbound_recorded_header;
 use crate::result::{fail, finish, outbound_result, Failure};
 use outbound::{
-    Client, DeadLetter, DeadLetterQuery, ReplayProgress, WebhookAttempt, WebhookHealth,
+    AttemptQuery, AttemptResult, Client, DeadLetter, DeadLetterQuery, ReplayProgress,
+    WebhookAttempt, WebhookHealth,
 };
 use std::ffi::{c_char, CString};
 use std::ptr::null;
@@ -41,6 +43,7 @@ pub const OUTBOUND_ALL_WEBHOOKS: usize = u64::MAX as usize;
 struct Keep {
     texts: Vec<CString>,
     bytes: Vec<Vec<u8>>,
+    headers: Vec<Vec<outbound_recorded_header>>,
 }
 
 impl Keep {
@@ -66,6 +69,33 @@ impl Keep {
         let p = copy.as_ptr();
         self.bytes.push(copy);
         (p, bytes.len())
+    }
+
+    /// `pairs` as an array of headers; NULL and 0 for none.
+    fn headers(&mut self, pairs: &[(String, String)]) -> (*const outbound_recorded_header, usize) {
+        if pairs.is_empty() {
+            return (null(), 0);
+        }
+        let array: Vec<_> = (pairs.iter())
+            .map(|(name, value)| outbound_recorded_header {
+                name: self.text(name),
+                value: self.text(value),
+            })
+            .collect();
+        let p = array.as_ptr();
+        self.headers.push(array);
+        (p, pairs.len())
+    }
+
+    fn attempt_headers(&mut self, a: &WebhookAttempt) -> outbound_webhook_attempt_headers {
+        let (request_headers, request_headers_len) = self.headers(&a.request_headers);
+        let (answer_headers, answer_headers_len) = self.headers(&a.answer_headers);
+        outbound_webhook_attempt_headers {
+            request_headers,
+            request_headers_len,
+            answer_headers,
+            answer_headers_len,
+        }
     }
 
     fn attempt(&mut self, a: &WebhookAttempt) -> outbound_webhook_attempt {

@@ -28,11 +28,53 @@ pub struct outbound_webhook_attempt {
     pub error: *const c_char,
     /// What went wrong, in words (`"status 503"`); `""` for a delivery.
     pub detail: *const c_char,
-    /// For a failure: the first 1 KiB of the answer's body, followed by a NUL byte not counted
-    /// in `answer_len`; NULL when it kept none.
+    /// For a failure: the first bytes of the answer's body (up to 64 KiB in a URL's log, 1 KiB
+    /// in a dead letter's `last_attempts`), followed by a NUL byte not counted in
+    /// `answer_len`; NULL when it kept none.
     pub answer: *const u8,
     /// The length of `answer` in bytes (0 when NULL).
     pub answer_len: usize,
+}
+
+/// The headers of one attempt of a URL's log (`outbound_webhook_attempt_list_headers`): apart
+/// from `outbound_webhook_attempt`, whose layout is fixed within a series. Every pointer in it
+/// is owned by the list it came from. Later releases may add fields at the end.
+#[repr(C)]
+#[derive(Debug)]
+pub struct outbound_webhook_attempt_headers {
+    /// For a failure: the request's headers, names in lowercase, the value of any that
+    /// authorizes or signs (`authorization`, `x-signature`, `webhook-signature`, a name
+    /// holding `token`, `secret`, `key`, `auth`, `cookie`, `password`) as `"[redacted]"`;
+    /// NULL for a delivery.
+    pub request_headers: *const outbound_recorded_header,
+    /// How many `request_headers` holds.
+    pub request_headers_len: usize,
+    /// For a failure that got an answer: the answer's headers, names in lowercase (a
+    /// credential's value redacted as above); NULL otherwise.
+    pub answer_headers: *const outbound_recorded_header,
+    /// How many `answer_headers` holds.
+    pub answer_headers_len: usize,
+}
+
+/// Which of a URL's kept attempts `outbound_client_webhook_attempts_where` returns. The
+/// caller owns it; its layout is fixed within a series. Zero it, then set `limit`.
+#[repr(C)]
+#[derive(Debug)]
+pub struct outbound_attempt_query {
+    /// Only those with this result (`"delivered"`, `"retryable"`, `"permanent"`); NULL: any.
+    pub result: *const c_char,
+    /// Only those answered with this status; 0: any.
+    pub status: u16,
+    /// Only those of this message, NUL-terminated; NULL: any.
+    pub message_id: *const c_char,
+    /// Only those sent at or after this time, in Unix milliseconds; `OUTBOUND_TIME_NONE`
+    /// (not 0) leaves it open.
+    pub since_ms: i64,
+    /// Only those sent before this time, in Unix milliseconds; `OUTBOUND_TIME_NONE` leaves it
+    /// open.
+    pub until_ms: i64,
+    /// At most this many, newest first: 1 to 10,000.
+    pub limit: usize,
 }
 
 /// A webhook URL's health (`outbound_webhook_health_list_get`): its state and its last five
@@ -105,7 +147,21 @@ pub struct outbound_message_counts {
 /// does not depend on the client.
 pub struct outbound_webhook_attempt_list {
     items: Vec<outbound_webhook_attempt>,
+    headers: Vec<outbound_webhook_attempt_headers>,
     _keep: Keep,
+}
+
+impl outbound_webhook_attempt_list {
+    fn new(attempts: &[WebhookAttempt]) -> Self {
+        let mut keep = Keep::default();
+        let items = attempts.iter().map(|a| keep.attempt(a)).collect();
+        let headers = attempts.iter().map(|a| keep.attempt_headers(a)).collect();
+        outbound_webhook_attempt_list {
+            items,
+            headers,
+            _keep: keep,
+        }
+    }
 }
 
 /// Each webhook URL's health, in the order of the webhooks, from
@@ -122,6 +178,12 @@ impl PanicValue for *const outbound_webhook_attempt {
     }
 }
 
+impl PanicValue for *const outbound_webhook_attempt_headers {
+    fn on_panic() -> Self {
+        null()
+    }
+}
+
 impl PanicValue for *const outbound_webhook_health {
     fn on_panic() -> Self {
         null()
@@ -129,7 +191,8 @@ impl PanicValue for *const outbound_webhook_health {
 }
 
 /// Webhook `webhook`'s last attempts (up to 100, any outcome), newest first: message id, time,
-/// duration, status or error class, and for failures the first 1 KiB of the answer. Kept in
+/// duration, status or error class, and for failures the first 64 KiB of the answer and the
+/// headers (`outbound_webhook_attempt_list_headers`). Kept in
 /// memory for URLs with recent traffic (`outbound_options_set_attempt_log_size`,
 /// `_set_attempt_retention_ms`): an empty list for a URL with none. Needs no spool.
 ///
@@ -153,11 +216,64 @@ pub unsafe extern "C" fn outbound_client_webhook_attempts(
             let client = unsafe { client_ref(client) }?;
             check_out(out, "out")?;
             let attempts = client.webhook_attempts(webhook)?;
-            let mut keep = Keep::default();
-            let items = attempts.iter().map(|a| keep.attempt(a)).collect();
-            let list = outbound_webhook_attempt_list { items, _keep: keep };
             // SAFETY: `out` is non-NULL and writable.
-            unsafe { give(out, list) };
+            unsafe { give(out, outbound_webhook_attempt_list::new(&attempts)) };
+            Ok(())
+        })())
+    })
+}
+
+/// [`outbound_client_webhook_attempts`] keeping only the attempts `query` asks for: by result,
+/// status, message and time, at most `query->limit`, newest first.
+///
+/// Ownership: as `outbound_client_webhook_attempts`; `query` stays the caller's.
+///
+/// Returns `OUTBOUND_RESULT_OK`, `_NULL_ARGUMENT` (client, query or out), `_INVALID_UTF8`
+/// (result, message_id), `_INVALID_FIELD` (no webhook of that index, naming `webhook`; a
+/// `limit` outside 1 to 10,000, naming `limit`; an unknown `result`, naming `result`; a time
+/// out of range, naming `since` or `until`), `_PANIC`.
+///
+/// # Safety
+/// `client` is NULL or live; `query` is NULL or readable, its texts NULL or NUL-terminated;
+/// `out` is NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn outbound_client_webhook_attempts_where(
+    client: *const outbound_client,
+    webhook: usize,
+    query: *const outbound_attempt_query,
+    out: *mut *mut outbound_webhook_attempt_list,
+) -> outbound_result {
+    ffi!({
+        finish((|| {
+            // SAFETY: the caller's contract.
+            let client = unsafe { client_ref(client) }?;
+            // SAFETY: the caller's contract.
+            let q = unsafe { query.as_ref() }.ok_or(Failure::Null("query"))?;
+            check_out(out, "out")?;
+            // SAFETY: the caller's contract.
+            let result = unsafe { crate::convert::opt_string(q.result, "result") }?;
+            let result = (result.as_deref())
+                .map(|r| {
+                    AttemptResult::parse(r).ok_or_else(|| {
+                        Failure::Core(outbound::Error::InvalidField {
+                            field: "result".into(),
+                            reason: format!("must be delivered, retryable or permanent, got {r:?}"),
+                        })
+                    })
+                })
+                .transpose()?;
+            let query = AttemptQuery {
+                result,
+                status: (q.status != 0).then_some(q.status),
+                // SAFETY: the caller's contract.
+                message_id: unsafe { crate::convert::opt_string(q.message_id, "message_id") }?,
+                since: time_of(q.since_ms, "since")?,
+                until: time_of(q.until_ms, "until")?,
+                limit: q.limit,
+            };
+            let attempts = client.webhook_attempts_where(webhook, &query)?;
+            // SAFETY: `out` is non-NULL and writable.
+            unsafe { give(out, outbound_webhook_attempt_list::new(&attempts)) };
             Ok(())
         })())
     })
@@ -189,6 +305,23 @@ pub unsafe extern "C" fn outbound_webhook_attempt_list_get(
 ) -> *const outbound_webhook_attempt {
     // SAFETY: the caller's contract.
     ffi!({ unsafe { nth(list, index, |l| &l.items) } })
+}
+
+/// The headers of attempt `index` of the list (empty for a delivery), or NULL when `index`
+/// is not below `outbound_webhook_attempt_list_len` or `list` is NULL (`outbound_last_error`
+/// says which).
+///
+/// Ownership: the headers belong to the list; valid until `outbound_webhook_attempt_list_free`.
+///
+/// # Safety
+/// `list` is NULL or live.
+#[no_mangle]
+pub unsafe extern "C" fn outbound_webhook_attempt_list_headers(
+    list: *const outbound_webhook_attempt_list,
+    index: usize,
+) -> *const outbound_webhook_attempt_headers {
+    // SAFETY: the caller's contract.
+    ffi!({ unsafe { nth(list, index, |l| &l.headers) } })
 }
 
 /// Frees an attempt list; every pointer read from it becomes invalid. NULL is a no-op.
