@@ -14,7 +14,7 @@
 use crate::http::attempt::{Attempt, Seen, SeenHeaders};
 use crate::model::attempts::{
     AttemptQuery, AttemptResult, ErrorClass, HealthState, MessageCounts, WebhookAttempt,
-    WebhookHealth, WebhookMinute, ANSWER_EXCERPT, ANSWER_KEPT,
+    WebhookHealth, WebhookMinute, ANSWER_EXCERPT, ANSWER_KEPT, DEFAULT_ATTEMPT_LOG_SIZE,
 };
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering::Relaxed};
@@ -22,7 +22,7 @@ use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 /// Attempts a URL's log keeps without a setting (`Config::attempt_log_size`).
-pub(crate) const LOG_ATTEMPTS: usize = 100;
+pub(crate) const LOG_ATTEMPTS: usize = DEFAULT_ATTEMPT_LOG_SIZE;
 
 /// How much of its attempts a URL's log keeps (`Config::attempt_log_size`,
 /// `Config::attempt_retention`).

@@ -197,6 +197,8 @@ impl Default for AttemptQuery {
 
 /// The most attempts a URL's log may keep (`Config::attempt_log_size`).
 pub const MAX_ATTEMPT_LOG_SIZE: usize = 10_000;
+/// Attempts a URL's log keeps by default (`Config::attempt_log_size`).
+pub(crate) const DEFAULT_ATTEMPT_LOG_SIZE: usize = 100;
 
 /// Where a webhook URL stands.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -335,7 +335,7 @@ impl Default for Config {
             spool_commit_interval: Duration::from_millis(20),
             dead_letters: false,
             dead_letter_retention: crate::model::dead_letter::DEFAULT_RETENTION,
-            attempt_log_size: crate::delivery::watch::LOG_ATTEMPTS,
+            attempt_log_size: crate::model::attempts::DEFAULT_ATTEMPT_LOG_SIZE,
             attempt_retention: Duration::from_secs(24 * 3600),
             dead_letter_max_bytes: 256 << 20,
             max_webhook_headers: DEFAULT_MAX_WEBHOOK_HEADERS,
