@@ -65,7 +65,8 @@ fn redis(
     ack: crate::model::spool::RedisAck,
     dead_letters: bool,
 ) -> Result<Box<dyn Store>, Error> {
-    use crate::durable::redis::dead::{RedisDead, WithDead};
+    use crate::durable::redis::dead::RedisDead;
+    use crate::durable::redis::with_dead::WithDead;
     use crate::durable::redis::{RedisStore, TAKEOVER_MARGIN};
     let silent = timeout + TAKEOVER_MARGIN;
     let store: Box<dyn Store> = Box::new(RedisStore::open(spool, timeout, silent, ack)?);

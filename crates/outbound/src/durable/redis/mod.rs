@@ -144,6 +144,7 @@ mod takeover;
 mod tenants;
 #[cfg(test)]
 mod tests;
+pub(crate) mod with_dead;
 
 use keys::Keys;
 use takeover::Takeover;
