@@ -201,6 +201,17 @@ def post_batch(relay_url: str, key: str, batch: List[Dict[str, Any]]) -> None:
             time.sleep(0.1)
 
 
+def refused_relay(tmp_path: Path, refuser: "Refuser") -> Relay:
+    """A relay whose source alpha (write key wk_alpha) has one webhook, `refuser`'s."""
+    config = tmp_path / "relay.toml"
+    config.write_text("\n".join([
+        'listen = "127.0.0.1:0"', f"data_dir = {toml_str(str(tmp_path / 'data'))}",
+        f"admin_token = {toml_str(ADMIN_TOKEN)}", 'allowed_networks = ["127.0.0.0/8"]',
+        "[[sources]]", 'name = "alpha"', 'write_keys = ["wk_alpha"]',
+        "[[sources.webhooks]]", f'url = "{refuser.url}/in"']) + "\n")
+    return start_relay(config, tmp_path / "relay.log")
+
+
 def wait(what: str, done: Any, timeout: float = 30.0) -> None:
     end = time.monotonic() + timeout
     while not done():
@@ -1147,13 +1158,7 @@ def test_console_stays_quick_with_100000_dead_letters(tmp_path: Path, browser: B
     pages and looks up; the console never holds more than a page)."""
     n = 100_000
     refuser = Refuser()
-    config = tmp_path / "relay.toml"
-    config.write_text("\n".join([
-        'listen = "127.0.0.1:0"', f"data_dir = {toml_str(str(tmp_path / 'data'))}",
-        f"admin_token = {toml_str(ADMIN_TOKEN)}", 'allowed_networks = ["127.0.0.0/8"]',
-        "[[sources]]", 'name = "alpha"', 'write_keys = ["wk_alpha"]',
-        "[[sources.webhooks]]", f'url = "{refuser.url}/in"']) + "\n")
-    relay = start_relay(config, tmp_path / "relay.log")
+    relay = refused_relay(tmp_path, refuser)
     try:
         started = time.monotonic()
         for at in range(0, n, 500):

@@ -9,9 +9,9 @@ import json
 from pathlib import Path
 from typing import List
 
-from conftest import ADMIN_TOKEN, start_relay, toml_str
+from conftest import ADMIN_TOKEN
 from test_console import (Browser, Refuser, api, assert_clean, browser, dead_letter_ids,  # noqa: F401
-                          post_batch, wait)
+                          post_batch, refused_relay, wait)
 
 # Past the relay's bound of 10,000 letters read for one page of a search.
 N = 10_600
@@ -28,13 +28,7 @@ def send(relay_url: str, at: int, upto: int) -> None:
 
 def test_console_finds_dead_letters_by_a_text_of_their_event(tmp_path: Path, browser: Browser) -> None:
     refuser = Refuser()
-    config = tmp_path / "relay.toml"
-    config.write_text("\n".join([
-        'listen = "127.0.0.1:0"', f"data_dir = {toml_str(str(tmp_path / 'data'))}",
-        f"admin_token = {toml_str(ADMIN_TOKEN)}", 'allowed_networks = ["127.0.0.0/8"]',
-        "[[sources]]", 'name = "alpha"', 'write_keys = ["wk_alpha"]',
-        "[[sources.webhooks]]", f'url = "{refuser.url}/in"']) + "\n")
-    relay = start_relay(config, tmp_path / "relay.log")
+    relay = refused_relay(tmp_path, refuser)
     try:
         for at in range(0, N, 500):
             send(relay.url, at, min(N, at + 500))
