@@ -150,14 +150,17 @@ def test_console_attempts_explorer_chooses_and_shows_a_failure_whole(
     assert status == 200, answer
     for i in range(4):
         track(relay, "wk_alpha", f"fine-{i}")
-    assert rx_a.wait_for(lambda r: len(r.at("/explored")) == 4, 20)
+
+    def kept(query: str) -> List[Dict[str, Any]]:
+        return api(relay, "GET", f"/admin/sources/alpha/webhooks/0/attempts{query}")[1]["attempts"]
+
+    # The relay's record of the fourth 2xx, not the receiver's of the fourth request: the
+    # receiver reads its status after recording, so an early switch would refuse `fine-3`.
+    wait("four deliveries", lambda: len(kept("?result=delivered")) == 4)
     rx_a.status["/explored"] = 422
     rx_a.answer["/explored"] = b'{"error":"' + b"z" * 3000 + b'"}'
     for i in range(2):
         track(relay, "wk_alpha", f"refused-{i}")
-
-    def kept(query: str) -> List[Dict[str, Any]]:
-        return api(relay, "GET", f"/admin/sources/alpha/webhooks/0/attempts{query}")[1]["attempts"]
 
     wait("two refusals", lambda: len(kept("?result=permanent")) == 2)
 
