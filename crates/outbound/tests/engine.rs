@@ -259,6 +259,58 @@ fn the_engine_s_spool_max_bytes_bounds_every_tenant_together() {
 }
 
 #[test]
+fn calls_within_one_commit_do_not_pass_the_engine_s_spool_max_bytes_together() {
+    let _one = serial();
+    let dir = Dir::new("total-at-once");
+    // A long commit interval: every call below lands before the first commit is published.
+    let engine = Engine::new(EngineConfig {
+        spool: Some(dir.0.clone().into()),
+        spool_commit_interval: Duration::from_millis(500),
+        spool_max_bytes: Some(20_000),
+        ..EngineConfig::default()
+    })
+    .unwrap();
+    let tenants = [
+        engine
+            .tenant("a", hooks(NOWHERE, &Outcomes::default()))
+            .unwrap(),
+        engine
+            .tenant("b", hooks(NOWHERE, &Outcomes::default()))
+            .unwrap(),
+    ];
+    let big = |i: usize| {
+        Message::track("u1", "E")
+            .message_id(format!("m-{i}"))
+            .property("pad", "x".repeat(1_000))
+    };
+    let mut taken = 0;
+    let refused = loop {
+        match tenants[taken % 2].enqueue(&big(taken)) {
+            Ok(_) => taken += 1,
+            Err(e) => break e,
+        }
+        assert!(taken < 100, "never refused: {taken} taken at once");
+    };
+    assert_eq!(refused, outbound::Error::SpoolFull { limit: 20_000 });
+    let held = || tenants.iter().map(|t| t.spool_bytes()).sum::<u64>();
+    assert!(
+        taken >= 10 && held() <= 20_000,
+        "{taken} taken, {} bytes",
+        held()
+    );
+    // Once committed, the store counts what the calls took: the bound still holds.
+    std::thread::sleep(Duration::from_millis(1_500));
+    assert!(held() > 0 && held() <= 20_000, "{} bytes", held());
+    assert_eq!(
+        tenants[0].enqueue(&big(1_000)).unwrap_err(),
+        outbound::Error::SpoolFull { limit: 20_000 }
+    );
+    for t in tenants {
+        t.close(Some(Duration::ZERO)).unwrap();
+    }
+}
+
+#[test]
 fn an_engine_refuses_a_spool_max_bytes_of_zero() {
     let Err(outbound::Error::Config { setting, .. }) = Engine::new(EngineConfig {
         spool_max_bytes: Some(0),

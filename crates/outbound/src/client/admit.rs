@@ -27,16 +27,19 @@ impl Drop for CallGuard<'_> {
     }
 }
 
+/// Gives back `size` spool bytes a call took and did not use: the tenant's and, on an
+/// engine's spool, all tenants' together.
+fn give_back(shared: &Shared, size: u64) {
+    shared.spool_bytes.fetch_sub(size, Relaxed);
+    if let Some(total) = &shared.spool_total {
+        total.bytes.fetch_sub(size, Relaxed);
+    }
+}
+
 /// The spool bytes `items` take (0 without a spool).
 fn spool_size(spooled: bool, items: &[Item]) -> u64 {
     match spooled {
-        true => items
-            .iter()
-            .map(|i| {
-                (i.ingest.as_ref().map_or(0, |b| b.len()) + i.hook.as_ref().map_or(0, |b| b.len()))
-                    as u64
-            })
-            .sum(),
+        true => items.iter().map(Item::spool_size).sum(),
         false => 0,
     }
 }
@@ -205,9 +208,7 @@ impl Client {
     /// them): they count as refused for a full queue, as the call that took them fails.
     pub(super) fn unadmit(&self, shared: &Shared, spooled: bool, items: &[Item]) {
         let n = items.len() as u64;
-        shared
-            .spool_bytes
-            .fetch_sub(spool_size(spooled, items), Relaxed);
+        give_back(shared, spool_size(spooled, items));
         if spooled {
             shared.unsettled.fetch_sub(n, SeqCst);
         }
@@ -224,22 +225,26 @@ impl Client {
     /// everything without an outcome, as without a spool).
     fn reserve(&self, shared: &Shared, spooled: bool, n: u64, size: u64) -> Result<(), Error> {
         if spooled {
+            // Taken before it is checked, in the tenant's count and the engine's alike, so
+            // calls at once (within one commit) cannot pass either bound together.
             let limit = self.config.spool_max_bytes;
             let before = shared.spool_bytes.fetch_add(size, Relaxed);
+            let total =
+                (shared.spool_total.as_ref()).map(|t| (t, t.bytes.fetch_add(size, Relaxed)));
             if before + size > limit {
-                shared.spool_bytes.fetch_sub(size, Relaxed);
+                give_back(shared, size);
                 return Err(Error::SpoolFull { limit });
             }
-            if let Some(total) = &shared.spool_total {
-                if total.bytes.load(Relaxed).saturating_add(size) > total.limit {
-                    shared.spool_bytes.fetch_sub(size, Relaxed);
+            if let Some((total, before)) = total {
+                if before.saturating_add(size) > total.limit {
+                    give_back(shared, size);
                     return Err(Error::SpoolFull { limit: total.limit });
                 }
             }
         }
         let capacity = self.config.max_queue_size as u64;
         let full = || {
-            shared.spool_bytes.fetch_sub(size, Relaxed);
+            give_back(shared, size);
             Error::QueueFull {
                 capacity: self.config.max_queue_size,
             }

@@ -271,13 +271,13 @@ impl crate::Engine {
         Client::on_engine(config, self.core.clone(), None, None)
     }
 
-    /// [`Engine::client`] for a client that takes over from `previous` with changed
-    /// settings: each webhook URL still in `config` keeps `previous`'s records of it (health,
-    /// failures in a row, circuit, last attempts, last minutes), matched by URL, wherever it
-    /// now stands; a subscription's, by its name and URL. A URL no longer there leaves its
-    /// records behind, and a new one starts with none. `previous` keeps its own, so it may
-    /// run again; call it once `previous` has handed over or closed, so its last answers
-    /// are in what carries on.
+    /// [`Engine::client`](crate::Engine::client) for a client that takes over from
+    /// `previous` with changed settings: each webhook URL still in `config` keeps
+    /// `previous`'s records of it (health, failures in a row, circuit, last attempts, last
+    /// minutes), matched by URL, wherever it now stands; a subscription's, by its name and
+    /// URL. A URL no longer there leaves its records behind, and a new one starts with none.
+    /// `previous` keeps its own, so it may run again; call it once `previous` has handed
+    /// over or closed, so its last answers are in what carries on.
     pub fn client_after(&self, config: Config, previous: &Client) -> Result<Client, Error> {
         Client::on_engine_with(config, self.core.clone(), None, None, None, Some(previous))
     }
@@ -290,8 +290,9 @@ impl crate::Engine {
         self.tenant_with(name, config, None)
     }
 
-    /// [`Engine::tenant`] for the successor of tenant `previous` of the same name (after
-    /// [`Client::hand_over`]): its URLs' records carry on as [`Engine::client_after`] says.
+    /// [`Engine::tenant`](crate::Engine::tenant) for the successor of tenant `previous` of
+    /// the same name (after [`Client::hand_over`]): its URLs' records carry on as
+    /// [`Engine::client_after`](crate::Engine::client_after) says.
     pub fn tenant_after(
         &self,
         name: &str,

@@ -36,6 +36,13 @@ pub(crate) enum ItemId {
 }
 
 impl Item {
+    /// The bytes it takes in a spool, as a call reserves them and the spool writer gives
+    /// them back once the store counts the message itself.
+    pub(crate) fn spool_size(&self) -> u64 {
+        (self.ingest.as_ref().map_or(0, |b| b.len()) + self.hook.as_ref().map_or(0, |b| b.len()))
+            as u64
+    }
+
     /// What `ItemId::At` is read from.
     fn body(&self) -> Option<&Body> {
         self.ingest

@@ -8,8 +8,9 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering::*};
 use std::sync::{Condvar, Mutex};
 use std::time::{Duration, Instant};
 
-/// The bytes an engine's spool holds for all its tenants, as of each tenant's last commit, and
-/// the most it may (`EngineConfig::spool_max_bytes`; `u64::MAX`: no bound but each tenant's).
+/// The bytes an engine's spool holds for all its tenants, as of each tenant's last commit,
+/// plus what their calls took for messages not counted there yet; and the most it may
+/// (`EngineConfig::spool_max_bytes`; `u64::MAX`: no bound but each tenant's).
 pub(crate) struct SpoolTotal {
     pub bytes: AtomicU64,
     pub limit: u64,
@@ -32,7 +33,8 @@ pub(crate) struct Shared {
     /// Losses (failed or dropped messages) that a returned flush or close has answered for:
     /// the next one answers for those after them, wherever they fell (before its call too).
     pub answered_losses: AtomicU64,
-    /// Bytes in the spool (after the last commit, plus calls since): `spool_max_bytes`.
+    /// Bytes in the spool as of the last commit, plus what calls took for messages not
+    /// counted there yet: `spool_max_bytes`.
     pub spool_bytes: AtomicU64,
     /// A tenant's: its engine's spool, all tenants together.
     pub spool_total: Option<std::sync::Arc<SpoolTotal>>,

@@ -23,6 +23,7 @@ impl Spooler {
             return;
         };
         t.taken += 1;
+        t.taken_bytes += item.spool_size();
         if group.took.last() != Some(&no) {
             group.took.push(no);
         }
@@ -113,6 +114,7 @@ impl Spooler {
         let mut touched = std::mem::take(&mut group.touched);
         touched.sort_unstable();
         touched.dedup();
+        self.note_sent(&touched);
         let mut next = InFlight {
             ticket,
             items: std::mem::take(&mut group.waiting),
@@ -261,8 +263,13 @@ impl Spooler {
         if t.in_memory > 0 {
             self.active = self.active.saturating_sub(1);
         }
-        // Its records stay for the next tenant of its name, counted again when it comes.
-        self.total.bytes.fetch_sub(t.bytes, Relaxed);
+        // Its records stay for the next tenant of its name, counted again when it comes;
+        // what its calls reserved goes with it.
+        let reserved = match t.shared.spool_total.is_some() {
+            true => t.taken_bytes + t.sent_bytes,
+            false => 0,
+        };
+        self.total.bytes.fetch_sub(t.bytes + reserved, Relaxed);
         for _ in 0..t.parked {
             t.shared.leave_spooled(true);
         }

@@ -117,6 +117,11 @@ pub(crate) struct TenantSpool {
     last_ok: bool,
     /// Its bytes in the store as of its last commit (its part of the writer's total).
     bytes: u64,
+    /// The bytes its calls reserved for the messages taken into the open group, and for
+    /// those sent to the store since its bytes were last published: given back then, as
+    /// the store counts them itself from their write on.
+    taken_bytes: u64,
+    sent_bytes: u64,
     /// Messages passed on to its scheduler part whose removal has not come back.
     in_memory: u64,
     /// Its messages parked in the store, not read back yet.
@@ -157,6 +162,8 @@ impl TenantSpool {
             committed: 0,
             last_ok: true,
             bytes: 0,
+            taken_bytes: 0,
+            sent_bytes: 0,
             in_memory: 0,
             parked: 0,
             parked_ever: 0,
@@ -185,7 +192,7 @@ pub(crate) struct SpoolHandle {
     ops: SpoolOps,
     /// Dead letters the store refused and holds in memory now (set by the writer).
     pub unwritten: Arc<AtomicUsize>,
-    /// The spool's bytes, all tenants together (set by the writer at each commit).
+    /// The spool's bytes, all tenants together ([`SpoolTotal`]).
     pub total: Arc<SpoolTotal>,
 }
 
@@ -232,7 +239,7 @@ pub(crate) struct Spooler {
     dead_refused: bool,
     /// How many it holds, for the engine to read without asking ([`SpoolHandle::unwritten`]).
     unwritten: Arc<AtomicUsize>,
-    /// Every tenant's bytes in the store, summed from what each one's last commit left.
+    /// Every tenant's bytes in the store and what its calls took for messages not in it yet.
     total: Arc<SpoolTotal>,
     /// Tenants whose end came and whose ops are to be committed before they go.
     ending: Vec<TenantNo>,
@@ -269,20 +276,43 @@ struct Group {
     touched: Vec<TenantNo>,
 }
 
+/// Adds `up` and takes `down` from `count` at once, never below 0.
+fn adjust(count: &AtomicU64, up: u64, down: u64) {
+    if up == down {
+        return;
+    }
+    let _ = count.fetch_update(Relaxed, Relaxed, |n| Some((n + up).saturating_sub(down)));
+}
+
 impl Spooler {
     /// Tenant `no`'s bytes in the store now, for its calls (`spool_max_bytes`) and in the
-    /// engine's total.
+    /// engine's total: the store's change since the last time, less what its calls had
+    /// reserved for the messages sent to the store since (their bytes are in the change).
+    /// What calls reserved for messages not in the store yet stays counted.
     pub(super) fn publish_bytes(&mut self, no: TenantNo) {
         let Some(t) = self.tenants.get_mut(&no) else {
             return;
         };
         let bytes = self.store.pending(no).1;
-        t.shared.spool_bytes.store(bytes, Relaxed);
         let was = std::mem::replace(&mut t.bytes, bytes);
-        if bytes >= was {
-            self.total.bytes.fetch_add(bytes - was, Relaxed);
-        } else {
-            self.total.bytes.fetch_sub(was - bytes, Relaxed);
+        let sent = std::mem::take(&mut t.sent_bytes);
+        let (up, down) = (bytes.saturating_sub(was), was.saturating_sub(bytes) + sent);
+        adjust(&t.shared.spool_bytes, up, down);
+        // A private spool's calls do not reserve in the total (it bounds nothing there).
+        let reserved = match t.shared.spool_total.is_some() {
+            true => sent,
+            false => 0,
+        };
+        adjust(&self.total.bytes, up, was.saturating_sub(bytes) + reserved);
+    }
+
+    /// Moves what calls reserved for the messages of a group from taken to sent, as the
+    /// group goes to the store.
+    pub(super) fn note_sent(&mut self, touched: &[TenantNo]) {
+        for no in touched {
+            if let Some(t) = self.tenants.get_mut(no) {
+                t.sent_bytes += std::mem::take(&mut t.taken_bytes);
+            }
         }
     }
 
