@@ -208,6 +208,12 @@ def main() -> int:
         out["restart_rss_mib"] = round(rss_mib(proc), 1)
         status, body = c.call("GET", "/admin/sources?limit=1")
         out["after_restart_matched"] = json.loads(body)["matched"]
+        # A scrape with every source (the default metrics settings): its size and series.
+        status, body = c.call("GET", "/metrics")
+        assert status == 200, status
+        out["metrics_bytes"] = len(body)
+        out["metrics_series"] = sum(1 for line in body.splitlines()
+                                    if line and not line.startswith(b"#"))
         if redis is not None:
             out["redis_rss_mib"] = round(rss_of(redis.pid), 1)
         stop(proc)
@@ -237,6 +243,8 @@ def main() -> int:
           f"{'  (killed)' if out['stop_s'] >= STOP_WAIT else ''}")
     print(f"restart until ready (s)         {out['restart_s']}  RSS {out['restart_rss_mib']} MiB")
     print(f"sources after the restart       {out['after_restart_matched']}")
+    print(f"/metrics after the restart      {out['metrics_bytes']:,} bytes, "
+          f"{out['metrics_series']:,} series")
     if redis is not None:
         print(f"redis-server RSS (MiB)          {out['redis_rss_mib']}")
     if args.json:
