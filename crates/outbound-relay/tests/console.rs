@@ -141,6 +141,18 @@ fn sources_come_in_pages_in_name_order_searched_by_name_or_url_among_10000() {
             .collect();
         counts == [3, 2, 1]
     });
+    // In name order a page asks for its own sources' dead letters only: the same counts.
+    let (_, page) = admin_get(&relay, "/admin/sources?q=s-0000&limit=10");
+    let counts: Vec<(String, u64)> = (page["sources"].as_array().unwrap().iter())
+        .map(|s| {
+            let name = s["name"].as_str().unwrap().to_string();
+            (name, s["summary"]["dead_letters"].as_u64().unwrap())
+        })
+        .collect();
+    let want: Vec<(String, u64)> = (0..10)
+        .map(|i| (format!("s-0000{i}"), if i == 7 { 3 } else { 0 }))
+        .collect();
+    assert_eq!(counts, want);
     let worst = ["s-00007", "s-02007", "s-01007"];
     let mut by_name: Vec<String> = all_names.clone();
     by_name.sort();

@@ -156,10 +156,24 @@ impl Engine {
     /// with no query; on Redis one round trip for all of them. For a service's metrics,
     /// however many tenants there are. Empty without a spool.
     pub fn dead_letter_counts(&self) -> Result<Vec<(String, DeadLetterStats)>, Error> {
+        self.counts(None)
+    }
+
+    /// [`Engine::dead_letter_counts`] of the tenants named `names` only (those that keep
+    /// dead letters): for a page of a service's tenants, at the cost of the page, not of
+    /// every tenant's counts.
+    pub fn dead_letter_counts_of(
+        &self,
+        names: &[&str],
+    ) -> Result<Vec<(String, DeadLetterStats)>, Error> {
+        self.counts(Some(names.iter().map(|n| n.to_string()).collect()))
+    }
+
+    fn counts(&self, names: Option<Vec<String>>) -> Result<Vec<(String, DeadLetterStats)>, Error> {
         let Some(spool) = &self.core.spool else {
             return Ok(Vec::new());
         };
-        match spool.handle.inbox.ask(0, Ask::Counts, COUNTS_WAIT)? {
+        match spool.handle.inbox.ask(0, Ask::Counts(names), COUNTS_WAIT)? {
             Answer::Counts(counts) => Ok(counts),
             _ => Err(Error::Spool {
                 path: String::new(),

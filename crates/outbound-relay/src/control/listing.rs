@@ -183,11 +183,16 @@ pub async fn list(State(api): State<Api>, _: Admin, RawQuery(query): RawQuery) -
             || s.name.to_lowercase().contains(&a.q)
             || (s.spec.core.webhooks.iter()).any(|w| w.url.to_lowercase().contains(&a.q))
     };
-    let dead = dead_letters(&api);
     if a.sort == Sort::Name && a.states.is_none() {
-        // In name order from `after`: a page costs its own length, a search one pass over
-        // the set's search index.
+        // In name order from `after`: a page costs its own length (its own sources' dead
+        // letters too), a search one pass over the set's search index.
         let page = sources.page(&a.after, &a.q, a.limit);
+        let tenants: Vec<&str> = page
+            .sources
+            .iter()
+            .map(|s| s.spec.tenant.as_str())
+            .collect();
+        let dead = dead_letters(&api, Some(&tenants));
         let items = (page.sources.iter())
             .map(|s| listed(s, summary(s, &dead)))
             .collect();
@@ -199,6 +204,7 @@ pub async fn list(State(api): State<Api>, _: Admin, RawQuery(query): RawQuery) -
         return answer(StatusCode::OK, &list);
     }
     // Every match summed up, then sorted: the order of this moment.
+    let dead = dead_letters(&api, None);
     let in_state = |sum: &Option<Summary>| match (&a.states, sum) {
         (None, _) => true,
         (Some(states), Some(sum)) => {
@@ -253,9 +259,15 @@ fn listed(s: &Source, summary: Option<Summary>) -> Listed {
     }
 }
 
-/// Each source's dead letters kept, by tenant (the shared spool's, in one question).
-fn dead_letters(api: &Api) -> HashMap<String, u64> {
-    match api.registry.engine().dead_letter_counts() {
+/// Each source's dead letters kept, by tenant (the shared spool's, in one question): those
+/// of `tenants`, or every source's.
+fn dead_letters(api: &Api, tenants: Option<&[&str]>) -> HashMap<String, u64> {
+    let engine = api.registry.engine();
+    let counts = match tenants {
+        Some(tenants) => engine.dead_letter_counts_of(tenants),
+        None => engine.dead_letter_counts(),
+    };
+    match counts {
         Ok(counts) => counts.into_iter().map(|(t, c)| (t, c.count)).collect(),
         Err(e) => {
             tracing::debug!("dead letters of the list: {e}");

@@ -107,6 +107,15 @@ impl SharedEngine {
         self.engine.dead_letter_counts()
     }
 
+    /// [`SharedEngine::dead_letter_counts`] of the sources of these tenants only
+    /// (`Engine::dead_letter_counts_of`).
+    pub fn dead_letter_counts_of(
+        &self,
+        tenants: &[&str],
+    ) -> Result<Vec<(String, outbound::DeadLetterStats)>, outbound::Error> {
+        self.engine.dead_letter_counts_of(tenants)
+    }
+
     /// Dead letters the shared spool's store refused and holds in memory
     /// (`Engine::dead_letters_unwritten`).
     pub fn dead_letters_unwritten(&self) -> usize {

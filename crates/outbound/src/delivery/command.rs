@@ -134,8 +134,9 @@ pub(crate) enum Ask {
     Progress(u64),
     Stats,
     /// Every tenant of the writer that keeps dead letters, by name, with its counts
-    /// (`Engine::dead_letter_counts`; the request's tenant is not looked at).
-    Counts,
+    /// (`Engine::dead_letter_counts`; the request's tenant is not looked at), or only those
+    /// of the names given (`Engine::dead_letter_counts_of`).
+    Counts(Option<Vec<String>>),
 }
 
 /// The answer to an [`Ask`].

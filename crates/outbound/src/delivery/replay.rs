@@ -118,7 +118,7 @@ impl Replays {
             Ask::Delete(id) => Answer::Deleted(dead.delete(no, &id)?),
             Ask::Stats => Answer::Stats(dead.stats(no)?),
             // The writer answers it itself (`spooler.rs`): it knows the tenants' names.
-            Ask::Counts => Answer::Counts(Vec::new()),
+            Ask::Counts(_) => Answer::Counts(Vec::new()),
             Ask::Progress(id) => Answer::Replay(self.progress(name, id)),
             Ask::Replay(pick, mask) => {
                 let marked = dead.mark_replay(no, &pick, mask)?;
