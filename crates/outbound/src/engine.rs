@@ -159,21 +159,33 @@ impl Engine {
         self.counts(None)
     }
 
-    /// [`Engine::dead_letter_counts`] of the tenants named `names` only (those that keep
-    /// dead letters): for a page of a service's tenants, at the cost of the page, not of
-    /// every tenant's counts.
+    /// [`Engine::dead_letter_counts`] of these tenants only (those on this engine's spool
+    /// that keep dead letters; any other client is left out): for a page of a service's
+    /// tenants, at the cost of the page, not of every tenant's counts.
     pub fn dead_letter_counts_of(
         &self,
-        names: &[&str],
+        tenants: &[&crate::Client],
     ) -> Result<Vec<(String, DeadLetterStats)>, Error> {
-        self.counts(Some(names.iter().map(|n| n.to_string()).collect()))
-    }
-
-    fn counts(&self, names: Option<Vec<String>>) -> Result<Vec<(String, DeadLetterStats)>, Error> {
         let Some(spool) = &self.core.spool else {
             return Ok(Vec::new());
         };
-        match spool.handle.inbox.ask(0, Ask::Counts(names), COUNTS_WAIT)? {
+        let total = &spool.handle.total;
+        self.counts(Some(
+            tenants
+                .iter()
+                .filter_map(|c| c.spool_tenant(total))
+                .collect(),
+        ))
+    }
+
+    fn counts(
+        &self,
+        nos: Option<Vec<crate::durable::TenantNo>>,
+    ) -> Result<Vec<(String, DeadLetterStats)>, Error> {
+        let Some(spool) = &self.core.spool else {
+            return Ok(Vec::new());
+        };
+        match spool.handle.inbox.ask(0, Ask::Counts(nos), COUNTS_WAIT)? {
             Answer::Counts(counts) => Ok(counts),
             _ => Err(Error::Spool {
                 path: String::new(),

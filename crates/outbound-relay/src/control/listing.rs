@@ -187,12 +187,13 @@ pub async fn list(State(api): State<Api>, _: Admin, RawQuery(query): RawQuery) -
         // In name order from `after`: a page costs its own length (its own sources' dead
         // letters too), a search one pass over the set's search index.
         let page = sources.page(&a.after, &a.q, a.limit);
-        let tenants: Vec<&str> = page
+        let clients: Vec<_> = page
             .sources
             .iter()
-            .map(|s| s.spec.tenant.as_str())
+            .filter_map(|s| s.slot.current())
             .collect();
-        let dead = dead_letters(&api, Some(&tenants));
+        let clients: Vec<&outbound::Client> = clients.iter().map(|c| &**c).collect();
+        let dead = dead_letters(&api, Some(&clients));
         let items = (page.sources.iter())
             .map(|s| listed(s, summary(s, &dead)))
             .collect();
@@ -261,7 +262,7 @@ fn listed(s: &Source, summary: Option<Summary>) -> Listed {
 
 /// Each source's dead letters kept, by tenant (the shared spool's, in one question): those
 /// of `tenants`, or every source's.
-fn dead_letters(api: &Api, tenants: Option<&[&str]>) -> HashMap<String, u64> {
+fn dead_letters(api: &Api, tenants: Option<&[&outbound::Client]>) -> HashMap<String, u64> {
     let engine = api.registry.engine();
     let counts = match tenants {
         Some(tenants) => engine.dead_letter_counts_of(tenants),

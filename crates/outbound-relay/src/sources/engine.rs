@@ -107,11 +107,11 @@ impl SharedEngine {
         self.engine.dead_letter_counts()
     }
 
-    /// [`SharedEngine::dead_letter_counts`] of the sources of these tenants only
+    /// [`SharedEngine::dead_letter_counts`] of these sources' clients only
     /// (`Engine::dead_letter_counts_of`).
     pub fn dead_letter_counts_of(
         &self,
-        tenants: &[&str],
+        tenants: &[&Client],
     ) -> Result<Vec<(String, outbound::DeadLetterStats)>, outbound::Error> {
         self.engine.dead_letter_counts_of(tenants)
     }

@@ -183,6 +183,20 @@ impl Client {
         }
     }
 
+    /// Its number with the spool writer whose total is `total` (an engine's), when it is
+    /// one of that writer's tenants.
+    pub(crate) fn spool_tenant(
+        &self,
+        total: &Arc<crate::delivery::shared::SpoolTotal>,
+    ) -> Option<crate::durable::TenantNo> {
+        let engine = self.engine.load();
+        let ours = (engine.shared.spool_total.as_ref()).is_some_and(|t| Arc::ptr_eq(t, total));
+        match &engine.tx {
+            CommandSink::Spooler(inbox) if ours => Some(inbox.tenant()),
+            _ => None,
+        }
+    }
+
     /// True once `close` was called.
     pub fn is_closed(&self) -> bool {
         self.engine.load().shared.closed.load(SeqCst)

@@ -135,8 +135,8 @@ pub(crate) enum Ask {
     Stats,
     /// Every tenant of the writer that keeps dead letters, by name, with its counts
     /// (`Engine::dead_letter_counts`; the request's tenant is not looked at), or only those
-    /// of the names given (`Engine::dead_letter_counts_of`).
-    Counts(Option<Vec<String>>),
+    /// numbered here (`Engine::dead_letter_counts_of`).
+    Counts(Option<Vec<TenantNo>>),
 }
 
 /// The answer to an [`Ask`].

@@ -424,6 +424,11 @@ impl TenantSpoolInbox {
     pub(crate) fn ask(&self, ask: Ask, wait: std::time::Duration) -> Result<Answer, Error> {
         self.inbox.ask(self.tenant, ask, wait)
     }
+
+    /// The tenant's number with its writer.
+    pub(crate) fn tenant(&self) -> TenantNo {
+        self.tenant
+    }
 }
 
 impl SpoolInbox {

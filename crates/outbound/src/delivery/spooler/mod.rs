@@ -38,7 +38,7 @@ use crate::durable::{Cursor, Op, Store, TenantNo, Ticket};
 use crate::error::Error;
 use crate::log::{Level, Logger};
 use crossbeam_channel::{select, Receiver, Sender, TryRecvError};
-use foldhash::{HashMap, HashSet};
+use foldhash::HashMap;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering::*};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -510,8 +510,8 @@ impl Spooler {
     /// Answers the questions asked of the store (dead letters, replays, counts).
     fn answer_asks(&mut self) {
         while let Ok(request) = self.mailbox.asks.try_recv() {
-            if let Ask::Counts(names) = &request.ask {
-                let _ = request.reply.send(self.dead_counts(names.as_deref()));
+            if let Ask::Counts(nos) = &request.ask {
+                let _ = request.reply.send(self.dead_counts(nos.as_deref()));
                 continue;
             }
             let tenant = self.tenants.get(&request.tenant);
@@ -549,14 +549,19 @@ impl Spooler {
     }
 
     /// Every tenant that keeps dead letters, by name, with its counts ([`Ask::Counts`]), or
-    /// those of `names`: what the store keeps counted, all at once.
-    fn dead_counts(&mut self, names: Option<&[String]>) -> Result<Answer, Error> {
-        let named: Option<HashSet<&str>> = names.map(|n| n.iter().map(String::as_str).collect());
-        let keeping: Vec<(TenantNo, String)> = (self.tenants.iter())
-            .filter(|(_, t)| t.dead.is_some())
-            .filter(|(_, t)| named.as_ref().is_none_or(|n| n.contains(t.name.as_str())))
-            .map(|(no, t)| (*no, t.name.clone()))
-            .collect();
+    /// those of `nos` (looked up, not searched for): what the store keeps counted, at once.
+    fn dead_counts(&mut self, nos: Option<&[TenantNo]>) -> Result<Answer, Error> {
+        let keeping: Vec<(TenantNo, String)> = match nos {
+            None => (self.tenants.iter())
+                .filter(|(_, t)| t.dead.is_some())
+                .map(|(no, t)| (*no, t.name.clone()))
+                .collect(),
+            Some(nos) => (nos.iter())
+                .filter_map(|no| Some((*no, self.tenants.get(no)?)))
+                .filter(|(_, t)| t.dead.is_some())
+                .map(|(no, t)| (no, t.name.clone()))
+                .collect(),
+        };
         let Some(dead) = self.store.dead_letters() else {
             return Ok(Answer::Counts(Vec::new()));
         };
