@@ -3,12 +3,11 @@
 
 mod support;
 
-use std::process::Command;
 
 fn check(dir: &std::path::Path, text: &str) -> (i32, String, String) {
     let path = dir.join("relay.toml");
     std::fs::write(&path, text).unwrap();
-    let out = Command::new(support::relay_bin())
+    let out = support::relay_command()
         .args(["check", "--config"])
         .arg(&path)
         .output()

@@ -15,13 +15,8 @@ use support::*;
 /// The binary with `args` and exactly the `OUTBOUND_RELAY_*` variables in `env` (any the test
 /// process has are removed: a developer's shell must not change the test).
 fn command(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Command {
-    let mut cmd = Command::new(relay_bin());
+    let mut cmd = relay_command();
     cmd.current_dir(dir).args(args);
-    for (k, _) in std::env::vars() {
-        if k.starts_with("OUTBOUND_RELAY_") {
-            cmd.env_remove(k);
-        }
-    }
     cmd.envs(env.iter().copied());
     cmd
 }

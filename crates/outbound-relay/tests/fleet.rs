@@ -446,7 +446,7 @@ fn an_unreadable_fleet_store_is_refused_at_start_naming_spool() {
     let dir = temp_dir();
     let cfg = api_config(Some(&redis_url(&redis)));
     std::fs::write(dir.path().join("relay.toml"), cfg).unwrap();
-    let out = std::process::Command::new(relay_bin())
+    let out = support::relay_command()
         .arg("--config")
         .arg(dir.path().join("relay.toml"))
         .current_dir(dir.path())

@@ -449,7 +449,7 @@ fn tls_cert_without_tls_key_is_a_config_error_naming_the_key() {
     let rx = Receiver::start();
     let cfg = config(&[("web", "wk_web", &rx)], "tls_cert = \"cert.pem\"\n");
     std::fs::write(dir.path().join("relay.toml"), cfg).unwrap();
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_outbound-relay"))
+    let out = support::relay_command()
         .arg("--config")
         .arg(dir.path().join("relay.toml"))
         .output()
@@ -548,7 +548,7 @@ fn bad_values_of_the_new_settings_are_config_errors_naming_the_key() {
              [[sources.webhooks]]\nurl = \"https://hooks.example.com/in\"\n"
         );
         std::fs::write(&path, toml).unwrap();
-        let out = std::process::Command::new(env!("CARGO_BIN_EXE_outbound-relay"))
+        let out = support::relay_command()
             .arg("--config")
             .arg(&path)
             .output()
@@ -643,7 +643,7 @@ fn two_origin_headers_are_refused_even_when_the_first_is_allowed() {
 fn with_open_files(dir: &std::path::Path, cfg: &str, soft: u64, hard: u64) -> std::process::Child {
     use std::os::unix::process::CommandExt;
     std::fs::write(dir.join("relay.toml"), cfg).unwrap();
-    let mut cmd = std::process::Command::new(support::relay_bin());
+    let mut cmd = support::relay_command();
     cmd.arg("--config")
         .arg(dir.join("relay.toml"))
         .stdout(std::process::Stdio::piped())

@@ -145,7 +145,7 @@ fn refused(toml: &str) -> (Option<i32>, String) {
     let dir = temp_dir();
     let path = dir.path().join("relay.toml");
     std::fs::write(&path, toml).unwrap();
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_outbound-relay"))
+    let out = support::relay_command()
         .arg("--config")
         .arg(&path)
         .output()

@@ -1026,7 +1026,7 @@ fn credentials_in_a_webhook_url_are_never_logged() {
         ),
     )
     .unwrap();
-    let out = std::process::Command::new(support::relay_bin())
+    let out = support::relay_command()
         .arg("--config")
         .arg(dir.path().join("relay.toml"))
         .output()

@@ -298,7 +298,7 @@ fn the_settings_are_keys_at_the_top_level_and_per_source() {
     // A bad value is refused under its key.
     let bad = config(&[("web", "wk_web", &rx)], "dead_letter_max_bytes = 0");
     std::fs::write(dir.path().join("relay.toml"), bad).unwrap();
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_outbound-relay"))
+    let out = support::relay_command()
         .arg("--config")
         .arg(dir.path().join("relay.toml"))
         .output()
@@ -374,7 +374,7 @@ fn the_attempt_log_keeps_attempt_log_size_for_attempt_retention() {
     let refused_at_start = |extra: &str, var: Option<(&str, &str)>| {
         let bad = config(&[("web", "wk_web", &rx)], extra);
         std::fs::write(dir.path().join("relay.toml"), bad).unwrap();
-        let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_outbound-relay"));
+        let mut cmd = support::relay_command();
         cmd.arg("--config").arg(dir.path().join("relay.toml"));
         if let Some((k, v)) = var {
             cmd.env(k, v);

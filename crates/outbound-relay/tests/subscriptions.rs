@@ -130,7 +130,7 @@ fn relay_toml_errors_name_the_subscription_and_the_position_in_its_trigger() {
         top()
     );
     std::fs::write(dir.path().join("relay.toml"), config).unwrap();
-    let out = std::process::Command::new(support::relay_bin())
+    let out = support::relay_command()
         .args(["check", "--config"])
         .arg(dir.path().join("relay.toml"))
         .output()

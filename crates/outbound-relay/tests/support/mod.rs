@@ -170,6 +170,19 @@ pub fn relay_bin() -> String {
         .unwrap_or_else(|_| env!("CARGO_BIN_EXE_outbound-relay").to_string())
 }
 
+/// The binary under test, without the test process's `RUST_LOG` and `OUTBOUND_RELAY_*`
+/// variables: a developer's shell (or the test command's `OUTBOUND_RELAY_BIN`) must not
+/// change what a test sees; a test gives the relay its own with `.env`.
+pub fn relay_command() -> Command {
+    let mut cmd = Command::new(relay_bin());
+    for (k, _) in std::env::vars() {
+        if k == "RUST_LOG" || k.starts_with("OUTBOUND_RELAY_") {
+            cmd.env_remove(k);
+        }
+    }
+    cmd
+}
+
 /// A temp dir for one test (kept while the value lives).
 pub fn temp_dir() -> tempfile::TempDir {
     tempfile::Builder::new()
@@ -189,7 +202,7 @@ impl Relay {
     pub fn start_with(dir: &Path, config: &str, args: &[&str], env: &[(&str, &str)]) -> Relay {
         let path = dir.join("relay.toml");
         std::fs::write(&path, config).unwrap();
-        let mut child = Command::new(relay_bin())
+        let mut child = relay_command()
             .arg("--config")
             .arg(&path)
             .args(args)
