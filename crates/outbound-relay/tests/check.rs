@@ -3,7 +3,6 @@
 
 mod support;
 
-
 fn check(dir: &std::path::Path, text: &str) -> (i32, String, String) {
     let path = dir.join("relay.toml");
     std::fs::write(&path, text).unwrap();
