@@ -265,10 +265,7 @@ impl Spooler {
         }
         // Its records stay for the next tenant of its name, counted again when it comes;
         // what its calls reserved goes with it.
-        let reserved = match t.shared.spool_total.is_some() {
-            true => t.taken_bytes + t.sent_bytes,
-            false => 0,
-        };
+        let reserved = t.in_total(t.taken_bytes + t.sent_bytes);
         self.total.bytes.fetch_sub(t.bytes + reserved, Relaxed);
         for _ in 0..t.parked {
             t.shared.leave_spooled(true);

@@ -140,6 +140,15 @@ pub(crate) struct TenantSpool {
 }
 
 impl TenantSpool {
+    /// What of `reserved` (bytes its calls took) is in the writer's total: all of it on an
+    /// engine's spool, none on a private one (its calls take nothing there).
+    fn in_total(&self, reserved: u64) -> u64 {
+        match self.shared.spool_total.is_some() {
+            true => reserved,
+            false => 0,
+        }
+    }
+
     pub(crate) fn new(
         name: String,
         shared: Arc<Shared>,
@@ -298,12 +307,8 @@ impl Spooler {
         let sent = std::mem::take(&mut t.sent_bytes);
         let (up, down) = (bytes.saturating_sub(was), was.saturating_sub(bytes) + sent);
         adjust(&t.shared.spool_bytes, up, down);
-        // A private spool's calls do not reserve in the total (it bounds nothing there).
-        let reserved = match t.shared.spool_total.is_some() {
-            true => sent,
-            false => 0,
-        };
-        adjust(&self.total.bytes, up, was.saturating_sub(bytes) + reserved);
+        let total_down = was.saturating_sub(bytes) + t.in_total(sent);
+        adjust(&self.total.bytes, up, total_down);
     }
 
     /// Moves what calls reserved for the messages of a group from taken to sent, as the
