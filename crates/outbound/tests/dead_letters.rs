@@ -233,11 +233,9 @@ fn a_bulk_replay_of_a_thousand_delivers_each_once_in_the_background() {
         } {
             std::thread::sleep(Duration::from_millis(2));
         }
-        ids.push(
-            client
-                .enqueue(&Message::track(format!("u{i}"), "Bulk"))
-                .unwrap(),
-        );
+        // A refusal says which limit and what the counters read at that moment.
+        let id = client.enqueue(&Message::track(format!("u{i}"), "Bulk"));
+        ids.push(id.unwrap_or_else(|e| panic!("message {i}: {e:?}; {:?}", client.stats())));
     }
     outcomes.wait_for(1000, Duration::from_secs(60));
     wait_until("a thousand dead letters", Duration::from_secs(10), || {
