@@ -142,11 +142,10 @@ mod _native {
             let mut config = Config::default();
             config.write_key = write_key;
             config.endpoint = endpoint;
-            config.webhooks = webhooks
-                .into_iter()
-                .enumerate()
+            config.webhooks = (webhooks.into_iter().enumerate())
                 .map(|(i, hook)| crate::endpoint::webhook(i, hook))
-                .collect::<PyResult<_>>()?;
+                .collect::<PyResult<Vec<_>>>()?
+                .into();
             config.subscriptions = (subscriptions.iter().enumerate())
                 .map(|(i, sub)| crate::subscription::subscription(i, sub))
                 .collect::<PyResult<_>>()?;

@@ -160,7 +160,7 @@ fn a_successor_with_changed_settings_keeps_each_urls_counts() {
     let before = counts(&client, 1);
     client.close(None).unwrap();
     // The refusing URL moves to the front: its counts follow it, not its place.
-    let mut hooks = cfg.webhooks.clone();
+    let mut hooks = cfg.webhooks.to_vec();
     hooks.swap(0, 1);
     let after = engine.client_after(cfg.webhooks(hooks), &client).unwrap();
     assert_eq!(counts(&after, 0), before);

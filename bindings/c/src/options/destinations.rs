@@ -82,7 +82,7 @@ pub unsafe extern "C" fn outbound_options_add_webhook(
                 if let Some(text) = opt_str(headers_json, "headers_json")? {
                     hook.headers = outbound::parse_headers("headers_json", text)?;
                 }
-                c.webhooks.push(hook);
+                std::sync::Arc::make_mut(&mut c.webhooks).push(hook);
                 Ok(())
             })
         }

@@ -125,12 +125,14 @@ fn webhook_mut<'a>(
     field: &str,
 ) -> Result<&'a mut Webhook, Failure> {
     let added = c.webhooks.len();
-    c.webhooks.get_mut(webhook).ok_or_else(|| {
-        Failure::Core(outbound::Error::Config {
-            setting: format!("webhooks[{webhook}].{field}"),
-            reason: format!("no webhook {webhook}: {added} added"),
+    std::sync::Arc::make_mut(&mut c.webhooks)
+        .get_mut(webhook)
+        .ok_or_else(|| {
+            Failure::Core(outbound::Error::Config {
+                setting: format!("webhooks[{webhook}].{field}"),
+                reason: format!("no webhook {webhook}: {added} added"),
+            })
         })
-    })
 }
 
 /// [`with_config`] for a setter that cannot fail: `f` sets its field.

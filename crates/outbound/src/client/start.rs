@@ -226,7 +226,7 @@ pub(super) fn validate(config: &Config) -> Result<(), Error> {
 
 fn targets_of(config: &Config) -> Result<Vec<ParsedUrl>, Error> {
     let mut targets = Vec::with_capacity(config.webhooks.len());
-    for w in &config.webhooks {
+    for w in config.webhooks.iter() {
         targets.push(ParsedUrl::parse(&w.url).map_err(|why| Error::config("webhooks", why))?);
     }
     Ok(targets)

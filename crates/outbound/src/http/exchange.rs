@@ -885,7 +885,7 @@ mod tests {
         let recorder = Arc::new(Recorder::default());
         let guarded = Config {
             block_private_networks: true,
-            webhooks: vec![crate::Webhook::new(&url)],
+            webhooks: vec![crate::Webhook::new(&url)].into(),
             ..Config::default()
         };
         let ex = Exchange::webhooks(&guarded, &io, Some(&recorder)).unwrap();

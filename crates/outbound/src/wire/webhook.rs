@@ -160,7 +160,7 @@ impl Hooks {
             .into();
         let targets = checked
             .into_iter()
-            .zip(&config.webhooks)
+            .zip(config.webhooks.iter())
             .map(|(hook, webhook)| {
                 let named = |default: &'static str| {
                     (hook.signature_header.clone())

@@ -3,7 +3,7 @@
 //! engine (`requests.rs`), so a slow or failing destination never delays another one.
 //!
 //! - Requests out grow with demand, up to `max_in_flight`, as long as fewer than its share
-//!   of [`BRISK`] (see [`share_brisk`]) of the requests out are younger than [`SLOW_AFTER`]
+//!   of [`BRISK`] (see [`Lanes::share_brisk`]) of the requests out are younger than [`SLOW_AFTER`]
 //!   or unanswered by a receiver that has answered nothing since they left. A receiver
 //!   that answers quickly is kept busy by a few requests at once (hundreds on one fast
 //!   receiver cost more CPU in switching than they gain; too few leave both sides waking up
@@ -40,6 +40,7 @@ use crate::wire::webhook::Hooks;
 pub(crate) use budget::Budget;
 use crossbeam_channel::Sender;
 use health::Health;
+pub(crate) use lanes::Lanes;
 use rate::Rate;
 use requests::Requests;
 use std::collections::VecDeque;
@@ -52,24 +53,28 @@ pub(crate) const TRIP_AFTER: u32 = 20;
 /// come back together, and must not hold back a receiver that answers everything else.
 pub(crate) const TRIP_QUIET: Duration = Duration::from_secs(1);
 /// Requests out at once, not counting slow ones, beyond which a client's lanes start no
-/// more, shared by the lanes with work, at least [`SILENT`] each ([`share_brisk`])...
+/// more, shared by the lanes with work, at least [`SILENT`] each ([`Lanes::share_brisk`])...
 /// (measured: BENCHMARKS.md, "Requests out per destination").
 pub(crate) const BRISK: usize = 16;
 /// ...and what a lane gets before its destination has answered anything.
 pub(crate) const SILENT: usize = 8;
 
-/// Shares [`BRISK`] among the lanes with work (requests out or waiting), at least
-/// [`SILENT`] each: what costs CPU is every brisk request of the client, not each lane's.
+/// [`Lanes::share_brisk`] of lanes made one by one.
+#[cfg(test)]
 pub(crate) fn share_brisk(lanes: &mut [Lane]) {
-    let with_work = lanes
-        .iter()
-        .filter(|l| l.requests.busy > 0 || !l.waiting.is_empty())
-        .count();
-    let share = (BRISK / with_work.max(1)).max(SILENT);
+    let share = brisk_share(lanes.iter().filter(|l| l.has_work()).count());
     for lane in lanes {
         lane.requests.share = share;
     }
 }
+
+/// Each lane's part of [`BRISK`] when `with_work` lanes have work (requests out or
+/// waiting), at least [`SILENT`]: what costs CPU is every brisk request of the client, not
+/// each lane's.
+fn brisk_share(with_work: usize) -> usize {
+    (BRISK / with_work.max(1)).max(SILENT)
+}
+
 /// ...where a request out for this long counts as slow.
 pub(crate) const SLOW_AFTER: Duration = Duration::from_millis(25);
 
@@ -173,6 +178,11 @@ impl Lane {
             health: Health::default(),
             rate,
         }
+    }
+
+    /// Requests out or waiting.
+    fn has_work(&self) -> bool {
+        self.requests.busy > 0 || !self.waiting.is_empty()
     }
 
     /// Queues a request behind the others.
@@ -353,6 +363,7 @@ impl Lane {
 
 pub(crate) mod budget;
 mod health;
+mod lanes;
 mod rate;
 mod requests;
 #[cfg(test)]

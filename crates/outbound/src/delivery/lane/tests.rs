@@ -17,7 +17,7 @@ fn lane(cap: usize) -> (Lane, Receiver<Report>) {
 /// A lane drawing its places from `budget`, sending into `out` (none: sending nothing).
 fn lane_in(cap: usize, budget: &'static Budget, out: Option<HooksOut>) -> (Lane, Receiver<Report>) {
     let config = crate::Config {
-        webhooks: vec![crate::Webhook::new("http://127.0.0.1:9/x?token=secret")],
+        webhooks: vec![crate::Webhook::new("http://127.0.0.1:9/x?token=secret")].into(),
         ..Default::default()
     };
     let headers = config.check_webhooks().unwrap();

@@ -10,9 +10,9 @@ use std::time::Instant;
 impl Tenant {
     /// Hands each lane the requests it may send now.
     pub(super) fn dispatch(&mut self, now: Instant) {
-        crate::delivery::lane::share_brisk(&mut self.lanes);
+        self.lanes.share_brisk();
         for i in 0..self.lanes.len() {
-            while let Some(job) = self.lanes[i].take(now) {
+            while let Some(job) = self.lanes.get_mut(i).and_then(|l| l.take(now)) {
                 if let Job::Hook { seq, first, .. } = &job {
                     // Every URL gets each message's first request, even when another URL
                     // has delivered it meanwhile (each message goes to every webhook); a
@@ -27,10 +27,10 @@ impl Tenant {
                         continue;
                     }
                 }
-                if !self.lanes[i].make_room() {
+                if !self.lanes.at(i).make_room() {
                     // No place for it in the process's budget of requests now: it waits at
                     // the head of its lane for the lane's next answer.
-                    self.lanes[i].push_front(job);
+                    self.lanes.at(i).push_front(job);
                     break;
                 }
                 match &job {
@@ -41,9 +41,9 @@ impl Tenant {
                     }
                     Job::Hook { seq, .. } => self.request_started(*seq, None),
                 }
-                self.lanes[i].start(job, now);
+                self.lanes.at(i).start(job, now);
             }
-            if let Some((now_held, waited)) = self.lanes[i].throttled() {
+            if let Some((now_held, waited)) = self.lanes.get_mut(i).and_then(|l| l.throttled()) {
                 if let Some(url) = self.shared.watch.urls.get(i - 1) {
                     url.throttled_now.store(now_held, Relaxed);
                     if waited > 0 {
@@ -105,7 +105,7 @@ impl Tenant {
             .filter_map(|(seq, _)| self.tracks.get(seq).and_then(Track::since))
             .min();
         batch.first = Some(earliest.map_or(now, |e| e.min(now)));
-        self.lanes[0].push(Job::Batch(batch));
+        self.lanes.at(0).push(Job::Batch(batch));
     }
 
     /// Sends the message to every webhook still worth trying.
@@ -129,7 +129,7 @@ impl Tenant {
         let first = round.attempts == 1;
         for target in 0..8u8 {
             if mask & (1 << target) != 0 {
-                self.lanes[1 + target as usize].push(Job::Hook {
+                self.lanes.at(1 + target as usize).push(Job::Hook {
                     seq,
                     id: id.clone(),
                     body: body.clone(),

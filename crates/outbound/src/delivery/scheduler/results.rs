@@ -32,9 +32,11 @@ impl Tenant {
             lag,
             sent,
         } = report;
-        self.lanes[lane].finished(&attempt, started, now);
+        self.lanes.at(lane).finished(&attempt, started, now);
         // What the request waited for this process: its first turn, and this look.
-        self.lanes[lane].answered(lag + now.saturating_duration_since(sent), now);
+        self.lanes
+            .at(lane)
+            .answered(lag + now.saturating_duration_since(sent), now);
         // A webhook request's record: in its URL's log, and, for a failure with dead letters
         // on, kept by its message's round for its dead letter.
         let record = match &job {
@@ -42,7 +44,7 @@ impl Tenant {
                 let target = lane - 1;
                 let answer = self.answers.share(target, seen.excerpt.as_deref());
                 if let Some(url) = self.shared.watch.urls.get(target) {
-                    let down = self.lanes[lane].is_down();
+                    let down = self.lanes.get(lane).is_some_and(|l| l.is_down());
                     let keep = self.rules.keep;
                     url.record(id.as_str(), &attempt, &seen, answer.clone(), down, keep);
                 }
@@ -55,7 +57,7 @@ impl Tenant {
                 let id = first.map_or_else(|| Arc::from(""), |t| t.id.to_arc());
                 let answer = self.answers.share(0, seen.excerpt.as_deref());
                 if let Some(url) = self.shared.watch.urls.first() {
-                    let down = self.lanes[0].is_down();
+                    let down = self.lanes.get(0).is_some_and(|l| l.is_down());
                     url.record(&id, &attempt, &seen, answer.clone(), down, self.rules.keep);
                 }
                 let keep = self.rules.dead_letters && !matches!(attempt, Attempt::Success);
@@ -128,8 +130,8 @@ impl Tenant {
                 // Too large for this receiver: halve it and send both halves now.
                 let tail = batch.msgs.split_off(batch.msgs.len() / 2);
                 let half = |msgs| Job::Batch(Batch::new(msgs, Some(first), batch.attempts));
-                self.lanes[0].push_front(half(tail));
-                self.lanes[0].push_front(half(batch.msgs));
+                self.lanes.at(0).push_front(half(tail));
+                self.lanes.at(0).push_front(half(batch.msgs));
             }
             Attempt::Permanent { reason, detail } => {
                 self.logger
@@ -280,7 +282,7 @@ impl Tenant {
             return late(&attempt);
         };
         if let Attempt::Permanent { detail, .. } = &attempt {
-            let label = &self.lanes[1 + target as usize].label;
+            let label = self.lanes.label(1 + target as usize);
             let kind = format!("webhooks[{target}]:permanent");
             self.logger.log_every(Level::Warn, &kind, || {
                 format!("{label}: permanent failure: {detail}")

@@ -11,7 +11,7 @@ impl Tenant {
     pub(super) fn shutdown(mut self) {
         // Requests out are left to the I/O engine (their messages end here as in flight).
         let mut waiting: Vec<Job> = Vec::new();
-        for lane in &mut self.lanes {
+        for lane in self.lanes.iter_mut() {
             waiting.extend(lane.stop());
         }
         let mut left: Vec<(u64, MsgId, bool)> = self

@@ -5,11 +5,11 @@
 //! network, and never blocks: the scheduler thread runs it in steps between other tenants'.
 
 use super::{HOUSEKEEPING, READ_AHEAD};
-use crate::delivery::batch::{Batcher, RequestLimit};
+use crate::delivery::batch::Batcher;
 use crate::delivery::command::Command;
 use crate::delivery::inbox::{Mailbox, SpoolOps};
 use crate::delivery::job::Job;
-use crate::delivery::lane::{Delivery, Lane, Report};
+use crate::delivery::lane::{Delivery, Lanes, Report};
 use crate::delivery::shared::Shared;
 use crate::delivery::watch::Answers;
 use crate::http::attempt::Attempt;
@@ -50,7 +50,7 @@ pub(crate) struct Tenant {
     pub(super) shared: Arc<Shared>,
     pub(super) mailbox: Mailbox,
     /// Lane 0 is ingestion, lane 1 + i is webhook i.
-    pub(super) lanes: Vec<Lane>,
+    pub(super) lanes: Lanes,
     pub(super) batcher: Batcher,
     pub(super) rules: Rules,
     /// Progress and outcomes for the spool writer, when there is a spool.
@@ -88,43 +88,22 @@ impl Tenant {
         spool: Option<SpoolOps>,
         logger: Logger,
     ) -> Self {
-        let report_tx = reports;
         // A batched subscription's events are its lane 0's batches.
         let batched = config.send_as.as_ref().is_some_and(|s| s.batch.is_some());
-        let lane = |index: usize, label: Arc<str>, tx: &Sender<Report>| {
-            let rate = index
-                .checked_sub(1)
-                .and_then(|i| config.webhooks[i].rate_limit);
-            Lane::new(
-                id,
-                index,
-                label,
-                delivery.clone(),
-                tx.clone(),
-                config.workers,
-                config.max_in_flight,
-                RequestLimit::of(config),
-                rate,
-            )
-        };
-        let mut lanes = Vec::with_capacity(1 + config.webhooks.len());
         // Labels shared: one of the process for ingestion, the hooks' own for the webhooks.
         static INGESTION: std::sync::OnceLock<Arc<str>> = std::sync::OnceLock::new();
-        let ingestion = match batched {
+        let first = match batched {
             true => delivery.hooks.label(0),
             false => INGESTION.get_or_init(|| "ingestion".into()).clone(),
         };
-        lanes.push(lane(0, ingestion, &report_tx));
-        for i in 0..config.webhooks.len() {
-            lanes.push(lane(1 + i, delivery.hooks.label(i), &report_tx));
-        }
+        let mut lanes = Lanes::new(id, config, delivery, reports, first);
         // A URL whose records a predecessor left circuit open stays so: one probe first, not
         // a burst at a receiver that was down a moment ago.
         let now = Instant::now();
         for (i, url) in shared.watch.urls.iter().enumerate() {
             let at = if batched { 0 } else { 1 + i };
-            if let (Some(failures), Some(lane)) = (url.circuit(), lanes.get_mut(at)) {
-                lane.tripped(failures, now);
+            if let Some(failures) = url.circuit().filter(|_| at < lanes.len()) {
+                lanes.at(at).tripped(failures, now);
             }
         }
         let dead_letters = config.dead_letters && spool.is_some();
@@ -244,7 +223,7 @@ impl Tenant {
     /// the scheduler anyway, and so does its turning slow (the instant returned, a deadline
     /// then): it reads everything at once, one wake instead of one per batch.
     fn room(&self, now: Instant) -> (usize, Option<Instant>) {
-        match self.lanes[0].fill_room(now) {
+        match self.lanes.get(0).and_then(|l| l.fill_room(now)) {
             Some((next, turns)) => (self.batcher.unread_room(Some(next)), Some(turns)),
             None => (self.batcher.unread_room(None), None),
         }
@@ -263,7 +242,7 @@ impl Tenant {
             sooner(d);
         }
         let mut looked_after = false;
-        for lane in &self.lanes {
+        for lane in self.lanes.iter() {
             if let Some(w) = lane.wake_at(now) {
                 sooner(w);
             }
@@ -284,7 +263,7 @@ impl Tenant {
         }
         while let Some(due) = self.timers.pop_due(now) {
             match due {
-                Due::Batch(batch) => self.lanes[0].push(Job::Batch(batch)),
+                Due::Batch(batch) => self.lanes.at(0).push(Job::Batch(batch)),
                 Due::HookRound(seq) => self.start_round(seq, now),
             }
         }
@@ -299,11 +278,11 @@ impl Tenant {
     fn housekeeping(&mut self, now: Instant) {
         let policy = self.rules.policy;
         for i in 0..self.lanes.len() {
-            if !self.lanes[i].is_down() {
+            let Some(lane) = self.lanes.get_mut(i).filter(|l| l.is_down()) else {
                 continue;
-            }
+            };
             let tracks = &self.tracks;
-            let expired = self.lanes[i].drain_waiting(|job| match job {
+            let expired = lane.drain_waiting(|job| match job {
                 Job::Batch(b) => b
                     .first
                     .is_none_or(|f| now < after(f, policy.max_retry_duration)),

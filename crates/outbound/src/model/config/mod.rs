@@ -135,8 +135,10 @@ pub struct Config {
     pub write_key: Option<String>,
     /// Ingestion base URL; batches go to `{endpoint}/v1/batch`.
     pub endpoint: String,
-    /// Up to 5 webhooks: enables the webhooks destination.
-    pub webhooks: Vec<Webhook>,
+    /// Up to 5 webhooks: enables the webhooks destination. Shared: a clone of the config
+    /// (a service keeps one, its client another) holds the list once; change it with
+    /// `Arc::make_mut` or assign a new one (`vec![…].into()`).
+    pub webhooks: Arc<Vec<Webhook>>,
     /// Up to 50 subscriptions (Segment's Webhooks (Actions)): each gets the events its
     /// trigger matches, mapped as its `data` says, as a destination of its own (its own
     /// queue, retries within `retry`'s window, records, health and dead letters), signed
@@ -301,7 +303,7 @@ impl Default for Config {
         Config {
             write_key: None,
             endpoint: "https://api.segment.io".into(),
-            webhooks: Vec::new(),
+            webhooks: Arc::default(),
             subscriptions: Vec::new(),
             send_as: None,
             shared_secret: None,

@@ -60,8 +60,13 @@ impl Config {
         webhook_user_agent: same,
         ca_certs: Some,
     );
+    /// Sets [`Config::webhooks`].
+    pub fn webhooks(mut self, value: Vec<Webhook>) -> Config {
+        self.webhooks = std::sync::Arc::new(value);
+        self
+    }
+
     set!(
-        webhooks: Vec<Webhook>,
         subscriptions: Vec<crate::model::subscription::Subscription>,
         signature_scheme: SignatureScheme,
         flush_at: usize,

@@ -108,7 +108,7 @@ impl Config {
         hook.signature_header = endpoint.signature_header;
         hook.signature_scheme = endpoint.signature_scheme;
         hook.rate_limit = endpoint.rate_limit;
-        c.webhooks = vec![hook];
+        c.webhooks = Arc::new(vec![hook]);
         c.subscriptions = Vec::new();
         c.timeout = SUBSCRIPTION_TIMEOUT;
         c.spool = None;
