@@ -14,8 +14,9 @@ fn lane(cap: usize) -> (Lane, Receiver<Report>) {
     lane_in(cap, Box::leak(Box::new(Budget::new(4096))), None)
 }
 
-/// A lane drawing its places from `budget`, sending into `out` (none: sending nothing).
-fn lane_in(cap: usize, budget: &'static Budget, out: Option<HooksOut>) -> (Lane, Receiver<Report>) {
+/// A client with one webhook, its lanes drawing their places from `budget` and sending into
+/// `out` (none: sending nothing).
+fn delivery(budget: &'static Budget, out: Option<HooksOut>) -> (crate::Config, Arc<Delivery>) {
     let config = crate::Config {
         webhooks: vec![crate::Webhook::new("http://127.0.0.1:9/x?token=secret")].into(),
         ..Default::default()
@@ -30,6 +31,12 @@ fn lane_in(cap: usize, budget: &'static Budget, out: Option<HooksOut>) -> (Lane,
         hooks_out: out,
         batches_out: None,
     });
+    (config, delivery)
+}
+
+/// A lane drawing its places from `budget`, sending into `out` (none: sending nothing).
+fn lane_in(cap: usize, budget: &'static Budget, out: Option<HooksOut>) -> (Lane, Receiver<Report>) {
+    let (config, delivery) = delivery(budget, out);
     let (tx, rx) = crossbeam_channel::unbounded();
     let lane = Lane::new(
         0,
@@ -505,4 +512,27 @@ fn lanes_stop_at_the_process_s_budget_of_requests_and_share_it() {
         "alone, a lane may hold the whole budget"
     );
     assert_eq!(start_all(&mut a, now), 1, "and the other still moves");
+}
+
+#[test]
+fn a_tenant_s_lanes_are_made_at_their_destination_s_first_request() {
+    let (config, delivery) = delivery(Box::leak(Box::new(Budget::new(4096))), None);
+    let (tx, _rx) = crossbeam_channel::unbounded();
+    let mut lanes = Lanes::new(7, &config, delivery, tx, "ingestion".into());
+    // Ingestion and the webhook: counted, labelled, neither made.
+    assert_eq!(lanes.len(), 2);
+    assert_eq!(lanes.iter().count(), 0);
+    assert!(lanes.get(1).is_none());
+    assert_eq!(&*lanes.label(0), "ingestion");
+    let hook_label = lanes.label(1);
+    assert!(!hook_label.contains("secret"), "{hook_label}");
+    lanes.share_brisk();
+    assert_eq!(lanes.iter().count(), 0, "sharing makes no lane");
+    // The webhook's first request makes its lane, with its label; ingestion stays unmade.
+    lanes.at(1).push(hook(1));
+    assert_eq!(lanes.iter().count(), 1);
+    assert!(lanes.get(0).is_none());
+    assert_eq!(lanes.get(1).unwrap().label, hook_label);
+    let taken = lanes.at(1).take(Instant::now());
+    assert!(matches!(taken, Some(Job::Hook { seq: 1, .. })));
 }
