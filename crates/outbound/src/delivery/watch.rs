@@ -92,7 +92,7 @@ impl Watch {
             .enumerate()
             .map(|(i, url)| {
                 Arc::new(UrlWatch {
-                    index: i,
+                    index: i as u8,
                     url: url.into_boxed_str(),
                     disabled: disabled.contains(&i),
                     waiting: AtomicU64::new(0),
@@ -168,7 +168,8 @@ impl Watch {
 
 /// One webhook URL: its health, and its log while it has traffic.
 pub(crate) struct UrlWatch {
-    index: usize,
+    /// Its place in `webhooks` (at most 5): a byte beside the flags, not a word of its own.
+    index: u8,
     /// Exactly its length (a formatted string kept its growth: 10,000 sources' URLs).
     url: Box<str>,
     disabled: bool,
@@ -610,7 +611,7 @@ impl UrlWatch {
             .filter(|e| (query.message_id.as_deref()).is_none_or(|id| id == e.id.as_str()))
             .take(query.limit)
             .map(|e| WebhookAttempt {
-                webhook: self.index,
+                webhook: usize::from(self.index),
                 message_id: Arc::from(e.id.as_str()),
                 at: time_of(e.at_ms),
                 duration: e.took,
@@ -663,7 +664,7 @@ impl UrlWatch {
             HealthState::Healthy
         };
         WebhookHealth {
-            webhook: self.index,
+            webhook: usize::from(self.index),
             url: self.url.to_string(),
             state,
             attempts_5m: attempts,
