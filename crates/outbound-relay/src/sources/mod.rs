@@ -84,9 +84,8 @@ pub struct Sources {
     /// relay.toml's names in the file's order (lists show them first).
     file_order: Arc<Vec<String>>,
     by_name: imbl::OrdMap<String, Arc<Source>>,
-    /// The SHA-256 of each write key → its source. Ordered: a tree's nodes are filled where a
-    /// hash trie's are mostly empty slots (a third of an idle source's share of the set).
-    keys: imbl::OrdMap<[u8; 32], Arc<Source>>,
+    /// The SHA-256 of each write key → its source.
+    keys: imbl::HashMap<[u8; 32], Arc<Source>>,
     /// What a search reads, made at this set's first search (a changed set starts without).
     index: std::sync::OnceLock<Arc<SearchIndex>>,
 }
@@ -185,8 +184,7 @@ impl Sources {
 
     /// The source whose write keys include `key`. The key is hashed once (SHA-256, in a time
     /// set by its length alone) and its digest looked up: the lookup's time can tell at most
-    /// where a digest falls among the stored ones and how much of it matched, which says
-    /// nothing of any key.
+    /// how much of a digest matched, which says nothing of any key.
     pub fn by_write_key(&self, key: &str) -> Option<&Arc<Source>> {
         self.keys.get(&digest(key))
     }
