@@ -61,14 +61,16 @@ fn requests_in_flight_grow_with_slow_responses() {
     let (server, c) = slow_server(Duration::from_millis(200));
     let client = hook_client(&server, Duration::from_secs(5));
     let start = Instant::now();
-    for i in 0..200 {
+    // Enough that the lane is still growing, a step with each wave of answers, when it
+    // passes 50 however its answers spread.
+    for i in 0..400 {
         client.enqueue(&Message::identify(format!("u{i}"))).unwrap();
     }
     assert!(client.flush(Some(Duration::from_secs(30))));
     let took = start.elapsed();
     let most = c.most.load(SeqCst);
-    eprintln!("200 requests of 200 ms: {took:?}, {most} at most in flight");
-    // With the 2 threads kept ready this would take 20 s.
+    eprintln!("400 requests of 200 ms: {took:?}, {most} at most in flight");
+    // With the 2 threads kept ready this would take 40 s.
     assert!(most >= 50, "only {most} requests in flight at once");
     assert!(took < Duration::from_secs(8), "{took:?}");
 }
