@@ -104,7 +104,8 @@ impl Lanes {
         }
     }
 
-    /// [`super::share_brisk`] among the lanes made (one not made has no work).
+    /// Shares [`super::BRISK`] among the lanes made that have work ([`super::brisk_share`]);
+    /// a lane not made has none.
     pub(crate) fn share_brisk(&mut self) {
         let share = super::brisk_share(self.iter().filter(|l| l.has_work()).count());
         for lane in self.iter_mut() {
