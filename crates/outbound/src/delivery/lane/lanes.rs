@@ -6,7 +6,7 @@ use super::{Delivery, Lane, Report};
 use crate::delivery::batch::RequestLimit;
 use crate::model::config::{Config, Webhook};
 use crossbeam_channel::Sender;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 /// Lane 0 is ingestion (or a batched subscription's URL), lane 1 + i is webhook i.
 pub(crate) struct Lanes {
@@ -22,20 +22,17 @@ struct Make {
     floor: usize,
     cap: usize,
     limit: RequestLimit,
-    /// Lane 0's label.
-    first: Arc<str>,
     /// The webhooks' rate limits are read from here when their lane is made.
     webhooks: Arc<Vec<Webhook>>,
 }
 
 impl Lanes {
-    /// Tenant `tenant`'s lanes for `config`, none made yet; lane 0 labelled `first`.
+    /// Tenant `tenant`'s lanes for `config`, none made yet.
     pub(crate) fn new(
         tenant: u32,
         config: &Config,
         delivery: Arc<Delivery>,
         reports: Sender<Report>,
-        first: Arc<str>,
     ) -> Lanes {
         Lanes {
             slots: (0..1 + config.webhooks.len()).map(|_| None).collect(),
@@ -46,7 +43,6 @@ impl Lanes {
                 floor: config.workers,
                 cap: config.max_in_flight,
                 limit: RequestLimit::of(config),
-                first,
                 webhooks: config.webhooks.clone(),
             },
         }
@@ -115,10 +111,15 @@ impl Lanes {
 }
 
 impl Make {
+    /// Labels shared: one of the process for ingestion, the hooks' own for the webhooks (and
+    /// for a batched subscription's lane 0, its URL).
     fn label(&self, i: usize) -> Arc<str> {
+        static INGESTION: OnceLock<Arc<str>> = OnceLock::new();
+        let hooks = &self.delivery.hooks;
         match i.checked_sub(1) {
-            None => self.first.clone(),
-            Some(w) => self.delivery.hooks.label(w),
+            Some(w) => hooks.label(w),
+            None if hooks.batched() => hooks.label(0),
+            None => INGESTION.get_or_init(|| "ingestion".into()).clone(),
         }
     }
 }

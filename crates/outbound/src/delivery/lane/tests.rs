@@ -518,7 +518,7 @@ fn lanes_stop_at_the_process_s_budget_of_requests_and_share_it() {
 fn a_tenant_s_lanes_are_made_at_their_destination_s_first_request() {
     let (config, delivery) = delivery(Box::leak(Box::new(Budget::new(4096))), None);
     let (tx, _rx) = crossbeam_channel::unbounded();
-    let mut lanes = Lanes::new(7, &config, delivery, tx, "ingestion".into());
+    let mut lanes = Lanes::new(7, &config, delivery, tx);
     // Ingestion and the webhook: counted, labelled, neither made.
     assert_eq!(lanes.len(), 2);
     assert_eq!(lanes.iter().count(), 0);

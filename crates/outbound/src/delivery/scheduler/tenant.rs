@@ -89,14 +89,8 @@ impl Tenant {
         logger: Logger,
     ) -> Self {
         // A batched subscription's events are its lane 0's batches.
-        let batched = config.send_as.as_ref().is_some_and(|s| s.batch.is_some());
-        // Labels shared: one of the process for ingestion, the hooks' own for the webhooks.
-        static INGESTION: std::sync::OnceLock<Arc<str>> = std::sync::OnceLock::new();
-        let first = match batched {
-            true => delivery.hooks.label(0),
-            false => INGESTION.get_or_init(|| "ingestion".into()).clone(),
-        };
-        let mut lanes = Lanes::new(id, config, delivery, reports, first);
+        let batched = delivery.hooks.batched();
+        let mut lanes = Lanes::new(id, config, delivery, reports);
         // A URL whose records a predecessor left circuit open stays so: one probe first, not
         // a burst at a receiver that was down a moment ago.
         let now = Instant::now();

@@ -556,15 +556,13 @@ impl Spooler {
     /// Every tenant that keeps dead letters, by name, with its counts ([`Ask::Counts`]), or
     /// those of `nos` (looked up, not searched for): what the store keeps counted, at once.
     fn dead_counts(&mut self, nos: Option<&[TenantNo]>) -> Result<Answer, Error> {
+        let keeps = |no: TenantNo, t: &TenantSpool| t.dead.is_some().then(|| (no, t.name.clone()));
         let keeping: Vec<(TenantNo, String)> = match nos {
             None => (self.tenants.iter())
-                .filter(|(_, t)| t.dead.is_some())
-                .map(|(no, t)| (*no, t.name.clone()))
+                .filter_map(|(no, t)| keeps(*no, t))
                 .collect(),
             Some(nos) => (nos.iter())
-                .filter_map(|no| Some((*no, self.tenants.get(no)?)))
-                .filter(|(_, t)| t.dead.is_some())
-                .map(|(no, t)| (no, t.name.clone()))
+                .filter_map(|no| keeps(*no, self.tenants.get(no)?))
                 .collect(),
         };
         let Some(dead) = self.store.dead_letters() else {
