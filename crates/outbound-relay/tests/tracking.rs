@@ -446,6 +446,58 @@ fn null_fields_are_absent_as_analytics_python_sends_them() {
     assert!(got.get("anonymousId").is_none() && got.get("name").is_none());
 }
 
+#[test]
+fn a_batchs_context_and_integrations_are_the_events_that_have_none() {
+    let (_dir, rx, relay) = one_source();
+    let track = |id: &str| json!({"type": "track", "userId": "u1", "event": "E", "messageId": id});
+    let mut own = track("own");
+    own["context"] = json!({"locale": "fr"});
+    own["integrations"] = json!({"Amplitude": true});
+    let mut null_context = track("null-context");
+    null_context["context"] = Value::Null;
+    let body = json!({"batch": [track("shared"), own, null_context],
+        "context": {"locale": "de"}, "integrations": {"Mixpanel": false}});
+    let a = post(
+        &relay.url("/v1/batch"),
+        &[JSON, ("Authorization", &basic("wk_web_1"))],
+        body.to_string().as_bytes(),
+    );
+    assert_eq!((a.status, a.json()), (200, json!({"success": true})));
+    let mut got: Vec<Value> = rx.wait_for(3).iter().map(|h| h.json()).collect();
+    got.sort_by_key(|e| e["messageId"].as_str().unwrap().to_string());
+    let [null_context, own, shared] = &got[..] else {
+        panic!("{got:?}")
+    };
+    assert_eq!(shared["context"]["locale"], "de");
+    assert_eq!(shared["integrations"], json!({"Mixpanel": false}));
+    assert_eq!(own["context"]["locale"], "fr");
+    assert_eq!(own["integrations"], json!({"Amplitude": true}));
+    // Its own null: no context of the batch's.
+    assert!(null_context["context"].get("locale").is_none());
+
+    // A batch's context that is no object refuses the events that take it, and only those.
+    let body = json!({"batch": [track("takes-it"), own_context()], "context": [1]});
+    let a = post(
+        &relay.url("/v1/batch"),
+        &[JSON, ("Authorization", &basic("wk_web_1"))],
+        body.to_string().as_bytes(),
+    );
+    let v = a.json();
+    assert_eq!((a.status, v["accepted"].clone()), (200, json!(1)), "{v}");
+    assert_eq!(v["rejected"][0]["index"], 0);
+    assert!(
+        v["rejected"][0]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("context"),
+        "{v}"
+    );
+}
+
+fn own_context() -> Value {
+    json!({"type": "track", "userId": "u1", "event": "E", "messageId": "own-2", "context": {}})
+}
+
 /// A `/v1/batch` body of three tracks with ids `{tag}-0` .. `{tag}-2`.
 fn three_tracks(tag: &str) -> String {
     let events: Vec<Value> = (0..3)

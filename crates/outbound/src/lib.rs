@@ -81,6 +81,7 @@ pub use serde_json::{json, Value};
 pub use time::OffsetDateTime;
 pub use wire::ingestion::{MAX_BATCH_BYTES, MAX_BATCH_EVENTS};
 pub use wire::json_text::JsonObject;
+pub use wire::read_collected::BatchFields;
 pub use wire::signature::{
     sign, sign_sha256, sign_standard, verify, verify_sha256, verify_standard, verify_standard_at,
     verify_value, SignatureError, DEFAULT_TOLERANCE,

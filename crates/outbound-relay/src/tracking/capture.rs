@@ -5,12 +5,35 @@
 //! Made only while the source is captured.
 
 use super::events::push_key;
-use super::fields::Fields;
+use super::fields::{self, Body, Fields};
 use crate::operations::recent::{Captured, MAX_EVENT_BYTES};
 use outbound::{JsonObject, Kind, Message, Received};
+use serde_json::value::RawValue;
+use std::borrow::Cow;
 
 /// Top-level fields not kept: the transport's, not the event's.
 const LEFT_OUT: [&str; 1] = ["writeKey"];
+
+/// A batch's `event` (its text), read by the core as `msg` with its batch's `shared` fields,
+/// for the capture: those it lacks filled in, as the core took them.
+pub fn captured_in_batch(
+    event: &RawValue,
+    shared: &[(&'static str, Cow<'_, RawValue>)],
+    msg: &Message<JsonObject>,
+    received: &Received,
+) -> Captured {
+    // The core read it as an object, so it is one.
+    let mut fields = match fields::parse(event.get().as_bytes(), false) {
+        Ok(Body { fields, .. }) => fields,
+        Err(_) => Fields(Vec::new()),
+    };
+    for (k, v) in shared {
+        if !fields.contains(k) {
+            fields.0.push((Cow::Borrowed(k), v.clone()));
+        }
+    }
+    captured(&fields, msg, received)
+}
 
 /// `event`, read by the core as `msg`, for the capture.
 pub fn captured(event: &Fields<'_>, msg: &Message<JsonObject>, received: &Received) -> Captured {
@@ -56,7 +79,6 @@ pub fn captured(event: &Fields<'_>, msg: &Message<JsonObject>, received: &Receiv
 #[cfg(test)]
 mod tests {
     use super::super::events::read_event;
-    use super::super::fields;
     use super::*;
 
     fn now() -> Received {

@@ -1,6 +1,7 @@
 //! A body read into its top-level fields in one pass, each value kept as its own text (an
 //! event goes to the core as text, `Message::from_json_text`, never through a `Value` tree);
-//! a batch's events are read in the same pass, each into its own fields.
+//! a batch's events are found in the same pass, each kept as its text for the core to read
+//! (`Message::collect_in_batch`): no event is read twice.
 //!
 //! This runs before the write key is looked at, so it is linear in the body's bytes whatever
 //! their shape. A repeated key is kept as it came, in its place: [`Fields::get`] reads the
@@ -8,7 +9,7 @@
 //! resolves repeats itself. (Finding repeats here by comparing each key with every earlier
 //! one cost 2.4 s of CPU for a body of 62,498 keys; an index still cost a third of the
 //! request.) A batch's elements past Segment's [`MAX_BATCH_EVENTS`] are consumed unread, and
-//! a body is parsed a second time only in the one case that needs it (an element beyond a
+//! a body is parsed a second time only in the one case that needs it (a `batch` beyond a
 //! double's range, below).
 
 use outbound::MAX_BATCH_EVENTS;
@@ -66,12 +67,23 @@ impl<'a> Fields<'a> {
 #[derive(Default)]
 pub struct Batch<'a> {
     /// Its elements that are objects, each with its place, among the first
-    /// [`MAX_BATCH_EVENTS`].
-    pub events: Vec<(usize, Fields<'a>)>,
+    /// [`MAX_BATCH_EVENTS`]: their text, which the core reads (no event is read twice).
+    pub events: Vec<(usize, &'a RawValue)>,
     /// The places of the elements among the first [`MAX_BATCH_EVENTS`] that are not objects.
     pub not_objects: Vec<usize>,
     /// How many elements it has (those past the limit were consumed, not read).
     pub total: usize,
+}
+
+impl<'a> Batch<'a> {
+    /// Its next element: an event when it is an object.
+    fn push(&mut self, element: &'a RawValue) {
+        match element.get().starts_with('{') {
+            true => self.events.push((self.total, element)),
+            false => self.not_objects.push(self.total),
+        }
+        self.total += 1;
+    }
 }
 
 /// A body: its fields and, read on a batch path, its `batch` (`None`: not an array).
@@ -89,9 +101,9 @@ pub enum ParseError {
 /// Reads the JSON object `text`; with `batch`, its `batch` read as a [`Batch`].
 pub fn parse(text: &[u8], batch: bool) -> Result<Body<'_>, ParseError> {
     match parse_object(text, batch) {
-        // An element beyond a double's range (`1e400`) stops the one pass, which reads
-        // elements as values; read in passes, it is an element that is not an object, refused
-        // alone. No other error is worth a second pass (a trailing comma was parsed twice).
+        // A `batch` beyond a double's range (`1e400`) stops the one pass, which reads a batch
+        // that is not an array as a value; read in passes, it is a batch that is not an array.
+        // No other error is worth a second pass (a trailing comma was parsed twice).
         Err(ParseError::NotJson(e))
             if batch && e.to_string().starts_with("number out of range") =>
         {
@@ -174,12 +186,10 @@ impl<'de> DeserializeSeed<'de> for BatchSeed {
             fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
                 let mut batch = Batch::default();
                 while batch.total < MAX_BATCH_EVENTS {
-                    match seq.next_element::<EventOf>()? {
+                    match seq.next_element::<&'de RawValue>()? {
                         None => return Ok(Some(batch)),
-                        Some(EventOf(Some(fields))) => batch.events.push((batch.total, fields)),
-                        Some(EventOf(None)) => batch.not_objects.push(batch.total),
+                        Some(element) => batch.push(element),
                     }
-                    batch.total += 1;
                 }
                 // Past Segment's limit: counted, never read into fields.
                 while seq.next_element::<IgnoredAny>()?.is_some() {
@@ -190,32 +200,6 @@ impl<'de> DeserializeSeed<'de> for BatchSeed {
             fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
                 while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
                 Ok(None)
-            }
-        }
-        d.deserialize_any(V)
-    }
-}
-
-/// One element of a batch: an object's fields, or anything else consumed and `None`.
-#[derive(Default)]
-struct EventOf<'a>(Option<Fields<'a>>);
-
-impl<'de> serde::Deserialize<'de> for EventOf<'de> {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V;
-        impl<'de> Visitor<'de> for V {
-            type Value = EventOf<'de>;
-            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("an event")
-            }
-            consume_the_rest!(EventOf<'de>);
-            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
-                while seq.next_element::<IgnoredAny>()?.is_some() {}
-                Ok(EventOf(None))
-            }
-            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
-                let (fields, _) = FieldsVisitor { batch: false }.visit_map(map)?;
-                Ok(EventOf(Some(fields)))
             }
         }
         d.deserialize_any(V)
@@ -276,10 +260,9 @@ fn one_pass<'de, R: serde_json::de::Read<'de>>(
         .and_then(|f| de.end().map(|()| f))
 }
 
-/// A batch read in passes (the body's fields, the batch's elements as text, each element's
-/// fields), for a body the one pass refused for a number beyond a double's range: invalid
-/// JSON is refused here too, the same way; an element that is such a number (`1e400`) is here
-/// an element that is not an object like any other, refused alone.
+/// A batch read in passes (the body's fields, then the batch's elements as text), for a body
+/// the one pass refused for a number beyond a double's range: invalid JSON is refused here
+/// too, the same way.
 fn parse_in_passes(text: &[u8]) -> Result<Body<'_>, ParseError> {
     let Body { mut fields, .. } = parse_object(text, false)?;
     let batch = match fields.remove("batch") {
@@ -292,8 +275,7 @@ fn parse_in_passes(text: &[u8]) -> Result<Body<'_>, ParseError> {
     Ok(Body { fields, batch })
 }
 
-/// An array's elements as text, each read into its fields (the first [`MAX_BATCH_EVENTS`]);
-/// anything else `None`.
+/// An array's elements as text (the first [`MAX_BATCH_EVENTS`]); anything else `None`.
 struct RawElements;
 
 impl<'de> DeserializeSeed<'de> for RawElements {
@@ -309,13 +291,10 @@ impl<'de> DeserializeSeed<'de> for RawElements {
             fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
                 let mut batch = Batch::default();
                 while let Some(element) = seq.next_element::<&'de RawValue>()? {
-                    if batch.total < MAX_BATCH_EVENTS {
-                        match parse_object(element.get().as_bytes(), false) {
-                            Ok(body) => batch.events.push((batch.total, body.fields)),
-                            Err(_) => batch.not_objects.push(batch.total),
-                        }
+                    match batch.total < MAX_BATCH_EVENTS {
+                        true => batch.push(element),
+                        false => batch.total += 1,
                     }
-                    batch.total += 1;
                 }
                 Ok(Some(batch))
             }
@@ -343,8 +322,11 @@ mod tests {
 
     fn elements(batch: &Batch<'_>) -> Vec<Option<Own>> {
         let mut out = vec![None; batch.total.min(MAX_BATCH_EVENTS)];
-        for (at, fields) in &batch.events {
-            out[*at] = Some(own(fields));
+        for (at, text) in &batch.events {
+            let Ok(event) = parse(text.get().as_bytes(), false) else {
+                panic!("an element kept that is not an object: {}", text.get());
+            };
+            out[*at] = Some(own(&event.fields));
         }
         out
     }
@@ -438,7 +420,8 @@ mod tests {
     #[test]
     fn an_element_beyond_a_doubles_range_is_refused_alone() {
         let text = br#"{"batch":[{"a":1},1e400,[1e400]],"x":2}"#;
-        assert!(parse_object(text, true).is_err(), "the one pass refuses it");
+        // Elements are kept as text, so the one pass reads it.
+        assert!(parse_object(text, true).is_ok());
         let Ok(body) = parse(text, true) else {
             panic!("not read in passes");
         };

@@ -44,7 +44,7 @@ use fields::{Batch, Body, Fields, ParseError};
 use hyper::body::Bytes;
 use hyper::header::HeaderMap;
 use hyper::StatusCode;
-use outbound::{Client, Error, Received, MAX_BATCH_BYTES, MAX_BATCH_EVENTS};
+use outbound::{BatchFields, Client, Error, Message, Received, MAX_BATCH_BYTES, MAX_BATCH_EVENTS};
 use rejected::Rejections;
 use serde_json::value::RawValue;
 use std::borrow::Cow;
@@ -376,6 +376,13 @@ fn batch(
         .into_iter()
         .filter_map(|k| obj.remove(k).map(|v| (k, v)))
         .collect();
+    let text_of = |key| shared.iter().find(|(k, _)| *k == key).map(|(_, v)| v.get());
+    let fields = BatchFields::read(
+        text_of("context"),
+        text_of("integrations"),
+        text_of("sentAt"),
+        received,
+    );
     let mut rejected = Rejections::default();
     for &index in &batch.not_objects {
         rejected.add(index, "not_an_object", &"an event must be a JSON object");
@@ -391,21 +398,15 @@ fn batch(
     // `enqueue_each`): the objects among them, with their places in the batch.
     let (mut accepted, mut read, mut read_ok) = (0, 0, 0);
     let indexes: Vec<usize> = batch.events.iter().map(|(index, _)| *index).collect();
-    let mut text = String::new();
     // While captured, each event's copy in its place (none for one the core refused).
     let mut copies = Vec::new();
-    let objects = batch.events.into_iter().map(|(_, mut event)| {
-        for (k, v) in &shared {
-            if !event.contains(k) {
-                event.0.push((Cow::Borrowed(k), v.clone()));
-            }
-        }
-        let message = read_event(&event, &mut text, received);
+    let objects = batch.events.into_iter().map(|(_, event)| {
+        let message = Message::collect_in_batch(event.get(), &fields, received);
         read += 1;
         read_ok += usize::from(message.is_ok());
         if capturing {
             let copy = message.as_ref().ok();
-            copies.push(copy.map(|m| capture::captured(&event, m, received)));
+            copies.push(copy.map(|m| capture::captured_in_batch(event, &shared, m, received)));
         }
         message
     });

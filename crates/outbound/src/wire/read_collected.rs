@@ -42,14 +42,102 @@ impl Message<JsonObject> {
     /// top-level `null` is absent; `writeKey` and `_metadata` are dropped. Library calls
     /// never go through this: their bodies are unchanged.
     pub fn collect(json: &str, received: &Received) -> Result<Self, Error> {
+        Self::collect_in_batch(json, &BatchFields::NONE, received)
+    }
+
+    /// [`Message::collect`] for an event of a batch (its text as it lies in the body): the
+    /// batch's `context`, `integrations` and `sentAt` count for an event without that key,
+    /// as if the event ended with it. Each event is read once, from the body's own bytes.
+    pub fn collect_in_batch(
+        json: &str,
+        batch: &BatchFields,
+        received: &Received,
+    ) -> Result<Self, Error> {
         let mut de = serde_json::Deserializer::from_str(json);
         match de.deserialize_map(OnePass { received }) {
             // Every field read as the reference reads it: its `finish`, errors included.
-            Ok(read) if de.end().is_ok() => finish(read, received),
-            _ => reference(json, received),
+            Ok((mut read, has)) if de.end().is_ok() => {
+                batch.fill(&mut read, has)?;
+                finish(read, received)
+            }
+            _ => reference(json, batch, received),
         }
     }
 }
+
+/// A batch's `context`, `integrations` and `sentAt`, read once for the events that lack them
+/// (Segment's batch-level fields); a `null` or an absent one gives nothing.
+pub struct BatchFields {
+    context: Option<Result<Vec<u8>, Error>>,
+    integrations: Option<Result<Object, Error>>,
+    sent_at: Option<Result<Stamp, Error>>,
+}
+
+/// The shared fields an event has its own key for (a `null` counts: it is the event's).
+#[derive(Clone, Copy, Default)]
+struct Has {
+    context: bool,
+    integrations: bool,
+    sent_at: bool,
+}
+
+impl Has {
+    fn note(&mut self, key: &str) {
+        match key {
+            "context" => self.context = true,
+            "integrations" => self.integrations = true,
+            "sentAt" => self.sent_at = true,
+            _ => {}
+        }
+    }
+}
+
+impl BatchFields {
+    /// None: a single event's.
+    pub const NONE: BatchFields = BatchFields {
+        context: None,
+        integrations: None,
+        sent_at: None,
+    };
+
+    /// Reads a batch's `context`, `integrations` and `sentAt` (each its JSON text, as sent).
+    /// A value an event cannot take (a `context` that is not an object) is the error of
+    /// every event that takes it, as it would be of an event that had it.
+    pub fn read(
+        context: Option<&str>,
+        integrations: Option<&str>,
+        sent_at: Option<&str>,
+        received: &Received,
+    ) -> BatchFields {
+        fn value(text: Option<&str>) -> Option<Result<Value, Error>> {
+            let value = serde_json::from_str::<Value>(text?)
+                .map_err(|e| Error::json("message", e.to_string()));
+            (!matches!(value, Ok(Value::Null))).then_some(value)
+        }
+        BatchFields {
+            context: value(context).map(|v| v.and_then(|v| context_of(v, received))),
+            integrations: value(integrations).map(|v| v.and_then(|v| object("integrations", v))),
+            sent_at: value(sent_at).map(|v| v.and_then(|v| stamp(&v))),
+        }
+    }
+
+    /// Gives `read` what it lacks (`has`: the keys it had).
+    fn fill(&self, read: &mut Read, has: Has) -> Result<(), Error> {
+        if let (false, Some(c)) = (has.context, &self.context) {
+            read.context = Some(c.clone()?);
+        }
+        if let (false, Some(i)) = (has.integrations, &self.integrations) {
+            read.integrations = Some(i.clone()?);
+        }
+        if let (false, Some(s)) = (has.sent_at, &self.sent_at) {
+            read.sent_at = Some(s.clone()?);
+        }
+        Ok(())
+    }
+}
+
+/// A `timestamp` or `sentAt`: canonical, and the time it says when it can be written.
+type Stamp = (Vec<u8>, Option<OffsetDateTime>);
 
 /// The fields whose place depends on the call: carried by it, or kept as other fields.
 const CALL_FIELDS: [&str; 5] = ["event", "name", "category", "groupId", "previousId"];
@@ -78,8 +166,8 @@ struct Read {
     /// [`CALL_FIELDS`], as sent.
     calls: [Option<Value>; 5],
     /// `timestamp` and `sentAt`: canonical, and read when a writable time.
-    timestamp: Option<(Vec<u8>, Option<OffsetDateTime>)>,
-    sent_at: Option<(Vec<u8>, Option<OffsetDateTime>)>,
+    timestamp: Option<Stamp>,
+    sent_at: Option<Stamp>,
     /// Canonical, with our additions (`context_additions`).
     context: Option<Vec<u8>>,
     /// Canonical, of any type (`null`: absent).
@@ -165,7 +253,7 @@ fn canonical(value: &Value) -> Result<Vec<u8>, Error> {
 
 /// A `timestamp` or `sentAt`: canonical, and the time it says when it is one that can be
 /// written.
-fn stamp(value: &Value) -> Result<(Vec<u8>, Option<OffsetDateTime>), Error> {
+fn stamp(value: &Value) -> Result<Stamp, Error> {
     Ok((canonical(value)?, value.as_str().and_then(time_of)))
 }
 
@@ -239,13 +327,21 @@ fn library_of(bytes: &[u8]) -> bool {
 
 /// Reads `json` through a `serde_json::Map` (a repeated key keeps its first place and its
 /// last value, as `JSON.parse` does): the reference [`Message::collect`] is held to.
-fn reference(json: &str, received: &Received) -> Result<Message<JsonObject>, Error> {
+fn reference(
+    json: &str,
+    batch: &BatchFields,
+    received: &Received,
+) -> Result<Message<JsonObject>, Error> {
     let value: Value =
         serde_json::from_str(json).map_err(|e| Error::json("message", e.to_string()))?;
     let Value::Object(fields) = value else {
         return Err(wrong("message", "an object", &value));
     };
     let mut read = Read::default();
+    let mut has = Has::default();
+    for key in fields.keys() {
+        has.note(key);
+    }
     for (key, value) in fields {
         if value.is_null() || DROPPED.contains(&key.as_str()) {
             continue;
@@ -260,25 +356,7 @@ fn reference(json: &str, received: &Received) -> Result<Message<JsonObject>, Err
             "properties" => read.properties = Some(canonical(&value)?),
             "traits" => read.traits = Some(canonical(&value)?),
             "integrations" => read.integrations = Some(object("integrations", value)?),
-            "context" => {
-                let mut context = object("context", value)?;
-                let direct = context.get("direct") == Some(&Value::Bool(true));
-                let library = context.get("library").map(|l| {
-                    (l.get("name").and_then(Value::as_str)).is_some_and(collected::client_library)
-                });
-                let (ip, library) =
-                    context_additions(received, context.contains_key("ip"), library, direct);
-                if let Some(ip) = ip {
-                    context.insert("ip".into(), Value::String(ip));
-                }
-                if library {
-                    let ours = serde_json::from_str(LIBRARY).expect("our library is JSON");
-                    context.insert("library".into(), ours);
-                }
-                let mut out = Vec::new();
-                context.write_json(&mut Writer::at_depth(&mut out, 1, "context"))?;
-                read.context = Some(out);
-            }
+            "context" => read.context = Some(context_of(value, received)?),
             field => match CALL_FIELDS.iter().position(|f| *f == field) {
                 Some(i) => read.calls[i] = Some(value),
                 None if array_index(field).is_some() => {
@@ -292,7 +370,28 @@ fn reference(json: &str, received: &Received) -> Result<Message<JsonObject>, Err
             },
         }
     }
+    batch.fill(&mut read, has)?;
     finish(read, received)
+}
+
+/// A `context` value written canonically, with what it gets here ([`context_additions`]).
+fn context_of(value: Value, received: &Received) -> Result<Vec<u8>, Error> {
+    let mut context = object("context", value)?;
+    let direct = context.get("direct") == Some(&Value::Bool(true));
+    let library = context
+        .get("library")
+        .map(|l| (l.get("name").and_then(Value::as_str)).is_some_and(collected::client_library));
+    let (ip, library) = context_additions(received, context.contains_key("ip"), library, direct);
+    if let Some(ip) = ip {
+        context.insert("ip".into(), Value::String(ip));
+    }
+    if library {
+        let ours = serde_json::from_str(LIBRARY).expect("our library is JSON");
+        context.insert("library".into(), ours);
+    }
+    let mut out = Vec::new();
+    context.write_json(&mut Writer::at_depth(&mut out, 1, "context"))?;
+    Ok(out)
 }
 
 /// Not read in one pass: [`reference`] reads it.
@@ -306,14 +405,15 @@ struct OnePass<'r> {
 }
 
 impl<'de> Visitor<'de> for OnePass<'_> {
-    type Value = Read;
+    type Value = (Read, Has);
 
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("an event")
     }
 
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Read, A::Error> {
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(Read, Has), A::Error> {
         let mut read = Read::default();
+        let mut has = Has::default();
         let mut seen: Vec<Cow<'de, str>> = Vec::with_capacity(16);
         while let Some(Text(key)) = map.next_key()? {
             if seen.len() == MAX_STREAMED_KEYS || seen.contains(&key) {
@@ -384,9 +484,10 @@ impl<'de> Visitor<'de> for OnePass<'_> {
                     }
                 },
             }
+            has.note(&key);
             seen.push(key);
         }
-        Ok(read)
+        Ok((read, has))
     }
 }
 
@@ -514,8 +615,11 @@ mod tests {
             .deserialize_map(OnePass { received: &r })
             .ok()
             .filter(|_| de.end().is_ok())
-            .is_some_and(|read| finish(read, &r).is_ok());
-        match (Message::collect(text, &r), reference(text, &r)) {
+            .is_some_and(|(read, _)| finish(read, &r).is_ok());
+        match (
+            Message::collect(text, &r),
+            reference(text, &BatchFields::NONE, &r),
+        ) {
             (Ok(a), Ok(b)) => assert_eq!(shown(&a), shown(&b), "{text}"),
             (Err(a), Err(b)) => assert_eq!(a, b, "{text}"),
             (a, b) => panic!("{text}: {a:?} against {b:?}"),
@@ -716,5 +820,71 @@ mod tests {
         }
         // Both ways are exercised.
         assert!((500..3500).contains(&one_pass), "{one_pass}");
+    }
+
+    #[test]
+    fn a_batch_s_fields_count_as_the_last_fields_of_the_events_without_them() {
+        let mut rng = fastrand::Rng::with_seed(45);
+        let events = [
+            r#"{"type":"track","userId":"u","event":"E"}"#,
+            r#"{"type":"page","anonymousId":"a","context":{"library":{"name":"analytics.js"}}}"#,
+            r#"{"type":"identify","userId":"u","context":null,"sentAt":"2026-11-27T09:00:00Z"}"#,
+            r#"{"type":"track","userId":"u","event":"E","integrations":{"All":false},"x":1}"#,
+            r#"{"type":"track","userId":"u","event":"E","timestamp":"2026-11-27T08:59:00Z"}"#,
+            r#"{"type":"track","userId":"u","event":"E","userId":"v"}"#,
+            r#"{"type":"group","userId":4.5,"groupId":"g"}"#,
+            r#"{"userId":"u","event":"E"}"#,
+            r#"{"type":"track","userId":"u","event":"E","context":{"ip":"1","ip":"2"}}"#,
+            "{}",
+        ];
+        let contexts = [
+            None,
+            Some("null"),
+            Some(r#"{"library":{"name":"analytics.js"},"page":{"path":"/"}}"#),
+            Some(r#"{"direct":true}"#),
+            Some(r#"{"a":1,"a":2}"#),
+            Some("[1]"),
+        ];
+        let integrations = [None, Some("null"), Some(r#"{"All":true}"#), Some("5")];
+        let sent = [
+            None,
+            Some("null"),
+            Some(r#""2026-11-27T09:00:10Z""#),
+            Some(r#""soon""#),
+            Some("7"),
+        ];
+        let r = received();
+        for _ in 0..2000 {
+            let event = events[rng.usize(..events.len())];
+            let shared = [
+                ("context", contexts[rng.usize(..contexts.len())]),
+                (
+                    "integrations",
+                    integrations[rng.usize(..integrations.len())],
+                ),
+                ("sentAt", sent[rng.usize(..sent.len())]),
+            ];
+            // As the relay once made it: each shared key the event lacks, appended.
+            let own: Value = serde_json::from_str(event).unwrap();
+            let mut text = event[..event.len() - 1].to_string();
+            for (key, value) in shared {
+                if let (Some(value), None) = (value, own.get(key)) {
+                    if text.len() > 1 {
+                        text.push(',');
+                    }
+                    text.push_str(&format!("\"{key}\":{value}"));
+                }
+            }
+            text.push('}');
+            let batch = BatchFields::read(shared[0].1, shared[1].1, shared[2].1, &r);
+            match (
+                Message::collect_in_batch(event, &batch, &r),
+                Message::collect(&text, &r),
+            ) {
+                (Ok(a), Ok(b)) => assert_eq!(shown(&a), shown(&b), "{text}"),
+                (Err(a), Err(b)) => assert_eq!(a, b, "{text}"),
+                (a, b) => panic!("{text}: {a:?} against {b:?}"),
+            }
+        }
     }
 }
