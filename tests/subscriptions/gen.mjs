@@ -26,7 +26,9 @@ const mappingValidate = require(path.join(coreDir, 'mapping-kit', 'validate.js')
 // package (setup.sh): the package itself pulls in every destination's SDKs.
 const webhook = require('./vendor/webhook/index.js').default
 
-// No request leaves the process: actions-core's fetch is replaced by one that records.
+// No request leaves the process: actions-core's fetch is replaced by one that records. Its
+// headers are all actions-core sets; node-fetch's own (host, content-length, connection,
+// accept, accept-encoding) would be added after it, unseen.
 const fetchModule = require(path.join(coreDir, 'fetch.js'))
 let captured = []
 fetchModule.default = async (request) => {

@@ -82,3 +82,102 @@ pub fn recording(mut config: Config) -> Result<(Client, Recording), Error> {
     let client = Client::with_recorder(config, Some(recording.requests.clone()))?;
     Ok((client, recording))
 }
+
+/// A request as a subscription's client writes it: its headers in order (names in lower case,
+/// values as the bytes sent) and its body. The transport adds `host` and `content-length`.
+#[doc(hidden)]
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SubscriptionRequest {
+    /// Name (lower case) and value of each header, in the order written.
+    pub headers: Vec<(String, Vec<u8>)>,
+    /// The body (empty: the request has none).
+    pub body: Vec<u8>,
+}
+
+/// The request the client of `config`'s first subscription sends for `events`, made by the
+/// client's own code: each event queued as a call queues it, the request built as the
+/// delivery builds it (signature included). Unbatched, `events` is one event; batched, the
+/// batch is of those that queue (one that fails is sent alone). `Ok(None)`: nothing is sent;
+/// `Err`: why the config is refused or the event fails. For the differential test against
+/// Segment's code (`examples/subscriptions_diff.rs`).
+#[doc(hidden)]
+pub fn subscription_request(
+    config: &Config,
+    events: &[&serde_json::Value],
+) -> Result<Option<SubscriptionRequest>, String> {
+    use crate::wire::body::Body;
+    Client::validate(config).map_err(|e| e.to_string())?;
+    let sub = config.subscriptions.first().ok_or("no subscription")?;
+    let own = config.for_subscription(0).map_err(|e| e.to_string())?;
+    let checked = own.check_webhooks().map_err(|e| e.to_string())?;
+    let hooks = crate::wire::webhook::Hooks::new(&own, checked);
+    let (headers, body) = if hooks.batched() {
+        let bodies: Vec<Body> = (events.iter())
+            .filter_map(|e| crate::client::queued(sub, e)?.ok())
+            .map(Body::from)
+            .collect();
+        if bodies.is_empty() {
+            return Ok(None);
+        }
+        hooks.batch_request(bodies.iter())?
+    } else {
+        let [event] = events else {
+            return Err("an unbatched subscription sends one event a request".into());
+        };
+        let Some(queued) = crate::client::queued(sub, event) else {
+            return Ok(None);
+        };
+        // A failed event goes to the sender too, which fails it with its reason.
+        let body = Body::from(queued.unwrap_or_else(|failed| failed));
+        hooks.request(0, "message-id", &body)?
+    };
+    Ok(Some(SubscriptionRequest {
+        headers: (headers.into_iter())
+            .map(|(k, v)| (k.as_str().to_owned(), v.as_bytes().to_vec()))
+            .collect(),
+        body: body.to_vec(),
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::subscription::{Settings, Subscription};
+    use serde_json::json;
+
+    fn config(batch_size: Option<usize>) -> Config {
+        let mut s = Settings::new("s", r#"type = "track""#, "http://127.0.0.1:9/in");
+        s.headers = Some(json!({"X-A": {"@path": "$.properties.a"}}));
+        s.batch_size = batch_size;
+        Config {
+            subscriptions: vec![Subscription::new(s).unwrap()],
+            shared_secret: Some("k".into()),
+            ..Config::default()
+        }
+    }
+
+    #[test]
+    fn a_subscription_request_has_the_headers_the_sender_writes() {
+        let event = json!({"type": "track", "properties": {"a": "é"}});
+        let sent = subscription_request(&config(None), &[&event])
+            .unwrap()
+            .unwrap();
+        let names: Vec<&str> = sent.headers.iter().map(|(k, _)| k.as_str()).collect();
+        assert_eq!(names, ["user-agent", "content-type", "x-a", "x-signature"]);
+        assert_eq!(sent.headers[2].1, [0xe9]);
+        let signature = crate::sign(b"k", &sent.body);
+        assert_eq!(sent.headers[3].1, signature.as_bytes());
+        let other = json!({"type": "page"});
+        assert_eq!(subscription_request(&config(None), &[&other]), Ok(None));
+    }
+
+    #[test]
+    fn a_batched_subscription_request_is_of_the_events_that_queue() {
+        let (a, b) = (json!({"type": "track"}), json!({"type": "page"}));
+        let sent = subscription_request(&config(Some(10)), &[&a, &b, &a])
+            .unwrap()
+            .unwrap();
+        assert_eq!(sent.body, br#"[{"type":"track"},{"type":"track"}]"#);
+        assert!(sent.headers.iter().any(|(k, _)| k == "x-signature"));
+    }
+}

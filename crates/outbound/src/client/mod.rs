@@ -49,6 +49,7 @@ mod start;
 mod subscriptions;
 
 use start::{CommandSink, TenantHandle};
+pub(crate) use subscriptions::queued;
 
 impl Client {
     /// Checks `config` and starts the client's threads.

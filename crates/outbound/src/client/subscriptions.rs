@@ -10,11 +10,30 @@ use crate::engine::{Core, SpoolWriter};
 use crate::error::Error;
 use crate::http::recorder::Recorder;
 use crate::model::config::Config;
+use crate::model::subscription::Subscription;
 use crate::wire::ingestion::Element;
 use crate::wire::subscription;
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 use std::time::Instant;
+
+/// What `sub` queues for `event`: `None` when its trigger does not match; `Err` holds the
+/// bytes of an event it cannot send (it fails alone, as at Segment).
+pub(crate) fn queued(
+    sub: &Subscription,
+    event: &serde_json::Value,
+) -> Option<Result<Vec<u8>, Vec<u8>>> {
+    match sub.map(event) {
+        Ok(None) => None,
+        Ok(Some(mapped)) => {
+            let fixed = sub.fixed_headers();
+            let bytes =
+                subscription::encode(&mapped, fixed.is_some(), fixed.is_none_or(|(_, own)| !own));
+            Some(bytes.map_err(|e| subscription::failure(&e.to_string())))
+        }
+        Err(e) => Some(Err(subscription::failure(&e.to_string()))),
+    }
+}
 
 impl Client {
     /// The clients of `config`'s subscriptions, on `core`, tenants of `writer` when the
@@ -69,19 +88,7 @@ impl Client {
         let value = event.and_then(|e| serde_json::from_slice::<serde_json::Value>(e).ok());
         for sub in &self.config.subscriptions {
             let bytes = match &value {
-                Some(event) if sub.enabled() => match sub.map(event) {
-                    Ok(None) => None,
-                    Ok(Some(mapped)) => {
-                        let fixed = sub.fixed_headers();
-                        let bytes = subscription::encode(
-                            &mapped,
-                            fixed.is_some(),
-                            fixed.is_none_or(|(_, own)| !own),
-                        );
-                        Some(bytes.map_err(|e| subscription::failure(&e.to_string())))
-                    }
-                    Err(e) => Some(Err(subscription::failure(&e.to_string()))),
-                },
+                Some(event) if sub.enabled() => queued(sub, event),
                 _ => None,
             };
             // A batched subscription's events join batches (its lane 0); an event it cannot
