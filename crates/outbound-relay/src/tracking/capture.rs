@@ -4,11 +4,11 @@
 //! write key, which is no part of the event, and its type and name as the core read them.
 //! Made only while the source is captured.
 
-use super::events::push_key;
 use super::fields::{self, Body, Fields};
 use crate::operations::recent::{Captured, MAX_EVENT_BYTES};
 use outbound::{JsonObject, Kind, Message, Received};
 use serde_json::value::RawValue;
+use serde_json::Value;
 use std::borrow::Cow;
 
 /// Top-level fields not kept: the transport's, not the event's.
@@ -35,8 +35,22 @@ pub fn captured_in_batch(
     captured(&fields, msg, received)
 }
 
+/// A single call's `event`, its `type` set to the path's `kind`, read by the core as `msg`,
+/// for the capture.
+pub fn captured_call(
+    mut event: Fields<'_>,
+    kind: Kind,
+    msg: &Message<JsonObject>,
+    received: &Received,
+) -> Captured {
+    let text = format!("\"{}\"", kind.as_str());
+    let value = RawValue::from_string(text).expect("a JSON string");
+    event.set("type", Cow::Owned(value));
+    captured(&event, msg, received)
+}
+
 /// `event`, read by the core as `msg`, for the capture.
-pub fn captured(event: &Fields<'_>, msg: &Message<JsonObject>, received: &Received) -> Captured {
+fn captured(event: &Fields<'_>, msg: &Message<JsonObject>, received: &Received) -> Captured {
     let kept = || {
         event
             .0
@@ -76,9 +90,19 @@ pub fn captured(event: &Fields<'_>, msg: &Message<JsonObject>, received: &Receiv
     }
 }
 
+/// `"key"`, escaped as JSON.
+fn push_key(text: &mut String, key: &str) {
+    if key.bytes().all(|b| b >= 0x20 && b != b'"' && b != b'\\') {
+        text.push('"');
+        text.push_str(key);
+        text.push('"');
+    } else {
+        text.push_str(&Value::String(key.to_string()).to_string());
+    }
+}
+
 #[cfg(test)]
 mod tests {
-    use super::super::events::read_event;
     use super::*;
 
     fn now() -> Received {
@@ -93,7 +117,7 @@ mod tests {
         let Ok(body) = fields::parse(text.as_bytes(), false) else {
             panic!("not a JSON object: {text}");
         };
-        let msg = read_event(&body.fields, &mut String::new(), &now()).unwrap();
+        let msg = Message::collect(text, &now()).unwrap();
         captured(&body.fields, &msg, &now())
     }
 

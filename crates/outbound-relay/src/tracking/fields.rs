@@ -54,13 +54,6 @@ impl<'a> Fields<'a> {
         self.remove(key);
         self.0.push((Cow::Borrowed(key), value));
     }
-
-    pub fn text_len(&self) -> usize {
-        self.0
-            .iter()
-            .map(|(k, v)| k.len() + v.get().len() + 4)
-            .sum()
-    }
 }
 
 /// A batch's `batch` array.

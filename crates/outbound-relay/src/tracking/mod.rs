@@ -4,13 +4,14 @@
 //!
 //! A request goes: body (decoded, limited: `body.rs`) → its fields, in one pass linear in its
 //! bytes (`fields.rs`) → write key (Basic-auth user, else `writeKey` in the body) → source →
-//! origin check (`cors.rs`) → each event read by the core and enqueued on the source's client
-//! (`events.rs`) → one wait for the spool commit that holds them (`Client::when_spooled`) →
-//! 200, naming rejected events within bounds (`rejected.rs`). The relay decides no rule of an
-//! event: it sets `type` from a single call's path, fills batch-level `context`,
-//! `integrations` and `sentAt` into events without them, gives the core the request's facts
-//! (when it came, the client's address: `Message::collect` adds Segment's server-side fields
-//! and keeps the rest), and maps the core's errors to answers.
+//! origin check (`cors.rs`) → each event read by the core from the body's own text, once, and
+//! enqueued on the source's client → one wait for the spool commit that holds them
+//! (`Client::when_spooled`) → 200, naming rejected events within bounds (`rejected.rs`). The
+//! relay decides no rule of an event: it hands the core a single call's path
+//! (`Message::collect_call`) or its batch's `context`, `integrations` and `sentAt`
+//! (`Message::collect_in_batch`) and the request's facts (when it came, the client's address:
+//! the core adds Segment's server-side fields and keeps the rest), and maps the core's errors
+//! to answers.
 //!
 //! Everything between the body and the commit wait is CPU work on the body. A body over
 //! [`INLINE_BYTES`] is taken on the runtime's blocking pool: the workers go on answering
@@ -24,7 +25,6 @@
 
 mod capture;
 mod cors;
-mod events;
 mod fields;
 pub mod forwarded;
 mod rejected;
@@ -39,12 +39,13 @@ use crate::http::reply::{self, Answer};
 use crate::operations::metrics::reason;
 use crate::operations::Ops;
 use crate::sources::{Source, Sources};
-use events::{read_event, type_value};
 use fields::{Batch, Body, Fields, ParseError};
 use hyper::body::Bytes;
 use hyper::header::HeaderMap;
 use hyper::StatusCode;
-use outbound::{BatchFields, Client, Error, Message, Received, MAX_BATCH_BYTES, MAX_BATCH_EVENTS};
+use outbound::{
+    BatchFields, Client, Error, Kind, Message, Received, MAX_BATCH_BYTES, MAX_BATCH_EVENTS,
+};
 use rejected::Rejections;
 use serde_json::value::RawValue;
 use std::borrow::Cow;
@@ -64,8 +65,8 @@ const INLINE_BYTES: usize = 64 * 1024;
 pub enum Endpoint {
     /// `{"batch":[...]}`: `/v1/batch`, `/v1/import`, `/v1/b`.
     Batch,
-    /// One event of this type.
-    Single(&'static str),
+    /// One event of this call.
+    Single(Kind),
 }
 
 /// Every name of Segment's tracking paths, under `/v1/` (see [`endpoint`]).
@@ -79,12 +80,12 @@ pub fn endpoint(path: &str) -> Option<Endpoint> {
     let name = path.strip_prefix("/v1/")?.trim_end_matches('/');
     Some(match name {
         "batch" | "import" | "b" => Endpoint::Batch,
-        "identify" | "i" => Endpoint::Single("identify"),
-        "track" | "t" => Endpoint::Single("track"),
-        "page" | "p" => Endpoint::Single("page"),
-        "screen" | "s" => Endpoint::Single("screen"),
-        "group" | "g" => Endpoint::Single("group"),
-        "alias" | "a" => Endpoint::Single("alias"),
+        "identify" | "i" => Endpoint::Single(Kind::Identify),
+        "track" | "t" => Endpoint::Single(Kind::Track),
+        "page" | "p" => Endpoint::Single(Kind::Page),
+        "screen" | "s" => Endpoint::Single(Kind::Screen),
+        "group" | "g" => Endpoint::Single(Kind::Group),
+        "alias" | "a" => Endpoint::Single(Kind::Alias),
         _ => return None,
     })
 }
@@ -269,11 +270,14 @@ fn take(sources: &Sources, r: &Request) -> Handled {
     }
     let capturing = source.slot.capturing();
     match r.endpoint {
-        Endpoint::Single(kind) => {
-            let mut event = fields;
-            event.set("type", type_value(kind));
-            single(&r.ops, source, client, event, &r.received, capturing)
-        }
+        Endpoint::Single(kind) => single(
+            &r.ops,
+            source,
+            client,
+            (kind, &r.bytes, fields),
+            &r.received,
+            capturing,
+        ),
         Endpoint::Batch => batch(
             &r.ops,
             source,
@@ -315,17 +319,20 @@ fn overloaded(ops: &Ops, source: &Source, e: &Error, events: usize) -> Option<An
     Some(reply::error(status, e.to_string()))
 }
 
+/// `event`: its call (the path's), the body, its fields (for a capture).
 fn single(
     ops: &Ops,
     source: &Arc<Source>,
     client: &Client,
-    event: Fields<'_>,
+    (kind, body, fields): (Kind, &[u8], Fields<'_>),
     received: &Received,
     capturing: bool,
 ) -> Handled {
-    let result = read_event(&event, &mut String::new(), received).and_then(|msg| {
+    // Its fields were read from it, so it is UTF-8: borrowed, not copied.
+    let text = String::from_utf8_lossy(body);
+    let result = Message::collect_call(&text, kind, received).and_then(|msg| {
         client.enqueue_with(&msg)?;
-        Ok(capturing.then(|| capture::captured(&event, &msg, received)))
+        Ok(capturing.then(|| capture::captured_call(fields, kind, &msg, received)))
     });
     let e = match result {
         Ok(copy) => {

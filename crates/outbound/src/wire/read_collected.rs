@@ -42,7 +42,13 @@ impl Message<JsonObject> {
     /// top-level `null` is absent; `writeKey` and `_metadata` are dropped. Library calls
     /// never go through this: their bodies are unchanged.
     pub fn collect(json: &str, received: &Received) -> Result<Self, Error> {
-        Self::collect_in_batch(json, &BatchFields::NONE, received)
+        Self::collect_with(json, None, &BatchFields::NONE, received)
+    }
+
+    /// [`Message::collect`] for an event sent to a call's own path (`/v1/track`): its call
+    /// is `kind`, whatever its `type` says (read from the body as it came, not written again).
+    pub fn collect_call(json: &str, kind: Kind, received: &Received) -> Result<Self, Error> {
+        Self::collect_with(json, Some(kind), &BatchFields::NONE, received)
     }
 
     /// [`Message::collect`] for an event of a batch (its text as it lies in the body): the
@@ -53,14 +59,24 @@ impl Message<JsonObject> {
         batch: &BatchFields,
         received: &Received,
     ) -> Result<Self, Error> {
+        Self::collect_with(json, None, batch, received)
+    }
+
+    /// `kind`: the call, in place of the event's `type`.
+    fn collect_with(
+        json: &str,
+        kind: Option<Kind>,
+        batch: &BatchFields,
+        received: &Received,
+    ) -> Result<Self, Error> {
         let mut de = serde_json::Deserializer::from_str(json);
-        match de.deserialize_map(OnePass { received }) {
+        match de.deserialize_map(OnePass { received, kind }) {
             // Every field read as the reference reads it: its `finish`, errors included.
             Ok((mut read, has)) if de.end().is_ok() => {
                 batch.fill(&mut read, has)?;
                 finish(read, received)
             }
-            _ => reference(json, batch, received),
+            _ => reference(json, kind, batch, received),
         }
     }
 }
@@ -329,6 +345,7 @@ fn library_of(bytes: &[u8]) -> bool {
 /// last value, as `JSON.parse` does): the reference [`Message::collect`] is held to.
 fn reference(
     json: &str,
+    kind: Option<Kind>,
     batch: &BatchFields,
     received: &Received,
 ) -> Result<Message<JsonObject>, Error> {
@@ -337,13 +354,16 @@ fn reference(
     let Value::Object(fields) = value else {
         return Err(wrong("message", "an object", &value));
     };
-    let mut read = Read::default();
+    let mut read = Read {
+        kind,
+        ..Read::default()
+    };
     let mut has = Has::default();
     for key in fields.keys() {
         has.note(key);
     }
     for (key, value) in fields {
-        if value.is_null() || DROPPED.contains(&key.as_str()) {
+        if value.is_null() || DROPPED.contains(&key.as_str()) || (kind.is_some() && key == "type") {
             continue;
         }
         match key.as_str() {
@@ -399,9 +419,10 @@ fn unusual<E: de::Error>() -> E {
     E::custom("read by the reference")
 }
 
-/// The event's fields, read in one pass.
+/// The event's fields, read in one pass (`kind`: the call, whatever its `type` says).
 struct OnePass<'r> {
     received: &'r Received,
+    kind: Option<Kind>,
 }
 
 impl<'de> Visitor<'de> for OnePass<'_> {
@@ -412,7 +433,10 @@ impl<'de> Visitor<'de> for OnePass<'_> {
     }
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(Read, Has), A::Error> {
-        let mut read = Read::default();
+        let mut read = Read {
+            kind: self.kind,
+            ..Read::default()
+        };
         let mut has = Has::default();
         let mut seen: Vec<Cow<'de, str>> = Vec::with_capacity(16);
         while let Some(Text(key)) = map.next_key()? {
@@ -420,7 +444,7 @@ impl<'de> Visitor<'de> for OnePass<'_> {
                 return Err(unusual());
             }
             match &*key {
-                k if DROPPED.contains(&k) => {
+                k if DROPPED.contains(&k) || (self.kind.is_some() && k == "type") => {
                     map.next_value::<IgnoredAny>()?;
                 }
                 "type" => {
@@ -612,13 +636,16 @@ mod tests {
         let r = received();
         let mut de = serde_json::Deserializer::from_str(text);
         let one_pass = de
-            .deserialize_map(OnePass { received: &r })
+            .deserialize_map(OnePass {
+                received: &r,
+                kind: None,
+            })
             .ok()
             .filter(|_| de.end().is_ok())
             .is_some_and(|(read, _)| finish(read, &r).is_ok());
         match (
             Message::collect(text, &r),
-            reference(text, &BatchFields::NONE, &r),
+            reference(text, None, &BatchFields::NONE, &r),
         ) {
             (Ok(a), Ok(b)) => assert_eq!(shown(&a), shown(&b), "{text}"),
             (Err(a), Err(b)) => assert_eq!(a, b, "{text}"),
@@ -820,6 +847,61 @@ mod tests {
         }
         // Both ways are exercised.
         assert!((500..3500).contains(&one_pass), "{one_pass}");
+    }
+
+    #[test]
+    fn a_call_s_path_sets_its_type_as_if_the_event_ended_with_it() {
+        let mut rng = fastrand::Rng::with_seed(46);
+        let fields = [
+            r#""type":"track""#,
+            r#""type":"delete""#,
+            r#""type":5"#,
+            r#""type":null"#,
+            r#""userId":"u""#,
+            r#""userId":4.5"#,
+            r#""event":"E""#,
+            r#""name":"N""#,
+            r#""groupId":"g""#,
+            r#""previousId":"p""#,
+            r#""properties":{"a":1,"a":2}"#,
+            r#""traits":{"t":true}"#,
+            r#""context":{"library":{"name":"analytics.js"}}"#,
+            r#""writeKey":"wk""#,
+            r#""x":[1]"#,
+        ];
+        let calls = [
+            Kind::Identify,
+            Kind::Track,
+            Kind::Page,
+            Kind::Screen,
+            Kind::Group,
+            Kind::Alias,
+        ];
+        let r = received();
+        for _ in 0..3000 {
+            let picked: Vec<&str> = (0..rng.usize(0..8))
+                .map(|_| fields[rng.usize(..fields.len())])
+                .collect();
+            let kind = calls[rng.usize(..calls.len())];
+            let text = format!("{{{}}}", picked.join(","));
+            // As the relay once made it: every `type` taken out, the path's put last.
+            let mut rest: Vec<&str> = picked
+                .iter()
+                .copied()
+                .filter(|f| !f.starts_with(r#""type":"#))
+                .collect();
+            let typed = format!(r#""type":"{}""#, kind.as_str());
+            rest.push(&typed);
+            let made = format!("{{{}}}", rest.join(","));
+            match (
+                Message::collect_call(&text, kind, &r),
+                Message::collect(&made, &r),
+            ) {
+                (Ok(a), Ok(b)) => assert_eq!(shown(&a), shown(&b), "{text}"),
+                (Err(a), Err(b)) => assert_eq!(a, b, "{text}"),
+                (a, b) => panic!("{text}: {a:?} against {b:?}"),
+            }
+        }
     }
 
     #[test]
