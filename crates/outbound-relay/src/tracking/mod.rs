@@ -329,7 +329,10 @@ fn single(
     capturing: bool,
 ) -> Handled {
     // Its fields were read from it, so it is UTF-8: borrowed, not copied.
-    let text = String::from_utf8_lossy(body);
+    let text = match std::str::from_utf8(body) {
+        Ok(text) => Cow::Borrowed(text),
+        Err(_) => String::from_utf8_lossy(body),
+    };
     let result = Message::collect_call(&text, kind, received).and_then(|msg| {
         client.enqueue_with(&msg)?;
         Ok(capturing.then(|| capture::captured_call(fields, kind, &msg, received)))
