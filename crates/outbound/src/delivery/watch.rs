@@ -61,8 +61,9 @@ const DETAIL_MAX: usize = 300;
 
 /// Bytes all logs hold now.
 static LOG_BYTES: AtomicUsize = AtomicUsize::new(0);
-/// Every URL with a log, for freeing the oldest when the budget is spent.
-static LOGS: Mutex<Vec<Weak<UrlWatch>>> = Mutex::new(Vec::new());
+/// Every URL with a log (its watch's URLs and its place among them), for freeing the oldest
+/// when the budget is spent.
+static LOGS: Mutex<Vec<(Weak<[UrlWatch]>, u8)>> = Mutex::new(Vec::new());
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
@@ -77,10 +78,11 @@ fn time_of(ms: i64) -> SystemTime {
     UNIX_EPOCH + Duration::from_millis(ms.max(0) as u64)
 }
 
-/// One client's webhook URLs, in the order of its `webhooks`.
+/// One client's webhook URLs, in the order of its `webhooks`: one allocation for them all,
+/// as a relay holds thousands of clients' URLs idle.
 #[derive(Default)]
 pub(crate) struct Watch {
-    pub urls: Box<[Arc<UrlWatch>]>,
+    pub urls: Arc<[UrlWatch]>,
 }
 
 impl Watch {
@@ -90,17 +92,15 @@ impl Watch {
         let urls = urls
             .into_iter()
             .enumerate()
-            .map(|(i, url)| {
-                Arc::new(UrlWatch {
-                    index: i as u8,
-                    url: url.into_boxed_str(),
-                    disabled: disabled.contains(&i),
-                    waiting: AtomicU64::new(0),
-                    throttled: AtomicU64::new(0),
-                    throttled_now: AtomicBool::new(false),
-                    retrying: AtomicU64::new(0),
-                    state: Mutex::new(State::default()),
-                })
+            .map(|(i, url)| UrlWatch {
+                index: i as u8,
+                url: url.into_boxed_str(),
+                disabled: disabled.contains(&i),
+                waiting: AtomicU64::new(0),
+                throttled: AtomicU64::new(0),
+                throttled_now: AtomicBool::new(false),
+                retrying: AtomicU64::new(0),
+                state: Mutex::new(State::default()),
             })
             .collect();
         Watch { urls }
@@ -133,9 +133,42 @@ impl Watch {
             if let Some(j) = found {
                 taken[j] = true;
                 if let Some(from) = old.urls.get(j) {
-                    mine.adopt(from);
+                    let (listed, over_budget) = mine.adopt(from);
+                    self.listed(listed, mine, over_budget);
                 }
             }
+        }
+    }
+
+    /// Records one attempt of message `id` at URL `i` (nothing past its URLs): `attempt`
+    /// classified, `seen` what its exchange showed, `answer` a failure's excerpt as shared
+    /// ([`Answers`]); `circuit_open` is the lane's state after it; `keep` how much of the
+    /// log stays.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn record(
+        &self,
+        i: usize,
+        id: &str,
+        attempt: &Attempt,
+        seen: &Seen,
+        answer: Option<Arc<[u8]>>,
+        circuit_open: bool,
+        keep: Keep,
+    ) {
+        if let Some(u) = self.urls.get(i) {
+            let (listed, over_budget) = u.record(id, attempt, seen, answer, circuit_open, keep);
+            self.listed(listed, u, over_budget);
+        }
+    }
+
+    /// After URL `u` of this watch recorded: lists it in [`LOGS`] when it has just made or
+    /// taken a log, then frees the oldest logs when `over_budget`.
+    fn listed(&self, listed: bool, u: &UrlWatch, over_budget: bool) {
+        if listed {
+            lock(&LOGS).push((Arc::downgrade(&self.urls), u.index));
+        }
+        if over_budget {
+            free_oldest();
         }
     }
 
@@ -401,18 +434,17 @@ impl Answers {
 }
 
 impl UrlWatch {
-    /// Records one attempt of message `id`: `attempt` classified, `seen` what its exchange
-    /// showed, `answer` a failure's excerpt as shared ([`Answers`]); `circuit_open` is the
-    /// lane's state after it; `keep` how much of the log stays.
-    pub(crate) fn record(
-        self: &Arc<Self>,
+    /// [`Watch::record`] of this URL; whether it is to be listed in [`LOGS`] now, and
+    /// whether the logs are over the budget.
+    fn record(
+        &self,
         id: &str,
         attempt: &Attempt,
         seen: &Seen,
         answer: Option<Arc<[u8]>>,
         circuit_open: bool,
         keep: Keep,
-    ) {
+    ) -> (bool, bool) {
         let now_ms = unix_ms(SystemTime::now());
         let (result, detail) = match attempt {
             Attempt::Success => (AttemptResult::Delivered, None),
@@ -431,6 +463,7 @@ impl UrlWatch {
             headers: seen.headers.clone(),
         };
         let mut over_budget = false;
+        let mut listed = false;
         {
             let mut s = lock(&self.state);
             s.circuit_open = circuit_open;
@@ -494,19 +527,17 @@ impl UrlWatch {
             }
             if !s.listed {
                 s.listed = true;
-                drop(s);
-                lock(&LOGS).push(Arc::downgrade(self));
+                listed = true;
             }
         }
-        if over_budget {
-            free_oldest();
-        }
+        (listed, over_budget)
     }
 
     /// A copy of `from`'s records (health and log), for a new watch of the same URL nobody
     /// records into yet. What waits is not copied (the successor counts its messages itself
     /// as it resumes them), nor the throttled requests, counted per client as documented.
-    fn adopt(self: &Arc<Self>, from: &UrlWatch) {
+    /// Whether it is to be listed in [`LOGS`] now, and whether the logs are over the budget.
+    fn adopt(&self, from: &UrlWatch) -> (bool, bool) {
         let copy = {
             let s = lock(&from.state);
             State {
@@ -531,12 +562,7 @@ impl UrlWatch {
             *s = copy;
             s.listed = s.log.is_some();
         }
-        if bytes > 0 {
-            lock(&LOGS).push(Arc::downgrade(self));
-        }
-        if over_budget {
-            free_oldest();
-        }
+        (bytes > 0, over_budget)
     }
 
     /// `n` messages left it as `how`: counted, and in its log's minute (while it has a log:
@@ -720,20 +746,24 @@ impl Drop for UrlWatch {
 /// Runs on the scheduler's thread, holding no URL's lock.
 fn free_oldest() {
     let mut listed = lock(&LOGS);
-    let mut logs: Vec<(i64, Arc<UrlWatch>)> = listed
+    let mut logs: Vec<(i64, Arc<[UrlWatch]>, usize)> = listed
         .iter()
-        .filter_map(Weak::upgrade)
-        .filter_map(|u| Some((u.touched_ms()?, u)))
+        .filter_map(|(w, i)| Some((w.upgrade()?, usize::from(*i))))
+        .filter_map(|(urls, i)| Some((urls.get(i)?.touched_ms()?, urls, i)))
         .collect();
-    logs.sort_by_key(|(t, _)| *t);
+    logs.sort_by_key(|(t, ..)| *t);
     let target = LOG_BUDGET / 4 * 3;
-    for (_, u) in &logs {
+    for (_, urls, i) in &logs {
         if LOG_BYTES.load(Relaxed) <= target {
             break;
         }
-        u.free_log();
+        urls[*i].free_log();
     }
-    listed.retain(|w| w.upgrade().is_some_and(|u| lock(&u.state).listed));
+    listed.retain(|(w, i)| {
+        let urls = w.upgrade();
+        let u = (urls.as_deref()).and_then(|urls| urls.get(usize::from(*i)));
+        u.is_some_and(|u| lock(&u.state).listed)
+    });
 }
 
 /// Bytes every URL log of the process holds now (tests, and the memory budget's check).
@@ -751,12 +781,12 @@ mod tests {
     /// reads a log back.
     static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
 
-    fn rec(u: &Arc<UrlWatch>, id: Arc<str>, a: &Attempt, seen: &Seen, open: bool) {
+    fn rec(w: &Watch, i: usize, id: Arc<str>, a: &Attempt, seen: &Seen, open: bool) {
         let answer = seen
             .excerpt
             .as_deref()
             .map(|e| Arc::from(&e[..e.len().min(ANSWER_EXCERPT)]));
-        u.record(&id, a, seen, answer, open, Keep::default());
+        w.record(i, &id, a, seen, answer, open, Keep::default());
     }
 
     fn failure(status: u16) -> (Attempt, Seen) {
@@ -786,7 +816,8 @@ mod tests {
                 ..Seen::default()
             };
             rec(
-                u,
+                &w,
+                0,
                 Arc::from(format!("m{i}")),
                 &Attempt::Success,
                 &seen,
@@ -794,7 +825,7 @@ mod tests {
             );
         }
         let (a, seen) = failure(503);
-        rec(u, Arc::from("bad"), &a, &seen, false);
+        rec(&w, 0, Arc::from("bad"), &a, &seen, false);
         let log = u.attempts(&AttemptQuery::default(), i64::MAX);
         assert_eq!(log.len(), LOG_ATTEMPTS);
         assert_eq!(&*log[0].message_id, "bad");
@@ -823,12 +854,13 @@ mod tests {
         let u = &w.urls[0];
         assert_eq!(u.health().state, HealthState::Healthy);
         let (a, seen) = failure(500);
-        rec(u, Arc::from("1"), &a, &seen, false);
+        rec(&w, 0, Arc::from("1"), &a, &seen, false);
         assert_eq!(u.health().state, HealthState::Failing);
-        rec(u, Arc::from("2"), &a, &seen, true);
+        rec(&w, 0, Arc::from("2"), &a, &seen, true);
         assert_eq!(u.health().state, HealthState::CircuitOpen);
         rec(
-            u,
+            &w,
+            0,
             Arc::from("3"),
             &Attempt::Success,
             &Seen::default(),
@@ -851,14 +883,8 @@ mod tests {
         let start = log_bytes();
         let old = Watch::new(vec!["http://a/".into(), "http://b/".into()], &[]);
         let (a, seen) = failure(500);
-        rec(&old.urls[1], Arc::from("1"), &a, &seen, true);
-        rec(
-            &old.urls[0],
-            Arc::from("2"),
-            &Attempt::Success,
-            &seen,
-            false,
-        );
+        rec(&old, 1, Arc::from("1"), &a, &seen, true);
+        rec(&old, 0, Arc::from("2"), &Attempt::Success, &seen, false);
         let before = log_bytes();
         let new = Watch::new(vec!["http://b/".into(), "http://c/".into()], &[]);
         new.adopt(&["b", "c"], &old, &["a", "b"]);
@@ -917,7 +943,7 @@ mod tests {
         let (a, seen) = failure(503);
         for w in &watches {
             for j in 0..LOG_ATTEMPTS {
-                rec(&w.urls[0], Arc::from(format!("m{j}")), &a, &seen, false);
+                rec(w, 0, Arc::from(format!("m{j}")), &a, &seen, false);
             }
         }
         assert!(log_bytes() <= LOG_BUDGET, "{} > {LOG_BUDGET}", log_bytes());
