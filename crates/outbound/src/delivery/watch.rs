@@ -2,13 +2,14 @@
 //! per answer, under the URL's own lock) and the client reads them (`Client::webhook_attempts`,
 //! `Client::webhook_health`).
 //!
-//! **Memory.** A URL costs ~160 bytes while idle: its health (failures in a row, last error,
-//! last success, messages waiting) and its messages' counts. Its log (the last
+//! **Memory.** A URL costs ~120 bytes while idle: its health (failures in a row, last error,
+//! last success, messages waiting) and its messages' counts; its text is the client's
+//! config's, given to [`UrlWatch::health`]. Its log (the last
 //! [`LOG_ATTEMPTS`] attempts, with up to 1 KiB of each failure's answer, five one-minute
 //! latency histograms, and an hour of its messages' ends a minute each) is made at its
 //! first attempt, and all logs of the process together hold at most [`LOG_BUDGET`] bytes:
 //! past it, the logs touched longest ago are freed whole (their URLs keep their health), so
-//! 10,000 idle tenants of 5 URLs cost ~7 MiB, and a busy process ~[`LOG_BUDGET`] at most,
+//! 10,000 idle tenants of 5 URLs cost ~6 MiB, and a busy process ~[`LOG_BUDGET`] at most,
 //! whatever the number of URLs.
 
 use crate::http::attempt::{Attempt, Seen, SeenHeaders};
@@ -86,15 +87,12 @@ pub(crate) struct Watch {
 }
 
 impl Watch {
-    /// A watch for `urls` (as shown: no query string); `disabled[i]` when URL `i` can never
-    /// be reached (the network guard refuses its address).
-    pub(crate) fn new(urls: Vec<String>, disabled: &[usize]) -> Watch {
-        let urls = urls
-            .into_iter()
-            .enumerate()
-            .map(|(i, url)| UrlWatch {
+    /// A watch for `n` URLs; `disabled[i]` when URL `i` can never be reached (the network
+    /// guard refuses its address).
+    pub(crate) fn new(n: usize, disabled: &[usize]) -> Watch {
+        let urls = (0..n)
+            .map(|i| UrlWatch {
                 index: i as u8,
-                url: url.into_boxed_str(),
                 disabled: disabled.contains(&i),
                 waiting: AtomicU64::new(0),
                 throttled: AtomicU64::new(0),
@@ -203,8 +201,6 @@ impl Watch {
 pub(crate) struct UrlWatch {
     /// Its place in `webhooks` (at most 5): a byte beside the flags, not a word of its own.
     index: u8,
-    /// Exactly its length (a formatted string kept its growth: 10,000 sources' URLs).
-    url: Box<str>,
     disabled: bool,
     /// Messages still to be delivered to it.
     pub waiting: AtomicU64,
@@ -652,8 +648,9 @@ impl UrlWatch {
             .collect()
     }
 
-    /// Its health now.
-    pub(crate) fn health(&self) -> WebhookHealth {
+    /// Its health now; `url` is the URL as shown (its webhook's, without path or query),
+    /// which a client's config holds already.
+    pub(crate) fn health(&self, url: String) -> WebhookHealth {
         let s = lock(&self.state);
         let now_minute = unix_ms(SystemTime::now()).div_euclid(60_000);
         let mut hist = [0u64; BUCKETS];
@@ -691,7 +688,7 @@ impl UrlWatch {
         };
         WebhookHealth {
             webhook: usize::from(self.index),
-            url: self.url.to_string(),
+            url,
             state,
             attempts_5m: attempts,
             delivered_5m: delivered,
@@ -808,7 +805,7 @@ mod tests {
     #[test]
     fn a_log_keeps_the_last_hundred_attempts_newest_first() {
         let _one = lock(&ONE_AT_A_TIME);
-        let w = Watch::new(vec!["http://a/".into()], &[]);
+        let w = Watch::new(1, &[]);
         let u = &w.urls[0];
         for i in 0..150 {
             let seen = Seen {
@@ -836,7 +833,7 @@ mod tests {
         );
         assert_eq!(&*log[1].message_id, "m149");
         assert_eq!(&*log[99].message_id, "m51");
-        let h = u.health();
+        let h = u.health(String::new());
         assert_eq!(h.state, HealthState::Failing);
         assert_eq!(h.consecutive_failures, 1);
         assert_eq!((h.attempts_5m, h.delivered_5m), (151, 150));
@@ -850,14 +847,14 @@ mod tests {
     #[test]
     fn health_moves_with_the_answers_and_the_lane() {
         let _one = lock(&ONE_AT_A_TIME);
-        let w = Watch::new(vec!["http://a/".into(), "http://b/".into()], &[1]);
+        let w = Watch::new(2, &[1]);
         let u = &w.urls[0];
-        assert_eq!(u.health().state, HealthState::Healthy);
+        assert_eq!(u.health(String::new()).state, HealthState::Healthy);
         let (a, seen) = failure(500);
         rec(&w, 0, Arc::from("1"), &a, &seen, false);
-        assert_eq!(u.health().state, HealthState::Failing);
+        assert_eq!(u.health(String::new()).state, HealthState::Failing);
         rec(&w, 0, Arc::from("2"), &a, &seen, true);
-        assert_eq!(u.health().state, HealthState::CircuitOpen);
+        assert_eq!(u.health(String::new()).state, HealthState::CircuitOpen);
         rec(
             &w,
             0,
@@ -866,29 +863,29 @@ mod tests {
             &Seen::default(),
             false,
         );
-        let h = u.health();
+        let h = u.health(String::new());
         assert_eq!(h.state, HealthState::Healthy);
         assert!(h.last_success.is_some() && h.last_error.is_some());
-        assert_eq!(w.urls[1].health().state, HealthState::Disabled);
+        assert_eq!(w.urls[1].health(String::new()).state, HealthState::Disabled);
         w.wait(0b11);
         w.wait(0b01);
         w.unwait(0b01);
-        assert_eq!(w.urls[0].health().waiting, 1);
-        assert_eq!(w.urls[1].health().waiting, 1);
+        assert_eq!(w.urls[0].health(String::new()).waiting, 1);
+        assert_eq!(w.urls[1].health(String::new()).waiting, 1);
     }
 
     #[test]
     fn a_successor_adopts_each_url_it_keeps_by_url_and_counts_the_copy() {
         let _one = lock(&ONE_AT_A_TIME);
         let start = log_bytes();
-        let old = Watch::new(vec!["http://a/".into(), "http://b/".into()], &[]);
+        let old = Watch::new(2, &[]);
         let (a, seen) = failure(500);
         rec(&old, 1, Arc::from("1"), &a, &seen, true);
         rec(&old, 0, Arc::from("2"), &Attempt::Success, &seen, false);
         let before = log_bytes();
-        let new = Watch::new(vec!["http://b/".into(), "http://c/".into()], &[]);
+        let new = Watch::new(2, &[]);
         new.adopt(&["b", "c"], &old, &["a", "b"]);
-        let b = new.urls[0].health();
+        let b = new.urls[0].health(String::new());
         assert_eq!((b.webhook, b.state), (0, HealthState::CircuitOpen));
         assert_eq!(b.consecutive_failures, 1);
         assert_eq!(
@@ -896,7 +893,7 @@ mod tests {
             "1"
         );
         assert_eq!(new.urls[0].circuit(), Some(1));
-        assert_eq!(new.urls[1].health().attempts_5m, 0);
+        assert_eq!(new.urls[1].health(String::new()).attempts_5m, 0);
         assert!(
             log_bytes() > before,
             "the copy is within the budget's count"
@@ -917,17 +914,14 @@ mod tests {
         let _one = lock(&ONE_AT_A_TIME);
         let before = log_bytes();
         // 10,000 idle tenants of 5 URLs.
-        let watches: Vec<Watch> = (0..10_000)
-            .map(|i| Watch::new((0..5).map(|j| format!("http://h{i}/{j}")).collect(), &[]))
-            .collect();
+        let watches: Vec<Watch> = (0..10_000).map(|_| Watch::new(5, &[])).collect();
         assert_eq!(log_bytes(), before, "no log before a URL's first attempt");
-        let per_url = std::mem::size_of::<UrlWatch>() + 16;
-        assert!(per_url <= 160, "{per_url} bytes per idle URL");
-        // With the URLs' text: under 10 MiB for 50,000 URLs.
-        let total: usize = (watches.iter().flat_map(|w| w.urls.iter()))
-            .map(|u| per_url + u.url.len())
-            .sum();
-        assert!(total < 10 << 20, "{total} bytes for 50,000 idle URLs");
+        let per_url = std::mem::size_of::<UrlWatch>();
+        assert!(per_url <= 128, "{per_url} bytes per idle URL");
+        // A watch's URLs are one allocation (the Arc's counts once); their text is the
+        // config's: under 7 MiB for 50,000 URLs.
+        let total: usize = watches.iter().map(|w| 16 + w.urls.len() * per_url).sum();
+        assert!(total < 7 << 20, "{total} bytes for 50,000 idle URLs");
     }
 
     #[test]
@@ -937,9 +931,7 @@ mod tests {
         // twice over: the oldest logs are freed, their health kept.
         let per_log = LOG_ATTEMPTS * (ANSWER_EXCERPT + 200);
         let n = 2 * LOG_BUDGET / per_log + 1;
-        let watches: Vec<Watch> = (0..n)
-            .map(|i| Watch::new(vec![format!("http://h{i}/")], &[]))
-            .collect();
+        let watches: Vec<Watch> = (0..n).map(|_| Watch::new(1, &[])).collect();
         let (a, seen) = failure(503);
         for w in &watches {
             for j in 0..LOG_ATTEMPTS {
@@ -954,7 +946,10 @@ mod tests {
                 .is_empty(),
             "the oldest log was freed"
         );
-        assert_eq!(first.health().consecutive_failures, LOG_ATTEMPTS as u32);
+        assert_eq!(
+            first.health(String::new()).consecutive_failures,
+            LOG_ATTEMPTS as u32
+        );
         assert_eq!(
             watches[n - 1].urls[0]
                 .attempts(&AttemptQuery::default(), i64::MAX)
