@@ -80,7 +80,13 @@ impl Client {
     /// failures in a row, last error, last success, messages waiting; and what became of
     /// its messages (delivered, failed, retrying, abandoned because another URL took them).
     pub fn webhook_health(&self) -> Vec<WebhookHealth> {
-        self.watched().iter().map(|u| u.health()).collect()
+        let urls = self.config().webhooks.iter();
+        let urls = urls.map(|w| crate::log::redact_url(&w.url));
+        self.watched()
+            .iter()
+            .zip(urls)
+            .map(|(u, url)| u.health(url))
+            .collect()
     }
 
     /// One page of dead letters (`dead_letters` on), newest first, without bodies.

@@ -169,8 +169,8 @@ impl Client {
     }
 
     /// Its webhook URLs' attempts and health (`delivery_records.rs`).
-    pub(crate) fn watched(&self) -> Vec<Arc<UrlWatch>> {
-        self.engine.load().shared.watch.urls.to_vec()
+    pub(crate) fn watched(&self) -> Arc<[UrlWatch]> {
+        self.engine.load().shared.watch.urls.clone()
     }
 
     /// Asks the spool writer about this client's dead letters (`delivery_records.rs`).

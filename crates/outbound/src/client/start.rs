@@ -15,7 +15,7 @@ use crate::error::Error;
 use crate::http::connect::ParsedUrl;
 use crate::http::exchange::Exchange;
 use crate::http::recorder::Recorder;
-use crate::log::{redact_url, Logger};
+use crate::log::Logger;
 use crate::model::config::Config;
 use crate::model::retry::after;
 use crate::wire::ingestion::{self, Endpoint};
@@ -41,9 +41,8 @@ pub(super) struct TenantHandle {
 /// The watch of `config`'s webhook URLs; with `previous`, each URL it keeps carries on its
 /// records there.
 fn watch(config: &Config, previous: Option<&Client>) -> Watch {
-    let urls = config.webhooks.iter().map(|w| redact_url(&w.url)).collect();
     let blocked: Vec<usize> = config.blocked_webhooks().iter().map(|(i, _)| *i).collect();
-    let watch = Watch::new(urls, &blocked);
+    let watch = Watch::new(config.webhooks.len(), &blocked);
     if let Some(previous) = previous {
         let mine: Vec<&str> = config.webhooks.iter().map(|w| w.url.as_str()).collect();
         let theirs: Vec<&str> = (previous.config.webhooks.iter())

@@ -2,13 +2,14 @@
 //! per answer, under the URL's own lock) and the client reads them (`Client::webhook_attempts`,
 //! `Client::webhook_health`).
 //!
-//! **Memory.** A URL costs ~160 bytes while idle: its health (failures in a row, last error,
-//! last success, messages waiting) and its messages' counts. Its log (the last
+//! **Memory.** A URL costs ~120 bytes while idle: its health (failures in a row, last error,
+//! last success, messages waiting) and its messages' counts; its text is the client's
+//! config's, given to [`UrlWatch::health`]. Its log (the last
 //! [`LOG_ATTEMPTS`] attempts, with up to 1 KiB of each failure's answer, five one-minute
 //! latency histograms, and an hour of its messages' ends a minute each) is made at its
 //! first attempt, and all logs of the process together hold at most [`LOG_BUDGET`] bytes:
 //! past it, the logs touched longest ago are freed whole (their URLs keep their health), so
-//! 10,000 idle tenants of 5 URLs cost ~7 MiB, and a busy process ~[`LOG_BUDGET`] at most,
+//! 10,000 idle tenants of 5 URLs cost ~6 MiB, and a busy process ~[`LOG_BUDGET`] at most,
 //! whatever the number of URLs.
 
 use crate::http::attempt::{Attempt, Seen, SeenHeaders};
@@ -61,8 +62,9 @@ const DETAIL_MAX: usize = 300;
 
 /// Bytes all logs hold now.
 static LOG_BYTES: AtomicUsize = AtomicUsize::new(0);
-/// Every URL with a log, for freeing the oldest when the budget is spent.
-static LOGS: Mutex<Vec<Weak<UrlWatch>>> = Mutex::new(Vec::new());
+/// Every URL with a log (its watch's URLs and its place among them), for freeing the oldest
+/// when the budget is spent.
+static LOGS: Mutex<Vec<(Weak<[UrlWatch]>, u8)>> = Mutex::new(Vec::new());
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
@@ -77,30 +79,26 @@ fn time_of(ms: i64) -> SystemTime {
     UNIX_EPOCH + Duration::from_millis(ms.max(0) as u64)
 }
 
-/// One client's webhook URLs, in the order of its `webhooks`.
+/// One client's webhook URLs, in the order of its `webhooks`: one allocation for them all,
+/// as a relay holds thousands of clients' URLs idle.
 #[derive(Default)]
 pub(crate) struct Watch {
-    pub urls: Box<[Arc<UrlWatch>]>,
+    pub urls: Arc<[UrlWatch]>,
 }
 
 impl Watch {
-    /// A watch for `urls` (as shown: no query string); `disabled[i]` when URL `i` can never
-    /// be reached (the network guard refuses its address).
-    pub(crate) fn new(urls: Vec<String>, disabled: &[usize]) -> Watch {
-        let urls = urls
-            .into_iter()
-            .enumerate()
-            .map(|(i, url)| {
-                Arc::new(UrlWatch {
-                    index: i as u8,
-                    url: url.into_boxed_str(),
-                    disabled: disabled.contains(&i),
-                    waiting: AtomicU64::new(0),
-                    throttled: AtomicU64::new(0),
-                    throttled_now: AtomicBool::new(false),
-                    retrying: AtomicU64::new(0),
-                    state: Mutex::new(State::default()),
-                })
+    /// A watch for `n` URLs; `disabled[i]` when URL `i` can never be reached (the network
+    /// guard refuses its address).
+    pub(crate) fn new(n: usize, disabled: &[usize]) -> Watch {
+        let urls = (0..n)
+            .map(|i| UrlWatch {
+                index: i as u8,
+                disabled: disabled.contains(&i),
+                waiting: AtomicU64::new(0),
+                throttled: AtomicU64::new(0),
+                throttled_now: AtomicBool::new(false),
+                retrying: AtomicU64::new(0),
+                state: Mutex::new(State::default()),
             })
             .collect();
         Watch { urls }
@@ -133,9 +131,42 @@ impl Watch {
             if let Some(j) = found {
                 taken[j] = true;
                 if let Some(from) = old.urls.get(j) {
-                    mine.adopt(from);
+                    let (listed, over_budget) = mine.adopt(from);
+                    self.listed(listed, mine, over_budget);
                 }
             }
+        }
+    }
+
+    /// Records one attempt of message `id` at URL `i` (nothing past its URLs): `attempt`
+    /// classified, `seen` what its exchange showed, `answer` a failure's excerpt as shared
+    /// ([`Answers`]); `circuit_open` is the lane's state after it; `keep` how much of the
+    /// log stays.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn record(
+        &self,
+        i: usize,
+        id: &str,
+        attempt: &Attempt,
+        seen: &Seen,
+        answer: Option<Arc<[u8]>>,
+        circuit_open: bool,
+        keep: Keep,
+    ) {
+        if let Some(u) = self.urls.get(i) {
+            let (listed, over_budget) = u.record(id, attempt, seen, answer, circuit_open, keep);
+            self.listed(listed, u, over_budget);
+        }
+    }
+
+    /// After URL `u` of this watch recorded: lists it in [`LOGS`] when it has just made or
+    /// taken a log, then frees the oldest logs when `over_budget`.
+    fn listed(&self, listed: bool, u: &UrlWatch, over_budget: bool) {
+        if listed {
+            lock(&LOGS).push((Arc::downgrade(&self.urls), u.index));
+        }
+        if over_budget {
+            free_oldest();
         }
     }
 
@@ -170,8 +201,6 @@ impl Watch {
 pub(crate) struct UrlWatch {
     /// Its place in `webhooks` (at most 5): a byte beside the flags, not a word of its own.
     index: u8,
-    /// Exactly its length (a formatted string kept its growth: 10,000 sources' URLs).
-    url: Box<str>,
     disabled: bool,
     /// Messages still to be delivered to it.
     pub waiting: AtomicU64,
@@ -401,18 +430,17 @@ impl Answers {
 }
 
 impl UrlWatch {
-    /// Records one attempt of message `id`: `attempt` classified, `seen` what its exchange
-    /// showed, `answer` a failure's excerpt as shared ([`Answers`]); `circuit_open` is the
-    /// lane's state after it; `keep` how much of the log stays.
-    pub(crate) fn record(
-        self: &Arc<Self>,
+    /// [`Watch::record`] of this URL; whether it is to be listed in [`LOGS`] now, and
+    /// whether the logs are over the budget.
+    fn record(
+        &self,
         id: &str,
         attempt: &Attempt,
         seen: &Seen,
         answer: Option<Arc<[u8]>>,
         circuit_open: bool,
         keep: Keep,
-    ) {
+    ) -> (bool, bool) {
         let now_ms = unix_ms(SystemTime::now());
         let (result, detail) = match attempt {
             Attempt::Success => (AttemptResult::Delivered, None),
@@ -431,6 +459,7 @@ impl UrlWatch {
             headers: seen.headers.clone(),
         };
         let mut over_budget = false;
+        let mut listed = false;
         {
             let mut s = lock(&self.state);
             s.circuit_open = circuit_open;
@@ -494,19 +523,17 @@ impl UrlWatch {
             }
             if !s.listed {
                 s.listed = true;
-                drop(s);
-                lock(&LOGS).push(Arc::downgrade(self));
+                listed = true;
             }
         }
-        if over_budget {
-            free_oldest();
-        }
+        (listed, over_budget)
     }
 
     /// A copy of `from`'s records (health and log), for a new watch of the same URL nobody
     /// records into yet. What waits is not copied (the successor counts its messages itself
     /// as it resumes them), nor the throttled requests, counted per client as documented.
-    fn adopt(self: &Arc<Self>, from: &UrlWatch) {
+    /// Whether it is to be listed in [`LOGS`] now, and whether the logs are over the budget.
+    fn adopt(&self, from: &UrlWatch) -> (bool, bool) {
         let copy = {
             let s = lock(&from.state);
             State {
@@ -531,12 +558,7 @@ impl UrlWatch {
             *s = copy;
             s.listed = s.log.is_some();
         }
-        if bytes > 0 {
-            lock(&LOGS).push(Arc::downgrade(self));
-        }
-        if over_budget {
-            free_oldest();
-        }
+        (bytes > 0, over_budget)
     }
 
     /// `n` messages left it as `how`: counted, and in its log's minute (while it has a log:
@@ -626,8 +648,9 @@ impl UrlWatch {
             .collect()
     }
 
-    /// Its health now.
-    pub(crate) fn health(&self) -> WebhookHealth {
+    /// Its health now; `url` is the URL as shown (its webhook's, without path or query),
+    /// which a client's config holds already.
+    pub(crate) fn health(&self, url: String) -> WebhookHealth {
         let s = lock(&self.state);
         let now_minute = unix_ms(SystemTime::now()).div_euclid(60_000);
         let mut hist = [0u64; BUCKETS];
@@ -665,7 +688,7 @@ impl UrlWatch {
         };
         WebhookHealth {
             webhook: usize::from(self.index),
-            url: self.url.to_string(),
+            url,
             state,
             attempts_5m: attempts,
             delivered_5m: delivered,
@@ -720,20 +743,24 @@ impl Drop for UrlWatch {
 /// Runs on the scheduler's thread, holding no URL's lock.
 fn free_oldest() {
     let mut listed = lock(&LOGS);
-    let mut logs: Vec<(i64, Arc<UrlWatch>)> = listed
+    let mut logs: Vec<(i64, Arc<[UrlWatch]>, usize)> = listed
         .iter()
-        .filter_map(Weak::upgrade)
-        .filter_map(|u| Some((u.touched_ms()?, u)))
+        .filter_map(|(w, i)| Some((w.upgrade()?, usize::from(*i))))
+        .filter_map(|(urls, i)| Some((urls.get(i)?.touched_ms()?, urls, i)))
         .collect();
-    logs.sort_by_key(|(t, _)| *t);
+    logs.sort_by_key(|(t, ..)| *t);
     let target = LOG_BUDGET / 4 * 3;
-    for (_, u) in &logs {
+    for (_, urls, i) in &logs {
         if LOG_BYTES.load(Relaxed) <= target {
             break;
         }
-        u.free_log();
+        urls[*i].free_log();
     }
-    listed.retain(|w| w.upgrade().is_some_and(|u| lock(&u.state).listed));
+    listed.retain(|(w, i)| {
+        let urls = w.upgrade();
+        let u = (urls.as_deref()).and_then(|urls| urls.get(usize::from(*i)));
+        u.is_some_and(|u| lock(&u.state).listed)
+    });
 }
 
 /// Bytes every URL log of the process holds now (tests, and the memory budget's check).
@@ -751,12 +778,12 @@ mod tests {
     /// reads a log back.
     static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
 
-    fn rec(u: &Arc<UrlWatch>, id: Arc<str>, a: &Attempt, seen: &Seen, open: bool) {
+    fn rec(w: &Watch, i: usize, id: Arc<str>, a: &Attempt, seen: &Seen, open: bool) {
         let answer = seen
             .excerpt
             .as_deref()
             .map(|e| Arc::from(&e[..e.len().min(ANSWER_EXCERPT)]));
-        u.record(&id, a, seen, answer, open, Keep::default());
+        w.record(i, &id, a, seen, answer, open, Keep::default());
     }
 
     fn failure(status: u16) -> (Attempt, Seen) {
@@ -778,7 +805,7 @@ mod tests {
     #[test]
     fn a_log_keeps_the_last_hundred_attempts_newest_first() {
         let _one = lock(&ONE_AT_A_TIME);
-        let w = Watch::new(vec!["http://a/".into()], &[]);
+        let w = Watch::new(1, &[]);
         let u = &w.urls[0];
         for i in 0..150 {
             let seen = Seen {
@@ -786,7 +813,8 @@ mod tests {
                 ..Seen::default()
             };
             rec(
-                u,
+                &w,
+                0,
                 Arc::from(format!("m{i}")),
                 &Attempt::Success,
                 &seen,
@@ -794,7 +822,7 @@ mod tests {
             );
         }
         let (a, seen) = failure(503);
-        rec(u, Arc::from("bad"), &a, &seen, false);
+        rec(&w, 0, Arc::from("bad"), &a, &seen, false);
         let log = u.attempts(&AttemptQuery::default(), i64::MAX);
         assert_eq!(log.len(), LOG_ATTEMPTS);
         assert_eq!(&*log[0].message_id, "bad");
@@ -805,7 +833,7 @@ mod tests {
         );
         assert_eq!(&*log[1].message_id, "m149");
         assert_eq!(&*log[99].message_id, "m51");
-        let h = u.health();
+        let h = u.health(String::new());
         assert_eq!(h.state, HealthState::Failing);
         assert_eq!(h.consecutive_failures, 1);
         assert_eq!((h.attempts_5m, h.delivered_5m), (151, 150));
@@ -819,50 +847,45 @@ mod tests {
     #[test]
     fn health_moves_with_the_answers_and_the_lane() {
         let _one = lock(&ONE_AT_A_TIME);
-        let w = Watch::new(vec!["http://a/".into(), "http://b/".into()], &[1]);
+        let w = Watch::new(2, &[1]);
         let u = &w.urls[0];
-        assert_eq!(u.health().state, HealthState::Healthy);
+        assert_eq!(u.health(String::new()).state, HealthState::Healthy);
         let (a, seen) = failure(500);
-        rec(u, Arc::from("1"), &a, &seen, false);
-        assert_eq!(u.health().state, HealthState::Failing);
-        rec(u, Arc::from("2"), &a, &seen, true);
-        assert_eq!(u.health().state, HealthState::CircuitOpen);
+        rec(&w, 0, Arc::from("1"), &a, &seen, false);
+        assert_eq!(u.health(String::new()).state, HealthState::Failing);
+        rec(&w, 0, Arc::from("2"), &a, &seen, true);
+        assert_eq!(u.health(String::new()).state, HealthState::CircuitOpen);
         rec(
-            u,
+            &w,
+            0,
             Arc::from("3"),
             &Attempt::Success,
             &Seen::default(),
             false,
         );
-        let h = u.health();
+        let h = u.health(String::new());
         assert_eq!(h.state, HealthState::Healthy);
         assert!(h.last_success.is_some() && h.last_error.is_some());
-        assert_eq!(w.urls[1].health().state, HealthState::Disabled);
+        assert_eq!(w.urls[1].health(String::new()).state, HealthState::Disabled);
         w.wait(0b11);
         w.wait(0b01);
         w.unwait(0b01);
-        assert_eq!(w.urls[0].health().waiting, 1);
-        assert_eq!(w.urls[1].health().waiting, 1);
+        assert_eq!(w.urls[0].health(String::new()).waiting, 1);
+        assert_eq!(w.urls[1].health(String::new()).waiting, 1);
     }
 
     #[test]
     fn a_successor_adopts_each_url_it_keeps_by_url_and_counts_the_copy() {
         let _one = lock(&ONE_AT_A_TIME);
         let start = log_bytes();
-        let old = Watch::new(vec!["http://a/".into(), "http://b/".into()], &[]);
+        let old = Watch::new(2, &[]);
         let (a, seen) = failure(500);
-        rec(&old.urls[1], Arc::from("1"), &a, &seen, true);
-        rec(
-            &old.urls[0],
-            Arc::from("2"),
-            &Attempt::Success,
-            &seen,
-            false,
-        );
+        rec(&old, 1, Arc::from("1"), &a, &seen, true);
+        rec(&old, 0, Arc::from("2"), &Attempt::Success, &seen, false);
         let before = log_bytes();
-        let new = Watch::new(vec!["http://b/".into(), "http://c/".into()], &[]);
+        let new = Watch::new(2, &[]);
         new.adopt(&["b", "c"], &old, &["a", "b"]);
-        let b = new.urls[0].health();
+        let b = new.urls[0].health(String::new());
         assert_eq!((b.webhook, b.state), (0, HealthState::CircuitOpen));
         assert_eq!(b.consecutive_failures, 1);
         assert_eq!(
@@ -870,7 +893,7 @@ mod tests {
             "1"
         );
         assert_eq!(new.urls[0].circuit(), Some(1));
-        assert_eq!(new.urls[1].health().attempts_5m, 0);
+        assert_eq!(new.urls[1].health(String::new()).attempts_5m, 0);
         assert!(
             log_bytes() > before,
             "the copy is within the budget's count"
@@ -891,17 +914,14 @@ mod tests {
         let _one = lock(&ONE_AT_A_TIME);
         let before = log_bytes();
         // 10,000 idle tenants of 5 URLs.
-        let watches: Vec<Watch> = (0..10_000)
-            .map(|i| Watch::new((0..5).map(|j| format!("http://h{i}/{j}")).collect(), &[]))
-            .collect();
+        let watches: Vec<Watch> = (0..10_000).map(|_| Watch::new(5, &[])).collect();
         assert_eq!(log_bytes(), before, "no log before a URL's first attempt");
-        let per_url = std::mem::size_of::<UrlWatch>() + 16;
-        assert!(per_url <= 160, "{per_url} bytes per idle URL");
-        // With the URLs' text: under 10 MiB for 50,000 URLs.
-        let total: usize = (watches.iter().flat_map(|w| w.urls.iter()))
-            .map(|u| per_url + u.url.len())
-            .sum();
-        assert!(total < 10 << 20, "{total} bytes for 50,000 idle URLs");
+        let per_url = std::mem::size_of::<UrlWatch>();
+        assert!(per_url <= 128, "{per_url} bytes per idle URL");
+        // A watch's URLs are one allocation (the Arc's counts once); their text is the
+        // config's: under 7 MiB for 50,000 URLs.
+        let total: usize = watches.iter().map(|w| 16 + w.urls.len() * per_url).sum();
+        assert!(total < 7 << 20, "{total} bytes for 50,000 idle URLs");
     }
 
     #[test]
@@ -911,13 +931,11 @@ mod tests {
         // twice over: the oldest logs are freed, their health kept.
         let per_log = LOG_ATTEMPTS * (ANSWER_EXCERPT + 200);
         let n = 2 * LOG_BUDGET / per_log + 1;
-        let watches: Vec<Watch> = (0..n)
-            .map(|i| Watch::new(vec![format!("http://h{i}/")], &[]))
-            .collect();
+        let watches: Vec<Watch> = (0..n).map(|_| Watch::new(1, &[])).collect();
         let (a, seen) = failure(503);
         for w in &watches {
             for j in 0..LOG_ATTEMPTS {
-                rec(&w.urls[0], Arc::from(format!("m{j}")), &a, &seen, false);
+                rec(w, 0, Arc::from(format!("m{j}")), &a, &seen, false);
             }
         }
         assert!(log_bytes() <= LOG_BUDGET, "{} > {LOG_BUDGET}", log_bytes());
@@ -928,7 +946,10 @@ mod tests {
                 .is_empty(),
             "the oldest log was freed"
         );
-        assert_eq!(first.health().consecutive_failures, LOG_ATTEMPTS as u32);
+        assert_eq!(
+            first.health(String::new()).consecutive_failures,
+            LOG_ATTEMPTS as u32
+        );
         assert_eq!(
             watches[n - 1].urls[0]
                 .attempts(&AttemptQuery::default(), i64::MAX)

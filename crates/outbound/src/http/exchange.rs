@@ -34,8 +34,7 @@ pub(crate) struct Exchange {
 }
 
 enum Via {
-    /// Each URL's own way out (its connector, its tokens).
-    Network(Vec<Network>),
+    Network(Network),
     /// A recording client's: nothing is sent.
     Record(Record),
 }
@@ -114,17 +113,18 @@ impl Exchange {
                         Some(Auth::OAuth2(o)) => Some(Arc::new(Tokens::new(o, &end.name)?)),
                         _ => None,
                     };
-                    ways.push(Network {
+                    ways.push(Way {
                         connector: io.connector(config, end.tls, &end.name)?,
-                        pool: io.pool.clone(),
-                        timeout: config.timeout,
-                        keep: KEEP_PER_HOST,
                         tokens,
-                        method: (config.send_as.as_ref())
-                            .map_or(Method::POST, |s| s.method.clone()),
                     });
                 }
-                Via::Network(ways)
+                Via::Network(Network {
+                    pool: io.pool.clone(),
+                    timeout: config.timeout,
+                    keep: KEEP_PER_HOST,
+                    method: (config.send_as.as_ref()).map_or(Method::POST, |s| s.method.clone()),
+                    ways: ways.into_boxed_slice(),
+                })
             }
         };
         Ok(Exchange { targets, via })
@@ -141,7 +141,7 @@ impl Exchange {
     ) -> (Attempt, Seen) {
         match &self.via {
             Via::Record(r) => r.post(to, headers, body),
-            Via::Network(n) => n[to].post(&self.targets[to], headers, body).await,
+            Via::Network(n) => n.post(to, &self.targets[to], headers, body).await,
         }
     }
 }
@@ -155,35 +155,44 @@ struct End<'a> {
     name: String,
 }
 
-/// How requests go over the network: the client's connector (TLS roots, guard, proxy),
-/// the engine's pool, the client's timeout.
+/// How requests go over the network: the engine's pool, the client's timeout and method
+/// (the same for all its URLs, so held once), and each URL's own way out.
 struct Network {
-    connector: Arc<Connector>,
     pool: Arc<Pool>,
     timeout: Duration,
     /// Idle connections kept per host ([`KEEP_PER_HOST`]).
     keep: usize,
-    /// OAuth2 client credentials: each request carries the token.
-    tokens: Option<Arc<Tokens>>,
     /// `POST`, or a subscription's method.
     method: Method,
+    /// URL `i`'s is `ways[i]`.
+    ways: Box<[Way]>,
+}
+
+/// What differs between one client's URLs: the connector (TLS roots, guard, proxy) and
+/// the OAuth2 tokens.
+struct Way {
+    connector: Arc<Connector>,
+    /// OAuth2 client credentials: each request carries the token.
+    tokens: Option<Arc<Tokens>>,
 }
 
 impl Network {
     async fn post(
         &self,
+        to: usize,
         t: &ParsedUrl,
         headers: &[(HeaderName, HeaderValue)],
         body: Frames,
     ) -> (Attempt, Seen) {
-        let Some(tokens) = &self.tokens else {
-            return self.post_once(t, headers, body).await;
+        let way = &self.ways[to];
+        let Some(tokens) = &way.tokens else {
+            return self.post_once(way, t, headers, body).await;
         };
         let started = Instant::now();
         let mut refused = None;
         loop {
             let token = tokens
-                .authorization(&self.connector, self.timeout, refused.as_ref())
+                .authorization(&way.connector, self.timeout, refused.as_ref())
                 .await;
             let token = match token {
                 Ok(token) => token,
@@ -201,7 +210,7 @@ impl Network {
             let mut with = Vec::with_capacity(headers.len() + 1);
             with.extend_from_slice(headers);
             with.push((AUTHORIZATION, token.clone()));
-            let (attempt, seen) = self.post_once(t, &with, body.clone()).await;
+            let (attempt, seen) = self.post_once(way, t, &with, body.clone()).await;
             // A 401 with a token that was good a moment ago: revoked or expired early. Once
             // more with a new one.
             if seen.status == Some(401) && refused.is_none() {
@@ -214,13 +223,14 @@ impl Network {
 
     async fn post_once(
         &self,
+        way: &Way,
         t: &ParsedUrl,
         headers: &[(HeaderName, HeaderValue)],
         body: Frames,
     ) -> (Attempt, Seen) {
         let started = Instant::now();
         let mut answer = Answered::default();
-        let exchange = self.exchange(t, headers, body, &mut answer);
+        let exchange = self.exchange(way, t, headers, body, &mut answer);
         let attempt = match tokio::time::timeout(self.timeout, exchange).await {
             Ok(attempt) => attempt,
             Err(_) => {
@@ -245,7 +255,7 @@ impl Network {
             excerpt: None,
             headers: None,
         };
-        if !answer.excerpt.is_empty() && self.connector.excepted(t).await {
+        if !answer.excerpt.is_empty() && way.connector.excepted(t).await {
             answer.excerpt =
                 b"(not kept: the receiver is in a network allowed by allowed_networks)".to_vec();
             answer.headers.clear();
@@ -263,12 +273,13 @@ impl Network {
 
     async fn exchange(
         &self,
+        way: &Way,
         t: &ParsedUrl,
         headers: &[(HeaderName, HeaderValue)],
         body: Frames,
         seen: &mut Answered,
     ) -> Attempt {
-        let key: Key = (self.connector.key(), t.https, t.host.clone(), t.port);
+        let key: Key = (way.connector.key(), t.https, t.host.clone(), t.port);
         // A kept-alive connection the receiver closed meanwhile fails before the request is
         // sent ("canceled"): then a new connection, once.
         let mut reused = true;
@@ -280,7 +291,7 @@ impl Network {
                     reused = false;
                     // Boxed: connecting (and TLS) is rare with keep-alive, and inline its
                     // state would make every request's future that much larger to move.
-                    match Box::pin(self.open(t)).await {
+                    match Box::pin(open(&way.connector, t)).await {
                         Ok(tx) => tx,
                         Err(e) => {
                             seen.error = Some(match &e {
@@ -370,20 +381,20 @@ impl Network {
             return classify_status(status, retry_after);
         }
     }
+}
 
-    /// A new connection with hyper's HTTP/1.1 client on it; its driver runs as a task of
-    /// its own until the connection closes.
-    async fn open(&self, t: &ParsedUrl) -> Result<Sender, ConnectError> {
-        let stream = self.connector.connect(t).await?;
-        let (tx, conn) = hyper::client::conn::http1::Builder::new()
-            .handshake(TokioIo::new(stream))
-            .await
-            .map_err(|e| ConnectError::Io(describe(&e)))?;
-        tokio::spawn(async move {
-            let _ = conn.await;
-        });
-        Ok(tx)
-    }
+/// A new connection through `connector` with hyper's HTTP/1.1 client on it; its driver
+/// runs as a task of its own until the connection closes.
+async fn open(connector: &Connector, t: &ParsedUrl) -> Result<Sender, ConnectError> {
+    let stream = connector.connect(t).await?;
+    let (tx, conn) = hyper::client::conn::http1::Builder::new()
+        .handshake(TokioIo::new(stream))
+        .await
+        .map_err(|e| ConnectError::Io(describe(&e)))?;
+    tokio::spawn(async move {
+        let _ = conn.await;
+    });
+    Ok(tx)
 }
 
 fn request(
@@ -553,8 +564,9 @@ mod tests {
         (url, conns)
     }
 
+    /// A network exchange of one URL (`to == 0`).
     fn exchange(config: &Config, proxy: Option<Proxy>) -> Network {
-        Network {
+        let way = Way {
             connector: Arc::new(
                 Connector::with_proxy(
                     config,
@@ -565,11 +577,14 @@ mod tests {
                 )
                 .unwrap(),
             ),
+            tokens: None,
+        };
+        Network {
             pool: Arc::new(Pool::default()),
             timeout: Duration::from_secs(5),
             keep: 8,
-            tokens: None,
             method: Method::POST,
+            ways: Box::new([way]),
         }
     }
 
@@ -582,7 +597,7 @@ mod tests {
         let t = ParsedUrl::parse(&url).unwrap();
         for _ in 0..3 {
             let a = ex
-                .post(&t, &[], Frames::one(Bytes::from_static(b"{}")))
+                .post(0, &t, &[], Frames::one(Bytes::from_static(b"{}")))
                 .await
                 .0;
             assert_eq!(a, Attempt::Success);
@@ -599,7 +614,7 @@ mod tests {
         let t = ParsedUrl::parse(&url).unwrap();
         for _ in 0..3 {
             assert_eq!(
-                ex.post(&t, &[], Frames::one(Bytes::from_static(b"{}")))
+                ex.post(0, &t, &[], Frames::one(Bytes::from_static(b"{}")))
                     .await
                     .0,
                 Attempt::Success
@@ -623,7 +638,7 @@ mod tests {
         let ex = exchange(&Config::default(), None);
         let t = ParsedUrl::parse(&url).unwrap();
         assert_eq!(
-            ex.post(&t, &[], Frames::one(Bytes::from_static(b"{}")))
+            ex.post(0, &t, &[], Frames::one(Bytes::from_static(b"{}")))
                 .await
                 .0,
             Attempt::Success
@@ -674,7 +689,7 @@ mod tests {
         let url = url.replace("127.0.0.1", "localhost");
         let t = ParsedUrl::parse(&url).unwrap();
         assert_eq!(
-            ex.post(&t, &[], Frames::one(Bytes::from_static(b"{}")))
+            ex.post(0, &t, &[], Frames::one(Bytes::from_static(b"{}")))
                 .await
                 .0,
             Attempt::Success
@@ -697,7 +712,7 @@ mod tests {
         let ex = exchange(&config, Some(proxy));
         let t = ParsedUrl::parse(&url.replace("127.0.0.1", "localhost")).unwrap();
         assert_eq!(
-            ex.post(&t, &[], Frames::one(Bytes::from_static(b"{}")))
+            ex.post(0, &t, &[], Frames::one(Bytes::from_static(b"{}")))
                 .await
                 .0,
             Attempt::Success
@@ -716,7 +731,7 @@ mod tests {
         let (proxy, seen) = self::proxy();
         let ex = exchange(&guarded, Some(proxy));
         let a = ex
-            .post(&t, &[], Frames::one(Bytes::from_static(b"{}")))
+            .post(0, &t, &[], Frames::one(Bytes::from_static(b"{}")))
             .await
             .0;
         assert!(
@@ -768,7 +783,7 @@ mod tests {
         let ex = exchange(&Config::default(), None);
         let t = ParsedUrl::parse(&answering(Some(bad))).unwrap();
         let (a, seen) = ex
-            .post(&t, &[], Frames::one(Bytes::from_static(b"{}")))
+            .post(0, &t, &[], Frames::one(Bytes::from_static(b"{}")))
             .await;
         // The classification is the one it always was.
         assert_eq!(a, classify_status(400, None));
@@ -785,7 +800,7 @@ mod tests {
         // A delivery keeps no answer.
         let t = ParsedUrl::parse(&answering(Some(NO_CONTENT))).unwrap();
         let (a, seen) = ex
-            .post(&t, &[], Frames::one(Bytes::from_static(b"{}")))
+            .post(0, &t, &[], Frames::one(Bytes::from_static(b"{}")))
             .await;
         assert_eq!(
             (a, seen.status, seen.excerpt),
@@ -798,7 +813,7 @@ mod tests {
         let class = |ex: Network, url: String| async move {
             let t = ParsedUrl::parse(&url).unwrap();
             let (a, seen) = ex
-                .post(&t, &[], Frames::one(Bytes::from_static(b"{}")))
+                .post(0, &t, &[], Frames::one(Bytes::from_static(b"{}")))
                 .await;
             assert_eq!(seen.status, None, "{a:?}");
             seen.error

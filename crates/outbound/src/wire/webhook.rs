@@ -3,7 +3,7 @@
 
 use crate::error::Error;
 use crate::model::config::{
-    standard_keys, CheckedHook, Config, SendAs, SignatureScheme, StaticHeaders,
+    standard_keys, CheckedHook, Config, SendAs, SignatureScheme, StaticHeaders, Webhook,
 };
 use crate::model::message::{Kind, Message, Object};
 use crate::wire::encode::{Obj, Parts};
@@ -141,8 +141,11 @@ struct HookSetup {
 /// The configured webhooks and how to sign for them.
 pub(crate) struct Hooks {
     targets: Vec<HookSetup>,
-    /// Each target as logs show it (`Config::webhook_label`), shared with its lane.
-    labels: Vec<Arc<str>>,
+    /// The client's webhooks (shared with its config) and whether logs show their paths:
+    /// what [`label`](Self::label) makes a label of, when a lane is made or a line logged,
+    /// rather than a label held for each idle URL.
+    webhooks: Arc<Vec<Webhook>>,
+    log_url_paths: bool,
     user_agent: HeaderValue,
     /// A subscription's client: its method, headers and per-event requests.
     send_as: Option<Arc<SendAs>>,
@@ -189,17 +192,8 @@ impl Hooks {
             })
             .collect::<Vec<_>>();
         Hooks {
-            labels: (0..targets.len())
-                .map(|i| match &config.send_as {
-                    Some(s) => format!(
-                        "subscriptions[{}] {}",
-                        s.name,
-                        crate::log::url_for_log(&config.webhooks[i].url, config.log_url_paths)
-                    )
-                    .into(),
-                    None => config.webhook_label(i).into(),
-                })
-                .collect(),
+            webhooks: config.webhooks.clone(),
+            log_url_paths: config.log_url_paths,
             send_as: config.send_as.clone(),
             targets,
             user_agent: HeaderValue::from_str(&config.webhook_user_agent)
@@ -207,9 +201,14 @@ impl Hooks {
         }
     }
 
-    /// Webhook `target` as logs show it (no path or query: they may hold a token).
+    /// Webhook `target` as logs show it (`webhooks[0] https://hooks.example.com/…`: no path
+    /// or query, they may hold a token), or a subscription's URL (`subscriptions[vip] …`).
     pub(crate) fn label(&self, target: usize) -> Arc<str> {
-        self.labels[target].clone()
+        let url = crate::log::url_for_log(&self.webhooks[target].url, self.log_url_paths);
+        match &self.send_as {
+            Some(s) => format!("subscriptions[{}] {url}", s.name).into(),
+            None => format!("webhooks[{target}] {url}").into(),
+        }
     }
 
     /// The headers and body of one request of `body` (message `id`, as queued) to webhook

@@ -43,11 +43,17 @@ impl Tenant {
             Job::Hook { id, .. } if lane > 0 => {
                 let target = lane - 1;
                 let answer = self.answers.share(target, seen.excerpt.as_deref());
-                if let Some(url) = self.shared.watch.urls.get(target) {
-                    let down = self.lanes.get(lane).is_some_and(|l| l.is_down());
-                    let keep = self.rules.keep;
-                    url.record(id.as_str(), &attempt, &seen, answer.clone(), down, keep);
-                }
+                let down = self.lanes.get(lane).is_some_and(|l| l.is_down());
+                let (watch, keep) = (&self.shared.watch, self.rules.keep);
+                watch.record(
+                    target,
+                    id.as_str(),
+                    &attempt,
+                    &seen,
+                    answer.clone(),
+                    down,
+                    keep,
+                );
                 let keep = self.rules.dead_letters && !matches!(attempt, Attempt::Success);
                 keep.then(|| tried(target, id.to_arc(), &attempt, &seen, answer))
             }
@@ -56,10 +62,9 @@ impl Tenant {
                 let first = b.msgs.first().and_then(|(seq, _)| self.tracks.get(seq));
                 let id = first.map_or_else(|| Arc::from(""), |t| t.id.to_arc());
                 let answer = self.answers.share(0, seen.excerpt.as_deref());
-                if let Some(url) = self.shared.watch.urls.first() {
-                    let down = self.lanes.get(0).is_some_and(|l| l.is_down());
-                    url.record(&id, &attempt, &seen, answer.clone(), down, self.rules.keep);
-                }
+                let down = self.lanes.get(0).is_some_and(|l| l.is_down());
+                let (watch, keep) = (&self.shared.watch, self.rules.keep);
+                watch.record(0, &id, &attempt, &seen, answer.clone(), down, keep);
                 let keep = self.rules.dead_letters && !matches!(attempt, Attempt::Success);
                 keep.then(|| tried(0, id, &attempt, &seen, answer))
             }

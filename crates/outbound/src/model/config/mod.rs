@@ -764,13 +764,4 @@ impl Config {
             .filter(|(_, w)| w.enabled)
             .fold(0u8, |m, (i, _)| m | (1 << i))
     }
-
-    /// Webhook `i` as log lines show it (`webhooks[0] https://hooks.example.com/…`).
-    pub(crate) fn webhook_label(&self, i: usize) -> String {
-        let url = &self.webhooks[i].url;
-        format!(
-            "webhooks[{i}] {}",
-            crate::log::url_for_log(url, self.log_url_paths)
-        )
-    }
 }
