@@ -138,23 +138,11 @@ impl Watch {
         }
     }
 
-    /// Records one attempt of message `id` at URL `i` (nothing past its URLs): `attempt`
-    /// classified, `seen` what its exchange showed, `answer` a failure's excerpt as shared
-    /// ([`Answers`]); `circuit_open` is the lane's state after it; `keep` how much of the
-    /// log stays.
-    #[allow(clippy::too_many_arguments)]
-    pub(crate) fn record(
-        &self,
-        i: usize,
-        id: &str,
-        attempt: &Attempt,
-        seen: &Seen,
-        answer: Option<Arc<[u8]>>,
-        circuit_open: bool,
-        keep: Keep,
-    ) {
+    /// Records `attempted` at URL `i` (nothing past its URLs); `keep` is how much of the log
+    /// stays.
+    pub(crate) fn record(&self, i: usize, attempted: Attempted<'_>, keep: Keep) {
         if let Some(u) = self.urls.get(i) {
-            let (listed, over_budget) = u.record(id, attempt, seen, answer, circuit_open, keep);
+            let (listed, over_budget) = u.record(attempted, keep);
             self.listed(listed, u, over_budget);
         }
     }
@@ -195,6 +183,17 @@ impl Watch {
             }
         }
     }
+}
+
+/// One attempt as a URL's log takes it: message `id`, `attempt` classified, `seen` what its
+/// exchange showed, `answer` a failure's excerpt as shared ([`Answers`]), `circuit_open`
+/// the lane's state after it.
+pub(crate) struct Attempted<'a> {
+    pub id: &'a str,
+    pub attempt: &'a Attempt,
+    pub seen: &'a Seen,
+    pub answer: Option<Arc<[u8]>>,
+    pub circuit_open: bool,
 }
 
 /// One webhook URL: its health, and its log while it has traffic.
@@ -432,15 +431,14 @@ impl Answers {
 impl UrlWatch {
     /// [`Watch::record`] of this URL; whether it is to be listed in [`LOGS`] now, and
     /// whether the logs are over the budget.
-    fn record(
-        &self,
-        id: &str,
-        attempt: &Attempt,
-        seen: &Seen,
-        answer: Option<Arc<[u8]>>,
-        circuit_open: bool,
-        keep: Keep,
-    ) -> (bool, bool) {
+    fn record(&self, attempted: Attempted<'_>, keep: Keep) -> (bool, bool) {
+        let Attempted {
+            id,
+            attempt,
+            seen,
+            answer,
+            circuit_open,
+        } = attempted;
         let now_ms = unix_ms(SystemTime::now());
         let (result, detail) = match attempt {
             Attempt::Success => (AttemptResult::Delivered, None),
@@ -783,7 +781,14 @@ mod tests {
             .excerpt
             .as_deref()
             .map(|e| Arc::from(&e[..e.len().min(ANSWER_EXCERPT)]));
-        w.record(i, &id, a, seen, answer, open, Keep::default());
+        let attempted = Attempted {
+            id: &id,
+            attempt: a,
+            seen,
+            answer,
+            circuit_open: open,
+        };
+        w.record(i, attempted, Keep::default());
     }
 
     fn failure(status: u16) -> (Attempt, Seen) {

@@ -6,7 +6,7 @@ use super::Tenant;
 use crate::delivery::fanout::Settled;
 use crate::delivery::job::{Batch, Job};
 use crate::delivery::lane::Report;
-use crate::delivery::watch::{tried, Left};
+use crate::delivery::watch::{tried, Attempted, Left};
 use crate::durable::dead::{attempts_json, DeadOp, DeadRecord};
 use crate::durable::Op;
 use crate::http::attempt::Attempt;
@@ -43,17 +43,14 @@ impl Tenant {
             Job::Hook { id, .. } if lane > 0 => {
                 let target = lane - 1;
                 let answer = self.answers.share(target, seen.excerpt.as_deref());
-                let down = self.lanes.get(lane).is_some_and(|l| l.is_down());
-                let (watch, keep) = (&self.shared.watch, self.rules.keep);
-                watch.record(
-                    target,
-                    id.as_str(),
-                    &attempt,
-                    &seen,
-                    answer.clone(),
-                    down,
-                    keep,
-                );
+                let attempted = Attempted {
+                    id: id.as_str(),
+                    attempt: &attempt,
+                    seen: &seen,
+                    answer: answer.clone(),
+                    circuit_open: self.lanes.get(lane).is_some_and(|l| l.is_down()),
+                };
+                self.shared.watch.record(target, attempted, self.rules.keep);
                 let keep = self.rules.dead_letters && !matches!(attempt, Attempt::Success);
                 keep.then(|| tried(target, id.to_arc(), &attempt, &seen, answer))
             }
@@ -62,9 +59,14 @@ impl Tenant {
                 let first = b.msgs.first().and_then(|(seq, _)| self.tracks.get(seq));
                 let id = first.map_or_else(|| Arc::from(""), |t| t.id.to_arc());
                 let answer = self.answers.share(0, seen.excerpt.as_deref());
-                let down = self.lanes.get(0).is_some_and(|l| l.is_down());
-                let (watch, keep) = (&self.shared.watch, self.rules.keep);
-                watch.record(0, &id, &attempt, &seen, answer.clone(), down, keep);
+                let attempted = Attempted {
+                    id: &id,
+                    attempt: &attempt,
+                    seen: &seen,
+                    answer: answer.clone(),
+                    circuit_open: self.lanes.get(0).is_some_and(|l| l.is_down()),
+                };
+                self.shared.watch.record(0, attempted, self.rules.keep);
                 let keep = self.rules.dead_letters && !matches!(attempt, Attempt::Success);
                 keep.then(|| tried(0, id, &attempt, &seen, answer))
             }
