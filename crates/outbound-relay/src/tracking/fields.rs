@@ -83,6 +83,9 @@ impl<'a> Batch<'a> {
 pub struct Body<'a> {
     pub fields: Fields<'a>,
     pub batch: Option<Batch<'a>>,
+    /// The whole body as text, when its UTF-8 check passed here (a single call's event goes
+    /// to the core as it is, not checked again).
+    pub text: Option<&'a str>,
 }
 
 /// Why a body (or an event) is not a JSON object.
@@ -226,12 +229,17 @@ impl<'de> serde::Deserialize<'de> for Key<'de> {
 fn parse_object(text: &[u8], batch: bool) -> Result<Body<'_>, ParseError> {
     // UTF-8 checked once for the whole body: read from bytes, the parser checks the text of
     // every value it keeps (each field of each event) on its own.
-    let read = match std::str::from_utf8(text) {
-        Ok(text) => one_pass(serde_json::Deserializer::from_str(text), batch),
-        Err(_) => one_pass(serde_json::Deserializer::from_slice(text), batch),
+    let checked = std::str::from_utf8(text).ok();
+    let read = match checked {
+        Some(text) => one_pass(serde_json::Deserializer::from_str(text), batch),
+        None => one_pass(serde_json::Deserializer::from_slice(text), batch),
     };
     match read {
-        Ok((fields, batch)) => Ok(Body { fields, batch }),
+        Ok((fields, batch)) => Ok(Body {
+            fields,
+            batch,
+            text: checked,
+        }),
         Err(e) if e.is_data() => {
             // Valid JSON that is not an object, or not valid JSON at all? (Only the top level
             // can be of the wrong type, so this is known from its first byte on; the whole
@@ -257,7 +265,9 @@ fn one_pass<'de, R: serde_json::de::Read<'de>>(
 /// the one pass refused for a number beyond a double's range: invalid JSON is refused here
 /// too, the same way.
 fn parse_in_passes(text: &[u8]) -> Result<Body<'_>, ParseError> {
-    let Body { mut fields, .. } = parse_object(text, false)?;
+    let Body {
+        mut fields, text, ..
+    } = parse_object(text, false)?;
     let batch = match fields.remove("batch") {
         Some(Cow::Borrowed(list)) => {
             let mut de = serde_json::Deserializer::from_str(list.get());
@@ -265,7 +275,11 @@ fn parse_in_passes(text: &[u8]) -> Result<Body<'_>, ParseError> {
         }
         _ => None,
     };
-    Ok(Body { fields, batch })
+    Ok(Body {
+        fields,
+        batch,
+        text,
+    })
 }
 
 /// An array's elements as text (the first [`MAX_BATCH_EVENTS`]); anything else `None`.

@@ -197,6 +197,7 @@ fn take(sources: &Sources, r: &Request) -> Handled {
     let Body {
         fields,
         batch: events,
+        text,
     } = match fields::parse(&r.bytes, r.endpoint == Endpoint::Batch) {
         Ok(body) => body,
         Err(ParseError::NotJson(e)) => {
@@ -274,7 +275,7 @@ fn take(sources: &Sources, r: &Request) -> Handled {
             &r.ops,
             source,
             client,
-            (kind, &r.bytes, fields),
+            (kind, text, &r.bytes, fields),
             &r.received,
             capturing,
         ),
@@ -319,20 +320,18 @@ fn overloaded(ops: &Ops, source: &Source, e: &Error, events: usize) -> Option<An
     Some(reply::error(status, e.to_string()))
 }
 
-/// `event`: its call (the path's), the body, its fields (for a capture).
+/// `event`: its call (the path's), the body (as text when `fields::parse` checked it), its
+/// fields (for a capture).
 fn single(
     ops: &Ops,
     source: &Arc<Source>,
     client: &Client,
-    (kind, body, fields): (Kind, &[u8], Fields<'_>),
+    (kind, text, body, fields): (Kind, Option<&str>, &[u8], Fields<'_>),
     received: &Received,
     capturing: bool,
 ) -> Handled {
     // Its fields were read from it, so it is UTF-8: borrowed, not copied.
-    let text = match std::str::from_utf8(body) {
-        Ok(text) => Cow::Borrowed(text),
-        Err(_) => String::from_utf8_lossy(body),
-    };
+    let text = text.map_or_else(|| String::from_utf8_lossy(body), Cow::Borrowed);
     let result = Message::collect_call(&text, kind, received).and_then(|msg| {
         client.enqueue_with(&msg)?;
         Ok(capturing.then(|| capture::captured_call(fields, kind, &msg, received)))
