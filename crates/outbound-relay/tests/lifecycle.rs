@@ -372,6 +372,7 @@ fn io_threads_and_memory_window_out_of_range_are_refused_under_their_keys() {
         ("io_threads = 0", "io_threads"),
         ("io_threads = 257", "io_threads"),
         ("memory_window = 0", "memory_window"),
+        ("memory_window_bytes = 0", "memory_window_bytes"),
         ("spool_max_total_bytes = 0", "spool_max_total_bytes"),
     ] {
         let toml = format!("listen = \"127.0.0.1:0\"\n{setting}\n{GOOD_SOURCE}");
@@ -387,10 +388,11 @@ fn io_threads_sets_the_engines_threads_and_a_small_memory_window_still_delivers_
     let rx = Receiver::start();
     let cfg = config(
         &[("web", "wk_web", &rx)],
-        "io_threads = 7\nmemory_window = 10",
+        "io_threads = 7\nmemory_window = 10\nmemory_window_bytes = 2048",
     );
     let relay = Relay::start(dir.path(), &cfg);
-    // 500 events: fifty times the window, the rest of the backlog read back from the spool.
+    // 500 events: fifty times the window (and many times its bytes), the rest of the
+    // backlog read back from the spool.
     for from in (0..500).step_by(100) {
         let a = post(
             &relay.url("/v1/batch"),

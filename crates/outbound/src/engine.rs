@@ -55,6 +55,11 @@ pub struct EngineConfig {
     /// a backlog has beyond its tenant's share waits in the spool and is read back as
     /// messages end, so a burst costs the window's memory, not the burst's. At least 1.
     pub memory_window: usize,
+    /// Bytes of message bodies the window holds at most, all tenants together (default
+    /// 80 MiB, what 100,000 events of ~800 bytes take; each tenant with messages gets an equal
+    /// share, at least 256 KiB, and always room for one message): events up to 32 KiB cannot
+    /// make [`memory_window`](Self::memory_window) messages hold gigabytes. At least 1.
+    pub memory_window_bytes: u64,
     /// Bytes the spool may hold for all its tenants together (`None`, the default: no bound
     /// but each tenant's own `spool_max_bytes`); past it every tenant's new calls are refused
     /// ([`Error::SpoolFull`]) until deliveries free room. At least 1.
@@ -74,6 +79,7 @@ impl Default for EngineConfig {
             redis_ack: crate::RedisAck::Auto,
             spool_commit_interval: Duration::from_millis(20),
             memory_window: crate::delivery::spooler::WINDOW as usize,
+            memory_window_bytes: crate::delivery::spooler::WINDOW_BYTES,
             spool_max_bytes: None,
             debug: None,
             log_sink: None,
@@ -90,6 +96,7 @@ impl std::fmt::Debug for EngineConfig {
             .field("redis_ack", &self.redis_ack)
             .field("spool_commit_interval", &self.spool_commit_interval)
             .field("memory_window", &self.memory_window)
+            .field("memory_window_bytes", &self.memory_window_bytes)
             .field("spool_max_bytes", &self.spool_max_bytes)
             .field("debug", &self.debug)
             .finish_non_exhaustive()
@@ -107,7 +114,8 @@ pub struct Engine {
 
 impl Engine {
     /// Starts an engine's threads (and its spool writer, with `spool`).
-    /// Refuses `io_threads` outside 1 to 256 and a `memory_window` of 0, naming the setting.
+    /// Refuses `io_threads` outside 1 to 256 and a `memory_window` or `memory_window_bytes`
+    /// of 0, naming the setting.
     pub fn new(config: EngineConfig) -> Result<Engine, Error> {
         if !(1..=MAX_IO_THREADS).contains(&config.io_threads) {
             return Err(Error::Config {
@@ -124,6 +132,12 @@ impl Engine {
                 reason: "must be at least 1".into(),
             });
         }
+        if config.memory_window_bytes == 0 {
+            return Err(Error::Config {
+                setting: "memory_window_bytes".into(),
+                reason: "must be at least 1".into(),
+            });
+        }
         if config.spool_max_bytes == Some(0) {
             return Err(Error::Config {
                 setting: "spool_max_bytes".into(),
@@ -137,7 +151,7 @@ impl Engine {
             let mut writer = SpoolWriter::start(
                 store,
                 config.spool_commit_interval,
-                config.memory_window as u64,
+                (config.memory_window as u64, config.memory_window_bytes),
                 logger,
                 false,
                 config.spool_max_bytes.unwrap_or(u64::MAX),
@@ -225,7 +239,7 @@ impl SpoolWriter {
     pub(crate) fn start(
         store: Box<dyn Store>,
         commit_every: Duration,
-        window: u64,
+        window: (u64, u64),
         logger: Logger,
         stop_when_empty: bool,
         max_bytes: u64,
@@ -261,7 +275,10 @@ impl SpoolWriter {
         SpoolWriter::start(
             store,
             config.spool_commit_interval,
-            crate::delivery::spooler::WINDOW,
+            (
+                crate::delivery::spooler::WINDOW,
+                crate::delivery::spooler::WINDOW_BYTES,
+            ),
             logger.clone(),
             true,
             // Its client's `spool_max_bytes` is the whole spool's.

@@ -414,6 +414,61 @@ fn a_backlog_past_the_memory_window_waits_in_the_spool_and_all_of_it_is_delivere
 
 #[cfg(feature = "sqlite")]
 #[test]
+fn large_messages_past_the_window_s_bytes_wait_in_the_spool_and_all_are_delivered_once() {
+    use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
+    use std::sync::Arc;
+    let _one = serial();
+    // Messages of about 16 KiB to a receiver that takes 50 ms each: what is in memory is
+    // what can be out at once (`most`, counted by the receiver).
+    let run = |window_bytes: u64| -> (usize, Vec<String>) {
+        let dir = Dir::new("window-bytes");
+        let engine = Engine::new(EngineConfig {
+            spool: Some(dir.0.clone().into()),
+            spool_commit_interval: Duration::from_millis(5),
+            memory_window_bytes: window_bytes,
+            ..EngineConfig::default()
+        })
+        .unwrap();
+        let (now, most) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+        let (n, m) = (now.clone(), most.clone());
+        let server = Server::start(move |_| {
+            m.fetch_max(n.fetch_add(1, SeqCst) + 1, SeqCst);
+            std::thread::sleep(Duration::from_millis(50));
+            n.fetch_sub(1, SeqCst);
+            Reply::Status(200)
+        });
+        let outcomes = Outcomes::default();
+        let client = engine
+            .tenant("big", hooks(&server.url, &outcomes).max_queue_size(10_000))
+            .unwrap();
+        let mut props = serde_json::Map::new();
+        props.insert("pad".into(), "x".repeat(16_000).into());
+        for i in 0..40 {
+            let msg = Message::track("u1", "E")
+                .message_id(format!("m-{i:03}"))
+                .properties(props.clone());
+            client.enqueue(&msg).unwrap();
+        }
+        assert!(client.flush(Some(Duration::from_secs(60))));
+        let got = outcomes.all();
+        assert_eq!(got.len(), 40);
+        assert!(got.iter().all(|o| o.kind == OutcomeKind::Delivered));
+        assert!(client.close(None).unwrap());
+        (most.load(SeqCst), sent_ids(&server))
+    };
+    let want: Vec<String> = (0..40).map(|i| format!("m-{i:03}")).collect();
+    // 64 KiB hold four of them (a fifth would pass it): the rest waits in the spool.
+    let (bounded, ids) = run(64 << 10);
+    assert_eq!(ids, want, "each once");
+    assert!((1..=4).contains(&bounded), "{bounded} out at once");
+    // The default's 80 MiB holds all 40: more go out at once.
+    let (unbounded, ids) = run(EngineConfig::default().memory_window_bytes);
+    assert_eq!(ids, want, "each once");
+    assert!(unbounded > 4, "{unbounded} out at once");
+}
+
+#[cfg(feature = "sqlite")]
+#[test]
 fn a_tenant_closed_with_a_backlog_leaves_it_to_the_next_tenant_of_its_name() {
     let _one = serial();
     let dir = Dir::new("reopen");
@@ -500,6 +555,13 @@ fn an_engine_refuses_no_io_threads_too_many_and_an_empty_window_naming_each() {
                 ..EngineConfig::default()
             },
             "memory_window",
+        ),
+        (
+            EngineConfig {
+                memory_window_bytes: 0,
+                ..EngineConfig::default()
+            },
+            "memory_window_bytes",
         ),
     ] {
         match Engine::new(config) {

@@ -188,6 +188,53 @@ fn a_backlog_past_the_memory_window_waits_in_redis_and_is_delivered_in_order_onc
 }
 
 #[test]
+fn large_messages_past_the_window_s_bytes_wait_in_redis_and_all_are_delivered_once() {
+    use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
+    use std::sync::Arc;
+    let redis = RedisServer::start();
+    let engine = Engine::new(EngineConfig {
+        spool: Some(redis.spool("bytes").into()),
+        max_timeout: Duration::from_secs(5),
+        spool_commit_interval: Duration::from_millis(5),
+        memory_window_bytes: 64 << 10,
+        ..EngineConfig::default()
+    })
+    .unwrap();
+    // Messages of about 16 KiB to a receiver that takes 50 ms each: what is in memory is
+    // what can be out at once.
+    let (now, most) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+    let (n, m) = (now.clone(), most.clone());
+    let server = Server::start(move |_| {
+        m.fetch_max(n.fetch_add(1, SeqCst) + 1, SeqCst);
+        std::thread::sleep(Duration::from_millis(50));
+        n.fetch_sub(1, SeqCst);
+        support::Reply::Status(200)
+    });
+    let outcomes = Outcomes::default();
+    let client = engine.tenant("big", hooks(&server.url, &outcomes)).unwrap();
+    let mut props = serde_json::Map::new();
+    props.insert("pad".into(), "x".repeat(16_000).into());
+    for i in 0..40 {
+        let msg = Message::track("u1", "E")
+            .message_id(format!("m-{i:03}"))
+            .properties(props.clone());
+        client.enqueue(&msg).unwrap();
+    }
+    assert!(client.flush(Some(Duration::from_secs(60))));
+    let got = outcomes.all();
+    assert_eq!(got.len(), 40);
+    assert!(got.iter().all(|o| o.kind == OutcomeKind::Delivered));
+    let want: Vec<String> = (0..40).map(|i| format!("m-{i:03}")).collect();
+    assert_eq!(sorted(sent_ids(&server)), want, "each once");
+    // 64 KiB hold four of them (a fifth would pass it): the rest waited in Redis.
+    let most = most.load(SeqCst);
+    assert!((1..=4).contains(&most), "{most} out at once");
+    assert!(client.close(None).unwrap());
+    drop(engine);
+    assert!(redis.spooled_ids("bytes").is_empty());
+}
+
+#[test]
 fn a_tenant_closed_with_a_backlog_leaves_it_to_the_next_tenant_of_its_name() {
     let redis = RedisServer::start();
     let engine = engine(redis.spool("reopen"), 300);

@@ -68,6 +68,7 @@ pub const KEYS: &[(&str, Kind)] = &[
     ("redis_ack", Kind::Text),
     ("io_threads", Kind::Count),
     ("memory_window", Kind::Count),
+    ("memory_window_bytes", Kind::Count),
     ("spool_max_total_bytes", Kind::Count),
     ("metrics_sources", Kind::List),
     ("metrics_top_sources", Kind::Count),
@@ -584,6 +585,7 @@ mod tests {
                 ("OUTBOUND_RELAY_LOG_URL_PATHS", "true"),
                 ("OUTBOUND_RELAY_SPOOL", "false"),
                 ("OUTBOUND_RELAY_TIMEOUT", "3"),
+                ("OUTBOUND_RELAY_MEMORY_WINDOW_BYTES", "1048576"),
             ]),
         )
         .unwrap();
@@ -593,6 +595,7 @@ mod tests {
         assert_eq!(r.trusted_proxies.len(), 2);
         assert!(r.sources[0].core.spool.is_none());
         assert_eq!(r.sources[0].core.timeout, std::time::Duration::from_secs(3));
+        assert_eq!(r.memory_window_bytes, 1 << 20);
     }
 
     #[test]

@@ -469,6 +469,11 @@ with_delivery! {
         /// 1); the rest of a backlog waits in the spool. Read at start.
         #[serde(default)]
         pub memory_window: Option<usize>,
+        /// Bytes of event bodies held in memory at once, every source together (default
+        /// 83886080, 80 MiB; at least 1); the rest of a backlog waits in the spool. Read at
+        /// start.
+        #[serde(default)]
+        pub memory_window_bytes: Option<u64>,
         /// Bytes the spool may hold for every source together (default: no bound but each
         /// source's `spool_max_bytes` and the disk's). Read at start.
         #[serde(default)]

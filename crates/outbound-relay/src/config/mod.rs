@@ -352,8 +352,9 @@ pub struct Relay {
     pub redis_ack: outbound::RedisAck,
     /// The I/O engine's threads (every source's requests).
     pub io_threads: usize,
-    /// Events in memory at once, every source together.
+    /// Events in memory at once, every source together, and bytes of their bodies.
     pub memory_window: usize,
+    pub memory_window_bytes: u64,
     /// Bytes of spool every source together may hold (`None`: each source's own bound).
     pub spool_max_total_bytes: Option<u64>,
     /// Sources whose metrics have series of their own.
@@ -438,6 +439,7 @@ impl Relay {
             redis_ack,
             io_threads,
             memory_window,
+            memory_window_bytes,
         } = engine(&f).map_err(|(k, r)| err(k, r))?;
         let audit = audit_limits(&f).map_err(|(k, r)| err(k, r))?;
         let alerts = alert_settings(&f).map_err(|(k, r)| err(k, r))?;
@@ -478,6 +480,7 @@ impl Relay {
             redis_ack,
             io_threads,
             memory_window,
+            memory_window_bytes,
             spool_max_total_bytes: f.spool_max_total_bytes,
             metrics_sources: f.metrics_sources.clone(),
             metrics_top_sources: f.metrics_top_sources.unwrap_or(10),
@@ -752,6 +755,7 @@ struct EngineSettings {
     redis_ack: outbound::RedisAck,
     io_threads: usize,
     memory_window: usize,
+    memory_window_bytes: u64,
 }
 
 fn engine(f: &File) -> Result<EngineSettings, Refusal> {
@@ -778,6 +782,11 @@ fn engine(f: &File) -> Result<EngineSettings, Refusal> {
     if memory_window == 0 {
         return Err(("memory_window".into(), "must be at least 1".into()));
     }
+    let memory_window_bytes =
+        (f.memory_window_bytes).unwrap_or(outbound::EngineConfig::default().memory_window_bytes);
+    if memory_window_bytes == 0 {
+        return Err(("memory_window_bytes".into(), "must be at least 1".into()));
+    }
     if f.spool_max_total_bytes == Some(0) {
         return Err(("spool_max_total_bytes".into(), "must be at least 1".into()));
     }
@@ -785,6 +794,7 @@ fn engine(f: &File) -> Result<EngineSettings, Refusal> {
         redis_ack,
         io_threads,
         memory_window,
+        memory_window_bytes,
     })
 }
 

@@ -16,7 +16,7 @@
 //! the tokens of a file source that left the file are revoked.
 //!
 //! `listen`, `data_dir`, the limits, `tls_cert`/`tls_key`, `log_format`, `shutdown_timeout`,
-//! `io_threads`, `memory_window`, `spool_max_total_bytes` and `redis_ack` are read at start only: an applied reload
+//! `io_threads`, `memory_window`, `memory_window_bytes`, `spool_max_total_bytes` and `redis_ack` are read at start only: an applied reload
 //! whose file differs from what the process runs with logs that the change needs a restart,
 //! and otherwise ignores it; a refused reload says nothing of them.
 
@@ -54,7 +54,7 @@ pub struct Reloader {
 
 /// The keys of relay.toml a reload does not apply (what [`StartOnly`] holds): docs/relay.md's
 /// reference says so of each, checked by a test.
-pub const START_ONLY_KEYS: [&str; 27] = [
+pub const START_ONLY_KEYS: [&str; 28] = [
     "listen",
     "data_dir",
     "max_connections",
@@ -71,6 +71,7 @@ pub const START_ONLY_KEYS: [&str; 27] = [
     "public_url",
     "io_threads",
     "memory_window",
+    "memory_window_bytes",
     "spool_max_total_bytes",
     "redis_ack",
     "metrics_sources",
@@ -111,6 +112,7 @@ impl StartOnly {
                 "public_url" => format!("{:?}", r.public_url),
                 "io_threads" => r.io_threads.to_string(),
                 "memory_window" => r.memory_window.to_string(),
+                "memory_window_bytes" => r.memory_window_bytes.to_string(),
                 "spool_max_total_bytes" => format!("{:?}", r.spool_max_total_bytes),
                 "redis_ack" => format!("{:?}", r.redis_ack),
                 "metrics_sources" => format!("{:?}", r.metrics_sources),

@@ -43,6 +43,7 @@ pub fn start_engine(relay: &Relay) -> Result<SharedEngine, ConfigError> {
     let engine = Engine::new(EngineConfig {
         io_threads: relay.io_threads,
         memory_window: relay.memory_window,
+        memory_window_bytes: relay.memory_window_bytes,
         spool_max_bytes: relay.spool_max_total_bytes,
         spool: Some(spool.clone().into()),
         max_timeout,

@@ -542,6 +542,7 @@ mod tests {
         let op = || Op::Remove {
             tenant: 0,
             id: "m".into(),
+            bytes: 0,
         };
         // Idle, nothing scheduled: the first message signals.
         assert!(!mailbox.wake.must_drain(false, false, 3, || false, || false));

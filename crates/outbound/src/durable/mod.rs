@@ -191,6 +191,14 @@ pub(crate) struct Record {
     pub adopted: bool,
 }
 
+impl Record {
+    /// Its bodies' bytes: what a memory window counts of it (as `Item::spool_size`).
+    pub(crate) fn body_bytes(&self) -> u64 {
+        let len = |b: &Option<Body>| b.as_ref().map_or(0, |b| b.len() as u64);
+        len(&self.ingest) + len(&self.hook)
+    }
+}
+
 /// One change to the spool; a batch of them is committed by [`Store::apply`]. Changes to an
 /// id the spool does not hold (for that tenant) are no-ops.
 #[derive(Debug, Clone)]
@@ -216,8 +224,13 @@ pub(crate) enum Op {
         id: Arc<str>,
         mask: u8,
     },
-    /// The message reached its outcome (one copy of the id leaves).
-    Remove { tenant: TenantNo, id: Arc<str> },
+    /// The message reached its outcome (one copy of the id leaves). `bytes`: what the
+    /// spool writer counted of it in its tenant's memory window (stores ignore it).
+    Remove {
+        tenant: TenantNo,
+        id: Arc<str>,
+        bytes: u32,
+    },
 }
 
 impl Op {

@@ -59,6 +59,7 @@ impl Tenant {
         }
         t.finished = true;
         let id = t.id.clone();
+        let bytes = t.bytes;
         let failure = t.take_failure();
         if t.requests == 0 {
             self.tracks.remove(&seq);
@@ -91,6 +92,7 @@ impl Tenant {
         self.spool(|| Op::Remove {
             tenant: self.spool_no(),
             id: id.to_arc(),
+            bytes,
         });
     }
 

@@ -55,6 +55,7 @@ impl Tenant {
             }
         }
         let id = item.msg_id();
+        let bytes = window_bytes(item.spool_size());
         let round = item
             .hook
             .map(|body| Round::new(body, self.rules.hook_mask, None));
@@ -62,7 +63,7 @@ impl Tenant {
             self.shared.watch.wait(self.rules.hook_mask);
         }
         self.tracks
-            .insert(seq, Track::new(id, remaining, round, None));
+            .insert(seq, Track::new(id, remaining, round, None, bytes));
         if let Some(bytes) = item.ingest {
             let closed: Vec<Batch> = self.batcher.add(seq, bytes, item.accepted).collect();
             for batch in closed {
@@ -77,6 +78,8 @@ impl Tenant {
     /// A message from the spool: goes on where its earlier life left it. A part this client
     /// has no destination for fails with a reason.
     pub(super) fn resume(&mut self, r: Resumed) {
+        let len = |b: &Option<crate::wire::Body>| b.as_ref().map_or(0, |b| b.len() as u64);
+        let bytes = window_bytes(len(&r.ingest) + len(&r.hook));
         let seq = self.next_seq;
         self.next_seq += 1;
         self.watermark.accept();
@@ -107,6 +110,7 @@ impl Tenant {
             self.spool(|| Op::Remove {
                 tenant: self.spool_no(),
                 id: r.id.clone(),
+                bytes,
             });
             return match failure {
                 Some(why) => self.report(
@@ -132,7 +136,7 @@ impl Tenant {
         if let Some(job) = r.replay {
             self.replays.insert(seq, job);
         }
-        let mut track = Track::new(MsgId::Own(r.id), remaining, hook, r.first);
+        let mut track = Track::new(MsgId::Own(r.id), remaining, hook, r.first, bytes);
         if let Some(why) = failure {
             track.fail((Reason::Other, why.to_string()));
         }
@@ -160,4 +164,10 @@ impl Tenant {
             tx.send(op());
         }
     }
+}
+
+/// A message's bytes as the spool writer counts them in a memory window (a message is at most
+/// `MAX_MESSAGE_BYTES` in each of its two bodies, so this never saturates in practice).
+pub(super) fn window_bytes(bytes: u64) -> u32 {
+    u32::try_from(bytes).unwrap_or(u32::MAX)
 }

@@ -25,8 +25,11 @@ pub(super) struct Track {
     /// What few messages have: boxed, since every accepted message has a `Track` until its
     /// outcome (the queue's memory is mostly these and the bytes).
     pub(super) extras: Option<Box<TrackExtras>>,
-    /// Requests out for this message now.
-    pub(super) requests: u32,
+    /// Requests out for this message now (one per destination at most).
+    pub(super) requests: u16,
+    /// What the spool writer counts of it in its tenant's memory window (`Op::Remove`
+    /// gives it back).
+    pub(super) bytes: u32,
     /// Destinations still to finish.
     pub(super) remaining: u8,
     /// Outcome already reported; kept only until its last request returns.
@@ -49,6 +52,7 @@ impl Track {
         remaining: u8,
         hook: Option<Round>,
         since: Option<Instant>,
+        bytes: u32,
     ) -> Track {
         let extras = (hook.is_some() || since.is_some()).then(|| {
             Box::new(TrackExtras {
@@ -61,6 +65,7 @@ impl Track {
             id,
             extras,
             requests: 0,
+            bytes,
             remaining,
             finished: false,
         }

@@ -2,7 +2,7 @@
 //! window), the group committed and settled, its messages passed on and its waiters answered;
 //! flushes and shutdowns passed on after the commit.
 
-use super::{Group, InFlight, Spooler, MIN_WINDOW};
+use super::{Group, InFlight, Spooler, MIN_WINDOW, MIN_WINDOW_BYTES};
 use crate::delivery::command::{Command, Item};
 use crate::durable::{Op, Record, TenantNo, Ticket};
 use crate::log::Level;
@@ -16,14 +16,15 @@ impl Spooler {
     /// commit; or parked when the tenant holds its share of the window already.
     pub(super) fn take_message(&mut self, no: TenantNo, mut item: Item, group: &mut Group) {
         let parks = self.store.parks();
-        let share = self.share();
+        let (share, share_bytes) = (self.share(), self.share_bytes());
         let Some(t) = self.tenants.get_mut(&no) else {
             // Registered before its first message is sent: only a bug gets here. Delivered
             // from memory all the same.
             return;
         };
+        let size = item.spool_size();
         t.taken += 1;
-        t.taken_bytes += item.spool_size();
+        t.taken_bytes += size;
         if group.took.last() != Some(&no) {
             group.took.push(no);
         }
@@ -46,9 +47,12 @@ impl Spooler {
             adopted: false,
         };
         group.touched.push(no);
-        if parks && (t.in_memory >= share.min(t.capacity) || t.parked > 0) {
+        // A tenant always has room for one message, however large.
+        let full_bytes = t.in_memory > 0 && t.in_memory_bytes + size > share_bytes;
+        if parks && (t.in_memory >= share.min(t.capacity) || full_bytes || t.parked > 0) {
             // Behind what is parked already, in its order: read back as messages end.
             t.parked += 1;
+            t.parked_bytes += size;
             t.parked_ever += 1;
             group.writes.push(Op::Park(record));
             return;
@@ -57,6 +61,7 @@ impl Spooler {
             self.active += 1;
         }
         t.in_memory += 1;
+        t.in_memory_bytes += size;
         group.writes.push(Op::Put(record));
         group.waiting.push((no, item));
     }
@@ -67,18 +72,25 @@ impl Spooler {
         (self.window / (self.active + 1)).max(MIN_WINDOW.min(self.window))
     }
 
+    /// A tenant's share of the window's bytes, as [`Spooler::share`] divides its messages.
+    pub(super) fn share_bytes(&self) -> u64 {
+        (self.window_bytes / (self.active + 1)).max(MIN_WINDOW_BYTES.min(self.window_bytes))
+    }
+
     /// What an op means for its tenant: a removal frees a place in its window.
     pub(super) fn note_op(&mut self, op: &Op, group: &mut Group) {
         let no = op.tenant();
         if group.touched.last() != Some(&no) {
             group.touched.push(no);
         }
-        if let Op::Remove { .. } = op {
+        if let Op::Remove { bytes, .. } = op {
             if let Some(t) = self.tenants.get_mut(&no) {
                 if t.in_memory > 0 {
                     t.in_memory -= 1;
+                    t.in_memory_bytes = t.in_memory_bytes.saturating_sub(u64::from(*bytes));
                     if t.in_memory == 0 {
                         self.active = self.active.saturating_sub(1);
+                        t.in_memory_bytes = 0;
                     }
                 }
                 if t.parked > 0 {

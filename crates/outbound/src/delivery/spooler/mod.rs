@@ -11,9 +11,11 @@
 //! sent before them.
 //!
 //! **Memory holds a window of a backlog, the store the rest.** The messages the scheduler
-//! holds, all tenants together, stay within a window ([`WINDOW`] messages by default): each
-//! tenant with messages in memory gets an equal share (at least [`MIN_WINDOW`]), and never
-//! more than its `max_queue_size`. A message accepted past its tenant's share is committed
+//! holds, all tenants together, stay within a window ([`WINDOW`] messages and
+//! [`WINDOW_BYTES`] of their bodies by default): each tenant with messages in memory gets an
+//! equal share of both (at least [`MIN_WINDOW`] and [`MIN_WINDOW_BYTES`]), never more
+//! messages than its `max_queue_size`, and always room for one message, whatever its size.
+//! A message accepted past its tenant's share is committed
 //! and *parked* (`Op::Park`): its bytes leave memory, and it is read back, in order, as the
 //! tenant's messages end (`Store::resumable`). A burst of a million messages to one source
 //! costs the window's memory, not the million's; what bounds a tenant's backlog is its
@@ -64,6 +66,13 @@ const PROGRESS_EVERY: Duration = Duration::from_millis(50);
 pub(crate) const WINDOW: u64 = 100_000;
 /// The least a tenant may hold in memory, however many tenants share the window.
 pub(crate) const MIN_WINDOW: u64 = 256;
+/// Bytes of message bodies the schedulers hold at once, all tenants of the writer together,
+/// by default: what [`WINDOW`] holds of events of ~800 bytes, now also the bound when they
+/// are larger (a message's two bodies are up to 32 KiB each).
+pub(crate) const WINDOW_BYTES: u64 = 80 << 20;
+/// The least a tenant may hold in memory in bytes, however many tenants share the window
+/// ([`MIN_WINDOW`] messages of about 1 KiB).
+pub(crate) const MIN_WINDOW_BYTES: u64 = 256 << 10;
 /// Resumed records read at once for one tenant.
 const RESUME_PAGE: u64 = 1024;
 
@@ -122,10 +131,13 @@ pub(crate) struct TenantSpool {
     /// the store counts them itself from their write on.
     taken_bytes: u64,
     sent_bytes: u64,
-    /// Messages passed on to its scheduler part whose removal has not come back.
+    /// Messages passed on to its scheduler part whose removal has not come back, and their
+    /// bytes (`Item::spool_size`).
     in_memory: u64,
-    /// Its messages parked in the store, not read back yet.
+    in_memory_bytes: u64,
+    /// Its messages parked in the store, not read back yet, and their bytes.
     parked: u64,
+    parked_bytes: u64,
     /// Messages it ever parked, and ever read back: parked messages come back in order.
     parked_ever: u64,
     unparked_ever: u64,
@@ -174,7 +186,9 @@ impl TenantSpool {
             taken_bytes: 0,
             sent_bytes: 0,
             in_memory: 0,
+            in_memory_bytes: 0,
             parked: 0,
+            parked_bytes: 0,
             parked_ever: 0,
             unparked_ever: 0,
             flushes: Vec::new(),
@@ -238,8 +252,10 @@ pub(crate) struct Spooler {
     stopping: bool,
     /// The group whose commit was started and not yet settled (at most one).
     in_flight: Option<InFlight>,
-    /// Messages the schedulers may hold, all tenants together ([`WINDOW`] by default).
+    /// Messages the schedulers may hold, all tenants together ([`WINDOW`] by default), and
+    /// bytes of their bodies ([`WINDOW_BYTES`]).
     window: u64,
+    window_bytes: u64,
     /// Tenants with messages in memory (their shares of the window).
     active: u64,
     /// Whether the last commit failed (told to every tenant when it changes).
@@ -326,7 +342,7 @@ impl Spooler {
     pub(crate) fn new(
         store: Box<dyn Store>,
         commit_every: Duration,
-        window: u64,
+        window: (u64, u64),
         logger: Logger,
         stop_when_empty: bool,
         max_bytes: u64,
@@ -351,7 +367,8 @@ impl Spooler {
                 stop_when_empty,
                 stopping: false,
                 in_flight: None,
-                window,
+                window: window.0,
+                window_bytes: window.1,
                 active: 0,
                 failing: false,
                 dead_refused: false,

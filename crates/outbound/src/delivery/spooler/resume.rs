@@ -79,11 +79,17 @@ impl Spooler {
     /// Passes on the next page of tenant `no`'s resumable messages, as many as it has room
     /// for (its share of the window; and for adopted ones, its queue).
     pub(super) fn resume(&mut self, no: TenantNo) {
-        let share = self.share();
+        let (share, share_bytes) = (self.share(), self.share_bytes());
         let Some(t) = self.tenants.get_mut(&no) else {
             return;
         };
-        let window_room = share.min(t.capacity).saturating_sub(t.in_memory);
+        let mut window_room = share.min(t.capacity).saturating_sub(t.in_memory);
+        // Parked records come back in order and their sizes are not known before they are
+        // read: as many as fit at their mean size, and always one when none is in memory.
+        if let Some(mean) = t.parked_bytes.checked_div(t.parked) {
+            let fit = share_bytes.saturating_sub(t.in_memory_bytes) / mean.max(1);
+            window_room = window_room.min(fit.max(u64::from(t.in_memory == 0)));
+        }
         let queue_room = t.capacity.saturating_sub(t.shared.pending.load(Acquire));
         // Parked messages are in the queue already; adopted ones need a place in it.
         let room = window_room.min(RESUME_PAGE).min(match t.parked {
@@ -110,12 +116,17 @@ impl Spooler {
                 t.shared.counters.resumed.fetch_add(1, Relaxed);
             } else {
                 t.parked = t.parked.saturating_sub(1);
+                t.parked_bytes = t.parked_bytes.saturating_sub(r.body_bytes());
                 t.unparked_ever += 1;
+            }
+            if t.parked == 0 {
+                t.parked_bytes = 0;
             }
             if t.in_memory == 0 {
                 self.active += 1;
             }
             t.in_memory += 1;
+            t.in_memory_bytes += r.body_bytes();
             let mask = if r.hooks_key == t.hooks_key {
                 r.hook_mask & t.hook_mask
             } else {

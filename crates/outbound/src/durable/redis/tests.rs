@@ -104,12 +104,14 @@ fn a_repeated_id_stays_until_as_many_removes() {
     a.apply(&[Op::Remove {
         tenant: 0,
         id: id("m"),
+        bytes: 0,
     }])
     .unwrap();
     assert_eq!(server.xlen(&a), 1, "one copy left");
     a.apply(&[Op::Remove {
         tenant: 0,
         id: id("m"),
+        bytes: 0,
     }])
     .unwrap();
     assert_eq!(server.xlen(&a), 0);
@@ -162,12 +164,14 @@ fn progress_goes_with_a_takeover_and_the_dead_owner_s_keys_go() {
     b.apply(&[Op::Remove {
         tenant: 0,
         id: id("twice"),
+        bytes: 0,
     }])
     .unwrap();
     assert_eq!(stream_ids(&server, &b).len(), 4);
     b.apply(&[Op::Remove {
         tenant: 0,
         id: id("twice"),
+        bytes: 0,
     }])
     .unwrap();
     assert_eq!(stream_ids(&server, &b).len(), 3);
@@ -283,7 +287,8 @@ fn an_unreachable_redis_keeps_the_changes_and_writes_them_when_back() {
             Op::Put(record("during")),
             Op::Remove {
                 tenant: 0,
-                id: id("before")
+                id: id("before"),
+                bytes: 0,
             }
         ])
         .is_err());
@@ -303,6 +308,7 @@ fn an_owner_that_died_with_nothing_pending_leaves_no_key_after_a_pass() {
     a.apply(&[Op::Remove {
         tenant: 0,
         id: id("done"),
+        bytes: 0,
     }])
     .unwrap();
     let stream = a.keys.stream.clone();
@@ -396,10 +402,12 @@ fn entries_in_the_old_layout_are_taken_over() {
         Op::Remove {
             tenant: 0,
             id: id("old-1"),
+            bytes: 0,
         },
         Op::Remove {
             tenant: 0,
             id: id("old-2"),
+            bytes: 0,
         },
     ])
     .unwrap();
@@ -407,6 +415,7 @@ fn entries_in_the_old_layout_are_taken_over() {
     b.apply(&[Op::Remove {
         tenant: 0,
         id: id("old-2"),
+        bytes: 0,
     }])
     .unwrap();
     assert_eq!(server.xlen(&b), 0);
@@ -509,6 +518,7 @@ fn a_failed_commit_followed_by_one_that_ran_is_written_again_under_new_ids() {
         Op::Remove {
             tenant: 0,
             id: id("before"),
+            bytes: 0,
         },
     ]);
     assert!(n.done.is_none(), "sent, not settled");
@@ -527,6 +537,7 @@ fn a_failed_commit_followed_by_one_that_ran_is_written_again_under_new_ids() {
         Op::Remove {
             tenant: 0,
             id: id("n3"),
+            bytes: 0,
         },
     ]);
     let failed = a.settle(n).unwrap_err().to_string();
@@ -556,18 +567,22 @@ fn a_failed_commit_followed_by_one_that_ran_is_written_again_under_new_ids() {
         Op::Remove {
             tenant: 0,
             id: id("n1"),
+            bytes: 0,
         },
         Op::Remove {
             tenant: 0,
             id: id("n2"),
+            bytes: 0,
         },
         Op::Remove {
             tenant: 0,
             id: id("m1"),
+            bytes: 0,
         },
         Op::Remove {
             tenant: 0,
             id: id("m2"),
+            bytes: 0,
         },
     ])
     .unwrap();
@@ -624,6 +639,7 @@ fn each_command_a_commit_writes_is_what_redis_keeps() {
         Op::Remove {
             tenant: 0,
             id: id("y"),
+            bytes: 0,
         },
         Op::Put(record("z")),
     ] {
@@ -643,6 +659,7 @@ fn each_command_a_commit_writes_is_what_redis_keeps() {
     a.apply(&[Op::Remove {
         tenant: 0,
         id: id("y"),
+        bytes: 0,
     }])
     .unwrap();
     assert_eq!(stream_ids(&server, &a), ["x", "z"]);
@@ -656,10 +673,12 @@ fn each_command_a_commit_writes_is_what_redis_keeps() {
         Op::Remove {
             tenant: 0,
             id: id("x"),
+            bytes: 0,
         },
         Op::Remove {
             tenant: 0,
             id: id("z"),
+            bytes: 0,
         },
     ])
     .unwrap();
@@ -680,6 +699,7 @@ fn a_partly_removed_group_adopted_delivers_only_what_was_not_removed() {
         .map(|i| Op::Remove {
             tenant: 0,
             id: id(&format!("m{i}")),
+            bytes: 0,
         })
         .collect();
     ops.push(Op::FirstAttempt {
@@ -692,14 +712,17 @@ fn a_partly_removed_group_adopted_delivers_only_what_was_not_removed() {
         Op::Remove {
             tenant: 0,
             id: id("m3"),
+            bytes: 0,
         },
         Op::Remove {
             tenant: 0,
             id: id("m4"),
+            bytes: 0,
         },
         Op::Remove {
             tenant: 0,
             id: id("m7"),
+            bytes: 0,
         },
     ])
     .unwrap();
@@ -723,18 +746,22 @@ fn a_partly_removed_group_adopted_delivers_only_what_was_not_removed() {
         Op::Remove {
             tenant: 0,
             id: id("m5"),
+            bytes: 0,
         },
         Op::Remove {
             tenant: 0,
             id: id("m6"),
+            bytes: 0,
         },
         Op::Remove {
             tenant: 0,
             id: id("m8"),
+            bytes: 0,
         },
         Op::Remove {
             tenant: 0,
             id: id("m9"),
+            bytes: 0,
         },
     ])
     .unwrap();
@@ -790,10 +817,12 @@ fn entries_of_one_packed_record_each_are_still_taken_over() {
         Op::Remove {
             tenant: 0,
             id: id("one-1"),
+            bytes: 0,
         },
         Op::Remove {
             tenant: 0,
             id: id("one-2"),
+            bytes: 0,
         },
     ])
     .unwrap();
@@ -801,6 +830,7 @@ fn entries_of_one_packed_record_each_are_still_taken_over() {
     b.apply(&[Op::Remove {
         tenant: 0,
         id: id("one-2"),
+        bytes: 0,
     }])
     .unwrap();
     assert_eq!(server.xlen(&b), 0);
@@ -818,6 +848,7 @@ fn a_commit_larger_than_a_group_is_split_and_all_of_it_adopted() {
     a.apply(&[Op::Remove {
         tenant: 0,
         id: id("m0"),
+        bytes: 0,
     }])
     .unwrap();
     server.silence(&a);
@@ -876,6 +907,7 @@ fn a_mostly_delivered_group_is_compacted_and_what_it_held_adopted() {
         .map(|i| Op::Remove {
             tenant: 0,
             id: id(&format!("m{i}")),
+            bytes: 0,
         })
         .collect();
     a.apply(&gone[..70]).unwrap();
@@ -920,6 +952,7 @@ fn a_mostly_delivered_group_is_compacted_and_what_it_held_adopted() {
     a.apply(&[Op::Remove {
         tenant: 0,
         id: id("m80"),
+        bytes: 0,
     }])
     .unwrap();
     server.silence(&a);
@@ -948,6 +981,7 @@ fn a_group_compacted_while_its_commit_fails_leaves_each_message_once() {
         .map(|i| Op::Remove {
             tenant: 0,
             id: id(&format!("m{i}")),
+            bytes: 0,
         })
         .collect();
     let n1 = a.submit(&gone);
@@ -967,6 +1001,7 @@ fn a_group_compacted_while_its_commit_fails_leaves_each_message_once() {
         .map(|i| Op::Remove {
             tenant: 0,
             id: id(&format!("m{i}")),
+            bytes: 0,
         })
         .collect();
     a.apply(&rest).unwrap();
@@ -1003,6 +1038,7 @@ fn two_tenants_with_the_same_ids_keep_their_records_apart_through_a_takeover() {
     a.apply(&[Op::Remove {
         tenant: 0,
         id: id("m"),
+        bytes: 0,
     }])
     .unwrap();
     assert_eq!(Store::pending(&a, 0).0, 0);
@@ -1060,10 +1096,12 @@ fn records_of_a_name_nobody_here_has_wait_parked_for_a_tenant_of_it() {
         Op::Remove {
             tenant: 4,
             id: id("x"),
+            bytes: 0,
         },
         Op::Remove {
             tenant: 4,
             id: id("y"),
+            bytes: 0,
         },
     ])
     .unwrap();
@@ -1101,6 +1139,7 @@ fn a_parked_backlog_stays_out_of_memory_and_comes_back_in_order_once() {
             .map(|r| Op::Remove {
                 tenant: 0,
                 id: r.id.clone(),
+                bytes: 0,
             })
             .collect();
         got.extend(page.into_iter().map(|r| r.id.to_string()));
@@ -1326,6 +1365,7 @@ fn an_entry_with_parked_records_is_not_compacted_until_they_are_read_back() {
         .map(|i| Op::Remove {
             tenant: 0,
             id: id(&format!("h-{i}")),
+            bytes: 0,
         })
         .collect();
     a.apply(&removes).unwrap();

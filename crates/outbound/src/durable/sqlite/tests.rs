@@ -162,10 +162,12 @@ fn ops_round_trip_and_a_reopened_directory_resumes_exactly_the_pending_records()
             Op::Remove {
                 tenant: 0,
                 id: id("m-00004"),
+                bytes: 0,
             },
             Op::Remove {
                 tenant: 0,
                 id: id("unknown"),
+                bytes: 0,
             },
             Op::IngestDone {
                 tenant: 0,
@@ -196,6 +198,7 @@ fn ops_round_trip_and_a_reopened_directory_resumes_exactly_the_pending_records()
                 .map(|i| Op::Remove {
                     tenant: 0,
                     id: id(&name(i)),
+                    bytes: 0,
                 })
                 .collect::<Vec<_>>(),
         )
@@ -394,6 +397,7 @@ fn put_then_remove_in_one_batch_leaves_nothing() {
             Op::Remove {
                 tenant: 0,
                 id: id("m-00001"),
+                bytes: 0,
             },
         ])
         .unwrap();
@@ -414,6 +418,7 @@ fn removals_in_runs_and_alone_delete_exactly_their_rows() {
         .map(|&i| Op::Remove {
             tenant: 0,
             id: id(&name(i)),
+            bytes: 0,
         })
         .collect();
     ops.push(Op::Put(rec(6)));
@@ -445,6 +450,7 @@ fn a_pending_id_put_twice_stays_until_removed_twice() {
         .apply(&[Op::Remove {
             tenant: 0,
             id: id("m-00001"),
+            bytes: 0,
         }])
         .unwrap();
     assert_eq!(store.pending().0, 1, "one copy still pending");
@@ -452,6 +458,7 @@ fn a_pending_id_put_twice_stays_until_removed_twice() {
         .apply(&[Op::Remove {
             tenant: 0,
             id: id("m-00001"),
+            bytes: 0,
         }])
         .unwrap();
     assert_eq!(store.pending(), (0, 0));
@@ -498,6 +505,7 @@ fn payload_bytes_follow_puts_marks_and_removes() {
         .apply(&[Op::Remove {
             tenant: 0,
             id: a.id.clone(),
+            bytes: 0,
         }])
         .unwrap();
     assert_eq!(
@@ -537,6 +545,7 @@ fn a_failed_apply_changes_nothing_and_the_same_ops_apply_later() {
         Op::Remove {
             tenant: 0,
             id: id("m-00001"),
+            bytes: 0,
         },
         Op::Put(rec(9)),
         Op::Put(rec(2)), // a second copy
@@ -547,6 +556,7 @@ fn a_failed_apply_changes_nothing_and_the_same_ops_apply_later() {
         Op::Remove {
             tenant: 0,
             id: id("m-00003"),
+            bytes: 0,
         },
     ];
     let err = store.apply(&batch).unwrap_err();
@@ -568,14 +578,17 @@ fn a_failed_apply_changes_nothing_and_the_same_ops_apply_later() {
             Op::Remove {
                 tenant: 0,
                 id: id("m-00002"),
+                bytes: 0,
             },
             Op::Remove {
                 tenant: 0,
                 id: id("m-00002"),
+                bytes: 0,
             },
             Op::Remove {
                 tenant: 0,
                 id: id("m-00009"),
+                bytes: 0,
             },
         ])
         .unwrap();
@@ -612,6 +625,7 @@ fn an_id_in_two_dead_files_is_adopted_once_and_one_we_hold_is_not_resumed() {
                 .map(|i| Op::Remove {
                     tenant: 0,
                     id: id(&name(i)),
+                    bytes: 0,
                 })
                 .collect::<Vec<_>>(),
         )
@@ -797,6 +811,7 @@ fn fork_child() {
         .apply(&[Op::Remove {
             tenant: 0,
             id: id("m-00001"),
+            bytes: 0,
         }])
         .unwrap();
     store.close().unwrap();
@@ -1043,6 +1058,7 @@ fn ten_thousand_puts_in_one_apply() {
                 Op::Remove {
                     tenant: 0,
                     id: r.id.clone(),
+                    bytes: 0,
                 },
             ]
         })
