@@ -415,8 +415,7 @@ fn a_backlog_past_the_memory_window_waits_in_the_spool_and_all_of_it_is_delivere
 #[cfg(feature = "sqlite")]
 #[test]
 fn large_messages_past_the_window_s_bytes_wait_in_the_spool_and_all_are_delivered_once() {
-    use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
-    use std::sync::Arc;
+    use std::sync::atomic::Ordering::SeqCst;
     let _one = serial();
     // Messages of about 16 KiB to a receiver that takes 50 ms each: what is in memory is
     // what can be out at once (`most`, counted by the receiver).
@@ -429,24 +428,12 @@ fn large_messages_past_the_window_s_bytes_wait_in_the_spool_and_all_are_delivere
             ..EngineConfig::default()
         })
         .unwrap();
-        let (now, most) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
-        let (n, m) = (now.clone(), most.clone());
-        let server = Server::start(move |_| {
-            m.fetch_max(n.fetch_add(1, SeqCst) + 1, SeqCst);
-            std::thread::sleep(Duration::from_millis(50));
-            n.fetch_sub(1, SeqCst);
-            Reply::Status(200)
-        });
+        let (server, most) = support::holding(Duration::from_millis(50));
         let outcomes = Outcomes::default();
         let client = engine
             .tenant("big", hooks(&server.url, &outcomes).max_queue_size(10_000))
             .unwrap();
-        let mut props = serde_json::Map::new();
-        props.insert("pad".into(), "x".repeat(16_000).into());
-        for i in 0..40 {
-            let msg = Message::track("u1", "E")
-                .message_id(format!("m-{i:03}"))
-                .properties(props.clone());
+        for msg in support::padded_tracks(40, 16_000) {
             client.enqueue(&msg).unwrap();
         }
         assert!(client.flush(Some(Duration::from_secs(60))));

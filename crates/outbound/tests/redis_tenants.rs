@@ -189,8 +189,7 @@ fn a_backlog_past_the_memory_window_waits_in_redis_and_is_delivered_in_order_onc
 
 #[test]
 fn large_messages_past_the_window_s_bytes_wait_in_redis_and_all_are_delivered_once() {
-    use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
-    use std::sync::Arc;
+    use std::sync::atomic::Ordering::SeqCst;
     let redis = RedisServer::start();
     let engine = Engine::new(EngineConfig {
         spool: Some(redis.spool("bytes").into()),
@@ -202,22 +201,10 @@ fn large_messages_past_the_window_s_bytes_wait_in_redis_and_all_are_delivered_on
     .unwrap();
     // Messages of about 16 KiB to a receiver that takes 50 ms each: what is in memory is
     // what can be out at once.
-    let (now, most) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
-    let (n, m) = (now.clone(), most.clone());
-    let server = Server::start(move |_| {
-        m.fetch_max(n.fetch_add(1, SeqCst) + 1, SeqCst);
-        std::thread::sleep(Duration::from_millis(50));
-        n.fetch_sub(1, SeqCst);
-        support::Reply::Status(200)
-    });
+    let (server, most) = support::holding(Duration::from_millis(50));
     let outcomes = Outcomes::default();
     let client = engine.tenant("big", hooks(&server.url, &outcomes)).unwrap();
-    let mut props = serde_json::Map::new();
-    props.insert("pad".into(), "x".repeat(16_000).into());
-    for i in 0..40 {
-        let msg = Message::track("u1", "E")
-            .message_id(format!("m-{i:03}"))
-            .properties(props.clone());
+    for msg in support::padded_tracks(40, 16_000) {
         client.enqueue(&msg).unwrap();
     }
     assert!(client.flush(Some(Duration::from_secs(60))));

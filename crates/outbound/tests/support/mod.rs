@@ -11,6 +11,34 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
+/// A receiver that takes `delay` over each request before answering 200, and the most
+/// requests it held at once: what a client had in memory to send, at most.
+pub fn holding(delay: Duration) -> (Server, Arc<std::sync::atomic::AtomicUsize>) {
+    use std::sync::atomic::AtomicUsize;
+    let (now, most) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+    let m = most.clone();
+    let server = Server::start(move |_| {
+        m.fetch_max(now.fetch_add(1, Ordering::SeqCst) + 1, Ordering::SeqCst);
+        std::thread::sleep(delay);
+        now.fetch_sub(1, Ordering::SeqCst);
+        Reply::Status(200)
+    });
+    (server, most)
+}
+
+/// `n` tracks `m-000`, `m-001`, ... each with a property of `pad` bytes.
+pub fn padded_tracks(n: usize, pad: usize) -> Vec<outbound::Message> {
+    let mut props = serde_json::Map::new();
+    props.insert("pad".into(), "x".repeat(pad).into());
+    (0..n)
+        .map(|i| {
+            outbound::Message::track("u1", "E")
+                .message_id(format!("m-{i:03}"))
+                .properties(props.clone())
+        })
+        .collect()
+}
+
 /// One request as the server read it.
 #[derive(Clone, Debug)]
 pub struct Request {
