@@ -456,6 +456,42 @@ fn large_messages_past_the_window_s_bytes_wait_in_the_spool_and_all_are_delivere
 
 #[cfg(feature = "sqlite")]
 #[test]
+fn large_messages_left_by_a_closed_tenant_are_read_back_within_the_window_s_bytes() {
+    use std::sync::atomic::Ordering::SeqCst;
+    let _one = serial();
+    let dir = Dir::new("window-bytes-left");
+    let engine = Engine::new(EngineConfig {
+        spool: Some(dir.0.clone().into()),
+        spool_commit_interval: Duration::from_millis(5),
+        memory_window_bytes: 64 << 10,
+        ..EngineConfig::default()
+    })
+    .unwrap();
+    let old = engine
+        .tenant("big", hooks(NOWHERE, &Outcomes::default()))
+        .unwrap();
+    for msg in support::padded_tracks(40, 16_000) {
+        old.enqueue(&msg).unwrap();
+    }
+    assert!(!old.flush(Some(Duration::from_millis(300))));
+    old.close(Some(Duration::ZERO)).unwrap();
+    // Taken over by the next tenant of the name: their sizes are known only once read, so
+    // they come back a few at a time, never more than the window's 64 KiB hold.
+    let (server, most) = support::holding(Duration::from_millis(50));
+    let new = engine
+        .tenant("big", hooks(&server.url, &Outcomes::default()))
+        .unwrap();
+    assert!(server.wait_for(40, Duration::from_secs(30)));
+    let want: Vec<String> = (0..40).map(|i| format!("m-{i:03}")).collect();
+    assert_eq!(sent_ids(&server), want, "each once");
+    assert_eq!(new.stats().resumed, 40);
+    let most = most.load(SeqCst);
+    assert!((1..=4).contains(&most), "{most} out at once");
+    assert!(new.close(None).unwrap());
+}
+
+#[cfg(feature = "sqlite")]
+#[test]
 fn a_tenant_closed_with_a_backlog_leaves_it_to_the_next_tenant_of_its_name() {
     let _one = serial();
     let dir = Dir::new("reopen");

@@ -10,6 +10,10 @@ use crate::model::timestamp::instant_of;
 use foldhash::HashMap;
 use std::sync::atomic::Ordering::*;
 
+/// The most a record's bodies can take: an event's ingestion and webhook bodies, each up to
+/// a message's limit.
+const LARGEST_RECORD: u64 = 2 * crate::client::MAX_MESSAGE_BYTES as u64;
+
 impl Spooler {
     /// Takes over the files of dead processes and closed clients.
     pub(super) fn adopt(&mut self) {
@@ -83,13 +87,16 @@ impl Spooler {
         let Some(t) = self.tenants.get_mut(&no) else {
             return;
         };
-        let mut window_room = share.min(t.capacity).saturating_sub(t.in_memory);
-        // Parked records come back in order and their sizes are not known before they are
-        // read: as many as fit at their mean size, and always one when none is in memory.
-        if let Some(mean) = t.parked_bytes.checked_div(t.parked) {
-            let fit = share_bytes.saturating_sub(t.in_memory_bytes) / mean.max(1);
-            window_room = window_room.min(fit.max(u64::from(t.in_memory == 0)));
-        }
+        // A record's size is known only once it is read: as many as fit at the mean size
+        // of the parked ones (those come back next), else of those in memory, else at the
+        // largest a message can be (records taken over after a crash); always one when none
+        // is in memory.
+        let mean = (t.parked_bytes.checked_div(t.parked))
+            .or_else(|| t.in_memory_bytes.checked_div(t.in_memory))
+            .unwrap_or(LARGEST_RECORD);
+        let fit = share_bytes.saturating_sub(t.in_memory_bytes) / mean.max(1);
+        let window_room = (share.min(t.capacity).saturating_sub(t.in_memory))
+            .min(fit.max(u64::from(t.in_memory == 0)));
         let queue_room = t.capacity.saturating_sub(t.shared.pending.load(Acquire));
         // Parked messages are in the queue already; adopted ones need a place in it.
         let room = window_room.min(RESUME_PAGE).min(match t.parked {
