@@ -67,8 +67,8 @@ pub(crate) const WINDOW: u64 = 100_000;
 /// The least a tenant may hold in memory, however many tenants share the window.
 pub(crate) const MIN_WINDOW: u64 = 256;
 /// Bytes of message bodies the schedulers hold at once, all tenants of the writer together,
-/// by default: what [`WINDOW`] holds of events of ~800 bytes, now also the bound when they
-/// are larger (a message's two bodies are up to 32 KiB each).
+/// by default: what [`WINDOW`] holds of events of ~800 bytes, and the bound when they are
+/// larger (a message's two bodies are up to 32 KiB each).
 pub(crate) const WINDOW_BYTES: u64 = 80 << 20;
 /// The least a tenant may hold in memory in bytes, however many tenants share the window
 /// ([`MIN_WINDOW`] messages of about 1 KiB).
