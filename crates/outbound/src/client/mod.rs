@@ -14,8 +14,7 @@ use std::sync::atomic::{AtomicU64, Ordering::*};
 use std::sync::Arc;
 use std::time::Duration;
 
-/// Largest serialized message accepted: Segment's per-message limit.
-pub const MAX_MESSAGE_BYTES: usize = 32 * 1024;
+pub use crate::wire::ingestion::MAX_MESSAGE_BYTES;
 
 /// How long `flush(None)` and `close(None)` wait at most.
 pub const DEFAULT_WAIT: Duration = Duration::from_secs(30);

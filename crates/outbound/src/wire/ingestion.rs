@@ -14,6 +14,9 @@ use std::io::Write;
 /// A batch body never exceeds this many bytes (before gzip).
 pub const MAX_BATCH_BYTES: usize = 500_000;
 
+/// Largest serialized message accepted: Segment's per-message limit.
+pub const MAX_MESSAGE_BYTES: usize = 32 * 1024;
+
 /// Segment's limit of events in one batch request: the tracking API rejects the events past
 /// it (and answers 200 for the rest).
 pub const MAX_BATCH_EVENTS: usize = 2_500;

@@ -12,7 +12,7 @@ use std::sync::atomic::Ordering::*;
 
 /// The most a record's bodies can take: an event's ingestion and webhook bodies, each up to
 /// a message's limit.
-const LARGEST_RECORD: u64 = 2 * crate::client::MAX_MESSAGE_BYTES as u64;
+const LARGEST_RECORD: u64 = 2 * crate::wire::ingestion::MAX_MESSAGE_BYTES as u64;
 
 impl Spooler {
     /// Takes over the files of dead processes and closed clients.
